@@ -1,0 +1,1 @@
+"""Assembly: format catalogs -> xarray Variables and Datasets (names, dims, coords, attrs, chunks)."""

@@ -1,0 +1,125 @@
+"""Helpers shared by the per-format assembly steps: netCDF-safe attrs, dim names, lazy variables."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+from xarray.core import indexing
+
+from ..array import LazyChunkedArray
+from ..catalog import ArraySpec
+
+__all__ = ["flatten_attrs", "netcdf_safe_value", "generic_dim_names", "lazy_variable", "unique_names"]
+
+
+def netcdf_safe_value(value: Any) -> Any:
+    """Convert a metadata value into something netCDF attributes can hold.
+
+    Strings, numbers and homogeneous numeric lists stay as they are; booleans
+    become ints; ``None`` becomes an empty string; bytes become hex; anything else
+    (mixed lists, nested lists) is serialised as compact JSON.
+    """
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (str, int, float, np.integer, np.floating)):
+        if isinstance(value, int) and not isinstance(value, bool) and not (-(2**63) <= value < 2**64):
+            return str(value)
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, str) for v in value):
+            return list(value)
+        if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            if all(isinstance(v, int) for v in value) and all(-(2**63) <= v < 2**63 for v in value):
+                return np.asarray(value, dtype=np.int64)
+            if all(isinstance(v, (int, float)) for v in value):
+                return np.asarray(value, dtype=np.float64)
+    return json.dumps(value, default=_json_default, separators=(",", ":"), sort_keys=True)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj).hex()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return str(obj)
+
+
+def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int = 32) -> dict[str, Any]:
+    """Flatten nested maps into dotted keys with netCDF-safe values (``{"mars": {"class": "od"}}`` ->
+    ``{"mars.class": "od"}``)."""
+    out: dict[str, Any] = {}
+
+    def walk(m: Mapping[Any, Any], pre: str, depth: int) -> None:
+        for k, v in m.items():
+            key = f"{pre}{k}"
+            if isinstance(v, Mapping) and v and depth < max_depth:
+                walk(v, key + ".", depth + 1)
+            elif isinstance(v, Mapping):
+                out[key] = netcdf_safe_value(dict(v)) if v else "{}"
+            else:
+                out[key] = netcdf_safe_value(v)
+
+    walk(mapping, prefix, 0)
+    return out
+
+
+def unique_names(names: Iterable[str]) -> list[str]:
+    """Make names unique by suffixing ``_1``, ``_2`` ... to repeats, keeping first occurrences."""
+    seen: dict[str, int] = {}
+    taken = set()
+    out = []
+    for n in names:
+        if n not in taken:
+            out.append(n)
+            taken.add(n)
+            seen.setdefault(n, 0)
+            continue
+        i = seen.get(n, 0)
+        while True:
+            i += 1
+            cand = f"{n}_{i}"
+            if cand not in taken:
+                break
+        seen[n] = i
+        out.append(cand)
+        taken.add(cand)
+    return out
+
+
+def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int] | None = None, prefix: str = "dim") -> list[str]:
+    """``dim_0``, ``dim_1`` ... made unique where the same generic name is already used with another size.
+
+    ``taken_sizes`` maps dim names already in the Dataset to their sizes; it is updated.
+    """
+    taken_sizes = {} if taken_sizes is None else taken_sizes
+    names = []
+    for axis, size in enumerate(shape):
+        base = f"{prefix}_{axis}"
+        name = base
+        k = 0
+        while (name in taken_sizes and taken_sizes[name] != size) or name in names:
+            k += 1
+            name = f"{base}_{k}"
+        taken_sizes[name] = size
+        names.append(name)
+    return names
+
+
+def lazy_variable(dims: Sequence[str], spec: ArraySpec, attrs: Mapping[str, Any] | None = None,
+                  encoding: Mapping[str, Any] | None = None) -> xr.Variable:
+    """An ``xr.Variable`` backed by the one lazy array, with ``preferred_chunks`` from the spec."""
+    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
+    enc = dict(encoding or {})
+    enc.setdefault("preferred_chunks", dict(zip(dims, spec.chunk_shape)))
+    enc.setdefault("dtype", spec.dtype)
+    var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
+    var.encoding = enc
+    return var

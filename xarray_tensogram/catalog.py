@@ -1,0 +1,123 @@
+"""What a format contributes to the lazy array: a chunked array description.
+
+A format reader describes each array it can serve as an :class:`ArraySpec`:
+its shape, dtype, a regular chunk grid (edge chunks clipped) and a picklable
+:class:`ChunkReader`. The single lazy array (``array.py``) maps any indexing key
+onto that grid and asks the reader only for the chunks, and the regions inside
+them, that the key touches. Nothing here imports xarray or dask.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+__all__ = ["ChunkReader", "ArraySpec", "StackedReader", "MissingChunk", "stack_specs", "chunk_counts", "chunk_extent", "full_region"]
+
+Region = tuple[slice, ...]
+
+
+@runtime_checkable
+class ChunkReader(Protocol):
+    """Reads one chunk of a chunked array. Must be thread-safe and picklable."""
+
+    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+        """Return ``region`` (step-1 slices, local to the chunk) of the chunk at grid ``coords``.
+
+        The result has exactly the region's extent and the spec's dtype. A reader
+        that can fetch only the bytes of the region (e.g. rows of a raw payload)
+        should; others may decode the whole chunk and slice it.
+        """
+        ...
+
+
+def chunk_counts(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
+    """Number of chunks along each axis (0 along an empty axis)."""
+    return tuple((s + c - 1) // c if c else 0 for s, c in zip(shape, chunk_shape))
+
+
+def chunk_extent(shape: Sequence[int], chunk_shape: Sequence[int], coords: Sequence[int]) -> tuple[int, ...]:
+    """Clipped extent of the chunk at ``coords`` (edge chunks are smaller, never padded)."""
+    return tuple(min(c, s - i * c) for s, c, i in zip(shape, chunk_shape, coords))
+
+
+def full_region(extent: Sequence[int]) -> Region:
+    return tuple(slice(0, n) for n in extent)
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """A lazily readable N-d array: geometry plus the reader of its chunks."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    chunk_shape: tuple[int, ...]
+    reader: ChunkReader
+    #: value used where a reader reports a missing chunk (hypercube holes)
+    fill_value: Any = None
+    #: informative hints for the assembly layer (e.g. {"row_band": 64})
+    hints: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "chunk_shape", tuple(max(1, int(c)) for c in self.chunk_shape))
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        if len(self.shape) != len(self.chunk_shape):
+            raise ValueError("shape and chunk_shape must have the same rank")
+
+    @property
+    def nchunks(self) -> int:
+        return math.prod(chunk_counts(self.shape, self.chunk_shape))
+
+
+class MissingChunk(Exception):
+    """Raised by a reader for a chunk that does not exist (filled with ``fill_value``)."""
+
+
+@dataclass(frozen=True)
+class StackedReader:
+    """Stack equally shaped member arrays along new leading axes (hypercubes).
+
+    ``members`` is a nested list (shape = ``stack_shape``) of member
+    :class:`ArraySpec` or ``None`` for a hole. The stacked array's chunk shape is
+    1 along each stacked axis and the members' chunk shape inside.
+    """
+
+    stack_shape: tuple[int, ...]
+    members: tuple[Any, ...]  # flat, C order over stack_shape
+
+    def member(self, stack_coords: Sequence[int]) -> "ArraySpec | None":
+        flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
+        return self.members[flat]
+
+    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+        k = len(self.stack_shape)
+        member = self.member(coords[:k])
+        if member is None:
+            raise MissingChunk(coords)
+        inner = member.reader.read_chunk(coords[k:], region[k:])
+        return inner.reshape((1,) * k + inner.shape)
+
+
+def stack_specs(stack_shape: Sequence[int], members: Sequence["ArraySpec | None"], fill_value: Any = None) -> ArraySpec:
+    """Build the :class:`ArraySpec` of members stacked along new leading axes."""
+    present = [m for m in members if m is not None]
+    if not present:
+        raise ValueError("cannot stack an empty set of arrays")
+    first = present[0]
+    for m in present:
+        if m.shape != first.shape or m.dtype != first.dtype or m.chunk_shape != first.chunk_shape:
+            raise ValueError("stacked members must share shape, dtype and chunk shape")
+    stack_shape = tuple(int(s) for s in stack_shape)
+    reader = StackedReader(stack_shape, tuple(members))
+    return ArraySpec(
+        shape=stack_shape + first.shape,
+        dtype=first.dtype,
+        chunk_shape=(1,) * len(stack_shape) + first.chunk_shape,
+        reader=reader,
+        fill_value=fill_value,
+        hints=dict(first.hints),
+    )
