@@ -30,6 +30,7 @@ __all__ = [
     "open_source",
     "is_remote_url",
     "SourceLike",
+    "atomic_write",
 ]
 
 SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO, "ByteSource"]
@@ -349,3 +350,42 @@ def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = 
     if hasattr(source, "read") and hasattr(source, "seek"):
         return FileObjectSource(source)  # type: ignore[arg-type]
     raise TypeError(f"cannot read from {type(source).__name__}: pass a path, URL, bytes or a binary file object")
+
+
+class atomic_write:
+    """Write a file under a temporary name in the same directory, then rename it into place.
+
+    On any exception the temporary file is removed and the destination is left
+    untouched, so a failed write never leaves a half-written file under the
+    final name. Usage::
+
+        with atomic_write(path) as f:
+            f.write(b"...")
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
+        self._tmp: str | None = None
+        self._f: BinaryIO | None = None
+
+    def __enter__(self) -> BinaryIO:
+        import tempfile
+
+        directory = os.path.dirname(os.path.abspath(self.path))
+        fd, self._tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(self.path) + "-", dir=directory)
+        self._f = os.fdopen(fd, "wb")
+        return self._f
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._f is not None and self._tmp is not None
+        try:
+            if exc_type is None:
+                self._f.flush()
+                os.fsync(self._f.fileno())
+            self._f.close()
+            if exc_type is None:
+                os.replace(self._tmp, self.path)
+                self._tmp = None
+        finally:
+            if self._tmp is not None and os.path.exists(self._tmp):
+                os.unlink(self._tmp)

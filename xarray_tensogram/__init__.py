@@ -1,0 +1,38 @@
+"""xarray-tensogram: open Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files with xarray and Dask."""
+
+from __future__ import annotations
+
+from .errors import (
+    CodecError,
+    CorruptFileError,
+    FileChangedError,
+    GroupSelectionError,
+    HypercubeError,
+    IntegrityError,
+    LimitExceededError,
+    MetadataError,
+    MissingCodecError,
+    MissingHashError,
+    TruncatedFileError,
+    UnsupportedError,
+    XarrayTensogramError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    "XarrayTensogramError",
+    "CorruptFileError",
+    "TruncatedFileError",
+    "MetadataError",
+    "LimitExceededError",
+    "CodecError",
+    "IntegrityError",
+    "MissingHashError",
+    "UnsupportedError",
+    "MissingCodecError",
+    "FileChangedError",
+    "HypercubeError",
+    "GroupSelectionError",
+]
