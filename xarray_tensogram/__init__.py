@@ -36,3 +36,7 @@ __all__ = [
     "HypercubeError",
     "GroupSelectionError",
 ]
+
+from .formats.tensogram import open_tensogram  # noqa: E402
+
+__all__ += ["open_tensogram"]

@@ -1,0 +1,77 @@
+"""Safe CBOR decoding for metadata read from files.
+
+Tags are refused (they could construct arbitrary objects), nesting depth and
+item counts are bounded, and every decoder failure becomes a
+:class:`MetadataError` naming where the item came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cbor2
+
+from ..errors import LimitExceededError, MetadataError
+
+__all__ = ["loads", "dumps_canonical", "MAX_DEPTH"]
+
+MAX_DEPTH = 64
+_PLAIN = (dict, list, tuple, str, bytes, int, float, bool, type(None), frozenset)
+
+
+def _refuse_tag(decoder: Any, tag: Any) -> Any:
+    raise MetadataError(f"CBOR tag {tag.tag} is not allowed in metadata")
+
+
+def _depth(obj: Any, limit: int) -> None:
+    stack = [(obj, 0)]
+    while stack:
+        item, d = stack.pop()
+        if d > limit:
+            raise LimitExceededError(f"metadata nesting deeper than {limit} levels")
+        if not isinstance(item, _PLAIN):
+            raise MetadataError(f"CBOR value of type {type(item).__name__} (from a tag) is not allowed in metadata")
+        if isinstance(item, dict):
+            stack.extend((v, d + 1) for v in item.values())
+            stack.extend((k, d + 1) for k in item.keys() if isinstance(k, (tuple, frozenset)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, d + 1) for v in item)
+
+
+def loads(data: bytes | memoryview, *, where: str = "") -> Any:
+    """Decode exactly one CBOR item occupying all of ``data``."""
+    obj, used = loads_prefix(data, where=where)
+    if used != len(data):
+        raise MetadataError(f"{where}{len(data) - used} unexpected bytes after the CBOR item")
+    return obj
+
+
+def _depth_checked(obj: Any, where: str, max_depth: int) -> None:
+    try:
+        _depth(obj, max_depth)
+    except LimitExceededError as exc:
+        raise LimitExceededError(f"{where}{exc}") from None
+    except MetadataError as exc:
+        raise MetadataError(f"{where}{exc}") from None
+
+
+def loads_prefix(data: bytes | memoryview, *, where: str = "") -> tuple[Any, int]:
+    """Decode one CBOR item at the start of ``data``; return it and its encoded length."""
+    import io
+
+    buf = io.BytesIO(bytes(data))
+    try:
+        obj = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag).decode()
+    except MetadataError as exc:
+        raise MetadataError(f"{where}{exc}") from None
+    except RecursionError:
+        raise LimitExceededError(f"{where}metadata nesting is too deep") from None
+    except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, UnicodeDecodeError) as exc:
+        raise MetadataError(f"{where}invalid CBOR: {exc}") from None
+    _depth_checked(obj, where, MAX_DEPTH)
+    return obj, buf.tell()
+
+
+def dumps_canonical(obj: Any) -> bytes:
+    """Deterministic CBOR as the Tensogram reference writes it (text keys: cbor2 canonical)."""
+    return cbor2.dumps(obj, canonical=True)

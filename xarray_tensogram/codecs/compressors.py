@@ -1,0 +1,199 @@
+"""Tensogram compressors (spec §13): payload bytes -> exactly ``expected`` decoded bytes.
+
+Each decoder is told the size the descriptor promises and never produces (or
+allocates) more. Optional packages are imported on first use; when missing, the
+error names the ``codecs`` extra.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ..errors import CodecError, UnsupportedError
+from . import zstd
+from .registry import require
+
+__all__ = ["decompress", "compress", "DECODERS", "szip_sample_bits"]
+
+Params = Mapping[str, Any]
+
+
+def _check_size(data: bytes | np.ndarray, expected: int, codec: str, where: str) -> None:
+    n = data.nbytes if isinstance(data, np.ndarray) else len(data)
+    if n != expected:
+        raise CodecError(f"{where}{codec} payload decodes to {n} bytes, expected {expected}")
+
+
+def _none(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+    _check_size(payload, expected, "uncompressed", where)
+    return payload
+
+
+def _zstd(payload: bytes, expected: int, params: Params, where: str) -> np.ndarray:
+    return zstd.decompress(payload, expected, where=where)
+
+
+def _lz4(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+    lz4_block = require("lz4.block", f"{where}lz4 decompression")
+    if len(payload) < 4:
+        raise CodecError(f"{where}lz4 payload of {len(payload)} bytes has no 4-byte size prefix")
+    declared = struct.unpack("<I", payload[:4])[0]
+    if declared != expected:
+        raise CodecError(f"{where}lz4 payload declares {declared} decoded bytes, descriptor implies {expected}")
+    try:
+        out = lz4_block.decompress(bytes(payload[4:]), uncompressed_size=expected)
+    except Exception as exc:  # lz4 raises LZ4BlockError (a RuntimeError)
+        raise CodecError(f"{where}lz4 block is corrupt: {exc}") from exc
+    _check_size(out, expected, "lz4", where)
+    return out
+
+
+def szip_sample_bits(desc: Params) -> int:
+    """libaec bits_per_sample for a descriptor (spec §13.4)."""
+    if desc.get("encoding") == "simple_packing":
+        return int(desc["sp_bits_per_value"])
+    if desc.get("filter") == "shuffle":
+        return 8
+    from ..formats.tensogram.dtypes import dtype_width
+
+    return dtype_width(str(desc["dtype"])) * 8
+
+
+def _szip_flags(desc: Params, bits: int) -> int:
+    flags = int(desc.get("szip_flags", 0))
+    if desc.get("encoding") == "simple_packing":
+        flags |= 4  # AEC_DATA_MSB
+    if 16 < bits <= 24:
+        flags |= 2  # AEC_DATA_3BYTE
+    return flags
+
+
+def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
+    imagecodecs = require("imagecodecs", f"{where}szip decompression")
+    bits = szip_sample_bits(desc)
+    flags = _szip_flags(desc, bits)
+    block = int(desc["szip_block_size"])
+    rsi = int(desc["szip_rsi"])
+    if not (1 <= bits <= 32) or block <= 0 or not (1 <= rsi <= 4096):
+        raise CodecError(f"{where}invalid szip parameters bits={bits} block_size={block} rsi={rsi}")
+    sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8
+    try:
+        out = imagecodecs.aec_decode(
+            bytes(payload), bitspersample=bits, flags=flags, blocksize=block, rsi=rsi,
+            out=expected + block * rsi * sample_bytes,
+        )
+    except Exception as exc:
+        raise CodecError(f"{where}szip stream is corrupt: {exc}") from exc
+    out = bytes(out)
+    if len(out) < expected:
+        raise CodecError(f"{where}szip payload decodes to {len(out)} bytes, expected {expected}")
+    return out[:expected]
+
+
+def _blosc2(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+    blosc2 = require("blosc2", f"{where}blosc2 decompression")
+    try:
+        sc = blosc2.schunk_from_cframe(bytes(payload), copy=True)
+        if sc.nbytes != expected:
+            raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {expected}")
+        out = b"".join(sc.decompress_chunk(i) for i in range(sc.nchunks))
+    except CodecError:
+        raise
+    except Exception as exc:
+        raise CodecError(f"{where}blosc2 frame is corrupt: {exc}") from exc
+    _check_size(out, expected, "blosc2", where)
+    return out
+
+
+def _zfp(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
+    zfpy = require("zfpy", f"{where}zfp decompression")
+    if expected % 8:
+        raise CodecError(f"{where}zfp decodes float64 values but {expected} bytes are expected")
+    n = expected // 8
+    mode = desc.get("zfp_mode")
+    kwargs: dict[str, Any]
+    if mode == "fixed_rate":
+        kwargs = {"rate": float(desc["zfp_rate"])}
+    elif mode == "fixed_precision":
+        kwargs = {"precision": int(desc["zfp_precision"])}
+    elif mode == "fixed_accuracy":
+        kwargs = {"tolerance": float(desc["zfp_tolerance"])}
+    else:
+        raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
+    if n == 0:
+        return b""
+    try:
+        arr = zfpy._decompress(bytes(payload), zfpy.type_double, [n], **kwargs)
+    except Exception as exc:
+        raise CodecError(f"{where}zfp stream is corrupt: {exc}") from exc
+    out = np.ascontiguousarray(arr, dtype=np.float64).tobytes()
+    _check_size(out, expected, "zfp", where)
+    return out
+
+
+def _sz3(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+    sz = require("pysz.sz", f"{where}sz3 decompression")
+    if expected % 8:
+        raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
+    n = expected // 8
+    if n == 0:
+        return b""
+    try:
+        arr, _cfg = sz.decompress(np.frombuffer(payload, np.uint8), np.float64, (n,))
+    except Exception as exc:
+        raise CodecError(f"{where}sz3 stream is corrupt: {exc}") from exc
+    out = np.ascontiguousarray(arr, dtype=np.float64).tobytes()
+    _check_size(out, expected, "sz3", where)
+    return out
+
+
+def _bitmask_prefixed(kind: str) -> Callable[[bytes, int, Params, str], bytes]:
+    def decode(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+        from .masks import rle_decode, roaring_decode
+
+        if len(payload) < 4:
+            raise CodecError(f"{where}{kind} payload lacks its 4-byte bit count")
+        nbits = struct.unpack(">I", payload[:4])[0]
+        if nbits != 8 * expected:
+            raise CodecError(f"{where}{kind} payload holds {nbits} bits, expected {8 * expected}")
+        bits = rle_decode(payload[4:], nbits, where) if kind == "rle" else roaring_decode(payload[4:], nbits, where)
+        return np.packbits(bits).tobytes()
+
+    return decode
+
+
+DECODERS: dict[str, Callable[[bytes, int, Any, str], Any]] = {
+    "none": _none,
+    "zstd": _zstd,
+    "lz4": _lz4,
+    "szip": _szip,
+    "blosc2": _blosc2,
+    "zfp": _zfp,
+    "sz3": _sz3,
+    "rle": _bitmask_prefixed("rle"),
+    "roaring": _bitmask_prefixed("roaring"),
+}
+
+
+def decompress(name: str, payload: bytes | memoryview, expected: int, desc: Params, where: str = "") -> bytes | np.ndarray:
+    """Decode ``payload`` with compressor ``name`` into exactly ``expected`` bytes."""
+    try:
+        decoder = DECODERS[name]
+    except KeyError:
+        raise UnsupportedError(f"{where}unknown compression {name!r} (known: {', '.join(DECODERS)})") from None
+    return decoder(payload, expected, desc, where)
+
+
+def compress(name: str, data: bytes, desc: Params) -> bytes:
+    """Encode for the writer (only the codecs whose bytes we can reproduce or that decode)."""
+    if name == "none":
+        return bytes(data)
+    if name == "zstd":
+        return zstd.compress(data, int(desc.get("zstd_level", 3)))
+    if name == "lz4":
+        lz4_block = require("lz4.block", "lz4 compression")
+        return lz4_block.compress(bytes(data), store_size=True)
+    raise UnsupportedError(f"writing compression {name!r} is not supported")

@@ -1,0 +1,64 @@
+"""GRIB-style simple packing (Tensogram ``encoding: simple_packing``), spec §12.1.
+
+Values are ``v = R + (2**E * 10**-D) * q`` for unsigned ``B``-bit integers ``q``.
+Decoding and encoding are vectorised with numpy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .bits import pack_fields, unpack_fields
+
+__all__ = ["decode", "encode", "compute_params", "packed_nbytes"]
+
+
+def packed_nbytes(count: int, bits: int) -> int:
+    return (count * bits + 7) // 8
+
+
+def _decode_factor(E: int, D: int) -> float:
+    return (2.0 ** E) * (10.0 ** (-D))
+
+
+def decode(payload: bytes | memoryview | np.ndarray, count: int, bits: int, reference: float,
+           binary_scale: int, decimal_scale: int, bit_offset: int = 0) -> np.ndarray:
+    """Unpack ``count`` values into float64."""
+    if bits == 0:
+        return np.full(count, float(reference), dtype=np.float64)
+    q = unpack_fields(payload, count, bits, bit_offset)
+    factor = _decode_factor(binary_scale, decimal_scale)
+    return float(reference) + factor * q.astype(np.float64)
+
+
+def compute_params(values: np.ndarray, bits: int, decimal_scale: int = 0) -> tuple[float, int]:
+    """Reference value R and binary scale factor E, as the reference computes them."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if values.size == 0 or bits == 0:
+        return (float(values[0]) if values.size else 0.0), 0
+    if not np.all(np.isfinite(values)):
+        raise ValueError("simple_packing cannot compute parameters for NaN or Inf values")
+    vmin, vmax = float(values.min()), float(values.max())
+    rng = (vmax - vmin) * 10.0 ** decimal_scale
+    maxp = float(2 ** bits - 1)
+    E = 0 if rng == 0 else math.ceil(math.log2(rng / maxp))
+    return vmin, E
+
+
+def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, decimal_scale: int) -> bytes:
+    """Pack float64 values into ``ceil(n*bits/8)`` bytes (round half away from zero, clamped)."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    if bits == 0:
+        return b""
+    scale = 10.0 ** decimal_scale * 2.0 ** (-binary_scale)
+    x = (values - reference) * scale
+    q = np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+    maxp = float(2 ** bits - 1)
+    q = np.clip(q, 0.0, maxp)
+    if bits >= 53:
+        qi = np.array([min(int(v), 2 ** bits - 1) for v in q], dtype=np.uint64)
+    else:
+        qi = q.astype(np.uint64)
+    return pack_fields(qi, bits)

@@ -1,0 +1,1 @@
+"""Format readers and writers. No xarray or dask in here: a usable library of its own."""

@@ -1,0 +1,90 @@
+"""Tensogram v3 framing constants and fixed-size structures (spec §2-§4)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+__all__ = [
+    "MAGIC", "END_MAGIC", "FRAME_START", "FRAME_END", "PREAMBLE", "POSTAMBLE", "FRAME_HEADER",
+    "Preamble", "FrameHeader", "parse_preamble", "parse_frame_header", "align8",
+    "HEADER_TYPES", "BODY_TYPES", "FOOTER_TYPES", "DATA_FRAME", "PRECEDER_FRAME", "phase_of",
+]
+
+MAGIC = b"TENSOGRM"
+END_MAGIC = b"39277777"
+FRAME_START = b"FR"
+FRAME_END = b"ENDF"
+PREAMBLE = 24
+POSTAMBLE = 24
+FRAME_HEADER = 16
+MIN_MESSAGE = PREAMBLE + POSTAMBLE
+
+HEADER_METADATA, HEADER_INDEX, HEADER_HASH = 1, 2, 3
+FOOTER_HASH, FOOTER_INDEX, FOOTER_METADATA = 5, 6, 7
+PRECEDER_FRAME, DATA_FRAME = 8, 9
+HEADER_TYPES = frozenset({1, 2, 3})
+BODY_TYPES = frozenset({8, 9})
+FOOTER_TYPES = frozenset({5, 6, 7})
+METADATA_TYPES = frozenset({1, 7})
+INDEX_TYPES = frozenset({2, 6})
+
+FLAG_CBOR_AFTER_PAYLOAD = 0x1
+FLAG_HASH_PRESENT = 0x2
+
+_PRE = struct.Struct(">8sHHIQ")
+_HDR = struct.Struct(">2sHHHQ")
+_POST = struct.Struct(">QQ8s")
+
+
+def align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def phase_of(frame_type: int) -> int:
+    """0 = header, 1 = body, 2 = footer, -1 = invalid."""
+    if frame_type in HEADER_TYPES:
+        return 0
+    if frame_type in BODY_TYPES:
+        return 1
+    if frame_type in FOOTER_TYPES:
+        return 2
+    return -1
+
+
+@dataclass(frozen=True)
+class Preamble:
+    magic: bytes
+    version: int
+    flags: int
+    reserved: int
+    total_length: int
+
+
+@dataclass(frozen=True)
+class FrameHeader:
+    marker: bytes
+    frame_type: int
+    version: int
+    flags: int
+    length: int
+
+    @property
+    def footer_size(self) -> int:
+        return 20 if self.frame_type == DATA_FRAME else 12
+
+    @property
+    def min_length(self) -> int:
+        return 36 if self.frame_type == DATA_FRAME else 28
+
+
+def parse_preamble(b: bytes) -> Preamble:
+    return Preamble(*_PRE.unpack(b[:PREAMBLE]))
+
+
+def parse_frame_header(b: bytes) -> FrameHeader:
+    return FrameHeader(*_HDR.unpack(b[:FRAME_HEADER]))
+
+
+def parse_postamble(b: bytes) -> tuple[int, int, bytes]:
+    return _POST.unpack(b[:POSTAMBLE])

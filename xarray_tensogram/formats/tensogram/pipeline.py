@@ -1,0 +1,230 @@
+"""Decode one Tensogram data object from its payload region and descriptor (spec §12-§15).
+
+Order: split off mask blobs -> decompress -> unshuffle -> decode (simple_packing)
+-> byte order -> restore NaN/Inf. A leading-axis row range is decoded from a
+byte range when the pipeline allows it (no compression, no filter).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...codecs import masks as mask_codec
+from ...codecs import simple_packing
+from ...codecs.compressors import decompress
+from ...errors import CodecError, CorruptFileError, LimitExceededError, MetadataError, UnsupportedError
+from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
+
+__all__ = ["validate_descriptor", "element_count", "encoded_length", "decode_full", "decode_rows", "decode_masks",
+           "split_masks", "row_byte_range", "supports_row_ranges"]
+
+MAX_RANK = 64
+REQUIRED_KEYS = ("type", "shape", "strides", "dtype", "encoding", "filter", "compression")
+ENCODINGS = ("none", "simple_packing")
+FILTERS = ("none", "shuffle")
+MASK_KINDS = ("nan", "inf+", "inf-")
+
+
+def validate_descriptor(desc: Any, where: str) -> dict:
+    """Check the keys the decoder needs; return the descriptor."""
+    if not isinstance(desc, dict):
+        raise MetadataError(f"{where}descriptor is a {type(desc).__name__}, expected a CBOR map")
+    for key in REQUIRED_KEYS:
+        if key not in desc:
+            raise MetadataError(f"{where}descriptor lacks the required key {key!r}")
+    shape = desc["shape"]
+    if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise MetadataError(f"{where}descriptor shape {shape!r} is not a list of non-negative integers")
+    if len(shape) > MAX_RANK:
+        raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
+    if math.prod(shape) >= 2**64:
+        raise MetadataError(f"{where}shape {shape} has an element count that overflows u64")
+    if desc["dtype"] not in DTYPES:
+        raise UnsupportedError(f"{where}unknown dtype {desc['dtype']!r}")
+    if desc["encoding"] not in ENCODINGS:
+        raise UnsupportedError(f"{where}unknown encoding {desc['encoding']!r}")
+    if desc["filter"] not in FILTERS:
+        raise UnsupportedError(f"{where}unknown filter {desc['filter']!r}")
+    if not isinstance(desc["compression"], str):
+        raise MetadataError(f"{where}compression {desc['compression']!r} is not text")
+    if desc["encoding"] == "simple_packing":
+        bits = desc.get("sp_bits_per_value")
+        if not isinstance(bits, int) or not 0 <= bits <= 64:
+            raise MetadataError(f"{where}sp_bits_per_value {bits!r} is not an integer in 0..64")
+        for key in ("sp_reference_value", "sp_binary_scale_factor"):
+            if not isinstance(desc.get(key), (int, float)) or isinstance(desc.get(key), bool):
+                raise MetadataError(f"{where}simple_packing needs a numeric {key}")
+        if abs(int(desc["sp_binary_scale_factor"])) > 256 + 64:
+            raise MetadataError(f"{where}sp_binary_scale_factor {desc['sp_binary_scale_factor']} out of range")
+        dsf = desc.get("sp_decimal_scale_factor", 0)
+        if not isinstance(dsf, int) or abs(dsf) > 308:
+            raise MetadataError(f"{where}sp_decimal_scale_factor {dsf!r} out of range")
+    bo = desc.get("byte_order", "little")
+    if bo not in ("little", "big"):
+        raise MetadataError(f"{where}byte_order {bo!r} is neither 'little' nor 'big'")
+    return desc
+
+
+def element_count(desc: Mapping[str, Any]) -> int:
+    return math.prod(desc["shape"])
+
+
+def encoded_length(desc: Mapping[str, Any]) -> int:
+    """Bytes entering the filter/compression stage (= payload size when both are none)."""
+    n = element_count(desc)
+    if desc["encoding"] == "simple_packing":
+        return simple_packing.packed_nbytes(n, int(desc["sp_bits_per_value"]))
+    return decoded_length(desc["dtype"], n)
+
+
+def supports_row_ranges(desc: Mapping[str, Any]) -> bool:
+    """True when a leading-axis row range can be read as a byte range of the payload."""
+    return (
+        desc["compression"] == "none"
+        and desc["filter"] == "none"
+        and desc["dtype"] != "bitmask"
+        and len(desc["shape"]) >= 1
+    )
+
+
+def row_byte_range(desc: Mapping[str, Any], start: int, stop: int) -> tuple[int, int, int]:
+    """Byte range ``[lo, hi)`` of the payload holding rows ``start:stop`` and the bit offset of the first."""
+    row = math.prod(desc["shape"][1:])
+    first, last = start * row, stop * row
+    if desc["encoding"] == "simple_packing":
+        bits = int(desc["sp_bits_per_value"])
+        lo = (first * bits) // 8
+        hi = (last * bits + 7) // 8
+        return lo, hi, (first * bits) % 8
+    width = dtype_width(desc["dtype"])
+    return first * width, last * width, 0
+
+
+def split_masks(region_len: int, desc: Mapping[str, Any], where: str) -> tuple[int, dict[str, tuple[int, int, str, Any]]]:
+    """Return (payload length, {kind: (offset, length, method, params)}) from the ``masks`` map."""
+    masks = desc.get("masks")
+    if masks is None:
+        return region_len, {}
+    if not isinstance(masks, dict):
+        raise MetadataError(f"{where}descriptor 'masks' is not a map")
+    found: dict[str, tuple[int, int, str, Any]] = {}
+    for kind, entry in masks.items():
+        if kind not in MASK_KINDS:
+            raise MetadataError(f"{where}unknown mask kind {kind!r}")
+        if not isinstance(entry, dict):
+            raise MetadataError(f"{where}mask {kind!r} entry is not a map")
+        off, length, method = entry.get("offset"), entry.get("length"), entry.get("method")
+        if not isinstance(off, int) or not isinstance(length, int) or off < 0 or length < 0:
+            raise MetadataError(f"{where}mask {kind!r} has invalid offset/length {off!r}/{length!r}")
+        if off + length > region_len:
+            raise CorruptFileError(
+                f"{where}mask {kind!r} spans bytes {off}..{off + length} of a {region_len}-byte payload region"
+            )
+        if method not in mask_codec.MASK_METHODS:
+            raise UnsupportedError(f"{where}unknown mask method {method!r}")
+        found[kind] = (off, length, method, entry.get("params"))
+    payload_len = min((v[0] for v in found.values()), default=region_len)
+    return payload_len, found
+
+
+_PATTERNS = {
+    # dtype: (unsigned view, nan, +inf, -inf)
+    "float16": ("u2", 0x7E00, 0x7C00, 0xFC00),
+    "bfloat16": ("u2", 0x7FC0, 0x7F80, 0xFF80),
+    "float32": ("u4", 0x7FC00000, 0x7F800000, 0xFF800000),
+    "float64": ("u8", 0x7FF8000000000000, 0x7FF0000000000000, 0xFFF0000000000000),
+    "complex64": ("u4", 0x7FC00000, 0x7F800000, 0xFF800000),
+    "complex128": ("u8", 0x7FF8000000000000, 0x7FF0000000000000, 0xFFF0000000000000),
+}
+
+
+def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarray], where: str) -> None:
+    """Overwrite masked elements with the canonical NaN/+Inf/-Inf bit patterns, in place."""
+    if not masks:
+        return
+    if dtype_name not in _PATTERNS and not (values.dtype == np.float64):
+        raise MetadataError(f"{where}NaN/Inf masks on dtype {dtype_name!r}, which cannot hold them")
+    unsigned, nan, pinf, ninf = _PATTERNS.get(dtype_name, _PATTERNS["float64"])
+    flat = values.reshape(-1)
+    bits = flat.view(np.dtype(unsigned).newbyteorder("="))
+    parts = 2 if dtype_name.startswith("complex") else 1
+    bits = bits.reshape(-1, parts)
+    for kind, pattern in (("nan", nan), ("inf+", pinf), ("inf-", ninf)):
+        m = masks.get(kind)
+        if m is not None:
+            bits[m, :] = pattern
+
+
+def _byteorder_native(raw: np.ndarray | bytes, dtype_name: str, byte_order: str, count: int) -> np.ndarray:
+    nd = numpy_dtype(dtype_name)
+    arr = np.frombuffer(raw, dtype=nd.newbyteorder("<" if byte_order == "little" else ">"), count=count)
+    if arr.dtype.isnative or nd.itemsize == 1:
+        return arr.view(nd).copy() if not arr.flags.writeable else arr.view(nd)
+    return arr.astype(nd)
+
+
+def decode_values(encoded: bytes | np.ndarray, desc: Mapping[str, Any], count: int, where: str,
+                  bit_offset: int = 0) -> np.ndarray:
+    """Encoded bytes (after decompress/unshuffle) -> flat native-order values."""
+    if desc["encoding"] == "simple_packing":
+        return simple_packing.decode(
+            encoded, count, int(desc["sp_bits_per_value"]), float(desc["sp_reference_value"]),
+            int(desc["sp_binary_scale_factor"]), int(desc.get("sp_decimal_scale_factor", 0)), bit_offset,
+        )
+    dtype_name = desc["dtype"]
+    if dtype_name == "bitmask":
+        return np.frombuffer(encoded, dtype=np.uint8).copy()
+    return _byteorder_native(encoded, dtype_name, desc.get("byte_order", "little"), count)
+
+
+def unshuffle(data: bytes | np.ndarray, element_size: Any, where: str) -> np.ndarray:
+    raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1)
+    if not isinstance(element_size, int) or element_size <= 0:
+        raise MetadataError(f"{where}shuffle_element_size {element_size!r} must be a positive integer")
+    if raw.size % element_size:
+        raise CodecError(f"{where}shuffled payload of {raw.size} bytes is not a multiple of {element_size}")
+    if element_size == 1 or raw.size == 0:
+        return raw
+    return np.ascontiguousarray(raw.reshape(element_size, -1).T).reshape(-1)
+
+
+def decode_masks(region: bytes | memoryview, found: dict[str, tuple[int, int, str, Any]], count: int,
+                 where: str) -> dict[str, np.ndarray]:
+    return {
+        kind: mask_codec.decode_mask(method, region[off : off + length], count, params, where=f"{where}mask {kind!r}: ")
+        for kind, (off, length, method, params) in found.items()
+    }
+
+
+def decode_full(region: bytes | memoryview, desc: Mapping[str, Any], where: str = "") -> np.ndarray:
+    """Decode a whole object from its payload region (payload + mask blobs)."""
+    count = element_count(desc)
+    payload_len, found = split_masks(len(region), desc, where)
+    payload = memoryview(region)[:payload_len]
+    expected = encoded_length(desc)
+    compression = desc["compression"]
+    if compression == "none" and desc["filter"] == "none" and len(payload) != expected:
+        raise CodecError(f"{where}uncompressed payload is {len(payload)} bytes, descriptor implies {expected}")
+    encoded = decompress(compression, payload, expected, desc, where)
+    if desc["filter"] == "shuffle":
+        encoded = unshuffle(encoded, desc.get("shuffle_element_size"), where)
+    values = decode_values(encoded, desc, count, where)
+    if found:
+        restore_masks(values, desc["dtype"], decode_masks(region, found, count, where), where)
+    if desc["dtype"] == "bitmask":
+        return values
+    return values.reshape(desc["shape"])
+
+
+def decode_rows(payload_bytes: bytes | memoryview, desc: Mapping[str, Any], start: int, stop: int,
+                bit_offset: int, masks: dict[str, np.ndarray] | None, where: str = "") -> np.ndarray:
+    """Decode rows ``start:stop`` from the bytes :func:`row_byte_range` selected."""
+    row = math.prod(desc["shape"][1:])
+    count = (stop - start) * row
+    values = decode_values(payload_bytes, desc, count, where, bit_offset)
+    if masks:
+        restore_masks(values, desc["dtype"], {k: m[start * row : stop * row] for k, m in masks.items()}, where)
+    return values.reshape((stop - start, *desc["shape"][1:]))
