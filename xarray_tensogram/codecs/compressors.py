@@ -135,7 +135,7 @@ def _zfp(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
 
 
 def _sz3(payload: bytes, expected: int, params: Params, where: str) -> bytes:
-    sz = require("pysz.sz", f"{where}sz3 decompression")
+    sz = require("pysz", f"{where}sz3 decompression").sz
     if expected % 8:
         raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
     n = expected // 8

@@ -15,7 +15,6 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "blosc2": ("blosc2", "codecs"),
     "zfpy": ("zfpy", "codecs"),
     "pysz": ("pysz", "codecs"),
-    "pysz.sz": ("pysz", "codecs"),
     "pyroaring": ("pyroaring", "codecs"),
     "google_crc32c": ("google-crc32c", "codecs"),
     "ml_dtypes": ("ml-dtypes", "ml"),

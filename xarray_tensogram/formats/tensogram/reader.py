@@ -443,49 +443,53 @@ class TensogramFile:
         return -1
 
     def _scan(self) -> list[Message]:
+        """Split the file into messages (spec §6), skipping bytes between them.
+
+        Bytes that are not a message are skipped silently, as the reference scanner
+        does; a message that starts with the magic but cannot be parsed is reported
+        with a :class:`CorruptMessageWarning` (or raised with ``strict=True``) and
+        scanning resumes at the next magic.
+        """
         messages: list[Message] = []
         pos = 0
         size = self.source.size
-        if size < PREAMBLE:
-            raise TruncatedFileError(f"{describe(self.name, offset=0)}file of {size} bytes is too short for a Tensogram message")
-        while pos + MIN_MESSAGE <= size:
-            head = self._read(pos, 8, "magic")
-            if head != MAGIC:
+        if size < MIN_MESSAGE:
+            raise TruncatedFileError(
+                f"{describe(self.name, offset=0)}file of {size} bytes is shorter than one Tensogram message ({MIN_MESSAGE} bytes)"
+            )
+        while pos < size:
+            if pos + len(MAGIC) > size or self._read(pos, len(MAGIC), "magic") != MAGIC:
                 nxt = self._find_magic(pos)
                 if nxt < 0:
-                    if not messages:
-                        raise CorruptFileError(f"{describe(self.name, offset=pos)}no TENSOGRM magic found")
-                    self._skip(pos, size, "trailing bytes without a message")
                     break
-                if nxt > pos:
-                    self._skip(pos, nxt, "bytes without a message")
                 pos = nxt
                 continue
             try:
+                if pos + MIN_MESSAGE > size:
+                    raise TruncatedFileError(
+                        f"{describe(self.name, _where(len(messages)), pos)}message truncated: {size - pos} bytes left"
+                    )
                 msg, end = self._parse_message(pos, len(messages))
             except XarrayTensogramError as exc:
-                if self.strict or isinstance(exc, UnsupportedError) and not messages and pos + MIN_MESSAGE > size:
+                if self.strict:
                     raise
                 nxt = self._find_magic(pos + 1)
                 end = nxt if nxt >= 0 else size
-                self._skip(pos, end, str(exc))
+                self._report(pos, end, str(exc))
                 pos = end
                 continue
             messages.append(msg)
             pos = end
-        if pos < size and messages and pos + MIN_MESSAGE > size and size - pos > 0:
-            self._skip(pos, size, "trailing bytes shorter than a message")
         if not messages:
-            reason = self.skipped[0][2] if self.skipped else "no message"
-            raise CorruptFileError(f"{describe(self.name)}no readable Tensogram message ({reason})")
+            if self.skipped:
+                raise CorruptFileError(f"{describe(self.name)}no readable Tensogram message: {self.skipped[0][2]}")
+            raise CorruptFileError(f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)")
         return messages
 
-    def _skip(self, start: int, end: int, reason: str) -> None:
-        if self.strict:
-            raise CorruptFileError(f"{describe(self.name, offset=start)}{reason} (bytes {start}..{end})")
+    def _report(self, start: int, end: int, reason: str) -> None:
         self.skipped.append((start, end, reason))
         warnings.warn(
-            f"{self.name}: skipped damaged bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4
+            f"{self.name}: skipped damaged message at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4
         )
 
     def _parse_message(self, pos: int, index: int) -> tuple[Message, int]:
