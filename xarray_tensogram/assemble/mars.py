@@ -1,0 +1,75 @@
+"""MARS date/time/step keys -> CF-encoded ``time``, ``step`` and ``valid_time`` (as cfgrib users know them).
+
+Values are produced CF-encoded (numbers with ``units``) so that xarray's own CF
+decoder turns them into datetime64/timedelta64, honouring ``decode_times``,
+``decode_timedelta`` and ``use_cftime``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+__all__ = ["mars_datetime_seconds", "step_hours", "TIME_UNITS", "STEP_UNITS"]
+
+TIME_UNITS = "seconds since 1970-01-01T00:00:00"
+STEP_UNITS = "hours"
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        s = value.strip()
+        if s.lstrip("-").isdigit():
+            return int(s)
+    return None
+
+
+def mars_datetime_seconds(date: Any, time: Any = 0) -> int | None:
+    """Seconds since 1970 for MARS ``date`` (YYYYMMDD or ISO text) and ``time`` (HHMM or HH:MM)."""
+    d = _as_int(date)
+    try:
+        if d is not None:
+            day = dt.datetime(d // 10000, d // 100 % 100, d % 100)
+        elif isinstance(date, str):
+            day = dt.datetime.fromisoformat(date.strip())
+        else:
+            return None
+    except ValueError:
+        return None
+    t = _as_int(time) if not (isinstance(time, str) and ":" in time) else None
+    if isinstance(time, str) and ":" in time:
+        hh, mm = time.split(":")[:2]
+        t = int(hh) * 100 + int(mm)
+    if t is None:
+        t = 0
+    if t < 100 and isinstance(time, int) and time not in (0,) and time <= 24:
+        t = t * 100  # time given in hours
+    hours, minutes = divmod(t, 100)
+    stamp = day + dt.timedelta(hours=hours, minutes=minutes)
+    return int((stamp - _EPOCH).total_seconds())
+
+
+def step_hours(step: Any) -> float | None:
+    """MARS ``step`` in hours (ints, numeric text, or ``"6h"``/``"30m"``)."""
+    if isinstance(step, bool):
+        return None
+    if isinstance(step, (int, float)):
+        return float(step)
+    if isinstance(step, str):
+        s = step.strip().lower()
+        try:
+            if s.endswith("h"):
+                return float(s[:-1])
+            if s.endswith("m"):
+                return float(s[:-1]) / 60.0
+            return float(s)
+        except ValueError:
+            return None
+    return None

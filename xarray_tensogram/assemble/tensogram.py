@@ -1,0 +1,405 @@
+"""Tensogram messages -> xarray Datasets: names, dims, coordinates, hypercubes and groups.
+
+The rules are DESIGN.md's "Mapping conventions":
+
+* one variable per data object name; objects with the same name, shape and dtype
+  across messages form a hypercube whose stacked dimensions are the metadata keys
+  that vary (``mars.step`` -> ``step``); MARS date/time/step become ``time``,
+  ``step`` and ``valid_time`` as in cfgrib; holes are filled, duplicates refused;
+* objects named like coordinates (latitude, longitude, ...) become coordinates;
+* attributes are netCDF-safe (dotted keys, ``cf.*`` lifted, ``_reserved_`` hidden);
+* objects that cannot share one Dataset (different grids or dtypes) go to separate
+  groups, reachable with ``open_groups`` / ``open_datatree``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from ..catalog import ArraySpec, stack_specs
+from ..errors import GroupSelectionError, HypercubeError
+from .common import flatten_attrs, generic_dim_names, lazy_variable, netcdf_safe_value
+from .mars import STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+
+__all__ = ["tensogram_groups", "tensogram_to_dataset", "COORDINATE_NAMES", "NAME_KEYS"]
+
+NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
+COORDINATE_NAMES = frozenset({
+    "latitude", "longitude", "lat", "lon", "rlat", "rlon", "x", "y", "time", "level", "levelist", "step",
+    "valid_time", "height", "depth", "pressure", "plev", "number", "realization", "forecast_time",
+})
+#: preferred order of stacked dimensions; others follow in order of first appearance
+DIM_ORDER = ("number", "time", "step", "level")
+#: dotted keys whose stacked dimension gets a friendlier name
+DIM_ALIASES = {"mars.levelist": "level", "mars.number": "number"}
+MARS_TIME_KEYS = ("mars.date", "mars.time")
+MARS_STEP_KEY = "mars.step"
+
+
+@dataclass
+class _Object:
+    msg: int
+    obj: int
+    keys: dict[str, Any]  # flattened base entry, hashable values, no _reserved_
+    raw_entry: dict
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    name: str
+    spec: Callable[[], ArraySpec]
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((str(k), _hashable(x)) for k, x in v.items()))
+    return v
+
+
+def _flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in entry.items():
+        if prefix == "" and k == "_reserved_":
+            continue
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(_flat_keys(v, key + "."))
+        else:
+            out[key] = _hashable(v)
+    return out
+
+
+def _lookup(keys: Mapping[str, Any], extra: Mapping[str, Any], dotted: str) -> Any:
+    if dotted in keys:
+        return keys[dotted]
+    return extra.get(dotted)
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+    return any(value == w or (value is not None and str(value) == str(w)) for w in options)
+
+
+def _lift_cf(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them."""
+    out = {}
+    for k, v in attrs.items():
+        if k.startswith("cf.") and k.count(".") == 1:
+            out[k[3:]] = v
+        else:
+            out.setdefault(k, v)
+    return out
+
+
+def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, Any] | None,
+             verify_hash: bool) -> tuple[list[_Object], dict[str, Any]]:
+    objects: list[_Object] = []
+    extra0: dict[str, Any] | None = None
+    for m, msg in enumerate(tfile):
+        meta = msg.metadata
+        extra_flat = _flat_keys(meta.get("_extra_") or {})
+        if extra0 is None:
+            extra0 = meta.get("_extra_") or {}
+        for j in range(len(msg.objects)):
+            entry = meta["base"][j]
+            keys = _flat_keys(entry)
+            if filter_by_keys and not all(_matches(_lookup(keys, extra_flat, k), v) for k, v in filter_by_keys.items()):
+                continue
+            shape, dtype = msg.object_geometry(j)
+            name = None
+            for key in ((variable_key,) if variable_key else NAME_KEYS):
+                value = _lookup(keys, extra_flat, key)
+                if value is not None and not isinstance(value, tuple):
+                    name = str(value)
+                    break
+            if name is None:
+                name = f"object_{j}"
+            objects.append(_Object(m, j, keys, entry, tuple(shape), dtype, name,
+                                   (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash))))
+    return objects, extra0 or {}
+
+
+def _is_coordinate(o: _Object, variable_key: str | None) -> bool:
+    return o.name.lower() in COORDINATE_NAMES and len(o.shape) in (1, 2)
+
+
+def _group_objects(data: list[_Object]) -> dict[str, list[_Object]]:
+    """Objects that can share one Dataset: same grid shape (and dtype, when a name has several)."""
+    by_shape: dict[tuple[int, ...], list[_Object]] = {}
+    for o in data:
+        by_shape.setdefault(o.shape, []).append(o)
+    groups: dict[tuple, list[_Object]] = {}
+    for shape, objs in by_shape.items():
+        dtypes_per_name: dict[str, set] = {}
+        for o in objs:
+            dtypes_per_name.setdefault(o.name, set()).add(o.dtype)
+        split = any(len(d) > 1 for d in dtypes_per_name.values())
+        for o in objs:
+            groups.setdefault((shape, o.dtype.name if split else None), []).append(o)
+    names: dict[str, list[_Object]] = {}
+    for (shape, dtype), objs in groups.items():
+        label = "x".join(str(s) for s in shape) if shape else "scalar"
+        label = f"grid_{label}" + (f"_{dtype}" if dtype else "")
+        names[label] = objs
+    return dict(sorted(names.items()))
+
+
+def _stack_dims(objs: list[_Object], name_key_used: set[str]) -> tuple[list[str], dict[str, str], list[Any]]:
+    """Varying keys of a variable's objects -> (stacked dim names, dim -> source key(s), per-object coords)."""
+    all_keys: list[str] = []
+    for o in objs:
+        for k in o.keys:
+            if k not in all_keys:
+                all_keys.append(k)
+    varying = []
+    for k in all_keys:
+        if k in name_key_used or k == "dim_names" or k.endswith(".dim_names"):
+            continue
+        values = {o.keys.get(k, None) for o in objs}
+        if len(values) > 1:
+            varying.append(k)
+    dims: dict[str, str] = {}
+    time_varies = any(k in varying for k in MARS_TIME_KEYS)
+    for k in varying:
+        if k in MARS_TIME_KEYS:
+            if time_varies:
+                dims.setdefault("time", "mars.date+mars.time")
+            continue
+        if k == MARS_STEP_KEY:
+            dims["step"] = k
+            continue
+        dim = DIM_ALIASES.get(k, k.rsplit(".", 1)[-1])
+        if dim in dims:
+            dim = k
+        dims[dim] = k
+    ordered = [d for d in DIM_ORDER if d in dims] + [d for d in dims if d not in DIM_ORDER]
+    return ordered, dims, varying
+
+
+def _dim_value(o: _Object, source: str) -> Any:
+    if source == "mars.date+mars.time":
+        secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
+        return secs if secs is not None else (o.keys.get("mars.date"), o.keys.get("mars.time"))
+    if source == MARS_STEP_KEY:
+        h = step_hours(o.keys.get(source))
+        return h if h is not None else o.keys.get(source)
+    return o.keys.get(source)
+
+
+def _sorted_unique(values: Iterable[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    try:
+        return sorted(seen)
+    except TypeError:
+        return seen
+
+
+def _coord_variable(dim: str, source: str, values: list[Any]) -> xr.Variable:
+    if source == "mars.date+mars.time" and all(isinstance(v, int) for v in values):
+        return xr.Variable((dim,), np.asarray(values, dtype=np.int64),
+                           {"standard_name": "forecast_reference_time", "long_name": "initial time of forecast",
+                            "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+    if source == MARS_STEP_KEY and all(isinstance(v, float) for v in values):
+        arr = np.asarray(values, dtype=np.float64)
+        if np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        return xr.Variable((dim,), arr, {"standard_name": "forecast_period", "long_name": "time since forecast_reference_time",
+                                         "units": STEP_UNITS})
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return xr.Variable((dim,), np.asarray(values), {"long_name": source})
+    return xr.Variable((dim,), np.asarray([("" if v is None else str(v)) for v in values], dtype=object),
+                       {"long_name": source})
+
+
+def _inner_dims(o: _Object, ndim_shape: tuple[int, ...], dim_names: Any, file_dims: Any,
+                coord_dims: dict[str, int], taken: dict[str, int]) -> list[str]:
+    if isinstance(dim_names, Mapping):
+        dim_names = dim_names.get(o.name)
+    for cand in (dim_names, o.raw_entry.get("dim_names"), file_dims):
+        if isinstance(cand, (list, tuple)) and len(cand) == len(ndim_shape) and all(isinstance(c, str) for c in cand):
+            return list(cand)
+    names: list[str | None] = []
+    for size in ndim_shape:
+        matches = [n for n, s in coord_dims.items() if s == size and n not in names]
+        names.append(matches[0] if len(matches) == 1 else None)
+    generic = generic_dim_names(ndim_shape, taken)
+    return [n if n is not None else g for n, g in zip(names, generic)]
+
+
+def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping[str, Any], *,
+                 dim_names: Any, variable_key: str | None, drop_variables: frozenset[str]) -> xr.Dataset:
+    name_keys = {variable_key} if variable_key else set(NAME_KEYS)
+    file_dims = extra.get("dim_names")
+    # coordinate objects (first occurrence of each name wins)
+    coord_vars: dict[str, xr.Variable] = {}
+    coord_dims: dict[str, int] = {}
+    grid_sizes = {s for o in objs for s in o.shape}
+    for c in coords_objs:
+        if c.name in coord_vars or c.name in drop_variables:
+            continue
+        if len(c.shape) == 1:
+            if c.shape[0] not in grid_sizes and objs:
+                continue
+            dims = [c.name] if not isinstance(c.raw_entry.get("dim_names"), list) else list(c.raw_entry["dim_names"])
+            coord_dims[dims[0]] = c.shape[0]
+        else:
+            dims = None
+        coord_vars[c.name] = (c, dims)  # type: ignore[assignment]
+    variables: dict[str, xr.Variable] = {}
+    coords_out: dict[str, xr.Variable] = {}
+    by_name: dict[str, list[_Object]] = {}
+    for o in objs:
+        by_name.setdefault(o.name, []).append(o)
+    taken: dict[str, int] = dict(coord_dims)
+    for vname, vobjs in by_name.items():
+        if vname in drop_variables:
+            continue
+        stack_dims, sources, varying = _stack_dims(vobjs, name_keys)
+        dim_values = {d: _sorted_unique(_dim_value(o, sources[d]) for o in vobjs) for d in stack_dims}
+        stack_shape = tuple(len(dim_values[d]) for d in stack_dims)
+        members: list[ArraySpec | None] = [None] * max(1, math.prod(stack_shape))
+        where: dict[int, _Object] = {}
+        for o in vobjs:
+            idx = tuple(dim_values[d].index(_dim_value(o, sources[d])) for d in stack_dims)
+            flat = int(np.ravel_multi_index(idx, stack_shape)) if stack_shape else 0
+            if flat in where:
+                other = where[flat]
+                raise HypercubeError(
+                    f"variable {vname!r}: message {other.msg} object {other.obj} and message {o.msg} object {o.obj} "
+                    f"have the same coordinates {dict(zip(stack_dims, idx)) or '(no varying key)'}; "
+                    f"select one with filter_by_keys={{...}} on a key that tells them apart, "
+                    f"or pass variable_key= to name them differently"
+                )
+            where[flat] = o
+            members[flat] = o.spec()
+        holes = sum(1 for m in members if m is None)
+        first = vobjs[0]
+        inner = _inner_dims(first, first.shape, dim_names, file_dims, coord_dims, taken)
+        for d, s in zip(inner, first.shape):
+            taken.setdefault(d, s)
+        if stack_dims:
+            spec = stack_specs(stack_shape, members, fill_value=np.nan if first.dtype.kind in "fc" else None)
+        else:
+            spec = members[0]  # type: ignore[assignment]
+        # attributes: keys constant across the variable's objects
+        const = {}
+        for k, v in first.raw_entry.items():
+            if k in ("_reserved_", "dim_names"):
+                continue
+            const[k] = v
+        attrs = flatten_attrs(const)
+        drop = set(name_keys) | set(varying) | set(MARS_TIME_KEYS) | {MARS_STEP_KEY}
+        attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in varying)}
+        attrs = _lift_cf(attrs)
+        if holes:
+            attrs["tensogram_missing_objects"] = holes
+        encoding = {
+            "tensogram_message_keys": {d: sources[d] for d in stack_dims},
+            "tensogram_objects": [[o.msg, o.obj] for o in vobjs],
+        }
+        if stack_dims:
+            encoding["source_keys"] = {d: sources[d] for d in stack_dims}
+        variables[vname] = lazy_variable(stack_dims + inner, spec, attrs, encoding)
+        for d in stack_dims:
+            cv = _coord_variable(d, sources[d], dim_values[d])
+            existing = coords_out.get(d)
+            if existing is not None and not existing.equals(cv):
+                raise HypercubeError(
+                    f"variables disagree on the values of dimension {d!r}; open them separately with "
+                    f"filter_by_keys={{'{variable_key or 'name'}': ...}}"
+                )
+            coords_out[d] = cv
+        _scalar_mars_coords(first, stack_dims, coords_out)
+    # MARS valid_time = time + step
+    _add_valid_time(coords_out)
+    for cname, (c, dims) in coord_vars.items():  # type: ignore[misc]
+        if dims is None:
+            dims = _match_2d_dims(c.shape, variables) or generic_dim_names(c.shape, taken)
+        cattrs = _lift_cf(flatten_attrs({k: v for k, v in c.raw_entry.items() if k not in ("_reserved_", "dim_names", "name")}))
+        coords_out.setdefault(cname, lazy_variable(dims, c.spec(), cattrs))
+    ds = xr.Dataset(variables, coords=coords_out)
+    ds.attrs = _lift_cf(flatten_attrs({k: v for k, v in extra.items() if k != "dim_names"}))
+    ds.attrs["tensogram_wire_version"] = 3
+    return ds
+
+
+def _match_2d_dims(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]) -> list[str] | None:
+    for v in variables.values():
+        if v.ndim >= len(shape) and tuple(v.shape[-len(shape):]) == shape:
+            return list(v.dims[-len(shape):])
+    return None
+
+
+def _scalar_mars_coords(o: _Object, stack_dims: list[str], coords_out: dict[str, xr.Variable]) -> None:
+    if "time" not in stack_dims and "time" not in coords_out and "mars.date" in o.keys:
+        secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
+        if secs is not None:
+            coords_out["time"] = xr.Variable((), np.int64(secs), {"standard_name": "forecast_reference_time",
+                                                                 "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+    if "step" not in stack_dims and "step" not in coords_out and MARS_STEP_KEY in o.keys:
+        h = step_hours(o.keys.get(MARS_STEP_KEY))
+        if h is not None:
+            val = np.int64(h) if float(h).is_integer() else np.float64(h)
+            coords_out["step"] = xr.Variable((), val, {"standard_name": "forecast_period", "units": STEP_UNITS})
+
+
+def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
+    t, s = coords.get("time"), coords.get("step")
+    if t is None or s is None or t.attrs.get("units") != TIME_UNITS or s.attrs.get("units") != STEP_UNITS:
+        return
+    tv = t.values.astype(np.int64)
+    sv = np.round(s.values.astype(np.float64) * 3600).astype(np.int64)
+    if t.ndim and s.ndim:
+        values, dims = tv[:, None] + sv[None, :], (t.dims[0], s.dims[0])
+    elif s.ndim:
+        values, dims = tv + sv, s.dims
+    elif t.ndim:
+        values, dims = tv + sv, t.dims
+    else:
+        values, dims = np.int64(tv + sv), ()
+    coords["valid_time"] = xr.Variable(dims, values, {"standard_name": "time", "long_name": "time",
+                                                       "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+
+
+def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: Any = None,
+                     filter_by_keys: Mapping[str, Any] | None = None, verify_hash: bool = False,
+                     drop_variables: Iterable[str] = ()) -> dict[str, xr.Dataset]:
+    """All compatible groups of a Tensogram file as raw (CF-encoded) Datasets, keyed by group name."""
+    objects, extra = _collect(tfile, variable_key, filter_by_keys, verify_hash)
+    drop = frozenset(drop_variables)
+    coords = [o for o in objects if _is_coordinate(o, variable_key)]
+    data = [o for o in objects if not _is_coordinate(o, variable_key)]
+    if not data:
+        return {"/": _build_group([], coords, extra, dim_names=dim_names, variable_key=variable_key, drop_variables=drop)}
+    groups = _group_objects(data)
+    out = {}
+    for label, objs in groups.items():
+        out[label] = _build_group(objs, coords, extra, dim_names=dim_names, variable_key=variable_key,
+                                  drop_variables=drop)
+    if len(out) == 1:
+        return {"/": next(iter(out.values()))}
+    return out
+
+
+def tensogram_to_dataset(tfile: Any, *, group: str | None = None, **kwargs: Any) -> xr.Dataset:
+    """One Dataset: the only group, or the one named by ``group``."""
+    groups = tensogram_groups(tfile, **kwargs)
+    if group is not None:
+        key = group if group in groups else "/" + group.strip("/") if ("/" + group.strip("/")) in groups else group.strip("/")
+        if key not in groups:
+            raise GroupSelectionError(f"{tfile.name!r} has no group {group!r}; groups: {', '.join(groups)}")
+        return groups[key]
+    if len(groups) == 1:
+        return next(iter(groups.values()))
+    raise GroupSelectionError(
+        f"{tfile.name!r} holds objects that cannot share one Dataset; groups: {', '.join(groups)}. "
+        f"Open one with group='<name>' (or filter_by_keys={{...}}), or all of them with xr.open_datatree / xr.open_groups"
+    )
