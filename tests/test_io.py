@@ -1,0 +1,66 @@
+"""Byte sources: exact reads, pickling by path, change detection, atomic writes."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+
+import pytest
+
+from xarray_tensogram.errors import FileChangedError, TruncatedFileError
+from xarray_tensogram.io import BytesSource, FileObjectSource, LocalFileSource, atomic_write, open_source
+
+
+def test_local_source_reads_exact_ranges_and_counts(tmp_path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(bytes(range(256)))
+    src = open_source(p)
+    assert isinstance(src, LocalFileSource)
+    assert src.read(10, 5) == bytes(range(10, 15))
+    assert (src.bytes_read, src.read_calls) == (5, 1)
+    with pytest.raises(TruncatedFileError, match="byte 250"):
+        src.read(250, 10)
+    assert bytes(src.view(0, 4)) == b"\x00\x01\x02\x03"
+    src.close()
+
+
+def test_sources_pickle_as_descriptions(tmp_path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"abcdef")
+    src = LocalFileSource(p)
+    src.read(0, 1)
+    clone = pickle.loads(pickle.dumps(src))
+    assert clone.read(2, 2) == b"cd"
+    assert pickle.loads(pickle.dumps(BytesSource(b"xyz"))).read(1, 2) == b"yz"
+    with open(p, "rb") as f:
+        fsrc = FileObjectSource(f)
+        assert fsrc.read(3, 3) == b"def"
+        assert pickle.loads(pickle.dumps(fsrc)).read(0, 2) == b"ab"
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(FileObjectSource(io.BytesIO(b"123")))
+
+
+def test_modified_file_raises_on_next_read(tmp_path):
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"0123456789")
+    src = LocalFileSource(p)
+    assert src.read(0, 2) == b"01"
+    with open(p, "ab") as f:
+        f.write(b"more")
+    with pytest.raises(FileChangedError, match="changed on disk"):
+        src.read(0, 2)
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    p = tmp_path / "out.bin"
+    p.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with atomic_write(p) as f:
+            f.write(b"half")
+            raise RuntimeError("boom")
+    assert p.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["out.bin"]
+    with atomic_write(p) as f:
+        f.write(b"new")
+    assert p.read_bytes() == b"new"

@@ -1,0 +1,99 @@
+"""The one lazy array: OUTER keys mapped onto chunk grids equal numpy indexing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xarray_tensogram.array import read_outer
+from xarray_tensogram.catalog import ArraySpec, MissingChunk, stack_specs
+
+
+class SliceReader:
+    """Serves chunks of an in-memory array and records which chunks and regions were read."""
+
+    def __init__(self, array: np.ndarray, chunks: tuple[int, ...]) -> None:
+        self.array, self.chunks, self.calls = array, chunks, []
+
+    def read_chunk(self, coords, region):
+        self.calls.append((coords, region))
+        sel = tuple(slice(c * k + r.start, c * k + r.stop) for c, k, r in zip(coords, self.chunks, region))
+        return self.array[sel].copy()
+
+
+def _axis_key(draw, size):
+    kind = draw(st.sampled_from(["int", "slice", "array"] if size else ["slice", "array"]))
+    if kind == "int":
+        return draw(st.integers(-size, size - 1))
+    if kind == "slice":
+        bound = st.one_of(st.none(), st.integers(-size - 2, size + 2))
+        return slice(draw(bound), draw(bound), draw(st.sampled_from([None, 1, 2, 3, -1, -2])))
+    if size == 0:
+        return np.array([], dtype=np.int64)
+    return np.array(draw(st.lists(st.integers(-size, size - 1), max_size=6)), dtype=np.int64)
+
+
+@st.composite
+def cases(draw):
+    ndim = draw(st.integers(0, 3))
+    shape = tuple(draw(st.lists(st.integers(0, 7), min_size=ndim, max_size=ndim)))
+    chunks = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    key = tuple(_axis_key(draw, s) for s in shape)
+    return shape, chunks, key
+
+
+def _numpy_outer(a: np.ndarray, key: tuple) -> np.ndarray:
+    for axis in reversed(range(len(key))):
+        k = key[axis]
+        a = np.take(a, k, axis=axis) if isinstance(k, np.ndarray) else a[(slice(None),) * axis + (k,)]
+    return a
+
+
+@settings(max_examples=400, deadline=None)
+@given(cases())
+def test_outer_keys_equal_numpy(case):
+    shape, chunks, key = case
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    spec = ArraySpec(shape, a.dtype, chunks, SliceReader(a, chunks))
+    expected = _numpy_outer(a, key)
+    got = read_outer(spec, key)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_only_touched_chunks_and_regions_are_read():
+    a = np.arange(100 * 10, dtype=np.int32).reshape(100, 10)
+    reader = SliceReader(a, (25, 10))
+    spec = ArraySpec(a.shape, a.dtype, (25, 10), reader)
+    out = read_outer(spec, (slice(30, 33), slice(None)))
+    np.testing.assert_array_equal(out, a[30:33])
+    assert reader.calls == [((1, 0), (slice(5, 8), slice(0, 10)))]
+
+
+def test_stacked_members_and_holes():
+    parts = [np.full((2, 3), i, dtype=np.float32) for i in range(3)]
+    members = [ArraySpec((2, 3), np.float32, (2, 3), SliceReader(p, (2, 3))) for p in parts]
+    members[1] = None
+    spec = stack_specs((3,), members, fill_value=np.nan)
+    out = read_outer(spec, (slice(None), slice(None), slice(None)))
+    np.testing.assert_array_equal(out[0], parts[0])
+    assert np.isnan(out[1]).all()
+    np.testing.assert_array_equal(out[2], parts[2])
+
+
+def test_missing_chunk_without_fill_value_uses_nan_for_floats():
+    class Holes:
+        def read_chunk(self, coords, region):
+            raise MissingChunk(coords)
+
+    spec = ArraySpec((4,), np.float64, (2,), Holes())
+    assert np.isnan(read_outer(spec, (slice(None),))).all()
+
+
+def test_out_of_bounds_array_index_raises():
+    a = np.zeros(5)
+    spec = ArraySpec((5,), a.dtype, (2,), SliceReader(a, (2,)))
+    with pytest.raises(IndexError):
+        read_outer(spec, (np.array([7]),))
