@@ -1,0 +1,98 @@
+"""szip (CCSDS 121.0, libaec) encoding with RSI offsets, through the libaec bundled in imagecodecs.
+
+The Tensogram reference records ``szip_block_offsets`` (bit offsets of each
+reference sample interval) next to the payload. imagecodecs' Python API does not
+expose them, so the encoder calls the bundled libaec through ctypes:
+``aec_encode_init``, ``aec_encode_enable_offsets``, ``aec_encode(strm, AEC_FLUSH)``,
+``aec_encode_count_offsets`` and ``aec_encode_get_offsets``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from functools import lru_cache
+
+from ..errors import CodecError, MissingCodecError
+from .registry import require
+
+__all__ = ["szip_encode"]
+
+AEC_OK = 0
+AEC_FLUSH = 1
+
+
+class _AecStream(ctypes.Structure):
+    _fields_ = [
+        ("next_in", ctypes.c_void_p),
+        ("avail_in", ctypes.c_size_t),
+        ("total_in", ctypes.c_size_t),
+        ("next_out", ctypes.c_void_p),
+        ("avail_out", ctypes.c_size_t),
+        ("total_out", ctypes.c_size_t),
+        ("bits_per_sample", ctypes.c_uint),
+        ("block_size", ctypes.c_uint),
+        ("rsi", ctypes.c_uint),
+        ("flags", ctypes.c_uint),
+        ("state", ctypes.c_void_p),
+    ]
+
+
+@lru_cache(maxsize=1)
+def _libaec() -> ctypes.CDLL:
+    imagecodecs = require("imagecodecs", "szip encoding")
+    base = os.path.dirname(os.path.dirname(imagecodecs.__file__))
+    candidates = glob.glob(os.path.join(base, "imagecodecs.libs", "libaec*.so*")) + glob.glob(
+        os.path.join(os.path.dirname(imagecodecs.__file__), "*aec*.dll")
+    )
+    if not candidates:
+        raise MissingCodecError("szip encoding needs the libaec library bundled with imagecodecs, which was not found")
+    lib = ctypes.CDLL(candidates[0])
+    p = ctypes.POINTER(_AecStream)
+    for name in ("aec_encode_init", "aec_encode_enable_offsets", "aec_encode_end"):
+        getattr(lib, name).argtypes = [p]
+        getattr(lib, name).restype = ctypes.c_int
+    lib.aec_encode.argtypes = [p, ctypes.c_int]
+    lib.aec_encode.restype = ctypes.c_int
+    lib.aec_encode_count_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t)]
+    lib.aec_encode_count_offsets.restype = ctypes.c_int
+    lib.aec_encode_get_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t]
+    lib.aec_encode_get_offsets.restype = ctypes.c_int
+    return lib
+
+
+def szip_encode(data: bytes, bits_per_sample: int, block_size: int, rsi: int, flags: int,
+                sample_bytes: int) -> tuple[bytes, list[int]]:
+    """Encode ``data``; return the libaec stream and the RSI bit offsets (truncated as the reference does)."""
+    lib = _libaec()
+    src = ctypes.create_string_buffer(bytes(data), len(data))
+    cap = len(data) + len(data) // 2 + 1024 + block_size * rsi * 8
+    dst = ctypes.create_string_buffer(cap)
+    strm = _AecStream()
+    strm.next_in = ctypes.cast(src, ctypes.c_void_p)
+    strm.avail_in = len(data)
+    strm.next_out = ctypes.cast(dst, ctypes.c_void_p)
+    strm.avail_out = cap
+    strm.bits_per_sample = bits_per_sample
+    strm.block_size = block_size
+    strm.rsi = rsi
+    strm.flags = flags
+    if lib.aec_encode_init(ctypes.byref(strm)) != AEC_OK:
+        raise CodecError(f"libaec refused parameters bits={bits_per_sample} block={block_size} rsi={rsi} flags={flags}")
+    try:
+        if lib.aec_encode_enable_offsets(ctypes.byref(strm)) != AEC_OK:
+            raise CodecError("libaec could not record RSI offsets")
+        if lib.aec_encode(ctypes.byref(strm), AEC_FLUSH) != AEC_OK:
+            raise CodecError("libaec encoding failed")
+        count = ctypes.c_size_t(0)
+        lib.aec_encode_count_offsets(ctypes.byref(strm), ctypes.byref(count))
+        offsets = (ctypes.c_size_t * max(1, count.value))()
+        if count.value:
+            lib.aec_encode_get_offsets(ctypes.byref(strm), offsets, count.value)
+        payload = dst.raw[: strm.total_out]
+    finally:
+        lib.aec_encode_end(ctypes.byref(strm))
+    samples = len(data) // sample_bytes if sample_bytes else 0
+    n_rsi = -(-samples // (rsi * block_size)) if samples else 0
+    return payload, [int(offsets[i]) for i in range(min(n_rsi, count.value))]

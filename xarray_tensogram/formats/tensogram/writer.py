@@ -1,0 +1,479 @@
+"""Tensogram v3 writer: arrays + metadata -> message bytes, byte-compatible with the reference encoder.
+
+Follows spec §20 (buffered) and §20.1 (streaming): deterministic CBOR,
+8-byte padding after every frame, the two-pass header index, xxh3 frame hashes,
+NaN/Inf masks. With the same arrays, metadata, options and ``_reserved_`` time
+and uuid, the bytes equal ``tensogram.encode`` / ``StreamingEncoder`` output
+for the codecs whose libraries are deterministic (none, zstd, szip, zfp,
+simple_packing, shuffle).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import struct
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ...codecs import masks as mask_codec
+from ...codecs import simple_packing, zstd
+from ...codecs.cbor import dumps_canonical
+from ...codecs.checksums import xxh3_64
+from ...codecs.registry import require
+from ...errors import UnsupportedError, XarrayTensogramError
+from ...io import atomic_write
+from .dtypes import DTYPES, dtype_width
+from .framing import END_MAGIC, MAGIC, align8
+
+__all__ = ["ObjectInput", "encode_message", "write_messages", "REFERENCE_ENCODER"]
+
+REFERENCE_ENCODER = {"name": "tensogram", "version": "0.24.0"}
+PIPELINE_KEYS = ("encoding", "filter", "compression")
+_NUMPY_TO_NAME = {
+    "float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64",
+    "complex128": "complex128", "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16",
+    "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
+}
+
+
+class EncodeError(XarrayTensogramError):
+    """The inputs cannot be encoded (bad parameters, NaN without a mask, ...)."""
+
+
+@dataclass
+class ObjectInput:
+    """One object to write: values plus descriptor options (``encoding``, ``compression``, ``sp_*`` ...)."""
+
+    data: np.ndarray | bytes
+    descriptor: dict = field(default_factory=dict)
+
+
+def _frame(frame_type: int, body: bytes, hashing: bool) -> bytes:
+    flags = 0x2 if hashing else 0
+    h = xxh3_64(body) if hashing else 0
+    return b"FR" + struct.pack(">HHHQ", frame_type, 1, flags, 28 + len(body)) + body + struct.pack(">Q", h) + b"ENDF"
+
+
+def _pad(buf: bytearray) -> None:
+    buf.extend(b"\0" * (align8(len(buf)) - len(buf)))
+
+
+def _c_strides(shape: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= s
+    return list(reversed(strides))
+
+
+def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.ndarray]:
+    """Boolean masks of NaN, +Inf, -Inf per element (complex: NaN in either part wins, then +Inf, then -Inf)."""
+    if dtype_name.startswith("complex"):
+        re, im = values.real.reshape(-1), values.imag.reshape(-1)
+        nan = np.isnan(re) | np.isnan(im)
+        pinf = ~nan & ((re == np.inf) | (im == np.inf))
+        ninf = ~nan & ~pinf & ((re == -np.inf) | (im == -np.inf))
+    else:
+        flat = values.reshape(-1)
+        nan, pinf, ninf = np.isnan(flat), flat == np.inf, flat == -np.inf
+    return {"nan": nan, "inf+": pinf, "inf-": ninf}
+
+
+def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[bytes, str, dict | None]:
+    packed_len = (bits.size + 7) // 8
+    if small_threshold and packed_len <= small_threshold:
+        method = "none"
+    packed = np.packbits(bits).tobytes()
+    if method == "none":
+        return packed, "none", None
+    if method == "rle":
+        return mask_codec.rle_encode(bits), "rle", None
+    if method == "roaring":
+        pyroaring = require("pyroaring", "roaring mask encoding")
+        bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
+        bm.run_optimize()
+        return bm.serialize(), "roaring", None
+    if method == "zstd":
+        return zstd.compress(packed, 3), "zstd", None
+    if method == "lz4":
+        return require("lz4.block", "lz4 mask encoding").compress(packed, store_size=True), "lz4", None
+    if method == "blosc2":
+        blosc2 = require("blosc2", "blosc2 mask encoding")
+        cparams = blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=5, typesize=1, nthreads=1,
+                                 filters=[blosc2.Filter.BITSHUFFLE, blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER,
+                                          blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER],
+                                 splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT)
+        sc = blosc2.SChunk(chunksize=max(1, len(packed)), cparams=cparams)
+        if packed:
+            sc.append_data(packed)
+        return bytes(sc.to_cframe()), "blosc2", {"codec": "lz4", "level": 5}
+    raise UnsupportedError(f"unknown mask method {method!r}")
+
+
+def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes, np.ndarray | None]:
+    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data), None
+    arr = np.asarray(data)
+    name = desc["dtype"]
+    if name == "bitmask":
+        return np.ascontiguousarray(arr, dtype=np.uint8).tobytes(), None
+    order = "<" if desc.get("byte_order", "little") == "little" else ">"
+    if name == "bfloat16":
+        target = np.dtype("u2").newbyteorder(order)
+    else:
+        target = np.dtype(DTYPES[name][0]).newbyteorder(order)
+    values = np.ascontiguousarray(arr)
+    return np.ascontiguousarray(values.astype(target, copy=False)).tobytes(), values
+
+
+def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_methods: Mapping[str, str],
+                   small_mask_threshold: int) -> tuple[dict, bytes]:
+    """Run the pipeline; return (descriptor, payload region)."""
+    user = dict(obj.descriptor)
+    user.pop("hash", None)
+    data = obj.data
+    if "dtype" not in user:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            raise EncodeError("a descriptor 'dtype' is required for raw bytes")
+        user["dtype"] = _NUMPY_TO_NAME.get(np.asarray(data).dtype.name)
+        if user["dtype"] is None:
+            raise UnsupportedError(f"cannot write numpy dtype {np.asarray(data).dtype}")
+    name = user["dtype"]
+    if name not in DTYPES:
+        raise UnsupportedError(f"unknown dtype {name!r}")
+    if "shape" not in user:
+        user["shape"] = list(np.shape(data))
+    shape = [int(s) for s in user["shape"]]
+    desc: dict[str, Any] = {
+        "type": user.pop("type", "ntensor"),
+        "shape": shape,
+        "ndim": len(shape),
+        "strides": [int(s) for s in user.pop("strides", _c_strides(shape))],
+        "dtype": name,
+        "byte_order": user.pop("byte_order", "little"),
+        "encoding": user.pop("encoding", "none"),
+        "filter": user.pop("filter", "none"),
+        "compression": user.pop("compression", "none"),
+    }
+    for k in ("shape", "dtype", "ndim"):
+        user.pop(k, None)
+    desc.update(user)
+    raw, values = _raw_bytes(data, desc)
+    n = math.prod(shape)
+    # --- NaN / Inf masks -----------------------------------------------------------------------
+    mask_bits: dict[str, np.ndarray] = {}
+    if values is not None and name in ("float16", "float32", "float64", "complex64", "complex128"):
+        kinds = _classify_non_finite(values, name)
+        for kind, bits in kinds.items():
+            if bits.any():
+                allowed = allow_nan if kind == "nan" else allow_inf
+                if not allowed:
+                    first = int(np.flatnonzero(bits)[0])
+                    raise EncodeError(f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
+                                      f"pass allow_nan/allow_inf (or mask the values) to write it")
+                mask_bits[kind] = bits
+        if mask_bits:
+            values = values.copy().reshape(-1)
+            any_bad = np.zeros(n, dtype=bool)
+            for bits in mask_bits.values():
+                any_bad |= bits
+            values[any_bad] = 0
+            values = values.reshape(shape)
+            raw = _raw_bytes(values, desc)[0]
+    # --- encoding ----------------------------------------------------------------------------
+    if desc["encoding"] == "simple_packing":
+        if name != "float64":
+            raise EncodeError("simple_packing needs float64 values")
+        bits = desc.get("sp_bits_per_value")
+        if not isinstance(bits, int) or not 0 <= bits <= 64:
+            raise EncodeError(f"sp_bits_per_value must be an integer in 0..64, got {bits!r}")
+        D = int(desc.setdefault("sp_decimal_scale_factor", 0))
+        has_r, has_e = "sp_reference_value" in desc, "sp_binary_scale_factor" in desc
+        if has_r != has_e:
+            raise EncodeError("give both sp_reference_value and sp_binary_scale_factor, or neither")
+        fvals = np.frombuffer(raw, dtype=np.dtype("f8").newbyteorder("<" if desc["byte_order"] == "little" else ">"))
+        if not has_r:
+            if mask_bits:
+                raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
+            R, E = simple_packing.compute_params(fvals, bits, D)
+            desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(R), int(E)
+        encoded = simple_packing.encode(fvals, bits, float(desc["sp_reference_value"]),
+                                        int(desc["sp_binary_scale_factor"]), D)
+        desc["sp_reference_value"] = float(desc["sp_reference_value"])
+    elif desc["encoding"] == "none":
+        encoded = raw
+    else:
+        raise UnsupportedError(f"unknown encoding {desc['encoding']!r}")
+    # --- filter ------------------------------------------------------------------------------
+    if desc["filter"] == "shuffle":
+        S = desc.setdefault("shuffle_element_size", dtype_width(name) or 1)
+        if not isinstance(S, int) or S <= 0 or len(encoded) % S:
+            raise EncodeError(f"shuffle_element_size {S!r} does not divide the {len(encoded)}-byte payload")
+        if S > 1 and encoded:
+            encoded = np.frombuffer(encoded, np.uint8).reshape(-1, S).T.tobytes()
+    elif desc["filter"] != "none":
+        raise UnsupportedError(f"unknown filter {desc['filter']!r}")
+    # --- compression -------------------------------------------------------------------------
+    payload = _compress(encoded, desc)
+    # --- masks -------------------------------------------------------------------------------
+    region = bytearray(payload)
+    if mask_bits:
+        masks: dict[str, dict] = {}
+        for kind in ("nan", "inf+", "inf-"):
+            if kind not in mask_bits:
+                continue
+            method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
+            blob, method, params = _encode_mask(mask_bits[kind], mask_methods.get(method_key, "roaring"),
+                                                small_mask_threshold)
+            entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
+            if params:
+                entry["params"] = params
+            masks[kind] = entry
+            region += blob
+        desc["masks"] = masks
+    return desc, bytes(region)
+
+
+def _compress(encoded: bytes, desc: dict) -> bytes:
+    comp = desc["compression"]
+    if comp == "none":
+        return encoded
+    if comp == "zstd":
+        return zstd.compress(encoded, int(desc.get("zstd_level", 3)))
+    if comp == "lz4":
+        return require("lz4.block", "lz4 compression").compress(encoded, store_size=True)
+    if comp == "szip":
+        from ...codecs.compressors import _szip_flags, szip_sample_bits
+        from ...codecs.szip import szip_encode
+
+        for key in ("szip_rsi", "szip_block_size", "szip_flags"):
+            if key not in desc:
+                raise EncodeError(f"szip needs {key}")
+        bits = szip_sample_bits(desc)
+        flags = _szip_flags(desc, bits)
+        sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8
+        payload, offsets = szip_encode(encoded, bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags,
+                                       sample_bytes)
+        desc["szip_block_offsets"] = offsets
+        return payload
+    if comp == "blosc2":
+        blosc2 = require("blosc2", "blosc2 compression")
+        codec = desc.get("blosc2_codec", "lz4")
+        if desc["encoding"] == "simple_packing":
+            typesize = (int(desc["sp_bits_per_value"]) + 7) // 8 or 1
+        elif desc["filter"] == "shuffle":
+            typesize = 1
+        else:
+            typesize = dtype_width(desc["dtype"]) or 1
+        cparams = blosc2.CParams(codec=getattr(blosc2.Codec, codec.upper()), clevel=int(desc.get("blosc2_clevel", 5)),
+                                 typesize=typesize, nthreads=1, splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT)
+        chunk = 256 * 1024 * 1024
+        chunk -= chunk % typesize
+        sc = blosc2.SChunk(chunksize=min(max(len(encoded), 1), chunk), cparams=cparams)
+        for start in range(0, len(encoded), chunk):
+            sc.append_data(encoded[start : start + chunk])
+        return bytes(sc.to_cframe())
+    if comp == "zfp":
+        zfpy = require("zfpy", "zfp compression")
+        arr = np.frombuffer(encoded, dtype=np.float64)
+        mode = desc.get("zfp_mode")
+        kw = {"fixed_rate": {"rate": desc.get("zfp_rate")}, "fixed_precision": {"precision": desc.get("zfp_precision")},
+              "fixed_accuracy": {"tolerance": desc.get("zfp_tolerance")}}.get(mode)
+        if kw is None or None in kw.values():
+            raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+        return zfpy.compress_numpy(arr, write_header=False, **kw) if arr.size else b""
+    raise UnsupportedError(f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
+                           f"readable by the reference)")
+
+
+def _reserved(reserved: Mapping[str, Any] | None) -> dict:
+    r = dict(reserved or {})
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    r.setdefault("time", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    r.setdefault("uuid", str(uuidlib.uuid4()))
+    r.setdefault("encoder", dict(REFERENCE_ENCODER))
+    return {"time": r["time"], "uuid": r["uuid"], "encoder": r["encoder"]}
+
+
+def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict], dict]:
+    meta = dict(metadata)
+    base = [dict(b) for b in meta.pop("base", []) or []]
+    extra = dict(meta.pop("_extra_", meta.pop("extra", {})) or {})
+    if "_reserved_" in meta:
+        raise EncodeError("'_reserved_' is written by the encoder; pass reserved= instead")
+    for k, v in meta.items():
+        extra.setdefault(k, v)
+    for b in base:
+        if "_reserved_" in b:
+            raise EncodeError("'_reserved_' at the top of a base entry is written by the encoder")
+    return base, extra
+
+
+def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple], *,
+                   hash: str | None = "xxh3", layout: str = "buffered", backfill: bool = False,
+                   reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
+                   nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
+                   neg_inf_mask_method: str = "roaring", small_mask_threshold_bytes: int = 128,
+                   aggregate_hash: str | None = None) -> bytes:
+    """Encode one message. ``objects`` are :class:`ObjectInput` or ``(descriptor, data)`` pairs."""
+    if hash not in ("xxh3", None):
+        raise UnsupportedError(f"hash {hash!r}: only 'xxh3' or None")
+    hashing = hash == "xxh3"
+    objs = [o if isinstance(o, ObjectInput) else ObjectInput(o[1], dict(o[0])) for o in objects]
+    base, extra = _split_metadata(metadata)
+    if len(base) > len(objs) and layout == "buffered":
+        raise EncodeError(f"metadata has {len(base)} base entries for {len(objs)} objects")
+    methods = {"nan": nan_mask_method, "pos_inf": pos_inf_mask_method, "neg_inf": neg_inf_mask_method}
+    encoded = [_encode_object(o, allow_nan=allow_nan, allow_inf=allow_inf, mask_methods=methods,
+                              small_mask_threshold=small_mask_threshold_bytes) for o in objs]
+    data_frames = []
+    for desc, region in encoded:
+        cbor = dumps_canonical(desc)
+        body = region + cbor
+        h = xxh3_64(body) if hashing else 0
+        flags = 0x1 | (0x2 if hashing else 0)
+        data_frames.append(b"FR" + struct.pack(">HHHQ", 9, 1, flags, 16 + len(body) + 20) + body
+                           + struct.pack(">QQ", 16 + len(region), h) + b"ENDF")
+    full_base = []
+    for i, (desc, _region) in enumerate(encoded):
+        entry = dict(base[i]) if i < len(base) else {}
+        entry["_reserved_"] = {"tensor": {"ndim": desc["ndim"], "dtype": desc["dtype"], "shape": desc["shape"],
+                                          "strides": desc["strides"]}}
+        full_base.append(entry)
+    full_meta: dict[str, Any] = {}
+    if objs:
+        full_meta["base"] = full_base
+    if extra:
+        full_meta["_extra_"] = extra
+    full_meta["_reserved_"] = _reserved(reserved)
+    if layout == "buffered":
+        return _assemble_buffered(full_meta, data_frames, hashing, aggregate_hash or "header")
+    if layout == "streaming":
+        header_meta: dict[str, Any] = {}
+        if base:
+            header_meta["base"] = base
+        if extra:
+            header_meta["_extra_"] = extra
+        return _assemble_streaming(header_meta, full_meta, data_frames, hashing, aggregate_hash or "footer", backfill)
+    raise UnsupportedError(f"layout {layout!r}: use 'buffered' or 'streaming'")
+
+
+def _hash_map(data_frames: list[bytes]) -> bytes:
+    return dumps_canonical({"hashes": ["%016x" % int.from_bytes(f[-12:-4], "big") for f in data_frames],
+                            "algorithm": "xxh3"})
+
+
+def _assemble_buffered(meta: dict, data_frames: list[bytes], hashing: bool, policy: str) -> bytes:
+    policy = "header" if policy == "auto" else policy
+    header_hash = hashing and data_frames and policy in ("header", "both")
+    footer_hash = hashing and data_frames and policy in ("footer", "both")
+    meta_frame = _frame(1, dumps_canonical(meta), hashing)
+    hash_frame = _frame(3, _hash_map(data_frames), hashing) if header_hash else b""
+
+    def layout_with(index_frame: bytes) -> tuple[list[int], int]:
+        pos = 24 + align8(len(meta_frame))
+        if index_frame:
+            pos += align8(len(index_frame))
+        if hash_frame:
+            pos += align8(len(hash_frame))
+        offsets = []
+        for f in data_frames:
+            offsets.append(pos)
+            pos += align8(len(f))
+        return offsets, pos
+
+    index_frame = b""
+    if data_frames:
+        lengths = [len(f) for f in data_frames]
+        index_frame = _frame(2, dumps_canonical({"lengths": lengths, "offsets": [0] * len(lengths)}), hashing)
+        for _ in range(3):
+            offsets, _end = layout_with(index_frame)
+            new = _frame(2, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
+            if len(new) == len(index_frame) and new == index_frame:
+                break
+            index_frame = new
+    buf = bytearray(b"\0" * 24)
+    for f in (meta_frame, index_frame, hash_frame):
+        if f:
+            buf += f
+            _pad(buf)
+    for f in data_frames:
+        buf += f
+        _pad(buf)
+    first_footer = len(buf)
+    if footer_hash:
+        buf += _frame(5, _hash_map(data_frames), hashing)
+        _pad(buf)
+    total = len(buf) + 24
+    buf += struct.pack(">QQ", first_footer, total) + END_MAGIC
+    flags = 0x1 | (0x4 if data_frames else 0) | (0x10 if header_hash else 0) | (0x20 if footer_hash else 0) \
+        | (0x80 if hashing else 0)
+    buf[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
+    return bytes(buf)
+
+
+def _assemble_streaming(header_meta: dict, full_meta: dict, data_frames: list[bytes], hashing: bool, policy: str,
+                        backfill: bool) -> bytes:
+    if policy in ("header", "both"):
+        raise UnsupportedError("streaming messages hold hashes in the footer only")
+    policy = "footer" if policy == "auto" else policy
+    buf = bytearray(b"\0" * 24)
+    buf += _frame(1, dumps_canonical(header_meta), hashing)
+    _pad(buf)
+    offsets, lengths = [], []
+    for f in data_frames:
+        offsets.append(len(buf))
+        lengths.append(len(f))
+        buf += f
+        _pad(buf)
+    first_footer = len(buf)
+    buf += _frame(7, dumps_canonical(full_meta), hashing)
+    _pad(buf)
+    if hashing and policy != "none" and data_frames:
+        buf += _frame(5, _hash_map(data_frames), hashing)
+        _pad(buf)
+    buf += _frame(6, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
+    _pad(buf)
+    total = len(buf) + 24 if backfill else 0
+    buf += struct.pack(">QQ", first_footer, total) + END_MAGIC
+    flags = 0x01 | 0x02 | 0x08 | 0x40
+    if hashing:
+        flags |= 0x80 | (0x20 if policy != "none" else 0)
+    buf[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
+    return bytes(buf)
+
+
+def write_messages(path: str | os.PathLike, messages: Iterable[bytes], *, mode: str = "w") -> int:
+    """Write encoded messages to ``path``; ``mode="a"`` appends without rewriting. Returns bytes written.
+
+    ``"w"`` writes a temporary file and renames it into place; ``"a"`` truncates the
+    file back to its old size if anything fails, so a reader never sees half a message.
+    """
+    if mode == "w":
+        total = 0
+        with atomic_write(path) as f:
+            for m in messages:
+                f.write(m)
+                total += len(m)
+        return total
+    if mode != "a":
+        raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
+    with open(path, "ab") as f:
+        start = f.tell()
+        try:
+            total = 0
+            for m in messages:
+                f.write(m)
+                total += len(m)
+            f.flush()
+            os.fsync(f.fileno())
+        except BaseException:
+            f.truncate(start)
+            raise
+    return total
