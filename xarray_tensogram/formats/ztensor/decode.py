@@ -1,0 +1,362 @@
+"""Turning stored parts into arrays: checksums, zstd, byte order, sparse assembly, row ranges.
+
+Raw little-endian dense tensors are served as read-only numpy views over the
+memory map of a local file (no copy), or as a byte-range read of only the rows
+asked for. Everything else is decoded whole, with the output size bounded by
+what the metadata promises, never by what a stream claims.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import zstandard
+
+from ...catalog import ArraySpec
+from ...codecs import zstd
+from ...codecs.checksums import crc32c, xxh3_64
+from ...errors import (
+    CodecError,
+    CorruptFileError,
+    IntegrityError,
+    LimitExceededError,
+    MetadataError,
+    MissingHashError,
+    UnsupportedError,
+)
+from ...io import ByteSource
+from .model import Part, TensorInfo, logical_dtype, max_zstd_output
+
+__all__ = ["TensorReader", "auto_rows_per_chunk", "verify_digest", "MAX_SPARSE_DENSE_BYTES", "ROW_BAND_THRESHOLD", "ROW_BAND_TARGET"]
+
+#: a sparse tensor is densified; refuse beyond this many bytes rather than exhaust memory
+MAX_SPARSE_DENSE_BYTES = 4 << 30
+#: raw tensors larger than this are offered as row bands of about ROW_BAND_TARGET bytes
+ROW_BAND_THRESHOLD = 256 << 20
+ROW_BAND_TARGET = 64 << 20
+
+_LITTLE = sys.byteorder == "little"
+_SPARSE_CSR = ("sparse_csr", "zt.sparse_csr/1")
+_SPARSE_COO = ("sparse_coo", "zt.sparse_coo/1")
+
+
+def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str) -> None:
+    """Check ``data`` against a ``crc32c:0x..``, ``sha256:..`` or ``xxh3:..`` string.
+
+    The hex is compared without regard to case, as the reference readers do; a
+    digest that cannot be parsed is a :class:`MetadataError`.
+    """
+    algo, _, hexpart = digest.partition(":")
+    algo = algo.lower()
+    buf = memoryview(np.ascontiguousarray(data)).cast("B") if isinstance(data, np.ndarray) else data
+    try:
+        if algo == "crc32c":
+            expected = int(hexpart[2:] if hexpart[:2].lower() == "0x" else hexpart, 16)
+            if not 0 <= expected <= 0xFFFFFFFF or not hexpart:
+                raise ValueError(hexpart)
+            actual = crc32c(buf)
+            ok, shown = actual == expected, f"0x{actual:08X}"
+        elif algo == "sha256":
+            if len(hexpart) != 64:
+                raise ValueError(hexpart)
+            int(hexpart, 16)
+            shown = hashlib.sha256(buf).hexdigest()
+            ok = shown == hexpart.lower()
+        elif algo == "xxh3":
+            expected = int(hexpart, 16)
+            actual = xxh3_64(buf)
+            ok, shown = actual == expected, f"{actual:016x}"
+        else:
+            raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
+    except ValueError:
+        raise MetadataError(f"{where}checksum {digest!r} is malformed: expected {algo}: followed by hex digits") from None
+    if not ok:
+        raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
+
+
+def _decompress_unknown_size(payload: bytes | memoryview, cap: int, where: str) -> np.ndarray:
+    """Stream-decode zstd whose size the metadata does not give (v1.0/1.1 sparse parts), at most ``cap`` bytes."""
+    chunks, total = [], 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
+            while True:
+                block = reader.read(1 << 20)
+                if not block:
+                    break
+                total += len(block)
+                if total > cap:
+                    raise CodecError(f"{where}zstd stream decodes to more than the {cap} bytes the tensor can hold")
+                chunks.append(block)
+    except zstandard.ZstdError as exc:
+        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
+    return np.frombuffer(b"".join(chunks), dtype=np.uint8)
+
+
+@dataclass
+class TensorReader:
+    """Picklable, thread-safe reader of one tensor; the lazy array's chunk reader for zTensor.
+
+    ``sources`` maps ``None`` to the file itself and v2 shard names to their files.
+    ``data_end`` bounds blobs of the main file (start of the index or manifest).
+    """
+
+    sources: Mapping[str | None, ByteSource]
+    info: TensorInfo
+    data_end: int
+    data_start: int = 64
+    verify: bool = False
+    rows_per_chunk: int = 0
+    _where: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        self._where = self.info.where(self.sources[None].name)
+
+    # -- parts ----------------------------------------------------------------------------------
+    def _source(self, part: Part) -> ByteSource:
+        return self.sources[part.shard]
+
+    def _check_bounds(self, part: Part, name: str) -> None:
+        src = self._source(part)
+        end = self.data_end if part.shard is None else src.size
+        start = self.data_start if part.shard is None else 0
+        if part.length and (part.offset < start or part.offset + part.length > end):
+            raise CorruptFileError(
+                f"{self.info.where(src.name, part.offset)}part {name!r} spans [{part.offset}, "
+                f"{part.offset + part.length}), outside the data area [{start}, {end}) of a {src.size}-byte file"
+            )
+
+    def _stored(self, part: Part, name: str, zero_copy: bool) -> memoryview | bytes:
+        self._check_bounds(part, name)
+        src = self._source(part)
+        if part.length == 0:
+            return b""
+        if zero_copy:
+            view = src.view(part.offset, part.length)
+            if view is not None:
+                return view
+        return src.read(part.offset, part.length, what=f"tensor {self.info.name!r} part {name!r}")
+
+    def _decode_part(self, name: str, expected: int | None, cap: int, *, zero_copy: bool = False) -> np.ndarray:
+        """The decoded bytes of part ``name`` as a storage-dtype 1-D array (native byte order)."""
+        part = self.info.parts[name]
+        where = f"{self._where}part {name!r}: "
+        stored = self._stored(part, name, zero_copy)
+        if self.verify and part.digest is None:
+            raise MissingHashError(f"{where}verification requested but the part carries no checksum")
+        if self.verify and not part.digest_of_decoded:
+            verify_digest(part.digest, stored, where)  # type: ignore[arg-type]
+        if part.encoding == "raw":
+            if expected is not None and len(stored) != expected:
+                raise CorruptFileError(f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}")
+            raw = np.frombuffer(stored, dtype=np.uint8)
+        elif part.encoding in ("zstd", "zt.zstd-seekable/1"):
+            size = part.decoded_length if part.decoded_length is not None else expected
+            if size is not None and expected is not None and size != expected:
+                raise CorruptFileError(f"{where}declared decoded length {size} differs from the {expected} bytes the shape needs")
+            if size is None:
+                raw = _decompress_unknown_size(stored, min(cap, max_zstd_output(len(stored))), where)
+            else:
+                if size > max_zstd_output(len(stored)):
+                    raise LimitExceededError(f"{where}{len(stored)} zstd bytes cannot decode to the {size} bytes declared")
+                raw = zstd.decompress(stored, size, where=where)
+        else:
+            raise UnsupportedError(f"{where}encoding {part.encoding!r} is not supported (known: raw, zstd, zt.zstd-seekable/1)")
+        if self.verify and part.digest_of_decoded:
+            verify_digest(part.digest, raw, where)  # type: ignore[arg-type]
+        storage = part.storage
+        if len(raw) % storage.itemsize:
+            raise CorruptFileError(f"{where}{len(raw)} bytes is not a whole number of {storage} elements")
+        if part.big_endian and storage.itemsize > 1:
+            return raw.view(storage.newbyteorder(">")).astype(storage.newbyteorder("="))
+        if storage.itemsize > 1 and not _LITTLE:  # pragma: no cover - big-endian hosts
+            return raw.view(storage).astype(storage.newbyteorder("="))
+        return raw.view(storage)
+
+    # -- whole tensors --------------------------------------------------------------------------
+    def read(self) -> np.ndarray:
+        """The whole tensor, dense, in C order (a read-only mmap view for raw little-endian tensors)."""
+        info = self.info
+        if info.problem is not None:
+            raise UnsupportedError(f"{self._where}{info.problem}")
+        main = info.main_part
+        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
+        layout = info.layout
+        if layout == "dense" or (len(info.parts) == 1 and layout not in ("sparsecoo", "sparsecsr") + _SPARSE_CSR + _SPARSE_COO):
+            name = next(iter(info.parts))
+            expected = info.size * ratio * main.storage.itemsize
+            flat = self._decode_part(name, expected, expected, zero_copy=True)
+            return self._to_logical(flat, out_dtype, main).reshape(info.shape)
+        self._check_dense_limit(out_dtype)
+        if layout in ("sparsecoo", "sparsecsr"):
+            return self._v01_sparse(out_dtype)
+        if layout in _SPARSE_CSR:
+            return self._csr(out_dtype)
+        if layout in _SPARSE_COO:
+            return self._coo(out_dtype)
+        raise UnsupportedError(f"{self._where}layout {layout!r} is not supported")  # pragma: no cover
+
+    def _to_logical(self, flat: np.ndarray, out_dtype: np.dtype, part: Part) -> np.ndarray:
+        if out_dtype.kind == "b":
+            if part.ltype == "bool" and flat.size and flat.max() > 1:
+                raise CodecError(f"{self._where}bool tensor holds bytes other than 0 and 1")
+            return flat != 0
+        if flat.dtype != out_dtype:
+            return flat.view(out_dtype)
+        return flat
+
+    def _check_dense_limit(self, out_dtype: np.dtype) -> None:
+        nbytes = self.info.size * out_dtype.itemsize
+        if nbytes > MAX_SPARSE_DENSE_BYTES:
+            raise LimitExceededError(
+                f"{self._where}the dense form of this sparse tensor needs {nbytes} bytes, more than the "
+                f"limit of {MAX_SPARSE_DENSE_BYTES} (MAX_SPARSE_DENSE_BYTES)"
+            )
+
+    def _values(self, nnz: int, out_dtype: np.dtype) -> np.ndarray:
+        part = self.info.parts["values"]
+        itemsize = part.storage.itemsize * logical_dtype(part.dtype, part.ltype)[1]
+        flat = self._decode_part("values", nnz * itemsize, nnz * itemsize)
+        return self._to_logical(flat, out_dtype, part)
+
+    def _index_part(self, name: str, count: int | None, cap_count: int) -> np.ndarray:
+        part = self.info.parts[name]
+        if part.dtype not in ("u64", "u32"):
+            raise MetadataError(f"{self._where}sparse index part {name!r} has dtype {part.dtype!r}, expected u32 or u64")
+        size = None if count is None else count * part.storage.itemsize
+        return self._decode_part(name, size, cap_count * part.storage.itemsize)
+
+    def _csr(self, out_dtype: np.dtype) -> np.ndarray:
+        shape = self.info.shape
+        if len(shape) != 2:
+            raise CorruptFileError(f"{self._where}CSR needs a rank-2 shape, got {list(shape)}")
+        rows, cols = shape
+        indptr = self._index_part("indptr", rows + 1, rows + 1).astype(np.int64)
+        if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] > rows * cols:
+            raise CorruptFileError(f"{self._where}CSR indptr must start at 0, not decrease and end at nnz <= {rows * cols}")
+        nnz = int(indptr[-1])
+        indices = self._index_part("indices", nnz, nnz)
+        values = self._values(nnz, out_dtype)
+        if nnz and int(indices.max()) >= cols:
+            raise CorruptFileError(f"{self._where}CSR column index {int(indices.max())} out of range for {cols} columns")
+        dense = np.zeros(shape, dtype=out_dtype)
+        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
+        return dense
+
+    def _coo(self, out_dtype: np.dtype) -> np.ndarray:
+        shape = self.info.shape
+        ndim = max(len(shape), 1)
+        coords = self._index_part("coords", None, self.info.size * ndim)
+        if coords.size % ndim:
+            raise CorruptFileError(f"{self._where}COO coords hold {coords.size} indices, not a multiple of rank {ndim}")
+        nnz = coords.size // ndim
+        values = self._values(nnz, out_dtype)
+        return self._scatter(coords.reshape(ndim, nnz), values, out_dtype)
+
+    def _scatter(self, coords: np.ndarray, values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+        shape = self.info.shape
+        dense = np.zeros(shape, dtype=out_dtype)
+        if coords.shape[1] == 0:
+            return dense
+        if not shape:
+            dense[()] = values[-1]
+            return dense
+        limits = np.asarray(shape, dtype=np.uint64).reshape(-1, 1)
+        if np.any(coords.astype(np.uint64) >= limits):
+            raise CorruptFileError(f"{self._where}COO coordinate out of range for shape {list(shape)}")
+        dense[tuple(coords.astype(np.intp))] = values
+        return dense
+
+    def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
+        """v0.1 ``sparsecoo``/``sparsecsr``: the sparse structure packed into the single blob (spec 1.9)."""
+        part = self.info.parts["data"]
+        if part.encoding != "raw":
+            stored = self._decode_part("data", None, max(self.info.size * 8 * max(len(self.info.shape), 1), 64))
+        else:
+            stored = self._decode_part("data", None, part.length)
+        blob = stored.view(np.uint8)
+        item = part.storage
+        shape = self.info.shape
+        if self.info.layout == "sparsecoo":
+            ndim = len(shape)
+            rec = np.dtype([("c", "<u8", (ndim,)), ("v", item)])
+            if len(blob) % rec.itemsize:
+                raise CorruptFileError(f"{self._where}sparsecoo blob of {len(blob)} bytes is not whole records of {rec.itemsize}")
+            records = blob.view(rec)
+            values = self._to_logical(np.ascontiguousarray(records["v"]), out_dtype, part)
+            return self._scatter(np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
+        if len(shape) != 2:
+            raise CorruptFileError(f"{self._where}sparsecsr needs a rank-2 shape, got {list(shape)}")
+        rows, cols = shape
+        head = (rows + 1) * 8
+        if len(blob) < head:
+            raise CorruptFileError(f"{self._where}sparsecsr blob of {len(blob)} bytes is shorter than its indptr")
+        indptr = blob[:head].view("<u8").astype(np.int64)
+        nnz = int(indptr[-1])
+        if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or len(blob) != head + nnz * (8 + item.itemsize):
+            raise CorruptFileError(f"{self._where}sparsecsr blob does not hold indptr, {nnz} indices and {nnz} values")
+        indices = blob[head : head + 8 * nnz].view("<u8")
+        values = self._to_logical(blob[head + 8 * nnz :].view(item), out_dtype, part)
+        if nnz and int(indices.max()) >= cols:
+            raise CorruptFileError(f"{self._where}sparsecsr column index out of range for {cols} columns")
+        dense = np.zeros(shape, dtype=out_dtype)
+        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
+        return dense
+
+    # -- rows -----------------------------------------------------------------------------------
+    def read_rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of the leading axis, reading only their bytes when the tensor is raw."""
+        info = self.info
+        if not info.is_dense_raw or self.verify or not info.shape:
+            full = self.read()
+            return full if not info.shape else full[start:stop]
+        main = info.main_part
+        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
+        expected = info.size * ratio * main.storage.itemsize
+        if main.length != expected:
+            raise CorruptFileError(f"{self._where}stored size is {main.length} bytes, the shape and dtype need {expected}")
+        row_bytes = expected // info.shape[0] if info.shape[0] else 0
+        self._check_bounds(main, "data")
+        src = self._source(main)
+        offset, length = main.offset + start * row_bytes, (stop - start) * row_bytes
+        stored: memoryview | bytes | None = src.view(offset, length) if length else b""
+        if stored is None:
+            stored = src.read(offset, length, what=f"tensor {info.name!r} rows {start}:{stop}")
+        flat = np.frombuffer(stored, dtype=np.uint8).view(main.storage)
+        return self._to_logical(flat, out_dtype, main).reshape((stop - start,) + info.shape[1:])
+
+    def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
+        shape = self.info.shape
+        if not shape:
+            return self.read()
+        band = self.rows_per_chunk or shape[0] or 1
+        base = coords[0] * band
+        start, stop = base + region[0].start, base + region[0].stop
+        block = self.read() if (start, stop) == (0, shape[0]) else self.read_rows(start, stop)
+        rest = region[1:]
+        if any(r != slice(0, n) for r, n in zip(rest, shape[1:])):
+            block = block[(slice(None),) + rest]
+        return block
+
+    def spec(self) -> ArraySpec:
+        info = self.info
+        dtype = info.numpy_dtype
+        assert dtype is not None
+        chunks = ((self.rows_per_chunk or info.shape[0] or 1),) + info.shape[1:] if info.shape else ()
+        return ArraySpec(info.shape, dtype, chunks, self, hints={"row_band": self.rows_per_chunk} if self.rows_per_chunk else {})
+
+
+def auto_rows_per_chunk(info: TensorInfo) -> int:
+    """Row bands for large raw tensors (about ROW_BAND_TARGET bytes each), else 0 = one chunk."""
+    if not info.is_dense_raw or len(info.shape) < 1 or info.shape[0] < 2:
+        return 0
+    dtype = info.numpy_dtype
+    nbytes = info.size * (dtype.itemsize if dtype is not None else 1)
+    if nbytes <= ROW_BAND_THRESHOLD:
+        return 0
+    row_bytes = max(1, nbytes // info.shape[0])
+    return max(1, min(info.shape[0], ROW_BAND_TARGET // row_bytes))
+

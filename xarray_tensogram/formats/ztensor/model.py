@@ -1,0 +1,186 @@
+"""What a zTensor file holds, whatever its generation: tensors made of stored parts.
+
+All three generations reduce to the same model. A :class:`TensorInfo` has a
+name, a logical shape and dtype, a layout and one or more :class:`Part` (a
+stored blob: offset, length, storage dtype, encoding, digest). v0.1 tensors and
+dense v1/v2 objects have one part (``data``); sparse tensors have several
+(``values``, ``indices``, ``indptr`` or ``coords``). Decoding a part and
+assembling parts into a dense array live here, so the three container parsers
+only translate their metadata into this model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...codecs.registry import available, require
+from ...errors import MetadataError, UnsupportedError, describe
+
+__all__ = [
+    "Part",
+    "TensorInfo",
+    "STORAGE_DTYPES",
+    "LONG_DTYPE_NAMES",
+    "storage_dtype",
+    "logical_dtype",
+    "max_zstd_output",
+    "check_shape",
+]
+
+#: short storage names (v1.1+, v2) -> little-endian numpy storage dtype
+STORAGE_DTYPES: dict[str, np.dtype] = {
+    "f64": np.dtype("<f8"), "f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"),
+    "i64": np.dtype("<i8"), "i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"),
+    "u64": np.dtype("<u8"), "u32": np.dtype("<u4"), "u16": np.dtype("<u2"), "u8": np.dtype("u1"),
+    "bool": np.dtype("u1"),
+}
+
+#: long names (v0.1 and the v1 "1.0" dialect) -> short names
+LONG_DTYPE_NAMES: dict[str, str] = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "bool": "bool",
+}
+
+#: logical float8 types -> ml_dtypes names
+_FLOAT8 = {
+    "f8_e4m3fn": "float8_e4m3fn", "f8_e5m2": "float8_e5m2", "f8_e4m3fnuz": "float8_e4m3fnuz",
+    "f8_e5m2fnuz": "float8_e5m2fnuz", "f8_e8m0": "float8_e8m0fnu",
+}
+_COMPLEX = {"complex64": ("f32", np.dtype("<c8")), "complex128": ("f64", np.dtype("<c16"))}
+
+MAX_RANK = 64
+#: zstd cannot expand more than one 128 KiB RLE block per 4 input bytes
+_ZSTD_BLOCK, _ZSTD_MIN_BLOCK_BYTES = 131072, 4
+
+
+def max_zstd_output(stored_length: int) -> int:
+    """Largest output ``stored_length`` bytes of zstd can decode to: a bound on what we allocate."""
+    return (stored_length // _ZSTD_MIN_BLOCK_BYTES + 1) * _ZSTD_BLOCK
+
+
+def storage_dtype(short: str) -> np.dtype:
+    return STORAGE_DTYPES[short]
+
+
+def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[str, str]]:
+    """Numpy dtype users get for storage ``short`` with optional logical ``ltype``.
+
+    Returns ``(dtype, storage elements per element, attrs)``; ``attrs`` records
+    what a fallback hides (bfloat16 or float8 seen as raw integers when
+    ``ml_dtypes`` is missing). Raises :class:`UnsupportedError` for types we do not
+    decode.
+    """
+    if ltype is None:
+        if short == "bool":
+            return np.dtype(bool), 1, {}
+        if short == "bf16":
+            if available("ml_dtypes"):
+                return np.dtype(require("ml_dtypes", "bfloat16").bfloat16), 1, {}
+            return np.dtype("<u2"), 1, {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"}
+        return STORAGE_DTYPES[short], 1, {}
+    if ltype == "bool" and short in ("u8", "bool"):
+        return np.dtype(bool), 1, {}
+    if ltype in _COMPLEX and short == _COMPLEX[ltype][0]:
+        return _COMPLEX[ltype][1], 2, {}
+    if ltype in _FLOAT8 and short == "u8":
+        if available("ml_dtypes"):
+            return np.dtype(getattr(require("ml_dtypes", ltype), _FLOAT8[ltype])), 1, {}
+        return np.dtype("u1"), 1, {"ztensor_type": ltype, "ztensor_note": "raw float8 bytes (install ml-dtypes)"}
+    raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
+
+
+def check_shape(shape: Any, where: str) -> tuple[int, ...]:
+    """A shape must be a list of non-negative ints of rank <= 64."""
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise MetadataError(f"{where}shape must be an array of unsigned integers, got {shape!r}")
+    if len(shape) > MAX_RANK:
+        from ...errors import LimitExceededError
+
+        raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
+    return tuple(shape)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One stored blob of a tensor."""
+
+    offset: int
+    length: int  #: stored bytes (compressed size for zstd)
+    dtype: str  #: short storage dtype name
+    encoding: str = "raw"  #: "raw", "zstd" or "zt.zstd-seekable/1"
+    decoded_length: int | None = None  #: decoded bytes when known from metadata
+    digest: str | None = None  #: "crc32c:0x..", "sha256:..", "xxh3:.."
+    digest_of_decoded: bool = False  #: v2 digests cover decoded bytes, v0.1/v1 stored bytes
+    big_endian: bool = False  #: v0.1 ``data_endianness: "big"`` (raw only)
+    shard: str | None = None  #: v2: name of another file holding the blob
+    ltype: str | None = None  #: logical type on this part (v1.2 / v2)
+
+    @property
+    def storage(self) -> np.dtype:
+        return STORAGE_DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Metadata of one tensor (v0.1 entry, v1 object or v2 object)."""
+
+    index: int
+    name: str
+    dtype: str  #: as spelled in the file
+    shape: tuple[int, ...]
+    layout: str  #: "dense", "sparsecoo", "sparse_csr", "zt.sparse_csr/1", ...
+    encoding: str  #: of the main part
+    checksum: str | None  #: checksum/digest of the main part
+    attrs: Mapping[str, Any]  #: v0.1 custom keys, v1/v2 attributes
+    parts: Mapping[str, Part]
+    logical_type: str | None = None
+    #: why the tensor cannot be read (an :class:`UnsupportedError` at read time), else None
+    problem: str | None = None
+    data_endianness: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def custom_fields(self) -> Mapping[str, Any]:
+        """v0.1 name for :attr:`attrs`."""
+        return self.attrs
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def numpy_dtype(self) -> np.dtype | None:
+        """The dtype :meth:`ZTensorFile.read` returns, or None when the tensor is unreadable."""
+        if self.problem is not None:
+            return None
+        main = self.main_part
+        return logical_dtype(main.dtype, main.ltype)[0]
+
+    @property
+    def dtype_attrs(self) -> dict[str, str]:
+        """Attributes describing a dtype fallback (e.g. bfloat16 as uint16)."""
+        if self.problem is not None:
+            return {}
+        main = self.main_part
+        return logical_dtype(main.dtype, main.ltype)[2]
+
+    @property
+    def main_part(self) -> Part:
+        for key in ("data", "values"):
+            if key in self.parts:
+                return self.parts[key]
+        return next(iter(self.parts.values()))
+
+    @property
+    def is_dense_raw(self) -> bool:
+        """One raw little-endian blob holding the C-order elements: byte ranges can be read directly."""
+        return (self.problem is None and self.layout == "dense" and len(self.parts) == 1
+                and self.main_part.encoding == "raw" and not self.main_part.big_endian)
+
+    def where(self, source_name: str | None, offset: int | None = None) -> str:
+        return describe(source_name, f"tensor {self.index} {self.name!r}", offset)

@@ -1,0 +1,105 @@
+"""``open_ztensor``: the low-level reader of all three zTensor generations."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from ...catalog import ArraySpec
+from ...io import ByteSource, SourceLike, open_source
+from .containers import parse_container
+from .decode import TensorReader, auto_rows_per_chunk
+from .model import TensorInfo
+
+__all__ = ["ZTensorFile", "open_ztensor"]
+
+
+class ZTensorFile:
+    """An open ``.zt`` file: ``.version``, ``.tensors``, ``.read(name_or_index)``, ``.array_spec(i)``.
+
+    Opening reads the footer and the index only. Use it as a context manager, or
+    call :meth:`close`; arrays returned by :meth:`read` for raw tensors are
+    read-only views of the file's memory map and stay valid after closing.
+    """
+
+    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
+        self.source: ByteSource = open_source(source, storage_options)
+        self.name = self.source.name
+        try:
+            c = parse_container(self.source)
+        except BaseException:
+            self.source.close()
+            raise
+        self.version: str = c.version
+        #: v1 manifest dialect ("1.0", "1.1.0", "1.2.0"); None for v0.1 and v2
+        self.dialect: str | None = c.dialect
+        #: file-level attributes (v1, v2)
+        self.attrs: dict[str, Any] = c.attrs
+        self.tensors: list[TensorInfo] = c.tensors
+        self._sources: dict[str | None, ByteSource] = {None: self.source, **c.shards}
+        self._data_start, self._data_end = c.data_start, c.data_end
+
+    # -- lookup -----------------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tensors]
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def __iter__(self) -> Iterator[TensorInfo]:
+        return iter(self.tensors)
+
+    def tensor(self, key: str | int) -> TensorInfo:
+        """Tensor by index, or by name (the first of duplicates, like the reference reader)."""
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            return self.tensors[int(key)]
+        for t in self.tensors:
+            if t.name == key:
+                return t
+        raise KeyError(f"{self.name!r} has no tensor named {key!r}")
+
+    # -- reading ----------------------------------------------------------------------------------
+    def reader(self, key: str | int, *, verify: bool = False, rows_per_chunk: int = 0) -> TensorReader:
+        return TensorReader(self._sources, self.tensor(key), self._data_end, self._data_start,
+                            verify=verify, rows_per_chunk=rows_per_chunk)
+
+    def read(self, key: str | int, *, verify: bool = False) -> np.ndarray:
+        """The tensor's values, dense and in C order.
+
+        Raw little-endian dense tensors come back as read-only views over the
+        memory map (no copy). ``verify=True`` checks the stored checksum first
+        (crc32c/sha256 over stored bytes in v0.1/v1, xxh3/sha256 over decoded
+        bytes in v2) and raises :class:`MissingHashError` when there is none.
+        """
+        return self.reader(key, verify=verify).read()
+
+    def array_spec(self, key: str | int, *, verify: bool = False, rows_per_chunk: int | None = None) -> ArraySpec:
+        """Lazy description for the shared lazy array: one chunk per tensor, or row bands.
+
+        ``rows_per_chunk=None`` offers row bands of about 64 MiB for raw tensors
+        over 256 MiB; 0 forces one chunk.
+        """
+        info = self.tensor(key)
+        rows = auto_rows_per_chunk(info) if rows_per_chunk is None else rows_per_chunk
+        return self.reader(key, verify=verify, rows_per_chunk=rows).spec()
+
+    # -- lifetime ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        for src in self._sources.values():
+            src.close()
+
+    def __enter__(self) -> "ZTensorFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ZTensorFile {self.name!r}: zTensor v{self.version}, {len(self.tensors)} tensors>"
+
+
+def open_ztensor(source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> ZTensorFile:
+    """Open a ``.zt`` file of any generation (v0.1 ``ZTEN0001``, v1 ``ZTEN1000``, v2)."""
+    return ZTensorFile(source, storage_options=storage_options)

@@ -1,0 +1,138 @@
+"""Writing v0.1 (``ZTEN0001``) files the way ``ztensor`` 0.1.4 does.
+
+For raw tensors without custom fields the bytes are identical to what the
+reference writer produces: 64-byte aligned blobs with zero padding from offset
+8, a definite CBOR array of *indefinite* maps (keys in the writer's order),
+shortest integer heads, ``data_endianness: "little"`` on multi-byte raw tensors,
+and the index length as u64 LE. zstd and checksums follow the Rust writer
+(spec 1.6, 1.8). Custom fields come after the standard keys, in bytewise order.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import cbor2
+import numpy as np
+
+from ...codecs import zstd
+from ...codecs.checksums import crc32c, sha256_hex
+from ...io import atomic_write
+from .containers import MAGIC_V01
+
+__all__ = ["write_ztensor_v01", "v01_dtype_name", "RESERVED_KEYS"]
+
+RESERVED_KEYS = frozenset({"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"})
+_NAMES = {
+    "f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
+    "u8": "uint64", "u4": "uint32", "u2": "uint16", "u1": "uint8", "b1": "bool",
+}
+TensorItem = Union[tuple[str, Any], tuple[str, Any, Mapping[str, Any]]]
+
+
+def v01_dtype_name(dtype: np.dtype) -> str:
+    """The v0.1 dtype string for a numpy dtype (bfloat16 through ml_dtypes), or TypeError."""
+    dtype = np.dtype(dtype)
+    if dtype.name == "bfloat16":
+        return "bfloat16"
+    name = _NAMES.get(f"{dtype.kind}{dtype.itemsize}") if dtype.kind in "fiub" else None
+    if name is None:
+        raise TypeError(f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(_NAMES.values())}, bfloat16)")
+    return name
+
+
+def _head(major: int, n: int) -> bytes:
+    """A CBOR head with the shortest argument encoding."""
+    if n < 24:
+        return bytes([major << 5 | n])
+    for code, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
+        if n < 1 << (8 * struct.calcsize(fmt)):
+            return bytes([major << 5 | code]) + struct.pack(fmt, n)
+    raise OverflowError(n)
+
+
+def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
+    """One index entry: an indefinite-length map, as the reference writer's serde flatten emits."""
+    out = [b"\xbf"]
+    for key, value in fields:
+        out.append(cbor2.dumps(key))
+        out.append(cbor2.dumps(value, canonical=True))
+    out.append(b"\xff")
+    return b"".join(out)
+
+
+def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str, Any, Mapping[str, Any]]]:
+    pairs = tensors.items() if isinstance(tensors, Mapping) else tensors
+    out = []
+    for item in pairs:
+        name, value, *rest = item
+        custom = rest[0] if rest else {}
+        if not isinstance(name, str):
+            raise TypeError(f"tensor names must be str, got {name!r}")
+        bad = RESERVED_KEYS.intersection(custom)
+        if bad:
+            raise ValueError(f"tensor {name!r}: custom field(s) {sorted(bad)} clash with standard v0.1 keys")
+        out.append((name, value, dict(custom)))
+    return out
+
+
+def _stored_bytes(arr: np.ndarray) -> memoryview:
+    """Little-endian C-order bytes of ``arr`` (bool as 0/1 bytes), without a copy when already so."""
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.uint8, copy=False)
+    elif arr.dtype.kind in "fiu" and arr.dtype.itemsize > 1:
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # no copy when already little-endian
+    arr = np.ascontiguousarray(arr)
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+def write_ztensor_v01(
+    path: str,
+    tensors: Mapping[str, Any] | Iterable[TensorItem],
+    *,
+    compression: str | None = None,
+    checksum: str | None = None,
+) -> None:
+    """Write a v0.1 file atomically.
+
+    ``tensors`` is a mapping name -> array, or an iterable of ``(name, array)`` or
+    ``(name, array, custom_fields)`` (duplicates allowed, as in the format).
+    ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
+    ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
+    keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
+    """
+    if compression not in (None, "zstd"):
+        raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
+    if checksum not in (None, "crc32c", "sha256"):
+        raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
+    items = _items(tensors)
+    entries = []
+    with atomic_write(path) as f:
+        f.write(MAGIC_V01)
+        pos = len(MAGIC_V01)
+        for name, value, custom in items:
+            arr = np.asarray(value)
+            dtype_name = v01_dtype_name(arr.dtype)
+            data = _stored_bytes(arr)
+            blob: bytes | memoryview = zstd.compress(data, level=3) if compression else data
+            offset = (pos + 63) // 64 * 64
+            f.write(b"\x00" * (offset - pos))
+            f.write(blob)
+            pos = offset + len(blob)
+            fields: list[tuple[str, Any]] = [
+                ("name", name), ("offset", offset), ("size", len(blob)), ("dtype", dtype_name),
+                ("layout", "dense"), ("shape", [int(s) for s in arr.shape]),
+                ("encoding", "zstd" if compression else "raw"),
+            ]
+            if not compression and arr.dtype.itemsize > 1:
+                fields.append(("data_endianness", "little"))
+            if checksum == "crc32c":
+                fields.append(("checksum", f"crc32c:0x{crc32c(blob):08X}"))
+            elif checksum == "sha256":
+                fields.append(("checksum", f"sha256:{sha256_hex(blob)}"))
+            fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
+            entries.append(_entry(fields))
+        index = _head(4, len(entries)) + b"".join(entries)
+        f.write(index)
+        f.write(struct.pack("<Q", len(index)))
