@@ -40,3 +40,7 @@ __all__ = [
 from .formats.tensogram import open_tensogram  # noqa: E402
 
 __all__ += ["open_tensogram"]
+
+from .assemble.tensogram_write import to_tensogram  # noqa: E402  (also registers ds.tensogram)
+
+__all__ += ["to_tensogram"]

@@ -51,6 +51,7 @@ class _Object:
     dtype: np.dtype
     name: str
     spec: Callable[[], ArraySpec]
+    name_key: str | None = None
 
 
 def _hashable(v: Any) -> Any:
@@ -85,12 +86,14 @@ def _matches(value: Any, wanted: Any) -> bool:
     return any(value == w or (value is not None and str(value) == str(w)) for w in options)
 
 
-def _lift_cf(attrs: dict[str, Any]) -> dict[str, Any]:
-    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them."""
+def _lift_cf(attrs: dict[str, Any], lifted: list[str] | None = None) -> dict[str, Any]:
+    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them (names recorded in ``lifted``)."""
     out = {}
     for k, v in attrs.items():
         if k.startswith("cf.") and k.count(".") == 1:
             out[k[3:]] = v
+            if lifted is not None:
+                lifted.append(k[3:])
         else:
             out.setdefault(k, v)
     return out
@@ -111,16 +114,16 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
             if filter_by_keys and not all(_matches(_lookup(keys, extra_flat, k), v) for k, v in filter_by_keys.items()):
                 continue
             shape, dtype = msg.object_geometry(j)
-            name = None
+            name, name_key = None, None
             for key in ((variable_key,) if variable_key else NAME_KEYS):
                 value = _lookup(keys, extra_flat, key)
                 if value is not None and not isinstance(value, tuple):
-                    name = str(value)
+                    name, name_key = str(value), key
                     break
             if name is None:
                 name = f"object_{j}"
             objects.append(_Object(m, j, keys, entry, tuple(shape), dtype, name,
-                                   (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash))))
+                                   (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash)), name_key))
     return objects, extra0 or {}
 
 
@@ -298,15 +301,19 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
         attrs = flatten_attrs(const)
         drop = set(name_keys) | set(varying) | set(MARS_TIME_KEYS) | {MARS_STEP_KEY}
         attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in varying)}
-        attrs = _lift_cf(attrs)
+        lifted: list[str] = []
+        attrs = _lift_cf(attrs, lifted)
         if holes:
             attrs["tensogram_missing_objects"] = holes
         encoding = {
+            # what the writer needs to turn this variable back into messages
             "tensogram_message_keys": {d: sources[d] for d in stack_dims},
-            "tensogram_objects": [[o.msg, o.obj] for o in vobjs],
+            "tensogram_scalar_keys": {k: v for k, v in (("time", "mars.date+mars.time"), ("step", MARS_STEP_KEY))
+                                      if k not in stack_dims and (v == MARS_STEP_KEY and v in first.keys
+                                                                  or v != MARS_STEP_KEY and "mars.date" in first.keys)},
+            "tensogram_name_key": first.name_key or "name",
+            "tensogram_cf_attrs": lifted,
         }
-        if stack_dims:
-            encoding["source_keys"] = {d: sources[d] for d in stack_dims}
         variables[vname] = lazy_variable(stack_dims + inner, spec, attrs, encoding)
         for d in stack_dims:
             cv = _coord_variable(d, sources[d], dim_values[d])
@@ -323,10 +330,12 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     for cname, (c, dims) in coord_vars.items():  # type: ignore[misc]
         if dims is None:
             dims = _match_2d_dims(c.shape, variables) or generic_dim_names(c.shape, taken)
-        cattrs = _lift_cf(flatten_attrs({k: v for k, v in c.raw_entry.items() if k not in ("_reserved_", "dim_names", "name")}))
-        coords_out.setdefault(cname, lazy_variable(dims, c.spec(), cattrs))
+        clifted: list[str] = []
+        cattrs = _lift_cf(flatten_attrs({k: v for k, v in c.raw_entry.items() if k not in ("_reserved_", "dim_names", "name")}),
+                          clifted)
+        coords_out.setdefault(cname, lazy_variable(dims, c.spec(), cattrs, {"tensogram_cf_attrs": clifted}))
     ds = xr.Dataset(variables, coords=coords_out)
-    ds.attrs = _lift_cf(flatten_attrs({k: v for k, v in extra.items() if k != "dim_names"}))
+    ds.attrs = flatten_attrs({k: v for k, v in extra.items() if k != "dim_names"})
     ds.attrs["tensogram_wire_version"] = 3
     return ds
 

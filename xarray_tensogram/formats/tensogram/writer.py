@@ -137,6 +137,7 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
     """Run the pipeline; return (descriptor, payload region)."""
     user = dict(obj.descriptor)
     user.pop("hash", None)
+    user.pop("_mask_method", None)
     data = obj.data
     if "dtype" not in user:
         if isinstance(data, (bytes, bytearray, memoryview)):
