@@ -41,6 +41,8 @@ def _lz4(payload: bytes, expected: int, params: Params, where: str) -> bytes:
     if len(payload) < 4:
         raise CodecError(f"{where}lz4 payload of {len(payload)} bytes has no 4-byte size prefix")
     declared = struct.unpack("<I", payload[:4])[0]
+    if expected > 255 * len(payload) + 64:  # LZ4 cannot expand more than ~255:1
+        raise CodecError(f"{where}lz4 payload of {len(payload)} bytes cannot decode to {expected} bytes")
     if declared != expected:
         raise CodecError(f"{where}lz4 payload declares {declared} decoded bytes, descriptor implies {expected}")
     try:

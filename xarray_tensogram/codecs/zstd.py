@@ -15,26 +15,38 @@ from ..errors import CodecError
 
 __all__ = ["decompress", "compress"]
 
+#: below this size the output buffer is allocated up front; above it, it grows with the real output
+_EAGER_LIMIT = 64 << 20
+
+
 def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = "") -> np.ndarray:
     """Decode one or more concatenated zstd frames into exactly ``expected_size`` bytes.
 
     Returns a writable ``uint8`` array. Raises :class:`CodecError` when the stream is
-    corrupt, truncated, or decodes to a different size.
+    corrupt, truncated, or decodes to a different size. Memory follows what the
+    stream really produces: a header promising 100 GB allocates nothing like it
+    unless the stream actually expands that far.
     """
-    out = np.empty(expected_size, dtype=np.uint8)
-    if expected_size == 0 and len(payload) == 0:
-        return out
-    dctx = zstandard.ZstdDecompressor()
+    if expected_size < 0:
+        raise CodecError(f"{where}negative decoded size {expected_size}")
+    capacity = expected_size if expected_size <= _EAGER_LIMIT else _EAGER_LIMIT
+    out = np.empty(capacity, dtype=np.uint8)
     got = 0
+    extra = b""
     try:
-        with dctx.stream_reader(payload, read_across_frames=True) as reader:
-            view = memoryview(out)
+        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
             while got < expected_size:
-                n = reader.readinto(view[got:])
+                if got == capacity:
+                    capacity = min(expected_size, capacity * 2)
+                    grown = np.empty(capacity, dtype=np.uint8)
+                    grown[:got] = out[:got]
+                    out = grown
+                n = reader.readinto(memoryview(out)[got:capacity])
                 if n == 0:
                     break
                 got += n
-            extra = reader.read(1)
+            if got == expected_size:
+                extra = reader.read(1)
     except zstandard.ZstdError as exc:
         raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
     if got != expected_size or extra:

@@ -23,6 +23,7 @@ from ...codecs.checksums import xxh3_64
 from ...errors import (
     CorruptFileError,
     IntegrityError,
+    LimitExceededError,
     MetadataError,
     MissingHashError,
     TruncatedFileError,
@@ -232,6 +233,15 @@ class ObjectReader:
 
     def read(self, rows: slice | None = None) -> np.ndarray:
         """The object's values, or only rows ``rows`` of its leading axis."""
+        try:
+            return self._read(rows)
+        except MemoryError:
+            raise LimitExceededError(
+                f"{describe(self.source.name, self.where, self.ref.frame_offset)}decoding shape {list(self.shape)} "
+                f"({self.dtype}) needs more memory than is available"
+            ) from None
+
+    def _read(self, rows: slice | None = None) -> np.ndarray:
         if self._layout is None and not self.verify_hash and self.ref.frame_length <= (64 << 20):
             # first touch: one read of the whole frame gives descriptor and payload together
             frame = self.source.read(self.ref.frame_offset, self.ref.frame_length, what="data frame")
