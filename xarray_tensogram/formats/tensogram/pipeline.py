@@ -203,7 +203,7 @@ def decode_full(region: bytes | memoryview, desc: Mapping[str, Any], where: str 
     """Decode a whole object from its payload region (payload + mask blobs)."""
     count = element_count(desc)
     payload_len, found = split_masks(len(region), desc, where)
-    payload = memoryview(region)[:payload_len]
+    payload = region[:payload_len] if isinstance(region, np.ndarray) else memoryview(region)[:payload_len]
     expected = encoded_length(desc)
     compression = desc["compression"]
     if compression == "none" and desc["filter"] == "none" and len(payload) != expected:

@@ -132,9 +132,9 @@ def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_byte
             tail = source.read(off + length - tail_len, tail_len, what="data frame footer")
             frame_bytes = None
     if frame_bytes is not None:
-        head = frame_bytes[:FRAME_HEADER]
-        tail = frame_bytes[FRAME_HEADER:]
-        tail_len = length - FRAME_HEADER
+        head = bytes(frame_bytes[:FRAME_HEADER])
+        tail_len = min(length - FRAME_HEADER, 4096)
+        tail = bytes(frame_bytes[length - tail_len :])
     hdr = parse_frame_header(head)
     if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
         raise CorruptFileError(
@@ -155,14 +155,16 @@ def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_byte
     tail_start = length - tail_len  # frame-relative offset of tail[0]
     if hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
         desc_lo, desc_hi = cbor_offset, length - 20
-        if desc_lo >= tail_start:
+        if frame_bytes is not None:
+            desc_bytes = bytes(frame_bytes[desc_lo:desc_hi])
+        elif desc_lo >= tail_start:
             desc_bytes = tail[desc_lo - tail_start : desc_hi - tail_start]
         else:
             desc_bytes = source.read(off + desc_lo, desc_hi - desc_lo, what="descriptor")
         descriptor = cbor.loads(desc_bytes, where=describe(source.name, where, off + desc_lo))
         region_start, region_length = off + 16, cbor_offset - 16
     else:
-        body = frame_bytes[16 : length - 20] if frame_bytes is not None else source.read(off + 16, length - 36, what="frame body")
+        body = bytes(frame_bytes[16 : length - 20]) if frame_bytes is not None else source.read(off + 16, length - 36, what="frame body")
         descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
         region_start, region_length = off + 16 + used, length - 36 - used
     descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
@@ -244,12 +246,12 @@ class ObjectReader:
     def _read(self, rows: slice | None = None) -> np.ndarray:
         if self._layout is None and not self.verify_hash and self.ref.frame_length <= (64 << 20):
             # first touch: one read of the whole frame gives descriptor and payload together
-            frame = self.source.read(self.ref.frame_offset, self.ref.frame_length, what="data frame")
+            frame = self.source.read_array(self.ref.frame_offset, self.ref.frame_length, what="data frame")
             lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
             lo = lay.region_start - self.ref.frame_offset
-            region = memoryview(frame)[lo : lo + lay.region_length]
+            region = frame[lo : lo + lay.region_length]
             out = pipeline.decode_full(region, lay.descriptor, describe(self.source.name, self.where))
             return out if rows is None else out[rows]
         lay = self.layout()
@@ -277,7 +279,7 @@ class ObjectReader:
 
                         masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
                 return pipeline.decode_rows(parts[0], desc, start, stop, bit_offset, masks, where)
-        region = self.source.read(lay.region_start, lay.region_length, what="payload")
+        region = self.source.read_array(lay.region_start, lay.region_length, what="payload")
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
 
