@@ -221,8 +221,6 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
     attrs = obj.get("attributes") or {}
     if not isinstance(attrs, dict):
         raise MetadataError(f"{where}'attributes' must be a map")
-    if fmt not in ("dense", "sparse_csr", "sparse_coo") and problem is None:
-        attrs = {**attrs, "ztensor_format": fmt}
     spelled = tensor_dtype if legacy else main.dtype
     return TensorInfo(0, name, str(spelled), shape, fmt, main.encoding, main.digest, attrs, parts,
                       logical_type=main.ltype, problem=problem)

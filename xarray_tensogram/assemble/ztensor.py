@@ -1,0 +1,176 @@
+"""zTensor file -> xarray Dataset (and back): one variable per tensor.
+
+Names are the tensor names (dots kept; duplicates, legal in v0.1, get ``_1``
+suffixes with a warning). Dims come from the ``dim_names`` kwarg, else the
+tensor's ``dim_names`` custom key/attribute, else generic names made unique
+where sizes clash. Custom keys (v0.1) and attributes (v1, v2) become
+netCDF-safe attrs. The backend applies CF decoding and ``set_close``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+from ..formats.ztensor import ZTensorFile, write_ztensor_v01
+from ..formats.ztensor.model import TensorInfo
+from ..formats.ztensor.writer import RESERVED_KEYS
+from .common import flatten_attrs, generic_dim_names, lazy_variable, unique_names
+
+__all__ = ["ztensor_to_dataset", "to_ztensor", "DIM_NAMES_KEY"]
+
+DIM_NAMES_KEY = "dim_names"
+
+
+class ZTensorMappingWarning(UserWarning):
+    """Something in the file could not be mapped as is (renamed, skipped, ignored)."""
+
+
+def _requested_dims(dim_names: Any, var: str, rank: int) -> list[str] | None:
+    """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable."""
+    if dim_names is None:
+        return None
+    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else dim_names
+    if wanted is None:
+        return None
+    wanted = [str(d) for d in wanted]
+    if len(wanted) != rank:
+        if isinstance(dim_names, Mapping):
+            raise ValueError(f"dim_names for {var!r} has {len(wanted)} names, the tensor has rank {rank}")
+        return None  # a list for all variables applies to those of matching rank
+    return wanted
+
+
+def _file_dims(info: TensorInfo) -> list[str] | None:
+    value = info.attrs.get(DIM_NAMES_KEY)
+    if value is None:
+        return None
+    if isinstance(value, list) and all(isinstance(d, str) for d in value) and len(value) == len(info.shape) \
+            and len(set(value)) == len(value):
+        return list(value)
+    warnings.warn(f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
+                  ZTensorMappingWarning, stacklevel=3)
+    return None
+
+
+def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -> bool:
+    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape))
+
+
+def _attrs(info: TensorInfo) -> dict[str, Any]:
+    """netCDF-safe attrs: custom keys/attributes flattened, ``cf.*`` lifted to plain CF names."""
+    raw = {k: v for k, v in info.attrs.items() if k != DIM_NAMES_KEY}
+    attrs = flatten_attrs(raw)
+    for key in [k for k in attrs if k.startswith("cf.")]:
+        attrs.setdefault(key[3:], attrs.pop(key))
+    attrs.update(info.dtype_attrs)
+    return attrs
+
+
+def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | set[str] = frozenset(),
+                       dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+                       verify: bool = False) -> xr.Dataset:
+    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here)."""
+    names = unique_names(t.name for t in zfile.tensors)
+    renamed = [(t.name, n) for t, n in zip(zfile.tensors, names) if t.name != n]
+    if renamed:
+        warnings.warn(f"{zfile.name!r}: duplicate tensor names renamed: "
+                      + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), ZTensorMappingWarning, stacklevel=2)
+    sizes: dict[str, int] = {}
+    variables: dict[str, xr.Variable] = {}
+    for info, var in zip(zfile.tensors, names):
+        if var in drop_variables:
+            continue
+        if info.problem is not None:
+            warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2)
+            continue
+        dims = _requested_dims(dim_names, var, len(info.shape))
+        if dims is not None and not _fits(dims, info.shape, sizes):
+            raise ValueError(f"dim_names {dims} for {var!r} conflict with sizes {dict(sizes)} (shape {list(info.shape)})")
+        if dims is None:
+            dims = _file_dims(info)
+            if dims is not None and not _fits(dims, info.shape, sizes):
+                warnings.warn(f"tensor {info.name!r}: dim_names {dims} clash with other variables' sizes; using generic names",
+                              ZTensorMappingWarning, stacklevel=2)
+                dims = None
+        if dims is None:
+            dims = generic_dim_names(info.shape, sizes)
+        sizes.update(zip(dims, info.shape))
+        spec = zfile.array_spec(info.index, verify=verify)
+        encoding = {"ztensor_dtype": info.dtype, "ztensor_encoding": info.encoding, "ztensor_layout": info.layout}
+        variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
+    ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
+    ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
+    return ds
+
+
+# -- writing ----------------------------------------------------------------------------------------
+def _cbor_value(value: Any) -> Any:
+    """Attribute values as plain CBOR-encodable Python objects."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_cbor_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _cbor_value(v) for k, v in value.items()}
+    return value
+
+
+def _encode(var: xr.Variable, name: Any) -> xr.Variable:
+    """CF-encode like netCDF writers do (times, fill values); bool stays bool, which v0.1 stores natively."""
+    if var.dtype.kind == "b":
+        return var
+    return xr.conventions.encode_cf_variable(var, name=name)
+
+
+def _custom_fields(var: xr.Variable, name: str) -> dict[str, Any]:
+    custom: dict[str, Any] = {}
+    for key, value in var.attrs.items():
+        if key in RESERVED_KEYS or key == DIM_NAMES_KEY:
+            raise ValueError(f"variable {name!r}: attribute {key!r} clashes with a zTensor key; rename it before writing")
+        custom[str(key)] = _cbor_value(value)
+    if var.dims:
+        custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
+    return custom
+
+
+def _dataset_items(ds: xr.Dataset) -> list[tuple[str, np.ndarray, dict[str, Any]]]:
+    items = []
+    non_index = [str(c) for c in ds.coords if c not in ds.dims]
+    for name in list(ds.data_vars) + list(ds.coords):
+        var = _encode(ds.variables[name], name)
+        custom = _custom_fields(var, str(name))
+        if name in ds.data_vars and non_index:
+            mine = [c for c in non_index if set(ds[c].dims) <= set(var.dims)]
+            if mine and "coordinates" not in custom:
+                custom["coordinates"] = " ".join(mine)
+        items.append((str(name), np.asarray(var.values), custom))
+    return items
+
+
+def to_ztensor(ds_or_mapping: xr.Dataset | Mapping[str, Any], path: str, *, compression: str | None = None,
+               checksum: str | None = None) -> None:
+    """Write a Dataset (or a mapping name -> array/DataArray) as a v0.1 ``.zt`` file.
+
+    Dimension names go to the ``dim_names`` custom key and attrs to custom keys,
+    so ``xr.open_dataset(path, engine="tensogram")`` gives the Dataset back;
+    CF encoding (times, fill values) is applied as for netCDF. Non-index
+    coordinates are listed in a CF ``coordinates`` attribute. The reference
+    ``ztensor`` 0.1.4 reader reads the values and ignores the extra keys.
+    """
+    if isinstance(ds_or_mapping, xr.Dataset):
+        items = _dataset_items(ds_or_mapping)
+    else:
+        items = []
+        for name, value in ds_or_mapping.items():
+            if isinstance(value, (xr.DataArray, xr.Variable)):
+                var = _encode(value.variable if isinstance(value, xr.DataArray) else value, name)
+                items.append((str(name), np.asarray(var.values), _custom_fields(var, str(name))))
+            else:
+                items.append((str(name), np.asarray(value), {}))
+    write_ztensor_v01(path, items, compression=compression, checksum=checksum)
