@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import CodecError, UnsupportedError
+from ..errors import CodecError, MetadataError, UnsupportedError
 from . import zstd
 from .registry import require
 
@@ -25,6 +25,15 @@ def _check_size(data: bytes | np.ndarray, expected: int, codec: str, where: str)
     n = data.nbytes if isinstance(data, np.ndarray) else len(data)
     if n != expected:
         raise CodecError(f"{where}{codec} payload decodes to {n} bytes, expected {expected}")
+
+
+def _param(desc: Params, key: str, kind: type, where: str) -> Any:
+    """A required numeric descriptor parameter, type-checked (bool is not a number here)."""
+    value = desc.get(key)
+    ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+    if value is None or isinstance(value, bool) or not ok:
+        raise MetadataError(f"{where}descriptor parameter {key!r} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
+    return kind(value)
 
 
 def _none(payload: bytes, expected: int, params: Params, where: str) -> bytes:
@@ -56,7 +65,7 @@ def _lz4(payload: bytes, expected: int, params: Params, where: str) -> bytes:
 def szip_sample_bits(desc: Params) -> int:
     """libaec bits_per_sample for a descriptor (spec §13.4)."""
     if desc.get("encoding") == "simple_packing":
-        return int(desc["sp_bits_per_value"])
+        return _param(desc, "sp_bits_per_value", int, "")
     if desc.get("filter") == "shuffle":
         return 8
     from ..formats.tensogram.dtypes import dtype_width
@@ -65,7 +74,8 @@ def szip_sample_bits(desc: Params) -> int:
 
 
 def _szip_flags(desc: Params, bits: int) -> int:
-    flags = int(desc.get("szip_flags", 0))
+    flags = desc.get("szip_flags", 0)
+    flags = flags if isinstance(flags, int) and not isinstance(flags, bool) else 0
     if desc.get("encoding") == "simple_packing":
         flags |= 4  # AEC_DATA_MSB
     if 16 < bits <= 24:
@@ -76,6 +86,8 @@ def _szip_flags(desc: Params, bits: int) -> int:
 def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
     imagecodecs = require("imagecodecs", f"{where}szip decompression")
     bits = szip_sample_bits(desc)
+    for key in ("szip_block_size", "szip_rsi", "szip_flags"):
+        _param(desc, key, int, where)
     flags = _szip_flags(desc, bits)
     block = int(desc["szip_block_size"])
     rsi = int(desc["szip_rsi"])
@@ -118,11 +130,11 @@ def _zfp(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
     mode = desc.get("zfp_mode")
     kwargs: dict[str, Any]
     if mode == "fixed_rate":
-        kwargs = {"rate": float(desc["zfp_rate"])}
+        kwargs = {"rate": _param(desc, "zfp_rate", float, where)}
     elif mode == "fixed_precision":
-        kwargs = {"precision": int(desc["zfp_precision"])}
+        kwargs = {"precision": _param(desc, "zfp_precision", int, where)}
     elif mode == "fixed_accuracy":
-        kwargs = {"tolerance": float(desc["zfp_tolerance"])}
+        kwargs = {"tolerance": _param(desc, "zfp_tolerance", float, where)}
     else:
         raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
     if n == 0:

@@ -15,8 +15,9 @@ from ..errors import CodecError
 
 __all__ = ["decompress", "compress"]
 
-#: below this size the output buffer is allocated up front; above it, it grows with the real output
-_EAGER_LIMIT = 64 << 20
+#: the output buffer starts at this multiple of the payload size (or 256 KiB) and doubles as output arrives
+_START_RATIO = 8
+_START_MIN = 256 << 10
 
 
 def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = "") -> np.ndarray:
@@ -29,7 +30,7 @@ def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = 
     """
     if expected_size < 0:
         raise CodecError(f"{where}negative decoded size {expected_size}")
-    capacity = expected_size if expected_size <= _EAGER_LIMIT else _EAGER_LIMIT
+    capacity = min(expected_size, max(_START_MIN, _START_RATIO * len(payload)))
     out = np.empty(capacity, dtype=np.uint8)
     got = 0
     extra = b""

@@ -1,0 +1,6 @@
+"""Test configuration: make the helpers next to the tests importable."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
