@@ -220,18 +220,21 @@ class ObjectReader:
                 f"{desc['dtype']}, the metadata promised {list(self.shape)} {self.dtype}"
             )
 
-    def verify(self, lay: FrameLayout) -> None:
-        if not lay.hash_present:
-            raise MissingHashError(
-                f"{describe(self.source.name, self.where, self.ref.frame_offset)}verify_hash requested but the data frame carries no hash"
-            )
-        body = self.source.read(lay.body_start, lay.body_length, what="frame body")
-        actual = xxh3_64(body)
-        if actual != lay.hash_value:
-            raise IntegrityError(
-                f"{describe(self.source.name, self.where, self.ref.frame_offset)}xxh3 mismatch: frame says "
-                f"{lay.hash_value:016x}, body hashes to {actual:016x}"
-            )
+    def read_verified_frame(self) -> np.ndarray:
+        """Read the whole data frame and check its xxh3 before anything in it is trusted."""
+        off, length = self.ref.frame_offset, self.ref.frame_length
+        w = describe(self.source.name, self.where, off)
+        if length < 36:
+            raise CorruptFileError(f"{w}data frame length {length} is below the minimum 36")
+        frame = self.source.read_array(off, length, what="data frame")
+        flags = int.from_bytes(bytes(frame[6:8]), "big")
+        if not flags & FLAG_HASH_PRESENT:
+            raise MissingHashError(f"{w}verify_hash requested but the data frame carries no hash")
+        expected = int.from_bytes(bytes(frame[length - 12 : length - 4]), "big")
+        actual = xxh3_64(memoryview(frame)[16 : length - 20])
+        if actual != expected:
+            raise IntegrityError(f"{w}xxh3 mismatch: frame says {expected:016x}, body hashes to {actual:016x}")
+        return frame
 
     def read(self, rows: slice | None = None) -> np.ndarray:
         """The object's values, or only rows ``rows`` of its leading axis."""
@@ -244,9 +247,12 @@ class ObjectReader:
             ) from None
 
     def _read(self, rows: slice | None = None) -> np.ndarray:
-        if self._layout is None and not self.verify_hash and self.ref.frame_length <= (64 << 20):
-            # first touch: one read of the whole frame gives descriptor and payload together
-            frame = self.source.read_array(self.ref.frame_offset, self.ref.frame_length, what="data frame")
+        if self.verify_hash or (self._layout is None and self.ref.frame_length <= (64 << 20)):
+            # first touch (or verification): one read of the whole frame gives descriptor and payload together
+            if self.verify_hash:
+                frame = self.read_verified_frame()
+            else:
+                frame = self.source.read_array(self.ref.frame_offset, self.ref.frame_length, what="data frame")
             lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
@@ -255,8 +261,6 @@ class ObjectReader:
             out = pipeline.decode_full(region, lay.descriptor, describe(self.source.name, self.where))
             return out if rows is None else out[rows]
         lay = self.layout()
-        if self.verify_hash:
-            self.verify(lay)
         desc = lay.descriptor
         where = describe(self.source.name, self.where)
         if rows is not None and pipeline.supports_row_ranges(desc):
