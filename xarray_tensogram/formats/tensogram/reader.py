@@ -247,7 +247,8 @@ class ObjectReader:
             ) from None
 
     def _read(self, rows: slice | None = None) -> np.ndarray:
-        if self.verify_hash or (self._layout is None and self.ref.frame_length <= (64 << 20)):
+        partial = rows is not None and bool(self.shape) and rows.indices(self.shape[0])[:2] != (0, self.shape[0])
+        if self.verify_hash or (self._layout is None and not partial and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
             if self.verify_hash:
                 frame = self.read_verified_frame()
