@@ -27,7 +27,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
-from .model import LONG_DTYPE_NAMES, STORAGE_DTYPES, Part, TensorInfo, check_shape, logical_dtype
+from .model import LONG_DTYPE_NAMES, STORAGE_DTYPES, Part, TensorInfo, check_free_values, check_shape, decode_cbor, logical_dtype
 
 __all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "Container", "parse_container", "detect_version"]
 
@@ -38,7 +38,7 @@ MAX_MANIFEST = 1 << 30
 V2_MAX_DEPTH = 32
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,63}")
 _V01_REQUIRED = {"name": str, "offset": int, "size": int, "dtype": str, "shape": list, "encoding": str}
-_V01_STANDARD = ("name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum")
+_V01_STANDARD = frozenset({"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"})
 _V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
 
 
@@ -108,7 +108,7 @@ def _parse_v01(source: ByteSource) -> Container:
         raise TruncatedFileError(f"{describe(source.name)}{source.size} bytes is too short for a v0.1 file (at least 17)")
     raw, idx_start = _index_bytes(source, 8, "CBOR index")
     where = describe(source.name, "v0.1 index", idx_start)
-    index = cbor.loads(raw, where=where)
+    index = decode_cbor(raw, where)
     if not isinstance(index, list):
         raise MetadataError(f"{where}the index must be a CBOR array of tensor maps, got {type(index).__name__}")
     tensors = [_v01_entry(source, i, e, idx_start) for i, e in enumerate(index)]
@@ -116,32 +116,30 @@ def _parse_v01(source: ByteSource) -> Container:
 
 
 def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> TensorInfo:
-    where = describe(source.name, f"v0.1 index entry {i}", idx_start)
-    if not isinstance(entry, dict) or not all(isinstance(k, str) for k in entry):
-        raise MetadataError(f"{where}expected a map with text keys, got {type(entry).__name__}")
-    for key, typ in _V01_REQUIRED.items():
-        if key not in entry:
-            raise MetadataError(f"{where}required key {key!r} is missing")
-        value = entry[key]
-        if not isinstance(value, typ) or isinstance(value, bool) or (typ is int and value < 0):
-            raise MetadataError(f"{where}key {key!r} must be {'an unsigned integer' if typ is int else typ.__name__}, got {value!r}")
-    name = entry["name"]
-    where = describe(source.name, f"tensor {i} {name!r}")
-    shape = check_shape(entry["shape"], where)
-    offset, size = entry["offset"], entry["size"]
-    if offset < 64:
-        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} lies in the header (blobs start at 64 or later)")
-    if offset % 64:
-        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} is not a multiple of 64")
+    """One index entry. The happy path does a handful of type tests; messages are built only on failure."""
+    if type(entry) is not dict:
+        raise MetadataError(f"{describe(source.name, f'v0.1 index entry {i}', idx_start)}expected a map with text keys")
+    try:
+        name, offset, size = entry["name"], entry["offset"], entry["size"]
+        dtype, shape, encoding = entry["dtype"], entry["shape"], entry["encoding"]
+    except KeyError as exc:
+        raise MetadataError(f"{describe(source.name, f'v0.1 index entry {i}', idx_start)}required key {exc.args[0]!r} is missing") from None
+    if not (type(name) is str and type(offset) is int and type(size) is int and type(dtype) is str
+            and type(shape) is list and type(encoding) is str and offset >= 0 and size >= 0):
+        _v01_type_error(source, i, entry, idx_start)
+    if not all(type(s) is int and s >= 0 for s in shape):
+        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
+    if offset < 64 or offset % 64:
+        reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
+        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
     layout = entry.get("layout", "dense")
     endianness = entry.get("data_endianness")
     checksum = entry.get("checksum")
-    for key, value in (("layout", layout), ("data_endianness", endianness), ("checksum", checksum)):
-        if value is not None and not isinstance(value, str):
-            raise MetadataError(f"{where}key {key!r} must be text, got {value!r}")
-    if endianness not in (None, "little", "big"):
-        raise MetadataError(f"{where}data_endianness must be 'little' or 'big', got {endianness!r}")
-    dtype, encoding = entry["dtype"], entry["encoding"]
+    if type(layout) is not str or endianness not in (None, "little", "big") or not (checksum is None or type(checksum) is str):
+        raise MetadataError(
+            f"{describe(source.name, f'tensor {i} {name!r}')}layout and checksum must be text and data_endianness "
+            f"'little' or 'big'; got {layout!r}, {checksum!r}, {endianness!r}"
+        )
     problem = None
     if dtype not in LONG_DTYPE_NAMES:
         problem = f"dtype {dtype!r} is not a v0.1 dtype ({', '.join(LONG_DTYPE_NAMES)})"
@@ -149,12 +147,23 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
         problem = f"encoding {encoding!r} is not supported (v0.1 knows raw and zstd)"
     elif layout not in _V01_LAYOUTS:
         problem = f"layout {layout!r} is not supported (v0.1 knows dense, sparsecoo and sparsecsr)"
-    short = LONG_DTYPE_NAMES.get(dtype, "u8")
-    part = Part(offset, size, short, encoding, digest=checksum,
+    part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, digest=checksum,
                 big_endian=(endianness == "big" and encoding == "raw"))
-    custom = {k: v for k, v in entry.items() if k not in _V01_STANDARD}
-    return TensorInfo(i, name, dtype, shape, layout, encoding, checksum, custom, {"data": part},
+    custom = {} if entry.keys() <= _V01_STANDARD else {k: v for k, v in entry.items() if k not in _V01_STANDARD}
+    if custom:
+        if not all(type(k) is str for k in custom):
+            raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
+        check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
+    return TensorInfo(i, name, dtype, tuple(shape), layout, encoding, checksum, custom, {"data": part},
                       problem=problem, data_endianness=endianness)
+
+
+def _v01_type_error(source: ByteSource, i: int, entry: dict, idx_start: int) -> None:
+    where = describe(source.name, f"v0.1 index entry {i}", idx_start)
+    for key, typ in _V01_REQUIRED.items():
+        value = entry[key]
+        if type(value) is not typ or (typ is int and value < 0):
+            raise MetadataError(f"{where}key {key!r} must be {'an unsigned integer' if typ is int else typ.__name__}, got {value!r}")
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
@@ -163,7 +172,8 @@ def _parse_v1(source: ByteSource) -> Container:
     footer = 16 if source.read(size - 8, 8, what="footer magic") == MAGIC_V1 else 8
     raw, start = _index_bytes(source, footer, "CBOR manifest")
     where = describe(source.name, "v1 manifest", start)
-    root = cbor.loads(raw, where=where)
+    root = decode_cbor(raw, where)
+    check_free_values(root, where)
     if isinstance(root, list):
         raise CorruptFileError(f"{describe(source.name, offset=0)}magic ZTEN1000 but the index is a v0.1-style array: wrong magic")
     if not isinstance(root, dict):
@@ -256,8 +266,9 @@ def _dtype_problem(part: Part) -> str | None:
 def _ordered(infos: list[TensorInfo]) -> list[TensorInfo]:
     """Objects in blob (insertion) order, names breaking ties; indices renumbered."""
     infos = sorted(infos, key=lambda t: (min((p.offset for p in t.parts.values()), default=0), t.name.encode()))
-    return [TensorInfo(i, t.name, t.dtype, t.shape, t.layout, t.encoding, t.checksum, t.attrs, t.parts,
-                       t.logical_type, t.problem, t.data_endianness, t.extra) for i, t in enumerate(infos)]
+    for i, t in enumerate(infos):
+        t.index = i
+    return infos
 
 
 # -- v2 ---------------------------------------------------------------------------------------------
@@ -280,8 +291,8 @@ def _parse_v2(source: ByteSource) -> Container:
     where = describe(source.name, "v2 manifest", m_off)
     if xxh3_64(raw) != m_hash:
         raise IntegrityError(f"{where}manifest xxh3 {xxh3_64(raw):016x} differs from the footer's {m_hash:016x}")
-    root = cbor.loads(raw, where=where)
-    _check_depth(root, V2_MAX_DEPTH, where)
+    root = decode_cbor(raw, where)
+    check_free_values(root, where, V2_MAX_DEPTH)
     if cbor.dumps_canonical(root) != raw:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
@@ -294,18 +305,6 @@ def _parse_v2(source: ByteSource) -> Container:
     _check_disjoint(source, [(m_off, m_len)] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None], size)
     opened = {k: v for k, v in shards.items() if v is not None}
     return Container("2", None, _ordered(infos), dict(attrs), 4096, size - 40, opened)
-
-
-def _check_depth(obj: Any, limit: int, where: str) -> None:
-    stack = [(obj, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            raise LimitExceededError(f"{where}manifest nesting deeper than {limit} levels")
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
 
 
 def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int) -> None:

@@ -11,14 +11,16 @@ only translate their metadata into this model.
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import cbor2
 import numpy as np
 
 from ...codecs.registry import available, require
-from ...errors import MetadataError, UnsupportedError, describe
+from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 
 __all__ = [
     "Part",
@@ -54,6 +56,7 @@ _FLOAT8 = {
 _COMPLEX = {"complex64": ("f32", np.dtype("<c8")), "complex128": ("f64", np.dtype("<c16"))}
 
 MAX_RANK = 64
+MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)
 #: zstd cannot expand more than one 128 KiB RLE block per 4 input bytes
 _ZSTD_BLOCK, _ZSTD_MIN_BLOCK_BYTES = 131072, 4
 
@@ -94,20 +97,66 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
     raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
 
 
+def _refuse_tag(decoder: Any, tag: Any) -> Any:
+    raise MetadataError(f"CBOR tag {tag.tag} is not allowed in zTensor metadata")
+
+
+def decode_cbor(raw: bytes, where: str) -> Any:
+    """Exactly one CBOR item filling ``raw``, tags refused.
+
+    Unlike ``codecs.cbor.loads`` this does not walk the whole result: the
+    container parsers type-check the standard keys themselves and call
+    :func:`check_free_values` on free-form values only, which keeps opening a
+    file with thousands of entries fast.
+    """
+    buf = io.BytesIO(raw)
+    try:
+        obj = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag).decode()
+    except MetadataError as exc:
+        raise MetadataError(f"{where}{exc}") from None
+    except RecursionError:
+        raise LimitExceededError(f"{where}metadata nesting is too deep") from None
+    except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, UnicodeDecodeError) as exc:
+        raise MetadataError(f"{where}invalid CBOR: {exc}") from None
+    if buf.tell() != len(raw):
+        raise MetadataError(f"{where}{len(raw) - buf.tell()} unexpected bytes after the CBOR item")
+    return obj
+
+
+_PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
+
+
+def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
+    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep."""
+    stack = [(obj, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise LimitExceededError(f"{where}metadata nested deeper than {max_depth} levels")
+        if not isinstance(item, _PLAIN):
+            raise MetadataError(f"{where}CBOR value of type {type(item).__name__} is not allowed in metadata")
+        if type(item) is dict:
+            for k, v in item.items():
+                if not isinstance(k, (str, int, bytes)):
+                    raise MetadataError(f"{where}map key of type {type(k).__name__} is not allowed in metadata")
+                stack.append((v, depth + 1))
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item)
+
+
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
     """A shape must be a list of non-negative ints of rank <= 64."""
     if not isinstance(shape, (list, tuple)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
         raise MetadataError(f"{where}shape must be an array of unsigned integers, got {shape!r}")
     if len(shape) > MAX_RANK:
-        from ...errors import LimitExceededError
-
         raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
     return tuple(shape)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Part:
-    """One stored blob of a tensor."""
+    """One stored blob of a tensor (read-only by convention: not frozen, because frozen
+    dataclasses cost ~5 us each to build and files can hold thousands of tensors)."""
 
     offset: int
     length: int  #: stored bytes (compressed size for zstd)
@@ -125,9 +174,9 @@ class Part:
         return STORAGE_DTYPES[self.dtype]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TensorInfo:
-    """Metadata of one tensor (v0.1 entry, v1 object or v2 object)."""
+    """Metadata of one tensor (v0.1 entry, v1 object or v2 object); read-only by convention."""
 
     index: int
     name: str
