@@ -329,6 +329,25 @@ def test_v2_rejects_non_canonical_manifest_and_bad_hash() -> None:
             open_ztensor(body + footer + good[-8:])
 
 
+def test_v2_bool_bytes_must_be_0_or_1() -> None:
+    raw = np.array([0, 1, 2], np.uint8)
+    part = {"blob": [4096, 3], "dtype": "u8", "type": "bool"}
+    z = open_ztensor(_v2_file({"b": {"shape": [3], "layout": "dense", "parts": {"data": part}}}, [(4096, raw.tobytes())]))
+    assert z.tensor("b").numpy_dtype == np.bool_
+    with pytest.raises(CodecError, match="bool"):
+        z.read("b")
+
+
+def test_v2_sparse_coo_profile() -> None:
+    coords = np.array([[0, 2], [1, 0]], "<u4").reshape(-1)  # structure of arrays: rows, then columns
+    values = np.array([5, 7], "<i2")
+    parts = {"coords": {"blob": [4096, coords.nbytes], "dtype": "u32"},
+             "values": {"blob": [8192, values.nbytes], "dtype": "i16"}}
+    z = open_ztensor(_v2_file({"s": {"shape": [3, 2], "layout": "zt.sparse_coo/1", "parts": parts}},
+                              [(4096, coords.tobytes()), (8192, values.tobytes())]))
+    np.testing.assert_array_equal(z.read("s"), [[0, 5], [0, 0], [7, 0]])
+
+
 def test_v2_overlapping_blobs_rejected() -> None:
     a = np.ones(4, "<f4")
     objects = {"a": _dense(4096, a), "b": _dense(4104, a)}

@@ -20,7 +20,6 @@ from ...codecs.checksums import xxh3_64
 from ...errors import (
     CorruptFileError,
     IntegrityError,
-    LimitExceededError,
     MetadataError,
     TruncatedFileError,
     UnsupportedError,

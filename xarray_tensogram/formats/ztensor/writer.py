@@ -10,6 +10,7 @@ and the index length as u64 LE. zstd and checksums follow the Rust writer
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Any, Iterable, Mapping, Sequence, Union
 
@@ -88,7 +89,7 @@ def _stored_bytes(arr: np.ndarray) -> memoryview:
 
 
 def write_ztensor_v01(
-    path: str,
+    path: str | os.PathLike,
     tensors: Mapping[str, Any] | Iterable[TensorItem],
     *,
     compression: str | None = None,
