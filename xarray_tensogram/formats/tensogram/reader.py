@@ -220,13 +220,21 @@ class ObjectReader:
                 f"{desc['dtype']}, the metadata promised {list(self.shape)} {self.dtype}"
             )
 
+    def _fetch(self, offset: int, length: int, what: str) -> np.ndarray:
+        """Bytes as a uint8 array: a read-only view of the memory map for local files (decoders copy out of
+        it, so compressed payloads are never copied twice), else a fresh buffer."""
+        view = self.source.view(offset, length)
+        if view is not None:
+            return np.frombuffer(view, dtype=np.uint8)
+        return self.source.read_array(offset, length, what=what)
+
     def read_verified_frame(self) -> np.ndarray:
         """Read the whole data frame and check its xxh3 before anything in it is trusted."""
         off, length = self.ref.frame_offset, self.ref.frame_length
         w = describe(self.source.name, self.where, off)
         if length < 36:
             raise CorruptFileError(f"{w}data frame length {length} is below the minimum 36")
-        frame = self.source.read_array(off, length, what="data frame")
+        frame = self._fetch(off, length, "data frame")
         flags = int.from_bytes(bytes(frame[6:8]), "big")
         if not flags & FLAG_HASH_PRESENT:
             raise MissingHashError(f"{w}verify_hash requested but the data frame carries no hash")
@@ -253,7 +261,7 @@ class ObjectReader:
             if self.verify_hash:
                 frame = self.read_verified_frame()
             else:
-                frame = self.source.read_array(self.ref.frame_offset, self.ref.frame_length, what="data frame")
+                frame = self._fetch(self.ref.frame_offset, self.ref.frame_length, "data frame")
             lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
@@ -284,7 +292,7 @@ class ObjectReader:
 
                         masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
                 return pipeline.decode_rows(parts[0], desc, start, stop, bit_offset, masks, where)
-        region = self.source.read_array(lay.region_start, lay.region_length, what="payload")
+        region = self._fetch(lay.region_start, lay.region_length, "payload")
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
 
