@@ -16,26 +16,33 @@ from ..errors import LimitExceededError, MetadataError
 __all__ = ["loads", "dumps_canonical", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
-_PLAIN = (dict, list, tuple, str, bytes, int, float, bool, type(None), frozenset)
 
 
 def _refuse_tag(decoder: Any, tag: Any) -> Any:
     raise MetadataError(f"CBOR tag {tag.tag} is not allowed in metadata")
 
 
+_SCALARS = frozenset({str, bytes, int, float, bool, type(None)})
+
+
 def _depth(obj: Any, limit: int) -> None:
+    """Refuse values built from tags (datetime, Decimal, ...) and nesting deeper than ``limit``."""
     stack = [(obj, 0)]
+    scalars = _SCALARS
     while stack:
         item, d = stack.pop()
         if d > limit:
             raise LimitExceededError(f"metadata nesting deeper than {limit} levels")
-        if not isinstance(item, _PLAIN):
-            raise MetadataError(f"CBOR value of type {type(item).__name__} (from a tag) is not allowed in metadata")
-        if isinstance(item, dict):
-            stack.extend((v, d + 1) for v in item.values())
-            stack.extend((k, d + 1) for k in item.keys() if isinstance(k, (tuple, frozenset)))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, d + 1) for v in item)
+        t = type(item)
+        if t is dict:
+            children = list(item.values()) + [k for k in item.keys() if type(k) not in scalars]
+        elif t is list or t is tuple or t is frozenset:
+            children = item
+        else:
+            raise MetadataError(f"CBOR value of type {t.__name__} (from a tag) is not allowed in metadata")
+        for child in children:
+            if type(child) not in scalars:
+                stack.append((child, d + 1))
 
 
 def loads(data: bytes | memoryview, *, where: str = "") -> Any:
