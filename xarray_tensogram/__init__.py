@@ -44,3 +44,8 @@ __all__ += ["open_tensogram"]
 from .assemble.tensogram_write import to_tensogram  # noqa: E402  (also registers ds.tensogram)
 
 __all__ += ["to_tensogram"]
+
+from .formats.ztensor import open_ztensor  # noqa: E402
+from .assemble.ztensor import to_ztensor  # noqa: E402
+
+__all__ += ["open_ztensor", "to_ztensor"]
