@@ -33,6 +33,8 @@ from .framing import END_MAGIC, MAGIC, align8
 __all__ = ["ObjectInput", "encode_message", "write_messages", "REFERENCE_ENCODER"]
 
 REFERENCE_ENCODER = {"name": "tensogram", "version": "0.24.0"}
+#: provenance written by default (pass ``reserved={"encoder": REFERENCE_ENCODER, ...}`` to mimic the reference)
+OUR_ENCODER = {"name": "xarray-tensogram", "version": "0.1.0"}
 PIPELINE_KEYS = ("encoding", "filter", "compression")
 _NUMPY_TO_NAME = {
     "float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64",
@@ -298,7 +300,7 @@ def _reserved(reserved: Mapping[str, Any] | None) -> dict:
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     r.setdefault("time", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
     r.setdefault("uuid", str(uuidlib.uuid4()))
-    r.setdefault("encoder", dict(REFERENCE_ENCODER))
+    r.setdefault("encoder", dict(OUR_ENCODER))
     return {"time": r["time"], "uuid": r["uuid"], "encoder": r["encoder"]}
 
 
