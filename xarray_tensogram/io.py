@@ -289,11 +289,19 @@ class FileObjectSource(ByteSource):
 class FsspecSource(ByteSource):
     """A remote (or any fsspec) file, fetched with one range request per read.
 
-    Holds only the URL and ``storage_options``; the fsspec filesystem is created
-    lazily in each process.
+    ``url`` may be any fsspec URL (``s3://``, ``gs://``, ``https://``, ``file://``, ``memory://``)
+    or a chained URL (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged
+    (for chained URLs, keyed by protocol as fsspec expects). Opening asks for the size once
+    (one ``HEAD`` for HTTP and S3); every :meth:`read` is one ranged ``GET`` of exactly the
+    bytes asked for, and :meth:`read_ranges` sends its ranges concurrently.
+
+    Holds only the URL, the options and the size: the fsspec filesystem is created lazily in
+    each process (and again after a fork), so a pickled source, e.g. inside a Dask task, reopens
+    the remote file in the worker without holding any connection across pickling.
     """
 
-    def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None, *, _size: int | None = None) -> None:
+    def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None, *, _size: int | None = None,
+                 _fs: Any = None) -> None:
         super().__init__()
         self.url = url
         self.name = url
@@ -302,8 +310,27 @@ class FsspecSource(ByteSource):
         self._path: str | None = None
         self._pid = -1
         self._lock = threading.Lock()
+        if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
+            self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
+        if _size is not None:  # unpickled: the filesystem is created on the first read
+            self.size = int(_size)
+            return
         fs, path = self._filesystem()
-        self.size = int(_size) if _size is not None else int(fs.size(path))
+        try:
+            size = fs.size(path)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{url}: no such remote file ({_short(exc)})") from exc
+        except PermissionError as exc:
+            raise PermissionError(f"{url}: access denied ({_short(exc)})") from exc
+        if size is None:
+            raise XarrayTensogramError(
+                f"{url}: the server does not report the file size (no Content-Length), so byte ranges "
+                "cannot be planned; use a 'simplecache::' URL to download the file first"
+            )
+        self.size = int(size)
+
+    def __repr__(self) -> str:
+        return f"<FsspecSource {self.url!r} ({self.size} bytes)>"
 
     def _filesystem(self) -> tuple[Any, str]:
         if self._fs is None or self._pid != os.getpid():
@@ -322,6 +349,8 @@ class FsspecSource(ByteSource):
                             f"reading {self.url!r} needs an fsspec driver that is not installed ({exc}); "
                             "pip install 'xarray-tensogram[remote]' and the driver for this protocol (e.g. s3fs)"
                         ) from exc
+                    except ValueError as exc:
+                        raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
                     self._fs, self._path, self._pid = fs, path, os.getpid()
         return self._fs, self._path  # type: ignore[return-value]
 
@@ -330,10 +359,20 @@ class FsspecSource(ByteSource):
 
     def _read(self, offset: int, length: int) -> bytes:
         fs, path = self._filesystem()
-        return fs.cat_file(path, start=offset, end=offset + length)
+        try:
+            data = fs.cat_file(path, start=offset, end=offset + length)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{self.url}: the remote file disappeared ({_short(exc)})") from exc
+        if len(data) > length:
+            raise XarrayTensogramError(
+                f"{describe(self.name, offset=offset)}asked for {length} bytes, the server sent {len(data)}: "
+                "it ignores HTTP Range requests; use a 'simplecache::' URL to download the file first"
+            )
+        return data
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
-        if len(ranges) <= 1:
+        ranges = [(o, n) for o, n in ranges]
+        if len(ranges) <= 1 or any(n == 0 for _o, n in ranges):
             return [self.read(o, n, what=what) for o, n in ranges]
         for o, n in ranges:
             if o < 0 or n < 0 or o + n > self.size:
@@ -343,15 +382,21 @@ class FsspecSource(ByteSource):
         fs, path = self._filesystem()
         starts = [o for o, _ in ranges]
         ends = [o + n for o, n in ranges]
-        out = fs.cat_ranges([path] * len(ranges), starts, ends)
+        out = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+        for (o, n), b in zip(ranges, out):
+            if isinstance(b, BaseException):
+                raise XarrayTensogramError(f"{describe(self.name, offset=o)}range request failed: {_short(b)}")
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(ranges)
         for (o, n), b in zip(ranges, out):
-            if isinstance(b, Exception):
-                raise XarrayTensogramError(f"{describe(self.name, offset=o)}range request failed: {b}")
             if len(b) != n:
                 raise TruncatedFileError(f"{describe(self.name, offset=o)}{what}: expected {n} bytes, got {len(b)}")
         return list(out)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _reopen_fsspec(url: str, options: Mapping[str, Any], size: int) -> FsspecSource:
@@ -363,20 +408,47 @@ def is_remote_url(s: str) -> bool:
     return "://" in s or "::" in s
 
 
+def _from_fsspec_object(obj: Any) -> ByteSource | None:
+    """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``.
+
+    It is rebuilt from the filesystem's URL and ``storage_options``, so it pickles by
+    description like any other remote source.
+    """
+    fs, path = getattr(obj, "fs", None), getattr(obj, "path", None)
+    if fs is None or not isinstance(path, str) or not hasattr(fs, "cat_file") or not hasattr(fs, "storage_options"):
+        return None
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return LocalFileSource(path)
+    if hasattr(fs, "fs") or protocol in ("simplecache", "filecache", "blockcache", "cached"):
+        return None  # a caching wrapper: cannot be described by one URL; read through the file object
+    return FsspecSource(fs.unstrip_protocol(path), fs.storage_options, _fs=fs)
+
+
 def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = None) -> ByteSource:
-    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`."""
+    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`.
+
+    URLs (``s3://``, ``https://``, ``gs://``, ``file://``, chained ``simplecache::...``) are read
+    through fsspec with ``storage_options``; fsspec ``OpenFile`` objects and open fsspec files
+    are read by URL too, so they pickle.
+    """
     if isinstance(source, ByteSource):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)):
         return BytesSource(source)
     if isinstance(source, os.PathLike):
         source = os.fspath(source)
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)
     if isinstance(source, str):
         if is_remote_url(source):
             if source.startswith("file://") and not storage_options and "::" not in source:
                 return LocalFileSource(source[len("file://") :])
             return FsspecSource(source, storage_options)
         return LocalFileSource(source)
+    remote = _from_fsspec_object(source)
+    if remote is not None:
+        return remote
     if hasattr(source, "read") and hasattr(source, "seek"):
         return FileObjectSource(source)  # type: ignore[arg-type]
     raise TypeError(f"cannot read from {type(source).__name__}: pass a path, URL, bytes or a binary file object")

@@ -1,0 +1,286 @@
+"""Real servers on the loopback interface for the remote-read tests.
+
+* :class:`RangeHTTPServer`: a small threaded HTTP server (``http.server``) that serves
+  files from memory, honours ``Range: bytes=a-b`` (206 Partial Content), answers
+  ``HEAD`` with the size, and counts every request and every payload byte it sends.
+* :class:`CountingMotoServer`: moto's S3-compatible server (``ThreadedMotoServer``)
+  behind a WSGI middleware that counts requests and response bytes the same way.
+
+Both bind ``127.0.0.1`` on a free port chosen by the kernel and are started and
+stopped by the tests themselves.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
+
+__all__ = ["Traffic", "RangeHTTPServer", "CountingMotoServer"]
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+@dataclass
+class Traffic:
+    """What a server has sent: requests by method and payload bytes (thread-safe)."""
+
+    requests: list[tuple[str, str, str, int]] = field(default_factory=list)  # (method, path, range, bytes)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, method: str, path: str, rng: str, nbytes: int) -> None:
+        with self.lock:
+            self.requests.append((method, path, rng, nbytes))
+
+    def reset(self) -> None:
+        with self.lock:
+            self.requests.clear()
+
+    def snapshot(self) -> "Traffic":
+        with self.lock:
+            return Traffic(list(self.requests))
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    @property
+    def gets(self) -> int:
+        return sum(1 for r in self.requests if r[0] == "GET")
+
+    @property
+    def heads(self) -> int:
+        return sum(1 for r in self.requests if r[0] == "HEAD")
+
+    @property
+    def nbytes(self) -> int:
+        return sum(r[3] for r in self.requests)
+
+    def summary(self) -> str:
+        return f"{self.count} requests ({self.gets} GET, {self.heads} HEAD), {self.nbytes} bytes"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+    protocol_version = "HTTP/1.1"  # keep-alive, as real object stores
+    disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stalls)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
+        pass
+
+    def _lookup(self) -> bytes | None:
+        path = self.path.split("?", 1)[0]
+        return self.server.files.get(path)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        data = self._lookup()
+        if data is None:
+            self._not_found("HEAD")
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        self.server.traffic.record("HEAD", self.path, "", 0)
+
+    def do_GET(self) -> None:  # noqa: N802
+        data = self._lookup()
+        if data is None:
+            self._not_found("GET")
+            return
+        size = len(data)
+        rng = self.headers.get("Range", "")
+        if rng and self.server.honour_ranges:
+            m = _RANGE.match(rng.strip())
+            start = end = None
+            if m and (m.group(1) or m.group(2)):
+                a, b = m.group(1), m.group(2)
+                if a == "":  # suffix range: the last b bytes
+                    n = min(int(b), size)
+                    start, end = size - n, size - 1
+                else:
+                    start = int(a)
+                    end = min(int(b), size - 1) if b else size - 1
+            if start is None or start >= size or end < start:
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{size}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                self.server.traffic.record("GET", self.path, rng, 0)
+                return
+            body = data[start : end + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        else:
+            body = data
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        self.wfile.write(body)
+        self.server.traffic.record("GET", self.path, rng, len(body))
+
+    def _not_found(self, method: str) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        self.server.traffic.record(method, self.path, "", 0)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    files: dict[str, bytes]
+    traffic: Traffic
+    honour_ranges: bool
+
+
+class RangeHTTPServer:
+    """Serve ``{"/name": bytes}`` over HTTP on 127.0.0.1 with Range support; a context manager."""
+
+    def __init__(self, files: dict[str, bytes] | None = None, *, honour_ranges: bool = True) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.files = dict(files or {})
+        self._server.traffic = Traffic()
+        self._server.honour_ranges = honour_ranges
+        self._thread: threading.Thread | None = None
+
+    @property
+    def traffic(self) -> Traffic:
+        return self._server.traffic
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name.lstrip('/')}"
+
+    def add(self, name: str, data: bytes) -> str:
+        self._server.files["/" + name.lstrip("/")] = bytes(data)
+        return self.url(name)
+
+    def start(self) -> "RangeHTTPServer":
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="range-http-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> "RangeHTTPServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _CountingApp:
+    """WSGI middleware: record method, path, Range header and response body bytes."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], traffic: Traffic) -> None:
+        self.app = app
+        self.traffic = traffic
+
+    def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
+        body = list(self.app(environ, start_response))
+        self.traffic.record(environ.get("REQUEST_METHOD", "?"), environ.get("PATH_INFO", ""),
+                            environ.get("HTTP_RANGE", ""), sum(len(b) for b in body))
+        return body
+
+
+class CountingMotoServer:
+    """moto's S3-compatible server on 127.0.0.1 (free port), counting the traffic it serves."""
+
+    def __init__(self) -> None:
+        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+        traffic = Traffic()
+        self.traffic = traffic
+
+        class _Threaded(ThreadedMotoServer):
+            def _server_entry(self) -> None:  # same as moto's, with the counting middleware
+                from moto.moto_server.werkzeug_app import (
+                    DomainDispatcherApplication,
+                    MotoRequestHandler,
+                    create_backend_app,
+                )
+                from werkzeug.serving import make_server
+
+                app = _CountingApp(DomainDispatcherApplication(create_backend_app), traffic)
+                self._server = make_server(self._ip_address, self._port, app, True,
+                                           request_handler=MotoRequestHandler)
+                self._server_ready_event.set()
+                self._server.serve_forever(poll_interval=0.05)
+
+        self._moto = _Threaded(ip_address="127.0.0.1", port=0, verbose=False)
+
+    def start(self, timeout: float = 30.0) -> "CountingMotoServer":
+        self._moto.start()
+        deadline = time.monotonic() + timeout
+        while self._moto._server is None:  # pragma: no cover - start() waits for readiness already
+            if time.monotonic() > deadline:
+                raise TimeoutError("moto server did not start")
+            time.sleep(0.01)
+        return self
+
+    @property
+    def endpoint_url(self) -> str:
+        host, port = self._moto.get_host_and_port()
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self._moto.stop()
+
+
+def make_era(ny: int = 73, nx: int = 144, *, steps: int = 24, compression: str = "none", seed: int = 0) -> bytes:
+    """The ERA-like cube with the reference encoder: ``steps`` messages x (2t, msl, 10u, 10v) + lat/lon.
+
+    ``compression`` is ``"none"``, ``"zstd"`` or ``"packed"`` (simple_packing 16 bits + zstd).
+    """
+    import numpy as np
+    import tensogram
+
+    lat = np.linspace(90.0, -90.0, ny)
+    lon = np.linspace(0.0, 360.0, nx, endpoint=False)
+    lon2, lat2 = np.meshgrid(lon, lat)
+    rng = np.random.default_rng(seed)
+    noise = rng.standard_normal((ny, nx)).astype("f4")
+    messages = []
+    for s in range(steps):
+        step = 6 * s
+        fields = {
+            "2t": 288.0 - 30.0 * np.abs(np.sin(np.radians(lat2))) + 3.0 * np.cos(np.radians(lon2 - 15 * step)) + noise,
+            "msl": 101325.0 + 800.0 * np.sin(np.radians(2 * lat2)) * np.cos(np.radians(lon2 + 10 * step)),
+            "10u": 10.0 * np.cos(np.radians(lat2)) * np.sin(np.radians(lon2 + step)) + noise,
+            "10v": 5.0 * np.sin(np.radians(3 * lat2)) + np.cos(np.radians(lon2 - step)),
+        }
+        objects, base = [], []
+        for param, field_ in fields.items():
+            desc: dict[str, Any] = {"type": "ntensor", "shape": [ny, nx], "dtype": "float32"}
+            values = np.ascontiguousarray(field_, dtype="f4")
+            if compression == "zstd":
+                desc["compression"] = "zstd"
+            elif compression == "packed":
+                values = values.astype("f8")
+                desc.update(dtype="float64", compression="zstd")
+                desc.update(tensogram.compute_packing_params(values.ravel(), 16, 0))
+                desc["encoding"] = "simple_packing"
+            objects.append((desc, values))
+            base.append({"mars": {"class": "ea", "param": param, "date": 20240101, "time": 0, "step": step},
+                         "dim_names": ["latitude", "longitude"]})
+        objects.append(({"type": "ntensor", "shape": [ny], "dtype": "float64"}, lat))
+        base.append({"name": "latitude", "cf": {"units": "degrees_north"}})
+        objects.append(({"type": "ntensor", "shape": [nx], "dtype": "float64"}, lon))
+        base.append({"name": "longitude", "cf": {"units": "degrees_east"}})
+        messages.append(tensogram.encode({"base": base, "_extra_": {"title": "ERA-like test cube"}}, objects))
+    return b"".join(messages)
