@@ -366,3 +366,298 @@ def test_lz4_payloads_decode_in_reference(codec):
         ours = encode_message({"base": [{"name": str(i)} for i in range(5)]}, objs, reserved=_reserved(ref),
                               allow_nan=True, allow_inf=True, layout=layout)
         _ref_decode_equal(ours, ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. round trips: Dataset -> to_tensogram -> reference decoder / our backend
+# ---------------------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+from xarray_tensogram.assemble.tensogram_write import CF_ATTRS  # noqa: E402
+
+HYP = settings(max_examples=30, deadline=None, derandomize=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+INNER_DIMS = ["latitude", "longitude", "y", "x", "height"]
+VAR_NAMES = ["t2m", "msl", "u10", "v10", "tp", "sst", "q"]
+DTYPES = ["float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+#: attribute path segments: no reserved meanings (name keys, cf, mars, dim_names) and nothing that CF decoding
+#: would interpret (units, calendar, _FillValue, scale_factor, coordinates ...)
+SEGMENTS = ["alpha", "beta", "gamma", "delta", "kappa", "long_name", "standard_name", "comment", "history", "source"]
+
+
+def _open(path, **kw):
+    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kw)
+
+
+def _open_loaded(path, drop_wire_version=True, **kw):
+    with _open(path, **kw) as ds:
+        ds = ds.load()
+    if drop_wire_version:
+        ds.attrs.pop("tensogram_wire_version", None)
+    return ds
+
+
+_leaf = st.one_of(
+    st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8),
+    st.integers(-(2**62), 2**62),
+    st.floats(allow_nan=False, width=64),
+    st.lists(st.integers(-(2**62), 2**62), min_size=1, max_size=4).map(lambda v: np.asarray(v, dtype=np.int64)),
+    st.lists(st.floats(allow_nan=False), min_size=1, max_size=4).map(lambda v: np.asarray(v, dtype=np.float64)),
+    st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=5), min_size=1, max_size=3),
+)
+_nested = st.recursive(_leaf, lambda kids: st.dictionaries(st.sampled_from(SEGMENTS), kids, min_size=1, max_size=3),
+                       max_leaves=6)
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+_attrs = st.dictionaries(st.sampled_from(SEGMENTS), _nested, max_size=4).map(_flatten)
+
+
+def _values(dtype, shape):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        elements = st.floats(width=dt.itemsize * 8, allow_nan=True, allow_infinity=True)
+    else:
+        elements = st.integers(np.iinfo(dt).min, np.iinfo(dt).max)
+    return hnp.arrays(dt, shape, elements=elements)
+
+
+@st.composite
+def datasets(draw, message_dim=False):
+    ndim = draw(st.integers(0 if not message_dim else 1, 3))
+    dims = draw(st.permutations(INNER_DIMS))[:ndim]
+    shape = tuple(draw(st.integers(1, 4)) for _ in dims)
+    names = draw(st.lists(st.sampled_from(VAR_NAMES), min_size=1, max_size=3, unique=True))
+    data_vars = {}
+    for name in names:
+        dtype = draw(st.sampled_from(DTYPES))
+        data_vars[name] = (dims, draw(_values(dtype, shape)), draw(_attrs))
+    coords = {}
+    for d, n in zip(dims, shape):
+        if draw(st.booleans()):
+            dtype = draw(st.sampled_from(["float64", "float32", "int64", "int32"]))
+            cattrs = draw(_attrs)
+            if draw(st.booleans()):
+                cattrs["units"] = draw(st.sampled_from(["m", "degrees_north", "1"]))
+            coords[d] = ((d,), draw(_values(dtype, (n,)).filter(lambda a: not (a.dtype.kind == "f" and np.isnan(a).any()))),
+                         cattrs)
+    if message_dim:
+        n = draw(st.integers(2, 4))  # a length-1 message dim is a constant key: it reads back as a scalar
+        values = np.asarray(sorted(draw(st.sets(st.integers(-1000, 1000), min_size=n, max_size=n))), dtype=np.int64)
+        data_vars = {k: (("member", *d), np.stack([v] * n) + np.zeros((n,) + v.shape, v.dtype), a)
+                     for k, (d, v, a) in data_vars.items()}
+        coords["member"] = (("member",), values, {"long_name": "member"})
+    ds = xr.Dataset(data_vars, coords=coords, attrs=draw(_attrs))
+    return ds
+
+
+def _expected_entry(attrs, name, dims):
+    entry = {}
+    for k, v in attrs.items():
+        key = f"cf.{k}" if k in CF_ATTRS and "." not in k else k
+        node = entry
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = v.tolist() if isinstance(v, np.ndarray) else v
+    entry["name"] = name
+    if dims is not None:
+        entry["dim_names"] = list(dims)
+    return entry
+
+
+def _nest(flat):
+    out = {}
+    for k, v in flat.items():
+        node = out
+        parts = k.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = v.tolist() if isinstance(v, np.ndarray) else v
+    return out
+
+
+def _same_meta(a, b):
+    """Metadata equality where NaN == NaN."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_meta(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_meta(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b and type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+                                              and not isinstance(a, bool) and not isinstance(b, bool))
+
+
+def _check_reference_reads(path, ds, hashed=True):
+    """The reference decoder sees every variable and coordinate with the same values and metadata."""
+    data = open(path, "rb").read()
+    spans = tensogram.scan(data)
+    messages = [tensogram.decode(data[o:o + n], verify_hash=hashed) for o, n in spans]
+    assert len(messages) == 1
+    msg = messages[0]
+    assert _same_meta(dict(msg.metadata.extra), _nest(ds.attrs))
+    seen = {}
+    for entry, (desc, arr) in zip(msg.metadata.base, msg.objects):
+        entry = {k: v for k, v in entry.items() if k != "_reserved_"}
+        seen[entry["name"]] = (entry, arr)
+    assert set(seen) == set(ds.data_vars) | {c for c in ds.coords if ds[c].ndim}
+    for name, var in ds.variables.items():
+        entry, arr = seen[name]
+        _assert_same_values(arr, var.values)
+        is_dim_coord = name in ds.coords and var.dims == (name,)
+        want = _expected_entry(var.attrs, name, None if is_dim_coord else var.dims)
+        assert _same_meta(entry, want), (entry, want)
+
+
+@HYP
+@given(ds=datasets())
+def test_random_dataset_round_trip(tmp_path_factory, ds):
+    path = tmp_path_factory.mktemp("rt") / "ds.tgm"
+    to_tensogram(ds, path)
+    _check_reference_reads(path, ds)
+    xr.testing.assert_identical(_open_loaded(path), ds)
+
+
+@HYP
+@given(ds=datasets(message_dim=True))
+def test_random_dataset_with_message_dim_round_trip(tmp_path_factory, ds):
+    path = tmp_path_factory.mktemp("rt") / "ds.tgm"
+    to_tensogram(ds, path, message_dims=["member"])
+    data = open(path, "rb").read()
+    assert len(tensogram.scan(data)) == ds.sizes["member"]
+    back = _open_loaded(path)
+    xr.testing.assert_identical(back, ds)
+    # written again from what was read, the file opens the same (the dims are recorded in the encodings)
+    path2 = path.with_name("again.tgm")
+    with _open(path) as opened:
+        to_tensogram(opened, path2)
+    xr.testing.assert_identical(_open_loaded(path2), ds)
+
+
+@pytest.mark.parametrize("layout", ["buffered", "streaming"])
+@pytest.mark.parametrize("hash_", ["xxh3", None])
+def test_round_trip_layouts_and_hashing(tmp_path, layout, hash_):
+    ds = xr.Dataset({"t2m": (("latitude", "longitude"), MASKED32, {"units": "K", "long_name": "temperature"}),
+                     "n": (("latitude", "longitude"), _field((30, 40), "int16"))},
+                    coords={"latitude": np.linspace(-90, 90, 30), "longitude": np.arange(40.0)},
+                    attrs={"title": "x", "a.b": 1})
+    to_tensogram(ds, tmp_path / "x.tgm", layout=layout, hash=hash_)
+    data = (tmp_path / "x.tgm").read_bytes()
+    assert data[:8] == b"TENSOGRM" and len(tensogram.scan(data)) == 1
+    total = struct.unpack(">Q", data[16:24])[0]
+    assert total == (len(data) if layout == "buffered" else 0)
+    xr.testing.assert_identical(_open_loaded(tmp_path / "x.tgm", verify_hash=hash_ is not None), ds)
+    _check_reference_reads(tmp_path / "x.tgm", ds, hashed=hash_ is not None)
+
+
+def test_accessor_writes_the_same_bytes(tmp_path):
+    ds = xr.Dataset({"t": (("y", "x"), F32)}, attrs={"k": "v"})
+    r = {"time": "2026-01-01T00:00:00Z", "uuid": "12345678-1234-4234-8234-123456789abc"}
+    to_tensogram(ds, tmp_path / "a.tgm", reserved=r)
+    ds.tensogram.to_tgm(tmp_path / "b.tgm", reserved=r)
+    assert (tmp_path / "a.tgm").read_bytes() == (tmp_path / "b.tgm").read_bytes()
+    # DataArray input
+    to_tensogram(ds["t"], tmp_path / "c.tgm", reserved=r)
+    xr.testing.assert_identical(_open_loaded(tmp_path / "c.tgm").drop_attrs(), ds.drop_attrs())
+
+
+def test_zero_size_and_scalar_variables_round_trip(tmp_path):
+    ds = xr.Dataset({"a": ((), np.float64(2.5)), "b": ((), np.int32(-3))}, attrs={"k": 1})
+    to_tensogram(ds, tmp_path / "s.tgm")
+    xr.testing.assert_identical(_open_loaded(tmp_path / "s.tgm"), ds)
+    ds0 = xr.Dataset({"a": (("y", "x"), np.zeros((0, 3), np.float32))})
+    to_tensogram(ds0, tmp_path / "z.tgm")
+    msg = tensogram.decode((tmp_path / "z.tgm").read_bytes())
+    assert msg.objects[0][1].shape == (0, 3)
+    xr.testing.assert_identical(_open_loaded(tmp_path / "z.tgm"), ds0)
+
+
+def _same_message_content(ours: bytes, theirs: bytes):
+    """Two files hold the same messages: values and base entries (ours add dim_names) message by message.
+    Coordinate objects (latitude/longitude) are written once, in the first message."""
+    a_spans, b_spans = tensogram.scan(ours), tensogram.scan(theirs)
+    assert len(a_spans) == len(b_spans)
+    for (ao, an), (bo, bn) in zip(a_spans, b_spans):
+        a, b = tensogram.decode(ours[ao:ao + an]), tensogram.decode(theirs[bo:bo + bn])
+        a_entries = {(e.get("name"), str(e.get("mars", {}).get("param"))): (e, v) for e, (_, v) in
+                     zip(a.metadata.base, a.objects)}
+        b_entries = {(e.get("name"), str(e.get("mars", {}).get("param"))): (e, v) for e, (_, v) in
+                     zip(b.metadata.base, b.objects)}
+        coords = {k for k in b_entries if k[0] in ("latitude", "longitude")}
+        assert a_entries.keys() - coords == b_entries.keys() - coords
+        assert a_entries.keys() & coords == (coords if ao == 0 else set())
+        for k, (ea, va) in a_entries.items():
+            eb, vb = b_entries[k]
+            ea = {x: y for x, y in ea.items() if x != "dim_names"}
+            eb = {x: y for x, y in eb.items() if x != "dim_names"}
+            assert _same_meta(ea, eb), (ea, eb)
+            _assert_same_values(va, vb)
+        assert dict(a.metadata.extra) == dict(b.metadata.extra)
+
+
+def _era_cube_bytes(ny=7, nx=12, steps=(0, 6, 12, 18), levels=(500, 850, 1000), params=("t", "u"),
+                    encoder=None):
+    """An ERA-like file written by the reference: one message per (step, level), one object per param,
+    latitude/longitude objects in the first message."""
+    rng = np.random.default_rng(7)
+    lat, lon = np.linspace(90, -90, ny), np.linspace(0, 360, nx, endpoint=False)
+    units = {"t": "K", "u": "m s**-1", "v": "m s**-1", "q": "kg kg**-1"}
+    out, first = [], True
+    for s in steps:
+        for lev in levels:
+            base, objs = [], []
+            for p in params:
+                a = (rng.normal(size=(ny, nx)) * 10 + 280).astype(np.float32)
+                base.append({"mars": {"class": "ea", "type": "an", "date": 20240101, "time": 1200, "param": p,
+                                      "step": s, "levelist": lev, "levtype": "pl"},
+                             "cf": {"units": units.get(p, "1"), "long_name": p.upper()}})
+                objs.append(({"type": "ntensor", "shape": [ny, nx], "dtype": "float32"}, a))
+            if first:
+                for n, v, u in (("latitude", lat, "degrees_north"), ("longitude", lon, "degrees_east")):
+                    base.append({"name": n, "cf": {"units": u}})
+                    objs.append(({"type": "ntensor", "shape": [v.size], "dtype": "float64"}, v))
+                first = False
+            out.append(bytes(tensogram.encode({"base": base, "title": "ERA-like", "origin": {"centre": "ecmf"}},
+                                              objs)))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["loaded", "lazy"])
+def test_era_like_cube_from_reference_round_trips(tmp_path, lazy):
+    src = tmp_path / "era.tgm"
+    src.write_bytes(_era_cube_bytes())
+    with _open(src) as ds:
+        assert dict(ds.sizes) == {"step": 4, "level": 3, "latitude": 7, "longitude": 12}
+        ds_in = ds if lazy else ds.load()
+        to_tensogram(ds_in, tmp_path / "out.tgm")
+        expected = ds.load()
+    with _open(tmp_path / "out.tgm") as back:
+        xr.testing.assert_identical(back.load(), expected)
+    _same_message_content((tmp_path / "out.tgm").read_bytes(), src.read_bytes())
+
+
+def test_bundled_sample_round_trips(tmp_path):
+    with _open(SAMPLE) as ds:
+        to_tensogram(ds, tmp_path / "f.tgm")
+        expected = ds.load()
+    with _open(tmp_path / "f.tgm") as back:
+        xr.testing.assert_identical(back.load(), expected)
+    _same_message_content((tmp_path / "f.tgm").read_bytes(), open(SAMPLE, "rb").read())
+    # selections of the sample keep working: a subset of steps, and one variable
+    sub = expected.isel(step=[1, 3])[["2t"]]
+    to_tensogram(sub, tmp_path / "sub.tgm")
+    with _open(tmp_path / "sub.tgm") as back:
+        xr.testing.assert_identical(back.load(), sub)
