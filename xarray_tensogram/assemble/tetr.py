@@ -267,6 +267,22 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
     return meta or None
 
 
+def _encode(var: xr.Variable, name: Any) -> xr.Variable:
+    """CF-encode like netCDF writers, minus what .tet cannot use.
+
+    No default ``_FillValue: nan`` for floats unless the variable asked for one, and
+    booleans (CF: int8 with ``dtype: bool``) are stored as u8, which xarray decodes back.
+    """
+    explicit_fill = "_FillValue" in var.encoding or "_FillValue" in var.attrs
+    out = xr.conventions.encode_cf_variable(var, name=name)
+    if not explicit_fill and "_FillValue" in out.attrs:
+        out = out.copy(deep=False)
+        out.attrs.pop("_FillValue")
+    if out.attrs.get("dtype") == "bool" and out.dtype == np.int8:
+        out = out.astype("u1")
+    return out
+
+
 def to_tetr(ds: xr.Dataset, path: Any, *, chunks: Mapping[str, int] | int | None = None,
             compression: str | None = None, history: Sequence[Any] | None = None) -> None:
     """Write every data variable of ``ds`` as a ``.tet`` dataset.
@@ -285,7 +301,7 @@ def to_tetr(ds: xr.Dataset, path: Any, *, chunks: Mapping[str, int] | int | None
         raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
     writes = []
     for name in ds.data_vars:
-        var = xr.conventions.encode_cf_variable(ds.variables[name], name=name)
+        var = _encode(ds.variables[name], name)
         dims = [str(d) for d in var.dims]
         coords = {d: labels for d in dims if (labels := _labels(ds, d)) is not None}
         tiles = _chunk_shape(ds.variables[name], chunks)

@@ -433,12 +433,15 @@ def _check_record(src: ByteSource, i: int, name: str, code: int, shape: tuple[in
     return DTYPE_CODES[code][1]
 
 
-def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> np.ndarray:
-    """TIDX header checks, then the entries with their per-entry checks (reference order)."""
+def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> tuple[np.ndarray, dict[str, int]]:
+    """TIDX header checks, then the entries with their per-entry checks (reference order).
+
+    Returns the entries and the header's execution hints.
+    """
     where = describe(src.name, "chunk index", offset)
     if length < 32:
         raise CorruptFileError(f"{where}chunk_index_length {length} is shorter than the 32-byte TIDX header")
-    magic, version, count, _bps, _r, _budget, _r2 = INDEX_HEADER.unpack(src.read(offset, 32, what="TIDX header"))
+    magic, version, count, bps, _r, budget, _r2 = INDEX_HEADER.unpack(src.read(offset, 32, what="TIDX header"))
     if magic != INDEX_MAGIC:
         raise CorruptFileError(f"{where}index magic {magic!r}, expected {INDEX_MAGIC!r}")
     if version != 1:
@@ -461,7 +464,7 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
             raise CorruptFileError(f"{at}raw codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}")
         raise CorruptFileError(f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
                                f"the payload region, which ends at byte {payload_end}")
-    return entries
+    return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
 
 
 def _tile_bytes(ds: TetrDataset, coords: np.ndarray) -> np.ndarray:
@@ -641,9 +644,7 @@ class TetrFile:
 
     def _build(self, footer: _Footer) -> None:
         src = self.source
-        entries = _read_index(src, self.index_offset, self.index_length, footer.payload_end)
-        bps, budget = INDEX_HEADER.unpack(src.read(self.index_offset, 32, what="TIDX header"))[3:6:2]
-        self.execution = {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
+        entries, self.execution = _read_index(src, self.index_offset, self.index_length, footer.payload_end)
         dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(self._records)]
         _check_entries(src, entries, len(self._records), self.index_offset)
         ids = entries["dataset_id"].astype(np.int64)
