@@ -661,3 +661,221 @@ def test_bundled_sample_round_trips(tmp_path):
     to_tensogram(sub, tmp_path / "sub.tgm")
     with _open(tmp_path / "sub.tgm") as back:
         xr.testing.assert_identical(back.load(), sub)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. appending
+# ---------------------------------------------------------------------------------------------
+
+def _cube(steps=50, ny=5, nx=6):
+    """A forecast cube opened from a reference-written file: steps 0, 1, ... hours of 2t, plus lat/lon."""
+    rng = np.random.default_rng(11)
+    lat, lon = np.linspace(60, 40, ny), np.linspace(-10, 10, nx)
+    out = []
+    for s in range(steps):
+        base = [{"mars": {"class": "od", "date": 20250101, "time": 0, "param": "2t", "step": s},
+                 "cf": {"units": "K"}}]
+        objs = [({"type": "ntensor", "shape": [ny, nx], "dtype": "float32"},
+                 (rng.normal(size=(ny, nx)) + 280).astype(np.float32))]
+        if s == 0:
+            for n, v in (("latitude", lat), ("longitude", lon)):
+                base.append({"name": n})
+                objs.append(({"type": "ntensor", "shape": [v.size], "dtype": "float64"}, v))
+        out.append(bytes(tensogram.encode({"base": base, "title": "cube"}, objs)))
+    return b"".join(out)
+
+
+def test_fifty_appends_make_a_fifty_step_cube(tmp_path):
+    src = tmp_path / "src.tgm"
+    src.write_bytes(_cube(50))
+    with _open(src) as ds:
+        full = ds.load()
+    assert full.sizes["step"] == 50
+    path = tmp_path / "appended.tgm"
+    sizes = []
+    for i in range(50):
+        before = path.read_bytes() if path.exists() else b""
+        to_tensogram(full.isel(step=[i]), path, mode="a")
+        data = path.read_bytes()
+        assert data.startswith(before), "appending must not rewrite what is there"
+        assert len(tensogram.scan(data)) == i + 1
+        sizes.append(len(data))
+        if i in (0, 1, 2, 17, 49):  # readable after an append (one step reads back with a scalar step)
+            with _open(path) as back:
+                assert back["2t"].shape[-2:] == (5, 6)
+                assert back.sizes.get("step", 1) == i + 1
+                np.testing.assert_array_equal(back["2t"].values.reshape(-1, 5, 6)[-1], full["2t"].values[i])
+    assert sorted(sizes) == sizes
+    with _open(path) as back:
+        xr.testing.assert_identical(back.load(), full)
+    # each message decodes in the reference, the step in its metadata
+    data = path.read_bytes()
+    steps = [tensogram.decode(data[o:o + n]).metadata.base[0]["mars"]["step"] for o, n in tensogram.scan(data)]
+    assert steps == list(range(50))
+
+
+def test_append_to_reference_file_and_across_layouts(tmp_path):
+    path = tmp_path / "mixed.tgm"
+    path.write_bytes(_cube(3))  # three reference messages
+    with _open(path) as ds:
+        full = ds.load()
+    more = full.assign_coords(step=full.step + np.timedelta64(3, "h"))
+    to_tensogram(more.isel(step=[0]), path, mode="a", layout="streaming")
+    to_tensogram(more.isel(step=[1, 2]), path, mode="a", hash=None)
+    data = path.read_bytes()
+    assert len(tensogram.scan(data)) == 6
+    with _open(path) as back:
+        back = back.load()
+    assert back.sizes["step"] == 6
+    expected = xr.concat([full, more], "step").drop_vars("valid_time")
+    xr.testing.assert_identical(back.drop_vars("valid_time"), expected)
+    np.testing.assert_array_equal(back.valid_time.values, (back.time + back.step).values)
+
+
+def test_append_keeps_the_same_file(tmp_path):
+    path = tmp_path / "a.tgm"
+    ds = xr.Dataset({"t": (("number", "y"), np.arange(6.0).reshape(3, 2))},
+                    coords={"number": ("number", [0, 1, 2], {"long_name": "number"})})
+    to_tensogram(ds.isel(number=[0]), path, message_dims=["number"])
+    ino = os.stat(path).st_ino
+    with open(path, "rb") as reader:  # an open reader keeps seeing a valid prefix
+        to_tensogram(ds.isel(number=[1, 2]), path, message_dims=["number"], mode="a")
+        assert os.stat(path).st_ino == ino
+        assert len(tensogram.scan(reader.read())) == 3
+    xr.testing.assert_identical(_open_loaded(path), ds)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. atomic writes
+# ---------------------------------------------------------------------------------------------
+
+def _two_var_ds():
+    return xr.Dataset({"a": (("y", "x"), F32), "b": (("y", "x"), F64)}, attrs={"title": "t"})
+
+
+def _dir_listing(path):
+    return sorted(os.listdir(os.path.dirname(path)))
+
+
+BAD_ENCODINGS = [
+    {"b": {"compression": "no-such-codec"}},
+    {"b": {"encoding": "simple_packing", "bits_per_value": 99}},
+    {"b": {"compression": "szip"}},  # missing szip parameters
+]
+
+
+@pytest.mark.parametrize("bad", BAD_ENCODINGS, ids=["unknown-codec", "bits-99", "szip-no-params"])
+def test_failed_write_leaves_old_file_untouched(tmp_path, bad):
+    path = tmp_path / "x.tgm"
+    path.write_bytes(b"old contents")
+    listing = _dir_listing(path)
+    with pytest.raises(Exception):
+        to_tensogram(_two_var_ds(), path, encoding=bad)
+    assert path.read_bytes() == b"old contents"
+    assert _dir_listing(path) == listing  # no temporary file left behind
+
+
+def test_failed_write_leaves_no_file(tmp_path):
+    path = tmp_path / "new.tgm"
+    with pytest.raises(Exception):
+        to_tensogram(_two_var_ds(), path, encoding=BAD_ENCODINGS[0])
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("bad", BAD_ENCODINGS, ids=["unknown-codec", "bits-99", "szip-no-params"])
+def test_failed_append_truncates_back(tmp_path, bad):
+    path = tmp_path / "x.tgm"
+    to_tensogram(_two_var_ds(), path)
+    old = path.read_bytes()
+    with pytest.raises(Exception):
+        to_tensogram(_two_var_ds(), path, mode="a", encoding=bad)
+    assert path.read_bytes() == old
+    assert _dir_listing(path) == ["x.tgm"]
+
+
+def _fail_on_call(monkeypatch, n, exc=RuntimeError):
+    """Make the n-th message encode (1-based) raise, after earlier messages were written."""
+    import xarray_tensogram.assemble.tensogram_write as tw
+
+    real = tw.encode_message
+    calls = {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise exc("injected failure")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tw, "encode_message", flaky)
+    return calls
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
+@pytest.mark.parametrize("mode", ["w", "a"])
+def test_failure_after_some_messages_were_written(tmp_path, monkeypatch, mode, exc):
+    path = tmp_path / "cube.tgm"
+    path.write_bytes(_cube(2))
+    old = path.read_bytes()
+    with _open(path) as ds:
+        cube = ds.load()
+    _fail_on_call(monkeypatch, 2, exc)
+    with pytest.raises(exc):
+        to_tensogram(cube, path, mode=mode)
+    assert path.read_bytes() == old
+    assert os.listdir(tmp_path) == ["cube.tgm"]
+
+
+@pytest.mark.parametrize("mode", ["w", "a"])
+def test_failing_fsync_or_write(tmp_path, monkeypatch, mode):
+    path = tmp_path / "x.tgm"
+    to_tensogram(_two_var_ds(), path)
+    old = path.read_bytes()
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError):
+        to_tensogram(_two_var_ds(), path, mode=mode)
+    monkeypatch.undo()
+    assert path.read_bytes() == old
+    assert os.listdir(tmp_path) == ["x.tgm"]
+
+
+def test_failing_rename_keeps_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "x.tgm"
+    path.write_bytes(b"old")
+
+    def boom(*a, **k):
+        raise OSError("rename failed")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        to_tensogram(_two_var_ds(), path)
+    monkeypatch.undo()
+    assert path.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["x.tgm"]
+
+
+def test_write_messages_partial_write_in_append_mode(tmp_path):
+    path = tmp_path / "m.tgm"
+    first = encode_message({}, [(_desc(F32), F32)])
+    write_messages(path, [first])
+
+    def messages():
+        yield first
+        yield first[:100]  # half a message reaches the file ...
+        raise RuntimeError("producer died")  # ... before the failure
+
+    with pytest.raises(RuntimeError):
+        write_messages(path, messages(), mode="a")
+    assert path.read_bytes() == first
+    with pytest.raises(ValueError):
+        write_messages(path, [first], mode="x")
+
+
+def test_failed_append_to_missing_file_leaves_no_file(tmp_path):
+    path = tmp_path / "new.tgm"
+    with pytest.raises(Exception):
+        to_tensogram(_two_var_ds(), path, mode="a", encoding=BAD_ENCODINGS[0])
+    assert os.listdir(tmp_path) == []
