@@ -879,3 +879,190 @@ def test_failed_append_to_missing_file_leaves_no_file(tmp_path):
     with pytest.raises(Exception):
         to_tensogram(_two_var_ds(), path, mode="a", encoding=BAD_ENCODINGS[0])
     assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. per-variable encodings through encoding=
+# ---------------------------------------------------------------------------------------------
+
+T32 = (_field((30, 40), "float32", seed=21) + 200).astype(np.float32)
+T64 = _field((30, 40), "float64", seed=22) + 200
+N16 = _field((30, 40), "int16", seed=23)
+
+
+def _enc_ds():
+    return xr.Dataset({"t": (("y", "x"), T32, {"units": "K"}), "d": (("y", "x"), T64), "n": (("y", "x"), N16)},
+                      attrs={"title": "encodings"})
+
+
+def _reference_twin(tmp_path, ds, encoding, ref_descs, **to_kw):
+    """Write ``ds`` with ``encoding=``; encode the same arrays and metadata with the reference using
+    ``ref_descs`` (name -> extra descriptor keys); write ours again with the reference's _reserved_."""
+    path = tmp_path / "enc.tgm"
+    to_tensogram(ds, path, encoding=encoding, **to_kw)
+    first = tensogram.decode(path.read_bytes())
+    base = [{k: v for k, v in e.items() if k != "_reserved_"} for e in first.metadata.base]
+    objs = []
+    for entry in base:
+        name = entry["name"]
+        values = np.asarray(ds[name].values)
+        extra = dict(ref_descs.get(name, {}))
+        if extra.get("encoding") == "simple_packing" or extra.get("compression") == "zfp":
+            values = values.astype(np.float64)
+        objs.append((_desc(values, **extra), values))
+    meta = {"base": base, **({"_extra_": dict(first.metadata.extra)} if first.metadata.extra else {})}
+    ref = _ref_buffered(meta, objs, allow_nan=True, allow_inf=True)
+    to_tensogram(ds, path, encoding=encoding, reserved=_reserved(ref), **to_kw)
+    return path.read_bytes(), ref
+
+
+SZIP_ENC = {"compression": "szip", "szip_rsi": 32, "szip_block_size": 16, "szip_flags": 8}
+ENCODING_CASES = [
+    ("zstd-level", {"t": {"compression": "zstd", "level": 7}}, {"t": {"compression": "zstd", "zstd_level": 7}}),
+    ("zstd-zstd_level-key", {"t": {"compression": "zstd", "zstd_level": 2}},
+     {"t": {"compression": "zstd", "zstd_level": 2}}),
+    ("zstd-default", {"t": {"compression": "zstd"}, "n": {"compression": "zstd"}},
+     {"t": {"compression": "zstd"}, "n": {"compression": "zstd"}}),
+    ("shuffle", {"t": {"filter": "shuffle"}, "d": {"filter": "shuffle", "compression": "zstd"}},
+     {"t": {"filter": "shuffle", "shuffle_element_size": 4},
+      "d": {"filter": "shuffle", "shuffle_element_size": 8, "compression": "zstd"}}),
+    ("shuffle-size2", {"t": {"filter": "shuffle", "shuffle_element_size": 2}},
+     {"t": {"filter": "shuffle", "shuffle_element_size": 2}}),
+    ("sp16", {"t": {"encoding": "simple_packing", "bits_per_value": 16}},
+     {"t": {"encoding": "simple_packing", "sp_bits_per_value": 16}}),
+    ("sp12-D2-zstd1", {"d": {"encoding": "simple_packing", "bits_per_value": 12, "decimal_scale_factor": 2,
+                             "compression": "zstd", "level": 1}},
+     {"d": {"encoding": "simple_packing", "sp_bits_per_value": 12, "sp_decimal_scale_factor": 2,
+            "compression": "zstd", "zstd_level": 1}}),
+    ("sp-prefixed-keys", {"d": {"encoding": "simple_packing", "sp_bits_per_value": 24, "sp_decimal_scale_factor": -1}},
+     {"d": {"encoding": "simple_packing", "sp_bits_per_value": 24, "sp_decimal_scale_factor": -1}}),
+    ("szip-int16", {"n": SZIP_ENC}, {"n": SZIP_ENC}),
+    ("szip-sp16", {"t": {"encoding": "simple_packing", "bits_per_value": 16, **SZIP_ENC}},
+     {"t": {"encoding": "simple_packing", "sp_bits_per_value": 16, **SZIP_ENC}}),
+    ("zfp-rate-float64", {"d": {"compression": "zfp", "zfp_mode": "fixed_rate", "rate": 12}},
+     {"d": {"compression": "zfp", "zfp_mode": "fixed_rate", "zfp_rate": 12}}),
+    ("zfp-precision-float64", {"d": {"compression": "zfp", "zfp_mode": "fixed_precision", "precision": 18}},
+     {"d": {"compression": "zfp", "zfp_mode": "fixed_precision", "zfp_precision": 18}}),
+    ("zfp-accuracy-float64", {"d": {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 0.01}},
+     {"d": {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 0.01}}),
+    ("blosc2-zstd", {"d": {"compression": "blosc2", "blosc2_codec": "zstd", "blosc2_clevel": 5}},
+     {"d": {"compression": "blosc2", "blosc2_codec": "zstd", "blosc2_clevel": 5}}),
+    ("mixed", {"t": {"compression": "zstd", "level": 3}, "d": {"encoding": "simple_packing", "bits_per_value": 16},
+               "n": {"filter": "shuffle", "compression": "zstd"}},
+     {"t": {"compression": "zstd", "zstd_level": 3}, "d": {"encoding": "simple_packing", "sp_bits_per_value": 16},
+      "n": {"filter": "shuffle", "shuffle_element_size": 2, "compression": "zstd"}}),
+]
+
+
+@pytest.mark.parametrize("encoding, ref_descs", [pytest.param(e, r, id=i) for i, e, r in ENCODING_CASES])
+def test_encoding_matches_reference_pipeline(tmp_path, encoding, ref_descs):
+    for codec in ("szip", "zfp", "blosc2"):
+        if any(v.get("compression") == codec for v in encoding.values()):
+            pytest.importorskip({"szip": "imagecodecs", "zfp": "zfpy", "blosc2": "blosc2"}[codec])
+    ours, ref = _reference_twin(tmp_path, _enc_ds(), encoding, ref_descs)
+    _assert_same_bytes(ours, ref)
+
+
+def test_encoding_from_variable_encoding_and_override(tmp_path):
+    ds = _enc_ds()
+    ds["t"].encoding = {"compression": "zstd", "level": 5}
+    to_tensogram(ds, tmp_path / "a.tgm")
+    msg = tensogram.decode((tmp_path / "a.tgm").read_bytes())
+    descs = {e["name"]: d for e, (d, _) in zip(msg.metadata.base, msg.objects)}
+    assert descs["t"].compression == "zstd" and descs["t"].params.get("zstd_level") == 5
+    assert descs["d"].compression == "none"
+    to_tensogram(ds, tmp_path / "b.tgm", encoding={"t": {"compression": "none"}})
+    msg = tensogram.decode((tmp_path / "b.tgm").read_bytes())
+    assert {d.compression for d, _ in msg.objects} == {"none"}
+
+
+@pytest.mark.parametrize("bits, D", [(8, 0), (16, 0), (16, 2), (24, -1), (12, 1), (32, 0)])
+def test_simple_packing_parameters_equal_compute_packing_params(tmp_path, bits, D):
+    rng = np.random.default_rng(bits + D)
+    values = (rng.normal(size=(4, 20, 30)) * 15 + 270).astype(np.float32)
+    ds = xr.Dataset({"t": (("number", "y", "x"), values)},
+                    coords={"number": ("number", [1, 2, 3, 4], {"long_name": "number"})})
+    path = tmp_path / "sp.tgm"
+    to_tensogram(ds, path, message_dims=["number"],
+                 encoding={"t": {"encoding": "simple_packing", "bits_per_value": bits, "decimal_scale_factor": D}})
+    data = path.read_bytes()
+    spans = tensogram.scan(data)
+    assert len(spans) == 4
+    for k, (o, n) in enumerate(spans):
+        desc, decoded = tensogram.decode(data[o:o + n], verify_hash=True).objects[0]
+        want = tensogram.compute_packing_params(values[k].astype(np.float64).ravel(), bits, D)
+        got = {key: desc.params[key] for key in want}
+        assert got == want
+        assert type(got["sp_reference_value"]) is float
+        step = 2.0 ** want["sp_binary_scale_factor"] * 10.0 ** -D
+        assert np.abs(decoded - values[k].astype(np.float64)).max() <= step / 2 * (1 + 1e-9)
+    with _open(path) as back:
+        ref_values = np.stack([tensogram.decode(data[o:o + n]).objects[0][1] for o, n in spans])
+        np.testing.assert_array_equal(back["t"].values, ref_values)
+
+
+def test_simple_packing_with_nan_is_refused_or_masked(tmp_path):
+    """simple_packing cannot compute parameters from non-finite values (as the reference); writing must either
+    fail cleanly (no file) or keep the NaN positions through masks."""
+    ds = xr.Dataset({"t": (("y", "x"), MASKED32)})
+    path = tmp_path / "nan.tgm"
+    try:
+        to_tensogram(ds, path, encoding={"t": {"encoding": "simple_packing", "bits_per_value": 16}})
+    except Exception:
+        assert not path.exists()
+        return
+    back = _open_loaded(path)
+    np.testing.assert_array_equal(np.isnan(back["t"].values), np.isnan(MASKED32))
+
+
+@pytest.mark.parametrize("opts", [
+    {"compression": "lz4"},
+    {"compression": "blosc2"},
+    {"compression": "blosc2", "blosc2_codec": "lz4", "blosc2_clevel": 9},
+    {"filter": "shuffle", "compression": "lz4"},
+    {"encoding": "simple_packing", "bits_per_value": 16, "compression": "lz4"},
+    {"encoding": "simple_packing", "bits_per_value": 16, "compression": "blosc2"},
+], ids=["lz4", "blosc2", "blosc2-lz4-9", "shuffle-lz4", "sp16-lz4", "sp16-blosc2"])
+def test_lz4_and_blosc2_are_read_by_the_reference(tmp_path, opts):
+    pytest.importorskip("lz4.block" if opts.get("compression") == "lz4" else "blosc2")
+    packed = "bits_per_value" in opts
+    ds = xr.Dataset({"t": (("y", "x"), T32 if packed else MASKED32), "n": (("y", "x"), N16)})
+    enc = {"t": opts, "n": {k: v for k, v in opts.items() if k not in ("encoding", "bits_per_value")}}
+    ours, ref = _reference_twin(tmp_path, ds, enc,
+                                {"t": {**{k: v for k, v in opts.items() if k != "bits_per_value"},
+                                       **({"sp_bits_per_value": 16} if "bits_per_value" in opts else {}),
+                                       **({"shuffle_element_size": 4} if opts.get("filter") else {})},
+                                 "n": {**{k: v for k, v in opts.items() if k not in ("encoding", "bits_per_value")},
+                                       **({"shuffle_element_size": 2} if opts.get("filter") else {})}})
+    _ref_decode_equal(ours, ref)
+    back = _open_loaded(tmp_path / "enc.tgm")
+    if packed:  # lossy: the values the reference decodes from its own message
+        ds["t"] = (("y", "x"), tensogram.decode(ref).objects[0][1])
+    xr.testing.assert_identical(back, ds)
+
+
+@pytest.mark.parametrize("mode, param", [("fixed_rate", {"rate": 16}), ("fixed_precision", {"precision": 20}),
+                                         ("fixed_accuracy", {"tolerance": 0.01})])
+def test_zfp_on_float32_variable_reads_back(tmp_path, mode, param):
+    """zfp works on float64 only (spec 12): a float32 variable must be converted (as for simple_packing) or
+    refused, never written as an object that no decoder can read."""
+    pytest.importorskip("zfpy")
+    ds = xr.Dataset({"t": (("y", "x"), T32)})
+    path = tmp_path / "zfp.tgm"
+    try:
+        to_tensogram(ds, path, encoding={"t": {"compression": "zfp", "zfp_mode": mode, **param}})
+    except Exception:
+        assert not path.exists()
+        return
+    _, decoded = tensogram.decode(path.read_bytes()).objects[0]
+    assert decoded.shape == T32.shape
+    assert np.abs(decoded - T32).max() < 0.05
+    back = _open_loaded(path)
+    assert back["t"].shape == T32.shape
+    assert float(np.abs(back["t"].values - T32).max()) < 0.05
+
+
+def test_unknown_encoding_keys_are_rejected(tmp_path):
+    """As xarray's to_netcdf: a typo in encoding= should not silently write an uncompressed file."""
+    with pytest.raises((ValueError, TypeError, KeyError, xarray_tensogram.XarrayTensogramError)):
+        to_tensogram(_enc_ds(), tmp_path / "typo.tgm", encoding={"t": {"compresion": "zstd"}})
