@@ -218,7 +218,7 @@ def _ls_tensogram(path: str, storage_options: dict | None) -> None:
                          pipeline, "xxh3" if lay.hash_present else "-"] + [_short(flat.get(k, "")) for k in keys])
         _table(["msg", "obj", "offset", "bytes", "name", "dtype", "shape", "pipeline", "hash"] + [k.split(".")[-1] for k in keys],
                rows, right=(0, 1, 2, 3))
-        print(f"{_n(len(f), 'message')}, {_n(len(rows), 'object')}")
+        print(f"\n{_n(len(f), 'message')}, {_n(len(rows), 'object')}")
 
 
 def _ls_tetr(path: str, storage_options: dict | None, tiles: bool) -> None:
@@ -231,7 +231,7 @@ def _ls_tetr(path: str, storage_options: dict | None, tiles: bool) -> None:
             rows.append([d.dataset_id, d.name, str(d.dtype.newbyteorder("=")), _shape(d.shape), _shape(d.chunk_shape),
                          _shape(d.grid), n, d.codec, ",".join(d.dim_names or []) or "-"])
         _table(["id", "dataset", "dtype", "shape", "tile", "grid", "tiles", "codec", "dims"], rows, right=(0, 6))
-        print(f"{_n(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}")
+        print(f"\n{_n(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}")
         if tiles:
             import numpy as np
 
@@ -259,7 +259,7 @@ def _ls_ztensor(path: str, storage_options: dict | None) -> None:
                          (t.checksum or "-").split(":")[0], attrs or "-"])
         _table(["#", "tensor", "dtype", "shape", "layout", "encoding", "offset", "bytes", "checksum", "attributes"],
                rows, right=(0, 6, 7))
-        print(f"{_n(len(f.tensors), 'tensor')}, zTensor v{f.version}")
+        print(f"\n{_n(len(f.tensors), 'tensor')}, zTensor v{f.version}")
 
 
 def cmd_ls(path: str, storage_options: dict | None = None, tiles: bool = False) -> None:

@@ -1,0 +1,353 @@
+"""The command line, run in-process through ``main(argv)`` and as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE
+from xarray_tensogram.cli import main, sample_paths
+
+pytestmark = pytest.mark.timeout(120)
+
+SAMPLES = Path(__file__).resolve().parents[1] / "xarray_tensogram" / "samples"
+TGM = SAMPLES / "forecast.tgm"
+ZT = SAMPLES / "sample.zt"
+TET = SAMPLES / "sample.tet"
+HAS_TET = TET.exists()
+needs_tet = pytest.mark.skipif(not HAS_TET, reason="no bundled sample.tet yet")
+
+
+def run(*argv: str, check: int | None = 0) -> subprocess.CompletedProcess:
+    """``python -m xarray_tensogram ARGV`` in a subprocess (bounded in time)."""
+    proc = subprocess.run([sys.executable, "-m", "xarray_tensogram", *map(str, argv)], capture_output=True,
+                          text=True, timeout=90, env={**os.environ, "PYTHONWARNINGS": "default"})
+    if check is not None:
+        assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def call(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def body_rows(out: str, header_start: str) -> list[str]:
+    """The rows of the table whose header line starts with ``header_start``."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.strip():
+            break
+        rows.append(line)
+    return rows
+
+
+@pytest.fixture()
+def damaged_tgm(tmp_path: Path) -> Path:
+    """forecast.tgm with one payload byte flipped in two objects (message 0 object 0, message 2 object 1)."""
+    from xarray_tensogram import open_tensogram
+
+    data = bytearray(TGM.read_bytes())
+    with open_tensogram(TGM) as f:
+        for m, j in ((0, 0), (2, 1)):
+            ref = f[m].objects[j]
+            data[ref.frame_offset + ref.frame_length // 2] ^= 0x5A
+    path = tmp_path / "damaged.tgm"
+    path.write_bytes(bytes(data))
+    return path
+
+
+# -- no arguments: the main job --------------------------------------------------------------------
+def test_main_job_in_process(capsys):
+    code, out, err = call(capsys)
+    assert code == 0, err
+    for path in sample_paths():
+        assert path in out
+    assert "2t: min" in out and "<xarray.Dataset>" in out
+
+
+def test_main_job_subprocess_and_console_script():
+    proc = run()
+    assert "forecast.tgm" in proc.stdout and "sample.zt" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    script = shutil.which("xarray-tensogram", path=os.path.dirname(sys.executable)) or shutil.which("xarray-tensogram")
+    if script is None:
+        pytest.skip("console script not installed")
+    out = subprocess.run([script, "info", str(TGM)], capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0 and "Tensogram, wire version 3" in out.stdout
+
+
+# -- info -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path, fmt", [(TGM, "Tensogram, wire version 3"), (ZT, "zTensor v0.1"),
+                                       pytest.param(TET, "Tetration layout v1", marks=needs_tet)])
+def test_info(capsys, path, fmt):
+    code, out, err = call(capsys, "info", path)
+    assert code == 0, err
+    assert f"format:   {fmt}" in out
+    size = path.stat().st_size
+    assert f"sizes:    {size} bytes in the file" in out
+    with xr.open_dataset(path, engine=ENGINE) as ds:
+        assert f"{ds.nbytes} bytes decoded" in out
+        assert repr(ds).splitlines()[0] in out  # the Dataset summary xarray gives
+        for name in ds.data_vars:
+            assert str(name) in out
+
+
+def test_info_subprocess():
+    proc = run("info", TGM)
+    assert "content:  4 messages, 16 objects" in proc.stdout
+    assert "<xarray.Dataset>" in proc.stdout and proc.stderr == ""
+
+
+# -- ls -------------------------------------------------------------------------------------------
+def test_ls_tensogram(capsys):
+    from xarray_tensogram import open_tensogram
+
+    code, out, err = call(capsys, "ls", TGM)
+    assert code == 0, err
+    header = out.splitlines()[0].split()
+    assert header[:9] == ["msg", "obj", "offset", "bytes", "name", "dtype", "shape", "pipeline", "hash"]
+    assert "step" in header and "date" in header
+    rows = body_rows(out, "msg")
+    with open_tensogram(TGM) as f:
+        expected = [(m, j) for m in f for j in range(len(m))]
+        assert len(rows) == len(expected)
+        for row, (m, j) in zip(rows, expected):
+            cells = row.split()
+            assert int(cells[0]) == m.index and int(cells[1]) == j
+            assert int(cells[2]) == m.objects[j].frame_offset and int(cells[3]) == m.objects[j].frame_length
+            d = m.descriptor(j)
+            assert cells[5] == d["dtype"] and cells[6] == "x".join(map(str, d["shape"]))
+    assert rows[0].split()[4] == "2t" and "zstd" in rows[0] and "xxh3" in rows[0]
+    assert out.rstrip().endswith("4 messages, 16 objects")
+
+
+def test_ls_ztensor(capsys):
+    from xarray_tensogram.formats.ztensor import open_ztensor
+
+    code, out, err = call(capsys, "ls", ZT)
+    assert code == 0, err
+    rows = body_rows(out, "#")
+    with open_ztensor(ZT) as f:
+        assert [r.split()[1] for r in rows] == f.names
+        assert [r.split()[3] for r in rows] == ["x".join(map(str, t.shape)) for t in f.tensors]
+    assert "zTensor v0.1" in out
+
+
+@needs_tet
+def test_ls_tetr_with_tiles(capsys):
+    from xarray_tensogram.formats.tetr import open_tetr
+
+    code, out, err = call(capsys, "ls", TET, "--tiles")
+    assert code == 0, err
+    with open_tetr(TET) as f:
+        rows = body_rows(out, "id")
+        assert [r.split()[1] for r in rows] == f.names
+        for row, d in zip(rows, f.datasets):
+            assert row.split()[5] == "x".join(map(str, d.grid))
+        tiles = body_rows(out, "dataset")
+        assert len(tiles) == sum(int(np.prod(d.grid)) for d in f.datasets)
+
+
+# -- dump -----------------------------------------------------------------------------------------
+def test_dump_point_and_slices(capsys):
+    with xr.open_dataset(TGM, engine=ENGINE) as ds:
+        code, out, err = call(capsys, "dump", TGM, "2t", "--isel", "step=2", "--isel", "latitude=4",
+                              "--isel", "longitude=3")
+        assert code == 0, err
+        assert out.splitlines()[0] == "2t (scalar) float32"
+        assert np.float32(out.splitlines()[-1]) == ds["2t"].values[2, 4, 3]
+        assert "step = 0 days 12:00:00" in out
+
+        code, out, err = call(capsys, "dump", TGM, "msl", "--isel", "step=1:3", "--isel", "latitude=0:19:6",
+                              "--isel", "longitude=5,7", "--full")
+        assert code == 0, err
+        assert out.splitlines()[0] == "msl (step: 2, latitude: 4, longitude: 2) float32"
+        numbers = np.array(out[out.index("[[") :].replace("[", " ").replace("]", " ").split(), dtype=np.float32)
+        np.testing.assert_array_equal(numbers, ds["msl"].values[1:3, 0:19:6][:, :, [5, 7]].ravel())
+
+
+def test_dump_coordinate_and_other_formats(capsys):
+    code, out, err = call(capsys, "dump", TGM, "latitude", "--full")
+    assert code == 0 and "90." in out and "-90." in out
+    code, out, err = call(capsys, "dump", ZT, "t2m", "--isel", "latitude=0")
+    assert code == 0, err
+    with xr.open_dataset(ZT, engine=ENGINE) as ds:
+        dim = ds["t2m"].dims[0]
+        assert out.splitlines()[0].startswith(f"t2m (") and dim == "latitude"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["dump", TGM, "nope"], "no variable 'nope'; variables: 2t, msl"),
+    (["dump", TGM, "2t", "--isel", "foo=1"], "has no dimension 'foo'"),
+    (["dump", TGM, "2t", "--isel", "step=x"], "is not an integer"),
+    (["dump", TGM, "2t", "--isel", "step"], "expected DIM=INDEX"),
+    (["dump", TGM, "2t", "--isel", "step=99"], "out of range"),
+])
+def test_dump_errors_are_one_line(capsys, argv, message):
+    code, out, err = call(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("xarray-tensogram: error: ") and message in err
+
+
+# -- verify ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", [TGM, ZT, pytest.param(TET, marks=needs_tet)])
+def test_verify_ok(capsys, path):
+    code, out, err = call(capsys, "verify", path)
+    assert code == 0, out + err
+    assert out.strip().startswith(f"{path}: OK")
+    assert "FAIL" not in out
+
+
+def test_verify_counts_hashes(capsys):
+    code, out, _ = call(capsys, "verify", TGM)
+    assert "16 hashes verified, 16 items decoded" in out
+
+
+def test_verify_damaged_tensogram(capsys, damaged_tgm):
+    code, out, err = call(capsys, "verify", damaged_tgm)
+    assert code == 1
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 2  # one line per damaged object
+    assert fails[0].startswith("FAIL message 0, object 0: IntegrityError:") and "xxh3 mismatch" in fails[0]
+    assert fails[1].startswith("FAIL message 2, object 1: IntegrityError:")
+    assert "FAILED: 2 problems" in out and "14 hashes verified" in out
+
+
+def test_verify_damaged_subprocess(damaged_tgm):
+    proc = run("verify", damaged_tgm, check=1)
+    assert proc.stdout.count("FAIL message") == 2 and "Traceback" not in proc.stderr
+
+
+def test_verify_skipped_message(capsys, tmp_path):
+    """A message whose framing is broken is reported (the others are still verified)."""
+    from xarray_tensogram import open_tensogram
+
+    data = bytearray(TGM.read_bytes())
+    with open_tensogram(TGM) as f:
+        end = f[1].offset + f[1].length
+    data[end - 8 : end] = b"XXXXXXXX"  # end magic of message 1
+    path = tmp_path / "broken.tgm"
+    path.write_bytes(bytes(data))
+    code, out, err = call(capsys, "verify", path)
+    assert code == 1
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and "damaged message skipped" in fails[0]
+    assert "3 messages, 12 objects" in out
+
+
+def test_verify_damaged_ztensor(capsys, tmp_path):
+    from xarray_tensogram.formats.ztensor import open_ztensor
+
+    data = bytearray(ZT.read_bytes())
+    with open_ztensor(ZT) as f:
+        t = f.tensor("t2m")
+        part = t.parts.get("data") or next(iter(t.parts.values()))
+        data[part.offset + 5] ^= 0x01
+    path = tmp_path / "damaged.zt"
+    path.write_bytes(bytes(data))
+    code, out, err = call(capsys, "verify", path)
+    assert code == 1
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and "'t2m'" in fails[0] and "checksum" in fails[0]
+
+
+@needs_tet
+def test_verify_damaged_tetr(capsys, tmp_path):
+    from xarray_tensogram.formats.tetr import open_tetr
+
+    data = bytearray(TET.read_bytes())
+    with open_tetr(TET) as f:
+        zstd_tiles = [e for d in f.datasets for e in d.entries if int(e["codec"]) == 1]
+    if not zstd_tiles:
+        pytest.skip("sample.tet has no compressed tile to damage")
+    e = zstd_tiles[0]
+    for k in range(int(e["stored"]) // 2, int(e["stored"])):
+        data[int(e["offset"]) + k] ^= 0xFF
+    path = tmp_path / "damaged.tet"
+    path.write_bytes(bytes(data))
+    code, out, err = call(capsys, "verify", path)
+    assert code == 1
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1 and "tile" in fails[0]
+
+
+def test_verify_progress_bar():
+    pytest.importorskip("tqdm")
+    proc = run("verify", TGM, "--progress")
+    assert "verify" in proc.stderr and "OK" in proc.stdout
+    proc = run("verify", TGM, "--no-progress")
+    assert proc.stderr == ""
+
+
+# -- errors ---------------------------------------------------------------------------------------
+def test_errors_are_one_line_without_traceback(tmp_path):
+    missing = tmp_path / "missing.tgm"
+    proc = run("info", missing, check=1)
+    assert proc.stderr.count("\n") == 1 and "No such file" in proc.stderr and "Traceback" not in proc.stderr
+
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"hello, not a tensor file" * 10)
+    proc = run("ls", junk, check=2)
+    assert proc.stderr.strip() == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+
+    truncated = tmp_path / "truncated.tgm"
+    truncated.write_bytes(TGM.read_bytes()[:40])
+    proc = run("info", truncated, check=1)
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_debug_shows_traceback(tmp_path):
+    proc = run("--debug", "info", tmp_path / "missing.tgm", check=None)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+    proc = run("info", tmp_path / "missing.tgm", "--debug", check=None)
+    assert "Traceback" in proc.stderr
+
+
+def test_warnings_are_one_line(capsys, tmp_path):
+    from xarray_tensogram import open_tensogram
+
+    data = bytearray(TGM.read_bytes())
+    with open_tensogram(TGM) as f:
+        end = f[1].offset + f[1].length
+    data[end - 8 : end] = b"XXXXXXXX"
+    path = tmp_path / "broken.tgm"
+    path.write_bytes(bytes(data))
+    code, out, err = call(capsys, "info", path)
+    assert code == 0
+    assert "damaged:  1 damaged byte range" in out
+    warning_lines = [line for line in err.splitlines() if line]
+    assert warning_lines and all(line.startswith("xarray-tensogram: warning: ") for line in warning_lines)
+
+
+def test_usage_errors():
+    proc = run("frobnicate", check=2)
+    assert "invalid choice" in proc.stderr
+    proc = run("info", TGM, "--storage-options", "[1]", check=2)
+    assert "must be a JSON object" in proc.stderr
+
+
+# -- a URL ----------------------------------------------------------------------------------------
+def test_commands_on_a_url(capsys):
+    pytest.importorskip("fsspec")
+    pytest.importorskip("aiohttp")
+    from servers import RangeHTTPServer
+
+    with RangeHTTPServer({"/forecast.tgm": TGM.read_bytes()}) as server:
+        url = server.url("forecast.tgm")
+        code, out, err = call(capsys, "ls", url, "--storage-options", '{"headers": {"X-Test": "1"}}')
+        assert code == 0, err
+        assert len(body_rows(out, "msg")) == 16
+        code, out, err = call(capsys, "verify", url)
+        assert code == 0 and "16 hashes verified" in out
+        assert server.traffic.count > 0
