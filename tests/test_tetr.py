@@ -534,3 +534,18 @@ def test_sources_of_every_kind(tmp_path: Path) -> None:
             np.testing.assert_array_equal(t.read("temperature"), expected)
     with open(path, "rb") as f, open_tetr(f) as t:
         np.testing.assert_array_equal(t.read_region("temperature", (1, slice(1, 3))), expected[1, 1:3])
+
+
+def test_history_strings_are_not_limited_on_read() -> None:
+    """The reference checks history string limits only when writing: long/empty strings still read."""
+    out = io.BytesIO()
+    write_tetr(out, [DatasetWrite("a", np.zeros(2))], history=[("write", "x", "1")])
+    head = out.getvalue()[: -16 - len(b'{"history":[{"op":"write","source":"x","at":"1"}]}')]
+    body = b'{"history":[{"op":"write","source":"","at":"1"}]}'
+    raw = head + body + struct.pack("<QI4s", len(body), 1, b"THST")
+    with open_tetr(raw) as t:
+        assert t.history == [{"op": "write", "source": "", "at": "1"}]
+    with pytest.raises(LimitExceededError):
+        write_tetr(io.BytesIO(), [DatasetWrite("a", np.zeros(2))], history=t.history)
+    with pytest.raises(MetadataError, match="surrogate"):
+        write_tetr(io.BytesIO(), [DatasetWrite("a", np.zeros(2), attrs={"units": "\ud800"})])

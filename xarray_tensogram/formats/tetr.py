@@ -144,11 +144,15 @@ def _where_footer(name: str, offset: int) -> str:
     return describe(name, "THST footer", offset)
 
 
-def _check_str(value: Any, what: str, prefix: str) -> str:
+def _check_str(value: Any, what: str, prefix: str, *, limits: bool = True) -> str:
+    """A JSON string that is valid UTF-8 and, with ``limits``, 1..1024 bytes long."""
     if not isinstance(value, str):
         raise MetadataError(f"{prefix}{what} must be a string, got {type(value).__name__}")
-    n = len(value.encode("utf-8", "surrogatepass"))
-    if not 1 <= n <= LIMITS["string"]:
+    try:
+        n = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise MetadataError(f"{prefix}{what} is not valid Unicode (lone surrogate): {exc}") from exc
+    if limits and not 1 <= n <= LIMITS["string"]:
         raise LimitExceededError(f"{prefix}{what} is {n} bytes of UTF-8, expected 1..{LIMITS['string']}")
     return value
 
@@ -161,9 +165,14 @@ def _check_count(items: Sized, limit_key: str, what: str, prefix: str) -> None:
 Sized = Union[list, dict, tuple]
 
 
-def _history_row(row: Any, i: int, prefix: str) -> dict[str, Any]:
-    """One history row as a dict; legacy ``[op, source, at]`` triples are normalised."""
+def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict[str, Any]:
+    """One history row as a dict; legacy ``[op, source, at]`` triples are normalised.
+
+    The reference enforces the per-row string and count limits only when writing
+    (``limits=True``); reading accepts any strings.
+    """
     p = f"{prefix}history row {i}: "
+    lim = {"limits": limits}
     if isinstance(row, list):
         if len(row) != 3:
             raise MetadataError(f"{p}a legacy row must be [op, source, at], got {len(row)} items")
@@ -177,19 +186,22 @@ def _history_row(row: Any, i: int, prefix: str) -> dict[str, Any]:
     for key in ("op", "source", "at"):
         if key not in row:
             raise MetadataError(f"{p}missing {key!r}")
-        out[key] = _check_str(row[key], key, p)
+        out[key] = _check_str(row[key], key, p, **lim)
     if row.get("parents") is not None:
         parents = row["parents"]
         if not isinstance(parents, list):
             raise MetadataError(f"{p}parents must be an array of strings")
-        _check_count(parents, "parents", "parents", p)
-        out["parents"] = [_check_str(v, "parent", p) for v in parents]
+        if limits:
+            _check_count(parents, "parents", "parents", p)
+        out["parents"] = [_check_str(v, "parent", p, **lim) for v in parents]
     if row.get("params") is not None:
         params = row["params"]
         if not isinstance(params, dict):
             raise MetadataError(f"{p}params must be an object of strings")
-        _check_count(params, "params", "params", p)
-        out["params"] = {_check_str(k, "param key", p): _check_str(v, f"param {k!r}", p) for k, v in params.items()}
+        if limits:
+            _check_count(params, "params", "params", p)
+        out["params"] = {_check_str(k, "param key", p, **lim): _check_str(v, f"param {k!r}", p, **lim)
+                         for k, v in params.items()}
     return out
 
 
@@ -260,7 +272,7 @@ def _parse_json(data: bytes, what: str, prefix: str) -> Any:
 def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
     """A row in wire key order (op, source, at, parents, params; params sorted); validated."""
     checked = _history_row(list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row,
-                           0, "history to write: ")
+                           0, "history to write: ", limits=True)
     out = {k: checked[k] for k in ("op", "source", "at")}
     if checked.get("parents"):
         out["parents"] = checked["parents"]
@@ -650,8 +662,10 @@ class TetrFile:
         ids = entries["dataset_id"].astype(np.int64)
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(len(self._records) + 1))
+        seen: set[str] = set()
         for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes)):
-            meta = footer.datasets.get(name, {}) if name not in {d.name for d in self.datasets} else {}
+            meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
+            seen.add(name)
             ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", meta.get("dim_names"),
                              meta.get("coords"), dict(meta.get("attrs", {})))
             _attach_tiles(src, ds, entries, order[bounds[i]:bounds[i + 1]], self.index_offset)
@@ -848,7 +862,9 @@ def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] |
     (``file_metadata``, or a dataset's ``dim_names``/``coords``/``attrs``); ``footer=True`` forces
     one with a ``metadata`` object even when it is empty, ``footer=False`` omits it.
     ``execution`` is the TIDX hint ``(memory_budget_percent_bps, memory_budget_bytes)``.
-    Paths are written atomically; file objects are written in place.
+    Paths are written atomically; file objects are written in place. The index precedes the
+    payloads, so zstd tiles are compressed (and held, compressed) before anything is written;
+    raw tiles are cut from the array again while writing.
     """
     writes = _as_writes(arrays)
     unknown = set(file_metadata or {}) - {"tool", "library_version", "created_at"}
