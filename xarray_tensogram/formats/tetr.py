@@ -23,14 +23,13 @@ import math
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterator, Mapping, Sequence, Union
+from typing import Any, BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from ..catalog import ArraySpec, chunk_counts, chunk_extent
 from ..codecs import zstd
 from ..errors import (
-    CodecError,
     CorruptFileError,
     LimitExceededError,
     MetadataError,
@@ -109,10 +108,10 @@ class TetrDataset:
     #: "raw", "zstd" or "mixed" (the wire format allows a codec per tile)
     codec: str
     dim_names: list[str] | None = None
-    #: wire form: axis key (a dim name or a decimal axis number) -> list of labels
+    #: axis key (a dim name or a decimal axis number) -> labels (the wire's ``{"labels": [...]}`` unwrapped)
     coords: dict[str, list[str]] | None = None
     attrs: dict[str, str] = field(default_factory=dict)
-    #: entry rows of this dataset (a view of the index), one per tile, ``table`` maps tiles to rows
+    #: this dataset's index entries (structured ``ENTRY`` rows, index order); ``table[grid coords]`` -> row
     entries: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     table: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
 
@@ -157,12 +156,9 @@ def _check_str(value: Any, what: str, prefix: str, *, limits: bool = True) -> st
     return value
 
 
-def _check_count(items: Sized, limit_key: str, what: str, prefix: str) -> None:
+def _check_count(items: list | dict | tuple, limit_key: str, what: str, prefix: str) -> None:
     if len(items) > LIMITS[limit_key]:
         raise LimitExceededError(f"{prefix}{what} has {len(items)} entries, the limit is {LIMITS[limit_key]}")
-
-
-Sized = Union[list, dict, tuple]
 
 
 def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict[str, Any]:
