@@ -549,3 +549,13 @@ def test_history_strings_are_not_limited_on_read() -> None:
         write_tetr(io.BytesIO(), [DatasetWrite("a", np.zeros(2))], history=t.history)
     with pytest.raises(MetadataError, match="surrogate"):
         write_tetr(io.BytesIO(), [DatasetWrite("a", np.zeros(2), attrs={"units": "\ud800"})])
+
+
+def test_backend_recognises_tetr_by_magic(tmp_path: Path) -> None:
+    from xarray_tensogram.backend import TensogramBackendEntrypoint
+
+    path = tmp_path / "tiles.bin"  # no .tet extension: the magic decides
+    path.write_bytes((DATA / "sample.tet").read_bytes())
+    assert TensogramBackendEntrypoint().guess_can_open(path)
+    with xr.open_dataset(path, engine="tensogram") as ds:
+        assert list(ds.data_vars) == ["temperature"]
