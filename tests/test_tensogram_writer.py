@@ -1066,3 +1066,77 @@ def test_unknown_encoding_keys_are_rejected(tmp_path):
     """As xarray's to_netcdf: a typo in encoding= should not silently write an uncompressed file."""
     with pytest.raises((ValueError, TypeError, KeyError, xarray_tensogram.XarrayTensogramError)):
         to_tensogram(_enc_ds(), tmp_path / "typo.tgm", encoding={"t": {"compresion": "zstd"}})
+
+
+# ---------------------------------------------------------------------------------------------
+# more Datasets opened from .tgm files: dates, ensembles, sub-hourly steps, holes
+# ---------------------------------------------------------------------------------------------
+
+def _reference_file(entries, ny=4, nx=5, coords_first=True):
+    """One reference message per entry (a dict of mars keys), one object each; lat/lon in the first."""
+    rng = np.random.default_rng(5)
+    out = []
+    for i, mars in enumerate(entries):
+        base = [{"mars": {"class": "od", "type": "pf", **mars}, "cf": {"units": "K"}}]
+        objs = [({"type": "ntensor", "shape": [ny, nx], "dtype": "float32"},
+                 (rng.normal(size=(ny, nx)) + 280).astype(np.float32))]
+        if i == 0 and coords_first:
+            for n, v in (("latitude", np.linspace(50, 40, ny)), ("longitude", np.linspace(0, 8, nx))):
+                base.append({"name": n})
+                objs.append(({"type": "ntensor", "shape": [v.size], "dtype": "float64"}, v))
+        out.append(bytes(tensogram.encode({"base": base}, objs)))
+    return b"".join(out)
+
+
+FROM_TGM_CASES = {
+    "dates-and-steps": [{"param": "2t", "date": d, "time": t, "step": s}
+                        for d in (20240101, 20240102) for t in (0, 1200) for s in (0, 6)],
+    "ensemble": [{"param": "2t", "date": 20240101, "time": 0, "step": s, "number": n}
+                 for n in range(3) for s in (0, 12)],
+    "sub-hourly-steps": [{"param": "2t", "date": 20240101, "time": 30, "step": s} for s in (0, 0.25, 1.5, 3)],
+    "levels-two-params": [{"param": p, "date": 20240101, "time": 0, "step": 0, "levelist": lev}
+                          for p in ("t", "q") for lev in (1000, 500, 850)],
+    "hole": [{"param": p, "date": 20240101, "time": 0, "step": s}
+             for p in ("t", "q") for s in (0, 6, 12) if not (p == "q" and s == 6)],
+}
+
+
+@pytest.mark.parametrize("case", list(FROM_TGM_CASES))
+def test_datasets_opened_from_tgm_round_trip(tmp_path, case):
+    src = tmp_path / "src.tgm"
+    src.write_bytes(_reference_file(FROM_TGM_CASES[case]))
+    with _open(src) as ds:
+        expected = ds.load()
+        to_tensogram(ds, tmp_path / "out.tgm")
+    if case == "hole":
+        assert expected["q"].attrs.get("tensogram_missing_objects") == 1
+        assert len(tensogram.scan((tmp_path / "out.tgm").read_bytes())) == 3
+    with _open(tmp_path / "out.tgm") as back:
+        xr.testing.assert_identical(back.load(), expected)
+
+
+def test_subset_opened_with_filter_by_keys_round_trips(tmp_path):
+    src = tmp_path / "src.tgm"
+    src.write_bytes(_reference_file(FROM_TGM_CASES["levels-two-params"]))
+    with _open(src, filter_by_keys={"mars.param": "t"}) as ds:
+        expected = ds.load()
+        to_tensogram(ds.sel(level=[500, 1000]), tmp_path / "out.tgm")
+    with _open(tmp_path / "out.tgm") as back:
+        xr.testing.assert_identical(back.load(), expected.sel(level=[500, 1000]))
+
+
+def test_dimension_coordinate_with_any_name_round_trips(tmp_path):
+    """A dimension coordinate that is not on the reader's list of coordinate names (site, member, lev ...)
+    comes back as the same coordinate, on its own dimension."""
+    ds = xr.Dataset({"t": (("site", "lev"), np.arange(6.0).reshape(3, 2))},
+                    coords={"site": ("site", [10, 20, 30], {"long_name": "station id"}), "lev": [1.5, 2.5]})
+    to_tensogram(ds, tmp_path / "c.tgm")
+    xr.testing.assert_identical(_open_loaded(tmp_path / "c.tgm"), ds)
+
+
+def test_returns_bytes_written(tmp_path):
+    ds = _two_var_ds()
+    n = to_tensogram(ds, tmp_path / "a.tgm")
+    assert n == os.path.getsize(tmp_path / "a.tgm")
+    m = ds.tensogram.to_tgm(tmp_path / "a.tgm", mode="a")
+    assert n + m == os.path.getsize(tmp_path / "a.tgm")
