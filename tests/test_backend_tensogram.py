@@ -472,6 +472,69 @@ def test_hole_across_variables_is_nan_and_counted(tmp_path, chunks):
         assert_matches_reference(ds, msgs)
 
 
+def _time_step_of(var, entry):
+    """Select a reference object's position in ``var`` whether time/step are dimensions or scalar coords.
+    A scalar coordinate must carry the object's own value; an invariant field may drop ``step``."""
+    mars = entry["mars"]
+    sel = {}
+    for name, value in (("time", _time_of(mars["date"], mars["time"])), ("step", np.timedelta64(mars["step"], "h"))):
+        if name in var.dims:
+            sel[name] = value
+        elif name in var.coords or name == "time":
+            assert name in var.coords, (var.name, name, var.coords)
+            assert var[name].values == value, (var.name, name, var[name].values, value)
+    return var.sel(sel)
+
+
+def _static_beside_cube(static_first):
+    rng = np.random.default_rng(8)
+    msgs = []
+    for step in range(4):
+        entries = [("2t", step)] + ([("lsm", 0)] if step == 0 else [])
+        if static_first:
+            entries = entries[::-1]
+        base, objs = [], []
+        for p, st in entries:
+            a = _field(rng, (NY, NX))
+            base.append({"mars": {"param": p, "date": DATE, "time": TIME, "step": st},
+                         "dim_names": ["latitude", "longitude"]})
+            objs.append((_desc(a), a))
+        msgs.append(_encode(base, objs))
+    return msgs
+
+
+def test_static_field_beside_a_cube_in_any_order(tmp_path):
+    """An invariant field (lsm, step 0 only) stored next to a 2t time series: the Dataset must not
+    depend on the order of the objects, and both variables keep their values."""
+    dims = []
+    for static_first in (False, True):
+        msgs = _static_beside_cube(static_first)
+        with _open(write(tmp_path / f"static{static_first}.tgm", msgs)) as ds:
+            assert ds["2t"].dims == ("step", "latitude", "longitude") and ds.sizes["step"] == 4
+            for e, a in records(msgs):
+                np.testing.assert_array_equal(_time_step_of(ds[e["mars"]["param"]], e).values, a)
+            dims.append({k: v.dims for k, v in ds.variables.items()})
+    assert dims[0] == dims[1]
+
+
+def test_variables_from_different_dates_keep_their_time(tmp_path):
+    """2t from the 1 January run and msl from the 2 January run in one file: msl must not be labelled
+    with 2t's date (its mars.date is not kept as an attribute either, so that label is all there is)."""
+    rng = np.random.default_rng(9)
+    msgs = []
+    for step in range(3):
+        base, objs = [], []
+        for p, date in (("2t", 20240101), ("msl", 20240102)):
+            a = _field(rng, (NY, NX))
+            base.append({"mars": {"param": p, "date": date, "time": TIME, "step": step},
+                         "dim_names": ["latitude", "longitude"]})
+            objs.append((_desc(a), a))
+        msgs.append(_encode(base, objs))
+    with _open(write(tmp_path / "two_runs.tgm", msgs)) as ds:
+        for e, a in records(msgs):
+            np.testing.assert_array_equal(_time_step_of(ds[e["mars"]["param"]], e).values, a)
+
+
 def test_duplicates_raise_hypercube_error_naming_filter_by_keys(tmp_path):
     msgs = era_messages(steps=range(3))
     dup = era_messages(steps=[1], coords=False, seed=5)
@@ -635,6 +698,14 @@ def test_decode_times_false(era):
         assert_matches_reference(dec, msgs, params=("10v",))
 
 
+def test_decode_timedelta_false(era):
+    path, _msgs = era
+    with _open(path, decode_timedelta=False) as ds:
+        assert ds["step"].dtype.kind in "iuf" and ds["step"].attrs["units"] == "hours"
+        assert ds["time"].dtype.kind == "M" and ds["valid_time"].dtype.kind == "M"
+        np.testing.assert_array_equal(ds["valid_time"].values, T0 + np.arange(24) * np.timedelta64(1, "h"))
+
+
 def _payload_offset(blob, arr):
     for candidate in (arr.tobytes(), arr.byteswap().tobytes()):
         k = blob.find(candidate)
@@ -688,6 +759,36 @@ def test_bytes_and_file_objects(tmp_path, kind):
     finally:
         if handle is not None:
             handle.close()
+
+
+def test_entrypoint_metadata_and_guess_can_open(tmp_path, monkeypatch):
+    import socket
+
+    ep = ENGINE()
+    assert ep.supports_groups is True
+    assert ep.description and ep.url
+    for kw in ("variable_key", "dim_names", "filter_by_keys", "group", "verify_hash", "drop_variables",
+               "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime", "decode_coords"):
+        assert kw in ep.open_dataset_parameters, kw
+    msgs = era_messages(steps=range(1))
+    good = write(tmp_path / "no_extension", msgs)
+    (tmp_path / "other.nc").write_bytes(b"CDF\x01" + bytes(100))
+
+    def no_network(*a, **k):
+        raise AssertionError("guess_can_open touched the network")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    assert ep.guess_can_open(good) and ep.guess_can_open(str(good))  # magic bytes, no extension
+    assert ep.guess_can_open(b"".join(msgs))
+    assert ep.guess_can_open(tmp_path / "missing.tgm")  # falls back to the extension
+    assert not ep.guess_can_open(tmp_path / "other.nc")
+    assert not ep.guess_can_open(tmp_path)  # a directory
+    assert ep.guess_can_open("https://example.invalid/data/era.tgm")
+    assert not ep.guess_can_open("s3://bucket/era.nc")
+    for odd in (None, 42, object(), b"", b"junk"):
+        assert ep.guess_can_open(odd) is False
+    f = io.BytesIO(b"".join(msgs))
+    assert ep.guess_can_open(f) and f.tell() == 0
 
 
 def test_engine_name_resolves_to_our_entrypoint(tmp_path):
@@ -978,6 +1079,28 @@ def test_threaded_scheduler(era):
         np.testing.assert_allclose(mean.values, expected_mean(msgs, "2t"), rtol=1e-6)
 
 
+def test_threaded_scheduler_many_concurrent_row_reads_of_one_object(era):
+    """Row-band chunks: many threads read byte ranges of the same objects at once (no lock, no races)."""
+    import dask
+
+    path, msgs = era
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # splitting the preferred chunks on purpose
+        ds = _open(path, chunks={"step": 2, "latitude": 1})
+    with ds:
+        assert ds["2t"].data.npartitions == 12 * NY
+        with dask.config.set(scheduler="threads", num_workers=8):
+            for _ in range(3):
+                got = ds[["2t", "10v"]].compute()
+                for p in ("2t", "10v"):
+                    expected = np.stack([a for e, a in sorted(data_records(msgs, p), key=lambda r: r[0]["mars"]["step"])])
+                    np.testing.assert_array_equal(got[p].values, expected)
+
+
+def _by_step(msgs, p):
+    return {int(e["mars"]["step"]): a.astype(np.float64) for e, a in data_records(msgs, p)}
+
+
 def expected_mean(msgs, p):
     return np.stack([a.astype(np.float64) for e, a in data_records(msgs, p)]).mean(axis=0)
 
@@ -996,6 +1119,13 @@ def test_distributed_local_cluster(era):
             # the work really ran in the worker processes
             workers = client.run(os.getpid)
             assert len(set(workers.values())) == 2 and os.getpid() not in workers.values()
+        # open_mfdataset(parallel=True) under the cluster: the opens run in the workers and the opened
+        # Datasets travel back to the client by pickle
+        with xr.open_mfdataset([path, path], engine=ENGINE, parallel=True, combine="nested",
+                               concat_dim="number", chunks={}) as mf:
+            assert mf["2t"].dims == ("number", "step", "latitude", "longitude")
+            total = client.compute(mf["2t"].sum("number")).result()
+            np.testing.assert_allclose(total.isel(step=5).values, 2.0 * _by_step(msgs, "2t")[5], rtol=1e-6)
 
 
 def test_open_mfdataset_parallel(tmp_path):
