@@ -223,6 +223,9 @@ class CountingMotoServer:
                 self._server.serve_forever(poll_interval=0.05)
 
         self._moto = _Threaded(ip_address="127.0.0.1", port=0, verbose=False)
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per request
 
     def start(self, timeout: float = 30.0) -> "CountingMotoServer":
         self._moto.start()
