@@ -1140,3 +1140,129 @@ def test_returns_bytes_written(tmp_path):
     assert n == os.path.getsize(tmp_path / "a.tgm")
     m = ds.tensogram.to_tgm(tmp_path / "a.tgm", mode="a")
     assert n + m == os.path.getsize(tmp_path / "a.tgm")
+
+
+def test_dask_backed_dataset_writes_the_same_bytes(tmp_path):
+    pytest.importorskip("dask")
+    r = {"time": "2026-01-01T00:00:00Z", "uuid": "12345678-1234-4234-8234-123456789abc"}
+    ds = xr.Dataset({"t": (("number", "y", "x"), np.stack([T32] * 3))},
+                    coords={"number": ("number", [0, 1, 2], {"long_name": "number"})})
+    to_tensogram(ds, tmp_path / "a.tgm", message_dims=["number"], reserved=r)
+    to_tensogram(ds.chunk({"number": 1, "y": 7}), tmp_path / "b.tgm", message_dims=["number"], reserved=r)
+    assert (tmp_path / "a.tgm").read_bytes() == (tmp_path / "b.tgm").read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# encode_message against the reference on less common inputs
+# ---------------------------------------------------------------------------------------------
+
+def _nan_bytes(dtype="float32"):
+    v = np.linspace(0, 1, 4000 if dtype == "float32" else 4000).astype(np.float32 if dtype == "float32" else np.float64)
+    v[::9] = np.nan
+    v[5] = -np.inf
+    return v.tobytes()
+
+
+@pytest.mark.parametrize("kw", [{"allow_nan": True, "allow_inf": True}, {"allow_nan": True, "allow_inf": True,
+                                                                         "nan_mask_method": "rle"}],
+                         ids=["roaring", "rle"])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_raw_bytes_input_gets_masks_like_the_reference(kw, dtype):
+    """spec 11/19: float16/bfloat16/complex data must be handed over as bytes; the NaN/Inf scan and the
+    masks apply to them as to arrays."""
+    if "roaring" in str(kw.get("nan_mask_method", "roaring")):
+        pytest.importorskip("pyroaring")
+    raw = _nan_bytes(dtype)
+    desc = {"type": "ntensor", "shape": [len(raw) // (4 if dtype == "float32" else 16)], "dtype": dtype}
+    ref = _ref_buffered({}, [(desc, raw)], **kw)
+    ours = encode_message({}, [(desc, raw)], reserved=_reserved(ref), **kw)
+    _assert_same_bytes(ours, ref)
+
+
+def test_raw_bytes_with_nan_are_refused_without_allow_nan():
+    desc = {"type": "ntensor", "shape": [4000], "dtype": "float32"}
+    with pytest.raises(Exception):
+        tensogram.encode({}, [(desc, _nan_bytes())])
+    with pytest.raises(Exception):
+        encode_message({}, [(desc, _nan_bytes())])
+
+
+def _d(shape=(100,), dtype="float64", **kw):
+    return {"type": "ntensor", "shape": list(shape), "dtype": dtype, **kw}
+
+
+_LIN = np.linspace(0, 1, 100)
+REFUSED = {
+    # inputs the reference refuses; writing them anyway gives messages that decode to garbage or not at all
+    "sp-binary-scale-factor-300": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8, sp_reference_value=0.0,
+                                            sp_binary_scale_factor=300), _LIN)]),
+    "sp-range-needs-E>256": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8), _LIN * 1e300)]),
+    "sp-reference-nan": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8, sp_reference_value=float("nan"),
+                                  sp_binary_scale_factor=0), _LIN)]),
+    "sp-decimal-scale-float": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8,
+                                        sp_decimal_scale_factor=1.0), _LIN)]),
+    "shape-longer-than-data": ({}, [(_d(shape=(7,), dtype="float32"), _LIN.astype(np.float32))]),
+    "shape-vs-raw-bytes": ({}, [(_d(shape=(7,), dtype="float32"), _LIN.astype(np.float32).tobytes())]),
+    "negative-shape": ({}, [(_d(shape=(-1,)), _LIN)]),
+    "byte-order-unknown": ({}, [(_d(byte_order="middle"), _LIN)]),
+    "zstd-level-text": ({}, [(_d(compression="zstd", zstd_level="3"), _LIN)]),
+}
+
+
+@pytest.mark.parametrize("meta, objs", [pytest.param(m, o, id=k) for k, (m, o) in REFUSED.items()])
+def test_refuses_what_the_reference_refuses(meta, objs):
+    with pytest.raises(Exception):
+        tensogram.encode(meta, objs)
+    try:
+        message = encode_message(meta, objs)
+    except Exception:
+        return
+    try:
+        problem = f"decodes to {tensogram.decode(message).objects[0][1][:4]!r}"
+    except Exception as e:
+        problem = f"the reference cannot decode it: {e}"
+    pytest.fail(f"written although the reference refuses it; {problem}")
+
+
+METADATA_PARITY = {
+    # spec 7: ints outside i64 become floats in the reference binding
+    "int-above-i64": {"x": 2**63, "y": 2**64 - 1},
+    "int-below-i64": {"x": -(2**63) - 1},
+    # spec 7: bytewise order of encoded keys when integer and text keys are mixed
+    "mixed-int-text-keys": {"base": [{"m": {1: "a", "b": 2, -1: 3, 1000: 4, "": 5}}]},
+    # numpy scalars are accepted by the reference binding
+    "numpy-scalars": {"x": np.float32(1.5), "y": np.int64(3), "z": np.float64(0.1), "b": np.bool_(True)},
+}
+
+
+@pytest.mark.parametrize("meta", [pytest.param(m, id=k) for k, m in METADATA_PARITY.items()])
+def test_metadata_values_like_the_reference(meta):
+    objs = [(_d(), _LIN)]
+    ref = _ref_buffered(meta, objs)
+    ours = encode_message(meta, objs, reserved=_reserved(ref))
+    _assert_same_bytes(ours, ref)
+
+
+@pytest.mark.parametrize("compression", ["rle", "roaring"])
+def test_bitmask_payload_compressions(compression):
+    """spec 13.9/13.10: bitmask objects with rle or roaring compression."""
+    if compression == "roaring":
+        pytest.importorskip("pyroaring")
+    bits = np.zeros(5000, dtype=bool)
+    bits[100:900] = True
+    bits[::37] = True
+    packed = np.packbits(bits).tobytes()
+    desc = {"type": "ntensor", "shape": [5000], "dtype": "bitmask", "compression": compression}
+    ref = _ref_buffered({}, [(desc, packed)])
+    ours = encode_message({}, [(desc, packed)], reserved=_reserved(ref))
+    _assert_same_bytes(ours, ref)
+
+
+def test_non_contiguous_arrays_are_written_in_c_order():
+    """The reference takes a numpy array's memory as is (a transposed array comes back scrambled); ours writes
+    the logical C-order values, which is what a transposed input means."""
+    a = np.arange(12.0).reshape(3, 4).T
+    back = tensogram.decode(encode_message({}, [(_d(shape=a.shape), a)])).objects[0][1]
+    np.testing.assert_array_equal(back, a)
+    ref = _ref_buffered({}, [(_d(shape=a.shape), np.ascontiguousarray(a))])
+    _assert_same_bytes(encode_message({}, [(_d(shape=a.shape), a)], reserved=_reserved(ref)), ref)
