@@ -330,7 +330,9 @@ class FsspecSource(ByteSource):
         try:
             size = fs.size(path)
         except FileNotFoundError as exc:
-            raise FileNotFoundError(f"{url}: no such remote file ({_short(exc)})") from exc
+            reason = _short(exc)
+            what = "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
+            raise FileNotFoundError(f"{url}: {what} ({reason})") from exc
         except PermissionError as exc:
             raise PermissionError(f"{url}: access denied ({_short(exc)})") from exc
         if size is None:
@@ -381,11 +383,12 @@ class FsspecSource(ByteSource):
             head = min(self.size, self.END_BLOCK)
             tail = max(0, self.size - self.END_BLOCK)
             for lo, hi in ((0, head), (tail, self.size)):
-                if lo <= offset and offset + length <= hi and len(self._ends) < 2:
+                if lo <= offset and offset + length <= hi:
                     block = self._fetch(lo, hi - lo)
                     if len(block) == hi - lo:
                         with self._lock:
-                            self._ends.append((lo, block))
+                            if all(start != lo for start, _ in self._ends):
+                                self._ends = self._ends + [(lo, block)]
                     return block[offset - lo : offset + length - lo]
         return self._fetch(offset, length)
 
@@ -427,8 +430,14 @@ class FsspecSource(ByteSource):
 
 
 def _short(exc: BaseException) -> str:
+    """One line naming the error, and its cause when fsspec wrapped one (e.g. a refused connection)."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
+    line = f"{type(exc).__name__}: {text[0] if text else ''}"
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc:
+        more = str(cause).strip().splitlines()
+        line += f"; caused by {type(cause).__name__}: {more[0] if more else ''}"
+    return line
 
 
 def _reopen_fsspec(url: str, options: Mapping[str, Any], size: int) -> FsspecSource:
