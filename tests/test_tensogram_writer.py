@@ -1266,3 +1266,16 @@ def test_non_contiguous_arrays_are_written_in_c_order():
     np.testing.assert_array_equal(back, a)
     ref = _ref_buffered({}, [(_d(shape=a.shape), np.ascontiguousarray(a))])
     _assert_same_bytes(encode_message({}, [(_d(shape=a.shape), a)], reserved=_reserved(ref)), ref)
+
+
+def test_per_variable_mask_method(tmp_path):
+    """encoding={var: {"mask_method": ...}} chooses that variable's masks, whatever the other variables ask for."""
+    ds = xr.Dataset({"t": (("y", "x"), MASKED32), "n": (("y", "x"), N16), "d": (("y", "x"), MASKED32.astype("f8"))})
+    to_tensogram(ds, tmp_path / "m.tgm", encoding={"t": {"mask_method": "rle"}, "d": {"mask_method": "zstd"}})
+    data = (tmp_path / "m.tgm").read_bytes()
+    assert _mask_methods(data, 0) == {"nan": "rle", "inf-": "rle"}
+    assert _mask_methods(data, 2) == {"nan": "zstd", "inf-": "zstd"}
+    to_tensogram(ds, tmp_path / "m.tgm", mask_method="none")
+    data = (tmp_path / "m.tgm").read_bytes()
+    assert _mask_methods(data, 0) == _mask_methods(data, 2) == {"nan": "none", "inf-": "none"}
+    xr.testing.assert_identical(_open_loaded(tmp_path / "m.tgm"), ds)
