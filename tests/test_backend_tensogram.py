@@ -587,6 +587,13 @@ def test_heterogeneous_open_dataset_lists_groups(tmp_path):
         np.testing.assert_array_equal(ds["latitude"].values, LAT)
     with pytest.raises(GroupSelectionError, match="grid_7x12"):
         _open(path, group="grid_1x1")
+    # ... or filter_by_keys down to one grid: its own coordinate objects come along
+    msgs = hetero_messages()
+    with _open(path, filter_by_keys={"mars.param": "sst"}) as ds:
+        assert list(ds.data_vars) == ["sst"]
+        np.testing.assert_array_equal(ds["latitude"].values, coord_record(msgs, "latitude", 7))
+        np.testing.assert_array_equal(ds["longitude"].values, coord_record(msgs, "longitude", 12))
+        assert_matches_reference(ds, msgs, params=("sst",))
 
 
 def test_heterogeneous_open_groups_and_datatree(tmp_path):
@@ -610,6 +617,31 @@ def test_heterogeneous_open_groups_and_datatree(tmp_path):
         sst = tree["grid_7x12"].to_dataset()
         assert_matches_reference(sst, msgs, params=("sst",))
         assert tree["grid_19x36"]["2t"].dims == ("step", "latitude", "longitude")
+
+
+def test_heterogeneous_dtypes_split_into_groups(tmp_path):
+    """2t as float32 (with msl) in two messages and as float64 in two others: one group per dtype."""
+    rng = np.random.default_rng(10)
+    msgs = []
+    for step in range(2):
+        objs = [(_desc(a), a) for a in (_field(rng, (NY, NX)), _field(rng, (NY, NX)))]
+        msgs.append(_encode([{"mars": {"param": p, "step": step}, "dim_names": ["latitude", "longitude"]}
+                             for p in ("2t", "msl")], objs))
+    for step in range(2):
+        a = _field(rng, (NY, NX), np.float64)
+        msgs.append(_encode([{"mars": {"param": "2t", "step": step, "stream": "enfo"},
+                              "dim_names": ["latitude", "longitude"]}], [(_desc(a), a)]))
+    path = write(tmp_path / "dtypes.tgm", msgs)
+    with pytest.raises(GroupSelectionError, match="float64"):
+        _open(path)
+    with xr.open_datatree(path, engine=ENGINE) as tree:
+        assert set(tree.children) == {"grid_19x36_float32", "grid_19x36_float64"}
+        f32, f64 = tree["grid_19x36_float32"].to_dataset(), tree["grid_19x36_float64"].to_dataset()
+        assert set(f32.data_vars) == {"2t", "msl"} and list(f64.data_vars) == ["2t"]
+        assert f32["2t"].dtype == np.float32 and f64["2t"].dtype == np.float64
+        for e, a in records(msgs):
+            ds = f64 if a.dtype == np.float64 else f32
+            np.testing.assert_array_equal(ds[e["mars"]["param"]].sel(_sel(e)).values, a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -902,6 +934,8 @@ def test_compressed_selection_reads_only_the_touched_objects(tmp_path, monkeypat
     path = write(tmp_path / "zstd.tgm", msgs)
     spy = _Spy(monkeypatch)
     with _open(path) as ds:
+        coord_bytes = (NY + NX) * 8
+        assert spy.total < coord_bytes + 0.1 * os.path.getsize(path), (spy.total, os.path.getsize(path))
         spy.reset()
         got = ds["2t"][3, :2].values
         by_step = {e["mars"]["step"]: a for e, a in data_records(msgs, "2t")}
