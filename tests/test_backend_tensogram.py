@@ -912,7 +912,9 @@ def test_open_reads_metadata_only(tmp_path, monkeypatch):
         np.testing.assert_array_equal(got, arr[:2])
         row_bytes = 2 * nx * arr.dtype.itemsize
         off = _payload_offset(blob, arr)
-        frame_meta = _frame_metadata_bytes(msgs, blob, off, arr.nbytes)
+        frame_off, frame_len, payload_off, payload_len = data_frames(msgs)[0][0]
+        assert (payload_off, payload_len) == (off, arr.nbytes)  # the walker agrees with the search
+        frame_meta = frame_len - payload_len  # frame header, CBOR descriptor, footer
         assert spy.total <= 2 * row_bytes + frame_meta, (spy.total, row_bytes, frame_meta)
         assert spy.overlap(off + row_bytes, off + arr.nbytes) <= row_bytes
         for other_off, n in payloads:
@@ -933,9 +935,11 @@ def test_compressed_selection_reads_only_the_touched_objects(tmp_path, monkeypat
     starts = np.cumsum([0] + [len(m) for m in msgs])
     path = write(tmp_path / "zstd.tgm", msgs)
     spy = _Spy(monkeypatch)
+    frames = data_frames(msgs)
+    payloads = [(f[2], f[3]) for fr in frames for f in fr[:len(PARAMS)]]  # data objects, not lat/lon
     with _open(path) as ds:
-        coord_bytes = (NY + NX) * 8
-        assert spy.total < coord_bytes + 0.1 * os.path.getsize(path), (spy.total, os.path.getsize(path))
+        for off, n in payloads:  # open read no compressed payload byte
+            assert spy.overlap(off, off + n) == 0
         spy.reset()
         got = ds["2t"][3, :2].values
         by_step = {e["mars"]["step"]: a for e, a in data_records(msgs, "2t")}
@@ -943,20 +947,34 @@ def test_compressed_selection_reads_only_the_touched_objects(tmp_path, monkeypat
         assert spy.ranges
         for off, n in spy.ranges:  # message 3 (step 3) only ...
             assert starts[3] <= off and off + n <= starts[4], (off, n, starts)
-        assert spy.total < len(msgs[3]) / 2  # ... and only one of its four objects
+        frame3 = frames[3][0]  # ... and only the 2t frame of that message
+        for off, n in spy.ranges:
+            assert frame3[0] <= off and off + n <= frame3[0] + frame3[1], (off, n, frame3)
         spy.reset()
         ds["msl"].isel(step=[1, 4], latitude=0).values
         touched = {int(np.searchsorted(starts, off, side="right")) - 1 for off, _n in spy.ranges}
         assert touched == {1, 4}
 
 
-def _frame_metadata_bytes(msgs, blob, payload_off, payload_len):
-    """Non-payload bytes of the data frame holding the payload (frame header, CBOR descriptor, footer),
-    found from the frame markers around the payload (the spec's 'FR' start and 'ENDF' end)."""
-    start = blob.rfind(b"FR", 0, payload_off)
-    end = blob.find(b"ENDF", payload_off + payload_len) + 4
-    assert start >= 0 and end > payload_off
-    return (end - start) - payload_len
+def data_frames(msgs):
+    """Per message, the NTensorFrames (type 9) as (frame offset, frame length, payload offset, payload length),
+    absolute in the concatenated file, found by walking the frames as the spec describes (section 3: 16-byte
+    header ``FR`` type u16 ... length u64 BE; 20-byte footer starting with cbor_offset u64 BE; the payload
+    precedes the descriptor; frames padded to multiples of 8 from the message start)."""
+    out, base = [], 0
+    for m in msgs:
+        frames, pos = [], 24
+        while m[pos:pos + 2] == b"FR":
+            ftype = int.from_bytes(m[pos + 2:pos + 4], "big")
+            length = int.from_bytes(m[pos + 8:pos + 16], "big")
+            assert m[pos + length - 4:pos + length] == b"ENDF"
+            if ftype == 9:
+                cbor_offset = int.from_bytes(m[pos + length - 20:pos + length - 12], "big")
+                frames.append((base + pos, length, base + pos + 16, cbor_offset - 16))
+            pos += -(-length // 8) * 8
+        out.append(frames)
+        base += len(m)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
