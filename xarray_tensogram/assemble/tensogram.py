@@ -52,6 +52,7 @@ class _Object:
     name: str
     spec: Callable[[], ArraySpec]
     name_key: str | None = None
+    selected: bool = True  # matches filter_by_keys (coordinate objects are kept regardless)
 
 
 def _hashable(v: Any) -> Any:
@@ -111,8 +112,9 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
         for j in range(len(msg.objects)):
             entry = meta["base"][j]
             keys = _flat_keys(entry)
-            if filter_by_keys and not all(_matches(_lookup(keys, extra_flat, k), v) for k, v in filter_by_keys.items()):
-                continue
+            selected = not filter_by_keys or all(
+                _matches(_lookup(keys, extra_flat, k), v) for k, v in filter_by_keys.items()
+            )
             shape, dtype = msg.object_geometry(j)
             name, name_key = None, None
             for key in ((variable_key,) if variable_key else NAME_KEYS):
@@ -123,12 +125,30 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
             if name is None:
                 name = f"object_{j}"
             objects.append(_Object(m, j, keys, entry, tuple(shape), dtype, name,
-                                   (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash)), name_key))
+                                   (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash)), name_key,
+                                   selected))
     return objects, extra0 or {}
 
 
-def _is_coordinate(o: _Object, variable_key: str | None) -> bool:
-    return o.name.lower() in COORDINATE_NAMES and len(o.shape) in (1, 2)
+def _coordinate_names(objects: Sequence[_Object]) -> set[str]:
+    """Names that other objects use as a dimension or list in a ``coordinates`` attribute."""
+    names: set[str] = set()
+    for o in objects:
+        dims = o.raw_entry.get("dim_names")
+        if isinstance(dims, list):
+            names.update(d for d in dims if isinstance(d, str))
+        for key in ("coordinates", "cf.coordinates"):
+            value = o.keys.get(key)
+            if isinstance(value, str):
+                names.update(value.split())
+    return names
+
+
+def _is_coordinate(o: _Object, referenced: set[str]) -> bool:
+    """Coordinate objects: named like a coordinate, or used by other objects as a dimension/coordinate."""
+    if len(o.shape) not in (1, 2):
+        return False
+    return o.name.lower() in COORDINATE_NAMES or o.name in referenced
 
 
 def _group_objects(data: list[_Object]) -> dict[str, list[_Object]]:
@@ -152,7 +172,23 @@ def _group_objects(data: list[_Object]) -> dict[str, list[_Object]]:
     return dict(sorted(names.items()))
 
 
-def _stack_dims(objs: list[_Object], name_key_used: set[str]) -> tuple[list[str], dict[str, str], list[Any]]:
+def _group_varying_mars_keys(objs: Sequence[_Object]) -> set[str]:
+    """MARS time/step keys whose values differ anywhere in a group.
+
+    They become dimensions of every variable that has them (with holes where a
+    variable lacks a value), because one Dataset cannot hold two different scalar
+    ``time`` or ``step`` coordinates without mislabelling a variable.
+    """
+    forced: set[str] = set()
+    for key in MARS_TIME_KEYS + (MARS_STEP_KEY,):
+        values = {o.keys[key] for o in objs if key in o.keys}
+        if len(values) > 1:
+            forced.add(key)
+    return forced
+
+
+def _stack_dims(objs: list[_Object], name_key_used: set[str],
+                forced: set[str] = frozenset()) -> tuple[list[str], dict[str, str], list[Any]]:
     """Varying keys of a variable's objects -> (stacked dim names, dim -> source key(s), per-object coords)."""
     all_keys: list[str] = []
     for o in objs:
@@ -164,7 +200,7 @@ def _stack_dims(objs: list[_Object], name_key_used: set[str]) -> tuple[list[str]
         if k in name_key_used or k == "dim_names" or k.endswith(".dim_names"):
             continue
         values = {o.keys.get(k, None) for o in objs}
-        if len(values) > 1:
+        if len(values) > 1 or k in forced:
             varying.append(k)
     dims: dict[str, str] = {}
     time_varies = any(k in varying for k in MARS_TIME_KEYS)
@@ -262,11 +298,30 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     for o in objs:
         by_name.setdefault(o.name, []).append(o)
     taken: dict[str, int] = dict(coord_dims)
+    # stacked dimensions of every variable; a dimension shared by several variables takes the union
+    # of their values, so that a combination one variable lacks becomes a hole, not a conflict
+    plans: dict[str, tuple[list[str], dict[str, str], list[str]]] = {}
+    union: dict[str, list[Any]] = {}
+    union_source: dict[str, str] = {}
+    forced = _group_varying_mars_keys([o for name, vo in by_name.items() if name not in drop_variables for o in vo])
     for vname, vobjs in by_name.items():
         if vname in drop_variables:
             continue
-        stack_dims, sources, varying = _stack_dims(vobjs, name_keys)
-        dim_values = {d: _sorted_unique(_dim_value(o, sources[d]) for o in vobjs) for d in stack_dims}
+        plans[vname] = _stack_dims(vobjs, name_keys, forced)
+        stack_dims, sources, _varying = plans[vname]
+        for d in stack_dims:
+            if union_source.setdefault(d, sources[d]) != sources[d]:
+                raise HypercubeError(
+                    f"dimension {d!r} comes from {union_source[d]!r} for some variables and from {sources[d]!r} for "
+                    f"variable {vname!r}; open them separately with filter_by_keys={{...}}"
+                )
+            union.setdefault(d, []).extend(_dim_value(o, sources[d]) for o in vobjs)
+    union = {d: _sorted_unique(v) for d, v in union.items()}
+    for vname, vobjs in by_name.items():
+        if vname in drop_variables:
+            continue
+        stack_dims, sources, varying = plans[vname]
+        dim_values = {d: union[d] for d in stack_dims}
         stack_shape = tuple(len(dim_values[d]) for d in stack_dims)
         members: list[ArraySpec | None] = [None] * max(1, math.prod(stack_shape))
         where: dict[int, _Object] = {}
@@ -384,8 +439,9 @@ def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: 
     """All compatible groups of a Tensogram file as raw (CF-encoded) Datasets, keyed by group name."""
     objects, extra = _collect(tfile, variable_key, filter_by_keys, verify_hash)
     drop = frozenset(drop_variables)
-    coords = [o for o in objects if _is_coordinate(o, variable_key)]
-    data = [o for o in objects if not _is_coordinate(o, variable_key)]
+    referenced = _coordinate_names(objects)
+    coords = [o for o in objects if _is_coordinate(o, referenced)]
+    data = [o for o in objects if not _is_coordinate(o, referenced) and o.selected]
     if not data:
         return {"/": _build_group([], coords, extra, dim_names=dim_names, variable_key=variable_key, drop_variables=drop)}
     groups = _group_objects(data)

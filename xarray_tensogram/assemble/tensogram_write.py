@@ -132,6 +132,18 @@ def _message_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[l
     return dims, sources
 
 
+_WRITER_OPTIONS = frozenset(_DESCRIPTOR_KEYS | set(_ENCODING_ALIASES) | {"mask_method"})
+
+
+def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]]) -> None:
+    for name, enc in encoding.items():
+        if name not in ds.variables:
+            raise ValueError(f"encoding given for {name!r}, which is not a variable of the Dataset")
+        unknown = set(enc) - _WRITER_OPTIONS
+        if unknown:
+            raise ValueError(f"unknown encoding keys for {name!r}: {sorted(unknown)}; valid keys: {sorted(_WRITER_OPTIONS)}")
+
+
 def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encoding: Mapping[str, Mapping[str, Any]],
                    hash: str | None, layout: str, reserved: Mapping[str, Any] | None,
                    mask_method: str | None) -> Iterator[bytes]:
@@ -163,8 +175,9 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             values = np.asarray(sub.values)
             if var.attrs.get("tensogram_missing_objects") and values.dtype.kind == "f" and np.isnan(values).all():
                 continue  # a hole in the original hypercube stays a hole
-            if desc.get("encoding") == "simple_packing" and values.dtype != np.float64:
-                values = values.astype(np.float64)
+            needs_f64 = desc.get("encoding") == "simple_packing" or desc.get("compression") in ("zfp", "sz3")
+            if needs_f64 and values.dtype != np.float64:
+                values = values.astype(np.float64)  # these stages work on float64 only
             entry = _attrs_to_entry(var.attrs, var.encoding.get("tensogram_cf_attrs"))
             _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
             for d in var_mdims:
@@ -175,11 +188,14 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
                     for key, value in _key_value(src, ds[cname].values[()]):
                         _set_path(entry, key, value)
             entry["dim_names"] = [d for d in var.dims if d not in var_mdims]
+            aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims and ds[c].ndim
+                   and set(ds[c].dims) <= set(var.dims) and not any(d in mdims for d in ds[c].dims)]
+            if aux:
+                _set_path(entry, "cf.coordinates", " ".join(aux))
             base.append(entry)
             desc["shape"] = list(values.shape)
+            desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
             objects.append(ObjectInput(values, desc))
-            # remember per-object mask method
-            objects[-1].descriptor.setdefault("_mask_method", var_mask or default_mask)
         if first:
             for cname, coord in ds.coords.items():
                 if cname in skip_coords or coord.ndim == 0 or any(d in mdims for d in coord.dims):
@@ -196,11 +212,9 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             first = False
         if not objects:
             continue
-        methods = {o.descriptor.pop("_mask_method", default_mask) for o in objects}
-        method = methods.pop() if len(methods) == 1 else default_mask
         yield encode_message({"base": base, "_extra_": extra}, objects, hash=hash, layout=layout, reserved=reserved,
-                             allow_nan=True, allow_inf=True, nan_mask_method=method, pos_inf_mask_method=method,
-                             neg_inf_mask_method=method)
+                             allow_nan=True, allow_inf=True, nan_mask_method=default_mask,
+                             pos_inf_mask_method=default_mask, neg_inf_mask_method=default_mask)
 
 
 def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike, *, mode: str = "w",
@@ -217,6 +231,7 @@ def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike, *, mode
     """
     if isinstance(ds, xr.DataArray):
         ds = ds.to_dataset(name=ds.name or "data")
+    _check_user_encoding(ds, encoding or {})
     messages = _iter_messages(ds, message_dims=message_dims, encoding=encoding or {}, hash=hash, layout=layout,
                               reserved=reserved, mask_method=mask_method)
     return write_messages(path, messages, mode=mode)

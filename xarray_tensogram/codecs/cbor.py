@@ -79,6 +79,25 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "") -> tuple[Any, int
     return obj, buf.tell()
 
 
+def _head(major: int, n: int) -> bytes:
+    if n < 24:
+        return bytes([(major << 5) | n])
+    for info, width in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if n < (1 << (8 * width)):
+            return bytes([(major << 5) | info]) + n.to_bytes(width, "big")
+    raise ValueError("CBOR length too large")
+
+
 def dumps_canonical(obj: Any) -> bytes:
-    """Deterministic CBOR as the Tensogram reference writes it (text keys: cbor2 canonical)."""
+    """Deterministic CBOR exactly as the Tensogram reference writes it (spec §7).
+
+    Maps are sorted by the bytewise order of their encoded keys (which for text keys
+    equals cbor2's length-first canonical order, but differs when integer and text keys
+    are mixed); leaves use cbor2's canonical form (shortest integers and floats).
+    """
+    if isinstance(obj, dict):
+        items = sorted(((dumps_canonical(k), v) for k, v in obj.items()), key=lambda kv: kv[0])
+        return _head(5, len(items)) + b"".join(k + dumps_canonical(v) for k, v in items)
+    if isinstance(obj, (list, tuple)):
+        return _head(4, len(obj)) + b"".join(dumps_canonical(v) for v in obj)
     return cbor2.dumps(obj, canonical=True)

@@ -65,6 +65,8 @@ def _libaec() -> ctypes.CDLL:
 def szip_encode(data: bytes, bits_per_sample: int, block_size: int, rsi: int, flags: int,
                 sample_bytes: int) -> tuple[bytes, list[int]]:
     """Encode ``data``; return the libaec stream and the RSI bit offsets (truncated as the reference does)."""
+    if not data:
+        return b"", []  # the reference writes an empty payload for an empty object
     lib = _libaec()
     src = ctypes.create_string_buffer(bytes(data), len(data))
     cap = len(data) + len(data) // 2 + 1024 + block_size * rsi * 8

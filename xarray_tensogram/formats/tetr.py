@@ -60,6 +60,10 @@ FOOTER_TAIL = struct.Struct("<QI4s")
 RECORD_HEADER = struct.Struct("<IIII")
 MAX_NDIM = 8
 FLAG_FOOTER = 1
+#: largest zstd block: bounds what a stored zstd payload can decode to
+_ZSTD_BLOCK = 131072
+#: nesting bound for footer JSON (serde_json's default recursion limit in the reference)
+MAX_JSON_DEPTH = 128
 
 #: wire code -> (short name, little-endian numpy dtype)
 DTYPE_CODES: dict[int, tuple[str, np.dtype]] = {
@@ -259,10 +263,21 @@ def _json_bytes(obj: Any) -> bytes:
 
 
 def _parse_json(data: bytes, what: str, prefix: str) -> Any:
+    """One JSON value, nested at most ``MAX_JSON_DEPTH`` deep (serde_json's recursion limit)."""
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        obj = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise LimitExceededError(f"{prefix}{what} is nested too deeply (the limit is {MAX_JSON_DEPTH} levels)") from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise MetadataError(f"{prefix}{what} is not valid UTF-8 JSON: {exc}") from exc
+    stack = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise LimitExceededError(f"{prefix}{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return obj
 
 
 def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
@@ -459,9 +474,14 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
     entries = src.read_array(offset + 32, 104 * count, what="chunk index entries").view(ENTRY)
     codec_ok = np.isin(entries["codec"], list(CODECS))
     raw_ok = (entries["codec"] != 0) | (entries["raw"] == entries["stored"])
+    # zstd cannot expand more than one 128 KiB block per 4 stored bytes: bound raw_byte_len before allocating
+    # (raw <= (stored // 4 + 1) * block, written without u64 overflow)
+    blocks, quarter = entries["raw"] // np.uint64(_ZSTD_BLOCK), entries["stored"] // np.uint64(4)
+    zstd_ok = (entries["codec"] != 1) | (blocks <= quarter) | (
+        (blocks == quarter + np.uint64(1)) & (entries["raw"] % np.uint64(_ZSTD_BLOCK) == 0))
     span_ok = (entries["offset"] <= np.uint64(payload_end)) & (entries["stored"] <= np.uint64(payload_end) - np.minimum(
         entries["offset"], np.uint64(payload_end)))
-    bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok))
+    bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & zstd_ok))
     if bad.size:
         k = int(bad[0])
         e = entries[k]
@@ -470,6 +490,9 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
             raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected 0 (raw) or 1 (zstd)")
         if not raw_ok[k]:
             raise CorruptFileError(f"{at}raw codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}")
+        if span_ok[k]:
+            raise LimitExceededError(f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
+                                     f"zstd (at most one {_ZSTD_BLOCK}-byte block per 4 stored bytes)")
         raise CorruptFileError(f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
                                f"the payload region, which ends at byte {payload_end}")
     return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
@@ -478,7 +501,8 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
 def _tile_bytes(ds: TetrDataset, coords: np.ndarray) -> np.ndarray:
     """Clipped tile size in bytes for each row of grid coordinates."""
     shape = np.asarray(ds.shape, dtype=np.int64)
-    chunk = np.asarray(ds.chunk_shape, dtype=np.int64)
+    # a chunk extent may exceed the shape (one clipped tile on that axis), even up to 2**64-1
+    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape)], dtype=np.int64)
     start = coords.astype(np.int64) * chunk
     extent = np.minimum(chunk, shape - start)
     return np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize

@@ -55,6 +55,49 @@ class ObjectInput:
     descriptor: dict = field(default_factory=dict)
 
 
+#: descriptor parameters and the type the reference insists on (strict typing, spec §10.2)
+_PARAM_TYPES: dict[str, str] = {
+    "sp_bits_per_value": "int", "sp_decimal_scale_factor": "int", "sp_binary_scale_factor": "int",
+    "sp_reference_value": "float", "shuffle_element_size": "int", "szip_rsi": "int", "szip_block_size": "int",
+    "szip_flags": "int", "zstd_level": "int", "blosc2_codec": "str", "blosc2_clevel": "int", "zfp_mode": "str",
+    "zfp_rate": "float", "zfp_precision": "int", "zfp_tolerance": "float", "sz3_error_bound": "float",
+    "sz3_error_bound_mode": "str",
+}
+
+
+def _check_param_types(desc: Mapping[str, Any]) -> None:
+    for key, kind in _PARAM_TYPES.items():
+        if key not in desc:
+            continue
+        v = desc[key]
+        if kind == "int":
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+        elif kind == "float":
+            ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+            if ok and isinstance(v, (int, np.integer)) and abs(int(v)) > 2**53:
+                ok = False
+        else:
+            ok = isinstance(v, str)
+        if not ok:
+            raise EncodeError(f"descriptor parameter {key!r} must be {'an integer' if kind == 'int' else 'a number' if kind == 'float' else 'text'}, got {v!r}")
+
+
+def _normalise_value(v: Any) -> Any:
+    """Metadata values as the reference binding stores them: numpy scalars as Python values,
+    integers outside i64 as floats (spec §7)."""
+    if isinstance(v, dict):
+        return {_normalise_value(k): _normalise_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_normalise_value(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return [_normalise_value(x) for x in v.tolist()]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
+        return float(v)
+    return v
+
+
 def _frame(frame_type: int, body: bytes, hashing: bool) -> bytes:
     flags = 0x2 if hashing else 0
     h = xxh3_64(body) if hashing else 0
@@ -74,7 +117,16 @@ def _c_strides(shape: Sequence[int]) -> list[int]:
 
 
 def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.ndarray]:
-    """Boolean masks of NaN, +Inf, -Inf per element (complex: NaN in either part wins, then +Inf, then -Inf)."""
+    """Boolean masks of NaN, +Inf, -Inf per element (complex: NaN in either part wins, then +Inf, then -Inf).
+
+    bfloat16 values arrive as their uint16 bit patterns and are classified by exponent and mantissa.
+    """
+    if dtype_name == "bfloat16":
+        bits = np.asarray(values, dtype=np.uint16).reshape(-1)
+        special = (bits & 0x7F80) == 0x7F80
+        nan = special & ((bits & 0x007F) != 0)
+        inf = special & ((bits & 0x007F) == 0)
+        return {"nan": nan, "inf+": inf & (bits < 0x8000), "inf-": inf & (bits >= 0x8000)}
     if dtype_name.startswith("complex"):
         re, im = values.real.reshape(-1), values.imag.reshape(-1)
         nan = np.isnan(re) | np.isnan(im)
@@ -118,19 +170,24 @@ def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[b
 
 
 def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes, np.ndarray | None]:
-    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing)."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data), None
-    arr = np.asarray(data)
+    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing).
+
+    Raw ``bytes`` are taken as they are (the reference never converts them) and viewed in
+    the declared order so that float payloads can still be scanned for NaN/Inf.
+    """
     name = desc["dtype"]
-    if name == "bitmask":
-        return np.ascontiguousarray(arr, dtype=np.uint8).tobytes(), None
     order = "<" if desc.get("byte_order", "little") == "little" else ">"
-    if name == "bfloat16":
-        target = np.dtype("u2").newbyteorder(order)
-    else:
-        target = np.dtype(DTYPES[name][0]).newbyteorder(order)
-    values = np.ascontiguousarray(arr)
+    if name == "bitmask":
+        raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else \
+            np.ascontiguousarray(data, dtype=np.uint8).tobytes()
+        return raw, None
+    target = np.dtype("u2" if name == "bfloat16" else DTYPES[name][0]).newbyteorder(order)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if len(raw) % target.itemsize:
+            raise EncodeError(f"{len(raw)} bytes are not a whole number of {name} elements")
+        return raw, np.frombuffer(raw, dtype=target)
+    values = np.ascontiguousarray(np.asarray(data))
     return np.ascontiguousarray(values.astype(target, copy=False)).tobytes(), values
 
 
@@ -139,7 +196,9 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
     """Run the pipeline; return (descriptor, payload region)."""
     user = dict(obj.descriptor)
     user.pop("hash", None)
-    user.pop("_mask_method", None)
+    override = user.pop("_mask_method", None)  # per-object choice from the xarray layer
+    if override is not None:
+        mask_methods = {"nan": override, "pos_inf": override, "neg_inf": override}
     data = obj.data
     if "dtype" not in user:
         if isinstance(data, (bytes, bytearray, memoryview)):
@@ -152,7 +211,13 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
         raise UnsupportedError(f"unknown dtype {name!r}")
     if "shape" not in user:
         user["shape"] = list(np.shape(data))
+    if not isinstance(user["shape"], (list, tuple)) or not all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]):
+        raise EncodeError(f"shape {user['shape']!r} must be a list of non-negative integers")
     shape = [int(s) for s in user["shape"]]
+    _check_param_types(user)
+    if user.get("byte_order", "little") not in ("little", "big"):
+        raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
     desc: dict[str, Any] = {
         "type": user.pop("type", "ntensor"),
         "shape": shape,
@@ -169,9 +234,15 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
     desc.update(user)
     raw, values = _raw_bytes(data, desc)
     n = math.prod(shape)
+    count = n if values is None else values.size
+    if name == "bitmask":
+        if len(raw) != (n + 7) // 8:
+            raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
+    elif count != n:
+        raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
     # --- NaN / Inf masks -----------------------------------------------------------------------
     mask_bits: dict[str, np.ndarray] = {}
-    if values is not None and name in ("float16", "float32", "float64", "complex64", "complex128"):
+    if values is not None and name in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128"):
         kinds = _classify_non_finite(values, name)
         for kind, bits in kinds.items():
             if bits.any():
@@ -182,13 +253,13 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
                                       f"pass allow_nan/allow_inf (or mask the values) to write it")
                 mask_bits[kind] = bits
         if mask_bits:
-            values = values.copy().reshape(-1)
             any_bad = np.zeros(n, dtype=bool)
             for bits in mask_bits.values():
                 any_bad |= bits
-            values[any_bad] = 0
-            values = values.reshape(shape)
-            raw = _raw_bytes(values, desc)[0]
+            width = len(raw) // n
+            zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(n, width).copy()
+            zeroed[any_bad] = 0  # flagged elements become all-zero bytes (both parts for complex)
+            raw = zeroed.tobytes()
     # --- encoding ----------------------------------------------------------------------------
     if desc["encoding"] == "simple_packing":
         if name != "float64":
@@ -206,9 +277,12 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
                 raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
             R, E = simple_packing.compute_params(fvals, bits, D)
             desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(R), int(E)
+        if not math.isfinite(float(desc["sp_reference_value"])):
+            raise EncodeError(f"sp_reference_value must be finite, got {desc['sp_reference_value']!r}")
+        if abs(int(desc["sp_binary_scale_factor"])) > 256:
+            raise EncodeError(f"sp_binary_scale_factor {desc['sp_binary_scale_factor']} is outside -256..256")
         encoded = simple_packing.encode(fvals, bits, float(desc["sp_reference_value"]),
                                         int(desc["sp_binary_scale_factor"]), D)
-        desc["sp_reference_value"] = float(desc["sp_reference_value"])
     elif desc["encoding"] == "none":
         encoded = raw
     else:
@@ -251,6 +325,17 @@ def _compress(encoded: bytes, desc: dict) -> bytes:
         return zstd.compress(encoded, int(desc.get("zstd_level", 3)))
     if comp == "lz4":
         return require("lz4.block", "lz4 compression").compress(encoded, store_size=True)
+    if comp in ("rle", "roaring"):
+        if desc["dtype"] != "bitmask":
+            raise EncodeError(f"{comp} compression applies to bitmask objects only")
+        bits = np.unpackbits(np.frombuffer(encoded, dtype=np.uint8)).astype(bool)
+        prefix = struct.pack(">I", bits.size)
+        if comp == "rle":
+            return prefix + mask_codec.rle_encode(bits)
+        pyroaring = require("pyroaring", "roaring compression")
+        bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
+        bm.run_optimize()
+        return prefix + bm.serialize()
     if comp == "szip":
         from ...codecs.compressors import _szip_flags, szip_sample_bits
         from ...codecs.szip import szip_encode
@@ -305,7 +390,7 @@ def _reserved(reserved: Mapping[str, Any] | None) -> dict:
 
 
 def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict], dict]:
-    meta = dict(metadata)
+    meta = _normalise_value(dict(metadata))
     base = [dict(b) for b in meta.pop("base", []) or []]
     extra = dict(meta.pop("_extra_", meta.pop("extra", {})) or {})
     if "_reserved_" in meta:
@@ -467,6 +552,7 @@ def write_messages(path: str | os.PathLike, messages: Iterable[bytes], *, mode: 
         return total
     if mode != "a":
         raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
+    existed = os.path.exists(path)
     with open(path, "ab") as f:
         start = f.tell()
         try:
@@ -478,5 +564,8 @@ def write_messages(path: str | os.PathLike, messages: Iterable[bytes], *, mode: 
             os.fsync(f.fileno())
         except BaseException:
             f.truncate(start)
+            f.close()
+            if not existed:
+                os.unlink(path)
             raise
     return total
