@@ -234,6 +234,8 @@ BYTE_CASES = [
     _case("szip-sp32", [_sp(32, **SZIP)], marks=[needs["szip"]]),
     _case("szip-shuffle-float64", [(_desc(F64, filter="shuffle", shuffle_element_size=8, **SZIP), F64)],
           marks=[needs["szip"]]),
+    _case("szip-zero-size", [(_desc(np.zeros((0, 4), np.float32), **SZIP), np.zeros((0, 4), np.float32))],
+          marks=[needs["szip"]]),
     _case("szip-big", [(_desc(BIG64, filter="shuffle", shuffle_element_size=8, **{**SZIP, "szip_rsi": 64}), BIG64)],
           marks=[needs["szip"]]),
     # --- zfp ----------------------------------------------------------------------------------
@@ -1279,3 +1281,73 @@ def test_per_variable_mask_method(tmp_path):
     data = (tmp_path / "m.tgm").read_bytes()
     assert _mask_methods(data, 0) == _mask_methods(data, 2) == {"nan": "none", "inf-": "none"}
     xr.testing.assert_identical(_open_loaded(tmp_path / "m.tgm"), ds)
+
+
+# ---------------------------------------------------------------------------------------------
+# property: encode_message == reference, random arrays, pipelines, metadata and options
+# ---------------------------------------------------------------------------------------------
+
+_meta_leaf = st.one_of(st.text(max_size=6), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none(),
+                       st.floats(allow_nan=False, allow_infinity=False))
+_meta_value = st.recursive(_meta_leaf, lambda kids: st.one_of(st.lists(kids, max_size=3),
+                                                              st.dictionaries(st.text(max_size=5), kids, max_size=3)),
+                           max_leaves=8)
+_meta_map = st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("_reserved_", "base", "_extra_", "extra")),
+                            _meta_value, max_size=4)
+
+
+@st.composite
+def _objects(draw):
+    dtype = np.dtype(draw(st.sampled_from(DTYPES)))
+    shape = tuple(draw(st.lists(st.integers(0, 12), max_size=3)))
+    if dtype.kind == "f":
+        elements = st.floats(-1e6, 1e6, width=dtype.itemsize * 8)
+    else:
+        elements = st.integers(max(np.iinfo(dtype).min, -(2**40)), min(np.iinfo(dtype).max, 2**40))
+    a = draw(hnp.arrays(dtype, shape, elements=elements))
+    opts = {}
+    pipeline = draw(st.sampled_from(["none", "zstd", "shuffle", "shuffle+zstd", "sp", "sp+zstd", "szip", "zfp"]))
+    if pipeline == "sp" or pipeline == "sp+zstd":
+        a = a.astype(np.float64)
+        opts.update(encoding="simple_packing", sp_bits_per_value=draw(st.sampled_from([0, 1, 8, 12, 16, 24, 32, 40, 64])),
+                    sp_decimal_scale_factor=draw(st.integers(-2, 2)))
+    if "shuffle" in pipeline:
+        opts.update(filter="shuffle", shuffle_element_size=a.dtype.itemsize)
+    if "zstd" in pipeline:
+        opts["compression"] = "zstd"
+        if draw(st.booleans()):
+            opts["zstd_level"] = draw(st.integers(-3, 12))
+    if pipeline == "szip" and available("imagecodecs") and a.dtype.itemsize <= 4:
+        opts.update(compression="szip", szip_rsi=draw(st.sampled_from([1, 4, 32])),
+                    szip_block_size=draw(st.sampled_from([8, 16, 32, 64])), szip_flags=draw(st.sampled_from([0, 8])))
+    if pipeline == "zfp" and available("zfpy") and a.dtype == np.float64:
+        mode = draw(st.sampled_from(["fixed_rate", "fixed_precision", "fixed_accuracy"]))
+        opts.update(compression="zfp", zfp_mode=mode, **{"fixed_rate": {"zfp_rate": 8.0},
+                                                          "fixed_precision": {"zfp_precision": 16},
+                                                          "fixed_accuracy": {"zfp_tolerance": 0.5}}[mode])
+    if a.dtype.kind == "f" and a.size and opts.get("encoding") != "simple_packing" and draw(st.booleans()):
+        flat = a.reshape(-1)
+        for idx in draw(st.lists(st.integers(0, a.size - 1), max_size=5)):
+            flat[idx] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    return _desc(a, **opts), a
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(objs=st.lists(_objects(), max_size=4), extra=_meta_map, base=st.lists(_meta_map, max_size=4),
+       hash_=st.sampled_from(["xxh3", None]), layout=st.sampled_from(["buffered", "streaming", "backfilled"]),
+       method=st.sampled_from(["none", "rle", "zstd"] + (["roaring"] if available("pyroaring") else [])),
+       threshold=st.sampled_from([None, 0, 1]))
+def test_random_messages_equal_reference(objs, extra, base, hash_, layout, method, threshold):
+    meta = {**extra, "base": base[:len(objs)]}
+    kw = dict(hash=hash_, allow_nan=True, allow_inf=True, nan_mask_method=method, pos_inf_mask_method=method,
+              neg_inf_mask_method=method)
+    if threshold is not None:
+        kw["small_mask_threshold_bytes"] = threshold
+    if layout == "buffered":
+        ref = _ref_buffered(meta, objs, **kw)
+        ours = encode_message(meta, objs, reserved=_reserved(ref), **kw)
+    else:
+        ref = _ref_streaming(meta, objs, backfill=layout == "backfilled", **kw)
+        ours = encode_message(meta, objs, reserved=_reserved(ref), layout="streaming",
+                              backfill=layout == "backfilled", **kw)
+    _assert_same_bytes(ours, ref)
