@@ -282,36 +282,39 @@ def test_verify_damaged_tetr(capsys, tmp_path):
     assert len(fails) == 1 and "tile" in fails[0]
 
 
-def test_verify_progress_bar():
+def test_verify_progress_bar(capsys):
     pytest.importorskip("tqdm")
-    proc = run("verify", TGM, "--progress")
-    assert "verify" in proc.stderr and "OK" in proc.stdout
-    proc = run("verify", TGM, "--no-progress")
-    assert proc.stderr == ""
+    code, out, err = call(capsys, "verify", TGM, "--progress")
+    assert code == 0 and "verify" in err and "OK" in out
+    code, out, err = call(capsys, "verify", TGM, "--no-progress")
+    assert code == 0 and err == ""
 
 
 # -- errors ---------------------------------------------------------------------------------------
-def test_errors_are_one_line_without_traceback(tmp_path):
+def test_errors_are_one_line_without_traceback(tmp_path, capsys):
     missing = tmp_path / "missing.tgm"
     proc = run("info", missing, check=1)
     assert proc.stderr.count("\n") == 1 and "No such file" in proc.stderr and "Traceback" not in proc.stderr
 
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"hello, not a tensor file" * 10)
-    proc = run("ls", junk, check=2)
-    assert proc.stderr.strip() == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+    code, out, err = call(capsys, "ls", junk)
+    assert code == 2
+    assert err.strip() == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
 
     truncated = tmp_path / "truncated.tgm"
     truncated.write_bytes(TGM.read_bytes()[:40])
-    proc = run("info", truncated, check=1)
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    for command in ("info", "ls", "dump", "verify"):
+        code, out, err = call(capsys, command, truncated, *(["2t"] if command == "dump" else []))
+        assert code == 1 and err.count("\n") == 1 and err.startswith("xarray-tensogram: error: ")
+        assert "truncated.tgm" in err
 
 
 def test_debug_shows_traceback(tmp_path):
     proc = run("--debug", "info", tmp_path / "missing.tgm", check=None)
     assert proc.returncode != 0 and "Traceback" in proc.stderr
-    proc = run("info", tmp_path / "missing.tgm", "--debug", check=None)
-    assert "Traceback" in proc.stderr
+    with pytest.raises(FileNotFoundError):  # in-process, --debug after the command re-raises as well
+        main(["info", str(tmp_path / "missing.tgm"), "--debug"])
 
 
 def test_warnings_are_one_line(capsys, tmp_path):
@@ -330,11 +333,13 @@ def test_warnings_are_one_line(capsys, tmp_path):
     assert warning_lines and all(line.startswith("xarray-tensogram: warning: ") for line in warning_lines)
 
 
-def test_usage_errors():
-    proc = run("frobnicate", check=2)
-    assert "invalid choice" in proc.stderr
-    proc = run("info", TGM, "--storage-options", "[1]", check=2)
-    assert "must be a JSON object" in proc.stderr
+def test_usage_errors(capsys):
+    for argv, message in ((["frobnicate"], "invalid choice"),
+                          (["info", str(TGM), "--storage-options", "[1]"], "must be a JSON object"),
+                          (["dump", str(TGM)], "required: VAR")):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
 # -- a URL ----------------------------------------------------------------------------------------

@@ -249,8 +249,21 @@ def test_large_file_open_reads_metadata_only(http, era_files):
 
 
 # -- Dask: threads and processes reopen the remote file themselves ---------------------------------
+@pytest.fixture(scope="module")
+def process_pool():
+    """Two spawned worker processes shared by the Dask tests (started once: spawning costs seconds)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.mark.parametrize("kind", ["http", "s3"])
-def test_dask_threads_and_processes(kind, http, s3, era_files):
+def test_dask_threads_and_processes(kind, http, s3, era_files, process_pool):
     path = era_files["zstd"]
     url, options, traffic = _where(kind, path.name, http, s3)
     with _local(path) as expected, xr.open_dataset(url, engine=ENGINE, storage_options=options, chunks={}) as ds:
@@ -262,7 +275,7 @@ def test_dask_threads_and_processes(kind, http, s3, era_files):
         # one range request per chunk (message 0 may be served from the head block cached at open)
         assert STEPS - 1 <= traffic.snapshot().gets <= STEPS
         traffic.reset()
-        got = ds["10u"].max().compute(scheduler="processes", num_workers=2).values
+        got = ds["10u"].max().compute(scheduler="processes", pool=process_pool).values
         np.testing.assert_array_equal(got, expected["10u"].max().values)
         snap = traffic.snapshot()
         assert snap.gets == STEPS, snap.requests  # worker processes fetched every chunk themselves
