@@ -339,6 +339,22 @@ def test_cf_attributes_drive_xarray_cf_decoding(tmp_path):
         np.testing.assert_array_equal(ds["days"].values, ref[2])
 
 
+def test_cf_coordinates_attribute_makes_coordinates(tmp_path):
+    """Curvilinear coordinates with non-standard names, listed in cf.coordinates, end up as coordinates."""
+    rng = np.random.default_rng(11)
+    a, la, lo = _field(rng, (4, 5)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
+    msg = _encode([{"name": "sst", "dim_names": ["y", "x"], "cf": {"coordinates": "nav_lat nav_lon"}},
+                   {"name": "nav_lat", "dim_names": ["y", "x"]}, {"name": "nav_lon", "dim_names": ["y", "x"]}],
+                  [(_desc(a), a), (_desc(la), la), (_desc(lo), lo)])
+    ref = [x for _d, x in tensogram.decode(msg).objects]
+    with _open(msg) as ds:
+        assert list(ds.data_vars) == ["sst"]
+        assert {"nav_lat", "nav_lon"} <= set(ds["sst"].coords)
+        np.testing.assert_array_equal(ds["nav_lat"].values, ref[1])
+        np.testing.assert_array_equal(ds["nav_lon"].values, ref[2])
+        np.testing.assert_array_equal(ds["sst"].values, ref[0])
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. ERA-like cube
 # ---------------------------------------------------------------------------------------------
@@ -771,6 +787,35 @@ def test_verify_hash_detects_corrupted_payload(tmp_path):
             ds["msl"].compute()
     with _open(write(tmp_path / "intact.tgm", msgs), verify_hash=True) as ds:
         assert_matches_reference(ds, msgs)
+
+
+def test_strict_and_damaged_messages(tmp_path):
+    """A damaged message is skipped with a CorruptMessageWarning (strict=True raises); a damaged data
+    frame is found lazily, when its values are read, as the package's CorruptFileError."""
+    from xarray_tensogram.errors import CorruptFileError
+    from xarray_tensogram.formats.tensogram.reader import CorruptMessageWarning
+
+    msgs = era_messages(steps=range(4))
+    blob = bytearray(b"".join(msgs))
+    blob[len(msgs[0]) + len(msgs[1]) + 24 + 3] ^= 0xFF  # message 2 (step 2): first frame's type
+    path = tmp_path / "damaged.tgm"
+    path.write_bytes(bytes(blob))
+    with pytest.warns(CorruptMessageWarning, match="message 2"):
+        ds = _open(path)
+    with ds:
+        np.testing.assert_array_equal(ds["step"].values, np.array([0, 1, 3]) * np.timedelta64(1, "h"))
+        kept = msgs[:2] + msgs[3:]
+        assert_matches_reference(ds, kept)
+    with pytest.raises(CorruptFileError, match="message 2"):
+        _open(path, strict=True)
+    blob = bytearray(b"".join(msgs))
+    frame = data_frames(msgs)[2][1]  # msl of step 2
+    blob[frame[0] + frame[1] - 1] ^= 0xFF  # its ENDF
+    path.write_bytes(bytes(blob))
+    with _open(path) as ds:  # metadata is intact: opens, and the other objects read fine
+        assert_matches_reference(ds, msgs, params=("2t", "10u", "10v"))
+        with pytest.raises(CorruptFileError):
+            ds["msl"].sel(step=np.timedelta64(2, "h")).values
 
 
 @pytest.mark.parametrize("kind", ["bytes", "bytesio", "file"])
