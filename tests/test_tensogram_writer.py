@@ -1351,3 +1351,38 @@ def test_random_messages_equal_reference(objs, extra, base, hash_, layout, metho
         ours = encode_message(meta, objs, reserved=_reserved(ref), layout="streaming",
                               backfill=layout == "backfilled", **kw)
     _assert_same_bytes(ours, ref)
+
+
+def test_readme_writing_example(tmp_path):
+    """The README's 'Writing Tensogram files' snippet, on the bundled sample plus a precipitation variable."""
+    import xarray_tensogram as xt
+
+    with _open(SAMPLE) as ds:
+        ds = ds.load()
+    ds["tp"] = (ds["2t"] * 0 + np.linspace(0, 0.01, ds["2t"].size, dtype=np.float32).reshape(ds["2t"].shape))
+    ds["tp"].attrs = {"units": "m"}
+    xt.to_tensogram(ds, tmp_path / "out.tgm")
+    ds.tensogram.to_tgm(tmp_path / "out2.tgm")
+    xt.to_tensogram(ds, tmp_path / "out.tgm", encoding={
+        "2t": {"compression": "zstd", "level": 5},
+        "msl": {"encoding": "simple_packing", "bits_per_value": 16, "compression": "zstd"},
+        "tp": {"filter": "shuffle", "compression": "szip", "szip_rsi": 32, "szip_block_size": 16, "szip_flags": 8},
+    })
+    for i in range(ds.sizes["step"]):
+        xt.to_tensogram(ds.isel(step=[i]), tmp_path / "run.tgm", mode="w" if i == 0 else "a")
+    with _open(tmp_path / "run.tgm") as run:
+        xr.testing.assert_identical(run.load(), ds)
+    with _open(tmp_path / "out.tgm") as out:
+        out = out.load()
+        xr.testing.assert_identical(out[["2t", "tp"]], ds[["2t", "tp"]])
+        assert out["msl"].dtype == np.float64
+        assert float(abs(out["msl"] - ds["msl"]).max()) < float(ds["msl"].max() - ds["msl"].min()) / 2**15
+
+
+def test_encode_message_accepts_the_reference_keywords():
+    """README: encode_message 'takes the same arguments as the reference tensogram.encode' (threads included)."""
+    import inspect
+
+    ref_params = set(inspect.signature(tensogram.encode).parameters) - {"global_meta_dict", "descriptors_and_data"}
+    ours = set(inspect.signature(encode_message).parameters)
+    assert ref_params <= ours, sorted(ref_params - ours)
