@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
+from ..errors import XarrayTensogramError
 from ..formats.ztensor import ZTensorFile, write_ztensor_v01
 from ..formats.ztensor.model import TensorInfo
 from ..formats.ztensor.writer import RESERVED_KEYS
@@ -87,6 +88,11 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
         if info.problem is not None:
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2)
             continue
+        try:
+            spec = zfile.array_spec(info.index, verify=verify)
+        except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
+            warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
+            continue
         dims = _requested_dims(dim_names, var, len(info.shape))
         if dims is not None and not _fits(dims, info.shape, sizes):
             raise ValueError(f"dim_names {dims} for {var!r} conflict with sizes {dict(sizes)} (shape {list(info.shape)})")
@@ -99,7 +105,6 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
         if dims is None:
             dims = generic_dim_names(info.shape, sizes)
         sizes.update(zip(dims, info.shape))
-        spec = zfile.array_spec(info.index, verify=verify)
         encoding = {"ztensor_dtype": info.dtype, "ztensor_encoding": info.encoding, "ztensor_layout": info.layout}
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
     ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))

@@ -341,8 +341,36 @@ class TensorReader:
             block = block[(slice(None),) + rest]
         return block
 
+    def check_geometry(self) -> None:
+        """Raise when the shape cannot come from the stored bytes, without reading them.
+
+        The lazy array allocates its output before asking for chunks, so a shape that the
+        payload cannot fill (raw length, declared or possible zstd output, sparse dense limit)
+        is refused here rather than by a multi-gigabyte allocation.
+        """
+        info = self.info
+        if info.problem is not None:
+            raise UnsupportedError(f"{self._where}{info.problem}")
+        main = info.main_part
+        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
+        if info.layout != "dense" and not (len(info.parts) == 1 and info.layout not in
+                                           ("sparsecoo", "sparsecsr") + _SPARSE_CSR + _SPARSE_COO):
+            self._check_dense_limit(out_dtype)
+            return
+        expected = info.size * ratio * main.storage.itemsize
+        where = f"{self._where}part {next(iter(info.parts))!r}: "
+        if main.encoding == "raw" and main.length != expected:
+            raise CorruptFileError(f"{where}stored size is {main.length} bytes, the shape and dtype need {expected}")
+        if main.encoding != "raw":
+            if main.decoded_length is not None and main.decoded_length != expected:
+                raise CorruptFileError(f"{where}declared decoded length {main.decoded_length} differs from the "
+                                       f"{expected} bytes the shape needs")
+            if expected > max_zstd_output(main.length):
+                raise LimitExceededError(f"{where}{main.length} zstd bytes cannot decode to the {expected} bytes declared")
+
     def spec(self) -> ArraySpec:
         info = self.info
+        self.check_geometry()
         dtype = info.numpy_dtype
         assert dtype is not None
         chunks = ((self.rows_per_chunk or info.shape[0] or 1),) + info.shape[1:] if info.shape else ()
