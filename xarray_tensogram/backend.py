@@ -109,6 +109,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
                 return _extension_format(path) is not None
             if hasattr(filename_or_obj, "read") and hasattr(filename_or_obj, "seek"):
                 pos = filename_or_obj.tell()
+                filename_or_obj.seek(0)  # sources read absolute offsets, so sniff from the start too
                 head = filename_or_obj.read(8)
                 filename_or_obj.seek(pos)
                 return _format_from_bytes(head) is not None

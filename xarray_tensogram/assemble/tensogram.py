@@ -343,8 +343,15 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
         inner = _inner_dims(first, first.shape, dim_names, file_dims, coord_dims, taken)
         for d, s in zip(inner, first.shape):
             taken.setdefault(d, s)
+        fill = None
+        if stack_dims and holes:
+            if first.dtype.kind in "fc":
+                fill = np.nan
+            elif first.dtype.kind in "iu":
+                # a sentinel that CF decoding masks, so holes are not mistaken for real zeros
+                fill = np.iinfo(first.dtype).max
         if stack_dims:
-            spec = stack_specs(stack_shape, members, fill_value=np.nan if first.dtype.kind in "fc" else None)
+            spec = stack_specs(stack_shape, members, fill_value=fill)
         else:
             spec = members[0]  # type: ignore[assignment]
         # attributes: keys constant across the variable's objects
@@ -360,6 +367,8 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
         attrs = _lift_cf(attrs, lifted)
         if holes:
             attrs["tensogram_missing_objects"] = holes
+            if fill is not None and first.dtype.kind in "iu":
+                attrs["_FillValue"] = first.dtype.type(fill)
         encoding = {
             # what the writer needs to turn this variable back into messages
             "tensogram_message_keys": {d: sources[d] for d in stack_dims},
