@@ -26,7 +26,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
-from .model import LONG_DTYPE_NAMES, STORAGE_DTYPES, Part, TensorInfo, check_free_values, check_shape, decode_cbor, logical_dtype
+from .model import LONG_DTYPE_NAMES, MAX_RANK, STORAGE_DTYPES, Part, TensorInfo, check_free_values, check_shape, decode_cbor, logical_dtype
 
 __all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "Container", "parse_container", "detect_version"]
 
@@ -126,7 +126,7 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
     if not (type(name) is str and type(offset) is int and type(size) is int and type(dtype) is str
             and type(shape) is list and type(encoding) is str and offset >= 0 and size >= 0):
         _v01_type_error(source, i, entry, idx_start)
-    if not all(type(s) is int and s >= 0 for s in shape):
+    if len(shape) > MAX_RANK or not all(type(s) is int and s >= 0 for s in shape):
         check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
     if offset < 64 or offset % 64:
         reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
