@@ -408,8 +408,12 @@ def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | 
                    reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
                    nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
                    neg_inf_mask_method: str = "roaring", small_mask_threshold_bytes: int = 128,
-                   aggregate_hash: str | None = None) -> bytes:
-    """Encode one message. ``objects`` are :class:`ObjectInput` or ``(descriptor, data)`` pairs."""
+                   aggregate_hash: str | None = None, threads: int = 0) -> bytes:
+    """Encode one message. ``objects`` are :class:`ObjectInput` or ``(descriptor, data)`` pairs.
+
+    The keywords are those of the reference ``tensogram.encode``. ``threads`` is accepted for
+    compatibility and ignored: output always equals the reference's ``threads=0`` bytes.
+    """
     if hash not in ("xxh3", None):
         raise UnsupportedError(f"hash {hash!r}: only 'xxh3' or None")
     hashing = hash == "xxh3"
