@@ -124,24 +124,34 @@ def decode_cbor(raw: bytes, where: str) -> Any:
 
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
+_END = object()
 
 
 def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
     """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep."""
-    stack = [(obj, 0)]
+    if not isinstance(obj, _PLAIN):
+        raise MetadataError(f"{where}CBOR value of type {type(obj).__name__} is not allowed in metadata")
+    # one iterator per open container: memory follows the depth, not the number of items
+    stack: list[Any] = [iter((obj,))]
     while stack:
-        item, depth = stack.pop()
-        if depth > max_depth:
-            raise LimitExceededError(f"{where}metadata nested deeper than {max_depth} levels")
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            continue
         if not isinstance(item, _PLAIN):
             raise MetadataError(f"{where}CBOR value of type {type(item).__name__} is not allowed in metadata")
         if type(item) is dict:
-            for k, v in item.items():
-                if not isinstance(k, (str, int, bytes)):
-                    raise MetadataError(f"{where}map key of type {type(k).__name__} is not allowed in metadata")
-                stack.append((v, depth + 1))
+            if not all(isinstance(k, (str, int, bytes)) for k in item):
+                bad = next(k for k in item if not isinstance(k, (str, int, bytes)))
+                raise MetadataError(f"{where}map key of type {type(bad).__name__} is not allowed in metadata")
+            children: Any = iter(item.values())
         elif type(item) is list:
-            stack.extend((v, depth + 1) for v in item)
+            children = iter(item)
+        else:
+            continue
+        if len(stack) > max_depth and item:  # its children would sit deeper than max_depth
+            raise LimitExceededError(f"{where}metadata nested deeper than {max_depth} levels")
+        stack.append(children)
 
 
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
