@@ -219,6 +219,8 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
         if (ulen is not None and not _is_uint(ulen)) or (digest is not None and not isinstance(digest, str)):
             raise MetadataError(f"{where}component {cname!r}: bad 'uncompressed_length' or 'digest'")
         ltype = comp.get("type")
+        if ltype is not None and not isinstance(ltype, str):
+            raise MetadataError(f"{where}component {cname!r}: 'type' must be text, got {ltype!r}")
         parts[str(cname)] = Part(comp["offset"], comp["length"], short, encoding, ulen, digest, ltype=ltype)
     problem = problem or _layout_problem(fmt, parts, {"sparse_csr": ("values", "indices", "indptr"),
                                                       "sparse_coo": ("values", "coords")})
