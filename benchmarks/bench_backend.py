@@ -24,6 +24,12 @@ dimension named ``mars`` whose coordinate values are dicts (``{"date": ..., "ste
 where we give ``step`` (timedelta64) plus scalar ``time`` and ``valid_time``. The
 shapes agree (24, 721, 1440), so the equivalent operations are the same positional
 selections (``ds["2t"][:, 360, 720]``); "open" is ``merge_objects=True`` for the reference.
+The reference returns an integer-indexed stacked axis unsqueezed (``b["msl"][5].values``
+has shape (1, 721, 1440)); the sanity check reshapes it. On the packed file the reference
+merge cannot stack (the per-object packing parameters differ, so it logs "cannot form a
+hypercube" and keeps only the first object of each variable): there the equivalent is what
+its user must do, 24 single-message opens (``message_index=i``), a point read in each and
+a load of each.
 
 Measured (medians after a warm-up; each ``load`` on a freshly opened Dataset, open
 time excluded):
@@ -227,20 +233,63 @@ def open_ref(path: Path) -> xr.Dataset:
     return xr.open_dataset(str(path), engine=RefEntrypoint, **REF_KW)
 
 
-def check_equivalent(path: Path) -> None:
-    """The two mappings hold the same values at the same positions (sanity, on one point + one field)."""
-    with open_ours(path) as a, open_ref(path) as b:
-        assert a["2t"].shape == b["2t"].shape == (STEPS, NY, NX), (a["2t"].shape, b["2t"].shape)
-        np.testing.assert_array_equal(a["2t"][:, 360, 720].values, b["2t"][:, 360, 720].values)
+class RefCube:
+    """The reference's equivalent of our (step, latitude, longitude) cube.
+
+    ``stacked``: one ``merge_objects=True`` Dataset (dims ``mars`` of dicts, latitude, longitude).
+    Otherwise (the packed file, whose per-object packing parameters differ, so the reference
+    merge keeps only the first object of each variable and drops 23): one Dataset per
+    message (``message_index=i``), as a user of the reference would have to do.
+    """
+
+    def __init__(self, path: Path, stacked: bool) -> None:
+        self.path, self.stacked = path, stacked
+
+    def open(self) -> Any:
+        if self.stacked:
+            return open_ref(self.path)
+        return [xr.open_dataset(str(self.path), engine=RefEntrypoint, message_index=i) for i in range(STEPS)]
+
+    def close(self, h: Any) -> None:
+        for ds in [h] if self.stacked else h:
+            ds.close()
+
+    def point(self, h: Any) -> np.ndarray:
+        if self.stacked:
+            return np.asarray(h["2t"][:, 360, 720].values).reshape(STEPS)
+        return np.array([ds["2t"][360, 720].values for ds in h])
+
+    def field(self, h: Any, name: str, i: int) -> np.ndarray:
         # the reference returns an integer-indexed stacked axis unsqueezed: (1, 721, 1440)
-        np.testing.assert_array_equal(a["msl"][5].values, np.asarray(b["msl"][5].values).reshape(NY, NX))
+        return np.asarray(h[name][i].values if self.stacked else h[i][name].values).reshape(NY, NX)
+
+    def load(self, h: Any) -> None:
+        for ds in [h] if self.stacked else h:
+            ds.load()
+
+    def describe(self) -> str:
+        return "merge_objects=True stack" if self.stacked else f"{STEPS} single-message Datasets"
+
+
+def check_equivalent(path: Path, ref: RefCube) -> None:
+    """The two mappings hold the same values at the same positions (one point series + one field)."""
+    h = ref.open()
+    try:
+        with open_ours(path) as a:
+            assert a["2t"].shape == (STEPS, NY, NX), a["2t"].shape
+            np.testing.assert_array_equal(a["2t"][:, 360, 720].values, ref.point(h))
+            np.testing.assert_array_equal(a["msl"][5].values, ref.field(h, "msl", 5))
+    finally:
+        ref.close(h)
 
 
 Row = tuple[str, str, float, float | None, str, str]  # variant, op, ours, ref, target text, unit
 
 
 def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], prof: str | None) -> None:
-    check_equivalent(path)
+    ref = RefCube(path, stacked=comp != "packed")
+    check_equivalent(path, ref)
+    print(f"  reference mapping: {ref.describe()}", flush=True)
 
     def add(op: str, ours: float, ref: float | None, target: float | None, unit: str = "s") -> None:
         if ref is None:
@@ -253,23 +302,31 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
 
     # open --------------------------------------------------------------------------------
     t_ours = median_time(lambda: open_ours(path).close(), repeat)
-    t_ref = median_time(lambda: open_ref(path).close(), repeat)
+    t_ref = median_time(lambda: ref.close(ref.open()), repeat)
     add("open", t_ours, t_ref, 10)
 
     # point time series ---------------------------------------------------------------------
     target = {"none": 20, "zstd": 3}.get(comp)
-    with open_ours(path) as a, open_ref(path) as b:
+    h = ref.open()
+    with open_ours(path) as a:
         t_ours = median_time(lambda: a["2t"][:, 360, 720].values, repeat)
-        t_ref = median_time(lambda: b["2t"][:, 360, 720].values, repeat)
+        t_ref = median_time(lambda: ref.point(h), repeat)
+    ref.close(h)
     add("point 2t[:,360,720]", t_ours, t_ref, target)
+
+    def ref_open_point() -> None:
+        h = ref.open()
+        ref.point(h)
+        ref.close(h)
+
     t_o2 = median_time(lambda: open_ours(path)["2t"][:, 360, 720].values, repeat)
-    t_r2 = median_time(lambda: open_ref(path)["2t"][:, 360, 720].values, repeat)
+    t_r2 = median_time(ref_open_point, repeat)
     add("open + point", t_o2, t_r2, None)
 
     # full load -----------------------------------------------------------------------------
     target = {"none": 5, "zstd": 2}.get(comp)
     t_ours = median_time(lambda ds: ds.load(), repeat, setup=lambda: open_ours(path))
-    t_ref = median_time(lambda ds: ds.load(), repeat, setup=lambda: open_ref(path), budget=30)
+    t_ref = median_time(ref.load, repeat, setup=ref.open)
     add("load()", t_ours, t_ref, target)
 
     # threaded vs synchronous, ours ---------------------------------------------------------
@@ -359,6 +416,7 @@ def main() -> None:
           "ours -> (step, latitude, longitude)")
 
     t0 = time.perf_counter()
+    load0 = os.getloadavg()[0]
     rows: list[list[str]] = []
     for v in variants:
         print(f"running {v} ...", flush=True)
@@ -366,7 +424,10 @@ def main() -> None:
         if v == "none":
             bench_bytes(paths[v], rows)
     print_table(rows)
-    print(f"\nbenchmark time {time.perf_counter() - t0:.0f} s")
+    print(f"\nbenchmark time {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} "
+          f"(before: {load0:.1f}) on {os.cpu_count()} cpus")
+    if max(load0, os.getloadavg()[0]) > (os.cpu_count() or 1):
+        print("warning: other processes were using the CPUs; ratios (threads above all) are noisy")
 
 
 if __name__ == "__main__":
