@@ -15,6 +15,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import cbor2
+
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
 from ...errors import (
@@ -294,7 +296,9 @@ def _parse_v2(source: ByteSource) -> Container:
         raise IntegrityError(f"{where}manifest xxh3 {xxh3_64(raw):016x} differs from the footer's {m_hash:016x}")
     root = decode_cbor(raw, where)
     check_free_values(root, where, V2_MAX_DEPTH)
-    if cbor.dumps_canonical(root) != raw:
+    # cbor2's canonical form (streamed, memory ~ its output) equals RFC 8949 bytewise order unless a map mixes
+    # key types; only then build the bytewise encoding, which costs a bytes object per item
+    if (cbor2.dumps(root, canonical=True) != raw or _mixed_keys(root)) and cbor.dumps_canonical(root) != raw:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
         raise MetadataError(f"{where}manifest must be a map with an 'objects' map")
@@ -306,6 +310,20 @@ def _parse_v2(source: ByteSource) -> Container:
     _check_disjoint(source, [(m_off, m_len)] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None], size)
     opened = {k: v for k, v in shards.items() if v is not None}
     return Container("2", None, _ordered(infos), dict(attrs), 4096, size - 40, opened)
+
+
+def _mixed_keys(obj: Any) -> bool:
+    """Whether some map in ``obj`` has keys of different CBOR major types (e.g. text and integers)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            if len({(type(k), type(k) is int and k < 0) for k in item}) > 1:  # negative ints: major type 1
+                return True
+            stack.extend(v for v in item.values() if type(v) in (dict, list))
+        elif type(item) is list:
+            stack.extend(v for v in item if type(v) in (dict, list))
+    return False
 
 
 def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int) -> None:
