@@ -393,7 +393,7 @@ def _v2_object(source: ByteSource, name: Any, obj: Any, shards: Mapping[str, Byt
         if not (isinstance(blob, list) and len(blob) == 2 and all(_is_uint(b) for b in blob)):
             raise MetadataError(f"{pwhere}'blob' must be [offset, length], got {blob!r}")
         dtype = p.get("dtype")
-        if dtype not in STORAGE_DTYPES or dtype == "bool":
+        if not isinstance(dtype, str) or dtype not in STORAGE_DTYPES or dtype == "bool":
             raise MetadataError(f"{pwhere}dtype {dtype!r} is not a v2 storage dtype")
         encoding = p.get("encoding")
         dlen = p.get("decoded_length")
