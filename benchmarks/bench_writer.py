@@ -12,7 +12,8 @@ All in one run, same arrays, same metadata, hashing on (xxh3, the default of bot
 
 simple_packing needs float64 input: both encoders get the same pre-converted float64 arrays;
 ``to_tensogram`` starts from the float32 Dataset and converts inside (part of its time).
-Timings are medians of ``--repeat`` runs after one warm-up. Ratios are ours / ``ref encode``;
+Timings are medians of ``--repeat`` rounds after one warm-up; the four variants run round robin
+in every round, so that changes in machine load affect them alike. Ratios are ours / ``ref encode``;
 targets (issue 6): within 1.5x for none and zstd, 2x for simple_packing.
 
 Run: ``python benchmarks/bench_writer.py [--steps 24] [--params 4] [--ny 721] [--nx 1440] [--repeat 3]
@@ -50,15 +51,19 @@ CONFIGS = {
 }
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """One warm-up of each, then ``repeat`` rounds running every variant once (round robin, so that a
+    change in machine load hits all of them alike); medians per variant."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def make_dataset(steps: int, params: int, ny: int, nx: int) -> xr.Dataset:
@@ -107,8 +112,9 @@ def run_config(name: str, ds: xr.Dataset, repeat: int, tmp: Path) -> dict[str, f
     encoding = {v: enc for v in ds.data_vars}
     path_ref, path_ours = tmp / "ref.tgm", tmp / "ours.tgm"
 
-    def ref_encode():
-        return [tensogram.encode(meta, objs) for meta, objs in inputs]
+    def ref_encode():  # each message is dropped after encoding, as when streaming to a file
+        for meta, objs in inputs:
+            tensogram.encode(meta, objs)
 
     def ref_encode_write():
         with open(path_ref, "wb") as f:
@@ -118,7 +124,8 @@ def run_config(name: str, ds: xr.Dataset, repeat: int, tmp: Path) -> dict[str, f
             os.fsync(f.fileno())
 
     def ours_encode():
-        return [encode_message(meta, objs) for meta, objs in inputs]
+        for meta, objs in inputs:
+            encode_message(meta, objs)
 
     def ours_to_tensogram():
         to_tensogram(ds, path_ours, message_dims=["step"], encoding=encoding)
@@ -134,12 +141,8 @@ def run_config(name: str, ds: xr.Dataset, repeat: int, tmp: Path) -> dict[str, f
         np.testing.assert_array_equal(a, b)
     sizes = {"ours MB": len(data) / 1e6}
     del data
-    out = {
-        "ref encode": median_time(ref_encode, repeat),
-        "ref encode+write": median_time(ref_encode_write, repeat),
-        "ours encode_message": median_time(ours_encode, repeat),
-        "ours to_tensogram": median_time(ours_to_tensogram, repeat),
-    }
+    out = interleaved_medians({"ref encode": ref_encode, "ref encode+write": ref_encode_write,
+                               "ours encode_message": ours_encode, "ours to_tensogram": ours_to_tensogram}, repeat)
     out.update(sizes)
     return out
 
@@ -171,7 +174,7 @@ def main() -> None:
     mb = sum(v.nbytes for v in ds.data_vars.values()) / 1e6
     print(f"cube: {args.steps} steps x {args.params} variables of {args.ny}x{args.nx} float32 = {mb:.0f} MB; "
           f"tensogram {tensogram.__version__ if hasattr(tensogram, '__version__') else '0.24.0'}; "
-          f"median of {args.repeat} after a warm-up")
+          f"median of {args.repeat} interleaved rounds after a warm-up; load average {os.getloadavg()[0]:.1f}")
     rows = []
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         tmp = Path(d)
