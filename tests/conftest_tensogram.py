@@ -249,4 +249,111 @@ def open_ours(buf: Any, **kw: Any):
     return open_tensogram(buf, **kw)
 
 
-__all__ = [name for name in dir() if not name.startswith("_")] + ["XarrayTensogramError"]
+
+
+# ---------------------------------------------------------------- re-assembling edited reference messages
+import cbor2  # noqa: E402
+import xxhash  # noqa: E402
+
+
+class Frame:
+    """One frame of a reference message, editable: ``ftype``, ``flags``, ``version`` and either
+    ``body`` (CBOR bytes of a non-data frame) or ``payload`` + ``descriptor`` (bytes) of a data frame."""
+
+    def __init__(self, ftype: int, flags: int, version: int = 1, body: bytes = b"",
+                 payload: bytes = b"", descriptor: bytes = b"", hash_value: int | None = None) -> None:
+        self.ftype, self.flags, self.version = ftype, flags, version
+        self.body, self.payload, self.descriptor = body, payload, descriptor
+        self.hash_value = hash_value  # None: recompute when HASH_PRESENT, else 0
+
+    @property
+    def value(self) -> Any:
+        return cbor2.loads(self.body if self.ftype != 9 else self.descriptor)
+
+    def set_value(self, obj: Any) -> None:
+        data = cbor2.dumps(obj, canonical=True)
+        if self.ftype == 9:
+            self.descriptor = data
+        else:
+            self.body = data
+
+    def to_bytes(self, descriptor_first: bool = False) -> bytes:
+        if self.ftype == 9:
+            content = self.descriptor + self.payload if descriptor_first else self.payload + self.descriptor
+            footer = 20
+            cbor_off = 16 if descriptor_first else 16 + len(self.payload)
+        else:
+            content, footer = self.body, 12
+        h = self.hash_value
+        if h is None:
+            h = xxhash.xxh3_64_intdigest(content) if self.flags & 0x2 else 0
+        length = 16 + len(content) + footer
+        out = b"FR" + struct.pack(">HHHQ", self.ftype, self.version, self.flags, length) + content
+        if self.ftype == 9:
+            out += struct.pack(">Q", cbor_off)
+        return out + struct.pack(">Q", h) + b"ENDF"
+
+
+def split_message(msg: bytes) -> tuple[bytes, list[Frame], bytes]:
+    """(preamble, frames, postamble) of one well-formed reference message."""
+    out = []
+    for off, ftype, length in frames(msg):
+        raw = msg[off : off + length]
+        _t, version, flags, _l = struct.unpack_from(">HHHQ", raw, 2)
+        if ftype == 9:
+            cbor_off = be64(raw, length - 20)
+            out.append(Frame(9, flags, version, payload=raw[16:cbor_off], descriptor=raw[cbor_off : length - 20]))
+        else:
+            out.append(Frame(ftype, flags, version, body=raw[16 : length - 12]))
+    return msg[:24], out, msg[-24:]
+
+
+def assemble(preamble: bytes, fr: list[Frame], *, total: bool | None = None, fix_index: bool = True,
+             pad: bytes = b"\x00", raw_frames: list[bytes] | None = None) -> bytes:
+    """Lay frames out as the reference does (pad to 8), fix index offsets/lengths, total_length and
+    the postamble. ``total=None`` keeps the preamble's choice (0 stays 0)."""
+    keep_total = be64(preamble, 16) != 0 if total is None else total
+    for _ in range(4):
+        blobs = raw_frames if raw_frames is not None else [f.to_bytes() for f in fr]
+        body = b""
+        offsets, lengths, first_footer = [], [], None
+        for f, blob in zip(fr, blobs):
+            pos = 24 + len(body)
+            if f.ftype in (5, 6, 7) and first_footer is None:
+                first_footer = pos
+            if f.ftype == 9:
+                offsets.append(pos)
+                lengths.append(len(blob))
+            body += blob
+            body += pad * ((-len(body)) % 8)
+        changed = False
+        if fix_index and raw_frames is None:
+            for f in fr:
+                if f.ftype in (2, 6):
+                    new = cbor2.dumps({"lengths": lengths, "offsets": offsets}, canonical=True)
+                    if new != f.body:
+                        f.body, changed = new, True
+        if not changed:
+            break
+    length = 24 + len(body) + 24
+    if first_footer is None:
+        first_footer = 24 + len(body)
+    tl = length if keep_total else 0
+    pre = preamble[:16] + struct.pack(">Q", tl)
+    return pre + body + struct.pack(">QQ", first_footer, tl) + b"39277777"
+
+
+def edit_message(msg: bytes, edit, **kw: Any) -> bytes:
+    """Apply ``edit(frames)`` (in place, or returning a new frame list) and re-assemble."""
+    pre, fr, _post = split_message(msg)
+    new = edit(fr)
+    return assemble(pre, fr if new is None else new, **kw)
+
+
+def data_frames(fr: list[Frame]) -> list[Frame]:
+    return [f for f in fr if f.ftype == 9]
+
+
+def metadata_frame(fr: list[Frame]) -> Frame:
+    """The metadata frame decode() uses (the last one)."""
+    return [f for f in fr if f.ftype in (1, 7)][-1]
