@@ -687,7 +687,8 @@ def _cube(steps=50, ny=5, nx=6):
     return b"".join(out)
 
 
-def test_fifty_appends_make_a_fifty_step_cube(tmp_path):
+@pytest.mark.parametrize("layout", ["buffered", "streaming"])
+def test_fifty_appends_make_a_fifty_step_cube(tmp_path, layout):
     src = tmp_path / "src.tgm"
     src.write_bytes(_cube(50))
     with _open(src) as ds:
@@ -697,7 +698,7 @@ def test_fifty_appends_make_a_fifty_step_cube(tmp_path):
     sizes = []
     for i in range(50):
         before = path.read_bytes() if path.exists() else b""
-        to_tensogram(full.isel(step=[i]), path, mode="a")
+        to_tensogram(full.isel(step=[i]), path, mode="a", layout=layout)
         data = path.read_bytes()
         assert data.startswith(before), "appending must not rewrite what is there"
         assert len(tensogram.scan(data)) == i + 1
@@ -714,6 +715,8 @@ def test_fifty_appends_make_a_fifty_step_cube(tmp_path):
     data = path.read_bytes()
     steps = [tensogram.decode(data[o:o + n]).metadata.base[0]["mars"]["step"] for o, n in tensogram.scan(data)]
     assert steps == list(range(50))
+    with tensogram.TensogramFile.open(str(path)) as f:
+        assert len(f) == 50
 
 
 def test_append_to_reference_file_and_across_layouts(tmp_path):
@@ -1386,3 +1389,53 @@ def test_encode_message_accepts_the_reference_keywords():
     ref_params = set(inspect.signature(tensogram.encode).parameters) - {"global_meta_dict", "descriptors_and_data"}
     ours = set(inspect.signature(encode_message).parameters)
     assert ref_params <= ours, sorted(ref_params - ours)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reference's file tools on our files
+# ---------------------------------------------------------------------------------------------
+
+#: warnings the reference's validator gives on the reference's own output in these layouts (spec 21)
+EXPECTED_WARNINGS = {"flag_mismatch", "no_hash_available"}
+
+
+def _issues(report):
+    return [(i.get("severity"), i.get("code")) for m in report["messages"] for i in m["issues"]]
+
+
+@pytest.mark.parametrize("check_canonical", [False, True])
+def test_reference_validator_accepts_our_files(tmp_path, check_canonical):
+    ds = xr.Dataset({"t": (("y", "x"), MASKED32, {"units": "K"}), "n": (("y", "x"), N16),
+                     "d": (("y", "x"), T64)}, coords={"y": np.arange(30.0), "x": np.arange(40.0)},
+                    attrs={"title": "validate", "nested.key": [1, 2, 3]})
+    path = tmp_path / "v.tgm"
+    to_tensogram(ds, path)
+    to_tensogram(ds, path, mode="a", layout="streaming")
+    to_tensogram(ds, path, mode="a", hash=None)
+    to_tensogram(ds, path, mode="a", encoding={"t": {"compression": "zstd"}, "n": {"filter": "shuffle"},
+                                               "d": {"encoding": "simple_packing", "bits_per_value": 16}})
+    if available("imagecodecs"):
+        to_tensogram(ds, path, mode="a", encoding={"n": SZIP_ENC})
+    report = tensogram.validate_file(str(path), level="full", check_canonical=check_canonical)
+    assert report["file_issues"] == []
+    assert len(report["messages"]) == (5 if available("imagecodecs") else 4)
+    bad = [i for i in _issues(report) if i[0] != "warning" or i[1] not in EXPECTED_WARNINGS]
+    assert bad == [], report
+    assert [m["hash_verified"] for m in report["messages"]][:3] == [True, True, False]
+
+
+def test_reference_file_append_interleaves_with_ours(tmp_path):
+    path = tmp_path / "both.tgm"
+    ds = xr.Dataset({"t": (("number", "y", "x"), np.stack([T32, T32 + 1, T32 + 2, T32 + 3]))},
+                    coords={"number": ("number", [0, 1, 2, 3], {"long_name": "number"})})
+    to_tensogram(ds.isel(number=[0]), path, message_dims=["number"])
+    with tensogram.TensogramFile.open(str(path)) as f:
+        assert len(f) == 1
+        f.append({"base": [{"name": "t", "number": 1, "dim_names": ["y", "x"]}]},
+                 [(_desc(T32 + 1), T32 + 1)])
+    to_tensogram(ds.isel(number=[2, 3]), path, message_dims=["number"], mode="a")
+    with tensogram.TensogramFile.open(str(path)) as f:
+        assert len(f) == 4
+        for i in range(4):
+            np.testing.assert_array_equal(f.decode_message(i, verify_hash=True).objects[0][1], T32 + i)
+    xr.testing.assert_identical(_open_loaded(path), ds)
