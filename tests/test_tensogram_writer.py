@@ -1439,3 +1439,34 @@ def test_reference_file_append_interleaves_with_ours(tmp_path):
         for i in range(4):
             np.testing.assert_array_equal(f.decode_message(i, verify_hash=True).objects[0][1], T32 + i)
     xr.testing.assert_identical(_open_loaded(path), ds)
+
+
+def _lossless_encodings(ds, draw):
+    enc = {}
+    for name, var in ds.data_vars.items():
+        choice = draw(st.sampled_from(["none", "zstd", "shuffle", "shuffle+zstd", "lz4", "blosc2", "szip"]))
+        width = var.dtype.itemsize
+        if choice == "lz4" and not available("lz4.block") or choice == "blosc2" and not available("blosc2"):
+            choice = "zstd"
+        if choice == "szip" and (not available("imagecodecs") or width > 4):
+            choice = "shuffle+zstd"
+        e = {"none": {}, "zstd": {"compression": "zstd", "level": draw(st.integers(1, 9))},
+             "shuffle": {"filter": "shuffle"}, "shuffle+zstd": {"filter": "shuffle", "compression": "zstd"},
+             "lz4": {"compression": "lz4"}, "blosc2": {"compression": "blosc2"},
+             "szip": {"compression": "szip", "szip_rsi": 4, "szip_block_size": 8, "szip_flags": 8}}[choice]
+        e = dict(e)
+        if var.dtype.kind == "f":
+            e["mask_method"] = draw(st.sampled_from(["none", "rle", "zstd"] + (["roaring"] if available("pyroaring") else [])))
+        enc[name] = e
+    return enc
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(ds=datasets(), data=st.data(), layout=st.sampled_from(["buffered", "streaming"]))
+def test_random_dataset_lossless_encodings_round_trip(tmp_path_factory, ds, data, layout):
+    enc = _lossless_encodings(ds, data.draw)
+    path = tmp_path_factory.mktemp("enc") / "ds.tgm"
+    to_tensogram(ds, path, encoding=enc, layout=layout)
+    _check_reference_reads(path, ds)
+    xr.testing.assert_identical(_open_loaded(path, verify_hash=True), ds)
