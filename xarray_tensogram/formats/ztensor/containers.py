@@ -22,6 +22,7 @@ from ...codecs.checksums import xxh3_64
 from ...errors import (
     CorruptFileError,
     IntegrityError,
+    LimitExceededError,
     MetadataError,
     TruncatedFileError,
     UnsupportedError,
@@ -86,11 +87,14 @@ def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int
     size = source.size
     length = _u64(source.read(size - footer, 8, what=f"{what} length"))
     room = size - footer - 8
-    if length > room or length > MAX_MANIFEST:
+    if length > room:
         raise TruncatedFileError(
             f"{describe(source.name, offset=size - footer)}{what} length {length} does not fit before the footer "
             f"({room} bytes available): the file is truncated or its footer is damaged"
         )
+    if length > MAX_MANIFEST:
+        raise LimitExceededError(f"{describe(source.name, offset=size - footer)}{what} length {length} exceeds the "
+                                 f"limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)")
     if length == 0:
         raise CorruptFileError(f"{describe(source.name, offset=size - footer)}{what} length is 0")
     start = size - footer - length
@@ -288,8 +292,10 @@ def _parse_v2(source: ByteSource) -> Container:
         raise UnsupportedError(f"{fwhere}footer version {version} is not supported (expected 2)")
     if m_off == 0:
         raise UnsupportedError(f"{fwhere}this is a manifest-less data shard; open the file that references it")
-    if m_off < 4096 or m_off % 4096 or m_len > MAX_MANIFEST or m_off + m_len > size - 40:
+    if m_off < 4096 or m_off % 4096 or m_off + m_len > size - 40:
         raise CorruptFileError(f"{fwhere}manifest [{m_off}, {m_off + m_len}) is not an aligned blob inside [4096, {size - 40})")
+    if m_len > MAX_MANIFEST:
+        raise LimitExceededError(f"{fwhere}manifest length {m_len} exceeds the limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)")
     raw = source.read(m_off, m_len, what="v2 manifest")
     where = describe(source.name, "v2 manifest", m_off)
     if xxh3_64(raw) != m_hash:

@@ -117,6 +117,8 @@ def decode_cbor(raw: bytes, where: str) -> Any:
     except RecursionError:
         raise LimitExceededError(f"{where}metadata nesting is too deep") from None
     except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, UnicodeDecodeError) as exc:
+        if "nesting depth" in str(exc):  # cbor2's own container depth limit
+            raise LimitExceededError(f"{where}metadata nesting is too deep ({exc})") from None
         raise MetadataError(f"{where}invalid CBOR: {exc}") from None
     if buf.tell() != len(raw):
         raise MetadataError(f"{where}{len(raw) - buf.tell()} unexpected bytes after the CBOR item")
