@@ -357,3 +357,12 @@ def data_frames(fr: list[Frame]) -> list[Frame]:
 def metadata_frame(fr: list[Frame]) -> Frame:
     """The metadata frame decode() uses (the last one)."""
     return [f for f in fr if f.ftype in (1, 7)][-1]
+
+
+def mark_known_reader_bugs(request: Any, known: dict[str, str]) -> None:
+    """Mark a test as a strict xfail when its name (``test_x[param-ids]``) is listed in ``known``:
+    used only for reader bugs that were reported and not yet fixed (an XPASS then fails the run,
+    so a fix forces the entry to be removed)."""
+    reason = known.get(request.node.name)
+    if reason:
+        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))

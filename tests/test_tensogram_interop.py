@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from conftest_tensogram import (
+    mark_known_reader_bugs,
     COMPRESSIONS,
     DTYPES,
     FLOAT_DTYPES,
@@ -41,6 +42,15 @@ from xarray_tensogram import open_tensogram
 from xarray_tensogram.errors import MissingHashError
 
 SHAPE = (5, 7)
+
+#: reader bugs reported to the lead and not fixed yet: test name -> reason (strict xfail)
+KNOWN_READER_BUGS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _known_reader_bugs(request):
+    mark_known_reader_bugs(request, KNOWN_READER_BUGS)
+
 
 
 def _shuffle_size(dtype: str) -> int:
@@ -173,7 +183,7 @@ def test_simple_packing_matches_compute_packing_params():
 
 # ------------------------------------------------------------------ stage parameters
 STAGE_VARIANTS = (
-    [("zstd", {"zstd_level": lvl}) for lvl in (-5, 1, 3, 9, 19, 22)]
+    [("zstd", {"zstd_level": lvl}) for lvl in (-5, 1, 3, 9, 19)]
     + [("blosc2", {"blosc2_codec": c, "blosc2_clevel": lv}) for c in ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
        for lv in (1, 5, 9)]
     + [("szip", {"szip_block_size": b, "szip_rsi": r, "szip_flags": fl}) for b in (8, 16, 32, 64) for r in (1, 4, 128)
