@@ -569,3 +569,90 @@ def test_rows_agree_with_decode_range():
     for a, b in [(0, 1), (3, 7), (9, 10)]:
         ref = tensogram.decode_range(buf, 0, [(a * 6, (b - a) * 6)], join=True)
         assert_same_array(msg.read_object(0, rows=slice(a, b)).ravel(), ref)
+
+
+# ------------------------------------------------------------------ bitmask payload compressors
+def _bitmask_pattern(kind: str, n: int) -> bytes:
+    nbytes = (n + 7) // 8
+    if kind == "zeros":
+        b = np.zeros(nbytes, np.uint8)
+    elif kind == "ones":
+        b = np.full(nbytes, 0xFF, np.uint8)
+    elif kind == "alternating":
+        b = np.full(nbytes, 0xAA, np.uint8)
+    elif kind == "runs":
+        bits = (np.arange(n) // 37) % 2
+        b = np.packbits(bits.astype(np.uint8))
+    else:
+        b = np.random.default_rng(n).integers(0, 256, nbytes, dtype=np.uint8)
+    if n % 8 and nbytes:  # trailing bits zero, as spec §11 says the packing leaves them
+        b[-1] &= (0xFF << (8 - n % 8)) & 0xFF
+    return b.tobytes()
+
+
+@pytest.mark.parametrize("kind", ["zeros", "ones", "alternating", "runs", "random"])
+@pytest.mark.parametrize("comp", ["none", "zstd", "lz4", "rle", "roaring", "blosc2", "szip"])
+@pytest.mark.parametrize("n", [0, 1, 13, 64, 1000, 70001])
+def test_bitmask_payloads(n, comp, kind):
+    """bitmask objects with every compressor the reference accepts for them, rle and roaring included
+    (spec §13.9-13.10: u32 bit-count prefix, MSB-first numbering)."""
+    d = desc((n,), "bitmask", compression=comp, **COMPRESSIONS.get(comp, {}))
+    buf = try_ref_encode({}, [(d, _bitmask_pattern(kind, n))])
+    _check_one(buf, "bitmask", rows=False)
+
+
+# ------------------------------------------------------------------ metadata values
+def test_metadata_values_and_descriptor_extras():
+    """Nested maps, integer keys in nested maps, floats of every CBOR width, big integers, unicode,
+    null/bool, a legacy top-level ``version`` (moved to _extra_), unknown descriptor keys kept."""
+    meta = {
+        "base": [{"name": "ü-name", "mars": {"param": "2t", "levelist": [1000, 850, 500], "step": 6},
+                  "nested": {1: "int key", "deep": {"x": [1.5, 0.1, 1e300, -0.0, float("inf")]}},
+                  "flags": [True, False, None], "big": 2**63 - 1, "neg": -(2**63), "huge": 2**64 - 1}],
+        "_extra_": {"title": "metadata ☃", "history": ["a", "b"]},
+        "version": 2,
+        "free_key": {"k": 1},
+    }
+    d = desc((2, 3), "float32", custom_key={"a": [1, 2]}, another="x")
+    for layout in LAYOUTS:
+        buf = ref_encode(meta, [(d, make_values("float32", (2, 3)))], layout)
+        ref_msg = tensogram.decode(buf)
+        with open_tensogram(buf) as f:
+            assert_message_matches(f[0], ref_msg)
+            md = f[0].metadata
+            assert md["version"] == 3
+            assert md["_extra_"]["version"] == 2 and md["_extra_"]["free_key"] == {"k": 1}
+            assert md["base"][0]["nested"][1] == "int key"
+            assert f[0].descriptors[0]["custom_key"] == {"a": [1, 2]}
+            assert f[0].descriptors[0]["another"] == "x"
+
+
+# ------------------------------------------------------------------ large frames
+@pytest.mark.parametrize("layout", ["buffered", "streaming"])
+@pytest.mark.parametrize("pipeline", ["none", "zstd", "masks", "packing", "blosc2", "szip"])
+def test_large_objects(pipeline, layout):
+    """Objects of several hundred KiB (offsets above 65535, frames read in parts), three per message."""
+    shape = (300, 301)
+    v = np.cumsum(make_values("float64", shape, seed=41), axis=1)
+    kw = {}
+    d = desc(shape, "float64")
+    if pipeline == "masks":
+        v[::7, ::5] = np.nan
+        v[3::11, ::3] = -np.inf
+        kw = dict(allow_nan=True, allow_inf=True)
+    elif pipeline == "packing":
+        d.update(encoding="simple_packing", sp_bits_per_value=24)
+    elif pipeline == "szip":
+        d = desc(shape, "int32", compression="szip", szip_rsi=32, szip_block_size=16, szip_flags=8)
+        v = (v * 100).astype("i4")
+    elif pipeline != "none":
+        d.update(compression=pipeline)
+    buf = ref_encode({"_extra_": {"p": pipeline}}, [(d, v), (d, v[::-1].copy()), (d, v)], layout, **kw)
+    ref_msg = tensogram.decode(buf)
+    with open_tensogram(buf) as f:
+        assert_message_matches(f[0], ref_msg)
+        for j in range(3):
+            ra = ref_msg.objects[j][1]
+            for s in (slice(0, 1), slice(150, 160), slice(299, 300), slice(7, 293)):
+                assert_same_array(f[0].read_object(j, rows=s), ra[s])
+            assert_same_array(f[0].read_object(j, verify_hash=True, rows=slice(10, 20)), ra[10:20])
