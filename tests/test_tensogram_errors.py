@@ -1056,3 +1056,28 @@ def test_every_byte_flip_ends_in_our_errors_or_values(layout):
         if pos in raw_payload:
             assert_same_array(out[2], tensogram.decode(bad).objects[2][1])
     assert counts["ours"] > 0 and counts["ok"] > 0
+
+
+@pytest.mark.parametrize("via", ["path", "file-object"])
+def test_truncated_files_on_disk(via, tmp_path):
+    """Truncation read through the local-file and file-object sources behaves as with bytes."""
+    buf, spans = _small_file()
+    for cut in sorted({1, 30, 47, 48, 100, spans[1][0] + 4, spans[1][0] + 40, spans[2][0] - 1, len(buf) - 1}):
+        path = tmp_path / f"cut{cut}.tgm"
+        path.write_bytes(buf[:cut])
+        expected = sum(1 for o, n in spans if o + n <= cut)
+        fh = open(path, "rb") if via == "file-object" else None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CorruptMessageWarning)
+                with open_tensogram(fh if fh else path) as f:
+                    assert len(f) == expected
+                    for msg in f:
+                        for j in range(len(msg.descriptors)):
+                            msg.read_object(j)
+        except XarrayTensogramError as exc:
+            assert expected == 0, (cut, exc)
+            assert "byte" in str(exc)
+        finally:
+            if fh:
+                fh.close()
