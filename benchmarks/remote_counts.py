@@ -99,7 +99,7 @@ def main() -> None:
 
         server = CountingMotoServer().start()
         try:
-            options = {"anon": False, "key": "testing", "secret": "testing", "skip_instance_cache": True,
+            options = {"anon": False, "key": "testing", "secret": "testing",
                        "client_kwargs": {"endpoint_url": server.endpoint_url, "region_name": "eu-west-1"}}
             fs = s3fs.S3FileSystem(**options)
             fs.mkdir("bench")

@@ -80,12 +80,12 @@ class _Handler(BaseHTTPRequestHandler):
         if data is None:
             self._not_found("HEAD")
             return
+        self.server.traffic.record("HEAD", self.path, "", 0)
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
-        self.server.traffic.record("HEAD", self.path, "", 0)
 
     def do_GET(self) -> None:  # noqa: N802
         data = self._lookup()
@@ -106,30 +106,32 @@ class _Handler(BaseHTTPRequestHandler):
                     start = int(a)
                     end = min(int(b), size - 1) if b else size - 1
             if start is None or start >= size or end < start:
+                self.server.traffic.record("GET", self.path, rng, 0)
                 self.send_response(416)
                 self.send_header("Content-Range", f"bytes */{size}")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                self.server.traffic.record("GET", self.path, rng, 0)
                 return
             body = data[start : end + 1]
+            # record before anything is sent, so a client never sees a response that is not counted yet
+            self.server.traffic.record("GET", self.path, rng, len(body))
             self.send_response(206)
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         else:
             body = data
+            self.server.traffic.record("GET", self.path, rng, len(body))
             self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
         self.wfile.write(body)
-        self.server.traffic.record("GET", self.path, rng, len(body))
 
     def _not_found(self, method: str) -> None:
+        self.server.traffic.record(method, self.path, "", 0)
         self.send_response(404)
         self.send_header("Content-Length", "0")
         self.end_headers()
-        self.server.traffic.record(method, self.path, "", 0)
 
 
 class _Server(ThreadingHTTPServer):

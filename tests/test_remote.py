@@ -103,7 +103,6 @@ def s3(remote_files: dict[str, bytes]):
         "secret": "testing",
         "client_kwargs": {"endpoint_url": server.endpoint_url, "region_name": "eu-west-1"},
         "config_kwargs": {"connect_timeout": 5, "read_timeout": 30, "retries": {"max_attempts": 1}},
-        "skip_instance_cache": True,
     }
     try:
         import s3fs
