@@ -31,8 +31,8 @@ hypercube" and keeps only the first object of each variable): there the equivale
 its user must do, 24 single-message opens (``message_index=i``), a point read in each and
 a load of each.
 
-Measured (medians after a warm-up; each ``load`` on a freshly opened Dataset, open
-time excluded):
+Measured (medians after a warm-up, ours and the reference timed alternately so both see
+the same machine load; each ``load`` on a freshly opened Dataset, open time excluded):
 
 - open: ``xr.open_dataset`` (index + Dataset build) then close;
 - point: ``ds["2t"][:, 360, 720].values`` on an open Dataset;
@@ -149,29 +149,36 @@ def data_file(compression: str) -> Path:
 # timing helpers
 # ------------------------------------------------------------------------------------------
 
-def median_time(fn: Callable[[], object], repeat: int, *, setup: Callable[[], Any] | None = None,
-                budget: float = 20.0) -> float:
-    """Median of ``repeat`` timed runs after one warm-up.
+Timed = tuple[Callable[..., object], Callable[[], Any] | None]  # (fn, setup or None)
 
-    ``setup()`` (untimed) returns the argument passed to ``fn``. Calls under 10 ms get
-    10x more runs; slow calls stop after ``budget`` seconds (at least 3 runs).
+
+def _once(fn: Callable[..., object], setup: Callable[[], Any] | None) -> float:
+    arg = setup() if setup else None
+    gc.collect()
+    t0 = time.perf_counter()
+    fn(arg) if setup else fn()
+    return time.perf_counter() - t0
+
+
+def median_pair(a: Timed, b: Timed, repeat: int, *, budget: float = 8.0) -> tuple[float, float]:
+    """Medians of ``a`` and ``b`` timed alternately (a, b, a, b, ...) after one warm-up of each.
+
+    Alternating makes both sides see the same machine load, so the ratio holds up on a
+    busy machine better than the absolute times. ``setup()`` (untimed) returns the
+    argument passed to ``fn``. Pairs under 10 ms get 10x more runs; slow pairs stop
+    after ``budget`` seconds (at least 3 runs each).
     """
-    def once() -> float:
-        arg = setup() if setup else None
-        gc.collect()
-        t0 = time.perf_counter()
-        fn(arg) if setup else fn()
-        return time.perf_counter() - t0
-
-    first = once()  # warm-up: page faults, imports, caches of the process
+    first = _once(*a) + _once(*b)  # warm-up: page faults on first touch, imports, caches
     n = repeat * 10 if first < 0.01 else repeat
-    times: list[float] = []
+    ta: list[float] = []
+    tb: list[float] = []
     start = time.perf_counter()
     for _ in range(n):
-        times.append(once())
-        if len(times) >= 3 and time.perf_counter() - start > budget:
+        ta.append(_once(*a))
+        tb.append(_once(*b))
+        if len(ta) >= 3 and time.perf_counter() - start > budget:
             break
-    return statistics.median(times)
+    return statistics.median(ta), statistics.median(tb)
 
 
 def profile(label: str, fn: Callable[[], object], top: int = 25) -> None:
@@ -283,7 +290,7 @@ def check_equivalent(path: Path, ref: RefCube) -> None:
         ref.close(h)
 
 
-Row = tuple[str, str, float, float | None, str, str]  # variant, op, ours, ref, target text, unit
+
 
 
 def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], prof: str | None) -> None:
@@ -301,16 +308,16 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
                      "-" if target is None else f">={target:g}x", ok])
 
     # open --------------------------------------------------------------------------------
-    t_ours = median_time(lambda: open_ours(path).close(), repeat)
-    t_ref = median_time(lambda: ref.close(ref.open()), repeat)
+    t_ours, t_ref = median_pair((lambda: open_ours(path).close(), None),
+                                (lambda: ref.close(ref.open()), None), repeat)
     add("open", t_ours, t_ref, 10)
 
     # point time series ---------------------------------------------------------------------
     target = {"none": 20, "zstd": 3}.get(comp)
     h = ref.open()
     with open_ours(path) as a:
-        t_ours = median_time(lambda: a["2t"][:, 360, 720].values, repeat)
-        t_ref = median_time(lambda: ref.point(h), repeat)
+        t_ours, t_ref = median_pair((lambda: a["2t"][:, 360, 720].values, None),
+                                    (lambda: ref.point(h), None), repeat)
     ref.close(h)
     add("point 2t[:,360,720]", t_ours, t_ref, target)
 
@@ -319,14 +326,13 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
         ref.point(h)
         ref.close(h)
 
-    t_o2 = median_time(lambda: open_ours(path)["2t"][:, 360, 720].values, repeat)
-    t_r2 = median_time(ref_open_point, repeat)
+    t_o2, t_r2 = median_pair((lambda: open_ours(path)["2t"][:, 360, 720].values, None),
+                             (ref_open_point, None), repeat)
     add("open + point", t_o2, t_r2, None)
 
     # full load -----------------------------------------------------------------------------
     target = {"none": 5, "zstd": 2}.get(comp)
-    t_ours = median_time(lambda ds: ds.load(), repeat, setup=lambda: open_ours(path))
-    t_ref = median_time(ref.load, repeat, setup=ref.open)
+    t_ours, t_ref = median_pair((lambda ds: ds.load(), lambda: open_ours(path)), (ref.load, ref.open), repeat)
     add("load()", t_ours, t_ref, target)
 
     # threaded vs synchronous, ours ---------------------------------------------------------
@@ -337,8 +343,8 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
         return run
 
     chunked = lambda: open_ours(path, chunks={})  # noqa: E731
-    t_thr = median_time(load_with("threads", num_workers=2), repeat, setup=chunked)
-    t_syn = median_time(load_with("synchronous"), repeat, setup=chunked)
+    t_thr, t_syn = median_pair((load_with("threads", num_workers=2), chunked),
+                               (load_with("synchronous"), chunked), repeat)
     ratio = t_syn / t_thr
     ok = ("yes" if ratio >= 1.5 else "MISSED") if comp == "zstd" else "-"
     rows.append([comp, "chunks={} load: threads(2) | sync", fmt(t_thr, "s"), fmt(t_syn, "s") + " (sync)",
