@@ -363,7 +363,8 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
             continue
         directory = os.path.dirname(os.path.abspath(source.path))
         path = os.path.join(directory, name)
-        if os.path.dirname(os.path.abspath(path)) != directory:  # belt and braces after the name check
+        # belt and braces after the name check; realpath: a symlink named like a shard must not lead elsewhere
+        if os.path.dirname(os.path.realpath(path)) != os.path.realpath(directory):
             raise MetadataError(f"{where}shard {name!r} resolves outside {directory!r}")
         try:
             shard = LocalFileSource(path)
