@@ -44,6 +44,11 @@ the same machine load; each ``load`` on a freshly opened Dataset, open time excl
   10 rows (10*1440*4 bytes) plus the metadata read at open. For the reference we show the
   bytes its process read through system calls (``/proc/self/io`` rchar), for information.
 
+Columns: wall-clock medians and their ratio (what the targets are about), then the
+process-CPU-time medians and their ratio. On a shared machine (load average above the
+number of CPUs) wall times swing by 2-4x between runs; the CPU columns hardly move and
+show what each side costs. For the threads row the CPU columns are only informative.
+
 ``--profile OP`` (``open``, ``point``, ``load``, ``threads``) prints the cProfile top
 entries of our side of that operation on each variant.
 """
@@ -59,6 +64,7 @@ import pstats
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -152,33 +158,46 @@ def data_file(compression: str) -> Path:
 Timed = tuple[Callable[..., object], Callable[[], Any] | None]  # (fn, setup or None)
 
 
-def _once(fn: Callable[..., object], setup: Callable[[], Any] | None) -> float:
+def _once(fn: Callable[..., object], setup: Callable[[], Any] | None) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one call; ``setup()`` runs untimed and feeds ``fn``."""
     arg = setup() if setup else None
     gc.collect()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     fn(arg) if setup else fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def median_pair(a: Timed, b: Timed, repeat: int, *, budget: float = 8.0) -> tuple[float, float]:
+@dataclass
+class Pair:
+    """Medians of two alternately timed calls: wall and process-CPU seconds."""
+
+    a: float
+    b: float
+    cpu_a: float
+    cpu_b: float
+
+
+def median_pair(a: Timed, b: Timed, repeat: int, *, budget: float = 8.0) -> Pair:
     """Medians of ``a`` and ``b`` timed alternately (a, b, a, b, ...) after one warm-up of each.
 
     Alternating makes both sides see the same machine load, so the ratio holds up on a
-    busy machine better than the absolute times. ``setup()`` (untimed) returns the
-    argument passed to ``fn``. Pairs under 10 ms get 10x more runs; slow pairs stop
-    after ``budget`` seconds (at least 3 runs each).
+    busy machine better than the absolute times; the process CPU time is kept too (it
+    hardly depends on other processes, and neither backend uses threads outside Dask).
+    Pairs under 10 ms get 10x more runs; slow pairs stop after ``budget`` seconds (at
+    least 3 runs each).
     """
-    first = _once(*a) + _once(*b)  # warm-up: page faults on first touch, imports, caches
+    first = _once(*a)[0] + _once(*b)[0]  # warm-up: page faults on first touch, imports, caches
     n = repeat * 10 if first < 0.01 else repeat
-    ta: list[float] = []
-    tb: list[float] = []
+    ta: list[tuple[float, float]] = []
+    tb: list[tuple[float, float]] = []
     start = time.perf_counter()
     for _ in range(n):
         ta.append(_once(*a))
         tb.append(_once(*b))
         if len(ta) >= 3 and time.perf_counter() - start > budget:
             break
-    return statistics.median(ta), statistics.median(tb)
+    med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
+    return Pair(med(ta, 0), med(tb, 0), med(ta, 1), med(tb, 1))
 
 
 def profile(label: str, fn: Callable[[], object], top: int = 25) -> None:
@@ -298,42 +317,33 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
     check_equivalent(path, ref)
     print(f"  reference mapping: {ref.describe()}", flush=True)
 
-    def add(op: str, ours: float, ref: float | None, target: float | None, unit: str = "s") -> None:
-        if ref is None:
-            rows.append([comp, op, fmt(ours, unit), "-", "-", "-", "-"])
-            return
-        ratio = ref / ours
+    def add(op: str, m: Pair, target: float | None) -> None:
+        ratio = m.b / m.a
         ok = "-" if target is None else ("yes" if ratio >= target else "MISSED")
-        rows.append([comp, op, fmt(ours, unit), fmt(ref, unit), f"{ratio:.1f}x",
-                     "-" if target is None else f">={target:g}x", ok])
+        rows.append([comp, op, fmt(m.a), fmt(m.b), f"{ratio:.1f}x", "-" if target is None else f">={target:g}x", ok,
+                     fmt(m.cpu_a), fmt(m.cpu_b), f"{m.cpu_b / m.cpu_a:.1f}x"])
 
     # open --------------------------------------------------------------------------------
-    t_ours, t_ref = median_pair((lambda: open_ours(path).close(), None),
-                                (lambda: ref.close(ref.open()), None), repeat)
-    add("open", t_ours, t_ref, 10)
+    add("open", median_pair((lambda: open_ours(path).close(), None), (lambda: ref.close(ref.open()), None), repeat), 10)
 
     # point time series ---------------------------------------------------------------------
-    target = {"none": 20, "zstd": 3}.get(comp)
     h = ref.open()
     with open_ours(path) as a:
-        t_ours, t_ref = median_pair((lambda: a["2t"][:, 360, 720].values, None),
-                                    (lambda: ref.point(h), None), repeat)
+        m = median_pair((lambda: a["2t"][:, 360, 720].values, None), (lambda: ref.point(h), None), repeat)
     ref.close(h)
-    add("point 2t[:,360,720]", t_ours, t_ref, target)
+    add("point 2t[:,360,720]", m, {"none": 20, "zstd": 3}.get(comp))
 
     def ref_open_point() -> None:
         h = ref.open()
         ref.point(h)
         ref.close(h)
 
-    t_o2, t_r2 = median_pair((lambda: open_ours(path)["2t"][:, 360, 720].values, None),
-                             (ref_open_point, None), repeat)
-    add("open + point", t_o2, t_r2, None)
+    add("open + point", median_pair((lambda: open_ours(path)["2t"][:, 360, 720].values, None),
+                                    (ref_open_point, None), repeat), None)
 
     # full load -----------------------------------------------------------------------------
-    target = {"none": 5, "zstd": 2}.get(comp)
-    t_ours, t_ref = median_pair((lambda ds: ds.load(), lambda: open_ours(path)), (ref.load, ref.open), repeat)
-    add("load()", t_ours, t_ref, target)
+    m = median_pair((lambda ds: ds.load(), lambda: open_ours(path)), (ref.load, ref.open), repeat)
+    add("load()", m, {"none": 5, "zstd": 2}.get(comp))
 
     # threaded vs synchronous, ours ---------------------------------------------------------
     def load_with(scheduler: str, **cfg: Any) -> Callable[[xr.Dataset], object]:
@@ -343,12 +353,11 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
         return run
 
     chunked = lambda: open_ours(path, chunks={})  # noqa: E731
-    t_thr, t_syn = median_pair((load_with("threads", num_workers=2), chunked),
-                               (load_with("synchronous"), chunked), repeat)
-    ratio = t_syn / t_thr
+    m = median_pair((load_with("threads", num_workers=2), chunked), (load_with("synchronous"), chunked), repeat)
+    ratio = m.b / m.a
     ok = ("yes" if ratio >= 1.5 else "MISSED") if comp == "zstd" else "-"
-    rows.append([comp, "chunks={} load: threads(2) | sync", fmt(t_thr, "s"), fmt(t_syn, "s") + " (sync)",
-                 f"{ratio:.2f}x", ">=1.5x" if comp == "zstd" else "-", ok])
+    rows.append([comp, "ours chunks={}: threads(2) | sync", fmt(m.a), fmt(m.b) + " (sync)", f"{ratio:.2f}x",
+                 ">=1.5x" if comp == "zstd" else "-", ok, fmt(m.cpu_a), fmt(m.cpu_b) + " (sync)", "-"])
 
     if prof:
         ops = {
@@ -377,20 +386,18 @@ def bench_bytes(path: Path, rows: list[list[str]]) -> None:
         r2 = rchar()
     ok = "yes" if sel <= 2 * payload + 2 * meta else "MISSED"
     rows.append(["none", "bytes: open (metadata)", f"{meta:,} B / {meta_calls} reads",
-                 f"{r1 - r0:,} B (rchar)", "-", "-", "-"])
+                 f"{r1 - r0:,} B (rchar)", "-", "-", "-", "", "", ""])
     rows.append(["none", "bytes: 2t[0,:10] after open", f"{sel:,} B / {calls - meta_calls} reads",
                  f"{r2 - r1:,} B (rchar)", f"{sel / payload:.2f}x rows",
-                 f"<=2x({payload:,}+meta)", ok])
+                 f"<=2x({payload:,}+meta)", ok, "", "", ""])
 
 
-def fmt(v: float, unit: str) -> str:
-    if unit == "s":
-        return f"{v * 1e3:.2f} ms" if v < 1 else f"{v:.2f} s"
-    return f"{v:g} {unit}"
+def fmt(v: float) -> str:
+    return f"{v * 1e3:.2f} ms" if v < 1 else f"{v:.2f} s"
 
 
 def print_table(rows: list[list[str]]) -> None:
-    head = ["file", "operation", "ours", "reference", "ratio", "target", "met"]
+    head = ["file", "operation", "ours", "reference", "ratio", "target", "met", "ours cpu", "ref cpu", "cpu ratio"]
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     line = "  ".join(h.ljust(w) for h, w in zip(head, widths))
     print("\n" + line + "\n" + "-" * len(line))
