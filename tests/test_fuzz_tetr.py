@@ -347,6 +347,20 @@ def test_rank_limit_is_named():
         open_tetr(bytes(data))
 
 
+def test_shape_product_is_checked_against_the_index():
+    """A shape whose tile grid the index cannot cover, or a tile whose raw_byte_len is not its clipped size."""
+    data = bytearray(FILES["sample.tet"])  # f32 [2, 3] in [2, 2] tiles, record at 40, name "temperature"
+    dims = 40 + 16 + 11 + 5
+    struct.pack_into("<Q", data, dims, 2**32)
+    with pytest.raises(XarrayTensogramError, match=r"2 index entries for a grid of 4294967296 tiles"):
+        open_tetr(bytes(data))
+    data = bytearray(FILES["sample.tet"])
+    first, _ = _entries(bytes(data))
+    struct.pack_into("<QQ", data, first + 80, 8, 8)  # tile (0, 0) claims 8 bytes, stored raw in 8
+    with pytest.raises(XarrayTensogramError, match=r"raw_byte_len 8, the clipped tile is 16 bytes"):
+        open_tetr(bytes(data))
+
+
 def test_zstd_tile_cannot_promise_more_than_its_payload_can_hold():
     """A one-tile zstd dataset whose shape and raw_byte_len claim 2**40 bytes from a few stored bytes."""
     data = bytearray(_written([DatasetWrite("z", np.zeros((4, 4), "<f4"), (4, 4), "zstd")]))

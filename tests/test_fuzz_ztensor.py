@@ -468,6 +468,17 @@ def test_zstd_decoded_size_is_bounded_by_the_entry():
             z.read("t_uint8_zstd")
 
 
+def test_sparse_dense_form_limit_is_named():
+    """A sparse tensor is densified: its dense size is capped (MAX_SPARSE_DENSE_BYTES), before any allocation."""
+    data = FILES["v1/sparse.zt"]
+    kind, _, root = _split(data)
+    bad = _set(root, ("objects", "coo", "shape"), [2**20, 2**20])
+    with open_ztensor(_with_index(data, _encode(kind, bad))) as z:
+        with pytest.raises(LimitExceededError, match="MAX_SPARSE_DENSE_BYTES"):
+            z.read("coo")
+    run_case(exercise, _with_index(data, _encode(kind, bad)), LEGIT["v1/sparse.zt"], STATS, "sparse 2**40 dense")
+
+
 def test_manifest_size_limit_is_named(tmp_path):
     """An index length over MAX_MANIFEST (1 GiB) is refused before anything is read (sparse file on disk)."""
     path = tmp_path / "huge.zt"
