@@ -148,9 +148,14 @@ class LocalFileSource(ByteSource):
                 f"(size {self._stamp[0]} -> {st.st_size}, mtime changed: {st.st_mtime_ns != self._stamp[1]})"
             )
 
+    #: reads at least this long re-check size and mtime; shorter (metadata) reads rely on the
+    #: caller's one check per operation, which keeps an open from costing a stat per frame
+    CHECK_MIN = 1 << 16
+
     def _read(self, offset: int, length: int) -> bytes:
         fd = self._fileno()
-        self.check_unchanged()
+        if length >= self.CHECK_MIN:
+            self.check_unchanged()
         data = os.pread(fd, length, offset)
         if len(data) < length:  # pread may return short reads on some systems
             chunks = [data]

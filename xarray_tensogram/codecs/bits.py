@@ -31,6 +31,8 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
         for k in range(width):  # loop over bytes of a field, not over elements
             out = (out << np.uint64(8)) | fields[:, k]
         return out
+    if bit_offset == 0 and bits <= 57:
+        return _unpack_periodic(raw, count, bits)
     buf = np.concatenate([raw, np.zeros(16, dtype=np.uint8)])
     starts = bit_offset + np.arange(count, dtype=np.int64) * bits
     byte_index = starts >> 3
@@ -47,6 +49,35 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
     if bits == 64:
         return window
     return window >> np.uint64(64 - bits)
+
+
+def _unpack_periodic(raw: np.ndarray, count: int, bits: int) -> np.ndarray:
+    """Fields repeat their bit alignment every ``V = 8 / gcd(bits, 8)`` fields (``P`` bytes): loop over
+    the at most 8 positions of a period, each vectorised over all periods."""
+    import math
+
+    V = 8 // math.gcd(bits, 8)
+    P = V * bits // 8
+    groups = -(-count // V)
+    need = groups * P
+    if raw.size < need:
+        raw = np.concatenate([raw[:need], np.zeros(need - raw.size, dtype=np.uint8)])
+    g = raw[:need].reshape(groups, P)
+    wide = np.uint32 if bits <= 25 else np.uint64
+    out = np.empty((groups, V), dtype=wide)
+    mask = wide((1 << bits) - 1)
+    for k in range(V):  # positions in a period, not elements
+        start = k * bits
+        b0, shift = start // 8, start % 8
+        nbytes = (shift + bits + 7) // 8
+        acc = g[:, b0].astype(wide)
+        for i in range(1, nbytes):
+            acc <<= wide(8)
+            acc |= g[:, b0 + i]
+        acc >>= wide(nbytes * 8 - shift - bits)
+        acc &= mask
+        out[:, k] = acc
+    return out.reshape(-1)[:count].astype(np.uint64)
 
 
 def pack_fields(values: np.ndarray, bits: int) -> bytes:

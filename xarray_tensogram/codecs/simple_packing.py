@@ -29,8 +29,10 @@ def decode(payload: bytes | memoryview | np.ndarray, count: int, bits: int, refe
     if bits == 0:
         return np.full(count, float(reference), dtype=np.float64)
     q = unpack_fields(payload, count, bits, bit_offset)
-    factor = _decode_factor(binary_scale, decimal_scale)
-    return float(reference) + factor * q.astype(np.float64)
+    out = q.astype(np.float64)
+    out *= _decode_factor(binary_scale, decimal_scale)  # same operations and order as R + factor * q
+    out += float(reference)
+    return out
 
 
 def compute_params(values: np.ndarray, bits: int, decimal_scale: int = 0) -> tuple[float, int]:

@@ -255,6 +255,7 @@ class ObjectReader:
             ) from None
 
     def _read(self, rows: slice | None = None) -> np.ndarray:
+        self.source.check_unchanged()
         partial = rows is not None and bool(self.shape) and rows.indices(self.shape[0])[:2] != (0, self.shape[0])
         if self.verify_hash or (self._layout is None and not partial and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
@@ -477,6 +478,7 @@ class TensogramFile:
         """
         messages: list[Message] = []
         pos = 0
+        self.source.check_unchanged()
         size = self.source.size
         if size < MIN_MESSAGE:
             raise TruncatedFileError(
@@ -553,6 +555,7 @@ class TensogramFile:
         index_map: dict | None = None
         data: list[ObjectRef] = []
         pending_preceder: dict | None = None
+        jumped = False  # data frames taken from the index rather than walked
         while True:
             # step over padding to the next FR (the reference steps byte by byte)
             if cur + FRAME_HEADER > limit:
@@ -585,6 +588,7 @@ class TensogramFile:
                     # the index gives every data frame: jump to the footer instead of walking payloads
                     data = self._objects_from_index(pos, index_map, where, limit)
                     data = self._find_preceders(pos, data, cur, where)
+                    jumped = True
                     if first_footer is not None and first_footer != body_end - pos:
                         cur = pos + first_footer
                         phase = 2
@@ -634,7 +638,7 @@ class TensogramFile:
             raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
         if index_map is not None and not data:
             data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
-        elif index_map is not None:
+        elif index_map is not None and not jumped:
             self._check_index_matches(index_map, data, pos, where)
         meta = self._normalise_metadata(metadata, len(data), describe(self.name, where, pos))
         for j, ref in enumerate(data):
