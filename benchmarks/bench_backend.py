@@ -46,8 +46,9 @@ the same machine load; each ``load`` on a freshly opened Dataset, open time excl
 
 Columns: wall-clock medians and their ratio (what the targets are about), then the
 process-CPU-time medians and their ratio. On a shared machine (load average above the
-number of CPUs) wall times swing by 2-4x between runs; the CPU columns hardly move and
-show what each side costs. For the threads row the CPU columns are only informative.
+number of CPUs) wall times swing by 2-4x between runs; the CPU columns move much less and
+show what each side costs. For the threads row the CPU columns are only informative, and
+the threads ratio itself means something only when 2 CPUs are idle for this process.
 
 ``--profile OP`` (``open``, ``point``, ``load``, ``threads``) prints the cProfile top
 entries of our side of that operation on each variant.
