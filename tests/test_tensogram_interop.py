@@ -225,9 +225,9 @@ def test_stage_parameters(comp, params, dtype):
         values = np.cumsum(values, axis=1) / 10  # smooth enough for the lossy modes to be interesting
     d = desc(shape, dtype, compression=comp, **params)
     buf = try_ref_encode({}, [(d, values)])
-    ref = tensogram.decode(buf).objects[0][1]
     _check_one(buf, dtype, atol=_lossy_bound(comp, params, values))
     if comp in LOSSY and params.get("sz3_error_bound_mode") == "abs":
+        ref = tensogram.decode(buf).objects[0][1]
         assert np.max(np.abs(ref - values)) <= params["sz3_error_bound"] * (1 + 1e-9)
 
 
