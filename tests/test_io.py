@@ -48,8 +48,13 @@ def test_modified_file_raises_on_next_read(tmp_path):
     assert src.read(0, 2) == b"01"
     with open(p, "ab") as f:
         f.write(b"more")
+    # payload reads (arrays, memory maps, large reads) re-check size and mtime every time
     with pytest.raises(FileChangedError, match="changed on disk"):
-        src.read(0, 2)
+        src.read_array(0, 2)
+    with pytest.raises(FileChangedError, match="changed on disk"):
+        src.view(0, 2)
+    with pytest.raises(FileChangedError, match="changed on disk"):
+        src.check_unchanged()
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):

@@ -49,3 +49,8 @@ from .formats.ztensor import open_ztensor  # noqa: E402
 from .assemble.ztensor import to_ztensor  # noqa: E402
 
 __all__ += ["open_ztensor", "to_ztensor"]
+
+from .formats.tetr import open_tetr  # noqa: E402
+from .assemble.tetr import to_tetr  # noqa: E402
+
+__all__ += ["open_tetr", "to_tetr"]

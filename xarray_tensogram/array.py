@@ -106,6 +106,11 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
     plans = [plan_axis(k, s, c) for k, s, c in zip(key, spec.shape, spec.chunk_shape)]
     out_shape = tuple(p[1] for p in plans)
+    squeeze_axes = tuple(i for i, p in enumerate(plans) if p[2])
+    single = _single_chunk_block(spec, plans, out_shape)
+    if single is not None:
+        # the key is exactly what one chunk read returns: hand over the reader's fresh array, no copy
+        return single.reshape(tuple(n for i, n in enumerate(out_shape) if i not in squeeze_axes))
     out = np.empty(out_shape, dtype=spec.dtype)
     if out.size:
         for combo in itertools.product(*(p[0] for p in plans)):
@@ -119,10 +124,29 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
                 out[_as_outer(target, out_shape)] = _fill_for(spec.dtype, spec.fill_value)
                 continue
             out[_as_outer(target, out_shape)] = _take_outer(block, local)
-    squeeze_axes = tuple(i for i, p in enumerate(plans) if p[2])
     if squeeze_axes:
         out = out.reshape(tuple(n for i, n in enumerate(out_shape) if i not in squeeze_axes))
     return out
+
+
+def _single_chunk_block(spec: ArraySpec, plans: list, out_shape: tuple[int, ...]) -> np.ndarray | None:
+    """The block of a key that maps onto one chunk region in order, when the reader's array can be used as is."""
+    if not all(len(p[0]) == 1 for p in plans) or 0 in out_shape:
+        return None
+    parts = [p[0][0] for p in plans]
+    if not all(isinstance(t, slice) and isinstance(loc, slice) and loc == slice(None) for _c, t, loc, _r in parts):
+        return None
+    coords = tuple(c for c, _t, _l, _r in parts)
+    region = tuple(r for _c, _t, _l, r in parts)
+    try:
+        block = spec.reader.read_chunk(coords, region)
+    except MissingChunk:
+        return None
+    if not isinstance(block, np.ndarray) or block.shape != out_shape or block.dtype != spec.dtype:
+        return np.asarray(block, dtype=spec.dtype).reshape(out_shape).copy()
+    if not block.flags.writeable or not block.flags.c_contiguous:
+        return block.copy()
+    return block
 
 
 def _take_outer(block: np.ndarray, local: tuple[Any, ...]) -> np.ndarray:

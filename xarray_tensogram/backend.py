@@ -101,12 +101,13 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
                 try:
                     with open(path, "rb") as f:
                         head = f.read(8)
-                    fmt = _format_from_bytes(head)
-                    if fmt is not None:
-                        return True
                 except OSError:
-                    pass
-                return _extension_format(path) is not None
+                    return _extension_format(path) is not None  # unreadable now: the extension decides
+                if _format_from_bytes(head) is not None:
+                    return True
+                # readable but no magic: only a .tgm may start with bytes the scanner skips;
+                # .tet and .zt files always start with their magic (mesh files also use .tet)
+                return _extension_format(path) == "tensogram"
             if hasattr(filename_or_obj, "read") and hasattr(filename_or_obj, "seek"):
                 pos = filename_or_obj.tell()
                 filename_or_obj.seek(0)  # sources read absolute offsets, so sniff from the start too

@@ -36,6 +36,20 @@ def _param(desc: Params, key: str, kind: type, where: str) -> Any:
     return kind(value)
 
 
+#: largest decoded/stored ratio each codec can reach on real data, generously; a descriptor promising
+#: more is refused before anything is allocated (no 100 GB buffer for a 1 kB payload)
+MAX_RATIO = {"szip": 16384, "zfp": 512, "sz3": 32768}
+
+
+def _check_ratio(codec: str, payload_len: int, expected: int, where: str) -> None:
+    limit = MAX_RATIO[codec] * max(payload_len, 1) + 4096
+    if expected > limit:
+        raise CodecError(
+            f"{where}{codec} payload of {payload_len} bytes cannot decode to the {expected} bytes the descriptor "
+            f"promises (more than {MAX_RATIO[codec]}:1)"
+        )
+
+
 def _none(payload: bytes, expected: int, params: Params, where: str) -> bytes:
     _check_size(payload, expected, "uncompressed", where)
     return payload
@@ -85,6 +99,7 @@ def _szip_flags(desc: Params, bits: int) -> int:
 
 def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
     imagecodecs = require("imagecodecs", f"{where}szip decompression")
+    _check_ratio("szip", len(payload), expected, where)
     bits = szip_sample_bits(desc)
     for key in ("szip_block_size", "szip_rsi", "szip_flags"):
         _param(desc, key, int, where)
@@ -103,7 +118,7 @@ def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
                                          out=expected + slack)
             break
         except Exception as exc:
-            if "too small" not in str(exc) or slack > 4 * expected + 8 * block * rsi * sample_bytes:
+            if "too small" not in str(exc) or slack > expected + 8 * block * rsi * sample_bytes:
                 raise CodecError(f"{where}szip stream is corrupt: {exc}") from exc
             slack *= 4
     if out is None:
@@ -131,6 +146,7 @@ def _blosc2(payload: bytes, expected: int, params: Params, where: str) -> bytes:
 
 def _zfp(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
     zfpy = require("zfpy", f"{where}zfp decompression")
+    _check_ratio("zfp", len(payload), expected, where)
     if expected % 8:
         raise CodecError(f"{where}zfp decodes float64 values but {expected} bytes are expected")
     n = expected // 8
@@ -166,6 +182,7 @@ def _float64_in_declared_order(values: np.ndarray, desc: Params) -> bytes:
 
 def _sz3(payload: bytes, expected: int, params: Params, where: str) -> bytes:
     sz = require("pysz", f"{where}sz3 decompression").sz
+    _check_ratio("sz3", len(payload), expected, where)
     if expected % 8:
         raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
     n = expected // 8

@@ -15,34 +15,99 @@ from ..errors import CodecError
 
 __all__ = ["decompress", "compress"]
 
-#: the output buffer starts at this multiple of the payload size (or 256 KiB) and doubles as output arrives
-_START_RATIO = 8
-_START_MIN = 256 << 10
+_FRAME_MAGIC = 0xFD2FB528
+_BLOCK_MAX = 128 * 1024
+
+
+def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
+    """Walk the frame and block headers of concatenated zstd frames; return the most they can decode to.
+
+    Raises :class:`CodecError` for a truncated or malformed structure (python-zstandard's streaming
+    reader silently accepts a frame whose last block never comes). The bound lets the caller refuse
+    a descriptor that promises more than the stream can hold before anything is allocated.
+    """
+    buf = memoryview(payload).cast("B") if not isinstance(payload, memoryview) else payload.cast("B")
+    n = len(buf)
+    pos = 0
+    bound = 0
+    if n == 0:
+        raise CodecError(f"{where}empty zstd stream")
+    while pos < n:
+        if pos + 4 > n:
+            raise CodecError(f"{where}zstd stream truncated at byte {pos} (frame magic expected)")
+        magic = int.from_bytes(buf[pos : pos + 4], "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+            if pos + 8 > n:
+                raise CodecError(f"{where}zstd skippable frame truncated at byte {pos}")
+            size = int.from_bytes(buf[pos + 4 : pos + 8], "little")
+            pos += 8 + size
+            if pos > n:
+                raise CodecError(f"{where}zstd skippable frame runs past the payload")
+            continue
+        if magic != _FRAME_MAGIC:
+            raise CodecError(f"{where}byte {pos}: not a zstd frame (magic {magic:08x})")
+        pos += 4
+        if pos >= n:
+            raise CodecError(f"{where}zstd frame header truncated")
+        fhd = buf[pos]
+        fcs_flag, single, checksum, dict_flag = fhd >> 6, (fhd >> 5) & 1, (fhd >> 2) & 1, fhd & 3
+        if fhd & 0x08:
+            raise CodecError(f"{where}zstd frame header has the reserved bit set")
+        header = 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+        pos += header
+        while True:
+            if pos + 3 > n:
+                raise CodecError(f"{where}zstd frame truncated at byte {pos} (block header expected)")
+            bh = int.from_bytes(buf[pos : pos + 3], "little")
+            last, btype, bsize = bh & 1, (bh >> 1) & 3, bh >> 3
+            pos += 3
+            if btype == 0:  # raw
+                pos += bsize
+                bound += bsize
+            elif btype == 1:  # RLE
+                pos += 1
+                bound += bsize
+            elif btype == 2:  # compressed
+                if bsize > _BLOCK_MAX:
+                    raise CodecError(f"{where}zstd block of {bsize} bytes exceeds the format's 128 KiB")
+                pos += bsize
+                bound += _BLOCK_MAX
+            else:
+                raise CodecError(f"{where}zstd block of reserved type at byte {pos - 3}")
+            if pos > n:
+                raise CodecError(f"{where}zstd block runs past the end of the payload (truncated stream)")
+            if last:
+                break
+        if checksum:
+            pos += 4
+            if pos > n:
+                raise CodecError(f"{where}zstd frame checksum truncated")
+    return bound
 
 
 def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = "") -> np.ndarray:
     """Decode one or more concatenated zstd frames into exactly ``expected_size`` bytes.
 
     Returns a writable ``uint8`` array. Raises :class:`CodecError` when the stream is
-    corrupt, truncated, or decodes to a different size. Memory follows what the
-    stream really produces: a header promising 100 GB allocates nothing like it
-    unless the stream actually expands that far.
+    corrupt, truncated, or decodes to a different size. The frame structure is walked
+    first, so a descriptor promising more than the stream can hold (e.g. 100 GB from
+    a kilobyte) fails before the output buffer is allocated.
     """
     if expected_size < 0:
         raise CodecError(f"{where}negative decoded size {expected_size}")
-    capacity = min(expected_size, max(_START_MIN, _START_RATIO * len(payload)))
-    out = np.empty(capacity, dtype=np.uint8)
+    bound = frames_bound(payload, where=where)
+    if expected_size > bound:
+        raise CodecError(
+            f"{where}zstd stream can decode to at most {bound} bytes, but {expected_size} are expected"
+        )
+    out = np.empty(expected_size, dtype=np.uint8)
     got = 0
     extra = b""
     try:
         with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
+            view = memoryview(out)
             while got < expected_size:
-                if got == capacity:
-                    capacity = min(expected_size, capacity * 2)
-                    grown = np.empty(capacity, dtype=np.uint8)
-                    grown[:got] = out[:got]
-                    out = grown
-                n = reader.readinto(memoryview(out)[got:capacity])
+                n = reader.readinto(view[got:])
                 if n == 0:
                     break
                 got += n

@@ -101,19 +101,19 @@ class _Window:
     def __init__(self, source: ByteSource, lookahead: int) -> None:
         self.source = source
         self.lookahead = lookahead
-        self.start = 0
-        self.data = b""
+        self.blocks: list[tuple[int, bytes]] = []  # the last two blocks read (header and postamble)
 
     def read(self, offset: int, length: int, what: str) -> bytes:
         end = offset + length
-        if self.start <= offset and end <= self.start + len(self.data):
-            return self.data[offset - self.start : end - self.start]
+        for start, data in self.blocks:
+            if start <= offset and end <= start + len(data):
+                return data[offset - start : end - start]
         want = max(length, self.lookahead)
         want = min(want, self.source.size - offset) if offset < self.source.size else length
         if want < length:
             want = length
         block = self.source.read(offset, want, what=what)
-        self.start, self.data = offset, block
+        self.blocks = [(offset, block)] + self.blocks[:1]
         return block[:length]
 
 
@@ -532,7 +532,7 @@ class TensogramFile:
                     f"{describe(self.name, where, pos + 16)}total_length {total} is impossible here "
                     f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
                 )
-            post = self.source.read(pos + total - POSTAMBLE, POSTAMBLE, what="postamble")
+            post = self._read(pos + total - POSTAMBLE, POSTAMBLE, "postamble")
             first_footer, mirrored, end_magic = parse_postamble(post)
             if end_magic != END_MAGIC:
                 raise CorruptFileError(f"{describe(self.name, where, pos + total - 8)}end magic 39277777 missing")
