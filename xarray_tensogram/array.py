@@ -21,6 +21,7 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from .catalog import ArraySpec, MissingChunk
+from .errors import LimitExceededError
 
 __all__ = ["LazyChunkedArray", "plan_axis"]
 
@@ -111,7 +112,12 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     if single is not None:
         # the key is exactly what one chunk read returns: hand over the reader's fresh array, no copy
         return single.reshape(tuple(n for i, n in enumerate(out_shape) if i not in squeeze_axes))
-    out = np.empty(out_shape, dtype=spec.dtype)
+    try:
+        out = np.empty(out_shape, dtype=spec.dtype)
+    except (MemoryError, ValueError) as exc:
+        raise LimitExceededError(
+            f"selection of shape {out_shape} ({spec.dtype}) cannot be allocated: {exc}"
+        ) from None
     if out.size:
         for combo in itertools.product(*(p[0] for p in plans)):
             coords = tuple(part[0] for part in combo)

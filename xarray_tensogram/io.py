@@ -5,9 +5,11 @@ bytes. Sources are safe to share between threads without a lock (local files use
 ``os.pread``), and they pickle as a *description* (path or URL plus options),
 never as an open handle: a Dask worker process reopens the file itself.
 
-Local files remember their size and modification time when opened; a read
-after the file changed on disk raises :class:`FileChangedError` instead of
-returning bytes of the new file as if they were the old ones.
+Local files remember their size and modification time when opened; a payload
+read after the file changed in place raises :class:`FileChangedError` instead of
+returning bytes of the new file as if they were the old ones. A file replaced by
+rename keeps serving the old inode's bytes through the open descriptor (still
+consistent); a process that reopens the path (a Dask worker) then raises.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def _szip_flags(desc: Params, bits: int) -> int:
 
 
 def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
-    imagecodecs = require("imagecodecs", f"{where}szip decompression")
+    require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
     _check_ratio("szip", len(payload), expected, where)
     bits = szip_sample_bits(desc)
     for key in ("szip_block_size", "szip_rsi", "szip_flags"):
@@ -108,25 +108,13 @@ def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
     rsi = int(desc["szip_rsi"])
     if not (1 <= bits <= 32) or block <= 0 or not (1 <= rsi <= 4096):
         raise CodecError(f"{where}invalid szip parameters bits={bits} block_size={block} rsi={rsi}")
-    sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8
-    # libaec may emit padding samples (more with PAD_RSI): give it room, bounded by one RSI per 2 payload bytes
-    slack = block * rsi * sample_bytes
-    out = None
-    for _attempt in range(4):
-        try:
-            out = imagecodecs.aec_decode(bytes(payload), bitspersample=bits, flags=flags, blocksize=block, rsi=rsi,
-                                         out=expected + slack)
-            break
-        except Exception as exc:
-            if "too small" not in str(exc) or slack > expected + 8 * block * rsi * sample_bytes:
-                raise CodecError(f"{where}szip stream is corrupt: {exc}") from exc
-            slack *= 4
-    if out is None:
-        raise CodecError(f"{where}szip stream decodes to more than {expected + slack} bytes")
-    out = bytes(out)
-    if len(out) < expected:
-        raise CodecError(f"{where}szip payload decodes to {len(out)} bytes, expected {expected}")
-    return out[:expected]
+    # libaec's streaming decoder, stopped when the expected output is full, as the reference calls it
+    from .szip import szip_decode
+
+    try:
+        return szip_decode(payload, expected, bits, block, rsi, flags)
+    except CodecError as exc:
+        raise CodecError(f"{where}{exc}") from None
 
 
 def _blosc2(payload: bytes, expected: int, params: Params, where: str) -> bytes:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from ..errors import CodecError, MissingCodecError
 from .registry import require
 
-__all__ = ["szip_encode"]
+__all__ = ["szip_encode", "szip_decode"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
@@ -53,6 +53,11 @@ def _libaec() -> ctypes.CDLL:
     for name in ("aec_encode_init", "aec_encode_enable_offsets", "aec_encode_end"):
         getattr(lib, name).argtypes = [p]
         getattr(lib, name).restype = ctypes.c_int
+    for name in ("aec_decode_init", "aec_decode_end"):
+        getattr(lib, name).argtypes = [p]
+        getattr(lib, name).restype = ctypes.c_int
+    lib.aec_decode.argtypes = [p, ctypes.c_int]
+    lib.aec_decode.restype = ctypes.c_int
     lib.aec_encode.argtypes = [p, ctypes.c_int]
     lib.aec_encode.restype = ctypes.c_int
     lib.aec_encode_count_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t)]
@@ -98,3 +103,33 @@ def szip_encode(data: bytes, bits_per_sample: int, block_size: int, rsi: int, fl
     samples = len(data) // sample_bytes if sample_bytes else 0
     n_rsi = -(-samples // (rsi * block_size)) if samples else 0
     return payload, [int(offsets[i]) for i in range(min(n_rsi, count.value))]
+
+
+def szip_decode(payload: bytes, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int) -> bytes:
+    """Decode exactly ``expected`` bytes with libaec's streaming decoder (output buffer of that size).
+
+    Like the reference, decoding stops when the output is full; padding after the last
+    sample (PAD_RSI, trailing bits) is not an error.
+    """
+    lib = _libaec()
+    src = ctypes.create_string_buffer(bytes(payload), max(1, len(payload)))
+    dst = ctypes.create_string_buffer(max(1, expected))
+    strm = _AecStream()
+    strm.next_in = ctypes.cast(src, ctypes.c_void_p)
+    strm.avail_in = len(payload)
+    strm.next_out = ctypes.cast(dst, ctypes.c_void_p)
+    strm.avail_out = expected
+    strm.bits_per_sample = bits_per_sample
+    strm.block_size = block_size
+    strm.rsi = rsi
+    strm.flags = flags
+    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
+        raise CodecError(f"libaec refused parameters bits={bits_per_sample} block={block_size} rsi={rsi} flags={flags}")
+    try:
+        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
+        got = strm.total_out
+    finally:
+        lib.aec_decode_end(ctypes.byref(strm))
+    if got != expected:
+        raise CodecError(f"szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
+    return dst.raw[:expected]

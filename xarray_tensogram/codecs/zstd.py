@@ -13,7 +13,7 @@ import zstandard
 
 from ..errors import CodecError
 
-__all__ = ["decompress", "compress"]
+__all__ = ["decompress", "decompress_prefix", "frames_bound", "compress"]
 
 _FRAME_MAGIC = 0xFD2FB528
 _BLOCK_MAX = 128 * 1024
@@ -83,6 +83,32 @@ def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
             if pos > n:
                 raise CodecError(f"{where}zstd frame checksum truncated")
     return bound
+
+
+def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, where: str = "") -> np.ndarray:
+    """The first ``prefix`` bytes of a stream that decodes to ``total`` bytes, without decoding the rest.
+
+    Used to read leading rows of a compressed object; as with the reference's range decode, the
+    part of the stream after those bytes is not checked.
+    """
+    bound = frames_bound(payload, where=where)
+    if total > bound:
+        raise CodecError(f"{where}zstd stream can decode to at most {bound} bytes, but {total} are expected")
+    out = np.empty(prefix, dtype=np.uint8)
+    got = 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
+            view = memoryview(out)
+            while got < prefix:
+                n = reader.readinto(view[got:])
+                if n == 0:
+                    break
+                got += n
+    except zstandard.ZstdError as exc:
+        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
+    if got != prefix:
+        raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
+    return out
 
 
 def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = "") -> np.ndarray:

@@ -90,6 +90,17 @@ def supports_row_ranges(desc: Mapping[str, Any]) -> bool:
     )
 
 
+def supports_leading_prefix(desc: Mapping[str, Any]) -> bool:
+    """True when leading rows can be decoded from a prefix of a zstd stream (no filter, no masks)."""
+    return (
+        desc["compression"] == "zstd"
+        and desc["filter"] == "none"
+        and desc["dtype"] != "bitmask"
+        and not desc.get("masks")
+        and len(desc["shape"]) >= 1
+    )
+
+
 def row_byte_range(desc: Mapping[str, Any], start: int, stop: int) -> tuple[int, int, int]:
     """Byte range ``[lo, hi)`` of the payload holding rows ``start:stop`` and the bit offset of the first."""
     row = math.prod(desc["shape"][1:])

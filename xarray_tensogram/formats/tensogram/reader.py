@@ -294,6 +294,15 @@ class ObjectReader:
                         masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
                 return pipeline.decode_rows(parts[0], desc, start, stop, bit_offset, masks, where)
         region = self._fetch(lay.region_start, lay.region_length, "payload")
+        if rows is not None and pipeline.supports_leading_prefix(desc):
+            start, stop, step = rows.indices(desc["shape"][0])
+            if step == 1 and stop > start:
+                # decompress only up to the last requested row (the stream's tail is not checked)
+                from ...codecs.zstd import decompress_prefix
+
+                hi = pipeline.row_byte_range(desc, 0, stop)[1]
+                prefix = decompress_prefix(region, hi, pipeline.encoded_length(desc), where=where)
+                return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
 
