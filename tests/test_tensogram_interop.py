@@ -46,7 +46,15 @@ from xarray_tensogram.formats.tensogram import CorruptMessageWarning
 SHAPE = (5, 7)
 
 #: reader bugs reported to the lead and not fixed yet: test name -> reason (strict xfail)
-KNOWN_READER_BUGS: dict[str, str] = {}
+_ZFP_SHUFFLE_REASON = (
+    "simple_packing + shuffle + zfp (a combination writers should not emit, spec §12): the reference's zfp stage "
+    "decodes prod(shape) doubles (35 here, reading zeros past the 17-double stream), unshuffles all 280 bytes and "
+    "unpacks the first 136; ours decodes the 17 doubles the stream holds, so the values differ when S > 1"
+)
+KNOWN_READER_BUGS: dict[str, str] = {
+    "test_simple_packing_pipelines[31-shuffle-zfp-buffered]": _ZFP_SHUFFLE_REASON,
+    "test_simple_packing_pipelines[31-shuffle-zfp-streaming]": _ZFP_SHUFFLE_REASON,
+}
 
 
 @pytest.fixture(autouse=True)
