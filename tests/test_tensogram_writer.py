@@ -1470,3 +1470,15 @@ def test_random_dataset_lossless_encodings_round_trip(tmp_path_factory, ds, data
     to_tensogram(ds, path, encoding=enc, layout=layout)
     _check_reference_reads(path, ds)
     xr.testing.assert_identical(_open_loaded(path, verify_hash=True), ds)
+
+
+def test_dataset_opened_from_netcdf_writes(tmp_path):
+    """netCDF encodings left on the variables (zlib, chunksizes, _FillValue, source ...) do not get in the way."""
+    pytest.importorskip("h5netcdf")
+    ds = xr.Dataset({"t": (("y", "x"), T32, {"units": "K"}), "n": (("y", "x"), N16)},
+                    coords={"y": np.arange(30.0), "x": np.arange(40.0)}, attrs={"title": "from netCDF"})
+    ds.to_netcdf(tmp_path / "in.nc", engine="h5netcdf", encoding={"t": {"zlib": True, "complevel": 4, "shuffle": True}})
+    with xr.open_dataset(tmp_path / "in.nc", engine="h5netcdf") as nc:
+        to_tensogram(nc, tmp_path / "out.tgm", encoding={"n": {"compression": "zstd"}})
+        expected = nc.load()
+    xr.testing.assert_identical(_open_loaded(tmp_path / "out.tgm"), expected)
