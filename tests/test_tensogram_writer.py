@@ -213,6 +213,11 @@ BYTE_CASES = [
     *[_case(f"sp-{b}bits-D{D}", [_sp(b, D)]) for b, D in
       ((0, 0), (1, 0), (7, 0), (8, 0), (12, 0), (16, 0), (16, 2), (16, -1), (17, 0), (24, 0), (24, 2), (31, 0),
        (32, 0), (33, 0), (48, 0), (64, 0), (12, -1))],
+    # equal minima: the reference keeps the first one it meets, which decides the sign of a zero reference value
+    _case("sp-signed-zero-min", [_sp(8, a=np.array([-0.0, 0.0, 3.0])), _sp(8, a=np.array([0.0, -0.0, 3.0])),
+                                 _sp(8, a=np.array([0.0, -0.0]))]),
+    # 2487 * 2**45 / 10 = 8750353338492519.0 exactly: rounding half away from zero must not go through x + 0.5
+    _case("sp-64bits-rounding-above-2**52", [_sp(64, -1, a=np.array([2.621441e6, 0.0, 2487.0]))]),
     _case("sp-0bits-constant", [_sp(0, a=np.full((10, 10), 273.15))]),
     _case("sp-explicit-params", [_sp(16, sp_reference_value=50.0, sp_binary_scale_factor=-8)]),
     _case("sp-explicit-int-reference", [_sp(12, sp_reference_value=0, sp_binary_scale_factor=-4)]),
