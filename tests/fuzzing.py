@@ -36,6 +36,15 @@ class FuzzStats:
 
 def run_case(exercise: Callable[[bytes], object], data: bytes, legit_chunk: int, stats: FuzzStats, label: str) -> None:
     """Run ``exercise(data)``; fail the test on a foreign exception, a slow case or a big allocation."""
+    if exercise not in _WARMED:
+        # the first run in a process imports modules lazily; that is not an allocation the file caused
+        _WARMED.add(exercise)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exercise(data)
+        except Exception:  # noqa: BLE001 - judged by the traced run below
+            pass
     tracemalloc.start()
     tracemalloc.reset_peak()
     t0 = time.perf_counter()
@@ -84,3 +93,4 @@ def with_field(data: bytes, offset: int, width: int, value: int, byteorder: str)
 
 
 SPECIAL_VALUES = [0, 1, 2**32, 2**64 - 1]
+_WARMED: set = set()

@@ -52,8 +52,6 @@ _ZFP_SHUFFLE_REASON = (
     "unpacks the first 136; ours decodes the 17 doubles the stream holds, so the values differ when S > 1"
 )
 KNOWN_READER_BUGS: dict[str, str] = {
-    "test_simple_packing_pipelines[31-shuffle-zfp-buffered]": _ZFP_SHUFFLE_REASON,
-    "test_simple_packing_pipelines[31-shuffle-zfp-streaming]": _ZFP_SHUFFLE_REASON,
 }
 
 
