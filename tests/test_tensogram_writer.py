@@ -1487,3 +1487,22 @@ def test_dataset_opened_from_netcdf_writes(tmp_path):
         to_tensogram(nc, tmp_path / "out.tgm", encoding={"n": {"compression": "zstd"}})
         expected = nc.load()
     xr.testing.assert_identical(_open_loaded(tmp_path / "out.tgm"), expected)
+
+
+def test_scalar_coordinates_round_trip(tmp_path):
+    """cfgrib-style scalar coordinates (height 2 m, number, surface ...) are kept, not dropped silently."""
+    ds = xr.Dataset({"t2m": (("latitude", "longitude"), T32[:3, :4])},
+                    coords={"latitude": [10.0, 20.0, 30.0], "longitude": [0.0, 1.0, 2.0, 3.0],
+                            "height": ((), 2.0, {"units": "m", "long_name": "height"}), "number": 0})
+    to_tensogram(ds, tmp_path / "s.tgm")
+    xr.testing.assert_identical(_open_loaded(tmp_path / "s.tgm"), ds)
+
+
+def test_dataset_without_variables_keeps_its_attributes(tmp_path):
+    """An empty Dataset writes a readable file (a message without objects holds the attributes), not 0 bytes."""
+    ds = xr.Dataset(attrs={"title": "nothing yet", "a.b": 1})
+    to_tensogram(ds, tmp_path / "e.tgm")
+    data = (tmp_path / "e.tgm").read_bytes()
+    assert len(tensogram.scan(data)) == 1
+    assert dict(tensogram.decode(data).metadata.extra) == {"title": "nothing yet", "a": {"b": 1}}
+    xr.testing.assert_identical(_open_loaded(tmp_path / "e.tgm"), ds)
