@@ -1506,3 +1506,14 @@ def test_dataset_without_variables_keeps_its_attributes(tmp_path):
     assert len(tensogram.scan(data)) == 1
     assert dict(tensogram.decode(data).metadata.extra) == {"title": "nothing yet", "a": {"b": 1}}
     xr.testing.assert_identical(_open_loaded(tmp_path / "e.tgm"), ds)
+
+
+@pytest.mark.parametrize("message_dims", [None, ["time"]], ids=["plain-dim", "message-dim"])
+def test_datetime_and_timedelta_coordinates_round_trip(tmp_path, message_dims):
+    """A time series (datetime64 dimension coordinate, timedelta64 auxiliary coordinate) is not a .tgm-born cube;
+    its times must survive the round trip (e.g. CF-encoded like to_netcdf), not be dropped or turned into text."""
+    times = np.array(["2024-01-01T00", "2024-01-01T06", "2024-01-01T12"], dtype="datetime64[ns]")
+    ds = xr.Dataset({"t": (("time", "y"), np.arange(6.0).reshape(3, 2))},
+                    coords={"time": times, "lead": ("time", np.array([0, 6, 12], "timedelta64[h]").astype("m8[ns]"))})
+    to_tensogram(ds, tmp_path / "ts.tgm", message_dims=message_dims)
+    xr.testing.assert_identical(_open_loaded(tmp_path / "ts.tgm"), ds)
