@@ -21,11 +21,12 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
     if count == 0 or bits == 0:
         return np.zeros(count, dtype=np.uint64)
     raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
-    if bit_offset == 0 and bits % 8 == 0:
+    if bit_offset == 0 and bits in (8, 16, 32, 64):
+        width = bits // 8
+        return raw[: count * width].view(f">u{width}").astype(np.uint64)
+    if bit_offset == 0 and bits % 8 == 0 and bits > 57:
         width = bits // 8
         need = count * width
-        if width in (1, 2, 4, 8):
-            return raw[:need].view(f">u{width}").astype(np.uint64)
         fields = raw[:need].reshape(count, width).astype(np.uint64)
         out = np.zeros(count, dtype=np.uint64)
         for k in range(width):  # loop over bytes of a field, not over elements
