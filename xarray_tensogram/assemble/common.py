@@ -13,7 +13,7 @@ from xarray.core import indexing
 from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
 
-__all__ = ["flatten_attrs", "netcdf_safe_value", "generic_dim_names", "lazy_variable", "unique_names"]
+__all__ = ["requested_dims", "flatten_attrs", "netcdf_safe_value", "generic_dim_names", "lazy_variable", "unique_names"]
 
 
 def netcdf_safe_value(value: Any) -> Any:
@@ -123,3 +123,21 @@ def lazy_variable(dims: Sequence[str], spec: ArraySpec, attrs: Mapping[str, Any]
     var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
     var.encoding = enc
     return var
+
+
+def requested_dims(dim_names: Any, var: str, rank: int) -> list[str] | None:
+    """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable.
+
+    A list applies to the variables of matching rank; a dict entry of the wrong rank is an error.
+    """
+    if dim_names is None:
+        return None
+    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else dim_names
+    if wanted is None:
+        return None
+    wanted = [str(d) for d in wanted]
+    if len(wanted) != rank:
+        if isinstance(dim_names, Mapping):
+            raise ValueError(f"dim_names for {var!r} has {len(wanted)} names, the variable has rank {rank}")
+        return None
+    return wanted

@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..formats.tetr import LIMITS, DatasetWrite, TetrDataset, TetrFile, write_tetr
-from .common import generic_dim_names, lazy_variable, unique_names
+from .common import generic_dim_names, lazy_variable, requested_dims, unique_names
 
 __all__ = ["tetr_to_dataset", "to_tetr", "TetrMappingWarning", "HISTORY_JSON_ATTR"]
 
@@ -38,28 +38,13 @@ class TetrMappingWarning(UserWarning):
 
 
 # -- reading ----------------------------------------------------------------------------------------
-def _requested_dims(dim_names: Any, var: str, rank: int) -> list[str] | None:
-    """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable."""
-    if dim_names is None:
-        return None
-    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else dim_names
-    if wanted is None:
-        return None
-    wanted = [str(d) for d in wanted]
-    if len(wanted) != rank:
-        if isinstance(dim_names, Mapping):
-            raise ValueError(f"dim_names for {var!r} has {len(wanted)} names, the dataset has rank {rank}")
-        return None  # a list for all variables applies to those of matching rank
-    return wanted
-
-
 def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -> bool:
     return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape))
 
 
 def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int]) -> list[str]:
     """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated."""
-    dims = _requested_dims(dim_names, var, d.ndim)
+    dims = requested_dims(dim_names, var, d.ndim)
     if dims is not None and not _fits(dims, d.shape, sizes):
         raise ValueError(f"dim_names {dims} for {var!r} conflict with sizes {dict(sizes)} (shape {list(d.shape)})")
     if dims is None and d.dim_names is not None:

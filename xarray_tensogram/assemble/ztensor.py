@@ -19,7 +19,7 @@ from ..errors import XarrayTensogramError
 from ..formats.ztensor import ZTensorFile, write_ztensor_v01
 from ..formats.ztensor.model import TensorInfo
 from ..formats.ztensor.writer import RESERVED_KEYS
-from .common import flatten_attrs, generic_dim_names, lazy_variable, unique_names
+from .common import flatten_attrs, generic_dim_names, lazy_variable, requested_dims, unique_names
 
 __all__ = ["ztensor_to_dataset", "to_ztensor", "DIM_NAMES_KEY"]
 
@@ -28,21 +28,6 @@ DIM_NAMES_KEY = "dim_names"
 
 class ZTensorMappingWarning(UserWarning):
     """Something in the file could not be mapped as is (renamed, skipped, ignored)."""
-
-
-def _requested_dims(dim_names: Any, var: str, rank: int) -> list[str] | None:
-    """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable."""
-    if dim_names is None:
-        return None
-    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else dim_names
-    if wanted is None:
-        return None
-    wanted = [str(d) for d in wanted]
-    if len(wanted) != rank:
-        if isinstance(dim_names, Mapping):
-            raise ValueError(f"dim_names for {var!r} has {len(wanted)} names, the tensor has rank {rank}")
-        return None  # a list for all variables applies to those of matching rank
-    return wanted
 
 
 def _file_dims(info: TensorInfo) -> list[str] | None:
@@ -93,7 +78,7 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
-        dims = _requested_dims(dim_names, var, len(info.shape))
+        dims = requested_dims(dim_names, var, len(info.shape))
         if dims is not None and not _fits(dims, info.shape, sizes):
             raise ValueError(f"dim_names {dims} for {var!r} conflict with sizes {dict(sizes)} (shape {list(info.shape)})")
         if dims is None:
