@@ -146,6 +146,8 @@ def _coordinate_names(objects: Sequence[_Object]) -> set[str]:
 
 def _is_coordinate(o: _Object, referenced: set[str]) -> bool:
     """Coordinate objects: named like a coordinate, or used by other objects as a dimension/coordinate."""
+    if len(o.shape) == 0:
+        return o.name in referenced  # a scalar coordinate a data object lists in ``coordinates``
     if len(o.shape) not in (1, 2):
         return False
     return o.name.lower() in COORDINATE_NAMES or o.name in referenced
@@ -392,7 +394,9 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     # MARS valid_time = time + step
     _add_valid_time(coords_out)
     for cname, (c, dims) in coord_vars.items():  # type: ignore[misc]
-        if dims is None:
+        if not c.shape:
+            dims = []
+        elif dims is None:
             dims = _match_2d_dims(c.shape, variables) or generic_dim_names(c.shape, taken)
         clifted: list[str] = []
         cattrs = _lift_cf(flatten_attrs({k: v for k, v in c.raw_entry.items() if k not in ("_reserved_", "dim_names", "name")}),

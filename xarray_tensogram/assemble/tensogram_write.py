@@ -160,6 +160,8 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             _set_path(extra, k, _py(v))
     ranges = [range(ds.sizes[d]) for d in mdims]
     first = True
+    wrote_any = False
+    last_combo = tuple(r[-1] for r in ranges) if all(len(r) for r in ranges) else None
     for combo in itertools.product(*ranges) if mdims else [()]:
         sel = dict(zip(mdims, combo))
         base: list[dict] = []
@@ -188,7 +190,7 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
                     for key, value in _key_value(src, ds[cname].values[()]):
                         _set_path(entry, key, value)
             entry["dim_names"] = [d for d in var.dims if d not in var_mdims]
-            aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims and ds[c].ndim
+            aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims
                    and set(ds[c].dims) <= set(var.dims) and not any(d in mdims for d in ds[c].dims)]
             if aux:
                 _set_path(entry, "cf.coordinates", " ".join(aux))
@@ -198,20 +200,28 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             objects.append(ObjectInput(values, desc))
         if first:
             for cname, coord in ds.coords.items():
-                if cname in skip_coords or coord.ndim == 0 or any(d in mdims for d in coord.dims):
+                if cname in skip_coords or any(d in mdims for d in coord.dims):
                     continue
-                entry = _attrs_to_entry(coord.attrs, coord.encoding.get("tensogram_cf_attrs"))
+                # times and time deltas are CF-encoded (numbers + units) as to_netcdf does
+                encoded = (xr.conventions.encode_cf_variable(coord.variable, name=cname)
+                           if coord.dtype.kind in "Mm" else coord.variable)
+                values = np.asarray(encoded.values)
+                if values.dtype.kind in "OUS":
+                    continue  # string labels have no object form
+                cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
+                entry = _attrs_to_entry(encoded.attrs, cf_attrs + ["units", "calendar"])
                 entry["name"] = cname
                 if list(coord.dims) != [cname]:
                     entry["dim_names"] = list(coord.dims)
-                values = np.asarray(coord.values)
-                if values.dtype.kind in "OUSMm":
-                    continue  # labels and times are carried by metadata, not as objects
                 base.append(entry)
                 objects.append(ObjectInput(values, {"shape": list(values.shape)}))
             first = False
         if not objects:
+            if not wrote_any and combo == last_combo:
+                # a Dataset without variables: one message without objects keeps its attributes
+                yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
             continue
+        wrote_any = True
         yield encode_message({"base": base, "_extra_": extra}, objects, hash=hash, layout=layout, reserved=reserved,
                              allow_nan=True, allow_inf=True, nan_mask_method=default_mask,
                              pos_inf_mask_method=default_mask, neg_inf_mask_method=default_mask)

@@ -42,7 +42,8 @@ def compute_params(values: np.ndarray, bits: int, decimal_scale: int = 0) -> tup
         return (float(values[0]) if values.size else 0.0), 0
     if not np.all(np.isfinite(values)):
         raise ValueError("simple_packing cannot compute parameters for NaN or Inf values")
-    vmin, vmax = float(values.min()), float(values.max())
+    # the first minimum in order, as the reference scans (keeps the sign of a leading -0.0)
+    vmin, vmax = float(values[int(np.argmin(values))]), float(values.max())
     rng = (vmax - vmin) * 10.0 ** decimal_scale
     maxp = float(2 ** bits - 1)
     E = 0 if rng == 0 else math.ceil(math.log2(rng / maxp))
@@ -56,7 +57,10 @@ def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, d
         return b""
     scale = 10.0 ** decimal_scale * 2.0 ** (-binary_scale)
     x = (values - reference) * scale
-    q = np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+    # round half away from zero without x + 0.5 (which rounds wrongly above 2**52)
+    a = np.abs(x)
+    fl = np.floor(a)
+    q = np.copysign(fl + (a - fl >= 0.5), x)
     maxp = float(2 ** bits - 1)
     q = np.clip(q, 0.0, maxp)
     if bits >= 53:
