@@ -85,6 +85,25 @@ def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
     return bound
 
 
+def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, probe_extra: bool) -> tuple[int, bytes]:
+    """Stream-decode into ``out`` until it is full; with ``probe_extra``, also read one more byte."""
+    got = 0
+    extra = b""
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
+            view = memoryview(out)
+            while got < out.size:
+                n = reader.readinto(view[got:])
+                if n == 0:
+                    break
+                got += n
+            if probe_extra and got == out.size:
+                extra = reader.read(1)
+    except zstandard.ZstdError as exc:
+        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
+    return got, extra
+
+
 def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, where: str = "") -> np.ndarray:
     """The first ``prefix`` bytes of a stream that decodes to ``total`` bytes, without decoding the rest.
 
@@ -95,17 +114,7 @@ def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, w
     if total > bound:
         raise CodecError(f"{where}zstd stream can decode to at most {bound} bytes, but {total} are expected")
     out = np.empty(prefix, dtype=np.uint8)
-    got = 0
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
-            view = memoryview(out)
-            while got < prefix:
-                n = reader.readinto(view[got:])
-                if n == 0:
-                    break
-                got += n
-    except zstandard.ZstdError as exc:
-        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
+    got, _extra = _fill(payload, out, where, probe_extra=False)
     if got != prefix:
         raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
     return out
@@ -127,20 +136,7 @@ def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = 
             f"{where}zstd stream can decode to at most {bound} bytes, but {expected_size} are expected"
         )
     out = np.empty(expected_size, dtype=np.uint8)
-    got = 0
-    extra = b""
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
-            view = memoryview(out)
-            while got < expected_size:
-                n = reader.readinto(view[got:])
-                if n == 0:
-                    break
-                got += n
-            if got == expected_size:
-                extra = reader.read(1)
-    except zstandard.ZstdError as exc:
-        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
+    got, extra = _fill(payload, out, where, probe_extra=True)
     if got != expected_size or extra:
         more = " or more" if extra else ""
         raise CodecError(
