@@ -45,9 +45,14 @@ def _depth(obj: Any, limit: int) -> None:
                 stack.append((child, d + 1))
 
 
-def loads(data: bytes | memoryview, *, where: str = "") -> Any:
-    """Decode exactly one CBOR item occupying all of ``data``."""
-    obj, used = loads_prefix(data, where=where)
+def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> Any:
+    """Decode exactly one CBOR item occupying all of ``data``.
+
+    ``check=False`` skips the walk over the decoded values (tags are still refused while
+    decoding); for readers that type-check their known keys themselves and only need to
+    check free-form values.
+    """
+    obj, used = loads_prefix(data, where=where, check=check)
     if used != len(data):
         raise MetadataError(f"{where}{len(data) - used} unexpected bytes after the CBOR item")
     return obj
@@ -62,7 +67,7 @@ def _depth_checked(obj: Any, where: str, max_depth: int) -> None:
         raise MetadataError(f"{where}{exc}") from None
 
 
-def loads_prefix(data: bytes | memoryview, *, where: str = "") -> tuple[Any, int]:
+def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = True) -> tuple[Any, int]:
     """Decode one CBOR item at the start of ``data``; return it and its encoded length."""
     import io
 
@@ -74,8 +79,11 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "") -> tuple[Any, int
     except RecursionError:
         raise LimitExceededError(f"{where}metadata nesting is too deep") from None
     except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, UnicodeDecodeError) as exc:
+        if "nesting depth" in str(exc):  # cbor2's own container depth limit
+            raise LimitExceededError(f"{where}metadata nesting is too deep ({exc})") from None
         raise MetadataError(f"{where}invalid CBOR: {exc}") from None
-    _depth_checked(obj, where, MAX_DEPTH)
+    if check:
+        _depth_checked(obj, where, MAX_DEPTH)
     return obj, buf.tell()
 
 

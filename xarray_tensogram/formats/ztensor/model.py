@@ -11,14 +11,13 @@ only translate their metadata into this model.
 
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import cbor2
 import numpy as np
 
+from ...codecs import cbor as cbor_codec
 from ...codecs.registry import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 
@@ -97,32 +96,14 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
     raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
 
 
-def _refuse_tag(decoder: Any, tag: Any) -> Any:
-    raise MetadataError(f"CBOR tag {tag.tag} is not allowed in zTensor metadata")
-
-
 def decode_cbor(raw: bytes, where: str) -> Any:
     """Exactly one CBOR item filling ``raw``, tags refused.
 
-    Unlike ``codecs.cbor.loads`` this does not walk the whole result: the
-    container parsers type-check the standard keys themselves and call
-    :func:`check_free_values` on free-form values only, which keeps opening a
-    file with thousands of entries fast.
+    The values are not walked here (``check=False``): the container parsers type-check the
+    standard keys themselves and call :func:`check_free_values` on free-form values only,
+    which keeps opening a file with thousands of entries fast.
     """
-    buf = io.BytesIO(raw)
-    try:
-        obj = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag).decode()
-    except MetadataError as exc:
-        raise MetadataError(f"{where}{exc}") from None
-    except RecursionError:
-        raise LimitExceededError(f"{where}metadata nesting is too deep") from None
-    except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, UnicodeDecodeError) as exc:
-        if "nesting depth" in str(exc):  # cbor2's own container depth limit
-            raise LimitExceededError(f"{where}metadata nesting is too deep ({exc})") from None
-        raise MetadataError(f"{where}invalid CBOR: {exc}") from None
-    if buf.tell() != len(raw):
-        raise MetadataError(f"{where}{len(raw) - buf.tell()} unexpected bytes after the CBOR item")
-    return obj
+    return cbor_codec.loads(raw, where=where, check=False)
 
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
