@@ -14,6 +14,7 @@ import xarray as xr
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.errors import FileChangedError, IntegrityError, MissingHashError
+from selections import outer, random_selection
 
 tensogram = pytest.importorskip("tensogram")
 E = TensogramBackendEntrypoint
@@ -34,27 +35,6 @@ def _cube(path, compression="zstd", steps=6, shape=(40, 60)) -> np.ndarray:
     return fields
 
 
-def _random_selection(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple:
-    key = []
-    for n in shape:
-        kind = rng.integers(3)
-        if kind == 0:
-            key.append(int(rng.integers(n)))
-        elif kind == 1:
-            a = int(rng.integers(n))
-            key.append(slice(a, int(rng.integers(a, n + 1)) or None))
-        else:
-            key.append(np.unique(rng.integers(0, n, size=rng.integers(1, 4))))
-    return tuple(key)
-
-
-def _outer(values: np.ndarray, key: tuple) -> np.ndarray:
-    for axis in reversed(range(len(key))):
-        k = key[axis]
-        values = np.take(values, k, axis=axis) if isinstance(k, np.ndarray) else values[(slice(None),) * axis + (k,)]
-    return values
-
-
 def test_eight_threads_read_exactly_what_one_thread_reads(tmp_path):
     path = tmp_path / "cube.tgm"
     _cube(path)
@@ -68,9 +48,9 @@ def test_eight_threads_read_exactly_what_one_thread_reads(tmp_path):
         n = 0
         while time.monotonic() < deadline:
             name = ("2t", "msl")[rng.integers(2)]
-            key = _random_selection(rng, lazy[name].shape)
+            key = random_selection(rng, lazy[name].shape)
             got = lazy[name].variable[key].values
-            np.testing.assert_array_equal(got, _outer(reference[name], key))
+            np.testing.assert_array_equal(got, outer(reference[name], key))
             n += 1
         return n
 
@@ -86,7 +66,7 @@ def _process_worker(args):
     results = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and len(results) < 50:
-        key = _random_selection(rng, ds["2t"].shape)
+        key = random_selection(rng, ds["2t"].shape)
         results.append((key, ds["2t"].variable[key].values))
     return results
 
@@ -101,7 +81,7 @@ def test_two_processes_read_exactly_what_one_thread_reads(tmp_path):
     assert sum(len(o) for o in outputs) > 0
     for results in outputs:
         for key, values in results:
-            np.testing.assert_array_equal(values, _outer(reference, key))
+            np.testing.assert_array_equal(values, outer(reference, key))
 
 
 def _open_fds() -> int:

@@ -30,6 +30,7 @@ from xarray_tensogram.codecs.checksums import xxh3_64
 from xarray_tensogram.errors import CodecError, FileChangedError, IntegrityError, MetadataError, XarrayTensogramError
 from xarray_tensogram.formats.tetr import DatasetWrite, open_tetr, write_tetr
 from xarray_tensogram.formats.ztensor import open_ztensor, write_ztensor_v01
+from selections import outer, random_selection
 
 E = TensogramBackendEntrypoint
 MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
@@ -55,27 +56,6 @@ def _zt(path: Path, seed: int = 11, rows: int = 30, compression: str | None = "z
     return arrays
 
 
-def _random_selection(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple:
-    key = []
-    for n in shape:
-        kind = rng.integers(3)
-        if kind == 0:
-            key.append(int(rng.integers(n)))
-        elif kind == 1:
-            a = int(rng.integers(n))
-            key.append(slice(a, int(rng.integers(a, n + 1)) or None))
-        else:
-            key.append(np.unique(rng.integers(0, n, size=rng.integers(1, 4))))
-    return tuple(key)
-
-
-def _outer(values: np.ndarray, key: tuple) -> np.ndarray:
-    for axis in reversed(range(len(key))):
-        k = key[axis]
-        values = np.take(values, k, axis=axis) if isinstance(k, np.ndarray) else values[(slice(None),) * axis + (k,)]
-    return values
-
-
 FORMATS = {"tet": _tet, "zt": _zt}
 
 
@@ -97,8 +77,8 @@ def test_eight_threads_read_exactly_what_one_thread_reads(tmp_path, fmt):
         n = 0
         while time.monotonic() < deadline:
             name = names[rng.integers(len(names))]
-            key = _random_selection(rng, lazy[name].shape)
-            np.testing.assert_array_equal(lazy[name].variable[key].values, _outer(reference[name], key))
+            key = random_selection(rng, lazy[name].shape)
+            np.testing.assert_array_equal(lazy[name].variable[key].values, outer(reference[name], key))
             n += 1
         return n
 
@@ -117,7 +97,7 @@ def _process_worker(args):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and len(results) < 40:
             name = names[rng.integers(len(names))]
-            key = _random_selection(rng, ds[name].shape)
+            key = random_selection(rng, ds[name].shape)
             results.append((name, key, ds[name].variable[key].values))
     return path, results
 
@@ -139,7 +119,7 @@ def test_two_processes_read_exactly_what_one_thread_reads(tmp_path):
         assert sum(len(r) for q, r in outputs if q == p) > 0, p
     for p, results in outputs:
         for name, key, values in results:
-            np.testing.assert_array_equal(values, _outer(reference[p][name], key))
+            np.testing.assert_array_equal(values, outer(reference[p][name], key))
 
 
 # -- descriptors ---------------------------------------------------------------------------------------
