@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xarray_tensogram import __version__
 from xarray_tensogram.formats.tetr import DatasetWrite, write_tetr
 
 OUT = Path(__file__).resolve().parent.parent / "xarray_tensogram" / "samples" / "sample.tet"
@@ -39,7 +40,7 @@ def build() -> list[DatasetWrite]:
 def main() -> None:
     write_tetr(OUT, build(),
                history=[{"op": "write", "source": "benchmarks/make_samples_tetr.py", "at": "1704067200"}],
-               file_metadata={"tool": "xarray-tensogram", "library_version": "0.1.0", "created_at": "1704067200"})
+               file_metadata={"tool": "xarray-tensogram", "library_version": __version__, "created_at": "1704067200"})
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from .errors import (
     CodecError,
     CorruptFileError,
+    CorruptMessageWarning,
+    EncodeError,
     FileChangedError,
     GroupSelectionError,
     HypercubeError,
@@ -13,12 +15,15 @@ from .errors import (
     MetadataError,
     MissingCodecError,
     MissingHashError,
+    TetrMappingWarning,
     TruncatedFileError,
     UnsupportedError,
+    UnsupportedOptionError,
     XarrayTensogramError,
+    ZTensorMappingWarning,
 )
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "__version__",
@@ -35,6 +40,11 @@ __all__ = [
     "FileChangedError",
     "HypercubeError",
     "GroupSelectionError",
+    "EncodeError",
+    "UnsupportedOptionError",
+    "CorruptMessageWarning",
+    "TetrMappingWarning",
+    "ZTensorMappingWarning",
 ]
 
 from .formats.tensogram import open_tensogram  # noqa: E402

@@ -23,6 +23,11 @@ __all__ = [
     "LimitExceededError",
     "HypercubeError",
     "GroupSelectionError",
+    "EncodeError",
+    "UnsupportedOptionError",
+    "CorruptMessageWarning",
+    "TetrMappingWarning",
+    "ZTensorMappingWarning",
     "describe",
 ]
 
@@ -77,6 +82,27 @@ class HypercubeError(XarrayTensogramError):
 
 class GroupSelectionError(XarrayTensogramError):
     """The file holds several incompatible groups and none was selected."""
+
+
+class EncodeError(XarrayTensogramError):
+    """The inputs cannot be encoded (bad parameters, NaN without a mask, ...)."""
+
+
+class UnsupportedOptionError(XarrayTensogramError):
+    """An open option was given that does not apply to the format being opened."""
+
+
+# -- warnings: reading went on, but something was skipped, renamed or ignored -----------------------
+class CorruptMessageWarning(UserWarning):
+    """A damaged message was skipped while scanning; the messages around it were kept."""
+
+
+class TetrMappingWarning(UserWarning):
+    """Something in the file (or Dataset) could not be mapped as is (renamed, skipped, dropped)."""
+
+
+class ZTensorMappingWarning(UserWarning):
+    """Something in the file could not be mapped as is (renamed, skipped, ignored)."""
 
 
 def describe(source: str | None, where: str | None = None, offset: int | None = None) -> str:

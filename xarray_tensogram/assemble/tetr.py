@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
+from ..errors import TetrMappingWarning
 from ..formats.tetr import LIMITS, DatasetWrite, TetrDataset, TetrFile, write_tetr
 from .common import generic_dim_names, lazy_variable, requested_dims, unique_names
 
@@ -31,10 +32,6 @@ FILE_KEYS = ("tool", "library_version", "created_at")
 #: CF attributes that hold a number in the variable's dtype, stored as decimal strings in .tet
 _CF_VALUE_ATTRS = ("_FillValue", "missing_value", "valid_min", "valid_max")
 _CF_FLOAT_ATTRS = ("scale_factor", "add_offset")
-
-
-class TetrMappingWarning(UserWarning):
-    """Something in the file (or Dataset) could not be mapped as is (renamed, skipped, dropped)."""
 
 
 # -- reading ----------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from ..errors import XarrayTensogramError
+from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile, write_ztensor_v01
 from ..formats.ztensor.model import TensorInfo
 from ..formats.ztensor.writer import RESERVED_KEYS
@@ -24,10 +24,6 @@ from .common import flatten_attrs, generic_dim_names, lazy_variable, requested_d
 __all__ = ["ztensor_to_dataset", "to_ztensor", "DIM_NAMES_KEY"]
 
 DIM_NAMES_KEY = "dim_names"
-
-
-class ZTensorMappingWarning(UserWarning):
-    """Something in the file could not be mapped as is (renamed, skipped, ignored)."""
 
 
 def _file_dims(info: TensorInfo) -> list[str] | None:

@@ -21,6 +21,7 @@ from ...catalog import ArraySpec
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
 from ...errors import (
+    CorruptMessageWarning,
     CorruptFileError,
     IntegrityError,
     LimitExceededError,
@@ -63,10 +64,6 @@ __all__ = ["TensogramFile", "Message", "ObjectRef", "open_tensogram", "CorruptMe
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
-
-
-class CorruptMessageWarning(UserWarning):
-    """A damaged message was skipped while scanning; the messages around it were kept."""
 
 
 @dataclass

@@ -20,12 +20,13 @@ from typing import Any, BinaryIO, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..._version import __version__
 from ...codecs import masks as mask_codec
 from ...codecs import simple_packing, zstd
 from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
 from ...codecs.registry import require
-from ...errors import UnsupportedError, XarrayTensogramError
+from ...errors import EncodeError, UnsupportedError
 from ...io import atomic_write
 from .dtypes import DTYPES, dtype_width
 from .framing import END_MAGIC, MAGIC, align8
@@ -34,17 +35,13 @@ __all__ = ["ObjectInput", "encode_message", "write_messages", "REFERENCE_ENCODER
 
 REFERENCE_ENCODER = {"name": "tensogram", "version": "0.24.0"}
 #: provenance written by default (pass ``reserved={"encoder": REFERENCE_ENCODER, ...}`` to mimic the reference)
-OUR_ENCODER = {"name": "xarray-tensogram", "version": "0.1.0"}
+OUR_ENCODER = {"name": "xarray-tensogram", "version": __version__}
 PIPELINE_KEYS = ("encoding", "filter", "compression")
 _NUMPY_TO_NAME = {
     "float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64",
     "complex128": "complex128", "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16",
     "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
 }
-
-
-class EncodeError(XarrayTensogramError):
-    """The inputs cannot be encoded (bad parameters, NaN without a mask, ...)."""
 
 
 @dataclass
