@@ -38,6 +38,7 @@ from ..errors import (
     describe,
 )
 from ..io import ByteSource, SourceLike, atomic_write, open_source
+from .base import FormatFile
 
 __all__ = [
     "TetrFile",
@@ -619,13 +620,15 @@ class TetrTileReader:
 # ==================================================================================================
 # The open file
 # ==================================================================================================
-class TetrFile:
+class TetrFile(FormatFile[TetrDataset]):
     """An open ``.tet`` file: ``.datasets``, ``.history``, ``.metadata``, reads by tile or hyperslab.
 
     Opening reads the superblock, the directory, the chunk index and the footer;
     no payload byte is read before values are asked for. Use it as a context
     manager or call :meth:`close`.
     """
+
+    item_kind = "dataset"
 
     def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
         self.source: ByteSource = open_source(source, storage_options)
@@ -691,25 +694,13 @@ class TetrFile:
             _attach_tiles(src, ds, entries, order[bounds[i]:bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)
 
-    # -- lookup -----------------------------------------------------------------------------------
-    @property
-    def names(self) -> list[str]:
-        return [d.name for d in self.datasets]
-
-    def __len__(self) -> int:
-        return len(self.datasets)
-
-    def __iter__(self) -> Iterator[TetrDataset]:
-        return iter(self.datasets)
+    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
+    def _items(self) -> list[TetrDataset]:
+        return self.datasets
 
     def dataset(self, key: str | int) -> TetrDataset:
         """Dataset by position, or by name (the first record carrying it, like the reference)."""
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            return self.datasets[int(key)]
-        for d in self.datasets:
-            if d.name == key:
-                return d
-        raise KeyError(f"{self.name!r} has no dataset named {key!r}; datasets: {self.names}")
+        return self[key]
 
     # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
@@ -775,16 +766,6 @@ class TetrFile:
         """The whole dataset as a C-order numpy array (native byte order)."""
         d = self.dataset(key)
         return self._read_box(d, [(0, n) for n in d.shape])
-
-    # -- lifetime ---------------------------------------------------------------------------------
-    def close(self) -> None:
-        self.source.close()
-
-    def __enter__(self) -> "TetrFile":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<TetrFile {self.name!r}: layout v{self.layout_version}, {len(self.datasets)} datasets>"

@@ -13,7 +13,7 @@ import math
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, SourceLike, open_source
+from ..base import FormatFile
 from . import pipeline
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
@@ -415,8 +416,10 @@ class Message:
         return ArraySpec(shape, dtype, chunks, reader)
 
 
-class TensogramFile:
+class TensogramFile(FormatFile[Message]):
     """A scanned Tensogram file: ``len(f)`` messages, ``f[i]``, iteration, context manager."""
+
+    item_kind = "message"
 
     def __init__(self, source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None) -> None:
         self.source = open_source(source, storage_options)
@@ -433,24 +436,12 @@ class TensogramFile:
         finally:
             self._window = None  # type: ignore[assignment]
 
-    # -- container protocol -------------------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.messages)
+    # -- container protocol (FormatFile): messages have no names, only positions --------------
+    def _items(self) -> list[Message]:
+        return self.messages
 
-    def __getitem__(self, i: int) -> Message:
-        return self.messages[i]
-
-    def __iter__(self) -> Iterator[Message]:
-        return iter(self.messages)
-
-    def __enter__(self) -> "TensogramFile":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.source.close()
+    def _item_name(self, item: Message) -> str | None:
+        return None
 
     def __repr__(self) -> str:
         return f"<TensogramFile {self.name!r}: {len(self.messages)} messages>"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from ...catalog import ArraySpec
 from ...io import ByteSource, SourceLike, open_source
+from ..base import FormatFile
 from .containers import parse_container
 from .decode import TensorReader, auto_rows_per_chunk
 from .model import TensorInfo
@@ -15,13 +16,15 @@ from .model import TensorInfo
 __all__ = ["ZTensorFile", "open_ztensor"]
 
 
-class ZTensorFile:
+class ZTensorFile(FormatFile[TensorInfo]):
     """An open ``.zt`` file: ``.version``, ``.tensors``, ``.read(name_or_index)``, ``.array_spec(i)``.
 
     Opening reads the footer and the index only. Use it as a context manager, or
     call :meth:`close`; arrays returned by :meth:`read` for raw tensors are
     read-only views of the file's memory map and stay valid after closing.
     """
+
+    item_kind = "tensor"
 
     def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
         self.source: ByteSource = open_source(source, storage_options)
@@ -40,25 +43,13 @@ class ZTensorFile:
         self._sources: dict[str | None, ByteSource] = {None: self.source, **c.shards}
         self._data_start, self._data_end = c.data_start, c.data_end
 
-    # -- lookup -----------------------------------------------------------------------------------
-    @property
-    def names(self) -> list[str]:
-        return [t.name for t in self.tensors]
-
-    def __len__(self) -> int:
-        return len(self.tensors)
-
-    def __iter__(self) -> Iterator[TensorInfo]:
-        return iter(self.tensors)
+    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
+    def _items(self) -> list[TensorInfo]:
+        return self.tensors
 
     def tensor(self, key: str | int) -> TensorInfo:
         """Tensor by index, or by name (the first of duplicates, like the reference reader)."""
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            return self.tensors[int(key)]
-        for t in self.tensors:
-            if t.name == key:
-                return t
-        raise KeyError(f"{self.name!r} has no tensor named {key!r}")
+        return self[key]
 
     # -- reading ----------------------------------------------------------------------------------
     def reader(self, key: str | int, *, verify: bool = False, rows_per_chunk: int = 0) -> TensorReader:
@@ -89,12 +80,6 @@ class ZTensorFile:
     def close(self) -> None:
         for src in self._sources.values():
             src.close()
-
-    def __enter__(self) -> "ZTensorFile":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<ZTensorFile {self.name!r}: zTensor v{self.version}, {len(self.tensors)} tensors>"
