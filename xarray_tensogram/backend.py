@@ -1,51 +1,41 @@
 """The xarray backend entrypoint: ``xr.open_dataset(path, engine="tensogram")``.
 
-Thin by design: sniff the magic, open the format's file object, let the assembly
-step build a raw Dataset of lazy variables, then apply xarray's own CF decoding.
-One engine serves Tensogram (``.tgm``), Tetration (``.tet``) and zTensor (``.zt``).
+Thin by design, and shaped like xarray's own backends: sniff the format through
+the format registry, open its file object, let the assembly step build the raw
+(CF-encoded) variables of each group, wrap every group in a
+:class:`TensogramDataStore`, and let xarray's ``StoreBackendEntrypoint`` apply CF
+decoding, so ``encoding`` (``preferred_chunks`` included) comes through xarray
+itself. One engine serves Tensogram (``.tgm``), Tetration (``.tet``) and zTensor (``.zt``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 import xarray as xr
 from xarray.backends import BackendEntrypoint
+from xarray.backends.common import AbstractDataStore
+from xarray.backends.store import StoreBackendEntrypoint
 
+from .assemble.registry import AssembleOptions, assemble
+from .errors import GroupSelectionError, UnsupportedOptionError
+from .formats import registry
+from .formats.base import FormatFile
 from .io import ByteSource, is_remote_url, open_source
 
-__all__ = ["TensogramBackendEntrypoint", "sniff_format"]
+__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "sniff_format"]
 
-MAGICS = {
-    b"TENSOGRM": "tensogram",
-    b"TETR": "tetr",
-    b"ZTEN0001": "ztensor",
-    b"ZTEN1000": "ztensor",
-    b"\x89ZT2\r\n\x1a\n": "ztensor",
-}
-EXTENSIONS = {".tgm": "tensogram", ".tensogram": "tensogram", ".tet": "tetr", ".zt": "ztensor"}
-
-
-def _format_from_bytes(head: bytes) -> str | None:
-    for magic, fmt in MAGICS.items():
-        if head.startswith(magic):
-            return fmt
-    return None
-
-
-def _extension_format(name: Any) -> str | None:
-    try:
-        ext = os.path.splitext(os.fspath(name))[1].lower()
-    except TypeError:
-        return None
-    return EXTENSIONS.get(ext)
+#: the CF decoding switches, typed as xarray types them
+DecodeCoords = bool | Literal["coordinates", "all"] | None
+DecodeFlag = bool | Mapping[str, bool] | None
 
 
 def sniff_format(source: ByteSource) -> str | None:
     """Format name from the magic bytes at offset 0, else from the extension."""
-    head = source.read(0, min(8, source.size), what="magic") if source.size else b""
-    return _format_from_bytes(head) or _extension_format(source.name)
+    spec = registry.sniff(source)
+    return spec.name if spec is not None else None
 
 
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
@@ -56,6 +46,71 @@ def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str
     return frozenset(drop_variables)
 
 
+class _SharedFile:
+    """One open file shared by the stores of its groups: closed when the last store closes."""
+
+    def __init__(self, f: FormatFile[Any], users: int) -> None:
+        self.file = f
+        self.users = users
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0:
+            self.file.close()
+
+
+class TensogramDataStore(AbstractDataStore):
+    """One group of an opened file, as the variables and attributes xarray decodes.
+
+    Non-index coordinates are announced the CF way, through a global ``coordinates``
+    attribute, so xarray's decoding (``decode_coords``) sets them as coordinates.
+    """
+
+    __slots__ = ("_dataset", "_shared", "_closed")
+
+    def __init__(self, dataset: xr.Dataset, shared: _SharedFile) -> None:
+        self._dataset = dataset
+        self._shared = shared
+        self._closed = False
+
+    def get_variables(self) -> dict[str, xr.Variable]:
+        return {str(k): v for k, v in self._dataset.variables.items()}
+
+    def get_attrs(self) -> dict[str, Any]:
+        attrs = dict(self._dataset.attrs)
+        extra = [str(k) for k, v in self._dataset.coords.items() if v.dims != (k,)]
+        if extra:
+            previous = attrs.get("coordinates")
+            attrs["coordinates"] = " ".join(([previous] if isinstance(previous, str) else []) + extra)
+        return attrs
+
+    def get_dimensions(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self._dataset.sizes.items()}
+
+    def get_encoding(self) -> dict[str, Any]:
+        return dict(self._dataset.encoding)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._shared.release()
+
+
+def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str) -> str:
+    """The key of the group to open: the one asked for, or the only one there is."""
+    if group is None:
+        if len(groups) == 1:
+            return next(iter(groups))
+        raise GroupSelectionError(
+            f"{name!r} holds objects that cannot share one Dataset; groups: {', '.join(groups)}. "
+            f"Open one with group='<name>' (or filter_by_keys={{...}}), "
+            f"or all of them with xr.open_datatree(..., engine='tensogram') / xr.open_groups")
+    for cand in (group, "/" + group.strip("/"), group.strip("/")):
+        if cand in groups:
+            return cand
+    raise GroupSelectionError(f"{name!r} has no group {group!r}; groups: {', '.join(groups)}")
+
+
 class TensogramBackendEntrypoint(BackendEntrypoint):
     """Open Tensogram (``.tgm``), Tetration (``.tet``) and zTensor (``.zt``) files lazily.
 
@@ -63,22 +118,27 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
 
     ``variable_key``
         dotted metadata key naming Tensogram variables (default: ``name``, ``mars.param``,
-        ``param``, ``mars.shortName``, ``shortName``, else ``object_<i>``).
+        ``param``, ``mars.shortName``, ``shortName``, else ``object_<i>``). Tensogram only.
     ``dim_names``
         a list of dimension names for every variable, or a dict ``variable -> list``.
     ``filter_by_keys``
-        ``{dotted key: value or list of values}``: keep only matching Tensogram objects.
+        ``{dotted key: value or list of values}``: keep only matching Tensogram objects. Tensogram only.
     ``group``
         the group to open when a file holds objects that cannot share one Dataset.
     ``verify_hash``
-        check every Tensogram object's xxh3 hash when it is read (zTensor: checksums).
+        check every Tensogram object's xxh3 hash when it is read (zTensor: checksums; not for
+        Tetration, which stores none).
     ``strict``
-        raise on a damaged message instead of skipping it with a warning.
+        raise on a damaged message instead of skipping it with a warning (the other formats always raise).
     ``storage_options``
         passed to fsspec for remote URLs.
     ``drop_variables``, ``mask_and_scale``, ``decode_times``, ``decode_timedelta``, ``use_cftime``,
-    ``decode_coords``
-        as everywhere in xarray, applied through xarray's own CF decoding.
+    ``decode_coords``, ``concat_characters``
+        as everywhere in xarray, applied by xarray's own CF decoding (``decode_timedelta``
+        defaults to ``decode_times``: forecast steps are time deltas, as cfgrib users expect).
+
+    An option that does not apply to the format being opened is an :class:`UnsupportedOptionError`
+    (a ``ValueError``) naming it.
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
@@ -86,93 +146,95 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     open_dataset_parameters = (
         "filename_or_obj", "drop_variables", "variable_key", "dim_names", "filter_by_keys", "group",
         "verify_hash", "strict", "storage_options", "mask_and_scale", "decode_times", "decode_timedelta",
-        "use_cftime", "decode_coords",
+        "use_cftime", "decode_coords", "concat_characters",
     )
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         try:
-            if isinstance(filename_or_obj, (bytes, bytearray, memoryview)):
-                return _format_from_bytes(bytes(filename_or_obj[:8])) is not None
-            if isinstance(filename_or_obj, (str, os.PathLike)):
-                path = os.fspath(filename_or_obj)
-                if isinstance(path, str) and is_remote_url(path):
-                    return _extension_format(path.split("?")[0]) is not None
-                try:
-                    with open(path, "rb") as f:
-                        head = f.read(8)
-                except OSError:
-                    return _extension_format(path) is not None  # unreadable now: the extension decides
-                if _format_from_bytes(head) is not None:
-                    return True
-                # readable but no magic: only a .tgm may start with bytes the scanner skips;
-                # .tet and .zt files always start with their magic (mesh files also use .tet)
-                return _extension_format(path) == "tensogram"
-            if hasattr(filename_or_obj, "read") and hasattr(filename_or_obj, "seek"):
-                pos = filename_or_obj.tell()
-                filename_or_obj.seek(0)  # sources read absolute offsets, so sniff from the start too
-                head = filename_or_obj.read(8)
-                filename_or_obj.seek(pos)
-                return _format_from_bytes(head) is not None
+            return self._guess(filename_or_obj)
         except Exception:
             return False
+
+    @staticmethod
+    def _guess(obj: Any) -> bool:
+        n = registry.magic_length()
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return registry.from_bytes(bytes(obj[:n])) is not None
+        if isinstance(obj, (str, os.PathLike)):
+            path = os.fspath(obj)
+            if isinstance(path, str) and is_remote_url(path):
+                return registry.from_extension(path.split("?")[0]) is not None
+            try:
+                with open(path, "rb") as f:
+                    head = f.read(n)
+            except OSError:
+                return registry.from_extension(path) is not None  # unreadable now: the extension decides
+            if registry.from_bytes(head) is not None:
+                return True
+            # readable but no magic: only a format whose reader skips leading bytes may still match
+            # (.tet and .zt files always start with their magic; mesh files also use .tet)
+            spec = registry.from_extension(path)
+            return spec is not None and spec.magic_optional
+        if hasattr(obj, "read") and hasattr(obj, "seek"):
+            pos = obj.tell()
+            obj.seek(0)  # sources read absolute offsets, so sniff from the start too
+            head = obj.read(n)
+            obj.seek(pos)
+            return registry.from_bytes(head) is not None
         return False
 
     # -- opening --------------------------------------------------------------------------------
-    def _open_raw(self, filename_or_obj: Any, *, storage_options: Mapping[str, Any] | None, strict: bool,
-                  variable_key: str | None, dim_names: Any, filter_by_keys: Any, verify_hash: bool,
-                  drop_variables: frozenset[str]) -> tuple[dict[str, xr.Dataset], Any]:
+    @staticmethod
+    def _open_groups(filename_or_obj: Any, storage_options: Mapping[str, Any] | None, drop: frozenset[str],
+                     format_options: dict[str, Any]) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+        """Open the file and assemble the raw Dataset of every group; the file is closed on error."""
         source = open_source(filename_or_obj, storage_options)
         try:
-            fmt = sniff_format(source)
-            if fmt == "tensogram" or fmt is None:
-                from .assemble.tensogram import tensogram_groups
-                from .formats.tensogram import open_tensogram
-
-                f = open_tensogram(source, strict=strict)
-                groups = tensogram_groups(f, variable_key=variable_key, dim_names=dim_names,
-                                          filter_by_keys=filter_by_keys, verify_hash=verify_hash,
-                                          drop_variables=drop_variables)
-            elif fmt == "tetr":
-                from .assemble.tetr import tetr_to_dataset
-                from .formats.tetr import open_tetr
-
-                f = open_tetr(source)
-                groups = {"/": tetr_to_dataset(f, drop_variables=drop_variables, dim_names=dim_names)}
-            else:
-                from .assemble.ztensor import ztensor_to_dataset
-                from .formats.ztensor import open_ztensor
-
-                f = open_ztensor(source)
-                groups = {"/": ztensor_to_dataset(f, drop_variables=drop_variables, dim_names=dim_names,
-                                                  **({"verify": True} if verify_hash else {}))}
+            spec = registry.sniff(source) or registry.default()
+            bad = spec.unsupported_options(format_options)
+            if bad:
+                raise UnsupportedOptionError(
+                    f"{source.name!r} is a {spec.title} file: option{'s' if len(bad) > 1 else ''} "
+                    f"{', '.join(bad)} do{'' if len(bad) > 1 else 'es'} not apply to it "
+                    f"(it takes {', '.join(sorted(spec.options)) or 'none of the format options'})")
+            f = registry.open_file(spec, source, **format_options)
         except BaseException:
             source.close()
             raise
-        return groups, f
+        try:
+            opts = AssembleOptions(drop_variables=drop, dim_names=format_options.get("dim_names"),
+                                   variable_key=format_options.get("variable_key"),
+                                   filter_by_keys=format_options.get("filter_by_keys"),
+                                   verify_hash=bool(format_options.get("verify_hash")))
+            return assemble(spec.name, f, opts), f
+        except BaseException:
+            f.close()
+            raise
 
     @staticmethod
-    def _decode(ds: xr.Dataset, close: Any, *, mask_and_scale: Any, decode_times: Any, decode_timedelta: Any,
-                use_cftime: Any, decode_coords: Any, drop_variables: frozenset[str]) -> xr.Dataset:
+    def _decode(store: TensogramDataStore, decoders: dict[str, Any], drop: frozenset[str]) -> xr.Dataset:
+        """CF-decode one group through xarray's store entrypoint (the store is closed on error)."""
+        try:
+            return StoreBackendEntrypoint().open_dataset(store, drop_variables=list(drop) or None, **decoders)
+        except BaseException:
+            store.close()
+            raise
+
+    @staticmethod
+    def _decoders(mask_and_scale: DecodeFlag, decode_times: DecodeFlag, decode_timedelta: DecodeFlag,
+                  use_cftime: DecodeFlag, decode_coords: DecodeCoords, concat_characters: DecodeFlag,
+                  ) -> dict[str, Any]:
         if decode_timedelta is None and decode_times is not False:
             decode_timedelta = True  # steps are time deltas, as cfgrib users expect
-        kwargs = {}
-        if use_cftime is not None:
-            kwargs["use_cftime"] = use_cftime
-        out = xr.decode_cf(
-            ds,
-            mask_and_scale=True if mask_and_scale is None else mask_and_scale,
-            decode_times=True if decode_times is None else decode_times,
-            decode_coords=True if decode_coords is None else decode_coords,
-            decode_timedelta=decode_timedelta,
-            drop_variables=list(drop_variables) or None,
-            **kwargs,
-        )
-        for name, var in out.variables.items():
-            if name in ds.variables and "preferred_chunks" in ds.variables[name].encoding:
-                var.encoding.setdefault("preferred_chunks", ds.variables[name].encoding["preferred_chunks"])
-        out.set_close(close)
-        return out
+        return {
+            "mask_and_scale": True if mask_and_scale is None else mask_and_scale,
+            "decode_times": True if decode_times is None else decode_times,
+            "decode_coords": True if decode_coords is None else decode_coords,
+            "concat_characters": True if concat_characters is None else concat_characters,
+            "decode_timedelta": decode_timedelta,
+            "use_cftime": use_cftime,
+        }
 
     def open_dataset(  # type: ignore[override]
         self,
@@ -186,44 +248,25 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         verify_hash: bool = False,
         strict: bool = False,
         storage_options: Mapping[str, Any] | None = None,
-        mask_and_scale: Any = None,
-        decode_times: Any = None,
-        decode_timedelta: Any = None,
-        use_cftime: Any = None,
-        decode_coords: Any = None,
+        mask_and_scale: DecodeFlag = None,
+        decode_times: DecodeFlag = None,
+        decode_timedelta: DecodeFlag = None,
+        use_cftime: DecodeFlag = None,
+        decode_coords: DecodeCoords = None,
+        concat_characters: DecodeFlag = None,
     ) -> xr.Dataset:
         drop = _normalise_drop(drop_variables)
-        groups, f = self._open_raw(filename_or_obj, storage_options=storage_options, strict=strict,
-                                   variable_key=variable_key, dim_names=dim_names, filter_by_keys=filter_by_keys,
-                                   verify_hash=verify_hash, drop_variables=drop)
+        groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
+            "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
+            "verify_hash": verify_hash, "strict": strict})
         try:
-            if group is None and len(groups) == 1:
-                ds = next(iter(groups.values()))
-            else:
-                from .assemble.tensogram import tensogram_to_dataset  # noqa: F401  (message format)
-                from .errors import GroupSelectionError
-
-                key = None
-                if group is not None:
-                    for cand in (group, "/" + group.strip("/"), group.strip("/")):
-                        if cand in groups:
-                            key = cand
-                            break
-                    if key is None:
-                        raise GroupSelectionError(f"{getattr(f, 'name', '')!r} has no group {group!r}; groups: {', '.join(groups)}")
-                else:
-                    raise GroupSelectionError(
-                        f"{getattr(f, 'name', '')!r} holds objects that cannot share one Dataset; groups: "
-                        f"{', '.join(groups)}. Open one with group='<name>' (or filter_by_keys={{...}}), "
-                        f"or all of them with xr.open_datatree(..., engine='tensogram') / xr.open_groups"
-                    )
-                ds = groups[key]
-            return self._decode(ds, f.close, mask_and_scale=mask_and_scale, decode_times=decode_times,
-                                decode_timedelta=decode_timedelta, use_cftime=use_cftime,
-                                decode_coords=decode_coords, drop_variables=drop)
+            key = _select_group(groups, group, f.name)
         except BaseException:
             f.close()
             raise
+        decoders = self._decoders(mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords,
+                                  concat_characters)
+        return self._decode(TensogramDataStore(groups[key], _SharedFile(f, 1)), decoders, drop)
 
     def open_groups_as_dict(  # type: ignore[override]
         self,
@@ -233,31 +276,57 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         variable_key: str | None = None,
         dim_names: Any = None,
         filter_by_keys: Mapping[str, Any] | None = None,
+        group: str | None = None,
         verify_hash: bool = False,
         strict: bool = False,
         storage_options: Mapping[str, Any] | None = None,
-        mask_and_scale: Any = None,
-        decode_times: Any = None,
-        decode_timedelta: Any = None,
-        use_cftime: Any = None,
-        decode_coords: Any = None,
-        **kwargs: Any,
+        mask_and_scale: DecodeFlag = None,
+        decode_times: DecodeFlag = None,
+        decode_timedelta: DecodeFlag = None,
+        use_cftime: DecodeFlag = None,
+        decode_coords: DecodeCoords = None,
+        concat_characters: DecodeFlag = None,
     ) -> dict[str, xr.Dataset]:
+        """Every group as a decoded Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
+
+        Each Dataset closes its share of the file; the file closes with the last of them.
+        """
         drop = _normalise_drop(drop_variables)
-        groups, f = self._open_raw(filename_or_obj, storage_options=storage_options, strict=strict,
-                                   variable_key=variable_key, dim_names=dim_names, filter_by_keys=filter_by_keys,
-                                   verify_hash=verify_hash, drop_variables=drop)
+        groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
+            "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
+            "verify_hash": verify_hash, "strict": strict})
+        try:
+            if group is not None:
+                groups = {"/": groups[_select_group(groups, group, f.name)]}
+            elif "/" not in groups:  # the root holds the attributes all groups share
+                groups = {"/": xr.Dataset(attrs=dict(next(iter(groups.values())).attrs)), **groups}
+        except BaseException:
+            f.close()
+            raise
+        decoders = self._decoders(mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords,
+                                  concat_characters)
+        shared = _SharedFile(f, len(groups))
         out: dict[str, xr.Dataset] = {}
-        if "/" not in groups:
-            root = xr.Dataset(attrs=dict(next(iter(groups.values())).attrs))
-            out["/"] = root
-        for name, ds in groups.items():
-            key = name if name.startswith("/") else "/" + name
-            out[key] = self._decode(ds, f.close, mask_and_scale=mask_and_scale, decode_times=decode_times,
-                                    decode_timedelta=decode_timedelta, use_cftime=use_cftime,
-                                    decode_coords=decode_coords, drop_variables=drop)
+        try:
+            for name, raw in groups.items():
+                out[name if name.startswith("/") else "/" + name] = self._decode(
+                    TensogramDataStore(raw, shared), decoders, drop)
+        except BaseException:
+            for ds in out.values():
+                ds.close()
+            f.close()
+            raise
         return out
 
     def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> xr.DataTree:  # type: ignore[override]
+        """All groups as one tree; ``tree.close()`` closes the file (every node holds a share of it)."""
         groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
-        return xr.DataTree.from_dict(groups)
+        try:
+            tree = xr.DataTree.from_dict(groups)
+        except BaseException:
+            for ds in groups.values():
+                ds.close()
+            raise
+        for path, ds in groups.items():
+            tree[path].set_close(ds._close)
+        return tree

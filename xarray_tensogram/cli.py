@@ -25,12 +25,13 @@ import os
 import sys
 import warnings
 from importlib import resources
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
+
+from .formats.inspect import count
 
 __all__ = ["main", "sample_paths"]
 
 PROG = "xarray-tensogram"
-FORMAT_NAMES = {"tensogram": "Tensogram", "tetr": "Tetration layout", "ztensor": "zTensor"}
 #: verify shows a progress bar (when tqdm is installed) from this many items or bytes on
 PROGRESS_ITEMS = 200
 PROGRESS_BYTES = 64 << 20
@@ -63,13 +64,24 @@ def _source(path: str, storage_options: dict | None):  # noqa: ANN202
     return open_source(path, storage_options)
 
 
-def _format(source: Any) -> str:
-    from .backend import sniff_format
+def _format(source: Any) -> Any:
+    """The format record of an open source (a usage error when nothing identifies it)."""
+    from .formats import registry
 
-    fmt = sniff_format(source)
-    if fmt is None:
+    spec = registry.sniff(source)
+    if spec is None:
         raise CliError(f"{source.name}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)")
-    return fmt
+    return spec
+
+
+def _open_file(spec: Any, path: str, storage_options: dict | None, quiet: bool = False) -> Any:
+    """The format's own file object; ``quiet`` silences scan warnings (the command reports damage itself)."""
+    from .formats import registry
+
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore")
+        return registry.open_file(spec, path, storage_options=storage_options)
 
 
 def _human(n: float) -> str:
@@ -78,10 +90,6 @@ def _human(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"  # pragma: no cover
-
-
-def _shape(shape: Iterable[int]) -> str:
-    return "x".join(str(int(s)) for s in shape) or "scalar"
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequence[int] = ()) -> None:
@@ -98,64 +106,15 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
         print(fmt(r))
 
 
-def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            key = f"{prefix}{k}"
-            if isinstance(v, dict):
-                out.update(_flat(v, key + "."))
-            else:
-                out[key] = v
-    return out
-
-
-def _n(count: int, word: str, plural: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (plural or word + 's')}"
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, separators=(",", ":"))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 # -- info ----------------------------------------------------------------------------------------------
-def _format_details(fmt: str, path: str, storage_options: dict | None) -> list[str]:
-    """Format-specific lines (version, counts) from the low-level readers; metadata only."""
-    if fmt == "tensogram":
-        from .formats.tensogram import open_tensogram
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with open_tensogram(path, storage_options=storage_options) as f:
-                versions = sorted({m.preamble.version for m in f})
-                objects = sum(len(m) for m in f)
-                lines = [f"format:   Tensogram, wire version {', '.join(map(str, versions))}",
-                         f"content:  {_n(len(f), 'message')}, {_n(objects, 'object')}"]
-                if f.skipped:
-                    lines.append(f"damaged:  {len(f.skipped)} damaged byte ranges skipped (run 'verify')")
-                return lines
-    if fmt == "tetr":
-        from .formats.tetr import open_tetr
-
-        with open_tetr(path, storage_options=storage_options) as f:
-            tiles = sum(int(d.entries.shape[0]) if d.entries is not None else 0 for d in f.datasets)
-            return [f"format:   Tetration layout v{f.layout_version}",
-                    f"content:  {_n(len(f.datasets), 'dataset')}, {_n(tiles, 'tile')}, footer {'present' if f.footer_present else 'absent'}"]
-    from .formats.ztensor import open_ztensor
-
-    with open_ztensor(path, storage_options=storage_options) as f:
-        dialect = f" (manifest {f.dialect})" if getattr(f, "dialect", None) else ""
-        return [f"format:   zTensor v{f.version}{dialect}", f"content:  {_n(len(f.tensors), 'tensor')}"]
-
-
 def cmd_info(path: str, storage_options: dict | None = None) -> None:
     with _source(path, storage_options) as src:
-        fmt = _format(src)
+        spec = _format(src)
         size = src.size
     print(f"file:     {path}")
-    for line in _format_details(fmt, path, storage_options):
-        print(line)
+    with _open_file(spec, path, storage_options, quiet=True) as f:
+        for line in spec.info(f):
+            print(line)
     try:
         ds = _open(path, storage_options)
     except Exception as exc:
@@ -191,86 +150,17 @@ def cmd_info(path: str, storage_options: dict | None = None) -> None:
 
 
 # -- ls ------------------------------------------------------------------------------------------------
-_NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
-_KEY_COLUMNS = ("mars.date", "mars.time", "mars.step", "mars.levelist", "mars.number")
-
-
-def _ls_tensogram(path: str, storage_options: dict | None) -> None:
-    from .formats.tensogram import open_tensogram
-    from .formats.tensogram.reader import read_frame_layout
-
-    with open_tensogram(path, storage_options=storage_options) as f:
-        entries = []
-        for m in f:
-            for j in range(len(m)):
-                flat = _flat({k: v for k, v in m.base[j].items() if k != "_reserved_"})
-                entries.append((m, j, flat))
-        keys = [k for k in _KEY_COLUMNS if any(k in e[2] for e in entries)]
-        rows = []
-        for m, j, flat in entries:
-            lay = read_frame_layout(m.source, m.objects[j], f"message {m.index}, object {j}")
-            d = lay.descriptor
-            name = next((flat[k] for k in _NAME_KEYS if k in flat), f"object_{j}")
-            ref = m.objects[j]
-            pipeline = "+".join(p for p in (d.get("encoding"), d.get("filter"), d.get("compression"))
-                                if p and p != "none") or "raw"
-            rows.append([m.index, j, ref.frame_offset, ref.frame_length, name, d["dtype"], _shape(d["shape"]),
-                         pipeline, "xxh3" if lay.hash_present else "-"] + [_short(flat.get(k, "")) for k in keys])
-        _table(["msg", "obj", "offset", "bytes", "name", "dtype", "shape", "pipeline", "hash"] + [k.split(".")[-1] for k in keys],
-               rows, right=(0, 1, 2, 3))
-        print(f"\n{_n(len(f), 'message')}, {_n(len(rows), 'object')}")
-
-
-def _ls_tetr(path: str, storage_options: dict | None, tiles: bool) -> None:
-    from .formats.tetr import CODECS, open_tetr
-
-    with open_tetr(path, storage_options=storage_options) as f:
-        rows = []
-        for d in f.datasets:
-            n = int(d.entries.shape[0]) if d.entries is not None else 0
-            rows.append([d.dataset_id, d.name, str(d.dtype.newbyteorder("=")), _shape(d.shape), _shape(d.chunk_shape),
-                         _shape(d.grid), n, d.codec, ",".join(d.dim_names or []) or "-"])
-        _table(["id", "dataset", "dtype", "shape", "tile", "grid", "tiles", "codec", "dims"], rows, right=(0, 6))
-        print(f"\n{_n(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}")
-        if tiles:
-            import numpy as np
-
-            print()
-            rows = []
-            for d in f.datasets:
-                for coords in np.ndindex(*d.grid):
-                    e = d.entries[int(d.table[coords])]
-                    rows.append([d.name, ",".join(map(str, coords)), int(e["offset"]), int(e["stored"]), int(e["raw"]),
-                                 CODECS.get(int(e["codec"]), str(int(e["codec"])))])
-            _table(["dataset", "tile", "offset", "stored", "raw", "codec"], rows, right=(2, 3, 4))
-
-
-def _ls_ztensor(path: str, storage_options: dict | None) -> None:
-    from .formats.ztensor import open_ztensor
-
-    with open_ztensor(path, storage_options=storage_options) as f:
-        rows = []
-        for t in f.tensors:
-            main = t.parts.get("data") if "data" in t.parts else next(iter(t.parts.values()), None)
-            stored = sum(p.length for p in t.parts.values())
-            attrs = ", ".join(f"{k}={_short(v, 20)}" for k, v in list(t.attrs.items())[:3])
-            rows.append([t.index, t.name, t.dtype, _shape(t.shape), t.layout, t.encoding,
-                         main.offset if main is not None else "", stored,
-                         (t.checksum or "-").split(":")[0], attrs or "-"])
-        _table(["#", "tensor", "dtype", "shape", "layout", "encoding", "offset", "bytes", "checksum", "attributes"],
-               rows, right=(0, 6, 7))
-        print(f"\n{_n(len(f.tensors), 'tensor')}, zTensor v{f.version}")
-
-
 def cmd_ls(path: str, storage_options: dict | None = None, tiles: bool = False) -> None:
     with _source(path, storage_options) as src:
-        fmt = _format(src)
-    if fmt == "tensogram":
-        _ls_tensogram(path, storage_options)
-    elif fmt == "tetr":
-        _ls_tetr(path, storage_options, tiles)
-    else:
-        _ls_ztensor(path, storage_options)
+        spec = _format(src)
+    with _open_file(spec, path, storage_options) as f:
+        tables = spec.ls(f, tiles)
+    for i, t in enumerate(tables):
+        if i:
+            print()
+        _table(t.headers, t.rows, right=t.right)
+        if t.summary:
+            print(f"\n{t.summary}")
 
 
 # -- dump ----------------------------------------------------------------------------------------------
@@ -370,93 +260,34 @@ def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: st
     yield from items
 
 
-def _verify_tensogram(path: str, storage_options: dict | None, report: _Report, progress: bool | None) -> str:
-    from .errors import MissingHashError
-    from .formats.tensogram import open_tensogram
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = open_tensogram(path, storage_options=storage_options)
-    with f:
-        for start, end, reason in f.skipped:
-            report.failures.append(f"FAIL bytes {start}..{end}: damaged message skipped: {reason}")
-        items = [(m, j) for m in f for j in range(len(m))]
-        total = sum(m.objects[j].frame_length for m, j in items)
-        for m, j in _progress(items, total, progress, "verify"):
-            item = f"message {m.index}, object {j}"
+def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | None = None) -> int:
+    with _source(path, storage_options) as src:
+        spec = _format(src)
+    report = _Report()
+    with _open_file(spec, path, storage_options, quiet=True) as f:
+        plan = spec.verify(f)
+        report.failures.extend(plan.failures)
+        for item, check in _progress(plan.items, plan.total_bytes, progress, "verify"):
             try:
-                try:
-                    m.read_object(j, verify_hash=True)
+                if check():
                     report.checked += 1
-                except MissingHashError:
-                    m.read_object(j)
+                else:
                     report.unhashed += 1
                 report.decoded += 1
             except Exception as exc:  # noqa: BLE001 - every failure is reported per item
                 report.fail(item, exc)
-        return f"{_n(len(f), 'message')}, {_n(len(items), 'object')}"
-
-
-def _verify_ztensor(path: str, storage_options: dict | None, report: _Report, progress: bool | None) -> str:
-    from .errors import MissingHashError
-    from .formats.ztensor import open_ztensor
-
-    with open_ztensor(path, storage_options=storage_options) as f:
-        total = sum(p.length for t in f.tensors for p in t.parts.values())
-        for t in _progress(list(f.tensors), total, progress, "verify"):
-            item = f"tensor {t.index} {t.name!r}"
-            try:
-                try:
-                    f.read(t.index, verify=True)
-                    report.checked += 1
-                except MissingHashError:
-                    f.read(t.index)
-                    report.unhashed += 1
-                report.decoded += 1
-            except Exception as exc:  # noqa: BLE001
-                report.fail(item, exc)
-        return _n(len(f.tensors), "tensor")
-
-
-def _verify_tetr(path: str, storage_options: dict | None, report: _Report, progress: bool | None) -> str:
-    import numpy as np
-
-    from .formats.tetr import open_tetr
-
-    with open_tetr(path, storage_options=storage_options) as f:
-        items = [(d, coords) for d in f.datasets for coords in np.ndindex(*d.grid)]
-        total = sum(int(d.entries["stored"].sum()) for d in f.datasets if d.entries is not None)
-        readers = {d.dataset_id: f.tile_reader(d.dataset_id) for d in f.datasets}
-        for d, coords in _progress(items, total, progress, "verify"):
-            item = f"dataset {d.name!r} tile {list(coords)}"
-            try:
-                readers[d.dataset_id].read_chunk(tuple(coords))
-                report.decoded += 1
-                report.unhashed += 1  # Tetration layout v1 stores no checksums: decoding is the check
-            except Exception as exc:  # noqa: BLE001
-                report.fail(item, exc)
-        return f"{_n(len(f.datasets), 'dataset')}, {_n(len(items), 'tile')}"
-
-
-def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | None = None) -> int:
-    with _source(path, storage_options) as src:
-        fmt = _format(src)
-    report = _Report()
-    verifier: Callable[..., str] = {"tensogram": _verify_tensogram, "tetr": _verify_tetr,
-                                    "ztensor": _verify_ztensor}[fmt]
-    what = verifier(path, storage_options, report, progress)
     for line in report.failures:
         print(line)
-    if fmt == "tetr":
-        detail = f"{_n(report.decoded, 'tile')} decoded; the format stores no checksums"
+    if not plan.checksums:
+        detail = f"{count(report.decoded, plan.unit)} decoded; the format stores no checksums"
     else:
-        detail = f"{_n(report.checked, 'hash', 'hashes')} verified, {_n(report.decoded, 'item')} decoded"
+        detail = f"{count(report.checked, 'hash', 'hashes')} verified, {count(report.decoded, 'item')} decoded"
         if report.unhashed:
             detail += f", {report.unhashed} without a stored hash"
     if report.failures:
-        print(f"{path}: FAILED: {_n(len(report.failures), 'problem')} ({what}; {detail})")
+        print(f"{path}: FAILED: {count(len(report.failures), 'problem')} ({plan.summary}; {detail})")
         return 1
-    print(f"{path}: OK ({FORMAT_NAMES[fmt]}: {what}; {detail})")
+    print(f"{path}: OK ({spec.title}: {plan.summary}; {detail})")
     return 0
 
 

@@ -1,0 +1,135 @@
+"""The formats this package reads, one record each, and how a file is matched to one.
+
+A record says what a format is called, how its files start (magic bytes) and
+end (extensions), how to open one, which open options apply to it, and how
+``ls``, ``info`` and ``verify`` see it. The backend and the CLI dispatch through
+:func:`get`, :func:`sniff` and :func:`from_bytes`, never by name in an
+``if/elif``. Adding a format: write its folder under ``formats/`` with a
+``FORMAT`` record, and add one line to :data:`_MODULES` (plus its assembly
+function in ``assemble/registry.py`` to open it with xarray).
+
+Nothing here imports ``assemble/`` or the backend, and no xarray or dask.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..io import ByteSource, SourceLike
+from .base import FormatFile
+from .inspect import Table, VerifyPlan
+
+__all__ = ["FormatSpec", "FORMAT_OPTIONS", "formats", "get", "sniff", "from_bytes", "from_extension"]
+
+#: open options whose meaning depends on the format; a record lists those it honours, and giving
+#: any other one (with a value other than its default) is an error naming the option
+FORMAT_OPTIONS: Mapping[str, Any] = {
+    "variable_key": None,
+    "filter_by_keys": None,
+    "dim_names": None,
+    "verify_hash": False,
+    "strict": False,
+}
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """One file format: identification, opening and inspection."""
+
+    #: short key used everywhere (``"tensogram"``, ``"tetr"``, ``"ztensor"``)
+    name: str
+    #: human name for messages ("Tensogram", "Tetration layout", "zTensor")
+    title: str
+    #: byte strings one of which starts every file of the format
+    magics: tuple[bytes, ...]
+    #: lower-case file name endings, with the dot
+    extensions: tuple[str, ...]
+    #: ``open(source, storage_options=..., **reader_options)`` -> the open file
+    open: Callable[..., FormatFile[Any]]
+    #: the subset of :data:`FORMAT_OPTIONS` this format honours
+    options: frozenset[str]
+    #: the subset of ``options`` that the reader itself takes (passed to :attr:`open`)
+    reader_options: frozenset[str]
+    #: lines for ``info`` (format version, counts), from metadata only
+    info: Callable[[Any], list[str]]
+    #: tables for ``ls``; the flag asks for per-tile detail where the format has tiles
+    ls: Callable[[Any, bool], list[Table]]
+    #: the units ``verify`` decodes and checks
+    verify: Callable[[Any], VerifyPlan]
+    #: files may start with bytes the reader skips, so a readable file without magic may still be one
+    magic_optional: bool = False
+
+    def unsupported_options(self, given: Mapping[str, Any]) -> list[str]:
+        """Format options in ``given`` that this format does not honour and that are not at their default."""
+        return [k for k, v in given.items()
+                if k in FORMAT_OPTIONS and k not in self.options and v is not None and v != FORMAT_OPTIONS[k]]
+
+
+#: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
+#: neither magic nor extension decides
+_MODULES = (
+    "xarray_tensogram.formats.tensogram.inspect",
+    "xarray_tensogram.formats.tetr",
+    "xarray_tensogram.formats.ztensor.inspect",
+)
+_REGISTRY: dict[str, FormatSpec] = {}
+
+
+def formats() -> dict[str, FormatSpec]:
+    """Every registered format by name, in registration order (loaded on first use)."""
+    if not _REGISTRY:
+        for module in _MODULES:
+            spec: FormatSpec = importlib.import_module(module).FORMAT
+            _REGISTRY[spec.name] = spec
+    return _REGISTRY
+
+
+def get(name: str) -> FormatSpec:
+    try:
+        return formats()[name]
+    except KeyError:
+        raise KeyError(f"unknown format {name!r}; known: {', '.join(formats())}") from None
+
+
+def default() -> FormatSpec:
+    """The format tried when nothing identifies a file (Tensogram: its scanner skips leading junk)."""
+    return next(iter(formats().values()))
+
+
+def from_bytes(head: bytes) -> FormatSpec | None:
+    """The format whose magic starts ``head``, else None."""
+    for spec in formats().values():
+        if any(head.startswith(m) for m in spec.magics):
+            return spec
+    return None
+
+
+def from_extension(name: Any) -> FormatSpec | None:
+    """The format owning the file name's extension, else None (also for names that are not paths)."""
+    try:
+        ext = os.path.splitext(os.fspath(name))[1].lower()
+    except TypeError:
+        return None
+    return next((s for s in formats().values() if ext in s.extensions), None)
+
+
+def magic_length() -> int:
+    return max(len(m) for s in formats().values() for m in s.magics)
+
+
+def sniff(source: ByteSource) -> FormatSpec | None:
+    """Format from the magic bytes at offset 0, else from the extension, else None."""
+    n = min(magic_length(), source.size)
+    head = source.read(0, n, what="magic") if n else b""
+    return from_bytes(head) or from_extension(source.name)
+
+
+def open_file(spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None,
+              **options: Any) -> FormatFile[Any]:
+    """Open ``source`` as ``spec``, passing only the options its reader takes."""
+    kwargs = {k: v for k, v in options.items() if k in spec.reader_options}
+    return spec.open(source, storage_options=storage_options, **kwargs)

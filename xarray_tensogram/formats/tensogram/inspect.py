@@ -1,0 +1,81 @@
+"""How ``info``, ``ls`` and ``verify`` see a Tensogram file, and its format record."""
+
+from __future__ import annotations
+
+from ...errors import MissingHashError
+from ..inspect import CheckItem, Table, VerifyPlan, count, flat_keys, shape_text, short_text
+from ..registry import FormatSpec
+from .framing import MAGIC
+from .reader import Message, TensogramFile, open_tensogram, read_frame_layout
+
+__all__ = ["FORMAT"]
+
+_NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
+_KEY_COLUMNS = ("mars.date", "mars.time", "mars.step", "mars.levelist", "mars.number")
+
+
+def info(f: TensogramFile) -> list[str]:
+    versions = sorted({m.preamble.version for m in f})
+    objects = sum(len(m) for m in f)
+    lines = [f"format:   Tensogram, wire version {', '.join(map(str, versions))}",
+             f"content:  {count(len(f), 'message')}, {count(objects, 'object')}"]
+    if f.skipped:
+        lines.append(f"damaged:  {len(f.skipped)} damaged byte ranges skipped (run 'verify')")
+    return lines
+
+
+def ls(f: TensogramFile, tiles: bool = False) -> list[Table]:
+    """One row per object: position, frame, name, dtype, shape, pipeline, hash and MARS key columns."""
+    entries = [(m, j, flat_keys({k: v for k, v in m.base[j].items() if k != "_reserved_"}))
+               for m in f for j in range(len(m))]
+    keys = [k for k in _KEY_COLUMNS if any(k in e[2] for e in entries)]
+    rows = []
+    for m, j, flat in entries:
+        ref = m.objects[j]
+        lay = read_frame_layout(m.source, ref, f"message {m.index}, object {j}")
+        d = lay.descriptor
+        name = next((flat[k] for k in _NAME_KEYS if k in flat), f"object_{j}")
+        pipeline = "+".join(p for p in (d.get("encoding"), d.get("filter"), d.get("compression"))
+                            if p and p != "none") or "raw"
+        rows.append([m.index, j, ref.frame_offset, ref.frame_length, name, d["dtype"], shape_text(d["shape"]),
+                     pipeline, "xxh3" if lay.hash_present else "-"] + [short_text(flat.get(k, "")) for k in keys])
+    headers = ["msg", "obj", "offset", "bytes", "name", "dtype", "shape", "pipeline", "hash"]
+    return [Table(headers + [k.split(".")[-1] for k in keys], rows, right=(0, 1, 2, 3),
+                  summary=f"{count(len(f), 'message')}, {count(len(rows), 'object')}")]
+
+
+def _check(m: Message, j: int) -> bool:
+    try:
+        m.read_object(j, verify_hash=True)
+    except MissingHashError:
+        m.read_object(j)
+        return False
+    return True
+
+
+def verify(f: TensogramFile) -> VerifyPlan:
+    """Every object, hash checked where stored; byte ranges the scanner skipped are failures already."""
+    pairs = [(m, j) for m in f for j in range(len(m))]
+    items: list[CheckItem] = [(f"message {m.index}, object {j}", lambda m=m, j=j: _check(m, j)) for m, j in pairs]
+    return VerifyPlan(
+        items=items,
+        total_bytes=sum(m.objects[j].frame_length for m, j in pairs),
+        summary=f"{count(len(f), 'message')}, {count(len(pairs), 'object')}",
+        unit="object",
+        failures=[f"FAIL bytes {start}..{end}: damaged message skipped: {reason}" for start, end, reason in f.skipped],
+    )
+
+
+FORMAT = FormatSpec(
+    name="tensogram",
+    title="Tensogram",
+    magics=(MAGIC,),
+    extensions=(".tgm", ".tensogram"),
+    open=open_tensogram,
+    options=frozenset({"variable_key", "filter_by_keys", "dim_names", "verify_hash", "strict"}),
+    reader_options=frozenset({"strict"}),
+    info=info,
+    ls=ls,
+    verify=verify,
+    magic_optional=True,
+)
