@@ -65,10 +65,10 @@ def test_file_classes_share_one_protocol() -> None:
         assert spec is not None
         with registry.open_file(spec, path) as f:
             assert len(f) == n and len(list(f)) == n and f.names == names
-            assert f[0] is list(f)[0] and f[-1] is list(f)[-1] and f[np.int64(0)] is f[0]
+            assert f[0] is next(iter(f)) and f[-1] is list(f)[-1] and f[np.int64(0)] is f[0]
             for name in names:
                 assert f[name].name == name
-            with pytest.raises(KeyError, match="no .* named 'nope'"):
+            with pytest.raises(KeyError, match=r"no .* named 'nope'"):
                 f["nope"]
             with pytest.raises(IndexError):
                 f[n]
@@ -95,7 +95,7 @@ def test_verify_hash_applies_to_ztensor_but_not_tetr() -> None:
         assert "a_f32" in ds
     # defaults and options every format honours stay accepted
     with xr.open_dataset(TET, engine=ENGINE, verify_hash=False, strict=True, filter_by_keys=None) as ds:
-        assert set(ds.data_vars) == set(TET_MANIFEST["all_dtypes.tet"]["datasets"][i]["name"] for i in range(10))
+        assert set(ds.data_vars) == {TET_MANIFEST["all_dtypes.tet"]["datasets"][i]["name"] for i in range(10)}
 
 
 @pytest.mark.parametrize("opener", [xr.open_dataset, xr.open_groups, xr.open_datatree])
@@ -113,7 +113,8 @@ def test_preferred_chunks_come_through_xarray_decoding() -> None:
             assert tuple(var.encoding["preferred_chunks"][dim] for dim in var.dims) == tuple(d["chunk_shape"])
     with xr.open_dataset(TET, engine=ENGINE, chunks={}) as ds:
         for d in entry["datasets"]:
-            assert ds[d["name"]].data.chunksize == tuple(min(c, n) for c, n in zip(d["chunk_shape"], d["shape"]))
+            expected = tuple(min(c, n) for c, n in zip(d["chunk_shape"], d["shape"], strict=True))
+            assert ds[d["name"]].data.chunksize == expected
 
 
 def test_store_is_an_xarray_data_store() -> None:

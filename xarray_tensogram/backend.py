@@ -66,7 +66,7 @@ class TensogramDataStore(AbstractDataStore):
     attribute, so xarray's decoding (``decode_coords``) sets them as coordinates.
     """
 
-    __slots__ = ("_dataset", "_shared", "_closed")
+    __slots__ = ("_closed", "_dataset", "_shared")
 
     def __init__(self, dataset: xr.Dataset, shared: _SharedFile) -> None:
         self._dataset = dataset
@@ -236,7 +236,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             "use_cftime": use_cftime,
         }
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
         self,
         filename_or_obj: Any,
         *,
@@ -268,7 +268,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
                                   concat_characters)
         return self._decode(TensogramDataStore(groups[key], _SharedFile(f, 1)), decoders, drop)
 
-    def open_groups_as_dict(  # type: ignore[override]
+    def open_groups_as_dict(
         self,
         filename_or_obj: Any,
         *,
@@ -318,7 +318,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             raise
         return out
 
-    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> xr.DataTree:  # type: ignore[override]
+    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> xr.DataTree:
         """All groups as one tree; ``tree.close()`` closes the file (every node holds a share of it)."""
         groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
         try:

@@ -17,7 +17,7 @@ from .tensogram import tensogram_groups
 from .tetr import tetr_to_dataset
 from .ztensor import ztensor_to_dataset
 
-__all__ = ["AssembleOptions", "ASSEMBLERS", "assemble"]
+__all__ = ["ASSEMBLERS", "AssembleOptions", "assemble"]
 
 
 @dataclass(frozen=True)

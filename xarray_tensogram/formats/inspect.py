@@ -7,11 +7,11 @@ xarray or dask here, and nothing printed: a format returns data.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Table", "VerifyPlan", "CheckItem", "count", "shape_text", "short_text", "flat_keys"]
+__all__ = ["CheckItem", "Table", "VerifyPlan", "count", "flat_keys", "shape_text", "short_text"]
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ..io import ByteSource, SourceLike
 from .base import FormatFile
 from .inspect import Table, VerifyPlan
 
-__all__ = ["FormatSpec", "FORMAT_OPTIONS", "formats", "get", "sniff", "from_bytes", "from_extension"]
+__all__ = ["FORMAT_OPTIONS", "FormatSpec", "formats", "from_bytes", "from_extension", "get", "sniff"]
 
 #: open options whose meaning depends on the format; a record lists those it honours, and giving
 #: any other one (with a value other than its default) is an error naming the option

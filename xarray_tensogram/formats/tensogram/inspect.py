@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ...errors import MissingHashError
 from ..inspect import CheckItem, Table, VerifyPlan, count, flat_keys, shape_text, short_text
 from ..registry import FormatSpec
@@ -56,7 +58,7 @@ def _check(m: Message, j: int) -> bool:
 def verify(f: TensogramFile) -> VerifyPlan:
     """Every object, hash checked where stored; byte ranges the scanner skipped are failures already."""
     pairs = [(m, j) for m in f for j in range(len(m))]
-    items: list[CheckItem] = [(f"message {m.index}, object {j}", lambda m=m, j=j: _check(m, j)) for m, j in pairs]
+    items: list[CheckItem] = [(f"message {m.index}, object {j}", partial(_check, m, j)) for m, j in pairs]
     return VerifyPlan(
         items=items,
         total_bytes=sum(m.objects[j].frame_length for m, j in pairs),

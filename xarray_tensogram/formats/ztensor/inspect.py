@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from ...errors import MissingHashError
 from ..inspect import CheckItem, Table, VerifyPlan, count, shape_text, short_text
 from ..registry import FormatSpec
@@ -41,7 +43,7 @@ def _check(f: ZTensorFile, index: int) -> bool:
 
 def verify(f: ZTensorFile) -> VerifyPlan:
     """Every tensor, its checksum verified where one is stored."""
-    items: list[CheckItem] = [(f"tensor {t.index} {t.name!r}", lambda i=t.index: _check(f, i)) for t in f.tensors]
+    items: list[CheckItem] = [(f"tensor {t.index} {t.name!r}", partial(_check, f, t.index)) for t in f.tensors]
     return VerifyPlan(items=items, total_bytes=sum(p.length for t in f.tensors for p in t.parts.values()),
                       summary=count(len(f.tensors), "tensor"), unit="tensor")
 
