@@ -74,6 +74,7 @@ def test_file_classes_share_one_protocol() -> None:
                 f[n]
             with pytest.raises(TypeError):
                 f[True]
+            assert f[1:] == list(f)[1:]  # slices, as the message list of a Tensogram file always allowed
 
 
 # -- options that do not apply ------------------------------------------------------------------------

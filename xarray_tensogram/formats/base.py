@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from ..io import ByteSource
 
@@ -52,9 +52,17 @@ class FormatFile(Generic[ItemT]):
     def __iter__(self) -> Iterator[ItemT]:
         return iter(self._items())
 
-    def __getitem__(self, key: int | str) -> ItemT:
-        """Item by position (negative counts from the end) or by name (the first one carrying it)."""
+    @overload
+    def __getitem__(self, key: int | str) -> ItemT: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[ItemT]: ...
+
+    def __getitem__(self, key: int | str | slice) -> ItemT | list[ItemT]:
+        """Item by position (negative from the end) or by name (the first carrying it); a slice gives a list."""
         items = self._items()
+        if isinstance(key, slice):
+            return list(items[key])
         if isinstance(key, str):
             for item in items:
                 if self._item_name(item) == key:
