@@ -22,11 +22,11 @@ import numpy as np
 import xarray as xr
 
 from ..catalog import ArraySpec, stack_specs
-from ..errors import GroupSelectionError, HypercubeError
+from ..errors import HypercubeError
 from .common import flatten_attrs, generic_dim_names, lazy_variable, netcdf_safe_value
 from .mars import STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 
-__all__ = ["tensogram_groups", "tensogram_to_dataset", "COORDINATE_NAMES", "NAME_KEYS"]
+__all__ = ["tensogram_groups", "COORDINATE_NAMES", "NAME_KEYS"]
 
 NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
 COORDINATE_NAMES = frozenset({
@@ -465,19 +465,3 @@ def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: 
     if len(out) == 1:
         return {"/": next(iter(out.values()))}
     return out
-
-
-def tensogram_to_dataset(tfile: Any, *, group: str | None = None, **kwargs: Any) -> xr.Dataset:
-    """One Dataset: the only group, or the one named by ``group``."""
-    groups = tensogram_groups(tfile, **kwargs)
-    if group is not None:
-        key = group if group in groups else "/" + group.strip("/") if ("/" + group.strip("/")) in groups else group.strip("/")
-        if key not in groups:
-            raise GroupSelectionError(f"{tfile.name!r} has no group {group!r}; groups: {', '.join(groups)}")
-        return groups[key]
-    if len(groups) == 1:
-        return next(iter(groups.values()))
-    raise GroupSelectionError(
-        f"{tfile.name!r} holds objects that cannot share one Dataset; groups: {', '.join(groups)}. "
-        f"Open one with group='<name>' (or filter_by_keys={{...}}), or all of them with xr.open_datatree / xr.open_groups"
-    )
