@@ -920,13 +920,19 @@ def test_corrupt_message_in_the_middle_is_skipped(kind, layout):
 
 
 def test_garbage_between_messages_is_skipped_silently():
-    """Bytes between messages that are not a message are skipped as the reference scanner does (spec §6)."""
+    """Bytes before and between messages that are not a message are skipped as the reference scanner does
+    (spec §6); bytes after the last message are reported (issue 12), even though the reference ignores them."""
     a, b = _message("buffered"), _message("streaming")
-    buf = b"\x00" * 13 + a + b"not a message" + b + b"\xff" * 5
+    buf = b"\x00" * 13 + a + b"not a message" + b
     with warnings.catch_warnings():
         warnings.simplefilter("error", CorruptMessageWarning)
         with open_tensogram(buf, strict=True) as f:
             assert [(m.offset, m.length) for m in f] == [tuple(s) for s in tensogram.scan(buf)]
+    tail = buf + b"\xff" * 5
+    with pytest.warns(CorruptMessageWarning, match=f"bytes {len(buf)}..{len(tail)}"), open_tensogram(tail) as f:
+        assert [(m.offset, m.length) for m in f] == [tuple(s) for s in tensogram.scan(tail)]
+    with pytest.raises(CorruptFileError, match=f"5 bytes after the last message .*bytes {len(buf)}..{len(tail)}"):
+        open_tensogram(tail, strict=True)
 
 
 def test_end_magic_inside_a_streaming_payload():

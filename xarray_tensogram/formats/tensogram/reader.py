@@ -468,10 +468,12 @@ class TensogramFile(FormatFile[Message]):
     def _scan(self) -> list[Message]:
         """Split the file into messages (spec §6), skipping bytes between them.
 
-        Bytes that are not a message are skipped silently, as the reference scanner
-        does; a message that starts with the magic but cannot be parsed is reported
-        with a :class:`CorruptMessageWarning` (or raised with ``strict=True``) and
-        scanning resumes at the next magic.
+        Bytes before or between messages that are not a message are skipped silently,
+        as the reference scanner does; a message that starts with the magic but cannot
+        be parsed is reported with a :class:`CorruptMessageWarning` (or raised with
+        ``strict=True``) and scanning resumes at the next magic. Bytes after the last
+        message are reported the same way: they are what an interrupted write or a
+        cut copy leaves (a partial magic, a partial message), so data loss is never silent.
         """
         messages: list[Message] = []
         pos = 0
@@ -485,13 +487,16 @@ class TensogramFile(FormatFile[Message]):
             if pos + len(MAGIC) > size or self._read(pos, len(MAGIC), "magic") != MAGIC:
                 nxt = self._find_magic(pos)
                 if nxt < 0:
+                    if messages or self.skipped:
+                        self._trailing(pos, size)
                     break
                 pos = nxt
                 continue
             try:
                 if pos + MIN_MESSAGE > size:
                     raise TruncatedFileError(
-                        f"{describe(self.name, _where(len(messages)), pos)}message truncated: {size - pos} bytes left"
+                        f"{describe(self.name, _where(len(messages)), pos)}message truncated: a message needs at "
+                        f"least {MIN_MESSAGE} bytes, the file ends {size - pos} bytes after its start"
                     )
                 msg, end = self._parse_message(pos, len(messages))
             except XarrayTensogramError as exc:
@@ -510,11 +515,29 @@ class TensogramFile(FormatFile[Message]):
             raise CorruptFileError(f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)")
         return messages
 
-    def _report(self, start: int, end: int, reason: str) -> None:
+    def _report(self, start: int, end: int, reason: str, what: str = "damaged message") -> None:
         self.skipped.append((start, end, reason))
-        warnings.warn(
-            f"{self.name}: skipped damaged message at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4
-        )
+        warnings.warn(f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4)
+
+    def _trailing(self, start: int, size: int) -> None:
+        """Report bytes ``start..size`` after the last message, which hold no message magic.
+
+        A prefix of the magic means the file was cut inside the next message's preamble
+        (:class:`TruncatedFileError`); anything else is trailing junk (:class:`CorruptFileError`).
+        """
+        n = size - start
+        head = self._read(start, min(n, len(MAGIC)), "trailing bytes")
+        where = describe(self.name, offset=start)
+        if n < len(MAGIC) and MAGIC.startswith(head):
+            exc: CorruptFileError = TruncatedFileError(
+                f"{where}file truncated inside a message preamble: {n} bytes of the magic TENSOGRM are left, "
+                f"a message needs at least {MIN_MESSAGE} bytes (bytes {start}..{size})"
+            )
+        else:
+            exc = CorruptFileError(f"{where}{n} bytes after the last message are not a Tensogram message (bytes {start}..{size})")
+        if self.strict:
+            raise exc
+        self._report(start, size, str(exc), what="trailing bytes")
 
     def _parse_message(self, pos: int, index: int) -> tuple[Message, int]:
         where = _where(index)
@@ -524,7 +547,12 @@ class TensogramFile(FormatFile[Message]):
             raise UnsupportedError(f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported")
         total = pre.total_length
         if total:
-            if total < MIN_MESSAGE or pos + total > size:
+            if total >= MIN_MESSAGE and pos + total > size:
+                raise TruncatedFileError(
+                    f"{describe(self.name, where, pos + 16)}message truncated: its preamble declares {total} bytes, "
+                    f"the file ends {size - pos} bytes after its start"
+                )
+            if total < MIN_MESSAGE:
                 raise CorruptFileError(
                     f"{describe(self.name, where, pos + 16)}total_length {total} is impossible here "
                     f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
