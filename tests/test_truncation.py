@@ -40,7 +40,7 @@ def _check_complete(f, cut: int, values: bool) -> None:
     complete = [s for s in SPANS if s[0] + s[1] <= cut]
     assert [(m.offset, m.length) for m in f] == complete, cut
     if values:
-        for msg, ref in zip(f, REFERENCE):
+        for msg, ref in zip(f, REFERENCE, strict=False):
             for j, (_desc, arr) in enumerate(ref.objects):
                 np.testing.assert_array_equal(msg.read_object(j), arr)
 
@@ -83,9 +83,10 @@ def test_every_cut_raises_in_strict_mode():
         kinds[type(info.value).__name__] = kinds.get(type(info.value).__name__, 0) + 1
     # cut inside a preamble or past a declared total_length reads as truncation, in plain words
     assert kinds.get("TruncatedFileError", 0) > 0
-    with pytest.raises(TruncatedFileError, match=r"byte 7096: message truncated: a message needs at least 48 bytes, .*ends 28"):
+    short = r"byte 7096: message truncated: a message needs at least 48 bytes.*28"
+    with pytest.raises(TruncatedFileError, match=short):
         open_tensogram(view[: 7096 + 28], strict=True)
-    with pytest.raises(TruncatedFileError, match=r"truncated: its preamble declares 3560 bytes, .*ends 100 bytes after"):
+    with pytest.raises(TruncatedFileError, match=r"truncated: its preamble declares 3560 bytes, .*100 bytes"):
         open_tensogram(view[: 7096 + 100], strict=True)
     with pytest.raises(TruncatedFileError, match="truncated inside a message preamble: 4 bytes"):
         open_tensogram(view[:7100], strict=True)
