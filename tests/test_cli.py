@@ -242,7 +242,8 @@ def test_verify_skipped_message(capsys, tmp_path):
     code, out, err = call(capsys, "verify", path)
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
-    assert len(fails) == 1 and "damaged message skipped" in fails[0]
+    assert len(fails) == 1 and f"FAIL bytes {f[1].offset}.." in fails[0] and "skipped: " in fails[0]
+    assert "message 1" in fails[0] and "end magic" in fails[0]
     assert "3 messages, 12 objects" in out
 
 

@@ -10,9 +10,11 @@ and print what it contains. Subcommands (FILE may be a path or an fsspec URL):
     tensor (zTensor), with the key metadata columns;
 ``dump FILE VAR [--isel DIM=A:B ...]``
     the values of one variable, optionally a selection of it;
-``verify FILE``
+``verify FILE [--strict]``
     check every hash/checksum and decode every object, tile or tensor; exits with
-    status 1 and one line per damaged item on any failure.
+    status 1 and one line per damaged item on any failure. An item that cannot be
+    decoded because an optional codec package is missing is reported as skipped
+    (its hash is still checked) and fails the run only with ``--strict``.
 
 Errors are one clear line (``--debug`` shows the traceback).
 """
@@ -241,6 +243,12 @@ class _Report:
         self.decoded = 0  # decoded (whether or not a hash exists)
         self.unhashed = 0
         self.failures: list[str] = []
+        self.skipped: list[str] = []  # items not decodable here because an optional codec is missing
+
+    def skip(self, item: str, exc: BaseException, note: str) -> None:
+        """Record an item whose codec package is missing: not damage, but not decoded either."""
+        text = " ".join(str(exc).split())
+        self.skipped.append(f"SKIP {item}: {note}; not decoded: {text}")
 
     def fail(self, item: str, exc: BaseException) -> None:
         line = f"FAIL {item}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
@@ -260,7 +268,11 @@ def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: st
     yield from items
 
 
-def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | None = None) -> int:
+def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | None = None,
+               strict: bool = False) -> int:
+    """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
+    from .errors import MissingCodecError
+
     with _source(path, storage_options) as src:
         spec = _format(src)
     report = _Report()
@@ -274,9 +286,19 @@ def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | 
                 else:
                     report.unhashed += 1
                 report.decoded += 1
+            except MissingCodecError as exc:
+                # a format's check marks whether the stored hash was verified before decoding failed
+                hashed = getattr(exc, "hash_verified", None)
+                if hashed:
+                    report.checked += 1
+                elif hashed is False:
+                    report.unhashed += 1
+                note = {True: "xxh3 hash verified", False: "no stored hash"}.get(
+                    hashed, "checksum not checked" if plan.checksums else "the format stores no checksum")
+                report.skip(item, exc, note)
             except Exception as exc:  # noqa: BLE001 - every failure is reported per item
                 report.fail(item, exc)
-    for line in report.failures:
+    for line in report.failures + report.skipped:
         print(line)
     if not plan.checksums:
         detail = f"{count(report.decoded, plan.unit)} decoded; the format stores no checksums"
@@ -284,8 +306,11 @@ def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | 
         detail = f"{count(report.checked, 'hash', 'hashes')} verified, {count(report.decoded, 'item')} decoded"
         if report.unhashed:
             detail += f", {report.unhashed} without a stored hash"
-    if report.failures:
-        print(f"{path}: FAILED: {count(len(report.failures), 'problem')} ({plan.summary}; {detail})")
+    if report.skipped:
+        detail += f", {count(len(report.skipped), 'item')} skipped (optional codec package missing)"
+    if report.failures or (strict and report.skipped):
+        problems = len(report.failures) + (len(report.skipped) if strict else 0)
+        print(f"{path}: FAILED: {count(problems, 'problem')} ({plan.summary}; {detail})")
         return 1
     print(f"{path}: OK ({spec.title}: {plan.summary}; {detail})")
     return 0
@@ -337,6 +362,8 @@ def _parser() -> argparse.ArgumentParser:
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="always show a progress bar (needs tqdm)")
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail (exit 1) when an item is skipped because an optional codec package is missing")
     return parser
 
 
@@ -381,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif args.command == "dump":
                 cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full)
             elif args.command == "verify":
-                status = cmd_verify(args.file, options, progress=args.progress)
+                status = cmd_verify(args.file, options, progress=args.progress, strict=args.strict)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
