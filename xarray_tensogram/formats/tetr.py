@@ -356,15 +356,33 @@ class _Footer:
     spill: tuple[int, int] | None = None
 
 
-def _read_footer(src: ByteSource, flags: int, dataset_count: int) -> _Footer:
+def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
+    """End of the last tile the chunk index names (its offset + stored length), or the index end.
+
+    Used only to say how large a file missing its footer should be; the index is checked properly later.
+    """
+    end = index_offset + index_length
+    count = max(0, index_length - 32) // ENTRY.itemsize
+    if count and end <= src.size:
+        entries = np.frombuffer(src.read(index_offset + 32, count * ENTRY.itemsize, what="chunk index"), dtype=ENTRY)
+        end = max(end, int((entries["offset"].astype(object) + entries["stored"].astype(object)).max()))
+    return end
+
+
+def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: int = 0,
+                 index_length: int = 0) -> _Footer:
     """Tail checks (always, like the reference), then JSON and spill when flag bit 0 is set."""
     size = src.size
     none = _Footer([], None, {}, size)
     tail = src.read(size - 16, 16, what="THST footer tail") if size >= 16 else b""
     if tail[-4:] != FOOTER_MAGIC:
         if flags & FLAG_FOOTER and dataset_count > 0:
-            raise CorruptFileError(f"{describe(src.name, 'superblock', 12)}history flag is set but the file does not "
-                                   f"end with a THST footer (last 4 bytes {tail[-4:]!r})")
+            need = _tiles_end(src, index_offset, index_length) + 16
+            raise TruncatedFileError(
+                f"{describe(src.name, 'superblock', 12)}file truncated or its footer damaged: the history flag "
+                f"promises a THST footer at the end, the last 4 bytes are {tail[-4:]!r}; the tiles and the footer "
+                f"tail need more than {need - 1} bytes, the file has {size}"
+            )
         return none
     json_len, version, _ = FOOTER_TAIL.unpack(tail)
     start = size - 16 - json_len
@@ -408,12 +426,12 @@ def _read_footer(src: ByteSource, flags: int, dataset_count: int) -> _Footer:
 def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], int]:
     """The dataset directory: ``[(name, dtype code, shape, chunk_shape)]`` and the blob end offset."""
     if src.size < 40:
-        raise TruncatedFileError(f"{describe(src.name, 'dataset directory', 32)}{count} datasets declared but the "
-                                 f"file is only {src.size} bytes (no directory)")
+        raise TruncatedFileError(f"{describe(src.name, 'dataset directory', 32)}file truncated: {count} datasets "
+                                 f"declared need a directory from byte 32 to at least 40, the file has {src.size} bytes")
     (blob_len,) = struct.unpack("<Q", src.read(32, 8, what="dataset_blob_len"))
     if 40 + blob_len > src.size:
-        raise TruncatedFileError(f"{describe(src.name, 'dataset directory', 32)}dataset_blob_len {blob_len} runs past "
-                                 f"the end of the {src.size}-byte file")
+        raise TruncatedFileError(f"{describe(src.name, 'dataset directory', 32)}file truncated: dataset_blob_len "
+                                 f"{blob_len} needs at least {40 + blob_len} bytes, the file has {src.size}")
     if count * 32 > blob_len:  # every record is at least 16 + 16 bytes: bound the loop before reading
         raise CorruptFileError(f"{describe(src.name, 'dataset directory', 32)}{count} records cannot fit in "
                                f"dataset_blob_len {blob_len}")
@@ -648,16 +666,17 @@ class TetrFile(FormatFile[TetrDataset]):
     def _parse(self) -> None:
         src = self.source
         if src.size < 32:
-            raise TruncatedFileError(f"{describe(src.name, 'superblock', 0)}file is {src.size} bytes, a .tet file "
-                                     f"needs at least a 32-byte superblock")
+            raise TruncatedFileError(f"{describe(src.name, 'superblock', 0)}file truncated: a .tet file needs at "
+                                     f"least a 32-byte superblock, this one has {src.size} bytes")
         magic, version, count, flags, index_off, index_len = SUPERBLOCK.unpack(src.read(0, 32, what="superblock"))
         if magic != MAGIC:
             raise CorruptFileError(f"{describe(src.name, 'superblock', 0)}magic {magic!r}, expected {MAGIC!r}")
         if version != 1:
             raise UnsupportedError(f"{describe(src.name, 'superblock', 4)}layout_version {version}, expected 1")
         if index_off + index_len > src.size:
-            raise TruncatedFileError(f"{describe(src.name, 'superblock', 16)}chunk index [{index_off}, "
-                                     f"{index_off + index_len}) runs past the end of the {src.size}-byte file")
+            raise TruncatedFileError(f"{describe(src.name, 'superblock', 16)}file truncated: the chunk index "
+                                     f"[{index_off}, {index_off + index_len}) needs at least {index_off + index_len} "
+                                     f"bytes, the file has {src.size}")
         self.layout_version, self.flags = version, flags
         self.index_offset, self.index_length = index_off, index_len
         self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
@@ -668,7 +687,7 @@ class TetrFile(FormatFile[TetrDataset]):
             if index_off != _align8(blob_end):
                 raise CorruptFileError(f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
                                        f"expected {_align8(blob_end)} (directory end rounded up to 8)")
-        footer = _read_footer(src, flags, count)
+        footer = _read_footer(src, flags, count, index_off, index_len)
         self.payload_end = footer.payload_end
         #: history rows, oldest first, legacy triples normalised to {op, source, at}
         self.history: list[dict[str, Any]] = footer.history

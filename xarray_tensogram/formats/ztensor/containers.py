@@ -64,7 +64,9 @@ def detect_version(head: bytes) -> str | None:
 def parse_container(source: ByteSource) -> Container:
     """Read the footer and index of ``source`` and describe its tensors."""
     if source.size < 16:
-        raise TruncatedFileError(f"{describe(source.name)}{source.size} bytes is too short for a zTensor file (at least 16)")
+        raise TruncatedFileError(
+            f"{describe(source.name)}file truncated: a zTensor file needs at least 16 bytes, this one has {source.size}"
+        )
     head = source.read(0, 8, what="magic")
     version = detect_version(head)
     if version == "0.1":
@@ -89,14 +91,15 @@ def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int
     room = size - footer - 8
     if length > room:
         raise TruncatedFileError(
-            f"{describe(source.name, offset=size - footer)}{what} length {length} does not fit before the footer "
-            f"({room} bytes available): the file is truncated or its footer is damaged"
+            f"{describe(source.name, offset=size - footer)}file truncated or its footer damaged: the {what} length "
+            f"{length} needs a file of at least {length + footer + 8} bytes, this one has {size}"
         )
     if length > MAX_MANIFEST:
         raise LimitExceededError(f"{describe(source.name, offset=size - footer)}{what} length {length} exceeds the "
                                  f"limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)")
     if length == 0:
-        raise CorruptFileError(f"{describe(source.name, offset=size - footer)}{what} length is 0")
+        raise CorruptFileError(f"{describe(source.name, offset=size - footer)}{what} length is 0: the file "
+                               f"({size} bytes) is truncated or its footer damaged")
     start = size - footer - length
     return source.read(start, length, what=what), start
 
@@ -107,13 +110,20 @@ def _is_uint(v: Any) -> bool:
 
 # -- v0.1 -------------------------------------------------------------------------------------------
 def _parse_v01(source: ByteSource) -> Container:
-    if source.size == 16 and _u64(source.read(8, 8, what="index length")) == 0:
-        return Container("0.1", None, [], {}, 64, 8)  # the 16-byte "size 0" file the 0.1.4 reader accepts
     if source.size < 17:
-        raise TruncatedFileError(f"{describe(source.name)}{source.size} bytes is too short for a v0.1 file (at least 17)")
+        # The 0.1.4 reader accepts 16 bytes (magic and a zero index length) as empty, but no writer makes
+        # that file and any v0.1 file cut at byte 16 looks the same: report it as the truncation it may be.
+        raise TruncatedFileError(
+            f"{describe(source.name)}file truncated: a v0.1 file needs at least 17 bytes "
+            f"(magic, CBOR index, 8-byte index length), this one has {source.size}"
+        )
     raw, idx_start = _index_bytes(source, 8, "CBOR index")
     where = describe(source.name, "v0.1 index", idx_start)
-    index = decode_cbor(raw, where)
+    try:
+        index = decode_cbor(raw, where)
+    except MetadataError as exc:
+        # v0.1 has no footer magic: a cut file or appended bytes show up as an index that does not decode
+        raise type(exc)(f"{exc} (the {source.size}-byte file may be truncated or have bytes appended)") from exc
     if not isinstance(index, list):
         raise MetadataError(f"{where}the index must be a CBOR array of tensor maps, got {type(index).__name__}")
     tensors = [_v01_entry(source, i, e, idx_start) for i, e in enumerate(index)]
@@ -187,6 +197,12 @@ def _parse_v1(source: ByteSource) -> Container:
     if not isinstance(dialect, str):
         raise MetadataError(f"{where}manifest 'version' must be text, got {dialect!r}")
     legacy = "tensors" in root and "objects" not in root
+    if footer == 8 and not legacy and dialect != "1.0":
+        # 1.1/1.2 writers end the file with the magic again: without it the last 8 bytes were cut off
+        raise TruncatedFileError(
+            f"{describe(source.name, offset=size)}file truncated: a {dialect!r} manifest is followed by the footer "
+            f"magic ZTEN1000, so the file needs {size + 8} bytes, this one has {size}"
+        )
     objects = root.get("tensors" if legacy else "objects")
     if not isinstance(objects, dict):
         raise MetadataError(f"{where}manifest needs a map {'tensors' if legacy else 'objects'!r} of objects")
@@ -282,12 +298,15 @@ def _ordered(infos: list[TensorInfo]) -> list[TensorInfo]:
 def _parse_v2(source: ByteSource) -> Container:
     size = source.size
     if size < 48:
-        raise TruncatedFileError(f"{describe(source.name)}{size} bytes is too short for a v2 file (at least 48)")
+        raise TruncatedFileError(
+            f"{describe(source.name)}file truncated: a v2 file needs at least 48 bytes, this one has {size}"
+        )
     footer = source.read(size - 40, 40, what="v2 footer")
     m_off, m_len, m_hash, version, _reserved = struct.unpack("<QQQII", footer[:32])
     fwhere = describe(source.name, "v2 footer", size - 40)
     if footer[32:] != MAGIC_V2:
-        raise TruncatedFileError(f"{fwhere}the file does not end with the v2 magic: truncated or damaged")
+        raise TruncatedFileError(f"{fwhere}the file does not end with the v2 magic: it is truncated or its footer damaged "
+                                 f"(last 8 of its {size} bytes: {bytes(footer[32:])!r})")
     if version != 2:
         raise UnsupportedError(f"{fwhere}footer version {version} is not supported (expected 2)")
     if m_off == 0:
