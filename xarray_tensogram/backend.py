@@ -20,7 +20,7 @@ from xarray.backends.common import AbstractDataStore
 from xarray.backends.store import StoreBackendEntrypoint
 
 from .assemble.registry import AssembleOptions, assemble
-from .errors import GroupSelectionError, UnsupportedOptionError
+from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
 from .formats.base import FormatFile
 from .io import ByteSource, is_remote_url, open_source
@@ -36,6 +36,13 @@ def sniff_format(source: ByteSource) -> str | None:
     """Format name from the magic bytes at offset 0, else from the extension."""
     spec = registry.sniff(source)
     return spec.name if spec is not None else None
+
+
+def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
+    """No known magic or extension and the default format (Tensogram, whose messages may follow
+    leading junk) found nothing: say plainly that this is none of the three formats."""
+    what = "the file is empty" if source.size == 0 else "unknown magic and extension"
+    return NotATensorFileError(f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what})")
 
 
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
@@ -191,14 +198,20 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         """Open the file and assemble the raw Dataset of every group; the file is closed on error."""
         source = open_source(filename_or_obj, storage_options)
         try:
-            spec = registry.sniff(source) or registry.default()
+            sniffed = registry.sniff(source)
+            spec = sniffed or registry.default()
             bad = spec.unsupported_options(format_options)
             if bad:
                 raise UnsupportedOptionError(
                     f"{source.name!r} is a {spec.title} file: option{'s' if len(bad) > 1 else ''} "
                     f"{', '.join(bad)} do{'' if len(bad) > 1 else 'es'} not apply to it "
                     f"(it takes {', '.join(sorted(spec.options)) or 'none of the format options'})")
-            f = registry.open_file(spec, source, **format_options)
+            try:
+                f = registry.open_file(spec, source, **format_options)
+            except NotATensorFileError as exc:
+                if sniffed is not None:
+                    raise
+                raise _not_a_tensor_file(source) from exc
         except BaseException:
             source.close()
             raise

@@ -28,6 +28,11 @@ __all__ = [
     "CorruptMessageWarning",
     "TetrMappingWarning",
     "ZTensorMappingWarning",
+    "DimensionNameError",
+    "NotATensorFileError",
+    "IsADirectoryTensorError",
+    "StorageOptionsError",
+    "NoSuchDirectoryError",
     "describe",
 ]
 
@@ -90,6 +95,38 @@ class EncodeError(XarrayTensogramError):
 
 class UnsupportedOptionError(XarrayTensogramError):
     """An open option was given that does not apply to the format being opened."""
+
+
+class DimensionNameError(XarrayTensogramError):
+    """The ``dim_names`` argument does not fit the file: wrong type, wrong count for a variable's rank,
+    repeated names, names whose sizes clash, or variables the file does not hold.
+
+    A user argument mistake rather than damage, so not a :class:`MetadataError`.
+    """
+
+
+class NotATensorFileError(CorruptFileError):
+    """The input is not a Tensogram, Tetration or zTensor file at all: empty, text, random bytes."""
+
+
+class _OSErrorText:
+    """Mixin: show the message as given (OSError would format it errno-style)."""
+
+    def __str__(self) -> str:
+        args = getattr(self, "args", ())
+        return str(args[0]) if args else ""
+
+
+class IsADirectoryTensorError(_OSErrorText, NotATensorFileError, IsADirectoryError):
+    """The path names a directory; also an :class:`IsADirectoryError` for callers that catch OS errors."""
+
+
+class StorageOptionsError(XarrayTensogramError, TypeError):
+    """fsspec rejected the ``storage_options`` given for a URL (an unknown or mistyped option)."""
+
+
+class NoSuchDirectoryError(_OSErrorText, XarrayTensogramError, FileNotFoundError):
+    """A writer's target lies in a directory that does not exist; also a :class:`FileNotFoundError`."""
 
 
 # -- warnings: reading went on, but something was skipped, renamed or ignored -----------------------

@@ -17,11 +17,21 @@ from __future__ import annotations
 import io
 import mmap
 import os
+import stat
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, BinaryIO, Mapping, Sequence, Union
 
-from .errors import FileChangedError, MissingCodecError, TruncatedFileError, XarrayTensogramError, describe
+from .errors import (
+    FileChangedError,
+    IsADirectoryTensorError,
+    MissingCodecError,
+    NoSuchDirectoryError,
+    StorageOptionsError,
+    TruncatedFileError,
+    XarrayTensogramError,
+    describe,
+)
 
 __all__ = [
     "ByteSource",
@@ -113,6 +123,9 @@ class LocalFileSource(ByteSource):
         self._pid = -1
         self._mmap: mmap.mmap | None = None
         st = os.stat(self.path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryTensorError(f"{describe(self.path)}is a directory, not a Tensogram, Tetration or "
+                                          f"zTensor file")
         stamp = (st.st_size, st.st_mtime_ns)
         if _stamp is not None and tuple(_stamp) != stamp:
             raise FileChangedError(
@@ -336,6 +349,8 @@ class FsspecSource(ByteSource):
         fs, path = self._filesystem()
         try:
             size = fs.size(path)
+        except TypeError as exc:  # e.g. s3fs passes unknown options on to its session at the first request
+            raise self._rejected(exc) from exc
         except FileNotFoundError as exc:
             reason = _short(exc)
             what = "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
@@ -351,6 +366,11 @@ class FsspecSource(ByteSource):
 
     def __repr__(self) -> str:
         return f"<FsspecSource {self.url!r} ({self.size} bytes)>"
+
+    def _rejected(self, exc: BaseException) -> StorageOptionsError:
+        """fsspec reports an option it does not know as a TypeError; say which options were given."""
+        given = ", ".join(map(repr, self.storage_options)) or "none"
+        return StorageOptionsError(f"{self.url}: fsspec rejected the storage_options (given: {given}): {_short(exc)}")
 
     def _filesystem(self) -> tuple[Any, str]:
         if self._fs is None or self._pid != os.getpid():
@@ -371,6 +391,8 @@ class FsspecSource(ByteSource):
                         ) from exc
                     except ValueError as exc:
                         raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
+                    except TypeError as exc:  # a filesystem whose constructor does not take an option
+                        raise self._rejected(exc) from exc
                     self._fs, self._path, self._pid = fs, path, os.getpid()
         return self._fs, self._path  # type: ignore[return-value]
 
@@ -522,6 +544,8 @@ class atomic_write:
         import tempfile
 
         directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):  # say so for the target, not for the temporary file
+            raise NoSuchDirectoryError(f"cannot write {self.path!r}: the directory {directory!r} does not exist")
         fd, self._tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(self.path) + "-", dir=directory)
         self._f = os.fdopen(fd, "wb")
         return self._f

@@ -12,8 +12,9 @@ from xarray.core import indexing
 
 from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
+from ..errors import DimensionNameError, describe
 
-__all__ = ["requested_dims", "flatten_attrs", "netcdf_safe_value", "generic_dim_names", "lazy_variable", "unique_names"]
+__all__ = ["requested_dims", "check_requested_dims", "check_dim_names_used", "flatten_attrs", "netcdf_safe_value", "generic_dim_names", "lazy_variable", "unique_names"]
 
 
 def netcdf_safe_value(value: Any) -> Any:
@@ -125,19 +126,64 @@ def lazy_variable(dims: Sequence[str], spec: ArraySpec, attrs: Mapping[str, Any]
     return var
 
 
-def requested_dims(dim_names: Any, var: str, rank: int) -> list[str] | None:
+def _names(value: Any, what: str, source: str | None) -> list[str]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(d, str) for d in value):
+        raise DimensionNameError(f"{describe(source)}dim_names{what} must be a list of dimension names (strings), "
+                                 f"got {value!r}")
+    return list(value)
+
+
+def requested_dims(dim_names: Any, var: str, rank: int, source: str | None = None) -> list[str] | None:
     """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable.
 
-    A list applies to the variables of matching rank; a dict entry of the wrong rank is an error.
+    A list applies to the variables of matching rank (see :func:`check_dim_names_used` for one that
+    applies to none); a dict entry of the wrong rank, repeated names or a value that is not a list of
+    strings is a :class:`DimensionNameError` naming the file (``source``), the variable and its rank.
     """
     if dim_names is None:
         return None
-    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else dim_names
-    if wanted is None:
-        return None
-    wanted = [str(d) for d in wanted]
+    if isinstance(dim_names, Mapping):
+        wanted = dim_names.get(var)
+        if wanted is None:
+            return None
+        wanted = _names(wanted, f" for {var!r}", source)
+    else:
+        wanted = _names(dim_names, "", source)
     if len(wanted) != rank:
         if isinstance(dim_names, Mapping):
-            raise ValueError(f"dim_names for {var!r} has {len(wanted)} names, the variable has rank {rank}")
+            raise DimensionNameError(f"{describe(source)}dim_names for {var!r} gives {len(wanted)} names {wanted}, "
+                                     f"the variable has rank {rank}")
         return None
+    if len(set(wanted)) != len(wanted):
+        raise DimensionNameError(f"{describe(source)}dim_names {wanted} for {var!r} (rank {rank}) repeats a name")
     return wanted
+
+
+def check_requested_dims(dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int],
+                         source: str | None = None) -> None:
+    """Requested dims must agree with the sizes earlier variables gave the same names."""
+    clash = [(d, sizes[d], n) for d, n in zip(dims, shape) if sizes.get(d, n) != n]
+    if clash:
+        d, had, n = clash[0]
+        raise DimensionNameError(f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
+                                 f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
+                                 f"there, {n} here")
+
+
+def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str | None = None) -> None:
+    """A ``dim_names`` that applies to nothing is a mistake, not something to ignore silently.
+
+    ``ranks`` maps every variable name of the file (dropped ones included) to its rank.
+    """
+    if dim_names is None:
+        return
+    if isinstance(dim_names, Mapping):
+        unknown = [k for k in dim_names if k not in ranks]
+        if unknown:
+            raise DimensionNameError(f"{describe(source)}dim_names names {unknown}, which the file does not hold; "
+                                     f"its variables: {', '.join(map(repr, ranks)) or 'none'}")
+        return
+    wanted = _names(dim_names, "", source)
+    if ranks and not any(r == len(wanted) for r in ranks.values()):
+        raise DimensionNameError(f"{describe(source)}dim_names {wanted} has {len(wanted)} names but no variable has "
+                                 f"rank {len(wanted)} (ranks: {sorted(set(ranks.values()))})")

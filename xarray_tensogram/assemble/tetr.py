@@ -23,7 +23,14 @@ import xarray as xr
 
 from ..errors import TetrMappingWarning
 from ..formats.tetr import LIMITS, DatasetWrite, TetrDataset, TetrFile, write_tetr
-from .common import generic_dim_names, lazy_variable, requested_dims, unique_names
+from .common import (
+    check_dim_names_used,
+    check_requested_dims,
+    generic_dim_names,
+    lazy_variable,
+    requested_dims,
+    unique_names,
+)
 
 __all__ = ["tetr_to_dataset", "to_tetr", "TetrMappingWarning", "HISTORY_JSON_ATTR"]
 
@@ -39,11 +46,11 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
     return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape))
 
 
-def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int]) -> list[str]:
+def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> list[str]:
     """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated."""
-    dims = requested_dims(dim_names, var, d.ndim)
-    if dims is not None and not _fits(dims, d.shape, sizes):
-        raise ValueError(f"dim_names {dims} for {var!r} conflict with sizes {dict(sizes)} (shape {list(d.shape)})")
+    dims = requested_dims(dim_names, var, d.ndim, source)
+    if dims is not None:
+        check_requested_dims(dims, var, d.shape, sizes, source)
     if dims is None and d.dim_names is not None:
         if len(d.dim_names) == d.ndim and _fits(d.dim_names, d.shape, sizes):
             dims = list(d.dim_names)
@@ -154,13 +161,14 @@ def tetr_to_dataset(tfile: TetrFile, *, drop_variables: frozenset[str] | set[str
     if renamed:
         warnings.warn(f"{tfile.name!r}: duplicate dataset names renamed: "
                       + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), TetrMappingWarning, stacklevel=2)
+    check_dim_names_used(dim_names, {var: d.ndim for d, var in zip(tfile.datasets, names)}, tfile.name)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
     for d, var in zip(tfile.datasets, names):
         if var in drop_variables:
             continue
-        dims = _dims_for(d, var, dim_names, sizes)
+        dims = _dims_for(d, var, dim_names, sizes, tfile.name)
         _add_coords(coords, _coords_of(d, dims), var)
         encoding = {"tetr_codec": d.codec, "tetr_chunk_shape": d.chunk_shape, "tetr_dtype": d.dtype_code}
         variables[var] = lazy_variable(dims, tfile.array_spec(d.dataset_id), _attrs_of(d), encoding)

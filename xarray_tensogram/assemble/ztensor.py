@@ -19,7 +19,15 @@ from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile, write_ztensor_v01
 from ..formats.ztensor.model import TensorInfo
 from ..formats.ztensor.writer import RESERVED_KEYS
-from .common import flatten_attrs, generic_dim_names, lazy_variable, requested_dims, unique_names
+from .common import (
+    check_dim_names_used,
+    check_requested_dims,
+    flatten_attrs,
+    generic_dim_names,
+    lazy_variable,
+    requested_dims,
+    unique_names,
+)
 
 __all__ = ["ztensor_to_dataset", "to_ztensor", "DIM_NAMES_KEY"]
 
@@ -61,6 +69,7 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
     if renamed:
         warnings.warn(f"{zfile.name!r}: duplicate tensor names renamed: "
                       + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), ZTensorMappingWarning, stacklevel=2)
+    check_dim_names_used(dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names)}, zfile.name)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     for info, var in zip(zfile.tensors, names):
@@ -74,9 +83,9 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
-        dims = requested_dims(dim_names, var, len(info.shape))
-        if dims is not None and not _fits(dims, info.shape, sizes):
-            raise ValueError(f"dim_names {dims} for {var!r} conflict with sizes {dict(sizes)} (shape {list(info.shape)})")
+        dims = requested_dims(dim_names, var, len(info.shape), zfile.name)
+        if dims is not None:
+            check_requested_dims(dims, var, info.shape, sizes, zfile.name)
         if dims is None:
             dims = _file_dims(info)
             if dims is not None and not _fits(dims, info.shape, sizes):

@@ -27,6 +27,7 @@ from ...errors import (
     LimitExceededError,
     MetadataError,
     MissingHashError,
+    NotATensorFileError,
     TruncatedFileError,
     UnsupportedError,
     XarrayTensogramError,
@@ -479,9 +480,18 @@ class TensogramFile(FormatFile[Message]):
         pos = 0
         self.source.check_unchanged()
         size = self.source.size
+        if size == 0:
+            raise NotATensorFileError(
+                f"{describe(self.name, offset=0)}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}"
+            )
         if size < MIN_MESSAGE:
-            raise TruncatedFileError(
-                f"{describe(self.name, offset=0)}file of {size} bytes is shorter than one Tensogram message ({MIN_MESSAGE} bytes)"
+            head = self._read(0, min(size, len(MAGIC)), "magic")
+            cls = TruncatedFileError if MAGIC.startswith(head) or head == MAGIC else NotATensorFileError
+            raise cls(
+                f"{describe(self.name, offset=0)}file truncated: a Tensogram message needs at least {MIN_MESSAGE} "
+                f"bytes, this file has {size}"
+                if cls is TruncatedFileError else
+                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) in {size} bytes"
             )
         while pos < size:
             if pos + len(MAGIC) > size or self._read(pos, len(MAGIC), "magic") != MAGIC:
@@ -512,7 +522,7 @@ class TensogramFile(FormatFile[Message]):
         if not messages:
             if self.skipped:
                 raise CorruptFileError(f"{describe(self.name)}no readable Tensogram message: {self.skipped[0][2]}")
-            raise CorruptFileError(f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)")
+            raise NotATensorFileError(f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)")
         return messages
 
     def _report(self, start: int, end: int, reason: str, what: str = "damaged message") -> None:
