@@ -14,7 +14,16 @@ from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
 from ..errors import DimensionNameError, describe
 
-__all__ = ["requested_dims", "check_requested_dims", "check_dim_names_used", "flatten_attrs", "netcdf_safe_value", "generic_dim_names", "lazy_variable", "unique_names"]
+__all__ = [
+    "requested_dims",
+    "check_requested_dims",
+    "check_dim_names_used",
+    "flatten_attrs",
+    "netcdf_safe_value",
+    "generic_dim_names",
+    "lazy_variable",
+    "unique_names",
+]
 
 
 def netcdf_safe_value(value: Any) -> Any:
@@ -162,7 +171,7 @@ def requested_dims(dim_names: Any, var: str, rank: int, source: str | None = Non
 def check_requested_dims(dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int],
                          source: str | None = None) -> None:
     """Requested dims must agree with the sizes earlier variables gave the same names."""
-    clash = [(d, sizes[d], n) for d, n in zip(dims, shape) if sizes.get(d, n) != n]
+    clash = [(d, sizes[d], n) for d, n in zip(dims, shape, strict=True) if sizes.get(d, n) != n]
     if clash:
         d, had, n = clash[0]
         raise DimensionNameError(f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
