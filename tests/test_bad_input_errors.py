@@ -25,9 +25,19 @@ def _open(path, **kw):
 def test_every_error_class_is_a_package_error_and_a_value_error():
     for name in errors.__all__:
         cls = getattr(errors, name)
-        if isinstance(cls, type):
+        if isinstance(cls, type) and not issubclass(cls, Warning):
             assert issubclass(cls, errors.XarrayTensogramError) and issubclass(cls, ValueError), name
             assert getattr(xt, name) is cls, name  # exported at the top level too
+
+
+def test_readme_lists_every_error_class():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("### Errors"):]
+    section = section[: section.index("\n## ")]
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        if isinstance(cls, type) and not issubclass(cls, Warning):
+            assert f"| `{name}` |" in section, name
 
 
 def test_directory(tmp_path):

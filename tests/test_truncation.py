@@ -16,7 +16,7 @@ import xarray as xr
 
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.cli import main, sample_paths
-from xarray_tensogram.errors import CorruptFileError, TruncatedFileError, XarrayTensogramError
+from xarray_tensogram.errors import CorruptFileError, IntegrityError, TruncatedFileError, XarrayTensogramError
 from xarray_tensogram.formats.tensogram import CorruptMessageWarning
 
 tensogram = pytest.importorskip("tensogram")
@@ -140,3 +140,37 @@ def test_verify_fails_on_junk_after_the_last_message(tmp_path, capsys, n):
     path.write_bytes(DATA + b"\xab" * n)
     assert main(["verify", str(path)]) == 1
     assert f"FAIL bytes {len(DATA)}..{len(DATA) + n}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_flipped_payload_bit_is_caught_by_verify_hash_and_verify(tmp_path, capsys, compression):
+    """A bit flipped in a compressed payload that still decompresses gives wrong values on a plain read
+    (nothing can notice without a hash); xarray's verify_hash=True and ``verify`` both catch it."""
+    if compression == "lz4":
+        pytest.importorskip("lz4")
+    values = np.arange(256, dtype="<f8").reshape(16, 16)
+    desc = {"type": "ntensor", "shape": [16, 16], "dtype": "float64", "compression": compression}
+    msg = tensogram.encode({"base": [{"name": "v"}]}, [(desc, values)])
+    with open_tensogram(msg) as f:
+        ref = f[0].objects[0]
+    path = tmp_path / "flipped.tgm"
+    found = None
+    for pos in range(ref.frame_offset + ref.frame_length - 21, ref.frame_offset + 16, -1):  # payload, from the end
+        damaged = bytearray(msg)
+        damaged[pos] ^= 0x04
+        try:
+            wrong = tensogram.decode(bytes(damaged)).objects[0][1]  # the reference, hash checks off
+        except Exception:  # noqa: BLE001 - this flip breaks the stream; try another byte
+            continue
+        if wrong.shape == values.shape and not np.array_equal(wrong, values):
+            found = bytes(damaged)
+            break
+    assert found is not None, "no silent flip found"
+    path.write_bytes(found)
+    with xr.open_dataset(path, engine="tensogram") as ds:  # plain read: wrong values, as the reference gives
+        np.testing.assert_array_equal(ds["v"].values, wrong)
+    with xr.open_dataset(path, engine="tensogram", verify_hash=True) as ds, \
+            pytest.raises(IntegrityError, match="xxh3 mismatch"):
+        ds["v"].values  # noqa: B018
+    assert main(["verify", str(path)]) == 1
+    assert "FAIL message 0, object 0: IntegrityError" in capsys.readouterr().out
