@@ -23,6 +23,7 @@ import xarray as xr
 
 from ..catalog import ArraySpec, stack_specs
 from ..errors import HypercubeError
+from . import grib
 from .common import flatten_attrs, generic_dim_names, lazy_variable, netcdf_safe_value
 from .mars import STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 
@@ -53,6 +54,7 @@ class _Object:
     spec: Callable[[], ArraySpec]
     name_key: str | None = None
     selected: bool = True  # matches filter_by_keys (coordinate objects are kept regardless)
+    is_grib: bool = False  # written by ECMWF's GRIB converter (GRIB hook: names, levels, grid, attrs)
 
 
 def _hashable(v: Any) -> Any:
@@ -117,7 +119,10 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
             )
             shape, dtype = msg.object_geometry(j)
             name, name_key = None, None
-            for key in ((variable_key,) if variable_key else NAME_KEYS):
+            is_grib = grib.is_grib(keys)
+            if is_grib and not variable_key:  # GRIB hook: cfgrib's name, never the numeric mars.param
+                name = grib.variable_name(keys)
+            for key in ((variable_key,) if variable_key else NAME_KEYS) if name is None else ():
                 value = _lookup(keys, extra_flat, key)
                 if value is not None and not isinstance(value, tuple):
                     name, name_key = str(value), key
@@ -126,7 +131,7 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
                 name = f"object_{j}"
             objects.append(_Object(m, j, keys, entry, tuple(shape), dtype, name,
                                    (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash)), name_key,
-                                   selected))
+                                   selected, is_grib))
     return objects, extra0 or {}
 
 
@@ -174,6 +179,17 @@ def _group_objects(data: list[_Object]) -> dict[str, list[_Object]]:
     return dict(sorted(names.items()))
 
 
+def _group_forced_grib_levels(objs: Sequence[_Object]) -> set[str]:
+    """GRIB hook: level types (``heightAboveGround``...) with several values in a group become dims of every
+    variable on that level type, for the same reason as :func:`_group_varying_mars_keys` (2 m and 10 m fields)."""
+    values: dict[str, set[float]] = {}
+    for o in objs:
+        info = grib.level_info(o.keys) if o.is_grib else None
+        if info is not None:
+            values.setdefault(info.name, set()).add(info.value)
+    return {name for name, v in values.items() if len(v) > 1}
+
+
 def _group_varying_mars_keys(objs: Sequence[_Object]) -> set[str]:
     """MARS time/step keys whose values differ anywhere in a group.
 
@@ -190,8 +206,10 @@ def _group_varying_mars_keys(objs: Sequence[_Object]) -> set[str]:
 
 
 def _stack_dims(objs: list[_Object], name_key_used: set[str],
-                forced: set[str] = frozenset()) -> tuple[list[str], dict[str, str], list[Any]]:
+                forced: set[str] = frozenset(), forced_levels: set[str] = frozenset()
+                ) -> tuple[list[str], dict[str, str], list[Any]]:
     """Varying keys of a variable's objects -> (stacked dim names, dim -> source key(s), per-object coords)."""
+    level = grib.level_info(objs[0].keys) if objs[0].is_grib else None
     all_keys: list[str] = []
     for o in objs:
         for k in o.keys:
@@ -199,14 +217,20 @@ def _stack_dims(objs: list[_Object], name_key_used: set[str],
                 all_keys.append(k)
     varying = []
     for k in all_keys:
-        if k in name_key_used or k == "dim_names" or k.endswith(".dim_names"):
+        if k in name_key_used or k == "dim_names" or k.endswith(".dim_names") or not grib.is_stackable(k):
             continue
         values = {o.keys.get(k, None) for o in objs}
         if len(values) > 1 or k in forced:
             varying.append(k)
     dims: dict[str, str] = {}
     time_varies = any(k in varying for k in MARS_TIME_KEYS)
+    if level is not None and ("mars.levelist" in varying or level.name in forced_levels):
+        dims[level.name] = grib.GRIB_LEVEL_SOURCE  # GRIB hook: the level dim is named after typeOfLevel
+        if "mars.levelist" not in varying and "mars.levelist" in objs[0].keys:
+            varying.append("mars.levelist")
     for k in varying:
+        if level is not None and k == "mars.levelist":
+            continue
         if k in MARS_TIME_KEYS:
             if time_varies:
                 dims.setdefault("time", "mars.date+mars.time")
@@ -218,7 +242,8 @@ def _stack_dims(objs: list[_Object], name_key_used: set[str],
         if dim in dims:
             dim = k
         dims[dim] = k
-    ordered = [d for d in DIM_ORDER if d in dims] + [d for d in dims if d not in DIM_ORDER]
+    order = DIM_ORDER + ((level.name,) if level is not None else ())
+    ordered = [d for d in order if d in dims] + [d for d in dims if d not in order]
     return ordered, dims, varying
 
 
@@ -229,6 +254,9 @@ def _dim_value(o: _Object, source: str) -> Any:
     if source == MARS_STEP_KEY:
         h = step_hours(o.keys.get(source))
         return h if h is not None else o.keys.get(source)
+    if source == grib.GRIB_LEVEL_SOURCE:
+        info = grib.level_info(o.keys)
+        return None if info is None else info.value
     return o.keys.get(source)
 
 
@@ -244,6 +272,8 @@ def _sorted_unique(values: Iterable[Any]) -> list[Any]:
 
 
 def _coord_variable(dim: str, source: str, values: list[Any]) -> xr.Variable:
+    if source == grib.GRIB_LEVEL_SOURCE:
+        return xr.Variable((dim,), np.asarray(values, dtype=np.float64), grib.level_coordinate_attrs(dim))
     if source == "mars.date+mars.time" and all(isinstance(v, int) for v in values):
         return xr.Variable((dim,), np.asarray(values, dtype=np.int64),
                            {"standard_name": "forecast_reference_time", "long_name": "initial time of forecast",
@@ -305,11 +335,13 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     plans: dict[str, tuple[list[str], dict[str, str], list[str]]] = {}
     union: dict[str, list[Any]] = {}
     union_source: dict[str, str] = {}
-    forced = _group_varying_mars_keys([o for name, vo in by_name.items() if name not in drop_variables for o in vo])
+    kept = [o for name, vo in by_name.items() if name not in drop_variables for o in vo]
+    forced = _group_varying_mars_keys(kept)
+    forced_levels = _group_forced_grib_levels(kept)
     for vname, vobjs in by_name.items():
         if vname in drop_variables:
             continue
-        plans[vname] = _stack_dims(vobjs, name_keys, forced)
+        plans[vname] = _stack_dims(vobjs, set() if vobjs[0].is_grib else name_keys, forced, forced_levels)
         stack_dims, sources, _varying = plans[vname]
         for d in stack_dims:
             if union_source.setdefault(d, sources[d]) != sources[d]:
@@ -319,6 +351,7 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
                 )
             union.setdefault(d, []).extend(_dim_value(o, sources[d]) for o in vobjs)
     union = {d: _sorted_unique(v) for d, v in union.items()}
+    union.update({d: grib.level_order(d, v) for d, v in union.items() if union_source[d] == grib.GRIB_LEVEL_SOURCE})
     for vname, vobjs in by_name.items():
         if vname in drop_variables:
             continue
@@ -342,7 +375,8 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
             members[flat] = o.spec()
         holes = sum(1 for m in members if m is None)
         first = vobjs[0]
-        inner = _inner_dims(first, first.shape, dim_names, file_dims, coord_dims, taken)
+        grid = _grib_grid(first, dim_names, coords_out) if first.is_grib else None
+        inner = grid or _inner_dims(first, first.shape, dim_names, file_dims, coord_dims, taken)
         for d, s in zip(inner, first.shape):
             taken.setdefault(d, s)
         fill = None
@@ -363,10 +397,15 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
                 continue
             const[k] = v
         attrs = flatten_attrs(const)
-        drop = set(name_keys) | set(varying) | set(MARS_TIME_KEYS) | {MARS_STEP_KEY}
+        drop = (set() if first.is_grib else set(name_keys)) | set(varying) | set(MARS_TIME_KEYS) | {MARS_STEP_KEY}
+        if first.is_grib:  # GRIB hook: keys that vary with step/level are not attributes either
+            drop |= _nonconstant_keys(vobjs)
         attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in varying)}
         lifted: list[str] = []
         attrs = _lift_cf(attrs, lifted)
+        attr_paths: dict[str, str] = {}
+        if first.is_grib:  # GRIB hook: units/long_name and GRIB_* attributes as cfgrib gives them
+            attrs, attr_paths = grib.cf_attributes(attrs)
         if holes:
             attrs["tensogram_missing_objects"] = holes
             if fill is not None and first.dtype.kind in "iu":
@@ -380,6 +419,10 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
             "tensogram_name_key": first.name_key or "name",
             "tensogram_cf_attrs": lifted,
         }
+        if attr_paths:
+            encoding["tensogram_attr_paths"] = attr_paths
+        if grib.GRIB_LEVEL_SOURCE in sources.values() and "mars.levelist" in first.keys:
+            encoding["tensogram_grib_levelist"] = True
         variables[vname] = lazy_variable(stack_dims + inner, spec, attrs, encoding)
         for d in stack_dims:
             cv = _coord_variable(d, sources[d], dim_values[d])
@@ -391,6 +434,8 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
                 )
             coords_out[d] = cv
         _scalar_mars_coords(first, stack_dims, coords_out)
+        if first.is_grib:
+            _scalar_grib_level(first, stack_dims, coords_out)
     # MARS valid_time = time + step
     _add_valid_time(coords_out)
     for cname, (c, dims) in coord_vars.items():  # type: ignore[misc]
@@ -406,6 +451,53 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     ds.attrs = flatten_attrs({k: v for k, v in extra.items() if k != "dim_names"})
     ds.attrs["tensogram_wire_version"] = 3
     return ds
+
+
+def _nonconstant_keys(objs: Sequence[_Object]) -> set[str]:
+    """Flattened keys whose values differ (or are missing) across a variable's objects."""
+    first = objs[0].keys
+    out = {k for o in objs[1:] for k in o.keys if k not in first}
+    for o in objs[1:]:
+        out.update(k for k, v in first.items() if k not in out and o.keys.get(k, None) != v)
+    return out
+
+
+def _derived(dims: Sequence[str], values: np.ndarray, attrs: Mapping[str, Any]) -> xr.Variable:
+    """A coordinate computed from metadata (GRIB grid or level): the writer does not write it as an object."""
+    var = xr.Variable(tuple(dims), values, dict(attrs))
+    var.encoding = {"tensogram_derived": True}
+    return var
+
+
+def _check_same(name: str, new: xr.Variable, coords_out: dict[str, xr.Variable]) -> None:
+    existing = coords_out.get(name)
+    if existing is None:
+        coords_out[name] = new
+    elif existing.dims != new.dims or not existing.equals(new):
+        raise HypercubeError(
+            f"GRIB fields disagree on coordinate {name!r} (different grids or levels in one group); "
+            f"open them separately with filter_by_keys={{'mars.grid': ...}} or {{'mars.area': ...}}"
+        )
+
+
+def _grib_grid(o: _Object, dim_names: Any, coords_out: dict[str, xr.Variable]) -> list[str] | None:
+    """GRIB hook: grid dims (latitude/longitude or values) and their coordinates, unless dims were asked for."""
+    if dim_names is not None:
+        return None
+    grid = grib.grid_coordinates(o.keys, o.shape)
+    if grid is None:
+        return None
+    for name, (dims, values, attrs) in grid.coords.items():
+        _check_same(name, _derived(dims, values, attrs), coords_out)
+    return grid.dims
+
+
+def _scalar_grib_level(o: _Object, stack_dims: list[str], coords_out: dict[str, xr.Variable]) -> None:
+    """GRIB hook: a constant level is a scalar coordinate named after typeOfLevel, as in cfgrib."""
+    info = grib.level_info(o.keys)
+    if info is None or info.name in stack_dims:
+        return
+    _check_same(info.name, _derived((), np.float64(info.value), grib.level_coordinate_attrs(info.name)), coords_out)
 
 
 def _match_2d_dims(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]) -> list[str] | None:

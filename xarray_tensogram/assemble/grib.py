@@ -1,0 +1,380 @@
+"""GRIB knowledge for files written by ECMWF's GRIB converter: what a cfgrib user expects to see.
+
+The converter (``specs/tensogram-from-grib.md``) writes one float64 object per GRIB message
+whose ``base[i]`` carries ``mars`` (the MARS namespace, ``grid`` and sometimes ``area``),
+``grib_repro`` (the keys that rebuild the GRIB message) and, optionally, ``grib`` (six more
+ecCodes namespaces). No latitude or longitude objects are written: the grid is metadata only.
+
+This module turns those keys into what cfgrib gives for the same GRIB messages: cfgrib-style
+variable names (``2t`` -> ``t2m``), ``latitude``/``longitude`` coordinates computed from the grid
+description, a level coordinate named after ``typeOfLevel`` and attributes (``units``,
+``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the *flattened* keys of one object
+(``{"mars.param": 167, "grib_repro.shortName": "2t", ...}``); no ecCodes at runtime. The mapping
+stages in ``assemble/tensogram.py`` call them; the writer calls :func:`entry_paths` and
+:func:`refresh_repro` to turn such a Dataset back into converter-shaped metadata.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "GRIB_LEVEL_SOURCE", "GridCoords", "LevelInfo", "cf_attributes", "cfgrib_name", "entry_paths",
+    "gaussian_latitudes", "grid_coordinates", "is_grib", "is_stackable", "level_coordinate_attrs", "level_info",
+    "level_order", "refresh_repro", "variable_name",
+]
+
+#: the virtual metadata key a GRIB level dimension stands for (``mars.levelist`` or ``grib_repro.level``)
+GRIB_LEVEL_SOURCE = "grib:level"
+_REPRO = "grib_repro."
+_GRIB = "grib."
+#: key prefixes that are derived from the independent MARS keys and never make a dimension
+_DEPENDENT_PREFIXES = (_REPRO, _GRIB)
+
+#: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``)
+_LEVEL_ATTRS: dict[str, dict[str, str]] = {
+    "isobaricInhPa": {"long_name": "pressure", "units": "hPa", "positive": "down", "stored_direction": "decreasing",
+                      "standard_name": "air_pressure"},
+    "isobaricInPa": {"long_name": "pressure", "units": "Pa", "positive": "down", "stored_direction": "decreasing",
+                     "standard_name": "air_pressure"},
+    "isobaricLayer": {"long_name": "pressure", "units": "Pa", "positive": "down", "standard_name": "air_pressure"},
+    "heightAboveGround": {"long_name": "height above the surface", "units": "m", "positive": "up",
+                          "standard_name": "height"},
+    "depthBelowLand": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
+    "depthBelowLandLayer": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
+    "hybrid": {"long_name": "hybrid level", "units": "1", "positive": "down",
+               "standard_name": "atmosphere_hybrid_sigma_pressure_coordinate"},
+}
+_LATITUDE_ATTRS = {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
+_LONGITUDE_ATTRS = {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
+
+
+# ---------------------------------------------------------------------------------------------
+# which objects, which keys
+# ---------------------------------------------------------------------------------------------
+
+def is_grib(keys: Mapping[str, Any]) -> bool:
+    """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` keys."""
+    return any(k.startswith(_DEPENDENT_PREFIXES) for k in keys)
+
+
+def is_stackable(key: str) -> bool:
+    """``grib_repro.*`` and ``grib.*`` keys restate the MARS keys (``level``, ``stepRange`` ...): never a dim."""
+    return not key.startswith(_DEPENDENT_PREFIXES)
+
+
+def _grib_key(keys: Mapping[str, Any], name: str) -> Any:
+    """A GRIB key from ``grib_repro`` or, failing that, from any ``grib.<namespace>``."""
+    value = keys.get(_REPRO + name)
+    if value is not None:
+        return value
+    for ns in ("parameter", "vertical", "geography", "time", "ls", "statistics"):
+        value = keys.get(f"{_GRIB}{ns}.{name}")
+        if value is not None:
+            return value
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# names
+# ---------------------------------------------------------------------------------------------
+
+def cfgrib_name(short_name: str) -> str:
+    """cfgrib's variable name for an ecCodes short name.
+
+    Names that are identifiers stay (``t``, ``lsm``); leading digits move to the end
+    (``2t`` -> ``t2m``, ``10u`` -> ``u10``, ``100u`` -> ``u100``), with ``m`` after
+    ``2t``/``2d``-style metre heights as ecCodes' ``cfVarName`` does; anything else left
+    that is not an identifier becomes ``_``.
+    """
+    if _IDENTIFIER.match(short_name):
+        return short_name
+    m = _LEADING_DIGITS.match(short_name)
+    if m and m.group(2):
+        digits, rest = m.groups()
+        # ecCodes: 2t -> t2m, 2d -> d2m, but 2r -> r2, 2sh -> sh2: only temperature and dewpoint carry the "m"
+        suffix = "m" if digits == "2" and rest in _TWO_METRE_M else ""
+        name = rest + digits + suffix
+    else:
+        name = short_name
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return name if _IDENTIFIER.match(name) else "_" + name
+
+
+#: short names whose ecCodes cfVarName is ``<name>2m`` (not ``<name>2``)
+_TWO_METRE_M = frozenset({"t", "d"})
+
+
+def variable_name(keys: Mapping[str, Any]) -> str | None:
+    """cfgrib's name for a converter object: from the short name, never from the numeric ``mars.param``."""
+    short = _grib_key(keys, "shortName")
+    if isinstance(short, str) and short and short not in ("~", "unknown"):
+        return cfgrib_name(short)
+    param = keys.get("mars.param")
+    if isinstance(param, str) and param and not param.isdigit():
+        return cfgrib_name(param)
+    pid = _grib_key(keys, "paramId")
+    if pid is None:
+        pid = param
+    return f"paramId_{pid}" if pid is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# levels
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LevelInfo:
+    """One object's vertical level, as cfgrib names it (``isobaricInhPa``, 850.0)."""
+
+    name: str
+    value: float
+
+
+def level_info(keys: Mapping[str, Any]) -> LevelInfo | None:
+    """The level coordinate of a GRIB object: named after ``typeOfLevel``, value from ``levelist`` or ``level``."""
+    type_of_level = _grib_key(keys, "typeOfLevel")
+    if not isinstance(type_of_level, str) or not type_of_level:
+        return None
+    value = keys.get("mars.levelist")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        value = _grib_key(keys, "level")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return LevelInfo(type_of_level, float(value))
+
+
+def level_coordinate_attrs(name: str) -> dict[str, str]:
+    """cfgrib's attributes for a level coordinate (a generic pair for level types it does not know)."""
+    attrs = {"long_name": f"original GRIB coordinate for key: level({name})", "units": "1"}
+    attrs.update(_LEVEL_ATTRS.get(name, {}))
+    return attrs
+
+
+def level_order(name: str, values: Sequence[float]) -> list[float]:
+    """Sorted as cfgrib sorts them: decreasing for pressure, increasing otherwise."""
+    decreasing = _LEVEL_ATTRS.get(name, {}).get("stored_direction") == "decreasing"
+    return sorted(values, reverse=decreasing)
+
+
+# ---------------------------------------------------------------------------------------------
+# grids
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class GridCoords:
+    """Dims of the object's own axes and the coordinates computed for them (dims, values, attrs)."""
+
+    dims: list[str]
+    coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
+
+
+def _number(keys: Mapping[str, Any], name: str) -> float | None:
+    value = _grib_key(keys, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _regular_axis(first: float, step: float, n: int) -> np.ndarray:
+    """``first + i * step``, with values rounded to the micro-degrees GRIB2 stores (no 1e-15 noise)."""
+    return np.round(first + np.arange(n, dtype=np.float64) * step, 6)
+
+
+def _regular_ll(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
+    nj, ni = shape
+    area = keys.get("mars.area")
+    if isinstance(area, (list, tuple)) and len(area) == 4 and all(isinstance(v, (int, float)) for v in area):
+        north, west, south, east = (float(v) for v in area)
+        lat = _regular_axis(north, (south - north) / (nj - 1), nj) if nj > 1 else np.array([north])
+        lon = _regular_axis(west, (east - west) / (ni - 1), ni) if ni > 1 else np.array([west])
+    else:
+        lat1, lon1 = _number(keys, "latitudeOfFirstGridPointInDegrees"), _number(keys, "longitudeOfFirstGridPointInDegrees")
+        lat2, lon2 = _number(keys, "latitudeOfLastGridPointInDegrees"), _number(keys, "longitudeOfLastGridPointInDegrees")
+        if None in (lat1, lon1, lat2, lon2):
+            return None
+        assert lat1 is not None and lon1 is not None and lat2 is not None and lon2 is not None
+        i_negative = bool(_number(keys, "iScansNegatively"))
+        if not i_negative and lon1 > lon2:
+            lon1 -= 360.0  # a grid across the dateline / Greenwich: one monotone axis, as ecCodes gives it
+        elif i_negative and lon1 < lon2:
+            lon1 += 360.0
+        lat = _regular_axis(lat1, (lat2 - lat1) / (nj - 1), nj) if nj > 1 else np.array([lat1])
+        lon = _regular_axis(lon1, (lon2 - lon1) / (ni - 1), ni) if ni > 1 else np.array([lon1])
+    lat_attrs = dict(_LATITUDE_ATTRS)
+    if lat[0] > lat[-1]:
+        lat_attrs["stored_direction"] = "decreasing"  # as cfgrib marks north-to-south rows
+    return GridCoords(["latitude", "longitude"], {
+        "latitude": (("latitude",), lat, lat_attrs),
+        "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
+    })
+
+
+def gaussian_latitudes(n: int) -> np.ndarray:
+    """The ``2n`` Gaussian latitudes in degrees, north to south: roots of the Legendre polynomial P_2n.
+
+    Newton's method on all roots at once from the classic cosine first guess; 2n steps of the
+    three-term recurrence per iteration, so N1280 costs a few milliseconds and no matrix.
+    """
+    if n <= 0:
+        raise ValueError(f"Gaussian grid number N must be positive, got {n}")
+    total = 2 * n
+    k = np.arange(1, n + 1, dtype=np.float64)
+    x = np.cos(np.pi * (k - 0.25) / (total + 0.5))  # northern hemisphere, decreasing sin(latitude)
+    for _ in range(100):
+        p_prev, p = np.ones_like(x), x.copy()
+        for m in range(2, total + 1):
+            p_prev, p = p, ((2 * m - 1) * x * p - (m - 1) * p_prev) / m
+        derivative = total * (x * p - p_prev) / (x * x - 1.0)
+        dx = p / derivative
+        x -= dx
+        if np.max(np.abs(dx)) < 1e-15:
+            break
+    north = np.degrees(np.arcsin(x))
+    return np.concatenate([north, -north[::-1]])
+
+
+def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
+    """``values`` with latitude/longitude per point; global grids (and latitude bands) only."""
+    n = _number(keys, "N")
+    pl = _grib_key(keys, "pl")
+    if n is None or not isinstance(pl, (list, tuple)) or not pl or sum(int(p) for p in pl) != shape[0]:
+        return None
+    all_lats = gaussian_latitudes(int(n))
+    lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
+    start = 0 if lat1 is None else int(np.argmin(np.abs(all_lats - lat1)))
+    if start + len(pl) > all_lats.size:
+        return None
+    lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees") or 0.0
+    counts = np.asarray(pl, dtype=np.int64)
+    lat = np.repeat(all_lats[start:start + len(pl)], counts)
+    # position of each point within its row, then lon = lon1 + i * 360 / pl (global rows)
+    row_start = np.repeat(np.cumsum(counts) - counts, counts)
+    index_in_row = np.arange(shape[0], dtype=np.int64) - row_start
+    lon = lon1 + index_in_row * (360.0 / np.repeat(counts, counts))
+    return GridCoords(["values"], {
+        "latitude": (("values",), lat, dict(_LATITUDE_ATTRS)),
+        "longitude": (("values",), lon, dict(_LONGITUDE_ATTRS)),
+    })
+
+
+def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
+    """Grid dims and coordinates from ``mars.grid`` (or ``gridType``), ``mars.area`` and the shape.
+
+    ``None`` when the grid is not one we can describe exactly (the caller keeps generic dims).
+    """
+    grid = keys.get("mars.grid") or _grib_key(keys, "gridType")
+    if grid == "regular_ll" and len(shape) == 2:
+        return _regular_ll(keys, shape)
+    if grid == "reduced_gg" and len(shape) == 1:
+        return _reduced_gg(keys, shape)
+    if len(shape) == 1:
+        return GridCoords(["values"])
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# attributes (and back)
+# ---------------------------------------------------------------------------------------------
+
+def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """cfgrib-style attributes from flattened ones, and where each renamed one came from.
+
+    ``grib_repro.units`` -> ``units``, ``grib_repro.name`` -> ``long_name`` (both also kept as
+    ``GRIB_units``/``GRIB_name`` as cfgrib does); the other ``grib_repro.X`` -> ``GRIB_X``;
+    ``grib.<ns>.X`` -> ``GRIB_<ns>.X``; ``mars.*`` and everything else unchanged. The second
+    value maps each new attribute name to its dotted metadata path, so the writer can put it back.
+    """
+    out: dict[str, Any] = {}
+    paths: dict[str, str] = {}
+    for key, value in attrs.items():
+        if key.startswith(_REPRO):
+            new = "GRIB_" + key[len(_REPRO):]
+        elif key.startswith(_GRIB):
+            new = "GRIB_" + key[len(_GRIB):]
+        else:
+            out.setdefault(key, value)
+            continue
+        out[new] = value
+        paths[new] = key
+    for cf_name, grib_name in (("units", "GRIB_units"), ("long_name", "GRIB_name")):
+        if grib_name in out and cf_name not in out:
+            out[cf_name] = out[grib_name]
+    return out, paths
+
+
+def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) -> dict[str, Any]:
+    """The inverse of :func:`cf_attributes`: attributes keyed by their metadata paths again.
+
+    Uses the recorded paths when the Dataset came from a converted file; otherwise ``GRIB_X``
+    means ``grib_repro.X`` and ``GRIB_<ns>.X`` means ``grib.<ns>.X``. ``units``/``long_name``
+    that merely repeat ``GRIB_units``/``GRIB_name`` are not written twice.
+    """
+    recorded = dict(recorded or {})
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key in recorded:
+            out[recorded[key]] = value
+        elif key.startswith("GRIB_"):
+            rest = key[len("GRIB_"):]
+            out[(_GRIB if "." in rest else _REPRO) + rest] = value
+        elif key in ("units", "long_name") and ("GRIB_units" in attrs or "GRIB_name" in attrs):
+            continue
+        else:
+            out[key] = value
+    return out
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
+    days, rest = divmod(int(seconds), 86400)
+    date = np.datetime64("1970-01-01", "D") + np.timedelta64(days, "D")
+    return int(str(date).replace("-", "")), (rest // 3600) * 100 + (rest % 3600) // 60
+
+
+def refresh_repro(entry: dict[str, Any]) -> None:
+    """Make an entry's ``grib_repro`` agree with its ``mars`` date/time/step/level (in place).
+
+    The keys that vary with step and level are not attributes of the opened Dataset (they are
+    not constant); they are derived again from the MARS keys the writer set for this object.
+    Only instantaneous steps in hours are rebuilt; a level written under ``grib:level`` goes to
+    ``grib_repro.level`` (and ``mars.levelist`` where the level type has one).
+    """
+    repro = entry.get("grib_repro")
+    mars = entry.get("mars")
+    if not isinstance(repro, dict) or not isinstance(mars, dict):
+        return
+    from .mars import mars_datetime_seconds  # local: the mars helpers are a sibling module
+
+    if "levelist" in mars:
+        mars["levelist"] = _as_int(mars["levelist"])
+        repro["level"] = mars["levelist"]
+    if "level" in repro:
+        repro["level"] = _as_int(repro["level"])
+        for key in ("topLevel", "bottomLevel"):
+            if key in repro and repro.get("typeOfLevel") != "heightAboveGround":
+                repro[key] = repro["level"]
+    if "step" in mars:
+        mars["step"] = _as_int(mars["step"])
+    if "date" in mars:
+        repro["dataDate"], repro["dataTime"] = mars["date"], mars.get("time", 0)
+    step = mars.get("step")
+    if isinstance(step, int) and repro.get("stepType", "instant") == "instant" and repro.get("stepUnits", 1) == 1:
+        repro["startStep"] = repro["endStep"] = step
+        repro["stepRange"] = str(step)
+        start = mars_datetime_seconds(mars.get("date"), mars.get("time", 0))
+        if start is not None:
+            repro["validityDate"], repro["validityTime"] = _yyyymmdd_hhmm(start + 3600 * step)
