@@ -27,7 +27,7 @@ import numpy as np
 __all__ = [
     "GRIB_LEVEL_SOURCE", "GridCoords", "LevelInfo", "cf_attributes", "cfgrib_name", "entry_paths",
     "gaussian_latitudes", "grid_coordinates", "is_grib", "is_stackable", "level_coordinate_attrs", "level_info",
-    "level_order", "refresh_repro", "variable_name",
+    "level_keys", "level_order", "derived_name", "refresh_repro", "variable_name",
 ]
 
 #: the virtual metadata key a GRIB level dimension stands for (``mars.levelist`` or ``grib_repro.level``)
@@ -345,36 +345,58 @@ def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
     return int(str(date).replace("-", "")), (rest // 3600) * 100 + (rest % 3600) // 60
 
 
-def refresh_repro(entry: dict[str, Any]) -> None:
-    """Make an entry's ``grib_repro`` agree with its ``mars`` date/time/step/level (in place).
+def level_keys(value: Any, levelist: bool) -> list[tuple[str, Any]]:
+    """Metadata paths a value of a GRIB level dimension stands for (``grib_repro.level``, ``mars.levelist``)."""
+    number = _as_int(float(value))
+    return [("grib_repro.level", number)] + ([("mars.levelist", number)] if levelist else [])
 
-    The keys that vary with step and level are not attributes of the opened Dataset (they are
-    not constant); they are derived again from the MARS keys the writer set for this object.
-    Only instantaneous steps in hours are rebuilt; a level written under ``grib:level`` goes to
-    ``grib_repro.level`` (and ``mars.levelist`` where the level type has one).
+
+def derived_name(entry: Mapping[str, Any]) -> str | None:
+    """The name :func:`variable_name` gives a converter-shaped base entry (nested dicts), else ``None``."""
+    flat: dict[str, Any] = {}
+    for section in ("mars", "grib_repro"):
+        part = entry.get(section)
+        if isinstance(part, Mapping):
+            flat.update({f"{section}.{k}": v for k, v in part.items()})
+    parameter = entry.get("grib", {}).get("parameter") if isinstance(entry.get("grib"), Mapping) else None
+    if isinstance(parameter, Mapping):
+        flat.update({f"grib.parameter.{k}": v for k, v in parameter.items()})
+    return variable_name(flat) if is_grib(flat) else None
+
+
+def refresh_repro(entry: dict[str, Any]) -> None:
+    """Give an entry's ``grib_repro`` the keys that follow from its ``mars`` date/time/step/level (in place).
+
+    Keys that vary with step and level are not attributes of the opened Dataset (they are not
+    constant), so the writer derives them again from the MARS keys of each object; keys that
+    are present (constant attributes) are kept. Only steps in hours of instantaneous fields are
+    rebuilt (``stepRange``, ``endStep``, validity date and time).
     """
     repro = entry.get("grib_repro")
     mars = entry.get("mars")
     if not isinstance(repro, dict) or not isinstance(mars, dict):
         return
-    from .mars import mars_datetime_seconds  # local: the mars helpers are a sibling module
+    from .mars import mars_datetime_seconds  # local: a sibling module, imported only when writing GRIB
 
-    if "levelist" in mars:
-        mars["levelist"] = _as_int(mars["levelist"])
-        repro["level"] = mars["levelist"]
+    for key in ("levelist", "step", "date", "time"):
+        if key in mars:
+            mars[key] = _as_int(mars[key])
     if "level" in repro:
         repro["level"] = _as_int(repro["level"])
+    elif "levelist" in mars:
+        repro["level"] = mars["levelist"]
+    if "level" in repro:
         for key in ("topLevel", "bottomLevel"):
-            if key in repro and repro.get("typeOfLevel") != "heightAboveGround":
-                repro[key] = repro["level"]
-    if "step" in mars:
-        mars["step"] = _as_int(mars["step"])
+            repro.setdefault(key, repro["level"])
     if "date" in mars:
-        repro["dataDate"], repro["dataTime"] = mars["date"], mars.get("time", 0)
+        repro.setdefault("dataDate", mars["date"])
+        repro.setdefault("dataTime", mars.get("time", 0))
     step = mars.get("step")
     if isinstance(step, int) and repro.get("stepType", "instant") == "instant" and repro.get("stepUnits", 1) == 1:
-        repro["startStep"] = repro["endStep"] = step
-        repro["stepRange"] = str(step)
+        for key, value in (("startStep", step), ("endStep", step), ("stepRange", str(step))):
+            repro.setdefault(key, value)
         start = mars_datetime_seconds(mars.get("date"), mars.get("time", 0))
         if start is not None:
-            repro["validityDate"], repro["validityTime"] = _yyyymmdd_hhmm(start + 3600 * step)
+            date, time = _yyyymmdd_hhmm(start + 3600 * step)
+            repro.setdefault("validityDate", date)
+            repro.setdefault("validityTime", time)

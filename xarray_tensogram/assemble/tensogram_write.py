@@ -21,6 +21,7 @@ import xarray as xr
 
 from ..codecs.registry import available
 from ..formats.tensogram.writer import ObjectInput, encode_message, write_messages
+from . import grib
 
 __all__ = ["to_tensogram", "TensogramAccessor"]
 
@@ -149,7 +150,8 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
                    mask_method: str | None) -> Iterator[bytes]:
     mdims, sources = _message_dims(ds, message_dims)
     default_mask = mask_method or ("roaring" if available("pyroaring") else "rle")
-    skip_coords = set(mdims) | {"valid_time"}
+    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
+    skip_coords = set(mdims) | {"valid_time"} | {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
     scalar_keys: dict[str, str] = {}
     for var in ds.data_vars.values():
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
@@ -180,15 +182,25 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             needs_f64 = desc.get("encoding") == "simple_packing" or desc.get("compression") in ("zfp", "sz3")
             if needs_f64 and values.dtype != np.float64:
                 values = values.astype(np.float64)  # these stages work on float64 only
-            entry = _attrs_to_entry(var.attrs, var.encoding.get("tensogram_cf_attrs"))
-            _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
+            attrs = var.attrs
+            is_grib = "tensogram_attr_paths" in var.encoding or any(k.startswith("GRIB_") for k in attrs)
+            if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
+                attrs = grib.entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
+            entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
             for d in var_mdims:
-                for key, value in _key_value(sources[d], ds[d].values[sel[d]] if d in ds.coords else sel[d]):
+                value = ds[d].values[sel[d]] if d in ds.coords else sel[d]
+                pairs = (grib.level_keys(value, bool(var.encoding.get("tensogram_grib_levelist")))
+                         if sources[d] == grib.GRIB_LEVEL_SOURCE else _key_value(sources[d], value))
+                for key, value in pairs:
                     _set_path(entry, key, value)
             for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
                 if cname in ds.coords and ds[cname].ndim == 0:
                     for key, value in _key_value(src, ds[cname].values[()]):
                         _set_path(entry, key, value)
+            if is_grib:
+                grib.refresh_repro(entry)
+            if not is_grib or grib.derived_name(entry) != name:  # a GRIB name follows from the short name
+                _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
             entry["dim_names"] = [d for d in var.dims if d not in var_mdims]
             aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims
                    and set(ds[c].dims) <= set(var.dims) and not any(d in mdims for d in ds[c].dims)]
