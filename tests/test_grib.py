@@ -224,7 +224,8 @@ def test_concatenated_conversions_keep_every_parameter(tmp_path: Path) -> None:
         "t": gc.grib_file("regular_ll_pl_grib2", [130, 133], [0, 6], [1000, 850]),
     }
     tgm = tmp_path / "all.tgm"
-    tgm.write_bytes(b"".join(gc.convert(g, grouping) for g, grouping in zip(parts.values(), ["merge_all", "one_to_one"] * 2)))
+    layouts = ["merge_all", "one_to_one"] * 2
+    tgm.write_bytes(b"".join(gc.convert(g, grouping) for g, grouping in zip(parts.values(), layouts, strict=True)))
     gpath = tmp_path / "all.grib2"
     gpath.write_bytes(b"".join(parts.values()))
     with warnings.catch_warnings():
@@ -276,7 +277,7 @@ def _decoded(path: Path) -> dict[tuple, tuple[dict, np.ndarray]]:
     data = path.read_bytes()
     for offset, length in tensogram.scan(data):
         msg = tensogram.decode(data[offset:offset + length])
-        for entry, (_desc, values) in zip(msg.metadata.base, msg.objects):
+        for entry, (_desc, values) in zip(msg.metadata.base, msg.objects, strict=False):
             if "grib_repro" not in entry:
                 continue
             mars = entry["mars"]

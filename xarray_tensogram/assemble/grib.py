@@ -25,9 +25,23 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "GRIB_LEVEL_SOURCE", "GridCoords", "LevelInfo", "cf_attributes", "cfgrib_name", "entry_paths",
-    "gaussian_latitudes", "grid_coordinates", "is_grib", "is_stackable", "level_coordinate_attrs", "level_info",
-    "level_keys", "level_order", "derived_name", "refresh_repro", "variable_name",
+    "GRIB_LEVEL_SOURCE",
+    "GridCoords",
+    "LevelInfo",
+    "cf_attributes",
+    "cfgrib_name",
+    "derived_name",
+    "entry_paths",
+    "gaussian_latitudes",
+    "grid_coordinates",
+    "is_grib",
+    "is_stackable",
+    "level_coordinate_attrs",
+    "level_info",
+    "level_keys",
+    "level_order",
+    "refresh_repro",
+    "variable_name",
 ]
 
 #: the virtual metadata key a GRIB level dimension stands for (``mars.levelist`` or ``grib_repro.level``)
@@ -197,11 +211,12 @@ def _regular_ll(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
         lat = _regular_axis(north, (south - north) / (nj - 1), nj) if nj > 1 else np.array([north])
         lon = _regular_axis(west, (east - west) / (ni - 1), ni) if ni > 1 else np.array([west])
     else:
-        lat1, lon1 = _number(keys, "latitudeOfFirstGridPointInDegrees"), _number(keys, "longitudeOfFirstGridPointInDegrees")
-        lat2, lon2 = _number(keys, "latitudeOfLastGridPointInDegrees"), _number(keys, "longitudeOfLastGridPointInDegrees")
-        if None in (lat1, lon1, lat2, lon2):
+        lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
+        lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees")
+        lat2 = _number(keys, "latitudeOfLastGridPointInDegrees")
+        lon2 = _number(keys, "longitudeOfLastGridPointInDegrees")
+        if lat1 is None or lon1 is None or lat2 is None or lon2 is None:
             return None
-        assert lat1 is not None and lon1 is not None and lat2 is not None and lon2 is not None
         i_negative = bool(_number(keys, "iScansNegatively"))
         if not i_negative and lon1 > lon2:
             lon1 -= 360.0  # a grid across the dateline / Greenwich: one monotone axis, as ecCodes gives it
