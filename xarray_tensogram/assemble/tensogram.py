@@ -55,6 +55,7 @@ class _Object:
     name_key: str | None = None
     selected: bool = True  # matches filter_by_keys (coordinate objects are kept regardless)
     is_grib: bool = False  # written by ECMWF's GRIB converter (GRIB hook: names, levels, grid, attrs)
+    level: grib.LevelInfo | None = None  # its GRIB level (typeOfLevel, value), computed once
 
 
 def _hashable(v: Any) -> Any:
@@ -73,8 +74,10 @@ def _flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         key = f"{prefix}{k}"
         if isinstance(v, dict) and v:
             out.update(_flat_keys(v, key + "."))
-        else:
+        elif isinstance(v, (list, dict)):
             out[key] = _hashable(v)
+        else:
+            out[key] = v  # scalars are hashable already (the common case: skip the call)
     return out
 
 
@@ -131,7 +134,7 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
                 name = f"object_{j}"
             objects.append(_Object(m, j, keys, entry, tuple(shape), dtype, name,
                                    (lambda msg=msg, j=j: msg.array_spec(j, verify_hash=verify_hash)), name_key,
-                                   selected, is_grib))
+                                   selected, is_grib, grib.level_info(keys) if is_grib else None))
     return objects, extra0 or {}
 
 
@@ -184,7 +187,7 @@ def _group_forced_grib_levels(objs: Sequence[_Object]) -> set[str]:
     variable on that level type, for the same reason as :func:`_group_varying_mars_keys` (2 m and 10 m fields)."""
     values: dict[str, set[float]] = {}
     for o in objs:
-        info = grib.level_info(o.keys) if o.is_grib else None
+        info = o.level
         if info is not None:
             values.setdefault(info.name, set()).add(info.value)
     return {name for name, v in values.items() if len(v) > 1}
@@ -209,15 +212,15 @@ def _stack_dims(objs: list[_Object], name_key_used: set[str],
                 forced: set[str] = frozenset(), forced_levels: set[str] = frozenset()
                 ) -> tuple[list[str], dict[str, str], list[Any]]:
     """Varying keys of a variable's objects -> (stacked dim names, dim -> source key(s), per-object coords)."""
-    level = grib.level_info(objs[0].keys) if objs[0].is_grib else None
-    all_keys: list[str] = []
+    level = objs[0].level
+    # keys in order of first appearance; grib_repro/grib keys restate the MARS keys and never stack
+    seen: dict[str, Any] = {}
     for o in objs:
-        for k in o.keys:
-            if k not in all_keys:
-                all_keys.append(k)
+        seen.update(o.keys)  # C-level; insertion order = first appearance
+    all_keys = [k for k in seen if grib.is_stackable(k)]
     varying = []
     for k in all_keys:
-        if k in name_key_used or k == "dim_names" or k.endswith(".dim_names") or not grib.is_stackable(k):
+        if k in name_key_used or k == "dim_names" or k.endswith(".dim_names"):
             continue
         values = {o.keys.get(k, None) for o in objs}
         if len(values) > 1 or k in forced:
@@ -255,8 +258,7 @@ def _dim_value(o: _Object, source: str) -> Any:
         h = step_hours(o.keys.get(source))
         return h if h is not None else o.keys.get(source)
     if source == grib.GRIB_LEVEL_SOURCE:
-        info = grib.level_info(o.keys)
-        return None if info is None else info.value
+        return None if o.level is None else o.level.value
     return o.keys.get(source)
 
 
@@ -341,7 +343,8 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     for vname, vobjs in by_name.items():
         if vname in drop_variables:
             continue
-        plans[vname] = _stack_dims(vobjs, set() if vobjs[0].is_grib else name_keys, forced, forced_levels)
+        grib_named = vobjs[0].is_grib and not variable_key  # named from grib_repro: mars.param stays a key
+        plans[vname] = _stack_dims(vobjs, set() if grib_named else name_keys, forced, forced_levels)
         stack_dims, sources, _varying = plans[vname]
         for d in stack_dims:
             if union_source.setdefault(d, sources[d]) != sources[d]:
@@ -397,7 +400,7 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
                 continue
             const[k] = v
         attrs = flatten_attrs(const)
-        drop = (set() if first.is_grib else set(name_keys)) | set(varying) | set(MARS_TIME_KEYS) | {MARS_STEP_KEY}
+        drop = (set() if first.is_grib and not variable_key else set(name_keys)) | set(varying) | set(MARS_TIME_KEYS) | {MARS_STEP_KEY}
         if first.is_grib:  # GRIB hook: keys that vary with step/level are not attributes either
             drop |= _nonconstant_keys(vobjs)
         attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in varying)}
@@ -455,10 +458,10 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
 
 def _nonconstant_keys(objs: Sequence[_Object]) -> set[str]:
     """Flattened keys whose values differ (or are missing) across a variable's objects."""
-    first = objs[0].keys
-    out = {k for o in objs[1:] for k in o.keys if k not in first}
+    first = set(objs[0].keys.items())  # values are hashable (see _flat_keys): set algebra runs in C
+    out: set[str] = set()
     for o in objs[1:]:
-        out.update(k for k, v in first.items() if k not in out and o.keys.get(k, None) != v)
+        out.update(k for k, _ in first.symmetric_difference(o.keys.items()))
     return out
 
 
@@ -494,7 +497,7 @@ def _grib_grid(o: _Object, dim_names: Any, coords_out: dict[str, xr.Variable]) -
 
 def _scalar_grib_level(o: _Object, stack_dims: list[str], coords_out: dict[str, xr.Variable]) -> None:
     """GRIB hook: a constant level is a scalar coordinate named after typeOfLevel, as in cfgrib."""
-    info = grib.level_info(o.keys)
+    info = o.level
     if info is None or info.name in stack_dims:
         return
     _check_same(info.name, _derived((), np.float64(info.value), grib.level_coordinate_attrs(info.name)), coords_out)
