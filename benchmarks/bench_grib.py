@@ -33,10 +33,10 @@ import tensogram
 import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import grib_corpus as gc  # noqa: E402
+import grib_corpus as gc
 
-from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
-from xarray_tensogram.formats.tensogram.reader import open_tensogram  # noqa: E402
+from xarray_tensogram.backend import TensogramBackendEntrypoint
+from xarray_tensogram.formats.tensogram.reader import open_tensogram
 
 PARAMS = (130, 133, 135, 157)
 
