@@ -283,3 +283,22 @@ def _decoded(path: Path) -> dict[tuple, tuple[dict, np.ndarray]]:
             mars = entry["mars"]
             out[mars["param"], mars["step"], mars.get("levelist"), entry["grib_repro"].get("level")] = (entry, values)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the bundled sample and the README example
+# ---------------------------------------------------------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parents[1] / "xarray_tensogram" / "samples"
+
+
+def test_bundled_sample_opens_like_cfgrib() -> None:
+    with _cfgrib(SAMPLES / "grib_pl.grib2") as ref, _ours(SAMPLES / "grib_pl.tgm") as ours:
+        _assert_like_cfgrib(ours, ref)
+
+
+def test_readme_grib_example_runs() -> None:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text.split("<!-- grib-example -->", 1)[1].split("<!-- /grib-example -->", 1)[0]
+    code = block.split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md:grib-example", "exec"), {})
