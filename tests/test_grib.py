@@ -160,6 +160,17 @@ def test_opens_like_cfgrib(corpus: dict, case: str, grouping: str) -> None:
         _assert_like_cfgrib(ours, ref)
 
 
+@pytest.mark.parametrize("grouping", ["merge_all", "one_to_one"])
+def test_several_dates_like_cfgrib(tmp_path: Path, grouping: str) -> None:
+    """Two base times x two steps: ``time`` and ``step`` dims, ``valid_time(time, step)``, as in cfgrib."""
+    g = b"".join(gc.grib_file("regular_ll_sfc_grib2", [167, 151], [0, 6], date=d, time=t)
+                 for d, t in ((20260404, 0), (20260404, 1200)))
+    gpath, tpath = gc.write_pair(tmp_path, "dates", g, grouping)
+    with _cfgrib(gpath) as ref, _ours(tpath) as ours:
+        assert ref["t2m"].dims[:2] == ("time", "step")
+        _assert_like_cfgrib(ours, ref)
+
+
 def test_levels_as_cfgrib(corpus: dict) -> None:
     with _ours(corpus["ll_pressure", "merge_all"][1]) as ds:
         assert ds["isobaricInhPa"].values.tolist() == [1000.0, 850.0, 500.0]
@@ -302,3 +313,23 @@ def test_readme_grib_example_runs() -> None:
     block = text.split("<!-- grib-example -->", 1)[1].split("<!-- /grib-example -->", 1)[0]
     code = block.split("```python", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md:grib-example", "exec"), {})
+
+
+def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:
+    """2 m and 10 m fields share one heightAboveGround dim with holes; writing skips the holes."""
+    from xarray_tensogram import to_tensogram
+
+    g = gc.grib_file("regular_ll_sfc_grib2", [167, 165], [0, 6]) + gc.grib_file("regular_ll_pl_grib2", [130], [0], [500])
+    _, tpath = gc.write_pair(tmp_path, "mixed", g, "one_to_one")
+    out = tmp_path / "rewritten.tgm"
+    with _ours(tpath) as ds:
+        assert ds["t2m"].attrs["tensogram_missing_objects"] == 2
+        to_tensogram(ds, out)
+        with _ours(out) as back:
+            xr.testing.assert_identical(back.load(), ds.load())
+    original, rewritten = _decoded(tpath), _decoded(out)
+    assert rewritten.keys() == original.keys()
+    for key, (entry, values) in original.items():
+        assert rewritten[key][0]["mars"] == entry["mars"], key
+        assert rewritten[key][0]["grib_repro"] == entry["grib_repro"], key
+        np.testing.assert_array_equal(rewritten[key][1], values)
