@@ -319,7 +319,8 @@ def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:
     """2 m and 10 m fields share one heightAboveGround dim with holes; writing skips the holes."""
     from xarray_tensogram import to_tensogram
 
-    g = gc.grib_file("regular_ll_sfc_grib2", [167, 165], [0, 6]) + gc.grib_file("regular_ll_pl_grib2", [130], [0], [500])
+    g = gc.grib_file("regular_ll_sfc_grib2", [167, 165], [0, 6])
+    g += gc.grib_file("regular_ll_pl_grib2", [130], [0], [500])
     _, tpath = gc.write_pair(tmp_path, "mixed", g, "one_to_one")
     out = tmp_path / "rewritten.tgm"
     with _ours(tpath) as ds:

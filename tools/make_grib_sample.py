@@ -14,7 +14,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import grib_corpus as gc
+import grib_corpus as gc  # noqa: E402  (lives in tests/, after the path insert)
 
 OUT = ROOT / "xarray_tensogram" / "samples"
 GRID = {
