@@ -209,7 +209,7 @@ def _group_varying_mars_keys(objs: Sequence[_Object]) -> set[str]:
 
 
 def _stack_dims(objs: list[_Object], name_key_used: set[str],
-                forced: set[str] = frozenset(), forced_levels: set[str] = frozenset()
+                forced: set[str] = frozenset(), forced_levels: frozenset[str] | set[str] = frozenset()
                 ) -> tuple[list[str], dict[str, str], list[Any]]:
     """Varying keys of a variable's objects -> (stacked dim names, dim -> source key(s), per-object coords)."""
     level = objs[0].level
@@ -413,7 +413,7 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
             attrs["tensogram_missing_objects"] = holes
             if fill is not None and first.dtype.kind in "iu":
                 attrs["_FillValue"] = first.dtype.type(fill)
-        encoding = {
+        encoding: dict[str, Any] = {
             # what the writer needs to turn this variable back into messages
             "tensogram_message_keys": {d: sources[d] for d in stack_dims},
             "tensogram_scalar_keys": {k: v for k, v in (("time", "mars.date+mars.time"), ("step", MARS_STEP_KEY))
@@ -465,7 +465,7 @@ def _nonconstant_keys(objs: Sequence[_Object]) -> set[str]:
     return out
 
 
-def _derived(dims: Sequence[str], values: np.ndarray, attrs: Mapping[str, Any]) -> xr.Variable:
+def _derived(dims: Sequence[str], values: np.ndarray | np.generic, attrs: Mapping[str, Any]) -> xr.Variable:
     """A coordinate computed from metadata (GRIB grid or level): the writer does not write it as an object."""
     var = xr.Variable(tuple(dims), values, dict(attrs))
     var.encoding = {"tensogram_derived": True}
@@ -476,7 +476,7 @@ def _check_same(name: str, new: xr.Variable, coords_out: dict[str, xr.Variable])
     existing = coords_out.get(name)
     if existing is None:
         coords_out[name] = new
-    elif existing.dims != new.dims or not existing.equals(new):
+    elif existing.dims != new.dims or not np.array_equal(existing.values, new.values):
         raise HypercubeError(
             f"GRIB fields disagree on coordinate {name!r} (different grids or levels in one group); "
             f"open them separately with filter_by_keys={{'mars.grid': ...}} or {{'mars.area': ...}}"
