@@ -334,3 +334,39 @@ def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:
         assert rewritten[key][0]["mars"] == entry["mars"], key
         assert rewritten[key][0]["grib_repro"] == entry["grib_repro"], key
         np.testing.assert_array_equal(rewritten[key][1], values)
+
+
+@pytest.mark.parametrize("bad", [
+    {"grib_repro.N": 10**7},  # an N beyond any grid: no Newton iteration over ten million roots
+    {"grib_repro.N": 0},
+    {"grib_repro.N": 2.5},
+    {"grib_repro.pl": [4, 4, -8, 8]},
+    {"grib_repro.pl": [4, 4, 4]},  # does not add up to the object's size
+    {"grib_repro.pl": "4,4,4,4"},
+    {"grib_repro.N": 1},  # more rows than 2N
+])
+def test_malformed_reduced_grid_gives_no_coordinates(bad: dict[str, Any]) -> None:
+    keys = {"mars.grid": "reduced_gg", "grib_repro.N": 2, "grib_repro.pl": [4, 4, 4, 4], **bad}
+    coords = grib.grid_coordinates(keys, (16,))
+    assert coords is not None and coords.dims == ["values"] and coords.coords == {}
+
+
+def test_well_formed_reduced_grid_as_control() -> None:
+    keys = {"mars.grid": "reduced_gg", "grib_repro.N": 2, "grib_repro.pl": [4, 4, 4, 4]}
+    coords = grib.grid_coordinates(keys, (16,))
+    assert coords is not None and set(coords.coords) == {"latitude", "longitude"}
+    np.testing.assert_allclose(coords.coords["longitude"][1][:4], [0.0, 90.0, 180.0, 270.0])
+
+
+def test_malformed_grib_metadata_still_opens(tmp_path: Path) -> None:
+    """Odd grib_repro values (wrong area length, text level, N out of range) open with generic dims, no error."""
+    values = np.arange(12.0).reshape(3, 4)
+    base = [{"mars": {"param": 130, "step": 0, "grid": "regular_ll", "area": [1, 2, 3]},
+             "grib_repro": {"shortName": "t", "typeOfLevel": 5, "level": "x", "units": "K", "name": "Temperature"}}]
+    path = tmp_path / "odd.tgm"
+    path.write_bytes(bytes(tensogram.encode({"base": base}, [({"type": "ntensor", "shape": [3, 4], "dtype": "float64"},
+                                                              values)])))
+    with _ours(path) as ds:
+        assert list(ds.data_vars) == ["t"]
+        assert ds["t"].attrs["units"] == "K"
+        np.testing.assert_array_equal(ds["t"].values, values)

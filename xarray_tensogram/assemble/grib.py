@@ -257,11 +257,23 @@ def gaussian_latitudes(n: int) -> np.ndarray:
     return np.concatenate([north, -north[::-1]])
 
 
+#: the largest Gaussian N we compute latitudes for (O1280, ECMWF's finest grid, has N = 1280): bounds the work
+MAX_GAUSSIAN_N = 4096
+
+
 def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """``values`` with latitude/longitude per point; global grids (and latitude bands) only."""
+    """``values`` with latitude/longitude per point; global grids (and latitude bands) only.
+
+    Metadata that does not describe the object (points per row not summing to its size, more
+    rows than ``2N``, an ``N`` beyond any real grid) gives no coordinates rather than a guess.
+    """
     n = _number(keys, "N")
     pl = _grib_key(keys, "pl")
-    if n is None or not isinstance(pl, (list, tuple)) or not pl or sum(int(p) for p in pl) != shape[0]:
+    if n is None or not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or not isinstance(pl, (list, tuple)) or not pl:
+        return None
+    if not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pl):
+        return None
+    if len(pl) > 2 * n or sum(pl) != shape[0]:
         return None
     all_lats = gaussian_latitudes(int(n))
     lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
@@ -290,9 +302,9 @@ def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoo
     if grid == "regular_ll" and len(shape) == 2:
         return _regular_ll(keys, shape)
     if grid == "reduced_gg" and len(shape) == 1:
-        return _reduced_gg(keys, shape)
+        return _reduced_gg(keys, shape) or GridCoords(["values"])
     if len(shape) == 1:
-        return GridCoords(["values"])
+        return GridCoords(["values"])  # cfgrib's dim for grids it has no coordinates for
     return None
 
 
