@@ -13,14 +13,13 @@ reference ``tensogram.encode``. The oracle for every test is cfgrib on the same 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import eccodes  # test extra; test modules importorskip it before importing this one
 import numpy as np
-
-eccodes = __import__("pytest").importorskip("eccodes")
-tensogram = __import__("pytest").importorskip("tensogram")
+import tensogram
 
 #: scalar keys the converter adds to ``grib_repro`` besides the four namespaces
 REPRO_SCALAR_KEYS = (
@@ -228,5 +227,3 @@ def write_pair(tmp: Path, name: str, grib: bytes, grouping: str = "merge_all",
     tpath.write_bytes(convert(grib, grouping, preserve_all_keys))
     return gpath, tpath
 
-
-Builder = Callable[..., bytes]
