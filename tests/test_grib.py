@@ -370,3 +370,14 @@ def test_malformed_grib_metadata_still_opens(tmp_path: Path) -> None:
         assert list(ds.data_vars) == ["t"]
         assert ds["t"].attrs["units"] == "K"
         np.testing.assert_array_equal(ds["t"].values, values)
+
+
+def test_cfgrib_style_filter_by_keys(tmp_path: Path) -> None:
+    """``filter_by_keys`` with cfgrib's undotted GRIB keys selects what cfgrib selects."""
+    g = gc.grib_file("regular_ll_sfc_grib2", [167, 172], [0, 6]) + gc.grib_file("regular_ll_pl_grib2", [130], [0, 6],
+                                                                                  [1000, 850])
+    gpath, tpath = gc.write_pair(tmp_path, "mixed", g)
+    for filt in ({"typeOfLevel": "isobaricInhPa"}, {"shortName": "2t"}, {"typeOfLevel": "surface"},
+                 {"typeOfLevel": "isobaricInhPa", "level": 850}):
+        with _cfgrib(gpath, filter_by_keys=filt) as ref, _ours(tpath, filter_by_keys=filt) as ours:
+            _assert_like_cfgrib(ours, ref)

@@ -32,6 +32,7 @@ __all__ = [
     "cfgrib_name",
     "derived_name",
     "entry_paths",
+    "filter_value",
     "gaussian_latitudes",
     "grid_coordinates",
     "is_grib",
@@ -95,6 +96,17 @@ def _grib_key(keys: Mapping[str, Any], name: str) -> Any:
         if value is not None:
             return value
     return None
+
+
+def filter_value(keys: Mapping[str, Any], key: str) -> Any:
+    """The value ``filter_by_keys`` compares for ``key``: the dotted key itself, else (for cfgrib's
+    undotted keys such as ``typeOfLevel`` or ``shortName``) the GRIB key, else ``mars.<key>``."""
+    if key in keys:
+        return keys[key]
+    if "." in key:
+        return None
+    value = _grib_key(keys, key)
+    return value if value is not None else keys.get("mars." + key)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -87,6 +87,12 @@ def _lookup(keys: Mapping[str, Any], extra: Mapping[str, Any], dotted: str) -> A
     return extra.get(dotted)
 
 
+def _filter_value(keys: Mapping[str, Any], extra: Mapping[str, Any], dotted: str, is_grib: bool) -> Any:
+    """The value ``filter_by_keys`` compares; GRIB hook: cfgrib's undotted keys (``typeOfLevel``) work too."""
+    value = _lookup(keys, extra, dotted)
+    return grib.filter_value(keys, dotted) if value is None and is_grib else value
+
+
 def _matches(value: Any, wanted: Any) -> bool:
     options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
     return any(value == w or (value is not None and str(value) == str(w)) for w in options)
@@ -117,12 +123,12 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
         for j in range(len(msg.objects)):
             entry = meta["base"][j]
             keys = _flat_keys(entry)
+            is_grib = grib.is_grib(keys)
             selected = not filter_by_keys or all(
-                _matches(_lookup(keys, extra_flat, k), v) for k, v in filter_by_keys.items()
+                _matches(_filter_value(keys, extra_flat, k, is_grib), v) for k, v in filter_by_keys.items()
             )
             shape, dtype = msg.object_geometry(j)
             name, name_key = None, None
-            is_grib = grib.is_grib(keys)
             if is_grib and not variable_key:  # GRIB hook: cfgrib's name, never the numeric mars.param
                 name = grib.variable_name(keys)
             for key in ((variable_key,) if variable_key else NAME_KEYS) if name is None else ():
