@@ -44,7 +44,8 @@ def field_values(n: int, seed: float) -> np.ndarray:
 
 
 def grib_message(sample: str, *, param: int, date: int = 20260404, time: int = 0, step: int = 0,
-                 level: int | None = None, geometry: dict[str, Any] | None = None, seed: float = 0.0) -> bytes:
+                 level: int | None = None, geometry: dict[str, Any] | None = None, seed: float = 0.0,
+                 number: int | None = None) -> bytes:
     """One GRIB2 message from an ecCodes sample, with an ECMWF local section (class/type/stream/expver).
 
     Values are stored as IEEE 64-bit so cfgrib and the converter see exactly the same numbers.
@@ -53,9 +54,15 @@ def grib_message(sample: str, *, param: int, date: int = 20260404, time: int = 0
     try:
         eccodes.codes_set(h, "packingType", "grid_ieee")  # first: changing the packing resets the point count
         eccodes.codes_set(h, "precision", 2)  # 64-bit IEEE
+        ensemble = number is not None
         for key, value in (("setLocalDefinition", 1), ("grib2LocalSectionNumber", 1), ("marsClass", "od"),
-                           ("marsType", "fc"), ("marsStream", "oper"), ("experimentVersionNumber", "0001")):
+                           ("marsType", "pf" if ensemble else "fc"), ("marsStream", "enfo" if ensemble else "oper"),
+                           ("experimentVersionNumber", "0001")):
             eccodes.codes_set(h, key, value)
+        if ensemble:  # an ensemble member: product template 1
+            eccodes.codes_set(h, "productDefinitionTemplateNumber", 1)
+            eccodes.codes_set(h, "perturbationNumber", number)
+            eccodes.codes_set(h, "numberOfForecastsInEnsemble", 50)
         for key, value in (geometry or {}).items():
             eccodes.codes_set(h, key, value)
         if geometry:
@@ -74,15 +81,17 @@ def grib_message(sample: str, *, param: int, date: int = 20260404, time: int = 0
 
 
 def grib_file(sample: str, params: Sequence[int], steps: Sequence[int], levels: Sequence[int | None] = (None,),
-              geometry: dict[str, Any] | None = None, date: int = 20260404, time: int = 0) -> bytes:
-    """Messages ordered like a MARS retrieval: param, then step, then level (each field distinct)."""
+              geometry: dict[str, Any] | None = None, date: int = 20260404, time: int = 0,
+              numbers: Sequence[int | None] = (None,)) -> bytes:
+    """Messages ordered like a MARS retrieval: member, param, step, level (each field distinct)."""
     out = []
-    for p in params:
-        for s in steps:
-            for lev in levels:
-                seed = p % 97 + s / 10.0 + (lev or 0) / 1000.0
-                out.append(grib_message(sample, param=p, step=s, level=lev, geometry=geometry, seed=seed,
-                                        date=date, time=time))
+    for n in numbers:
+        for p in params:
+            for s in steps:
+                for lev in levels:
+                    seed = p % 97 + s / 10.0 + (lev or 0) / 1000.0 + (n or 0) * 3.0
+                    out.append(grib_message(sample, param=p, step=s, level=lev, geometry=geometry, seed=seed,
+                                            date=date, time=time, number=n))
     return b"".join(out)
 
 

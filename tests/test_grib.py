@@ -171,6 +171,16 @@ def test_several_dates_like_cfgrib(tmp_path: Path, grouping: str) -> None:
         _assert_like_cfgrib(ours, ref)
 
 
+@pytest.mark.parametrize("numbers", [[1, 2, 3], [4]])
+def test_ensemble_members_like_cfgrib(tmp_path: Path, numbers: list[int]) -> None:
+    """Ensemble members: a ``number`` dim (or a scalar coordinate for one member), cfgrib's attributes."""
+    g = gc.grib_file("regular_ll_pl_grib2", [130], [0, 6], [850, 500], numbers=numbers)
+    gpath, tpath = gc.write_pair(tmp_path, "ens", g, "one_to_one")
+    with _cfgrib(gpath) as ref, _ours(tpath) as ours:
+        assert ("number" in ref["t"].dims) == (len(numbers) > 1)
+        _assert_like_cfgrib(ours, ref)
+
+
 def test_levels_as_cfgrib(corpus: dict) -> None:
     with _ours(corpus["ll_pressure", "merge_all"][1]) as ds:
         assert ds["isobaricInhPa"].values.tolist() == [1000.0, 850.0, 500.0]

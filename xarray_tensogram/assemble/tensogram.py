@@ -25,7 +25,7 @@ from ..catalog import ArraySpec, stack_specs
 from ..errors import HypercubeError
 from . import grib
 from .common import flatten_attrs, generic_dim_names, lazy_variable, netcdf_safe_value
-from .mars import STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from .mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 
 __all__ = ["tensogram_groups", "COORDINATE_NAMES", "NAME_KEYS"]
 
@@ -292,6 +292,8 @@ def _coord_variable(dim: str, source: str, values: list[Any]) -> xr.Variable:
             arr = arr.astype(np.int64)
         return xr.Variable((dim,), arr, {"standard_name": "forecast_period", "long_name": "time since forecast_reference_time",
                                          "units": STEP_UNITS})
+    if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return xr.Variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return xr.Variable((dim,), np.asarray(values), {"long_name": source})
     return xr.Variable((dim,), np.asarray([("" if v is None else str(v)) for v in values], dtype=object),
@@ -344,6 +346,7 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
     union: dict[str, list[Any]] = {}
     union_source: dict[str, str] = {}
     kept = [o for name, vo in by_name.items() if name not in drop_variables for o in vo]
+    no_scalar_number: set[str] = set()  # set once variables disagree on a constant ensemble member
     forced = _group_varying_mars_keys(kept)
     forced_levels = _group_forced_grib_levels(kept)
     for vname, vobjs in by_name.items():
@@ -445,6 +448,7 @@ def _build_group(objs: list[_Object], coords_objs: list[_Object], extra: Mapping
         _scalar_mars_coords(first, stack_dims, coords_out)
         if first.is_grib:
             _scalar_grib_level(first, stack_dims, coords_out)
+            _scalar_grib_number(first, stack_dims, coords_out, no_scalar_number)
     # MARS valid_time = time + step
     _add_valid_time(coords_out)
     for cname, (c, dims) in coord_vars.items():  # type: ignore[misc]
@@ -507,6 +511,22 @@ def _scalar_grib_level(o: _Object, stack_dims: list[str], coords_out: dict[str, 
     if info is None or info.name in stack_dims:
         return
     _check_same(info.name, _derived((), np.float64(info.value), grib.level_coordinate_attrs(info.name)), coords_out)
+
+
+def _scalar_grib_number(o: _Object, stack_dims: list[str], coords_out: dict[str, xr.Variable],
+                        disagree: set[str]) -> None:
+    """GRIB hook: a constant ensemble member is a scalar ``number`` coordinate, as in cfgrib; when variables
+    have different members it stays an attribute (``mars.number``) of each."""
+    value = o.keys.get("mars.number")
+    if "number" in stack_dims or "number" in disagree or not isinstance(value, int) or isinstance(value, bool):
+        return
+    new = _derived((), np.int64(value), NUMBER_ATTRS)
+    existing = coords_out.get("number")
+    if existing is None:
+        coords_out["number"] = new
+    elif existing.ndim == 0 and existing.encoding.get("tensogram_derived") and existing.values != new.values:
+        del coords_out["number"]
+        disagree.add("number")
 
 
 def _match_2d_dims(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]) -> list[str] | None:
