@@ -36,6 +36,7 @@ CASES: dict[str, tuple[str, list[int], list[int], list[int | None], dict[str, An
     "ll_surface_one_field": ("regular_ll_sfc_grib2", [172], [0], [None], gc.SOUTH_TO_NORTH),
     "gg_pressure": ("reduced_gg_pl_grib2", [130], [0, 6], [850, 500], None),
     "gg_surface": ("reduced_gg_sfc_grib2", [172], [0, 12], [None], None),
+    "regular_gg_pressure": ("regular_gg_pl_grib2", [130], [0, 6], [850], None),
 }
 
 
@@ -391,3 +392,12 @@ def test_cfgrib_style_filter_by_keys(tmp_path: Path) -> None:
                  {"typeOfLevel": "isobaricInhPa", "level": 850}):
         with _cfgrib(gpath, filter_by_keys=filt) as ref, _ours(tpath, filter_by_keys=filt) as ours:
             _assert_like_cfgrib(ours, ref)
+
+
+def test_rotated_grid_gets_cfgrib_dims(tmp_path: Path) -> None:
+    """Projected grids: cfgrib's ``(y, x)`` dims and the same values (2-D latitude/longitude need ecCodes)."""
+    g = gc.grib_file("rotated_ll_sfc_grib2", [167], [0, 6])
+    gpath, tpath = gc.write_pair(tmp_path, "rotated", g)
+    with _cfgrib(gpath) as ref, _ours(tpath) as ours:
+        assert ours["t2m"].dims == ref["t2m"].dims == ("step", "y", "x")
+        np.testing.assert_array_equal(ours["t2m"].values, ref["t2m"].values)

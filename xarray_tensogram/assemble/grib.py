@@ -305,6 +305,38 @@ def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
     })
 
 
+def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
+    """``latitude``/``longitude`` dims: Gaussian latitudes from ``N``, longitudes from the corners."""
+    nj, ni = shape
+    n = _number(keys, "N")
+    lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
+    lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees")
+    lon2 = _number(keys, "longitudeOfLastGridPointInDegrees")
+    if n is None or lat1 is None or lon1 is None or lon2 is None:
+        return None
+    if not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or nj > 2 * n:
+        return None
+    lats = gaussian_latitudes(int(n))
+    start = int(np.argmin(np.abs(lats - lat1)))
+    if _number(keys, "jScansPositively"):
+        lats = lats[::-1]
+        start = lats.size - 1 - start
+    if start + nj > lats.size:
+        return None
+    if lon1 > lon2:
+        lon1 -= 360.0
+    lon = lon1 + np.arange(ni, dtype=np.float64) * ((lon2 - lon1) / (ni - 1) if ni > 1 else 0.0)
+    return GridCoords(["latitude", "longitude"], {
+        "latitude": (("latitude",), lats[start:start + nj].copy(), dict(_LATITUDE_ATTRS)),
+        "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
+    })
+
+
+#: grids cfgrib gives ``(y, x)`` dims with 2-D latitude/longitude from ecCodes (which we cannot compute)
+_YX_GRIDS = frozenset({"rotated_ll", "rotated_gg", "lambert", "lambert_azimuthal_equal_area", "albers",
+                       "polar_stereographic"})
+
+
 def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
     """Grid dims and coordinates from ``mars.grid`` (or ``gridType``), ``mars.area`` and the shape.
 
@@ -313,6 +345,10 @@ def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoo
     grid = keys.get("mars.grid") or _grib_key(keys, "gridType")
     if grid == "regular_ll" and len(shape) == 2:
         return _regular_ll(keys, shape)
+    if grid == "regular_gg" and len(shape) == 2:
+        return _regular_gg(keys, shape)
+    if grid in _YX_GRIDS and len(shape) == 2:
+        return GridCoords(["y", "x"])  # cfgrib's dims; the projected coordinates need ecCodes
     if grid == "reduced_gg" and len(shape) == 1:
         return _reduced_gg(keys, shape) or GridCoords(["values"])
     if len(shape) == 1:
