@@ -36,6 +36,7 @@ __all__ = [
     "gaussian_latitudes",
     "grid_coordinates",
     "is_grib",
+    "is_grib_entry",
     "is_stackable",
     "level_coordinate_attrs",
     "level_info",
@@ -79,6 +80,11 @@ _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 def is_grib(keys: Mapping[str, Any]) -> bool:
     """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` keys."""
     return any(k.startswith(_DEPENDENT_PREFIXES) for k in keys)
+
+
+def is_grib_entry(entry: Mapping[str, Any]) -> bool:
+    """:func:`is_grib` on a nested ``base[i]`` entry, without looking at every key."""
+    return isinstance(entry.get("grib_repro"), Mapping) or isinstance(entry.get("grib"), Mapping)
 
 
 def is_stackable(key: str) -> bool:

@@ -66,18 +66,21 @@ def _hashable(v: Any) -> Any:
     return v
 
 
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
 def _flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in entry.items():
-        if prefix == "" and k == "_reserved_":
+        if not prefix and k == "_reserved_":
             continue
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
+        if type(v) in _SCALARS:  # the common case first: hashable already, no isinstance chain
+            out[key] = v
+        elif isinstance(v, dict) and v:
             out.update(_flat_keys(v, key + "."))
-        elif isinstance(v, (list, dict)):
-            out[key] = _hashable(v)
         else:
-            out[key] = v  # scalars are hashable already (the common case: skip the call)
+            out[key] = _hashable(v)
     return out
 
 
@@ -123,7 +126,7 @@ def _collect(tfile: Any, variable_key: str | None, filter_by_keys: Mapping[str, 
         for j in range(len(msg.objects)):
             entry = meta["base"][j]
             keys = _flat_keys(entry)
-            is_grib = grib.is_grib(keys)
+            is_grib = grib.is_grib_entry(entry)
             selected = not filter_by_keys or all(
                 _matches(_filter_value(keys, extra_flat, k, is_grib), v) for k, v in filter_by_keys.items()
             )
