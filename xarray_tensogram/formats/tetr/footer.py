@@ -1,0 +1,209 @@
+"""Tetration THST footer JSON: decode and validate (history rows, per-dataset metadata), and encode."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from ...errors import (
+    LimitExceededError,
+    MetadataError,
+    describe,
+)
+from .model import _HISTORY_KEYS, FOOTER_MAGIC, FOOTER_TAIL, LIMITS, MAX_JSON_DEPTH
+
+
+def _where_footer(name: str, offset: int) -> str:
+    return describe(name, "THST footer", offset)
+
+
+def _check_str(value: Any, what: str, prefix: str, *, limits: bool = True) -> str:
+    """A JSON string that is valid UTF-8 and, with ``limits``, 1..1024 bytes long."""
+    if not isinstance(value, str):
+        raise MetadataError(f"{prefix}{what} must be a string, got {type(value).__name__}")
+    try:
+        n = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise MetadataError(f"{prefix}{what} is not valid Unicode (lone surrogate): {exc}") from exc
+    if limits and not 1 <= n <= LIMITS["string"]:
+        raise LimitExceededError(f"{prefix}{what} is {n} bytes of UTF-8, expected 1..{LIMITS['string']}")
+    return value
+
+
+def _check_count(items: list | dict | tuple, limit_key: str, what: str, prefix: str) -> None:
+    if len(items) > LIMITS[limit_key]:
+        raise LimitExceededError(f"{prefix}{what} has {len(items)} entries, the limit is {LIMITS[limit_key]}")
+
+
+def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict[str, Any]:
+    """One history row as a dict; legacy ``[op, source, at]`` triples are normalised.
+
+    The reference enforces the per-row string and count limits only when writing
+    (``limits=True``); reading accepts any strings.
+    """
+    p = f"{prefix}history row {i}: "
+    lim = {"limits": limits}
+    if isinstance(row, list):
+        if len(row) != 3:
+            raise MetadataError(f"{p}a legacy row must be [op, source, at], got {len(row)} items")
+        row = dict(zip(("op", "source", "at"), row))
+    if not isinstance(row, dict):
+        raise MetadataError(f"{p}expected an object or a [op, source, at] array, got {type(row).__name__}")
+    unknown = set(row) - set(_HISTORY_KEYS)
+    if unknown:
+        raise MetadataError(f"{p}unknown keys {sorted(unknown)} (expected {list(_HISTORY_KEYS)})")
+    out: dict[str, Any] = {}
+    for key in ("op", "source", "at"):
+        if key not in row:
+            raise MetadataError(f"{p}missing {key!r}")
+        out[key] = _check_str(row[key], key, p, **lim)
+    if row.get("parents") is not None:
+        parents = row["parents"]
+        if not isinstance(parents, list):
+            raise MetadataError(f"{p}parents must be an array of strings")
+        if limits:
+            _check_count(parents, "parents", "parents", p)
+        out["parents"] = [_check_str(v, "parent", p, **lim) for v in parents]
+    if row.get("params") is not None:
+        params = row["params"]
+        if not isinstance(params, dict):
+            raise MetadataError(f"{p}params must be an object of strings")
+        if limits:
+            _check_count(params, "params", "params", p)
+        out["params"] = {_check_str(k, "param key", p, **lim): _check_str(v, f"param {k!r}", p, **lim)
+                         for k, v in params.items()}
+    return out
+
+
+def _dataset_meta(name: str, meta: Any, prefix: str) -> dict[str, Any]:
+    """Validate one ``metadata.datasets`` entry (unknown keys ignored, as the reference does)."""
+    p = f"{prefix}metadata of dataset {name!r}: "
+    if not isinstance(meta, dict):
+        raise MetadataError(f"{p}expected an object, got {type(meta).__name__}")
+    out: dict[str, Any] = {}
+    attrs = meta.get("attrs")
+    if attrs is not None:
+        if not isinstance(attrs, dict):
+            raise MetadataError(f"{p}attrs must be an object of strings")
+        _check_count(attrs, "attrs", "attrs", p)
+        out["attrs"] = {_check_str(k, "attr key", p): _check_str(v, f"attr {k!r}", p) for k, v in attrs.items()}
+    dims = meta.get("dim_names")
+    if dims is not None:
+        if not isinstance(dims, list):
+            raise MetadataError(f"{p}dim_names must be an array of strings")
+        _check_count(dims, "dim_names", "dim_names", p)
+        out["dim_names"] = [_check_str(d, "dim name", p) for d in dims]
+    coords = meta.get("coords")
+    if coords is not None:
+        if not isinstance(coords, dict):
+            raise MetadataError(f"{p}coords must be an object")
+        _check_count(coords, "coord_axes", "coords", p)
+        out["coords"] = {}
+        for axis, spec in coords.items():
+            _check_str(axis, "coord axis key", p)
+            if not isinstance(spec, dict) or not isinstance(spec.get("labels"), list):
+                raise MetadataError(f"{p}coords[{axis!r}] must be an object with a 'labels' array")
+            _check_count(spec["labels"], "labels", f"coords[{axis!r}].labels", p)
+            out["coords"][axis] = [_check_str(v, f"label of axis {axis!r}", p) for v in spec["labels"]]
+    return out
+
+
+def _metadata(meta: Any, prefix: str) -> tuple[dict[str, str] | None, dict[str, dict[str, Any]]]:
+    """``(file metadata or None, {dataset name: validated metadata})`` from a metadata object."""
+    if meta is None:
+        return None, {}
+    if not isinstance(meta, dict):
+        raise MetadataError(f"{prefix}metadata must be an object, got {type(meta).__name__}")
+    file_meta = meta.get("file")
+    if file_meta is not None:
+        if not isinstance(file_meta, dict):
+            raise MetadataError(f"{prefix}metadata.file must be an object")
+        file_meta = {k: _check_str(file_meta[k], f"file {k}", prefix)
+                     for k in ("tool", "library_version", "created_at") if file_meta.get(k) is not None}
+    datasets = meta.get("datasets") or {}
+    if not isinstance(datasets, dict):
+        raise MetadataError(f"{prefix}metadata.datasets must be an object")
+    _check_count(datasets, "datasets", "metadata.datasets", prefix)
+    return file_meta, {_check_str(k, "dataset key", prefix): _dataset_meta(k, v, prefix) for k, v in datasets.items()}
+
+
+def _json_bytes(obj: Any) -> bytes:
+    """Compact JSON exactly as serde_json writes it (non-ASCII kept, no spaces)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _parse_json(data: bytes, what: str, prefix: str) -> Any:
+    """One JSON value, nested at most ``MAX_JSON_DEPTH`` deep (serde_json's recursion limit)."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise LimitExceededError(f"{prefix}{what} is nested too deeply (the limit is {MAX_JSON_DEPTH} levels)") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise MetadataError(f"{prefix}{what} is not valid UTF-8 JSON: {exc}") from exc
+    stack = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise LimitExceededError(f"{prefix}{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return obj
+
+
+def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
+    """A row in wire key order (op, source, at, parents, params; params sorted); validated."""
+    checked = _history_row(list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row,
+                           0, "history to write: ", limits=True)
+    out = {k: checked[k] for k in ("op", "source", "at")}
+    if checked.get("parents"):
+        out["parents"] = checked["parents"]
+    if checked.get("params"):
+        out["params"] = dict(sorted(checked["params"].items(), key=lambda kv: kv[0].encode()))
+    return out
+
+
+def _sorted_map(m: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(sorted(m.items(), key=lambda kv: kv[0].encode("utf-8")))
+
+
+def _wire_dataset_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Key order attrs, dim_names, coords; maps sorted by UTF-8 bytes (Rust BTreeMap)."""
+    out: dict[str, Any] = {}
+    if meta.get("attrs"):
+        out["attrs"] = _sorted_map(meta["attrs"])
+    if meta.get("dim_names") is not None:
+        out["dim_names"] = list(meta["dim_names"])
+    if meta.get("coords") is not None:
+        out["coords"] = {k: {"labels": list(v)} for k, v in _sorted_map(meta["coords"]).items()}
+    return out
+
+
+def encode_footer(history: Sequence[Any], metadata: Mapping[str, Any] | None, payload_end: int) -> bytes:
+    """Spill (if any) + footer JSON + 16-byte tail, as ``write_footer_blob`` appends them at ``payload_end``.
+
+    ``metadata`` is the wire-form object (``{"file": ..., "datasets": ...}``) or ``None``.
+    Limits are checked first; metadata whose inline footer would exceed 64 KiB is spilled.
+    """
+    rows = [_wire_history_row(r) for r in history]
+    _check_count(rows, "history", "history", "history to write: ")
+    meta_obj: dict[str, Any] | None = None
+    if metadata is not None:
+        file_meta, datasets = _metadata(dict(metadata), "metadata to write: ")
+        meta_obj = {}
+        if file_meta is not None:
+            meta_obj["file"] = file_meta
+        if datasets:
+            meta_obj["datasets"] = {k: _wire_dataset_meta(v) for k, v in _sorted_map(datasets).items()}
+    inline: dict[str, Any] = {"history": rows}
+    if meta_obj is not None:
+        inline["metadata"] = meta_obj
+    footer = _json_bytes(inline)
+    spill = b""
+    if len(footer) > LIMITS["inline_json"]:
+        spill = _json_bytes(meta_obj)
+        if len(spill) > LIMITS["spill"]:
+            raise LimitExceededError(f"metadata to write: {len(spill)} bytes of JSON, the spill limit is {LIMITS['spill']}")
+        footer = _json_bytes({"history": rows, "metadata_ref": {"offset": payload_end, "len": len(spill)}})
+        if len(footer) > LIMITS["inline_json"]:
+            raise LimitExceededError(f"history to write: footer JSON is {len(footer)} bytes, the limit is {LIMITS['inline_json']}")
+    return spill + footer + FOOTER_TAIL.pack(len(footer), 1, FOOTER_MAGIC)

@@ -1,0 +1,245 @@
+"""Tetration reading: the per-dataset tile reader and the open file (:class:`TetrFile`)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...catalog import ArraySpec, chunk_extent
+from ...codecs import zstd
+from ...errors import (
+    CorruptFileError,
+    LimitExceededError,
+    TruncatedFileError,
+    UnsupportedError,
+    describe,
+)
+from ...io import ByteSource, SourceLike, open_source
+from ..base import FormatFile
+from .layout import (
+    _attach_tiles,
+    _check_entries,
+    _check_record,
+    _Footer,
+    _parse_records,
+    _read_footer,
+    _read_index,
+)
+from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
+
+
+@dataclass(frozen=True, eq=False)
+class TetrTileReader:
+    """The :class:`~xarray_tensogram.catalog.ChunkReader` of one dataset: thread-safe and picklable.
+
+    Holds the byte source (pickled as a path) and the dataset's index rows only.
+    Raw tiles are read by byte range (a region of leading-axis rows reads only
+    those rows); zstd tiles are decoded with output bounded by ``raw_byte_len``.
+    """
+
+    source: ByteSource
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    entries: np.ndarray
+    table: np.ndarray
+
+    def _entry(self, coords: tuple[int, ...]) -> np.void:
+        if len(coords) != len(self.shape) or any(not 0 <= c < n for c, n in zip(coords, self.table.shape)):
+            raise IndexError(f"tile {list(coords)} is outside the grid {list(self.table.shape)} of {self.name!r}")
+        return self.entries[int(self.table[tuple(coords)])]
+
+    def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
+        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``."""
+        coords = tuple(int(c) for c in coords)
+        e = self._entry(coords)
+        extent = chunk_extent(self.shape, self.chunk_shape, coords)
+        region = tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent)) if region else \
+            tuple(slice(0, n) for n in extent)
+        where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
+        if int(e["codec"]) == 0:
+            return self._read_raw_rows(e, extent, region, where)
+        payload = self._stored(e)
+        flat = zstd.decompress(payload, int(e["raw"]), where=where)
+        return flat.view(self.dtype).reshape(extent)[region]
+
+    def _stored(self, e: np.void) -> bytes | memoryview:
+        off, n = int(e["offset"]), int(e["stored"])
+        view = self.source.view(off, n)
+        return view if view is not None else self.source.read(off, n, what=f"tile payload of {self.name!r}")
+
+    def _read_raw_rows(self, e: np.void, extent: tuple[int, ...], region: tuple[slice, ...], where: str) -> np.ndarray:
+        """Only the bytes of the leading-axis rows the region needs."""
+        row_bytes = math.prod(extent[1:]) * self.dtype.itemsize
+        lo, hi = region[0].start, max(region[0].start, region[0].stop)
+        if hi == lo:
+            return np.empty(tuple(s.stop - s.start for s in region), dtype=self.dtype)
+        raw = self.source.read_array(int(e["offset"]) + lo * row_bytes, (hi - lo) * row_bytes,
+                                     what=f"{where}raw tile rows")
+        block = raw.view(self.dtype).reshape((hi - lo,) + tuple(extent[1:]))
+        return block[(slice(None),) + region[1:]]
+
+
+# ==================================================================================================
+# The open file
+# ==================================================================================================
+class TetrFile(FormatFile[TetrDataset]):
+    """An open ``.tet`` file: ``.datasets``, ``.history``, ``.metadata``, reads by tile or hyperslab.
+
+    Opening reads the superblock, the directory, the chunk index and the footer;
+    no payload byte is read before values are asked for. Use it as a context
+    manager or call :meth:`close`.
+    """
+
+    item_kind = "dataset"
+
+    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
+        self.source: ByteSource = open_source(source, storage_options)
+        self.name = self.source.name
+        try:
+            self._parse()
+        except MemoryError as exc:
+            self.source.close()
+            raise LimitExceededError(f"{describe(self.name)}index too large to hold in memory") from exc
+        except BaseException:
+            self.source.close()
+            raise
+
+    def _parse(self) -> None:
+        src = self.source
+        if src.size < 32:
+            raise TruncatedFileError(f"{describe(src.name, 'superblock', 0)}file truncated: a .tet file needs at "
+                                     f"least a 32-byte superblock, this one has {src.size} bytes")
+        magic, version, count, flags, index_off, index_len = SUPERBLOCK.unpack(src.read(0, 32, what="superblock"))
+        if magic != MAGIC:
+            raise CorruptFileError(f"{describe(src.name, 'superblock', 0)}magic {magic!r}, expected {MAGIC!r}")
+        if version != 1:
+            raise UnsupportedError(f"{describe(src.name, 'superblock', 4)}layout_version {version}, expected 1")
+        if index_off + index_len > src.size:
+            raise TruncatedFileError(f"{describe(src.name, 'superblock', 16)}file truncated: the chunk index "
+                                     f"[{index_off}, {index_off + index_len}) needs at least {index_off + index_len} "
+                                     f"bytes, the file has {src.size}")
+        self.layout_version, self.flags = version, flags
+        self.index_offset, self.index_length = index_off, index_len
+        self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
+        self.datasets: list[TetrDataset] = []
+        self._records = []
+        if count:
+            self._records, blob_end = _parse_records(src, count)
+            if index_off != _align8(blob_end):
+                raise CorruptFileError(f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
+                                       f"expected {_align8(blob_end)} (directory end rounded up to 8)")
+        footer = _read_footer(src, flags, count, index_off, index_len)
+        self.payload_end = footer.payload_end
+        #: history rows, oldest first, legacy triples normalised to {op, source, at}
+        self.history: list[dict[str, Any]] = footer.history
+        #: file-level metadata (``tool``, ``library_version``, ``created_at``); empty when absent
+        self.metadata: dict[str, str] = dict(footer.file_metadata or {})
+        #: a THST footer was found and parsed (flag bit 0 set and a valid tail)
+        self.footer_present = footer.present
+        self.metadata_spill = footer.spill
+        if count:
+            self._build(footer)
+
+    def _build(self, footer: _Footer) -> None:
+        src = self.source
+        entries, self.execution = _read_index(src, self.index_offset, self.index_length, footer.payload_end)
+        dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(self._records)]
+        _check_entries(src, entries, len(self._records), self.index_offset)
+        ids = entries["dataset_id"].astype(np.int64)
+        order = np.argsort(ids, kind="stable")
+        bounds = np.searchsorted(ids[order], np.arange(len(self._records) + 1))
+        seen: set[str] = set()
+        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes)):
+            meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
+            seen.add(name)
+            ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", meta.get("dim_names"),
+                             meta.get("coords"), dict(meta.get("attrs", {})))
+            _attach_tiles(src, ds, entries, order[bounds[i]:bounds[i + 1]], self.index_offset)
+            self.datasets.append(ds)
+
+    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
+    def _items(self) -> list[TetrDataset]:
+        return self.datasets
+
+    def dataset(self, key: str | int) -> TetrDataset:
+        """Dataset by position, or by name (the first record carrying it, like the reference)."""
+        return self[key]
+
+    # -- reading ----------------------------------------------------------------------------------
+    def tile_reader(self, key: str | int) -> TetrTileReader:
+        d = self.dataset(key)
+        return TetrTileReader(self.source, d.name, d.dtype, d.shape, d.chunk_shape, d.entries, d.table)
+
+    def array_spec(self, key: str | int) -> ArraySpec:
+        """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""
+        d = self.dataset(key)
+        return ArraySpec(d.shape, d.dtype, d.chunk_shape, self.tile_reader(key),
+                         hints={"format": "tetr", "codec": d.codec})
+
+    def read_chunk(self, key: str | int, chunk_coords: Sequence[int]) -> np.ndarray:
+        """The tile at grid ``chunk_coords`` at its clipped extent."""
+        return self.tile_reader(key).read_chunk(tuple(chunk_coords))
+
+    def read_region(self, key: str | int, selection: Sequence[slice | int] | slice | int = ()) -> np.ndarray:
+        """A hyperslab (ints and slices per axis, like numpy basic indexing) reading only the tiles it touches.
+
+        Slices with a step read the bounding range of each touched tile and keep every step-th element.
+        """
+        d = self.dataset(key)
+        sel = tuple(selection) if isinstance(selection, (tuple, list)) else (selection,)
+        if len(sel) > d.ndim:
+            raise IndexError(f"{len(sel)} indices for the {d.ndim}-d dataset {d.name!r}")
+        sel = sel + (slice(None),) * (d.ndim - len(sel))
+        bounds, post, squeeze = [], [], []
+        for axis, (s, n) in enumerate(zip(sel, d.shape)):
+            if isinstance(s, slice):
+                start, stop, step = s.indices(n)
+                idx = range(start, stop, step)
+                lo, hi = (min(idx[0], idx[-1]), max(idx[0], idx[-1]) + 1) if len(idx) else (0, 0)
+                bounds.append((lo, hi))
+                # the box spans exactly idx[0]..idx[-1], so stepping from idx[0] ends inside it either way
+                post.append(slice(idx[0] - lo, None, step) if len(idx) else slice(0, 0))
+            else:
+                k = int(s) + (n if int(s) < 0 else 0)
+                if not 0 <= k < n:
+                    raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
+                bounds.append((k, k + 1))
+                post.append(slice(None))
+                squeeze.append(axis)
+        out = self._read_box(d, bounds)[tuple(post)]
+        return out.reshape(tuple(n for a, n in enumerate(out.shape) if a not in squeeze))
+
+    def _read_box(self, d: TetrDataset, bounds: list[tuple[int, int]]) -> np.ndarray:
+        """The step-1 box ``[lo, hi)`` per axis, filled tile by tile."""
+        out = np.empty(tuple(hi - lo for lo, hi in bounds), dtype=d.dtype)
+        if out.size == 0:
+            return out
+        reader = self.tile_reader(d.dataset_id)
+        ranges = [range(lo // c, (hi - 1) // c + 1) for (lo, hi), c in zip(bounds, d.chunk_shape)]
+        for coords in itertools.product(*ranges):
+            local, target = [], []
+            for (lo, hi), c, k in zip(bounds, d.chunk_shape, coords):
+                a, b = max(lo, k * c), min(hi, (k + 1) * c)
+                local.append(slice(a - k * c, b - k * c))
+                target.append(slice(a - lo, b - lo))
+            out[tuple(target)] = reader.read_chunk(coords, tuple(local))
+        return out
+
+    def read(self, key: str | int) -> np.ndarray:
+        """The whole dataset as a C-order numpy array (native byte order)."""
+        d = self.dataset(key)
+        return self._read_box(d, [(0, n) for n in d.shape])
+
+    def __repr__(self) -> str:
+        return f"<TetrFile {self.name!r}: layout v{self.layout_version}, {len(self.datasets)} datasets>"
+
+
+def open_tetr(source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> TetrFile:
+    """Open a Tetration layout v1 file (path, URL, bytes, file object or :class:`ByteSource`)."""
+    return TetrFile(source, storage_options=storage_options)
