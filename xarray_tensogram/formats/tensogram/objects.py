@@ -1,0 +1,366 @@
+"""Tensogram object reading: data frame layout, lazy per-object readers and the message view.
+
+Descriptors are read on first use and cached; an object's payload is read only when its values
+are asked for, and for uncompressed pipelines only the byte range of the requested rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ...catalog import ArraySpec
+from ...codecs import cbor
+from ...codecs.checksums import xxh3_64
+from ...errors import (
+    CorruptFileError,
+    IntegrityError,
+    LimitExceededError,
+    MetadataError,
+    MissingHashError,
+    describe,
+)
+from ...io import ByteSource
+from . import pipeline
+from .dtypes import DTYPES, numpy_dtype
+from .framing import (
+    DATA_FRAME,
+    FLAG_CBOR_AFTER_PAYLOAD,
+    FLAG_HASH_PRESENT,
+    FRAME_END,
+    FRAME_HEADER,
+    FRAME_START,
+    Preamble,
+    parse_frame_header,
+)
+
+
+@dataclass
+class ObjectRef:
+    """Where one data object lives: its data frame (absolute offset, length) and any preceder entry."""
+
+    frame_offset: int
+    frame_length: int
+    preceder: dict | None = None
+
+
+@dataclass
+class FrameLayout:
+    """What a data frame's header, footer and descriptor say (read once, then cached)."""
+
+    descriptor: dict
+    region_start: int  # absolute offset of the payload region
+    region_length: int
+    hash_present: bool
+    hash_value: int
+    body_start: int
+    body_length: int
+
+
+def _where(msg_index: int, obj: int | None = None) -> str:
+    return f"message {msg_index}" + (f", object {obj}" if obj is not None else "")
+
+
+
+def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_bytes: bytes | None = None) -> FrameLayout:
+    """Read a data frame's header and footer and parse its descriptor."""
+    off, length = ref.frame_offset, ref.frame_length
+    if length < 36:
+        raise CorruptFileError(f"{describe(source.name, where, off)}data frame length {length} is below the minimum 36")
+    if frame_bytes is None:
+        # header and tail in one read when the frame is small, else two reads
+        if length <= 8192:
+            frame_bytes = source.read(off, length, what="data frame")
+        else:
+            head = source.read(off, FRAME_HEADER, what="data frame header")
+            tail_len = min(length - FRAME_HEADER, 4096)
+            tail = source.read(off + length - tail_len, tail_len, what="data frame footer")
+            frame_bytes = None
+    if frame_bytes is not None:
+        head = bytes(frame_bytes[:FRAME_HEADER])
+        tail_len = min(length - FRAME_HEADER, 4096)
+        tail = bytes(frame_bytes[length - tail_len :])
+    hdr = parse_frame_header(head)
+    if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
+        raise CorruptFileError(
+            f"{describe(source.name, where, off)}expected a data frame (FR, type 9), found {hdr.marker!r} type {hdr.frame_type}"
+        )
+    if hdr.length != length:
+        raise CorruptFileError(
+            f"{describe(source.name, where, off)}data frame header says {hdr.length} bytes, the index says {length}"
+        )
+    if tail[-4:] != FRAME_END:
+        raise CorruptFileError(f"{describe(source.name, where, off + length - 4)}data frame does not end with ENDF")
+    cbor_offset = int.from_bytes(tail[-20:-12], "big")
+    hash_value = int.from_bytes(tail[-12:-4], "big")
+    if not 16 <= cbor_offset <= length - 20:
+        raise CorruptFileError(
+            f"{describe(source.name, where, off + length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]"
+        )
+    tail_start = length - tail_len  # frame-relative offset of tail[0]
+    if hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
+        desc_lo, desc_hi = cbor_offset, length - 20
+        if frame_bytes is not None:
+            desc_bytes = bytes(frame_bytes[desc_lo:desc_hi])
+        elif desc_lo >= tail_start:
+            desc_bytes = tail[desc_lo - tail_start : desc_hi - tail_start]
+        else:
+            desc_bytes = source.read(off + desc_lo, desc_hi - desc_lo, what="descriptor")
+        descriptor = cbor.loads(desc_bytes, where=describe(source.name, where, off + desc_lo))
+        region_start, region_length = off + 16, cbor_offset - 16
+    else:
+        body = bytes(frame_bytes[16 : length - 20]) if frame_bytes is not None else source.read(off + 16, length - 36, what="frame body")
+        descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
+        region_start, region_length = off + 16 + used, length - 36 - used
+    descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
+    return FrameLayout(
+        descriptor=descriptor,
+        region_start=region_start,
+        region_length=region_length,
+        hash_present=bool(hdr.flags & FLAG_HASH_PRESENT),
+        hash_value=hash_value,
+        body_start=off + 16,
+        body_length=length - 36,
+    )
+
+
+@dataclass
+class ObjectReader:
+    """Picklable, thread-safe reader of one object; the lazy array's chunk reader for Tensogram.
+
+    The chunk grid of an object is its row bands (``rows_per_chunk`` rows along the
+    leading axis, the full extent elsewhere); ``rows_per_chunk = shape[0]`` means
+    one chunk per object.
+    """
+
+    source: ByteSource
+    ref: ObjectRef
+    where: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    rows_per_chunk: int = 0
+    verify_hash: bool = False
+    _layout: FrameLayout | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_layout"] = None
+        return state
+
+    def layout(self) -> FrameLayout:
+        lay = self._layout
+        if lay is None:
+            lay = read_frame_layout(self.source, self.ref, self.where)
+            self._check_geometry(lay.descriptor)
+            self._layout = lay
+        return lay
+
+    def _check_geometry(self, desc: Mapping[str, Any]) -> None:
+        shape = tuple(desc["shape"])
+        if desc["dtype"] == "bitmask":
+            shape = ((math.prod(shape) + 7) // 8,)
+        if shape != self.shape or numpy_dtype(desc["dtype"]) != self.dtype and desc["encoding"] != "simple_packing":
+            raise MetadataError(
+                f"{describe(self.source.name, self.where)}descriptor says shape {list(desc['shape'])} dtype "
+                f"{desc['dtype']}, the metadata promised {list(self.shape)} {self.dtype}"
+            )
+
+    def _fetch(self, offset: int, length: int, what: str) -> np.ndarray:
+        """Bytes as a uint8 array: a read-only view of the memory map for local files (decoders copy out of
+        it, so compressed payloads are never copied twice), else a fresh buffer."""
+        view = self.source.view(offset, length)
+        if view is not None:
+            return np.frombuffer(view, dtype=np.uint8)
+        return self.source.read_array(offset, length, what=what)
+
+    def read_verified_frame(self) -> np.ndarray:
+        """Read the whole data frame and check its xxh3 before anything in it is trusted."""
+        off, length = self.ref.frame_offset, self.ref.frame_length
+        w = describe(self.source.name, self.where, off)
+        if length < 36:
+            raise CorruptFileError(f"{w}data frame length {length} is below the minimum 36")
+        frame = self._fetch(off, length, "data frame")
+        flags = int.from_bytes(bytes(frame[6:8]), "big")
+        if not flags & FLAG_HASH_PRESENT:
+            raise MissingHashError(f"{w}verify_hash requested but the data frame carries no hash")
+        expected = int.from_bytes(bytes(frame[length - 12 : length - 4]), "big")
+        actual = xxh3_64(memoryview(frame)[16 : length - 20])
+        if actual != expected:
+            raise IntegrityError(f"{w}xxh3 mismatch: frame says {expected:016x}, body hashes to {actual:016x}")
+        return frame
+
+    def read(self, rows: slice | None = None) -> np.ndarray:
+        """The object's values, or only rows ``rows`` of its leading axis."""
+        try:
+            return self._read(rows)
+        except MemoryError:
+            raise LimitExceededError(
+                f"{describe(self.source.name, self.where, self.ref.frame_offset)}decoding shape {list(self.shape)} "
+                f"({self.dtype}) needs more memory than is available"
+            ) from None
+
+    def _read(self, rows: slice | None = None) -> np.ndarray:
+        self.source.check_unchanged()
+        partial = rows is not None and bool(self.shape) and rows.indices(self.shape[0])[:2] != (0, self.shape[0])
+        if self.verify_hash or (self._layout is None and not partial and self.ref.frame_length <= (64 << 20)):
+            # first touch (or verification): one read of the whole frame gives descriptor and payload together
+            if self.verify_hash:
+                frame = self.read_verified_frame()
+            else:
+                frame = self._fetch(self.ref.frame_offset, self.ref.frame_length, "data frame")
+            lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
+            self._check_geometry(lay.descriptor)
+            self._layout = lay
+            lo = lay.region_start - self.ref.frame_offset
+            region = frame[lo : lo + lay.region_length]
+            out = pipeline.decode_full(region, lay.descriptor, describe(self.source.name, self.where))
+            return out if rows is None else out[rows]
+        lay = self.layout()
+        desc = lay.descriptor
+        where = describe(self.source.name, self.where)
+        if rows is not None and pipeline.supports_row_ranges(desc):
+            start, stop, step = rows.indices(desc["shape"][0])
+            if step == 1 and stop > start:
+                payload_len, found = pipeline.split_masks(lay.region_length, desc, where)
+                expected = pipeline.encoded_length(desc)
+                if payload_len != expected:
+                    raise CorruptFileError(f"{where}uncompressed payload is {payload_len} bytes, descriptor implies {expected}")
+                lo, hi, bit_offset = pipeline.row_byte_range(desc, start, stop)
+                ranges = [(lay.region_start + lo, hi - lo)]
+                ranges += [(lay.region_start + o, n) for (o, n, _m, _p) in found.values()]
+                parts = self.source.read_ranges(ranges, what="payload rows")
+                masks = None
+                if found:
+                    count = pipeline.element_count(desc)
+                    masks = {}
+                    for (kind, (_o, _n, method, params)), blob in zip(found.items(), parts[1:]):
+                        from ...codecs.masks import decode_mask
+
+                        masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
+                return pipeline.decode_rows(parts[0], desc, start, stop, bit_offset, masks, where)
+        region = self._fetch(lay.region_start, lay.region_length, "payload")
+        if rows is not None and pipeline.supports_leading_prefix(desc):
+            start, stop, step = rows.indices(desc["shape"][0])
+            if step == 1 and stop > start:
+                # decompress only up to the last requested row (the stream's tail is not checked)
+                from ...codecs.zstd import decompress_prefix
+
+                hi = pipeline.row_byte_range(desc, 0, stop)[1]
+                prefix = decompress_prefix(region, hi, pipeline.encoded_length(desc), where=where)
+                return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
+        out = pipeline.decode_full(region, desc, where)
+        return out if rows is None else out[rows]
+
+    def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
+        if not self.shape:
+            return self.read()
+        band = self.rows_per_chunk or self.shape[0] or 1
+        base = coords[0] * band
+        rows = slice(base + region[0].start, base + region[0].stop)
+        if rows.start == 0 and rows.stop == self.shape[0]:
+            block = self.read()
+        else:
+            block = self.read(rows)
+        rest = region[1:]
+        if any(r != slice(0, n) for r, n in zip(rest, self.shape[1:])):
+            block = block[(slice(None),) + rest]
+        return block
+
+
+class Message:
+    """One Tensogram message: metadata, object locations and lazy access to descriptors and values."""
+
+    def __init__(self, source: ByteSource, index: int, offset: int, length: int, preamble: Preamble,
+                 metadata: dict, objects: list[ObjectRef]) -> None:
+        self.source = source
+        self.index = index
+        self.offset = offset
+        self.length = length
+        self.preamble = preamble
+        self._metadata = metadata
+        self.objects = objects
+        self._readers: list[ObjectReader | None] = [None] * len(objects)
+
+    def __repr__(self) -> str:
+        return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self.objects)} objects)>"
+
+    @property
+    def metadata(self) -> dict:
+        """Global metadata (``version``, ``base``, ``_extra_``, ``_reserved_``) after preceder merge."""
+        return self._metadata
+
+    @property
+    def base(self) -> list[dict]:
+        return self._metadata["base"]
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def _reader(self, j: int) -> ObjectReader:
+        if not 0 <= j < len(self.objects):
+            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        r = self._readers[j]
+        if r is None:
+            shape, dtype = self.object_geometry(j)
+            r = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype)
+            self._readers[j] = r
+        return r
+
+    def object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it."""
+        tensor = (self.base[j].get("_reserved_") or {}).get("tensor") if j < len(self.base) else None
+        if isinstance(tensor, dict) and isinstance(tensor.get("shape"), list) and tensor.get("dtype") in DTYPES:
+            desc = {"shape": tensor["shape"], "dtype": tensor["dtype"]}
+            if all(isinstance(s, int) and s >= 0 for s in desc["shape"]) and len(desc["shape"]) <= pipeline.MAX_RANK:
+                return self._geometry_of(desc)
+        return self._geometry_of(self.descriptor(j))
+
+    @staticmethod
+    def _geometry_of(desc: Mapping[str, Any]) -> tuple[tuple[int, ...], np.dtype]:
+        shape = tuple(int(s) for s in desc["shape"])
+        if desc["dtype"] == "bitmask":
+            return ((math.prod(shape) + 7) // 8,), np.dtype(np.uint8)
+        if desc.get("encoding") == "simple_packing":
+            return shape, np.dtype(np.float64)
+        return shape, numpy_dtype(desc["dtype"])
+
+    def descriptor(self, j: int) -> dict:
+        """Descriptor of object ``j`` (read from its data frame on first use)."""
+        if not 0 <= j < len(self.objects):
+            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        r = self._readers[j]
+        if r is not None:
+            return r.layout().descriptor
+        lay = read_frame_layout(self.source, self.objects[j], _where(self.index, j))
+        return lay.descriptor
+
+    @property
+    def descriptors(self) -> list[dict]:
+        """All descriptors (reads each data frame's footer and descriptor once)."""
+        return [self.descriptor(j) for j in range(len(self.objects))]
+
+    def read_object(self, j: int, *, verify_hash: bool = False, rows: slice | None = None) -> np.ndarray:
+        """Decode object ``j``: shape from its descriptor, native byte order, NaN/Inf restored.
+
+        ``rows`` selects a leading-axis range; for uncompressed, unfiltered objects only those
+        bytes are read. With ``verify_hash=True`` the whole frame body is read and its xxh3
+        checked first, even for a row range.
+        """
+        r = self._reader(j)
+        if verify_hash:
+            r = ObjectReader(r.source, r.ref, r.where, r.shape, r.dtype, verify_hash=True)
+        return r.read(rows)
+
+    def array_spec(self, j: int, *, verify_hash: bool = False, rows_per_chunk: int = 0) -> ArraySpec:
+        """Lazy description of object ``j`` for the shared lazy array."""
+        shape, dtype = self.object_geometry(j)
+        reader = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype,
+                              rows_per_chunk=rows_per_chunk, verify_hash=verify_hash)
+        if shape:
+            chunks = ((rows_per_chunk or shape[0] or 1),) + shape[1:]
+        else:
+            chunks = ()
+        return ArraySpec(shape, dtype, chunks, reader)

@@ -1,0 +1,399 @@
+"""Tensogram message scanning: find messages, parse preambles, postambles, header/footer frames and indexes.
+
+Opening a file reads only preambles, postambles, metadata, index and hash frames (and, for
+streaming messages without a footer index, the 16-byte header of every frame while walking them).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ...codecs import cbor
+from ...errors import (
+    CorruptFileError,
+    CorruptMessageWarning,
+    MetadataError,
+    NotATensorFileError,
+    TruncatedFileError,
+    UnsupportedError,
+    XarrayTensogramError,
+    describe,
+)
+from ...io import ByteSource
+from .framing import (
+    DATA_FRAME,
+    END_MAGIC,
+    FRAME_END,
+    FRAME_HEADER,
+    FRAME_START,
+    INDEX_TYPES,
+    MAGIC,
+    METADATA_TYPES,
+    MIN_MESSAGE,
+    POSTAMBLE,
+    PREAMBLE,
+    PRECEDER_FRAME,
+    Preamble,
+    align8,
+    parse_frame_header,
+    parse_postamble,
+    parse_preamble,
+    phase_of,
+)
+from .objects import Message, ObjectRef, _where
+
+#: metadata and index frames larger than this are refused (a safety limit, not a format rule)
+MAX_METADATA_FRAME = 64 * 1024 * 1024
+SCAN_BLOCK = 1 << 20
+
+
+
+class _Window:
+    """Serves small metadata reads from one larger block (few requests for remote sources)."""
+
+    def __init__(self, source: ByteSource, lookahead: int) -> None:
+        self.source = source
+        self.lookahead = lookahead
+        self.blocks: list[tuple[int, bytes]] = []  # the last two blocks read (header and postamble)
+
+    def read(self, offset: int, length: int, what: str) -> bytes:
+        end = offset + length
+        for start, data in self.blocks:
+            if start <= offset and end <= start + len(data):
+                return data[offset - start : end - start]
+        want = max(length, self.lookahead)
+        want = min(want, self.source.size - offset) if offset < self.source.size else length
+        if want < length:
+            want = length
+        block = self.source.read(offset, want, what=what)
+        self.blocks = [(offset, block)] + self.blocks[:1]
+        return block[:length]
+
+
+class MessageScanner:
+    """Splits a byte source into messages (spec §6): preambles, postambles, metadata, index and hash frames.
+
+    Used once per open; damaged byte ranges are collected in :attr:`skipped`.
+    """
+
+    def __init__(self, source: ByteSource, *, strict: bool = False) -> None:
+        self.source = source
+        self.name = source.name
+        self.strict = strict
+        self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
+        lookahead = 0 if type(source).__name__ in ("LocalFileSource", "BytesSource") else 65536
+        self._window = _Window(source, lookahead)
+
+    # -- scanning -----------------------------------------------------------------------------
+    def _read(self, offset: int, length: int, what: str) -> bytes:
+        return self._window.read(offset, length, what)
+
+    def _find_magic(self, start: int) -> int:
+        """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
+        pos = start
+        size = self.source.size
+        while pos + len(MAGIC) <= size:
+            n = min(SCAN_BLOCK, size - pos)
+            block = self.source.read(pos, n, what="scan")
+            k = block.find(MAGIC)
+            if k >= 0:
+                return pos + k
+            if pos + n >= size:
+                break
+            pos += n - len(MAGIC) + 1
+        return -1
+
+    def scan(self) -> list[Message]:
+        """Split the file into messages (spec §6), skipping bytes between them.
+
+        Bytes before or between messages that are not a message are skipped silently,
+        as the reference scanner does; a message that starts with the magic but cannot
+        be parsed is reported with a :class:`CorruptMessageWarning` (or raised with
+        ``strict=True``) and scanning resumes at the next magic. Bytes after the last
+        message are reported the same way: they are what an interrupted write or a
+        cut copy leaves (a partial magic, a partial message), so data loss is never silent.
+        """
+        messages: list[Message] = []
+        pos = 0
+        self.source.check_unchanged()
+        size = self.source.size
+        if size == 0:
+            raise NotATensorFileError(
+                f"{describe(self.name, offset=0)}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}"
+            )
+        if size < MIN_MESSAGE:
+            head = self._read(0, min(size, len(MAGIC)), "magic")
+            cls = TruncatedFileError if MAGIC.startswith(head) or head == MAGIC else NotATensorFileError
+            raise cls(
+                f"{describe(self.name, offset=0)}file truncated: a Tensogram message needs at least {MIN_MESSAGE} "
+                f"bytes, this file has {size}"
+                if cls is TruncatedFileError else
+                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) in {size} bytes"
+            )
+        while pos < size:
+            if pos + len(MAGIC) > size or self._read(pos, len(MAGIC), "magic") != MAGIC:
+                nxt = self._find_magic(pos)
+                if nxt < 0:
+                    if messages or self.skipped:
+                        self._trailing(pos, size)
+                    break
+                pos = nxt
+                continue
+            try:
+                if pos + MIN_MESSAGE > size:
+                    raise TruncatedFileError(
+                        f"{describe(self.name, _where(len(messages)), pos)}message truncated: a message needs at "
+                        f"least {MIN_MESSAGE} bytes, the file ends {size - pos} bytes after its start"
+                    )
+                msg, end = self._parse_message(pos, len(messages))
+            except XarrayTensogramError as exc:
+                if self.strict:
+                    raise
+                nxt = self._find_magic(pos + 1)
+                end = nxt if nxt >= 0 else size
+                self._report(pos, end, str(exc))
+                pos = end
+                continue
+            messages.append(msg)
+            pos = end
+        if not messages:
+            if self.skipped:
+                raise CorruptFileError(f"{describe(self.name)}no readable Tensogram message: {self.skipped[0][2]}")
+            raise NotATensorFileError(f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)")
+        return messages
+
+    def _report(self, start: int, end: int, reason: str, what: str = "damaged message") -> None:
+        self.skipped.append((start, end, reason))
+        warnings.warn(f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4)
+
+    def _trailing(self, start: int, size: int) -> None:
+        """Report bytes ``start..size`` after the last message, which hold no message magic.
+
+        A prefix of the magic means the file was cut inside the next message's preamble
+        (:class:`TruncatedFileError`); anything else is trailing junk (:class:`CorruptFileError`).
+        """
+        n = size - start
+        head = self._read(start, min(n, len(MAGIC)), "trailing bytes")
+        where = describe(self.name, offset=start)
+        if n < len(MAGIC) and MAGIC.startswith(head):
+            exc: CorruptFileError = TruncatedFileError(
+                f"{where}file truncated inside a message preamble: {n} bytes of the magic TENSOGRM are left, "
+                f"a message needs at least {MIN_MESSAGE} bytes (bytes {start}..{size})"
+            )
+        else:
+            exc = CorruptFileError(f"{where}{n} bytes after the last message are not a Tensogram message (bytes {start}..{size})")
+        if self.strict:
+            raise exc
+        self._report(start, size, str(exc), what="trailing bytes")
+
+    def _parse_message(self, pos: int, index: int) -> tuple[Message, int]:
+        where = _where(index)
+        size = self.source.size
+        pre = parse_preamble(self._read(pos, PREAMBLE, "preamble"))
+        if pre.version != 3:
+            raise UnsupportedError(f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported")
+        total = pre.total_length
+        if total:
+            if total >= MIN_MESSAGE and pos + total > size:
+                raise TruncatedFileError(
+                    f"{describe(self.name, where, pos + 16)}message truncated: its preamble declares {total} bytes, "
+                    f"the file ends {size - pos} bytes after its start"
+                )
+            if total < MIN_MESSAGE:
+                raise CorruptFileError(
+                    f"{describe(self.name, where, pos + 16)}total_length {total} is impossible here "
+                    f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
+                )
+            post = self._read(pos + total - POSTAMBLE, POSTAMBLE, "postamble")
+            first_footer, mirrored, end_magic = parse_postamble(post)
+            if end_magic != END_MAGIC:
+                raise CorruptFileError(f"{describe(self.name, where, pos + total - 8)}end magic 39277777 missing")
+            if mirrored not in (0, total):
+                raise CorruptFileError(
+                    f"{describe(self.name, where, pos + total - 16)}postamble total_length {mirrored} != preamble {total}"
+                )
+            return self._walk_frames(pos, index, pre, pos + total - POSTAMBLE, first_footer)
+        return self._walk_frames(pos, index, pre, None, None)
+
+    def _walk_frames(self, pos: int, index: int, pre: Preamble, body_end: int | None,
+                     first_footer: int | None) -> tuple[Message, int]:
+        """Walk header frames; use an index to jump over data frames, else walk them too."""
+        where = _where(index)
+        size = self.source.size
+        limit = body_end if body_end is not None else size - POSTAMBLE
+        cur = pos + PREAMBLE
+        phase = 0
+        metadata: Any = None
+        index_map: dict | None = None
+        data: list[ObjectRef] = []
+        pending_preceder: dict | None = None
+        jumped = False  # data frames taken from the index rather than walked
+        while True:
+            # step over padding to the next FR (the reference steps byte by byte)
+            if cur + FRAME_HEADER > limit:
+                break
+            hdr_bytes = self._read(cur, FRAME_HEADER, "frame header")
+            if hdr_bytes[:2] != FRAME_START:
+                nxt = cur + 1
+                if body_end is None:
+                    break  # streaming without a length: the postamble follows the frames
+                cur = nxt
+                continue
+            hdr = parse_frame_header(hdr_bytes)
+            ph = phase_of(hdr.frame_type)
+            if ph < 0 or hdr.frame_type == 4:
+                raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {hdr.frame_type}")
+            if hdr.length < hdr.min_length or cur + hdr.length > limit:
+                raise CorruptFileError(
+                    f"{describe(self.name, where, cur + 8)}frame length {hdr.length} runs past the message end "
+                    f"or is below the minimum {hdr.min_length}"
+                )
+            if ph < phase:
+                raise CorruptFileError(
+                    f"{describe(self.name, where, cur)}frame type {hdr.frame_type} appears after a later-phase frame"
+                )
+            if pending_preceder is not None and hdr.frame_type != DATA_FRAME:
+                raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
+            phase = ph
+            if hdr.frame_type == DATA_FRAME:
+                if index_map is not None and body_end is not None and pending_preceder is None:
+                    # the index gives every data frame: jump to the footer instead of walking payloads
+                    data = self._objects_from_index(pos, index_map, where, limit)
+                    data = self._find_preceders(pos, data, cur, where)
+                    jumped = True
+                    if first_footer is not None and first_footer != body_end - pos:
+                        cur = pos + first_footer
+                        phase = 2
+                        continue
+                    break
+                tail = self._read(cur + hdr.length - 4, 4, "frame end")
+                if tail != FRAME_END:
+                    raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}data frame does not end with ENDF")
+                data.append(ObjectRef(cur, hdr.length, pending_preceder))
+                pending_preceder = None
+                cur = pos + align8(cur + hdr.length - pos)
+                continue
+            if hdr.length > MAX_METADATA_FRAME:
+                raise CorruptFileError(
+                    f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds the {MAX_METADATA_FRAME}-byte limit"
+                )
+            frame = self._read(cur, hdr.length, "frame")
+            if frame[-4:] != FRAME_END:
+                raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}frame does not end with ENDF")
+            body = frame[FRAME_HEADER : hdr.length - 12]
+            fwhere = describe(self.name, where, cur + FRAME_HEADER)
+            if hdr.frame_type in METADATA_TYPES:
+                metadata = cbor.loads(body, where=fwhere)
+                if not isinstance(metadata, dict):
+                    raise MetadataError(f"{fwhere}metadata is a {type(metadata).__name__}, expected a map")
+            elif hdr.frame_type in INDEX_TYPES:
+                index_map = cbor.loads(body, where=fwhere)
+            elif hdr.frame_type == PRECEDER_FRAME:
+                pre_meta = cbor.loads(body, where=fwhere)
+                base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
+                if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
+                    raise MetadataError(f"{fwhere}preceder metadata must hold exactly one base entry")
+                pending_preceder = {k: v for k, v in base[0].items() if k != "_reserved_"}
+            cur = pos + align8(cur + hdr.length - pos)
+        if pending_preceder is not None:
+            raise CorruptFileError(f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body")
+        if body_end is None:
+            # streaming message of unknown length: the postamble must follow the last frame
+            post = self._read(cur, POSTAMBLE, "postamble")
+            first_footer, mirrored, end_magic = parse_postamble(post)
+            if end_magic != END_MAGIC:
+                raise CorruptFileError(f"{describe(self.name, where, cur)}expected a postamble (end magic 39277777)")
+            end = cur + POSTAMBLE
+        else:
+            end = body_end + POSTAMBLE
+        if metadata is None:
+            raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
+        if index_map is not None and not data:
+            data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
+        elif index_map is not None and not jumped:
+            self._check_index_matches(index_map, data, pos, where)
+        meta = self._normalise_metadata(metadata, len(data), describe(self.name, where, pos))
+        for j, ref in enumerate(data):
+            if ref.preceder:
+                meta["base"][j].update(ref.preceder)
+        return Message(self.source, index, pos, end - pos, pre, meta, data), end
+
+    def _objects_from_index(self, pos: int, index_map: Any, where: str, limit: int) -> list[ObjectRef]:
+        w = describe(self.name, where)
+        if not isinstance(index_map, dict):
+            raise MetadataError(f"{w}index frame is not a map")
+        offsets, lengths = index_map.get("offsets"), index_map.get("lengths")
+        if not isinstance(offsets, list) or not isinstance(lengths, list) or len(offsets) != len(lengths):
+            raise MetadataError(f"{w}index offsets/lengths are missing or of different lengths")
+        refs = []
+        for j, (o, n) in enumerate(zip(offsets, lengths)):
+            if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
+                raise CorruptFileError(
+                    f"{describe(self.name, _where(int(where.split()[-1]) if where.split()[-1].isdigit() else 0, j), pos)}"
+                    f"index entry offset {o!r} length {n!r} lies outside the message body"
+                )
+            refs.append(ObjectRef(pos + o, n))
+        return refs
+
+    def _check_index_matches(self, index_map: Any, data: list[ObjectRef], pos: int, where: str) -> None:
+        refs = self._objects_from_index(pos, index_map, where, self.source.size)
+        if [(r.frame_offset, r.frame_length) for r in refs] != [(r.frame_offset, r.frame_length) for r in data]:
+            warnings.warn(
+                f"{self.name}: {where}: the index frame disagrees with the data frames found by walking; using the frames",
+                CorruptMessageWarning, stacklevel=5,
+            )
+
+    def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, where: str) -> list[ObjectRef]:
+        """Preceder frames sit in gaps before indexed data frames; read them (rare)."""
+        expected = first_data
+        for ref in refs:
+            if ref.frame_offset > expected:
+                gap = self.source.read(expected, ref.frame_offset - expected, what="gap before data frame")
+                k = gap.find(FRAME_START)
+                while k >= 0 and k + FRAME_HEADER <= len(gap):
+                    hdr = parse_frame_header(gap[k : k + FRAME_HEADER])
+                    if hdr.frame_type == PRECEDER_FRAME and k + hdr.length <= len(gap):
+                        body = gap[k + FRAME_HEADER : k + hdr.length - 12]
+                        pre_meta = cbor.loads(body, where=describe(self.name, where, expected + k))
+                        base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
+                        if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
+                            raise MetadataError(f"{describe(self.name, where, expected + k)}preceder must hold one base entry")
+                        ref.preceder = {k2: v for k2, v in base[0].items() if k2 != "_reserved_"}
+                        break
+                    k = gap.find(FRAME_START, k + 1)
+            expected = pos + align8(ref.frame_offset + ref.frame_length - pos)
+        return refs
+
+    @staticmethod
+    def _normalise_metadata(meta: dict, n_objects: int, w: str) -> dict:
+        """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``."""
+        out: dict[str, Any] = {}
+        extra = meta.get("_extra_", {})
+        if extra is None:
+            extra = {}
+        if not isinstance(extra, dict):
+            raise MetadataError(f"{w}_extra_ is not a map")
+        extra = dict(extra)
+        for key, value in meta.items():
+            if not isinstance(key, str):
+                raise MetadataError(f"{w}top-level metadata key {key!r} is not text")
+            if key in ("base", "_extra_", "_reserved_"):
+                continue
+            if key in extra:
+                raise MetadataError(f"{w}ambiguous metadata: key {key!r} is both top-level and in _extra_")
+            extra[key] = value
+        base = meta.get("base", [])
+        if base is None:
+            base = []
+        if not isinstance(base, list) or not all(isinstance(b, dict) for b in base):
+            raise MetadataError(f"{w}'base' is not a list of maps")
+        if len(base) > n_objects:
+            raise MetadataError(f"{w}'base' has {len(base)} entries for {n_objects} objects")
+        base = [dict(b) for b in base] + [{} for _ in range(n_objects - len(base))]
+        reserved = meta.get("_reserved_", {})
+        out["version"] = 3
+        out["base"] = base
+        out["_extra_"] = extra
+        out["_reserved_"] = reserved if isinstance(reserved, dict) else {}
+        return out
