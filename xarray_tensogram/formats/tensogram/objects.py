@@ -237,7 +237,7 @@ class ObjectReader:
                     count = pipeline.element_count(desc)
                     masks = {}
                     for (kind, (_o, _n, method, params)), blob in zip(found.items(), parts[1:]):
-                        from ...codecs.masks import decode_mask
+                        from .masks import decode_mask
 
                         masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
                 return pipeline.decode_rows(parts[0], desc, start, stop, bit_offset, masks, where)

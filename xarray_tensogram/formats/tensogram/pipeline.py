@@ -12,10 +12,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...codecs import masks as mask_codec
 from ...codecs import simple_packing
-from ...codecs.compressors import decompress
-from ...errors import CodecError, CorruptFileError, LimitExceededError, MetadataError, UnsupportedError
+from ...errors import (
+    CodecError,
+    CorruptFileError,
+    LimitExceededError,
+    MetadataError,
+    UnsupportedError,
+)
+from . import masks as mask_codec
+from .compression import decompress
 from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
 
 __all__ = ["validate_descriptor", "element_count", "encoded_length", "decode_full", "decode_rows", "decode_masks",

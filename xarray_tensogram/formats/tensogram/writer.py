@@ -16,18 +16,18 @@ import os
 import struct
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..._version import __version__
-from ...codecs import masks as mask_codec
 from ...codecs import simple_packing, zstd
 from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
 from ...codecs.registry import require
 from ...errors import EncodeError, UnsupportedError
 from ...io import atomic_write
+from . import masks as mask_codec
 from .dtypes import DTYPES, dtype_width
 from .framing import END_MAGIC, MAGIC, align8
 
@@ -337,8 +337,8 @@ def _compress(encoded: bytes, desc: dict) -> bytes:
         bm.run_optimize()
         return prefix + bm.serialize()
     if comp == "szip":
-        from ...codecs.compressors import _szip_flags, szip_sample_bits
         from ...codecs.szip import szip_encode
+        from .compression import _szip_flags, szip_sample_bits
 
         for key in ("szip_rsi", "szip_block_size", "szip_flags"):
             if key not in desc:

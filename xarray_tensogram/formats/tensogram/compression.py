@@ -12,9 +12,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import CodecError, MetadataError, UnsupportedError
-from . import zstd
-from .registry import require
+from ...codecs import zstd
+from ...codecs.registry import require
+from ...errors import CodecError, MetadataError, UnsupportedError
 
 __all__ = ["decompress", "compress", "DECODERS", "szip_sample_bits"]
 
@@ -82,7 +82,7 @@ def szip_sample_bits(desc: Params) -> int:
         return _param(desc, "sp_bits_per_value", int, "")
     if desc.get("filter") == "shuffle":
         return 8
-    from ..formats.tensogram.dtypes import dtype_width
+    from .dtypes import dtype_width
 
     return dtype_width(str(desc["dtype"])) * 8
 
@@ -109,7 +109,7 @@ def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
     if not (1 <= bits <= 32) or block <= 0 or not (1 <= rsi <= 4096):
         raise CodecError(f"{where}invalid szip parameters bits={bits} block_size={block} rsi={rsi}")
     # libaec's streaming decoder, stopped when the expected output is full, as the reference calls it
-    from .szip import szip_decode
+    from ...codecs.szip import szip_decode
 
     try:
         return szip_decode(payload, expected, bits, block, rsi, flags)

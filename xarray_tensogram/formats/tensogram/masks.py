@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import CodecError, UnsupportedError
-from . import zstd
-from .registry import require
+from ...codecs import zstd
+from ...codecs.registry import require
+from ...errors import CodecError, UnsupportedError
 
 __all__ = ["decode_mask", "rle_decode", "rle_encode", "roaring_decode", "MASK_METHODS"]
 
@@ -100,11 +99,11 @@ def decode_mask(method: str, blob: bytes | memoryview, n: int, params: Mapping[s
     if method == "zstd":
         return _unpack(zstd.decompress(blob, nbytes, where=where), n, where)
     if method == "lz4":
-        from .compressors import decompress
+        from .compression import decompress
 
         return _unpack(decompress("lz4", blob, nbytes, {}, where), n, where)
     if method == "blosc2":
-        from .compressors import decompress
+        from .compression import decompress
 
         return _unpack(decompress("blosc2", blob, nbytes, {}, where), n, where)
     raise UnsupportedError(f"{where}unknown mask method {method!r} (known: {', '.join(MASK_METHODS)})")
