@@ -15,9 +15,10 @@ import os
 from functools import lru_cache
 
 from ..errors import CodecError, MissingCodecError
+from .limits import check_ratio
 from .registry import require
 
-__all__ = ["szip_encode", "szip_decode"]
+__all__ = ["szip_encode", "szip_decode", "decode"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
@@ -133,3 +134,16 @@ def szip_decode(payload: bytes, expected: int, bits_per_sample: int, block_size:
     if got != expected:
         raise CodecError(f"szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
     return dst.raw[:expected]
+
+
+def decode(payload: bytes | memoryview, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int,
+           *, where: str = "") -> bytes:
+    """Checked :func:`szip_decode`: parameters in libaec's ranges, output no larger than the payload can hold."""
+    require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
+    check_ratio("szip", len(payload), expected, where)
+    if not (1 <= bits_per_sample <= 32) or block_size <= 0 or not (1 <= rsi <= 4096):
+        raise CodecError(f"{where}invalid szip parameters bits={bits_per_sample} block_size={block_size} rsi={rsi}")
+    try:
+        return szip_decode(bytes(payload), expected, bits_per_sample, block_size, rsi, flags)
+    except CodecError as exc:
+        raise CodecError(f"{where}{exc}") from None

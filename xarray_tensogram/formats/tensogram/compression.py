@@ -1,8 +1,9 @@
-"""Tensogram compressors (spec §13): payload bytes -> exactly ``expected`` decoded bytes.
+"""Tensogram compressors (spec §13): descriptor-driven dispatch onto the format-free codecs.
 
 Each decoder is told the size the descriptor promises and never produces (or
-allocates) more. Optional packages are imported on first use; when missing, the
-error names the ``codecs`` extra.
+allocates) more. This module reads the descriptor's parameters (szip sample
+width and flags, zfp mode, byte order after zfp/sz3, the bit count before an
+rle/roaring bitmap) and hands plain values to :mod:`xarray_tensogram.codecs`.
 """
 
 from __future__ import annotations
@@ -12,19 +13,14 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ...codecs import zstd
-from ...codecs.registry import require
+from ...codecs import bitmaps, blosc2, lz4, sz3, szip, zfp, zstd
+from ...codecs.limits import check_ratio, check_size
 from ...errors import CodecError, MetadataError, UnsupportedError
+from .dtypes import dtype_width
 
-__all__ = ["decompress", "compress", "DECODERS", "szip_sample_bits"]
+__all__ = ["decompress", "compress", "DECODERS", "szip_sample_bits", "szip_flags"]
 
 Params = Mapping[str, Any]
-
-
-def _check_size(data: bytes | np.ndarray, expected: int, codec: str, where: str) -> None:
-    n = data.nbytes if isinstance(data, np.ndarray) else len(data)
-    if n != expected:
-        raise CodecError(f"{where}{codec} payload decodes to {n} bytes, expected {expected}")
 
 
 def _param(desc: Params, key: str, kind: type, where: str) -> Any:
@@ -36,22 +32,8 @@ def _param(desc: Params, key: str, kind: type, where: str) -> Any:
     return kind(value)
 
 
-#: largest decoded/stored ratio each codec can reach on real data, generously; a descriptor promising
-#: more is refused before anything is allocated (no 100 GB buffer for a 1 kB payload)
-MAX_RATIO = {"szip": 16384, "zfp": 512, "sz3": 32768}
-
-
-def _check_ratio(codec: str, payload_len: int, expected: int, where: str) -> None:
-    limit = MAX_RATIO[codec] * max(payload_len, 1) + 4096
-    if expected > limit:
-        raise CodecError(
-            f"{where}{codec} payload of {payload_len} bytes cannot decode to the {expected} bytes the descriptor "
-            f"promises (more than {MAX_RATIO[codec]}:1)"
-        )
-
-
 def _none(payload: bytes, expected: int, params: Params, where: str) -> bytes:
-    _check_size(payload, expected, "uncompressed", where)
+    check_size(payload, expected, "uncompressed", where)
     return payload
 
 
@@ -60,34 +42,24 @@ def _zstd(payload: bytes, expected: int, params: Params, where: str) -> np.ndarr
 
 
 def _lz4(payload: bytes, expected: int, params: Params, where: str) -> bytes:
-    lz4_block = require("lz4.block", f"{where}lz4 decompression")
-    if len(payload) < 4:
-        raise CodecError(f"{where}lz4 payload of {len(payload)} bytes has no 4-byte size prefix")
-    declared = struct.unpack("<I", payload[:4])[0]
-    if expected > 255 * len(payload) + 64:  # LZ4 cannot expand more than ~255:1
-        raise CodecError(f"{where}lz4 payload of {len(payload)} bytes cannot decode to {expected} bytes")
-    if declared != expected:
-        raise CodecError(f"{where}lz4 payload declares {declared} decoded bytes, descriptor implies {expected}")
-    try:
-        out = lz4_block.decompress(bytes(payload[4:]), uncompressed_size=expected)
-    except Exception as exc:  # lz4 raises LZ4BlockError (a RuntimeError)
-        raise CodecError(f"{where}lz4 block is corrupt: {exc}") from exc
-    _check_size(out, expected, "lz4", where)
-    return out
+    return lz4.decompress(payload, expected, where=where)
+
+
+def _blosc2(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+    return blosc2.decompress(payload, expected, where=where)
 
 
 def szip_sample_bits(desc: Params) -> int:
     """libaec bits_per_sample for a descriptor (spec §13.4)."""
     if desc.get("encoding") == "simple_packing":
-        return _param(desc, "sp_bits_per_value", int, "")
+        return int(_param(desc, "sp_bits_per_value", int, ""))
     if desc.get("filter") == "shuffle":
         return 8
-    from .dtypes import dtype_width
-
     return dtype_width(str(desc["dtype"])) * 8
 
 
-def _szip_flags(desc: Params, bits: int) -> int:
+def szip_flags(desc: Params, bits: int) -> int:
+    """libaec flags: the descriptor's, plus MSB order after simple_packing and 3-byte samples for 17..24 bits."""
     flags = desc.get("szip_flags", 0)
     flags = flags if isinstance(flags, int) and not isinstance(flags, bool) else 0
     if desc.get("encoding") == "simple_packing":
@@ -98,77 +70,47 @@ def _szip_flags(desc: Params, bits: int) -> int:
 
 
 def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
-    require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
-    _check_ratio("szip", len(payload), expected, where)
+    check_ratio("szip", len(payload), expected, where)
     bits = szip_sample_bits(desc)
     for key in ("szip_block_size", "szip_rsi", "szip_flags"):
         _param(desc, key, int, where)
-    flags = _szip_flags(desc, bits)
-    block = int(desc["szip_block_size"])
-    rsi = int(desc["szip_rsi"])
-    if not (1 <= bits <= 32) or block <= 0 or not (1 <= rsi <= 4096):
-        raise CodecError(f"{where}invalid szip parameters bits={bits} block_size={block} rsi={rsi}")
     # libaec's streaming decoder, stopped when the expected output is full, as the reference calls it
-    from ...codecs.szip import szip_decode
-
-    try:
-        return szip_decode(payload, expected, bits, block, rsi, flags)
-    except CodecError as exc:
-        raise CodecError(f"{where}{exc}") from None
+    return szip.decode(payload, expected, bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]),
+                       szip_flags(desc, bits), where=where)
 
 
-def _blosc2(payload: bytes, expected: int, params: Params, where: str) -> bytes:
-    blosc2 = require("blosc2", f"{where}blosc2 decompression")
-    try:
-        sc = blosc2.schunk_from_cframe(bytes(payload), copy=True)
-        if sc.nbytes != expected:
-            raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {expected}")
-        out = b"".join(sc.decompress_chunk(i) for i in range(sc.nchunks))
-    except CodecError:
-        raise
-    except Exception as exc:
-        raise CodecError(f"{where}blosc2 frame is corrupt: {exc}") from exc
-    _check_size(out, expected, "blosc2", where)
-    return out
+def _zfp_parameter(desc: Params, where: str) -> tuple[str, float]:
+    mode = desc.get("zfp_mode")
+    if mode == "fixed_rate":
+        return mode, _param(desc, "zfp_rate", float, where)
+    if mode == "fixed_precision":
+        return mode, _param(desc, "zfp_precision", int, where)
+    if mode == "fixed_accuracy":
+        return mode, _param(desc, "zfp_tolerance", float, where)
+    raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
 
 
 def _zfp(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
-    zfpy = require("zfpy", f"{where}zfp decompression")
     packed = desc.get("encoding") == "simple_packing"
     if packed:
         # after simple_packing the reference still decodes prod(shape) doubles (reading zeros past a
         # shorter stream) and hands on all of them; later stages use the leading bytes
         shape = desc.get("shape") or []
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        _check_ratio("zfp", len(payload), 8 * n, where)
+        check_ratio("zfp", len(payload), 8 * n, where)
         payload = bytes(payload) + bytes(8 * n + 4096)  # zeros past the stream, never out of bounds
     else:
-        _check_ratio("zfp", len(payload), expected, where)
+        check_ratio("zfp", len(payload), expected, where)
         if expected % 8:
             raise CodecError(f"{where}zfp decodes float64 values but {expected} bytes are expected")
         n = expected // 8
-    mode = desc.get("zfp_mode")
-    kwargs: dict[str, Any]
-    if mode == "fixed_rate":
-        kwargs = {"rate": _param(desc, "zfp_rate", float, where)}
-    elif mode == "fixed_precision":
-        kwargs = {"precision": _param(desc, "zfp_precision", int, where)}
-    elif mode == "fixed_accuracy":
-        kwargs = {"tolerance": _param(desc, "zfp_tolerance", float, where)}
-    else:
-        raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
-    if n == 0:
-        return b""
-    try:
-        arr = zfpy._decompress(bytes(payload), zfpy.type_double, [n], **kwargs)
-    except Exception as exc:
-        raise CodecError(f"{where}zfp stream is corrupt: {exc}") from exc
-    out = _float64_in_declared_order(arr, desc)
+    mode, parameter = _zfp_parameter(desc, where)
+    out = _float64_in_declared_order(zfp.decompress(payload, n, mode, parameter, where=where), desc)
     if packed:
         if len(out) < expected:
             raise CodecError(f"{where}zfp stream decodes to {len(out)} bytes, at least {expected} needed")
         return out
-    _check_size(out, expected, "zfp", where)
+    check_size(out, expected, "zfp", where)
     return out
 
 
@@ -182,32 +124,26 @@ def _float64_in_declared_order(values: np.ndarray, desc: Params) -> bytes:
 
 
 def _sz3(payload: bytes, expected: int, params: Params, where: str) -> bytes:
-    sz = require("pysz", f"{where}sz3 decompression").sz
-    _check_ratio("sz3", len(payload), expected, where)
+    check_ratio("sz3", len(payload), expected, where)
     if expected % 8:
         raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
-    n = expected // 8
-    if n == 0:
-        return b""
-    try:
-        arr, _cfg = sz.decompress(np.frombuffer(payload, np.uint8), np.float64, (n,))
-    except Exception as exc:
-        raise CodecError(f"{where}sz3 stream is corrupt: {exc}") from exc
-    out = _float64_in_declared_order(arr, params)
-    _check_size(out, expected, "sz3", where)
+    out = _float64_in_declared_order(sz3.decompress(payload, expected // 8, where=where), params)
+    check_size(out, expected, "sz3", where)
     return out
 
 
 def _bitmask_prefixed(kind: str) -> Callable[[bytes, int, Params, str], bytes]:
+    """rle/roaring compression of a bitmask object: a big-endian u32 bit count, then the bitmap."""
     def decode(payload: bytes, expected: int, params: Params, where: str) -> bytes:
-        from .masks import rle_decode, roaring_decode
-
         if len(payload) < 4:
             raise CodecError(f"{where}{kind} payload lacks its 4-byte bit count")
         nbits = struct.unpack(">I", payload[:4])[0]
         if nbits != 8 * expected:
             raise CodecError(f"{where}{kind} payload holds {nbits} bits, expected {8 * expected}")
-        bits = rle_decode(payload[4:], nbits, where) if kind == "rle" else roaring_decode(payload[4:], nbits, where)
+        if kind == "rle":
+            bits = bitmaps.rle_decode(payload[4:], nbits, where)
+        else:
+            bits = bitmaps.roaring_decode(payload[4:], nbits, where)
         return np.packbits(bits).tobytes()
 
     return decode
@@ -232,7 +168,7 @@ def decompress(name: str, payload: bytes | memoryview, expected: int, desc: Para
         decoder = DECODERS[name]
     except KeyError:
         raise UnsupportedError(f"{where}unknown compression {name!r} (known: {', '.join(DECODERS)})") from None
-    return decoder(payload, expected, desc, where)
+    return decoder(payload, expected, desc, where)  # type: ignore[arg-type]
 
 
 def compress(name: str, data: bytes, desc: Params) -> bytes:
@@ -242,6 +178,5 @@ def compress(name: str, data: bytes, desc: Params) -> bytes:
     if name == "zstd":
         return zstd.compress(data, int(desc.get("zstd_level", 3)))
     if name == "lz4":
-        lz4_block = require("lz4.block", "lz4 compression")
-        return lz4_block.compress(bytes(data), store_size=True)
+        return lz4.compress(data)
     raise UnsupportedError(f"writing compression {name!r} is not supported")

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...codecs import simple_packing
+from ...codecs import shuffle, simple_packing
 from ...errors import (
     CodecError,
     CorruptFileError,
@@ -203,9 +203,7 @@ def unshuffle(data: bytes | np.ndarray, element_size: Any, where: str) -> np.nda
         raise MetadataError(f"{where}shuffle_element_size {element_size!r} must be a positive integer")
     if raw.size % element_size:
         raise CodecError(f"{where}shuffled payload of {raw.size} bytes is not a multiple of {element_size}")
-    if element_size == 1 or raw.size == 0:
-        return raw
-    return np.ascontiguousarray(raw.reshape(element_size, -1).T).reshape(-1)
+    return shuffle.unshuffle(raw, element_size)
 
 
 def decode_masks(region: bytes | memoryview, found: dict[str, tuple[int, int, str, Any]], count: int,

@@ -21,13 +21,15 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..._version import __version__
-from ...codecs import simple_packing, zstd
+from ...codecs import bitmaps, lz4, simple_packing, zstd
 from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
 from ...codecs.registry import require
+from ...codecs.shuffle import shuffle
+from ...codecs.szip import szip_encode
 from ...errors import EncodeError, UnsupportedError
 from ...io import atomic_write
-from . import masks as mask_codec
+from .compression import szip_flags, szip_sample_bits
 from .dtypes import DTYPES, dtype_width
 from .framing import END_MAGIC, MAGIC, align8
 
@@ -143,16 +145,13 @@ def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[b
     if method == "none":
         return packed, "none", None
     if method == "rle":
-        return mask_codec.rle_encode(bits), "rle", None
+        return bitmaps.rle_encode(bits), "rle", None
     if method == "roaring":
-        pyroaring = require("pyroaring", "roaring mask encoding")
-        bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
-        bm.run_optimize()
-        return bm.serialize(), "roaring", None
+        return bitmaps.roaring_encode(bits, "roaring mask encoding"), "roaring", None
     if method == "zstd":
         return zstd.compress(packed, 3), "zstd", None
     if method == "lz4":
-        return require("lz4.block", "lz4 mask encoding").compress(packed, store_size=True), "lz4", None
+        return lz4.compress(packed), "lz4", None
     if method == "blosc2":
         blosc2 = require("blosc2", "blosc2 mask encoding")
         cparams = blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=5, typesize=1, nthreads=1,
@@ -293,7 +292,7 @@ def _encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_m
         if not isinstance(S, int) or S <= 0 or len(encoded) % S:
             raise EncodeError(f"shuffle_element_size {S!r} does not divide the {len(encoded)}-byte payload")
         if S > 1 and encoded:
-            encoded = np.frombuffer(encoded, np.uint8).reshape(-1, S).T.tobytes()
+            encoded = shuffle(np.frombuffer(encoded, np.uint8), S).tobytes()
     elif desc["filter"] != "none":
         raise UnsupportedError(f"unknown filter {desc['filter']!r}")
     # --- compression -------------------------------------------------------------------------
@@ -324,27 +323,22 @@ def _compress(encoded: bytes, desc: dict) -> bytes:
     if comp == "zstd":
         return zstd.compress(encoded, int(desc.get("zstd_level", 3)))
     if comp == "lz4":
-        return require("lz4.block", "lz4 compression").compress(encoded, store_size=True)
+        return lz4.compress(encoded)
     if comp in ("rle", "roaring"):
         if desc["dtype"] != "bitmask":
             raise EncodeError(f"{comp} compression applies to bitmask objects only")
         bits = np.unpackbits(np.frombuffer(encoded, dtype=np.uint8)).astype(bool)
         prefix = struct.pack(">I", bits.size)
         if comp == "rle":
-            return prefix + mask_codec.rle_encode(bits)
-        pyroaring = require("pyroaring", "roaring compression")
-        bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
-        bm.run_optimize()
-        return prefix + bm.serialize()
+            return prefix + bitmaps.rle_encode(bits)
+        return prefix + bitmaps.roaring_encode(bits, "roaring compression")
     if comp == "szip":
-        from ...codecs.szip import szip_encode
-        from .compression import _szip_flags, szip_sample_bits
 
         for key in ("szip_rsi", "szip_block_size", "szip_flags"):
             if key not in desc:
                 raise EncodeError(f"szip needs {key}")
         bits = szip_sample_bits(desc)
-        flags = _szip_flags(desc, bits)
+        flags = szip_flags(desc, bits)
         sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8
         payload, offsets = szip_encode(encoded, bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags,
                                        sample_bytes)

@@ -1,0 +1,98 @@
+"""Boolean bitmaps: packed bits, run lengths (LEB128 runs of alternating values) and roaring bitmaps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CodecError
+from .registry import require
+
+__all__ = ["unpack", "rle_decode", "rle_encode", "roaring_decode", "roaring_encode"]
+
+
+def unpack(packed: bytes | memoryview | np.ndarray, n: int, where: str = "") -> np.ndarray:
+    """The first ``n`` bits of an MSB-first packed bitmap, as booleans."""
+    raw = np.frombuffer(packed, dtype=np.uint8) if not isinstance(packed, np.ndarray) else packed
+    if raw.size < (n + 7) // 8:
+        raise CodecError(f"{where}mask bitmap has {raw.size} bytes, {(n + 7) // 8} needed for {n} elements")
+    return np.unpackbits(raw, count=n).astype(bool)
+
+
+def _leb128(blob: bytes, i: int, where: str) -> tuple[int, int]:
+    """One unsigned LEB128 value starting at ``blob[i]``: (value, index after it)."""
+    run, shift = 0, 0
+    while True:
+        if i >= len(blob) or shift > 63:
+            raise CodecError(f"{where}RLE mask has a truncated run length")
+        b = blob[i]
+        i += 1
+        run |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return run, i
+
+
+def rle_decode(blob: bytes | memoryview, n: int, where: str = "") -> np.ndarray:
+    """Runs of alternating values: first byte = first value, then LEB128 run lengths summing to n."""
+    out = np.zeros(n, dtype=bool)
+    data = bytes(blob)
+    if n == 0:
+        return out
+    if not data or data[0] > 1:
+        raise CodecError(f"{where}RLE mask must start with 0 or 1")
+    value = bool(data[0])
+    pos, i = 0, 1
+    while i < len(data):
+        run, i = _leb128(data, i, where)
+        if run < 1 or pos + run > n:
+            raise CodecError(f"{where}RLE mask runs exceed {n} elements")
+        if value:
+            out[pos : pos + run] = True
+        pos += run
+        value = not value
+    if pos != n:
+        raise CodecError(f"{where}RLE mask runs sum to {pos}, expected {n}")
+    return out
+
+
+def rle_encode(bits: np.ndarray) -> bytes:
+    """The inverse of :func:`rle_decode` (empty input gives empty bytes)."""
+    bits = np.asarray(bits, dtype=bool).reshape(-1)
+    if bits.size == 0:
+        return b""
+    change = np.flatnonzero(np.diff(bits.astype(np.int8))) + 1
+    bounds = np.concatenate([[0], change, [bits.size]])
+    out = bytearray([int(bits[0])])
+    for length in np.diff(bounds):
+        run = int(length)
+        while True:
+            b = run & 0x7F
+            run >>= 7
+            out.append(b | (0x80 if run else 0))
+            if not run:
+                break
+    return bytes(out)
+
+
+def roaring_decode(blob: bytes | memoryview, n: int, where: str = "") -> np.ndarray:
+    """A serialised roaring bitmap of set positions -> ``n`` booleans (positions >= n are refused)."""
+    pyroaring = require("pyroaring", f"{where}roaring mask decoding")
+    try:
+        bm = pyroaring.BitMap.deserialize(bytes(blob))
+    except Exception as exc:
+        raise CodecError(f"{where}roaring bitmap is corrupt: {exc}") from exc
+    if len(bm) and bm.max() >= n:
+        raise CodecError(f"{where}roaring bitmap sets bit {bm.max()} beyond {n} elements")
+    out = np.zeros(n, dtype=bool)
+    if len(bm):
+        out[np.asarray(bm.to_array(), dtype=np.int64)] = True
+    return out
+
+
+def roaring_encode(bits: np.ndarray, what: str = "roaring encoding") -> bytes:
+    """The set positions of ``bits`` as a run-optimised serialised roaring bitmap."""
+    pyroaring = require("pyroaring", what)
+    bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
+    bm.run_optimize()
+    out: bytes = bm.serialize()
+    return out
