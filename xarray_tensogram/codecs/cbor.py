@@ -13,7 +13,7 @@ import cbor2
 
 from ..errors import LimitExceededError, MetadataError
 
-__all__ = ["loads", "dumps_canonical", "MAX_DEPTH"]
+__all__ = ["loads", "loads_prefix", "dumps", "dumps_canonical", "head", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
 
@@ -87,7 +87,14 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = Tru
     return obj, buf.tell()
 
 
-def _head(major: int, n: int) -> bytes:
+def dumps(obj: Any, *, canonical: bool = False) -> bytes:
+    """cbor2's encoding (``canonical``: shortest numbers, maps in cbor2's length-first key order)."""
+    out: bytes = cbor2.dumps(obj, canonical=canonical)
+    return out
+
+
+def head(major: int, n: int) -> bytes:
+    """A CBOR item head (major type and argument ``n``) with the shortest argument encoding."""
     if n < 24:
         return bytes([(major << 5) | n])
     for info, width in ((24, 1), (25, 2), (26, 4), (27, 8)):
@@ -105,7 +112,7 @@ def dumps_canonical(obj: Any) -> bytes:
     """
     if isinstance(obj, dict):
         items = sorted(((dumps_canonical(k), v) for k, v in obj.items()), key=lambda kv: kv[0])
-        return _head(5, len(items)) + b"".join(k + dumps_canonical(v) for k, v in items)
+        return head(5, len(items)) + b"".join(k + dumps_canonical(v) for k, v in items)
     if isinstance(obj, (list, tuple)):
-        return _head(4, len(obj)) + b"".join(dumps_canonical(v) for v in obj)
+        return head(4, len(obj)) + b"".join(dumps_canonical(v) for v in obj)
     return cbor2.dumps(obj, canonical=True)

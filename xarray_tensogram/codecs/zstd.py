@@ -8,15 +8,49 @@ more: a payload claiming to expand to 100 GB never allocates it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import zstandard
 
 from ..errors import CodecError
 
-__all__ = ["decompress", "decompress_prefix", "frames_bound", "compress"]
+__all__ = [
+    "BLOCK_MAX",
+    "compress",
+    "decompress",
+    "decompress_capped",
+    "decompress_prefix",
+    "fits_output_bound",
+    "frames_bound",
+    "max_output",
+]
 
 _FRAME_MAGIC = 0xFD2FB528
-_BLOCK_MAX = 128 * 1024
+#: largest zstd block (the format's limit on what one block decodes to)
+BLOCK_MAX = 128 * 1024
+_BLOCK_MAX = BLOCK_MAX
+#: smallest stored block that can decode to BLOCK_MAX bytes (a 3-byte header and one RLE byte)
+_MIN_BLOCK_BYTES = 4
+
+
+def max_output(stored_length: int) -> int:
+    """The most ``stored_length`` bytes of zstd can decode to, known before reading them.
+
+    Every format checks a declared decoded size against this one bound before it
+    allocates; :func:`frames_bound` refines it once the bytes are at hand.
+    """
+    return (stored_length // _MIN_BLOCK_BYTES + 1) * BLOCK_MAX
+
+
+def fits_output_bound(decoded: Any, stored: Any) -> Any:
+    """``decoded <= max_output(stored)``, element-wise for ``uint64`` arrays without overflowing."""
+    if isinstance(decoded, np.ndarray):
+        block, per_block, one = np.uint64(BLOCK_MAX), np.uint64(_MIN_BLOCK_BYTES), np.uint64(1)
+    else:
+        block, per_block, one = BLOCK_MAX, _MIN_BLOCK_BYTES, 1
+    blocks, quarter = decoded // block, stored // per_block
+    return (blocks <= quarter) | ((blocks == quarter + one) & (decoded % block == 0))
 
 
 def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
@@ -143,6 +177,24 @@ def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = 
             f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {expected_size}"
         )
     return out
+
+
+def decompress_capped(payload: bytes | memoryview, cap: int, *, where: str = "") -> np.ndarray:
+    """Decode a stream whose decoded size nobody declares, refusing to produce more than ``cap`` bytes."""
+    chunks, total = [], 0
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
+            while True:
+                block = reader.read(1 << 20)
+                if not block:
+                    break
+                total += len(block)
+                if total > cap:
+                    raise CodecError(f"{where}zstd stream decodes to more than the {cap} bytes the tensor can hold")
+                chunks.append(block)
+    except zstandard.ZstdError as exc:
+        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
+    return np.frombuffer(b"".join(chunks), dtype=np.uint8)
 
 
 def compress(data: bytes | memoryview, level: int = 3) -> bytes:

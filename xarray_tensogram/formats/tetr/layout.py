@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ...codecs import zstd
 from ...errors import (
     CorruptFileError,
     LimitExceededError,
@@ -24,7 +25,6 @@ from ...errors import (
 from ...io import ByteSource
 from .footer import _check_count, _history_row, _metadata, _parse_json, _where_footer
 from .model import (
-    _ZSTD_BLOCK,
     CODECS,
     DTYPE_CODES,
     ENTRY,
@@ -191,10 +191,7 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
     codec_ok = np.isin(entries["codec"], list(CODECS))
     raw_ok = (entries["codec"] != 0) | (entries["raw"] == entries["stored"])
     # zstd cannot expand more than one 128 KiB block per 4 stored bytes: bound raw_byte_len before allocating
-    # (raw <= (stored // 4 + 1) * block, written without u64 overflow)
-    blocks, quarter = entries["raw"] // np.uint64(_ZSTD_BLOCK), entries["stored"] // np.uint64(4)
-    zstd_ok = (entries["codec"] != 1) | (blocks <= quarter) | (
-        (blocks == quarter + np.uint64(1)) & (entries["raw"] % np.uint64(_ZSTD_BLOCK) == 0))
+    zstd_ok = (entries["codec"] != 1) | zstd.fits_output_bound(entries["raw"], entries["stored"])
     span_ok = (entries["offset"] <= np.uint64(payload_end)) & (entries["stored"] <= np.uint64(payload_end) - np.minimum(
         entries["offset"], np.uint64(payload_end)))
     bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & zstd_ok))
@@ -208,7 +205,7 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
             raise CorruptFileError(f"{at}raw codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}")
         if span_ok[k]:
             raise LimitExceededError(f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
-                                     f"zstd (at most one {_ZSTD_BLOCK}-byte block per 4 stored bytes)")
+                                     f"zstd (at most one {zstd.BLOCK_MAX}-byte block per 4 stored bytes)")
         raise CorruptFileError(f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
                                f"the payload region, which ends at byte {payload_end}")
     return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}

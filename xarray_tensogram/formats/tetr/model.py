@@ -19,8 +19,6 @@ FOOTER_TAIL = struct.Struct("<QI4s")
 RECORD_HEADER = struct.Struct("<IIII")
 MAX_NDIM = 8
 FLAG_FOOTER = 1
-#: largest zstd block: bounds what a stored zstd payload can decode to
-_ZSTD_BLOCK = 131072
 #: nesting bound for footer JSON (serde_json's default recursion limit in the reference)
 MAX_JSON_DEPTH = 128
 

@@ -15,8 +15,6 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import cbor2
-
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
 from ...errors import (
@@ -29,7 +27,17 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
-from .model import LONG_DTYPE_NAMES, MAX_RANK, STORAGE_DTYPES, Part, TensorInfo, check_free_values, check_shape, decode_cbor, logical_dtype
+from .model import (
+    LONG_DTYPE_NAMES,
+    MAX_RANK,
+    STORAGE_DTYPES,
+    Part,
+    TensorInfo,
+    check_free_values,
+    check_shape,
+    decode_cbor,
+    logical_dtype,
+)
 
 __all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "Container", "parse_container", "detect_version"]
 
@@ -323,7 +331,7 @@ def _parse_v2(source: ByteSource) -> Container:
     check_free_values(root, where, V2_MAX_DEPTH)
     # cbor2's canonical form (streamed, memory ~ its output) equals RFC 8949 bytewise order unless a map mixes
     # key types; only then build the bytewise encoding, which costs a bytes object per item
-    if (cbor2.dumps(root, canonical=True) != raw or _mixed_keys(root)) and cbor.dumps_canonical(root) != raw:
+    if (cbor.dumps(root, canonical=True) != raw or _mixed_keys(root)) and cbor.dumps_canonical(root) != raw:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
         raise MetadataError(f"{where}manifest must be a map with an 'objects' map")

@@ -8,17 +8,15 @@ what the metadata promises, never by what a stream claims.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
-import zstandard
 
 from ...catalog import ArraySpec
 from ...codecs import zstd
-from ...codecs.checksums import crc32c, xxh3_64
+from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
 from ...errors import (
     CodecError,
     CorruptFileError,
@@ -29,7 +27,7 @@ from ...errors import (
     UnsupportedError,
 )
 from ...io import ByteSource
-from .model import Part, TensorInfo, logical_dtype, max_zstd_output
+from .model import Part, TensorInfo, logical_dtype
 
 __all__ = ["TensorReader", "auto_rows_per_chunk", "verify_digest", "MAX_SPARSE_DENSE_BYTES", "ROW_BAND_THRESHOLD", "ROW_BAND_TARGET"]
 
@@ -64,7 +62,7 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
             if len(hexpart) != 64:
                 raise ValueError(hexpart)
             int(hexpart, 16)
-            shown = hashlib.sha256(buf).hexdigest()
+            shown = sha256_hex(buf)
             ok = shown == hexpart.lower()
         elif algo == "xxh3":
             expected = int(hexpart, 16)
@@ -76,24 +74,6 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
         raise MetadataError(f"{where}checksum {digest!r} is malformed: expected {algo}: followed by hex digits") from None
     if not ok:
         raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
-
-
-def _decompress_unknown_size(payload: bytes | memoryview, cap: int, where: str) -> np.ndarray:
-    """Stream-decode zstd whose size the metadata does not give (v1.0/1.1 sparse parts), at most ``cap`` bytes."""
-    chunks, total = [], 0
-    try:
-        with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
-            while True:
-                block = reader.read(1 << 20)
-                if not block:
-                    break
-                total += len(block)
-                if total > cap:
-                    raise CodecError(f"{where}zstd stream decodes to more than the {cap} bytes the tensor can hold")
-                chunks.append(block)
-    except zstandard.ZstdError as exc:
-        raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
-    return np.frombuffer(b"".join(chunks), dtype=np.uint8)
 
 
 @dataclass
@@ -158,9 +138,9 @@ class TensorReader:
             if size is not None and expected is not None and size != expected:
                 raise CorruptFileError(f"{where}declared decoded length {size} differs from the {expected} bytes the shape needs")
             if size is None:
-                raw = _decompress_unknown_size(stored, min(cap, max_zstd_output(len(stored))), where)
+                raw = zstd.decompress_capped(stored, min(cap, zstd.max_output(len(stored))), where=where)
             else:
-                if size > max_zstd_output(len(stored)):
+                if size > zstd.max_output(len(stored)):
                     raise LimitExceededError(f"{where}{len(stored)} zstd bytes cannot decode to the {size} bytes declared")
                 raw = zstd.decompress(stored, size, where=where)
         else:
@@ -365,7 +345,7 @@ class TensorReader:
             if main.decoded_length is not None and main.decoded_length != expected:
                 raise CorruptFileError(f"{where}declared decoded length {main.decoded_length} differs from the "
                                        f"{expected} bytes the shape needs")
-            if expected > max_zstd_output(main.length):
+            if expected > zstd.max_output(main.length):
                 raise LimitExceededError(f"{where}{main.length} zstd bytes cannot decode to the {expected} bytes declared")
 
     def spec(self) -> ArraySpec:

@@ -28,7 +28,6 @@ __all__ = [
     "LONG_DTYPE_NAMES",
     "storage_dtype",
     "logical_dtype",
-    "max_zstd_output",
     "check_shape",
 ]
 
@@ -56,15 +55,6 @@ _COMPLEX = {"complex64": ("f32", np.dtype("<c8")), "complex128": ("f64", np.dtyp
 
 MAX_RANK = 64
 MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)
-#: zstd cannot expand more than one 128 KiB RLE block per 4 input bytes
-_ZSTD_BLOCK, _ZSTD_MIN_BLOCK_BYTES = 131072, 4
-
-
-def max_zstd_output(stored_length: int) -> int:
-    """Largest output ``stored_length`` bytes of zstd can decode to: a bound on what we allocate."""
-    return (stored_length // _ZSTD_MIN_BLOCK_BYTES + 1) * _ZSTD_BLOCK
-
-
 def storage_dtype(short: str) -> np.dtype:
     return STORAGE_DTYPES[short]
 

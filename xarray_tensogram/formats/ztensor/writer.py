@@ -14,10 +14,9 @@ import os
 import struct
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-import cbor2
 import numpy as np
 
-from ...codecs import zstd
+from ...codecs import cbor, zstd
 from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
 from .containers import MAGIC_V01
@@ -43,22 +42,12 @@ def v01_dtype_name(dtype: np.dtype) -> str:
     return name
 
 
-def _head(major: int, n: int) -> bytes:
-    """A CBOR head with the shortest argument encoding."""
-    if n < 24:
-        return bytes([major << 5 | n])
-    for code, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
-        if n < 1 << (8 * struct.calcsize(fmt)):
-            return bytes([major << 5 | code]) + struct.pack(fmt, n)
-    raise OverflowError(n)
-
-
 def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
     """One index entry: an indefinite-length map, as the reference writer's serde flatten emits."""
     out = [b"\xbf"]
     for key, value in fields:
-        out.append(cbor2.dumps(key))
-        out.append(cbor2.dumps(value, canonical=True))
+        out.append(cbor.dumps(key))
+        out.append(cbor.dumps(value, canonical=True))
     out.append(b"\xff")
     return b"".join(out)
 
@@ -134,6 +123,6 @@ def write_ztensor_v01(
                 fields.append(("checksum", f"sha256:{sha256_hex(blob)}"))
             fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
             entries.append(_entry(fields))
-        index = _head(4, len(entries)) + b"".join(entries)
+        index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
         f.write(struct.pack("<Q", len(index)))
