@@ -24,6 +24,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource
+from .._chunks import read_row_band
 from . import pipeline
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
@@ -255,19 +256,8 @@ class ObjectReader:
         return out if rows is None else out[rows]
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
-        if not self.shape:
-            return self.read()
-        band = self.rows_per_chunk or self.shape[0] or 1
-        base = coords[0] * band
-        rows = slice(base + region[0].start, base + region[0].stop)
-        if rows.start == 0 and rows.stop == self.shape[0]:
-            block = self.read()
-        else:
-            block = self.read(rows)
-        rest = region[1:]
-        if any(r != slice(0, n) for r, n in zip(rest, self.shape[1:])):
-            block = block[(slice(None),) + rest]
-        return block
+        return read_row_band(coords, region, self.shape, self.rows_per_chunk, self.read,
+                             lambda start, stop: self.read(slice(start, stop)))
 
 
 class Message:

@@ -20,6 +20,7 @@ from ...errors import (
     MetadataError,
     UnsupportedError,
 )
+from .._chunks import row_byte_span
 from . import masks as mask_codec
 from .compression import decompress
 from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
@@ -109,15 +110,9 @@ def supports_leading_prefix(desc: Mapping[str, Any]) -> bool:
 
 def row_byte_range(desc: Mapping[str, Any], start: int, stop: int) -> tuple[int, int, int]:
     """Byte range ``[lo, hi)`` of the payload holding rows ``start:stop`` and the bit offset of the first."""
-    row = math.prod(desc["shape"][1:])
-    first, last = start * row, stop * row
-    if desc["encoding"] == "simple_packing":
-        bits = int(desc["sp_bits_per_value"])
-        lo = (first * bits) // 8
-        hi = (last * bits + 7) // 8
-        return lo, hi, (first * bits) % 8
-    width = dtype_width(desc["dtype"])
-    return first * width, last * width, 0
+    packed = desc["encoding"] == "simple_packing"
+    bits = int(desc["sp_bits_per_value"]) if packed else 8 * dtype_width(desc["dtype"])
+    return row_byte_span(start, stop, math.prod(desc["shape"][1:]), bits)
 
 
 def split_masks(region_len: int, desc: Mapping[str, Any], where: str) -> tuple[int, dict[str, tuple[int, int, str, Any]]]:

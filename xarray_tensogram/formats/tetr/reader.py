@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -19,6 +17,8 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, SourceLike, open_source
+from ...outer import read_outer
+from .._chunks import read_raw_rows, read_span
 from ..base import FormatFile
 from .layout import (
     _attach_tiles,
@@ -63,26 +63,16 @@ class TetrTileReader:
             tuple(slice(0, n) for n in extent)
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
         if int(e["codec"]) == 0:
-            return self._read_raw_rows(e, extent, region, where)
+            # only the bytes of the leading-axis rows the region needs
+            rows = read_raw_rows(self.source, int(e["offset"]), extent, self.dtype, region[0].start,
+                                 max(region[0].start, region[0].stop), f"{where}raw tile rows")
+            return rows[(slice(None), *region[1:])]
         payload = self._stored(e)
         flat = zstd.decompress(payload, int(e["raw"]), where=where)
         return flat.view(self.dtype).reshape(extent)[region]
 
     def _stored(self, e: np.void) -> bytes | memoryview:
-        off, n = int(e["offset"]), int(e["stored"])
-        view = self.source.view(off, n)
-        return view if view is not None else self.source.read(off, n, what=f"tile payload of {self.name!r}")
-
-    def _read_raw_rows(self, e: np.void, extent: tuple[int, ...], region: tuple[slice, ...], where: str) -> np.ndarray:
-        """Only the bytes of the leading-axis rows the region needs."""
-        row_bytes = math.prod(extent[1:]) * self.dtype.itemsize
-        lo, hi = region[0].start, max(region[0].start, region[0].stop)
-        if hi == lo:
-            return np.empty(tuple(s.stop - s.start for s in region), dtype=self.dtype)
-        raw = self.source.read_array(int(e["offset"]) + lo * row_bytes, (hi - lo) * row_bytes,
-                                     what=f"{where}raw tile rows")
-        block = raw.view(self.dtype).reshape((hi - lo,) + tuple(extent[1:]))
-        return block[(slice(None),) + region[1:]]
+        return read_span(self.source, int(e["offset"]), int(e["stored"]), f"tile payload of {self.name!r}")
 
 
 # ==================================================================================================
@@ -189,52 +179,21 @@ class TetrFile(FormatFile[TetrDataset]):
     def read_region(self, key: str | int, selection: Sequence[slice | int] | slice | int = ()) -> np.ndarray:
         """A hyperslab (ints and slices per axis, like numpy basic indexing) reading only the tiles it touches.
 
-        Slices with a step read the bounding range of each touched tile and keep every step-th element.
+        Read by the lazy array's own indexer (:func:`~xarray_tensogram.outer.read_outer`): slices with a
+        step read the bounding range of each touched tile and keep every step-th element.
         """
         d = self.dataset(key)
         sel = tuple(selection) if isinstance(selection, (tuple, list)) else (selection,)
         if len(sel) > d.ndim:
             raise IndexError(f"{len(sel)} indices for the {d.ndim}-d dataset {d.name!r}")
-        sel = sel + (slice(None),) * (d.ndim - len(sel))
-        bounds, post, squeeze = [], [], []
         for axis, (s, n) in enumerate(zip(sel, d.shape)):
-            if isinstance(s, slice):
-                start, stop, step = s.indices(n)
-                idx = range(start, stop, step)
-                lo, hi = (min(idx[0], idx[-1]), max(idx[0], idx[-1]) + 1) if len(idx) else (0, 0)
-                bounds.append((lo, hi))
-                # the box spans exactly idx[0]..idx[-1], so stepping from idx[0] ends inside it either way
-                post.append(slice(idx[0] - lo, None, step) if len(idx) else slice(0, 0))
-            else:
-                k = int(s) + (n if int(s) < 0 else 0)
-                if not 0 <= k < n:
-                    raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
-                bounds.append((k, k + 1))
-                post.append(slice(None))
-                squeeze.append(axis)
-        out = self._read_box(d, bounds)[tuple(post)]
-        return out.reshape(tuple(n for a, n in enumerate(out.shape) if a not in squeeze))
-
-    def _read_box(self, d: TetrDataset, bounds: list[tuple[int, int]]) -> np.ndarray:
-        """The step-1 box ``[lo, hi)`` per axis, filled tile by tile."""
-        out = np.empty(tuple(hi - lo for lo, hi in bounds), dtype=d.dtype)
-        if out.size == 0:
-            return out
-        reader = self.tile_reader(d.dataset_id)
-        ranges = [range(lo // c, (hi - 1) // c + 1) for (lo, hi), c in zip(bounds, d.chunk_shape)]
-        for coords in itertools.product(*ranges):
-            local, target = [], []
-            for (lo, hi), c, k in zip(bounds, d.chunk_shape, coords):
-                a, b = max(lo, k * c), min(hi, (k + 1) * c)
-                local.append(slice(a - k * c, b - k * c))
-                target.append(slice(a - lo, b - lo))
-            out[tuple(target)] = reader.read_chunk(coords, tuple(local))
-        return out
+            if not isinstance(s, slice) and not -n <= int(s) < n:
+                raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
+        return read_outer(self.array_spec(key), sel)
 
     def read(self, key: str | int) -> np.ndarray:
         """The whole dataset as a C-order numpy array (native byte order)."""
-        d = self.dataset(key)
-        return self._read_box(d, [(0, n) for n in d.shape])
+        return read_outer(self.array_spec(key), ())
 
     def __repr__(self) -> str:
         return f"<TetrFile {self.name!r}: layout v{self.layout_version}, {len(self.datasets)} datasets>"

@@ -27,6 +27,7 @@ from ...errors import (
     UnsupportedError,
 )
 from ...io import ByteSource
+from .._chunks import read_raw_rows, read_row_band, read_span
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = ["TensorReader", "auto_rows_per_chunk", "verify_digest", "MAX_SPARSE_DENSE_BYTES", "ROW_BAND_THRESHOLD", "ROW_BAND_TARGET"]
@@ -111,14 +112,8 @@ class TensorReader:
 
     def _stored(self, part: Part, name: str, zero_copy: bool) -> memoryview | bytes:
         self._check_bounds(part, name)
-        src = self._source(part)
-        if part.length == 0:
-            return b""
-        if zero_copy:
-            view = src.view(part.offset, part.length)
-            if view is not None:
-                return view
-        return src.read(part.offset, part.length, what=f"tensor {self.info.name!r} part {name!r}")
+        return read_span(self._source(part), part.offset, part.length, f"tensor {self.info.name!r} part {name!r}",
+                         zero_copy=zero_copy)
 
     def _decode_part(self, name: str, expected: int | None, cap: int, *, zero_copy: bool = False) -> np.ndarray:
         """The decoded bytes of part ``name`` as a storage-dtype 1-D array (native byte order)."""
@@ -298,28 +293,14 @@ class TensorReader:
         expected = info.size * ratio * main.storage.itemsize
         if main.length != expected:
             raise CorruptFileError(f"{self._where}stored size is {main.length} bytes, the shape and dtype need {expected}")
-        row_bytes = expected // info.shape[0] if info.shape[0] else 0
         self._check_bounds(main, "data")
-        src = self._source(main)
-        offset, length = main.offset + start * row_bytes, (stop - start) * row_bytes
-        stored: memoryview | bytes | None = src.view(offset, length) if length else b""
-        if stored is None:
-            stored = src.read(offset, length, what=f"tensor {info.name!r} rows {start}:{stop}")
-        flat = np.frombuffer(stored, dtype=np.uint8).view(main.storage)
+        row_elements = expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0
+        flat = read_raw_rows(self._source(main), main.offset, (info.shape[0], row_elements), main.storage, start, stop,
+                             f"tensor {info.name!r} rows {start}:{stop}", zero_copy=True).reshape(-1)
         return self._to_logical(flat, out_dtype, main).reshape((stop - start,) + info.shape[1:])
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
-        shape = self.info.shape
-        if not shape:
-            return self.read()
-        band = self.rows_per_chunk or shape[0] or 1
-        base = coords[0] * band
-        start, stop = base + region[0].start, base + region[0].stop
-        block = self.read() if (start, stop) == (0, shape[0]) else self.read_rows(start, stop)
-        rest = region[1:]
-        if any(r != slice(0, n) for r, n in zip(rest, shape[1:])):
-            block = block[(slice(None),) + rest]
-        return block
+        return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)
 
     def check_geometry(self) -> None:
         """Raise when the shape cannot come from the stored bytes, without reading them.

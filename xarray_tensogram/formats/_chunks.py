@@ -1,0 +1,83 @@
+"""Chunk-reading toolkit shared by the format readers: row bands and raw row ranges.
+
+Two patterns recur in every format:
+
+- **row bands**: an array offered to the lazy array as chunks of ``rows_per_chunk``
+  leading-axis rows (full extent elsewhere), read by asking the format for a row
+  range (:func:`read_row_band`);
+- **raw row ranges**: a C-order array stored uncompressed at a byte offset, of which
+  only the bytes of some leading-axis rows are read (:func:`row_byte_span`,
+  :func:`read_raw_rows`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..io import ByteSource
+
+__all__ = ["read_row_band", "row_byte_span", "read_span", "read_raw_rows"]
+
+
+def read_row_band(coords: Sequence[int], region: Sequence[slice], shape: Sequence[int], rows_per_chunk: int,
+                  read_all: Callable[[], np.ndarray], read_rows: Callable[[int, int], np.ndarray]) -> np.ndarray:
+    """``region`` of row band ``coords[0]`` of an array of ``shape`` cut into bands of ``rows_per_chunk`` rows.
+
+    ``rows_per_chunk = 0`` means one band holding every row. The rows are asked for as one range
+    (the whole array through ``read_all`` when the range covers it), the other axes are sliced after.
+    """
+    if not shape:
+        return read_all()
+    band = rows_per_chunk or shape[0] or 1
+    base = coords[0] * band
+    start, stop = base + region[0].start, base + region[0].stop
+    block = read_all() if (start, stop) == (0, shape[0]) else read_rows(start, stop)
+    rest = tuple(region[1:])
+    if any(r != slice(0, n) for r, n in zip(rest, shape[1:])):
+        block = block[(slice(None), *rest)]
+    return block
+
+
+def row_byte_span(start: int, stop: int, row_elements: int, bits_per_element: int) -> tuple[int, int, int]:
+    """Byte range ``[lo, hi)`` holding rows ``start:stop`` of packed elements, and the bit offset of the first.
+
+    Rows are ``row_elements`` elements of ``bits_per_element`` bits each, packed without padding
+    (whole bytes for ordinary dtypes, any width for bit-packed encodings).
+    """
+    first, last = start * row_elements, stop * row_elements
+    lo = (first * bits_per_element) // 8
+    hi = (last * bits_per_element + 7) // 8
+    return lo, hi, (first * bits_per_element) % 8
+
+
+def read_span(source: ByteSource, offset: int, length: int, what: str, *, zero_copy: bool = True) -> bytes | memoryview:
+    """The bytes ``[offset, offset + length)``: a view of the memory map when allowed and possible, else a read."""
+    if length == 0:
+        return b""
+    if zero_copy:
+        view = source.view(offset, length)
+        if view is not None:
+            return view
+    return source.read(offset, length, what=what)
+
+
+def read_raw_rows(source: ByteSource, offset: int, shape: Sequence[int], dtype: np.dtype, start: int, stop: int,
+                  what: str, *, zero_copy: bool = False) -> np.ndarray:
+    """Rows ``start:stop`` of a raw C-order array of ``shape`` and ``dtype`` stored at ``offset``, reading only them.
+
+    With ``zero_copy`` a local file gives a read-only view of its memory map; otherwise a fresh array.
+    """
+    dtype = np.dtype(dtype)
+    rows_shape = (max(stop - start, 0), *shape[1:])
+    if stop <= start:
+        return np.empty(rows_shape, dtype=dtype)
+    row_bytes = math.prod(shape[1:]) * dtype.itemsize
+    lo, length = offset + start * row_bytes, (stop - start) * row_bytes
+    if zero_copy:
+        raw = np.frombuffer(read_span(source, lo, length, what), dtype=np.uint8)
+    else:
+        raw = source.read_array(lo, length, what=what)
+    return raw.view(dtype).reshape(rows_shape)

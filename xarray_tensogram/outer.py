@@ -1,0 +1,167 @@
+"""OUTER indexing of an :class:`~xarray_tensogram.catalog.ArraySpec`: the package's one indexer.
+
+Each axis of a key takes an integer, a slice or an integer array. The key is
+mapped onto the spec's chunk grid; only the chunks the key touches are read, and
+each chunk reader is asked only for the bounding region of the positions it must
+supply (so a raw payload can be read by byte range). Results are written in
+place into one output array. Used by the lazy array (``array.py``) and by the
+format readers' own region reads; nothing here imports xarray or dask.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .catalog import ArraySpec, MissingChunk
+from .errors import LimitExceededError
+
+__all__ = ["AxisPlan", "ChunkSelection", "plan_axis", "read_outer"]
+
+
+class ChunkSelection(NamedTuple):
+    """What one chunk along one axis contributes to an OUTER selection."""
+
+    #: index of the chunk along the axis
+    chunk_index: int
+    #: where the values go in the output (a slice when the pattern is regular, else an integer array)
+    out_selection: Any
+    #: what to take from the block that was read (a slice or an integer array)
+    local_selection: Any
+    #: the bounding step-1 range to read inside the chunk
+    read_region: slice
+
+
+class AxisPlan(NamedTuple):
+    """One axis of a key mapped onto the chunk grid."""
+
+    parts: list[ChunkSelection]
+    #: length of the output along this axis
+    length: int
+    #: True for an integer index (the axis is dropped from the result)
+    squeeze: bool
+
+
+def _positions(index: Any, size: int) -> tuple[np.ndarray, bool]:
+    """The positions an integer or integer-array index selects (negative ones wrapped), and whether to squeeze."""
+    if isinstance(index, (int, np.integer)):
+        k = int(index)
+        return np.array([k + size if k < 0 else k], dtype=np.int64), True
+    positions = np.asarray(index, dtype=np.int64).reshape(-1)
+    return np.where(positions < 0, positions + size, positions), False
+
+
+def _plan_contiguous(start: int, stop: int, chunk: int) -> AxisPlan:
+    """A step-1 slice, without materialising its positions."""
+    if stop <= start:
+        return AxisPlan([], 0, False)
+    parts = []
+    for c in range(start // chunk, (stop - 1) // chunk + 1):
+        lo = max(start, c * chunk)
+        hi = min(stop, (c + 1) * chunk)
+        parts.append(ChunkSelection(c, slice(lo - start, hi - start), slice(None), slice(lo - c * chunk, hi - c * chunk)))
+    return AxisPlan(parts, stop - start, False)
+
+
+def plan_axis(index: Any, size: int, chunk: int) -> AxisPlan:
+    """Map one axis of an OUTER key onto chunks of ``chunk`` elements along an axis of ``size``."""
+    if isinstance(index, slice):
+        start, stop, step = index.indices(size)
+        if step == 1:
+            return _plan_contiguous(start, stop, chunk)
+        positions, squeeze = np.arange(start, stop, step, dtype=np.int64), False
+    else:
+        positions, squeeze = _positions(index, size)
+    n = positions.size
+    if n == 0:
+        return AxisPlan([], 0, squeeze)
+    if positions.min() < 0 or positions.max() >= size:
+        raise IndexError(f"index out of bounds for axis of size {size}")
+    chunk_ids = positions // chunk
+    parts = []
+    order = np.argsort(chunk_ids, kind="stable")
+    bounds = np.flatnonzero(np.diff(chunk_ids[order])) + 1
+    for group in np.split(order, bounds):
+        c = int(chunk_ids[group[0]])
+        local = positions[group] - c * chunk
+        lo, hi = int(local.min()), int(local.max()) + 1
+        parts.append(ChunkSelection(c, group, local - lo, slice(lo, hi)))
+    return AxisPlan(parts, n, squeeze)
+
+
+def _fill_for(dtype: np.dtype, fill_value: Any) -> Any:
+    if fill_value is not None:
+        return fill_value
+    if dtype.kind in "fc":
+        return np.nan
+    return 0
+
+
+def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
+    """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``."""
+    key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
+    plans = [plan_axis(k, s, c) for k, s, c in zip(key, spec.shape, spec.chunk_shape)]
+    out_shape = tuple(p.length for p in plans)
+    kept_shape = tuple(p.length for p in plans if not p.squeeze)
+    single = _single_chunk_block(spec, plans, out_shape)
+    if single is not None:
+        # the key is exactly what one chunk read returns: hand over the reader's fresh array, no copy
+        return single.reshape(kept_shape)
+    try:
+        out = np.empty(out_shape, dtype=spec.dtype)
+    except (MemoryError, ValueError) as exc:
+        raise LimitExceededError(
+            f"selection of shape {out_shape} ({spec.dtype}) cannot be allocated: {exc}"
+        ) from None
+    if out.size:
+        for combo in itertools.product(*(p.parts for p in plans)):
+            coords = tuple(part.chunk_index for part in combo)
+            target = _as_outer(tuple(part.out_selection for part in combo), out_shape)
+            try:
+                block = spec.reader.read_chunk(coords, tuple(part.read_region for part in combo))
+            except MissingChunk:
+                out[target] = _fill_for(spec.dtype, spec.fill_value)
+                continue
+            out[target] = _take_outer(block, tuple(part.local_selection for part in combo))
+    return out.reshape(kept_shape) if len(kept_shape) != len(out_shape) else out
+
+
+def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple[int, ...]) -> np.ndarray | None:
+    """The block of a key that maps onto one chunk region in order, when the reader's array can be used as is."""
+    if not all(len(p.parts) == 1 for p in plans) or 0 in out_shape:
+        return None
+    parts = [p.parts[0] for p in plans]
+    if not all(isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice)
+               and p.local_selection == slice(None) for p in parts):
+        return None
+    try:
+        block = spec.reader.read_chunk(tuple(p.chunk_index for p in parts), tuple(p.read_region for p in parts))
+    except MissingChunk:
+        return None
+    if not isinstance(block, np.ndarray) or block.shape != out_shape or block.dtype != spec.dtype:
+        return np.asarray(block, dtype=spec.dtype).reshape(out_shape).copy()
+    if not block.flags.writeable or not block.flags.c_contiguous:
+        return block.copy()
+    return block
+
+
+def _take_outer(block: np.ndarray, local: tuple[Any, ...]) -> np.ndarray:
+    """Select orthogonally from ``block``: slices as views, integer arrays with ``take``."""
+    if all(isinstance(s, slice) for s in local):
+        return block if all(s == slice(None) for s in local) else block[local]
+    for axis, sel in enumerate(local):
+        if isinstance(sel, slice):
+            if sel != slice(None):
+                block = block[(slice(None),) * axis + (sel,)]
+        else:
+            block = np.take(block, sel, axis=axis)
+    return block
+
+
+def _as_outer(sel: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """An orthogonal numpy index for assignment: slices alone, else ``np.ix_`` of all axes."""
+    if all(isinstance(s, slice) for s in sel):
+        return sel
+    return np.ix_(*[np.arange(n)[s] if isinstance(s, slice) else np.asarray(s) for s, n in zip(sel, shape)])
