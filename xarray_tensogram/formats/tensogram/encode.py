@@ -1,0 +1,335 @@
+"""Tensogram object encoding (spec §12-§15 in reverse): values + descriptor options -> descriptor and payload region.
+
+Order: NaN/Inf masks -> encoding (simple_packing) -> filter (shuffle) -> compression,
+then the mask blobs after the payload, as the reference encoder does.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...codecs import bitmaps, lz4, simple_packing, zstd
+from ...codecs.registry import require
+from ...codecs.shuffle import shuffle
+from ...codecs.szip import szip_encode
+from ...errors import EncodeError, UnsupportedError
+from .compression import szip_flags, szip_sample_bits
+from .dtypes import DTYPES, dtype_width
+
+__all__ = ["ObjectInput", "EncodeError", "encode_object", "PIPELINE_KEYS"]
+
+PIPELINE_KEYS = ("encoding", "filter", "compression")
+_NUMPY_TO_NAME = {
+    "float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64",
+    "complex128": "complex128", "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16",
+    "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
+}
+
+
+@dataclass
+class ObjectInput:
+    """One object to write: values plus descriptor options (``encoding``, ``compression``, ``sp_*`` ...)."""
+
+    data: np.ndarray | bytes
+    descriptor: dict = field(default_factory=dict)
+
+
+#: descriptor parameters and the type the reference insists on (strict typing, spec §10.2)
+_PARAM_TYPES: dict[str, str] = {
+    "sp_bits_per_value": "int", "sp_decimal_scale_factor": "int", "sp_binary_scale_factor": "int",
+    "sp_reference_value": "float", "shuffle_element_size": "int", "szip_rsi": "int", "szip_block_size": "int",
+    "szip_flags": "int", "zstd_level": "int", "blosc2_codec": "str", "blosc2_clevel": "int", "zfp_mode": "str",
+    "zfp_rate": "float", "zfp_precision": "int", "zfp_tolerance": "float", "sz3_error_bound": "float",
+    "sz3_error_bound_mode": "str",
+}
+
+
+def _check_param_types(desc: Mapping[str, Any]) -> None:
+    for key, kind in _PARAM_TYPES.items():
+        if key not in desc:
+            continue
+        v = desc[key]
+        if kind == "int":
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+        elif kind == "float":
+            ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+            if ok and isinstance(v, (int, np.integer)) and abs(int(v)) > 2**53:
+                ok = False
+        else:
+            ok = isinstance(v, str)
+        if not ok:
+            raise EncodeError(f"descriptor parameter {key!r} must be {'an integer' if kind == 'int' else 'a number' if kind == 'float' else 'text'}, got {v!r}")
+
+
+
+def _c_strides(shape: Sequence[int]) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= s
+    return list(reversed(strides))
+
+
+def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.ndarray]:
+    """Boolean masks of NaN, +Inf, -Inf per element (complex: NaN in either part wins, then +Inf, then -Inf).
+
+    bfloat16 values arrive as their uint16 bit patterns and are classified by exponent and mantissa.
+    """
+    if dtype_name == "bfloat16":
+        bits = np.asarray(values, dtype=np.uint16).reshape(-1)
+        special = (bits & 0x7F80) == 0x7F80
+        nan = special & ((bits & 0x007F) != 0)
+        inf = special & ((bits & 0x007F) == 0)
+        return {"nan": nan, "inf+": inf & (bits < 0x8000), "inf-": inf & (bits >= 0x8000)}
+    if dtype_name.startswith("complex"):
+        re, im = values.real.reshape(-1), values.imag.reshape(-1)
+        nan = np.isnan(re) | np.isnan(im)
+        pinf = ~nan & ((re == np.inf) | (im == np.inf))
+        ninf = ~nan & ~pinf & ((re == -np.inf) | (im == -np.inf))
+    else:
+        flat = values.reshape(-1)
+        nan, pinf, ninf = np.isnan(flat), flat == np.inf, flat == -np.inf
+    return {"nan": nan, "inf+": pinf, "inf-": ninf}
+
+
+def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[bytes, str, dict | None]:
+    packed_len = (bits.size + 7) // 8
+    if small_threshold and packed_len <= small_threshold:
+        method = "none"
+    packed = np.packbits(bits).tobytes()
+    if method == "none":
+        return packed, "none", None
+    if method == "rle":
+        return bitmaps.rle_encode(bits), "rle", None
+    if method == "roaring":
+        return bitmaps.roaring_encode(bits, "roaring mask encoding"), "roaring", None
+    if method == "zstd":
+        return zstd.compress(packed, 3), "zstd", None
+    if method == "lz4":
+        return lz4.compress(packed), "lz4", None
+    if method == "blosc2":
+        blosc2 = require("blosc2", "blosc2 mask encoding")
+        cparams = blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=5, typesize=1, nthreads=1,
+                                 filters=[blosc2.Filter.BITSHUFFLE, blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER,
+                                          blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER],
+                                 splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT)
+        sc = blosc2.SChunk(chunksize=max(1, len(packed)), cparams=cparams)
+        if packed:
+            sc.append_data(packed)
+        return bytes(sc.to_cframe()), "blosc2", {"codec": "lz4", "level": 5}
+    raise UnsupportedError(f"unknown mask method {method!r}")
+
+
+def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes, np.ndarray | None]:
+    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing).
+
+    Raw ``bytes`` are taken as they are (the reference never converts them) and viewed in
+    the declared order so that float payloads can still be scanned for NaN/Inf.
+    """
+    name = desc["dtype"]
+    order = "<" if desc.get("byte_order", "little") == "little" else ">"
+    if name == "bitmask":
+        raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else \
+            np.ascontiguousarray(data, dtype=np.uint8).tobytes()
+        return raw, None
+    target = np.dtype("u2" if name == "bfloat16" else DTYPES[name][0]).newbyteorder(order)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if len(raw) % target.itemsize:
+            raise EncodeError(f"{len(raw)} bytes are not a whole number of {name} elements")
+        return raw, np.frombuffer(raw, dtype=target)
+    values = np.ascontiguousarray(np.asarray(data))
+    return np.ascontiguousarray(values.astype(target, copy=False)).tobytes(), values
+
+
+def encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_methods: Mapping[str, str],
+                   small_mask_threshold: int) -> tuple[dict, bytes]:
+    """Run the pipeline; return (descriptor, payload region)."""
+    user = dict(obj.descriptor)
+    user.pop("hash", None)
+    override = user.pop("_mask_method", None)  # per-object choice from the xarray layer
+    if override is not None:
+        mask_methods = {"nan": override, "pos_inf": override, "neg_inf": override}
+    data = obj.data
+    if "dtype" not in user:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            raise EncodeError("a descriptor 'dtype' is required for raw bytes")
+        user["dtype"] = _NUMPY_TO_NAME.get(np.asarray(data).dtype.name)
+        if user["dtype"] is None:
+            raise UnsupportedError(f"cannot write numpy dtype {np.asarray(data).dtype}")
+    name = user["dtype"]
+    if name not in DTYPES:
+        raise UnsupportedError(f"unknown dtype {name!r}")
+    if "shape" not in user:
+        user["shape"] = list(np.shape(data))
+    if not isinstance(user["shape"], (list, tuple)) or not all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]):
+        raise EncodeError(f"shape {user['shape']!r} must be a list of non-negative integers")
+    shape = [int(s) for s in user["shape"]]
+    _check_param_types(user)
+    if user.get("byte_order", "little") not in ("little", "big"):
+        raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
+    desc: dict[str, Any] = {
+        "type": user.pop("type", "ntensor"),
+        "shape": shape,
+        "ndim": len(shape),
+        "strides": [int(s) for s in user.pop("strides", _c_strides(shape))],
+        "dtype": name,
+        "byte_order": user.pop("byte_order", "little"),
+        "encoding": user.pop("encoding", "none"),
+        "filter": user.pop("filter", "none"),
+        "compression": user.pop("compression", "none"),
+    }
+    for k in ("shape", "dtype", "ndim"):
+        user.pop(k, None)
+    desc.update(user)
+    raw, values = _raw_bytes(data, desc)
+    n = math.prod(shape)
+    count = n if values is None else values.size
+    if name == "bitmask":
+        if len(raw) != (n + 7) // 8:
+            raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
+    elif count != n:
+        raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
+    # --- NaN / Inf masks -----------------------------------------------------------------------
+    mask_bits: dict[str, np.ndarray] = {}
+    all_finite = (values is not None and name != "bfloat16" and values.dtype.kind in "fc"
+                  and bool(np.isfinite(values).all()))  # one pass instead of three in the common case
+    if not all_finite and values is not None and name in (
+            "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):
+        kinds = _classify_non_finite(values, name)
+        for kind, bits in kinds.items():
+            if bits.any():
+                allowed = allow_nan if kind == "nan" else allow_inf
+                if not allowed:
+                    first = int(np.flatnonzero(bits)[0])
+                    raise EncodeError(f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
+                                      f"pass allow_nan/allow_inf (or mask the values) to write it")
+                mask_bits[kind] = bits
+        if mask_bits:
+            any_bad = np.zeros(n, dtype=bool)
+            for bits in mask_bits.values():
+                any_bad |= bits
+            width = len(raw) // n
+            zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(n, width).copy()
+            zeroed[any_bad] = 0  # flagged elements become all-zero bytes (both parts for complex)
+            raw = zeroed.tobytes()
+    # --- encoding ----------------------------------------------------------------------------
+    if desc["encoding"] == "simple_packing":
+        if name != "float64":
+            raise EncodeError("simple_packing needs float64 values")
+        bits = desc.get("sp_bits_per_value")
+        if not isinstance(bits, int) or not 0 <= bits <= 64:
+            raise EncodeError(f"sp_bits_per_value must be an integer in 0..64, got {bits!r}")
+        D = int(desc.setdefault("sp_decimal_scale_factor", 0))
+        has_r, has_e = "sp_reference_value" in desc, "sp_binary_scale_factor" in desc
+        if has_r != has_e:
+            raise EncodeError("give both sp_reference_value and sp_binary_scale_factor, or neither")
+        fvals = np.frombuffer(raw, dtype=np.dtype("f8").newbyteorder("<" if desc["byte_order"] == "little" else ">"))
+        if not has_r:
+            if mask_bits:
+                raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
+            R, E = simple_packing.compute_params(fvals, bits, D)
+            desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(R), int(E)
+        if not math.isfinite(float(desc["sp_reference_value"])):
+            raise EncodeError(f"sp_reference_value must be finite, got {desc['sp_reference_value']!r}")
+        if abs(int(desc["sp_binary_scale_factor"])) > 256:
+            raise EncodeError(f"sp_binary_scale_factor {desc['sp_binary_scale_factor']} is outside -256..256")
+        encoded = simple_packing.encode(fvals, bits, float(desc["sp_reference_value"]),
+                                        int(desc["sp_binary_scale_factor"]), D)
+    elif desc["encoding"] == "none":
+        encoded = raw
+    else:
+        raise UnsupportedError(f"unknown encoding {desc['encoding']!r}")
+    # --- filter ------------------------------------------------------------------------------
+    if desc["filter"] == "shuffle":
+        S = desc.setdefault("shuffle_element_size", dtype_width(name) or 1)
+        if not isinstance(S, int) or S <= 0 or len(encoded) % S:
+            raise EncodeError(f"shuffle_element_size {S!r} does not divide the {len(encoded)}-byte payload")
+        if S > 1 and encoded:
+            encoded = shuffle(np.frombuffer(encoded, np.uint8), S).tobytes()
+    elif desc["filter"] != "none":
+        raise UnsupportedError(f"unknown filter {desc['filter']!r}")
+    # --- compression -------------------------------------------------------------------------
+    payload = _compress(encoded, desc)
+    # --- masks -------------------------------------------------------------------------------
+    region = bytearray(payload)
+    if mask_bits:
+        masks: dict[str, dict] = {}
+        for kind in ("nan", "inf+", "inf-"):
+            if kind not in mask_bits:
+                continue
+            method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
+            blob, method, params = _encode_mask(mask_bits[kind], mask_methods.get(method_key, "roaring"),
+                                                small_mask_threshold)
+            entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
+            if params:
+                entry["params"] = params
+            masks[kind] = entry
+            region += blob
+        desc["masks"] = masks
+    return desc, bytes(region)
+
+
+def _compress(encoded: bytes, desc: dict) -> bytes:
+    comp = desc["compression"]
+    if comp == "none":
+        return encoded
+    if comp == "zstd":
+        return zstd.compress(encoded, int(desc.get("zstd_level", 3)))
+    if comp == "lz4":
+        return lz4.compress(encoded)
+    if comp in ("rle", "roaring"):
+        if desc["dtype"] != "bitmask":
+            raise EncodeError(f"{comp} compression applies to bitmask objects only")
+        bits = np.unpackbits(np.frombuffer(encoded, dtype=np.uint8)).astype(bool)
+        prefix = struct.pack(">I", bits.size)
+        if comp == "rle":
+            return prefix + bitmaps.rle_encode(bits)
+        return prefix + bitmaps.roaring_encode(bits, "roaring compression")
+    if comp == "szip":
+
+        for key in ("szip_rsi", "szip_block_size", "szip_flags"):
+            if key not in desc:
+                raise EncodeError(f"szip needs {key}")
+        bits = szip_sample_bits(desc)
+        flags = szip_flags(desc, bits)
+        sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8
+        payload, offsets = szip_encode(encoded, bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags,
+                                       sample_bytes)
+        desc["szip_block_offsets"] = offsets
+        return payload
+    if comp == "blosc2":
+        blosc2 = require("blosc2", "blosc2 compression")
+        codec = desc.get("blosc2_codec", "lz4")
+        if desc["encoding"] == "simple_packing":
+            typesize = (int(desc["sp_bits_per_value"]) + 7) // 8 or 1
+        elif desc["filter"] == "shuffle":
+            typesize = 1
+        else:
+            typesize = dtype_width(desc["dtype"]) or 1
+        cparams = blosc2.CParams(codec=getattr(blosc2.Codec, codec.upper()), clevel=int(desc.get("blosc2_clevel", 5)),
+                                 typesize=typesize, nthreads=1, splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT)
+        chunk = 256 * 1024 * 1024
+        chunk -= chunk % typesize
+        sc = blosc2.SChunk(chunksize=min(max(len(encoded), 1), chunk), cparams=cparams)
+        for start in range(0, len(encoded), chunk):
+            sc.append_data(encoded[start : start + chunk])
+        return bytes(sc.to_cframe())
+    if comp == "zfp":
+        zfpy = require("zfpy", "zfp compression")
+        arr = np.frombuffer(encoded, dtype=np.float64)
+        mode = desc.get("zfp_mode")
+        kw = {"fixed_rate": {"rate": desc.get("zfp_rate")}, "fixed_precision": {"precision": desc.get("zfp_precision")},
+              "fixed_accuracy": {"tolerance": desc.get("zfp_tolerance")}}.get(mode)
+        if kw is None or None in kw.values():
+            raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+        return zfpy.compress_numpy(arr, write_header=False, **kw) if arr.size else b""
+    raise UnsupportedError(f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
+                           f"readable by the reference)")
+
