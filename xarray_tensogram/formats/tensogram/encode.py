@@ -148,14 +148,24 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
 
 
 def encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_methods: Mapping[str, str],
-                   small_mask_threshold: int) -> tuple[dict, bytes]:
+                  small_mask_threshold: int) -> tuple[dict, bytes]:
     """Run the pipeline; return (descriptor, payload region)."""
     user = dict(obj.descriptor)
     user.pop("hash", None)
     override = user.pop("_mask_method", None)  # per-object choice from the xarray layer
     if override is not None:
         mask_methods = {"nan": override, "pos_inf": override, "neg_inf": override}
-    data = obj.data
+    desc = _descriptor(user, obj.data)
+    raw, values = _raw_bytes(obj.data, desc)
+    _check_element_count(raw, values, desc)
+    raw, mask_bits = _mask_non_finite(raw, values, desc["dtype"], allow_nan=allow_nan, allow_inf=allow_inf)
+    encoded = _filter(_encode_values(raw, desc, has_masks=bool(mask_bits)), desc)
+    payload = _compress(encoded, desc)
+    return desc, _append_masks(payload, mask_bits, desc, mask_methods, small_mask_threshold)
+
+
+def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any]:
+    """The full descriptor from the caller's options: dtype and shape from the data unless given, defaults filled."""
     if "dtype" not in user:
         if isinstance(data, (bytes, bytearray, memoryview)):
             raise EncodeError("a descriptor 'dtype' is required for raw bytes")
@@ -188,7 +198,11 @@ def encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_me
     for k in ("shape", "dtype", "ndim"):
         user.pop(k, None)
     desc.update(user)
-    raw, values = _raw_bytes(data, desc)
+    return desc
+
+
+def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[str, Any]) -> None:
+    shape, name = desc["shape"], desc["dtype"]
     n = math.prod(shape)
     count = n if values is None else values.size
     if name == "bitmask":
@@ -196,84 +210,98 @@ def encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_me
             raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
     elif count != n:
         raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
-    # --- NaN / Inf masks -----------------------------------------------------------------------
+
+
+def _mask_non_finite(raw: bytes, values: np.ndarray | None, name: str, *, allow_nan: bool,
+                     allow_inf: bool) -> tuple[bytes, dict[str, np.ndarray]]:
+    """NaN/+Inf/-Inf bitmaps of float values (when allowed), with those elements zeroed in ``raw``."""
     mask_bits: dict[str, np.ndarray] = {}
     all_finite = (values is not None and name != "bfloat16" and values.dtype.kind in "fc"
                   and bool(np.isfinite(values).all()))  # one pass instead of three in the common case
-    if not all_finite and values is not None and name in (
+    if all_finite or values is None or name not in (
             "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):
-        kinds = _classify_non_finite(values, name)
-        for kind, bits in kinds.items():
-            if bits.any():
-                allowed = allow_nan if kind == "nan" else allow_inf
-                if not allowed:
-                    first = int(np.flatnonzero(bits)[0])
-                    raise EncodeError(f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
-                                      f"pass allow_nan/allow_inf (or mask the values) to write it")
-                mask_bits[kind] = bits
-        if mask_bits:
-            any_bad = np.zeros(n, dtype=bool)
-            for bits in mask_bits.values():
-                any_bad |= bits
-            width = len(raw) // n
-            zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(n, width).copy()
-            zeroed[any_bad] = 0  # flagged elements become all-zero bytes (both parts for complex)
-            raw = zeroed.tobytes()
-    # --- encoding ----------------------------------------------------------------------------
-    if desc["encoding"] == "simple_packing":
-        if name != "float64":
-            raise EncodeError("simple_packing needs float64 values")
-        bits = desc.get("sp_bits_per_value")
-        if not isinstance(bits, int) or not 0 <= bits <= 64:
-            raise EncodeError(f"sp_bits_per_value must be an integer in 0..64, got {bits!r}")
-        D = int(desc.setdefault("sp_decimal_scale_factor", 0))
-        has_r, has_e = "sp_reference_value" in desc, "sp_binary_scale_factor" in desc
-        if has_r != has_e:
-            raise EncodeError("give both sp_reference_value and sp_binary_scale_factor, or neither")
-        fvals = np.frombuffer(raw, dtype=np.dtype("f8").newbyteorder("<" if desc["byte_order"] == "little" else ">"))
-        if not has_r:
-            if mask_bits:
-                raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
-            R, E = simple_packing.compute_params(fvals, bits, D)
-            desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(R), int(E)
-        if not math.isfinite(float(desc["sp_reference_value"])):
-            raise EncodeError(f"sp_reference_value must be finite, got {desc['sp_reference_value']!r}")
-        if abs(int(desc["sp_binary_scale_factor"])) > 256:
-            raise EncodeError(f"sp_binary_scale_factor {desc['sp_binary_scale_factor']} is outside -256..256")
-        encoded = simple_packing.encode(fvals, bits, float(desc["sp_reference_value"]),
-                                        int(desc["sp_binary_scale_factor"]), D)
-    elif desc["encoding"] == "none":
-        encoded = raw
-    else:
+        return raw, mask_bits
+    for kind, bits in _classify_non_finite(values, name).items():
+        if bits.any():
+            allowed = allow_nan if kind == "nan" else allow_inf
+            if not allowed:
+                first = int(np.flatnonzero(bits)[0])
+                raise EncodeError(f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
+                                  f"pass allow_nan/allow_inf (or mask the values) to write it")
+            mask_bits[kind] = bits
+    if mask_bits:
+        n = values.size
+        any_bad = np.zeros(n, dtype=bool)
+        for bits in mask_bits.values():
+            any_bad |= bits
+        width = len(raw) // n
+        zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(n, width).copy()
+        zeroed[any_bad] = 0  # flagged elements become all-zero bytes (both parts for complex)
+        raw = zeroed.tobytes()
+    return raw, mask_bits
+
+
+def _encode_values(raw: bytes, desc: dict[str, Any], *, has_masks: bool) -> bytes:
+    """The encoding stage: ``none`` passes the bytes on, ``simple_packing`` packs float64 values."""
+    if desc["encoding"] == "none":
+        return raw
+    if desc["encoding"] != "simple_packing":
         raise UnsupportedError(f"unknown encoding {desc['encoding']!r}")
-    # --- filter ------------------------------------------------------------------------------
+    if desc["dtype"] != "float64":
+        raise EncodeError("simple_packing needs float64 values")
+    bits = desc.get("sp_bits_per_value")
+    if not isinstance(bits, int) or not 0 <= bits <= 64:
+        raise EncodeError(f"sp_bits_per_value must be an integer in 0..64, got {bits!r}")
+    D = int(desc.setdefault("sp_decimal_scale_factor", 0))
+    has_r, has_e = "sp_reference_value" in desc, "sp_binary_scale_factor" in desc
+    if has_r != has_e:
+        raise EncodeError("give both sp_reference_value and sp_binary_scale_factor, or neither")
+    fvals = np.frombuffer(raw, dtype=np.dtype("f8").newbyteorder("<" if desc["byte_order"] == "little" else ">"))
+    if not has_r:
+        if has_masks:
+            raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
+        R, E = simple_packing.compute_params(fvals, bits, D)
+        desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(R), int(E)
+    if not math.isfinite(float(desc["sp_reference_value"])):
+        raise EncodeError(f"sp_reference_value must be finite, got {desc['sp_reference_value']!r}")
+    if abs(int(desc["sp_binary_scale_factor"])) > 256:
+        raise EncodeError(f"sp_binary_scale_factor {desc['sp_binary_scale_factor']} is outside -256..256")
+    return simple_packing.encode(fvals, bits, float(desc["sp_reference_value"]), int(desc["sp_binary_scale_factor"]), D)
+
+
+def _filter(encoded: bytes, desc: dict[str, Any]) -> bytes:
+    """The filter stage: ``shuffle`` groups byte k of every element (element size from the dtype unless given)."""
     if desc["filter"] == "shuffle":
-        S = desc.setdefault("shuffle_element_size", dtype_width(name) or 1)
+        S = desc.setdefault("shuffle_element_size", dtype_width(desc["dtype"]) or 1)
         if not isinstance(S, int) or S <= 0 or len(encoded) % S:
             raise EncodeError(f"shuffle_element_size {S!r} does not divide the {len(encoded)}-byte payload")
         if S > 1 and encoded:
             encoded = shuffle(np.frombuffer(encoded, np.uint8), S).tobytes()
     elif desc["filter"] != "none":
         raise UnsupportedError(f"unknown filter {desc['filter']!r}")
-    # --- compression -------------------------------------------------------------------------
-    payload = _compress(encoded, desc)
-    # --- masks -------------------------------------------------------------------------------
+    return encoded
+
+
+def _append_masks(payload: bytes, mask_bits: Mapping[str, np.ndarray], desc: dict[str, Any],
+                  mask_methods: Mapping[str, str], small_mask_threshold: int) -> bytes:
+    """The payload region: the payload, then one blob per mask kind, recorded in ``desc["masks"]``."""
     region = bytearray(payload)
-    if mask_bits:
-        masks: dict[str, dict] = {}
-        for kind in ("nan", "inf+", "inf-"):
-            if kind not in mask_bits:
-                continue
-            method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
-            blob, method, params = _encode_mask(mask_bits[kind], mask_methods.get(method_key, "roaring"),
-                                                small_mask_threshold)
-            entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
-            if params:
-                entry["params"] = params
-            masks[kind] = entry
-            region += blob
-        desc["masks"] = masks
-    return desc, bytes(region)
+    if not mask_bits:
+        return bytes(region)
+    masks: dict[str, dict] = {}
+    for kind in ("nan", "inf+", "inf-"):
+        if kind not in mask_bits:
+            continue
+        method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
+        blob, method, params = _encode_mask(mask_bits[kind], mask_methods.get(method_key, "roaring"),
+                                            small_mask_threshold)
+        entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
+        if params:
+            entry["params"] = params
+        masks[kind] = entry
+        region += blob
+    desc["masks"] = masks
+    return bytes(region)
 
 
 def _compress(encoded: bytes, desc: dict) -> bytes:
