@@ -34,6 +34,7 @@ from .framing import (
     POSTAMBLE,
     PREAMBLE,
     PRECEDER_FRAME,
+    FrameHeader,
     Preamble,
     align8,
     parse_frame_header,
@@ -220,8 +221,7 @@ class MessageScanner:
                      first_footer: int | None) -> tuple[Message, int]:
         """Walk header frames; use an index to jump over data frames, else walk them too."""
         where = _where(index)
-        size = self.source.size
-        limit = body_end if body_end is not None else size - POSTAMBLE
+        limit = body_end if body_end is not None else self.source.size - POSTAMBLE
         cur = pos + PREAMBLE
         phase = 0
         metadata: Any = None
@@ -235,27 +235,12 @@ class MessageScanner:
                 break
             hdr_bytes = self._read(cur, FRAME_HEADER, "frame header")
             if hdr_bytes[:2] != FRAME_START:
-                nxt = cur + 1
                 if body_end is None:
                     break  # streaming without a length: the postamble follows the frames
-                cur = nxt
+                cur += 1
                 continue
             hdr = parse_frame_header(hdr_bytes)
-            ph = phase_of(hdr.frame_type)
-            if ph < 0 or hdr.frame_type == 4:
-                raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {hdr.frame_type}")
-            if hdr.length < hdr.min_length or cur + hdr.length > limit:
-                raise CorruptFileError(
-                    f"{describe(self.name, where, cur + 8)}frame length {hdr.length} runs past the message end "
-                    f"or is below the minimum {hdr.min_length}"
-                )
-            if ph < phase:
-                raise CorruptFileError(
-                    f"{describe(self.name, where, cur)}frame type {hdr.frame_type} appears after a later-phase frame"
-                )
-            if pending_preceder is not None and hdr.frame_type != DATA_FRAME:
-                raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
-            phase = ph
+            phase = self._check_frame(cur, hdr, phase, limit, pending_preceder is not None, where)
             if hdr.frame_type == DATA_FRAME:
                 if index_map is not None and body_end is not None and pending_preceder is None:
                     # the index gives every data frame: jump to the footer instead of walking payloads
@@ -272,41 +257,18 @@ class MessageScanner:
                     raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}data frame does not end with ENDF")
                 data.append(ObjectRef(cur, hdr.length, pending_preceder))
                 pending_preceder = None
-                cur = pos + align8(cur + hdr.length - pos)
-                continue
-            if hdr.length > MAX_METADATA_FRAME:
-                raise CorruptFileError(
-                    f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds the {MAX_METADATA_FRAME}-byte limit"
-                )
-            frame = self._read(cur, hdr.length, "frame")
-            if frame[-4:] != FRAME_END:
-                raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}frame does not end with ENDF")
-            body = frame[FRAME_HEADER : hdr.length - 12]
-            fwhere = describe(self.name, where, cur + FRAME_HEADER)
-            if hdr.frame_type in METADATA_TYPES:
-                metadata = cbor.loads(body, where=fwhere)
-                if not isinstance(metadata, dict):
-                    raise MetadataError(f"{fwhere}metadata is a {type(metadata).__name__}, expected a map")
-            elif hdr.frame_type in INDEX_TYPES:
-                index_map = cbor.loads(body, where=fwhere)
-            elif hdr.frame_type == PRECEDER_FRAME:
-                pre_meta = cbor.loads(body, where=fwhere)
-                base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
-                if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                    raise MetadataError(f"{fwhere}preceder metadata must hold exactly one base entry")
-                pending_preceder = {k: v for k, v in base[0].items() if k != "_reserved_"}
+            else:
+                value = self._read_header_frame(cur, hdr, where)
+                if hdr.frame_type in METADATA_TYPES:
+                    metadata = value
+                elif hdr.frame_type in INDEX_TYPES:
+                    index_map = value
+                elif hdr.frame_type == PRECEDER_FRAME:
+                    pending_preceder = value
             cur = pos + align8(cur + hdr.length - pos)
         if pending_preceder is not None:
             raise CorruptFileError(f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body")
-        if body_end is None:
-            # streaming message of unknown length: the postamble must follow the last frame
-            post = self._read(cur, POSTAMBLE, "postamble")
-            first_footer, mirrored, end_magic = parse_postamble(post)
-            if end_magic != END_MAGIC:
-                raise CorruptFileError(f"{describe(self.name, where, cur)}expected a postamble (end magic 39277777)")
-            end = cur + POSTAMBLE
-        else:
-            end = body_end + POSTAMBLE
+        end = self._message_end(cur, body_end, where)
         if metadata is None:
             raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
         if index_map is not None and not data:
@@ -318,6 +280,62 @@ class MessageScanner:
             if ref.preceder:
                 meta["base"][j].update(ref.preceder)
         return Message(self.source, index, pos, end - pos, pre, meta, data), end
+
+    def _check_frame(self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool,
+                     where: str) -> int:
+        """Check a frame header against its place in the message; return the frame's phase."""
+        ph = phase_of(hdr.frame_type)
+        if ph < 0 or hdr.frame_type == 4:
+            raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {hdr.frame_type}")
+        if hdr.length < hdr.min_length or cur + hdr.length > limit:
+            raise CorruptFileError(
+                f"{describe(self.name, where, cur + 8)}frame length {hdr.length} runs past the message end "
+                f"or is below the minimum {hdr.min_length}"
+            )
+        if ph < phase:
+            raise CorruptFileError(
+                f"{describe(self.name, where, cur)}frame type {hdr.frame_type} appears after a later-phase frame"
+            )
+        if preceder_pending and hdr.frame_type != DATA_FRAME:
+            raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
+        return ph
+
+    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str) -> Any:
+        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_)."""
+        if hdr.length > MAX_METADATA_FRAME:
+            raise CorruptFileError(
+                f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds the {MAX_METADATA_FRAME}-byte limit"
+            )
+        frame = self._read(cur, hdr.length, "frame")
+        if frame[-4:] != FRAME_END:
+            raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}frame does not end with ENDF")
+        body = frame[FRAME_HEADER : hdr.length - 12]
+        fwhere = describe(self.name, where, cur + FRAME_HEADER)
+        if hdr.frame_type in METADATA_TYPES:
+            metadata = cbor.loads(body, where=fwhere)
+            if not isinstance(metadata, dict):
+                raise MetadataError(f"{fwhere}metadata is a {type(metadata).__name__}, expected a map")
+            return metadata
+        if hdr.frame_type in INDEX_TYPES:
+            return cbor.loads(body, where=fwhere)
+        if hdr.frame_type == PRECEDER_FRAME:
+            pre_meta = cbor.loads(body, where=fwhere)
+            base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
+            if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
+                raise MetadataError(f"{fwhere}preceder metadata must hold exactly one base entry")
+            return {k: v for k, v in base[0].items() if k != "_reserved_"}
+        return None
+
+    def _message_end(self, cur: int, body_end: int | None, where: str) -> int:
+        """Offset just past the message: after its postamble (found after the last frame when streaming)."""
+        if body_end is not None:
+            return body_end + POSTAMBLE
+        # streaming message of unknown length: the postamble must follow the last frame
+        post = self._read(cur, POSTAMBLE, "postamble")
+        _first_footer, _mirrored, end_magic = parse_postamble(post)
+        if end_magic != END_MAGIC:
+            raise CorruptFileError(f"{describe(self.name, where, cur)}expected a postamble (end magic 39277777)")
+        return cur + POSTAMBLE
 
     def _objects_from_index(self, pos: int, index_map: Any, where: str, limit: int) -> list[ObjectRef]:
         w = describe(self.name, where)
