@@ -1,0 +1,66 @@
+"""Byte sources: the only layer that touches files, memory or the network.
+
+A :class:`ByteSource` answers ``read(offset, length)`` with exactly that many
+bytes. Sources are safe to share between threads without a lock (local files use
+``os.pread``), and they pickle as a *description* (path or URL plus options),
+never as an open handle: a Dask worker process reopens the file itself.
+
+Local files remember their size and modification time when opened; a payload
+read after the file changed in place raises :class:`FileChangedError` instead of
+returning bytes of the new file as if they were the old ones. A file replaced by
+rename keeps serving the old inode's bytes through the open descriptor (still
+consistent); a process that reopens the path (a Dask worker) then raises.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from .atomic import atomic_write
+from .base import ByteSource, SourceLike
+from .local import LocalFileSource
+from .memory import BytesSource, FileObjectSource
+from .remote import FsspecSource, _from_fsspec_object, is_remote_url
+
+__all__ = [
+    "ByteSource",
+    "LocalFileSource",
+    "BytesSource",
+    "FileObjectSource",
+    "FsspecSource",
+    "open_source",
+    "is_remote_url",
+    "SourceLike",
+    "atomic_write",
+]
+
+
+def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = None) -> ByteSource:
+    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`.
+
+    URLs (``s3://``, ``https://``, ``gs://``, ``file://``, chained ``simplecache::...``) are read
+    through fsspec with ``storage_options``; fsspec ``OpenFile`` objects and open fsspec files
+    are read by URL too, so they pickle.
+    """
+    if isinstance(source, ByteSource):
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return BytesSource(source)
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)
+    if isinstance(source, str):
+        if is_remote_url(source):
+            if source.startswith("file://") and not storage_options and "::" not in source:
+                return LocalFileSource(source[len("file://") :])
+            return FsspecSource(source, storage_options)
+        return LocalFileSource(source)
+    remote = _from_fsspec_object(source)
+    if remote is not None:
+        return remote
+    if hasattr(source, "read") and hasattr(source, "seek"):
+        return FileObjectSource(source)  # type: ignore[arg-type]
+    raise TypeError(f"cannot read from {type(source).__name__}: pass a path, URL, bytes or a binary file object")
+

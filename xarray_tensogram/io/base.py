@@ -1,0 +1,81 @@
+"""The byte source interface every reader is written against."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, BinaryIO, Sequence, Union
+
+from ..errors import (
+    TruncatedFileError,
+    describe,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO, "ByteSource"]
+
+
+class ByteSource(ABC):
+    """Random-access, thread-safe, picklable bytes.
+
+    ``bytes_read`` and ``read_calls`` count what this instance fetched; the
+    benchmarks and tests use them to prove that an open reads metadata only.
+    """
+
+    name: str
+    size: int
+
+    def __init__(self) -> None:
+        self.bytes_read = 0
+        self.read_calls = 0
+
+    @abstractmethod
+    def _read(self, offset: int, length: int) -> bytes:
+        """Return up to ``length`` bytes at ``offset`` (fewer only at end of file)."""
+
+    def read(self, offset: int, length: int, *, what: str = "data") -> bytes:
+        """Return exactly ``length`` bytes at ``offset`` or raise :class:`TruncatedFileError`."""
+        if length < 0 or offset < 0 or offset + length > self.size:
+            raise TruncatedFileError(
+                f"{describe(self.name, offset=offset)}{what} needs {length} bytes at this offset "
+                f"but the file is {self.size} bytes long"
+            )
+        if length == 0:
+            return b""
+        data = self._read(offset, length)
+        self.bytes_read += len(data)
+        self.read_calls += 1
+        if len(data) != length:
+            raise TruncatedFileError(
+                f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {len(data)}"
+            )
+        return data
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
+        """Read several ``(offset, length)`` ranges; remote sources fetch them concurrently."""
+        return [self.read(o, n, what=what) for o, n in ranges]
+
+    def read_array(self, offset: int, length: int, *, what: str = "data") -> "np.ndarray":
+        """Like :meth:`read` but into a new writable ``uint8`` array (local files: no extra copy)."""
+        import numpy as np
+
+        return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
+
+    def view(self, offset: int, length: int) -> memoryview | None:
+        """A zero-copy read-only view of the bytes, or ``None`` when the source cannot map."""
+        return None
+
+    def close(self) -> None:
+        """Release handles; the source reopens lazily if it is read again."""
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`FileChangedError` if the underlying file changed since it was opened."""
+
+    def __enter__(self) -> "ByteSource":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

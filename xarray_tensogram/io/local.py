@@ -1,0 +1,160 @@
+"""Local files: ``os.pread`` without a lock, a memory map for zero-copy views, and change detection."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    FileChangedError,
+    IsADirectoryTensorError,
+    TruncatedFileError,
+    describe,
+)
+from .base import ByteSource
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class LocalFileSource(ByteSource):
+    """A local file read with ``os.pread`` (no shared file position, hence no lock)."""
+
+    def __init__(self, path: str | os.PathLike, *, _stamp: tuple[int, int] | None = None) -> None:
+        super().__init__()
+        self.path = os.fspath(path)
+        self.name = self.path
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._pid = -1
+        self._mmap: mmap.mmap | None = None
+        st = os.stat(self.path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryTensorError(f"{describe(self.path)}is a directory, not a Tensogram, Tetration or "
+                                          f"zTensor file")
+        stamp = (st.st_size, st.st_mtime_ns)
+        if _stamp is not None and tuple(_stamp) != stamp:
+            raise FileChangedError(
+                f"{describe(self.path)}the file changed on disk since it was opened "
+                f"(size/mtime {tuple(_stamp)} -> {stamp})"
+            )
+        self._stamp = stamp
+        self.size = st.st_size
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_reopen_local, (self.path, self._stamp))
+
+    def _fileno(self) -> int:
+        fd = self._fd
+        if fd is not None and self._pid == os.getpid():
+            return fd
+        with self._lock:
+            if self._fd is None or self._pid != os.getpid():
+                fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                st = os.fstat(fd)
+                if (st.st_size, st.st_mtime_ns) != self._stamp:
+                    os.close(fd)
+                    raise FileChangedError(
+                        f"{describe(self.path)}the file changed on disk since it was opened "
+                        f"(size {self._stamp[0]} -> {st.st_size})"
+                    )
+                self._fd, self._pid = fd, os.getpid()
+            return self._fd  # type: ignore[return-value]
+
+    def check_unchanged(self) -> None:
+        st = os.fstat(self._fileno())
+        if (st.st_size, st.st_mtime_ns) != self._stamp:
+            raise FileChangedError(
+                f"{describe(self.path)}the file changed on disk since it was opened "
+                f"(size {self._stamp[0]} -> {st.st_size}, mtime changed: {st.st_mtime_ns != self._stamp[1]})"
+            )
+
+    #: reads at least this long re-check size and mtime; shorter (metadata) reads rely on the
+    #: caller's one check per operation, which keeps an open from costing a stat per frame
+    CHECK_MIN = 1 << 16
+
+    def _read(self, offset: int, length: int) -> bytes:
+        fd = self._fileno()
+        if length >= self.CHECK_MIN:
+            self.check_unchanged()
+        data = os.pread(fd, length, offset)
+        if len(data) < length:  # pread may return short reads on some systems
+            chunks = [data]
+            got = len(data)
+            while got < length:
+                more = os.pread(fd, length - got, offset + got)
+                if not more:
+                    break
+                chunks.append(more)
+                got += len(more)
+            data = b"".join(chunks)
+        return data
+
+    def read_array(self, offset: int, length: int, *, what: str = "data") -> "np.ndarray":
+        import numpy as np
+
+        if length < 0 or offset < 0 or offset + length > self.size:
+            raise TruncatedFileError(
+                f"{describe(self.name, offset=offset)}{what} needs {length} bytes at this offset "
+                f"but the file is {self.size} bytes long"
+            )
+        out = np.empty(length, dtype=np.uint8)
+        if length == 0:
+            return out
+        fd = self._fileno()
+        self.check_unchanged()
+        got = 0
+        view = memoryview(out)
+        while got < length:
+            n = os.preadv(fd, [view[got:]], offset + got)
+            if n <= 0:
+                raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {got}")
+            got += n
+        self.bytes_read += length
+        self.read_calls += 1
+        return out
+
+    def view(self, offset: int, length: int) -> memoryview | None:
+        if length == 0 or self.size == 0:
+            return memoryview(b"")
+        if offset < 0 or offset + length > self.size:
+            raise TruncatedFileError(
+                f"{describe(self.name, offset=offset)}{length} bytes requested, file is {self.size} bytes"
+            )
+        fd = self._fileno()
+        self.check_unchanged()
+        mm = self._mmap
+        if mm is None:
+            with self._lock:
+                if self._mmap is None:
+                    self._mmap = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                mm = self._mmap
+        self.bytes_read += length
+        self.read_calls += 1
+        return memoryview(mm)[offset : offset + length]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._mmap is not None:
+                try:
+                    self._mmap.close()
+                except BufferError:  # views still exported: let GC release it
+                    pass
+                self._mmap = None
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+        except Exception:
+            pass
+
+
+def _reopen_local(path: str, stamp: tuple[int, int]) -> LocalFileSource:
+    return LocalFileSource(path, _stamp=stamp)

@@ -1,0 +1,206 @@
+"""Remote files through fsspec (HTTP, S3, ...): ranged reads, merged range requests, retries."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Mapping, Sequence
+
+from ..errors import (
+    MissingCodecError,
+    StorageOptionsError,
+    TruncatedFileError,
+    XarrayTensogramError,
+    describe,
+)
+from .base import ByteSource
+from .local import LocalFileSource
+
+
+class FsspecSource(ByteSource):
+    """A remote (or any fsspec) file, fetched with one range request per read.
+
+    ``url`` may be any fsspec URL (``s3://``, ``gs://``, ``https://``, ``file://``, ``memory://``)
+    or a chained URL (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged
+    (for chained URLs, keyed by protocol as fsspec expects). Opening asks for the size once
+    (one ``HEAD`` for HTTP and S3); every :meth:`read` is one ranged ``GET`` of exactly the
+    bytes asked for, and :meth:`read_ranges` sends its ranges concurrently.
+
+    The three formats keep their metadata at the ends of the file (Tensogram preamble and
+    header frames, the Tetration superblock and directory, the zTensor tail and index, the
+    Tetration footer), and their readers parse it with several small reads. So the source that
+    opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each the
+    first time a small read falls there, and serves later reads inside them from memory: opening
+    costs a few requests instead of one per field. Unpickled copies (Dask tasks) do not do this;
+    they fetch exactly the bytes of the chunk they read.
+
+    Holds only the URL, the options and the size: the fsspec filesystem is created lazily in
+    each process (and again after a fork), so a pickled source, e.g. inside a Dask task, reopens
+    the remote file in the worker without holding any connection across pickling.
+    """
+
+    def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None, *, _size: int | None = None,
+                 _fs: Any = None) -> None:
+        super().__init__()
+        self.url = url
+        self.name = url
+        self.storage_options = dict(storage_options or {})
+        self._fs: Any = None
+        self._path: str | None = None
+        self._pid = -1
+        self._lock = threading.Lock()
+        #: cached (offset, bytes) blocks at the start and the end of the file (see the class doc)
+        self._ends: list[tuple[int, bytes]] = []
+        self._cache_ends = _size is None
+        if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
+            self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
+        if _size is not None:  # unpickled: the filesystem is created on the first read
+            self.size = int(_size)
+            return
+        fs, path = self._filesystem()
+        try:
+            size = fs.size(path)
+        except TypeError as exc:  # e.g. s3fs passes unknown options on to its session at the first request
+            raise self._rejected(exc) from exc
+        except FileNotFoundError as exc:
+            reason = _short(exc)
+            what = "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
+            raise FileNotFoundError(f"{url}: {what} ({reason})") from exc
+        except PermissionError as exc:
+            raise PermissionError(f"{url}: access denied ({_short(exc)})") from exc
+        if size is None:
+            raise XarrayTensogramError(
+                f"{url}: the server does not report the file size (no Content-Length), so byte ranges "
+                "cannot be planned; use a 'simplecache::' URL to download the file first"
+            )
+        self.size = int(size)
+
+    def __repr__(self) -> str:
+        return f"<FsspecSource {self.url!r} ({self.size} bytes)>"
+
+    def _rejected(self, exc: BaseException) -> StorageOptionsError:
+        """fsspec reports an option it does not know as a TypeError; say which options were given."""
+        given = ", ".join(map(repr, self.storage_options)) or "none"
+        return StorageOptionsError(f"{self.url}: fsspec rejected the storage_options (given: {given}): {_short(exc)}")
+
+    def _filesystem(self) -> tuple[Any, str]:
+        if self._fs is None or self._pid != os.getpid():
+            with self._lock:
+                if self._fs is None or self._pid != os.getpid():
+                    try:
+                        import fsspec
+                    except ImportError as exc:  # pragma: no cover - depends on environment
+                        raise MissingCodecError(
+                            f"reading {self.url!r} needs fsspec: pip install 'xarray-tensogram[remote]'"
+                        ) from exc
+                    try:
+                        fs, path = fsspec.core.url_to_fs(self.url, **self.storage_options)
+                    except ImportError as exc:
+                        raise MissingCodecError(
+                            f"reading {self.url!r} needs an fsspec driver that is not installed ({exc}); "
+                            "pip install 'xarray-tensogram[remote]' and the driver for this protocol (e.g. s3fs)"
+                        ) from exc
+                    except ValueError as exc:
+                        raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
+                    except TypeError as exc:  # a filesystem whose constructor does not take an option
+                        raise self._rejected(exc) from exc
+                    self._fs, self._path, self._pid = fs, path, os.getpid()
+        return self._fs, self._path  # type: ignore[return-value]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_reopen_fsspec, (self.url, self.storage_options, self.size))
+
+    #: size of the head and tail blocks cached by the opening source
+    END_BLOCK = 64 * 1024
+    #: reads up to this size near either end fetch the whole block (metadata-sized reads)
+    SMALL_READ = 16 * 1024
+
+    def _read(self, offset: int, length: int) -> bytes:
+        for start, block in self._ends:
+            if start <= offset and offset + length <= start + len(block):
+                return block[offset - start : offset + length - start]
+        if self._cache_ends and length <= self.SMALL_READ:
+            head = min(self.size, self.END_BLOCK)
+            tail = max(0, self.size - self.END_BLOCK)
+            for lo, hi in ((0, head), (tail, self.size)):
+                if lo <= offset and offset + length <= hi:
+                    block = self._fetch(lo, hi - lo)
+                    if len(block) == hi - lo:
+                        with self._lock:
+                            if all(start != lo for start, _ in self._ends):
+                                self._ends = self._ends + [(lo, block)]
+                    return block[offset - lo : offset + length - lo]
+        return self._fetch(offset, length)
+
+    def _fetch(self, offset: int, length: int) -> bytes:
+        fs, path = self._filesystem()
+        try:
+            data = fs.cat_file(path, start=offset, end=offset + length)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"{self.url}: the remote file disappeared ({_short(exc)})") from exc
+        if len(data) > length:
+            raise XarrayTensogramError(
+                f"{describe(self.name, offset=offset)}asked for {length} bytes, the server sent {len(data)}: "
+                "it ignores HTTP Range requests; use a 'simplecache::' URL to download the file first"
+            )
+        return data
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
+        ranges = [(o, n) for o, n in ranges]
+        if len(ranges) <= 1 or any(n == 0 for _o, n in ranges):
+            return [self.read(o, n, what=what) for o, n in ranges]
+        for o, n in ranges:
+            if o < 0 or n < 0 or o + n > self.size:
+                raise TruncatedFileError(
+                    f"{describe(self.name, offset=o)}{what} needs {n} bytes but the file is {self.size} bytes long"
+                )
+        fs, path = self._filesystem()
+        starts = [o for o, _ in ranges]
+        ends = [o + n for o, n in ranges]
+        out = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+        for (o, n), b in zip(ranges, out):
+            if isinstance(b, BaseException):
+                raise XarrayTensogramError(f"{describe(self.name, offset=o)}range request failed: {_short(b)}")
+        self.bytes_read += sum(len(b) for b in out)
+        self.read_calls += len(ranges)
+        for (o, n), b in zip(ranges, out):
+            if len(b) != n:
+                raise TruncatedFileError(f"{describe(self.name, offset=o)}{what}: expected {n} bytes, got {len(b)}")
+        return list(out)
+
+
+def _short(exc: BaseException) -> str:
+    """One line naming the error, and its cause when fsspec wrapped one (e.g. a refused connection)."""
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0] if text else ''}"
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc:
+        more = str(cause).strip().splitlines()
+        line += f"; caused by {type(cause).__name__}: {more[0] if more else ''}"
+    return line
+
+
+def _reopen_fsspec(url: str, options: Mapping[str, Any], size: int) -> FsspecSource:
+    return FsspecSource(url, options, _size=size)
+
+
+def is_remote_url(s: str) -> bool:
+    """True for ``proto://...`` URLs other than plain local paths (fsspec chains included)."""
+    return "://" in s or "::" in s
+
+
+def _from_fsspec_object(obj: Any) -> ByteSource | None:
+    """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``.
+
+    It is rebuilt from the filesystem's URL and ``storage_options``, so it pickles by
+    description like any other remote source.
+    """
+    fs, path = getattr(obj, "fs", None), getattr(obj, "path", None)
+    if fs is None or not isinstance(path, str) or not hasattr(fs, "cat_file") or not hasattr(fs, "storage_options"):
+        return None
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return LocalFileSource(path)
+    if hasattr(fs, "fs") or protocol in ("simplecache", "filecache", "blockcache", "cached"):
+        return None  # a caching wrapper: cannot be described by one URL; read through the file object
+    return FsspecSource(fs.unstrip_protocol(path), fs.storage_options, _fs=fs)
