@@ -61,7 +61,8 @@ def _plan_contiguous(start: int, stop: int, chunk: int) -> AxisPlan:
     for c in range(start // chunk, (stop - 1) // chunk + 1):
         lo = max(start, c * chunk)
         hi = min(stop, (c + 1) * chunk)
-        parts.append(ChunkSelection(c, slice(lo - start, hi - start), slice(None), slice(lo - c * chunk, hi - c * chunk)))
+        local = slice(lo - c * chunk, hi - c * chunk)
+        parts.append(ChunkSelection(c, slice(lo - start, hi - start), slice(None), local))
     return AxisPlan(parts, stop - start, False)
 
 
@@ -102,7 +103,7 @@ def _fill_for(dtype: np.dtype, fill_value: Any) -> Any:
 def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``."""
     key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
-    plans = [plan_axis(k, s, c) for k, s, c in zip(key, spec.shape, spec.chunk_shape)]
+    plans = [plan_axis(k, s, c) for k, s, c in zip(key, spec.shape, spec.chunk_shape, strict=True)]
     out_shape = tuple(p.length for p in plans)
     kept_shape = tuple(p.length for p in plans if not p.squeeze)
     single = _single_chunk_block(spec, plans, out_shape)
@@ -164,4 +165,5 @@ def _as_outer(sel: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[Any, ...]:
     """An orthogonal numpy index for assignment: slices alone, else ``np.ix_`` of all axes."""
     if all(isinstance(s, slice) for s in sel):
         return sel
-    return np.ix_(*[np.arange(n)[s] if isinstance(s, slice) else np.asarray(s) for s, n in zip(sel, shape)])
+    axes = [np.arange(n)[s] if isinstance(s, slice) else np.asarray(s) for s, n in zip(sel, shape, strict=True)]
+    return np.ix_(*axes)

@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import CodecError
 from .registry import require
 
-__all__ = ["unpack", "rle_decode", "rle_encode", "roaring_decode", "roaring_encode"]
+__all__ = ["rle_decode", "rle_encode", "roaring_decode", "roaring_encode", "unpack"]
 
 
 def unpack(packed: bytes | memoryview | np.ndarray, n: int, where: str = "") -> np.ndarray:

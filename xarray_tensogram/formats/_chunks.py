@@ -13,13 +13,13 @@ Two patterns recur in every format:
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..io import ByteSource
 
-__all__ = ["read_row_band", "row_byte_span", "read_span", "read_raw_rows"]
+__all__ = ["read_raw_rows", "read_row_band", "read_span", "row_byte_span"]
 
 
 def read_row_band(coords: Sequence[int], region: Sequence[slice], shape: Sequence[int], rows_per_chunk: int,
@@ -36,7 +36,7 @@ def read_row_band(coords: Sequence[int], region: Sequence[slice], shape: Sequenc
     start, stop = base + region[0].start, base + region[0].stop
     block = read_all() if (start, stop) == (0, shape[0]) else read_rows(start, stop)
     rest = tuple(region[1:])
-    if any(r != slice(0, n) for r, n in zip(rest, shape[1:])):
+    if any(r != slice(0, n) for r, n in zip(rest, shape[1:], strict=True)):
         block = block[(slice(None), *rest)]
     return block
 

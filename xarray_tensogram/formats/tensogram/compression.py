@@ -9,7 +9,8 @@ rle/roaring bitmap) and hands plain values to :mod:`xarray_tensogram.codecs`.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from ...codecs.limits import check_ratio, check_size
 from ...errors import CodecError, MetadataError, UnsupportedError
 from .dtypes import dtype_width
 
-__all__ = ["decompress", "compress", "DECODERS", "szip_sample_bits", "szip_flags"]
+__all__ = ["DECODERS", "compress", "decompress", "szip_flags", "szip_sample_bits"]
 
 Params = Mapping[str, Any]
 
@@ -28,7 +29,8 @@ def _param(desc: Params, key: str, kind: type, where: str) -> Any:
     value = desc.get(key)
     ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
     if value is None or isinstance(value, bool) or not ok:
-        raise MetadataError(f"{where}descriptor parameter {key!r} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
+        wanted = "a number" if kind is float else "an integer"
+        raise MetadataError(f"{where}descriptor parameter {key!r} must be {wanted}, got {value!r}")
     return kind(value)
 
 
@@ -162,7 +164,8 @@ DECODERS: dict[str, Callable[[bytes, int, Any, str], Any]] = {
 }
 
 
-def decompress(name: str, payload: bytes | memoryview, expected: int, desc: Params, where: str = "") -> bytes | np.ndarray:
+def decompress(name: str, payload: bytes | memoryview, expected: int, desc: Params,
+               where: str = "") -> bytes | np.ndarray:
     """Decode ``payload`` with compressor ``name`` into exactly ``expected`` bytes."""
     try:
         decoder = DECODERS[name]

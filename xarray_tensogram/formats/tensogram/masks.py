@@ -6,14 +6,15 @@ applied to packed bits) are format-free and live in :mod:`xarray_tensogram.codec
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ...codecs import bitmaps, blosc2, lz4, zstd
 from ...errors import UnsupportedError
 
-__all__ = ["decode_mask", "MASK_METHODS"]
+__all__ = ["MASK_METHODS", "decode_mask"]
 
 MASK_METHODS = ("none", "rle", "roaring", "lz4", "zstd", "blosc2")
 
