@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import CodecError, UnsupportedError
 from .registry import require
 
-__all__ = ["MODES", "decompress"]
+__all__ = ["MODES", "compress", "decompress"]
 
 #: zfp mode -> the keyword python-zfpy takes for its parameter
 MODES = {"fixed_rate": "rate", "fixed_precision": "precision", "fixed_accuracy": "tolerance"}
@@ -30,3 +30,12 @@ def decompress(payload: bytes | memoryview, n: int, mode: str, parameter: float,
     except Exception as exc:
         raise CodecError(f"{where}zfp stream is corrupt: {exc}") from exc
     return arr
+
+
+def compress(values: np.ndarray, mode: str, parameter: float) -> bytes:
+    """A header-less 1-d zfp stream of float64 ``values`` (empty input gives empty bytes)."""
+    zfpy = require("zfpy", "zfp compression")
+    if values.size == 0:
+        return b""
+    out: bytes = zfpy.compress_numpy(values, write_header=False, **{MODES[mode]: parameter})
+    return out

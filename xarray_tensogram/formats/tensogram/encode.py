@@ -13,8 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ...codecs import bitmaps, lz4, simple_packing, zstd
-from ...codecs.registry import require
+from ...codecs import bitmaps, blosc2, lz4, simple_packing, zfp, zstd
 from ...codecs.shuffle import shuffle
 from ...codecs.szip import szip_encode
 from ...errors import EncodeError, UnsupportedError
@@ -113,15 +112,7 @@ def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[b
     if method == "lz4":
         return lz4.compress(packed), "lz4", None
     if method == "blosc2":
-        blosc2 = require("blosc2", "blosc2 mask encoding")
-        cparams = blosc2.CParams(codec=blosc2.Codec.LZ4, clevel=5, typesize=1, nthreads=1,
-                                 filters=[blosc2.Filter.BITSHUFFLE, blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER,
-                                          blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER, blosc2.Filter.NOFILTER],
-                                 splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT)
-        sc = blosc2.SChunk(chunksize=max(1, len(packed)), cparams=cparams)
-        if packed:
-            sc.append_data(packed)
-        return bytes(sc.to_cframe()), "blosc2", {"codec": "lz4", "level": 5}
+        return blosc2.compress(packed, codec="lz4", clevel=5, bitshuffle=True), "blosc2", {"codec": "lz4", "level": 5}
     raise UnsupportedError(f"unknown mask method {method!r}")
 
 
@@ -333,31 +324,21 @@ def _compress(encoded: bytes, desc: dict) -> bytes:
         desc["szip_block_offsets"] = offsets
         return payload
     if comp == "blosc2":
-        blosc2 = require("blosc2", "blosc2 compression")
-        codec = desc.get("blosc2_codec", "lz4")
         if desc["encoding"] == "simple_packing":
             typesize = (int(desc["sp_bits_per_value"]) + 7) // 8 or 1
         elif desc["filter"] == "shuffle":
             typesize = 1
         else:
             typesize = dtype_width(desc["dtype"]) or 1
-        cparams = blosc2.CParams(codec=getattr(blosc2.Codec, codec.upper()), clevel=int(desc.get("blosc2_clevel", 5)),
-                                 typesize=typesize, nthreads=1, splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT)
-        chunk = 256 * 1024 * 1024
-        chunk -= chunk % typesize
-        sc = blosc2.SChunk(chunksize=min(max(len(encoded), 1), chunk), cparams=cparams)
-        for start in range(0, len(encoded), chunk):
-            sc.append_data(encoded[start : start + chunk])
-        return bytes(sc.to_cframe())
+        return blosc2.compress(encoded, codec=desc.get("blosc2_codec", "lz4"), clevel=int(desc.get("blosc2_clevel", 5)),
+                               typesize=typesize)
     if comp == "zfp":
-        zfpy = require("zfpy", "zfp compression")
-        arr = np.frombuffer(encoded, dtype=np.float64)
         mode = desc.get("zfp_mode")
-        kw = {"fixed_rate": {"rate": desc.get("zfp_rate")}, "fixed_precision": {"precision": desc.get("zfp_precision")},
-              "fixed_accuracy": {"tolerance": desc.get("zfp_tolerance")}}.get(mode)
-        if kw is None or None in kw.values():
+        parameter = {"fixed_rate": desc.get("zfp_rate"), "fixed_precision": desc.get("zfp_precision"),
+                     "fixed_accuracy": desc.get("zfp_tolerance")}.get(mode)
+        if mode not in zfp.MODES or parameter is None:
             raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
-        return zfpy.compress_numpy(arr, write_header=False, **kw) if arr.size else b""
+        return zfp.compress(np.frombuffer(encoded, dtype=np.float64), mode, parameter)
     raise UnsupportedError(f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
                            f"readable by the reference)")
 

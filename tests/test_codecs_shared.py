@@ -1,0 +1,62 @@
+"""The format-free codecs every format shares: the one zstd output bound, bitmaps and shuffle.
+
+Oracles: the zstandard library's own decoder (what a stream really decodes to), Python's
+arbitrary-precision integers (for the overflow-free uint64 form of the bound) and numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import zstandard
+
+from xarray_tensogram.codecs import bitmaps, shuffle, zstd
+from xarray_tensogram.errors import CodecError
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, 131072, 131073, 3 << 20])
+def test_max_output_bounds_what_zstandard_decodes(size: int) -> None:
+    # zeros are the most compressible input: the worst case for an output bound
+    payload = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(bytes(size))
+    decoded = len(zstandard.ZstdDecompressor().decompressobj().decompress(payload))
+    assert decoded == size
+    assert zstd.frames_bound(payload) <= zstd.max_output(len(payload))
+    assert decoded <= zstd.frames_bound(payload)
+    assert zstd.fits_output_bound(decoded, len(payload))
+
+
+def test_fits_output_bound_matches_exact_integer_arithmetic_on_uint64() -> None:
+    rng = np.random.default_rng(7)
+    stored = np.concatenate([rng.integers(0, 1 << 20, 500, dtype=np.uint64),
+                             np.array([0, 3, 4, (1 << 64) - 1, (1 << 62) + 5], dtype=np.uint64)])
+    decoded = np.concatenate([rng.integers(0, 1 << 40, 500, dtype=np.uint64),
+                              np.array([131072, 131073, 262144, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64)])
+    got = zstd.fits_output_bound(decoded, stored)
+    want = [int(d) <= (int(s) // 4 + 1) * 131072 for d, s in zip(decoded, stored, strict=True)]
+    assert got.tolist() == want
+    assert [zstd.fits_output_bound(int(d), int(s)) for d, s in zip(decoded, stored, strict=True)] == want
+
+
+def test_decompress_capped_refuses_more_than_the_cap() -> None:
+    payload = zstd.compress(bytes(10_000))
+    assert zstd.decompress_capped(payload, 10_000).tobytes() == bytes(10_000)
+    with pytest.raises(CodecError, match="more than the 9999 bytes"):
+        zstd.decompress_capped(payload, 9_999)
+
+
+def test_rle_round_trip_and_packed_bits_match_numpy() -> None:
+    rng = np.random.default_rng(3)
+    bits = rng.random(1000) < 0.1
+    assert np.array_equal(bitmaps.rle_decode(bitmaps.rle_encode(bits), bits.size), bits)
+    assert np.array_equal(bitmaps.unpack(np.packbits(bits).tobytes(), bits.size), bits)
+    with pytest.raises(CodecError, match="runs sum to"):
+        bitmaps.rle_decode(bitmaps.rle_encode(bits), bits.size + 1)
+
+
+@pytest.mark.parametrize("element_size", [1, 2, 4, 8])
+def test_shuffle_groups_byte_k_of_every_element(element_size: int) -> None:
+    raw = np.arange(64, dtype=np.uint8)
+    shuffled = shuffle.shuffle(raw, element_size)
+    # numpy oracle: element bytes as rows, read column by column
+    assert np.array_equal(shuffled, raw.reshape(-1, element_size).T.reshape(-1))
+    assert np.array_equal(shuffle.unshuffle(shuffled, element_size), raw)
