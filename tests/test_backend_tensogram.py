@@ -552,11 +552,13 @@ def test_variables_from_different_dates_keep_their_time(tmp_path):
 
 
 def test_duplicates_raise_hypercube_error_naming_filter_by_keys(tmp_path):
+    """strict=True refuses duplicates (issue 11 point 9; without strict they open with a warning,
+    see test_mapping_tensogram.py)."""
     msgs = era_messages(steps=range(3))
     dup = era_messages(steps=[1], coords=False, seed=5)
     path = write(tmp_path / "dup.tgm", msgs + dup)
     with pytest.raises(HypercubeError, match="filter_by_keys") as info:
-        _open(path)
+        _open(path, strict=True)
     assert isinstance(info.value, XarrayTensogramError) and isinstance(info.value, ValueError)
     assert any(repr(p) in str(info.value) for p in PARAMS)  # names the variable
 

@@ -148,13 +148,14 @@ class _CloseSpy:
 
 
 def _hetero(tmp_path: Path) -> Path:
-    """Two messages on different grids, so the file holds two groups (written by the reference encoder)."""
+    """Two messages on different grids whose axes are explicitly named alike (``y`` of sizes 3 and 2), a
+    real conflict, so the file holds two groups (written by the reference encoder)."""
     msgs = []
     for ny, nx in ((3, 4), (2, 5)):
         a = np.arange(ny * nx, dtype=np.float32).reshape(ny, nx)
         desc = {"type": "ntensor", "shape": [ny, nx], "dtype": "float32", "byte_order": "little",
                 "encoding": "none", "filter": "none", "compression": "none"}
-        msgs.append(bytes(tensogram.encode({"version": 3, "base": [{"name": f"v{ny}"}]}, [(desc, a)])))
+        msgs.append(bytes(tensogram.encode({"version": 3, "base": [{"name": f"v{ny}", "dim_names": ["y", "x"]}]}, [(desc, a)])))
     path = tmp_path / "two_grids.tgm"
     path.write_bytes(b"".join(msgs))
     return path

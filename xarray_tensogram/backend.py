@@ -139,6 +139,11 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         raise on a damaged message instead of skipping it with a warning (the other formats always raise).
     ``storage_options``
         passed to fsspec for remote URLs.
+    ``message_index``, ``merge_objects``, ``range_threshold``
+        Tensogram only: which messages to open (an int, negative from the end, a list or a slice);
+        ``merge_objects=False`` opens only the message at ``message_index`` (default 0); reads covering
+        less than ``range_threshold`` (0 to 1, default 0.5) of an object use a partial read when its
+        pipeline allows one (0: always decode whole objects).
     ``drop_variables``, ``mask_and_scale``, ``decode_times``, ``decode_timedelta``, ``use_cftime``,
     ``decode_coords``, ``concat_characters``
         as everywhere in xarray, applied by xarray's own CF decoding (``decode_timedelta``
@@ -153,7 +158,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     open_dataset_parameters = (
         "filename_or_obj", "drop_variables", "variable_key", "dim_names", "filter_by_keys", "group",
         "verify_hash", "strict", "storage_options", "mask_and_scale", "decode_times", "decode_timedelta",
-        "use_cftime", "decode_coords", "concat_characters",
+        "use_cftime", "decode_coords", "concat_characters", "message_index", "merge_objects", "range_threshold",
     )
     supports_groups = True
 
@@ -219,7 +224,11 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             opts = AssembleOptions(drop_variables=drop, dim_names=format_options.get("dim_names"),
                                    variable_key=format_options.get("variable_key"),
                                    filter_by_keys=format_options.get("filter_by_keys"),
-                                   verify_hash=bool(format_options.get("verify_hash")))
+                                   verify_hash=bool(format_options.get("verify_hash")),
+                                   strict=bool(format_options.get("strict")),
+                                   message_index=format_options.get("message_index"),
+                                   merge_objects=format_options.get("merge_objects", True),
+                                   range_threshold=format_options.get("range_threshold", 0.5))
             return assemble(spec.name, f, opts), f
         except BaseException:
             f.close()
@@ -267,11 +276,15 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         use_cftime: DecodeFlag = None,
         decode_coords: DecodeCoords = None,
         concat_characters: DecodeFlag = None,
+        message_index: Any = None,
+        merge_objects: bool = True,
+        range_threshold: float = 0.5,
     ) -> xr.Dataset:
         drop = _normalise_drop(drop_variables)
         groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
             "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
-            "verify_hash": verify_hash, "strict": strict})
+            "verify_hash": verify_hash, "strict": strict, "message_index": message_index,
+            "merge_objects": merge_objects, "range_threshold": range_threshold})
         try:
             key = _select_group(groups, group, f.name)
         except BaseException:
@@ -299,6 +312,9 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         use_cftime: DecodeFlag = None,
         decode_coords: DecodeCoords = None,
         concat_characters: DecodeFlag = None,
+        message_index: Any = None,
+        merge_objects: bool = True,
+        range_threshold: float = 0.5,
     ) -> dict[str, xr.Dataset]:
         """Every group as a decoded Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
 
@@ -307,7 +323,8 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         drop = _normalise_drop(drop_variables)
         groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
             "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
-            "verify_hash": verify_hash, "strict": strict})
+            "verify_hash": verify_hash, "strict": strict, "message_index": message_index,
+            "merge_objects": merge_objects, "range_threshold": range_threshold})
         try:
             if group is not None:
                 groups = {"/": groups[_select_group(groups, group, f.name)]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -87,10 +87,12 @@ class StackedReader:
     """
 
     stack_shape: tuple[int, ...]
-    members: tuple[Any, ...]  # flat, C order over stack_shape
+    members: Any  # flat, C order over stack_shape: a tuple, or a dict {flat index: member} for sparse cubes
 
     def member(self, stack_coords: Sequence[int]) -> "ArraySpec | None":
         flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
+        if isinstance(self.members, dict):
+            return self.members.get(flat)
         return self.members[flat]
 
     def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
@@ -102,9 +104,15 @@ class StackedReader:
         return inner.reshape((1,) * k + inner.shape)
 
 
-def stack_specs(stack_shape: Sequence[int], members: Sequence["ArraySpec | None"], fill_value: Any = None) -> ArraySpec:
-    """Build the :class:`ArraySpec` of members stacked along new leading axes."""
-    present = [m for m in members if m is not None]
+def stack_specs(stack_shape: Sequence[int], members: "Sequence[ArraySpec | None] | Mapping[int, ArraySpec]",
+                fill_value: Any = None) -> ArraySpec:
+    """Build the :class:`ArraySpec` of members stacked along new leading axes.
+
+    ``members`` is flat in C order over ``stack_shape``: a sequence with ``None`` for holes, or a mapping
+    ``{flat index: member}`` (nothing allocated per hole).
+    """
+    values = list(members.values()) if isinstance(members, Mapping) else list(members)
+    present = [m for m in values if m is not None]
     if not present:
         raise ValueError("cannot stack an empty set of arrays")
     first = present[0]
@@ -112,7 +120,7 @@ def stack_specs(stack_shape: Sequence[int], members: Sequence["ArraySpec | None"
         if m.shape != first.shape or m.dtype != first.dtype or m.chunk_shape != first.chunk_shape:
             raise ValueError("stacked members must share shape, dtype and chunk shape")
     stack_shape = tuple(int(s) for s in stack_shape)
-    reader = StackedReader(stack_shape, tuple(members))
+    reader = StackedReader(stack_shape, dict(members) if isinstance(members, Mapping) else tuple(members))
     return ArraySpec(
         shape=stack_shape + first.shape,
         dtype=first.dtype,

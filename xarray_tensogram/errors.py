@@ -33,6 +33,7 @@ __all__ = [
     "IsADirectoryTensorError",
     "StorageOptionsError",
     "NoSuchDirectoryError",
+    "TensogramMappingWarning",
     "describe",
 ]
 
@@ -140,6 +141,10 @@ class TetrMappingWarning(UserWarning):
 
 class ZTensorMappingWarning(UserWarning):
     """Something in the file could not be mapped as is (renamed, skipped, ignored)."""
+
+
+class TensogramMappingWarning(UserWarning):
+    """A Tensogram hint was ignored, a ``variable_key`` matched nothing, or objects were duplicates."""
 
 
 def describe(source: str | None, where: str | None = None, offset: int | None = None) -> str:

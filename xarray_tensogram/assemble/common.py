@@ -18,6 +18,7 @@ __all__ = [
     "requested_dims",
     "check_requested_dims",
     "check_dim_names_used",
+    "check_dim_names",
     "flatten_attrs",
     "netcdf_safe_value",
     "generic_dim_names",
@@ -196,3 +197,47 @@ def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str |
     if ranks and not any(r == len(wanted) for r in ranks.values()):
         raise DimensionNameError(f"{describe(source)}dim_names {wanted} has {len(wanted)} names but no variable has "
                                  f"rank {len(wanted)} (ranks: {sorted(set(ranks.values()))})")
+
+
+def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
+    """What is wrong with a list of dim names for a variable of ``rank`` (None: nothing)."""
+    if len(wanted) != rank:
+        return f"{len(wanted)} names for rank {rank}"
+    if not all(isinstance(d, str) for d in wanted):
+        return "names that are not strings"
+    if any(d == "" for d in wanted):
+        return "an empty name"
+    if len(set(wanted)) != len(wanted):
+        return "a duplicate name"
+    return None
+
+
+def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | None = None) -> None:
+    """Validate the ``dim_names`` kwarg against ``{variable: rank}`` before anything is built (Tensogram).
+
+    A list is for every variable; a dict maps variable names to lists. A wrong length (of the list, or of
+    one dict entry), a dict key that is not a variable, a duplicate or an empty name is a
+    :class:`DimensionNameError` naming the variable, its rank and what was given.
+    """
+    if dim_names is None:
+        return
+    if isinstance(dim_names, str) or not isinstance(dim_names, (Mapping, Sequence)):
+        raise DimensionNameError(f"{describe(source)}dim_names must be a list of names or a dict "
+                                 f"{{variable: [names]}}, got {dim_names!r}")
+    if isinstance(dim_names, Mapping):
+        unknown = [k for k in dim_names if k not in variables]
+        if unknown:
+            raise DimensionNameError(f"{describe(source)}dim_names names {unknown!r}, which are not variables; "
+                                     f"variables: {sorted(variables)}")
+        items = [(str(k), dim_names[k]) for k in dim_names]
+    else:
+        items = [(v, dim_names) for v in variables]
+    for var, wanted in items:
+        rank = variables[var]
+        if isinstance(wanted, str) or not isinstance(wanted, Sequence):
+            raise DimensionNameError(f"{describe(source)}dim_names for {var!r} (rank {rank}) must be a list, "
+                                     f"got {wanted!r}")
+        problem = _dim_names_problem(list(wanted), rank)
+        if problem:
+            raise DimensionNameError(f"{describe(source)}dim_names for variable {var!r} (rank {rank}): "
+                                     f"{list(wanted)!r} has {problem}")

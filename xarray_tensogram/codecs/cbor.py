@@ -13,7 +13,7 @@ import cbor2
 
 from ..errors import LimitExceededError, MetadataError
 
-__all__ = ["loads", "loads_prefix", "dumps", "dumps_canonical", "head", "MAX_DEPTH"]
+__all__ = ["loads", "loads_prefix", "check_values", "dumps", "dumps_canonical", "head", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
 
@@ -56,6 +56,11 @@ def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> A
     if used != len(data):
         raise MetadataError(f"{where}{len(data) - used} unexpected bytes after the CBOR item")
     return obj
+
+
+def check_values(obj: Any, *, where: str = "") -> None:
+    """The value walk ``loads`` does by default, for a part of an item decoded with ``check=False``."""
+    _depth_checked(obj, where, MAX_DEPTH)
 
 
 def _depth_checked(obj: Any, where: str, max_depth: int) -> None:

@@ -33,6 +33,9 @@ FORMAT_OPTIONS: Mapping[str, Any] = {
     "dim_names": None,
     "verify_hash": False,
     "strict": False,
+    "message_index": None,
+    "merge_objects": True,
+    "range_threshold": 0.5,
 }
 
 

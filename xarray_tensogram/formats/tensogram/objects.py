@@ -144,6 +144,9 @@ class ObjectReader:
     dtype: np.dtype
     rows_per_chunk: int = 0
     verify_hash: bool = False
+    #: a read covering less than this fraction of the leading axis uses a partial read when the pipeline
+    #: allows one; otherwise the whole object is decoded (0: always whole)
+    range_threshold: float = 0.5
     _layout: FrameLayout | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
@@ -205,6 +208,8 @@ class ObjectReader:
 
     def _read(self, rows: slice | None = None) -> np.ndarray:
         self.source.check_unchanged()
+        if rows is not None and self.shape and not self._wants_partial(rows):
+            return self._read(None)[rows]
         partial = rows is not None and bool(self.shape) and rows.indices(self.shape[0])[:2] != (0, self.shape[0])
         if self.verify_hash or (self._layout is None and not partial and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
@@ -255,9 +260,20 @@ class ObjectReader:
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
 
+    def _wants_partial(self, rows: slice) -> bool:
+        """A range read pays off only below ``range_threshold`` of the object's leading axis."""
+        start, stop, _step = rows.indices(self.shape[0])
+        fraction = max(0, stop - start) / max(1, self.shape[0])
+        return self.range_threshold > 0 and fraction < self.range_threshold
+
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(coords, region, self.shape, self.rows_per_chunk, self.read,
                              lambda start, stop: self.read(slice(start, stop)))
+
+
+def is_local(source: ByteSource) -> bool:
+    """Sources where a small read costs a system call, not a network round trip."""
+    return type(source).__name__ in ("LocalFileSource", "BytesSource")
 
 
 class Message:
@@ -273,6 +289,7 @@ class Message:
         self._metadata = metadata
         self.objects = objects
         self._readers: list[ObjectReader | None] = [None] * len(objects)
+        self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
 
     def __repr__(self) -> str:
         return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self.objects)} objects)>"
@@ -295,12 +312,19 @@ class Message:
         r = self._readers[j]
         if r is None:
             shape, dtype = self.object_geometry(j)
-            r = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype)
+            # the low-level API reads exactly the rows asked for (range_threshold 1)
+            r = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype, range_threshold=1.0)
             self._readers[j] = r
         return r
 
     def object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
         """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it."""
+        geometry = self._geometry.get(j)
+        if geometry is None:
+            geometry = self._geometry[j] = self._object_geometry(j)
+        return geometry
+
+    def _object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
         tensor = (self.base[j].get("_reserved_") or {}).get("tensor") if j < len(self.base) else None
         if isinstance(tensor, dict) and isinstance(tensor.get("shape"), list) and tensor.get("dtype") in DTYPES:
             desc = {"shape": tensor["shape"], "dtype": tensor["dtype"]}
@@ -327,6 +351,34 @@ class Message:
         lay = read_frame_layout(self.source, self.objects[j], _where(self.index, j))
         return lay.descriptor
 
+    def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
+        """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
+        descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
+        only, never payload bytes; the frame is checked in full when its values are read."""
+        if not 0 <= j < len(self.objects):
+            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        ref = self.objects[j]
+        off, length = ref.frame_offset, ref.frame_length
+        if length < 36:
+            raise CorruptFileError(f"{describe(self.source.name, _where(self.index, j), off)}data frame too short")
+        tail = self.source.read(off + length - 20, 20, what="data frame footer")
+        cbor_offset = int.from_bytes(tail[:8], "big")
+        if tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
+            raise CorruptFileError(f"{describe(self.source.name, _where(self.index, j), off)}bad data frame footer")
+        if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
+            desc = read_frame_layout(self.source, ref, _where(self.index, j)).descriptor
+        else:
+            raw = self.source.read(off + cbor_offset, length - 20 - cbor_offset, what="descriptor")
+            # only the free-form params are used here (the frame is fully checked when it is read)
+            try:
+                desc = cbor.loads(raw, check=False)
+            except MetadataError as exc:  # the error names the place; built only when needed
+                raise type(exc)(f"{describe(self.source.name, _where(self.index, j), off + cbor_offset)}{exc}") from None
+        params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
+        if params:
+            cbor.check_values(params, where=describe(self.source.name, _where(self.index, j), off + cbor_offset))
+        return params, int.from_bytes(tail[8:16], "big")
+
     @property
     def descriptors(self) -> list[dict]:
         """All descriptors (reads each data frame's footer and descriptor once)."""
@@ -341,14 +393,15 @@ class Message:
         """
         r = self._reader(j)
         if verify_hash:
-            r = ObjectReader(r.source, r.ref, r.where, r.shape, r.dtype, verify_hash=True)
+            r = ObjectReader(r.source, r.ref, r.where, r.shape, r.dtype, verify_hash=True, range_threshold=1.0)
         return r.read(rows)
 
-    def array_spec(self, j: int, *, verify_hash: bool = False, rows_per_chunk: int = 0) -> ArraySpec:
+    def array_spec(self, j: int, *, verify_hash: bool = False, rows_per_chunk: int = 0,
+                   range_threshold: float = 0.5) -> ArraySpec:
         """Lazy description of object ``j`` for the shared lazy array."""
         shape, dtype = self.object_geometry(j)
         reader = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype,
-                              rows_per_chunk=rows_per_chunk, verify_hash=verify_hash)
+                              rows_per_chunk=rows_per_chunk, verify_hash=verify_hash, range_threshold=range_threshold)
         if shape:
             chunks = ((rows_per_chunk or shape[0] or 1),) + shape[1:]
         else:

@@ -35,6 +35,18 @@ FILTERS = ("none", "shuffle")
 MASK_KINDS = ("nan", "inf+", "inf-")
 
 
+#: descriptor keys that describe the tensor and its encoding pipeline (everything else is user metadata)
+STRUCTURAL_KEYS = frozenset({"type", "obj_type", "shape", "strides", "ndim", "dtype", "byte_order", "encoding",
+                             "filter", "compression", "masks", "hash"})
+PIPELINE_PREFIXES = ("sp_", "szip_", "zstd_", "lz4_", "blosc2_", "zfp_", "sz3_", "shuffle_", "bitmask_")
+
+
+def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
+    """The descriptor's free-form params: keys that are neither structural nor pipeline parameters."""
+    return {k: v for k, v in desc.items()
+            if isinstance(k, str) and k not in STRUCTURAL_KEYS and not k.startswith(PIPELINE_PREFIXES)}
+
+
 def validate_descriptor(desc: Any, where: str) -> dict:
     """Check the keys the decoder needs; return the descriptor."""
     if not isinstance(desc, dict):

@@ -42,7 +42,7 @@ from .framing import (
     parse_preamble,
     phase_of,
 )
-from .objects import Message, ObjectRef, _where
+from .objects import Message, ObjectRef, _where, is_local
 
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
@@ -83,7 +83,7 @@ class MessageScanner:
         self.name = source.name
         self.strict = strict
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
-        lookahead = 0 if type(source).__name__ in ("LocalFileSource", "BytesSource") else 65536
+        lookahead = 0 if is_local(source) else 65536
         self._window = _Window(source, lookahead)
 
     # -- scanning -----------------------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""Tensogram messages -> xarray Datasets, in five stages (DESIGN.md "Mapping conventions"):
+
+1. :mod:`.collect` — the objects of the selected messages with their metadata;
+2. :mod:`.naming` — variable names, and which objects are coordinates;
+3. :mod:`.dims` — the names of each variable's own axes;
+4. :mod:`.hypercube` — objects stacked along independent metadata keys;
+5. :mod:`.build` — the Dataset (or one per group, for real conflicts only).
+
+Format-specific rules (GRIB-derived files) plug in through :mod:`.policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
+from .. import grib
+from ..common import check_dim_names, flatten_attrs
+from .build import CoordObject, add_same, build_dataset, derived
+from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
+from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
+from .hypercube import plan_hypercube
+from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
+
+__all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
+
+
+def _where(o: TgObject) -> str:
+    return f"message {o.msg} object {o.obj} ({o.name!r})"
+
+
+def _same_values(a: TgObject, b: TgObject) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.frame_hash is not None and b.frame_hash is not None and a.frame_hash == b.frame_hash:
+        return True
+    if a.remote_frame is not None and a.remote_frame == b.remote_frame and a.entry == b.entry:
+        # remote file: frames of the same length with the same metadata are taken as the same coordinate
+        # (comparing values would cost two requests per message; local files are always compared)
+        return True
+    from ..common import lazy_variable
+
+    dims = [f"d{i}" for i in range(len(a.shape))]
+    return bool(np.array_equal(lazy_variable(dims, a.spec()).values, lazy_variable(dims, b.spec()).values,
+                               equal_nan=a.dtype.kind in "fc"))
+
+
+def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
+    """One coordinate per (name, shape); the same coordinate repeated in several messages must hold the
+    same values (compared by frame hash when the file has them, else by value)."""
+    seen: dict[tuple[str, tuple[int, ...]], TgObject] = {}
+    out: list[CoordObject] = []
+    for o in objs:
+        first = seen.get((o.name, o.shape))
+        if first is not None:
+            if not _same_values(first, o):
+                raise HypercubeError(
+                    f"coordinate {o.name!r} differs between {_where(first)} and {_where(o)}; open the messages "
+                    f"separately with message_index=... (or filter_by_keys=...)"
+                )
+            continue
+        seen[(o.name, o.shape)] = o
+        dims = None
+        if len(o.shape) == 1:
+            hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
+            dims = hint or [o.name]
+        out.append(CoordObject(o, dims))
+    return out
+
+
+def _coord_sizes(coords: Sequence[CoordObject]) -> dict[str, set[int]]:
+    sizes: dict[str, set[int]] = {}
+    for c in coords:
+        if c.dims is not None and len(c.obj.shape) == 1:
+            sizes.setdefault(c.dims[0], set()).add(c.obj.shape[0])
+    return sizes
+
+
+def _coords_for(coords: Sequence[CoordObject], axes: Mapping[str, AxisNames],
+                shapes: Mapping[str, tuple[int, ...]], only_group: bool) -> list[CoordObject]:
+    """The coordinates that belong with these variables. A 1-D coordinate no axis uses stays on a
+    dimension of its own; an axis named like a coordinate of another size is an error."""
+    used: dict[str, set[int]] = {}
+    for v, ax in axes.items():
+        for name, size in zip(ax.names, shapes[v], strict=True):
+            used.setdefault(name, set()).add(size)
+    sizes = _coord_sizes(coords)
+    out = []
+    for c in coords:
+        if c.dims is None or len(c.obj.shape) != 1:
+            if not c.obj.shape or only_group or _fits_trailing(c.obj.shape, axes, shapes):
+                out.append(c)
+            continue
+        d, n = c.dims[0], c.obj.shape[0]
+        if d not in used:
+            out.append(c)  # no axis uses it: it stays, on a dimension of its own
+        elif n in used[d]:
+            out.append(c)
+        elif not used[d] & sizes[d]:
+            v = next(v for v, ax in axes.items() if d in ax.names)
+            size = shapes[v][axes[v].names.index(d)]
+            raise HypercubeError(f"variable {v!r} names an axis of size {size} {d!r}, but the coordinate {d!r} "
+                                 f"in the file has size {n}")
+    return out
+
+
+def _fits_trailing(shape: tuple[int, ...], axes: Mapping[str, AxisNames],
+                   shapes: Mapping[str, tuple[int, ...]]) -> bool:
+    return any(len(s) >= len(shape) and s[-len(shape):] == shape for s in shapes.values())
+
+
+def _global_attrs(extra: Mapping[str, Any], varying: set[str]) -> dict[str, Any]:
+    attrs = flatten_attrs({k: v for k, v in extra.items() if k != "dim_names"})
+    return {k: v for k, v in attrs.items() if k not in varying and not any(k.startswith(p + ".") for p in varying)}
+
+
+def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[int, ...]]) -> dict[str, int]:
+    """Coordinate dims that may name an axis of matching size: in a group split by grid, a coordinate
+    name with several sizes contributes the size this group's variables have."""
+    axis_sizes = {n for s in shapes.values() for n in s}
+    out = {}
+    for d, sizes in csizes.items():
+        fit = sizes & axis_sizes if len(sizes) > 1 else sizes
+        if len(fit) == 1:
+            out[d] = next(iter(fit))
+    return out
+
+
+def _grib_grids(by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames],
+                dim_names: Any) -> dict[str, xr.Variable]:
+    """GRIB: grid dims (latitude/longitude, or values) and their coordinates from the metadata, unless
+    dim_names were asked for; the variables' axis names are replaced in ``axes``."""
+    out: dict[str, xr.Variable] = {}
+    if dim_names is not None:
+        return out
+    for name, objs in by_name.items():
+        first = objs[0]
+        grid = grib.grid_coordinates(first.keys, first.shape) if first.is_grib else None
+        if grid is None:
+            continue
+        axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
+        for cname, (dims, values, attrs) in grid.coords.items():
+            add_same(cname, derived(dims, values, attrs), out)
+    return out
+
+
+def _build_group(data: list[TgObject], coords: list[CoordObject], *, dim_names: Any, name_keys: set[str],
+                 strict: bool, only_group: bool, file_name: str, extra: Mapping[str, Any]) -> xr.Dataset | None:
+    """One group's Dataset, or None when its variables cannot share one (the caller splits them)."""
+    by_name: dict[str, list[TgObject]] = {}
+    for o in data:
+        by_name.setdefault(o.name, []).append(o)
+    if any(len({(o.shape, o.dtype) for o in v}) > 1 for v in by_name.values()):
+        return None
+    shapes = {n: v[0].shape for n, v in by_name.items()}
+    first = data[0] if data else None
+    file_hint = parse_file_hint(first.extra.get("dim_names"), [len(s) for s in shapes.values()],
+                                file_name) if first is not None else None
+    hints = {n: (shapes[n], parse_object_hint(v[0].entry.get("dim_names"), len(shapes[n]), _where(v[0]))
+                 if "dim_names" in v[0].entry else None) for n, v in by_name.items()}
+    csizes = _coord_sizes(coords)
+    if any(len(s) > 1 for s in csizes.values()) and not only_group:
+        return None
+    axes, conflicts = resolve_axes(hints, dim_names, file_hint, _guessable_sizes(csizes, shapes))
+    if conflicts:
+        if only_group:
+            raise GroupSelectionError(f"{file_name!r}: dimension names used with several sizes: " + ", ".join(
+                f"{d!r} ({sorted(s)})" for d, s in conflicts.items()))
+        return None
+    grid_coords = _grib_grids(by_name, axes, dim_names)
+    plan = plan_hypercube(by_name, name_keys, strict=strict)
+    mine = _coords_for(coords, axes, shapes, only_group)
+    varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
+    return build_dataset(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
+
+
+def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
+    """Fallback for real conflicts: one group per grid shape (and dtype, when a name has several)."""
+    by_shape: dict[tuple[int, ...], list[TgObject]] = {}
+    for o in data:
+        by_shape.setdefault(o.shape, []).append(o)
+    groups: dict[str, list[TgObject]] = {}
+    for shape, objs in by_shape.items():
+        dtypes: dict[str, set[np.dtype]] = {}
+        for o in objs:
+            dtypes.setdefault(o.name, set()).add(o.dtype)
+        split = any(len(d) > 1 for d in dtypes.values())
+        label = "grid_" + ("x".join(str(s) for s in shape) if shape else "scalar")
+        for o in objs:
+            groups.setdefault(label + (f"_{o.dtype.name}" if split else ""), []).append(o)
+    return dict(sorted(groups.items()))
+
+
+def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: Any = None,
+                     filter_by_keys: Mapping[str, Any] | None = None, verify_hash: bool = False,
+                     drop_variables: Iterable[str] = (), message_index: Any = None, merge_objects: bool = True,
+                     range_threshold: float = 0.5, strict: bool = False) -> dict[str, xr.Dataset]:
+    """All groups of a Tensogram file as raw (CF-encoded) Datasets: ``{"/": ds}`` unless variables
+    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes)."""
+    if isinstance(range_threshold, bool) or not isinstance(range_threshold, (int, float)) \
+            or not 0 <= range_threshold <= 1:
+        raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
+    messages = select_messages(len(tfile), message_index, merge_objects)
+    objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
+    name_objects(objects, variable_key)
+    apply_filter(objects, filter_by_keys, tfile.name)
+    coords = unique_coordinates([o for o in objects if o.is_coord])
+    selected = [o for o in objects if not o.is_coord and o.selected]
+    check_dim_names(dim_names, {o.name: len(o.shape) for o in selected})
+    drop = frozenset(drop_variables)
+    data = [o for o in selected if o.name not in drop]
+    coords = [c for c in coords if c.obj.name not in drop]
+    name_keys = set(NAME_KEYS) | ({variable_key} if variable_key else set())
+    extra = tfile[messages[0]].metadata.get("_extra_") if messages else None
+    kw = {"dim_names": dim_names, "name_keys": name_keys, "strict": strict, "file_name": tfile.name,
+          "extra": extra if isinstance(extra, dict) else {}}
+    one = _build_group(data, coords, only_group=False, **kw)
+    if one is not None:
+        return {"/": one}
+    built = {label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()}
+    out = {k: v for k, v in built.items() if v is not None}
+    return {"/": next(iter(out.values()))} if len(out) == 1 else out

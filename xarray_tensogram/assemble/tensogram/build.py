@@ -1,0 +1,292 @@
+"""Stage 5: turn a plan into an ``xr.Dataset`` of lazy, CF-encoded variables.
+
+Stacked dimensions get coordinates (MARS time/step CF-encoded as cfgrib users know them, plus
+``valid_time``); dependent keys become coordinates along the dimensions that determine them;
+constant keys become netCDF-safe attributes (``cf.*`` lifted). Each variable's ``encoding``
+records what the writer needs to turn it back into messages; entries other stages add are kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ...catalog import ArraySpec, stack_specs
+from ...errors import HypercubeError
+from .. import grib
+from ..common import flatten_attrs, generic_dim_names, lazy_variable
+from ..mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from .collect import TgObject
+from .hypercube import (
+    LEVEL_PREFIX,
+    MARS_TIME_KEYS,
+    MESSAGE_SOURCE,
+    STEP_KEY,
+    TIME_SOURCE,
+    CubePlan,
+    VarCube,
+    dim_value,
+    key_of,
+)
+from .policy import policy_for
+
+__all__ = ["CoordObject", "build_dataset"]
+
+
+@dataclass
+class CoordObject:
+    """A coordinate object and the dims it goes on (``None``: matched to the data later)."""
+
+    obj: TgObject
+    dims: list[str] | None
+
+
+def lift_cf(attrs: dict[str, Any], lifted: list[str] | None = None) -> dict[str, Any]:
+    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them (names recorded in ``lifted``)."""
+    out: dict[str, Any] = {}
+    for k, v in attrs.items():
+        if k.startswith("cf.") and k.count(".") == 1:
+            out[k[3:]] = v
+            if lifted is not None:
+                lifted.append(k[3:])
+        else:
+            out.setdefault(k, v)
+    return out
+
+
+def _values_variable(dims: Sequence[str], values: Sequence[Any], attrs: dict[str, Any],
+                     shape: tuple[int, ...] | None = None) -> xr.Variable:
+    """Numbers as a numeric array (NaN for missing), anything else as text ("" for missing)."""
+    shape = (len(values),) if shape is None else shape
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if len(present) == len(values):
+            arr = np.asarray(values)
+        else:
+            arr = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+        return xr.Variable(tuple(dims), arr.reshape(shape), attrs)
+    text = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
+    return xr.Variable(tuple(dims), text.reshape(shape), attrs)
+
+
+def _dim_coordinate(dim: str, source: str, values: list[Any]) -> xr.Variable:
+    if source.startswith(LEVEL_PREFIX):
+        return xr.Variable((dim,), np.asarray(values, dtype=np.float64), grib.level_coordinate_attrs(dim))
+    if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return xr.Variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
+    if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
+        return xr.Variable((dim,), np.asarray(values, dtype=np.int64),
+                           {"standard_name": "forecast_reference_time", "long_name": "initial time of forecast",
+                            "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+    if source == STEP_KEY and all(isinstance(v, float) for v in values):
+        arr = np.asarray(values, dtype=np.float64)
+        if np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        return xr.Variable((dim,), arr, {"standard_name": "forecast_period",
+                                         "long_name": "time since forecast_reference_time", "units": STEP_UNITS})
+    if source == MESSAGE_SOURCE:
+        return xr.Variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
+    return _values_variable((dim,), values, {"long_name": source})
+
+
+def _dependent_coordinate(cube: VarCube, key: str, dims: Sequence[str], plan: CubePlan,
+                          dim_of: Mapping[str, str]) -> xr.Variable:
+    """Values of a dependent key along the (source) dims that determine it; missing cells are empty."""
+    names = [dim_of[s] for s in dims]
+    shape = tuple(len(plan.values[d]) for d in names)
+    position = {d: {v: i for i, v in enumerate(plan.values[d])} for d in names}
+    cells: list[Any] = [None] * math.prod(shape)  # bounded: at most the variable's planned cells
+    for o in cube.objects:
+        flat = 0
+        for s, d, n in zip(dims, names, shape, strict=True):
+            flat = flat * n + position[d][key_of(dim_value(o, s, plan.dup_names))]
+        cells[flat] = o.value(key)
+    return _values_variable(names, cells, {"long_name": key}, shape)
+
+
+def _fill_value(first: TgObject, holes: int) -> Any:
+    if not holes:
+        return None
+    if first.dtype.kind in "fc":
+        return np.nan
+    if first.dtype.kind in "iu":
+        return np.iinfo(first.dtype).max  # a sentinel CF decoding masks, so holes are not read as zeros
+    return None
+
+
+def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[str]]:
+    attrs = flatten_attrs({k: v for k, v in first.entry.items() if k not in ("_reserved_", "dim_names")})
+    drop = {o.name_key for o in cube.objects} | cube.varying | set(MARS_TIME_KEYS) | {STEP_KEY}
+    attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
+    policy = policy_for(first.keys)
+    if policy is not None and policy.attrs is not None:
+        attrs = policy.attrs(first.keys, attrs)
+    lifted: list[str] = []
+    return lift_cf(attrs, lifted), lifted
+
+
+def _grib_encoding(cube: VarCube, first: TgObject, attrs: dict[str, Any], encoding: dict[str, Any]) -> dict[str, Any]:
+    """GRIB: units/long_name and GRIB_* attributes as cfgrib gives them; where the writer puts them back."""
+    attrs, paths = grib.cf_attributes(attrs)
+    if paths:
+        encoding["tensogram_attr_paths"] = paths
+    if any(s.startswith(LEVEL_PREFIX) for s in cube.dims) and "mars.levelist" in first.keys:
+        encoding["tensogram_grib_levelist"] = True
+    return attrs
+
+
+def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.Variable:
+    first = cube.objects[0]
+    stack = [dim_of[s] for s in cube.dims]
+    holes = math.prod(cube.shape) - len(cube.members)
+    fill = _fill_value(first, holes)
+    spec: ArraySpec
+    if cube.dims:
+        spec = stack_specs(cube.shape, {flat: o.spec() for flat, o in cube.members.items()}, fill_value=fill)
+    else:
+        spec = cube.members[0].spec()
+    attrs, lifted = _attributes(cube, first)
+    if holes:
+        attrs["tensogram_missing_objects"] = holes
+        if fill is not None and first.dtype.kind in "iu":
+            attrs["_FillValue"] = first.dtype.type(fill)
+    scalar = {k: v for k, v in (("time", TIME_SOURCE), ("step", STEP_KEY)) if v not in cube.dims
+              and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))}
+    encoding = {
+        # what the writer needs to turn this variable back into messages
+        "tensogram_message_keys": {dim_of[s]: grib.GRIB_LEVEL_SOURCE if s.startswith(LEVEL_PREFIX) else s
+                                   for s in cube.dims if not s.startswith("tensogram.")},
+        "tensogram_scalar_keys": scalar,
+        "tensogram_name_key": first.name_key or "name",
+        "tensogram_cf_attrs": lifted,
+    }
+    if first.is_grib:
+        attrs = _grib_encoding(cube, first, attrs, encoding)
+    return lazy_variable(stack + inner, spec, attrs, encoding)
+
+
+def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr.Variable]) -> None:
+    if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
+        secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
+        if secs is not None:
+            coords["time"] = xr.Variable((), np.int64(secs), {"standard_name": "forecast_reference_time",
+                                                             "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+    if "step" not in stack_dims and "step" not in coords and STEP_KEY in o.keys:
+        h = step_hours(o.keys.get(STEP_KEY))
+        if h is not None:
+            val = np.int64(h) if float(h).is_integer() else np.float64(h)
+            coords["step"] = xr.Variable((), val, {"standard_name": "forecast_period", "units": STEP_UNITS})
+
+
+def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
+    t, s = coords.get("time"), coords.get("step")
+    if t is None or s is None or t.attrs.get("units") != TIME_UNITS or s.attrs.get("units") != STEP_UNITS:
+        return
+    tv = t.values.astype(np.int64)
+    sv = np.round(s.values.astype(np.float64) * 3600).astype(np.int64)
+    values: Any
+    dims: tuple[Any, ...]
+    if t.ndim and s.ndim:
+        values, dims = tv[:, None] + sv[None, :], (t.dims[0], s.dims[0])
+    elif s.ndim:
+        values, dims = tv + sv, s.dims
+    elif t.ndim:
+        values, dims = tv + sv, t.dims
+    else:
+        values, dims = np.int64(tv + sv), ()
+    coords["valid_time"] = xr.Variable(dims, values, {"standard_name": "time", "long_name": "time",
+                                                       "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+
+
+def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]) -> list[str] | None:
+    for v in variables.values():
+        if v.ndim >= len(shape) and tuple(v.shape[-len(shape):]) == shape:
+            return [str(d) for d in v.dims[-len(shape):]]
+    return None
+
+
+def _coordinate_variables(coords: Sequence[CoordObject], variables: Mapping[str, xr.Variable],
+                          out: dict[str, xr.Variable]) -> None:
+    taken = {str(d): n for v in variables.values() for d, n in zip(v.dims, v.shape, strict=True)}
+    for c in coords:
+        o = c.obj
+        dims = [] if not o.shape else c.dims or _match_trailing(o.shape, variables) or generic_dim_names(o.shape, taken)
+        lifted: list[str] = []
+        own = {k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")}
+        attrs = lift_cf(flatten_attrs(own), lifted)
+        out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, {"tensogram_cf_attrs": lifted}))
+
+
+def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
+    """A coordinate computed from metadata (GRIB grid or level): the writer does not write it as an object."""
+    var = xr.Variable(tuple(dims), values, dict(attrs))
+    var.encoding = {"tensogram_derived": True}
+    return var
+
+
+def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
+    existing = out.get(name)
+    if existing is None:
+        out[name] = new
+    elif existing.dims != new.dims or not np.array_equal(existing.values, new.values):
+        raise HypercubeError(
+            f"GRIB fields disagree on coordinate {name!r} (different grids or levels in one group); "
+            f"open them separately with filter_by_keys={{'mars.grid': ...}} or {{'mars.area': ...}}"
+        )
+
+
+def _grib_scalars(o: TgObject, stack: list[str], out: dict[str, xr.Variable], disagree: set[str]) -> None:
+    """GRIB: a constant level is a scalar coordinate named after typeOfLevel, a constant ensemble member a
+    scalar ``number`` (dropped when variables have different members), as in cfgrib."""
+    if o.level is not None and o.level.name not in stack:
+        add_same(o.level.name, derived((), np.float64(o.level.value), grib.level_coordinate_attrs(o.level.name)), out)
+    value = o.keys.get("mars.number")
+    if "number" in stack or "number" in disagree or not isinstance(value, int) or isinstance(value, bool):
+        return
+    new = derived((), np.int64(value), NUMBER_ATTRS)
+    existing = out.get("number")
+    if existing is None:
+        out["number"] = new
+    elif existing.ndim == 0 and existing.encoding.get("tensogram_derived") and existing.values != new.values:
+        del out["number"]
+        disagree.add("number")
+
+
+def build_dataset(plan: CubePlan, axes: Mapping[str, list[str]], coords: Sequence[CoordObject],
+                  global_attrs: Mapping[str, Any], grid_coords: Mapping[str, xr.Variable] | None = None) -> xr.Dataset:
+    """The raw (CF-encoded) Dataset of one group."""
+    dim_of = {s: d for d, s in plan.sources.items()}
+    variables: dict[str, xr.Variable] = {}
+    out: dict[str, xr.Variable] = dict(grid_coords or {})
+    disagree: set[str] = set()
+    for vname, cube in plan.variables.items():
+        variables[vname] = _variable(cube, axes[vname], dim_of)
+        stack = [dim_of[s] for s in cube.dims]
+        for d in stack:
+            out.setdefault(d, _dim_coordinate(d, plan.sources[d], plan.values[d]))
+        dependent: dict[str, str] = {}
+        for key, dets in cube.dependent.items():
+            cv = _dependent_coordinate(cube, key, dets, plan, dim_of)
+            name = key if key not in out or bool(out[key].equals(cv)) else f"{vname}.{key}"  # type: ignore[no-untyped-call]
+            out[name] = cv
+            dependent[name] = key
+        # the writer puts these keys back into each object's metadata
+        variables[vname].encoding["tensogram_dependent_keys"] = dependent
+        _scalar_mars_coords(cube.objects[0], stack, out)
+        if cube.objects[0].is_grib:
+            _grib_scalars(cube.objects[0], stack, out, disagree)
+        policy = policy_for(cube.objects[0].keys)
+        if policy is not None and policy.extra_coords is not None:
+            for k, v in policy.extra_coords(cube.objects[0].keys, stack).items():
+                out.setdefault(k, v)
+    _add_valid_time(out)
+    _coordinate_variables(coords, variables, out)
+    ds = xr.Dataset(variables, coords=out)
+    ds.attrs = dict(global_attrs)
+    ds.attrs["tensogram_wire_version"] = 3
+    return ds

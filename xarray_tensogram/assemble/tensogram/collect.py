@@ -1,0 +1,201 @@
+"""Stage 1: collect the data objects of the selected messages with their metadata.
+
+An object's metadata is its ``base[i]`` entry merged over the free-form params of its descriptor
+(the reference encoder puts keys given next to a descriptor there): where both have a key,
+``base[i]`` wins. The message's global metadata (``_extra_`` and other top-level keys, never
+``_reserved_``) is kept beside it with the lowest priority, so that messages differing only in a
+global key can still be stacked along it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ...catalog import ArraySpec
+from ...errors import TensogramMappingWarning, XarrayTensogramError
+from ...formats.tensogram.objects import is_local
+from .. import grib
+
+__all__ = ["TensogramMappingWarning", "TgObject", "apply_filter", "collect_objects", "flat_keys", "select_messages"]
+
+#: top-level metadata keys that are not global user metadata
+_FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
+
+
+@dataclass
+class TgObject:
+    """One data object with everything the later stages need (no payload is read)."""
+
+    msg: int
+    obj: int
+    entry: dict[str, Any]  # nested metadata: base[i] over descriptor params, without _reserved_
+    keys: dict[str, Any]  # ``entry`` flattened to dotted keys, hashable values
+    global_keys: dict[str, Any]  # the message's global metadata, flattened (stacking only)
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    spec: Callable[[], ArraySpec]
+    frame_hash: int | None = None  # xxh3 of the data frame when it has one (compares coordinates cheaply)
+    remote_frame: int | None = None  # the data frame's length, for remote sources only
+    is_grib: bool = False  # written by ECMWF's GRIB converter (GRIB rules: names, levels, grid, attrs)
+    level: Any = None  # its GRIB level (grib.LevelInfo: typeOfLevel, value), computed once
+    name: str = ""
+    name_key: str | None = None
+    is_coord: bool = False
+    selected: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)  # the message's raw _extra_ (file-level hints)
+    merged: dict[str, Any] = field(default_factory=dict, repr=False)  # global keys, then own keys over them
+    dim_cache: dict[str, Any] = field(default_factory=dict, repr=False)  # MARS time/step as the plan sees them
+
+    def __post_init__(self) -> None:
+        self.merged = {**self.global_keys, **self.keys}
+
+    def value(self, key: str) -> Any:
+        """A dotted key's value: the object's own metadata first, then the message's global metadata."""
+        return self.merged.get(key)
+
+
+def hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((str(k), hashable(x)) for k, x in v.items()))
+    return v
+
+
+_SCALARS = (int, float, str, bool, type(None))
+
+
+def flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped)."""
+    out: dict[str, Any] = {}
+    for k, v in entry.items():
+        if k == "_reserved_":
+            continue
+        key = f"{prefix}{k}"
+        if type(v) in _SCALARS:  # the common case, without the isinstance chain
+            out[key] = v
+        elif isinstance(v, dict) and v:
+            out.update(flat_keys(v, key + "."))
+        else:
+            out[key] = hashable(v)
+    return out
+
+
+def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
+    """``high`` over ``low``, merging nested maps key by key."""
+    out = dict(low)
+    for k, v in high.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def select_messages(count: int, message_index: Any, merge_objects: bool) -> list[int]:
+    """Indices of the messages to open (``message_index`` as the reference backend takes it)."""
+    def one(i: Any) -> int:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise XarrayTensogramError(f"message_index must be an int, a list of ints or a slice, got {i!r}")
+        if not -count <= int(i) < count:
+            raise XarrayTensogramError(f"message_index {int(i)} is out of range: the file has {count} messages")
+        return int(i) % count
+
+    if not merge_objects:
+        if message_index is not None and not isinstance(message_index, (int, np.integer)):
+            raise XarrayTensogramError(
+                f"merge_objects=False opens one message; message_index must be an int, got {message_index!r}"
+            )
+        return [one(0 if message_index is None else message_index)] if count else []
+    if message_index is None:
+        return list(range(count))
+    if isinstance(message_index, slice):
+        return list(range(count))[message_index]
+    if isinstance(message_index, Sequence) and not isinstance(message_index, str):
+        return list(dict.fromkeys(one(i) for i in message_index))
+    return [one(message_index)]
+
+
+def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
+    extra: Mapping[str, Any] = meta["_extra_"] if isinstance(meta.get("_extra_"), dict) else {}
+    top = {k: v for k, v in meta.items() if k not in _FRAME_KEYS and isinstance(k, str)}
+    merged = deep_merge(top, {k: v for k, v in extra.items() if k != "dim_names"})
+    return flat_keys(merged)
+
+
+def _params(msg: Any, j: int, own: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """Descriptor params and frame hash of object ``j``. Local files: always (two small reads). Remote
+    files: only when ``base[j]`` holds nothing, so that opening stays a few requests per message."""
+    if not is_local(msg.source) and any(k != "_reserved_" for k in own):
+        return {}, 0
+    try:
+        return msg.descriptor_params(j)  # type: ignore[no-any-return]
+    except XarrayTensogramError:
+        return {}, 0  # a damaged frame is reported when its values are read, as for any object
+
+
+def collect_objects(tfile: Any, messages: Sequence[int], *, verify_hash: bool,
+                    range_threshold: float) -> list[TgObject]:
+    """Every object of the selected messages, with metadata merged as the module docstring says."""
+    objects: list[TgObject] = []
+    for m in messages:
+        msg = tfile[m]
+        meta = msg.metadata
+        base = meta.get("base") or []
+        extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
+        gkeys = _global_keys(meta)
+        for j in range(len(msg.objects)):
+            spec: Callable[[], ArraySpec] = partial(msg.array_spec, j, verify_hash=verify_hash,
+                                                    range_threshold=range_threshold)
+            own = base[j] if j < len(base) and isinstance(base[j], dict) else {}
+            params, frame_hash = _params(msg, j, own)
+            entry = deep_merge(params, {k: v for k, v in own.items() if k != "_reserved_"})
+            shape, dtype = msg.object_geometry(j)
+            keys = flat_keys(entry)
+            is_grib = grib.is_grib_entry(entry)
+            objects.append(TgObject(
+                msg=m, obj=j, entry=entry, keys=keys, global_keys=gkeys, shape=tuple(shape),
+                dtype=dtype, extra=extra, is_grib=is_grib, level=grib.level_info(keys) if is_grib else None,
+                spec=spec,
+                frame_hash=frame_hash or None,
+                remote_frame=None if is_local(msg.source) else msg.objects[j].frame_length,
+            ))
+    return objects
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    options = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+    return any(value == w or (value is not None and str(value) == str(w)) for w in options)
+
+
+def _filter_value(o: TgObject, key: str) -> Any:
+    """GRIB objects also answer cfgrib's undotted keys (``typeOfLevel``, ``shortName``)."""
+    value = o.value(key)
+    return grib.filter_value(o.keys, key) if value is None and o.is_grib else value
+
+
+def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] | None, name: str) -> None:
+    """Mark the data objects that ``filter_by_keys`` keeps; a filter that keeps none is an error
+    that lists the values each key takes in the file (or says no object has it)."""
+    if not filter_by_keys:
+        return
+    data = [o for o in objects if not o.is_coord]
+    for o in data:
+        o.selected = all(_matches(_filter_value(o, k), v) for k, v in filter_by_keys.items())
+    if data and not any(o.selected for o in data):
+        parts = []
+        for k, v in filter_by_keys.items():
+            values = sorted({str(_filter_value(o, k)) for o in data if _filter_value(o, k) is not None})
+            parts.append(f"{k!r}={v!r}: " + (f"the file has {', '.join(values[:20])}" if values
+                                             else "no object has this key"))
+        raise XarrayTensogramError(f"{name!r}: filter_by_keys matches no object ({'; '.join(parts)})")
+
+
+def warn(text: str) -> None:
+    warnings.warn(text, TensogramMappingWarning, stacklevel=4)

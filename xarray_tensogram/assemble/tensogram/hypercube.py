@@ -1,0 +1,307 @@
+"""Stage 4: stack the objects of each variable into a hypercube along independent metadata keys.
+
+Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``,
+``levelist``, ``number``, the other ``mars`` keys, then any other key (including the message's
+global metadata). ``grib_repro.*`` and ``grib.*`` are never candidates. A candidate becomes a
+dimension only if the variable name and the dimensions already chosen do not determine it; a
+dependent key becomes a coordinate along the dimensions that determine it (or an attribute when it
+is constant within a variable). The plan is made from the objects alone: nothing proportional to
+the cube's cell count is allocated, and a plan whose cells far exceed the objects is refused.
+Objects that land on the same cell are duplicates: a warning, then a ``message`` dimension
+separates them (``strict=True`` raises instead).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import HypercubeError
+from .. import grib
+from ..mars import mars_datetime_seconds, step_hours
+from .collect import TgObject, warn
+from .naming import COORDINATE_NAMES
+
+__all__ = [
+    "MARS_TIME_KEYS",
+    "MESSAGE_SOURCE",
+    "STEP_KEY",
+    "TIME_SOURCE",
+    "CubePlan",
+    "VarCube",
+    "cell_limit",
+    "dim_value",
+    "plan_hypercube",
+]
+
+TIME_SOURCE = "mars.date+mars.time"
+STEP_KEY = "mars.step"
+MESSAGE_SOURCE = "tensogram.message"
+OBJECT_SOURCE = "tensogram.object"
+MARS_TIME_KEYS = ("mars.date", "mars.time")
+NEVER_STACKED = ("grib_repro.", "grib.", "_reserved_.")
+#: keys that describe structure, never stacked nor kept as attributes
+STRUCTURAL = frozenset({"dim_names", "coordinates", "cf.coordinates"})
+DIM_NAMES = {TIME_SOURCE: "time", STEP_KEY: "step", "mars.levelist": "level", "mars.number": "number",
+             MESSAGE_SOURCE: "message", OBJECT_SOURCE: "object"}
+#: GRIB objects: one level source per typeOfLevel (``grib:level:isobaricInhPa``), in place of mars.levelist
+LEVEL_PREFIX = "grib:level:"
+_FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
+#: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
+_OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
+
+
+def cell_limit(n_objects: int) -> int:
+    """The most cells a plan may have: generous for holes, far below a combinatorial blow-up."""
+    return max(4096, 64 * n_objects)
+
+
+@dataclass
+class VarCube:
+    """One variable's share of the plan."""
+
+    name: str
+    objects: list[TgObject]
+    dims: list[str]
+    shape: tuple[int, ...]
+    members: dict[int, TgObject]  # flat (C order over ``shape``) -> object; absent = hole
+    dependent: dict[str, list[str]] = field(default_factory=dict)  # varying key -> dims that determine it
+    varying: set[str] = field(default_factory=set)  # keys that vary within the variable
+
+
+@dataclass
+class CubePlan:
+    sources: dict[str, str]  # dim -> key
+    values: dict[str, list[Any]]  # dim -> sorted distinct values
+    variables: dict[str, VarCube]
+    dup_names: frozenset[str] = frozenset()  # variables whose duplicates a ``message`` dimension separates
+
+
+def _forced(source: str) -> bool:
+    """Sources that are dimensions of the whole Dataset, whatever the variable name says."""
+    return source in (TIME_SOURCE, STEP_KEY) or source.startswith(LEVEL_PREFIX)
+
+
+def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset()) -> Any:
+    """The value an object has along a dimension (MARS time in seconds, step in hours)."""
+    if source.startswith(LEVEL_PREFIX):
+        return o.level.value if o.level is not None and o.level.name == source[len(LEVEL_PREFIX):] else None
+    if source in (TIME_SOURCE, STEP_KEY):
+        if source not in o.dim_cache:
+            o.dim_cache[source] = _mars_value(o, source)
+        return o.dim_cache[source]
+    if source == MESSAGE_SOURCE:
+        return o.msg if o.name in dup_names else None
+    if source == OBJECT_SOURCE:
+        return o.obj if o.name in dup_names else None
+    return o.value(source)
+
+
+def _mars_value(o: TgObject, source: str) -> Any:
+    if source == TIME_SOURCE:
+        date, time = o.value("mars.date"), o.value("mars.time")
+        secs = mars_datetime_seconds(date, time if time is not None else 0) if date is not None else None
+        return secs if secs is not None else (date, time) if (date, time) != (None, None) else None
+    h = step_hours(o.value(source))
+    return h if h is not None else o.value(source)
+
+
+def _candidates(objs: Sequence[TgObject], skip: set[str]) -> list[str]:
+    """Keys whose values differ between objects, in the order the module docstring gives."""
+    seen: dict[str, None] = {}
+    for o in objs:
+        seen.update(dict.fromkeys(o.merged))
+    keys = [k for k in seen if k not in skip and k not in STRUCTURAL and not k.endswith(".dim_names")
+            and not k.startswith(NEVER_STACKED)]
+    if any(k in keys for k in MARS_TIME_KEYS):
+        keys = [TIME_SOURCE] + [k for k in keys if k not in MARS_TIME_KEYS]
+    # an object without MARS time or step does not make them vary (a field with no time beside a cube)
+    levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
+    if levels:  # GRIB: the level is named after typeOfLevel, and mars.levelist restates it
+        keys = [k for k in keys if k != "mars.levelist"] + levels
+    varying = [k for k in keys if (len({_key(o.merged.get(k)) for o in objs}) > 1 if not _forced(k)
+                                   else len({_key(v) for o in objs if (v := dim_value(o, k)) is not None}) > 1)]
+    first = [k for k in _FIRST if k in varying] + [k for k in levels if k in varying]
+    mars = [k for k in varying if k.startswith("mars.") and k not in first]
+    varying = [k for k in varying if not k.startswith(LEVEL_PREFIX) or k in first]
+    others = [k for k in varying if k not in first and k not in mars]
+    # files store keys in no meaningful order (CBOR maps are often sorted): among other keys, those named
+    # like a coordinate come first, then numeric ones, so that a text label does not become the dimension
+    others.sort(key=lambda k: (k.rsplit(".", 1)[-1].lower() not in COORDINATE_NAMES,
+                               not all(_numeric(o.value(k)) for o in objs)))
+    return first + mars + others
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def key_of(v: Any) -> Any:
+    """A value as the plan indexes it (NaN made comparable)."""
+    return _key(v)
+
+
+def _key(v: Any) -> Any:
+    return ("nan",) if type(v) is float and v != v else v
+
+
+def _determined(objs: Sequence[TgObject], by: Sequence[str], key: str, with_name: bool,
+                value: Callable[[TgObject, str], Any]) -> bool:
+    """Whether ``key``'s value is a function of the name (optionally) and the ``by`` keys."""
+    seen: dict[tuple[Any, ...], Any] = {}
+    for o in objs:
+        v = _key(value(o, key))
+        if v is None and not with_name:
+            continue
+        k = ((o.name,) if with_name else ()) + tuple(_key(value(o, b)) for b in by)
+        if seen.setdefault(k, v) != v:
+            return False
+    return True
+
+
+def _choose(objs: Sequence[TgObject], candidates: Sequence[str], value: Callable[[TgObject, str], Any]) -> list[str]:
+    chosen: list[str] = []
+    for key in candidates:
+        # MARS time and step are dimensions of the whole Dataset (one Dataset cannot hold two scalar
+        # ``time`` coordinates), so the variable name does not count as determining them
+        with_name = not _forced(key)
+        if not _determined(objs, chosen, key, with_name, value):
+            chosen.append(key)
+    return chosen
+
+
+def _sorted_unique(values: Iterable[Any]) -> list[Any]:
+    distinct = list(dict.fromkeys(_key(v) for v in values))
+    try:
+        return sorted(distinct)
+    except TypeError:
+        return distinct
+
+
+def _var_dims(objs: Sequence[TgObject], chosen: Sequence[str], value: Callable[[TgObject, str], Any]) -> list[str]:
+    out = []
+    for s in chosen:
+        varies = len({_key(value(o, s)) for o in objs}) > 1
+        has = _forced(s) and any(value(o, s) is not None for o in objs)
+        if varies or has:
+            out.append(s)
+    return out
+
+
+def _minimal_determinants(objs: Sequence[TgObject], dims: Sequence[str], key: str,
+                          value: Callable[[TgObject, str], Any]) -> list[str]:
+    """The smallest subset of ``dims`` (first found, in order) that determines ``key``."""
+    for r in range(1, min(len(dims), 6) + 1):
+        for subset in itertools.combinations(dims, r):
+            if _determined(objs, subset, key, False, value):
+                return list(subset)
+    return list(dims)
+
+
+def _place(name: str, objs: list[TgObject], dims: list[str], values: Mapping[str, list[Any]],
+           value: Callable[[TgObject, str], Any]) -> tuple[VarCube, list[tuple[TgObject, TgObject]]]:
+    shape = tuple(len(values[d]) for d in dims)
+    position = {d: {v: i for i, v in enumerate(values[d])} for d in dims}
+    members: dict[int, TgObject] = {}
+    dups: list[tuple[TgObject, TgObject]] = []
+    for o in objs:
+        flat = 0
+        for d, n in zip(dims, shape, strict=True):
+            flat = flat * n + position[d][_key(value(o, d))]
+        if flat in members:
+            dups.append((members[flat], o))
+        else:
+            members[flat] = o
+    return VarCube(name, objs, dims, shape, members), dups
+
+
+def _plan(by_name: Mapping[str, list[TgObject]], skip: set[str], extra: Sequence[str],
+          dup_names: frozenset[str]) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube],
+                                               list[tuple[TgObject, TgObject]]]:
+    def value(o: TgObject, s: str) -> Any:
+        return dim_value(o, s, dup_names)
+
+    objs = [o for v in by_name.values() for o in v]
+    chosen = _choose(objs, [*_candidates(objs, skip), *extra], value)
+    chosen.sort(key=lambda s: _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
+                if s in _OUTPUT_ORDER or s.startswith(LEVEL_PREFIX) else len(_OUTPUT_ORDER))
+    var_dims = {n: _var_dims(v, chosen, value) for n, v in by_name.items()}
+    values = {s: _sorted_unique(value(o, s) for n, v in by_name.items() if s in var_dims[n] for o in v)
+              for s in chosen}
+    for s in chosen:
+        if s.startswith(LEVEL_PREFIX):  # as cfgrib sorts them: decreasing pressure
+            values[s] = grib.level_order(s[len(LEVEL_PREFIX):], values[s])
+    cells = sum(math.prod(len(values[d]) for d in dims) for dims in var_dims.values())
+    if cells > cell_limit(len(objs)):
+        detail = ", ".join(f"{s} ({len(values[s])} values)" for s in chosen)
+        raise HypercubeError(
+            f"stacking {len(objs)} objects along {detail} would need {cells} cells; these keys do not form a "
+            f"hypercube. Open a subset with filter_by_keys={{...}} or message_index=..."
+        )
+    cubes: dict[str, VarCube] = {}
+    dups: list[tuple[TgObject, TgObject]] = []
+    for n, v in by_name.items():
+        cubes[n], d = _place(n, v, var_dims[n], values, value)
+        dups += d
+    return chosen, values, cubes, dups
+
+
+def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
+    return "; ".join(f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}"
+                     for a, b in dups[:10]) + (" ..." if len(dups) > 10 else "")
+
+
+def _varying_keys(objs: Sequence[TgObject]) -> set[str]:
+    """Keys whose value (or presence) differs between the objects."""
+    first = objs[0].merged
+    varying: set[str] = set()
+    missing = object()
+    for o in objs[1:]:
+        m = o.merged
+        for k, v in m.items():
+            if k in varying:
+                continue
+            fv = first.get(k, missing)
+            if fv is not v and fv != v and (fv == fv or v == v):  # NaN counts as equal to NaN
+                varying.add(k)
+        varying.update(k for k in first if k not in m)
+    return varying
+
+
+def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
+    """The stacking plan of one group of variables (see the module docstring)."""
+    names: frozenset[str] = frozenset()
+    chosen, values, cubes, dups = _plan(by_name, name_keys, (), names)
+    if dups:
+        text = _describe_dups(dups)
+        if strict:
+            raise HypercubeError(
+                f"duplicate objects (same name and metadata): {text}; select one with filter_by_keys={{...}} on a "
+                f"key that tells them apart, or with message_index=..., or pass variable_key= to name them differently"
+            )
+        warn(f"duplicate objects (same name and metadata), kept along a 'message' dimension: {text}")
+        names = frozenset(a.name for a, _b in dups)
+        chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE,), names)
+        if dups:
+            chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names)
+
+    def value(o: TgObject, s: str) -> Any:
+        return dim_value(o, s, names)
+
+    for cube in cubes.values():
+        cube.varying = _varying_keys(cube.objects)
+        if cube.objects[0].is_grib:
+            continue  # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
+        for k in sorted(cube.varying):
+            if k in cube.dims or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims) or k in name_keys \
+                    or k in STRUCTURAL or k.endswith(".dim_names"):
+                continue
+            cube.dependent[k] = _minimal_determinants(cube.objects, cube.dims, k, value)
+    sources = {DIM_NAMES.get(s, s[len(LEVEL_PREFIX):] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
+               for s in chosen}
+    if len(sources) != len(chosen):  # two keys with the same last part: use the full keys
+        sources = {s: s for s in chosen}
+    return CubePlan(sources, {d: values[s] for d, s in sources.items()}, cubes, names)

@@ -1,0 +1,80 @@
+"""Stage 2: name the variables and tell coordinates from data.
+
+Coordinates are recognised by their name whatever ``variable_key`` says: an object named (by the
+default chain) like a coordinate, case-insensitively, or used by other objects as a dimension name
+or in a ``coordinates`` attribute. ``variable_key`` then names the data objects that have it; the
+others keep the default chain. A ``variable_key`` that no object has is a warning listing the keys
+that do exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import grib
+from .collect import TgObject, warn
+from .policy import policy_for
+
+__all__ = ["COORDINATE_NAMES", "NAME_KEYS", "name_objects"]
+
+NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
+#: names that make a 1-D or 2-D object a coordinate (case-insensitive), as in the reference backend
+COORDINATE_NAMES = frozenset({"lat", "latitude", "lon", "longitude", "x", "y", "time", "level", "pressure",
+                              "height", "depth", "frequency", "step"})
+
+
+def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
+    for key in keys:
+        value = o.value(key) if key in o.keys or key in o.global_keys else None
+        if key not in o.keys and key in NAME_KEYS:
+            value = None  # the default chain looks at the object's own metadata only
+        if value is not None and not isinstance(value, tuple):
+            return str(value), key
+    return None, None
+
+
+def _referenced(objects: Sequence[TgObject]) -> set[str]:
+    """Names that objects use as a dimension or list in a ``coordinates`` attribute."""
+    names: set[str] = set()
+    for o in objects:
+        dims = o.entry.get("dim_names")
+        if isinstance(dims, list):
+            names.update(d for d in dims if isinstance(d, str))
+        for key in ("coordinates", "cf.coordinates"):
+            value = o.keys.get(key)
+            if isinstance(value, str):
+                names.update(value.split())
+    return names
+
+
+def _is_coordinate(o: TgObject, name: str | None, referenced: set[str]) -> bool:
+    if name is None:
+        return False
+    if len(o.shape) == 0:
+        return name in referenced  # a scalar coordinate a data object lists in ``coordinates``
+    return len(o.shape) in (1, 2) and (name.lower() in COORDINATE_NAMES or name in referenced)
+
+
+def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:
+    """Set ``name``, ``name_key`` and ``is_coord`` on every object."""
+    referenced = _referenced(objects)
+    found_key = False
+    for o in objects:
+        policy = policy_for(o.keys)
+        default, default_key = _first_name(o, NAME_KEYS)
+        o.is_coord = _is_coordinate(o, default, referenced)
+        name, key = None, None
+        if variable_key and not o.is_coord:
+            name, key = _first_name(o, (variable_key,))
+            found_key = found_key or name is not None
+        if name is None and o.is_grib and not variable_key and not o.is_coord:
+            name, key = grib.variable_name(o.keys), None  # cfgrib's name, never the numeric mars.param
+        if name is None and policy is not None and policy.name is not None and not o.is_coord:
+            name, key = policy.name(o.keys), None
+        if name is None:
+            name, key = default, default_key
+        o.name, o.name_key = (name, key) if name is not None else (f"object_{o.obj}", None)
+    if variable_key and not found_key and any(not o.is_coord for o in objects):
+        existing = sorted({k for o in objects if not o.is_coord for k in o.keys})
+        warn(f"variable_key={variable_key!r}: no object has this key; the default names are used. "
+             f"Keys in the file: {', '.join(existing[:40])}")
