@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzzing import LONG, SPECIAL_VALUES, FuzzStats, run_case, with_field
-from xarray_tensogram.assemble.ztensor import to_ztensor
+from xarray_tensogram.write.ztensor import to_ztensor
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.codecs.checksums import xxh3_64
 from xarray_tensogram.errors import LimitExceededError, MetadataError, MissingHashError, XarrayTensogramError

@@ -383,7 +383,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
-from xarray_tensogram.assemble.tensogram_write import CF_ATTRS  # noqa: E402
+from xarray_tensogram.write.tensogram import CF_ATTRS  # noqa: E402
 
 HYP = settings(max_examples=30, deadline=None, derandomize=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -805,7 +805,7 @@ def test_failed_append_truncates_back(tmp_path, bad):
 
 def _fail_on_call(monkeypatch, n, exc=RuntimeError):
     """Make the n-th message encode (1-based) raise, after earlier messages were written."""
-    import xarray_tensogram.assemble.tensogram_write as tw
+    import xarray_tensogram.write.tensogram as tw
 
     real = tw.encode_message
     calls = {"n": 0}

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset, to_tetr
+from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset
+from xarray_tensogram.write.tetr import to_tetr
 from xarray_tensogram.codecs import zstd
 from xarray_tensogram.errors import (
     CodecError,

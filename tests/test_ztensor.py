@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.assemble.ztensor import to_ztensor, ztensor_to_dataset
+from xarray_tensogram.assemble.ztensor import ztensor_to_dataset
+from xarray_tensogram.write.ztensor import to_ztensor
 from xarray_tensogram.errors import (
     CodecError,
     CorruptFileError,

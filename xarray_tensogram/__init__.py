@@ -63,16 +63,16 @@ from .formats.tensogram import open_tensogram  # noqa: E402
 
 __all__ += ["open_tensogram"]
 
-from .assemble.tensogram_write import to_tensogram  # noqa: E402  (also registers ds.tensogram)
+from .write.tensogram import to_tensogram  # noqa: E402  (also registers ds.tensogram)
 
 __all__ += ["to_tensogram"]
 
 from .formats.ztensor import open_ztensor  # noqa: E402
-from .assemble.ztensor import to_ztensor  # noqa: E402
+from .write.ztensor import to_ztensor  # noqa: E402
 
 __all__ += ["open_ztensor", "to_ztensor"]
 
 from .formats.tetr import open_tetr  # noqa: E402
-from .assemble.tetr import to_tetr  # noqa: E402
+from .write.tetr import to_tetr  # noqa: E402
 
 __all__ += ["open_tetr", "to_tetr"]

@@ -1,4 +1,4 @@
-"""Dataset -> Tensogram messages: the inverse of the hypercube mapping.
+"""Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram.py).
 
 Dims that the backend built from metadata keys (recorded in each variable's
 ``encoding["tensogram_message_keys"]``, e.g. ``step`` from ``mars.step``) split
