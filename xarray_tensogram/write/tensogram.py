@@ -14,14 +14,24 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
 
+from ..assemble.mars import STEP_UNITS, TIME_UNITS
+from ..assemble.written_layout import DTYPE_KEY, LAYOUT_KEY
 from ..codecs.registry import available
-from ..formats.tensogram.writer import ObjectInput, encode_message, write_messages
-from . import grib
+from ..formats.tensogram.writer import (
+    PIPELINE_PARAMS,
+    PIPELINE_VALUES,
+    ObjectInput,
+    check_pipeline,
+    encode_message,
+    write_messages,
+)
+from ..assemble import grib
 
 __all__ = ["to_tensogram", "TensogramAccessor"]
 
@@ -91,17 +101,68 @@ def _key_value(source: str, value: Any) -> list[tuple[str, Any]]:
     return [(source, _py(value))]
 
 
-def _descriptor_options(encoding: Mapping[str, Any]) -> tuple[dict, str | None]:
+# -- pipelines: explicit encoding= > the pipeline the variable was read with > defaults --------------
+_STAGES = tuple(PIPELINE_VALUES)
+#: which parameters belong to which stage value (parameters of other stages are dropped from a source pipeline)
+_PARAM_OWNER = {"sp_": ("encoding", "simple_packing"), "shuffle_": ("filter", "shuffle"),
+                "zstd_": ("compression", "zstd"), "szip_": ("compression", "szip"),
+                "blosc2_": ("compression", "blosc2"), "zfp_": ("compression", "zfp")}
+#: parameters filled in when absent: the reference needs them in the descriptor
+DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
+    "simple_packing": {"sp_bits_per_value": 16},
+    "szip": {"szip_rsi": 128, "szip_block_size": 16, "szip_flags": 8},
+    "zfp": {"zfp_mode": "fixed_precision"},
+    "fixed_rate": {"zfp_rate": 16.0},
+    "fixed_precision": {"zfp_precision": 32},
+}
+
+
+def _owned(key: str, desc: Mapping[str, Any]) -> bool:
+    for prefix, (stage, value) in _PARAM_OWNER.items():
+        if key.startswith(prefix):
+            return desc.get(stage, "none") == value
+    return True
+
+
+def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
+    """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
+    (a netCDF ``compression: gzip`` is not ours), parameters of stages not in use are dropped."""
+    plain = {k: v for k, v in _user_pipeline(var_encoding)[0].items() if k in PIPELINE_PARAMS or k in _STAGES}
     desc: dict[str, Any] = {}
-    mask_method = None
+    for stage in _STAGES:
+        value = var_encoding.get(f"tensogram_{stage}", plain.get(stage))
+        if isinstance(value, str) and value in PIPELINE_VALUES[stage]:
+            desc[stage] = value
+    for key in PIPELINE_PARAMS:
+        if key in plain and _owned(key, desc):
+            desc[key] = plain[key]
+    return desc
+
+
+def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    desc: dict[str, Any] = {}
     for k, v in encoding.items():
         k2 = _ENCODING_ALIASES.get(k, k)
         if k2 in _DESCRIPTOR_KEYS:
             desc[k2] = v
-        elif k == "mask_method":
-            mask_method = v
     if desc.get("compression") == "zstd" and "level" in encoding:
         desc["zstd_level"] = int(encoding["level"])
+    return desc, encoding.get("mask_method")
+
+
+def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Descriptor options for one variable: ``user`` (``encoding=``) overrides the source pipeline as a whole
+    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs."""
+    explicit, mask_method = _user_pipeline(user)
+    desc = {} if any(s in explicit for s in _STAGES) else _source_pipeline(var_encoding)
+    desc.update(explicit)
+    check_pipeline(desc)
+    for stage in _STAGES:
+        for key, value in DEFAULT_PARAMS.get(desc.get(stage, "none"), {}).items():
+            desc.setdefault(key, value)
+    for key, value in DEFAULT_PARAMS.get(desc.get("zfp_mode", ""), {}).items():
+        if desc.get("compression") == "zfp":
+            desc.setdefault(key, value)
     return desc, mask_method
 
 
@@ -116,23 +177,6 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
     return entry
 
 
-def _message_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
-    dims: list[str] = []
-    sources: dict[str, str] = {}
-    for var in ds.data_vars.values():
-        for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():
-            if d in var.dims and d not in dims:
-                dims.append(d)
-                sources[d] = src
-    for d in message_dims or ():
-        if d not in ds.dims:
-            raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset")
-        if d not in dims:
-            dims.append(d)
-            sources[d] = d
-    return dims, sources
-
-
 _WRITER_OPTIONS = frozenset(_DESCRIPTOR_KEYS | set(_ENCODING_ALIASES) | {"mask_method"})
 
 
@@ -143,100 +187,221 @@ def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any
         unknown = set(enc) - _WRITER_OPTIONS
         if unknown:
             raise ValueError(f"unknown encoding keys for {name!r}: {sorted(unknown)}; valid keys: {sorted(_WRITER_OPTIONS)}")
+        check_pipeline(_user_pipeline(enc)[0])
+
+
+# -- message dims: which keys each message carries, and the hint that restores the layout -----------
+@dataclass
+class _MessageDim:
+    """One dim split into messages: the metadata key/value pairs of each index along it."""
+
+    name: str
+    source: str
+    keys: list[list[tuple[str, Any]]]
+
+
+def _mars_time_fits(name: str, values: np.ndarray) -> bool:
+    """MARS date/time hold whole minutes of a ``time`` dim (the name the reader gives them)."""
+    if name != "time" or values.dtype.kind != "M" or np.isnat(values).any():
+        return False
+    secs = values.astype("datetime64[s]")
+    return bool((secs == values).all() and (secs.astype(np.int64) % 60 == 0).all())
+
+
+def _mars_step_fits(name: str, values: np.ndarray) -> bool:
+    if name != "step" or values.dtype.kind != "m" or np.isnat(values).any():
+        return False
+    secs = values.astype("timedelta64[s]")
+    return bool((secs == values).all() and (secs.astype(np.int64) % 3600 == 0).all())
+
+
+def _user_dim(ds: xr.Dataset, name: str) -> tuple[_MessageDim, dict[str, Any] | None]:
+    """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
+    coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
+    if coord is None:
+        return _MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), \
+            {"dims": [name], "match": list(range(ds.sizes[name]))}
+    values = np.asarray(coord.values)
+    attrs = dict(coord.attrs)
+    if _mars_time_fits(name, values):
+        source, encoded = "mars.date+mars.time", values.astype("datetime64[s]").astype(np.int64)
+        attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
+    elif _mars_step_fits(name, values):
+        source, encoded = "mars.step", values.astype("timedelta64[h]").astype(np.int64)
+        attrs["units"] = STEP_UNITS
+    else:
+        source = name
+        var = xr.conventions.encode_cf_variable(coord.variable, name=name) if values.dtype.kind in "Mm" \
+            else coord.variable
+        encoded, attrs = np.asarray(var.values), dict(var.attrs)
+    keys = [_key_value(source, values[i]) if source != name else [(name, _py(encoded[i]))]
+            for i in range(len(values))]
+    hint = {"dims": [name], "values": _py(encoded), "dtype": encoded.dtype.str, "attrs": _py_attrs(attrs),
+            "match": _py(encoded)}
+    return _MessageDim(name, source, keys), hint
+
+
+def _py_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): _py(v) for k, v in attrs.items()}
+
+
+def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
+    """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
+    coord = ds.coords[name]
+    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if coord.dtype.kind in "Mm" else coord.variable
+    values = np.asarray(var.values)
+    return {"dims": [str(d) for d in var.dims], "values": _py(values), "dtype": values.dtype.str,
+            "attrs": _py_attrs(var.attrs)}
+
+
+def _plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[_MessageDim], dict[str, Any] | None]:
+    """Dims recorded as message keys on read come first; ``message_dims=`` adds more. Returns the dims and the layout hint (None when not needed)."""
+    dims: list[_MessageDim] = []
+    for var in ds.data_vars.values():
+        for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():
+            if d in var.dims and d not in [m.name for m in dims]:
+                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
+                dims.append(_MessageDim(d, src, [_key_value(src, v) for v in values]))
+    hint_coords: dict[str, Any] = {}
+    for d in message_dims or ():
+        if d not in ds.dims:
+            raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset; dimensions: {list(ds.dims)}")
+        if d in [m.name for m in dims]:
+            continue
+        mdim, hint = _user_dim(ds, d)
+        dims.append(mdim)
+        if hint is not None:
+            hint_coords[d] = hint
+    if not any(m.source == m.name or m.name in hint_coords for m in dims):
+        return dims, None
+    split = {m.name for m in dims}
+    for c in ds.coords:
+        if c not in hint_coords and c not in ds.dims and any(d in split for d in ds.coords[c].dims):
+            hint_coords[str(c)] = _aux_hint(ds, c)
+    hint = {"dims": {str(n): [str(d) for d in v.dims] for n, v in ds.data_vars.items()},
+            "coords": hint_coords, "coord_names": [str(c) for c in ds.coords]}
+    return dims, hint
+
+
+# -- objects ------------------------------------------------------------------------------------------
+def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str, Any]) -> np.ndarray:
+    """Values as the pipeline takes them: booleans as uint8 (CF ``dtype: bool``, which xarray decodes back),
+    anything else float64 for simple_packing and zfp (the original dtype recorded under ``xarray_dtype``)."""
+    if values.dtype.kind == "b":
+        entry["dtype"] = "bool"
+        values = values.astype(np.uint8)
+    if (desc.get("encoding") == "simple_packing" or desc.get("compression") == "zfp") and values.dtype != np.float64:
+        entry[DTYPE_KEY] = values.dtype.name
+        values = values.astype(np.float64)
+    return values
+
+
+def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str, int], mdims: Sequence[_MessageDim],
+                 user: Mapping[str, Any], default_mask: str, skip_coords: set[str]) -> tuple[dict, ObjectInput] | None:
+    """The base entry and object of one variable in the message at ``sel``; None for a hole."""
+    var_mdims = [m for m in mdims if m.name in var.dims]
+    sub = var.isel({m.name: sel[m.name] for m in var_mdims})
+    desc, var_mask = resolve_pipeline(var.encoding, user)
+    values = np.asarray(sub.values)
+    if var.attrs.get("tensogram_missing_objects") and values.dtype.kind == "f" and np.isnan(values).all():
+        return None  # a hole in the original hypercube stays a hole
+    attrs = var.attrs
+    is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
+    if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
+        attrs = grib.entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
+    entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
+    values = _object_values(values, desc, entry)
+    for m in var_mdims:
+        i = sel[m.name]
+        pairs = (grib.level_keys(ds[m.name].values[i] if m.name in ds.coords else i,
+                                 bool(var.encoding.get("tensogram_grib_levelist")))
+                 if m.source == grib.GRIB_LEVEL_SOURCE else m.keys[i])
+        for key, value in pairs:
+            _set_path(entry, key, value)
+    for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
+        if cname in ds.coords and ds[cname].ndim == 0:
+            for key, value in _key_value(src, ds[cname].values[()]):
+                _set_path(entry, key, value)
+    if is_grib:
+        grib.refresh_repro(entry)
+    if not is_grib or grib.derived_name(entry) != name:  # a GRIB name follows from the short name
+        _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
+    split = {m.name for m in mdims}
+    entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
+    aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims
+           and set(ds[c].dims) <= set(var.dims) and not any(d in split for d in ds[c].dims)]
+    if aux:
+        _set_path(entry, "cf.coordinates", " ".join(aux))
+    desc["shape"] = list(values.shape)
+    desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
+    return entry, ObjectInput(values, desc)
+
+
+def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[str]) -> Iterator[tuple[dict, ObjectInput]]:
+    """Coordinates not along message dims, written once (in the first message) as objects."""
+    for cname, coord in ds.coords.items():
+        if cname in skip_coords or any(d in split for d in coord.dims):
+            continue
+        # times and time deltas are CF-encoded (numbers + units) as to_netcdf does
+        encoded = (xr.conventions.encode_cf_variable(coord.variable, name=cname)
+                   if coord.dtype.kind in "Mm" else coord.variable)
+        values = np.asarray(encoded.values)
+        if values.dtype.kind in "OUS":
+            continue  # string labels have no object form
+        cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
+        entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
+        values = _object_values(values, {}, entry)
+        entry["name"] = cname
+        if list(coord.dims) != [cname]:
+            entry["dim_names"] = list(coord.dims)
+        yield entry, ObjectInput(values, {"shape": list(values.shape)})
 
 
 def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encoding: Mapping[str, Mapping[str, Any]],
                    hash: str | None, layout: str, reserved: Mapping[str, Any] | None,
                    mask_method: str | None) -> Iterator[bytes]:
-    mdims, sources = _message_dims(ds, message_dims)
+    """One message per combination of the message dims' indices, encoded only when the writer asks for it
+    (so a Dask-backed Dataset is computed one message at a time)."""
+    mdims, hint = _plan_dims(ds, message_dims)
     default_mask = mask_method or ("roaring" if available("pyroaring") else "rle")
-    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
-    skip_coords = set(mdims) | {"valid_time"} | {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
     scalar_keys: dict[str, str] = {}
     for var in ds.data_vars.values():
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
-    skip_coords |= set(scalar_keys)
-    extra = {}
+    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
+    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
+    skip_coords = {m.name for m in mdims} | {"valid_time"} | set(scalar_keys) | derived
+    extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
             _set_path(extra, k, _py(v))
-    ranges = [range(ds.sizes[d]) for d in mdims]
+    if hint is not None:
+        extra[LAYOUT_KEY] = hint
+    mask_kw = {"allow_nan": True, "allow_inf": True, "nan_mask_method": default_mask,
+               "pos_inf_mask_method": default_mask, "neg_inf_mask_method": default_mask}
     first = True
     wrote_any = False
+    ranges = [range(ds.sizes[m.name]) for m in mdims]
     last_combo = tuple(r[-1] for r in ranges) if all(len(r) for r in ranges) else None
     for combo in itertools.product(*ranges) if mdims else [()]:
-        sel = dict(zip(mdims, combo))
-        base: list[dict] = []
-        objects: list[ObjectInput] = []
+        sel = {m.name: i for m, i in zip(mdims, combo, strict=True)}
+        pairs = []
         for name, var in ds.data_vars.items():
-            var_mdims = [d for d in mdims if d in var.dims]
-            if any(sel[d] != 0 for d in mdims if d not in var.dims):
+            if any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
                 continue
-            sub = var.isel({d: sel[d] for d in var_mdims})
-            enc = dict(var.encoding)
-            enc.update(encoding.get(name, {}))
-            desc, var_mask = _descriptor_options(enc)
-            values = np.asarray(sub.values)
-            if var.attrs.get("tensogram_missing_objects") and values.dtype.kind == "f" and np.isnan(values).all():
-                continue  # a hole in the original hypercube stays a hole
-            needs_f64 = desc.get("encoding") == "simple_packing" or desc.get("compression") in ("zfp", "sz3")
-            if needs_f64 and values.dtype != np.float64:
-                values = values.astype(np.float64)  # these stages work on float64 only
-            attrs = var.attrs
-            is_grib = "tensogram_attr_paths" in var.encoding or any(k.startswith("GRIB_") for k in attrs)
-            if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
-                attrs = grib.entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
-            entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
-            for d in var_mdims:
-                value = ds[d].values[sel[d]] if d in ds.coords else sel[d]
-                pairs = (grib.level_keys(value, bool(var.encoding.get("tensogram_grib_levelist")))
-                         if sources[d] == grib.GRIB_LEVEL_SOURCE else _key_value(sources[d], value))
-                for key, value in pairs:
-                    _set_path(entry, key, value)
-            for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
-                if cname in ds.coords and ds[cname].ndim == 0:
-                    for key, value in _key_value(src, ds[cname].values[()]):
-                        _set_path(entry, key, value)
-            if is_grib:
-                grib.refresh_repro(entry)
-            if not is_grib or grib.derived_name(entry) != name:  # a GRIB name follows from the short name
-                _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
-            entry["dim_names"] = [d for d in var.dims if d not in var_mdims]
-            aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims
-                   and set(ds[c].dims) <= set(var.dims) and not any(d in mdims for d in ds[c].dims)]
-            if aux:
-                _set_path(entry, "cf.coordinates", " ".join(aux))
-            base.append(entry)
-            desc["shape"] = list(values.shape)
-            desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
-            objects.append(ObjectInput(values, desc))
+            made = _data_object(ds, name, var, sel, mdims, encoding.get(str(name), {}), default_mask, skip_coords)
+            if made is not None:
+                pairs.append(made)
         if first:
-            for cname, coord in ds.coords.items():
-                if cname in skip_coords or any(d in mdims for d in coord.dims):
-                    continue
-                # times and time deltas are CF-encoded (numbers + units) as to_netcdf does
-                encoded = (xr.conventions.encode_cf_variable(coord.variable, name=cname)
-                           if coord.dtype.kind in "Mm" else coord.variable)
-                values = np.asarray(encoded.values)
-                if values.dtype.kind in "OUS":
-                    continue  # string labels have no object form
-                cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
-                entry = _attrs_to_entry(encoded.attrs, cf_attrs + ["units", "calendar"])
-                entry["name"] = cname
-                if list(coord.dims) != [cname]:
-                    entry["dim_names"] = list(coord.dims)
-                base.append(entry)
-                objects.append(ObjectInput(values, {"shape": list(values.shape)}))
+            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords))
             first = False
-        if not objects:
+        if not pairs:
             if not wrote_any and combo == last_combo:
                 # a Dataset without variables: one message without objects keeps its attributes
                 yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
             continue
         wrote_any = True
-        yield encode_message({"base": base, "_extra_": extra}, objects, hash=hash, layout=layout, reserved=reserved,
-                             allow_nan=True, allow_inf=True, nan_mask_method=default_mask,
-                             pos_inf_mask_method=default_mask, neg_inf_mask_method=default_mask)
+        yield encode_message({"base": [p[0] for p in pairs], "_extra_": extra}, [p[1] for p in pairs], hash=hash,
+                             layout=layout, reserved=reserved, **mask_kw)
 
 
 def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike, *, mode: str = "w",

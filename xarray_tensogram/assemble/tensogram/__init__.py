@@ -20,6 +20,7 @@ import xarray as xr
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from .. import grib
 from ..common import check_dim_names, flatten_attrs
+from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset, derived
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
@@ -220,7 +221,7 @@ def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: 
           "extra": extra if isinstance(extra, dict) else {}}
     one = _build_group(data, coords, only_group=False, **kw)
     if one is not None:
-        return {"/": one}
+        return {"/": restore_written_layout(one, kw["extra"])}
     built = {label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()}
-    out = {k: v for k, v in built.items() if v is not None}
+    out = {k: restore_written_layout(v, kw["extra"]) for k, v in built.items() if v is not None}
     return {"/": next(iter(out.values()))} if len(out) == 1 else out

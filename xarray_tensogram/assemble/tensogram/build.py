@@ -164,6 +164,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         "tensogram_scalar_keys": scalar,
         "tensogram_name_key": first.name_key or "name",
         "tensogram_cf_attrs": lifted,
+        **(first.pipeline() if first.pipeline else {}),
     }
     if first.is_grib:
         attrs = _grib_encoding(cube, first, attrs, encoding)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError
+from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import is_local
 from .. import grib
 
@@ -51,6 +52,7 @@ class TgObject:
     extra: dict[str, Any] = field(default_factory=dict)  # the message's raw _extra_ (file-level hints)
     merged: dict[str, Any] = field(default_factory=dict, repr=False)  # global keys, then own keys over them
     dim_cache: dict[str, Any] = field(default_factory=dict, repr=False)  # MARS time/step as the plan sees them
+    pipeline: Callable[[], dict[str, Any]] | None = None  # the object's pipeline as writer options (encoding)
 
     def __post_init__(self) -> None:
         self.merged = {**self.global_keys, **self.keys}
@@ -165,6 +167,7 @@ def collect_objects(tfile: Any, messages: Sequence[int], *, verify_hash: bool,
                 spec=spec,
                 frame_hash=frame_hash or None,
                 remote_frame=None if is_local(msg.source) else msg.objects[j].frame_length,
+                pipeline=partial(pipeline_encoding, msg, j) if is_local(msg.source) else None,
             ))
     return objects
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,16 @@ from ...errors import EncodeError, UnsupportedError
 from .compression import szip_flags, szip_sample_bits
 from .dtypes import DTYPES, dtype_width
 
-__all__ = ["ObjectInput", "EncodeError", "encode_object", "PIPELINE_KEYS"]
+__all__ = [
+    "PIPELINE_KEYS",
+    "PIPELINE_PARAMS",
+    "PIPELINE_VALUES",
+    "EncodeError",
+    "ObjectInput",
+    "check_pipeline",
+    "encode_object",
+    "encoding_from_descriptor",
+]
 
 PIPELINE_KEYS = ("encoding", "filter", "compression")
 _NUMPY_TO_NAME = {
@@ -36,6 +46,46 @@ class ObjectInput:
 
     data: np.ndarray | bytes
     descriptor: dict = field(default_factory=dict)
+
+
+#: the values each pipeline stage accepts when writing (sz3 is read-only: no Python library writes
+#: sz3 streams the reference reads)
+PIPELINE_VALUES: dict[str, tuple[str, ...]] = {
+    "encoding": ("none", "simple_packing"),
+    "filter": ("none", "shuffle"),
+    "compression": ("none", "zstd", "lz4", "szip", "blosc2", "zfp", "rle", "roaring"),
+}
+BLOSC2_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
+ZFP_MODES = ("fixed_rate", "fixed_precision", "fixed_accuracy")
+#: descriptor keys that describe how to encode (and not the values of one object: reference value,
+#: binary scale factor and szip block offsets are computed per object)
+PIPELINE_PARAMS = ("sp_bits_per_value", "sp_decimal_scale_factor", "shuffle_element_size", "zstd_level", "szip_rsi",
+                   "szip_block_size", "szip_flags", "blosc2_codec", "blosc2_clevel", "zfp_mode", "zfp_rate",
+                   "zfp_precision", "zfp_tolerance")
+
+
+def check_pipeline(desc: Mapping[str, Any]) -> None:
+    """Refuse unknown stage names (and blosc2 codecs, zfp modes) with an error that lists the valid ones."""
+    for stage, valid in PIPELINE_VALUES.items():
+        value = desc.get(stage, "none")
+        if value not in valid:
+            extra = " (sz3 can be read but not written)" if value == "sz3" else ""
+            raise UnsupportedError(f"unknown {stage} {value!r}{extra}; valid values: {', '.join(valid)}")
+    for key, valid in (("blosc2_codec", BLOSC2_CODECS), ("zfp_mode", ZFP_MODES)):
+        if key in desc and desc[key] not in valid:
+            raise UnsupportedError(f"unknown {key} {desc[key]!r}; valid values: {', '.join(valid)}")
+
+
+def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
+    """The writer options that reproduce an object's pipeline: what ``.encoding`` carries after a read,
+    so that writing the Dataset again keeps the encoding, filter, compression and their parameters.
+
+    The stage names get a ``tensogram_`` prefix (``tensogram_compression``) so that netCDF writers, which
+    have their own ``compression`` encoding, do not mistake them for theirs; parameters keep their names.
+    """
+    out = {f"tensogram_{stage}": desc.get(stage, "none") for stage in PIPELINE_VALUES}
+    out.update({k: desc[k] for k in PIPELINE_PARAMS if k in desc})
+    return out
 
 
 #: descriptor parameters and the type the reference insists on (strict typing, spec §10.2)
@@ -172,6 +222,7 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
             isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]):
         raise EncodeError(f"shape {user['shape']!r} must be a list of non-negative integers")
     shape = [int(s) for s in user["shape"]]
+    check_pipeline(user)
     _check_param_types(user)
     if user.get("byte_order", "little") not in ("little", "big"):
         raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")

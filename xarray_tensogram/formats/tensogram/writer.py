@@ -14,7 +14,8 @@ import datetime as dt
 import os
 import struct
 import uuid as uuidlib
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,10 +24,27 @@ from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
 from ...errors import UnsupportedError
 from ...io import atomic_write
-from .encode import EncodeError, ObjectInput, encode_object
+from .encode import (
+    PIPELINE_PARAMS,
+    PIPELINE_VALUES,
+    EncodeError,
+    ObjectInput,
+    check_pipeline,
+    encode_object,
+    encoding_from_descriptor,
+)
 from .framing import END_MAGIC, MAGIC, align8
 
-__all__ = ["ObjectInput", "encode_message", "write_messages", "REFERENCE_ENCODER"]
+__all__ = [
+    "PIPELINE_PARAMS",
+    "PIPELINE_VALUES",
+    "REFERENCE_ENCODER",
+    "ObjectInput",
+    "check_pipeline",
+    "encode_message",
+    "encoding_from_descriptor",
+    "write_messages",
+]
 
 REFERENCE_ENCODER = {"name": "tensogram", "version": "0.24.0"}
 #: provenance written by default (pass ``reserved={"encoder": REFERENCE_ENCODER, ...}`` to mimic the reference)

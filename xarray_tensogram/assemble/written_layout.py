@@ -1,0 +1,171 @@
+"""Undo what the message split changed, using the layout hint ``to_tensogram`` records in ``_extra_``.
+
+Splitting a Dataset into one message per combination of its message dims loses
+three things that the hypercube rules cannot know: the order of each variable's
+dims (stacked dims come first on read), the order and attributes of the message
+dims' coordinates (read back sorted, from metadata keys) and the coordinates
+that live along message dims without being one (e.g. a ``lead`` time along
+``time``). The writer records them under ``_extra_["xarray_layout"]``; this
+module applies them to the raw (still CF-encoded) Dataset. Anything in the hint
+that no longer fits the file (messages appended or filtered away) is ignored,
+so a stale hint never makes a file unreadable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray
+from xarray.core import indexing
+
+__all__ = ["LAYOUT_KEY", "DTYPE_KEY", "restore_written_layout"]
+
+#: the ``_extra_`` key holding the hint (a map: ``dims``, ``coords``, ``coord_names``)
+LAYOUT_KEY = "xarray_layout"
+#: base-entry key naming the dtype of values that a lossy stage (simple_packing, zfp) widened to float64
+DTYPE_KEY = "xarray_dtype"
+
+
+def _permutation(current: np.ndarray, wanted: list[Any]) -> list[int] | None:
+    """Positions of ``wanted`` values in ``current``, or None when they are not a reordering of it."""
+    if len(wanted) != len(current):
+        return None
+    listed = current.tolist()
+    try:
+        perm = [listed.index(v) for v in wanted]
+    except ValueError:
+        return None
+    return perm if len(set(perm)) == len(perm) else None
+
+
+def _reorder(ds: xr.Dataset, coords: Mapping[str, Any]) -> xr.Dataset:
+    """Put each message dim's values back in the written order."""
+    for name, spec in coords.items():
+        match = spec.get("match") if isinstance(spec, Mapping) else None
+        if match is None or name not in ds.dims or name not in ds.coords:
+            continue
+        perm = _permutation(np.asarray(ds[name].values), list(match))
+        if perm is not None and perm != list(range(len(perm))):
+            ds = ds.isel({name: perm})
+    return ds
+
+
+def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variable | None:
+    if "values" not in spec:
+        return None  # a dim without coordinate: only its order was recorded
+    dims = [str(d) for d in spec.get("dims", ())]
+    try:
+        values = np.asarray(spec.get("values"), dtype=np.dtype(str(spec.get("dtype"))))
+    except (TypeError, ValueError):
+        return None
+    if values.shape != tuple(sizes.get(d, -1) for d in dims):
+        return None
+    attrs = dict(spec.get("attrs") or {})
+    return xr.Variable(dims, values, attrs)
+
+
+class _LeadingAxis(BackendArray):
+    """A lazy array with one extra leading axis of length 1 (a message dim that held a single value)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.shape = (1, *inner.shape)
+        self.dtype = inner.dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw)
+
+    def _raw(self, key: tuple[Any, ...]) -> np.ndarray:
+        values = np.asarray(self.inner.oindex[indexing.OuterIndexer(key[1:])].get_duck_array())
+        return values[None] if isinstance(key[0], slice) or np.ndim(key[0]) else values
+
+
+class _Cast(BackendArray):
+    """A lazy array read in one dtype and handed out in another (integers rounded, not truncated)."""
+
+    def __init__(self, inner: Any, dtype: np.dtype) -> None:
+        self.inner = inner
+        self.shape = tuple(inner.shape)
+        self.dtype = dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw)
+
+    def _raw(self, key: tuple[Any, ...]) -> np.ndarray:
+        values = np.asarray(self.inner.oindex[indexing.OuterIndexer(key)].get_duck_array())
+        if self.dtype.kind in "iu":
+            info = np.iinfo(self.dtype)
+            values = np.clip(np.rint(values), info.min, info.max)
+        return values.astype(self.dtype)
+
+
+def _lazy(var: xr.Variable) -> Any:
+    return var._data if isinstance(var._data, indexing.ExplicitlyIndexed) else indexing.NumpyIndexingAdapter(
+        np.asarray(var.values))
+
+
+def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
+    """Variables that a lossy stage widened to float64 come back in the dtype they were written from."""
+    for name in list(ds.variables):
+        var = ds.variables[name]
+        wanted = var.attrs.get(DTYPE_KEY)
+        if wanted is None:
+            continue
+        attrs = {k: v for k, v in var.attrs.items() if k != DTYPE_KEY}
+        try:
+            dtype = np.dtype(str(wanted))
+        except TypeError:
+            continue
+        if dtype.kind not in "fiu" or var.dtype.kind != "f":
+            continue
+        new = xr.Variable(var.dims, indexing.LazilyIndexedArray(_Cast(_lazy(var), dtype)), attrs)
+        new.encoding = {**var.encoding, "dtype": dtype}
+        ds = ds.assign({name: new}) if name in ds.data_vars else ds.assign_coords({name: new})
+    return ds
+
+
+def _expand_single(ds: xr.Dataset, coords: Mapping[str, Any], dims: Mapping[str, Any]) -> xr.Dataset:
+    """A message dim of length 1 did not vary, so the reader made no dim of it: put it back (lazily)."""
+    for name, spec in coords.items():
+        if not isinstance(spec, Mapping) or len(spec.get("match") or ()) != 1 or name in ds.dims:
+            continue
+        ds = ds.drop_vars([name], errors="ignore")
+        for vname, order in dims.items():
+            if vname not in ds.data_vars or not isinstance(order, list) or name not in order:
+                continue
+            var = ds.variables[vname]
+            data = _lazy(var)
+            attrs = {k: v for k, v in var.attrs.items() if k != name}
+            new = xr.Variable((name, *var.dims), indexing.LazilyIndexedArray(_LeadingAxis(data)), attrs)
+            new.encoding = dict(var.encoding)
+            if "preferred_chunks" in new.encoding:
+                new.encoding["preferred_chunks"] = {name: 1, **new.encoding["preferred_chunks"]}
+            ds = ds.assign({vname: new})
+    return ds
+
+
+def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Dataset:
+    """The raw Dataset with the hint of ``extra`` applied (and the hint itself removed from the attrs)."""
+    hint = extra.get(LAYOUT_KEY)
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k != LAYOUT_KEY and not k.startswith(LAYOUT_KEY + ".")}
+    ds = _recorded_dtypes(ds)
+    if not isinstance(hint, Mapping):
+        return ds
+    coords = hint.get("coords") if isinstance(hint.get("coords"), Mapping) else {}
+    ds = _reorder(ds, coords)
+    ds = _expand_single(ds, coords, hint.get("dims") if isinstance(hint.get("dims"), Mapping) else {})
+    for name, spec in coords.items():
+        var = _coordinate(spec, ds.sizes) if isinstance(spec, Mapping) else None
+        if var is not None:
+            ds = ds.assign_coords({name: var})
+    names = hint.get("coord_names")
+    if isinstance(names, list):
+        ds = ds.drop_vars([c for c in ds.coords if c not in names])
+    dims = hint.get("dims") if isinstance(hint.get("dims"), Mapping) else {}
+    for name, order in dims.items():
+        if name in ds.data_vars and isinstance(order, list) and set(order) == set(ds[name].dims):
+            ds[name] = ds[name].transpose(*order)
+    return ds
