@@ -45,8 +45,10 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
     return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape))
 
 
-def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> list[str]:
-    """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated."""
+def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int],
+              source: str) -> tuple[list[str], bool]:
+    """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated.
+    The flag says whether the names were generated (so that writing back adds none)."""
     dims = requested_dims(dim_names, var, d.ndim, source)
     if dims is not None:
         check_requested_dims(dims, var, d.shape, sizes, source)
@@ -56,10 +58,11 @@ def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], s
         else:
             warnings.warn(f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
                           f"or clash with other variables' sizes; using generic names", TetrMappingWarning, stacklevel=4)
+    generated = dims is None
     if dims is None:
         dims = generic_dim_names(d.shape, sizes)
     sizes.update(zip(dims, d.shape))
-    return dims
+    return dims, generated
 
 
 def labels_to_values(labels: Sequence[str]) -> np.ndarray:
@@ -167,9 +170,11 @@ def tetr_to_dataset(tfile: TetrFile, *, drop_variables: frozenset[str] | set[str
     for d, var in zip(tfile.datasets, names):
         if var in drop_variables:
             continue
-        dims = _dims_for(d, var, dim_names, sizes, tfile.name)
+        dims, generated = _dims_for(d, var, dim_names, sizes, tfile.name)
         _add_coords(coords, _coords_of(d, dims), var)
         encoding = {"tetr_codec": d.codec, "tetr_chunk_shape": d.chunk_shape, "tetr_dtype": d.dtype_code}
+        if generated:
+            encoding["tetr_generated_dims"] = list(dims)
         variables[var] = lazy_variable(dims, tfile.array_spec(d.dataset_id), _attrs_of(d), encoding)
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
     ds = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile))

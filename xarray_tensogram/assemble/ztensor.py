@@ -93,7 +93,8 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
         if dims is None:
             dims = generic_dim_names(info.shape, sizes)
         sizes.update(zip(dims, info.shape))
-        encoding = {"ztensor_dtype": info.dtype, "ztensor_encoding": info.encoding, "ztensor_layout": info.layout}
+        encoding = {"ztensor_dtype": info.dtype, "ztensor_encoding": info.encoding, "ztensor_layout": info.layout,
+                    "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None}
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
     ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"

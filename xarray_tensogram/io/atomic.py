@@ -8,6 +8,28 @@ from typing import BinaryIO
 from ..errors import NoSuchDirectoryError
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the OS tells it (Linux), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _creation_mode(path: str) -> int:
+    """The permissions ``open(path, "w")`` would leave: an existing file's own, else 0666 minus the umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 class atomic_write:
     """Write a file under a temporary name in the same directory, then rename it into place.
 
@@ -31,6 +53,7 @@ class atomic_write:
         if not os.path.isdir(directory):  # say so for the target, not for the temporary file
             raise NoSuchDirectoryError(f"cannot write {self.path!r}: the directory {directory!r} does not exist")
         fd, self._tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(self.path) + "-", dir=directory)
+        os.fchmod(fd, _creation_mode(self.path))  # mkstemp makes 0600; open(path, "w") would not
         self._f = os.fdopen(fd, "wb")
         return self._f
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 import xarray as xr
@@ -40,18 +40,50 @@ def _label(value: Any) -> str:
     return _attr_string(value)
 
 
-def _chunk_shape(var: xr.Variable, chunks: Mapping[str, int] | int | None) -> tuple[int, ...]:
-    """Explicit ``chunks`` > the tile shape it was read with > its Dask chunks > one tile."""
+ChunksLike = Union[int, Sequence[int], Mapping[str, int], None]
+
+
+def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, ...]:
+    """Explicit ``chunks`` (an int for every axis, a tuple per axis, or ``{dim: size}``) > the tile shape
+    it was read with > its Dask chunks > one tile."""
+    if isinstance(chunks, bool):
+        raise TypeError(f"chunks must be an int, a tuple or a {{dim: size}} mapping, got {chunks!r}")
     if isinstance(chunks, int):
         return tuple(min(chunks, n) for n in var.shape)
+    if isinstance(chunks, Mapping):
+        return tuple(int(chunks.get(d, n)) for d, n in zip(var.dims, var.shape, strict=True))
     if chunks is not None:
-        return tuple(int(chunks.get(d, n)) for d, n in zip(var.dims, var.shape))
+        sizes = tuple(int(c) for c in chunks)
+        if len(sizes) != var.ndim:
+            raise ValueError(f"chunks {tuple(chunks)} has {len(sizes)} sizes but variable {name!r} has dims "
+                             f"{list(var.dims)}; give one size per axis or a {{dim: size}} mapping")
+        return sizes
     enc = var.encoding.get("tetr_chunk_shape")
     if enc is not None and len(enc) == var.ndim:
         return tuple(int(c) for c in enc)
     if var.chunks:
         return tuple(max(c[0], 1) for c in var.chunks)
     return tuple(var.shape)
+
+
+def _codec(var: xr.Variable, compression: str | None) -> str:
+    """``compression`` when given, else the codec the variable was read with, else raw."""
+    if compression is None:
+        compression = var.encoding.get("tetr_codec", "raw")
+    codec = {"raw": "raw", "none": "raw", "zstd": "zstd"}.get(str(compression))
+    if codec is None:
+        raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
+    return codec
+
+
+def _values(var: xr.Variable) -> Any:
+    """Dask-backed values stay lazy (the format writer computes one tile at a time); others are loaded."""
+    return var.data if var.chunks is not None else np.asarray(var.values)
+
+
+def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
+    """The dims, unless they are the generic names the reader made up for a file that had none."""
+    return None if source.encoding.get("tetr_generated_dims") == dims else dims
 
 
 def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
@@ -110,28 +142,31 @@ def _encode(var: xr.Variable, name: Any) -> xr.Variable:
     return out
 
 
-def to_tetr(ds: xr.Dataset, path: Any, *, chunks: Mapping[str, int] | int | None = None,
-            compression: str | None = None, history: Sequence[Any] | None = None) -> None:
+def to_tetr(ds: xr.Dataset, path: Any, *, chunks: ChunksLike = None, compression: str | None = None,
+            history: Sequence[Any] | None = None) -> None:
     """Write every data variable of ``ds`` as a ``.tet`` dataset.
 
-    Dims go to the footer's ``dim_names``, 1-D index coordinates (up to 64 values) to
-    ``coords`` labels, attrs to string ``attrs`` (CF-encoded first, like netCDF writers),
-    ``tool``/``library_version``/``created_at`` Dataset attrs to the file metadata.
-    ``chunks``: a tile size for every axis, or ``{dim: size}``; by default the tile shape
-    the variable was read with, else its Dask chunks, else one tile. ``compression``:
-    ``None`` (raw) or ``"zstd"``. ``history``: rows (dicts or ``(op, source, at)``); by
-    default the rows read from the file (``tetr_history``). Large metadata is spilled as
-    the format prescribes.
+    Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
+    any), 1-D index coordinates (up to 64 values) to ``coords`` labels, attrs to string ``attrs``
+    (CF-encoded first, like netCDF writers), ``tool``/``library_version``/``created_at`` Dataset attrs
+    to the file metadata. ``chunks``: one tile size for every axis (int), one per axis (tuple), or
+    ``{dim: size}``; by default the tile shape the variable was read with, else its Dask chunks, else
+    one tile. ``compression``: ``"raw"`` or ``"zstd"``; by default the codec the variable was read
+    with, else raw. ``history``: rows (dicts or ``(op, source, at)``); by default the rows read from
+    the file (``tetr_history``). A Dataset read from a ``.tet`` file and left unchanged is written
+    back byte for byte. Large metadata is spilled as the format prescribes.
     """
-    codec = {None: "raw", "raw": "raw", "zstd": "zstd"}.get(compression)
-    if codec is None:
-        raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
     writes = []
     for name in ds.data_vars:
-        var = _encode(ds.variables[name], name)
+        source = ds.variables[name]
+        var = _encode(source, name)
         dims = [str(d) for d in var.dims]
         coords = {d: labels for d in dims if (labels := _labels(ds, d)) is not None}
-        tiles = _chunk_shape(ds.variables[name], chunks)
-        writes.append(DatasetWrite(str(name), np.asarray(var.values), tiles, codec,
-                                   dim_names=dims, coords=coords or None, attrs=_string_attrs(var, str(name)) or None))
-    write_tetr(path, writes, history=_history_rows(ds, history), file_metadata=_file_metadata(ds))
+        tiles = _chunk_shape(source, str(name), chunks)
+        writes.append(DatasetWrite(str(name), _values(var), tiles, _codec(source, compression),
+                                   dim_names=_dim_names(source, dims), coords=coords or None,
+                                   attrs=_string_attrs(var, str(name)) or None))
+    execution = ds.encoding.get("tetr_execution") or {}
+    write_tetr(path, writes, history=_history_rows(ds, history), file_metadata=_file_metadata(ds),
+               execution=(int(execution.get("memory_budget_percent_bps", 0)),
+                          int(execution.get("memory_budget_bytes", 0))))

@@ -59,6 +59,27 @@ def _dataset_items(ds: xr.Dataset) -> list[tuple[str, np.ndarray, dict[str, Any]
     return items
 
 
+def _as_read(variables: list[xr.Variable], key: str, valid: tuple[str, ...]) -> str | None:
+    """The value the variables were read with (any of them), if the v0.1 writer can write it."""
+    for var in variables:
+        value = var.encoding.get(key)
+        if value in valid:
+            return str(value)
+    return None
+
+
+def _file_options(variables: list[xr.Variable], compression: str | None,
+                  checksum: str | None) -> tuple[str | None, str | None]:
+    """Explicit options win ("raw"/"none" for plain); else what the variables were read with."""
+    comp = _as_read(variables, "ztensor_encoding", ("zstd",)) if compression is None else compression
+    check = _as_read(variables, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
+    if comp not in (None, "raw", "none", "zstd"):
+        raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
+    if check not in (None, "none", "crc32c", "sha256"):
+        raise ValueError(f"checksum must be one of None, 'none', 'crc32c', 'sha256'; got {checksum!r}")
+    return (None if comp in ("raw", "none") else comp), (None if check == "none" else check)
+
+
 def to_ztensor(ds_or_mapping: xr.Dataset | Mapping[str, Any], path: str, *, compression: str | None = None,
                checksum: str | None = None) -> None:
     """Write a Dataset (or a mapping name -> array/DataArray) as a v0.1 ``.zt`` file.
@@ -68,15 +89,22 @@ def to_ztensor(ds_or_mapping: xr.Dataset | Mapping[str, Any], path: str, *, comp
     CF encoding (times, fill values) is applied as for netCDF. Non-index
     coordinates are listed in a CF ``coordinates`` attribute. The reference
     ``ztensor`` 0.1.4 reader reads the values and ignores the extra keys.
+    ``compression`` (``"raw"``, ``"zstd"``) and ``checksum`` (``"none"``, ``"crc32c"``,
+    ``"sha256"``) apply to the whole file; by default they are what the variables
+    were read with (``encoding["ztensor_encoding"]``, ``encoding["ztensor_checksum"]``).
     """
     if isinstance(ds_or_mapping, xr.Dataset):
         items = _dataset_items(ds_or_mapping)
+        variables = [ds_or_mapping.variables[n] for n in ds_or_mapping.variables]
     else:
         items = []
+        variables = []
         for name, value in ds_or_mapping.items():
             if isinstance(value, (xr.DataArray, xr.Variable)):
                 var = _encode(value.variable if isinstance(value, xr.DataArray) else value, name)
+                variables.append(var)
                 items.append((str(name), np.asarray(var.values), _custom_fields(var, str(name))))
             else:
                 items.append((str(name), np.asarray(value), {}))
+    compression, checksum = _file_options(variables, compression, checksum)
     write_ztensor_v01(path, items, compression=compression, checksum=checksum)

@@ -51,17 +51,22 @@ class DatasetWrite:
     coords: Mapping[str, Sequence[str]] | None = None
     attrs: Mapping[str, str] | None = None
 
-    def wire_dtype(self) -> tuple[int, np.ndarray]:
-        """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do."""
-        data = np.asarray(self.data)
-        if data.dtype.kind == "b":
-            data = data.astype("u1")
-        le = data.dtype.newbyteorder("<") if data.dtype.byteorder not in ("|", "<") else data.dtype
+    def wire_dtype(self) -> tuple[int, Any]:
+        """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do.
+
+        A lazy array (anything with ``shape``, ``dtype`` and slicing, e.g. a Dask array) is not loaded:
+        each tile is computed when it is written, so memory holds one tile at a time.
+        """
+        lazy = not isinstance(self.data, np.ndarray) and all(
+            hasattr(self.data, a) for a in ("shape", "dtype", "__getitem__"))
+        data = self.data if lazy else np.asarray(self.data)
+        dtype = np.dtype("u1") if data.dtype.kind == "b" else np.dtype(data.dtype)
+        le = dtype.newbyteorder("<") if dtype.byteorder not in ("|", "<") else dtype
         code = _CODE_OF.get(np.dtype(le))
         if code is None:
             raise UnsupportedError(f"dataset {self.name!r}: dtype {data.dtype} has no .tet code; supported: "
                                    + ", ".join(n for n, _ in DTYPE_CODES.values()))
-        return code, np.ascontiguousarray(data, dtype=le)
+        return code, (_LazyTiles(data, le) if lazy else np.ascontiguousarray(data, dtype=le))
 
     def metadata(self) -> dict[str, Any] | None:
         meta: dict[str, Any] = {}
@@ -72,6 +77,18 @@ class DatasetWrite:
         if self.coords is not None:
             meta["coords"] = {str(k): {"labels": list(v)} for k, v in self.coords.items()}
         return meta or None
+
+
+class _LazyTiles:
+    """A lazy array seen through slicing only: each slice is computed and cast when asked for."""
+
+    def __init__(self, data: Any, dtype: np.dtype) -> None:
+        self.data, self.dtype = data, dtype
+        self.shape = tuple(int(n) for n in data.shape)
+        self.ndim = len(self.shape)
+
+    def __getitem__(self, box: tuple[slice, ...]) -> np.ndarray:
+        return np.ascontiguousarray(np.asarray(self.data[box]), dtype=self.dtype)
 
 
 def _record(name: str, code: int, shape: Sequence[int], chunk_shape: Sequence[int]) -> bytes:
@@ -86,6 +103,19 @@ def _tiles(data: np.ndarray, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple
     for coords in itertools.product(*(range(n) for n in chunk_counts(data.shape, chunk_shape))):
         box = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, chunk_shape))
         yield coords, np.ascontiguousarray(data[box])
+
+
+class _Box:
+    """A tile's size without its values (raw tiles are cut again while writing)."""
+
+    def __init__(self, shape: Sequence[int], itemsize: int) -> None:
+        self.nbytes = math.prod(shape) * itemsize
+
+
+def _tile_boxes(data: Any, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], _Box]]:
+    for coords in itertools.product(*(range(n) for n in chunk_counts(data.shape, chunk_shape))):
+        shape = [min(c, n - k * c) for k, c, n in zip(coords, chunk_shape, data.shape)]
+        yield coords, _Box(shape, np.dtype(data.dtype).itemsize)
 
 
 def _check_dataset(d: DatasetWrite, data: np.ndarray) -> tuple[int, ...]:
@@ -145,7 +175,7 @@ def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] |
     k = 0
     for i, (d, code, data, chunk) in enumerate(prepared):
         codec = _CODEC_OF[d.codec]
-        for coords, tile in _tiles(data, chunk):
+        for coords, tile in _tiles(data, chunk) if codec else _tile_boxes(data, chunk):
             raw_len = tile.nbytes
             payload = zstd.compress(tile.data, level=zstd_level) if codec else None
             size = len(payload) if payload is not None else raw_len
