@@ -464,3 +464,21 @@ def test_message_dims_product_order(tmp_path):
     keys = [(m.metadata.base[0]["mars"]["time"], m.metadata.base[0]["level"])
             for m in _reference_messages(tmp_path / "p.tgm")]
     assert keys == list(itertools.product([0, 1200], [1000, 850, 500]))
+
+
+# ---------------------------------------------------------------------------------------------
+# README
+# ---------------------------------------------------------------------------------------------
+
+def test_readme_forecast_example_runs_as_written(tmp_path, monkeypatch):
+    """The first code block of the README's writing section, executed verbatim in an empty folder."""
+    if not available("imagecodecs"):
+        pytest.skip("the example uses szip (imagecodecs)")
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Writing Tensogram files"):]
+    code = section[section.index("```python") + len("```python"):]
+    code = code[:code.index("```")]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert len(_reference_messages(tmp_path / "forecast.tgm")) == 6
+    assert len(_reference_messages(tmp_path / "run.tgm")) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import mmap
 import os
 import stat
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+#: mapped bytes of recent views a local file source keeps resident (older ones are released)
+RESIDENT_VIEW_BYTES = 64 << 20
+
 class LocalFileSource(ByteSource):
     """A local file read with ``os.pread`` (no shared file position, hence no lock)."""
 
@@ -31,6 +35,8 @@ class LocalFileSource(ByteSource):
         self._fd: int | None = None
         self._pid = -1
         self._mmap: mmap.mmap | None = None
+        self._views: collections.deque[tuple[int, int]] = collections.deque()
+        self._view_bytes = 0
         st = os.stat(self.path)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryTensorError(f"{describe(self.path)}is a directory, not a Tensogram, Tetration or "
@@ -134,7 +140,27 @@ class LocalFileSource(ByteSource):
                 mm = self._mmap
         self.bytes_read += length
         self.read_calls += 1
+        self._keep_resident(mm, offset, length)
         return memoryview(mm)[offset : offset + length]
+
+    def _keep_resident(self, mm: mmap.mmap, offset: int, length: int) -> None:
+        """Let the kernel drop the mapped pages of views older than the last ``RESIDENT_VIEW_BYTES``.
+
+        Mapped file pages count in the process RSS until unmapped, so reading a file larger than
+        memory would otherwise keep all of it resident. Dropped pages stay in the page cache and
+        fault back in if an old view is still read: a read-only shared mapping stays correct.
+        """
+        with self._lock:
+            self._views.append((offset, length))
+            self._view_bytes += length
+            while self._view_bytes > RESIDENT_VIEW_BYTES and len(self._views) > 1:
+                old_offset, old_length = self._views.popleft()
+                self._view_bytes -= old_length
+                start = old_offset - old_offset % mmap.PAGESIZE
+                try:
+                    mm.madvise(mmap.MADV_DONTNEED, start, old_offset + old_length - start)
+                except (AttributeError, ValueError, OSError):  # no madvise here, or the map was closed
+                    pass
 
     def close(self) -> None:
         with self._lock:
