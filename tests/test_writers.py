@@ -350,7 +350,7 @@ def test_compressors_have_defaults_the_reference_reads(tmp_path, enc, params):
     ({"compression": "zfp", "zfp_mode": "lossless"}, "fixed_rate, fixed_precision, fixed_accuracy"),
 ], ids=["gzip", "sz3", "encoding", "filter", "blosc2-codec", "zfp-mode"])
 def test_unknown_values_list_the_valid_ones(tmp_path, enc, listed):
-    with pytest.raises(UnsupportedError, match="valid values|can be read") as info:
+    with pytest.raises(UnsupportedError, match=r"valid values|can be read") as info:
         xt.to_tensogram(forecast()[["t"]], tmp_path / "x.tgm", encoding={"t": enc})
     assert listed in str(info.value)
     assert "sz3" not in str(info.value) or enc.get("compression") == "sz3"
@@ -431,7 +431,7 @@ def test_to_tetr_chunks_forms(tmp_path, chunks, tiles):
 
 def test_to_tetr_chunks_tuple_of_wrong_length_names_the_variable(tmp_path):
     ds = xr.Dataset({"v": (("x", "y"), np.zeros((2, 2)))})
-    with pytest.raises(ValueError, match="'v'.*one size per axis"):
+    with pytest.raises(ValueError, match=r"'v'.*one size per axis"):
         xt.to_tetr(ds, tmp_path / "c.tet", chunks=(2, 2, 2))
 
 

@@ -21,7 +21,7 @@ import xarray as xr
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-__all__ = ["LAYOUT_KEY", "DTYPE_KEY", "restore_written_layout"]
+__all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
 #: the ``_extra_`` key holding the hint (a map: ``dims``, ``coords``, ``coord_names``)
 LAYOUT_KEY = "xarray_layout"
@@ -103,8 +103,9 @@ class _Cast(BackendArray):
 
 
 def _lazy(var: xr.Variable) -> Any:
-    return var._data if isinstance(var._data, indexing.ExplicitlyIndexed) else indexing.NumpyIndexingAdapter(
-        np.asarray(var.values))
+    if isinstance(var._data, indexing.ExplicitlyIndexed):
+        return var._data
+    return indexing.NumpyIndexingAdapter(np.asarray(var.values))  # type: ignore[no-untyped-call]
 
 
 def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
@@ -147,6 +148,10 @@ def _expand_single(ds: xr.Dataset, coords: Mapping[str, Any], dims: Mapping[str,
     return ds
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Dataset:
     """The raw Dataset with the hint of ``extra`` applied (and the hint itself removed from the attrs)."""
     hint = extra.get(LAYOUT_KEY)
@@ -154,9 +159,9 @@ def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Datas
     ds = _recorded_dtypes(ds)
     if not isinstance(hint, Mapping):
         return ds
-    coords = hint.get("coords") if isinstance(hint.get("coords"), Mapping) else {}
+    coords, dims = _mapping(hint.get("coords")), _mapping(hint.get("dims"))
     ds = _reorder(ds, coords)
-    ds = _expand_single(ds, coords, hint.get("dims") if isinstance(hint.get("dims"), Mapping) else {})
+    ds = _expand_single(ds, coords, dims)
     for name, spec in coords.items():
         var = _coordinate(spec, ds.sizes) if isinstance(spec, Mapping) else None
         if var is not None:
@@ -164,7 +169,6 @@ def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Datas
     names = hint.get("coord_names")
     if isinstance(names, list):
         ds = ds.drop_vars([c for c in ds.coords if c not in names])
-    dims = hint.get("dims") if isinstance(hint.get("dims"), Mapping) else {}
     for name, order in dims.items():
         if name in ds.data_vars and isinstance(order, list) and set(order) == set(ds[name].dims):
             ds[name] = ds[name].transpose(*order)

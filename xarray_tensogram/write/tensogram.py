@@ -14,8 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -33,7 +34,7 @@ from ..formats.tensogram.writer import (
 )
 from ..assemble import grib
 
-__all__ = ["to_tensogram", "TensogramAccessor"]
+__all__ = ["TensogramAccessor", "to_tensogram"]
 
 #: attributes written under ``cf`` for Datasets that did not record which ones were lifted
 CF_ATTRS = frozenset({"units", "long_name", "standard_name", "calendar", "axis", "positive", "valid_min",
@@ -186,7 +187,8 @@ def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any
             raise ValueError(f"encoding given for {name!r}, which is not a variable of the Dataset")
         unknown = set(enc) - _WRITER_OPTIONS
         if unknown:
-            raise ValueError(f"unknown encoding keys for {name!r}: {sorted(unknown)}; valid keys: {sorted(_WRITER_OPTIONS)}")
+            raise ValueError(f"unknown encoding keys for {name!r}: {sorted(unknown)}; "
+                             f"valid keys: {sorted(_WRITER_OPTIONS)}")
         check_pipeline(_user_pipeline(enc)[0])
 
 
@@ -255,7 +257,9 @@ def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
 
 
 def _plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[_MessageDim], dict[str, Any] | None]:
-    """Dims recorded as message keys on read come first; ``message_dims=`` adds more. Returns the dims and the layout hint (None when not needed)."""
+    """Dims recorded as message keys on read come first; ``message_dims=`` adds more.
+
+    Returns the dims and the layout hint (None when no ``message_dims=`` dim was split)."""
     dims: list[_MessageDim] = []
     for var in ds.data_vars.values():
         for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Mapping, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -40,7 +41,7 @@ def _label(value: Any) -> str:
     return _attr_string(value)
 
 
-ChunksLike = Union[int, Sequence[int], Mapping[str, int], None]
+ChunksLike = int | Sequence[int] | Mapping[str, int] | None
 
 
 def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, ...]:
@@ -51,7 +52,7 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
     if isinstance(chunks, int):
         return tuple(min(chunks, n) for n in var.shape)
     if isinstance(chunks, Mapping):
-        return tuple(int(chunks.get(d, n)) for d, n in zip(var.dims, var.shape, strict=True))
+        return tuple(int(chunks.get(str(d), n)) for d, n in zip(var.dims, var.shape, strict=True))
     if chunks is not None:
         sizes = tuple(int(c) for c in chunks)
         if len(sizes) != var.ndim:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -38,7 +39,8 @@ def _custom_fields(var: xr.Variable, name: str) -> dict[str, Any]:
     custom: dict[str, Any] = {}
     for key, value in var.attrs.items():
         if key in RESERVED_KEYS or key == DIM_NAMES_KEY:
-            raise ValueError(f"variable {name!r}: attribute {key!r} clashes with a zTensor key; rename it before writing")
+            raise ValueError(f"variable {name!r}: attribute {key!r} clashes with a zTensor key; "
+                             "rename it before writing")
         custom[str(key)] = _cbor_value(value)
     if var.dims:
         custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
