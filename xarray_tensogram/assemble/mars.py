@@ -10,12 +10,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from ..conventions import STEP_UNITS, TIME_UNITS
+
 __all__ = ["NUMBER_ATTRS", "STEP_UNITS", "TIME_UNITS", "mars_datetime_seconds", "step_hours"]
 
 #: cfgrib's attributes of the ensemble member coordinate (MARS ``number``)
 NUMBER_ATTRS = {"units": "1", "standard_name": "realization", "long_name": "ensemble member numerical id"}
-TIME_UNITS = "seconds since 1970-01-01T00:00:00"
-STEP_UNITS = "hours"
 _EPOCH = dt.datetime(1970, 1, 1)
 
 

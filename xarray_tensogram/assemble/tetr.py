@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
+from ..conventions import TETR_FILE_KEYS, TETR_HISTORY_ATTR
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from .common import (
@@ -33,8 +34,8 @@ from .common import (
 
 __all__ = ["tetr_to_dataset", "TetrMappingWarning", "HISTORY_JSON_ATTR", "FILE_KEYS"]
 
-HISTORY_JSON_ATTR = "tetr_history"
-FILE_KEYS = ("tool", "library_version", "created_at")
+HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
+FILE_KEYS = TETR_FILE_KEYS
 #: CF attributes that hold a number in the variable's dtype, stored as decimal strings in .tet
 _CF_VALUE_ATTRS = ("_FillValue", "missing_value", "valid_min", "valid_max")
 _CF_FLOAT_ATTRS = ("scale_factor", "add_offset")

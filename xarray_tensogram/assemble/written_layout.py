@@ -21,12 +21,10 @@ import xarray as xr
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
+from ..conventions import DTYPE_KEY, LAYOUT_KEY
+
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
-#: the ``_extra_`` key holding the hint (a map: ``dims``, ``coords``, ``coord_names``)
-LAYOUT_KEY = "xarray_layout"
-#: base-entry key naming the dtype of values that a lossy stage (simple_packing, zfp) widened to float64
-DTYPE_KEY = "xarray_dtype"
 
 
 def _permutation(current: np.ndarray, wanted: list[Any]) -> list[int] | None:

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import xarray as xr
 
+from ..conventions import ZTENSOR_DIM_NAMES_KEY
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
@@ -29,7 +30,7 @@ from .common import (
 
 __all__ = ["ztensor_to_dataset", "DIM_NAMES_KEY"]
 
-DIM_NAMES_KEY = "dim_names"
+DIM_NAMES_KEY = ZTENSOR_DIM_NAMES_KEY
 
 
 def _file_dims(info: TensorInfo) -> list[str] | None:

@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..assemble.mars import STEP_UNITS, TIME_UNITS
-from ..assemble.written_layout import DTYPE_KEY, LAYOUT_KEY
 from ..codecs.registry import available
+from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
 from ..formats.tensogram.writer import (
     PIPELINE_PARAMS,
     PIPELINE_VALUES,

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..assemble.tetr import FILE_KEYS, HISTORY_JSON_ATTR
+from ..conventions import TETR_FILE_KEYS as FILE_KEYS
+from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning
 from ..formats.tetr import LIMITS, DatasetWrite, write_tetr
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..assemble.ztensor import DIM_NAMES_KEY
+from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..formats.ztensor import write_ztensor_v01
 from ..formats.ztensor.writer import RESERVED_KEYS
 

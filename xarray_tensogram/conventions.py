@@ -1,0 +1,35 @@
+"""Names shared by the read side (``assemble/``) and the write side (``write/``).
+
+Metadata keys written into files and attribute/encoding names that a writer puts
+where a reader looks for them. They live below both layers so that ``write/``
+never imports ``assemble/`` (and the other way round).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DTYPE_KEY",
+    "LAYOUT_KEY",
+    "STEP_UNITS",
+    "TETR_FILE_KEYS",
+    "TETR_HISTORY_ATTR",
+    "TIME_UNITS",
+    "ZTENSOR_DIM_NAMES_KEY",
+]
+
+#: CF units of the MARS-derived ``time`` (seconds since the epoch) and ``step`` (hours) coordinates
+TIME_UNITS = "seconds since 1970-01-01T00:00:00"
+STEP_UNITS = "hours"
+
+#: Tensogram ``_extra_`` key holding the layout hint of ``to_tensogram`` (``dims``, ``coords``, ``coord_names``)
+LAYOUT_KEY = "xarray_layout"
+#: Tensogram base-entry key naming the dtype of values that a lossy stage (simple_packing, zfp) widened to float64
+DTYPE_KEY = "xarray_dtype"
+
+#: Dataset attr holding the full ``.tet`` history rows as JSON
+TETR_HISTORY_ATTR = "tetr_history"
+#: ``.tet`` file-metadata keys, read into and written from Dataset attrs
+TETR_FILE_KEYS = ("tool", "library_version", "created_at")
+
+#: zTensor custom key holding a tensor's dimension names
+ZTENSOR_DIM_NAMES_KEY = "dim_names"
