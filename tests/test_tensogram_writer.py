@@ -770,11 +770,11 @@ def _dir_listing(path):
 BAD_ENCODINGS = [
     {"b": {"compression": "no-such-codec"}},
     {"b": {"encoding": "simple_packing", "bits_per_value": 99}},
-    {"b": {"compression": "szip"}},  # missing szip parameters
+    {"b": {"compression": "zfp", "zfp_mode": "fixed_accuracy"}},  # fixed_accuracy needs a tolerance
 ]
 
 
-@pytest.mark.parametrize("bad", BAD_ENCODINGS, ids=["unknown-codec", "bits-99", "szip-no-params"])
+@pytest.mark.parametrize("bad", BAD_ENCODINGS, ids=["unknown-codec", "bits-99", "zfp-no-tolerance"])
 def test_failed_write_leaves_old_file_untouched(tmp_path, bad):
     path = tmp_path / "x.tgm"
     path.write_bytes(b"old contents")
@@ -792,7 +792,7 @@ def test_failed_write_leaves_no_file(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("bad", BAD_ENCODINGS, ids=["unknown-codec", "bits-99", "szip-no-params"])
+@pytest.mark.parametrize("bad", BAD_ENCODINGS, ids=["unknown-codec", "bits-99", "zfp-no-tolerance"])
 def test_failed_append_truncates_back(tmp_path, bad):
     path = tmp_path / "x.tgm"
     to_tensogram(_two_var_ds(), path)

@@ -65,7 +65,7 @@ def _py(value: Any) -> Any:
     return value
 
 
-def _set_path(entry: dict, dotted: str, value: Any) -> None:
+def _set_path(entry: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     node = entry
     for p in parts[:-1]:
@@ -92,12 +92,12 @@ def _key_value(source: str, value: Any) -> list[tuple[str, Any]]:
         return [("mars.date", date), ("mars.time", time)]
     if source == "mars.step":
         if isinstance(value, (np.timedelta64,)) or (isinstance(value, np.generic) and value.dtype.kind == "m"):
-            hours = float(np.timedelta64(value, "s").astype(np.int64)) / 3600.0
+            hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
         else:
             hours = float(value)
         return [("mars.step", int(hours) if hours.is_integer() else hours)]
     if isinstance(value, np.datetime64) or (isinstance(value, np.generic) and value.dtype.kind == "M"):
-        return [(source, str(np.datetime64(value, "s")))]
+        return [(source, str(np.asarray(value).astype("M8[s]")))]
     return [(source, _py(value))]
 
 
@@ -120,7 +120,7 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
 def _owned(key: str, desc: Mapping[str, Any]) -> bool:
     for prefix, (stage, value) in _PARAM_OWNER.items():
         if key.startswith(prefix):
-            return desc.get(stage, "none") == value
+            return bool(desc.get(stage, "none") == value)
     return True
 
 
@@ -166,7 +166,7 @@ def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -
     return desc, mask_method
 
 
-def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) -> dict:
+def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) -> dict[str, Any]:
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
     for k, v in attrs.items():
@@ -300,7 +300,8 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
 
 
 def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str, int], mdims: Sequence[_MessageDim],
-                 user: Mapping[str, Any], default_mask: str, skip_coords: set[str]) -> tuple[dict, ObjectInput] | None:
+                 user: Mapping[str, Any], default_mask: str, skip_coords: set[str]
+                 ) -> tuple[dict[str, Any], ObjectInput] | None:
     """The base entry and object of one variable in the message at ``sel``; None for a hole."""
     var_mdims = [m for m in mdims if m.name in var.dims]
     sub = var.isel({m.name: sel[m.name] for m in var_mdims})
@@ -334,13 +335,14 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
     aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims
            and set(ds[c].dims) <= set(var.dims) and not any(d in split for d in ds[c].dims)]
     if aux:
-        _set_path(entry, "cf.coordinates", " ".join(aux))
+        _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     desc["shape"] = list(values.shape)
     desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
     return entry, ObjectInput(values, desc)
 
 
-def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[str]) -> Iterator[tuple[dict, ObjectInput]]:
+def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[str]
+                        ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims, written once (in the first message) as objects."""
     for cname, coord in ds.coords.items():
         if cname in skip_coords or any(d in split for d in coord.dims):
@@ -379,7 +381,7 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             _set_path(extra, k, _py(v))
     if hint is not None:
         extra[LAYOUT_KEY] = hint
-    mask_kw = {"allow_nan": True, "allow_inf": True, "nan_mask_method": default_mask,
+    mask_kw: dict[str, Any] = {"allow_nan": True, "allow_inf": True, "nan_mask_method": default_mask,
                "pos_inf_mask_method": default_mask, "neg_inf_mask_method": default_mask}
     first = True
     wrote_any = False
@@ -407,7 +409,7 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
                              layout=layout, reserved=reserved, **mask_kw)
 
 
-def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike, *, mode: str = "w",
+def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike[str], *, mode: str = "w",
                  message_dims: Sequence[str] | None = None, encoding: Mapping[str, Mapping[str, Any]] | None = None,
                  hash: str | None = "xxh3", layout: str = "buffered", reserved: Mapping[str, Any] | None = None,
                  mask_method: str | None = None) -> int:
@@ -427,12 +429,12 @@ def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike, *, mode
     return write_messages(path, messages, mode=mode)
 
 
-@xr.register_dataset_accessor("tensogram")
+@xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]
 class TensogramAccessor:
     """``ds.tensogram.to_tgm(path, ...)``: the same as :func:`to_tensogram`."""
 
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
 
-    def to_tgm(self, path: str | os.PathLike, **kwargs: Any) -> int:
+    def to_tgm(self, path: str | os.PathLike[str], **kwargs: Any) -> int:
         return to_tensogram(self._ds, path, **kwargs)
