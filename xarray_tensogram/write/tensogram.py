@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..assemble.grib import GRIB_LEVEL_SOURCE, derived_name, entry_paths, level_keys, refresh_repro
 from ..codecs.registry import available
 from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
 from ..formats.tensogram.writer import (
@@ -31,7 +32,6 @@ from ..formats.tensogram.writer import (
     encode_message,
     write_messages,
 )
-from ..assemble import grib
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -312,14 +312,14 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
     attrs = var.attrs
     is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
     if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
-        attrs = grib.entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
+        attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
     entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
     values = _object_values(values, desc, entry)
     for m in var_mdims:
         i = sel[m.name]
-        pairs = (grib.level_keys(ds[m.name].values[i] if m.name in ds.coords else i,
+        pairs = (level_keys(ds[m.name].values[i] if m.name in ds.coords else i,
                                  bool(var.encoding.get("tensogram_grib_levelist")))
-                 if m.source == grib.GRIB_LEVEL_SOURCE else m.keys[i])
+                 if m.source == GRIB_LEVEL_SOURCE else m.keys[i])
         for key, value in pairs:
             _set_path(entry, key, value)
     for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
@@ -327,8 +327,8 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
             for key, value in _key_value(src, ds[cname].values[()]):
                 _set_path(entry, key, value)
     if is_grib:
-        grib.refresh_repro(entry)
-    if not is_grib or grib.derived_name(entry) != name:  # a GRIB name follows from the short name
+        refresh_repro(entry)
+    if not is_grib or derived_name(entry) != name:  # a GRIB name follows from the short name
         _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
