@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..assemble.grib import GRIB_LEVEL_SOURCE, derived_name, entry_paths, level_keys, refresh_repro
+from ..assemble.grib import (
+    GRIB_LEVEL_SOURCE,
+    derived_name,
+    entry_paths,
+    level_keys,
+    refresh_repro,
+)
 from ..codecs.registry import available
 from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
 from ..formats.tensogram.writer import (

@@ -175,7 +175,8 @@ def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] |
     k = 0
     for i, (d, code, data, chunk) in enumerate(prepared):
         codec = _CODEC_OF[d.codec]
-        for coords, tile in _tiles(data, chunk) if codec else _tile_boxes(data, chunk):
+        tiles: Iterator[tuple[tuple[int, ...], Any]] = _tiles(data, chunk) if codec else _tile_boxes(data, chunk)
+        for coords, tile in tiles:
             raw_len = tile.nbytes
             payload = zstd.compress(tile.data, level=zstd_level) if codec else None
             size = len(payload) if payload is not None else raw_len
