@@ -482,3 +482,15 @@ def test_readme_forecast_example_runs_as_written(tmp_path, monkeypatch):
     exec(compile(code, "README.md", "exec"), {})
     assert len(_reference_messages(tmp_path / "forecast.tgm")) == 6
     assert len(_reference_messages(tmp_path / "run.tgm")) == 2
+
+
+def test_static_field_next_to_message_dims_round_trips(tmp_path):
+    """A 2-D land-sea mask next to 4-D fields: written once (first message), read back as one Dataset."""
+    ds = forecast()
+    lsm = (np.arange(20).reshape(4, 5) % 2).astype("uint8")
+    ds["lsm"] = (("latitude", "longitude"), lsm, {"long_name": "land-sea mask"})
+    xt.to_tensogram(ds, tmp_path / "fc.tgm", message_dims=["time", "level"])
+    xr.testing.assert_identical(_loaded(tmp_path / "fc.tgm"), ds)
+    first = _reference_messages(tmp_path / "fc.tgm")[0]
+    mask = next(v for e, (_d, v) in zip(first.metadata.base, first.objects, strict=True) if e["name"] == "lsm")
+    np.testing.assert_array_equal(mask, lsm)
