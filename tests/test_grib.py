@@ -5,7 +5,7 @@ and pressure levels; several steps and levels), converted the way ``tensogram-gr
 (``tests/grib_corpus.py``, encoded by the reference ``tensogram.encode``), and our Dataset is
 compared with ``xr.open_dataset(grib, engine="cfgrib")`` on the same GRIB bytes: names, dims,
 coordinate values, time/step/valid_time, level name and value, data values, units and long_name.
-Unit tests of ``assemble/grib.py`` use ecCodes itself as the oracle (``cfVarName``, ``latitudes``).
+Unit tests of ``xarray_tensogram/grib.py`` use ecCodes itself as the oracle (``cfVarName``, ``latitudes``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ tensogram = pytest.importorskip("tensogram")
 
 import grib_corpus as gc  # noqa: E402
 
-from xarray_tensogram.assemble import grib  # noqa: E402
+from xarray_tensogram import grib  # noqa: E402
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
 
 ENGINE = TensogramBackendEntrypoint
@@ -62,7 +62,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tu
 
 
 # ---------------------------------------------------------------------------------------------
-# unit tests of assemble/grib.py, ecCodes as oracle
+# unit tests of xarray_tensogram/grib.py, ecCodes as oracle
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("param_id", [167, 168, 165, 166, 228246, 228247, 207, 174096, 260242, 49, 130, 172, 228, 151])

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..assemble.grib import (
+from ..grib import (
     GRIB_LEVEL_SOURCE,
     derived_name,
     entry_paths,

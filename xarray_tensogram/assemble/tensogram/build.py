@@ -18,9 +18,9 @@ import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
-from .. import grib
+from ... import grib
 from ..common import flatten_attrs, generic_dim_names, lazy_variable
-from ..mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 from .collect import TgObject
 from .hypercube import (
     LEVEL_PREFIX,

@@ -21,7 +21,7 @@ from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import is_local
-from .. import grib
+from ... import grib
 
 __all__ = ["TensogramMappingWarning", "TgObject", "apply_filter", "collect_objects", "flat_keys", "select_messages"]
 

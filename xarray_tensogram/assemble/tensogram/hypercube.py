@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import HypercubeError
-from .. import grib
-from ..mars import mars_datetime_seconds, step_hours
+from ... import grib
+from ...mars import mars_datetime_seconds, step_hours
 from .collect import TgObject, warn
 from .naming import COORDINATE_NAMES
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import grib
+from ... import grib
 from .collect import TgObject, warn
 from .policy import policy_for
 

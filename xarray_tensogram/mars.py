@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ..conventions import STEP_UNITS, TIME_UNITS
+from .conventions import STEP_UNITS, TIME_UNITS
 
 __all__ = ["NUMBER_ATTRS", "STEP_UNITS", "TIME_UNITS", "mars_datetime_seconds", "step_hours"]
 

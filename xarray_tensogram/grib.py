@@ -8,9 +8,10 @@ ecCodes namespaces). No latitude or longitude objects are written: the grid is m
 This module turns those keys into what cfgrib gives for the same GRIB messages: cfgrib-style
 variable names (``2t`` -> ``t2m``), ``latitude``/``longitude`` coordinates computed from the grid
 description, a level coordinate named after ``typeOfLevel`` and attributes (``units``,
-``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the *flattened* keys of one object
+``long_name``, the rest ``GRIB_``-prefixed). It sits below both ``assemble/`` and ``write/``,
+which both use it. Pure functions on the *flattened* keys of one object
 (``{"mars.param": 167, "grib_repro.shortName": "2t", ...}``); no ecCodes at runtime. The mapping
-stages in ``assemble/tensogram.py`` call them; the writer calls :func:`entry_paths` and
+stages in ``assemble/tensogram/`` call them; the writer calls :func:`entry_paths` and
 :func:`refresh_repro` to turn such a Dataset back into converter-shaped metadata.
 """
 
@@ -457,7 +458,7 @@ def refresh_repro(entry: dict[str, Any]) -> None:
     mars = entry.get("mars")
     if not isinstance(repro, dict) or not isinstance(mars, dict):
         return
-    from .mars import mars_datetime_seconds  # local: a sibling module, imported only when writing GRIB
+    from .mars import mars_datetime_seconds  # local: needed only when writing GRIB
 
     for key in ("levelist", "step", "date", "time"):
         if key in mars:
