@@ -76,3 +76,9 @@ from .formats.tetr import open_tetr  # noqa: E402
 from .write.tetr import to_tetr  # noqa: E402
 
 __all__ += ["open_tetr", "to_tetr"]
+
+from . import samples  # noqa: E402
+from .samples import path as sample_path  # noqa: E402
+from .samples import paths as sample_paths  # noqa: E402
+
+__all__ += ["samples", "sample_path", "sample_paths"]

@@ -26,7 +26,6 @@ import json
 import os
 import sys
 import warnings
-from importlib import resources
 from typing import Any, Iterable, Iterator, Sequence
 
 from .formats.inspect import count
@@ -44,9 +43,10 @@ class CliError(Exception):
 
 
 def sample_paths() -> list[str]:
-    """Paths of the sample files shipped inside the package."""
-    folder = resources.files("xarray_tensogram") / "samples"
-    return sorted(str(p) for p in folder.iterdir() if p.name.rsplit(".", 1)[-1] in ("tgm", "tet", "zt"))
+    """Paths of the bundled samples (kept for old notebooks; use :func:`xarray_tensogram.sample_paths`)."""
+    from .samples import paths
+
+    return paths()
 
 
 # -- helpers -------------------------------------------------------------------------------------------

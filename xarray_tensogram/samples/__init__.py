@@ -1,0 +1,75 @@
+"""Small sample files shipped inside the package, for examples, notebooks and first contact.
+
+=================  ==========================================================================
+``era_pl.tgm``     Tensogram: ERA-like temperature ``t`` and geopotential ``z`` at 3 pressure
+                   levels and 4 forecast steps on a 5-degree grid (24 packed objects)
+``forecast.tgm``   Tensogram: ``2t`` and ``msl`` at 4 steps on a 10-degree grid (zstd)
+``sample.tet``     Tetration layout v1: tiled datasets with labelled coordinates
+``sample.zt``      zTensor v0.1: a few named tensors with custom attributes
+=================  ==========================================================================
+
+The files are package data, so these functions work from an installed wheel as well as from
+a source checkout; they never write anything. ``tools/make_sample_era.py`` and
+``tools/make_sample_tgm.py`` regenerate the Tensogram samples with the reference encoder.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+__all__ = ["paths", "path"]
+
+#: extensions of the files that count as samples (anything else in the folder is ignored)
+SAMPLE_SUFFIXES = (".tgm", ".tet", ".zt")
+
+
+def paths() -> list[str]:
+    """Paths of every bundled sample file, sorted by name.
+
+    Returns
+    -------
+    list of str
+        Absolute paths (strings, ready for ``xr.open_dataset``) of the ``.tgm``, ``.tet``
+        and ``.zt`` files shipped in ``xarray_tensogram/samples/``.
+
+    Examples
+    --------
+    >>> import xarray_tensogram as xt
+    >>> [p.rsplit("/", 1)[-1] for p in xt.samples.paths()]
+    ['era_pl.tgm', 'forecast.tgm', 'sample.tet', 'sample.zt']
+    """
+    folder = resources.files(__name__)
+    return sorted(str(p) for p in folder.iterdir() if p.name.endswith(SAMPLE_SUFFIXES))
+
+
+def path(name: str) -> str:
+    """Path of one bundled sample file.
+
+    Parameters
+    ----------
+    name : str
+        File name of the sample, e.g. ``"era_pl.tgm"`` (see :func:`paths` for the list).
+
+    Returns
+    -------
+    str
+        Absolute path of the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        If no sample has that name; the message lists the samples that exist.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> import xarray_tensogram as xt
+    >>> ds = xr.open_dataset(xt.sample_path("era_pl.tgm"), engine="tensogram")
+    >>> dict(ds.sizes)
+    {'step': 4, 'level': 3, 'latitude': 37, 'longitude': 72}
+    """
+    for candidate in paths():
+        if candidate.replace("\\", "/").rsplit("/", 1)[-1] == name:
+            return candidate
+    names = ", ".join(p.replace("\\", "/").rsplit("/", 1)[-1] for p in paths())
+    raise FileNotFoundError(f"no bundled sample named {name!r}; the samples are: {names}")
