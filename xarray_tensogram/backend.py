@@ -154,7 +154,9 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
-    url = "https://github.com/ecmwf/tensogram"
+    # no hosted page of this project exists yet (xarray shows "Learn more at <url>" only when set);
+    # the reference project's URL was misleading here
+    url = ""
     open_dataset_parameters = (
         "filename_or_obj", "drop_variables", "variable_key", "dim_names", "filter_by_keys", "group",
         "verify_hash", "strict", "storage_options", "mask_and_scale", "decode_times", "decode_timedelta",

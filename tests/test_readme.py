@@ -1,0 +1,109 @@
+"""Every Python block of README.md runs as written, in order, from an empty directory.
+
+Blocks share one namespace (as a reader pasting them into one session would). A block can be
+marked by an HTML comment on the line before its fence:
+
+``<!-- readme-test: skip (REASON) -->``
+    not run (e.g. it needs network access); the README must also say so in visible text
+    ("not run by the README test") between the previous block and this one;
+``<!-- readme-test: needs EXTRA -->``
+    runs only when the packages of that extra are installed (the test command installs
+    ``test`` and ``codecs``, so in CI these blocks run).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+FENCE = re.compile(r"^```(\w*)\s*$")
+MARKER = re.compile(r"^<!--\s*readme-test:\s*(skip|needs)\s*(.*?)\s*-->\s*$")
+#: one importable module per extra, enough to tell whether the extra is installed
+EXTRA_MODULES = {"codecs": "imagecodecs", "remote": "fsspec", "ml": "ml_dtypes"}
+
+
+@dataclass
+class Block:
+    line: int  # 1-based line of the opening fence
+    code: str
+    marker: tuple[str, str] | None
+    before: str  # README text between the previous block and this one
+
+
+def python_blocks(text: str) -> list[Block]:
+    """The ```python blocks of a Markdown text, with the marker comment just before each."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    i, last_end = 0, 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        start = i
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("```"):
+            j += 1
+        if m.group(1) == "python":
+            prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
+            mm = MARKER.match(prev.strip())
+            blocks.append(Block(start + 1, textwrap.dedent("\n".join(lines[start + 1 : j])),
+                                (mm.group(1), mm.group(2)) if mm else None, "\n".join(lines[last_end:start])))
+        last_end = j + 1
+        i = j + 1
+    return blocks
+
+
+def test_block_parser_reads_markers():
+    text = "intro\n```python\na = 1\n```\nnot run by the README test\n<!-- readme-test: skip (net) -->\n```python\nb\n```\n"
+    blocks = python_blocks(text)
+    assert [(b.line, b.code, b.marker) for b in blocks] == [(2, "a = 1", None), (7, "b", ("skip", "(net)"))]
+
+
+def test_readme_has_examples_for_every_format():
+    codes = "\n".join(b.code for b in python_blocks(README.read_text(encoding="utf-8")))
+    for sample in ("era_pl.tgm", "forecast.tgm", "sample.tet", "sample.zt"):
+        assert sample in codes
+
+
+def test_skipped_blocks_say_why_in_visible_text():
+    for block in python_blocks(README.read_text(encoding="utf-8")):
+        if block.marker and block.marker[0] == "skip":
+            assert block.marker[1].strip("() "), f"README line {block.line}: a skip marker needs a reason"
+            visible = re.sub(r"<!--.*?-->", "", block.before, flags=re.S).lower()
+            assert "not run by the readme test" in visible, f"README line {block.line}: say visibly why it is not run"
+
+
+def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # an empty directory: every file a block uses must come from the block
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    missing: list[str] = []
+    ran = 0
+    for block in python_blocks(README.read_text(encoding="utf-8")):
+        if block.marker and block.marker[0] == "skip":
+            continue
+        if block.marker and block.marker[0] == "needs":
+            extra = block.marker[1]
+            module = EXTRA_MODULES.get(extra)
+            assert module, f"README line {block.line}: unknown extra {extra!r}"
+            if importlib.util.find_spec(module) is None:
+                missing.append(f"line {block.line} (needs the {extra} extra)")
+                continue
+        try:
+            exec(compile(block.code, f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
+        except Exception as exc:
+            pytest.fail(f"README block at line {block.line} fails: {type(exc).__name__}: {exc}\n{block.code}")
+        ran += 1
+    for value in namespace.values():  # close what the blocks left open (Datasets hold file handles)
+        close = getattr(value, "close", None)
+        if callable(close) and type(value).__module__.startswith("xarray"):
+            close()
+    assert ran >= 8
+    if missing:
+        pytest.skip("README blocks not run, extra missing: " + ", ".join(missing))
