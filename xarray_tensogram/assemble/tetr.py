@@ -182,3 +182,156 @@ def tetr_to_dataset(tfile: TetrFile, *, drop_variables: frozenset[str] | set[str
     ds.encoding["tetr_layout_version"] = tfile.layout_version
     ds.encoding["tetr_execution"] = dict(tfile.execution)
     return ds
+<<<<<<< HEAD
+=======
+
+
+# -- writing ----------------------------------------------------------------------------------------
+def _attr_string(value: Any) -> str:
+    """An attribute value as the decimal/text string .tet stores (lists and maps as compact JSON)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist() if value.ndim else value.item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else repr(value)
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, np.datetime64):
+        return str(np.datetime_as_string(value))
+    return _attr_string(value)
+
+
+def _chunk_shape(var: xr.Variable, chunks: Mapping[str, int] | int | None) -> tuple[int, ...]:
+    """Explicit ``chunks`` > the tile shape it was read with > its Dask chunks > one tile."""
+    if isinstance(chunks, int):
+        return tuple(min(chunks, n) for n in var.shape)
+    if chunks is not None:
+        return tuple(int(chunks.get(d, n)) for d, n in zip(var.dims, var.shape))
+    enc = var.encoding.get("tetr_chunk_shape")
+    if enc is not None and len(enc) == var.ndim:
+        return tuple(int(c) for c in enc)
+    if var.chunks:
+        return tuple(max(c[0], 1) for c in var.chunks)
+    return tuple(var.shape)
+
+
+def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
+    out = {}
+    for key, value in var.attrs.items():
+        text = _attr_string(value)
+        if not key or not text:
+            warnings.warn(f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
+                          TetrMappingWarning, stacklevel=4)
+            continue
+        out[str(key)] = text
+    return out
+
+
+def _labels(ds: xr.Dataset, dim: str) -> list[str] | None:
+    """String labels of an index coordinate, if it fits the format's limits (else dropped with a warning)."""
+    if dim not in ds.coords or ds[dim].ndim != 1:
+        return None
+    values = ds[dim].values
+    if len(values) > LIMITS["labels"]:
+        warnings.warn(f"coordinate {dim!r} has {len(values)} values; .tet stores at most {LIMITS['labels']} labels "
+                      f"per axis, so it is not written", TetrMappingWarning, stacklevel=4)
+        return None
+    return [_label(v) for v in values]
+
+
+def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
+    if history is not None:
+        return list(history)
+    text = ds.attrs.get(HISTORY_JSON_ATTR)
+    return list(json.loads(text)) if isinstance(text, str) and text else []
+
+
+def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
+    meta = {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs}
+    dropped = [k for k in ds.attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
+    if dropped:
+        warnings.warn(f"Dataset attributes {dropped} have no place in a .tet file and are not written",
+                      TetrMappingWarning, stacklevel=3)
+    return meta or None
+
+
+def _encode(var: xr.Variable, name: Any) -> xr.Variable:
+    """CF-encode like netCDF writers, minus what .tet cannot use.
+
+    No default ``_FillValue: nan`` for floats unless the variable asked for one, and
+    booleans (CF: int8 with ``dtype: bool``) are stored as u8, which xarray decodes back.
+    """
+    explicit_fill = "_FillValue" in var.encoding or "_FillValue" in var.attrs
+    out = xr.conventions.encode_cf_variable(var, name=name)
+    if not explicit_fill and "_FillValue" in out.attrs:
+        out = out.copy(deep=False)
+        out.attrs.pop("_FillValue")
+    if out.attrs.get("dtype") == "bool" and out.dtype == np.int8:
+        out = out.astype("u1")
+    return out
+
+
+def to_tetr(ds: xr.Dataset, path: Any, *, chunks: Mapping[str, int] | int | None = None,
+            compression: str | None = None, history: Sequence[Any] | None = None) -> None:
+    """Write every data variable of ``ds`` as a dataset of a Tetration layout v1 file.
+
+    Dims go to the footer's ``dim_names``, 1-D index coordinates (up to 64 values) to
+    ``coords`` labels, attrs to string ``attrs`` (CF-encoded first, like netCDF writers),
+    ``tool``/``library_version``/``created_at`` Dataset attrs to the file metadata. Large
+    metadata is spilled as the format prescribes; other Dataset attrs are dropped with a warning.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        What to write.
+    path : str or os.PathLike
+        The output file.
+    chunks : int or mapping of str to int, optional
+        The tile size: one for every axis, or ``{dim: size}``. Default: the tile shape the
+        variable was read with, else its Dask chunks, else one tile.
+    compression : {None, "zstd"}, default None
+        ``None`` writes raw tiles.
+    history : sequence, optional
+        History rows (dicts or ``(op, source, at)`` tuples). Default: the rows read from the
+        file (the ``tetr_history`` attr).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``compression``.
+    UnsupportedError
+        For a dtype the format has no code for (strings, complex, ...).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> import xarray_tensogram as xt
+    >>> ds = xr.open_dataset(xt.sample_path("sample.tet"), engine="tensogram")
+    >>> xt.to_tetr(ds, "copy.tet", chunks={"lat": 3, "lon": 4}, compression="zstd")  # doctest: +SKIP
+    """
+    codec = {None: "raw", "raw": "raw", "zstd": "zstd"}.get(compression)
+    if codec is None:
+        raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
+    writes = []
+    for name in ds.data_vars:
+        var = _encode(ds.variables[name], name)
+        dims = [str(d) for d in var.dims]
+        coords = {d: labels for d in dims if (labels := _labels(ds, d)) is not None}
+        tiles = _chunk_shape(ds.variables[name], chunks)
+        writes.append(DatasetWrite(str(name), np.asarray(var.values), tiles, codec,
+                                   dim_names=dims, coords=coords or None, attrs=_string_attrs(var, str(name)) or None))
+    write_tetr(path, writes, history=_history_rows(ds, history), file_metadata=_file_metadata(ds))
+>>>>>>> 71bf884 (Numpydoc sections on the public open_*/to_* functions)

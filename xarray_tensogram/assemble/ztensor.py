@@ -100,3 +100,101 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
     ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
     return ds
+<<<<<<< HEAD
+=======
+
+
+# -- writing ----------------------------------------------------------------------------------------
+def _cbor_value(value: Any) -> Any:
+    """Attribute values as plain CBOR-encodable Python objects."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_cbor_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _cbor_value(v) for k, v in value.items()}
+    return value
+
+
+def _encode(var: xr.Variable, name: Any) -> xr.Variable:
+    """CF-encode like netCDF writers do (times, fill values); bool stays bool, which v0.1 stores natively."""
+    if var.dtype.kind == "b":
+        return var
+    return xr.conventions.encode_cf_variable(var, name=name)
+
+
+def _custom_fields(var: xr.Variable, name: str) -> dict[str, Any]:
+    custom: dict[str, Any] = {}
+    for key, value in var.attrs.items():
+        if key in RESERVED_KEYS or key == DIM_NAMES_KEY:
+            raise ValueError(f"variable {name!r}: attribute {key!r} clashes with a zTensor key; rename it before writing")
+        custom[str(key)] = _cbor_value(value)
+    if var.dims:
+        custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
+    return custom
+
+
+def _dataset_items(ds: xr.Dataset) -> list[tuple[str, np.ndarray, dict[str, Any]]]:
+    items = []
+    non_index = [str(c) for c in ds.coords if c not in ds.dims]
+    for name in list(ds.data_vars) + list(ds.coords):
+        var = _encode(ds.variables[name], name)
+        custom = _custom_fields(var, str(name))
+        if name in ds.data_vars and non_index:
+            mine = [c for c in non_index if set(ds[c].dims) <= set(var.dims)]
+            if mine and "coordinates" not in custom:
+                custom["coordinates"] = " ".join(mine)
+        items.append((str(name), np.asarray(var.values), custom))
+    return items
+
+
+def to_ztensor(ds_or_mapping: xr.Dataset | Mapping[str, Any], path: str, *, compression: str | None = None,
+               checksum: str | None = None) -> None:
+    """Write a Dataset (or a mapping name -> array/DataArray) as a zTensor v0.1 file.
+
+    Dimension names go to the ``dim_names`` custom key and attrs to custom keys,
+    so ``xr.open_dataset(path, engine="tensogram")`` gives the Dataset back;
+    CF encoding (times, fill values) is applied as for netCDF. Non-index
+    coordinates are listed in a CF ``coordinates`` attribute. The reference
+    ``ztensor`` 0.1.4 reader reads the values and ignores the extra keys.
+
+    Parameters
+    ----------
+    ds_or_mapping : xarray.Dataset or mapping of str to array-like
+        Every variable (data and coordinates) becomes one tensor.
+    path : str
+        The output file.
+    compression : {None, "zstd"}, default None
+        Per-tensor compression.
+    checksum : {None, "crc32c", "sha256"}, default None
+        Per-tensor checksum.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``compression`` or ``checksum``, or data zTensor v0.1 cannot store.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray_tensogram as xt
+    >>> xt.to_ztensor({"w": np.eye(3, dtype="f4")}, "weights.zt", checksum="crc32c")  # doctest: +SKIP
+    """
+    if isinstance(ds_or_mapping, xr.Dataset):
+        items = _dataset_items(ds_or_mapping)
+    else:
+        items = []
+        for name, value in ds_or_mapping.items():
+            if isinstance(value, (xr.DataArray, xr.Variable)):
+                var = _encode(value.variable if isinstance(value, xr.DataArray) else value, name)
+                items.append((str(name), np.asarray(var.values), _custom_fields(var, str(name))))
+            else:
+                items.append((str(name), np.asarray(value), {}))
+    write_ztensor_v01(path, items, compression=compression, checksum=checksum)
+>>>>>>> 71bf884 (Numpydoc sections on the public open_*/to_* functions)

@@ -51,9 +51,37 @@ class TensogramFile(FormatFile[Message]):
 
 
 def open_tensogram(source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None) -> TensogramFile:
-    """Open a Tensogram file (path, PathLike, URL, bytes or binary file object).
+    """Open a Tensogram file without xarray: messages, metadata and objects as numpy arrays.
 
-    Damaged messages are skipped with a :class:`CorruptMessageWarning` naming the byte
-    range, and the messages after them are kept; ``strict=True`` raises instead.
+    Opening scans the message framing and reads metadata only; object payloads are read when
+    :meth:`read_object` asks for them. Damaged messages are skipped with a
+    ``CorruptMessageWarning`` naming the byte range, and the messages after them are kept.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or binary file object
+        A local path, an fsspec URL (``s3://``, ``https://``, ``simplecache::...``), the bytes
+        of a file, or an open binary file object.
+    strict : bool, default False
+        Raise on a damaged message instead of skipping it with a warning.
+    storage_options : mapping, optional
+        Passed to fsspec when ``source`` is a URL.
+
+    Returns
+    -------
+    TensogramFile
+        A context manager and a sequence of messages (``len(f)``, ``f[i]``, iteration).
+
+    Raises
+    ------
+    CorruptFileError
+        If ``strict=True`` and a message is damaged, or if nothing in the file is a message.
+
+    Examples
+    --------
+    >>> import xarray_tensogram as xt
+    >>> with xt.open_tensogram(xt.sample_path("forecast.tgm")) as f:
+    ...     print(len(f), f[0].read_object(0).shape)
+    4 (19, 36)
     """
     return TensogramFile(source, strict=strict, storage_options=storage_options)

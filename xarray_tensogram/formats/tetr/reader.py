@@ -200,5 +200,34 @@ class TetrFile(FormatFile[TetrDataset]):
 
 
 def open_tetr(source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> TetrFile:
-    """Open a Tetration layout v1 file (path, URL, bytes, file object or :class:`ByteSource`)."""
+    """Open a Tetration layout v1 file without xarray: datasets, tiles, history and metadata.
+
+    Opening reads the directory, index and footer only; tiles are read on demand.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes, binary file object or ByteSource
+        A local path, an fsspec URL, the bytes of a file, or an open binary file object.
+    storage_options : mapping, optional
+        Passed to fsspec when ``source`` is a URL.
+
+    Returns
+    -------
+    TetrFile
+        A context manager with ``datasets``, ``history``, ``metadata`` and
+        ``read(name)``, ``read_chunk(name, tile_index)``, ``read_region(name, selection)``.
+
+    Raises
+    ------
+    CorruptFileError
+        If the magic, directory, index or footer is damaged.
+
+    Examples
+    --------
+    >>> import xarray_tensogram as xt
+    >>> with xt.open_tetr(xt.sample_path("sample.tet")) as f:
+    ...     d = f.datasets[0]
+    ...     print(d.name, d.shape, d.chunk_shape)
+    t2m (4, 6, 8) (2, 4, 5)
+    """
     return TetrFile(source, storage_options=storage_options)

@@ -86,5 +86,33 @@ class ZTensorFile(FormatFile[TensorInfo]):
 
 
 def open_ztensor(source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> ZTensorFile:
-    """Open a ``.zt`` file of any generation (v0.1 ``ZTEN0001``, v1 ``ZTEN1000``, v2)."""
+    """Open a zTensor file of any generation (v0.1 ``ZTEN0001``, v1 ``ZTEN1000``, v2) without xarray.
+
+    Opening reads the index (or manifest) only; tensors are read by :meth:`ZTensorFile.read`.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or binary file object
+        A local path, an fsspec URL, the bytes of a file, or an open binary file object.
+    storage_options : mapping, optional
+        Passed to fsspec when ``source`` is a URL.
+
+    Returns
+    -------
+    ZTensorFile
+        A context manager with ``version``, ``tensors`` (name, dtype, shape, encoding, layout,
+        checksum, attrs) and ``read(name_or_index, verify=False)``.
+
+    Raises
+    ------
+    CorruptFileError
+        If the magic, index or manifest is damaged.
+
+    Examples
+    --------
+    >>> import xarray_tensogram as xt
+    >>> with xt.open_ztensor(xt.sample_path("sample.zt")) as z:
+    ...     print(z.version, z.read("t2m").shape)
+    0.1 (16, 24)
+    """
     return ZTensorFile(source, storage_options=storage_options)
