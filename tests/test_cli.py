@@ -357,3 +357,50 @@ def test_commands_on_a_url(capsys):
         code, out, err = call(capsys, "verify", url)
         assert code == 0 and "16 hashes verified" in out
         assert server.traffic.count > 0
+
+
+# -- --version, progress bar only on a terminal ---------------------------------------------------
+def test_version(capsys):
+    import xarray_tensogram
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"xarray-tensogram {xarray_tensogram.__version__}"
+    proc = run("--version")
+    assert proc.stdout.strip() == f"xarray-tensogram {xarray_tensogram.__version__}"
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch):
+    from xarray_tensogram import cli
+
+    big = cli.PROGRESS_ITEMS
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert not cli._show_progress(big, 0, None)  # pipe or log: no bar by default
+    assert cli._show_progress(big, 0, True)  # --progress forces it
+    assert not cli._show_progress(big, 0, False)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli._show_progress(big, 0, None)
+    assert cli._show_progress(0, cli.PROGRESS_BYTES, None)
+    assert not cli._show_progress(3, 1000, None)  # small files: no bar even on a terminal
+
+
+def test_verify_in_a_pipe_writes_no_bar(tmp_path):
+    """A file large enough for a bar, verified through a pipe: stderr stays empty."""
+    from xarray_tensogram import cli
+
+    path = tmp_path / "many.tgm"
+    data = TGM.read_bytes()
+    path.write_bytes(data * (cli.PROGRESS_ITEMS // 16 + 1))  # 16 objects per copy
+    proc = run("verify", path)
+    assert "OK" in proc.stdout and proc.stderr == ""
+
+
+def test_progress_without_tqdm_says_so(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm -> ImportError
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    code, out, err = call(capsys, "verify", TGM, "--progress")
+    assert code == 0 and "OK" in out
+    assert "--progress needs tqdm" in err
+    code, out, err = call(capsys, "verify", TGM)
+    assert code == 0 and err == ""

@@ -255,13 +255,26 @@ class _Report:
         self.failures.append(line)
 
 
+def _show_progress(n_items: int, total_bytes: int, enabled: bool | None) -> bool:
+    """Whether to draw a bar: ``--progress``/``--no-progress`` decide; else only for large files on a terminal.
+
+    Without a TTY (pipes, logs, CI) a bar would only write carriage-return noise into the output.
+    """
+    if enabled is not None:
+        return enabled
+    large = n_items >= PROGRESS_ITEMS or total_bytes >= PROGRESS_BYTES
+    return large and sys.stderr.isatty()
+
+
 def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: str) -> Iterator[Any]:
-    show = enabled if enabled is not None else (len(items) >= PROGRESS_ITEMS or total_bytes >= PROGRESS_BYTES)
-    if show:
+    """``items``, wrapped in a tqdm bar on stderr when :func:`_show_progress` says so and tqdm is installed."""
+    if _show_progress(len(items), total_bytes, enabled):
         try:
             from tqdm.auto import tqdm
         except ImportError:
-            show = False
+            if enabled:  # asked for explicitly: say why there is no bar
+                print(f"{PROG}: note: --progress needs tqdm (pip install tqdm); continuing without a progress bar",
+                      file=sys.stderr)
         else:
             yield from tqdm(items, desc=desc, unit="obj", file=sys.stderr, leave=False, dynamic_ncols=True)
             return
@@ -338,6 +351,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG, description="Inspect, dump and verify Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files. "
         "Without a command: open every bundled sample and show what it holds.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -360,11 +374,18 @@ def _parser() -> argparse.ArgumentParser:
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
-                     help="always show a progress bar (needs tqdm)")
+                     help="show a progress bar even when stderr is not a terminal (needs tqdm); "
+                     "by default a bar is shown for large files on a terminal only")
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     p.add_argument("--strict", action="store_true",
                    help="also fail (exit 1) when an item is skipped because an optional codec package is missing")
     return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return str(__version__)
 
 
 def _json_options(text: str) -> dict:
