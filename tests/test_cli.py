@@ -404,3 +404,36 @@ def test_progress_without_tqdm_says_so(capsys, monkeypatch):
     assert "--progress needs tqdm" in err
     code, out, err = call(capsys, "verify", TGM)
     assert code == 0 and err == ""
+
+
+# -- dump --sel -----------------------------------------------------------------------------------
+def test_dump_sel_by_label_nearest_for_floats(capsys):
+    era = SAMPLES / "era_pl.tgm"
+    with xr.open_dataset(era, engine=ENGINE) as ds:
+        code, out, err = call(capsys, "dump", era, "t", "--sel", "level=850", "--sel", "step=12h",
+                              "--sel", "latitude=44", "--sel", "longitude=1.2")
+        assert code == 0, err
+        assert out.splitlines()[0] == "t (scalar) float64"
+        expected = ds["t"].values[2, list(ds["level"].values).index(850), 9, 0]  # 45N (nearest 44), 0E (nearest 1.2)
+        assert float(out.splitlines()[-1]) == pytest.approx(float(expected), rel=1e-12)
+        assert "latitude = 45.0" in out and "longitude = 0.0" in out
+
+        code, out, err = call(capsys, "dump", era, "z", "--sel", "level=500,1000", "--sel", "step=0",
+                              "--isel", "latitude=0", "--isel", "longitude=0")
+        assert code == 0, err
+        assert out.splitlines()[0] == "z (level: 2) float64"
+        numbers = np.array(out[out.rindex("[") + 1 : out.rindex("]")].split(), dtype=float)
+        levels = list(ds["level"].values)
+        np.testing.assert_allclose(numbers, ds["z"].values[0, [levels.index(500), levels.index(1000)], 0, 0], rtol=1e-7)  # printed to 8 digits
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["dump", TGM, "2t", "--sel", "step=5h"], "no such label"),
+    (["dump", TGM, "2t", "--sel", "bogus=1"], "has no dimension 'bogus'"),
+    (["dump", TGM, "2t", "--sel", "step"], "expected DIM=VALUE"),
+    (["dump", TGM, "2t", "--sel", "latitude=north"], "not a label of 'latitude'"),
+])
+def test_dump_sel_errors_are_one_line(capsys, argv, message):
+    code, out, err = call(capsys, *argv)
+    assert code == 2, err
+    assert err.count("\n") == 1 and message in err

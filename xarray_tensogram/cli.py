@@ -8,8 +8,8 @@ and print what it contains. Subcommands (FILE may be a path or an fsspec URL):
 ``ls FILE``
     one row per message/object (Tensogram), dataset and tile grid (Tetration) or
     tensor (zTensor), with the key metadata columns;
-``dump FILE VAR [--isel DIM=A:B ...]``
-    the values of one variable, optionally a selection of it;
+``dump FILE VAR [--isel DIM=A:B ...] [--sel DIM=LABEL ...]``
+    the values of one variable, optionally a selection of it (by position or by label);
 ``verify FILE [--strict]``
     check every hash/checksum and decode every object, tile or tensor; exits with
     status 1 and one line per damaged item on any failure. An item that cannot be
@@ -188,11 +188,63 @@ def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _parse_sel(items: Sequence[str]) -> dict[str, list[str]]:
+    """``["level=500", "step=6h,12h"]`` -> ``{"level": ["500"], "step": ["6h", "12h"]}`` (text labels)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        dim, sep, spec = item.partition("=")
+        if not sep or not dim or not spec:
+            raise CliError(f"--sel {item!r}: expected DIM=VALUE or DIM=VALUE1,VALUE2")
+        out[dim] = [p.strip() for p in spec.split(",")]
+    return out
+
+
+def _label(coord: Any, text: str, dim: str) -> Any:
+    """One ``--sel`` label converted to the coordinate's type (numbers, dates, time deltas, text)."""
+    import numpy as np
+    import pandas as pd
+
+    kind = coord.dtype.kind
+    try:
+        if kind in "iu":
+            value = float(text)
+            return int(value) if value.is_integer() else value
+        if kind == "f":
+            return float(text)
+        if kind == "M":
+            return np.datetime64(pd.Timestamp(text).tz_localize(None), "ns")
+        if kind == "m":
+            return np.timedelta64(pd.Timedelta(text if not text.lstrip("-").isdigit() else f"{text}h"), "ns")
+    except ValueError:
+        raise CliError(f"--sel {dim}={text}: not a label of {dim!r} (dtype {coord.dtype})") from None
+    return text
+
+
+def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
+    """``da.sel`` by label: exact for integers, text, dates and time deltas, nearest for floats."""
+    for dim, texts in sel.items():
+        if dim not in da.dims:
+            raise CliError(f"{da.name!r} has no dimension {dim!r}; its dimensions: {', '.join(map(str, da.dims)) or 'none'}")
+        if dim not in da.coords:
+            raise CliError(f"--sel {dim}=...: {dim!r} has no coordinate labels; use --isel {dim}=INDEX")
+        coord = da.coords[dim]
+        labels = [_label(coord, t, dim) for t in texts]
+        method = "nearest" if coord.dtype.kind == "f" else None
+        try:
+            da = da.sel({dim: labels[0] if len(labels) == 1 else labels}, method=method)
+        except KeyError:
+            shown = _readable(coord.values[:8])
+            raise CliError(f"--sel {dim}={','.join(texts)}: no such label; {dim} has {list(shown)}"
+                           f"{' ...' if coord.size > 8 else ''}") from None
+    return da
+
+
 def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dict | None = None,
-             group: str | None = None, full: bool = False) -> None:
+             group: str | None = None, full: bool = False, sel: Sequence[str] = ()) -> None:
     import numpy as np
 
     selection = _parse_isel(isel)
+    labels = _parse_sel(sel)
     ds = _open(path, storage_options, **({"group": group} if group else {}))
     try:
         if var not in ds.variables:
@@ -205,6 +257,7 @@ def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dic
             da = da.isel(selection)
         except IndexError as exc:
             raise CliError(f"--isel out of range for {var!r} {dict(ds[var].sizes)}: {exc}") from None
+        da = _select_labels(da, labels)
         values = da.values
         dims = ", ".join(f"{d}: {n}" for d, n in da.sizes.items()) or "scalar"
         print(f"{var} ({dims}) {values.dtype}")
@@ -369,6 +422,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("variable", metavar="VAR")
     p.add_argument("--isel", action="append", default=[], metavar="DIM=SEL",
                    help="positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)")
+    p.add_argument("--sel", action="append", default=[], metavar="DIM=LABEL",
+                   help="selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
+                        "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)")
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor")
@@ -427,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif args.command == "ls":
                 cmd_ls(args.file, options, tiles=args.tiles)
             elif args.command == "dump":
-                cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full)
+                cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel)
             elif args.command == "verify":
                 status = cmd_verify(args.file, options, progress=args.progress, strict=args.strict)
         sys.stdout.flush()
