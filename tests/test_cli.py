@@ -129,7 +129,7 @@ def test_ls_tensogram(capsys):
             d = m.descriptor(j)
             assert cells[5] == d["dtype"] and cells[6] == "x".join(map(str, d["shape"]))
     assert rows[0].split()[4] == "2t" and "zstd" in rows[0] and "xxh3" in rows[0]
-    assert out.rstrip().endswith("4 messages, 16 objects")
+    assert "\n4 messages, 16 objects\n" in out  # the object table's summary, before the variables table
 
 
 def test_ls_ztensor(capsys):
@@ -437,3 +437,45 @@ def test_dump_sel_errors_are_one_line(capsys, argv, message):
     code, out, err = call(capsys, *argv)
     assert code == 2, err
     assert err.count("\n") == 1 and message in err
+
+
+# -- ls: dims and chunking ------------------------------------------------------------------------
+def test_ls_shows_dims_and_chunks_like_the_reference_objects(capsys):
+    tensogram = pytest.importorskip("tensogram")
+    era = SAMPLES / "era_pl.tgm"
+    code, out, err = call(capsys, "ls", era)
+    assert code == 0, err
+    rows = {r.split()[0]: r for r in body_rows(out, "variable")}
+    ref = tensogram.TensogramFile.open(str(era))
+    for param in ("t", "z"):
+        shapes = [tuple(a.shape) for i in range(len(ref)) for meta, (_, a) in zip(ref[i].metadata.base, ref[i].objects)
+                  if meta.get("mars", {}).get("param") == param]
+        levels = {meta["mars"]["levelist"] for i in range(len(ref)) for meta in ref[i].metadata.base if "mars" in meta}
+        cells = rows[param].split("  ")
+        assert f"step: {len(ref)}, level: {len(levels)}, latitude: {shapes[0][0]}, longitude: {shapes[0][1]}" in rows[param]
+        assert f"1x1x{shapes[0][0]}x{shapes[0][1]}" in cells and str(len(shapes)) in [c.strip() for c in cells]
+        assert "level <- mars.levelist" in rows[param]
+
+
+def test_ls_chunks_of_tiles_and_tensors(capsys):
+    from xarray_tensogram import open_tetr
+
+    code, out, err = call(capsys, "ls", TET)
+    assert code == 0, err
+    rows = {r.split()[0]: r for r in body_rows(out, "variable")}
+    with open_tetr(TET) as f:
+        for d in f.datasets:
+            n_tiles = int(np.prod(d.grid))
+            assert f"{'x'.join(map(str, d.chunk_shape))}" in rows[d.name] and f" {n_tiles} " in rows[d.name] + " "
+    code, out, err = call(capsys, "ls", ZT)
+    assert code == 0, err
+    assert all("one tensor" in r for r in body_rows(out, "variable"))
+
+
+def test_ls_groups_of_a_file_with_two_grids(capsys, tmp_path):
+    mixed = tmp_path / "mixed.tgm"
+    mixed.write_bytes(TGM.read_bytes() + (SAMPLES / "era_pl.tgm").read_bytes())
+    code, out, err = call(capsys, "ls", mixed)
+    assert code == 0, err
+    groups = {r.split()[0] for r in body_rows(out, "group")}
+    assert groups == {"/grid_19x36", "/grid_37x72"}

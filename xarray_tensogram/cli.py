@@ -7,7 +7,8 @@ and print what it contains. Subcommands (FILE may be a path or an fsspec URL):
     the Dataset summary xarray gives, plus format, version and sizes;
 ``ls FILE``
     one row per message/object (Tensogram), dataset and tile grid (Tetration) or
-    tensor (zTensor), with the key metadata columns;
+    tensor (zTensor), with the key metadata columns; then each variable as xarray
+    opens it: dims, storage chunk, number of chunks and where its dims come from;
 ``dump FILE VAR [--isel DIM=A:B ...] [--sel DIM=LABEL ...]``
     the values of one variable, optionally a selection of it (by position or by label);
 ``verify FILE [--strict]``
@@ -28,7 +29,7 @@ import sys
 import warnings
 from typing import Any, Iterable, Iterator, Sequence
 
-from .formats.inspect import count
+from .formats.inspect import count, shape_text
 
 __all__ = ["main", "sample_paths"]
 
@@ -163,6 +164,67 @@ def cmd_ls(path: str, storage_options: dict | None = None, tiles: bool = False) 
         _table(t.headers, t.rows, right=t.right)
         if t.summary:
             print(f"\n{t.summary}")
+    print()
+    _variables_table(path, storage_options)
+
+
+# -- what the storage units map to (ls, main job) --------------------------------------------------
+def _datasets(path: str, storage_options: dict | None) -> tuple[list[tuple[str, Any]], Any]:
+    """``([(group, Dataset)], what to close)`` as xarray opens the file: one Dataset, or a DataTree's groups."""
+    import xarray as xr
+
+    from .backend import TensogramBackendEntrypoint
+    from .errors import GroupSelectionError
+
+    try:
+        ds = _open(path, storage_options)
+        return [("", ds)], ds
+    except GroupSelectionError:
+        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint,
+                                **({"storage_options": storage_options} if storage_options else {}))
+        return [(node.path, node.to_dataset()) for node in tree.subtree if node.data_vars], tree
+
+
+def _dims_origin(var: Any) -> str:
+    """Where a variable's dims and name come from, from what the backend records in ``encoding``."""
+    enc = var.encoding
+    parts = [f"{dim} <- {key}" for dim, key in (enc.get("tensogram_message_keys") or {}).items()]
+    parts += [f"{dim} <- {key}" for dim, key in (enc.get("tensogram_scalar_keys") or {}).items()]
+    if enc.get("tensogram_name_key"):
+        parts.append(f"name <- {enc['tensogram_name_key']}")
+    if "tetr_chunk_shape" in enc:
+        parts.append(f"tiles {shape_text(enc['tetr_chunk_shape'])} ({enc.get('tetr_codec', '?')})")
+    if "ztensor_encoding" in enc:
+        parts.append(f"one tensor ({enc['ztensor_encoding']}, {enc.get('ztensor_layout', '?')})")
+    return ", ".join(parts) or "-"
+
+
+def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
+    """One row per data variable: dims with sizes, the storage chunk and the number of chunks."""
+    rows = []
+    for name, var in ds.data_vars.items():
+        chunks = var.encoding.get("preferred_chunks") or {}
+        chunk = [int(chunks.get(d, n)) for d, n in var.sizes.items()]
+        count = 1
+        for c, n in zip(chunk, var.shape):
+            count *= -(-int(n) // max(1, c)) if n else 0
+        dims = ", ".join(f"{d}: {n}" for d, n in var.sizes.items()) or "scalar"
+        rows.append(([group] if group else []) + [name, dims, str(var.dtype), shape_text(chunk) if chunks else "-",
+                                                   n_chunks if chunks else "-", _dims_origin(var)])
+    return rows
+
+
+def _variables_table(path: str, storage_options: dict | None) -> None:
+    """The Dataset view: each variable's dims, Dask chunk with ``chunks={}``, chunk count, dims' origin."""
+    parts, opened = _datasets(path, storage_options)
+    try:
+        grouped = len(parts) > 1 or bool(parts and parts[0][0])
+        rows = [row for group, ds in parts for row in _variable_rows(ds, group if grouped else "")]
+        headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
+        print("as xarray opens it (one Dask chunk per storage unit with chunks={}):")
+        _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
+    finally:
+        opened.close()
 
 
 # -- dump ----------------------------------------------------------------------------------------------
@@ -388,6 +450,8 @@ def main_job() -> None:
     for path in sample_paths():
         print("=" * 78)
         cmd_info(path)
+        print()
+        _variables_table(path, None)
         ds = _open(path)
         try:
             for name, var in ds.data_vars.items():
