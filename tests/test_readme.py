@@ -61,7 +61,8 @@ def python_blocks(text: str) -> list[Block]:
 
 
 def test_block_parser_reads_markers():
-    text = "intro\n```python\na = 1\n```\nnot run by the README test\n<!-- readme-test: skip (net) -->\n```python\nb\n```\n"
+    text = ("intro\n```python\na = 1\n```\nnot run by the README test\n"
+            "<!-- readme-test: skip (net) -->\n```python\nb\n```\n")
     blocks = python_blocks(text)
     assert [(b.line, b.code, b.marker) for b in blocks] == [(2, "a = 1", None), (7, "b", ("skip", "(net)"))]
 
@@ -96,7 +97,7 @@ def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
                 missing.append(f"line {block.line} (needs the {extra} extra)")
                 continue
         try:
-            exec(compile(block.code, f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
+            exec(compile(block.code, f"README.md:{block.line}", "exec"), namespace)
         except Exception as exc:
             pytest.fail(f"README block at line {block.line} fails: {type(exc).__name__}: {exc}\n{block.code}")
         ran += 1

@@ -56,7 +56,7 @@ def test_era_sample_maps_every_object_like_the_reference_decoder():
         seen = 0
         for i in range(len(ref)):
             msg = ref[i]
-            for meta, (_, values) in zip(msg.metadata.base, msg.objects):
+            for meta, (_, values) in zip(msg.metadata.base, msg.objects, strict=True):
                 if "mars" not in meta:  # latitude / longitude coordinate objects
                     np.testing.assert_array_equal(ds[meta["name"]].values, values)
                     continue

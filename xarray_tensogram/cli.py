@@ -206,7 +206,7 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
         chunks = var.encoding.get("preferred_chunks") or {}
         chunk = [int(chunks.get(d, n)) for d, n in var.sizes.items()]
         count = 1
-        for c, n in zip(chunk, var.shape):
+        for c, n in zip(chunk, var.shape, strict=True):
             count *= -(-int(n) // max(1, c)) if n else 0
         dims = ", ".join(f"{d}: {n}" for d, n in var.sizes.items()) or "scalar"
         rows.append(([group] if group else []) + [name, dims, str(var.dtype), shape_text(chunk) if chunks else "-",
@@ -286,7 +286,8 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     """``da.sel`` by label: exact for integers, text, dates and time deltas, nearest for floats."""
     for dim, texts in sel.items():
         if dim not in da.dims:
-            raise CliError(f"{da.name!r} has no dimension {dim!r}; its dimensions: {', '.join(map(str, da.dims)) or 'none'}")
+            dims = ", ".join(map(str, da.dims)) or "none"
+            raise CliError(f"{da.name!r} has no dimension {dim!r}; its dimensions: {dims}")
         if dim not in da.coords:
             raise CliError(f"--sel {dim}=...: {dim!r} has no coordinate labels; use --isel {dim}=INDEX")
         coord = da.coords[dim]

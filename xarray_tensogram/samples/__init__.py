@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-__all__ = ["paths", "path"]
+__all__ = ["path", "paths"]
 
 #: extensions of the files that count as samples (anything else in the folder is ignored)
 SAMPLE_SUFFIXES = (".tgm", ".tet", ".zt")
