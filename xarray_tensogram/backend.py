@@ -165,6 +165,18 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """Whether xarray should pick this engine for a file it was not told the engine of.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, bytes or binary file object
+            What ``xr.open_dataset`` was given.
+
+        Returns
+        -------
+        bool
+            True for a recognised magic (or, for unreadable sources, a known extension); never raises.
+        """
         try:
             return self._guess(filename_or_obj)
         except Exception:
@@ -282,6 +294,44 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         merge_objects: bool = True,
         range_threshold: float = 0.5,
     ) -> xr.Dataset:
+        """Open one file as a lazy Dataset (called by ``xr.open_dataset(..., engine="tensogram")``).
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, bytes or binary file object
+            A path, an fsspec URL, the bytes of a file or an open binary file object.
+        drop_variables : str or iterable of str, optional
+            Variables not to open.
+        variable_key : str, optional
+            Dotted metadata key naming Tensogram variables (default: the first of ``name``,
+            ``mars.param``, ``param``, ``mars.shortName``, ``shortName``). Tensogram only.
+        dim_names : list of str or dict, optional
+            Dimension names for every variable, or ``{variable: [names]}``.
+        filter_by_keys : mapping, optional
+            ``{dotted key: value or [values]}``: keep only matching Tensogram objects. Tensogram only.
+        group : str, optional
+            The group to open when a file holds objects that cannot share one Dataset.
+        verify_hash : bool, default False
+            Check hashes/checksums when values are read (Tensogram and zTensor).
+        strict : bool, default False
+            Raise on a damaged Tensogram message instead of skipping it with a warning.
+        storage_options : mapping, optional
+            Passed to fsspec for remote URLs.
+        mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
+            As in every xarray backend, applied by xarray's own CF decoding.
+
+        Returns
+        -------
+        xarray.Dataset
+            Lazy variables whose ``encoding["preferred_chunks"]`` is the storage unit.
+
+        Raises
+        ------
+        GroupSelectionError
+            If the file holds several groups and ``group`` names none of them.
+        UnsupportedOptionError
+            If an option does not apply to the file's format.
+        """
         drop = _normalise_drop(drop_variables)
         groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
             "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
@@ -321,6 +371,20 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         """Every group as a decoded Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
 
         Each Dataset closes its share of the file; the file closes with the last of them.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, bytes or binary file object
+            As for :meth:`open_dataset`.
+        drop_variables, variable_key, dim_names, filter_by_keys, group, verify_hash, strict, storage_options
+            As for :meth:`open_dataset`.
+        mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
+            As for :meth:`open_dataset`.
+
+        Returns
+        -------
+        dict of str to xarray.Dataset
+            One lazy Dataset per group path.
         """
         drop = _normalise_drop(drop_variables)
         groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
@@ -351,7 +415,20 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         return out
 
     def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> xr.DataTree:
-        """All groups as one tree; ``tree.close()`` closes the file (every node holds a share of it)."""
+        """All groups as one tree; ``tree.close()`` closes the file (every node holds a share of it).
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, bytes or binary file object
+            As for :meth:`open_dataset`.
+        **kwargs
+            The keyword arguments of :meth:`open_dataset`.
+
+        Returns
+        -------
+        xarray.DataTree
+            One node per group (e.g. ``grid_19x36``); the root holds the file's attributes.
+        """
         groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
         try:
             tree = xr.DataTree.from_dict(groups)

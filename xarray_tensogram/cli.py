@@ -531,6 +531,20 @@ def _error_line(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line (``xarray-tensogram`` / ``python -m xarray_tensogram``).
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments without the program name; default ``sys.argv[1:]``. No arguments runs the
+        main job on the bundled samples; otherwise ``info``, ``ls``, ``dump`` or ``verify``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 1 on an error or a failed ``verify``, 2 on a usage error,
+        130 when interrupted. ``--version`` and ``--help`` exit through ``SystemExit``.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
