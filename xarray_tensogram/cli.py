@@ -205,9 +205,9 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
     for name, var in ds.data_vars.items():
         chunks = var.encoding.get("preferred_chunks") or {}
         chunk = [int(chunks.get(d, n)) for d, n in var.sizes.items()]
-        count = 1
+        n_chunks = 1
         for c, n in zip(chunk, var.shape, strict=True):
-            count *= -(-int(n) // max(1, c)) if n else 0
+            n_chunks *= -(-int(n) // max(1, c)) if n else 0
         dims = ", ".join(f"{d}: {n}" for d, n in var.sizes.items()) or "scalar"
         rows.append(([group] if group else []) + [name, dims, str(var.dtype), shape_text(chunk) if chunks else "-",
                                                    n_chunks if chunks else "-", _dims_origin(var)])
