@@ -492,6 +492,7 @@ def _mixed_file() -> tuple[bytes, list[int]]:
     return buf, offsets
 
 
+@pytest.mark.filterwarnings("ignore:.*skipped trailing bytes:xarray_tensogram.errors.CorruptMessageWarning")  # _mixed_file ends in junk
 def test_multi_message_file_matches_reference(tmp_path):
     buf, offsets = _mixed_file()
     refs = ref_decode_all(buf)
@@ -511,6 +512,7 @@ def test_multi_message_file_matches_reference(tmp_path):
         assert_same_array(f[1].read_object(1, verify_hash=True), refs[1].objects[1][1])
 
 
+@pytest.mark.filterwarnings("ignore:.*skipped trailing bytes:xarray_tensogram.errors.CorruptMessageWarning")  # _mixed_file ends in junk
 def test_multi_message_rows_reads():
     buf, _ = _mixed_file()
     refs = ref_decode_all(buf)
