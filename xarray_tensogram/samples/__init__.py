@@ -4,13 +4,16 @@
 ``era_pl.tgm``     Tensogram: ERA-like temperature ``t`` and geopotential ``z`` at 3 pressure
                    levels and 4 forecast steps on a 5-degree grid (24 packed objects)
 ``forecast.tgm``   Tensogram: ``2t`` and ``msl`` at 4 steps on a 10-degree grid (zstd)
+``grib_pl.tgm``    Tensogram converted from GRIB (``grib_pl.grib2``, shipped next to it):
+                   ``t`` and ``q``, 3 steps x 2 pressure levels, opened as cfgrib would
 ``sample.tet``     Tetration layout v1: tiled datasets with labelled coordinates
 ``sample.zt``      zTensor v0.1: a few named tensors with custom attributes
 =================  ==========================================================================
 
 The files are package data, so these functions work from an installed wheel as well as from
 a source checkout; they never write anything. ``tools/make_sample_era.py`` and
-``tools/make_sample_tgm.py`` regenerate the Tensogram samples with the reference encoder.
+``tools/make_sample_tgm.py`` regenerate those two Tensogram samples with the reference encoder,
+``tools/make_grib_sample.py`` the GRIB pair.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def paths() -> list[str]:
     --------
     >>> import xarray_tensogram as xt
     >>> [p.rsplit("/", 1)[-1] for p in xt.samples.paths()]
-    ['era_pl.tgm', 'forecast.tgm', 'sample.tet', 'sample.zt']
+    ['era_pl.tgm', 'forecast.tgm', 'grib_pl.tgm', 'sample.tet', 'sample.zt']
     """
     folder = resources.files(__name__)
     return sorted(str(p) for p in folder.iterdir() if p.name.endswith(SAMPLE_SUFFIXES))
