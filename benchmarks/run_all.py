@@ -1,0 +1,653 @@
+"""One runner for the performance targets of issue 15: ours against the hardware, every format, one table.
+
+Every row compares xarray-tensogram with a reference point measured in the same run, on the same
+files, ours and the reference alternated (A, B, A, B, ...) so that machine load hits both alike;
+figures are medians. The reference points are:
+
+- full loads (``ds.load()``, no Dask): the **bare decoder** on the same payloads, already in
+  memory, writing into freshly allocated numpy arrays of the Dataset's variable shapes:
+  ``zstandard`` for zstd, ``np.copyto`` for raw, our own unpack for simple_packing, ``lz4`` for lz4;
+- Dask (``chunks={}`` and ``chunks="auto"``, threaded scheduler, 2 workers): the same bare decoder
+  on 2 threads;
+- opening a ``.tgm`` of N messages x 4 small objects: a linear budget of N x 100 us (1 s for 10k);
+- opening a ``.zt`` v0.1 of 200 tensors: ``ztensor`` 0.1.4's ``Reader`` listing names and shapes;
+- peak RSS of ``ds.load()`` (in a fresh child process): the budget 1.1 x decoded + 64 MiB;
+- ``open_mfdataset`` over 100 files then a reduction with ``chunks={}``: a budget of a quarter of
+  the decoded total (memory must stay bounded, not grow with the files);
+- ``to_tensogram`` of the ERA cube without compression: ``tensogram.encode`` plus writing the same
+  bytes (and fsync, as our atomic writer does).
+
+The ``ratio`` column is always "higher is better": reference time / our time (throughput ratio),
+budget / measured for memory and open-time budgets. The ``target`` column is the issue's bar.
+
+Files are written once into ``benchmarks/_data/`` (gitignored; delete to regenerate).
+Run::
+
+    python benchmarks/run_all.py                  # default sizes (>= 256 MiB decoded per full load)
+    python benchmarks/run_all.py --quick          # small sizes, a quick look
+    python benchmarks/run_all.py --only full,open --repeat 7 --png docs/img/perf_ratios.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "_data"
+MIB = 1 << 20
+
+
+# ================================================================================================
+# sizes
+# ================================================================================================
+@dataclass(frozen=True)
+class Sizes:
+    """Every size the runner uses; defaults meet the issue (>= 256 MiB decoded per full load)."""
+
+    steps: int = 24  # ERA cube: steps x 4 params x 721 x 1440 float32 (398 MB, simple_packing 797 MB)
+    ny: int = 721
+    nx: int = 1440
+    tet_side: int = 8192  # .tet: side x side float32 (256 MiB) in 256 x 256 tiles
+    tet_tile: int = 256
+    zt_tensors: int = 200  # .zt v0.1: 200 tensors totalling zt_mib
+    zt_mib: int = 256
+    open_counts: tuple[int, ...] = (1000, 10000, 50000)  # .tgm messages x 4 small objects
+    mf_files: int = 100  # open_mfdataset
+    mf_side: int = 512
+    repeat: int = 5
+
+    @staticmethod
+    def quick() -> Sizes:
+        return Sizes(steps=4, tet_side=2048, zt_mib=32, open_counts=(1000, 5000), mf_files=20, repeat=3)
+
+
+# ================================================================================================
+# the table
+# ================================================================================================
+class Row(NamedTuple):
+    fmt: str
+    codec: str
+    operation: str
+    ours: str
+    reference: str
+    ratio: float
+    target: float
+    note: str = ""
+
+
+def seconds(t: float) -> str:
+    return f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+
+
+def mib(n: float) -> str:
+    return f"{n / MIB:.0f} MiB"
+
+
+def print_table(rows: Sequence[Row], file: Any = None) -> None:
+    head = ("format", "codec", "operation", "ours", "reference or bare decoder", "ratio", "target", "")
+    cells = [head] + [(r.fmt, r.codec, r.operation, r.ours, r.reference, f"{r.ratio:.2f}", f">= {r.target:.2f}",
+                       ("ok" if r.ratio >= r.target else "MISS") + (f" ({r.note})" if r.note else "")) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
+    for k, c in enumerate(cells):
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip(), file=file)
+        if k == 0:
+            print("  ".join("-" * w for w in widths), file=file)
+
+
+def markdown_table(rows: Sequence[Row]) -> str:
+    """The README form: ratios and targets only (absolute times depend on the machine)."""
+    out = ["| format | codec | operation | ratio | target |", "|---|---|---|---|---|"]
+    for r in rows:
+        flag = "" if r.ratio >= r.target else " (missed)"
+        out.append(f"| {r.fmt} | {r.codec} | {r.operation} | {r.ratio:.2f}{flag} | ≥ {r.target:.2f} |")
+    return "\n".join(out)
+
+
+def plot(rows: Sequence[Row], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r.fmt} {r.codec} · {r.operation}" for r in rows]
+    ratios = [r.ratio for r in rows]
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.4))
+    y = np.arange(len(rows))[::-1]
+    colors = ["#3a7d44" if r.ratio >= r.target else "#c0392b" for r in rows]
+    ax.barh(y, ratios, color=colors, height=0.7)
+    for yi, r in zip(y, rows):
+        ax.plot([r.target, r.target], [yi - 0.4, yi + 0.4], color="black", lw=1.5)
+        ax.text(r.ratio, yi, f" {r.ratio:.2f}", va="center", fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.axvline(1.0, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("ratio to the reference point (higher is better; black tick = target)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ================================================================================================
+# timing
+# ================================================================================================
+Step = tuple[Callable[[Any], object], Callable[[], Any] | None]  # (timed fn(setup result), untimed setup)
+
+
+def _once(fn: Callable[[Any], object], setup: Callable[[], Any] | None) -> float:
+    arg = setup() if setup else None
+    gc.collect()
+    t0 = time.perf_counter()
+    result = fn(arg)
+    dt = time.perf_counter() - t0
+    del result, arg
+    return dt
+
+
+def alternate(ours: Step, ref: Step, repeat: int) -> tuple[float, float]:
+    """Medians of ours and the reference, one warm-up each, then run alternately ``repeat`` times."""
+    _once(*ours)
+    _once(*ref)
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeat):
+        a.append(_once(*ours))
+        b.append(_once(*ref))
+    return statistics.median(a), statistics.median(b)
+
+
+# ================================================================================================
+# bare decoders: payloads in memory -> fresh arrays of the Dataset's variable shapes
+# ================================================================================================
+@dataclass
+class Payload:
+    """One stored chunk, in memory, and where its decoded values land."""
+
+    var: str
+    slot: tuple[Any, ...]  # index into the variable's array
+    codec: str  # "raw", "zstd", "lz4", "sp16"
+    data: bytes
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    params: dict[str, Any] | None = None  # simple_packing parameters
+
+
+def _decode_into(dst: np.ndarray, p: Payload) -> None:
+    if p.codec == "raw":
+        np.copyto(dst, np.frombuffer(p.data, p.dtype).reshape(p.shape))
+    elif p.codec == "zstd":
+        import zstandard
+
+        nbytes = int(np.prod(p.shape)) * p.dtype.itemsize
+        if dst.flags.c_contiguous:
+            view = memoryview(dst.reshape(-1).view(np.uint8))
+            with zstandard.ZstdDecompressor().stream_reader(p.data, read_across_frames=True) as r:
+                got = 0
+                while got < nbytes:
+                    n = r.readinto(view[got:])
+                    if not n:
+                        break
+                    got += n
+        else:
+            raw = zstandard.ZstdDecompressor().decompress(p.data, max_output_size=nbytes)
+            np.copyto(dst, np.frombuffer(raw, p.dtype).reshape(p.shape))
+    elif p.codec == "lz4":
+        import lz4.block
+
+        raw = lz4.block.decompress(p.data[4:], uncompressed_size=int(np.prod(p.shape)) * p.dtype.itemsize)
+        np.copyto(dst, np.frombuffer(raw, p.dtype).reshape(p.shape))
+    elif p.codec == "sp16":
+        from xarray_tensogram.codecs import simple_packing
+
+        q = p.params or {}
+        vals = simple_packing.decode(p.data, int(np.prod(p.shape)), 16, q["reference_value"],
+                                     q["binary_scale_factor"], q["decimal_scale_factor"])
+        np.copyto(dst, vals.reshape(p.shape))
+    else:  # pragma: no cover
+        raise ValueError(p.codec)
+
+
+def bare_decode(payloads: Sequence[Payload], shapes: dict[str, tuple[tuple[int, ...], np.dtype]],
+                threads: int = 1) -> dict[str, np.ndarray]:
+    """Decode every payload into fresh arrays (allocated here, so their page faults are paid here too)."""
+    out = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
+
+    def one(p: Payload) -> None:
+        _decode_into(out[p.var][p.slot], p)
+
+    if threads == 1:
+        for p in payloads:
+            one(p)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(one, payloads))
+    return out
+
+
+# ================================================================================================
+# data: written once into benchmarks/_data
+# ================================================================================================
+PARAMS = ("2t", "msl", "10u", "10v")
+
+
+def smooth_field(ny: int, nx: int, seed: int) -> np.ndarray:
+    """A smooth field plus a little noise, rounded: compresses like model output (2-3x), not like zeros."""
+    y = np.linspace(0, 8 * np.pi, ny, dtype=np.float32)[:, None]
+    x = np.linspace(0, 6 * np.pi, nx, dtype=np.float32)[None, :]
+    noise = np.random.default_rng(seed).normal(0, 0.05, size=(ny, nx)).astype(np.float32)
+    return np.round(280 + 15 * np.sin(y + seed) * np.cos(x) + noise, 2).astype(np.float32)
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+    if not path.exists():
+        DATA.mkdir(exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        t0 = time.perf_counter()
+        write(tmp)
+        os.replace(tmp, path)
+        print(f"  wrote {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s",
+              flush=True)
+    return path
+
+
+def tgm_cube(sz: Sizes, codec: str) -> Path:
+    """ERA-like cube written by the reference encoder: one message per step, 4 fields + lat/lon."""
+    import tensogram
+
+    def write(tmp: Path) -> None:
+        lat = np.linspace(90.0, -90.0, sz.ny)
+        lon = np.linspace(0.0, 360.0, sz.nx, endpoint=False)
+        with open(tmp, "wb") as f:
+            for s in range(sz.steps):
+                base: list[dict[str, Any]] = []
+                objs: list[tuple[dict[str, Any], np.ndarray]] = []
+                for k, param in enumerate(PARAMS):
+                    values = smooth_field(sz.ny, sz.nx, 7 * s + k)
+                    desc: dict[str, Any] = {"type": "ntensor", "shape": [sz.ny, sz.nx], "dtype": "float32"}
+                    if codec in ("zstd", "lz4"):
+                        desc["compression"] = codec
+                    elif codec == "sp16":
+                        values = values.astype(np.float64)
+                        desc.update(dtype="float64", encoding="simple_packing")
+                        desc.update(tensogram.compute_packing_params(values.ravel(), 16, 0))
+                    objs.append((desc, values))
+                    base.append({"mars": {"param": param, "date": 20240101, "time": 0, "step": 6 * s},
+                                 "dim_names": ["latitude", "longitude"]})
+                for name, values in (("latitude", lat), ("longitude", lon)):
+                    objs.append(({"type": "ntensor", "shape": [values.size], "dtype": "float64"}, values))
+                    base.append({"name": name})
+                f.write(bytes(tensogram.encode({"base": base}, objs)))
+
+    return _atomic(DATA / f"era_{sz.steps}x{sz.ny}x{sz.nx}_{codec}.tgm", write)
+
+
+def tgm_payloads(path: Path, codec: str) -> list[Payload]:
+    """The stored payload of every field object, located with our frame parser (not timed)."""
+    from xarray_tensogram import open_tensogram
+    from xarray_tensogram.formats.tensogram.reader import read_frame_layout
+
+    out = []
+    with open_tensogram(path) as f:
+        for s, msg in enumerate(f):
+            for j, base in enumerate(msg.base):
+                if "mars" not in base:
+                    continue
+                lay = read_frame_layout(f.source, msg.objects[j], "bench")
+                desc = lay.descriptor
+                data = f.source.read(lay.region_start, lay.region_length, what="bench")
+                dtype = np.dtype(np.float64 if codec == "sp16" else np.float32)
+                params = {k: desc.get("sp_" + k, 0) for k in ("reference_value", "binary_scale_factor",
+                                                                 "decimal_scale_factor")} if codec == "sp16" else None
+                out.append(Payload(base["mars"]["param"], (s,), codec, bytes(data), tuple(desc["shape"]), dtype,
+                                   params))
+    return out
+
+
+def tet_file(sz: Sizes, codec: str) -> Path:
+    from xarray_tensogram.formats.tetr import DatasetWrite, write_tetr
+
+    def write(tmp: Path) -> None:
+        values = smooth_field(sz.tet_side, sz.tet_side, 1)
+        write_tetr(tmp, [DatasetWrite("field", values, (sz.tet_tile, sz.tet_tile), codec, dim_names=["y", "x"])])
+
+    return _atomic(DATA / f"field_{sz.tet_side}_{sz.tet_tile}_{codec}.tet", write)
+
+
+def tet_payloads(path: Path) -> list[Payload]:
+    from xarray_tensogram.formats.tetr import open_tetr
+
+    out = []
+    with open_tetr(path) as f:
+        for ds in f:
+            for coords in np.ndindex(*ds.grid):
+                e = ds.entries[int(ds.table[coords])]
+                start = [c * t for c, t in zip(coords, ds.chunk_shape)]
+                shape = tuple(min(t, n - a) for t, n, a in zip(ds.chunk_shape, ds.shape, start))
+                slot = tuple(slice(a, a + n) for a, n in zip(start, shape))
+                data = f.source.read(int(e["offset"]), int(e["stored"]), what="bench")
+                out.append(Payload(ds.name, slot, "zstd" if int(e["codec"]) else "raw", bytes(data), shape, ds.dtype))
+    return out
+
+
+def zt_file(sz: Sizes, codec: str) -> Path:
+    from xarray_tensogram.formats.ztensor import write_ztensor_v01
+
+    rows = max(1, sz.zt_mib * MIB // sz.zt_tensors // 4 // 512)
+
+    def write(tmp: Path) -> None:
+        base = smooth_field(rows, 512, 3)
+        tensors = ((f"layer.{i:03d}.weight", base + np.float32(i)) for i in range(sz.zt_tensors))
+        write_ztensor_v01(tmp, tensors, compression="zstd" if codec == "zstd" else None)
+
+    return _atomic(DATA / f"model_{sz.zt_tensors}x{rows}x512_{codec}.zt", write)
+
+
+def zt_payloads(path: Path) -> list[Payload]:
+    from xarray_tensogram.formats.ztensor import open_ztensor
+
+    out = []
+    with open_ztensor(path) as f:
+        for t in f.tensors:
+            part = t.main_part
+            data = f.source.read(part.offset, part.length, what="bench")
+            out.append(Payload(t.name, (), part.encoding, bytes(data), t.shape, np.dtype(t.numpy_dtype)))
+    return out
+
+
+def tgm_many(n: int) -> Path:
+    """n messages x 4 small objects (16 x 16 float32) with MARS metadata: one hypercube along step."""
+    import tensogram
+
+    def write(tmp: Path) -> None:
+        values = np.arange(256, dtype=np.float32).reshape(16, 16)
+        desc = {"type": "ntensor", "shape": [16, 16], "dtype": "float32"}
+        with open(tmp, "wb") as f:
+            for s in range(n):
+                base = [{"mars": {"param": p, "date": 20240101, "time": 0, "step": s}} for p in PARAMS]
+                f.write(bytes(tensogram.encode({"base": base}, [(desc, values)] * 4)))
+
+    return _atomic(DATA / f"many_{n}x4.tgm", write)
+
+
+# ================================================================================================
+# sections
+# ================================================================================================
+FULL_CASES = [("tgm", "raw"), ("tgm", "zstd"), ("tgm", "sp16"), ("tgm", "lz4"),
+              ("tet", "raw"), ("tet", "zstd"), ("zt", "raw"), ("zt", "zstd")]
+CODEC_LABEL = {"raw": "raw", "zstd": "zstd", "sp16": "simple_packing 16", "lz4": "lz4"}
+
+
+def case_file(sz: Sizes, fmt: str, codec: str) -> Path:
+    if fmt == "tgm":
+        return tgm_cube(sz, "none" if codec == "raw" else codec)
+    if fmt == "tet":
+        return tet_file(sz, codec)
+    return zt_file(sz, codec)
+
+
+def case_payloads(path: Path, fmt: str, codec: str) -> list[Payload]:
+    if fmt == "tgm":
+        return tgm_payloads(path, codec)
+    return tet_payloads(path) if fmt == "tet" else zt_payloads(path)
+
+
+def open_xr(path: Path, **kw: Any) -> Any:
+    import xarray as xr
+
+    return xr.open_dataset(path, engine="tensogram", **kw)
+
+
+def var_shapes(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    with open_xr(path) as ds:
+        return {k: (v.shape, v.dtype) for k, v in ds.data_vars.items()}
+
+
+def check_same(path: Path, payloads: Sequence[Payload], shapes: dict[str, Any]) -> None:
+    """Our load and the bare decode give the same values (else the comparison means nothing)."""
+    bare = bare_decode(payloads, shapes)
+    with open_xr(path) as ds:
+        for name, arr in bare.items():
+            np.testing.assert_array_equal(ds[name].values, arr, err_msg=f"{path.name}: {name}")
+
+
+def section_full(sz: Sizes, rows: list[Row]) -> None:
+    for fmt, codec in FULL_CASES:
+        path = case_file(sz, fmt, codec)
+        payloads = case_payloads(path, fmt, codec)
+        shapes = var_shapes(path)
+        check_same(path, payloads, shapes)
+        decoded = sum(int(np.prod(s)) * d.itemsize for s, d in shapes.values())
+        ours, ref = alternate((lambda ds: ds.load(), lambda: open_xr(path)),
+                              (lambda _: bare_decode(payloads, shapes), None), sz.repeat)
+        rows.append(Row(f".{fmt}", CODEC_LABEL[codec], f"ds.load() {mib(decoded)}", seconds(ours), seconds(ref),
+                        ref / ours, 0.85))
+        print(f"  full {fmt} {codec}: ours {seconds(ours)}, bare {seconds(ref)}", flush=True)
+        del payloads
+        gc.collect()
+
+
+def section_dask(sz: Sizes, rows: list[Row]) -> None:
+    import dask
+
+    for fmt in ("tgm", "tet", "zt"):
+        path = case_file(sz, fmt, "zstd")
+        payloads = case_payloads(path, fmt, "zstd")
+        shapes = var_shapes(path)
+        for chunks in ({}, "auto"):
+            def load(ds: Any) -> Any:
+                with dask.config.set(scheduler="threads", num_workers=2):
+                    return ds.load()
+
+            ours, ref = alternate((load, lambda c=chunks: open_xr(path, chunks=c)),
+                                  (lambda _: bare_decode(payloads, shapes, threads=2), None), sz.repeat)
+            with open_xr(path, chunks=chunks) as ds:
+                n = max(len(v.data.to_delayed().ravel()) for v in ds.data_vars.values())
+            rows.append(Row(f".{fmt}", "zstd", f"dask 2 threads chunks={chunks!r} ({n} tasks/var)", seconds(ours),
+                            seconds(ref), ref / ours, 0.75))
+            print(f"  dask {fmt} {chunks!r}: ours {seconds(ours)}, bare x2 {seconds(ref)}", flush=True)
+        del payloads
+        gc.collect()
+
+
+def section_open(sz: Sizes, rows: list[Row], timeout: float) -> None:
+    for n in sz.open_counts:
+        path = tgm_many(n)
+        # in a child process: a super-linear open must not hang the runner
+        t = child(["open", str(path), str(max(1, sz.repeat // 2))], timeout)
+        budget = n * 1e-4
+        if t is None:
+            rows.append(Row(".tgm", "raw", f"open {n} msgs x 4 obj", f"> {timeout:.0f} s", seconds(budget),
+                            budget / timeout, 1.0, "timed out"))
+        else:
+            rows.append(Row(".tgm", "raw", f"open {n} msgs x 4 obj", seconds(t["open"]), seconds(budget),
+                            budget / t["open"], 1.0))
+        print(f"  open {n}: {rows[-1].ours}", flush=True)
+    import ztensor
+
+    zsz = Sizes(zt_mib=sz.zt_mib, zt_tensors=200)
+    path = zt_file(zsz, "raw")
+
+    def ref_open(_: Any) -> None:
+        with ztensor.Reader(str(path)) as r:
+            [(m.name, m.shape, m.dtype_str) for m in r]
+
+    ours, ref = alternate((lambda _: open_xr(path).close(), None), (ref_open, None), sz.repeat * 4)
+    rows.append(Row(".zt", "raw", "open 200 tensors", seconds(ours), seconds(ref) + " (ztensor)", ref / ours, 0.5))
+
+
+def section_memory(sz: Sizes, rows: list[Row], timeout: float) -> None:
+    for fmt, codec in FULL_CASES:
+        path = case_file(sz, fmt, codec)
+        r = child(["rss", str(path)], timeout)
+        if r is None:
+            continue
+        budget = 1.1 * r["decoded"] + 64 * MIB
+        rows.append(Row(f".{fmt}", CODEC_LABEL[codec], f"peak RSS of ds.load() ({mib(r['decoded'])} decoded)",
+                        mib(r["peak"]), mib(budget) + " budget", budget / r["peak"], 1.0))
+        print(f"  rss {fmt} {codec}: +{mib(r['peak'])} for {mib(r['decoded'])}", flush=True)
+    paths = mf_files(sz)
+    r = child(["mf", str(paths[0].parent), str(len(paths))], timeout)
+    if r is not None:
+        budget = r["decoded"] / 4
+        rows.append(Row(".tgm", "zstd", f"open_mfdataset {len(paths)} files + mean ({mib(r['decoded'])})",
+                        mib(r["peak"]), mib(budget) + " budget", budget / r["peak"], 1.0))
+
+
+def mf_files(sz: Sizes) -> list[Path]:
+    import tensogram
+
+    folder = DATA / f"mf_{sz.mf_files}x{sz.mf_side}"
+    paths = [folder / f"f{i:03d}.tgm" for i in range(sz.mf_files)]
+    if not all(p.exists() for p in paths):
+        folder.mkdir(parents=True, exist_ok=True)
+        desc = {"type": "ntensor", "shape": [sz.mf_side, sz.mf_side], "dtype": "float32", "compression": "zstd"}
+        for i, p in enumerate(paths):
+            base = [{"mars": {"param": q, "date": 20240101, "time": 0, "step": i}, "dim_names": ["y", "x"]}
+                    for q in PARAMS]
+            objs = [(desc, smooth_field(sz.mf_side, sz.mf_side, 4 * i + k)) for k in range(4)]
+            p.write_bytes(bytes(tensogram.encode({"base": base}, objs)))
+    return paths
+
+
+def section_writer(sz: Sizes, rows: list[Row]) -> None:
+    import tempfile
+
+    import tensogram
+
+    sys.path.insert(0, str(HERE))
+    from bench_writer import make_dataset, messages_inputs
+
+    from xarray_tensogram import to_tensogram
+
+    ds = make_dataset(sz.steps, 4, sz.ny, sz.nx)
+    inputs = messages_inputs(ds, {}, float64=False)
+    with tempfile.TemporaryDirectory(dir=DATA) as d:
+        ref_path, our_path = Path(d) / "ref.tgm", Path(d) / "ours.tgm"
+
+        def ref(_: Any) -> None:
+            with open(ref_path, "wb") as f:
+                for meta, objs in inputs:
+                    f.write(tensogram.encode(meta, objs))
+                f.flush()
+                os.fsync(f.fileno())
+
+        ours, reft = alternate((lambda _: to_tensogram(ds, our_path, message_dims=["step"]), None), (ref, None),
+                               sz.repeat)
+    nbytes = sum(v.nbytes for v in ds.data_vars.values())
+    rows.append(Row(".tgm", "raw", f"to_tensogram ERA cube ({mib(nbytes)})", seconds(ours),
+                    seconds(reft) + " (encode+write)", reft / ours, 1 / 1.3))
+
+
+# ================================================================================================
+# child processes (fresh memory accounting, timeouts)
+# ================================================================================================
+def child(args: list[str], timeout: float) -> dict[str, Any] | None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
+                             timeout=timeout, env=env, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    except subprocess.CalledProcessError as exc:
+        print(exc.stderr, file=sys.stderr)
+        raise
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run_child(args: list[str]) -> dict[str, Any]:
+    kind = args[0]
+    if kind == "open":
+        path, repeat = Path(args[1]), int(args[2])
+        open_xr(path).close()  # warm imports and page cache
+        times = []
+        for _ in range(repeat):
+            gc.collect()
+            t0 = time.perf_counter()
+            open_xr(path).close()
+            times.append(time.perf_counter() - t0)
+        return {"open": statistics.median(times)}
+    if kind == "rss":
+        ds = open_xr(Path(args[1]))
+        decoded = sum(v.nbytes for v in ds.data_vars.values())
+        gc.collect()
+        before = _rss()
+        ds.load()
+        return {"peak": _peak() - before, "decoded": decoded}
+    if kind == "mf":
+        import dask
+        import xarray as xr
+
+        paths = sorted(Path(args[1]).glob("*.tgm"))[: int(args[2])]
+        ds = xr.open_mfdataset(paths, engine="tensogram", chunks={}, combine="nested", concat_dim="step")
+        decoded = sum(v.nbytes for v in ds.data_vars.values())
+        gc.collect()
+        before = _rss()
+        with dask.config.set(scheduler="threads", num_workers=2):
+            ds.mean().compute()
+        return {"peak": _peak() - before, "decoded": decoded}
+    raise SystemExit(f"unknown child task {kind}")
+
+
+# ================================================================================================
+def main(argv: Iterable[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (not what the targets are about)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (median)")
+    parser.add_argument("--only", default="full,dask,open,memory,writer", help="sections to run")
+    parser.add_argument("--png", default=None, help="bar chart of the ratios (PNG)")
+    parser.add_argument("--markdown", default=None, help="write the README table (ratios) to this file")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child process")
+    parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_child(args.child)))
+        return
+    sz = Sizes.quick() if args.quick else Sizes()
+    if args.repeat:
+        sz = Sizes(**{**sz.__dict__, "repeat": args.repeat})
+    load0 = os.getloadavg()[0]
+    print(f"{os.cpu_count()} CPUs, load average {load0:.1f} at start; medians of {sz.repeat} alternated runs"
+          f"{' (quick sizes)' if args.quick else ''}", flush=True)
+    rows: list[Row] = []
+    sections = {"full": lambda: section_full(sz, rows), "dask": lambda: section_dask(sz, rows),
+                "open": lambda: section_open(sz, rows, args.timeout),
+                "memory": lambda: section_memory(sz, rows, args.timeout), "writer": lambda: section_writer(sz, rows)}
+    for name in args.only.split(","):
+        sections[name]()
+    load1 = os.getloadavg()[0]
+    print(f"\nload average {load0:.1f} at start, {load1:.1f} at end")
+    print_table(rows)
+    title = f"xarray-tensogram vs the hardware (2 cores, load {load0:.0f}-{load1:.0f})"
+    if args.png:
+        plot(rows, Path(args.png), title)
+        print(f"chart: {args.png}")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_table(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()
