@@ -15,7 +15,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ChunkReader", "ArraySpec", "StackedReader", "MissingChunk", "stack_specs", "chunk_counts", "chunk_extent", "full_region"]
+__all__ = ["ChunkReader", "ArraySpec", "StackedReader", "MissingChunk", "stack_specs", "chunk_counts", "chunk_extent", "full_region", "read_chunk_into"]
 
 Region = tuple[slice, ...]
 
@@ -32,6 +32,9 @@ class ChunkReader(Protocol):
         should; others may decode the whole chunk and slice it.
         """
         ...
+
+
+# A reader may also offer ``read_chunk_into(coords, region, out) -> bool`` (see :func:`read_chunk_into`).
 
 
 def chunk_counts(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
@@ -102,6 +105,25 @@ class StackedReader:
             raise MissingChunk(coords)
         inner = member.reader.read_chunk(coords[k:], region[k:])
         return inner.reshape((1,) * k + inner.shape)
+
+    def read_chunk_into(self, coords: tuple[int, ...], region: Region, out: np.ndarray) -> bool:
+        """Forward to the member's :func:`read_chunk_into` (``out`` without the stacked axes)."""
+        k = len(self.stack_shape)
+        member = self.member(coords[:k])
+        if member is None:
+            raise MissingChunk(coords)
+        return read_chunk_into(member.reader, coords[k:], region[k:], out.reshape(out.shape[k:]) if k else out)
+
+
+def read_chunk_into(reader: Any, coords: tuple[int, ...], region: Region, out: np.ndarray) -> bool:
+    """Let ``reader`` decode ``region`` of chunk ``coords`` straight into ``out`` (a writable view of the
+    final array, of the region's shape and the spec's dtype); False when it cannot, and nothing was written.
+
+    Readers opt in with a method of the same name: a full load then costs one decode (or one ``preadv``)
+    per chunk, with no intermediate array to allocate, fault in and copy.
+    """
+    into = getattr(reader, "read_chunk_into", None)
+    return bool(into(coords, region, out)) if into is not None else False
 
 
 def stack_specs(stack_shape: Sequence[int], members: "Sequence[ArraySpec | None] | Mapping[int, ArraySpec]",

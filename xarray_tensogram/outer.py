@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .catalog import ArraySpec, MissingChunk
+from .catalog import ArraySpec, MissingChunk, read_chunk_into
 from .errors import LimitExceededError
 
 __all__ = ["AxisPlan", "ChunkSelection", "plan_axis", "read_outer"]
@@ -106,7 +106,8 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     plans = [plan_axis(k, s, c) for k, s, c in zip(key, spec.shape, spec.chunk_shape, strict=True)]
     out_shape = tuple(p.length for p in plans)
     kept_shape = tuple(p.length for p in plans if not p.squeeze)
-    single = _single_chunk_block(spec, plans, out_shape)
+    direct = hasattr(spec.reader, "read_chunk_into")
+    single = None if direct else _single_chunk_block(spec, plans, out_shape)
     if single is not None:
         # the key is exactly what one chunk read returns: hand over the reader's fresh array, no copy
         return single.reshape(kept_shape)
@@ -120,13 +121,22 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
         for combo in itertools.product(*(p.parts for p in plans)):
             coords = tuple(part.chunk_index for part in combo)
             target = _as_outer(tuple(part.out_selection for part in combo), out_shape)
+            region = tuple(part.read_region for part in combo)
             try:
-                block = spec.reader.read_chunk(coords, tuple(part.read_region for part in combo))
+                if direct and _whole_region(combo) and read_chunk_into(spec.reader, coords, region, out[(*target, ...)]):
+                    continue  # decoded straight into the output
+                block = spec.reader.read_chunk(coords, region)
             except MissingChunk:
                 out[target] = _fill_for(spec.dtype, spec.fill_value)
                 continue
             out[target] = _take_outer(block, tuple(part.local_selection for part in combo))
     return out.reshape(kept_shape) if len(kept_shape) != len(out_shape) else out
+
+
+def _whole_region(combo: tuple[ChunkSelection, ...]) -> bool:
+    """The chunk region lands in the output as a block of slices, all of it (so it can be decoded in place)."""
+    return all(isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice)
+               and p.local_selection == slice(None) for p in combo)
 
 
 def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple[int, ...]) -> np.ndarray | None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .bits import pack_fields, unpack_fields
 
-__all__ = ["decode", "encode", "compute_params", "packed_nbytes"]
+__all__ = ["decode", "decode_into", "encode", "compute_params", "packed_nbytes"]
 
 
 def packed_nbytes(count: int, bits: int) -> int:
@@ -26,13 +26,27 @@ def _decode_factor(E: int, D: int) -> float:
 def decode(payload: bytes | memoryview | np.ndarray, count: int, bits: int, reference: float,
            binary_scale: int, decimal_scale: int, bit_offset: int = 0) -> np.ndarray:
     """Unpack ``count`` values into float64."""
-    if bits == 0:
-        return np.full(count, float(reference), dtype=np.float64)
-    q = unpack_fields(payload, count, bits, bit_offset)
-    out = q.astype(np.float64)
-    out *= _decode_factor(binary_scale, decimal_scale)  # same operations and order as R + factor * q
-    out += float(reference)
+    out = np.empty(count, dtype=np.float64)
+    decode_into(out, payload, bits, reference, binary_scale, decimal_scale, bit_offset)
     return out
+
+
+def decode_into(out: np.ndarray, payload: bytes | memoryview | np.ndarray, bits: int, reference: float,
+                binary_scale: int, decimal_scale: int, bit_offset: int = 0) -> None:
+    """Unpack ``out.size`` values into the float64 array ``out`` (any layout), with no intermediate array for
+    whole-byte widths: ``R + factor * q`` computed as ``q * factor`` then ``+ R``, as the reference does."""
+    count = out.size
+    if bits == 0:
+        out[...] = float(reference)
+        return
+    factor = _decode_factor(binary_scale, decimal_scale)
+    if bit_offset == 0 and bits in (8, 16, 32):
+        raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
+        q: np.ndarray = raw[: count * (bits // 8)].view(f">u{bits // 8}").reshape(out.shape)
+    else:
+        q = unpack_fields(payload, count, bits, bit_offset).reshape(out.shape)
+    np.multiply(q, factor, out=out, casting="unsafe")  # integers below 2**53 convert to float64 exactly
+    out += float(reference)
 
 
 def compute_params(values: np.ndarray, bits: int, decimal_scale: int = 0) -> tuple[float, int]:

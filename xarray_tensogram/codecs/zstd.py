@@ -20,6 +20,7 @@ __all__ = [
     "compress",
     "decompress",
     "decompress_capped",
+    "decompress_into",
     "decompress_prefix",
     "fits_output_bound",
     "frames_bound",
@@ -164,19 +165,40 @@ def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = 
     """
     if expected_size < 0:
         raise CodecError(f"{where}negative decoded size {expected_size}")
+    _check_bound(payload, expected_size, where)
+    out = np.empty(expected_size, dtype=np.uint8)
+    _fill_exactly(payload, out, where)
+    return out
+
+
+def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str = "") -> None:
+    """Decode into ``out`` (a C-contiguous array of any dtype), which the stream must fill exactly.
+
+    The same checks as :func:`decompress`, without allocating: readers decode straight into the
+    caller's final array.
+    """
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("decompress_into needs a writable C-contiguous output array")
+    flat = out.reshape(-1).view(np.uint8)
+    _check_bound(payload, flat.size, where)
+    _fill_exactly(payload, flat, where)
+
+
+def _check_bound(payload: bytes | memoryview, expected_size: int, where: str) -> None:
     bound = frames_bound(payload, where=where)
     if expected_size > bound:
         raise CodecError(
             f"{where}zstd stream can decode to at most {bound} bytes, but {expected_size} are expected"
         )
-    out = np.empty(expected_size, dtype=np.uint8)
+
+
+def _fill_exactly(payload: bytes | memoryview, out: np.ndarray, where: str) -> None:
     got, extra = _fill(payload, out, where, probe_extra=True)
-    if got != expected_size or extra:
+    if got != out.size or extra:
         more = " or more" if extra else ""
         raise CodecError(
-            f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {expected_size}"
+            f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {out.size}"
         )
-    return out
 
 
 def decompress_capped(payload: bytes | memoryview, cap: int, *, where: str = "") -> np.ndarray:

@@ -64,6 +64,21 @@ class ByteSource(ABC):
 
         return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
 
+    def read_into(self, offset: int, out: "np.ndarray", *, what: str = "data") -> None:
+        """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``.
+
+        Readers use it to put raw payloads straight into the caller's final array; local files
+        read with ``preadv`` into it (no memory map, no intermediate buffer).
+        """
+        import numpy as np
+
+        data = np.frombuffer(self.read(offset, out.nbytes, what=what), dtype=out.dtype)
+        np.copyto(out, data.reshape(out.shape))
+
+    def release(self, offset: int, length: int) -> None:
+        """Say that a :meth:`view` of these bytes is no longer needed (local files unmap their pages from
+        this process's resident set, so file pages read once do not count against its memory)."""
+
     def view(self, offset: int, length: int) -> memoryview | None:
         """A zero-copy read-only view of the bytes, or ``None`` when the source cannot map."""
         return None

@@ -7,7 +7,9 @@ import mmap
 import os
 import stat
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from ..errors import (
     FileChangedError,
@@ -16,9 +18,6 @@ from ..errors import (
     describe,
 )
 from .base import ByteSource
-
-if TYPE_CHECKING:
-    import numpy as np
 
 
 #: mapped bytes of recent views a local file source keeps resident (older ones are released)
@@ -123,6 +122,52 @@ class LocalFileSource(ByteSource):
         self.read_calls += 1
         return out
 
+    def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
+        length = out.nbytes
+        if offset < 0 or offset + length > self.size:
+            raise TruncatedFileError(
+                f"{describe(self.name, offset=offset)}{what} needs {length} bytes at this offset "
+                f"but the file is {self.size} bytes long"
+            )
+        if length == 0:
+            return
+        fd = self._fileno()
+        self.check_unchanged()
+        for pos, buffers in _iovecs(out, offset):
+            want = sum(len(b) for b in buffers)
+            got = os.preadv(fd, buffers, pos)
+            if got != want:  # short read: finish buffer by buffer
+                self._finish_short(fd, buffers, pos, got, what)
+        self.bytes_read += length
+        self.read_calls += 1
+
+    def _finish_short(self, fd: int, buffers: list[memoryview], pos: int, got: int, what: str) -> None:
+        for buf in buffers:
+            if got >= len(buf):
+                got -= len(buf)
+                pos += len(buf)
+                continue
+            done = got
+            got = 0
+            while done < len(buf):
+                n = os.preadv(fd, [buf[done:]], pos + done)
+                if n <= 0:
+                    raise TruncatedFileError(f"{describe(self.name, offset=pos)}{what}: the file ended early")
+                done += n
+            pos += len(buf)
+
+    def release(self, offset: int, length: int) -> None:
+        mm = self._mmap
+        if mm is None or length <= 0 or not hasattr(mm, "madvise"):
+            return
+        page = mmap.PAGESIZE
+        start = offset - offset % page
+        end = min(self.size, offset + length)
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (OSError, ValueError):  # a closed map or a platform without it: nothing to give back
+            pass
+
     def view(self, offset: int, length: int) -> memoryview | None:
         if length == 0 or self.size == 0:
             return memoryview(b"")
@@ -180,6 +225,22 @@ class LocalFileSource(ByteSource):
                 os.close(self._fd)
         except Exception:
             pass
+
+
+#: ``preadv`` takes at most this many buffers per call (Linux IOV_MAX)
+_IOV_MAX = 1024
+
+
+def _iovecs(out: np.ndarray, offset: int) -> list[tuple[int, list[memoryview]]]:
+    """``(file offset, buffers)`` batches covering ``out`` in C order: one buffer when it is contiguous,
+    else one per innermost contiguous row (a tile inside a larger array), at most ``_IOV_MAX`` per batch."""
+    if out.flags.c_contiguous:
+        return [(offset, [memoryview(out.reshape(-1).view("u1"))])]
+    if out.ndim == 0 or out.strides[-1] != out.itemsize:
+        raise ValueError("read_into needs an output whose last axis is contiguous")
+    views = [memoryview(out[idx].view("u1")) for idx in np.ndindex(*out.shape[:-1])]  # views, never a copy
+    step = out.shape[-1] * out.itemsize
+    return [(offset + k * step, views[k : k + _IOV_MAX]) for k in range(0, len(views), _IOV_MAX)]
 
 
 def _reopen_local(path: str, stamp: tuple[int, int]) -> LocalFileSource:

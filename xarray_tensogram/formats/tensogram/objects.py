@@ -266,6 +266,24 @@ class ObjectReader:
         fraction = max(0, stop - start) / max(1, self.shape[0])
         return self.range_threshold > 0 and fraction < self.range_threshold
 
+    def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
+        """Decode the whole object straight into ``out`` when its pipeline allows (no intermediate array)."""
+        if self.verify_hash or any(c for c in coords) or tuple(r.stop - r.start for r in region) != self.shape:
+            return False
+        lay = self.layout()
+        if not pipeline.decodes_into(lay.descriptor, out.dtype):
+            return False
+        self.source.check_unchanged()
+        try:
+            pipeline.decode_into(self.source, lay.region_start, lay.region_length, lay.descriptor, out,
+                                 describe(self.source.name, self.where))
+        except MemoryError:
+            raise LimitExceededError(
+                f"{describe(self.source.name, self.where, self.ref.frame_offset)}decoding shape {list(self.shape)} "
+                f"({self.dtype}) needs more memory than is available"
+            ) from None
+        return True
+
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(coords, region, self.shape, self.rows_per_chunk, self.read,
                              lambda start, stop: self.read(slice(start, stop)))

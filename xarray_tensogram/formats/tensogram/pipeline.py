@@ -8,11 +8,12 @@ byte range when the pipeline allows it (no compression, no filter).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Mapping
 
 import numpy as np
 
-from ...codecs import shuffle, simple_packing
+from ...codecs import shuffle, simple_packing, zstd
 from ...errors import (
     CodecError,
     CorruptFileError,
@@ -20,13 +21,14 @@ from ...errors import (
     MetadataError,
     UnsupportedError,
 )
-from .._chunks import row_byte_span
+from ...io import ByteSource
+from .._chunks import read_span, row_byte_span
 from . import masks as mask_codec
 from .compression import decompress
 from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
 
 __all__ = ["validate_descriptor", "element_count", "encoded_length", "decode_full", "decode_rows", "decode_masks",
-           "split_masks", "row_byte_range", "supports_row_ranges"]
+           "split_masks", "row_byte_range", "supports_row_ranges", "decodes_into", "decode_into"]
 
 MAX_RANK = 64
 REQUIRED_KEYS = ("type", "shape", "strides", "dtype", "encoding", "filter", "compression")
@@ -250,3 +252,53 @@ def decode_rows(payload_bytes: bytes | memoryview, desc: Mapping[str, Any], star
     if masks:
         restore_masks(values, desc["dtype"], {k: m[start * row : stop * row] for k, m in masks.items()}, where)
     return values.reshape((stop - start, *desc["shape"][1:]))
+
+
+def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
+    """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``.
+
+    No filter and no NaN/Inf masks; plain values already in native byte order, or simple_packing
+    (float64 out). Other pipelines go through :func:`decode_full` and a copy.
+    """
+    if desc["filter"] != "none" or desc.get("masks") or desc["dtype"] == "bitmask":
+        return False
+    if desc["encoding"] == "simple_packing":
+        return bool(dtype == np.float64)
+    nd = numpy_dtype(desc["dtype"])
+    native = nd.itemsize == 1 or desc.get("byte_order", "little") == sys.byteorder
+    return bool(native and nd == dtype)
+
+
+def decode_into(source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray,
+                where: str = "") -> None:
+    """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (the object's shape).
+
+    Only for descriptors :func:`decodes_into` accepts. Uncompressed values are read with one
+    ``preadv`` into ``out``; zstd decodes into ``out`` directly when it is contiguous; other
+    compressors decode to bytes that are copied once. Compressed bytes viewed from a memory map are
+    released afterwards, so the file's pages do not stay in this process's resident memory.
+    """
+    expected = encoded_length(desc)
+    compression = desc["compression"]
+    if compression == "none" and length != expected:
+        raise CodecError(f"{where}uncompressed payload is {length} bytes, descriptor implies {expected}")
+    packed = desc["encoding"] == "simple_packing"
+    if compression == "none" and not packed:
+        source.read_into(offset, out, what="payload")
+        return
+    payload = read_span(source, offset, length, "payload")
+    try:
+        if compression == "zstd" and not packed and out.flags.c_contiguous:
+            zstd.decompress_into(payload, out, where=where)
+            return
+        encoded = payload if compression == "none" else decompress(compression, payload, expected, desc, where)
+        if packed:
+            simple_packing.decode_into(out, encoded, int(desc["sp_bits_per_value"]), float(desc["sp_reference_value"]),
+                                       int(desc["sp_binary_scale_factor"]), int(desc.get("sp_decimal_scale_factor", 0)))
+        else:
+            if len(encoded) != out.nbytes:
+                raise CodecError(f"{where}{compression} output is {len(encoded)} bytes, expected {out.nbytes}")
+            np.copyto(out, np.frombuffer(encoded, dtype=out.dtype).reshape(out.shape))
+    finally:
+        del payload
+        source.release(offset, length)
