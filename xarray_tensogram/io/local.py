@@ -123,6 +123,8 @@ class LocalFileSource(ByteSource):
         return out
 
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
+        """``preadv`` straight into ``out`` when it is contiguous; otherwise (a tile inside a larger array)
+        into a per-thread scratch buffer, then one copy into place."""
         length = out.nbytes
         if offset < 0 or offset + length > self.size:
             raise TruncatedFileError(
@@ -133,28 +135,19 @@ class LocalFileSource(ByteSource):
             return
         fd = self._fileno()
         self.check_unchanged()
-        for pos, buffers in _iovecs(out, offset):
-            want = sum(len(b) for b in buffers)
-            got = os.preadv(fd, buffers, pos)
-            if got != want:  # short read: finish buffer by buffer
-                self._finish_short(fd, buffers, pos, got, what)
+        contiguous = out.flags.c_contiguous
+        buf = out.reshape(-1).view(np.uint8) if contiguous else _scratch(length)
+        view = memoryview(buf)
+        got = 0
+        while got < length:
+            n = os.preadv(fd, [view[got:]], offset + got)
+            if n <= 0:
+                raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {got}")
+            got += n
+        if not contiguous:
+            np.copyto(out, buf.view(out.dtype).reshape(out.shape))
         self.bytes_read += length
         self.read_calls += 1
-
-    def _finish_short(self, fd: int, buffers: list[memoryview], pos: int, got: int, what: str) -> None:
-        for buf in buffers:
-            if got >= len(buf):
-                got -= len(buf)
-                pos += len(buf)
-                continue
-            done = got
-            got = 0
-            while done < len(buf):
-                n = os.preadv(fd, [buf[done:]], pos + done)
-                if n <= 0:
-                    raise TruncatedFileError(f"{describe(self.name, offset=pos)}{what}: the file ended early")
-                done += n
-            pos += len(buf)
 
     def release(self, offset: int, length: int) -> None:
         mm = self._mmap
@@ -227,20 +220,19 @@ class LocalFileSource(ByteSource):
             pass
 
 
-#: ``preadv`` takes at most this many buffers per call (Linux IOV_MAX)
-_IOV_MAX = 1024
+_SCRATCH = threading.local()
+#: scratch buffers above this size are not kept between reads
+_SCRATCH_KEEP = 16 << 20
 
 
-def _iovecs(out: np.ndarray, offset: int) -> list[tuple[int, list[memoryview]]]:
-    """``(file offset, buffers)`` batches covering ``out`` in C order: one buffer when it is contiguous,
-    else one per innermost contiguous row (a tile inside a larger array), at most ``_IOV_MAX`` per batch."""
-    if out.flags.c_contiguous:
-        return [(offset, [memoryview(out.reshape(-1).view("u1"))])]
-    if out.ndim == 0 or out.strides[-1] != out.itemsize:
-        raise ValueError("read_into needs an output whose last axis is contiguous")
-    views = [memoryview(out[idx].view("u1")) for idx in np.ndindex(*out.shape[:-1])]  # views, never a copy
-    step = out.shape[-1] * out.itemsize
-    return [(offset + k * step, views[k : k + _IOV_MAX]) for k in range(0, len(views), _IOV_MAX)]
+def _scratch(length: int) -> np.ndarray:
+    """A per-thread reusable byte buffer of ``length`` bytes (tiles are read into it, then copied into place)."""
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf.size < length:
+        buf = np.empty(length, dtype=np.uint8)
+        if length <= _SCRATCH_KEEP:
+            _SCRATCH.buf = buf
+    return buf[:length]
 
 
 def _reopen_local(path: str, stamp: tuple[int, int]) -> LocalFileSource:

@@ -71,6 +71,34 @@ class TetrTileReader:
         flat = zstd.decompress(payload, int(e["raw"]), where=where)
         return flat.view(self.dtype).reshape(extent)[region]
 
+    def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
+        """Decode a whole tile straight into ``out`` (a view of the final array, usually not contiguous):
+        raw tiles with one ``preadv`` of their rows, zstd tiles decoded in place when ``out`` is contiguous,
+        else decoded once and copied once."""
+        coords = tuple(int(c) for c in coords)
+        e = self._entry(coords)
+        extent = chunk_extent(self.shape, self.chunk_shape, coords)
+        if tuple(r.stop - r.start for r in region) != extent or out.dtype != self.dtype or not self.dtype.isnative:
+            return False
+        where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
+        offset, stored = int(e["offset"]), int(e["stored"])
+        if int(e["codec"]) == 0:
+            if stored != out.nbytes:
+                return False  # let read_chunk report the inconsistency
+            self.source.read_into(offset, out, what=f"{where}raw tile")
+            return True
+        payload = self._stored(e)
+        try:
+            if out.flags.c_contiguous and int(e["raw"]) == out.nbytes:
+                zstd.decompress_into(payload, out, where=where)
+            else:
+                flat = zstd.decompress(payload, int(e["raw"]), where=where)
+                np.copyto(out, flat.view(self.dtype).reshape(extent))
+        finally:
+            del payload
+            self.source.release(offset, stored)
+        return True
+
     def _stored(self, e: np.void) -> bytes | memoryview:
         return read_span(self.source, int(e["offset"]), int(e["stored"]), f"tile payload of {self.name!r}")
 

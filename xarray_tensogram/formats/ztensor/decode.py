@@ -299,6 +299,45 @@ class TensorReader:
                              f"tensor {info.name!r} rows {start}:{stop}", zero_copy=True).reshape(-1)
         return self._to_logical(flat, out_dtype, main).reshape((stop - start,) + info.shape[1:])
 
+    def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
+        """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``.
+
+        Raw little-endian values: one ``preadv`` of the band's bytes into ``out``. zstd: the whole tensor
+        decoded into ``out`` when it is contiguous. Anything else (sparse, logical dtypes, verification,
+        big-endian data) returns False and goes through :meth:`read_chunk`.
+        """
+        info = self.info
+        if self.verify or info.problem is not None or not info.shape or info.layout != "dense" or len(info.parts) != 1:
+            return False
+        main = info.main_part
+        if main.big_endian or main.ltype is not None or main.storage != out.dtype or not _LITTLE:
+            return False
+        band = self.rows_per_chunk or info.shape[0]
+        start = coords[0] * band + region[0].start
+        stop = coords[0] * band + region[0].stop
+        if any(r != slice(0, n) for r, n in zip(region[1:], info.shape[1:])) or stop <= start:
+            return False
+        expected = info.size * main.storage.itemsize
+        self._check_bounds(main, "data")
+        if main.encoding == "raw":
+            if main.length != expected:
+                return False  # read_chunk reports it
+            row_bytes = expected // info.shape[0]
+            self._source(main).read_into(main.offset + start * row_bytes, out, what=f"tensor {info.name!r}")
+            return True
+        if main.encoding != "zstd" or (start, stop) != (0, info.shape[0]) or not out.flags.c_contiguous:
+            return False
+        if (main.decoded_length not in (None, expected)) or expected > zstd.max_output(main.length):
+            return False
+        source = self._source(main)
+        payload = self._stored(main, "data", zero_copy=True)
+        try:
+            zstd.decompress_into(payload, out, where=f"{self._where}part 'data': ")
+        finally:
+            del payload
+            source.release(main.offset, main.length)
+        return True
+
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)
 
