@@ -575,7 +575,22 @@ def _rss() -> int:
 
 
 def _peak() -> int:
+    """Peak resident memory of this process (VmHWM: unlike ru_maxrss, it does not inherit the parent's peak
+    through fork + exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _reset_peak() -> None:
+    """Start the peak over from the current RSS (Linux: ``5`` into clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
 
 
 def run_child(args: list[str]) -> dict[str, Any]:
@@ -594,6 +609,7 @@ def run_child(args: list[str]) -> dict[str, Any]:
         ds = open_xr(Path(args[1]))
         decoded = sum(v.nbytes for v in ds.data_vars.values())
         gc.collect()
+        _reset_peak()
         before = _rss()
         ds.load()
         return {"peak": _peak() - before, "decoded": decoded}
@@ -605,6 +621,7 @@ def run_child(args: list[str]) -> dict[str, Any]:
         ds = xr.open_mfdataset(paths, engine="tensogram", chunks={}, combine="nested", concat_dim="step")
         decoded = sum(v.nbytes for v in ds.data_vars.values())
         gc.collect()
+        _reset_peak()
         before = _rss()
         with dask.config.set(scheduler="threads", num_workers=2):
             ds.mean().compute()
