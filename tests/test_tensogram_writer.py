@@ -807,16 +807,19 @@ def _fail_on_call(monkeypatch, n, exc=RuntimeError):
     """Make the n-th message encode (1-based) raise, after earlier messages were written."""
     import xarray_tensogram.write.tensogram as tw
 
-    real = tw.encode_message
     calls = {"n": 0}
 
-    def flaky(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == n:
-            raise exc("injected failure")
-        return real(*args, **kwargs)
+    def flaky_version_of(real):
+        def flaky(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == n:
+                raise exc("injected failure")
+            return real(*args, **kwargs)
+        return flaky
 
-    monkeypatch.setattr(tw, "encode_message", flaky)
+    # messages are encoded as bytes (a message without objects) or as streamed parts
+    for name in ("encode_message", "encode_message_parts"):
+        monkeypatch.setattr(tw, name, flaky_version_of(getattr(tw, name)))
     return calls
 
 

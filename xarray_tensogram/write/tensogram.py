@@ -33,9 +33,11 @@ from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
 from ..formats.tensogram.writer import (
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
+    EncodedMessage,
     ObjectInput,
     check_pipeline,
     encode_message,
+    encode_message_parts,
     write_messages,
 )
 
@@ -370,7 +372,7 @@ def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[str]
 
 def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encoding: Mapping[str, Mapping[str, Any]],
                    hash: str | None, layout: str, reserved: Mapping[str, Any] | None,
-                   mask_method: str | None) -> Iterator[bytes]:
+                   mask_method: str | None) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = _plan_dims(ds, message_dims)
@@ -411,8 +413,8 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
                 yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
             continue
         wrote_any = True
-        yield encode_message({"base": [p[0] for p in pairs], "_extra_": extra}, [p[1] for p in pairs], hash=hash,
-                             layout=layout, reserved=reserved, **mask_kw)
+        yield encode_message_parts({"base": [p[0] for p in pairs], "_extra_": extra}, [p[1] for p in pairs],
+                                   hash=hash, layout=layout, reserved=reserved, **mask_kw)
 
 
 def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike[str], *, mode: str = "w",

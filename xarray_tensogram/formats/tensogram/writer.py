@@ -15,9 +15,10 @@ import os
 import struct
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import xxhash
 
 from ..._version import __version__
 from ...codecs.cbor import dumps_canonical
@@ -39,12 +40,36 @@ __all__ = [
     "PIPELINE_PARAMS",
     "PIPELINE_VALUES",
     "REFERENCE_ENCODER",
+    "EncodedMessage",
     "ObjectInput",
     "check_pipeline",
     "encode_message",
+    "encode_message_parts",
     "encoding_from_descriptor",
     "write_messages",
 ]
+
+Chunk = bytes | bytearray | memoryview
+
+
+class _DataFrame(NamedTuple):
+    """One data frame as the pieces that follow each other in the file (nothing concatenated)."""
+
+    parts: list[Chunk]
+    length: int
+    hash: int
+
+
+class EncodedMessage(NamedTuple):
+    """A message as a list of byte chunks in file order: write them one after the other (:func:`write_messages`
+    does), so a 400 MB message is never assembled in memory; ``b"".join(m.parts)`` gives its bytes."""
+
+    parts: list[Chunk]
+    length: int
+
+    def tobytes(self) -> bytes:
+        return b"".join(self.parts)
+
 
 REFERENCE_ENCODER = {"name": "tensogram", "version": "0.24.0"}
 #: provenance written by default (pass ``reserved={"encoder": REFERENCE_ENCODER, ...}`` to mimic the reference)
@@ -112,6 +137,20 @@ def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | 
     The keywords are those of the reference ``tensogram.encode``. ``threads`` is accepted for
     compatibility and ignored: output always equals the reference's ``threads=0`` bytes.
     """
+    return encode_message_parts(
+        metadata, objects, hash=hash, layout=layout, backfill=backfill, reserved=reserved, allow_nan=allow_nan,
+        allow_inf=allow_inf, nan_mask_method=nan_mask_method, pos_inf_mask_method=pos_inf_mask_method,
+        neg_inf_mask_method=neg_inf_mask_method, small_mask_threshold_bytes=small_mask_threshold_bytes,
+        aggregate_hash=aggregate_hash, threads=threads).tobytes()
+
+
+def encode_message_parts(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple], *,
+                         hash: str | None = "xxh3", layout: str = "buffered", backfill: bool = False,
+                         reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
+                         nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
+                         neg_inf_mask_method: str = "roaring", small_mask_threshold_bytes: int = 128,
+                         aggregate_hash: str | None = None, threads: int = 0) -> EncodedMessage:
+    """:func:`encode_message` as an :class:`EncodedMessage`: the frames as chunks to stream to a file."""
     if hash not in ("xxh3", None):
         raise UnsupportedError(f"hash {hash!r}: only 'xxh3' or None")
     hashing = hash == "xxh3"
@@ -122,14 +161,7 @@ def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | 
     methods = {"nan": nan_mask_method, "pos_inf": pos_inf_mask_method, "neg_inf": neg_inf_mask_method}
     encoded = [encode_object(o, allow_nan=allow_nan, allow_inf=allow_inf, mask_methods=methods,
                               small_mask_threshold=small_mask_threshold_bytes) for o in objs]
-    data_frames = []
-    for desc, region in encoded:
-        cbor = dumps_canonical(desc)
-        body = region + cbor
-        h = xxh3_64(body) if hashing else 0
-        flags = 0x1 | (0x2 if hashing else 0)
-        data_frames.append(b"FR" + struct.pack(">HHHQ", 9, 1, flags, 16 + len(body) + 20) + body
-                           + struct.pack(">QQ", 16 + len(region), h) + b"ENDF")
+    data_frames = [_data_frame(region, dumps_canonical(desc), hashing) for desc, region in encoded]
     full_base = []
     for i, (desc, _region) in enumerate(encoded):
         entry = dict(base[i]) if i < len(base) else {}
@@ -154,12 +186,31 @@ def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | 
     raise UnsupportedError(f"layout {layout!r}: use 'buffered' or 'streaming'")
 
 
-def _hash_map(data_frames: list[bytes]) -> bytes:
-    return dumps_canonical({"hashes": ["%016x" % int.from_bytes(f[-12:-4], "big") for f in data_frames],
-                            "algorithm": "xxh3"})
+def _data_frame(region: Chunk, cbor: bytes, hashing: bool) -> _DataFrame:
+    """A data frame (payload first, CBOR descriptor after it) as header, payload, descriptor and footer pieces."""
+    if hashing:
+        hasher = xxhash.xxh3_64()
+        hasher.update(region)
+        hasher.update(cbor)
+        h = hasher.intdigest()
+    else:
+        h = 0
+    flags = 0x1 | (0x2 if hashing else 0)
+    length = 16 + len(region) + len(cbor) + 20
+    header = b"FR" + struct.pack(">HHHQ", 9, 1, flags, length)
+    footer = struct.pack(">QQ", 16 + len(region), h) + b"ENDF"
+    return _DataFrame([header, region, cbor, footer], length, h)
 
 
-def _assemble_buffered(meta: dict, data_frames: list[bytes], hashing: bool, policy: str) -> bytes:
+def _padding(length: int) -> bytes:
+    return b"\0" * (align8(length) - length)
+
+
+def _hash_map(data_frames: list[_DataFrame]) -> bytes:
+    return dumps_canonical({"hashes": ["%016x" % f.hash for f in data_frames], "algorithm": "xxh3"})
+
+
+def _assemble_buffered(meta: dict, data_frames: list[_DataFrame], hashing: bool, policy: str) -> EncodedMessage:
     policy = "header" if policy == "auto" else policy
     header_hash = hashing and data_frames and policy in ("header", "both")
     footer_hash = hashing and data_frames and policy in ("footer", "both")
@@ -175,12 +226,12 @@ def _assemble_buffered(meta: dict, data_frames: list[bytes], hashing: bool, poli
         offsets = []
         for f in data_frames:
             offsets.append(pos)
-            pos += align8(len(f))
+            pos += align8(f.length)
         return offsets, pos
 
     index_frame = b""
     if data_frames:
-        lengths = [len(f) for f in data_frames]
+        lengths = [f.length for f in data_frames]
         index_frame = _frame(2, dumps_canonical({"lengths": lengths, "offsets": [0] * len(lengths)}), hashing)
         for _ in range(3):
             offsets, _end = layout_with(index_frame)
@@ -188,59 +239,81 @@ def _assemble_buffered(meta: dict, data_frames: list[bytes], hashing: bool, poli
             if len(new) == len(index_frame) and new == index_frame:
                 break
             index_frame = new
-    buf = bytearray(b"\0" * 24)
+    head = bytearray(b"\0" * 24)
     for f in (meta_frame, index_frame, hash_frame):
         if f:
-            buf += f
-            _pad(buf)
-    for f in data_frames:
-        buf += f
-        _pad(buf)
-    first_footer = len(buf)
+            head += f
+            _pad(head)
+    parts: list[Chunk] = [head]
+    pos = len(head)
+    for df in data_frames:
+        parts += df.parts
+        parts.append(_padding(df.length))
+        pos += align8(df.length)
+    first_footer = pos
+    tail = bytearray()
     if footer_hash:
-        buf += _frame(5, _hash_map(data_frames), hashing)
-        _pad(buf)
-    total = len(buf) + 24
-    buf += struct.pack(">QQ", first_footer, total) + END_MAGIC
+        tail += _frame(5, _hash_map(data_frames), hashing)
+        _pad(tail)
+    total = pos + len(tail) + 24
+    tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
+    parts.append(tail)
     flags = 0x1 | (0x4 if data_frames else 0) | (0x10 if header_hash else 0) | (0x20 if footer_hash else 0) \
         | (0x80 if hashing else 0)
-    buf[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
-    return bytes(buf)
+    head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
+    return EncodedMessage(parts, total)
 
 
-def _assemble_streaming(header_meta: dict, full_meta: dict, data_frames: list[bytes], hashing: bool, policy: str,
-                        backfill: bool) -> bytes:
+def _assemble_streaming(header_meta: dict, full_meta: dict, data_frames: list[_DataFrame], hashing: bool,
+                        policy: str, backfill: bool) -> EncodedMessage:
     if policy in ("header", "both"):
         raise UnsupportedError("streaming messages hold hashes in the footer only")
     policy = "footer" if policy == "auto" else policy
-    buf = bytearray(b"\0" * 24)
-    buf += _frame(1, dumps_canonical(header_meta), hashing)
-    _pad(buf)
+    head = bytearray(b"\0" * 24)
+    head += _frame(1, dumps_canonical(header_meta), hashing)
+    _pad(head)
+    parts: list[Chunk] = [head]
+    pos = len(head)
     offsets, lengths = [], []
-    for f in data_frames:
-        offsets.append(len(buf))
-        lengths.append(len(f))
-        buf += f
-        _pad(buf)
-    first_footer = len(buf)
-    buf += _frame(7, dumps_canonical(full_meta), hashing)
-    _pad(buf)
+    for df in data_frames:
+        offsets.append(pos)
+        lengths.append(df.length)
+        parts += df.parts
+        parts.append(_padding(df.length))
+        pos += align8(df.length)
+    first_footer = pos
+    tail = bytearray(_frame(7, dumps_canonical(full_meta), hashing))
+    _pad(tail)
     if hashing and policy != "none" and data_frames:
-        buf += _frame(5, _hash_map(data_frames), hashing)
-        _pad(buf)
-    buf += _frame(6, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
-    _pad(buf)
-    total = len(buf) + 24 if backfill else 0
-    buf += struct.pack(">QQ", first_footer, total) + END_MAGIC
+        tail += _frame(5, _hash_map(data_frames), hashing)
+        _pad(tail)
+    tail += _frame(6, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
+    _pad(tail)
+    total = pos + len(tail) + 24 if backfill else 0
+    tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
+    parts.append(tail)
     flags = 0x01 | 0x02 | 0x08 | 0x40
     if hashing:
         flags |= 0x80 | (0x20 if policy != "none" else 0)
-    buf[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
-    return bytes(buf)
+    head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
+    return EncodedMessage(parts, pos + len(tail))
 
 
-def write_messages(path: str | os.PathLike, messages: Iterable[bytes], *, mode: str = "w") -> int:
+def _write_message(f: Any, m: bytes | EncodedMessage) -> int:
+    """Write one message (bytes, or an :class:`EncodedMessage` chunk by chunk); return its length."""
+    if isinstance(m, EncodedMessage):
+        for part in m.parts:
+            f.write(part)
+        return m.length
+    f.write(m)
+    return len(m)
+
+
+def write_messages(path: str | os.PathLike, messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
     """Write encoded messages to ``path``; ``mode="a"`` appends without rewriting. Returns bytes written.
+
+    Messages are bytes or :class:`EncodedMessage` (from :func:`encode_message_parts`), whose frames are
+    streamed to the file one after the other instead of being joined in memory first.
 
     ``"w"`` writes a temporary file and renames it into place; ``"a"`` truncates the
     file back to its old size if anything fails, so a reader never sees half a message.
@@ -249,8 +322,7 @@ def write_messages(path: str | os.PathLike, messages: Iterable[bytes], *, mode: 
         total = 0
         with atomic_write(path) as f:
             for m in messages:
-                f.write(m)
-                total += len(m)
+                total += _write_message(f, m)
         return total
     if mode != "a":
         raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
@@ -260,8 +332,7 @@ def write_messages(path: str | os.PathLike, messages: Iterable[bytes], *, mode: 
         try:
             total = 0
             for m in messages:
-                f.write(m)
-                total += len(m)
+                total += _write_message(f, m)
             f.flush()
             os.fsync(f.fileno())
         except BaseException:
