@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -425,6 +426,10 @@ def check_same(path: Path, payloads: Sequence[Payload], shapes: dict[str, Any]) 
             np.testing.assert_array_equal(ds[name].values, arr, err_msg=f"{path.name}: {name}")
 
 
+def _bare_step(payloads: Sequence[Payload], shapes: dict[str, Any], threads: int, _setup: Any) -> object:
+    return bare_decode(payloads, shapes, threads=threads)
+
+
 def section_full(sz: Sizes, rows: list[Row]) -> None:
     for fmt, codec in FULL_CASES:
         path = case_file(sz, fmt, codec)
@@ -432,8 +437,8 @@ def section_full(sz: Sizes, rows: list[Row]) -> None:
         shapes = var_shapes(path)
         check_same(path, payloads, shapes)
         decoded = sum(int(np.prod(s)) * d.itemsize for s, d in shapes.values())
-        ours, ref = alternate((lambda ds: ds.load(), lambda: open_xr(path)),
-                              (lambda _: bare_decode(payloads, shapes), None), sz.repeat)
+        ours, ref = alternate((lambda ds: ds.load(), partial(open_xr, path)),
+                              (partial(_bare_step, payloads, shapes, 1), None), sz.repeat)
         rows.append(Row(f".{fmt}", CODEC_LABEL[codec], f"ds.load() {mib(decoded)}", seconds(ours), seconds(ref),
                         ref / ours, 0.85))
         print(f"  full {fmt} {codec}: ours {seconds(ours)}, bare {seconds(ref)}", flush=True)
@@ -453,8 +458,8 @@ def section_dask(sz: Sizes, rows: list[Row]) -> None:
                 with dask.config.set(scheduler="threads", num_workers=2):
                     return ds.load()
 
-            ours, ref = alternate((load, lambda c=chunks: open_xr(path, chunks=c)),
-                                  (lambda _: bare_decode(payloads, shapes, threads=2), None), sz.repeat)
+            ours, ref = alternate((load, partial(open_xr, path, chunks=chunks)),
+                                  (partial(_bare_step, payloads, shapes, 2), None), sz.repeat)
             with open_xr(path, chunks=chunks) as ds:
                 n = max(len(v.data.to_delayed().ravel()) for v in ds.data_vars.values())
             rows.append(Row(f".{fmt}", "zstd", f"dask 2 threads chunks={chunks!r} ({n} tasks/var)", seconds(ours),

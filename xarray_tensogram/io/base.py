@@ -64,7 +64,7 @@ class ByteSource(ABC):
 
         return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
 
-    def read_into(self, offset: int, out: "np.ndarray", *, what: str = "data") -> None:
+    def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
         """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``.
 
         Readers use it to put raw payloads straight into the caller's final array; local files
