@@ -270,6 +270,8 @@ class ObjectReader:
         """Decode the whole object straight into ``out`` when its pipeline allows (no intermediate array)."""
         if self.verify_hash or any(c for c in coords) or tuple(r.stop - r.start for r in region) != self.shape:
             return False
+        if self._layout is None and type(self.source).view is ByteSource.view:
+            return False  # remote: read_chunk gets descriptor and payload in one request; here it would take two
         lay = self.layout()
         if not pipeline.decodes_into(lay.descriptor, out.dtype):
             return False
