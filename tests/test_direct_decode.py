@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from xarray_tensogram.assemble.tensogram import _Positions, _sorted_unique
 from xarray_tensogram.codecs import simple_packing, zstd
 from xarray_tensogram.errors import CodecError, TruncatedFileError
 from xarray_tensogram.formats.tetr import DatasetWrite, write_tetr
@@ -205,15 +204,6 @@ def test_auto_chunks_are_whole_tiles_and_each_tile_is_read_once(tmp_path, monkey
 
 
 # ------------------------------------------------------------------------------------ open: linear steps
-def test_distinct_values_and_positions_handle_unhashable_values():
-    values = [3, [1, 2], 1, 3.0, (1, 2), [1, 2], {"a": 1}, 1]
-    unique = _sorted_unique(values)
-    assert unique == [3, [1, 2], 1, (1, 2), {"a": 1}]  # first-seen order when not sortable; 3 == 3.0
-    pos = _Positions(unique)
-    assert [pos(v) for v in (3, 3.0, [1, 2], 1, (1, 2), {"a": 1})] == [0, 0, 1, 2, 3, 4]
-    assert _sorted_unique([5, 1, 3, 1, 5]) == [1, 3, 5]
-
-
 def test_many_messages_stack_in_order(tmp_path):
     path = tmp_path / "many.tgm"
     desc = {"type": "ntensor", "shape": [2, 2], "dtype": "float32"}
