@@ -19,7 +19,6 @@ from ..errors import (
 )
 from .base import ByteSource
 
-
 #: mapped bytes of recent views a local file source keeps resident (older ones are released)
 RESIDENT_VIEW_BYTES = 64 << 20
 
