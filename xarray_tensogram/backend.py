@@ -27,7 +27,7 @@ from .formats import registry
 from .formats.base import FormatFile
 from .io import ByteSource, is_remote_url, open_source
 
-__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "sniff_format"]
+__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_raw_groups", "sniff_format"]
 
 #: the CF decoding switches, typed as xarray types them
 DecodeCoords = bool | Literal["coordinates", "all"] | None
@@ -135,6 +135,20 @@ def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str
         if cand in groups:
             return cand
     raise GroupSelectionError(f"{name!r} has no group {group!r}; groups: {', '.join(groups)}")
+
+
+def open_raw_groups(filename_or_obj: Any, *, storage_options: Mapping[str, Any] | None = None,
+                    drop_variables: str | Iterable[str] | None = None, **format_options: Any,
+                    ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+    """The raw (not yet CF-decoded) Dataset of every group, and the open file to close.
+
+    For consumers that need the storage layout behind the variables (the virtual Zarr parsers):
+    data variables hold the lazy array, whose ``ArraySpec`` names every chunk's reader.
+    ``format_options`` are those of ``open_dataset`` (``dim_names``, ``variable_key`` ...); None means unset.
+    """
+    options = {k: v for k, v in format_options.items() if v is not None}
+    return TensogramBackendEntrypoint._open_groups(filename_or_obj, storage_options, _normalise_drop(drop_variables),
+                                                   options)
 
 
 class TensogramBackendEntrypoint(BackendEntrypoint):

@@ -23,6 +23,7 @@ __all__ = [
     "netcdf_safe_value",
     "generic_dim_names",
     "lazy_variable",
+    "storage_spec",
     "unique_names",
 ]
 
@@ -134,6 +135,18 @@ def lazy_variable(dims: Sequence[str], spec: ArraySpec, attrs: Mapping[str, Any]
     var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
     var.encoding = enc
     return var
+
+
+def storage_spec(var: xr.Variable) -> ArraySpec | None:
+    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable` and not yet indexed, else None.
+
+    Lets layers above (the virtual Zarr parsers) map a raw variable back to its storage chunks.
+    """
+    data = var._data
+    if isinstance(data, indexing.LazilyIndexedArray) and isinstance(data.array, LazyChunkedArray):
+        full = all(isinstance(k, slice) and k == slice(None) for k in data.key.tuple)
+        return data.array.spec if full and data.shape == data.array.shape else None
+    return None
 
 
 def _names(value: Any, what: str, source: str | None) -> list[str]:

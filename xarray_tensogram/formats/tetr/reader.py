@@ -54,6 +54,11 @@ class TetrTileReader:
             raise IndexError(f"tile {list(coords)} is outside the grid {list(self.table.shape)} of {self.name!r}")
         return self.entries[int(self.table[tuple(coords)])]
 
+    def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
+        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec)`` (0 raw, 1 zstd)."""
+        e = self._entry(tuple(int(c) for c in coords))
+        return int(e["offset"]), int(e["stored"]), int(e["raw"]), int(e["codec"])
+
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
         """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``."""
         coords = tuple(int(c) for c in coords)

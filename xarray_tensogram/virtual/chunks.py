@@ -1,0 +1,180 @@
+"""Where each storage chunk of a raw variable lives, and which Zarr v3 codecs decode it.
+
+One planner per format turns the :class:`~xarray_tensogram.catalog.ArraySpec` behind a raw
+variable into a :class:`VirtualArray`: a regular chunk grid, one byte range per present chunk and a
+codec pipeline shared by every chunk. Standard codecs (``bytes``, ``zstd``, ``numcodecs.shuffle``)
+are used where they express the stored bytes exactly, so readers without this package can read
+those arrays; the package's own codecs (``codecs.py``) only where they cannot. A planner returns
+``None`` when the chunks cannot be expressed as byte ranges (e.g. sparse zTensor layouts); the
+parser then inlines the decoded values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..catalog import ArraySpec, StackedReader, chunk_counts, chunk_extent
+from .codecs import TET_TILE_ID, TGM_FRAME_ID
+
+__all__ = ["ChunkRef", "VirtualArray", "plan_chunks", "bytes_codec"]
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    """One chunk: its grid coordinates and the byte range holding it (``path`` None = the parsed file)."""
+
+    coords: tuple[int, ...]
+    offset: int
+    length: int
+    path: str | None = None
+
+
+@dataclass
+class VirtualArray:
+    """A Zarr array whose chunks are byte ranges of existing files."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    chunk_shape: tuple[int, ...]
+    codecs: list[dict[str, Any]]
+    refs: list[ChunkRef] = field(default_factory=list)
+
+
+def bytes_codec(dtype: np.dtype, big_endian: bool = False) -> dict[str, Any]:
+    if np.dtype(dtype).itemsize == 1:
+        return {"name": "bytes", "configuration": {}}
+    return {"name": "bytes", "configuration": {"endian": "big" if big_endian else "little"}}
+
+
+_ZSTD = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+
+#: format name -> planner; a fourth format registers its own
+Planner = Callable[[ArraySpec, Callable[[str | None], str]], "VirtualArray | None"]
+
+
+# -- Tensogram: one data object per chunk ---------------------------------------------------------
+def _tensogram_members(spec: ArraySpec) -> tuple[tuple[int, ...], list[Any]]:
+    """Stack shape and the object readers (None for hypercube holes), C order over the stack."""
+    reader = spec.reader
+    if isinstance(reader, StackedReader):
+        return reader.stack_shape, [m.reader if m is not None else None for m in reader.members]
+    return (), [reader]
+
+
+def _standard_tensogram(desc: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The standard-codec signature of an object, or None when only the frame codec can decode it."""
+    if desc["encoding"] != "none" or desc.get("masks") or desc["dtype"] == "bitmask":
+        return None
+    if desc["compression"] not in ("none", "zstd") or desc["filter"] not in ("none", "shuffle"):
+        return None
+    return (desc["compression"], desc["filter"], desc.get("shuffle_element_size"), desc.get("byte_order", "little"))
+
+
+def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
+    from ..formats.tensogram.reader import ObjectReader
+
+    stack_shape, readers = _tensogram_members(spec)
+    if not all(r is None or isinstance(r, ObjectReader) for r in readers):
+        return None
+    present = [(i, r) for i, r in enumerate(readers) if r is not None]
+    layouts = [r.layout() for _, r in present]
+    inner = spec.shape[len(stack_shape):]
+    chunk_shape = (1,) * len(stack_shape) + tuple(max(1, s) for s in inner)
+    sigs = {_standard_tensogram(lay.descriptor) for lay in layouts}
+    grid_coords = [tuple(int(c) for c in np.unravel_index(i, stack_shape)) if stack_shape else () for i, _ in present]
+    pad = (0,) * len(inner)
+    sig = next(iter(sigs)) if len(sigs) == 1 else None
+    if sig is not None:
+        compression, filt, elsize, order = sig
+        codecs = [bytes_codec(spec.dtype, order == "big")]
+        if filt == "shuffle":
+            codecs.append({"name": "numcodecs.shuffle", "configuration": {"elementsize": int(elsize)}})
+        if compression == "zstd":
+            codecs.append(dict(_ZSTD))
+        refs = [ChunkRef(c + pad, lay.region_start, lay.region_length) for c, lay in zip(grid_coords, layouts)]
+    else:
+        codecs = [bytes_codec(spec.dtype), {"name": TGM_FRAME_ID, "configuration": {}}]
+        refs = [ChunkRef(c + pad, r.ref.frame_offset, r.ref.frame_length) for c, (_, r) in zip(grid_coords, present)]
+    return VirtualArray(spec.shape, spec.dtype, chunk_shape, codecs, refs)
+
+
+# -- Tetration: one tile per chunk ----------------------------------------------------------------
+def _unique_ranges(tiles: list[tuple[tuple[int, ...], int, int, int, int, bool]], default: int
+                   ) -> tuple[list[ChunkRef], dict[str, list[Any]]]:
+    """Byte ranges for every tile; special tiles get a range length no other tile has (see codecs.py)."""
+    ordinary = {stored for (_c, _o, stored, _r, codec, clipped) in tiles if not clipped and codec == default}
+    taken = set(ordinary)
+    refs, special = [], {}
+    for coords, offset, stored, raw, codec, clipped in tiles:
+        if not clipped and codec == default:
+            refs.append(ChunkRef(coords, offset, stored))
+            continue
+        skip = 0
+        while stored + skip in taken or offset - skip < 0:
+            skip += 1
+        taken.add(stored + skip)
+        refs.append(ChunkRef(coords, offset - skip, stored + skip))
+        special[str(stored + skip)] = [skip, stored, raw, codec, None]
+    return refs, special
+
+
+def plan_tetr(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
+    from ..formats.tetr import TetrTileReader
+
+    reader = spec.reader
+    if not isinstance(reader, TetrTileReader):
+        return None
+    grid = chunk_counts(spec.shape, spec.chunk_shape)
+    tiles, shapes = [], {}
+    for coords in np.ndindex(*grid):
+        offset, stored, raw, codec = reader.tile_range(coords)
+        extent = chunk_extent(spec.shape, spec.chunk_shape, coords)
+        tiles.append((tuple(coords), offset, stored, raw, codec, extent != spec.chunk_shape))
+        shapes[tuple(coords)] = list(extent)
+    full_codecs = Counter(t[4] for t in tiles if not t[5]) or Counter(t[4] for t in tiles)
+    default = full_codecs.most_common(1)[0][0] if full_codecs else 0
+    if all(not t[5] and t[4] == default for t in tiles):
+        codecs = [bytes_codec(spec.dtype)] + ([dict(_ZSTD)] if default == 1 else [])
+        refs = [ChunkRef(t[0], t[1], t[2]) for t in tiles]
+        return VirtualArray(spec.shape, spec.dtype, spec.chunk_shape, codecs, refs)
+    refs, special = _unique_ranges(tiles, default)
+    for ref in refs:
+        entry = special.get(str(ref.length))
+        if entry is not None and entry[4] is None:
+            entry[4] = shapes[ref.coords]
+    config = {"dtype": spec.dtype.str, "chunk_shape": list(spec.chunk_shape), "codec": default, "special": special}
+    codecs = [bytes_codec(spec.dtype), {"name": TET_TILE_ID, "configuration": config}]
+    return VirtualArray(spec.shape, spec.dtype, spec.chunk_shape, codecs, refs)
+
+
+# -- zTensor: one tensor per chunk ----------------------------------------------------------------
+def plan_ztensor(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
+    from ..formats.ztensor.decode import TensorReader
+
+    reader = spec.reader
+    if not isinstance(reader, TensorReader):
+        return None
+    info = reader.info
+    if info.problem is not None or info.layout != "dense" or len(info.parts) != 1:
+        return None
+    part = info.main_part
+    if part.encoding not in ("raw", "zstd") or info.numpy_dtype != part.storage.newbyteorder("="):
+        return None
+    chunk_shape = tuple(max(1, s) for s in spec.shape)
+    codecs = [bytes_codec(spec.dtype, part.big_endian)] + ([dict(_ZSTD)] if part.encoding == "zstd" else [])
+    refs = [] if math.prod(spec.shape) == 0 else [
+        ChunkRef((0,) * len(spec.shape), part.offset, part.length, resolve(part.shard) if part.shard else None)]
+    return VirtualArray(spec.shape, spec.dtype, chunk_shape, codecs, refs)
+
+
+PLANNERS: dict[str, Planner] = {"tensogram": plan_tensogram, "tetr": plan_tetr, "ztensor": plan_ztensor}
+
+
+def plan_chunks(fmt: str, spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
+    """The virtual array of ``spec`` in format ``fmt``; ``resolve(shard)`` gives a shard file's URL."""
+    return PLANNERS[fmt](spec, resolve)

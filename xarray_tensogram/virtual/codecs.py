@@ -1,0 +1,201 @@
+"""Codecs for chunks that standard Zarr codecs cannot decode, for Zarr v2 (numcodecs) and v3.
+
+* :class:`TensogramFrameCodec` (``xarray_tensogram.tgm_frame``): one whole Tensogram data-object
+  frame in, the object's values out. The frame carries its own descriptor, so objects with
+  different pipelines (simple_packing parameters, szip, blosc2, zfp, NaN/Inf masks ...) can share
+  one Zarr array: the codec needs no per-chunk configuration.
+* :class:`TetrTileCodec` (``xarray_tensogram.tet_tile``): a Tetration tile in, the tile padded to the
+  full chunk shape out. A codec never learns which chunk it decodes, so the references give every
+  special tile (clipped at the edge, or with a codec other than the array's default) a byte range of
+  a length no ordinary tile has, starting ``skip`` bytes early; the configuration maps that length
+  to the tile's stored size, raw size, codec and clipped shape.
+
+Both decode to little-endian bytes of the array's dtype; the Zarr ``bytes`` codec does the rest.
+They are registered with numcodecs (``numcodecs.codecs`` entry points, for kerchunk references,
+which are Zarr v2) and with zarr-python (``zarr.codecs`` entry points, for Zarr v3 and Icechunk).
+Importing this module also registers them, for environments without the entry points.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numcodecs.abc import Codec
+
+from ..errors import CodecError, CorruptFileError
+
+if TYPE_CHECKING:
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import Buffer
+
+__all__ = ["TensogramFrameCodec", "TetrTileCodec", "TensogramFrameZarrCodec", "TetrTileZarrCodec", "register"]
+
+TGM_FRAME_ID = "xarray_tensogram.tgm_frame"
+TET_TILE_ID = "xarray_tensogram.tet_tile"
+
+
+def _little_bytes(values: np.ndarray) -> bytes:
+    """Values as C-order little-endian bytes (what the Zarr ``bytes`` codec with ``endian: little`` reads)."""
+    arr = np.ascontiguousarray(values)
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return arr.tobytes()
+
+
+def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = "virtual chunk") -> np.ndarray:
+    """Decode one whole data-object frame (header, descriptor, payload, masks, footer) to its values."""
+    from ..formats.tensogram import pipeline
+    from ..formats.tensogram.reader import ObjectRef, read_frame_layout
+    from ..io import BytesSource
+
+    data = np.frombuffer(frame, dtype=np.uint8) if not isinstance(frame, np.ndarray) else frame.view(np.uint8).ravel()
+    source = BytesSource(b"", name=where)  # names the chunk in errors; the bytes come from `frame`
+    lay = read_frame_layout(source, ObjectRef(0, len(data)), where, frame_bytes=data)
+    region = data[lay.region_start : lay.region_start + lay.region_length]
+    return pipeline.decode_full(region, lay.descriptor, f"{where}: ")
+
+
+class TensogramFrameCodec(Codec):  # type: ignore[misc]
+    """numcodecs codec: a Tensogram data-object frame -> the object's values (little-endian bytes)."""
+
+    codec_id = TGM_FRAME_ID
+
+    def encode(self, buf: Any) -> Any:
+        raise CodecError("the Tensogram frame codec only decodes: write Tensogram files with xarray_tensogram.to_tensogram")
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        raw = _little_bytes(decode_tensogram_frame(np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8)))
+        if out is not None:
+            np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = np.frombuffer(raw, dtype=np.uint8)
+            return out
+        return raw
+
+
+class TetrTileCodec(Codec):  # type: ignore[misc]
+    """numcodecs codec: a Tetration tile (raw or zstd, possibly clipped) -> the full chunk (little-endian bytes).
+
+    ``special`` maps the length of a special tile's byte range (as a string: JSON keys) to
+    ``[skip, stored, raw, codec, clipped_shape]``; any other length is an ordinary full tile with the
+    default ``codec`` (0 raw, 1 zstd).
+    """
+
+    codec_id = TET_TILE_ID
+
+    def __init__(self, dtype: str, chunk_shape: list[int], codec: int = 0,
+                 special: dict[str, list[Any]] | None = None) -> None:
+        self.dtype = str(np.dtype(dtype).str)
+        self.chunk_shape = [int(c) for c in chunk_shape]
+        self.codec = int(codec)
+        self.special = {str(k): list(v) for k, v in (special or {}).items()}
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, "dtype": self.dtype, "chunk_shape": self.chunk_shape, "codec": self.codec,
+                "special": self.special}
+
+    def encode(self, buf: Any) -> Any:
+        raise CodecError("the Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr")
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        from ..codecs import zstd
+
+        data = memoryview(buf).cast("B")
+        dtype = np.dtype(self.dtype)
+        full_bytes = int(np.prod(self.chunk_shape, dtype=np.int64)) * dtype.itemsize
+        entry = self.special.get(str(len(data)))
+        if entry is None:
+            skip, stored, raw, codec, shape = 0, len(data), full_bytes, self.codec, self.chunk_shape
+        else:
+            skip, stored, raw, codec, shape = entry
+        payload = data[skip : skip + stored]
+        where = f"Tetration tile of {len(data)} referenced bytes: "
+        if codec == 1:
+            flat = zstd.decompress(payload, int(raw), where=where)
+        else:
+            flat = np.frombuffer(payload, dtype=np.uint8)
+        if len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+            raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
+        tile = np.frombuffer(flat, dtype=dtype).reshape(shape)
+        if list(shape) != self.chunk_shape:
+            padded = np.zeros(self.chunk_shape, dtype=dtype)  # the padding lies outside the array: never seen
+            padded[tuple(slice(0, n) for n in shape)] = tile
+            tile = padded
+        raw_out = _little_bytes(tile)
+        if out is not None:
+            np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = np.frombuffer(raw_out, dtype=np.uint8)
+            return out
+        return raw_out
+
+
+# -- Zarr v3 ------------------------------------------------------------------------------------------
+def _zarr_codec_class(name: str, numcodec: type[Codec]) -> type:
+    """A zarr-python v3 bytes-to-bytes codec delegating to the numcodecs codec ``numcodec``.
+
+    ``codec_config`` (the numcodecs form, with ``id``) is what VirtualiZarr writes into kerchunk
+    (Zarr v2) references, so the same chunk decodes through either registry.
+    """
+    from zarr.abc.codec import BytesBytesCodec
+    from zarr.core.buffer.cpu import as_numpy_array_wrapper
+
+    @dataclass(frozen=True)
+    class _Codec(BytesBytesCodec):
+        is_fixed_size = False
+        configuration: dict[str, Any]
+
+        def __init__(self, **configuration: Any) -> None:
+            object.__setattr__(self, "configuration", dict(configuration))
+
+        @classmethod
+        def from_dict(cls, data: dict[str, Any]) -> Any:
+            return cls(**dict(data.get("configuration") or {}))
+
+        def to_dict(self) -> dict[str, Any]:
+            return {"name": name, "configuration": dict(self.configuration)}
+
+        @property
+        def codec_config(self) -> dict[str, Any]:
+            return {"id": name, **self.configuration}
+
+        def _numcodec(self) -> Codec:
+            return numcodec(**self.configuration)
+
+        async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+            return await asyncio.to_thread(as_numpy_array_wrapper, self._numcodec().decode, chunk_bytes,
+                                           chunk_spec.prototype)
+
+        async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+            raise CodecError(f"{name} only decodes")
+
+        def compute_encoded_size(self, input_byte_length: int, chunk_spec: ArraySpec) -> int:
+            raise NotImplementedError
+
+    _Codec.__name__ = _Codec.__qualname__ = numcodec.__name__.replace("Codec", "ZarrCodec")
+    return _Codec
+
+
+def __getattr__(name: str) -> Any:
+    # the zarr classes are built on first use, so importing this module does not import zarr
+    if name == "TensogramFrameZarrCodec":
+        cls = _zarr_codec_class(TGM_FRAME_ID, TensogramFrameCodec)
+    elif name == "TetrTileZarrCodec":
+        cls = _zarr_codec_class(TET_TILE_ID, TetrTileCodec)
+    else:
+        raise AttributeError(name)
+    globals()[name] = cls
+    return cls
+
+
+def register() -> None:
+    """Register both codecs with numcodecs and zarr-python (the entry points do this when installed)."""
+    import numcodecs
+    from zarr.registry import get_codec_class, register_codec
+
+    for codec in (TensogramFrameCodec, TetrTileCodec):
+        numcodecs.register_codec(codec)
+    for name, attr in ((TGM_FRAME_ID, "TensogramFrameZarrCodec"), (TET_TILE_ID, "TetrTileZarrCodec")):
+        try:
+            get_codec_class(name)
+        except KeyError:
+            register_codec(name, __getattr__(attr))

@@ -1,0 +1,286 @@
+"""VirtualiZarr parsers: a ``.tgm``, ``.tet`` or ``.zt`` file as a :class:`ManifestStore`, without copying.
+
+Each parser is a callable ``parser(url, registry) -> ManifestStore`` (VirtualiZarr's ``Parser``
+protocol). It opens the file with this package's own readers and assembly, so dims, coords and
+attrs are exactly those of ``xr.open_dataset(path, engine="tensogram")``, and maps every storage
+chunk (a Tensogram object, a Tetration tile, a zTensor tensor) to its byte range.
+
+Variables that have no byte range in the file (coordinates built from metadata: ``step``, ``time``,
+``valid_time``, ``.tet`` labels) or whose chunks cannot be expressed as byte ranges (sparse zTensor
+layouts) are *inlined*: their encoded values live in the store itself, and
+:meth:`TensogramManifestStore.to_virtual_dataset` always loads them, so kerchunk references and
+Icechunk repositories carry them as data.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+import xarray as xr
+
+from ..assemble.common import storage_spec
+from ..backend import open_raw_groups, sniff_format
+from ..errors import GroupSelectionError, UnsupportedError
+from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
+from .codecs import register
+
+__all__ = ["TensogramParser", "TetrParser", "ZTensorParser", "TensogramManifestStore", "VirtualMappingWarning"]
+
+INLINE_PREFIX = "memory://xarray-tensogram-inline/"
+
+
+class VirtualMappingWarning(UserWarning):
+    """A variable could not be represented in Zarr and was left out of the virtual dataset."""
+
+
+def _local_path(url: str) -> str:
+    parsed = urlparse(url)
+    return parsed.path if parsed.scheme == "file" else url
+
+
+def _json_attr(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_json_attr(v) for v in value]
+    return value
+
+
+def _zarr_attrs(var: xr.Variable) -> tuple[dict[str, Any], Any]:
+    """JSON attributes for the Zarr array, and its fill value (``_FillValue`` if the variable has one)."""
+    from xarray.backends.zarr import FillValueCoder
+
+    attrs = {k: _json_attr(v) for k, v in var.attrs.items() if k != "_FillValue"}
+    fill = var.attrs.get("_FillValue")
+    if fill is not None:
+        attrs["_FillValue"] = FillValueCoder.encode(fill, var.dtype)
+    return attrs, fill
+
+
+def _default_fill(dtype: np.dtype, fill: Any) -> Any:
+    if fill is not None:
+        return fill
+    return np.nan if dtype.kind == "f" else None
+
+
+def _inline_values(var: xr.Variable) -> np.ndarray:
+    values = np.asarray(var.values)
+    if values.dtype.kind == "O":
+        values = values.astype(str)
+    return values
+
+
+def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
+    """True when Zarr can hold a variable of this name and dtype; else warn that it is left out."""
+    from zarr.dtype import parse_data_type
+
+    if not name or "/" in name or name.startswith("__"):
+        warnings.warn(f"variable {name!r} has a name Zarr cannot hold; it is left out of the virtual dataset "
+                      f"(open it with engine='tensogram')", VirtualMappingWarning, stacklevel=4)
+        return False
+    try:
+        parse_data_type(dtype, zarr_format=3)
+    except Exception:
+        warnings.warn(f"variable {name!r} has dtype {dtype}, which Zarr cannot hold; it is left out of the "
+                      f"virtual dataset (open it with engine='tensogram')", VirtualMappingWarning, stacklevel=4)
+        return False
+    return True
+
+
+class TensogramManifestStore:  # the real base class is attached lazily (virtualizarr is an optional extra)
+    pass
+
+
+def _store_class() -> type:
+    """A ManifestStore that also serves the inlined arrays and always loads them."""
+    from virtualizarr.manifests import ManifestStore
+
+    global TensogramManifestStore
+    if isinstance(TensogramManifestStore, type) and issubclass(TensogramManifestStore, ManifestStore):
+        return TensogramManifestStore
+
+    class _Store(ManifestStore):  # type: ignore[misc]
+        def __init__(self, group: Any, *, registry: Any = None, inline: Mapping[str, bytes] | None = None) -> None:
+            super().__init__(group, registry=registry)
+            self._inline = dict(inline or {})
+
+        @property
+        def inline_variables(self) -> list[str]:
+            """Variables without byte ranges in the file: loaded by :meth:`to_virtual_dataset`."""
+            return list(self._inline)
+
+        async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+            name, _, rest = key.rpartition("/")
+            if name in self._inline and rest != "zarr.json":
+                data = self._inline[name]
+                if byte_range is not None:
+                    from virtualizarr.manifests.store import _transform_byte_range
+
+                    rng = _transform_byte_range(byte_range, chunk_start=0, chunk_end_exclusive=len(data))
+                    data = data[rng.start : rng.end]
+                return prototype.buffer.from_bytes(data)
+            return await super().get(key, prototype, byte_range)
+
+        def to_virtual_dataset(self, group: str = "", loadable_variables: Iterable[str] | None = None,
+                               decode_times: bool | None = None) -> xr.Dataset:
+            if loadable_variables is None:
+                dims = {d for arr in self._group.arrays.values() for d in (arr.metadata.dimension_names or ())}
+                loadable_variables = [n for n in self._group.arrays if n in dims]
+            wanted = list(dict.fromkeys([*loadable_variables, *self._inline]))
+            return super().to_virtual_dataset(group=group, loadable_variables=wanted, decode_times=decode_times)
+
+    _Store.__name__ = _Store.__qualname__ = "TensogramManifestStore"
+    TensogramManifestStore = _Store  # type: ignore[misc]
+    return _Store
+
+
+def _manifest(plan: VirtualArray, url: str) -> Any:
+    """The chunk manifest of a planned array (empty paths are missing chunks: read as the fill value)."""
+    from virtualizarr.manifests import ChunkManifest
+
+    grid = tuple(-(-s // c) for s, c in zip(plan.shape, plan.chunk_shape))
+    if 0 in grid:
+        return ChunkManifest({}, shape=grid)
+    paths = np.full(grid, "", dtype=np.dtypes.StringDType())
+    offsets = np.zeros(grid, dtype=np.uint64)
+    lengths = np.zeros(grid, dtype=np.uint64)
+    for ref in plan.refs:
+        paths[ref.coords] = ref.path or url
+        offsets[ref.coords] = ref.offset
+        lengths[ref.coords] = ref.length
+    return ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
+
+
+class _Parser:
+    """Shared by the three parsers: open with our assembly, plan the chunks, build the ManifestStore."""
+
+    format_name = ""
+
+    def __init__(self, *, variable_key: str | None = None, dim_names: Any = None,
+                 filter_by_keys: Mapping[str, Any] | None = None, group: str | None = None,
+                 storage_options: Mapping[str, Any] | None = None, drop_variables: Iterable[str] | None = None
+                 ) -> None:
+        self.variable_key = variable_key
+        self.dim_names = dim_names
+        self.filter_by_keys = filter_by_keys
+        self.group = group
+        self.storage_options = dict(storage_options or {})
+        self.drop_variables = list(drop_variables or ())
+
+    def _open_options(self) -> dict[str, Any]:
+        return {"dim_names": self.dim_names, "drop_variables": self.drop_variables}
+
+    def __call__(self, url: str, registry: Any) -> Any:
+        from ..io import open_source
+
+        register()
+        if self.format_name != "tensogram" and (self.variable_key is not None or self.filter_by_keys is not None):
+            raise UnsupportedError(f"{type(self).__name__} does not take variable_key or filter_by_keys "
+                                   f"(Tensogram options)")
+        target = _local_path(url)
+        with open_source(target, self.storage_options or None) as src:
+            fmt = sniff_format(src) or "tensogram"
+        if fmt != self.format_name:
+            raise UnsupportedError(f"{url!r} is a {fmt} file, not {self.format_name}: use {_PARSER_NAMES[fmt]}")
+        groups, f = open_raw_groups(target, storage_options=self.storage_options or None, **self._open_options())
+        try:
+            ds = self._pick_group(url, groups)
+            return self._store(url, ds, registry)
+        finally:
+            f.close()
+
+    def _pick_group(self, url: str, groups: dict[str, xr.Dataset]) -> xr.Dataset:
+        if self.group is None and len(groups) == 1:
+            return next(iter(groups.values()))
+        for cand in (self.group, "/" + str(self.group).strip("/"), str(self.group).strip("/")):
+            if cand in groups:
+                return groups[cand]
+        raise GroupSelectionError(f"{url!r} holds groups {', '.join(groups)}; pass group='<name>' to the parser")
+
+    def _resolver(self, url: str) -> Any:
+        def resolve(shard: str | None) -> str:
+            if shard is None:
+                return url
+            return url.rsplit("/", 1)[0] + "/" + shard
+
+        return resolve
+
+    def _store(self, url: str, raw: xr.Dataset, registry: Any) -> Any:
+        from virtualizarr.manifests import ManifestArray, ManifestGroup
+        from virtualizarr.manifests.utils import create_v3_array_metadata
+        from xarray.conventions import encode_dataset_coordinates
+
+        variables, ds_attrs = encode_dataset_coordinates(raw)
+        arrays, inline = {}, {}
+        for name, var in variables.items():
+            name = str(name)
+            spec = storage_spec(var)
+            plan = plan_chunks(self.format_name, spec, self._resolver(url)) if spec is not None else None
+            if plan is None or 0 in plan.shape:  # (zero-size arrays too: VirtualiZarr cannot write their refs)
+                values = _inline_values(var)
+                if not _check_zarr_dtype(name, values.dtype):
+                    continue
+                plan = VirtualArray(values.shape, values.dtype, tuple(max(1, s) for s in values.shape),
+                                    [bytes_codec(values.dtype)], [])
+                le = values.astype(values.dtype.newbyteorder("<")) if values.dtype.byteorder == ">" else values
+                inline[name] = np.ascontiguousarray(le).tobytes()
+                if values.size:
+                    plan.refs.append(ChunkRef((0,) * values.ndim, 0, len(inline[name]), INLINE_PREFIX + name))
+            elif not _check_zarr_dtype(name, plan.dtype):
+                continue
+            attrs, fill = _zarr_attrs(var)
+            meta = create_v3_array_metadata(
+                shape=plan.shape, data_type=plan.dtype, chunk_shape=plan.chunk_shape,
+                chunk_key_encoding={"name": "default", "configuration": {"separator": "."}},
+                fill_value=_default_fill(plan.dtype, fill), codecs=plan.codecs, attributes=attrs,
+                dimension_names=[str(d) for d in var.dims],
+            )
+            manifest = _manifest(plan, url)
+            arrays[name] = ManifestArray(metadata=meta, chunkmanifest=manifest)
+        group = ManifestGroup(arrays=arrays, attributes={k: _json_attr(v) for k, v in ds_attrs.items()})
+        return _store_class()(group, registry=registry, inline=inline)
+
+
+class TensogramParser(_Parser):
+    """Parser for Tensogram ``.tgm`` files: one Zarr chunk per data object.
+
+    Options as in ``open_dataset``: ``variable_key``, ``dim_names``, ``filter_by_keys``, ``group``
+    (for files with several grids), ``storage_options`` (fsspec, for reading the metadata of remote
+    files), ``drop_variables``.
+    """
+
+    format_name = "tensogram"
+
+    def _open_options(self) -> dict[str, Any]:
+        return {**super()._open_options(), "variable_key": self.variable_key, "filter_by_keys": self.filter_by_keys}
+
+
+class TetrParser(_Parser):
+    """Parser for Tetration ``.tet`` files: one Zarr chunk per tile (``dim_names``, ``storage_options``)."""
+
+    format_name = "tetr"
+
+
+class ZTensorParser(_Parser):
+    """Parser for zTensor ``.zt`` files: one Zarr chunk per tensor (``dim_names``, ``storage_options``)."""
+
+    format_name = "ztensor"
+
+
+_PARSER_NAMES = {"tensogram": "TensogramParser", "tetr": "TetrParser", "ztensor": "ZTensorParser"}
+
+
+def parser_for(path: str | os.PathLike[str], **options: Any) -> _Parser:
+    """The parser matching a file's magic (or extension), built with ``options``."""
+    from ..io import open_source
+
+    with open_source(_local_path(os.fspath(path)), options.get("storage_options")) as src:
+        fmt = sniff_format(src) or "tensogram"
+    return {"tensogram": TensogramParser, "tetr": TetrParser, "ztensor": ZTensorParser}[fmt](**options)

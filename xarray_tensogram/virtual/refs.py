@@ -1,0 +1,131 @@
+"""Kerchunk references for virtual datasets, written so that round trips stay identical.
+
+VirtualiZarr's kerchunk writer is used, then two of its habits are corrected:
+
+* the chunk of a 0-d array is keyed ``name/`` instead of ``name/0``;
+* the Zarr v2 ``fill_value`` comes from the v3 default (0 for integers), and xarray's Zarr v2 reader
+  treats any fill value as a mask, so integer arrays would come back as floats. Here the fill value
+  is the variable's ``_FillValue`` when it has one, NaN for other floating-point arrays (a missing
+  Tensogram object reads as NaN, as in the backend) and ``null`` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["open_virtual_dataset", "kerchunk_refs", "write_refs", "local_registry"]
+
+
+def file_url(path: str | os.PathLike[str]) -> str:
+    """``file://`` URL of a local path, other URLs unchanged."""
+    s = os.fspath(path)
+    if "://" in s:
+        return s
+    return Path(s).resolve().as_uri()
+
+
+def local_registry() -> Any:
+    """An ObjectStoreRegistry that reads local files (``file://`` URLs)."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
+    return ObjectStoreRegistry({"file://": LocalStore()})
+
+
+def open_virtual_dataset(path: str | os.PathLike[str], *, registry: Any = None, parser: Any = None,
+                         loadable_variables: Iterable[str] | None = None, **options: Any) -> xr.Dataset:
+    """Virtual dataset of one file with the parser matching its format (``options`` go to the parser).
+
+    A shortcut for ``virtualizarr.open_virtual_dataset(url, registry=..., parser=...)`` that picks
+    the parser and, for local files, the registry.
+    """
+    from virtualizarr import open_virtual_dataset as _open
+
+    from .parsers import parser_for
+
+    url = file_url(path)
+    parser = parser if parser is not None else parser_for(url, **options)
+    registry = registry if registry is not None else local_registry()
+    return _open(url, registry=registry, parser=parser,
+                 loadable_variables=list(loadable_variables) if loadable_variables is not None else None)
+
+
+def _fix_fill_values(refs: dict[str, Any]) -> None:
+    for key in [k for k in refs if k.endswith("/.zarray") or k == ".zarray"]:
+        prefix = key[: -len(".zarray")]
+        zarray = json.loads(refs[key]) if isinstance(refs[key], str) else dict(refs[key])
+        zattrs_raw = refs.get(prefix + ".zattrs", "{}")
+        zattrs = json.loads(zattrs_raw) if isinstance(zattrs_raw, str) else dict(zattrs_raw)
+        dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
+        if "_FillValue" in zattrs and dtype is not None:
+            zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
+        elif dtype is not None and dtype.kind == "f":
+            zarray["fill_value"] = "NaN"
+        else:
+            zarray["fill_value"] = None
+        refs[key] = json.dumps(zarray, separators=(",", ":"))
+        refs[prefix + ".zattrs"] = json.dumps(zattrs, separators=(",", ":"))
+
+
+def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
+    """A ``_FillValue`` attribute as the v3 parsers store it (xarray's encoding) -> Zarr v2 JSON."""
+    from xarray.backends.zarr import FillValueCoder
+
+    value = FillValueCoder.decode(encoded, dtype) if isinstance(encoded, str) and dtype.kind in "fc" else encoded
+    if dtype.kind in "fc":
+        v = float(value)
+        return "NaN" if np.isnan(v) else ("Infinity" if v == np.inf else "-Infinity" if v == -np.inf else v)
+    return value
+
+
+def _fix_scalar_keys(refs: dict[str, Any]) -> None:
+    for key in [k for k in refs if k.endswith("/") and not k.endswith("//")]:
+        refs[key + "0"] = refs.pop(key)
+
+
+def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
+    """Kerchunk references (version 1, as a dict) of a virtual dataset, corrected as the module says."""
+    refs = vds.vz.to_kerchunk(format="dict")
+    inner = refs["refs"]
+    _fix_scalar_keys(inner)
+    _fix_fill_values(inner)
+    return dict(refs)
+
+
+def write_refs(vds: xr.Dataset, out: str | os.PathLike[str]) -> None:
+    """Write a virtual dataset's kerchunk references: ``.json`` or ``.parquet`` (a directory)."""
+    refs = kerchunk_refs(vds)
+    out = os.fspath(out)
+    if out.endswith(".parquet"):
+        from kerchunk.df import refs_to_dataframe
+
+        refs_to_dataframe(refs, url=out)
+        return
+    from ..io import atomic_write
+
+    with atomic_write(out) as f:
+        f.write(json.dumps(refs, separators=(",", ":")).encode())
+
+
+def combine_virtual(paths: Sequence[str | os.PathLike[str]], *, concat_dim: str | None = None,
+                    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+                    **options: Any) -> xr.Dataset:
+    """One virtual dataset from several files: one file as is, several combined by coordinates
+    (or concatenated along ``concat_dim``), as ``open_virtual_mfdataset`` does."""
+    items: Iterable[Any] = paths
+    if progress is not None:
+        items = progress(paths)
+    datasets = [open_virtual_dataset(p, **options) for p in items]
+    if len(datasets) == 1:
+        return datasets[0]
+    kw = {"coords": "minimal", "compat": "override", "combine_attrs": "override"}
+    if concat_dim is not None:
+        return xr.combine_nested(datasets, concat_dim=concat_dim, data_vars="minimal", **kw)
+    return xr.combine_by_coords(datasets, data_vars="minimal", **kw)
