@@ -500,6 +500,7 @@ def _parser() -> argparse.ArgumentParser:
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     p.add_argument("--strict", action="store_true",
                    help="also fail (exit 1) when an item is skipped because an optional codec package is missing")
+    _add_virtual_commands(sub)
     return parser
 
 
@@ -565,6 +566,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel)
             elif args.command == "verify":
                 status = cmd_verify(args.file, options, progress=args.progress, strict=args.strict)
+            elif args.command == "refs":
+                _run_refs(args)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -581,6 +584,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         warnings.showwarning = old_showwarning
     return status
+
+
+# -- virtual Zarr (the 'virtual' extra): kept in one block so the dispatch above stays small ----------
+def _add_virtual_commands(sub: Any) -> None:
+    from .virtual.cli import add_refs_command
+
+    add_refs_command(sub, _json_options)
+
+
+def _run_refs(args: argparse.Namespace) -> None:
+    try:
+        from .virtual.cli import cmd_refs
+        import virtualizarr  # noqa: F401
+    except ImportError as exc:
+        raise CliError(f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})") from None
+    cmd_refs(args.files, args.output, concat_dim=args.concat_dim, group=args.group,
+             storage_options=args.storage_options, progress=args.progress)
 
 
 if __name__ == "__main__":  # pragma: no cover

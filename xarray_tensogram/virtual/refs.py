@@ -14,13 +14,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["open_virtual_dataset", "kerchunk_refs", "write_refs", "local_registry"]
+from ..errors import UnsupportedError
+
+__all__ = ["open_virtual_dataset", "kerchunk_refs", "write_refs", "local_registry", "registry_for", "combine_virtual"]
 
 
 def file_url(path: str | os.PathLike[str]) -> str:
@@ -39,6 +43,52 @@ def local_registry() -> Any:
     return ObjectStoreRegistry({"file://": LocalStore()})
 
 
+def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
+    """An obstore S3 store configured from s3fs-style ``storage_options``."""
+    from obstore.store import S3Store
+
+    client = dict(options.get("client_kwargs") or {})
+    endpoint = client.get("endpoint_url") or options.get("endpoint_url")
+    config: dict[str, Any] = {}
+    if endpoint:
+        config["endpoint"] = endpoint
+    if options.get("key"):
+        config["access_key_id"] = options["key"]
+    if options.get("secret"):
+        config["secret_access_key"] = options["secret"]
+    if options.get("anon"):
+        config["skip_signature"] = True
+    config["region"] = client.get("region_name") or options.get("region_name") or "us-east-1"
+    client_options = {"allow_http": True} if endpoint and str(endpoint).startswith("http://") else None
+    return S3Store(bucket, config=config, client_options=client_options)
+
+
+def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None = None) -> Any:
+    """An ObjectStoreRegistry able to read every URL: local files, ``http(s)://`` servers, ``s3://`` buckets
+    (configured from s3fs-style ``storage_options``: ``key``, ``secret``, ``anon``, ``client_kwargs.endpoint_url``)."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import HTTPStore, LocalStore
+
+    registry = ObjectStoreRegistry()
+    seen: set[str] = set()
+    for url in urls:
+        parsed = urlparse(file_url(url))
+        prefix = f"{parsed.scheme}://{parsed.netloc}"
+        if prefix in seen:
+            continue
+        seen.add(prefix)
+        if parsed.scheme == "file":
+            registry.register("file://", LocalStore())
+        elif parsed.scheme in ("http", "https"):
+            registry.register(prefix, HTTPStore.from_url(prefix))
+        elif parsed.scheme == "s3":
+            registry.register(prefix, _s3_store(parsed.netloc, storage_options or {}))
+        else:
+            raise UnsupportedError(f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
+                                   f"(local, http(s) and s3 are supported)")
+    return registry
+
+
 def open_virtual_dataset(path: str | os.PathLike[str], *, registry: Any = None, parser: Any = None,
                          loadable_variables: Iterable[str] | None = None, **options: Any) -> xr.Dataset:
     """Virtual dataset of one file with the parser matching its format (``options`` go to the parser).
@@ -52,7 +102,7 @@ def open_virtual_dataset(path: str | os.PathLike[str], *, registry: Any = None, 
 
     url = file_url(path)
     parser = parser if parser is not None else parser_for(url, **options)
-    registry = registry if registry is not None else local_registry()
+    registry = registry if registry is not None else registry_for([url], options.get("storage_options"))
     return _open(url, registry=registry, parser=parser,
                  loadable_variables=list(loadable_variables) if loadable_variables is not None else None)
 
@@ -125,7 +175,8 @@ def combine_virtual(paths: Sequence[str | os.PathLike[str]], *, concat_dim: str 
     datasets = [open_virtual_dataset(p, **options) for p in items]
     if len(datasets) == 1:
         return datasets[0]
-    kw = {"coords": "minimal", "compat": "override", "combine_attrs": "override"}
     if concat_dim is not None:
-        return xr.combine_nested(datasets, concat_dim=concat_dim, data_vars="minimal", **kw)
-    return xr.combine_by_coords(datasets, data_vars="minimal", **kw)
+        return xr.combine_nested(datasets, concat_dim=concat_dim, data_vars="all", coords="different",
+                                 compat="equals", combine_attrs="override")
+    return xr.combine_by_coords(datasets, data_vars="minimal", coords="minimal", compat="override",
+                                combine_attrs="override")
