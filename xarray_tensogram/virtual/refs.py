@@ -3,6 +3,7 @@
 VirtualiZarr's kerchunk writer is used, then two of its habits are corrected:
 
 * the chunk of a 0-d array is keyed ``name/`` instead of ``name/0``;
+* a loaded zero-size array gets chunks of size 0 (Zarr needs at least 1);
 * the Zarr v2 ``fill_value`` comes from the v3 default (0 for integers), and xarray's Zarr v2 reader
   treats any fill value as a mask, so integer arrays would come back as floats. Here the fill value
   is the variable's ``_FillValue`` when it has one, NaN for other floating-point arrays (a missing
@@ -114,6 +115,8 @@ def _fix_fill_values(refs: dict[str, Any]) -> None:
         zattrs_raw = refs.get(prefix + ".zattrs", "{}")
         zattrs = json.loads(zattrs_raw) if isinstance(zattrs_raw, str) else dict(zattrs_raw)
         dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
+        # loaded zero-size arrays are written with zero-size chunks, which Parquet references divide by
+        zarray["chunks"] = [max(1, int(c)) for c in zarray.get("chunks", [])]
         if "_FillValue" in zattrs and dtype is not None:
             zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
         elif dtype is not None and dtype.kind == "f":
@@ -149,12 +152,20 @@ def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
     return dict(refs)
 
 
+_MAX_NAME = 200
+
+
 def write_refs(vds: xr.Dataset, out: str | os.PathLike[str]) -> None:
     """Write a virtual dataset's kerchunk references: ``.json`` or ``.parquet`` (a directory)."""
     refs = kerchunk_refs(vds)
     out = os.fspath(out)
     if out.endswith(".parquet"):
         from kerchunk.df import refs_to_dataframe
+
+        long = [str(n) for n in vds.variables if len(str(n).encode()) > _MAX_NAME]
+        if long:  # Parquet references keep one directory per variable
+            raise UnsupportedError(f"{out}: variable name {long[0][:40]!r}... is longer than {_MAX_NAME} bytes, too "
+                                   f"long for a directory of Parquet references; write JSON references instead")
 
         refs_to_dataframe(refs, url=out)
         return
