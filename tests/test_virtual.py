@@ -20,10 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-import xarray as xr
-
 import tomllib
-
+import xarray as xr
 from servers import CountingMotoServer, RangeHTTPServer, make_era
 
 from xarray_tensogram import open_tensogram
@@ -78,7 +76,8 @@ def unrepresentable(ds: xr.Dataset) -> set[str]:
     dtypes outside Zarr's data types (ml_dtypes bfloat16/float8)."""
     out = set()
     for name, var in ds.variables.items():
-        if not str(name) or "/" in str(name) or var.dtype.kind == "V" or var.dtype.name.startswith(("bfloat", "float8")):
+        bad_dtype = var.dtype.kind == "V" or var.dtype.name.startswith(("bfloat", "float8"))
+        if not str(name) or "/" in str(name) or bad_dtype:
             out.add(str(name))
     return out
 
@@ -203,7 +202,8 @@ def test_tensogram_frame_codec_every_pipeline(tmp_path: Path) -> None:
         ({"dtype": "float64", "compression": "zstd"}, _field(0)),
         ({"dtype": "float64", "encoding": "simple_packing", **tensogram.compute_packing_params(packed.ravel(), 16, 0)},
          packed),
-        ({"dtype": "float64", "encoding": "simple_packing", **tensogram.compute_packing_params(_field(2).ravel(), 16, 0),
+        ({"dtype": "float64", "encoding": "simple_packing",
+          **tensogram.compute_packing_params(_field(2).ravel(), 16, 0),
           "compression": "szip", "szip_rsi": 2, "szip_block_size": 8, "szip_flags": 8}, _field(2)),
         ({"dtype": "float64", "compression": "zstd", "filter": "shuffle", "shuffle_element_size": 8}, nan_field),
         ({"dtype": "float64", "compression": "lz4"}, _field(4)),
@@ -264,7 +264,8 @@ def _icechunk_roundtrip(vds: xr.Dataset, folder: Path, data_dir: Path) -> xr.Dat
     icechunk = pytest.importorskip("icechunk")
     prefix = file_url(data_dir) + "/"
     config = icechunk.RepositoryConfig.default()
-    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(data_dir))))
+    store = icechunk.local_filesystem_store(str(data_dir))
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
     repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(folder)), config,
                                       authorize_virtual_chunk_access={prefix: None})
     session = repo.writable_session("main")

@@ -595,8 +595,9 @@ def _add_virtual_commands(sub: Any) -> None:
 
 def _run_refs(args: argparse.Namespace) -> None:
     try:
-        from .virtual.cli import cmd_refs
         import virtualizarr  # noqa: F401
+
+        from .virtual.cli import cmd_refs
     except ImportError as exc:
         raise CliError(f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})") from None
     cmd_refs(args.files, args.output, concat_dim=args.concat_dim, group=args.group,

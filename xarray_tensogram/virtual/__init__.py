@@ -9,8 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TensogramParser", "TetrParser", "ZTensorParser", "parser_for", "write_refs", "kerchunk_refs",
-           "open_virtual_dataset", "VirtualMappingWarning"]
+__all__ = [
+    "TensogramParser",
+    "TetrParser",
+    "VirtualMappingWarning",
+    "ZTensorParser",
+    "kerchunk_refs",
+    "open_virtual_dataset",
+    "parser_for",
+    "write_refs",
+]
 
 
 def __getattr__(name: str) -> Any:

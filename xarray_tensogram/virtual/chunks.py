@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..catalog import ArraySpec, StackedReader, chunk_counts, chunk_extent
 from .codecs import TET_TILE_ID, TGM_FRAME_ID
 
-__all__ = ["ChunkRef", "VirtualArray", "plan_chunks", "bytes_codec"]
+__all__ = ["ChunkRef", "VirtualArray", "bytes_codec", "plan_chunks"]
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,12 @@ def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Vir
             codecs.append({"name": "numcodecs.shuffle", "configuration": {"elementsize": int(elsize)}})
         if compression == "zstd":
             codecs.append(dict(_ZSTD))
-        refs = [ChunkRef(c + pad, lay.region_start, lay.region_length) for c, lay in zip(grid_coords, layouts)]
+        refs = [ChunkRef(c + pad, lay.region_start, lay.region_length)
+                for c, lay in zip(grid_coords, layouts, strict=True)]
     else:
         codecs = [bytes_codec(spec.dtype), {"name": TGM_FRAME_ID, "configuration": {}}]
-        refs = [ChunkRef(c + pad, r.ref.frame_offset, r.ref.frame_length) for c, (_, r) in zip(grid_coords, present)]
+        refs = [ChunkRef(c + pad, r.ref.frame_offset, r.ref.frame_length)
+                for c, (_, r) in zip(grid_coords, present, strict=True)]
     return VirtualArray(spec.shape, spec.dtype, chunk_shape, codecs, refs)
 
 

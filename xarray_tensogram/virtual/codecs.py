@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer
 
-__all__ = ["TensogramFrameCodec", "TetrTileCodec", "TensogramFrameZarrCodec", "TetrTileZarrCodec", "register"]
+# TensogramFrameZarrCodec and TetrTileZarrCodec (zarr v3 classes) are built on first access (module __getattr__)
+__all__ = ["TensogramFrameCodec", "TetrTileCodec", "register"]
 
 TGM_FRAME_ID = "xarray_tensogram.tgm_frame"
 TET_TILE_ID = "xarray_tensogram.tet_tile"
@@ -51,11 +52,12 @@ def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = 
     from ..formats.tensogram.reader import ObjectRef, read_frame_layout
     from ..io import BytesSource
 
-    data = np.frombuffer(frame, dtype=np.uint8) if not isinstance(frame, np.ndarray) else frame.view(np.uint8).ravel()
+    data = frame.view(np.uint8).ravel() if isinstance(frame, np.ndarray) else np.frombuffer(frame, dtype=np.uint8)
     source = BytesSource(b"", name=where)  # names the chunk in errors; the bytes come from `frame`
-    lay = read_frame_layout(source, ObjectRef(0, len(data)), where, frame_bytes=data)
+    # both accept uint8 arrays (the reader passes memory-mapped views), though typed for bytes
+    lay = read_frame_layout(source, ObjectRef(0, len(data)), where, frame_bytes=data)  # type: ignore[arg-type]
     region = data[lay.region_start : lay.region_start + lay.region_length]
-    return pipeline.decode_full(region, lay.descriptor, f"{where}: ")
+    return pipeline.decode_full(region, lay.descriptor, f"{where}: ")  # type: ignore[arg-type]
 
 
 class TensogramFrameCodec(Codec):  # type: ignore[misc]
@@ -64,7 +66,7 @@ class TensogramFrameCodec(Codec):  # type: ignore[misc]
     codec_id = TGM_FRAME_ID
 
     def encode(self, buf: Any) -> Any:
-        raise CodecError("the Tensogram frame codec only decodes: write Tensogram files with xarray_tensogram.to_tensogram")
+        raise CodecError("the Tensogram frame codec only decodes: write .tgm files with xarray_tensogram.to_tensogram")
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         raw = _little_bytes(decode_tensogram_frame(np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8)))
@@ -111,10 +113,7 @@ class TetrTileCodec(Codec):  # type: ignore[misc]
             skip, stored, raw, codec, shape = entry
         payload = data[skip : skip + stored]
         where = f"Tetration tile of {len(data)} referenced bytes: "
-        if codec == 1:
-            flat = zstd.decompress(payload, int(raw), where=where)
-        else:
-            flat = np.frombuffer(payload, dtype=np.uint8)
+        flat = zstd.decompress(payload, int(raw), where=where) if codec == 1 else np.frombuffer(payload, dtype=np.uint8)
         if len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
         tile = np.frombuffer(flat, dtype=dtype).reshape(shape)

@@ -14,6 +14,7 @@ Icechunk repositories carry them as data.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -29,7 +30,7 @@ from ..errors import GroupSelectionError, UnsupportedError
 from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
 from .codecs import register
 
-__all__ = ["TensogramParser", "TetrParser", "ZTensorParser", "TensogramManifestStore", "VirtualMappingWarning"]
+__all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
 
 INLINE_PREFIX = "memory://xarray-tensogram-inline/"
 
@@ -79,7 +80,7 @@ def _inline_values(var: xr.Variable) -> np.ndarray:
 
 def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
     """True when Zarr can hold a variable of this name and dtype; else warn that it is left out."""
-    from zarr.dtype import parse_data_type
+    from zarr.core.dtype import parse_data_type
 
     if not name or "/" in name or name.startswith("__"):
         warnings.warn(f"variable {name!r} has a name Zarr cannot hold; it is left out of the virtual dataset "
@@ -94,19 +95,13 @@ def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
     return True
 
 
-class TensogramManifestStore:  # the real base class is attached lazily (virtualizarr is an optional extra)
-    pass
-
-
+@functools.cache
 def _store_class() -> type:
-    """A ManifestStore that also serves the inlined arrays and always loads them."""
+    """A ManifestStore that also serves the inlined arrays and always loads them (built on first use:
+    virtualizarr is an optional extra)."""
     from virtualizarr.manifests import ManifestStore
 
-    global TensogramManifestStore
-    if isinstance(TensogramManifestStore, type) and issubclass(TensogramManifestStore, ManifestStore):
-        return TensogramManifestStore
-
-    class _Store(ManifestStore):  # type: ignore[misc]
+    class TensogramManifestStore(ManifestStore):
         def __init__(self, group: Any, *, registry: Any = None, inline: Mapping[str, bytes] | None = None) -> None:
             super().__init__(group, registry=registry)
             self._inline = dict(inline or {})
@@ -134,18 +129,23 @@ def _store_class() -> type:
                 dims = {d for arr in self._group.arrays.values() for d in (arr.metadata.dimension_names or ())}
                 loadable_variables = [n for n in self._group.arrays if n in dims]
             wanted = list(dict.fromkeys([*loadable_variables, *self._inline]))
-            return super().to_virtual_dataset(group=group, loadable_variables=wanted, decode_times=decode_times)
+            return super().to_virtual_dataset(group=group, loadable_variables=wanted,
+                                              decode_times=decode_times)
 
-    _Store.__name__ = _Store.__qualname__ = "TensogramManifestStore"
-    TensogramManifestStore = _Store  # type: ignore[misc]
-    return _Store
+    return TensogramManifestStore
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TensogramManifestStore":
+        return _store_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _manifest(plan: VirtualArray, url: str) -> Any:
     """The chunk manifest of a planned array (empty paths are missing chunks: read as the fill value)."""
     from virtualizarr.manifests import ChunkManifest
 
-    grid = tuple(-(-s // c) for s, c in zip(plan.shape, plan.chunk_shape))
+    grid = tuple(-(-s // c) for s, c in zip(plan.shape, plan.chunk_shape, strict=True))
     if 0 in grid:
         return ChunkManifest({}, shape=grid)
     paths = np.full(grid, "", dtype=np.dtypes.StringDType())

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -25,7 +24,7 @@ import xarray as xr
 
 from ..errors import UnsupportedError
 
-__all__ = ["open_virtual_dataset", "kerchunk_refs", "write_refs", "local_registry", "registry_for", "combine_virtual"]
+__all__ = ["combine_virtual", "kerchunk_refs", "local_registry", "open_virtual_dataset", "registry_for", "write_refs"]
 
 
 def file_url(path: str | os.PathLike[str]) -> str:
@@ -50,7 +49,7 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
 
     client = dict(options.get("client_kwargs") or {})
     endpoint = client.get("endpoint_url") or options.get("endpoint_url")
-    config: dict[str, Any] = {}
+    config: Any = {}  # an obstore S3Config (a TypedDict)
     if endpoint:
         config["endpoint"] = endpoint
     if options.get("key"):
@@ -60,7 +59,7 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
     if options.get("anon"):
         config["skip_signature"] = True
     config["region"] = client.get("region_name") or options.get("region_name") or "us-east-1"
-    client_options = {"allow_http": True} if endpoint and str(endpoint).startswith("http://") else None
+    client_options: Any = {"allow_http": True} if endpoint and str(endpoint).startswith("http://") else None
     return S3Store(bucket, config=config, client_options=client_options)
 
 
@@ -70,7 +69,7 @@ def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None 
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import HTTPStore, LocalStore
 
-    registry = ObjectStoreRegistry()
+    registry: Any = ObjectStoreRegistry()
     seen: set[str] = set()
     for url in urls:
         parsed = urlparse(file_url(url))
@@ -189,5 +188,7 @@ def combine_virtual(paths: Sequence[str | os.PathLike[str]], *, concat_dim: str 
     if concat_dim is not None:
         return xr.combine_nested(datasets, concat_dim=concat_dim, data_vars="all", coords="different",
                                  compat="equals", combine_attrs="override")
-    return xr.combine_by_coords(datasets, data_vars="minimal", coords="minimal", compat="override",
-                                combine_attrs="override")
+    combined = xr.combine_by_coords(datasets, data_vars="minimal", coords="minimal", compat="override",
+                                    combine_attrs="override")
+    assert isinstance(combined, xr.Dataset)  # Datasets in, a Dataset out
+    return combined
