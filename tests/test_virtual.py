@@ -44,7 +44,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*fastparquet"),
     pytest.mark.filterwarnings("ignore:.*future.infer_string"),
     pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3"),
-    pytest.mark.filterwarnings("ignore::xarray_tensogram.virtual.parsers.VirtualMappingWarning"),
+    pytest.mark.filterwarnings("ignore::xarray_tensogram.errors.VirtualMappingWarning"),
 ]
 
 ROOT = Path(__file__).resolve().parents[1]

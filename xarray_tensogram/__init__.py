@@ -25,6 +25,7 @@ from .errors import (
     TruncatedFileError,
     UnsupportedError,
     UnsupportedOptionError,
+    VirtualMappingWarning,
     XarrayTensogramError,
     ZTensorMappingWarning,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "CorruptMessageWarning",
     "TensogramMappingWarning",
     "TetrMappingWarning",
+    "VirtualMappingWarning",
     "ZTensorMappingWarning",
     "DimensionNameError",
     "NotATensorFileError",

@@ -27,6 +27,7 @@ __all__ = [
     "UnsupportedOptionError",
     "CorruptMessageWarning",
     "TetrMappingWarning",
+    "VirtualMappingWarning",
     "ZTensorMappingWarning",
     "DimensionNameError",
     "NotATensorFileError",
@@ -157,3 +158,7 @@ def describe(source: str | None, where: str | None = None, offset: int | None = 
     if offset is not None:
         parts.append(f"byte {offset}")
     return (", ".join(parts) + ": ") if parts else ""
+
+
+class VirtualMappingWarning(UserWarning):
+    """A variable could not be represented in Zarr and was left out of a virtual dataset."""

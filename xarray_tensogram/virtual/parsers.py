@@ -26,17 +26,13 @@ import xarray as xr
 
 from ..assemble.common import storage_spec
 from ..backend import open_raw_groups, sniff_format
-from ..errors import GroupSelectionError, UnsupportedError
+from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
 from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
 from .codecs import register
 
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
 
 INLINE_PREFIX = "memory://xarray-tensogram-inline/"
-
-
-class VirtualMappingWarning(UserWarning):
-    """A variable could not be represented in Zarr and was left out of the virtual dataset."""
 
 
 def _local_path(url: str) -> str:
