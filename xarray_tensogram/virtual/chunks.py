@@ -77,7 +77,7 @@ def _standard_tensogram(desc: dict[str, Any]) -> tuple[Any, ...] | None:
 
 
 def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
-    from ..formats.tensogram.reader import ObjectReader
+    from ..formats.tensogram.objects import ObjectReader
 
     stack_shape, readers = _tensogram_members(spec)
     if not all(r is None or isinstance(r, ObjectReader) for r in readers):

@@ -49,7 +49,7 @@ def _little_bytes(values: np.ndarray) -> bytes:
 def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = "virtual chunk") -> np.ndarray:
     """Decode one whole data-object frame (header, descriptor, payload, masks, footer) to its values."""
     from ..formats.tensogram import pipeline
-    from ..formats.tensogram.reader import ObjectRef, read_frame_layout
+    from ..formats.tensogram.objects import ObjectRef, read_frame_layout
     from ..io import BytesSource
 
     data = frame.view(np.uint8).ravel() if isinstance(frame, np.ndarray) else np.frombuffer(frame, dtype=np.uint8)
