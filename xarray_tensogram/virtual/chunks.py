@@ -59,12 +59,17 @@ Planner = Callable[[ArraySpec, Callable[[str | None], str]], "VirtualArray | Non
 
 
 # -- Tensogram: one data object per chunk ---------------------------------------------------------
-def _tensogram_members(spec: ArraySpec) -> tuple[tuple[int, ...], list[Any]]:
-    """Stack shape and the object readers (None for hypercube holes), C order over the stack."""
+def _tensogram_members(spec: ArraySpec) -> tuple[tuple[int, ...], list[tuple[int, Any]]]:
+    """Stack shape and the present objects' readers with their flat (C order) stack index; holes are absent.
+
+    ``StackedReader.members`` is a tuple over the whole stack, or a dict ``{flat index: member}`` for
+    sparse hypercubes."""
     reader = spec.reader
     if isinstance(reader, StackedReader):
-        return reader.stack_shape, [m.reader if m is not None else None for m in reader.members]
-    return (), [reader]
+        members = reader.members
+        items = members.items() if isinstance(members, dict) else enumerate(members)
+        return reader.stack_shape, sorted((int(i), m.reader) for i, m in items if m is not None)
+    return (), [(0, reader)]
 
 
 def _standard_tensogram(desc: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -79,10 +84,9 @@ def _standard_tensogram(desc: dict[str, Any]) -> tuple[Any, ...] | None:
 def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
     from ..formats.tensogram.objects import ObjectReader
 
-    stack_shape, readers = _tensogram_members(spec)
-    if not all(r is None or isinstance(r, ObjectReader) for r in readers):
+    stack_shape, present = _tensogram_members(spec)
+    if not all(isinstance(r, ObjectReader) for _, r in present):
         return None
-    present = [(i, r) for i, r in enumerate(readers) if r is not None]
     layouts = [r.layout() for _, r in present]
     inner = spec.shape[len(stack_shape):]
     chunk_shape = (1,) * len(stack_shape) + tuple(max(1, s) for s in inner)
