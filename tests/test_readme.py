@@ -25,7 +25,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!--\s*readme-test:\s*(skip|needs)\s*(.*?)\s*-->\s*$")
 #: one importable module per extra, enough to tell whether the extra is installed
-EXTRA_MODULES = {"codecs": "imagecodecs", "remote": "fsspec", "ml": "ml_dtypes"}
+EXTRA_MODULES = {"codecs": "imagecodecs", "remote": "fsspec", "ml": "ml_dtypes", "virtual": "virtualizarr"}
 
 
 @dataclass
