@@ -421,13 +421,52 @@ def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike[str], *,
                  message_dims: Sequence[str] | None = None, encoding: Mapping[str, Mapping[str, Any]] | None = None,
                  hash: str | None = "xxh3", layout: str = "buffered", reserved: Mapping[str, Any] | None = None,
                  mask_method: str | None = None) -> int:
-    """Write a Dataset as Tensogram messages; returns the number of bytes written.
+    """Write a Dataset as Tensogram v3 messages.
 
-    ``mode="a"`` appends messages to an existing file without rewriting it.
-    ``encoding={var: {"compression": "zstd", "level": 5}}`` (or ``{"encoding": "simple_packing",
-    "bits_per_value": 16}``, ``{"filter": "shuffle"}``, ``{"compression": "szip", "szip_rsi": 32,
-    "szip_block_size": 16, "szip_flags": 8}``, ...) chooses each variable's pipeline.
-    ``reserved={"time": ..., "uuid": ...}`` fixes the provenance stamps, so equal inputs give equal bytes.
+    The mapping of the reader is inverted: dimensions built from metadata keys split the data into
+    one message per combination, with one object per variable; the other coordinates are written as
+    coordinate objects in the first message.
+
+    Parameters
+    ----------
+    ds
+        The Dataset to write (a DataArray is written as a Dataset of one variable).
+    path
+        The target file. It is written to a temporary file next to it and renamed, so a failed write
+        never leaves a half-written file; it gets the permissions ``open(path, "w")`` would give.
+    mode
+        ``"w"`` (replace) or ``"a"`` (append messages without rewriting the file).
+    message_dims
+        For a Dataset that did not come from a ``.tgm`` file: the dimensions that split messages.
+    encoding
+        ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
+        ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
+        ``szip``, ``blosc2``, ``zfp``) and their parameters. By default each variable's own
+        ``.encoding`` (the pipeline it was read with).
+    hash
+        ``"xxh3"`` or ``None``.
+    layout
+        ``"buffered"`` or ``"streaming"``.
+    reserved
+        Fixed provenance stamps (``{"time": ..., "uuid": ...}``), so equal inputs give equal bytes.
+    mask_method
+        How NaN/Inf positions are stored (``roaring``, ``rle``, ``none``, ``zstd``, ``lz4``, ``blosc2``).
+
+    Returns
+    -------
+    int
+        The number of bytes written.
+
+    Raises
+    ------
+    UnsupportedError
+        An unknown pipeline value (the message lists the valid ones) or an unsupported dtype.
+    NoSuchDirectoryError
+        The target's directory does not exist.
+
+    Examples
+    --------
+    >>> xt.to_tensogram(ds, "out.tgm", encoding={"t": {"compression": "zstd"}})  # doctest: +SKIP
     """
     if isinstance(ds, xr.DataArray):
         ds = ds.to_dataset(name=ds.name or "data")

@@ -146,17 +146,36 @@ def _encode(var: xr.Variable, name: Any) -> xr.Variable:
 
 def to_tetr(ds: xr.Dataset, path: Any, *, chunks: ChunksLike = None, compression: str | None = None,
             history: Sequence[Any] | None = None) -> None:
-    """Write every data variable of ``ds`` as a ``.tet`` dataset.
+    """Write every data variable of ``ds`` as a dataset of a Tetration (``.tet``) file.
 
     Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
     any), 1-D index coordinates (up to 64 values) to ``coords`` labels, attrs to string ``attrs``
     (CF-encoded first, like netCDF writers), ``tool``/``library_version``/``created_at`` Dataset attrs
-    to the file metadata. ``chunks``: one tile size for every axis (int), one per axis (tuple), or
-    ``{dim: size}``; by default the tile shape the variable was read with, else its Dask chunks, else
-    one tile. ``compression``: ``"raw"`` or ``"zstd"``; by default the codec the variable was read
-    with, else raw. ``history``: rows (dicts or ``(op, source, at)``); by default the rows read from
-    the file (``tetr_history``). A Dataset read from a ``.tet`` file and left unchanged is written
-    back byte for byte. Large metadata is spilled as the format prescribes.
+    to the file metadata. A Dataset read from a ``.tet`` file and left unchanged is written back byte
+    for byte. Large metadata is spilled as the format prescribes.
+
+    Parameters
+    ----------
+    ds
+        The Dataset to write.
+    path
+        The target file (written atomically, with the permissions ``open(path, "w")`` would give).
+    chunks
+        The tile shape: one size for every axis (int), one per axis (tuple), or ``{dim: size}``. By
+        default the tile shape the variable was read with, else its Dask chunks, else one tile.
+    compression
+        ``"raw"`` or ``"zstd"``; by default the codec the variable was read with, else raw.
+    history
+        History rows (dicts or ``(op, source, at)``); by default the rows read from the file
+        (``tetr_history``).
+
+    Raises
+    ------
+    TypeError
+        ``chunks`` is not an int, a tuple or a mapping.
+    ValueError
+        ``chunks`` has the wrong length for a variable, or ``compression`` is not one of the valid
+        values (the message lists them).
     """
     writes = []
     for name in ds.data_vars:

@@ -84,16 +84,31 @@ def _file_options(variables: list[xr.Variable], compression: str | None,
 
 def to_ztensor(ds_or_mapping: xr.Dataset | Mapping[str, Any], path: str, *, compression: str | None = None,
                checksum: str | None = None) -> None:
-    """Write a Dataset (or a mapping name -> array/DataArray) as a v0.1 ``.zt`` file.
+    """Write a Dataset (or a mapping name -> array/DataArray) as a zTensor v0.1 (``.zt``) file.
 
-    Dimension names go to the ``dim_names`` custom key and attrs to custom keys,
-    so ``xr.open_dataset(path, engine="tensogram")`` gives the Dataset back;
-    CF encoding (times, fill values) is applied as for netCDF. Non-index
-    coordinates are listed in a CF ``coordinates`` attribute. The reference
-    ``ztensor`` 0.1.4 reader reads the values and ignores the extra keys.
-    ``compression`` (``"raw"``, ``"zstd"``) and ``checksum`` (``"none"``, ``"crc32c"``,
-    ``"sha256"``) apply to the whole file; by default they are what the variables
-    were read with (``encoding["ztensor_encoding"]``, ``encoding["ztensor_checksum"]``).
+    Dimension names go to the ``dim_names`` custom key and attrs to custom keys, so
+    ``xr.open_dataset(path, engine="tensogram")`` gives the Dataset back; CF encoding (times, fill
+    values) is applied as for netCDF, and non-index coordinates are listed in a CF ``coordinates``
+    attribute. The reference ``ztensor`` 0.1.4 reader reads the values and ignores the extra keys.
+
+    Parameters
+    ----------
+    ds_or_mapping
+        A Dataset, or a mapping of names to arrays or DataArrays.
+    path
+        The target file (written atomically, with the permissions ``open(path, "w")`` would give).
+    compression
+        ``"raw"`` or ``"zstd"``, for the whole file; by default what the variables were read with
+        (``encoding["ztensor_encoding"]``).
+    checksum
+        ``"none"``, ``"crc32c"`` or ``"sha256"``, for the whole file; by default what the variables
+        were read with (``encoding["ztensor_checksum"]``).
+
+    Raises
+    ------
+    ValueError
+        An unknown compression or checksum (the message lists the valid ones), or an attribute that
+        clashes with a zTensor key.
     """
     if isinstance(ds_or_mapping, xr.Dataset):
         items = _dataset_items(ds_or_mapping)
