@@ -414,11 +414,36 @@ def test_parser_options_match_open_dataset() -> None:
     assert_same(open_refs(kerchunk_refs(vds)), xr.open_dataset(tet, engine=ENGINE, **kw2))
 
 
+@pytest.mark.parametrize("kw", [{"message_index": -1}, {"message_index": [2, 0]},
+                                {"message_index": slice(1, None, 2)},
+                                {"message_index": 1, "merge_objects": False}], ids=["int", "list", "slice", "one"])
+def test_parser_message_index_matches_open_dataset(kw: dict[str, Any]) -> None:
+    """message_index (and merge_objects) select messages as open_dataset does, and every chunk of the
+    references lies inside a selected message (message extents from our framing of the file)."""
+    path = SAMPLES / "forecast.tgm"
+    vds, _ = parse(path, TensogramParser(**kw))
+    refs = kerchunk_refs(vds)
+    expected = xr.open_dataset(path, engine=ENGINE, **kw)
+    assert_same(open_refs(refs), expected)
+    with open_tensogram(path) as f:
+        extents = [(m.offset, m.offset + m.length) for m in f]
+    index = kw["message_index"]
+    wanted = [extents[i] for i in (index if isinstance(index, list) else range(len(extents))[index]
+                                   if isinstance(index, slice) else [index])]
+    assert expected.sizes.get("step", 1) == len(wanted) < len(extents)
+    chunks = [v for k, v in refs["refs"].items() if k.startswith(("2t/", "msl/")) and isinstance(v, list)]
+    assert len(chunks) == 2 * len(wanted)
+    assert all(any(a <= v[1] and v[1] + v[2] <= b for a, b in wanted) for v in chunks)
+    assert {a for a, b in wanted} == {a for a, b in wanted if any(a <= v[1] < b for v in chunks)}
+
+
 def test_wrong_parser_and_options_are_refused() -> None:
     with pytest.raises(UnsupportedError, match="TetrParser"):
         open_virtual_dataset(SAMPLES / "sample.tet", parser=ZTensorParser())
     with pytest.raises(UnsupportedError, match="variable_key"):
         open_virtual_dataset(SAMPLES / "sample.zt", parser=ZTensorParser(variable_key="name"))
+    with pytest.raises(UnsupportedError, match="message_index"):
+        open_virtual_dataset(SAMPLES / "sample.tet", parser=TetrParser(message_index=0))
 
 
 def test_codec_entry_points_resolve() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
@@ -154,6 +154,10 @@ def _manifest(plan: VirtualArray, url: str) -> Any:
     return ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
 
 
+#: parser options that only Tensogram files take (None: not given)
+_TENSOGRAM_OPTIONS = ("variable_key", "filter_by_keys", "message_index", "merge_objects")
+
+
 class _Parser:
     """Shared by the three parsers: open with our assembly, plan the chunks, build the ManifestStore."""
 
@@ -161,11 +165,14 @@ class _Parser:
 
     def __init__(self, *, variable_key: str | None = None, dim_names: Any = None,
                  filter_by_keys: Mapping[str, Any] | None = None, group: str | None = None,
-                 storage_options: Mapping[str, Any] | None = None, drop_variables: Iterable[str] | None = None
+                 storage_options: Mapping[str, Any] | None = None, drop_variables: Iterable[str] | None = None,
+                 message_index: int | Sequence[int] | slice | None = None, merge_objects: bool | None = None,
                  ) -> None:
         self.variable_key = variable_key
         self.dim_names = dim_names
         self.filter_by_keys = filter_by_keys
+        self.message_index = message_index
+        self.merge_objects = merge_objects
         self.group = group
         self.storage_options = dict(storage_options or {})
         self.drop_variables = list(drop_variables or ())
@@ -177,9 +184,10 @@ class _Parser:
         from ..io import open_source
 
         register()
-        if self.format_name != "tensogram" and (self.variable_key is not None or self.filter_by_keys is not None):
-            raise UnsupportedError(f"{type(self).__name__} does not take variable_key or filter_by_keys "
-                                   f"(Tensogram options)")
+        tgm_only = [k for k in _TENSOGRAM_OPTIONS if getattr(self, k) is not None]
+        if self.format_name != "tensogram" and tgm_only:
+            raise UnsupportedError(f"{type(self).__name__} does not take {', '.join(tgm_only)} "
+                                   f"(Tensogram options: {', '.join(_TENSOGRAM_OPTIONS)})")
         target = _local_path(url)
         with open_source(target, self.storage_options or None) as src:
             fmt = sniff_format(src) or "tensogram"
@@ -247,15 +255,16 @@ class _Parser:
 class TensogramParser(_Parser):
     """Parser for Tensogram ``.tgm`` files: one Zarr chunk per data object.
 
-    Options as in ``open_dataset``: ``variable_key``, ``dim_names``, ``filter_by_keys``, ``group``
-    (for files with several grids), ``storage_options`` (fsspec, for reading the metadata of remote
-    files), ``drop_variables``.
+    Options as in ``open_dataset``: ``variable_key``, ``dim_names``, ``filter_by_keys``,
+    ``message_index`` (an int, negative from the end, a list of ints or a slice), ``merge_objects``,
+    ``group`` (for files with several grids), ``storage_options`` (fsspec, for reading the metadata of
+    remote files), ``drop_variables``.
     """
 
     format_name = "tensogram"
 
     def _open_options(self) -> dict[str, Any]:
-        return {**super()._open_options(), "variable_key": self.variable_key, "filter_by_keys": self.filter_by_keys}
+        return {**super()._open_options(), **{k: getattr(self, k) for k in _TENSOGRAM_OPTIONS}}
 
 
 class TetrParser(_Parser):
