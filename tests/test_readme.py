@@ -81,6 +81,10 @@ def test_skipped_blocks_say_why_in_visible_text():
             assert "not run by the readme test" in visible, f"README line {block.line}: say visibly why it is not run"
 
 
+# third-party notices raised by the virtual Zarr blocks (zarr's string dtypes, fsspec's Parquet writer)
+@pytest.mark.filterwarnings("ignore:.*does not have a Zarr V3 specification")
+@pytest.mark.filterwarnings("ignore:.*fastparquet")
+@pytest.mark.filterwarnings("ignore:.*future.infer_string")
 def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # an empty directory: every file a block uses must come from the block
     namespace: dict[str, object] = {"__name__": "__readme__"}
