@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unpack_fields", "pack_fields"]
+__all__ = ["pack_fields", "unpack_fields"]
 
 
 def _gather_u64(buf: np.ndarray, byte_index: np.ndarray) -> np.ndarray:
     """Big-endian u64 words starting at each ``byte_index`` (buf must be padded by 8 bytes)."""
     windows = np.lib.stride_tricks.as_strided(buf, shape=(buf.size - 7, 8), strides=(1, 1))
-    return windows[byte_index].view(">u8").reshape(-1).astype(np.uint64)
+    words: np.ndarray = windows[byte_index].view(">u8").reshape(-1).astype(np.uint64)
+    return words
 
 
 def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: int, bit_offset: int = 0) -> np.ndarray:
@@ -40,16 +41,18 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
     shift = (starts & 7).astype(np.uint64)
     hi = _gather_u64(buf, byte_index)
     if bits <= 57:
-        return (hi << shift) >> np.uint64(64 - bits) if bits < 64 else hi
+        head: np.ndarray = (hi << shift) >> np.uint64(64 - bits) if bits < 64 else hi
+        return head
     lo = _gather_u64(buf, byte_index + 8)
     # combine: the 64-bit window starting at bit `shift`
     with np.errstate(over="ignore"):
         nonzero = shift != 0
-        window = hi.copy()
+        window: np.ndarray = hi.copy()
         window[nonzero] = (hi[nonzero] << shift[nonzero]) | (lo[nonzero] >> (np.uint64(64) - shift[nonzero]))
     if bits == 64:
         return window
-    return window >> np.uint64(64 - bits)
+    shifted: np.ndarray = window >> np.uint64(64 - bits)
+    return shifted
 
 
 def _unpack_periodic(raw: np.ndarray, count: int, bits: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import xxhash
 
 from .registry import available, require
 
-__all__ = ["xxh3_64", "crc32c", "sha256_hex"]
+__all__ = ["crc32c", "sha256_hex", "xxh3_64"]
 
 
 def xxh3_64(data: bytes | memoryview) -> int:

@@ -23,7 +23,7 @@ def check_ratio(codec: str, payload_len: int, expected: int, where: str = "") ->
         )
 
 
-def check_size(data: bytes | np.ndarray, expected: int, codec: str, where: str = "") -> None:
+def check_size(data: bytes | memoryview | np.ndarray, expected: int, codec: str, where: str = "") -> None:
     """Raise :class:`CodecError` unless ``data`` holds exactly ``expected`` bytes."""
     n = data.nbytes if isinstance(data, np.ndarray) else len(data)
     if n != expected:

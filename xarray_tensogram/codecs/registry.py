@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 from types import ModuleType
 
 from ..errors import MissingCodecError
@@ -21,7 +21,7 @@ OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _import(module: str) -> ModuleType:
     return importlib.import_module(module)
 

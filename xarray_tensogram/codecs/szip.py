@@ -18,7 +18,7 @@ from ..errors import CodecError, MissingCodecError
 from .limits import check_ratio
 from .registry import require
 
-__all__ = ["szip_encode", "szip_decode", "decode"]
+__all__ = ["decode", "szip_decode", "szip_encode"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
@@ -43,9 +43,9 @@ class _AecStream(ctypes.Structure):
 @lru_cache(maxsize=1)
 def _libaec() -> ctypes.CDLL:
     imagecodecs = require("imagecodecs", "szip encoding")
-    base = os.path.dirname(os.path.dirname(imagecodecs.__file__))
-    candidates = glob.glob(os.path.join(base, "imagecodecs.libs", "libaec*.so*")) + glob.glob(
-        os.path.join(os.path.dirname(imagecodecs.__file__), "*aec*.dll")
+    here = os.path.dirname(imagecodecs.__file__ or "")  # None only for a namespace package: nothing found then
+    candidates = glob.glob(os.path.join(os.path.dirname(here), "imagecodecs.libs", "libaec*.so*")) + glob.glob(
+        os.path.join(here, "*aec*.dll")
     )
     if not candidates:
         raise MissingCodecError("szip encoding needs the libaec library bundled with imagecodecs, which was not found")

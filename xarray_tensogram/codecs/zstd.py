@@ -126,7 +126,7 @@ def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, probe_ext
     extra = b""
     try:
         with zstandard.ZstdDecompressor().stream_reader(payload, read_across_frames=True) as reader:
-            view = memoryview(out)
+            view = out.data  # the array's own buffer: readinto fills it in place
             while got < out.size:
                 n = reader.readinto(view[got:])
                 if n == 0:

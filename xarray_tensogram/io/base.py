@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, BinaryIO, Sequence, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, BinaryIO, Union
 
 from ..errors import (
     TruncatedFileError,
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview, BinaryIO, "ByteSource"]
+SourceLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, "ByteSource"]
 
 
 class ByteSource(ABC):
@@ -58,7 +59,7 @@ class ByteSource(ABC):
         """Read several ``(offset, length)`` ranges; remote sources fetch them concurrently."""
         return [self.read(o, n, what=what) for o, n in ranges]
 
-    def read_array(self, offset: int, length: int, *, what: str = "data") -> "np.ndarray":
+    def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
         """Like :meth:`read` but into a new writable ``uint8`` array (local files: no extra copy)."""
         import numpy as np
 
@@ -83,13 +84,13 @@ class ByteSource(ABC):
         """A zero-copy read-only view of the bytes, or ``None`` when the source cannot map."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: a source without handles has nothing to release
         """Release handles; the source reopens lazily if it is read again."""
 
-    def check_unchanged(self) -> None:
+    def check_unchanged(self) -> None:  # noqa: B027 - optional hook: in-memory sources cannot change
         """Raise :class:`FileChangedError` if the underlying file changed since it was opened."""
 
-    def __enter__(self) -> "ByteSource":
+    def __enter__(self) -> ByteSource:
         return self
 
     def __exit__(self, *exc: object) -> None:

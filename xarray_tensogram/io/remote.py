@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import (
     MissingCodecError,
@@ -105,7 +106,9 @@ class FsspecSource(ByteSource):
                     except TypeError as exc:  # a filesystem whose constructor does not take an option
                         raise self._rejected(exc) from exc
                     self._fs, self._path, self._pid = fs, path, os.getpid()
-        return self._fs, self._path  # type: ignore[return-value]
+        fs_path = self._path
+        assert fs_path is not None, "set together with self._fs"
+        return self._fs, fs_path
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_reopen_fsspec, (self.url, self.storage_options, self.size))
@@ -128,14 +131,14 @@ class FsspecSource(ByteSource):
                     if len(block) == hi - lo:
                         with self._lock:
                             if all(start != lo for start, _ in self._ends):
-                                self._ends = self._ends + [(lo, block)]
+                                self._ends = [*self._ends, (lo, block)]
                     return block[offset - lo : offset + length - lo]
         return self._fetch(offset, length)
 
     def _fetch(self, offset: int, length: int) -> bytes:
         fs, path = self._filesystem()
         try:
-            data = fs.cat_file(path, start=offset, end=offset + length)
+            data: bytes = fs.cat_file(path, start=offset, end=offset + length)
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{self.url}: the remote file disappeared ({_short(exc)})") from exc
         if len(data) > length:
@@ -158,12 +161,12 @@ class FsspecSource(ByteSource):
         starts = [o for o, _ in ranges]
         ends = [o + n for o, n in ranges]
         out = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
-        for (o, n), b in zip(ranges, out):
+        for (o, _n), b in zip(ranges, out, strict=True):
             if isinstance(b, BaseException):
                 raise XarrayTensogramError(f"{describe(self.name, offset=o)}range request failed: {_short(b)}")
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(ranges)
-        for (o, n), b in zip(ranges, out):
+        for (o, n), b in zip(ranges, out, strict=True):
             if len(b) != n:
                 raise TruncatedFileError(f"{describe(self.name, offset=o)}{what}: expected {n} bytes, got {len(b)}")
         return list(out)

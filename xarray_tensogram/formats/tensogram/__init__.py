@@ -2,4 +2,4 @@
 
 from .reader import CorruptMessageWarning, Message, TensogramFile, open_tensogram
 
-__all__ = ["open_tensogram", "TensogramFile", "Message", "CorruptMessageWarning"]
+__all__ = ["CorruptMessageWarning", "Message", "TensogramFile", "open_tensogram"]

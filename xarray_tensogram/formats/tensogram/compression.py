@@ -22,6 +22,10 @@ from .dtypes import dtype_width
 __all__ = ["DECODERS", "compress", "decompress", "szip_flags", "szip_sample_bits"]
 
 Params = Mapping[str, Any]
+#: what the decoders take (a slice of a mapped file stays a memoryview) and give back ("none" passes it through)
+Payload = bytes | memoryview
+Decoded = bytes | memoryview | np.ndarray
+Decoder = Callable[[Payload, int, Params, str], Decoded]
 
 
 def _param(desc: Params, key: str, kind: type, where: str) -> Any:
@@ -34,20 +38,20 @@ def _param(desc: Params, key: str, kind: type, where: str) -> Any:
     return kind(value)
 
 
-def _none(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+def _none(payload: Payload, expected: int, params: Params, where: str) -> Payload:
     check_size(payload, expected, "uncompressed", where)
     return payload
 
 
-def _zstd(payload: bytes, expected: int, params: Params, where: str) -> np.ndarray:
+def _zstd(payload: Payload, expected: int, params: Params, where: str) -> np.ndarray:
     return zstd.decompress(payload, expected, where=where)
 
 
-def _lz4(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+def _lz4(payload: Payload, expected: int, params: Params, where: str) -> bytes:
     return lz4.decompress(payload, expected, where=where)
 
 
-def _blosc2(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+def _blosc2(payload: Payload, expected: int, params: Params, where: str) -> bytes:
     return blosc2.decompress(payload, expected, where=where)
 
 
@@ -71,7 +75,7 @@ def szip_flags(desc: Params, bits: int) -> int:
     return flags
 
 
-def _szip(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
+def _szip(payload: Payload, expected: int, desc: Params, where: str) -> bytes:
     check_ratio("szip", len(payload), expected, where)
     bits = szip_sample_bits(desc)
     for key in ("szip_block_size", "szip_rsi", "szip_flags"):
@@ -92,7 +96,7 @@ def _zfp_parameter(desc: Params, where: str) -> tuple[str, float]:
     raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
 
 
-def _zfp(payload: bytes, expected: int, desc: Params, where: str) -> bytes:
+def _zfp(payload: Payload, expected: int, desc: Params, where: str) -> bytes:
     packed = desc.get("encoding") == "simple_packing"
     if packed:
         # after simple_packing the reference still decodes prod(shape) doubles (reading zeros past a
@@ -121,11 +125,11 @@ def _float64_in_declared_order(values: np.ndarray, desc: Params) -> bytes:
     # after simple_packing the bytes are a bit stream with no byte order: the codec's native doubles go on as is
     declared = desc.get("byte_order", "little") if desc.get("encoding", "none") == "none" else (
         "little" if np.little_endian else "big")
-    order = "<" if declared == "little" else ">"
-    return np.ascontiguousarray(values, dtype=np.dtype("f8").newbyteorder(order)).tobytes()
+    dtype = np.dtype("<f8") if declared == "little" else np.dtype(">f8")
+    return np.ascontiguousarray(values, dtype=dtype).tobytes()
 
 
-def _sz3(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+def _sz3(payload: Payload, expected: int, params: Params, where: str) -> bytes:
     check_ratio("sz3", len(payload), expected, where)
     if expected % 8:
         raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
@@ -134,9 +138,9 @@ def _sz3(payload: bytes, expected: int, params: Params, where: str) -> bytes:
     return out
 
 
-def _bitmask_prefixed(kind: str) -> Callable[[bytes, int, Params, str], bytes]:
+def _bitmask_prefixed(kind: str) -> Decoder:
     """rle/roaring compression of a bitmask object: a big-endian u32 bit count, then the bitmap."""
-    def decode(payload: bytes, expected: int, params: Params, where: str) -> bytes:
+    def decode(payload: Payload, expected: int, params: Params, where: str) -> bytes:
         if len(payload) < 4:
             raise CodecError(f"{where}{kind} payload lacks its 4-byte bit count")
         nbits = struct.unpack(">I", payload[:4])[0]
@@ -151,7 +155,7 @@ def _bitmask_prefixed(kind: str) -> Callable[[bytes, int, Params, str], bytes]:
     return decode
 
 
-DECODERS: dict[str, Callable[[bytes, int, Any, str], Any]] = {
+DECODERS: dict[str, Decoder] = {
     "none": _none,
     "zstd": _zstd,
     "lz4": _lz4,
@@ -164,14 +168,13 @@ DECODERS: dict[str, Callable[[bytes, int, Any, str], Any]] = {
 }
 
 
-def decompress(name: str, payload: bytes | memoryview, expected: int, desc: Params,
-               where: str = "") -> bytes | np.ndarray:
+def decompress(name: str, payload: Payload, expected: int, desc: Params, where: str = "") -> Decoded:
     """Decode ``payload`` with compressor ``name`` into exactly ``expected`` bytes."""
     try:
         decoder = DECODERS[name]
     except KeyError:
         raise UnsupportedError(f"{where}unknown compression {name!r} (known: {', '.join(DECODERS)})") from None
-    return decoder(payload, expected, desc, where)  # type: ignore[arg-type]
+    return decoder(payload, expected, desc, where)
 
 
 def compress(name: str, data: bytes, desc: Params) -> bytes:

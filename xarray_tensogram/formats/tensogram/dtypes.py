@@ -6,7 +6,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 
-__all__ = ["DTYPES", "dtype_width", "numpy_dtype", "decoded_length"]
+__all__ = ["DTYPES", "decoded_length", "dtype_width", "numpy_dtype"]
 
 #: name -> (numpy dtype as the reference decoder returns it, bytes per element, byte-swap unit)
 DTYPES: dict[str, tuple[str, int, int]] = {

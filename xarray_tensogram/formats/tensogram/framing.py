@@ -6,9 +6,24 @@ import struct
 from dataclasses import dataclass
 
 __all__ = [
-    "MAGIC", "END_MAGIC", "FRAME_START", "FRAME_END", "PREAMBLE", "POSTAMBLE", "FRAME_HEADER",
-    "Preamble", "FrameHeader", "parse_preamble", "parse_frame_header", "align8",
-    "HEADER_TYPES", "BODY_TYPES", "FOOTER_TYPES", "DATA_FRAME", "PRECEDER_FRAME", "phase_of",
+    "BODY_TYPES",
+    "DATA_FRAME",
+    "END_MAGIC",
+    "FOOTER_TYPES",
+    "FRAME_END",
+    "FRAME_HEADER",
+    "FRAME_START",
+    "HEADER_TYPES",
+    "MAGIC",
+    "POSTAMBLE",
+    "PREAMBLE",
+    "PRECEDER_FRAME",
+    "FrameHeader",
+    "Preamble",
+    "align8",
+    "parse_frame_header",
+    "parse_preamble",
+    "phase_of",
 ]
 
 MAGIC = b"TENSOGRM"

@@ -57,7 +57,7 @@ def _check(m: Message, j: int) -> bool:
             hashed = False
             m.read_object(j)
     except MissingCodecError as exc:
-        exc.hash_verified = hashed  # type: ignore[attr-defined]
+        exc.hash_verified = hashed
         raise
     return hashed
 

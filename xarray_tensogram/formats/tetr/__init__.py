@@ -24,15 +24,15 @@ from .reader import TetrFile, TetrTileReader, open_tetr
 from .writer import DatasetWrite, write_tetr
 
 __all__ = [
-    "TetrFile",
-    "TetrDataset",
-    "TetrTileReader",
+    "CODECS",
+    "DTYPE_CODES",
+    "FORMAT",
+    "LIMITS",
     "DatasetWrite",
+    "TetrDataset",
+    "TetrFile",
+    "TetrTileReader",
+    "encode_footer",
     "open_tetr",
     "write_tetr",
-    "encode_footer",
-    "DTYPE_CODES",
-    "LIMITS",
-    "CODECS",
-    "FORMAT",
 ]

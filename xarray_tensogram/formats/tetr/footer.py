@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
+from typing import Any
 
 from ...errors import (
     LimitExceededError,
@@ -30,7 +31,7 @@ def _check_str(value: Any, what: str, prefix: str, *, limits: bool = True) -> st
     return value
 
 
-def _check_count(items: list | dict | tuple, limit_key: str, what: str, prefix: str) -> None:
+def _check_count(items: Sized, limit_key: str, what: str, prefix: str) -> None:
     if len(items) > LIMITS[limit_key]:
         raise LimitExceededError(f"{prefix}{what} has {len(items)} entries, the limit is {LIMITS[limit_key]}")
 
@@ -46,7 +47,7 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
     if isinstance(row, list):
         if len(row) != 3:
             raise MetadataError(f"{p}a legacy row must be [op, source, at], got {len(row)} items")
-        row = dict(zip(("op", "source", "at"), row))
+        row = dict(zip(("op", "source", "at"), row, strict=True))
     if not isinstance(row, dict):
         raise MetadataError(f"{p}expected an object or a [op, source, at] array, got {type(row).__name__}")
     unknown = set(row) - set(_HISTORY_KEYS)

@@ -32,6 +32,8 @@ def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
     if tiles:
         tile_rows: list[list[Any]] = []
         for d in f.datasets:
+            if d.entries is None or d.table is None:  # no index rows: no tiles to list
+                continue
             for coords in np.ndindex(*d.grid):
                 e = d.entries[int(d.table[coords])]
                 tile_rows.append([d.name, ",".join(map(str, coords)), int(e["offset"]), int(e["stored"]),

@@ -215,10 +215,11 @@ def _tile_bytes(ds: TetrDataset, coords: np.ndarray) -> np.ndarray:
     """Clipped tile size in bytes for each row of grid coordinates."""
     shape = np.asarray(ds.shape, dtype=np.int64)
     # a chunk extent may exceed the shape (one clipped tile on that axis), even up to 2**64-1
-    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape)], dtype=np.int64)
+    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape, strict=True)], dtype=np.int64)
     start = coords.astype(np.int64) * chunk
     extent = np.minimum(chunk, shape - start)
-    return np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize
+    sizes: np.ndarray = np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize
+    return sizes
 
 
 def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: np.ndarray, index_at: int) -> None:

@@ -73,8 +73,9 @@ class TetrDataset:
     coords: dict[str, list[str]] | None = None
     attrs: dict[str, str] = field(default_factory=dict)
     #: this dataset's index entries (structured ``ENTRY`` rows, index order); ``table[grid coords]`` -> row
-    entries: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
-    table: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    #: both stay ``None`` until :func:`layout.assign_entries` fills them in (a file without an index)
+    entries: np.ndarray | None = field(default=None, repr=False)
+    table: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ndim(self) -> int:

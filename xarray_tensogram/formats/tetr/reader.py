@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,9 +51,10 @@ class TetrTileReader:
     table: np.ndarray
 
     def _entry(self, coords: tuple[int, ...]) -> np.void:
-        if len(coords) != len(self.shape) or any(not 0 <= c < n for c, n in zip(coords, self.table.shape)):
+        if len(coords) != len(self.shape) or any(not 0 <= c < n for c, n in zip(coords, self.table.shape, strict=True)):
             raise IndexError(f"tile {list(coords)} is outside the grid {list(self.table.shape)} of {self.name!r}")
-        return self.entries[int(self.table[tuple(coords)])]
+        entry: np.void = self.entries[int(self.table[tuple(coords)])]
+        return entry
 
     def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
         """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec)`` (0 raw, 1 zstd)."""
@@ -64,14 +66,15 @@ class TetrTileReader:
         coords = tuple(int(c) for c in coords)
         e = self._entry(coords)
         extent = chunk_extent(self.shape, self.chunk_shape, coords)
-        region = tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent)) if region else \
+        region = tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent, strict=False)) if region else \
             tuple(slice(0, n) for n in extent)
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
         if int(e["codec"]) == 0:
             # only the bytes of the leading-axis rows the region needs
             rows = read_raw_rows(self.source, int(e["offset"]), extent, self.dtype, region[0].start,
                                  max(region[0].start, region[0].stop), f"{where}raw tile rows")
-            return rows[(slice(None), *region[1:])]
+            within = (slice(None), *region[1:])
+            return rows[within]
         payload = self._stored(e)
         flat = zstd.decompress(payload, int(e["raw"]), where=where)
         return flat.view(self.dtype).reshape(extent)[region]
@@ -151,7 +154,7 @@ class TetrFile(FormatFile[TetrDataset]):
         self.index_offset, self.index_length = index_off, index_len
         self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
         self.datasets: list[TetrDataset] = []
-        self._records = []
+        self._records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]] = []
         if count:
             self._records, blob_end = _parse_records(src, count)
             if index_off != _align8(blob_end):
@@ -178,7 +181,7 @@ class TetrFile(FormatFile[TetrDataset]):
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(len(self._records) + 1))
         seen: set[str] = set()
-        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes)):
+        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes, strict=True)):
             meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
             seen.add(name)
             ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", meta.get("dim_names"),
@@ -197,6 +200,7 @@ class TetrFile(FormatFile[TetrDataset]):
     # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
         d = self.dataset(key)
+        assert d.entries is not None and d.table is not None, "every dataset of an opened file has its index"
         return TetrTileReader(self.source, d.name, d.dtype, d.shape, d.chunk_shape, d.entries, d.table)
 
     def array_spec(self, key: str | int) -> ArraySpec:
@@ -219,7 +223,7 @@ class TetrFile(FormatFile[TetrDataset]):
         sel = tuple(selection) if isinstance(selection, (tuple, list)) else (selection,)
         if len(sel) > d.ndim:
             raise IndexError(f"{len(sel)} indices for the {d.ndim}-d dataset {d.name!r}")
-        for axis, (s, n) in enumerate(zip(sel, d.shape)):
+        for axis, (s, n) in enumerate(zip(sel, d.shape, strict=False)):  # sel may name fewer axes
             if not isinstance(s, slice) and not -n <= int(s) < n:
                 raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
         return read_outer(self.array_spec(key), sel)

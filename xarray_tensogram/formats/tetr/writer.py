@@ -6,8 +6,9 @@ import itertools
 import math
 import os
 import struct
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def _record(name: str, code: int, shape: Sequence[int], chunk_shape: Sequence[in
 def _tiles(data: np.ndarray, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
     """Tiles in the reference order: row-major over the grid, last axis fastest; edge tiles clipped."""
     for coords in itertools.product(*(range(n) for n in chunk_counts(data.shape, chunk_shape))):
-        box = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, chunk_shape))
+        box = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, chunk_shape, strict=True))
         yield coords, np.ascontiguousarray(data[box])
 
 
@@ -139,7 +140,7 @@ def _as_writes(arrays: Mapping[str, Any] | Sequence[DatasetWrite]) -> list[Datas
     return list(arrays)
 
 
-def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] | Sequence[DatasetWrite], *,
+def write_tetr(target: str | os.PathLike[str] | BinaryIO, arrays: Mapping[str, Any] | Sequence[DatasetWrite], *,
                history: Sequence[Any] = (), file_metadata: Mapping[str, str] | None = None,
                footer: bool | None = None, execution: tuple[int, int] = (0, 0), zstd_level: int = 3) -> None:
     """Write a ``.tet`` file byte for byte as the reference writer does (spec §8, footer §5.5).
@@ -173,7 +174,7 @@ def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] |
     entries = np.zeros(n, dtype=ENTRY)
     stored: list[bytes | None] = []
     k = 0
-    for i, (d, code, data, chunk) in enumerate(prepared):
+    for i, (d, _code, data, chunk) in enumerate(prepared):
         codec = _CODEC_OF[d.codec]
         tiles: Iterator[tuple[tuple[int, ...], Any]] = _tiles(data, chunk) if codec else _tile_boxes(data, chunk)
         for coords, tile in tiles:
@@ -186,7 +187,7 @@ def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] |
             k += 1
     meta_datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
     has_meta = footer is True or file_metadata is not None or bool(meta_datasets)
-    metadata = None
+    metadata: dict[str, Any] | None = None
     if has_meta:
         metadata = {}
         if file_metadata is not None:
@@ -215,11 +216,11 @@ def write_tetr(target: str | os.PathLike | BinaryIO, arrays: Mapping[str, Any] |
     _emit(target, itertools.chain([head], payloads(), [tail]))
 
 
-def _emit(target: str | os.PathLike | BinaryIO, parts: Any) -> None:
+def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Any) -> None:
     if hasattr(target, "write"):
         for p in parts:
-            target.write(p)  # type: ignore[union-attr]
+            target.write(p)
         return
-    with atomic_write(target) as f:  # type: ignore[arg-type]
+    with atomic_write(target) as f:
         for p in parts:
             f.write(p)
