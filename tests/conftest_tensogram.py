@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ import pytest
 tensogram = pytest.importorskip("tensogram")
 
 from xarray_tensogram import open_tensogram  # noqa: E402
-from xarray_tensogram.errors import XarrayTensogramError  # noqa: E402
 
 #: the 15 dtypes of spec §11
 DTYPES = [
@@ -139,7 +139,7 @@ def try_ref_encode(*args: Any, **kw: Any) -> bytes:
         return ref_encode(*args, **kw)
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as exc:  # noqa: BLE001 (ValueError subclasses, or a Rust panic: sz3 of 0 elements)
+    except BaseException as exc:  # ValueError subclasses, or a Rust panic: sz3 of 0 elements
         pytest.skip(f"the reference rejects this combination: {str(exc)[:120]}")
 
 
@@ -317,7 +317,7 @@ def assemble(preamble: bytes, fr: list[Frame], *, total: bool | None = None, fix
         blobs = raw_frames if raw_frames is not None else [f.to_bytes() for f in fr]
         body = b""
         offsets, lengths, first_footer = [], [], None
-        for f, blob in zip(fr, blobs):
+        for f, blob in zip(fr, blobs, strict=True):
             pos = 24 + len(body)
             if f.ftype in (5, 6, 7) and first_footer is None:
                 first_footer = pos

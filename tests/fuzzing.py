@@ -12,8 +12,8 @@ import os
 import time
 import tracemalloc
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from xarray_tensogram.errors import XarrayTensogramError
 
@@ -43,7 +43,7 @@ def run_case(exercise: Callable[[bytes], object], data: bytes, legit_chunk: int,
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 exercise(data)
-        except Exception:  # noqa: BLE001 - judged by the traced run below
+        except Exception:  # judged by the traced run below
             pass
     tracemalloc.start()
     tracemalloc.reset_peak()
@@ -57,7 +57,7 @@ def run_case(exercise: Callable[[bytes], object], data: bytes, legit_chunk: int,
         stats.errors += 1
         name = type(exc).__name__
         stats.error_types[name] = stats.error_types.get(name, 0) + 1
-    except Exception as exc:  # noqa: BLE001 - this is exactly what the suite looks for
+    except Exception as exc:  # this is exactly what the suite looks for
         tracemalloc.stop()
         raise AssertionError(f"{label}: {type(exc).__name__} escaped the package's errors: {exc}") from exc
     finally:
@@ -78,7 +78,7 @@ def run_case(exercise: Callable[[bytes], object], data: bytes, legit_chunk: int,
 
 def flips(data: bytes, positions: list[int], values: list[int]) -> list[bytes]:
     out = []
-    for p, v in zip(positions, values):
+    for p, v in zip(positions, values, strict=True):
         b = bytearray(data)
         b[p % len(b)] = v
         out.append(bytes(b))

@@ -15,11 +15,12 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
-__all__ = ["Traffic", "RangeHTTPServer", "CountingMotoServer"]
+__all__ = ["CountingMotoServer", "RangeHTTPServer", "Traffic"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -39,7 +40,7 @@ class Traffic:
         with self.lock:
             self.requests.clear()
 
-    def snapshot(self) -> "Traffic":
+    def snapshot(self) -> Traffic:
         with self.lock:
             return Traffic(list(self.requests))
 
@@ -64,18 +65,18 @@ class Traffic:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive, as real object stores
     disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stalls)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr logging
         pass
 
     def _lookup(self) -> bytes | None:
         path = self.path.split("?", 1)[0]
         return self.server.files.get(path)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         data = self._lookup()
         if data is None:
             self._not_found("HEAD")
@@ -87,7 +88,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         data = self._lookup()
         if data is None:
             self._not_found("GET")
@@ -167,7 +168,7 @@ class RangeHTTPServer:
         self._server.files["/" + name.lstrip("/")] = bytes(data)
         return self.url(name)
 
-    def start(self) -> "RangeHTTPServer":
+    def start(self) -> RangeHTTPServer:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="range-http-server", daemon=True)
         self._thread.start()
@@ -179,7 +180,7 @@ class RangeHTTPServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> "RangeHTTPServer":
+    def __enter__(self) -> RangeHTTPServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -229,7 +230,7 @@ class CountingMotoServer:
 
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no access log line per request
 
-    def start(self, timeout: float = 30.0) -> "CountingMotoServer":
+    def start(self, timeout: float = 30.0) -> CountingMotoServer:
         self._moto.start()
         deadline = time.monotonic() + timeout
         while self._moto._server is None:  # pragma: no cover - start() waits for readiness already

@@ -7,7 +7,6 @@ import struct
 import cbor2
 import numpy as np
 import pytest
-import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -120,7 +119,7 @@ def _field_positions(data: bytes) -> list[tuple[int, int]]:
 def test_length_and_offset_fields(name):
     data, legit = FILES[name]
     for off, width in _field_positions(data):
-        for value in SPECIAL_VALUES + [len(data)]:
+        for value in [*SPECIAL_VALUES, len(data)]:
             run_case(exercise, with_field(data, off, width, value, "big"), legit, _stats("tensogram"),
                      f"{name}: field at {off} set to {value}")
 
@@ -203,7 +202,7 @@ def test_shuffled_frames(name):
         frames.append(data[pos : pos + hdr.length])
         pos = align8(pos + hdr.length)
     rng = np.random.default_rng(3)
-    for k in range(40 if not LONG else 400):
+    for _k in range(40 if not LONG else 400):
         order = rng.permutation(len(frames))
         run_case(exercise, _message([frames[i] for i in order]), legit, _stats("tensogram"),
                  f"{name} frames in order {order.tolist()}")

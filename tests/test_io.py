@@ -60,10 +60,9 @@ def test_modified_file_raises_on_next_read(tmp_path):
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     p = tmp_path / "out.bin"
     p.write_bytes(b"old")
-    with pytest.raises(RuntimeError):
-        with atomic_write(p) as f:
-            f.write(b"half")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), atomic_write(p) as f:
+        f.write(b"half")
+        raise RuntimeError("boom")
     assert p.read_bytes() == b"old"
     assert os.listdir(tmp_path) == ["out.bin"]
     with atomic_write(p) as f:

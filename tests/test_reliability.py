@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from selections import outer, random_selection
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.errors import FileChangedError, IntegrityError, MissingHashError
-from selections import outer, random_selection
 
 tensogram = pytest.importorskip("tensogram")
 E = TensogramBackendEntrypoint
@@ -22,7 +22,7 @@ E = TensogramBackendEntrypoint
 
 def _cube(path, compression="zstd", steps=6, shape=(40, 60)) -> np.ndarray:
     rng = np.random.default_rng(11)
-    fields = rng.normal(size=(steps, 2) + shape).astype("f4")
+    fields = rng.normal(size=(steps, 2, *shape)).astype("f4")
     msgs = []
     for s in range(steps):
         objs, base = [], []
@@ -100,7 +100,7 @@ def test_opening_and_closing_leaves_no_descriptors(tmp_path):
                 f[0].read_object(0)
         else:
             ds = xr.open_dataset(path, engine=E)
-            ds["2t"][0, 0, 0].values
+            _ = ds["2t"][0, 0, 0].values
             ds.close()
     assert _open_fds() <= before
 
@@ -138,8 +138,8 @@ def test_file_changed_on_disk_raises_on_next_read(tmp_path):
     path = tmp_path / "cube.tgm"
     _cube(path, steps=2)
     ds = xr.open_dataset(path, engine=E)
-    ds["2t"][0].values
+    _ = ds["2t"][0].values
     time.sleep(0.01)
     _cube(path, steps=3)  # rewritten in place with other content
     with pytest.raises(FileChangedError, match="changed on disk"):
-        ds["2t"][1].values
+        _ = ds["2t"][1].values

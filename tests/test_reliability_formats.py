@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 import os
 import re
@@ -25,12 +26,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from selections import outer, random_selection
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.codecs.checksums import xxh3_64
 from xarray_tensogram.errors import CodecError, FileChangedError, IntegrityError, MetadataError, XarrayTensogramError
 from xarray_tensogram.formats.tetr import DatasetWrite, open_tetr, write_tetr
 from xarray_tensogram.formats.ztensor import open_ztensor, write_ztensor_v01
-from selections import outer, random_selection
 
 E = TensogramBackendEntrypoint
 MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
@@ -147,14 +148,14 @@ def test_opening_and_closing_leaves_no_descriptors(tmp_path, fmt):
                     z.read("w")
         else:
             ds = xr.open_dataset(path, engine=E)
-            ds[next(iter(ds.data_vars))][0].values
+            _ = ds[next(iter(ds.data_vars))][0].values
             ds.close()
     assert _open_fds() <= before
 
 
 # -- integrity -----------------------------------------------------------------------------------------
 def _v2_file(path: Path, values: np.ndarray, encoded: bytes | None = None) -> tuple[int, int]:
-    """A v2 file holding ``values`` (raw, or the given zstd-seekable bytes) with an xxh3 digest; returns its blob span."""
+    """A v2 file of ``values`` (raw, or the given zstd-seekable bytes) with an xxh3 digest; returns its blob span."""
     blob = values.tobytes() if encoded is None else encoded
     part = {"blob": [4096, len(blob)], "dtype": "f32", "digest": f"xxh3:{xxh3_64(values.tobytes()):016x}"}
     if encoded is not None:
@@ -195,16 +196,14 @@ def test_verify_catches_every_single_byte_change_of_a_payload(tmp_path, case):
     for pos in range(start, start + length):
         damaged = bytearray(good)
         damaged[pos] ^= 0x41
-        with open_ztensor(bytes(damaged)) as z:
-            with pytest.raises(IntegrityError, match="checksum mismatch"):
-                z.read(name, verify=True)
+        with open_ztensor(bytes(damaged)) as z, pytest.raises(IntegrityError, match="checksum mismatch"):
+            z.read(name, verify=True)
     # the same through the backend: verify_hash=True reaches the zTensor checksum
     damaged = bytearray(good)
     damaged[start] ^= 1
     path.write_bytes(bytes(damaged))
-    with xr.open_dataset(path, engine=E, verify_hash=True) as ds:
-        with pytest.raises(IntegrityError):
-            ds[name].values
+    with xr.open_dataset(path, engine=E, verify_hash=True) as ds, pytest.raises(IntegrityError):
+        _ = ds[name].values
 
 
 def test_v2_seekable_zstd_changes_are_caught_by_frame_or_digest(tmp_path):
@@ -254,7 +253,7 @@ def test_file_changed_on_disk_raises_on_next_read(tmp_path, fmt, same_size):
     make(path, seed=1)
     ds = xr.open_dataset(path, engine=E)
     first = sorted(ds.data_vars)[0]
-    ds[first][0].values
+    _ = ds[first][0].values
     stamp = os.stat(path)
     other = tmp_path / f"other.{fmt}"
     make(other, seed=2, **({} if same_size else {"rows": 40}))
@@ -263,7 +262,7 @@ def test_file_changed_on_disk_raises_on_next_read(tmp_path, fmt, same_size):
         assert os.path.getsize(path) == stamp.st_size
         os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000))
     with pytest.raises(FileChangedError, match="changed on disk"):
-        ds[first][1].values
+        _ = ds[first][1].values
     ds.close()
 
 
@@ -277,12 +276,12 @@ def test_file_replaced_by_rename_keeps_serving_the_old_file_or_raises(tmp_path, 
     old = FORMATS[fmt](path, seed=1)
     ds = xr.open_dataset(path, engine=E)
     name = sorted(ds.data_vars)[0]
-    ds[name][0].values  # descriptor opened
+    _ = ds[name][0].values  # descriptor opened
     shipped = pickle.dumps(ds)
     FORMATS[fmt](path, seed=2, rows=40)  # atomic replace
     np.testing.assert_array_equal(ds[name].values, old[name])
     with pytest.raises(FileChangedError):
-        pickle.loads(shipped)[name].values
+        _ = pickle.loads(shipped)[name].values
     ds.close()
 
 
@@ -348,10 +347,8 @@ def test_v2_shard_names_never_open_paths_outside_the_directory(tmp_path, monkeyp
             z.read("w")
     except XarrayTensogramError:
         pass
-    try:
+    with contextlib.suppress(XarrayTensogramError):
         xr.open_dataset(path, engine=E).load()
-    except XarrayTensogramError:
-        pass
     for p in rec.paths:
         assert os.path.dirname(os.path.abspath(p)) == str(inner), f"shard name {name!r} opened {p!r}"
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +26,8 @@ from servers import CountingMotoServer, RangeHTTPServer, make_era
 fsspec = pytest.importorskip("fsspec")
 pytest.importorskip("aiohttp")
 
-from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE  # noqa: E402
 from xarray_tensogram import open_tensogram  # noqa: E402
+from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE  # noqa: E402
 from xarray_tensogram.io import FsspecSource, LocalFileSource, open_source  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -45,8 +44,8 @@ def _sample_names() -> list[str]:
         ext = p.suffix
         if ext == ".tet":
             try:
+                import xarray_tensogram.assemble.tetr
                 import xarray_tensogram.formats.tetr  # noqa: F401
-                import xarray_tensogram.assemble.tetr  # noqa: F401
             except ImportError:
                 continue
         if ext in (".tgm", ".tet", ".zt"):
@@ -349,7 +348,7 @@ def test_storage_options_reach_fsspec(http):
     try:
         with xr.open_dataset(http.url("forecast.tgm"), engine=ENGINE,
                              storage_options={"headers": {"X-Tensogram-Test": "yes"}}) as ds:
-            ds["2t"][0].values
+            _ = ds["2t"][0].values
     finally:
         http._server.RequestHandlerClass.do_GET = original
     assert seen and set(seen) == {"yes"}
@@ -369,13 +368,15 @@ def test_s3_client_talks_to_loopback_only(s3):
 def test_missing_remote_file_is_one_clear_error(http, s3):
     with pytest.raises(FileNotFoundError, match="no such remote file"):
         xr.open_dataset(http.url("nope.tgm"), engine=ENGINE)
-    server, options = s3
+    _server, options = s3
     with pytest.raises(FileNotFoundError, match="no such remote file"):
         xr.open_dataset(f"s3://{BUCKET}/nope.tgm", engine=ENGINE, storage_options=options)
 
 
 def test_server_ignoring_ranges_is_reported(era_files):
     data = era_files["zstd"].read_bytes()
-    with RangeHTTPServer({"/f.tgm": data}, honour_ranges=False) as server:
-        with pytest.raises(ValueError, match="ignores HTTP Range"):
-            xr.open_dataset(server.url("f.tgm"), engine=ENGINE)
+    with (
+        RangeHTTPServer({"/f.tgm": data}, honour_ranges=False) as server,
+        pytest.raises(ValueError, match="ignores HTTP Range"),
+    ):
+        xr.open_dataset(server.url("f.tgm"), engine=ENGINE)

@@ -9,6 +9,7 @@ re-assembling a reference message's own frames after editing one of them (confte
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import sys
 import tracemalloc
@@ -19,7 +20,6 @@ import numpy as np
 import pytest
 
 from conftest_tensogram import (
-    mark_known_reader_bugs,
     COMPRESSIONS,
     Frame,
     assemble,
@@ -29,6 +29,7 @@ from conftest_tensogram import (
     edit_message,
     frames,
     make_values,
+    mark_known_reader_bugs,
     metadata_frame,
     ref_encode,
     split_message,
@@ -45,7 +46,6 @@ from xarray_tensogram.errors import (
     XarrayTensogramError,
 )
 from xarray_tensogram.formats.tensogram import CorruptMessageWarning
-
 
 #: damaged inputs warn by design; tests that check the warning record it explicitly
 pytestmark = pytest.mark.filterwarnings("ignore::xarray_tensogram.formats.tensogram.CorruptMessageWarning")
@@ -87,7 +87,7 @@ def _reference_result(buf: bytes):
         return [tensogram.decode(buf[o : o + n]) for o, n in spans]
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException:  # noqa: BLE001 (ValueError subclasses, or a Rust panic)
+    except BaseException:  # ValueError subclasses, or a Rust panic
         return None
 
 
@@ -138,7 +138,7 @@ def assert_like_reference(buf: bytes, name: str = "") -> None:
         return
     expected = [a for r in refs for _d, a in r.objects]
     assert len(out) == len(expected)
-    for o, a in zip(out, expected):
+    for o, a in zip(out, expected, strict=True):
         assert_same_array(o, a)
 
 
@@ -147,7 +147,7 @@ def assert_like_reference(buf: bytes, name: str = "") -> None:
 @pytest.mark.parametrize("comp", ["none", "zstd", "szip"])
 def test_verify_hash_detects_a_flipped_payload_byte(layout, comp):
     buf = bytearray(_message(layout, comp=comp, allow_nan=True))
-    off, _t, length = [f for f in frames(bytes(buf)) if f[1] == 9][0]
+    off, _t, length = next(f for f in frames(bytes(buf)) if f[1] == 9)
     cbor_off = struct.unpack_from(">Q", buf, off + length - 20)[0]
     for pos in (off + 16, off + (16 + cbor_off) // 2, off + cbor_off - 1):
         bad = bytearray(buf)
@@ -168,7 +168,7 @@ def test_verify_hash_detects_a_flipped_hash_slot_and_mask_byte():
     v = make_values("float64", (10, 20), seed=3, nonfinite=True)
     buf = tensogram.encode({}, [(desc((10, 20), "float64"), v)], allow_nan=True, allow_inf=True,
                            small_mask_threshold_bytes=0)
-    off, _t, length = [f for f in frames(buf) if f[1] == 9][0]
+    off, _t, length = next(f for f in frames(buf) if f[1] == 9)
     for pos in (off + length - 12, off + length - 5, off + 16 + 1600 + 2):  # hash slot; a mask blob byte
         bad = bytearray(buf)
         bad[pos] ^= 0x01
@@ -214,7 +214,7 @@ def test_truncation_at_every_offset():
             raise AssertionError(f"cut at {cut}: foreign {type(exc).__name__}: {exc}") from exc
         with f:
             assert len(f) == len(complete), cut
-            for msg, i in zip(f, complete):
+            for msg, i in zip(f, complete, strict=True):
                 for j, (_d, a) in enumerate(full[i].objects):
                     assert_same_array(msg.read_object(j), a)
         partial = any(o + 8 <= cut < o + n for o, n in spans)  # the magic of a cut message survives
@@ -367,23 +367,23 @@ def _order_damage(kind: str):
     if kind == "no-metadata":
         return lambda fr: [f for f in fr if f.ftype not in (1, 7)]
     if kind == "dangling-preceder":  # at the end of a buffered body / after a streaming footer
-        return lambda fr: fr + [Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]}))]
+        return lambda fr: [*fr, Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]}))]
     if kind == "two-preceders":
         def edit(fr):
-            k = [i for i, f in enumerate(fr) if f.ftype == 9][0]
+            k = next(i for i, f in enumerate(fr) if f.ftype == 9)
             p = Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]}))
-            return fr[:k] + [p, Frame(8, 0, body=p.body)] + fr[k:]
+            return [*fr[:k], p, Frame(8, 0, body=p.body), *fr[k:]]
         return edit
     if kind == "preceder-two-entries":
         def edit(fr):
-            k = [i for i, f in enumerate(fr) if f.ftype == 9][0]
-            return fr[:k] + [Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}, {"q": 2}]}))] + fr[k:]
+            k = next(i for i, f in enumerate(fr) if f.ftype == 9)
+            return [*fr[:k], Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}, {"q": 2}]})), *fr[k:]]
         return edit
     if kind == "preceder-then-footer":
         def edit(fr):
             k = [i for i, f in enumerate(fr) if f.ftype in (5, 6, 7)]
             k = k[0] if k else len(fr)
-            return fr[:k] + [Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]}))] + fr[k:]
+            return [*fr[:k], Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]})), *fr[k:]]
         return edit
     raise KeyError(kind)
 
@@ -409,7 +409,7 @@ def test_frame_order_and_preceders(layout, kind):
             assert "byte" in str(exc)
             return
         expected = [a for _d, a in tensogram.decode(original).objects]
-        for o, a in zip(out, expected):
+        for o, a in zip(out, expected, strict=True):
             assert_same_array(o, a)
         return
     assert_rejected(bad)
@@ -424,7 +424,7 @@ def test_preceder_merges_like_the_reference():
     def edit(fr):
         k = [i for i, f in enumerate(fr) if f.ftype == 9][1]
         p = Frame(8, 0, body=cbor2.dumps({"base": [{"name": "override", "p": "x", "_reserved_": {"z": 1}}]}))
-        return fr[:k] + [p] + fr[k:]
+        return [*fr[:k], p, *fr[k:]]
     for layout in ("buffered", "streaming"):
         buf = edit_message(_message(layout, hashing=None), edit)
         ref = tensogram.decode(buf)
@@ -489,18 +489,18 @@ def _index_edit(offsets=None, lengths=None, raw=None):
 
 
 INDEX_DAMAGE = {
-    "offset-past-end": dict(offsets=lambda o: [o[0], 10**9]),
-    "offset-huge": dict(offsets=lambda o: [2**64 - 1, o[1]]),
-    "offset-inside-preamble": dict(offsets=lambda o: [4, o[1]]),
-    "offset-negative": dict(offsets=lambda o: [-8, o[1]]),
-    "length-past-end": dict(lengths=lambda n: [n[0], 10**9]),
-    "length-huge": dict(lengths=lambda n: [2**63, n[1]]),
-    "length-zero": dict(lengths=lambda n: [0, n[1]]),
-    "arrays-differ": dict(lengths=lambda n: n[:1]),
-    "offsets-not-list": dict(offsets=lambda o: "x"),
-    "not-a-map": dict(raw=cbor2.dumps([1, 2, 3])),
-    "bad-cbor": dict(raw=b"\xbf\x61"),
-    "offset-points-at-metadata": dict(offsets=lambda o: [24, o[1]]),
+    "offset-past-end": {"offsets": lambda o: [o[0], 10**9]},
+    "offset-huge": {"offsets": lambda o: [2**64 - 1, o[1]]},
+    "offset-inside-preamble": {"offsets": lambda o: [4, o[1]]},
+    "offset-negative": {"offsets": lambda o: [-8, o[1]]},
+    "length-past-end": {"lengths": lambda n: [n[0], 10**9]},
+    "length-huge": {"lengths": lambda n: [2**63, n[1]]},
+    "length-zero": {"lengths": lambda n: [0, n[1]]},
+    "arrays-differ": {"lengths": lambda n: n[:1]},
+    "offsets-not-list": {"offsets": lambda o: "x"},
+    "not-a-map": {"raw": cbor2.dumps([1, 2, 3])},
+    "bad-cbor": {"raw": b"\xbf\x61"},
+    "offset-points-at-metadata": {"offsets": lambda o: [24, o[1]]},
 }
 
 
@@ -522,7 +522,7 @@ def test_index_damage(kind, layout):
     # a reader may also ignore a damaged index and walk the frames; then the values must be right
     ref = tensogram.decode(bad)
     assert len(out) == len(ref.objects)
-    for o, (_d, a) in zip(out, ref.objects):
+    for o, (_d, a) in zip(out, ref.objects, strict=True):
         assert_same_array(o, a)
 
 
@@ -538,18 +538,18 @@ def _meta_edit(new_value=None, raw=None):
 
 
 METADATA_DAMAGE = {
-    "root-list": dict(raw=cbor2.dumps([1, 2])),
-    "root-int": dict(raw=cbor2.dumps(7)),
-    "root-text": dict(raw=cbor2.dumps("meta")),
-    "bad-cbor": dict(raw=b"\xa1\x63ab"),
-    "trailing-garbage": dict(raw=cbor2.dumps({}) + b"\x00"),
-    "non-text-key": dict(new_value=lambda v: {**v, 5: 1}),
-    "ambiguous-extra": dict(new_value=lambda v: {**v, "_extra_": {"k": 1}, "k": 2}),
-    "base-too-long": dict(new_value=lambda v: {**v, "base": v.get("base", []) + [{}, {}, {}]}),
-    "base-not-list": dict(new_value=lambda v: {**v, "base": {"a": 1}}),
-    "deep-nesting": dict(raw=b"\x81" * 100_000 + b"\x00"),
-    "huge-declared-array": dict(raw=b"\x9b\x00\x00\x00\xff\xff\xff\xff\xff"),
-    "huge-declared-text": dict(raw=b"\xa1\x61a\x7b\x00\x00\x00\xff\xff\xff\xff\xff"),
+    "root-list": {"raw": cbor2.dumps([1, 2])},
+    "root-int": {"raw": cbor2.dumps(7)},
+    "root-text": {"raw": cbor2.dumps("meta")},
+    "bad-cbor": {"raw": b"\xa1\x63ab"},
+    "trailing-garbage": {"raw": cbor2.dumps({}) + b"\x00"},
+    "non-text-key": {"new_value": lambda v: {**v, 5: 1}},
+    "ambiguous-extra": {"new_value": lambda v: {**v, "_extra_": {"k": 1}, "k": 2}},
+    "base-too-long": {"new_value": lambda v: {**v, "base": [*v.get("base", []), {}, {}, {}]}},
+    "base-not-list": {"new_value": lambda v: {**v, "base": {"a": 1}}},
+    "deep-nesting": {"raw": b"\x81" * 100_000 + b"\x00"},
+    "huge-declared-array": {"raw": b"\x9b\x00\x00\x00\xff\xff\xff\xff\xff"},
+    "huge-declared-text": {"raw": b"\xa1\x61a\x7b\x00\x00\x00\xff\xff\xff\xff\xff"},
 }
 
 
@@ -723,7 +723,7 @@ def test_payload_damage(kind):
     bad = _payload_case(kind)
     try:
         ref = tensogram.decode(bad)
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         ref = None
     if ref is None:
         assert_rejected(bad, ref_rejects=False)
@@ -766,7 +766,7 @@ def test_payload_claiming_huge_size_does_not_allocate_it(pipeline, claimed, tmp_
     if pipeline == "masks-roaring":
         v = v.astype("f8")
         v[::3] = np.nan
-        kw = dict(allow_nan=True, small_mask_threshold_bytes=0)
+        kw = {"allow_nan": True, "small_mask_threshold_bytes": 0}
     buf = tensogram.encode({}, [(d, v)], hash=None, **kw)
     n = claimed // 8
 
@@ -912,7 +912,7 @@ def test_corrupt_message_in_the_middle_is_skipped(kind, layout):
             kept = list(f)
         starts = np.cumsum([0] + [len(x) for x in (good[0], good[1], bad, good[2])]).tolist()
         assert [m.offset for m in kept] == [starts[0], starts[1], starts[3], starts[4]]
-        for msg, ref in zip(kept, refs):
+        for msg, ref in zip(kept, refs, strict=True):
             for j, (_d, a) in enumerate(ref.objects):
                 assert_same_array(msg.read_object(j), a)
     with pytest.raises(XarrayTensogramError, match="byte"):
@@ -973,9 +973,9 @@ def _codec_file() -> tuple[bytes, list[str]]:
     for method in ["roaring", "lz4", "blosc2", "rle", "zstd"]:
         objs.append((desc((6, 8), "float64"), nf))
         names.append(f"mask-{method}")
-    kw = dict(allow_nan=True, allow_inf=True, small_mask_threshold_bytes=0)
+    kw = {"allow_nan": True, "allow_inf": True, "small_mask_threshold_bytes": 0}
     parts = []
-    for (d, x), name in zip(objs, names):
+    for (d, x), name in zip(objs, names, strict=True):
         m = name.split("-")[1] if name.startswith("mask-") else None
         parts.append(tensogram.encode({"base": [{"name": name}]}, [(d, x)],
                                       **(dict(kw, nan_mask_method=m, pos_inf_mask_method=m, neg_inf_mask_method=m)
@@ -991,7 +991,7 @@ def test_missing_codec_packages(no_codec_packages):
     refs = ref_decode_all_local(buf)
     with open_tensogram(buf) as f:  # opening needs none of them
         assert len(f) == len(names)
-        for msg, name, ref in zip(f, names, refs):
+        for msg, name, ref in zip(f, names, refs, strict=True):
             assert msg.metadata["base"][0]["name"] == name
             assert msg.descriptors[0]["dtype"] in ("float64", "int32")
             if name in NEEDS_EXTRA:
@@ -1014,7 +1014,7 @@ def test_codecs_work_again_after_the_packages_return(no_codec_packages, monkeypa
     registry._import.cache_clear()
     refs = ref_decode_all_local(buf)
     with open_tensogram(buf) as f:
-        for msg, ref in zip(f, refs):
+        for msg, ref in zip(f, refs, strict=True):
             assert_same_array(msg.read_object(0), ref.objects[0][1])
 
 
@@ -1044,7 +1044,7 @@ def test_every_byte_flip_ends_in_our_errors_or_values(layout):
             (desc((3, 2), "int32"), np.arange(6, dtype="i4").reshape(3, 2))]
     buf = ref_encode({"base": [{"n": 1}, {"n": 2}, {"n": 3}]}, objs, layout, hash=None, allow_nan=True,
                      allow_inf=True, small_mask_threshold_bytes=0)
-    raw_off, _t, raw_len = [f for f in frames(buf) if f[1] == 9][2]
+    raw_off, _t, _raw_len = [f for f in frames(buf) if f[1] == 9][2]
     raw_payload = range(raw_off + 16, raw_off + 16 + 24)
     counts = {"ok": 0, "ours": 0}
     for pos in range(len(buf)):
@@ -1075,9 +1075,11 @@ def test_truncated_files_on_disk(via, tmp_path):
         path = tmp_path / f"cut{cut}.tgm"
         path.write_bytes(buf[:cut])
         expected = sum(1 for o, n in spans if o + n <= cut)
-        fh = open(path, "rb") if via == "file-object" else None
         try:
-            with warnings.catch_warnings():
+            with (
+                open(path, "rb") if via == "file-object" else contextlib.nullcontext() as fh,
+                warnings.catch_warnings(),
+            ):
                 warnings.simplefilter("ignore", CorruptMessageWarning)
                 with open_tensogram(fh if fh else path) as f:
                     assert len(f) == expected
@@ -1087,6 +1089,3 @@ def test_truncated_files_on_disk(via, tmp_path):
         except XarrayTensogramError as exc:
             assert expected == 0, (cut, exc)
             assert "byte" in str(exc)
-        finally:
-            if fh:
-                fh.close()

@@ -50,7 +50,7 @@ def test_fixture_matches_manifest(name):
     assert hashlib.sha256(raw).hexdigest() == entry["sha256"], "fixture copy differs from the shared one"
     with open_tensogram(path) as f:
         assert len(f) == entry["message_count"]
-        for i, (msg, m) in enumerate(zip(f, entry["messages"])):
+        for i, (msg, m) in enumerate(zip(f, entry["messages"], strict=True)):
             assert (msg.offset, msg.length) == (m["offset"], m["length"]), i
             assert msg.preamble.version == m["preamble_version"] == 3
             assert msg.preamble.flags == m["preamble_flags"]
@@ -61,7 +61,7 @@ def test_fixture_matches_manifest(name):
             assert md["_extra_"] == m["metadata"]["extra"], i
             assert md["_reserved_"] == m["metadata"]["reserved"], i
             assert len(msg.descriptors) == m["object_count"]
-            for j, (d, o) in enumerate(zip(msg.descriptors, m["objects"])):
+            for j, (d, o) in enumerate(zip(msg.descriptors, m["objects"], strict=True)):
                 for key in ("type", "shape", "strides", "dtype", "byte_order", "encoding", "filter", "compression"):
                     assert d[key] == o[key], (i, j, key)
                 for key, value in o["params"].items():

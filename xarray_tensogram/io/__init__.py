@@ -15,7 +15,8 @@ consistent); a process that reopens the path (a Dask worker) then raises.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .atomic import atomic_write
 from .base import ByteSource, SourceLike
@@ -25,14 +26,14 @@ from .remote import FsspecSource, _from_fsspec_object, is_remote_url
 
 __all__ = [
     "ByteSource",
-    "LocalFileSource",
     "BytesSource",
     "FileObjectSource",
     "FsspecSource",
-    "open_source",
-    "is_remote_url",
+    "LocalFileSource",
     "SourceLike",
     "atomic_write",
+    "is_remote_url",
+    "open_source",
 ]
 
 
@@ -61,6 +62,6 @@ def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = 
     if remote is not None:
         return remote
     if hasattr(source, "read") and hasattr(source, "seek"):
-        return FileObjectSource(source)  # type: ignore[arg-type]
+        return FileObjectSource(source)
     raise TypeError(f"cannot read from {type(source).__name__}: pass a path, URL, bytes or a binary file object")
 
