@@ -33,9 +33,10 @@ class LazyChunkedArray(BackendArray):
         self.dtype = spec.dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        return indexing.explicit_indexing_adapter(
+        values: np.ndarray = indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.OUTER, self._getitem_outer
         )
+        return values
 
     def _getitem_outer(self, key: tuple[Any, ...]) -> np.ndarray:
         return read_outer(self.spec, key)

@@ -470,7 +470,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         """
         groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
         try:
-            tree = xr.DataTree.from_dict(groups)
+            tree: xr.DataTree = xr.DataTree.from_dict(groups)
         except BaseException:
             for ds in groups.values():
                 ds.close()

@@ -152,9 +152,11 @@ def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple
     except MissingChunk:
         return None
     if not isinstance(block, np.ndarray) or block.shape != out_shape or block.dtype != spec.dtype:
-        return np.asarray(block, dtype=spec.dtype).reshape(out_shape).copy()
+        converted: np.ndarray = np.asarray(block, dtype=spec.dtype).reshape(out_shape).copy()
+        return converted
     if not block.flags.writeable or not block.flags.c_contiguous:
-        return block.copy()
+        own: np.ndarray = block.copy()
+        return own
     return block
 
 

@@ -37,7 +37,8 @@ def read_row_band(coords: Sequence[int], region: Sequence[slice], shape: Sequenc
     block = read_all() if (start, stop) == (0, shape[0]) else read_rows(start, stop)
     rest = tuple(region[1:])
     if any(r != slice(0, n) for r, n in zip(rest, shape[1:], strict=True)):
-        block = block[(slice(None), *rest)]
+        within = (slice(None), *rest)
+        block = block[within]
     return block
 
 

@@ -41,7 +41,7 @@ class atomic_write:
             f.write(b"...")
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._tmp: str | None = None
         self._f: BinaryIO | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import mmap
 import os
 import stat
@@ -25,7 +26,7 @@ RESIDENT_VIEW_BYTES = 64 << 20
 class LocalFileSource(ByteSource):
     """A local file read with ``os.pread`` (no shared file position, hence no lock)."""
 
-    def __init__(self, path: str | os.PathLike, *, _stamp: tuple[int, int] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, _stamp: tuple[int, int] | None = None) -> None:
         super().__init__()
         self.path = os.fspath(path)
         self.name = self.path
@@ -66,7 +67,7 @@ class LocalFileSource(ByteSource):
                         f"(size {self._stamp[0]} -> {st.st_size})"
                     )
                 self._fd, self._pid = fd, os.getpid()
-            return self._fd  # type: ignore[return-value]
+            return self._fd
 
     def check_unchanged(self) -> None:
         st = os.fstat(self._fileno())
@@ -97,7 +98,7 @@ class LocalFileSource(ByteSource):
             data = b"".join(chunks)
         return data
 
-    def read_array(self, offset: int, length: int, *, what: str = "data") -> "np.ndarray":
+    def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
         import numpy as np
 
         if length < 0 or offset < 0 or offset + length > self.size:
@@ -111,7 +112,7 @@ class LocalFileSource(ByteSource):
         fd = self._fileno()
         self.check_unchanged()
         got = 0
-        view = memoryview(out)
+        view = out.data  # the array's own buffer: preadv fills it in place
         while got < length:
             n = os.preadv(fd, [view[got:]], offset + got)
             if n <= 0:
@@ -202,10 +203,8 @@ class LocalFileSource(ByteSource):
     def close(self) -> None:
         with self._lock:
             if self._mmap is not None:
-                try:
+                with contextlib.suppress(BufferError):  # views still exported: let GC release it
                     self._mmap.close()
-                except BufferError:  # views still exported: let GC release it
-                    pass
                 self._mmap = None
             if self._fd is not None and self._pid == os.getpid():
                 os.close(self._fd)

@@ -11,7 +11,8 @@ Scanning lives in :mod:`.scan`, object reading in :mod:`.objects`; this module i
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import CorruptMessageWarning
 from ...io import SourceLike, open_source
@@ -19,7 +20,7 @@ from ..base import FormatFile
 from .objects import Message, ObjectRef, read_frame_layout
 from .scan import MessageScanner
 
-__all__ = ["TensogramFile", "Message", "ObjectRef", "open_tensogram", "CorruptMessageWarning", "read_frame_layout"]
+__all__ = ["CorruptMessageWarning", "Message", "ObjectRef", "TensogramFile", "open_tensogram", "read_frame_layout"]
 
 
 class TensogramFile(FormatFile[Message]):

@@ -68,7 +68,7 @@ class _Window:
         if want < length:
             want = length
         block = self.source.read(offset, want, what=what)
-        self.blocks = [(offset, block)] + self.blocks[:1]
+        self.blocks = [(offset, block), *self.blocks[:1]]
         return block[:length]
 
 
@@ -225,9 +225,9 @@ class MessageScanner:
         cur = pos + PREAMBLE
         phase = 0
         metadata: Any = None
-        index_map: dict | None = None
+        index_map: dict[str, Any] | None = None
         data: list[ObjectRef] = []
-        pending_preceder: dict | None = None
+        pending_preceder: dict[str, Any] | None = None
         jumped = False  # data frames taken from the index rather than walked
         while True:
             # step over padding to the next FR (the reference steps byte by byte)
@@ -345,7 +345,7 @@ class MessageScanner:
         if not isinstance(offsets, list) or not isinstance(lengths, list) or len(offsets) != len(lengths):
             raise MetadataError(f"{w}index offsets/lengths are missing or of different lengths")
         refs = []
-        for j, (o, n) in enumerate(zip(offsets, lengths)):
+        for j, (o, n) in enumerate(zip(offsets, lengths, strict=True)):
             if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
                 raise CorruptFileError(
                     f"{describe(self.name, _where(int(where.split()[-1]) if where.split()[-1].isdigit() else 0, j), pos)}"
@@ -384,7 +384,7 @@ class MessageScanner:
         return refs
 
     @staticmethod
-    def _normalise_metadata(meta: dict, n_objects: int, w: str) -> dict:
+    def _normalise_metadata(meta: dict[str, Any], n_objects: int, w: str) -> dict[str, Any]:
         """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``."""
         out: dict[str, Any] = {}
         extra = meta.get("_extra_", {})

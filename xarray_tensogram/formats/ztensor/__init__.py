@@ -11,15 +11,15 @@ from .reader import ZTensorFile, open_ztensor
 from .writer import write_ztensor_v01
 
 __all__ = [
-    "open_ztensor",
-    "ZTensorFile",
-    "TensorInfo",
-    "Part",
-    "TensorReader",
-    "write_ztensor_v01",
-    "verify_digest",
-    "detect_version",
     "MAGIC_V01",
     "MAGIC_V1",
     "MAGIC_V2",
+    "Part",
+    "TensorInfo",
+    "TensorReader",
+    "ZTensorFile",
+    "detect_version",
+    "open_ztensor",
+    "verify_digest",
+    "write_ztensor_v01",
 ]

@@ -9,11 +9,13 @@ not hide the others.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
@@ -39,7 +41,7 @@ from .model import (
     logical_dtype,
 )
 
-__all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "Container", "parse_container", "detect_version"]
+__all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "Container", "detect_version", "parse_container"]
 
 MAGIC_V01 = b"ZTEN0001"
 MAGIC_V1 = b"ZTEN1000"
@@ -47,7 +49,7 @@ MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
 MAX_MANIFEST = 1 << 30
 V2_MAX_DEPTH = 32
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,63}")
-_V01_REQUIRED = {"name": str, "offset": int, "size": int, "dtype": str, "shape": list, "encoding": str}
+_V01_REQUIRED: dict[str, type] = {"name": str, "offset": int, "size": int, "dtype": str, "shape": list, "encoding": str}
 _V01_STANDARD = frozenset({"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"})
 _V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
 
@@ -89,7 +91,8 @@ def parse_container(source: ByteSource) -> Container:
 
 
 def _u64(data: bytes) -> int:
-    return struct.unpack("<Q", data)[0]
+    value: int = struct.unpack("<Q", data)[0]
+    return value
 
 
 def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int]:
@@ -181,11 +184,11 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
                       problem=problem, data_endianness=endianness)
 
 
-def _v01_type_error(source: ByteSource, i: int, entry: dict, idx_start: int) -> None:
+def _v01_type_error(source: ByteSource, i: int, entry: dict[str, Any], idx_start: int) -> None:
     where = describe(source.name, f"v0.1 index entry {i}", idx_start)
     for key, typ in _V01_REQUIRED.items():
         value = entry[key]
-        if type(value) is not typ or (typ is int and value < 0):
+        if type(value) is not typ or (typ is int and isinstance(value, int) and value < 0):
             raise MetadataError(f"{where}key {key!r} must be {'an unsigned integer' if typ is int else typ.__name__}, got {value!r}")
 
 
@@ -365,7 +368,7 @@ def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int)
     for o, n in spans:
         if o < 4096 or o + n > size - 40:
             raise CorruptFileError(f"{describe(source.name, 'v2 blob', o)}blob of {n} bytes lies outside [4096, {size - 40})")
-    for (o1, n1), (o2, n2) in zip(spans, spans[1:]):
+    for (o1, n1), (o2, n2) in itertools.pairwise(spans):
         if o2 < o1 + n1:
             raise CorruptFileError(f"{describe(source.name, 'v2 blob', o2)}blobs [{o1}, {o1 + n1}) and [{o2}, {o2 + n2}) overlap")
 

@@ -9,8 +9,8 @@ what the metadata promises, never by what a stream claims.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from ...io import ByteSource
 from .._chunks import read_raw_rows, read_row_band, read_span
 from .model import Part, TensorInfo, logical_dtype
 
-__all__ = ["TensorReader", "auto_rows_per_chunk", "verify_digest", "MAX_SPARSE_DENSE_BYTES", "ROW_BAND_THRESHOLD", "ROW_BAND_TARGET"]
+__all__ = ["MAX_SPARSE_DENSE_BYTES", "ROW_BAND_TARGET", "ROW_BAND_THRESHOLD", "TensorReader", "auto_rows_per_chunk", "verify_digest"]
 
 #: a sparse tensor is densified; refuse beyond this many bytes rather than exhaust memory
 MAX_SPARSE_DENSE_BYTES = 4 << 30
@@ -51,7 +51,7 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
     """
     algo, _, hexpart = digest.partition(":")
     algo = algo.lower()
-    buf = memoryview(np.ascontiguousarray(data)).cast("B") if isinstance(data, np.ndarray) else data
+    buf = np.ascontiguousarray(data).data.cast("B") if isinstance(data, np.ndarray) else data
     try:
         if algo == "crc32c":
             expected = int(hexpart[2:] if hexpart[:2].lower() == "0x" else hexpart, 16)
@@ -146,7 +146,8 @@ class TensorReader:
         if len(raw) % storage.itemsize:
             raise CorruptFileError(f"{where}{len(raw)} bytes is not a whole number of {storage} elements")
         if part.big_endian and storage.itemsize > 1:
-            return raw.view(storage.newbyteorder(">")).astype(storage.newbyteorder("="))
+            native: np.ndarray = raw.view(storage.newbyteorder(">")).astype(storage.newbyteorder("="))
+            return native
         if storage.itemsize > 1 and not _LITTLE:  # pragma: no cover - big-endian hosts
             return raw.view(storage).astype(storage.newbyteorder("="))
         return raw.view(storage)
@@ -160,7 +161,7 @@ class TensorReader:
         main = info.main_part
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         layout = info.layout
-        if layout == "dense" or (len(info.parts) == 1 and layout not in ("sparsecoo", "sparsecsr") + _SPARSE_CSR + _SPARSE_COO):
+        if layout == "dense" or (len(info.parts) == 1 and layout not in ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)):
             name = next(iter(info.parts))
             expected = info.size * ratio * main.storage.itemsize
             flat = self._decode_part(name, expected, expected, zero_copy=True)
@@ -178,7 +179,8 @@ class TensorReader:
         if out_dtype.kind == "b":
             if part.ltype == "bool" and flat.size and flat.max() > 1:
                 raise CodecError(f"{self._where}bool tensor holds bytes other than 0 and 1")
-            return flat != 0
+            truth: np.ndarray = flat != 0
+            return truth
         if flat.dtype != out_dtype:
             return flat.view(out_dtype)
         return flat
@@ -297,7 +299,7 @@ class TensorReader:
         row_elements = expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0
         flat = read_raw_rows(self._source(main), main.offset, (info.shape[0], row_elements), main.storage, start, stop,
                              f"tensor {info.name!r} rows {start}:{stop}", zero_copy=True).reshape(-1)
-        return self._to_logical(flat, out_dtype, main).reshape((stop - start,) + info.shape[1:])
+        return self._to_logical(flat, out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
         """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``.
@@ -354,7 +356,7 @@ class TensorReader:
         main = info.main_part
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         if info.layout != "dense" and not (len(info.parts) == 1 and info.layout not in
-                                           ("sparsecoo", "sparsecsr") + _SPARSE_CSR + _SPARSE_COO):
+                                           ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)):
             self._check_dense_limit(out_dtype)
             return
         expected = info.size * ratio * main.storage.itemsize
@@ -373,7 +375,7 @@ class TensorReader:
         self.check_geometry()
         dtype = info.numpy_dtype
         assert dtype is not None
-        chunks = ((self.rows_per_chunk or info.shape[0] or 1),) + info.shape[1:] if info.shape else ()
+        chunks = (self.rows_per_chunk or info.shape[0] or 1, *info.shape[1:]) if info.shape else ()
         return ArraySpec(info.shape, dtype, chunks, self, hints={"row_band": self.rows_per_chunk} if self.rows_per_chunk else {})
 
 

@@ -12,8 +12,9 @@ only translate their metadata into this model.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -22,13 +23,13 @@ from ...codecs.registry import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 
 __all__ = [
+    "LONG_DTYPE_NAMES",
+    "STORAGE_DTYPES",
     "Part",
     "TensorInfo",
-    "STORAGE_DTYPES",
-    "LONG_DTYPE_NAMES",
-    "storage_dtype",
-    "logical_dtype",
     "check_shape",
+    "logical_dtype",
+    "storage_dtype",
 ]
 
 #: short storage names (v1.1+, v2) -> little-endian numpy storage dtype
@@ -51,7 +52,7 @@ _FLOAT8 = {
     "f8_e4m3fn": "float8_e4m3fn", "f8_e5m2": "float8_e5m2", "f8_e4m3fnuz": "float8_e4m3fnuz",
     "f8_e5m2fnuz": "float8_e5m2fnuz", "f8_e8m0": "float8_e8m0fnu",
 }
-_COMPLEX = {"complex64": ("f32", np.dtype("<c8")), "complex128": ("f64", np.dtype("<c16"))}
+_COMPLEX: dict[str, tuple[str, np.dtype]] = {"complex64": ("f32", np.dtype("<c8")), "complex128": ("f64", np.dtype("<c16"))}
 
 MAX_RANK = 64
 MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)

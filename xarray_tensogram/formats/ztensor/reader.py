@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,8 @@ class ZTensorFile(FormatFile[TensorInfo]):
         #: file-level attributes (v1, v2)
         self.attrs: dict[str, Any] = c.attrs
         self.tensors: list[TensorInfo] = c.tensors
-        self._sources: dict[str | None, ByteSource] = {None: self.source, **c.shards}
+        self._sources: dict[str | None, ByteSource] = {None: self.source}
+        self._sources.update(c.shards)
         self._data_start, self._data_end = c.data_start, c.data_end
 
     # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
