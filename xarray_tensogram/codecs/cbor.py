@@ -13,7 +13,7 @@ import cbor2
 
 from ..errors import LimitExceededError, MetadataError
 
-__all__ = ["loads", "loads_prefix", "check_values", "dumps", "dumps_canonical", "head", "MAX_DEPTH"]
+__all__ = ["MAX_DEPTH", "check_values", "dumps", "dumps_canonical", "head", "loads", "loads_prefix"]
 
 MAX_DEPTH = 64
 
@@ -35,7 +35,7 @@ def _depth(obj: Any, limit: int) -> None:
             raise LimitExceededError(f"metadata nesting deeper than {limit} levels")
         t = type(item)
         if t is dict:
-            children = list(item.values()) + [k for k in item.keys() if type(k) not in scalars]
+            children = list(item.values()) + [k for k in item if type(k) not in scalars]
         elif t is list or t is tuple or t is frozenset:
             children = item
         else:
