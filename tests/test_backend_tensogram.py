@@ -14,6 +14,7 @@ metadata" is measured on rows of realistic width.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -128,7 +129,7 @@ def records(msgs):
     out = []
     for m in msgs:
         dec = tensogram.decode(m)
-        for entry, (_desc_, arr) in zip(dec.metadata.base, dec.objects):
+        for entry, (_desc, arr) in zip(dec.metadata.base, dec.objects, strict=True):
             out.append((entry, np.asarray(arr)))
     return out
 
@@ -510,9 +511,9 @@ def _static_beside_cube(static_first):
         if static_first:
             entries = entries[::-1]
         base, objs = [], []
-        for p, st in entries:
+        for p, s in entries:
             a = _field(rng, (NY, NX))
-            base.append({"mars": {"param": p, "date": DATE, "time": TIME, "step": st},
+            base.append({"mars": {"param": p, "date": DATE, "time": TIME, "step": s},
                          "dim_names": ["latitude", "longitude"]})
             objs.append((_desc(a), a))
         msgs.append(_encode(base, objs))
@@ -781,12 +782,11 @@ def test_verify_hash_detects_corrupted_payload(tmp_path):
     with _open(path, verify_hash=True) as ds:
         np.testing.assert_array_equal(ds["2t"].values[0], data_records(msgs, "2t")[0][1])
         with pytest.raises(IntegrityError):
-            ds["msl"].values
+            _ = ds["msl"].values
         with pytest.raises(IntegrityError):
-            ds["msl"].sel(_sel(target_entry)).isel(latitude=slice(0, 1)).values
-    with _open(path, verify_hash=True, chunks={}) as ds:
-        with pytest.raises(IntegrityError):
-            ds["msl"].compute()
+            _ = ds["msl"].sel(_sel(target_entry)).isel(latitude=slice(0, 1)).values
+    with _open(path, verify_hash=True, chunks={}) as ds, pytest.raises(IntegrityError):
+        ds["msl"].compute()
     with _open(write(tmp_path / "intact.tgm", msgs), verify_hash=True) as ds:
         assert_matches_reference(ds, msgs)
 
@@ -817,7 +817,7 @@ def test_strict_and_damaged_messages(tmp_path):
     with _open(path) as ds:  # metadata is intact: opens, and the other objects read fine
         assert_matches_reference(ds, msgs, params=("2t", "10u", "10v"))
         with pytest.raises(CorruptFileError):
-            ds["msl"].sel(step=np.timedelta64(2, "h")).values
+            _ = ds["msl"].sel(step=np.timedelta64(2, "h")).values
 
 
 @pytest.mark.parametrize("kind", ["bytes", "bytesio", "file"])
@@ -825,20 +825,11 @@ def test_bytes_and_file_objects(tmp_path, kind):
     msgs = era_messages(steps=range(3))
     blob = b"".join(msgs)
     path = write(tmp_path / "era.tgm", msgs)
-    handle = None
-    if kind == "bytes":
-        src = blob
-    elif kind == "bytesio":
-        src = io.BytesIO(blob)
-    else:
-        src = handle = open(path, "rb")
-    try:
+    with open(path, "rb") if kind == "file" else contextlib.nullcontext() as handle:
+        src = handle if kind == "file" else blob if kind == "bytes" else io.BytesIO(blob)
         with _open(src) as ds:
             assert ds["2t"].dims == ("step", "latitude", "longitude")
             assert_matches_reference(ds, msgs)
-    finally:
-        if handle is not None:
-            handle.close()
 
 
 def test_entrypoint_metadata_and_guess_can_open(tmp_path, monkeypatch):
@@ -955,12 +946,12 @@ def test_open_reads_metadata_only(tmp_path, monkeypatch):
         assert data_bytes > 0.9 * len(blob)  # the file is mostly payload, so the bound means something
         # a selection of two rows of one object reads those rows (plus frame metadata) only
         spy.reset()
-        entry, arr = data_records(msgs, "2t")[0]
+        _entry, arr = data_records(msgs, "2t")[0]
         got = ds["2t"][0, :2].values
         np.testing.assert_array_equal(got, arr[:2])
         row_bytes = 2 * nx * arr.dtype.itemsize
         off = _payload_offset(blob, arr)
-        frame_off, frame_len, payload_off, payload_len = data_frames(msgs)[0][0]
+        _frame_off, frame_len, payload_off, payload_len = data_frames(msgs)[0][0]
         assert (payload_off, payload_len) == (off, arr.nbytes)  # the walker agrees with the search
         frame_meta = frame_len - payload_len  # frame header, CBOR descriptor, footer
         assert spy.total <= 2 * row_bytes + frame_meta, (spy.total, row_bytes, frame_meta)
@@ -999,7 +990,7 @@ def test_compressed_selection_reads_only_the_touched_objects(tmp_path, monkeypat
         for off, n in spy.ranges:
             assert frame3[0] <= off and off + n <= frame3[0] + frame3[1], (off, n, frame3)
         spy.reset()
-        ds["msl"].isel(step=[1, 4], latitude=0).values
+        _ = ds["msl"].isel(step=[1, 4], latitude=0).values
         touched = {int(np.searchsorted(starts, off, side="right")) - 1 for off, _n in spy.ranges}
         assert touched == {1, 4}
 
@@ -1047,10 +1038,9 @@ def test_chunks_auto_gives_multiples_of_objects(era):
     import dask
 
     path, msgs = era
-    with dask.config.set({"array.chunk-size": "12KiB"}):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # no "would split the preferred chunks" warning
-            ds = _open(path, chunks="auto")
+    with dask.config.set({"array.chunk-size": "12KiB"}), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "would split the preferred chunks" warning
+        ds = _open(path, chunks="auto")
     with ds:
         for p in PARAMS:
             step_chunks, lat_chunks, lon_chunks = ds[p].chunks
@@ -1064,8 +1054,9 @@ def test_chunks_auto_gives_multiples_of_objects(era):
 # 10. property test: basic, outer and vectorized indexers on the lazy variables
 # ---------------------------------------------------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-import xarray.testing.strategies as xrst  # noqa: E402
+import xarray.testing.strategies as xrst  # noqa: E402 - imports of the property tests, kept with them
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - imports of the property tests
+from hypothesis import strategies as st  # noqa: E402 - imports of the property tests
 
 _PROP_SIZES = {"step": 3, "level": 2, "latitude": 7, "longitude": 9}
 
@@ -1138,7 +1129,7 @@ def test_indexing_chained_lazy_equals_numpy(prop_data, data):
 def test_pickle_dataset_and_dataarray(era, chunks):
     path, msgs = era
     with _open(path, chunks=chunks) as ds:
-        ds["msl"][2].values  # readers have been used (caches must not travel)
+        _ = ds["msl"][2].values  # readers have been used (caches must not travel)
         blob = pickle.dumps(ds)
         # a lazy Dataset pickles as a path plus metadata: no payload travels with it
         for _e, a in data_records(msgs):
@@ -1157,8 +1148,7 @@ def test_pickle_dataset_and_dataarray(era, chunks):
 def test_pickle_dataset_opened_from_bytes_or_file_object(tmp_path, kind):
     msgs = era_messages(steps=range(3))
     path = write(tmp_path / "era.tgm", msgs)
-    handle = open(path, "rb") if kind == "file" else None
-    try:
+    with open(path, "rb") if kind == "file" else contextlib.nullcontext() as handle:
         # chunks only for the file object: xarray 2026.9's _get_mtime calls os.fspath(), which accepts bytes,
         # then matches a str regex against them (TypeError for every backend given bytes and chunks)
         chunks = {} if handle is not None else None
@@ -1166,9 +1156,6 @@ def test_pickle_dataset_opened_from_bytes_or_file_object(tmp_path, kind):
             back = pickle.loads(pickle.dumps(ds))
             assert_matches_reference(back, msgs)
             back.close()
-    finally:
-        if handle is not None:
-            handle.close()
 
 
 def test_threaded_scheduler(era):
