@@ -7,8 +7,9 @@ are asked for, and for uncompressed pipelines only the byte range of the request
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -45,14 +46,14 @@ class ObjectRef:
 
     frame_offset: int
     frame_length: int
-    preceder: dict | None = None
+    preceder: dict[str, Any] | None = None
 
 
 @dataclass
 class FrameLayout:
     """What a data frame's header, footer and descriptor say (read once, then cached)."""
 
-    descriptor: dict
+    descriptor: dict[str, Any]
     region_start: int  # absolute offset of the payload region
     region_length: int
     hash_present: bool
@@ -66,7 +67,7 @@ def _where(msg_index: int, obj: int | None = None) -> str:
 
 
 
-def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_bytes: bytes | None = None) -> FrameLayout:
+def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_bytes: bytes | np.ndarray | None = None) -> FrameLayout:
     """Read a data frame's header and footer and parse its descriptor."""
     off, length = ref.frame_offset, ref.frame_length
     if length < 36:
@@ -149,7 +150,7 @@ class ObjectReader:
     range_threshold: float = 0.5
     _layout: FrameLayout | None = field(default=None, repr=False, compare=False)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_layout"] = None
         return state
@@ -166,7 +167,7 @@ class ObjectReader:
         shape = tuple(desc["shape"])
         if desc["dtype"] == "bitmask":
             shape = ((math.prod(shape) + 7) // 8,)
-        if shape != self.shape or numpy_dtype(desc["dtype"]) != self.dtype and desc["encoding"] != "simple_packing":
+        if shape != self.shape or (numpy_dtype(desc["dtype"]) != self.dtype and desc["encoding"] != "simple_packing"):
             raise MetadataError(
                 f"{describe(self.source.name, self.where)}descriptor says shape {list(desc['shape'])} dtype "
                 f"{desc['dtype']}, the metadata promised {list(self.shape)} {self.dtype}"
@@ -191,7 +192,7 @@ class ObjectReader:
         if not flags & FLAG_HASH_PRESENT:
             raise MissingHashError(f"{w}verify_hash requested but the data frame carries no hash")
         expected = int.from_bytes(bytes(frame[length - 12 : length - 4]), "big")
-        actual = xxh3_64(memoryview(frame)[16 : length - 20])
+        actual = xxh3_64(frame.data[16 : length - 20])
         if actual != expected:
             raise IntegrityError(f"{w}xxh3 mismatch: frame says {expected:016x}, body hashes to {actual:016x}")
         return frame
@@ -242,7 +243,7 @@ class ObjectReader:
                 if found:
                     count = pipeline.element_count(desc)
                     masks = {}
-                    for (kind, (_o, _n, method, params)), blob in zip(found.items(), parts[1:]):
+                    for (kind, (_o, _n, method, params)), blob in zip(found.items(), parts[1:], strict=True):
                         from .masks import decode_mask
 
                         masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
@@ -255,7 +256,7 @@ class ObjectReader:
                 from ...codecs.zstd import decompress_prefix
 
                 hi = pipeline.row_byte_range(desc, 0, stop)[1]
-                prefix = decompress_prefix(region, hi, pipeline.encoded_length(desc), where=where)
+                prefix = decompress_prefix(region.data, hi, pipeline.encoded_length(desc), where=where)
                 return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
@@ -300,7 +301,7 @@ class Message:
     """One Tensogram message: metadata, object locations and lazy access to descriptors and values."""
 
     def __init__(self, source: ByteSource, index: int, offset: int, length: int, preamble: Preamble,
-                 metadata: dict, objects: list[ObjectRef]) -> None:
+                 metadata: dict[str, Any], objects: list[ObjectRef]) -> None:
         self.source = source
         self.index = index
         self.offset = offset
@@ -315,13 +316,14 @@ class Message:
         return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self.objects)} objects)>"
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         """Global metadata (``version``, ``base``, ``_extra_``, ``_reserved_``) after preceder merge."""
         return self._metadata
 
     @property
-    def base(self) -> list[dict]:
-        return self._metadata["base"]
+    def base(self) -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self._metadata["base"]
+        return entries
 
     def __len__(self) -> int:
         return len(self.objects)
@@ -361,7 +363,7 @@ class Message:
             return shape, np.dtype(np.float64)
         return shape, numpy_dtype(desc["dtype"])
 
-    def descriptor(self, j: int) -> dict:
+    def descriptor(self, j: int) -> dict[str, Any]:
         """Descriptor of object ``j`` (read from its data frame on first use)."""
         if not 0 <= j < len(self.objects):
             raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
@@ -400,7 +402,7 @@ class Message:
         return params, int.from_bytes(tail[8:16], "big")
 
     @property
-    def descriptors(self) -> list[dict]:
+    def descriptors(self) -> list[dict[str, Any]]:
         """All descriptors (reads each data frame's footer and descriptor once)."""
         return [self.descriptor(j) for j in range(len(self.objects))]
 
@@ -422,8 +424,5 @@ class Message:
         shape, dtype = self.object_geometry(j)
         reader = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype,
                               rows_per_chunk=rows_per_chunk, verify_hash=verify_hash, range_threshold=range_threshold)
-        if shape:
-            chunks = ((rows_per_chunk or shape[0] or 1),) + shape[1:]
-        else:
-            chunks = ()
+        chunks = (rows_per_chunk or shape[0] or 1, *shape[1:]) if shape else ()
         return ArraySpec(shape, dtype, chunks, reader)

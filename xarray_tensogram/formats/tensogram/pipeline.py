@@ -223,11 +223,12 @@ def decode_masks(region: bytes | memoryview, found: dict[str, tuple[int, int, st
     }
 
 
-def decode_full(region: bytes | memoryview, desc: Mapping[str, Any], where: str = "") -> np.ndarray:
+def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], where: str = "") -> np.ndarray:
     """Decode a whole object from its payload region (payload + mask blobs)."""
     count = element_count(desc)
     payload_len, found = split_masks(len(region), desc, where)
-    payload = region[:payload_len] if isinstance(region, np.ndarray) else memoryview(region)[:payload_len]
+    view = region.data if isinstance(region, np.ndarray) else memoryview(region)  # zero-copy, either way
+    payload = view[:payload_len]
     expected = encoded_length(desc)
     compression = desc["compression"]
     if compression == "none" and desc["filter"] == "none" and len(payload) != expected:
@@ -237,13 +238,13 @@ def decode_full(region: bytes | memoryview, desc: Mapping[str, Any], where: str 
         encoded = unshuffle(encoded, desc.get("shuffle_element_size"), where)
     values = decode_values(encoded, desc, count, where)
     if found:
-        restore_masks(values, desc["dtype"], decode_masks(region, found, count, where), where)
+        restore_masks(values, desc["dtype"], decode_masks(view, found, count, where), where)
     if desc["dtype"] == "bitmask":
         return values
     return values.reshape(desc["shape"])
 
 
-def decode_rows(payload_bytes: bytes | memoryview, desc: Mapping[str, Any], start: int, stop: int,
+def decode_rows(payload_bytes: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], start: int, stop: int,
                 bit_offset: int, masks: dict[str, np.ndarray] | None, where: str = "") -> np.ndarray:
     """Decode rows ``start:stop`` from the bytes :func:`row_byte_range` selected."""
     row = math.prod(desc["shape"][1:])
