@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzzing import LONG, SPECIAL_VALUES, FuzzStats, run_case, with_field
-from xarray_tensogram.write.tetr import to_tetr
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.errors import LimitExceededError, XarrayTensogramError
 from xarray_tensogram.formats.tetr import DatasetWrite, open_tetr, write_tetr
+from xarray_tensogram.write.tetr import to_tetr
 
 DATA = Path(__file__).parent / "data" / "tetr"
 STATS = FuzzStats()

@@ -29,11 +29,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzzing import LONG, SPECIAL_VALUES, FuzzStats, run_case, with_field
-from xarray_tensogram.write.ztensor import to_ztensor
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.codecs.checksums import xxh3_64
 from xarray_tensogram.errors import LimitExceededError, MetadataError, MissingHashError, XarrayTensogramError
 from xarray_tensogram.formats.ztensor import open_ztensor, write_ztensor_v01
+from xarray_tensogram.write.ztensor import to_ztensor
 
 DATA = Path(__file__).parent / "data" / "ztensor"
 MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"

@@ -23,7 +23,6 @@ pytest.importorskip("cfgrib")
 tensogram = pytest.importorskip("tensogram")
 
 import grib_corpus as gc  # noqa: E402
-
 from xarray_tensogram import grib  # noqa: E402
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
 

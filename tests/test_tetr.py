@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
 from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset
-from xarray_tensogram.write.tetr import to_tetr
 from xarray_tensogram.codecs import zstd
 from xarray_tensogram.errors import (
     CodecError,
@@ -39,6 +38,7 @@ from xarray_tensogram.errors import (
 )
 from xarray_tensogram.formats.tetr import DTYPE_CODES, DatasetWrite, open_tetr, write_tetr
 from xarray_tensogram.io import BytesSource, open_source
+from xarray_tensogram.write.tetr import to_tetr
 
 DATA = Path(__file__).parent / "data" / "tetr"
 MANIFEST = json.loads((DATA / "MANIFEST.json").read_text())
@@ -160,10 +160,9 @@ def test_manifest_corrupt_file(name: str) -> None:
     entry = CORRUPT[name]
     expected = ERRORS[entry["expected_failure"]["selfcheck_code"]]
     path = DATA / name
-    with pytest.raises(expected) as info:
-        with open_tetr(path) as t:
-            for d in t.datasets:
-                t.read(d.name)
+    with pytest.raises(expected) as info, open_tetr(path) as t:
+        for d in t.datasets:
+            t.read(d.name)
     assert str(path) in str(info.value)  # names the file
     assert "byte " in str(info.value) or "dataset" in str(info.value)  # and where
 
@@ -216,9 +215,8 @@ def test_zstd_output_is_bounded_by_raw_byte_len() -> None:
     raw = bytearray(base[: int(e["offset"])] + bomb)
     entry_at = t.index_offset + 32 + 104 * 1
     struct.pack_into("<Q", raw, entry_at + 88, len(bomb))
-    with open_tetr(bytes(raw)) as t2:
-        with pytest.raises(CodecError, match="expected exactly 8"):
-            t2.read_chunk("z", (0, 1))
+    with open_tetr(bytes(raw)) as t2, pytest.raises(CodecError, match="expected exactly 8"):
+        t2.read_chunk("z", (0, 1))
 
 
 # == byte identity ==================================================================================
@@ -322,7 +320,7 @@ def test_write_read_round_trip(case: tuple[np.ndarray, tuple[int, ...], str], da
         d = t.dataset("v")
         assert d.codec == codec and d.chunk_shape == tiles
         coords = tuple(data.draw(st.integers(0, g - 1)) for g in d.grid)
-        box = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, tiles))
+        box = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, tiles, strict=True))
         np.testing.assert_array_equal(t.read_chunk("v", coords), values[box])
         sel = _slices(data.draw, values.shape)
         np.testing.assert_array_equal(t.read_region("v", sel), values[sel])
@@ -428,7 +426,7 @@ def test_dim_names_kwarg_and_size_clashes() -> None:
     with open_tetr(DATA / "multi_dataset.tet") as t:
         ds = tetr_to_dataset(t)
         for name in ds.data_vars:  # generic names never clash in size
-            for dim, n in zip(ds[name].dims, ds[name].shape):
+            for dim, n in zip(ds[name].dims, ds[name].shape, strict=True):
                 assert ds.sizes[dim] == n
         ds = tetr_to_dataset(t, dim_names={"a": ["y", "x"]})
         assert ds.a.dims == ("y", "x")
@@ -498,11 +496,11 @@ def test_to_tetr_open_dataset_round_trip(case: tuple[np.ndarray, tuple[int, ...]
     dims = [f"d{i}" for i in range(values.ndim)]
     ds = xr.Dataset({"v": (dims, values, {"units": "m"})})
     path = tmp_path / "h.tet"
-    to_tetr(ds, path, chunks=dict(zip(dims, tiles)), compression=None if codec == "raw" else codec)
+    to_tetr(ds, path, chunks=dict(zip(dims, tiles, strict=True)), compression=None if codec == "raw" else codec)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         back = xr.open_dataset(path, engine="tensogram", chunks={}, mask_and_scale=False)
-    assert back.v.chunks == tuple(tuple(min(c, n - i) for i in range(0, n, c)) for n, c in zip(values.shape, tiles))
+    assert back.v.chunks == tuple(tuple(min(c, n - i) for i in range(0, n, c)) for n, c in zip(values.shape, tiles, strict=True))
     xr.testing.assert_identical(back.load(), ds)
     back.close()
 

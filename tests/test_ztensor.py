@@ -25,7 +25,6 @@ from hypothesis.extra import numpy as hnp
 
 from xarray_tensogram.array import read_outer
 from xarray_tensogram.assemble.ztensor import ztensor_to_dataset
-from xarray_tensogram.write.ztensor import to_ztensor
 from xarray_tensogram.errors import (
     CodecError,
     CorruptFileError,
@@ -38,6 +37,7 @@ from xarray_tensogram.errors import (
     XarrayTensogramError,
 )
 from xarray_tensogram.formats.ztensor import open_ztensor, write_ztensor_v01
+from xarray_tensogram.write.ztensor import to_ztensor
 
 DATA = Path(__file__).parent / "data" / "ztensor"
 MANIFEST = json.loads((DATA / "MANIFEST.json").read_text())
@@ -269,9 +269,8 @@ def test_zstd_claiming_a_huge_size_is_refused_before_allocating(tmp_path: Path) 
     blob = blob.replace(b"\x65shape\x81\x04", b"\x65shape\x81\x1b" + struct.pack(">Q", 1 << 40))
     idx_len = struct.unpack("<Q", blob[-8:])[0] + 8
     blob[-8:] = struct.pack("<Q", idx_len)
-    with open_ztensor(bytes(blob)) as z:
-        with pytest.raises(LimitExceededError):
-            z.read("x")
+    with open_ztensor(bytes(blob)) as z, pytest.raises(LimitExceededError):
+        z.read("x")
 
 
 # -- v2 containers built here: shards and rejection rules ---------------------------------------------
@@ -418,7 +417,7 @@ def test_raw_files_byte_identical_to_reference(tmp_path: Path) -> None:
     arrays = _sample_arrays()
     arrays["big"] = np.arange(300_000, dtype=np.int64).reshape(600, 500)
     arrays["dup"] = np.ones(3, np.float32)
-    items = list(arrays.items()) + [("dup", np.zeros((2, 2), np.uint16)), ("", np.ones(1, np.int8))]
+    items = [*list(arrays.items()), ("dup", np.zeros((2, 2), np.uint16)), ("", np.ones(1, np.int8))]
     ours, theirs = tmp_path / "ours.zt", str(tmp_path / "theirs.zt")
     write_ztensor_v01(ours, items)
     with ref.Writer(theirs) as w:
@@ -519,9 +518,9 @@ def test_preferred_chunks_pickle_and_dask(tmp_path: Path) -> None:
 def test_verify_hash_through_the_backend() -> None:
     ds = xr.open_dataset(DATA / "corrupt/checksum_mismatch_raw.zt", engine="tensogram", verify_hash=True)
     with pytest.raises(IntegrityError):
-        ds["t_float32"].values
+        _ = ds["t_float32"].values
     ds = xr.open_dataset(DATA / "corrupt/checksum_mismatch_raw.zt", engine="tensogram")
-    ds["t_float32"].values  # not verified unless asked
+    _ = ds["t_float32"].values  # not verified unless asked
 
 
 # -- lazy array: row bands and random selections -----------------------------------------------------

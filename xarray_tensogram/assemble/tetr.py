@@ -12,10 +12,12 @@ full rows as JSON in ``tetr_history``. The backend applies CF decoding and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -32,7 +34,7 @@ from .common import (
     unique_names,
 )
 
-__all__ = ["tetr_to_dataset", "TetrMappingWarning", "HISTORY_JSON_ATTR", "FILE_KEYS"]
+__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
 
 HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
 FILE_KEYS = TETR_FILE_KEYS
@@ -43,7 +45,7 @@ _CF_FLOAT_ATTRS = ("scale_factor", "add_offset")
 
 # -- reading ----------------------------------------------------------------------------------------
 def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -> bool:
-    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape))
+    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape, strict=False))
 
 
 def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int],
@@ -62,7 +64,7 @@ def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int],
     generated = dims is None
     if dims is None:
         dims = generic_dim_names(d.shape, sizes)
-    sizes.update(zip(dims, d.shape))
+    sizes.update(zip(dims, d.shape, strict=False))
     return dims, generated
 
 
@@ -128,10 +130,8 @@ def _attrs_of(d: TetrDataset) -> dict[str, Any]:
 def _history_line(row: Mapping[str, Any]) -> str:
     """``time: op source``; Unix-second timestamps are shown as ISO 8601 UTC."""
     at = row["at"]
-    try:
+    with contextlib.suppress(ValueError, OverflowError, OSError):  # not a Unix timestamp: shown as stored
         at = _dt.datetime.fromtimestamp(int(at), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (ValueError, OverflowError, OSError):
-        pass
     return f"{at}: {row['op']} {row['source']}"
 
 
@@ -160,15 +160,15 @@ def tetr_to_dataset(tfile: TetrFile, *, drop_variables: frozenset[str] | set[str
     Chunks: ``encoding["preferred_chunks"]`` is the tile shape, so ``chunks={}`` gives the tile grid.
     """
     names = unique_names(d.name for d in tfile.datasets)
-    renamed = [(d.name, n) for d, n in zip(tfile.datasets, names) if d.name != n]
+    renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
     if renamed:
         warnings.warn(f"{tfile.name!r}: duplicate dataset names renamed: "
                       + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), TetrMappingWarning, stacklevel=2)
-    check_dim_names_used(dim_names, {var: d.ndim for d, var in zip(tfile.datasets, names)}, tfile.name)
+    check_dim_names_used(dim_names, {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True)}, tfile.name)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
-    for d, var in zip(tfile.datasets, names):
+    for d, var in zip(tfile.datasets, names, strict=True):
         if var in drop_variables:
             continue
         dims, generated = _dims_for(d, var, dim_names, sizes, tfile.name)

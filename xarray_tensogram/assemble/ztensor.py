@@ -10,7 +10,8 @@ netCDF-safe attrs. The backend applies CF decoding and ``set_close``.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import xarray as xr
 
@@ -28,7 +29,7 @@ from .common import (
     unique_names,
 )
 
-__all__ = ["ztensor_to_dataset", "DIM_NAMES_KEY"]
+__all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 
 DIM_NAMES_KEY = ZTENSOR_DIM_NAMES_KEY
 
@@ -46,7 +47,7 @@ def _file_dims(info: TensorInfo) -> list[str] | None:
 
 
 def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -> bool:
-    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape))
+    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape, strict=False))
 
 
 def _attrs(info: TensorInfo) -> dict[str, Any]:
@@ -64,14 +65,14 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
                        verify: bool = False) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here)."""
     names = unique_names(t.name for t in zfile.tensors)
-    renamed = [(t.name, n) for t, n in zip(zfile.tensors, names) if t.name != n]
+    renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
     if renamed:
         warnings.warn(f"{zfile.name!r}: duplicate tensor names renamed: "
                       + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), ZTensorMappingWarning, stacklevel=2)
-    check_dim_names_used(dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names)}, zfile.name)
+    check_dim_names_used(dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}, zfile.name)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
-    for info, var in zip(zfile.tensors, names):
+    for info, var in zip(zfile.tensors, names, strict=True):
         if var in drop_variables:
             continue
         if info.problem is not None:
@@ -93,7 +94,7 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
                 dims = None
         if dims is None:
             dims = generic_dim_names(info.shape, sizes)
-        sizes.update(zip(dims, info.shape))
+        sizes.update(zip(dims, info.shape, strict=False))
         encoding = {"ztensor_dtype": info.dtype, "ztensor_encoding": info.encoding, "ztensor_layout": info.layout,
                     "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None}
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)

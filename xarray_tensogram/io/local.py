@@ -195,10 +195,8 @@ class LocalFileSource(ByteSource):
                 old_offset, old_length = self._views.popleft()
                 self._view_bytes -= old_length
                 start = old_offset - old_offset % mmap.PAGESIZE
-                try:
+                with contextlib.suppress(AttributeError, ValueError, OSError):  # no madvise here, or the map closed
                     mm.madvise(mmap.MADV_DONTNEED, start, old_offset + old_length - start)
-                except (AttributeError, ValueError, OSError):  # no madvise here, or the map was closed
-                    pass
 
     def close(self) -> None:
         with self._lock:

@@ -21,13 +21,6 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..grib import (
-    GRIB_LEVEL_SOURCE,
-    derived_name,
-    entry_paths,
-    level_keys,
-    refresh_repro,
-)
 from ..codecs.registry import available
 from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
 from ..formats.tensogram.writer import (
@@ -39,6 +32,13 @@ from ..formats.tensogram.writer import (
     encode_message,
     encode_message_parts,
     write_messages,
+)
+from ..grib import (
+    GRIB_LEVEL_SOURCE,
+    derived_name,
+    entry_paths,
+    level_keys,
+    refresh_repro,
 )
 
 __all__ = ["TensogramAccessor", "to_tensogram"]

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ... import grib
+from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ..common import check_dim_names, flatten_attrs
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset, derived

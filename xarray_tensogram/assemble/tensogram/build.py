@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ... import grib
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
-from ... import grib
-from ..common import flatten_attrs, generic_dim_names, lazy_variable
 from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from ..common import flatten_attrs, generic_dim_names, lazy_variable
 from .collect import TgObject
 from .hypercube import (
     LEVEL_PREFIX,

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ... import grib
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import is_local
-from ... import grib
 
 __all__ = ["TensogramMappingWarning", "TgObject", "apply_filter", "collect_objects", "flat_keys", "select_messages"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import HypercubeError
 from ... import grib
+from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
 from .collect import TgObject, warn
 from .naming import COORDINATE_NAMES

@@ -115,7 +115,7 @@ class _Box:
 
 def _tile_boxes(data: Any, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], _Box]]:
     for coords in itertools.product(*(range(n) for n in chunk_counts(data.shape, chunk_shape))):
-        shape = [min(c, n - k * c) for k, c, n in zip(coords, chunk_shape, data.shape)]
+        shape = [min(c, n - k * c) for k, c, n in zip(coords, chunk_shape, data.shape, strict=True)]
         yield coords, _Box(shape, np.dtype(data.dtype).itemsize)
 
 

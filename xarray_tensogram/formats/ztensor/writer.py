@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, Iterable, Mapping, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,14 +22,14 @@ from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
 from .containers import MAGIC_V01
 
-__all__ = ["write_ztensor_v01", "v01_dtype_name", "RESERVED_KEYS"]
+__all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
 
 RESERVED_KEYS = frozenset({"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"})
 _NAMES = {
     "f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
     "u8": "uint64", "u4": "uint32", "u2": "uint16", "u1": "uint8", "b1": "bool",
 }
-TensorItem = Union[tuple[str, Any], tuple[str, Any, Mapping[str, Any]]]
+TensorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]
 
 
 def v01_dtype_name(dtype: np.dtype) -> str:
