@@ -148,7 +148,7 @@ def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], 
     for dim, c in new.items():
         if dim not in coords:
             coords[dim] = c
-        elif not coords[dim].equals(c):
+        elif not coords[dim].equals(c):  # type: ignore[no-untyped-call]  # xarray leaves Variable.equals unannotated
             warnings.warn(f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; "
                           f"keeping the first", TetrMappingWarning, stacklevel=3)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -308,7 +308,7 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
 
 
 def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str, int], mdims: Sequence[_MessageDim],
-                 user: Mapping[str, Any], default_mask: str, skip_coords: set[str]
+                 user: Mapping[str, Any], default_mask: str, skip_coords: set[Hashable]
                  ) -> tuple[dict[str, Any], ObjectInput] | None:
     """The base entry and object of one variable in the message at ``sel``; None for a hole."""
     var_mdims = [m for m in mdims if m.name in var.dims]
@@ -349,7 +349,7 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
     return entry, ObjectInput(values, desc)
 
 
-def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[str]
+def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[Hashable]
                         ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims, written once (in the first message) as objects."""
     for cname, coord in ds.coords.items():

@@ -10,7 +10,7 @@ import math
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class ObjectInput:
     """One object to write: values plus descriptor options (``encoding``, ``compression``, ``sp_*`` ...)."""
 
     data: np.ndarray | bytes
-    descriptor: dict = field(default_factory=dict)
+    descriptor: dict[str, Any] = field(default_factory=dict)
 
 
 #: the values each pipeline stage accepts when writing (sz3 is read-only: no Python library writes
@@ -146,7 +146,7 @@ def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.nd
     return {"nan": nan, "inf+": pinf, "inf-": ninf}
 
 
-def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[bytes, str, dict | None]:
+def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[bytes, str, dict[str, Any] | None]:
     packed_len = (bits.size + 7) // 8
     if small_threshold and packed_len <= small_threshold:
         method = "none"
@@ -173,7 +173,7 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
     the declared order so that float payloads can still be scanned for NaN/Inf.
     """
     name = desc["dtype"]
-    order = "<" if desc.get("byte_order", "little") == "little" else ">"
+    order: Literal["<", ">"] = "<" if desc.get("byte_order", "little") == "little" else ">"
     if name == "bitmask":
         raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else \
             np.ascontiguousarray(data, dtype=np.uint8).tobytes()
@@ -189,7 +189,7 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
 
 
 def encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_methods: Mapping[str, str],
-                  small_mask_threshold: int) -> tuple[dict, bytes]:
+                  small_mask_threshold: int) -> tuple[dict[str, Any], bytes]:
     """Run the pipeline; return (descriptor, payload region)."""
     user = dict(obj.descriptor)
     user.pop("hash", None)
@@ -330,7 +330,7 @@ def _append_masks(payload: bytes, mask_bits: Mapping[str, np.ndarray], desc: dic
     region = bytearray(payload)
     if not mask_bits:
         return bytes(region)
-    masks: dict[str, dict] = {}
+    masks: dict[str, dict[str, Any]] = {}
     for kind in ("nan", "inf+", "inf-"):
         if kind not in mask_bits:
             continue
@@ -346,7 +346,7 @@ def _append_masks(payload: bytes, mask_bits: Mapping[str, np.ndarray], desc: dic
     return bytes(region)
 
 
-def _compress(encoded: bytes, desc: dict) -> bytes:
+def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
     comp = desc["compression"]
     if comp == "none":
         return encoded
@@ -367,10 +367,10 @@ def _compress(encoded: bytes, desc: dict) -> bytes:
         for key in ("szip_rsi", "szip_block_size", "szip_flags"):
             if key not in desc:
                 raise EncodeError(f"szip needs {key}")
-        bits = szip_sample_bits(desc)
-        flags = szip_flags(desc, bits)
-        sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8
-        payload, offsets = szip_encode(encoded, bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags,
+        sample_bits = szip_sample_bits(desc)
+        flags = szip_flags(desc, sample_bits)
+        sample_bytes = 4 if (16 < sample_bits <= 24 and not flags & 2) else (sample_bits + 7) // 8
+        payload, offsets = szip_encode(encoded, sample_bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags,
                                        sample_bytes)
         desc["szip_block_offsets"] = offsets
         return payload
@@ -385,8 +385,9 @@ def _compress(encoded: bytes, desc: dict) -> bytes:
                                typesize=typesize)
     if comp == "zfp":
         mode = desc.get("zfp_mode")
-        parameter = {"fixed_rate": desc.get("zfp_rate"), "fixed_precision": desc.get("zfp_precision"),
-                     "fixed_accuracy": desc.get("zfp_tolerance")}.get(mode)
+        parameters: dict[object, Any] = {"fixed_rate": desc.get("zfp_rate"), "fixed_precision": desc.get("zfp_precision"),
+                                         "fixed_accuracy": desc.get("zfp_tolerance")}
+        parameter = parameters.get(mode)
         if mode not in zfp.MODES or parameter is None:
             raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
         return zfp.compress(np.frombuffer(encoded, dtype=np.float64), mode, parameter)

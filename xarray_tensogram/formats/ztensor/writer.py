@@ -55,7 +55,7 @@ def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
 
 def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str, Any, Mapping[str, Any]]]:
     pairs = tensors.items() if isinstance(tensors, Mapping) else tensors
-    out = []
+    out: list[tuple[str, Any, Mapping[str, Any]]] = []
     for item in pairs:
         name, value, *rest = item
         custom = rest[0] if rest else {}
@@ -75,11 +75,11 @@ def _stored_bytes(arr: np.ndarray) -> memoryview:
     elif arr.dtype.kind in "fiu" and arr.dtype.itemsize > 1:
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # no copy when already little-endian
     arr = np.ascontiguousarray(arr)
-    return memoryview(arr.reshape(-1).view(np.uint8))
+    return arr.reshape(-1).view(np.uint8).data
 
 
 def write_ztensor_v01(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     tensors: Mapping[str, Any] | Iterable[TensorItem],
     *,
     compression: str | None = None,
