@@ -86,9 +86,10 @@ def _reserved(message: bytes) -> dict:
 
 
 def _first_difference(a: bytes, b: bytes) -> str:
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):  # lengths may differ: reported below
         if x != y:
-            return f"first difference at byte {i}: ours {a[max(0, i - 8):i + 8].hex()} ref {b[max(0, i - 8):i + 8].hex()}"
+            lo = max(0, i - 8)
+            return f"first difference at byte {i}: ours {a[lo:i + 8].hex()} ref {b[lo:i + 8].hex()}"
     return f"lengths differ: ours {len(a)} ref {len(b)}"
 
 

@@ -112,7 +112,8 @@ def _check_param_types(desc: Mapping[str, Any]) -> None:
         else:
             ok = isinstance(v, str)
         if not ok:
-            raise EncodeError(f"descriptor parameter {key!r} must be {'an integer' if kind == 'int' else 'a number' if kind == 'float' else 'text'}, got {v!r}")
+            expected = "an integer" if kind == "int" else "a number" if kind == "float" else "text"
+            raise EncodeError(f"descriptor parameter {key!r} must be {expected}, got {v!r}")
 
 
 

@@ -88,7 +88,8 @@ def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_byte
     hdr = parse_frame_header(head)
     if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
         raise CorruptFileError(
-            f"{describe(source.name, where, off)}expected a data frame (FR, type 9), found {hdr.marker!r} type {hdr.frame_type}"
+            f"{describe(source.name, where, off)}expected a data frame (FR, type 9), "
+            f"found {hdr.marker!r} type {hdr.frame_type}"
         )
     if hdr.length != length:
         raise CorruptFileError(

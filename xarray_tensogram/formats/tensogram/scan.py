@@ -130,7 +130,8 @@ class MessageScanner:
                 f"{describe(self.name, offset=0)}file truncated: a Tensogram message needs at least {MIN_MESSAGE} "
                 f"bytes, this file has {size}"
                 if cls is TruncatedFileError else
-                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) in {size} bytes"
+                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) "
+                f"in {size} bytes"
             )
         while pos < size:
             if pos + len(MAGIC) > size or self._read(pos, len(MAGIC), "magic") != MAGIC:
@@ -212,7 +213,8 @@ class MessageScanner:
                 raise CorruptFileError(f"{describe(self.name, where, pos + total - 8)}end magic 39277777 missing")
             if mirrored not in (0, total):
                 raise CorruptFileError(
-                    f"{describe(self.name, where, pos + total - 16)}postamble total_length {mirrored} != preamble {total}"
+                    f"{describe(self.name, where, pos + total - 16)}postamble total_length {mirrored} "
+                    f"!= preamble {total}"
                 )
             return self._walk_frames(pos, index, pre, pos + total - POSTAMBLE, first_footer)
         return self._walk_frames(pos, index, pre, None, None)
@@ -304,7 +306,8 @@ class MessageScanner:
         """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_)."""
         if hdr.length > MAX_METADATA_FRAME:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds the {MAX_METADATA_FRAME}-byte limit"
+                f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds "
+                f"the {MAX_METADATA_FRAME}-byte limit"
             )
         frame = self._read(cur, hdr.length, "frame")
         if frame[-4:] != FRAME_END:
@@ -347,8 +350,9 @@ class MessageScanner:
         refs = []
         for j, (o, n) in enumerate(zip(offsets, lengths, strict=True)):
             if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
+                message_index = int(where.split()[-1]) if where.split()[-1].isdigit() else 0
                 raise CorruptFileError(
-                    f"{describe(self.name, _where(int(where.split()[-1]) if where.split()[-1].isdigit() else 0, j), pos)}"
+                    f"{describe(self.name, _where(message_index, j), pos)}"
                     f"index entry offset {o!r} length {n!r} lies outside the message body"
                 )
             refs.append(ObjectRef(pos + o, n))
@@ -358,7 +362,8 @@ class MessageScanner:
         refs = self._objects_from_index(pos, index_map, where, self.source.size)
         if [(r.frame_offset, r.frame_length) for r in refs] != [(r.frame_offset, r.frame_length) for r in data]:
             warnings.warn(
-                f"{self.name}: {where}: the index frame disagrees with the data frames found by walking; using the frames",
+                f"{self.name}: {where}: the index frame disagrees with the data frames found by walking; "
+                "using the frames",
                 CorruptMessageWarning, stacklevel=5,
             )
 
