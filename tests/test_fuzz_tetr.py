@@ -154,7 +154,7 @@ def test_random_byte_flips(name, data):
 # -- length and offset fields --------------------------------------------------------------------------
 def _fields(data: bytes) -> list[tuple[int, int, str]]:
     """(offset, width, label) of every length/offset/count field (little-endian)."""
-    count, flags, index_off = struct.unpack_from("<IIQ", data, 8)
+    count, _flags, index_off = struct.unpack_from("<IIQ", data, 8)
     out = [(8, 4, "dataset_count"), (16, 8, "chunk_index_offset"), (24, 8, "chunk_index_length")]
     if count:
         out.append((32, 8, "dataset_blob_len"))
@@ -186,7 +186,7 @@ FIELD_FILES = ["raw_tiles_footer", "zstd_3d", "multi_dataset", "to_tetr_zstd", "
 def test_length_and_offset_fields(name):
     data = FILES[name]
     for off, width, label in _fields(data):
-        for value in SPECIAL_VALUES + [len(data)]:
+        for value in [*SPECIAL_VALUES, len(data)]:
             run_case(exercise, with_field(data, off, width, value, "little"), LEGIT[name], STATS,
                      f"{name}: {label} set to {value}")
 
@@ -208,7 +208,7 @@ def test_metadata_ref_fields(name):
     _, top = _footer(data)
     assert "metadata_ref" in top
     for key in ("offset", "len"):
-        for value in SPECIAL_VALUES + [len(data), -1, 1.5, True, "7", None]:
+        for value in [*SPECIAL_VALUES, len(data), -1, 1.5, True, "7", None]:
             footer = dict(top, metadata_ref=dict(top["metadata_ref"], **{key: value}))
             run_case(exercise, _with_footer_json(data, json.dumps(footer).encode()), LEGIT[name], STATS,
                      f"{name}: metadata_ref.{key} = {value!r}")
@@ -278,7 +278,7 @@ def test_weird_footer_json(name):
 def test_weird_spilled_metadata():
     """The spill is parsed too: replace it (keeping the footer's metadata_ref consistent)."""
     data = FILES["footer_spill_history.tet"]
-    start, top = _footer(data)
+    _start, top = _footer(data)
     off = top["metadata_ref"]["offset"]
     for i, text in enumerate(WEIRD_FOOTERS):
         footer = json.dumps(dict(top, metadata_ref={"offset": off, "len": len(text)})).encode()
