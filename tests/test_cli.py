@@ -122,7 +122,7 @@ def test_ls_tensogram(capsys):
     with open_tensogram(TGM) as f:
         expected = [(m, j) for m in f for j in range(len(m))]
         assert len(rows) == len(expected)
-        for row, (m, j) in zip(rows, expected):
+        for row, (m, j) in zip(rows, expected, strict=True):
             cells = row.split()
             assert int(cells[0]) == m.index and int(cells[1]) == j
             assert int(cells[2]) == m.objects[j].frame_offset and int(cells[3]) == m.objects[j].frame_length
@@ -153,7 +153,7 @@ def test_ls_tetr_with_tiles(capsys):
     with open_tetr(TET) as f:
         rows = body_rows(out, "id")
         assert [r.split()[1] for r in rows] == f.names
-        for row, d in zip(rows, f.datasets):
+        for row, d in zip(rows, f.datasets, strict=True):
             assert row.split()[5] == "x".join(map(str, d.grid))
         tiles = body_rows(out, "dataset")
         assert len(tiles) == sum(int(np.prod(d.grid)) for d in f.datasets)
@@ -184,7 +184,7 @@ def test_dump_coordinate_and_other_formats(capsys):
     assert code == 0, err
     with xr.open_dataset(ZT, engine=ENGINE) as ds:
         dim = ds["t2m"].dims[0]
-        assert out.splitlines()[0].startswith(f"t2m (") and dim == "latitude"
+        assert out.splitlines()[0].startswith("t2m (") and dim == "latitude"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -195,7 +195,7 @@ def test_dump_coordinate_and_other_formats(capsys):
     (["dump", TGM, "2t", "--isel", "step=99"], "out of range"),
 ])
 def test_dump_errors_are_one_line(capsys, argv, message):
-    code, out, err = call(capsys, *argv)
+    code, _out, err = call(capsys, *argv)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("xarray-tensogram: error: ") and message in err
 
@@ -210,12 +210,12 @@ def test_verify_ok(capsys, path):
 
 
 def test_verify_counts_hashes(capsys):
-    code, out, _ = call(capsys, "verify", TGM)
+    _code, out, _ = call(capsys, "verify", TGM)
     assert "16 hashes verified, 16 items decoded" in out
 
 
 def test_verify_damaged_tensogram(capsys, damaged_tgm):
-    code, out, err = call(capsys, "verify", damaged_tgm)
+    code, out, _err = call(capsys, "verify", damaged_tgm)
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 2  # one line per damaged object
@@ -239,7 +239,7 @@ def test_verify_skipped_message(capsys, tmp_path):
     data[end - 8 : end] = b"XXXXXXXX"  # end magic of message 1
     path = tmp_path / "broken.tgm"
     path.write_bytes(bytes(data))
-    code, out, err = call(capsys, "verify", path)
+    code, out, _err = call(capsys, "verify", path)
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 1 and f"FAIL bytes {f[1].offset}.." in fails[0] and "skipped: " in fails[0]
@@ -257,7 +257,7 @@ def test_verify_damaged_ztensor(capsys, tmp_path):
         data[part.offset + 5] ^= 0x01
     path = tmp_path / "damaged.zt"
     path.write_bytes(bytes(data))
-    code, out, err = call(capsys, "verify", path)
+    code, out, _err = call(capsys, "verify", path)
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 1 and "'t2m'" in fails[0] and "checksum" in fails[0]
@@ -277,7 +277,7 @@ def test_verify_damaged_tetr(capsys, tmp_path):
         data[int(e["offset"]) + k] ^= 0xFF
     path = tmp_path / "damaged.tet"
     path.write_bytes(bytes(data))
-    code, out, err = call(capsys, "verify", path)
+    code, out, _err = call(capsys, "verify", path)
     assert code == 1
     fails = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 1 and "tile" in fails[0]
@@ -299,14 +299,14 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys):
 
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"hello, not a tensor file" * 10)
-    code, out, err = call(capsys, "ls", junk)
+    code, _out, err = call(capsys, "ls", junk)
     assert code == 2
     assert err.strip() == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
 
     truncated = tmp_path / "truncated.tgm"
     truncated.write_bytes(TGM.read_bytes()[:40])
     for command in ("info", "ls", "dump", "verify"):
-        code, out, err = call(capsys, command, truncated, *(["2t"] if command == "dump" else []))
+        code, _out, err = call(capsys, command, truncated, *(["2t"] if command == "dump" else []))
         assert code == 1 and err.count("\n") == 1 and err.startswith("xarray-tensogram: error: ")
         assert "truncated.tgm" in err
 
@@ -434,7 +434,7 @@ def test_dump_sel_by_label_nearest_for_floats(capsys):
     (["dump", TGM, "2t", "--sel", "latitude=north"], "not a label of 'latitude'"),
 ])
 def test_dump_sel_errors_are_one_line(capsys, argv, message):
-    code, out, err = call(capsys, *argv)
+    code, _out, err = call(capsys, *argv)
     assert code == 2, err
     assert err.count("\n") == 1 and message in err
 
@@ -448,7 +448,7 @@ def test_ls_shows_dims_and_chunks_like_the_reference_objects(capsys):
     rows = {r.split()[0]: r for r in body_rows(out, "variable")}
     ref = tensogram.TensogramFile.open(str(era))
     for param in ("t", "z"):
-        shapes = [tuple(a.shape) for i in range(len(ref)) for meta, (_, a) in zip(ref[i].metadata.base, ref[i].objects)
+        shapes = [tuple(a.shape) for i in range(len(ref)) for meta, (_, a) in zip(ref[i].metadata.base, ref[i].objects, strict=True)
                   if meta.get("mars", {}).get("param") == param]
         levels = {meta["mars"]["levelist"] for i in range(len(ref)) for meta in ref[i].metadata.base if "mars" in meta}
         cells = rows[param].split("  ")

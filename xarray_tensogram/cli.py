@@ -27,7 +27,13 @@ import json
 import os
 import sys
 import warnings
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+    from .io import ByteSource
 
 from .formats.inspect import count, shape_text
 
@@ -51,7 +57,7 @@ def sample_paths() -> list[str]:
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def _open(path: str, storage_options: dict | None = None, **kwargs: Any):  # noqa: ANN202
+def _open(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
     import xarray as xr
 
     from .backend import TensogramBackendEntrypoint
@@ -61,7 +67,12 @@ def _open(path: str, storage_options: dict | None = None, **kwargs: Any):  # noq
     return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kwargs)
 
 
-def _source(path: str, storage_options: dict | None):  # noqa: ANN202
+def _storage_kwargs(storage_options: dict[str, Any] | None) -> dict[str, Any]:
+    """``storage_options=`` only when some are given (the default stays the backend's)."""
+    return {"storage_options": storage_options} if storage_options else {}
+
+
+def _source(path: str, storage_options: dict[str, Any] | None) -> ByteSource:
     from .io import open_source
 
     return open_source(path, storage_options)
@@ -77,7 +88,7 @@ def _format(source: Any) -> Any:
     return spec
 
 
-def _open_file(spec: Any, path: str, storage_options: dict | None, quiet: bool = False) -> Any:
+def _open_file(spec: Any, path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Any:
     """The format's own file object; ``quiet`` silences scan warnings (the command reports damage itself)."""
     from .formats import registry
 
@@ -101,7 +112,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
 
     print(fmt(headers))
     print("  ".join("-" * w for w in widths))
@@ -110,7 +121,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
 
 
 # -- info ----------------------------------------------------------------------------------------------
-def cmd_info(path: str, storage_options: dict | None = None) -> None:
+def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
     with _source(path, storage_options) as src:
         spec = _format(src)
         size = src.size
@@ -130,7 +141,7 @@ def cmd_info(path: str, storage_options: dict | None = None) -> None:
         from .backend import TensogramBackendEntrypoint
 
         tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint,
-                                **({"storage_options": storage_options} if storage_options else {}))
+                                **_storage_kwargs(storage_options))
         nbytes = sum(node.dataset.nbytes for node in tree.subtree)
         print(f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})")
         print(tree)
@@ -153,7 +164,7 @@ def cmd_info(path: str, storage_options: dict | None = None) -> None:
 
 
 # -- ls ------------------------------------------------------------------------------------------------
-def cmd_ls(path: str, storage_options: dict | None = None, tiles: bool = False) -> None:
+def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool = False) -> None:
     with _source(path, storage_options) as src:
         spec = _format(src)
     with _open_file(spec, path, storage_options) as f:
@@ -169,7 +180,7 @@ def cmd_ls(path: str, storage_options: dict | None = None, tiles: bool = False) 
 
 
 # -- what the storage units map to (ls, main job) --------------------------------------------------
-def _datasets(path: str, storage_options: dict | None) -> tuple[list[tuple[str, Any]], Any]:
+def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[tuple[str, Any]], Any]:
     """``([(group, Dataset)], what to close)`` as xarray opens the file: one Dataset, or a DataTree's groups."""
     import xarray as xr
 
@@ -181,7 +192,7 @@ def _datasets(path: str, storage_options: dict | None) -> tuple[list[tuple[str, 
         return [("", ds)], ds
     except GroupSelectionError:
         tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint,
-                                **({"storage_options": storage_options} if storage_options else {}))
+                                **_storage_kwargs(storage_options))
         return [(node.path, node.to_dataset()) for node in tree.subtree if node.data_vars], tree
 
 
@@ -214,7 +225,7 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
     return rows
 
 
-def _variables_table(path: str, storage_options: dict | None) -> None:
+def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
     """The Dataset view: each variable's dims, Dask chunk with ``chunks={}``, chunk count, dims' origin."""
     parts, opened = _datasets(path, storage_options)
     try:
@@ -302,7 +313,7 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     return da
 
 
-def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dict | None = None,
+def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dict[str, Any] | None = None,
              group: str | None = None, full: bool = False, sel: Sequence[str] = ()) -> None:
     import numpy as np
 
@@ -331,7 +342,7 @@ def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dic
                 text = np.array2string(_readable(coord.values), threshold=12, edgeitems=3, max_line_width=100,
                                        formatter={"numpystr": str, "object": str})
                 print(f"  {name}: {text}")
-        opts = {"threshold": sys.maxsize} if full else {"threshold": 1000, "edgeitems": 3}
+        opts: dict[str, Any] = {"threshold": sys.maxsize} if full else {"threshold": 1000, "edgeitems": 3}
         with np.printoptions(linewidth=120, **opts):
             print(values)
     finally:
@@ -397,7 +408,7 @@ def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: st
     yield from items
 
 
-def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | None = None,
+def cmd_verify(path: str, storage_options: dict[str, Any] | None = None, progress: bool | None = None,
                strict: bool = False) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
     from .errors import MissingCodecError
@@ -417,15 +428,16 @@ def cmd_verify(path: str, storage_options: dict | None = None, progress: bool | 
                 report.decoded += 1
             except MissingCodecError as exc:
                 # a format's check marks whether the stored hash was verified before decoding failed
-                hashed = getattr(exc, "hash_verified", None)
+                hashed = exc.hash_verified
                 if hashed:
                     report.checked += 1
                 elif hashed is False:
                     report.unhashed += 1
-                note = {True: "xxh3 hash verified", False: "no stored hash"}.get(
+                notes: dict[bool | None, str] = {True: "xxh3 hash verified", False: "no stored hash"}
+                note = notes.get(
                     hashed, "checksum not checked" if plan.checksums else "the format stores no checksum")
                 report.skip(item, exc, note)
-            except Exception as exc:  # noqa: BLE001 - every failure is reported per item
+            except Exception as exc:  # every failure is reported per item
                 report.fail(item, exc)
     for line in report.failures + report.skipped:
         print(line)
@@ -458,7 +470,8 @@ def main_job() -> None:
             for name, var in ds.data_vars.items():
                 values = var.values
                 if values.dtype.kind in "fiu" and values.size:
-                    print(f"  {name}: min {values.min():.6g}, max {values.max():.6g}, mean {values.astype('f8').mean():.6g}")
+                    mean = values.astype("f8").mean()
+                    print(f"  {name}: min {values.min():.6g}, max {values.max():.6g}, mean {mean:.6g}")
         finally:
             ds.close()
 
@@ -510,7 +523,7 @@ def _version() -> str:
     return str(__version__)
 
 
-def _json_options(text: str) -> dict:
+def _json_options(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
