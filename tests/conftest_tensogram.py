@@ -17,7 +17,7 @@ import pytest
 
 tensogram = pytest.importorskip("tensogram")
 
-from xarray_tensogram import open_tensogram  # noqa: E402
+from xarray_tensogram import open_tensogram  # noqa: E402 - after the pytest.importorskip above
 
 #: the 15 dtypes of spec §11
 DTYPES = [
@@ -252,8 +252,8 @@ def open_ours(buf: Any, **kw: Any):
 
 
 # ---------------------------------------------------------------- re-assembling edited reference messages
-import cbor2  # noqa: E402
-import xxhash  # noqa: E402
+import cbor2  # noqa: E402 - after the pytest.importorskip above
+import xxhash  # noqa: E402 - after the pytest.importorskip above
 
 
 class Frame:

@@ -27,9 +27,9 @@ import xarray as xr
 
 tensogram = pytest.importorskip("tensogram")
 
-from xarray_tensogram import io as xt_io  # noqa: E402
-from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
-from xarray_tensogram.errors import (  # noqa: E402
+from xarray_tensogram import io as xt_io  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.errors import (  # noqa: E402 - after the pytest.importorskip above
     GroupSelectionError,
     HypercubeError,
     IntegrityError,

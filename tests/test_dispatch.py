@@ -48,7 +48,7 @@ def test_every_fixture_is_sniffed_by_its_magic_not_its_name(tmp_path: Path) -> N
 def test_registry_names_and_fallback() -> None:
     assert list(registry.formats()) == ["tensogram", "tetr", "ztensor"]
     assert registry.default().name == "tensogram"
-    assert registry.from_extension("x/y.ZT").name == "ztensor"  # type: ignore[union-attr]
+    assert registry.from_extension("x/y.ZT").name == "ztensor"  # type: ignore[union-attr]  # None only for unknown extensions
     assert registry.from_extension("mesh.nc") is None and registry.from_extension(42) is None
     with pytest.raises(KeyError, match="unknown format 'grib'"):
         registry.get("grib")
@@ -102,7 +102,7 @@ def test_verify_hash_applies_to_ztensor_but_not_tetr() -> None:
 @pytest.mark.parametrize("opener", [xr.open_dataset, xr.open_groups, xr.open_datatree])
 def test_misspelt_keyword_raises(opener: object) -> None:
     with pytest.raises(TypeError, match="variabel_key"):
-        opener(SAMPLE, engine=ENGINE, variabel_key="name")  # type: ignore[operator]
+        opener(SAMPLE, engine=ENGINE, variabel_key="name")  # type: ignore[operator]  # the misspelt keyword is the test
 
 
 # -- xarray's store pattern --------------------------------------------------------------------------
@@ -132,7 +132,7 @@ class _CloseSpy:
         real = registry.open_file
 
         def spy(*args: object, **kwargs: object) -> object:
-            f = real(*args, **kwargs)  # type: ignore[arg-type]
+            f = real(*args, **kwargs)  # type: ignore[arg-type]  # passes on whatever the caller gave
             slot = len(self.closes)
             self.closes.append(0)
             inner = f.close
@@ -141,7 +141,7 @@ class _CloseSpy:
                 self.closes[slot] += 1
                 inner()
 
-            f.close = close  # type: ignore[method-assign]
+            f.close = close  # type: ignore[method-assign]  # the spy wraps the instance's close
             return f
 
         monkeypatch.setattr(registry, "open_file", spy)

@@ -22,9 +22,9 @@ eccodes = pytest.importorskip("eccodes")
 pytest.importorskip("cfgrib")
 tensogram = pytest.importorskip("tensogram")
 
-import grib_corpus as gc  # noqa: E402
-from xarray_tensogram import grib  # noqa: E402
-from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
+import grib_corpus as gc  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram import grib  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
 
 ENGINE = TensogramBackendEntrypoint
 

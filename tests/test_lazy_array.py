@@ -19,7 +19,7 @@ class SliceReader:
 
     def read_chunk(self, coords, region):
         self.calls.append((coords, region))
-        sel = tuple(slice(c * k + r.start, c * k + r.stop) for c, k, r in zip(coords, self.chunks, region))
+        sel = tuple(slice(c * k + r.start, c * k + r.stop) for c, k, r in zip(coords, self.chunks, region, strict=True))
         return self.array[sel].copy()
 
 

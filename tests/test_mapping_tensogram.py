@@ -18,11 +18,11 @@ import xarray as xr
 
 tensogram = pytest.importorskip("tensogram")
 
-from xarray_tensogram import io as xt_io  # noqa: E402
-from xarray_tensogram.assemble.tensogram import TensogramMappingWarning  # noqa: E402
-from xarray_tensogram.assemble.tensogram.hypercube import cell_limit  # noqa: E402
-from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
-from xarray_tensogram.errors import HypercubeError, XarrayTensogramError  # noqa: E402
+from xarray_tensogram import io as xt_io  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.assemble.tensogram import TensogramMappingWarning  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.assemble.tensogram.hypercube import cell_limit  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.errors import HypercubeError, XarrayTensogramError  # noqa: E402 - after the pytest.importorskip above
 
 ENGINE = TensogramBackendEntrypoint
 DATA = os.path.join(os.path.dirname(__file__), "data")

@@ -26,9 +26,9 @@ from servers import CountingMotoServer, RangeHTTPServer, make_era
 fsspec = pytest.importorskip("fsspec")
 pytest.importorskip("aiohttp")
 
-from xarray_tensogram import open_tensogram  # noqa: E402
-from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE  # noqa: E402
-from xarray_tensogram.io import FsspecSource, LocalFileSource, open_source  # noqa: E402
+from xarray_tensogram import open_tensogram  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.io import FsspecSource, LocalFileSource, open_source  # noqa: E402 - after the pytest.importorskip above
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,7 +45,7 @@ def _sample_names() -> list[str]:
         if ext == ".tet":
             try:
                 import xarray_tensogram.assemble.tetr
-                import xarray_tensogram.formats.tetr  # noqa: F401
+                import xarray_tensogram.formats.tetr  # noqa: F401 - only: is the format importable here
             except ImportError:
                 continue
         if ext in (".tgm", ".tet", ".zt"):

@@ -667,8 +667,8 @@ def test_large_objects(pipeline, layout):
 
 
 # ------------------------------------------------------------------ property test
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - imports of the property tests, kept with them
+from hypothesis import strategies as st  # noqa: E402 - imports of the property tests, kept with them
 
 
 @settings(max_examples=300, deadline=None, derandomize=True,

@@ -21,14 +21,14 @@ import xarray as xr
 
 tensogram = pytest.importorskip("tensogram")
 
-import xarray_tensogram  # noqa: E402
-from xarray_tensogram import to_tensogram  # noqa: E402
-from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402
-from xarray_tensogram.codecs.registry import available  # noqa: E402
-from xarray_tensogram.errors import XarrayTensogramError  # noqa: E402
-from xarray_tensogram.formats.tensogram import open_tensogram  # noqa: E402
-from xarray_tensogram.formats.tensogram import writer as writer_mod  # noqa: E402
-from xarray_tensogram.formats.tensogram.writer import ObjectInput, encode_message, write_messages  # noqa: E402
+import xarray_tensogram  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram import to_tensogram  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.codecs.registry import available  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.errors import XarrayTensogramError  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.formats.tensogram import open_tensogram  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.formats.tensogram import writer as writer_mod  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.formats.tensogram.writer import ObjectInput, encode_message, write_messages  # noqa: E402 - after the pytest.importorskip above
 
 SAMPLE = os.path.join(os.path.dirname(xarray_tensogram.__file__), "samples", "forecast.tgm")
 needs = {name: pytest.mark.skipif(not available(mod), reason=f"{mod} not installed")
@@ -380,11 +380,11 @@ def test_lz4_payloads_decode_in_reference(codec):
 # 2. round trips: Dataset -> to_tensogram -> reference decoder / our backend
 # ---------------------------------------------------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - after the pytest.importorskip above
+from hypothesis import strategies as st  # noqa: E402 - after the pytest.importorskip above
+from hypothesis.extra import numpy as hnp  # noqa: E402 - after the pytest.importorskip above
 
-from xarray_tensogram.write.tensogram import CF_ATTRS  # noqa: E402
+from xarray_tensogram.write.tensogram import CF_ATTRS  # noqa: E402 - after the pytest.importorskip above
 
 HYP = settings(max_examples=30, deadline=None, derandomize=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

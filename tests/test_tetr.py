@@ -15,6 +15,7 @@ import json
 import pickle
 import struct
 import warnings
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ ERRORS: dict[str, type[Exception]] = {
     "PayloadOutOfBounds": CorruptFileError,
     "RawStoredMismatch": CorruptFileError,
     "UnsupportedCodec": UnsupportedError,
-    "VerifyDatasetTensorBytes": (CorruptFileError, UnsupportedError),  # type: ignore[dict-item]
+    "VerifyDatasetTensorBytes": (CorruptFileError, UnsupportedError),  # type: ignore[dict-item]  # a tuple: either class is right
     "VerifyChunkDatasetId": CorruptFileError,
     "BadIndexMagic": CorruptFileError,
     "UnsupportedIndexVersion": UnsupportedError,
@@ -126,8 +127,7 @@ def test_manifest_valid_file(name: str) -> None:
                 got = [{"chunk_index": e["coords"][: d.ndim].tolist(), "payload_offset": int(e["offset"]),
                         "raw_byte_len": int(e["raw"]), "stored_byte_len": int(e["stored"]), "codec": int(e["codec"])}
                        for e in d.entries]
-                key = lambda c: c["chunk_index"]  # noqa: E731
-                assert sorted(got, key=key) == sorted(md["chunks"], key=key)
+                assert sorted(got, key=itemgetter("chunk_index")) == sorted(md["chunks"], key=itemgetter("chunk_index"))
             values = t.read(d.name)
             assert values.shape == tuple(md["shape"]) and values.nbytes == md["logical_nbytes"]
             assert logical_sha256(values) == md["logical_sha256"]

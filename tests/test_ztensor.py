@@ -55,7 +55,7 @@ ERRORS: dict[str, type[Exception]] = {
     "offset_in_header": CorruptFileError,
     "blob_out_of_bounds": CorruptFileError,
     "size_mismatch": CorruptFileError,
-    "zstd_size_mismatch": (CodecError, CorruptFileError),  # type: ignore[dict-item]
+    "zstd_size_mismatch": (CodecError, CorruptFileError),  # type: ignore[dict-item]  # a tuple: either class is right
     "zstd_corrupt": CodecError,
     "checksum_mismatch": IntegrityError,
     "checksum_malformed": MetadataError,
@@ -109,7 +109,10 @@ def expected_sparse(t: dict) -> np.ndarray | None:
         return dense
     comps = t.get("components") or t.get("parts") or {}
     layout = t.get("format") or t.get("layout")
-    vals = lambda k: comps[k]["values_summary"]["values"]  # noqa: E731
+
+    def vals(k):
+        return comps[k]["values_summary"]["values"]
+
     dense = np.zeros(shape)
     if "csr" in layout:
         dense[np.repeat(np.arange(shape[0]), np.diff(vals("indptr"))), vals("indices")] = vals("values")

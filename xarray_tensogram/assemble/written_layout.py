@@ -103,7 +103,7 @@ class _Cast(BackendArray):
 def _lazy(var: xr.Variable) -> Any:
     if isinstance(var._data, indexing.ExplicitlyIndexed):
         return var._data
-    return indexing.NumpyIndexingAdapter(np.asarray(var.values))  # type: ignore[no-untyped-call]
+    return indexing.NumpyIndexingAdapter(np.asarray(var.values))  # type: ignore[no-untyped-call]  # unannotated in xarray
 
 
 def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:

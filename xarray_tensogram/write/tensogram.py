@@ -476,7 +476,7 @@ def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike[str], *,
     return write_messages(path, messages, mode=mode)
 
 
-@xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]
+@xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray
 class TensogramAccessor:
     """``ds.tensogram.to_tgm(path, ...)``: the same as :func:`to_tensogram`."""
 

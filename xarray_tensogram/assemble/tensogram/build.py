@@ -273,7 +273,7 @@ def build_dataset(plan: CubePlan, axes: Mapping[str, list[str]], coords: Sequenc
         dependent: dict[str, str] = {}
         for key, dets in cube.dependent.items():
             cv = _dependent_coordinate(cube, key, dets, plan, dim_of)
-            name = key if key not in out or bool(out[key].equals(cv)) else f"{vname}.{key}"  # type: ignore[no-untyped-call]
+            name = key if key not in out or bool(out[key].equals(cv)) else f"{vname}.{key}"  # type: ignore[no-untyped-call]  # Variable.equals: unannotated in xarray
             out[name] = cv
             dependent[name] = key
         # the writer puts these keys back into each object's metadata

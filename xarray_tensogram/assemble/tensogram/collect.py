@@ -137,7 +137,8 @@ def _params(msg: Any, j: int, own: Mapping[str, Any]) -> tuple[dict[str, Any], i
     if not is_local(msg.source) and any(k != "_reserved_" for k in own):
         return {}, 0
     try:
-        return msg.descriptor_params(j)  # type: ignore[no-any-return]
+        found: tuple[dict[str, Any], int] = msg.descriptor_params(j)
+        return found
     except XarrayTensogramError:
         return {}, 0  # a damaged frame is reported when its values are read, as for any object
 

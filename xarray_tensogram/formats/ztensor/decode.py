@@ -122,8 +122,8 @@ class TensorReader:
         stored = self._stored(part, name, zero_copy)
         if self.verify and part.digest is None:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
-        if self.verify and not part.digest_of_decoded:
-            verify_digest(part.digest, stored, where)  # type: ignore[arg-type]
+        if self.verify and not part.digest_of_decoded and part.digest is not None:  # None: refused just above
+            verify_digest(part.digest, stored, where)
         if part.encoding == "raw":
             if expected is not None and len(stored) != expected:
                 raise CorruptFileError(f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}")
@@ -140,8 +140,8 @@ class TensorReader:
                 raw = zstd.decompress(stored, size, where=where)
         else:
             raise UnsupportedError(f"{where}encoding {part.encoding!r} is not supported (known: raw, zstd, zt.zstd-seekable/1)")
-        if self.verify and part.digest_of_decoded:
-            verify_digest(part.digest, raw, where)  # type: ignore[arg-type]
+        if self.verify and part.digest_of_decoded and part.digest is not None:  # None was refused above
+            verify_digest(part.digest, raw, where)
         storage = part.storage
         if len(raw) % storage.itemsize:
             raise CorruptFileError(f"{where}{len(raw)} bytes is not a whole number of {storage} elements")
