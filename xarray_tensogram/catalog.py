@@ -10,12 +10,13 @@ them, that the key touches. Nothing here imports xarray or dask.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ChunkReader", "ArraySpec", "StackedReader", "MissingChunk", "stack_specs", "chunk_counts", "chunk_extent", "full_region", "read_chunk_into"]
+__all__ = ["ArraySpec", "ChunkReader", "MissingChunk", "StackedReader", "chunk_counts", "chunk_extent", "full_region", "read_chunk_into", "stack_specs"]
 
 Region = tuple[slice, ...]
 
@@ -39,12 +40,12 @@ class ChunkReader(Protocol):
 
 def chunk_counts(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
     """Number of chunks along each axis (0 along an empty axis)."""
-    return tuple((s + c - 1) // c if c else 0 for s, c in zip(shape, chunk_shape))
+    return tuple((s + c - 1) // c if c else 0 for s, c in zip(shape, chunk_shape, strict=True))
 
 
 def chunk_extent(shape: Sequence[int], chunk_shape: Sequence[int], coords: Sequence[int]) -> tuple[int, ...]:
     """Clipped extent of the chunk at ``coords`` (edge chunks are smaller, never padded)."""
-    return tuple(min(c, s - i * c) for s, c, i in zip(shape, chunk_shape, coords))
+    return tuple(min(c, s - i * c) for s, c, i in zip(shape, chunk_shape, coords, strict=True))
 
 
 def full_region(extent: Sequence[int]) -> Region:
@@ -62,7 +63,7 @@ class ArraySpec:
     #: value used where a reader reports a missing chunk (hypercube holes)
     fill_value: Any = None
     #: informative hints for the assembly layer (e.g. {"row_band": 64})
-    hints: dict = field(default_factory=dict)
+    hints: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
@@ -90,9 +91,10 @@ class StackedReader:
     """
 
     stack_shape: tuple[int, ...]
-    members: Any  # flat, C order over stack_shape: a tuple, or a dict {flat index: member} for sparse cubes
+    #: flat, C order over stack_shape: a tuple, or a dict {flat index: member} for sparse cubes
+    members: tuple[ArraySpec | None, ...] | dict[int, ArraySpec]
 
-    def member(self, stack_coords: Sequence[int]) -> "ArraySpec | None":
+    def member(self, stack_coords: Sequence[int]) -> ArraySpec | None:
         flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
         if isinstance(self.members, dict):
             return self.members.get(flat)
@@ -126,7 +128,7 @@ def read_chunk_into(reader: Any, coords: tuple[int, ...], region: Region, out: n
     return bool(into(coords, region, out)) if into is not None else False
 
 
-def stack_specs(stack_shape: Sequence[int], members: "Sequence[ArraySpec | None] | Mapping[int, ArraySpec]",
+def stack_specs(stack_shape: Sequence[int], members: Sequence[ArraySpec | None] | Mapping[int, ArraySpec],
                 fill_value: Any = None) -> ArraySpec:
     """Build the :class:`ArraySpec` of members stacked along new leading axes.
 

@@ -123,7 +123,8 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
             target = _as_outer(tuple(part.out_selection for part in combo), out_shape)
             region = tuple(part.read_region for part in combo)
             try:
-                if direct and _whole_region(combo) and read_chunk_into(spec.reader, coords, region, out[(*target, ...)]):
+                within = (*target, ...)
+                if direct and _whole_region(combo) and read_chunk_into(spec.reader, coords, region, out[within]):
                     continue  # decoded straight into the output
                 block = spec.reader.read_chunk(coords, region)
             except MissingChunk:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .bits import pack_fields, unpack_fields
 
-__all__ = ["decode", "decode_into", "encode", "compute_params", "packed_nbytes"]
+__all__ = ["compute_params", "decode", "decode_into", "encode", "packed_nbytes"]
 
 
 def packed_nbytes(count: int, bits: int) -> int:
@@ -77,8 +77,6 @@ def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, d
     q = np.copysign(fl + (a - fl >= 0.5), x)
     maxp = float(2 ** bits - 1)
     q = np.clip(q, 0.0, maxp)
-    if bits >= 53:
-        qi = np.array([min(int(v), 2 ** bits - 1) for v in q], dtype=np.uint64)
-    else:
-        qi = q.astype(np.uint64)
+    # above 53 bits a float64 cannot hold 2**bits - 1 exactly: clamp each value as a Python int
+    qi = np.array([min(int(v), 2**bits - 1) for v in q], dtype=np.uint64) if bits >= 53 else q.astype(np.uint64)
     return pack_fields(qi, bits)

@@ -76,7 +76,7 @@ class ByteSource(ABC):
         data = np.frombuffer(self.read(offset, out.nbytes, what=what), dtype=out.dtype)
         np.copyto(out, data.reshape(out.shape))
 
-    def release(self, offset: int, length: int) -> None:
+    def release(self, offset: int, length: int) -> None:  # noqa: B027 - optional hook: only mapped sources act
         """Say that a :meth:`view` of these bytes is no longer needed (local files unmap their pages from
         this process's resident set, so file pages read once do not count against its memory)."""
 

@@ -137,7 +137,7 @@ class LocalFileSource(ByteSource):
         self.check_unchanged()
         contiguous = out.flags.c_contiguous
         buf = out.reshape(-1).view(np.uint8) if contiguous else _scratch(length)
-        view = memoryview(buf)
+        view = buf.data  # the buffer's own bytes: preadv fills them in place
         got = 0
         while got < length:
             n = os.preadv(fd, [view[got:]], offset + got)
@@ -156,10 +156,8 @@ class LocalFileSource(ByteSource):
         page = mmap.PAGESIZE
         start = offset - offset % page
         end = min(self.size, offset + length)
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed map or a platform without it: nothing to give back
             mm.madvise(mmap.MADV_DONTNEED, start, end - start)
-        except (OSError, ValueError):  # a closed map or a platform without it: nothing to give back
-            pass
 
     def view(self, offset: int, length: int) -> memoryview | None:
         if length == 0 or self.size == 0:

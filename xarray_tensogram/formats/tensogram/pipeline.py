@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,19 @@ from . import masks as mask_codec
 from .compression import decompress
 from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
 
-__all__ = ["validate_descriptor", "element_count", "encoded_length", "decode_full", "decode_rows", "decode_masks",
-           "split_masks", "row_byte_range", "supports_row_ranges", "decodes_into", "decode_into"]
+__all__ = [
+    "decode_full",
+    "decode_into",
+    "decode_masks",
+    "decode_rows",
+    "decodes_into",
+    "element_count",
+    "encoded_length",
+    "row_byte_range",
+    "split_masks",
+    "supports_row_ranges",
+    "validate_descriptor",
+]
 
 MAX_RANK = 64
 REQUIRED_KEYS = ("type", "shape", "strides", "dtype", "encoding", "filter", "compression")
@@ -49,7 +61,7 @@ def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(k, str) and k not in STRUCTURAL_KEYS and not k.startswith(PIPELINE_PREFIXES)}
 
 
-def validate_descriptor(desc: Any, where: str) -> dict:
+def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
     """Check the keys the decoder needs; return the descriptor."""
     if not isinstance(desc, dict):
         raise MetadataError(f"{where}descriptor is a {type(desc).__name__}, expected a CBOR map")
@@ -184,7 +196,7 @@ def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarr
             bits[m, :] = pattern
 
 
-def _byteorder_native(raw: np.ndarray | bytes, dtype_name: str, byte_order: str, count: int) -> np.ndarray:
+def _byteorder_native(raw: np.ndarray | bytes | memoryview, dtype_name: str, byte_order: str, count: int) -> np.ndarray:
     nd = numpy_dtype(dtype_name)
     arr = np.frombuffer(raw, dtype=nd.newbyteorder("<" if byte_order == "little" else ">"), count=count)
     if arr.dtype.isnative or nd.itemsize == 1:
@@ -192,7 +204,7 @@ def _byteorder_native(raw: np.ndarray | bytes, dtype_name: str, byte_order: str,
     return arr.astype(nd)
 
 
-def decode_values(encoded: bytes | np.ndarray, desc: Mapping[str, Any], count: int, where: str,
+def decode_values(encoded: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], count: int, where: str,
                   bit_offset: int = 0) -> np.ndarray:
     """Encoded bytes (after decompress/unshuffle) -> flat native-order values."""
     if desc["encoding"] == "simple_packing":
@@ -202,11 +214,12 @@ def decode_values(encoded: bytes | np.ndarray, desc: Mapping[str, Any], count: i
         )
     dtype_name = desc["dtype"]
     if dtype_name == "bitmask":
-        return np.frombuffer(encoded, dtype=np.uint8).copy()
+        bits: np.ndarray = np.frombuffer(encoded, dtype=np.uint8).copy()
+        return bits
     return _byteorder_native(encoded, dtype_name, desc.get("byte_order", "little"), count)
 
 
-def unshuffle(data: bytes | np.ndarray, element_size: Any, where: str) -> np.ndarray:
+def unshuffle(data: bytes | memoryview | np.ndarray, element_size: Any, where: str) -> np.ndarray:
     raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1)
     if not isinstance(element_size, int) or element_size <= 0:
         raise MetadataError(f"{where}shuffle_element_size {element_size!r} must be a positive integer")
@@ -241,7 +254,8 @@ def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any]
         restore_masks(values, desc["dtype"], decode_masks(view, found, count, where), where)
     if desc["dtype"] == "bitmask":
         return values
-    return values.reshape(desc["shape"])
+    shaped: np.ndarray = values.reshape(desc["shape"])
+    return shaped
 
 
 def decode_rows(payload_bytes: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], start: int, stop: int,

@@ -103,7 +103,7 @@ def _pad(buf: bytearray) -> None:
 
 
 
-def _reserved(reserved: Mapping[str, Any] | None) -> dict:
+def _reserved(reserved: Mapping[str, Any] | None) -> dict[str, Any]:
     r = dict(reserved or {})
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     r.setdefault("time", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -112,7 +112,7 @@ def _reserved(reserved: Mapping[str, Any] | None) -> dict:
     return {"time": r["time"], "uuid": r["uuid"], "encoder": r["encoder"]}
 
 
-def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict], dict]:
+def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     meta = _normalise_value(dict(metadata))
     base = [dict(b) for b in meta.pop("base", []) or []]
     extra = dict(meta.pop("_extra_", meta.pop("extra", {})) or {})
@@ -126,7 +126,7 @@ def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict], dict]:
     return base, extra
 
 
-def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple], *,
+def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple[Any, ...]], *,
                    hash: str | None = "xxh3", layout: str = "buffered", backfill: bool = False,
                    reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
                    nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
@@ -144,7 +144,7 @@ def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | 
         aggregate_hash=aggregate_hash, threads=threads).tobytes()
 
 
-def encode_message_parts(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple], *,
+def encode_message_parts(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple[Any, ...]], *,
                          hash: str | None = "xxh3", layout: str = "buffered", backfill: bool = False,
                          reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
                          nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
@@ -207,10 +207,10 @@ def _padding(length: int) -> bytes:
 
 
 def _hash_map(data_frames: list[_DataFrame]) -> bytes:
-    return dumps_canonical({"hashes": ["%016x" % f.hash for f in data_frames], "algorithm": "xxh3"})
+    return dumps_canonical({"hashes": [f"{f.hash:016x}" for f in data_frames], "algorithm": "xxh3"})
 
 
-def _assemble_buffered(meta: dict, data_frames: list[_DataFrame], hashing: bool, policy: str) -> EncodedMessage:
+def _assemble_buffered(meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool, policy: str) -> EncodedMessage:
     policy = "header" if policy == "auto" else policy
     header_hash = hashing and data_frames and policy in ("header", "both")
     footer_hash = hashing and data_frames and policy in ("footer", "both")
@@ -264,7 +264,7 @@ def _assemble_buffered(meta: dict, data_frames: list[_DataFrame], hashing: bool,
     return EncodedMessage(parts, total)
 
 
-def _assemble_streaming(header_meta: dict, full_meta: dict, data_frames: list[_DataFrame], hashing: bool,
+def _assemble_streaming(header_meta: dict[str, Any], full_meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool,
                         policy: str, backfill: bool) -> EncodedMessage:
     if policy in ("header", "both"):
         raise UnsupportedError("streaming messages hold hashes in the footer only")
@@ -309,7 +309,7 @@ def _write_message(f: Any, m: bytes | EncodedMessage) -> int:
     return len(m)
 
 
-def write_messages(path: str | os.PathLike, messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
+def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
     """Write encoded messages to ``path``; ``mode="a"`` appends without rewriting. Returns bytes written.
 
     Messages are bytes or :class:`EncodedMessage` (from :func:`encode_message_parts`), whose frames are

@@ -317,7 +317,7 @@ class TensorReader:
         band = self.rows_per_chunk or info.shape[0]
         start = coords[0] * band + region[0].start
         stop = coords[0] * band + region[0].stop
-        if any(r != slice(0, n) for r, n in zip(region[1:], info.shape[1:])) or stop <= start:
+        if any(r != slice(0, n) for r, n in zip(region[1:], info.shape[1:], strict=True)) or stop <= start:
             return False
         expected = info.size * main.storage.itemsize
         self._check_bounds(main, "data")
