@@ -65,9 +65,11 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -197,7 +199,10 @@ def median_pair(a: Timed, b: Timed, repeat: int, *, budget: float = 8.0) -> Pair
         tb.append(_once(*b))
         if len(ta) >= 3 and time.perf_counter() - start > budget:
             break
-    med = lambda xs, i: statistics.median(x[i] for x in xs)  # noqa: E731
+
+    def med(xs: Any, i: int) -> float:
+        return statistics.median(x[i] for x in xs)
+
     return Pair(med(ta, 0), med(tb, 0), med(ta, 1), med(tb, 1))
 
 
@@ -231,18 +236,18 @@ class SourceTracker:
         self.sources: list[xt_io.LocalFileSource] = []
         self._orig = xt_io.LocalFileSource.__init__
 
-    def __enter__(self) -> "SourceTracker":
+    def __enter__(self) -> SourceTracker:
         orig, sources = self._orig, self.sources
 
         def init(src: xt_io.LocalFileSource, *a: Any, **kw: Any) -> None:
             orig(src, *a, **kw)
             sources.append(src)
 
-        xt_io.LocalFileSource.__init__ = init  # type: ignore[method-assign]
+        xt_io.LocalFileSource.__init__ = init  # type: ignore[method-assign]  # counts the sources opened
         return self
 
     def __exit__(self, *exc: object) -> None:
-        xt_io.LocalFileSource.__init__ = self._orig  # type: ignore[method-assign]
+        xt_io.LocalFileSource.__init__ = self._orig  # type: ignore[method-assign]  # restored
 
     def total(self) -> tuple[int, int]:
         return sum(s.bytes_read for s in self.sources), sum(s.read_calls for s in self.sources)
@@ -353,7 +358,7 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
                 return ds.load()
         return run
 
-    chunked = lambda: open_ours(path, chunks={})  # noqa: E731
+    chunked = partial(open_ours, path, chunks={})
     m = median_pair((load_with("threads", num_workers=2), chunked), (load_with("synchronous"), chunked), repeat)
     ratio = m.b / m.a
     ok = ("yes" if ratio >= 1.5 else "MISSED") if comp == "zstd" else "-"
@@ -376,14 +381,14 @@ def bench_bytes(path: Path, rows: list[list[str]]) -> None:
     with SourceTracker() as tr:
         ds = open_ours(path)
         meta, meta_calls = tr.total()
-        ds["2t"][0, :10].values
+        _ = ds["2t"][0, :10].values
         total, calls = tr.total()
         ds.close()
     sel = total - meta
     r0 = rchar()
     with open_ref(path) as b:
         r1 = rchar()
-        b["2t"][0, :10].values
+        _ = b["2t"][0, :10].values
         r2 = rchar()
     ok = "yes" if sel <= 2 * payload + 2 * meta else "MISSED"
     rows.append(["none", "bytes: open (metadata)", f"{meta:,} B / {meta_calls} reads",
@@ -399,15 +404,15 @@ def fmt(v: float) -> str:
 
 def print_table(rows: list[list[str]]) -> None:
     head = ["file", "operation", "ours", "reference", "ratio", "target", "met", "ours cpu", "ref cpu", "cpu ratio"]
-    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    line = "  ".join(h.ljust(w) for h, w in zip(head, widths))
+    widths = [max(len(str(r[i])) for r in [*rows, head]) for i in range(len(head))]
+    line = "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))
     print("\n" + line + "\n" + "-" * len(line))
     last = None
     for r in rows:
         if last is not None and r[0] != last:
             print()
         last = r[0]
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
 def main() -> None:

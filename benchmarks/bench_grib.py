@@ -34,7 +34,6 @@ import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import grib_corpus as gc
-
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.formats.tensogram.reader import open_tensogram
 

@@ -37,8 +37,10 @@ import statistics
 import struct
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import cbor2
 import numpy as np
@@ -96,7 +98,7 @@ def paired(baseline: Callable[[], object], candidate: Callable[[], object], repe
     for _ in range(repeat):
         tb.append(_once(baseline))
         tc.append(_once(candidate))
-    ratios = [Timing(c.wall / b.wall, c.cpu / b.cpu if b.cpu > 0 else float("nan")) for b, c in zip(tb, tc)]
+    ratios = [Timing(c.wall / b.wall, c.cpu / b.cpu if b.cpu > 0 else float("nan")) for b, c in zip(tb, tc, strict=True)]
     return _median(tb), _median(tc), _median(ratios)
 
 
@@ -164,11 +166,11 @@ def fmt_bytes(n: float) -> str:
 
 def table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True)))
     print(line)
     print("-" * len(line))
     for r in rows:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
     print()
 
 
@@ -260,8 +262,8 @@ def bench_read_object(tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
                 return f[0].read_object(0)
         return run
 
-    np_read = lambda: np.fromfile(raw_path, dtype="<f4", count=n, offset=raw_off)  # noqa: E731
-    z_read = lambda: dctx.decompress(z_payload, max_output_size=n * 4)  # noqa: E731
+    np_read = partial(np.fromfile, raw_path, dtype="<f4", count=n, offset=raw_off)
+    z_read = partial(dctx.decompress, z_payload, max_output_size=n * 4)
     t_np_mem = median_time(lambda: np.frombuffer(raw_buf, "<f4", count=n, offset=raw_off).copy(), repeat)
     t_z_file = median_time(lambda: dctx.decompress(Path(zst_path).read_bytes()[z_off : z_off + z_len],
                                                    max_output_size=n * 4), repeat)
@@ -271,8 +273,8 @@ def bench_read_object(tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
         mr, mz = fr[0], fz[0]
         t_np2, t_raw_warm, r_raw_warm = paired(np_read, lambda: mr.read_object(0), repeat)
         t_z2, t_z_warm, r_z_warm = paired(z_read, lambda: mz.read_object(0), repeat)
-    t_np = Timing(*(statistics.median(x) for x in zip(t_np, t_np2)))
-    t_z = Timing(*(statistics.median(x) for x in zip(t_z, t_z2)))
+    t_np = Timing(*(statistics.median(x) for x in zip(t_np, t_np2, strict=True)))
+    t_z = Timing(*(statistics.median(x) for x in zip(t_z, t_z2, strict=True)))
 
     mb = n * 4 / 1e6
     print(f"2. read_object of a {SHAPE[0]}x{SHAPE[1]} float32 object ({mb:.2f} MB decoded; zstd level 3 payload "
@@ -326,18 +328,21 @@ def bench_simple_packing(tmp: Path, repeat: int) -> None:
                 int(d.get("sp_decimal_scale_factor", 0)))
         assert np.array_equal(simple_packing.decode(payload, *args).reshape(SHAPE), ref)
 
-        def fresh() -> object:
+        def fresh(path: Path = path) -> object:
             with open_tensogram(path) as f:
                 return f[0].read_object(0)
 
-        t_pure = median_time(lambda: simple_packing.decode(payload, *args), repeat)
+        t_pure = median_time(partial(simple_packing.decode, payload, *args), repeat)
         t_fresh = median_time(fresh, repeat)
         with open_tensogram(path) as f:
             m = f[0]
-            t_warm = median_time(lambda: m.read_object(0), repeat)
-        t_bytes = median_time(lambda: open_tensogram(buf)[0].read_object(0), repeat)
-        t_ref = median_time(lambda: tensogram.decode(buf), repeat)
-        rate = lambda t: f"{mb / t.wall:.0f} / {mb / t.cpu:.0f}"  # noqa: E731
+            t_warm = median_time(partial(m.read_object, 0), repeat)
+        t_bytes = median_time(lambda buf=buf: open_tensogram(buf)[0].read_object(0), repeat)
+        t_ref = median_time(partial(tensogram.decode, buf), repeat)
+
+        def rate(t: Timing) -> str:
+            return f"{mb / t.wall:.0f} / {mb / t.cpu:.0f}"
+
         rows.append([f"{bits} bits (payload {length / 1e6:.2f} MB)", rate(t_pure), rate(t_warm), rate(t_fresh),
                      rate(t_bytes), rate(t_ref), f"{t_warm.cpu / t_ref.cpu:.2f}x"])
     table(["MB/s: wall / CPU", "pure decode", "read_object warm", "fresh (path)", "fresh (bytes)",

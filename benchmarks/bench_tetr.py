@@ -23,9 +23,9 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import xarray as xr
@@ -100,8 +100,8 @@ def main() -> None:
             payloads = [bytes(src.read(int(e["offset"]), int(e["stored"]))) for e in d.entries]
             raw_lens = [int(e["raw"]) for e in d.entries]
         print(f"open (metadata only): {opened} bytes read")
-        print(f"{tile}x{tile} window inside one tile: {inside} bytes read (that tile's payload: {int(one['stored'])} bytes; "
-              f"file {size} bytes)")
+        print(f"{tile}x{tile} window inside one tile: {inside} bytes read "
+              f"(that tile's payload: {int(one['stored'])} bytes; file {size} bytes)")
         print(f"{tile}x{tile} window straddling 4 tiles: {straddle} bytes read")
 
         # -- full loads ---------------------------------------------------------------------------

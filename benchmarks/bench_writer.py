@@ -33,13 +33,13 @@ import pstats
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
+import tensogram
 import xarray as xr
 
-import tensogram
 from xarray_tensogram import to_tensogram
 from xarray_tensogram.formats.tensogram.writer import encode_message
 
@@ -111,7 +111,7 @@ def messages_inputs(ds: xr.Dataset, ref_keys: dict, float64: bool) -> list[tuple
 def run_config(name: str, ds: xr.Dataset, repeat: int, tmp: Path) -> dict[str, float]:
     enc, ref_keys, _target = CONFIGS[name]
     inputs = messages_inputs(ds, ref_keys, float64="encoding" in ref_keys)
-    encoding = {v: enc for v in ds.data_vars}
+    encoding = dict.fromkeys(ds.data_vars, enc)
     path_ref, path_ours = tmp / "ref.tgm", tmp / "ours.tgm"
 
     def ref_encode():  # each message is dropped after encoding, as when streaming to a file
@@ -139,7 +139,7 @@ def run_config(name: str, ds: xr.Dataset, repeat: int, tmp: Path) -> dict[str, f
     assert len(spans) == ds.sizes["step"], spans
     ref0 = tensogram.decode(tensogram.encode(*inputs[0]))
     ours0 = tensogram.decode(data[spans[0][0]:spans[0][0] + spans[0][1]], verify_hash=True)
-    for (_, a), (_, b) in zip(ours0.objects, ref0.objects):
+    for (_, a), (_, b) in zip(ours0.objects, ref0.objects, strict=True):
         np.testing.assert_array_equal(a, b)
     sizes = {"ours MB": len(data) / 1e6}
     del data
@@ -153,7 +153,7 @@ def profile(name: str, ds: xr.Dataset, tmp: Path, top: int = 25) -> str:
     enc = CONFIGS[name][0]
     prof = cProfile.Profile()
     prof.enable()
-    to_tensogram(ds, tmp / "prof.tgm", message_dims=["step"], encoding={v: enc for v in ds.data_vars})
+    to_tensogram(ds, tmp / "prof.tgm", message_dims=["step"], encoding=dict.fromkeys(ds.data_vars, enc))
     prof.disable()
     s = io.StringIO()
     pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(top)

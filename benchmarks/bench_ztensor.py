@@ -20,8 +20,8 @@ import gc
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import xarray as xr
@@ -67,7 +67,8 @@ def main() -> None:
         path = Path(tmp) / "bench.zt"
         names = make_file(path, args.tensors, args.mb)
         size = path.stat().st_size
-        print(f"file: {args.tensors} float32 tensors, {size / 1e6:.1f} MB; medians of {args.repeat} runs (x10 for ms-scale calls) after a warm-up\n")
+        print(f"file: {args.tensors} float32 tensors, {size / 1e6:.1f} MB; "
+              f"medians of {args.repeat} runs (x10 for ms-scale calls) after a warm-up\n")
         mid = names[len(names) // 2]
         spath = str(path)
 
@@ -96,7 +97,7 @@ def main() -> None:
             np.array(our_file.read(mid), copy=True)
 
         def xr_one() -> None:
-            ds_holder[mid].values
+            _ = ds_holder[mid].values
 
         def ref_one_cold() -> None:
             with ref.Reader(spath) as r:

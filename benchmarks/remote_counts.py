@@ -26,11 +26,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
+import numpy as np  # noqa: E402 - after the sys.path insert above
+import xarray as xr  # noqa: E402 - after the sys.path insert above
 
-from servers import CountingMotoServer, RangeHTTPServer, make_era  # noqa: E402
-from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE  # noqa: E402
+from servers import CountingMotoServer, RangeHTTPServer, make_era  # noqa: E402 - after the sys.path insert above
+from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE  # noqa: E402 - after the sys.path insert above
 
 STEPS = 24
 

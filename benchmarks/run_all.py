@@ -106,7 +106,7 @@ def print_table(rows: Sequence[Row], file: Any = None) -> None:
                        ("ok" if r.ratio >= r.target else "MISS") + (f" ({r.note})" if r.note else "")) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
     for k, c in enumerate(cells):
-        print("  ".join(v.ljust(w) for v, w in zip(c, widths)).rstrip(), file=file)
+        print("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip(), file=file)
         if k == 0:
             print("  ".join("-" * w for w in widths), file=file)
 
@@ -132,7 +132,7 @@ def plot(rows: Sequence[Row], path: Path, title: str) -> None:
     y = np.arange(len(rows))[::-1]
     colors = ["#3a7d44" if r.ratio >= r.target else "#c0392b" for r in rows]
     ax.barh(y, ratios, color=colors, height=0.7)
-    for yi, r in zip(y, rows):
+    for yi, r in zip(y, rows, strict=True):
         ax.plot([r.target, r.target], [yi - 0.4, yi + 0.4], color="black", lw=1.5)
         ax.text(r.ratio, yi, f" {r.ratio:.2f}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=8)
@@ -337,9 +337,9 @@ def tet_payloads(path: Path) -> list[Payload]:
         for ds in f:
             for coords in np.ndindex(*ds.grid):
                 e = ds.entries[int(ds.table[coords])]
-                start = [c * t for c, t in zip(coords, ds.chunk_shape)]
-                shape = tuple(min(t, n - a) for t, n, a in zip(ds.chunk_shape, ds.shape, start))
-                slot = tuple(slice(a, a + n) for a, n in zip(start, shape))
+                start = [c * t for c, t in zip(coords, ds.chunk_shape, strict=True)]
+                shape = tuple(min(t, n - a) for t, n, a in zip(ds.chunk_shape, ds.shape, start, strict=True))
+                slot = tuple(slice(a, a + n) for a, n in zip(start, shape, strict=True))
                 data = f.source.read(int(e["offset"]), int(e["stored"]), what="bench")
                 out.append(Payload(ds.name, slot, "zstd" if int(e["codec"]) else "raw", bytes(data), shape, ds.dtype))
     return out
