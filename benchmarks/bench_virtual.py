@@ -33,7 +33,6 @@ import xarray as xr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from servers import make_era
-
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE
 from xarray_tensogram.virtual.refs import combine_virtual, write_refs

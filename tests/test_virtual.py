@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 import tomllib
 import xarray as xr
-from servers import CountingMotoServer, RangeHTTPServer, make_era
 
+from servers import CountingMotoServer, RangeHTTPServer, make_era
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE
 from xarray_tensogram.errors import UnsupportedError, XarrayTensogramError
@@ -96,7 +96,7 @@ def parse(path: Path, parser: Any) -> tuple[xr.Dataset, set[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vds = open_virtual_dataset(path, parser=parser)
-    left_out = {re.search(r"variable '(.*?)'", str(w.message)).group(1)  # type: ignore[union-attr]
+    left_out = {re.search(r"variable '(.*?)'", str(w.message)).group(1)  # type: ignore[union-attr]  # every warning names one
                 for w in caught if issubclass(w.category, VirtualMappingWarning)}
     return vds, left_out
 

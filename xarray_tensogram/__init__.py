@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from . import samples
+from ._version import __version__
 from .errors import (
     CodecError,
     CorruptFileError,
     CorruptMessageWarning,
-    EncodeError,
     DimensionNameError,
+    EncodeError,
     FileChangedError,
     GroupSelectionError,
     HypercubeError,
@@ -17,11 +19,11 @@ from .errors import (
     MetadataError,
     MissingCodecError,
     MissingHashError,
-    TensogramMappingWarning,
-    TetrMappingWarning,
     NoSuchDirectoryError,
     NotATensorFileError,
     StorageOptionsError,
+    TensogramMappingWarning,
+    TetrMappingWarning,
     TruncatedFileError,
     UnsupportedError,
     UnsupportedOptionError,
@@ -29,58 +31,49 @@ from .errors import (
     XarrayTensogramError,
     ZTensorMappingWarning,
 )
-
-from ._version import __version__
+from .formats.tensogram import open_tensogram
+from .formats.tetr import open_tetr
+from .formats.ztensor import open_ztensor
+from .samples import path as sample_path
+from .samples import paths as sample_paths
+from .write.tensogram import to_tensogram  # importing it also registers the ds.tensogram accessor
+from .write.tetr import to_tetr
+from .write.ztensor import to_ztensor
 
 __all__ = [
-    "__version__",
-    "XarrayTensogramError",
-    "CorruptFileError",
-    "TruncatedFileError",
-    "MetadataError",
-    "LimitExceededError",
     "CodecError",
-    "IntegrityError",
-    "MissingHashError",
-    "UnsupportedError",
-    "MissingCodecError",
-    "FileChangedError",
-    "HypercubeError",
-    "GroupSelectionError",
-    "EncodeError",
-    "UnsupportedOptionError",
+    "CorruptFileError",
     "CorruptMessageWarning",
+    "DimensionNameError",
+    "EncodeError",
+    "FileChangedError",
+    "GroupSelectionError",
+    "HypercubeError",
+    "IntegrityError",
+    "IsADirectoryTensorError",
+    "LimitExceededError",
+    "MetadataError",
+    "MissingCodecError",
+    "MissingHashError",
+    "NoSuchDirectoryError",
+    "NotATensorFileError",
+    "StorageOptionsError",
     "TensogramMappingWarning",
     "TetrMappingWarning",
+    "TruncatedFileError",
+    "UnsupportedError",
+    "UnsupportedOptionError",
     "VirtualMappingWarning",
+    "XarrayTensogramError",
     "ZTensorMappingWarning",
-    "DimensionNameError",
-    "NotATensorFileError",
-    "IsADirectoryTensorError",
-    "StorageOptionsError",
-    "NoSuchDirectoryError",
+    "__version__",
+    "open_tensogram",
+    "open_tetr",
+    "open_ztensor",
+    "sample_path",
+    "sample_paths",
+    "samples",
+    "to_tensogram",
+    "to_tetr",
+    "to_ztensor",
 ]
-
-from .formats.tensogram import open_tensogram  # noqa: E402
-
-__all__ += ["open_tensogram"]
-
-from .write.tensogram import to_tensogram  # noqa: E402  (also registers ds.tensogram)
-
-__all__ += ["to_tensogram"]
-
-from .formats.ztensor import open_ztensor  # noqa: E402
-from .write.ztensor import to_ztensor  # noqa: E402
-
-__all__ += ["open_ztensor", "to_ztensor"]
-
-from .formats.tetr import open_tetr  # noqa: E402
-from .write.tetr import to_tetr  # noqa: E402
-
-__all__ += ["open_tetr", "to_tetr"]
-
-from . import samples  # noqa: E402
-from .samples import path as sample_path  # noqa: E402
-from .samples import paths as sample_paths  # noqa: E402
-
-__all__ += ["samples", "sample_path", "sample_paths"]

@@ -608,7 +608,7 @@ def _add_virtual_commands(sub: Any) -> None:
 
 def _run_refs(args: argparse.Namespace) -> None:
     try:
-        import virtualizarr  # noqa: F401
+        import virtualizarr  # noqa: F401 - only: is it installed
 
         from .virtual.cli import cmd_refs
     except ImportError as exc:

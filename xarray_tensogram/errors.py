@@ -10,31 +10,31 @@ dataset/chunk, tensor) and the byte offset, and say what was expected.
 from __future__ import annotations
 
 __all__ = [
-    "XarrayTensogramError",
-    "CorruptFileError",
-    "TruncatedFileError",
-    "MetadataError",
     "CodecError",
-    "IntegrityError",
-    "MissingHashError",
-    "UnsupportedError",
-    "MissingCodecError",
-    "FileChangedError",
-    "LimitExceededError",
-    "HypercubeError",
-    "GroupSelectionError",
-    "EncodeError",
-    "UnsupportedOptionError",
+    "CorruptFileError",
     "CorruptMessageWarning",
-    "TetrMappingWarning",
-    "VirtualMappingWarning",
-    "ZTensorMappingWarning",
     "DimensionNameError",
-    "NotATensorFileError",
+    "EncodeError",
+    "FileChangedError",
+    "GroupSelectionError",
+    "HypercubeError",
+    "IntegrityError",
     "IsADirectoryTensorError",
-    "StorageOptionsError",
+    "LimitExceededError",
+    "MetadataError",
+    "MissingCodecError",
+    "MissingHashError",
     "NoSuchDirectoryError",
+    "NotATensorFileError",
+    "StorageOptionsError",
     "TensogramMappingWarning",
+    "TetrMappingWarning",
+    "TruncatedFileError",
+    "UnsupportedError",
+    "UnsupportedOptionError",
+    "VirtualMappingWarning",
+    "XarrayTensogramError",
+    "ZTensorMappingWarning",
     "describe",
 ]
 
@@ -77,6 +77,9 @@ class UnsupportedError(XarrayTensogramError, NotImplementedError):
 
 class MissingCodecError(UnsupportedError, ImportError):
     """An optional package needed to decode this payload is not installed."""
+
+    #: set by verification: ``True`` when the object's hash matched before its codec was found missing
+    hash_verified: bool | None = None
 
 
 class FileChangedError(XarrayTensogramError):

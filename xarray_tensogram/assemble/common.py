@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import math
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -15,14 +15,14 @@ from ..catalog import ArraySpec
 from ..errors import DimensionNameError, describe
 
 __all__ = [
-    "requested_dims",
-    "check_requested_dims",
-    "check_dim_names_used",
     "check_dim_names",
+    "check_dim_names_used",
+    "check_requested_dims",
     "flatten_attrs",
-    "netcdf_safe_value",
     "generic_dim_names",
     "lazy_variable",
+    "netcdf_safe_value",
+    "requested_dims",
     "storage_spec",
     "unique_names",
 ]
@@ -130,7 +130,7 @@ def lazy_variable(dims: Sequence[str], spec: ArraySpec, attrs: Mapping[str, Any]
     """An ``xr.Variable`` backed by the one lazy array, with ``preferred_chunks`` from the spec."""
     data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
     enc = dict(encoding or {})
-    enc.setdefault("preferred_chunks", dict(zip(dims, spec.chunk_shape)))
+    enc.setdefault("preferred_chunks", dict(zip(dims, spec.chunk_shape, strict=True)))
     enc.setdefault("dtype", spec.dtype)
     var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
     var.encoding = enc

@@ -54,13 +54,13 @@ def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = 
 
     data = frame.view(np.uint8).ravel() if isinstance(frame, np.ndarray) else np.frombuffer(frame, dtype=np.uint8)
     source = BytesSource(b"", name=where)  # names the chunk in errors; the bytes come from `frame`
-    # both accept uint8 arrays (the reader passes memory-mapped views), though typed for bytes
-    lay = read_frame_layout(source, ObjectRef(0, len(data)), where, frame_bytes=data)  # type: ignore[arg-type]
+    # both accept uint8 arrays (the reader passes memory-mapped views)
+    lay = read_frame_layout(source, ObjectRef(0, len(data)), where, frame_bytes=data)
     region = data[lay.region_start : lay.region_start + lay.region_length]
-    return pipeline.decode_full(region, lay.descriptor, f"{where}: ")  # type: ignore[arg-type]
+    return pipeline.decode_full(region, lay.descriptor, f"{where}: ")
 
 
-class TensogramFrameCodec(Codec):  # type: ignore[misc]
+class TensogramFrameCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec is Any
     """numcodecs codec: a Tensogram data-object frame -> the object's values (little-endian bytes)."""
 
     codec_id = TGM_FRAME_ID
@@ -76,7 +76,7 @@ class TensogramFrameCodec(Codec):  # type: ignore[misc]
         return raw
 
 
-class TetrTileCodec(Codec):  # type: ignore[misc]
+class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec is Any
     """numcodecs codec: a Tetration tile (raw or zstd, possibly clipped) -> the full chunk (little-endian bytes).
 
     ``special`` maps the length of a special tile's byte range (as a string: JSON keys) to
