@@ -103,6 +103,7 @@ ROW_BYTES = NX * 4
 # data
 # ------------------------------------------------------------------------------------------
 
+
 def _fields(step: int, lat2: np.ndarray, lon2: np.ndarray, noise: np.ndarray) -> dict[str, np.ndarray]:
     rlat, rlon = np.radians(lat2), np.radians(lon2)
     return {
@@ -135,8 +136,12 @@ def make_file(path: Path, compression: str) -> None:
                     desc.update(dtype="float64", encoding="simple_packing", compression="zstd")
                     desc.update(tensogram.compute_packing_params(values.ravel(), 16, 0))
                 objects.append((desc, values))
-                base.append({"mars": {"param": param, "date": 20240101, "time": 0, "step": step},
-                             "dim_names": ["latitude", "longitude"]})
+                base.append(
+                    {
+                        "mars": {"param": param, "date": 20240101, "time": 0, "step": step},
+                        "dim_names": ["latitude", "longitude"],
+                    }
+                )
             for name, values, units in (("latitude", lat, "degrees_north"), ("longitude", lon, "degrees_east")):
                 objects.append(({"type": "ntensor", "shape": [values.size], "dtype": "float64"}, values))
                 base.append({"name": name, "cf": {"units": units}})
@@ -150,7 +155,9 @@ def data_file(compression: str) -> Path:
         DATA_DIR.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         make_file(path, compression)
-        print(f"  wrote {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(
+            f"  wrote {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s", flush=True
+        )
     return path
 
 
@@ -257,6 +264,7 @@ class SourceTracker:
 # benchmark
 # ------------------------------------------------------------------------------------------
 
+
 def open_ours(path: Path, **kw: Any) -> xr.Dataset:
     return xr.open_dataset(path, engine=OursEntrypoint, **kw)
 
@@ -315,9 +323,6 @@ def check_equivalent(path: Path, ref: RefCube) -> None:
         ref.close(h)
 
 
-
-
-
 def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], prof: str | None) -> None:
     ref = RefCube(path, stacked=comp != "packed")
     check_equivalent(path, ref)
@@ -326,8 +331,20 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
     def add(op: str, m: Pair, target: float | None) -> None:
         ratio = m.b / m.a
         ok = "-" if target is None else ("yes" if ratio >= target else "MISSED")
-        rows.append([comp, op, fmt(m.a), fmt(m.b), f"{ratio:.1f}x", "-" if target is None else f">={target:g}x", ok,
-                     fmt(m.cpu_a), fmt(m.cpu_b), f"{m.cpu_b / m.cpu_a:.1f}x"])
+        rows.append(
+            [
+                comp,
+                op,
+                fmt(m.a),
+                fmt(m.b),
+                f"{ratio:.1f}x",
+                "-" if target is None else f">={target:g}x",
+                ok,
+                fmt(m.cpu_a),
+                fmt(m.cpu_b),
+                f"{m.cpu_b / m.cpu_a:.1f}x",
+            ]
+        )
 
     # open --------------------------------------------------------------------------------
     add("open", median_pair((lambda: open_ours(path).close(), None), (lambda: ref.close(ref.open()), None), repeat), 10)
@@ -344,8 +361,11 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
         ref.point(h)
         ref.close(h)
 
-    add("open + point", median_pair((lambda: open_ours(path)["2t"][:, 360, 720].values, None),
-                                    (ref_open_point, None), repeat), None)
+    add(
+        "open + point",
+        median_pair((lambda: open_ours(path)["2t"][:, 360, 720].values, None), (ref_open_point, None), repeat),
+        None,
+    )
 
     # full load -----------------------------------------------------------------------------
     m = median_pair((lambda ds: ds.load(), lambda: open_ours(path)), (ref.load, ref.open), repeat)
@@ -356,14 +376,27 @@ def bench_variant(comp: str, path: Path, repeat: int, rows: list[list[str]], pro
         def run(ds: xr.Dataset) -> object:
             with dask.config.set(scheduler=scheduler, **cfg):
                 return ds.load()
+
         return run
 
     chunked = partial(open_ours, path, chunks={})
     m = median_pair((load_with("threads", num_workers=2), chunked), (load_with("synchronous"), chunked), repeat)
     ratio = m.b / m.a
     ok = ("yes" if ratio >= 1.5 else "MISSED") if comp == "zstd" else "-"
-    rows.append([comp, "ours chunks={}: threads(2) | sync", fmt(m.a), fmt(m.b) + " (sync)", f"{ratio:.2f}x",
-                 ">=1.5x" if comp == "zstd" else "-", ok, fmt(m.cpu_a), fmt(m.cpu_b) + " (sync)", "-"])
+    rows.append(
+        [
+            comp,
+            "ours chunks={}: threads(2) | sync",
+            fmt(m.a),
+            fmt(m.b) + " (sync)",
+            f"{ratio:.2f}x",
+            ">=1.5x" if comp == "zstd" else "-",
+            ok,
+            fmt(m.cpu_a),
+            fmt(m.cpu_b) + " (sync)",
+            "-",
+        ]
+    )
 
     if prof:
         ops = {
@@ -391,11 +424,34 @@ def bench_bytes(path: Path, rows: list[list[str]]) -> None:
         _ = b["2t"][0, :10].values
         r2 = rchar()
     ok = "yes" if sel <= 2 * payload + 2 * meta else "MISSED"
-    rows.append(["none", "bytes: open (metadata)", f"{meta:,} B / {meta_calls} reads",
-                 f"{r1 - r0:,} B (rchar)", "-", "-", "-", "", "", ""])
-    rows.append(["none", "bytes: 2t[0,:10] after open", f"{sel:,} B / {calls - meta_calls} reads",
-                 f"{r2 - r1:,} B (rchar)", f"{sel / payload:.2f}x rows",
-                 f"<=2x({payload:,}+meta)", ok, "", "", ""])
+    rows.append(
+        [
+            "none",
+            "bytes: open (metadata)",
+            f"{meta:,} B / {meta_calls} reads",
+            f"{r1 - r0:,} B (rchar)",
+            "-",
+            "-",
+            "-",
+            "",
+            "",
+            "",
+        ]
+    )
+    rows.append(
+        [
+            "none",
+            "bytes: 2t[0,:10] after open",
+            f"{sel:,} B / {calls - meta_calls} reads",
+            f"{r2 - r1:,} B (rchar)",
+            f"{sel / payload:.2f}x rows",
+            f"<=2x({payload:,}+meta)",
+            ok,
+            "",
+            "",
+            "",
+        ]
+    )
 
 
 def fmt(v: float) -> str:
@@ -424,15 +480,23 @@ def main() -> None:
     variants = [v for v in args.variants.split(",") if v]
 
     import tensogram_xarray
-    print(f"xarray {xr.__version__}, dask {dask.__version__}, tensogram {tensogram.__version__}, "
-          f"tensogram-xarray {getattr(tensogram_xarray, '__version__', '0.24.0')}, cpus {os.cpu_count()}")
-    print(f"file: {STEPS} messages x {len(PARAMS)} objects of {NY}x{NX} + latitude/longitude; "
-          f"medians of {args.repeat} runs (x10 for sub-10 ms calls) after a warm-up")
+
+    print(
+        f"xarray {xr.__version__}, dask {dask.__version__}, tensogram {tensogram.__version__}, "
+        f"tensogram-xarray {getattr(tensogram_xarray, '__version__', '0.24.0')}, cpus {os.cpu_count()}"
+    )
+    print(
+        f"file: {STEPS} messages x {len(PARAMS)} objects of {NY}x{NX} + latitude/longitude; "
+        f"medians of {args.repeat} runs (x10 for sub-10 ms calls) after a warm-up"
+    )
     paths = {v: data_file(v) for v in variants}
     for v, p in paths.items():
         print(f"  {v:6s} {p.stat().st_size / 1e6:7.1f} MB  {p}")
-    print("reference opened with", REF_KW, "-> dims (mars: 24 dicts, latitude, longitude); "
-          "ours -> (step, latitude, longitude)")
+    print(
+        "reference opened with",
+        REF_KW,
+        "-> dims (mars: 24 dicts, latitude, longitude); ours -> (step, latitude, longitude)",
+    )
 
     t0 = time.perf_counter()
     load0 = os.getloadavg()[0]
@@ -443,8 +507,10 @@ def main() -> None:
         if v == "none":
             bench_bytes(paths[v], rows)
     print_table(rows)
-    print(f"\nbenchmark time {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} "
-          f"(before: {load0:.1f}) on {os.cpu_count()} cpus")
+    print(
+        f"\nbenchmark time {time.perf_counter() - t0:.0f} s; load average {os.getloadavg()[0]:.1f} "
+        f"(before: {load0:.1f}) on {os.cpu_count()} cpus"
+    )
     if max(load0, os.getloadavg()[0]) > (os.cpu_count() or 1):
         print("warning: other processes were using the CPUs; ratios (threads above all) are noisy")
 

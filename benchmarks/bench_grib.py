@@ -96,8 +96,10 @@ def main() -> None:
             shape = dict(ds.sizes)
             assert ds[next(iter(ds.data_vars))].attrs.get("tensogram_missing_objects") is None, "holes in the cube"
         print(f"{n} objects ({len(params)} params x {len(steps)} steps x {len(levels)} levels), Dataset sizes {shape}")
-        print(f"{'layout':<12}{'plain .tgm [ms]':>17}{'GRIB-converted [ms]':>21}{'ratio':>8}"
-              f"{'metadata parse plain/GRIB [ms]':>34}{'metadata bytes plain/GRIB':>28}")
+        print(
+            f"{'layout':<12}{'plain .tgm [ms]':>17}{'GRIB-converted [ms]':>21}{'ratio':>8}"
+            f"{'metadata parse plain/GRIB [ms]':>34}{'metadata bytes plain/GRIB':>28}"
+        )
         for layout in ("merge_all", "one_to_one"):
             plain_path, grib_path = files["plain", layout], files["grib", layout]
             _time_open(plain_path, engine)
@@ -113,8 +115,10 @@ def main() -> None:
             extra = grib_path.stat().st_size - plain_path.stat().st_size
             sizes = f"+{extra / 1e3:.0f} kB"
             print(f"{layout:<12}{p:>17.1f}{g:>21.1f}{g / p:>8.2f}{f'{ip:.1f} / {ig:.1f}':>34}{sizes:>28}")
-        cf = [_time_open(tmp / "in.grib2", "cfgrib", backend_kwargs={"indexpath": ""})
-              for _ in range(max(1, args.repeat // 2))]
+        cf = [
+            _time_open(tmp / "in.grib2", "cfgrib", backend_kwargs={"indexpath": ""})
+            for _ in range(max(1, args.repeat // 2))
+        ]
         print(f"for information, cfgrib on the GRIB file: {statistics.median(cf) * 1e3:.1f} ms")
 
 

@@ -36,16 +36,44 @@ SHAPE = (181, 360)
 
 
 def _repro(step: int, level: int) -> dict[str, object]:
-    return {"shortName": "t", "name": "Temperature", "units": "K", "paramId": 130, "typeOfLevel": "isobaricInhPa",
-            "level": level, "topLevel": level, "bottomLevel": level, "dataDate": 20260404, "dataTime": 0,
-            "stepRange": str(step), "startStep": step, "endStep": step, "stepUnits": 1, "stepType": "instant",
-            "validityDate": 20260404 + (step // 24), "validityTime": (step % 24) * 100, "gridType": "regular_ll",
-            "Ni": SHAPE[1], "Nj": SHAPE[0], "latitudeOfFirstGridPointInDegrees": 90.0,
-            "longitudeOfFirstGridPointInDegrees": 0.0, "latitudeOfLastGridPointInDegrees": -90.0,
-            "longitudeOfLastGridPointInDegrees": 359.0, "iDirectionIncrementInDegrees": 1.0,
-            "jDirectionIncrementInDegrees": 1.0, "iScansNegatively": 0, "jScansPositively": 0,
-            "jPointsAreConsecutive": 0, "packingType": "grid_simple", "bitsPerValue": 16,
-            "decimalScaleFactor": 0, "centre": "ecmf", "edition": 2, "discipline": 0, "tablesVersion": 32}
+    return {
+        "shortName": "t",
+        "name": "Temperature",
+        "units": "K",
+        "paramId": 130,
+        "typeOfLevel": "isobaricInhPa",
+        "level": level,
+        "topLevel": level,
+        "bottomLevel": level,
+        "dataDate": 20260404,
+        "dataTime": 0,
+        "stepRange": str(step),
+        "startStep": step,
+        "endStep": step,
+        "stepUnits": 1,
+        "stepType": "instant",
+        "validityDate": 20260404 + (step // 24),
+        "validityTime": (step % 24) * 100,
+        "gridType": "regular_ll",
+        "Ni": SHAPE[1],
+        "Nj": SHAPE[0],
+        "latitudeOfFirstGridPointInDegrees": 90.0,
+        "longitudeOfFirstGridPointInDegrees": 0.0,
+        "latitudeOfLastGridPointInDegrees": -90.0,
+        "longitudeOfLastGridPointInDegrees": 359.0,
+        "iDirectionIncrementInDegrees": 1.0,
+        "jDirectionIncrementInDegrees": 1.0,
+        "iScansNegatively": 0,
+        "jScansPositively": 0,
+        "jPointsAreConsecutive": 0,
+        "packingType": "grid_simple",
+        "bitsPerValue": 16,
+        "decimalScaleFactor": 0,
+        "centre": "ecmf",
+        "edition": 2,
+        "discipline": 0,
+        "tablesVersion": 32,
+    }
 
 
 def _write(path: str, grib: bool) -> None:
@@ -57,8 +85,18 @@ def _write(path: str, grib: bool) -> None:
                 mars: dict[str, object] = {"date": 20260404, "time": 0, "step": step, "levelist": level, "param": 130}
                 entry: dict[str, object] = {"mars": mars}
                 if grib:
-                    mars.update({"class": "od", "type": "fc", "stream": "oper", "expver": "0001", "domain": "g",
-                                 "levtype": "pl", "grid": "regular_ll", "area": [90.0, 0.0, -90.0, 359.0]})
+                    mars.update(
+                        {
+                            "class": "od",
+                            "type": "fc",
+                            "stream": "oper",
+                            "expver": "0001",
+                            "domain": "g",
+                            "levtype": "pl",
+                            "grid": "regular_ll",
+                            "area": [90.0, 0.0, -90.0, 359.0],
+                        }
+                    )
                     entry["grib_repro"] = _repro(step, level)
                 desc = {"type": "ntensor", "shape": list(SHAPE), "dtype": "float64"}
                 f.write(bytes(tensogram.encode({"base": [entry]}, [(desc, a)])))

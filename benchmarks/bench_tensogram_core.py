@@ -85,8 +85,9 @@ def median_time(fn: Callable[[], object], repeat: int, warmup: int = 2) -> Timin
     return _median([_once(fn) for _ in range(repeat)])
 
 
-def paired(baseline: Callable[[], object], candidate: Callable[[], object], repeat: int,
-           warmup: int = 2) -> tuple[Timing, Timing, Timing]:
+def paired(
+    baseline: Callable[[], object], candidate: Callable[[], object], repeat: int, warmup: int = 2
+) -> tuple[Timing, Timing, Timing]:
     """Alternate baseline and candidate runs so both see the same machine load.
 
     Returns (median baseline, median candidate, median of the per-pair candidate/baseline ratios).
@@ -98,13 +99,22 @@ def paired(baseline: Callable[[], object], candidate: Callable[[], object], repe
     for _ in range(repeat):
         tb.append(_once(baseline))
         tc.append(_once(candidate))
-    ratios = [Timing(c.wall / b.wall, c.cpu / b.cpu if b.cpu > 0 else float("nan")) for b, c in zip(tb, tc, strict=True)]
+    ratios = [
+        Timing(c.wall / b.wall, c.cpu / b.cpu if b.cpu > 0 else float("nan")) for b, c in zip(tb, tc, strict=True)
+    ]
     return _median(tb), _median(tc), _median(ratios)
 
 
 def descriptor(dtype: str, **kw: object) -> dict:
-    d = {"type": "ntensor", "shape": list(SHAPE), "dtype": dtype, "byte_order": "little",
-         "encoding": "none", "filter": "none", "compression": "none"}
+    d = {
+        "type": "ntensor",
+        "shape": list(SHAPE),
+        "dtype": dtype,
+        "byte_order": "little",
+        "encoding": "none",
+        "filter": "none",
+        "compression": "none",
+    }
     d.update(kw)
     return d
 
@@ -185,12 +195,30 @@ def bench_open(tmp: Path, repeat: int) -> None:
     rng = np.random.default_rng(1)
     parts = []
     for m in range(n_msg):
-        base = [{"name": params[j], "mars": {"class": "od", "stream": "oper", "type": "fc", "expver": "0001",
-                                              "levtype": "sfc", "date": 20260101, "time": 0, "step": m * 6,
-                                              "param": params[j], "grid": "0.25/0.25", "domain": "g"},
-                 "units": "K" if j == 0 else "m s-1"} for j in range(n_obj)]
-        objs = [(descriptor("float32", shape=[64, 64]), rng.standard_normal((64, 64)).astype(np.float32))
-                for _ in range(n_obj)]
+        base = [
+            {
+                "name": params[j],
+                "mars": {
+                    "class": "od",
+                    "stream": "oper",
+                    "type": "fc",
+                    "expver": "0001",
+                    "levtype": "sfc",
+                    "date": 20260101,
+                    "time": 0,
+                    "step": m * 6,
+                    "param": params[j],
+                    "grid": "0.25/0.25",
+                    "domain": "g",
+                },
+                "units": "K" if j == 0 else "m s-1",
+            }
+            for j in range(n_obj)
+        ]
+        objs = [
+            (descriptor("float32", shape=[64, 64]), rng.standard_normal((64, 64)).astype(np.float32))
+            for _ in range(n_obj)
+        ]
         meta = {"base": base, "title": "benchmark forecast", "institution": "bench", "step_hours": m * 6}
         parts.append(bytes(tensogram.encode(meta, objs)))
     buf = b"".join(parts)
@@ -214,21 +242,35 @@ def bench_open(tmp: Path, repeat: int) -> None:
     print(f"1. open_tensogram on {msgs} messages x {n_obj} objects (64x64 float32, per-object mars metadata)")
     rows = [
         ["file size", fmt_bytes(len(buf)), f"{len(buf):,}", "100.0%"],
-        ["  data frames (skipped by the open)", fmt_bytes(cats.get("data", 0)), f"{cats.get('data', 0):,}",
-         f"{100 * cats.get('data', 0) / len(buf):.1f}%"],
+        [
+            "  data frames (skipped by the open)",
+            fmt_bytes(cats.get("data", 0)),
+            f"{cats.get('data', 0):,}",
+            f"{100 * cats.get('data', 0) / len(buf):.1f}%",
+        ],
     ]
     for k in ("preamble+postamble", "metadata", "index", "hash", "preceder", "padding"):
         if cats.get(k):
             rows.append([f"  {k}", fmt_bytes(cats[k]), f"{cats[k]:,}", f"{100 * cats[k] / len(buf):.2f}%"])
-    rows.append(["preambles+postambles+metadata+index+hash", fmt_bytes(structural), f"{structural:,}",
-                 f"{100 * structural / len(buf):.2f}%"])
+    rows.append(
+        [
+            "preambles+postambles+metadata+index+hash",
+            fmt_bytes(structural),
+            f"{structural:,}",
+            f"{100 * structural / len(buf):.2f}%",
+        ]
+    )
     rows.append(["bytes read by open_tensogram", fmt_bytes(read), f"{read:,}", f"{100 * read / len(buf):.2f}%"])
     table(["", "size", "bytes", "of file"], rows)
     extra = read - structural
-    print(f"   read calls at open: {calls} ({calls / msgs:.1f} per message); bytes read - structural bytes = "
-          f"{extra:,} ({extra / msgs:.0f} per message: re-read frame headers and each first data frame header)")
-    print(f"   open time: {t_open.wall * 1e3:.2f} ms wall, {t_open.cpu * 1e3:.2f} ms CPU (median; "
-          f"{t_open.cpu / msgs * 1e6:.0f} us CPU per message)\n")
+    print(
+        f"   read calls at open: {calls} ({calls / msgs:.1f} per message); bytes read - structural bytes = "
+        f"{extra:,} ({extra / msgs:.0f} per message: re-read frame headers and each first data frame header)"
+    )
+    print(
+        f"   open time: {t_open.wall * 1e3:.2f} ms wall, {t_open.cpu * 1e3:.2f} ms CPU (median; "
+        f"{t_open.cpu / msgs * 1e6:.0f} us CPU per message)\n"
+    )
 
 
 # ----------------------------------------------------------------------------------------- part 2
@@ -236,8 +278,9 @@ def bench_read_object(tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
     n = SHAPE[0] * SHAPE[1]
     a32 = field("float32")
     raw_buf = bytes(tensogram.encode({"base": [{"name": "2t"}]}, [(descriptor("float32"), a32)]))
-    zst_buf = bytes(tensogram.encode({"base": [{"name": "2t"}]},
-                                     [(descriptor("float32", compression="zstd", zstd_level=3), a32)]))
+    zst_buf = bytes(
+        tensogram.encode({"base": [{"name": "2t"}]}, [(descriptor("float32", compression="zstd", zstd_level=3), a32)])
+    )
     raw_path, zst_path = tmp / "raw_f32.tgm", tmp / "zstd_f32.tgm"
     raw_path.write_bytes(raw_buf)
     zst_path.write_bytes(zst_buf)
@@ -260,13 +303,15 @@ def bench_read_object(tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
         def run() -> object:
             with open_tensogram(p) as f:
                 return f[0].read_object(0)
+
         return run
 
     np_read = partial(np.fromfile, raw_path, dtype="<f4", count=n, offset=raw_off)
     z_read = partial(dctx.decompress, z_payload, max_output_size=n * 4)
     t_np_mem = median_time(lambda: np.frombuffer(raw_buf, "<f4", count=n, offset=raw_off).copy(), repeat)
-    t_z_file = median_time(lambda: dctx.decompress(Path(zst_path).read_bytes()[z_off : z_off + z_len],
-                                                   max_output_size=n * 4), repeat)
+    t_z_file = median_time(
+        lambda: dctx.decompress(Path(zst_path).read_bytes()[z_off : z_off + z_len], max_output_size=n * 4), repeat
+    )
     t_np, t_raw_fresh, r_raw_fresh = paired(np_read, fresh(raw_path), repeat)
     t_z, t_z_fresh, r_z_fresh = paired(z_read, fresh(zst_path), repeat)
     with open_tensogram(raw_path) as fr, open_tensogram(zst_path) as fz:
@@ -277,9 +322,11 @@ def bench_read_object(tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
     t_z = Timing(*(statistics.median(x) for x in zip(t_z, t_z2, strict=True)))
 
     mb = n * 4 / 1e6
-    print(f"2. read_object of a {SHAPE[0]}x{SHAPE[1]} float32 object ({mb:.2f} MB decoded; zstd level 3 payload "
-          f"{z_len / 1e6:.2f} MB, ratio {n * 4 / z_len:.2f}); medians of {repeat} runs; each of ours is run "
-          f"alternately with its baseline and its ratio is the median of the paired ratios")
+    print(
+        f"2. read_object of a {SHAPE[0]}x{SHAPE[1]} float32 object ({mb:.2f} MB decoded; zstd level 3 payload "
+        f"{z_len / 1e6:.2f} MB, ratio {n * 4 / z_len:.2f}); medians of {repeat} runs; each of ours is run "
+        f"alternately with its baseline and its ratio is the median of the paired ratios"
+    )
 
     def row(label: str, t: Timing, ratio: Timing | None) -> list[str]:
         r = ["1.00x", "1.00x"] if ratio is None else [f"{ratio.wall:.2f}x", f"{ratio.cpu:.2f}x"]
@@ -287,19 +334,29 @@ def bench_read_object(tmp: Path, repeat: int) -> list[tuple[str, float, float]]:
 
     rows = [
         row("uncompressed: numpy.fromfile(path, '<f4', count, offset)", t_np, None),
-        row("  (info) numpy.frombuffer(bytes in memory).copy()", t_np_mem,
-            Timing(t_np_mem.wall / t_np.wall, t_np_mem.cpu / t_np.cpu)),
+        row(
+            "  (info) numpy.frombuffer(bytes in memory).copy()",
+            t_np_mem,
+            Timing(t_np_mem.wall / t_np.wall, t_np_mem.cpu / t_np.cpu),
+        ),
         row("  open_tensogram + read_object (fresh)", t_raw_fresh, r_raw_fresh),
         row("  read_object on an open file (warm)", t_raw_warm, r_raw_warm),
         row("zstd: ZstdDecompressor.decompress(payload in memory)", t_z, None),
-        row("  (info) same, payload read from the file first", t_z_file,
-            Timing(t_z_file.wall / t_z.wall, t_z_file.cpu / t_z.cpu)),
+        row(
+            "  (info) same, payload read from the file first",
+            t_z_file,
+            Timing(t_z_file.wall / t_z.wall, t_z_file.cpu / t_z.cpu),
+        ),
         row("  open_tensogram + read_object (fresh)", t_z_fresh, r_z_fresh),
         row("  read_object on an open file (warm)", t_z_warm, r_z_warm),
     ]
     table(["", "wall ms", "CPU ms", "MB/s (CPU)", "ratio (wall)", "ratio (CPU)"], rows)
-    results = [("uncompressed, fresh", r_raw_fresh, 1.5), ("uncompressed, warm", r_raw_warm, 1.5),
-               ("zstd, fresh", r_z_fresh, 1.3), ("zstd, warm", r_z_warm, 1.3)]
+    results = [
+        ("uncompressed, fresh", r_raw_fresh, 1.5),
+        ("uncompressed, warm", r_raw_warm, 1.5),
+        ("zstd, fresh", r_z_fresh, 1.3),
+        ("zstd, warm", r_z_warm, 1.3),
+    ]
     return results
 
 
@@ -308,12 +365,18 @@ def bench_simple_packing(tmp: Path, repeat: int) -> None:
     n = SHAPE[0] * SHAPE[1]
     mb = n * 8 / 1e6
     a64 = field("float64", seed=3)
-    print(f"3. simple_packing decode of a {SHAPE[0]}x{SHAPE[1]} float64 field, no compression "
-          f"(MB/s of decoded float64 output, {mb:.2f} MB); medians of {repeat} runs")
+    print(
+        f"3. simple_packing decode of a {SHAPE[0]}x{SHAPE[1]} float64 field, no compression "
+        f"(MB/s of decoded float64 output, {mb:.2f} MB); medians of {repeat} runs"
+    )
     rows = []
     for bits in (12, 16, 24):
-        buf = bytes(tensogram.encode({"base": [{"name": "2t"}]},
-                                     [(descriptor("float64", encoding="simple_packing", sp_bits_per_value=bits), a64)]))
+        buf = bytes(
+            tensogram.encode(
+                {"base": [{"name": "2t"}]},
+                [(descriptor("float64", encoding="simple_packing", sp_bits_per_value=bits), a64)],
+            )
+        )
         path = tmp / f"sp{bits}.tgm"
         path.write_bytes(buf)
         _, _, [(fo, fl, ff)] = walk_message(buf, 0)
@@ -324,8 +387,13 @@ def bench_simple_packing(tmp: Path, repeat: int) -> None:
             ours = f[0].read_object(0)
         ref = tensogram.decode(buf).objects[0][1]
         assert np.array_equal(ours, ref) and d["sp_bits_per_value"] == bits
-        args = (n, bits, float(d["sp_reference_value"]), int(d["sp_binary_scale_factor"]),
-                int(d.get("sp_decimal_scale_factor", 0)))
+        args = (
+            n,
+            bits,
+            float(d["sp_reference_value"]),
+            int(d["sp_binary_scale_factor"]),
+            int(d.get("sp_decimal_scale_factor", 0)),
+        )
         assert np.array_equal(simple_packing.decode(payload, *args).reshape(SHAPE), ref)
 
         def fresh(path: Path = path) -> object:
@@ -343,10 +411,29 @@ def bench_simple_packing(tmp: Path, repeat: int) -> None:
         def rate(t: Timing) -> str:
             return f"{mb / t.wall:.0f} / {mb / t.cpu:.0f}"
 
-        rows.append([f"{bits} bits (payload {length / 1e6:.2f} MB)", rate(t_pure), rate(t_warm), rate(t_fresh),
-                     rate(t_bytes), rate(t_ref), f"{t_warm.cpu / t_ref.cpu:.2f}x"])
-    table(["MB/s: wall / CPU", "pure decode", "read_object warm", "fresh (path)", "fresh (bytes)",
-           "reference decode", "warm/reference CPU time"], rows)
+        rows.append(
+            [
+                f"{bits} bits (payload {length / 1e6:.2f} MB)",
+                rate(t_pure),
+                rate(t_warm),
+                rate(t_fresh),
+                rate(t_bytes),
+                rate(t_ref),
+                f"{t_warm.cpu / t_ref.cpu:.2f}x",
+            ]
+        )
+    table(
+        [
+            "MB/s: wall / CPU",
+            "pure decode",
+            "read_object warm",
+            "fresh (path)",
+            "fresh (bytes)",
+            "reference decode",
+            "warm/reference CPU time",
+        ],
+        rows,
+    )
 
 
 def main() -> None:
@@ -356,8 +443,10 @@ def main() -> None:
     repeat = max(15, args.repeat)
     t0 = time.perf_counter()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-    print(f"numpy {np.__version__}, zstandard {zstandard.__version__}, reference tensogram {tensogram.__version__}; "
-          f"{os.cpu_count()} CPUs, load average {load} (a busy machine makes every figure noisier)\n")
+    print(
+        f"numpy {np.__version__}, zstandard {zstandard.__version__}, reference tensogram {tensogram.__version__}; "
+        f"{os.cpu_count()} CPUs, load average {load} (a busy machine makes every figure noisier)\n"
+    )
     with tempfile.TemporaryDirectory(prefix="bench_tensogram_") as d:
         tmp = Path(d)
         bench_open(tmp, repeat)

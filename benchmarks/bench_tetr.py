@@ -56,8 +56,9 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int) -> di
 
 def make_field(n: int) -> np.ndarray:
     """A smooth field plus a little noise: compresses like real model output (about 2-3x), not like zeros."""
-    y, x = np.meshgrid(np.linspace(0, 8 * np.pi, n, dtype=np.float32), np.linspace(0, 6 * np.pi, n, dtype=np.float32),
-                       indexing="ij")
+    y, x = np.meshgrid(
+        np.linspace(0, 8 * np.pi, n, dtype=np.float32), np.linspace(0, 6 * np.pi, n, dtype=np.float32), indexing="ij"
+    )
     rng = np.random.default_rng(0)
     field = 280 + 15 * np.sin(y) * np.cos(x) + rng.normal(0, 0.05, size=(n, n)).astype(np.float32)
     return np.round(field, 2).astype(np.float32)
@@ -80,8 +81,10 @@ def main() -> None:
         write_tetr(path, [DatasetWrite("v", values, (tile, tile), "zstd", dim_names=["y", "x"])])
         write_s = time.perf_counter() - t0
         size = path.stat().st_size
-        print(f"file: {n}x{n} float32 ({mib:.0f} MiB) in {tile}x{tile} zstd tiles -> {size / 2**20:.1f} MiB on disk "
-              f"(ratio {values.nbytes / size:.2f}), written in {write_s:.2f} s")
+        print(
+            f"file: {n}x{n} float32 ({mib:.0f} MiB) in {tile}x{tile} zstd tiles -> {size / 2**20:.1f} MiB on disk "
+            f"(ratio {values.nbytes / size:.2f}), written in {write_s:.2f} s"
+        )
 
         # -- bytes read for windows -------------------------------------------------------------
         src = open_source(path)
@@ -93,15 +96,17 @@ def main() -> None:
             before = src.bytes_read
             win = read_outer(spec, (slice(tile, 2 * tile), slice(2 * tile, 3 * tile)))
             inside = src.bytes_read - before
-            assert np.array_equal(win, values[tile:2 * tile, 2 * tile:3 * tile])
+            assert np.array_equal(win, values[tile : 2 * tile, 2 * tile : 3 * tile])
             before = src.bytes_read
             read_outer(spec, (slice(tile // 2, tile // 2 + tile), slice(tile // 2, tile // 2 + tile)))
             straddle = src.bytes_read - before
             payloads = [bytes(src.read(int(e["offset"]), int(e["stored"]))) for e in d.entries]
             raw_lens = [int(e["raw"]) for e in d.entries]
         print(f"open (metadata only): {opened} bytes read")
-        print(f"{tile}x{tile} window inside one tile: {inside} bytes read "
-              f"(that tile's payload: {int(one['stored'])} bytes; file {size} bytes)")
+        print(
+            f"{tile}x{tile} window inside one tile: {inside} bytes read "
+            f"(that tile's payload: {int(one['stored'])} bytes; file {size} bytes)"
+        )
         print(f"{tile}x{tile} window straddling 4 tiles: {straddle} bytes read")
 
         # -- full loads ---------------------------------------------------------------------------
@@ -110,6 +115,7 @@ def main() -> None:
                 with xr.open_dataset(path, engine="tensogram", chunks={}) as ds:
                     out = ds.v.compute(scheduler="threads", num_workers=workers)
                 return out
+
             return run
 
         def zstd_alone(workers: int) -> Callable[[], object]:
@@ -121,16 +127,22 @@ def main() -> None:
                     return [one_tile(i) for i in range(len(payloads))]
                 with ThreadPoolExecutor(workers) as pool:
                     return list(pool.map(one_tile, range(len(payloads))))
+
             return run
 
         with xr.open_dataset(path, engine="tensogram", chunks={}) as ds:
             chunks = ds.v.chunks
             assert np.array_equal(ds.v.values, values)
         print(f"chunks={{}} gives {len(chunks[0])}x{len(chunks[1])} Dask chunks of {chunks[0][0]}x{chunks[1][0]}")
-        results = interleaved_medians({
-            "xarray chunks={} 1 thread": load(1), "xarray chunks={} 2 threads": load(2),
-            "zstandard alone 1 thread": zstd_alone(1), "zstandard alone 2 threads": zstd_alone(2),
-        }, args.repeat)
+        results = interleaved_medians(
+            {
+                "xarray chunks={} 1 thread": load(1),
+                "xarray chunks={} 2 threads": load(2),
+                "zstandard alone 1 thread": zstd_alone(1),
+                "zstandard alone 2 threads": zstd_alone(2),
+            },
+            args.repeat,
+        )
         print(f"\n{'full load (median of ' + str(args.repeat) + ')':<34} {'seconds':>8} {'MB/s':>8}")
         for label, s in results.items():
             print(f"{label:<34} {s:>8.3f} {values.nbytes / 1e6 / s:>8.0f}")

@@ -78,8 +78,16 @@ def main() -> None:
         write_refs(vds, parquet_refs)
 
         def mf() -> xr.Dataset:
-            return xr.open_mfdataset(files, engine=ENGINE, combine="nested", concat_dim="step", data_vars="all",
-                                     coords="different", compat="equals", combine_attrs="override")
+            return xr.open_mfdataset(
+                files,
+                engine=ENGINE,
+                combine="nested",
+                concat_dim="step",
+                data_vars="all",
+                coords="different",
+                compat="equals",
+                combine_attrs="override",
+            )
 
         def refs(path: Path) -> Callable[[], xr.Dataset]:
             return lambda: xr.open_dataset(str(path), engine="kerchunk", decode_timedelta=True, chunks={})

@@ -91,16 +91,20 @@ def main() -> None:
         me = str(Path(__file__).resolve())
         _rss, seconds, _ = in_child(me, "--gib", str(args.gib), "--step", "build", str(folder))
         tgm, tet = folder / "in.tgm", folder / "in.tet"
-        print(f"built {tgm.stat().st_size / 2**30:.2f} GiB .tgm and {tet.stat().st_size / 2**30:.2f} GiB .tet "
-              f"(float32) in {seconds:.0f} s")
+        print(
+            f"built {tgm.stat().st_size / 2**30:.2f} GiB .tgm and {tet.stat().st_size / 2**30:.2f} GiB .tet "
+            f"(float32) in {seconds:.0f} s"
+        )
         base, _, _ = in_child("-c", CHILD, str(tgm), str(folder / "unused"), "open")
         print(f"{'case':<16}{'peak RSS MiB':>14}{'seconds':>10}{'budget':>9}  values")
         print(f"{'open only':<16}{base:>14.0f}{'':>10}{BUDGET_MIB:>9}")
         for src, dst in ((tgm, folder / "out.tgm"), (tet, folder / "out.tet"), (tgm, folder / "out2.tet")):
             rss, seconds, code = in_child("-c", CHILD, str(src), str(dst), "write")
             same = code == 0 and in_child(me, "--step", "check", str(src), str(dst))[2] == 0
-            print(f"{src.suffix + ' -> ' + dst.suffix:<16}{rss:>14.0f}{seconds:>10.1f}{BUDGET_MIB:>9}  "
-                  f"{'equal' if same else 'DIFFERENT'}{'' if rss < BUDGET_MIB else '  OVER BUDGET'}")
+            print(
+                f"{src.suffix + ' -> ' + dst.suffix:<16}{rss:>14.0f}{seconds:>10.1f}{BUDGET_MIB:>9}  "
+                f"{'equal' if same else 'DIFFERENT'}{'' if rss < BUDGET_MIB else '  OVER BUDGET'}"
+            )
             if dst.exists():
                 dst.unlink()
 

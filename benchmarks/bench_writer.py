@@ -48,8 +48,11 @@ CONFIGS = {
     # name: (to_tensogram encoding, reference descriptor keys, target ratio)
     "none": ({}, {}, 1.5),
     "zstd": ({"compression": "zstd"}, {"compression": "zstd"}, 1.5),
-    "sp16zstd": ({"encoding": "simple_packing", "bits_per_value": 16, "compression": "zstd"},
-                 {"encoding": "simple_packing", "sp_bits_per_value": 16, "compression": "zstd"}, 2.0),
+    "sp16zstd": (
+        {"encoding": "simple_packing", "bits_per_value": 16, "compression": "zstd"},
+        {"encoding": "simple_packing", "sp_bits_per_value": 16, "compression": "zstd"},
+        2.0,
+    ),
 }
 
 
@@ -81,9 +84,11 @@ def make_dataset(steps: int, params: int, ny: int, nx: int) -> xr.Dataset:
         for s in range(steps):
             cube[s] = base * (1 + 0.01 * p) + np.roll(noise, 37 * s + 101 * p, axis=1) + 0.1 * s
         data_vars[PARAMS[p]] = (("step", "latitude", "longitude"), cube, {"units": "K", "long_name": PARAMS[p]})
-    coords = {"step": ("step", np.arange(steps, dtype=np.int64) * 6, {"long_name": "step"}),
-              "latitude": ("latitude", lat, {"units": "degrees_north"}),
-              "longitude": ("longitude", lon, {"units": "degrees_east"})}
+    coords = {
+        "step": ("step", np.arange(steps, dtype=np.int64) * 6, {"long_name": "step"}),
+        "latitude": ("latitude", lat, {"units": "degrees_north"}),
+        "longitude": ("longitude", lon, {"units": "degrees_east"}),
+    }
     return xr.Dataset(data_vars, coords=coords, attrs={"title": "ERA-like benchmark cube"})
 
 
@@ -96,8 +101,14 @@ def messages_inputs(ds: xr.Dataset, ref_keys: dict, float64: bool) -> list[tuple
             a = var.values[s]
             if float64:
                 a = a.astype(np.float64)
-            base.append({"name": name, "step": int(ds.step.values[s]), "dim_names": ["latitude", "longitude"],
-                         "cf": {"units": "K", "long_name": name}})
+            base.append(
+                {
+                    "name": name,
+                    "step": int(ds.step.values[s]),
+                    "dim_names": ["latitude", "longitude"],
+                    "cf": {"units": "K", "long_name": name},
+                }
+            )
             objs.append(({"type": "ntensor", "shape": list(a.shape), "dtype": a.dtype.name, **ref_keys}, a))
         if s == 0:
             for c in ("latitude", "longitude"):
@@ -138,13 +149,20 @@ def run_config(name: str, ds: xr.Dataset, repeat: int, tmp: Path) -> dict[str, f
     spans = tensogram.scan(data)
     assert len(spans) == ds.sizes["step"], spans
     ref0 = tensogram.decode(tensogram.encode(*inputs[0]))
-    ours0 = tensogram.decode(data[spans[0][0]:spans[0][0] + spans[0][1]], verify_hash=True)
+    ours0 = tensogram.decode(data[spans[0][0] : spans[0][0] + spans[0][1]], verify_hash=True)
     for (_, a), (_, b) in zip(ours0.objects, ref0.objects, strict=True):
         np.testing.assert_array_equal(a, b)
     sizes = {"ours MB": len(data) / 1e6}
     del data
-    out = interleaved_medians({"ref encode": ref_encode, "ref encode+write": ref_encode_write,
-                               "ours encode_message": ours_encode, "ours to_tensogram": ours_to_tensogram}, repeat)
+    out = interleaved_medians(
+        {
+            "ref encode": ref_encode,
+            "ref encode+write": ref_encode_write,
+            "ours encode_message": ours_encode,
+            "ours to_tensogram": ours_to_tensogram,
+        },
+        repeat,
+    )
     out.update(sizes)
     return out
 
@@ -174,9 +192,11 @@ def main() -> None:
 
     ds = make_dataset(args.steps, args.params, args.ny, args.nx)
     mb = sum(v.nbytes for v in ds.data_vars.values()) / 1e6
-    print(f"cube: {args.steps} steps x {args.params} variables of {args.ny}x{args.nx} float32 = {mb:.0f} MB; "
-          f"tensogram {tensogram.__version__ if hasattr(tensogram, '__version__') else '0.24.0'}; "
-          f"median of {args.repeat} interleaved rounds after a warm-up; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"cube: {args.steps} steps x {args.params} variables of {args.ny}x{args.nx} float32 = {mb:.0f} MB; "
+        f"tensogram {tensogram.__version__ if hasattr(tensogram, '__version__') else '0.24.0'}; "
+        f"median of {args.repeat} interleaved rounds after a warm-up; load average {os.getloadavg()[0]:.1f}"
+    )
     rows = []
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         tmp = Path(d)
@@ -184,8 +204,10 @@ def main() -> None:
             r = run_config(name, ds, args.repeat, tmp)
             rows.append((name, r))
             print(f"  {name}: done", flush=True)
-        header = (f"{'pipeline':<10} {'ref encode':>11} {'ref enc+wr':>11} {'ours enc_msg':>13} {'ours to_tgm':>12} "
-                  f"{'enc_msg/ref':>12} {'to_tgm/ref':>11} {'to_tgm/ref_wr':>14} {'target':>7} {'file MB':>8}")
+        header = (
+            f"{'pipeline':<10} {'ref encode':>11} {'ref enc+wr':>11} {'ours enc_msg':>13} {'ours to_tgm':>12} "
+            f"{'enc_msg/ref':>12} {'to_tgm/ref':>11} {'to_tgm/ref_wr':>14} {'target':>7} {'file MB':>8}"
+        )
         print(header)
         print("-" * len(header))
         for name, r in rows:
@@ -194,9 +216,11 @@ def main() -> None:
             rb = r["ours to_tensogram"] / r["ref encode"]
             rc = r["ours to_tensogram"] / r["ref encode+write"]
             flag = "ok" if max(ra, rb) <= target else "MISS"
-            print(f"{name:<10} {r['ref encode']:>10.2f}s {r['ref encode+write']:>10.2f}s "
-                  f"{r['ours encode_message']:>12.2f}s {r['ours to_tensogram']:>11.2f}s {ra:>11.2f}x {rb:>10.2f}x "
-                  f"{rc:>13.2f}x {target:>5.1f}x {r['ours MB']:>8.0f}  {flag}")
+            print(
+                f"{name:<10} {r['ref encode']:>10.2f}s {r['ref encode+write']:>10.2f}s "
+                f"{r['ours encode_message']:>12.2f}s {r['ours to_tensogram']:>11.2f}s {ra:>11.2f}x {rb:>10.2f}x "
+                f"{rc:>13.2f}x {target:>5.1f}x {r['ours MB']:>8.0f}  {flag}"
+            )
         for name in filter(None, args.profile.split(",")):
             print(f"\n--- cProfile of to_tensogram, {name} ---")
             print(profile(name, ds, tmp))

@@ -67,8 +67,10 @@ def main() -> None:
         path = Path(tmp) / "bench.zt"
         names = make_file(path, args.tensors, args.mb)
         size = path.stat().st_size
-        print(f"file: {args.tensors} float32 tensors, {size / 1e6:.1f} MB; "
-              f"medians of {args.repeat} runs (x10 for ms-scale calls) after a warm-up\n")
+        print(
+            f"file: {args.tensors} float32 tensors, {size / 1e6:.1f} MB; "
+            f"medians of {args.repeat} runs (x10 for ms-scale calls) after a warm-up\n"
+        )
         mid = names[len(names) // 2]
         spath = str(path)
 
@@ -120,11 +122,23 @@ def main() -> None:
                 ds.load()
 
         rows = [
-            ("open (metadata only)", ref_open, [("open_ztensor + list tensors", our_open, 2.0), ("xr.open_dataset", xr_open, None)]),
+            (
+                "open (metadata only)",
+                ref_open,
+                [("open_ztensor + list tensors", our_open, 2.0), ("xr.open_dataset", xr_open, None)],
+            ),
             ("open + list (ref via FFI)", ref_open_list, [("open_ztensor + list tensors", our_open, None)]),
-            ("one tensor, file open", ref_one, [("read (mmap view) + copy", our_one, 1.5), ("xarray ds[v].values", xr_one, 1.5)]),
+            (
+                "one tensor, file open",
+                ref_one,
+                [("read (mmap view) + copy", our_one, 1.5), ("xarray ds[v].values", xr_one, 1.5)],
+            ),
             ("one tensor incl. open", ref_one_cold, [("open_ztensor + read + copy", our_one_cold, None)]),
-            ("all tensors (copied)", ref_all, [("open_ztensor + read + copy", our_all, 1.5), ("xr.open_dataset + load()", xr_all, 1.5)]),
+            (
+                "all tensors (copied)",
+                ref_all,
+                [("open_ztensor + read + copy", our_all, 1.5), ("xr.open_dataset + load()", xr_all, 1.5)],
+            ),
         ]
         print(f"{'measure':<28} {'reference':>11} {'ours':>11} {'ratio':>7}  {'target':<12} how")
         for label, ref_fn, ours in rows:

@@ -24,23 +24,43 @@ def build() -> list[DatasetWrite]:
     lat = np.linspace(60.0, 35.0, 6)
     lon = np.linspace(-10.0, 25.0, 8)
     t = np.arange(len(times))[:, None, None]
-    temperature = (280.0 + 10 * np.cos(np.deg2rad(lat))[None, :, None] + 2 * np.sin(lon / 7)[None, None, :]
-                   + 1.5 * np.sin(t * np.pi / 2)).astype("float32")
+    temperature = (
+        280.0
+        + 10 * np.cos(np.deg2rad(lat))[None, :, None]
+        + 2 * np.sin(lon / 7)[None, None, :]
+        + 1.5 * np.sin(t * np.pi / 2)
+    ).astype("float32")
     precip = np.round(np.abs(np.sin(lat[:, None] / 5) * np.cos(lon[None, :] / 9)) * 4, 2)
     coords = {"lat": [f"{v:g}" for v in lat], "lon": [f"{v:g}" for v in lon]}
     return [
-        DatasetWrite("t2m", temperature, (2, 4, 5), "zstd", dim_names=["time", "lat", "lon"],
-                     coords={"time": times, **coords},
-                     attrs={"units": "K", "long_name": "2 metre temperature", "_FillValue": "nan"}),
-        DatasetWrite("tp", precip, (4, 8), "raw", dim_names=["lat", "lon"], coords=coords,
-                     attrs={"units": "mm", "long_name": "total precipitation (6 h)"}),
+        DatasetWrite(
+            "t2m",
+            temperature,
+            (2, 4, 5),
+            "zstd",
+            dim_names=["time", "lat", "lon"],
+            coords={"time": times, **coords},
+            attrs={"units": "K", "long_name": "2 metre temperature", "_FillValue": "nan"},
+        ),
+        DatasetWrite(
+            "tp",
+            precip,
+            (4, 8),
+            "raw",
+            dim_names=["lat", "lon"],
+            coords=coords,
+            attrs={"units": "mm", "long_name": "total precipitation (6 h)"},
+        ),
     ]
 
 
 def main() -> None:
-    write_tetr(OUT, build(),
-               history=[{"op": "write", "source": "benchmarks/make_samples_tetr.py", "at": "1704067200"}],
-               file_metadata={"tool": "xarray-tensogram", "library_version": __version__, "created_at": "1704067200"})
+    write_tetr(
+        OUT,
+        build(),
+        history=[{"op": "write", "source": "benchmarks/make_samples_tetr.py", "at": "1704067200"}],
+        file_metadata={"tool": "xarray-tensogram", "library_version": __version__, "created_at": "1704067200"},
+    )
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
 
 

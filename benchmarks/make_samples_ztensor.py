@@ -22,12 +22,21 @@ def main() -> None:
     yy, xx = np.meshgrid(np.deg2rad(lat), np.deg2rad(lon), indexing="ij")
     t2m = (288.0 - 30.0 * np.sin(yy) ** 2 + 3.0 * np.cos(3 * xx)).astype(np.float32)
     wind = (5.0 + 4.0 * np.sin(2 * xx) * np.cos(yy)).astype(np.float32)
-    write_ztensor_v01(OUT, [
-        ("latitude", lat, {"dim_names": ["latitude"], "units": "degrees_north"}),
-        ("longitude", lon, {"dim_names": ["longitude"], "units": "degrees_east"}),
-        ("t2m", t2m, {"dim_names": ["latitude", "longitude"], "units": "K", "long_name": "2 metre temperature"}),
-        ("wind.speed", wind, {"dim_names": ["latitude", "longitude"], "units": "m s-1", "long_name": "10 metre wind speed"}),
-    ], compression=None, checksum="crc32c")
+    write_ztensor_v01(
+        OUT,
+        [
+            ("latitude", lat, {"dim_names": ["latitude"], "units": "degrees_north"}),
+            ("longitude", lon, {"dim_names": ["longitude"], "units": "degrees_east"}),
+            ("t2m", t2m, {"dim_names": ["latitude", "longitude"], "units": "K", "long_name": "2 metre temperature"}),
+            (
+                "wind.speed",
+                wind,
+                {"dim_names": ["latitude", "longitude"], "units": "m s-1", "long_name": "10 metre wind speed"},
+            ),
+        ],
+        compression=None,
+        checksum="crc32c",
+    )
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
 
 

@@ -60,8 +60,10 @@ def report(kind: str, comp: str, url: str, options: dict, traffic, size: int, lo
         _, reduce_, t_reduce = measure(traffic, lambda: lazy["msl"].mean("step").compute(scheduler="threads"))
 
     def row(label: str, snap, seconds: float) -> str:
-        return (f"  {label:<34} {snap.count:>5} requests ({snap.gets} GET, {snap.heads} HEAD) "
-                f"{snap.nbytes:>12,} bytes  {100 * snap.nbytes / size:6.2f}% of file  {seconds * 1e3:8.1f} ms")
+        return (
+            f"  {label:<34} {snap.count:>5} requests ({snap.gets} GET, {snap.heads} HEAD) "
+            f"{snap.nbytes:>12,} bytes  {100 * snap.nbytes / size:6.2f}% of file  {seconds * 1e3:8.1f} ms"
+        )
 
     print(f"{kind.upper()} {comp}: {size:,} bytes, {STEPS} messages x 4 objects of {ny}x{nx} float32")
     print(row("open_dataset", opened, t_open))
@@ -91,22 +93,33 @@ def main() -> None:
             for comp, path in files.items():
                 report("http", comp, server.url(path.name), {}, server.traffic, path.stat().st_size, path, ny, nx)
     if "s3" in kinds:
-        for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                     "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
-                     "AWS_SHARED_CREDENTIALS_FILE": os.devnull}.items():
+        for k, v in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        }.items():
             os.environ[k] = v
         import s3fs
 
         server = CountingMotoServer().start()
         try:
-            options = {"anon": False, "key": "testing", "secret": "testing",
-                       "client_kwargs": {"endpoint_url": server.endpoint_url, "region_name": "eu-west-1"}}
+            options = {
+                "anon": False,
+                "key": "testing",
+                "secret": "testing",
+                "client_kwargs": {"endpoint_url": server.endpoint_url, "region_name": "eu-west-1"},
+            }
             fs = s3fs.S3FileSystem(**options)
             fs.mkdir("bench")
             for path in files.values():
                 fs.put_file(str(path), f"bench/{path.name}")
             for comp, path in files.items():
-                report("s3", comp, f"s3://bench/{path.name}", options, server.traffic, path.stat().st_size, path, ny, nx)
+                report(
+                    "s3", comp, f"s3://bench/{path.name}", options, server.traffic, path.stat().st_size, path, ny, nx
+                )
         finally:
             server.stop()
     for path in files.values():

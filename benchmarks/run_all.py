@@ -102,8 +102,19 @@ def mib(n: float) -> str:
 
 def print_table(rows: Sequence[Row], file: Any = None) -> None:
     head = ("format", "codec", "operation", "ours", "reference or bare decoder", "ratio", "target", "")
-    cells = [head] + [(r.fmt, r.codec, r.operation, r.ours, r.reference, f"{r.ratio:.2f}", f">= {r.target:.2f}",
-                       ("ok" if r.ratio >= r.target else "MISS") + (f" ({r.note})" if r.note else "")) for r in rows]
+    cells = [head] + [
+        (
+            r.fmt,
+            r.codec,
+            r.operation,
+            r.ours,
+            r.reference,
+            f"{r.ratio:.2f}",
+            f">= {r.target:.2f}",
+            ("ok" if r.ratio >= r.target else "MISS") + (f" ({r.note})" if r.note else ""),
+        )
+        for r in rows
+    ]
     widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
     for k, c in enumerate(cells):
         print("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip(), file=file)
@@ -217,14 +228,16 @@ def _decode_into(dst: np.ndarray, p: Payload) -> None:
         from xarray_tensogram.codecs import simple_packing
 
         q = p.params or {}
-        simple_packing.decode_into(dst, p.data, 16, q["reference_value"], q["binary_scale_factor"],
-                                   q["decimal_scale_factor"])
+        simple_packing.decode_into(
+            dst, p.data, 16, q["reference_value"], q["binary_scale_factor"], q["decimal_scale_factor"]
+        )
     else:  # pragma: no cover
         raise ValueError(p.codec)
 
 
-def bare_decode(payloads: Sequence[Payload], shapes: dict[str, tuple[tuple[int, ...], np.dtype]],
-                threads: int = 1) -> dict[str, np.ndarray]:
+def bare_decode(
+    payloads: Sequence[Payload], shapes: dict[str, tuple[tuple[int, ...], np.dtype]], threads: int = 1
+) -> dict[str, np.ndarray]:
     """Decode every payload into fresh arrays (allocated here, so their page faults are paid here too)."""
     out = {name: np.empty(shape, dtype) for name, (shape, dtype) in shapes.items()}
 
@@ -261,8 +274,9 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
         t0 = time.perf_counter()
         write(tmp)
         os.replace(tmp, path)
-        print(f"  wrote {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s",
-              flush=True)
+        print(
+            f"  wrote {path.name} ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s", flush=True
+        )
     return path
 
 
@@ -287,8 +301,12 @@ def tgm_cube(sz: Sizes, codec: str) -> Path:
                         desc.update(dtype="float64", encoding="simple_packing")
                         desc.update(tensogram.compute_packing_params(values.ravel(), 16, 0))
                     objs.append((desc, values))
-                    base.append({"mars": {"param": param, "date": 20240101, "time": 0, "step": 6 * s},
-                                 "dim_names": ["latitude", "longitude"]})
+                    base.append(
+                        {
+                            "mars": {"param": param, "date": 20240101, "time": 0, "step": 6 * s},
+                            "dim_names": ["latitude", "longitude"],
+                        }
+                    )
                 for name, values in (("latitude", lat), ("longitude", lon)):
                     objs.append(({"type": "ntensor", "shape": [values.size], "dtype": "float64"}, values))
                     base.append({"name": name})
@@ -312,10 +330,17 @@ def tgm_payloads(path: Path, codec: str) -> list[Payload]:
                 desc = lay.descriptor
                 data = f.source.read(lay.region_start, lay.region_length, what="bench")
                 dtype = np.dtype(np.float64 if codec == "sp16" else np.float32)
-                params = {k: desc.get("sp_" + k, 0) for k in ("reference_value", "binary_scale_factor",
-                                                                 "decimal_scale_factor")} if codec == "sp16" else None
-                out.append(Payload(base["mars"]["param"], (s,), codec, bytes(data), tuple(desc["shape"]), dtype,
-                                   params))
+                params = (
+                    {
+                        k: desc.get("sp_" + k, 0)
+                        for k in ("reference_value", "binary_scale_factor", "decimal_scale_factor")
+                    }
+                    if codec == "sp16"
+                    else None
+                )
+                out.append(
+                    Payload(base["mars"]["param"], (s,), codec, bytes(data), tuple(desc["shape"]), dtype, params)
+                )
     return out
 
 
@@ -388,8 +413,16 @@ def tgm_many(n: int) -> Path:
 # ================================================================================================
 # sections
 # ================================================================================================
-FULL_CASES = [("tgm", "raw"), ("tgm", "zstd"), ("tgm", "sp16"), ("tgm", "lz4"),
-              ("tet", "raw"), ("tet", "zstd"), ("zt", "raw"), ("zt", "zstd")]
+FULL_CASES = [
+    ("tgm", "raw"),
+    ("tgm", "zstd"),
+    ("tgm", "sp16"),
+    ("tgm", "lz4"),
+    ("tet", "raw"),
+    ("tet", "zstd"),
+    ("zt", "raw"),
+    ("zt", "zstd"),
+]
 CODEC_LABEL = {"raw": "raw", "zstd": "zstd", "sp16": "simple_packing 16", "lz4": "lz4"}
 
 
@@ -437,10 +470,20 @@ def section_full(sz: Sizes, rows: list[Row]) -> None:
         shapes = var_shapes(path)
         check_same(path, payloads, shapes)
         decoded = sum(int(np.prod(s)) * d.itemsize for s, d in shapes.values())
-        ours, ref = alternate((lambda ds: ds.load(), partial(open_xr, path)),
-                              (partial(_bare_step, payloads, shapes, 1), None), sz.repeat)
-        rows.append(Row(f".{fmt}", CODEC_LABEL[codec], f"ds.load() {mib(decoded)}", seconds(ours), seconds(ref),
-                        ref / ours, 0.85))
+        ours, ref = alternate(
+            (lambda ds: ds.load(), partial(open_xr, path)), (partial(_bare_step, payloads, shapes, 1), None), sz.repeat
+        )
+        rows.append(
+            Row(
+                f".{fmt}",
+                CODEC_LABEL[codec],
+                f"ds.load() {mib(decoded)}",
+                seconds(ours),
+                seconds(ref),
+                ref / ours,
+                0.85,
+            )
+        )
         print(f"  full {fmt} {codec}: ours {seconds(ours)}, bare {seconds(ref)}", flush=True)
         del payloads
         gc.collect()
@@ -454,16 +497,29 @@ def section_dask(sz: Sizes, rows: list[Row]) -> None:
         payloads = case_payloads(path, fmt, "zstd")
         shapes = var_shapes(path)
         for chunks in ({}, "auto"):
+
             def load(ds: Any) -> Any:
                 with dask.config.set(scheduler="threads", num_workers=2):
                     return ds.load()
 
-            ours, ref = alternate((load, partial(open_xr, path, chunks=chunks)),
-                                  (partial(_bare_step, payloads, shapes, 2), None), sz.repeat)
+            ours, ref = alternate(
+                (load, partial(open_xr, path, chunks=chunks)),
+                (partial(_bare_step, payloads, shapes, 2), None),
+                sz.repeat,
+            )
             with open_xr(path, chunks=chunks) as ds:
                 n = max(len(v.data.to_delayed().ravel()) for v in ds.data_vars.values())
-            rows.append(Row(f".{fmt}", "zstd", f"dask 2 threads chunks={chunks!r} ({n} tasks/var)", seconds(ours),
-                            seconds(ref), ref / ours, 0.75))
+            rows.append(
+                Row(
+                    f".{fmt}",
+                    "zstd",
+                    f"dask 2 threads chunks={chunks!r} ({n} tasks/var)",
+                    seconds(ours),
+                    seconds(ref),
+                    ref / ours,
+                    0.75,
+                )
+            )
             print(f"  dask {fmt} {chunks!r}: ours {seconds(ours)}, bare x2 {seconds(ref)}", flush=True)
         del payloads
         gc.collect()
@@ -476,11 +532,30 @@ def section_open(sz: Sizes, rows: list[Row], timeout: float) -> None:
         t = child(["open", str(path), str(max(1, sz.repeat // 2))], timeout)
         budget = n * 1e-4
         if t is None:
-            rows.append(Row(".tgm", "raw", f"open {n} msgs x 4 obj", f"> {timeout:.0f} s", seconds(budget),
-                            budget / timeout, 1.0, "timed out"))
+            rows.append(
+                Row(
+                    ".tgm",
+                    "raw",
+                    f"open {n} msgs x 4 obj",
+                    f"> {timeout:.0f} s",
+                    seconds(budget),
+                    budget / timeout,
+                    1.0,
+                    "timed out",
+                )
+            )
         else:
-            rows.append(Row(".tgm", "raw", f"open {n} msgs x 4 obj", seconds(t["open"]), seconds(budget),
-                            budget / t["open"], 1.0))
+            rows.append(
+                Row(
+                    ".tgm",
+                    "raw",
+                    f"open {n} msgs x 4 obj",
+                    seconds(t["open"]),
+                    seconds(budget),
+                    budget / t["open"],
+                    1.0,
+                )
+            )
         print(f"  open {n}: {rows[-1].ours}", flush=True)
     import ztensor
 
@@ -502,15 +577,33 @@ def section_memory(sz: Sizes, rows: list[Row], timeout: float) -> None:
         if r is None:
             continue
         budget = 1.1 * r["decoded"] + 64 * MIB
-        rows.append(Row(f".{fmt}", CODEC_LABEL[codec], f"peak RSS of ds.load() ({mib(r['decoded'])} decoded)",
-                        mib(r["peak"]), mib(budget) + " budget", budget / r["peak"], 1.0))
+        rows.append(
+            Row(
+                f".{fmt}",
+                CODEC_LABEL[codec],
+                f"peak RSS of ds.load() ({mib(r['decoded'])} decoded)",
+                mib(r["peak"]),
+                mib(budget) + " budget",
+                budget / r["peak"],
+                1.0,
+            )
+        )
         print(f"  rss {fmt} {codec}: +{mib(r['peak'])} for {mib(r['decoded'])}", flush=True)
     paths = mf_files(sz)
     r = child(["mf", str(paths[0].parent), str(len(paths))], timeout)
     if r is not None:
         budget = r["decoded"] / 4
-        rows.append(Row(".tgm", "zstd", f"open_mfdataset {len(paths)} files + mean ({mib(r['decoded'])})",
-                        mib(r["peak"]), mib(budget) + " budget", budget / r["peak"], 1.0))
+        rows.append(
+            Row(
+                ".tgm",
+                "zstd",
+                f"open_mfdataset {len(paths)} files + mean ({mib(r['decoded'])})",
+                mib(r["peak"]),
+                mib(budget) + " budget",
+                budget / r["peak"],
+                1.0,
+            )
+        )
 
 
 def mf_files(sz: Sizes) -> list[Path]:
@@ -522,8 +615,9 @@ def mf_files(sz: Sizes) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
         desc = {"type": "ntensor", "shape": [sz.mf_side, sz.mf_side], "dtype": "float32", "compression": "zstd"}
         for i, p in enumerate(paths):
-            base = [{"mars": {"param": q, "date": 20240101, "time": 0, "step": i}, "dim_names": ["y", "x"]}
-                    for q in PARAMS]
+            base = [
+                {"mars": {"param": q, "date": 20240101, "time": 0, "step": i}, "dim_names": ["y", "x"]} for q in PARAMS
+            ]
             objs = [(desc, smooth_field(sz.mf_side, sz.mf_side, 4 * i + k)) for k in range(4)]
             p.write_bytes(bytes(tensogram.encode({"base": base}, objs)))
     return paths
@@ -551,11 +645,21 @@ def section_writer(sz: Sizes, rows: list[Row]) -> None:
                 f.flush()
                 os.fsync(f.fileno())
 
-        ours, reft = alternate((lambda _: to_tensogram(ds, our_path, message_dims=["step"]), None), (ref, None),
-                               sz.repeat)
+        ours, reft = alternate(
+            (lambda _: to_tensogram(ds, our_path, message_dims=["step"]), None), (ref, None), sz.repeat
+        )
     nbytes = sum(v.nbytes for v in ds.data_vars.values())
-    rows.append(Row(".tgm", "raw", f"to_tensogram ERA cube ({mib(nbytes)})", seconds(ours),
-                    seconds(reft) + " (encode+write)", reft / ours, 1 / 1.3))
+    rows.append(
+        Row(
+            ".tgm",
+            "raw",
+            f"to_tensogram ERA cube ({mib(nbytes)})",
+            seconds(ours),
+            seconds(reft) + " (encode+write)",
+            reft / ours,
+            1 / 1.3,
+        )
+    )
 
 
 # ================================================================================================
@@ -564,8 +668,14 @@ def section_writer(sz: Sizes, rows: list[Row]) -> None:
 def child(args: list[str], timeout: float) -> dict[str, Any] | None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
     try:
-        out = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
-                             timeout=timeout, env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=True,
+        )
     except subprocess.TimeoutExpired:
         return None
     except subprocess.CalledProcessError as exc:
@@ -652,12 +762,19 @@ def main(argv: Iterable[str] | None = None) -> None:
     if args.repeat:
         sz = Sizes(**{**sz.__dict__, "repeat": args.repeat})
     load0 = os.getloadavg()[0]
-    print(f"{os.cpu_count()} CPUs, load average {load0:.1f} at start; medians of {sz.repeat} alternated runs"
-          f"{' (quick sizes)' if args.quick else ''}", flush=True)
+    print(
+        f"{os.cpu_count()} CPUs, load average {load0:.1f} at start; medians of {sz.repeat} alternated runs"
+        f"{' (quick sizes)' if args.quick else ''}",
+        flush=True,
+    )
     rows: list[Row] = []
-    sections = {"full": lambda: section_full(sz, rows), "dask": lambda: section_dask(sz, rows),
-                "open": lambda: section_open(sz, rows, args.timeout),
-                "memory": lambda: section_memory(sz, rows, args.timeout), "writer": lambda: section_writer(sz, rows)}
+    sections = {
+        "full": lambda: section_full(sz, rows),
+        "dask": lambda: section_dask(sz, rows),
+        "open": lambda: section_open(sz, rows, args.timeout),
+        "memory": lambda: section_memory(sz, rows, args.timeout),
+        "writer": lambda: section_writer(sz, rows),
+    }
     for name in args.only.split(","):
         sections[name]()
     load1 = os.getloadavg()[0]

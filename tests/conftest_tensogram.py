@@ -21,22 +21,59 @@ from xarray_tensogram import open_tensogram  # noqa: E402 - after the pytest.imp
 
 #: the 15 dtypes of spec §11
 DTYPES = [
-    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bitmask",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "bitmask",
 ]
 FLOAT_DTYPES = ["float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
 
 #: bytes per element (bitmask: packed, 0)
 WIDTH = {
-    "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
-    "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "complex64": 8,
+    "complex128": 16,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
     "bitmask": 0,
 }
 #: numpy dtype holding the element bytes (bfloat16 as its uint16 bit pattern)
 NUMPY = {
-    "float16": "f2", "bfloat16": "u2", "float32": "f4", "float64": "f8", "complex64": "c8", "complex128": "c16",
-    "int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
-    "int64": "i8", "uint64": "u8", "bitmask": "u1",
+    "float16": "f2",
+    "bfloat16": "u2",
+    "float32": "f4",
+    "float64": "f8",
+    "complex64": "c8",
+    "complex128": "c16",
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "i2",
+    "uint16": "u2",
+    "int32": "i4",
+    "uint32": "u4",
+    "int64": "i8",
+    "uint64": "u8",
+    "bitmask": "u1",
 }
 
 #: compressor name -> parameters that make the reference accept it
@@ -190,8 +227,14 @@ def ref_decode_all(buf: bytes) -> list:
 def ref_descriptor_dict(d: Any) -> dict:
     """The reference's DataObjectDescriptor as the flat dict of spec §10.2 (masks excluded)."""
     out = {
-        "type": d.obj_type, "ndim": d.ndim, "shape": list(d.shape), "strides": list(d.strides),
-        "dtype": d.dtype, "byte_order": d.byte_order, "encoding": d.encoding, "filter": d.filter,
+        "type": d.obj_type,
+        "ndim": d.ndim,
+        "shape": list(d.shape),
+        "strides": list(d.strides),
+        "dtype": d.dtype,
+        "byte_order": d.byte_order,
+        "encoding": d.encoding,
+        "filter": d.filter,
         "compression": d.compression,
     }
     out.update(d.params)
@@ -249,8 +292,6 @@ def open_ours(buf: Any, **kw: Any):
     return open_tensogram(buf, **kw)
 
 
-
-
 # ---------------------------------------------------------------- re-assembling edited reference messages
 import cbor2  # noqa: E402 - after the pytest.importorskip above
 import xxhash  # noqa: E402 - after the pytest.importorskip above
@@ -260,8 +301,16 @@ class Frame:
     """One frame of a reference message, editable: ``ftype``, ``flags``, ``version`` and either
     ``body`` (CBOR bytes of a non-data frame) or ``payload`` + ``descriptor`` (bytes) of a data frame."""
 
-    def __init__(self, ftype: int, flags: int, version: int = 1, body: bytes = b"",
-                 payload: bytes = b"", descriptor: bytes = b"", hash_value: int | None = None) -> None:
+    def __init__(
+        self,
+        ftype: int,
+        flags: int,
+        version: int = 1,
+        body: bytes = b"",
+        payload: bytes = b"",
+        descriptor: bytes = b"",
+        hash_value: int | None = None,
+    ) -> None:
         self.ftype, self.flags, self.version = ftype, flags, version
         self.body, self.payload, self.descriptor = body, payload, descriptor
         self.hash_value = hash_value  # None: recompute when HASH_PRESENT, else 0
@@ -308,8 +357,15 @@ def split_message(msg: bytes) -> tuple[bytes, list[Frame], bytes]:
     return msg[:24], out, msg[-24:]
 
 
-def assemble(preamble: bytes, fr: list[Frame], *, total: bool | None = None, fix_index: bool = True,
-             pad: bytes = b"\x00", raw_frames: list[bytes] | None = None) -> bytes:
+def assemble(
+    preamble: bytes,
+    fr: list[Frame],
+    *,
+    total: bool | None = None,
+    fix_index: bool = True,
+    pad: bytes = b"\x00",
+    raw_frames: list[bytes] | None = None,
+) -> bytes:
     """Lay frames out as the reference does (pad to 8), fix index offsets/lengths, total_length and
     the postamble. ``total=None`` keeps the preamble's choice (0 stays 0)."""
     keep_total = be64(preamble, 16) != 0 if total is None else total

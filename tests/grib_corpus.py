@@ -23,10 +23,25 @@ import tensogram
 
 #: scalar keys the converter adds to ``grib_repro`` besides the four namespaces
 REPRO_SCALAR_KEYS = (
-    "edition", "discipline", "gridType", "packingType", "bitsPerValue", "decimalScaleFactor", "tablesVersion",
-    "centre", "subCentre", "productionStatusOfProcessedData", "typeOfProcessedData", "typeOfGeneratingProcess",
-    "generatingProcessIdentifier", "setLocalDefinition", "grib2LocalSectionNumber", "marsClass", "marsType",
-    "marsStream", "experimentVersionNumber",
+    "edition",
+    "discipline",
+    "gridType",
+    "packingType",
+    "bitsPerValue",
+    "decimalScaleFactor",
+    "tablesVersion",
+    "centre",
+    "subCentre",
+    "productionStatusOfProcessedData",
+    "typeOfProcessedData",
+    "typeOfGeneratingProcess",
+    "generatingProcessIdentifier",
+    "setLocalDefinition",
+    "grib2LocalSectionNumber",
+    "marsClass",
+    "marsType",
+    "marsStream",
+    "experimentVersionNumber",
 )
 REPRO_NAMESPACES = ("geography", "parameter", "time", "vertical")
 ALL_NAMESPACES = ("ls", "geography", "time", "vertical", "parameter", "statistics")
@@ -37,15 +52,25 @@ _MISSING_INT = 2147483647
 # building GRIB messages
 # ---------------------------------------------------------------------------------------------
 
+
 def field_values(n: int, seed: float) -> np.ndarray:
     """Smooth, distinct values per field (exactly representable after 16-bit packing is not needed: IEEE)."""
     x = np.arange(n, dtype=np.float64)
     return 250.0 + 20.0 * np.sin(x / 7.0 + seed) + seed
 
 
-def grib_message(sample: str, *, param: int, date: int = 20260404, time: int = 0, step: int = 0,
-                 level: int | None = None, geometry: dict[str, Any] | None = None, seed: float = 0.0,
-                 number: int | None = None) -> bytes:
+def grib_message(
+    sample: str,
+    *,
+    param: int,
+    date: int = 20260404,
+    time: int = 0,
+    step: int = 0,
+    level: int | None = None,
+    geometry: dict[str, Any] | None = None,
+    seed: float = 0.0,
+    number: int | None = None,
+) -> bytes:
     """One GRIB2 message from an ecCodes sample, with an ECMWF local section (class/type/stream/expver).
 
     Values are stored as IEEE 64-bit so cfgrib and the converter see exactly the same numbers.
@@ -55,9 +80,14 @@ def grib_message(sample: str, *, param: int, date: int = 20260404, time: int = 0
         eccodes.codes_set(h, "packingType", "grid_ieee")  # first: changing the packing resets the point count
         eccodes.codes_set(h, "precision", 2)  # 64-bit IEEE
         ensemble = number is not None
-        for key, value in (("setLocalDefinition", 1), ("grib2LocalSectionNumber", 1), ("marsClass", "od"),
-                           ("marsType", "pf" if ensemble else "fc"), ("marsStream", "enfo" if ensemble else "oper"),
-                           ("experimentVersionNumber", "0001")):
+        for key, value in (
+            ("setLocalDefinition", 1),
+            ("grib2LocalSectionNumber", 1),
+            ("marsClass", "od"),
+            ("marsType", "pf" if ensemble else "fc"),
+            ("marsStream", "enfo" if ensemble else "oper"),
+            ("experimentVersionNumber", "0001"),
+        ):
             eccodes.codes_set(h, key, value)
         if ensemble:  # an ensemble member: product template 1
             eccodes.codes_set(h, "productDefinitionTemplateNumber", 1)
@@ -80,9 +110,16 @@ def grib_message(sample: str, *, param: int, date: int = 20260404, time: int = 0
         eccodes.codes_release(h)
 
 
-def grib_file(sample: str, params: Sequence[int], steps: Sequence[int], levels: Sequence[int | None] = (None,),
-              geometry: dict[str, Any] | None = None, date: int = 20260404, time: int = 0,
-              numbers: Sequence[int | None] = (None,)) -> bytes:
+def grib_file(
+    sample: str,
+    params: Sequence[int],
+    steps: Sequence[int],
+    levels: Sequence[int | None] = (None,),
+    geometry: dict[str, Any] | None = None,
+    date: int = 20260404,
+    time: int = 0,
+    numbers: Sequence[int | None] = (None,),
+) -> bytes:
     """Messages ordered like a MARS retrieval: member, param, step, level (each field distinct)."""
     out = []
     for n in numbers:
@@ -90,28 +127,51 @@ def grib_file(sample: str, params: Sequence[int], steps: Sequence[int], levels: 
             for s in steps:
                 for lev in levels:
                     seed = p % 97 + s / 10.0 + (lev or 0) / 1000.0 + (n or 0) * 3.0
-                    out.append(grib_message(sample, param=p, step=s, level=lev, geometry=geometry, seed=seed,
-                                            date=date, time=time, number=n))
+                    out.append(
+                        grib_message(
+                            sample,
+                            param=p,
+                            step=s,
+                            level=lev,
+                            geometry=geometry,
+                            seed=seed,
+                            date=date,
+                            time=time,
+                            number=n,
+                        )
+                    )
     return b"".join(out)
 
 
 #: a global 10-degree grid that starts at the dateline, as ECMWF open data does (0.25 degree there)
 DATELINE_GLOBAL = {
-    "Ni": 36, "Nj": 19, "latitudeOfFirstGridPointInDegrees": 90.0, "latitudeOfLastGridPointInDegrees": -90.0,
-    "longitudeOfFirstGridPointInDegrees": 180.0, "longitudeOfLastGridPointInDegrees": 170.0,
-    "iDirectionIncrementInDegrees": 10.0, "jDirectionIncrementInDegrees": 10.0,
+    "Ni": 36,
+    "Nj": 19,
+    "latitudeOfFirstGridPointInDegrees": 90.0,
+    "latitudeOfLastGridPointInDegrees": -90.0,
+    "longitudeOfFirstGridPointInDegrees": 180.0,
+    "longitudeOfLastGridPointInDegrees": 170.0,
+    "iDirectionIncrementInDegrees": 10.0,
+    "jDirectionIncrementInDegrees": 10.0,
 }
 #: a regional grid scanned south to north
 SOUTH_TO_NORTH = {
-    "Ni": 8, "Nj": 5, "jScansPositively": 1, "latitudeOfFirstGridPointInDegrees": 30.0,
-    "latitudeOfLastGridPointInDegrees": 50.0, "longitudeOfFirstGridPointInDegrees": 350.0,
-    "longitudeOfLastGridPointInDegrees": 14.5, "iDirectionIncrementInDegrees": 3.5, "jDirectionIncrementInDegrees": 5.0,
+    "Ni": 8,
+    "Nj": 5,
+    "jScansPositively": 1,
+    "latitudeOfFirstGridPointInDegrees": 30.0,
+    "latitudeOfLastGridPointInDegrees": 50.0,
+    "longitudeOfFirstGridPointInDegrees": 350.0,
+    "longitudeOfLastGridPointInDegrees": 14.5,
+    "iDirectionIncrementInDegrees": 3.5,
+    "jDirectionIncrementInDegrees": 5.0,
 }
 
 
 # ---------------------------------------------------------------------------------------------
 # what the converter writes
 # ---------------------------------------------------------------------------------------------
+
 
 def _value(h: Any, key: str) -> Any:
     """A key's value as the converter keeps it (native type, sentinels and non-finite values dropped)."""
@@ -155,9 +215,19 @@ def _namespace(h: Any, namespace: str) -> dict[str, Any]:
 
 def _area(h: Any) -> list[float] | None:
     """``[N, W, S, E]`` for standard-scan regular_ll grids; a dateline-first global grid gets W - 360."""
-    g = {k: _value(h, k) for k in ("latitudeOfFirstGridPointInDegrees", "longitudeOfFirstGridPointInDegrees",
-                                   "latitudeOfLastGridPointInDegrees", "longitudeOfLastGridPointInDegrees",
-                                   "iScansNegatively", "jScansPositively", "Ni", "iDirectionIncrementInDegrees")}
+    g = {
+        k: _value(h, k)
+        for k in (
+            "latitudeOfFirstGridPointInDegrees",
+            "longitudeOfFirstGridPointInDegrees",
+            "latitudeOfLastGridPointInDegrees",
+            "longitudeOfLastGridPointInDegrees",
+            "iScansNegatively",
+            "jScansPositively",
+            "Ni",
+            "iDirectionIncrementInDegrees",
+        )
+    }
     if g["iScansNegatively"] != 0 or g["jScansPositively"] != 0 or any(v is None for v in g.values()):
         return None
     ni, inc = g["Ni"], g["iDirectionIncrementInDegrees"]
@@ -218,8 +288,15 @@ def convert(grib: bytes, grouping: str = "merge_all", preserve_all_keys: bool = 
     objects = [converter_object(h, preserve_all_keys) for h in _messages(grib)]
 
     def desc(a: np.ndarray) -> dict[str, Any]:
-        return {"type": "ntensor", "shape": list(a.shape), "dtype": "float64", "byte_order": "little",
-                "encoding": "none", "filter": "none", "compression": "none"}
+        return {
+            "type": "ntensor",
+            "shape": list(a.shape),
+            "dtype": "float64",
+            "byte_order": "little",
+            "encoding": "none",
+            "filter": "none",
+            "compression": "none",
+        }
 
     if grouping == "merge_all":
         return bytes(tensogram.encode({"base": [e for e, _ in objects]}, [(desc(a), a) for _, a in objects]))
@@ -228,11 +305,11 @@ def convert(grib: bytes, grouping: str = "merge_all", preserve_all_keys: bool = 
     raise ValueError(grouping)
 
 
-def write_pair(tmp: Path, name: str, grib: bytes, grouping: str = "merge_all",
-               preserve_all_keys: bool = False) -> tuple[Path, Path]:
+def write_pair(
+    tmp: Path, name: str, grib: bytes, grouping: str = "merge_all", preserve_all_keys: bool = False
+) -> tuple[Path, Path]:
     """``<name>.grib2`` and its conversion ``<name>.tgm`` in ``tmp``."""
     gpath, tpath = tmp / f"{name}.grib2", tmp / f"{name}.tgm"
     gpath.write_bytes(grib)
     tpath.write_bytes(convert(grib, grouping, preserve_all_keys))
     return gpath, tpath
-

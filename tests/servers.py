@@ -169,8 +169,9 @@ class RangeHTTPServer:
         return self.url(name)
 
     def start(self) -> RangeHTTPServer:
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="range-http-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="range-http-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -196,8 +197,12 @@ class _CountingApp:
 
     def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
         body = list(self.app(environ, start_response))
-        self.traffic.record(environ.get("REQUEST_METHOD", "?"), environ.get("PATH_INFO", ""),
-                            environ.get("HTTP_RANGE", ""), sum(len(b) for b in body))
+        self.traffic.record(
+            environ.get("REQUEST_METHOD", "?"),
+            environ.get("PATH_INFO", ""),
+            environ.get("HTTP_RANGE", ""),
+            sum(len(b) for b in body),
+        )
         return body
 
 
@@ -220,8 +225,7 @@ class CountingMotoServer:
                 from werkzeug.serving import make_server
 
                 app = _CountingApp(DomainDispatcherApplication(create_backend_app), traffic)
-                self._server = make_server(self._ip_address, self._port, app, True,
-                                           request_handler=MotoRequestHandler)
+                self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
                 self._server_ready_event.set()
                 self._server.serve_forever(poll_interval=0.05)
 
@@ -282,8 +286,12 @@ def make_era(ny: int = 73, nx: int = 144, *, steps: int = 24, compression: str =
                 desc.update(tensogram.compute_packing_params(values.ravel(), 16, 0))
                 desc["encoding"] = "simple_packing"
             objects.append((desc, values))
-            base.append({"mars": {"class": "ea", "param": param, "date": 20240101, "time": 0, "step": step},
-                         "dim_names": ["latitude", "longitude"]})
+            base.append(
+                {
+                    "mars": {"class": "ea", "param": param, "date": 20240101, "time": 0, "step": step},
+                    "dim_names": ["latitude", "longitude"],
+                }
+            )
         objects.append(({"type": "ntensor", "shape": [ny], "dtype": "float64"}, lat))
         base.append({"name": "latitude", "cf": {"units": "degrees_north"}})
         objects.append(({"type": "ntensor", "shape": [nx], "dtype": "float64"}, lon))

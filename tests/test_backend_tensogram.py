@@ -49,6 +49,7 @@ T0 = np.datetime64("2024-01-01T12:00", "ns")
 # building inputs with the reference encoder, and the reference decoder as oracle
 # ---------------------------------------------------------------------------------------------
 
+
 def _desc(a, **kw):
     d = {"type": "ntensor", "shape": list(np.shape(a)), "dtype": np.asarray(a).dtype.name}
     d.update(kw)
@@ -82,9 +83,19 @@ def _field(rng, shape, dtype=np.float32):
     return (rng.normal(280.0, 10.0, size=shape)).astype(dtype)
 
 
-def era_messages(steps=range(24), dates=(DATE,), levels=None, params=PARAMS, pipeline="none",
-                 shape=(NY, NX), skip=(), seed=0, coords=True, shuffle=False,
-                 streaming=False):
+def era_messages(
+    steps=range(24),
+    dates=(DATE,),
+    levels=None,
+    params=PARAMS,
+    pipeline="none",
+    shape=(NY, NX),
+    skip=(),
+    seed=0,
+    coords=True,
+    shuffle=False,
+    streaming=False,
+):
     """One message per (date, step[, level]) holding one object per param; the first message also
     carries latitude/longitude coordinate objects. ``skip`` lists (param, step) or (param, step, level)
     combinations left out, or is a predicate ``skip(param, date, step, level)``."""
@@ -95,8 +106,7 @@ def era_messages(steps=range(24), dates=(DATE,), levels=None, params=PARAMS, pip
     for i, (date, step, lev) in enumerate(combos):
         base, objs = [], []
         for p in params:
-            if (skip(p, date, step, lev) if callable(skip)
-                    else (p, step) in skip or (p, step, lev) in skip):
+            if skip(p, date, step, lev) if callable(skip) else (p, step) in skip or (p, step, lev) in skip:
                 continue
             mars = {"class": "ea", "param": p, "date": date, "time": TIME, "step": step}
             if lev is not None:
@@ -108,8 +118,10 @@ def era_messages(steps=range(24), dates=(DATE,), levels=None, params=PARAMS, pip
         if coords and i == 0:
             lat = np.linspace(90.0, -90.0, shape[0])
             lon = np.arange(shape[1]) * (360.0 / shape[1])
-            base += [{"name": "latitude", "cf": {"units": "degrees_north"}},
-                     {"name": "longitude", "cf": {"units": "degrees_east"}}]
+            base += [
+                {"name": "latitude", "cf": {"units": "degrees_north"}},
+                {"name": "longitude", "cf": {"units": "degrees_east"}},
+            ]
             objs += [(_desc(lat), lat), (_desc(lon), lon)]
         extra = {"title": "ERA-like test cube"}
         msgs.append(_streaming(base, objs, extra, mode=streaming) if streaming else _encode(base, objs, extra))
@@ -135,8 +147,7 @@ def records(msgs):
 
 
 def data_records(msgs, param=None):
-    return [(e, a) for e, a in records(msgs)
-            if "mars" in e and (param is None or e["mars"]["param"] == param)]
+    return [(e, a) for e, a in records(msgs) if "mars" in e and (param is None or e["mars"]["param"] == param)]
 
 
 def coord_record(msgs, name, size=None):
@@ -193,6 +204,7 @@ def _open(src, **kw):
 # 1. one message
 # ---------------------------------------------------------------------------------------------
 
+
 def _is_netcdf_safe(v):
     if isinstance(v, (bool, np.bool_)) or v is None or isinstance(v, dict):
         return False
@@ -209,10 +221,15 @@ def one_message():
     rng = np.random.default_rng(1)
     t2m, msl, anon = (_field(rng, (NY, NX)) for _ in range(3))
     base = [
-        {"name": "t2m", "dim_names": ["latitude", "longitude"],
-         "mars": {"class": "od", "stream": "oper", "grid": {"type": "regular_ll", "res": 10}},
-         "cf": {"units": "K", "long_name": "2 metre temperature", "standard_name": "air_temperature"},
-         "flag": True, "levels": [1, 2, 3], "tags": ["a", "b"]},
+        {
+            "name": "t2m",
+            "dim_names": ["latitude", "longitude"],
+            "mars": {"class": "od", "stream": "oper", "grid": {"type": "regular_ll", "res": 10}},
+            "cf": {"units": "K", "long_name": "2 metre temperature", "standard_name": "air_temperature"},
+            "flag": True,
+            "levels": [1, 2, 3],
+            "tags": ["a", "b"],
+        },
         {"mars": {"param": "msl", "class": "od"}, "dim_names": ["latitude", "longitude"]},
         {"dim_names": ["latitude", "longitude"]},
         {"name": "latitude", "cf": {"units": "degrees_north"}},
@@ -281,9 +298,11 @@ def test_one_message_curvilinear_2d_coordinates(tmp_path):
     lat2 = 40.0 + yy * 0.5 + xx * 0.1
     lon2 = -10.0 + xx * 0.5 - yy * 0.1
     sst = _field(rng, (ny, nx))
-    base = [{"name": "sst", "dim_names": ["y", "x"], "cf": {"units": "K"}},
-            {"name": "latitude", "cf": {"units": "degrees_north"}},
-            {"name": "longitude", "cf": {"units": "degrees_east"}}]
+    base = [
+        {"name": "sst", "dim_names": ["y", "x"], "cf": {"units": "K"}},
+        {"name": "latitude", "cf": {"units": "degrees_north"}},
+        {"name": "longitude", "cf": {"units": "degrees_east"}},
+    ]
     msg = _encode(base, [(_desc(sst), sst), (_desc(lat2), lat2), (_desc(lon2), lon2)])
     ref = tensogram.decode(msg).objects
     with _open(write(tmp_path / "curv.tgm", [msg])) as ds:
@@ -302,14 +321,19 @@ def test_dim_names_from_coordinate_size_and_extra_hint(tmp_path):
     rng = np.random.default_rng(6)
     a, b = _field(rng, (NY, NX)), _field(rng, (NY, NX))
     # no dim_names anywhere: 1-D coordinate objects of matching size name the dims
-    msg = _encode([{"name": "a"}, {"name": "latitude"}, {"name": "longitude"}],
-                  [(_desc(a), a), (_desc(LAT), LAT), (_desc(LON), LON)])
+    msg = _encode(
+        [{"name": "a"}, {"name": "latitude"}, {"name": "longitude"}],
+        [(_desc(a), a), (_desc(LAT), LAT), (_desc(LON), LON)],
+    )
     with _open(msg) as ds:
         assert ds["a"].dims == ("latitude", "longitude")
         np.testing.assert_array_equal(ds["a"].values, tensogram.decode(msg).objects[0][1])
     # _extra_.dim_names is the file-level hint; a per-object dim_names wins over it
-    msg = _encode([{"name": "a"}, {"name": "b", "dim_names": ["p", "q"]}], [(_desc(a), a), (_desc(b), b)],
-                  {"dim_names": ["y", "x"], "title": "hint"})
+    msg = _encode(
+        [{"name": "a"}, {"name": "b", "dim_names": ["p", "q"]}],
+        [(_desc(a), a), (_desc(b), b)],
+        {"dim_names": ["y", "x"], "title": "hint"},
+    )
     with _open(msg) as ds:
         assert ds["a"].dims == ("y", "x")
         assert ds["b"].dims == ("p", "q")
@@ -320,9 +344,11 @@ def test_cf_attributes_drive_xarray_cf_decoding(tmp_path):
     """cf.* keys are lifted so that xarray's own CF decoding applies them; netcdf.* stays namespaced."""
     raw = np.array([[0, 1, 2], [-32767, 100, 3]], dtype=np.int16)
     days = np.array([[0, 1, 2], [3, 4, 5]], dtype=np.int32)
-    base = [{"name": "packed", "cf": {"scale_factor": 0.5, "add_offset": 10.0, "_FillValue": -32767, "units": "K"}},
-            {"name": "nc", "netcdf": {"scale_factor": 2.0}},
-            {"name": "days", "cf": {"units": "days since 2000-01-01", "calendar": "standard"}}]
+    base = [
+        {"name": "packed", "cf": {"scale_factor": 0.5, "add_offset": 10.0, "_FillValue": -32767, "units": "K"}},
+        {"name": "nc", "netcdf": {"scale_factor": 2.0}},
+        {"name": "days", "cf": {"units": "days since 2000-01-01", "calendar": "standard"}},
+    ]
     msg = _encode(base, [(_desc(raw), raw), (_desc(raw), raw), (_desc(days), days)])
     ref = [a for _d, a in tensogram.decode(msg).objects]
     path = write(tmp_path / "cf.tgm", [msg])
@@ -333,7 +359,9 @@ def test_cf_attributes_drive_xarray_cf_decoding(tmp_path):
         np.testing.assert_array_equal(ds["nc"].values, ref[1])  # already unpacked: not scaled again
         assert ds["nc"].attrs["netcdf.scale_factor"] == 2.0
         assert ds["days"].dtype.kind == "M"
-        np.testing.assert_array_equal(ds["days"].values, np.datetime64("2000-01-01", "ns") + ref[2] * np.timedelta64(1, "D"))
+        np.testing.assert_array_equal(
+            ds["days"].values, np.datetime64("2000-01-01", "ns") + ref[2] * np.timedelta64(1, "D")
+        )
     with _open(path, mask_and_scale=False, decode_times=False) as ds:
         np.testing.assert_array_equal(ds["packed"].values, ref[0])
         assert ds["packed"].attrs["scale_factor"] == 0.5
@@ -344,9 +372,14 @@ def test_cf_coordinates_attribute_makes_coordinates(tmp_path):
     """Curvilinear coordinates with non-standard names, listed in cf.coordinates, end up as coordinates."""
     rng = np.random.default_rng(11)
     a, la, lo = _field(rng, (4, 5)), rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
-    msg = _encode([{"name": "sst", "dim_names": ["y", "x"], "cf": {"coordinates": "nav_lat nav_lon"}},
-                   {"name": "nav_lat", "dim_names": ["y", "x"]}, {"name": "nav_lon", "dim_names": ["y", "x"]}],
-                  [(_desc(a), a), (_desc(la), la), (_desc(lo), lo)])
+    msg = _encode(
+        [
+            {"name": "sst", "dim_names": ["y", "x"], "cf": {"coordinates": "nav_lat nav_lon"}},
+            {"name": "nav_lat", "dim_names": ["y", "x"]},
+            {"name": "nav_lon", "dim_names": ["y", "x"]},
+        ],
+        [(_desc(a), a), (_desc(la), la), (_desc(lo), lo)],
+    )
     ref = [x for _d, x in tensogram.decode(msg).objects]
     with _open(msg) as ds:
         assert list(ds.data_vars) == ["sst"]
@@ -359,6 +392,7 @@ def test_cf_coordinates_attribute_makes_coordinates(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 2. ERA-like cube
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("pipeline", ["none", "zstd", "packing"])
 def test_era_cube(tmp_path, pipeline):
@@ -406,6 +440,7 @@ def test_streaming_messages(tmp_path, streaming):
 # 3. pressure levels and several dates
 # ---------------------------------------------------------------------------------------------
 
+
 def test_pressure_levels_and_dates(tmp_path):
     dates, steps, levels = (20240101, 20240102), (0, 6, 12), (1000, 850, 500)
     msgs = era_messages(steps=steps, dates=dates, levels=levels, params=("t", "z"), shuffle=True)
@@ -436,26 +471,33 @@ def test_ensemble_number_and_time_of_day(tmp_path):
             base, objs = [], []
             for step in (0, 6):
                 a = _field(rng, (NY, NX))
-                base.append({"mars": {"param": "2t", "date": DATE, "time": t, "step": step, "number": n},
-                             "dim_names": ["latitude", "longitude"]})
+                base.append(
+                    {
+                        "mars": {"param": "2t", "date": DATE, "time": t, "step": step, "number": n},
+                        "dim_names": ["latitude", "longitude"],
+                    }
+                )
                 objs.append((_desc(a), a))
             msgs.append(_encode(base, objs))
     with _open(write(tmp_path / "ens.tgm", msgs)) as ds:
         assert ds["2t"].dims == ("number", "time", "step", "latitude", "longitude")
         np.testing.assert_array_equal(ds["number"].values, [0, 1, 2])
         np.testing.assert_array_equal(ds["time"].values, [_time_of(DATE, 0), _time_of(DATE, 1200)])
-        np.testing.assert_array_equal(ds["valid_time"].values,
-                                      ds["time"].values[:, None] + ds["step"].values[None, :])
+        np.testing.assert_array_equal(ds["valid_time"].values, ds["time"].values[:, None] + ds["step"].values[None, :])
         for e, a in data_records(msgs):
             m = e["mars"]
-            got = ds["2t"].sel(number=m["number"], time=_time_of(m["date"], m["time"]),
-                               step=np.timedelta64(m["step"], "h")).values
+            got = (
+                ds["2t"]
+                .sel(number=m["number"], time=_time_of(m["date"], m["time"]), step=np.timedelta64(m["step"], "h"))
+                .values
+            )
             np.testing.assert_array_equal(got, a)
 
 
 # ---------------------------------------------------------------------------------------------
 # 4. holes and duplicates
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("chunks", [None, {}])
 def test_hole_inside_a_variable_is_nan_and_counted(tmp_path, chunks):
@@ -513,8 +555,9 @@ def _static_beside_cube(static_first):
         base, objs = [], []
         for p, s in entries:
             a = _field(rng, (NY, NX))
-            base.append({"mars": {"param": p, "date": DATE, "time": TIME, "step": s},
-                         "dim_names": ["latitude", "longitude"]})
+            base.append(
+                {"mars": {"param": p, "date": DATE, "time": TIME, "step": s}, "dim_names": ["latitude", "longitude"]}
+            )
             objs.append((_desc(a), a))
         msgs.append(_encode(base, objs))
     return msgs
@@ -543,8 +586,9 @@ def test_variables_from_different_dates_keep_their_time(tmp_path):
         base, objs = [], []
         for p, date in (("2t", 20240101), ("msl", 20240102)):
             a = _field(rng, (NY, NX))
-            base.append({"mars": {"param": p, "date": date, "time": TIME, "step": step},
-                         "dim_names": ["latitude", "longitude"]})
+            base.append(
+                {"mars": {"param": p, "date": date, "time": TIME, "step": step}, "dim_names": ["latitude", "longitude"]}
+            )
             objs.append((_desc(a), a))
         msgs.append(_encode(base, objs))
     with _open(write(tmp_path / "two_runs.tgm", msgs)) as ds:
@@ -568,6 +612,7 @@ def test_duplicates_raise_hypercube_error_naming_filter_by_keys(tmp_path):
 # 5. heterogeneous files: groups
 # ---------------------------------------------------------------------------------------------
 
+
 def hetero_messages(reverse=False):
     """Two grids in every message: (2t, msl) on 19 x 36 and sst on 7 x 12, three steps,
     each grid with its own latitude/longitude coordinate objects in the first message."""
@@ -578,8 +623,9 @@ def hetero_messages(reverse=False):
         base, objs = [], []
         for p, shape in (("2t", (NY, NX)), ("msl", (NY, NX)), ("sst", (7, 12))):
             a = _field(rng, shape)
-            base.append({"mars": {"param": p, "date": DATE, "time": TIME, "step": step},
-                         "dim_names": ["latitude", "longitude"]})
+            base.append(
+                {"mars": {"param": p, "date": DATE, "time": TIME, "step": step}, "dim_names": ["latitude", "longitude"]}
+            )
             objs.append((_desc(a), a))
         if step == 0:
             for name, c in (("latitude", LAT), ("longitude", LON), ("latitude", lat_b), ("longitude", lon_b)):
@@ -644,12 +690,20 @@ def test_heterogeneous_dtypes_split_into_groups(tmp_path):
     msgs = []
     for step in range(2):
         objs = [(_desc(a), a) for a in (_field(rng, (NY, NX)), _field(rng, (NY, NX)))]
-        msgs.append(_encode([{"mars": {"param": p, "step": step}, "dim_names": ["latitude", "longitude"]}
-                             for p in ("2t", "msl")], objs))
+        msgs.append(
+            _encode(
+                [{"mars": {"param": p, "step": step}, "dim_names": ["latitude", "longitude"]} for p in ("2t", "msl")],
+                objs,
+            )
+        )
     for step in range(2):
         a = _field(rng, (NY, NX), np.float64)
-        msgs.append(_encode([{"mars": {"param": "2t", "step": step, "stream": "enfo"},
-                              "dim_names": ["latitude", "longitude"]}], [(_desc(a), a)]))
+        msgs.append(
+            _encode(
+                [{"mars": {"param": "2t", "step": step, "stream": "enfo"}, "dim_names": ["latitude", "longitude"]}],
+                [(_desc(a), a)],
+            )
+        )
     path = write(tmp_path / "dtypes.tgm", msgs)
     with pytest.raises(GroupSelectionError, match="float64"):
         _open(path)
@@ -666,6 +720,7 @@ def test_heterogeneous_dtypes_split_into_groups(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 6. keyword arguments
 # ---------------------------------------------------------------------------------------------
+
 
 def test_variable_key(tmp_path):
     rng = np.random.default_rng(4)
@@ -839,8 +894,19 @@ def test_entrypoint_metadata_and_guess_can_open(tmp_path, monkeypatch):
     assert ep.supports_groups is True
     assert ep.description
     assert "ecmwf" not in ep.url  # no hosted page of this project yet; the reference project is not its home
-    for kw in ("variable_key", "dim_names", "filter_by_keys", "group", "verify_hash", "drop_variables",
-               "mask_and_scale", "decode_times", "decode_timedelta", "use_cftime", "decode_coords"):
+    for kw in (
+        "variable_key",
+        "dim_names",
+        "filter_by_keys",
+        "group",
+        "verify_hash",
+        "drop_variables",
+        "mask_and_scale",
+        "decode_times",
+        "decode_timedelta",
+        "use_cftime",
+        "decode_coords",
+    ):
         assert kw in ep.open_dataset_parameters, kw
     msgs = era_messages(steps=range(1))
     good = write(tmp_path / "no_extension", msgs)
@@ -866,8 +932,11 @@ def test_entrypoint_metadata_and_guess_can_open(tmp_path, monkeypatch):
 def test_engine_name_resolves_to_our_entrypoint(tmp_path):
     from importlib.metadata import entry_points
 
-    others = [ep for ep in entry_points(group="xarray.backends")
-              if ep.name == "tensogram" and not ep.value.startswith("xarray_tensogram")]
+    others = [
+        ep
+        for ep in entry_points(group="xarray.backends")
+        if ep.name == "tensogram" and not ep.value.startswith("xarray_tensogram")
+    ]
     if others:
         pytest.skip(f"another package also claims engine='tensogram': {others}")
     assert type(xr.backends.plugins.get_backend("tensogram")) is TensogramBackendEntrypoint
@@ -882,9 +951,13 @@ def test_engine_name_resolves_to_our_entrypoint(tmp_path):
 # 7. to_netcdf
 # ---------------------------------------------------------------------------------------------
 
+
 def test_to_netcdf_round_trip(tmp_path):
-    msgs = era_messages(steps=range(6), dates=(20240101, 20240102),
-                        skip=lambda p, date, step, lev: (p, date, step) == ("10u", 20240102, 2))
+    msgs = era_messages(
+        steps=range(6),
+        dates=(20240101, 20240102),
+        skip=lambda p, date, step, lev: (p, date, step) == ("10u", 20240102, 2),
+    )
     with _open(write(tmp_path / "era.tgm", msgs)) as ds:
         ds.to_netcdf(tmp_path / "x.nc", engine="h5netcdf")
         with xr.open_dataset(tmp_path / "x.nc", engine="h5netcdf") as back:
@@ -901,6 +974,7 @@ def test_to_netcdf_round_trip(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 8. laziness: open reads metadata only; a row selection reads only those rows
 # ---------------------------------------------------------------------------------------------
+
 
 class _Spy:
     """Record every (offset, length) that any LocalFileSource reads, through every read path."""
@@ -975,7 +1049,7 @@ def test_compressed_selection_reads_only_the_touched_objects(tmp_path, monkeypat
     path = write(tmp_path / "zstd.tgm", msgs)
     spy = _Spy(monkeypatch)
     frames = data_frames(msgs)
-    payloads = [(f[2], f[3]) for fr in frames for f in fr[:len(PARAMS)]]  # data objects, not lat/lon
+    payloads = [(f[2], f[3]) for fr in frames for f in fr[: len(PARAMS)]]  # data objects, not lat/lon
     with _open(path) as ds:
         for off, n in payloads:  # open read no compressed payload byte
             assert spy.overlap(off, off + n) == 0
@@ -1003,12 +1077,12 @@ def data_frames(msgs):
     out, base = [], 0
     for m in msgs:
         frames, pos = [], 24
-        while m[pos:pos + 2] == b"FR":
-            ftype = int.from_bytes(m[pos + 2:pos + 4], "big")
-            length = int.from_bytes(m[pos + 8:pos + 16], "big")
-            assert m[pos + length - 4:pos + length] == b"ENDF"
+        while m[pos : pos + 2] == b"FR":
+            ftype = int.from_bytes(m[pos + 2 : pos + 4], "big")
+            length = int.from_bytes(m[pos + 8 : pos + 16], "big")
+            assert m[pos + length - 4 : pos + length] == b"ENDF"
             if ftype == 9:
-                cbor_offset = int.from_bytes(m[pos + length - 20:pos + length - 12], "big")
+                cbor_offset = int.from_bytes(m[pos + length - 20 : pos + length - 12], "big")
                 frames.append((base + pos, length, base + pos + 16, cbor_offset - 16))
             pos += -(-length // 8) * 8
         out.append(frames)
@@ -1019,6 +1093,7 @@ def data_frames(msgs):
 # ---------------------------------------------------------------------------------------------
 # 9. chunks
 # ---------------------------------------------------------------------------------------------
+
 
 def test_chunks_empty_dict_gives_one_chunk_per_object(era):
     path, msgs = era
@@ -1064,8 +1139,7 @@ _PROP_SIZES = {"step": 3, "level": 2, "latitude": 7, "longitude": 9}
 @pytest.fixture(scope="module")
 def prop_data(tmp_path_factory):
     """A 4-D cube with one hole (msl at step 1, level 500): ints, slices and arrays all cross objects."""
-    msgs = era_messages(steps=range(3), levels=(850, 500), shape=(7, 9), params=("2t", "msl"),
-                        skip={("msl", 1, 500)})
+    msgs = era_messages(steps=range(3), levels=(850, 500), shape=(7, 9), params=("2t", "msl"), skip={("msl", 1, 500)})
     path = write(tmp_path_factory.mktemp("prop") / "prop.tgm", msgs)
     ds = _open(path)
     assert ds["2t"].dims == tuple(_PROP_SIZES)
@@ -1083,8 +1157,9 @@ def prop_data(tmp_path_factory):
 def _no_empty_reverse_slice(indexer):
     """xarray 2026.9's own ``_decompose_slice`` raises IndexError on an empty slice with a negative step
     (``slice(0, 0, -1)``) for every OUTER backend (h5netcdf too); not ours to test."""
-    return not any(isinstance(k, slice) and (k.step or 1) < 0 and not range(*k.indices(_PROP_SIZES[d]))
-                   for d, k in indexer.items())
+    return not any(
+        isinstance(k, slice) and (k.step or 1) < 0 and not range(*k.indices(_PROP_SIZES[d])) for d, k in indexer.items()
+    )
 
 
 _basic = xrst.basic_indexers(sizes=_PROP_SIZES).filter(_no_empty_reverse_slice)
@@ -1124,6 +1199,7 @@ def test_indexing_chained_lazy_equals_numpy(prop_data, data):
 # ---------------------------------------------------------------------------------------------
 # 11. pickle, threads, distributed, open_mfdataset
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("chunks", [None, {}])
 def test_pickle_dataset_and_dataarray(era, chunks):
@@ -1187,7 +1263,9 @@ def test_threaded_scheduler_many_concurrent_row_reads_of_one_object(era):
             for _ in range(3):
                 got = ds[["2t", "10v"]].compute()
                 for p in ("2t", "10v"):
-                    expected = np.stack([a for e, a in sorted(data_records(msgs, p), key=lambda r: r[0]["mars"]["step"])])
+                    expected = np.stack(
+                        [a for e, a in sorted(data_records(msgs, p), key=lambda r: r[0]["mars"]["step"])]
+                    )
                     np.testing.assert_array_equal(got[p].values, expected)
 
 
@@ -1202,8 +1280,12 @@ def expected_mean(msgs, p):
 def test_distributed_local_cluster(era):
     distributed = pytest.importorskip("distributed")
     path, msgs = era
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
-                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None, silence_logs=40
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         workers = client.run(os.getpid)
         assert len(set(workers.values())) == 2 and os.getpid() not in workers.values()
         with _open(path, chunks={}) as ds, distributed.get_task_stream(client) as stream:
@@ -1216,8 +1298,9 @@ def test_distributed_local_cluster(era):
         assert stream.data and {t["worker"] for t in stream.data} <= set(workers)
         # open_mfdataset(parallel=True) under the cluster: the opens run in the workers and the opened
         # Datasets travel back to the client by pickle
-        with xr.open_mfdataset([path, path], engine=ENGINE, parallel=True, combine="nested",
-                               concat_dim="number", chunks={}) as mf:
+        with xr.open_mfdataset(
+            [path, path], engine=ENGINE, parallel=True, combine="nested", concat_dim="number", chunks={}
+        ) as mf:
             assert mf["2t"].dims == ("number", "step", "latitude", "longitude")
             total = client.compute(mf["2t"].sum("number")).result()
             np.testing.assert_allclose(total.isel(step=5).values, 2.0 * _by_step(msgs, "2t")[5], rtol=1e-6)
@@ -1228,8 +1311,9 @@ def test_open_mfdataset_parallel(tmp_path):
     for k in range(3):
         msgs = era_messages(steps=range(4), seed=10 + k)
         members.append((write(tmp_path / f"member{k}.tgm", msgs), msgs))
-    with xr.open_mfdataset([p for p, _ in members], engine=ENGINE, parallel=True, combine="nested",
-                           concat_dim="number") as ds:
+    with xr.open_mfdataset(
+        [p for p, _ in members], engine=ENGINE, parallel=True, combine="nested", concat_dim="number"
+    ) as ds:
         assert ds["2t"].dims == ("number", "step", "latitude", "longitude")
         assert ds["2t"].shape == (3, 4, NY, NX)
         for k, (_p, msgs) in enumerate(members):

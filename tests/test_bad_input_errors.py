@@ -32,7 +32,7 @@ def test_every_error_class_is_a_package_error_and_a_value_error():
 
 def test_readme_lists_every_error_class():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("### Errors"):]
+    section = readme[readme.index("### Errors") :]
     section = section[: section.index("\n## ")]
     for name in errors.__all__:
         cls = getattr(errors, name)
@@ -47,16 +47,23 @@ def test_directory(tmp_path):
     assert isinstance(info.value, IsADirectoryError)  # code that catches OS errors keeps working
 
 
-@pytest.mark.parametrize("content", [b"hello, this is a text file\n" * 3, b"short text\n",
-                                     bytes(np.random.default_rng(3).integers(0, 256, 5000, dtype=np.uint8))])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"hello, this is a text file\n" * 3,
+        b"short text\n",
+        bytes(np.random.default_rng(3).integers(0, 256, 5000, dtype=np.uint8)),
+    ],
+)
 @pytest.mark.parametrize("suffix", [".txt", ".bin", ""])
 def test_text_or_random_file(tmp_path, content, suffix):
     path = tmp_path / f"notes{suffix}"
     path.write_bytes(content)
     with pytest.raises(errors.NotATensorFileError) as info:
         _open(path)
-    assert str(info.value) == (f"file {str(path)!r}: not a Tensogram, Tetration or zTensor file "
-                               "(unknown magic and extension)")
+    assert str(info.value) == (
+        f"file {str(path)!r}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+    )
 
 
 @pytest.mark.parametrize("suffix", [".tgm", ".tet", ".zt", ".bin"])
@@ -78,12 +85,15 @@ def test_cli_says_the_same(tmp_path, capsys):
 
 # -- dim_names ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("fmt", ["tet", "zt"])
-@pytest.mark.parametrize(("dim_names", "words"), [
-    (5, "must be a list of dimension names"),
-    ("lat", "must be a list of dimension names"),
-    (["a", "b", "c", "d", "e"], "has 5 names but no variable has rank 5"),
-    ({"no_such_variable": ["a", "b"]}, "names ['no_such_variable'], which the file does not hold"),
-])
+@pytest.mark.parametrize(
+    ("dim_names", "words"),
+    [
+        (5, "must be a list of dimension names"),
+        ("lat", "must be a list of dimension names"),
+        (["a", "b", "c", "d", "e"], "has 5 names but no variable has rank 5"),
+        ({"no_such_variable": ["a", "b"]}, "names ['no_such_variable'], which the file does not hold"),
+    ],
+)
 def test_dim_names_mistakes_common(fmt, dim_names, words):
     with pytest.raises(errors.DimensionNameError) as info:
         _open(SAMPLE[fmt], dim_names=dim_names)
@@ -92,8 +102,11 @@ def test_dim_names_mistakes_common(fmt, dim_names, words):
 
 @pytest.mark.parametrize(("fmt", "var", "rank"), [("tet", "tp", 2), ("zt", "t2m", 2)])
 def test_dim_names_wrong_rank_and_repeats(fmt, var, rank):
-    with pytest.raises(errors.DimensionNameError, match=rf"dim_names for '{var}' gives 1 names \['y'\], "
-                                                        rf"the variable has rank {rank}"):
+    with pytest.raises(
+        errors.DimensionNameError,
+        match=rf"dim_names for '{var}' gives 1 names \['y'\], "
+        rf"the variable has rank {rank}",
+    ):
         _open(SAMPLE[fmt], dim_names={var: ["y"]})
     with pytest.raises(errors.DimensionNameError, match=rf"\['y', 'y'\] for '{var}' \(rank {rank}\) repeats"):
         _open(SAMPLE[fmt], dim_names={var: ["y", "y"]})
@@ -109,7 +122,8 @@ def test_dim_names_whose_sizes_clash(fmt, first, second):
         _open(SAMPLE[fmt], dim_names={first: names_first, second: ["x", "y"]})
     assert str(info.value) == (
         f"file {SAMPLE[fmt]!r}: dim_names ['x', 'y'] for {second!r} (rank 2, shape {list(shape_second)}) conflict "
-        f"with another variable: dimension 'x' has length {shape_first[-1]} there, {shape_second[0]} here")
+        f"with another variable: dimension 'x' has length {shape_first[-1]} there, {shape_second[0]} here"
+    )
 
 
 def test_dim_names_that_fit_still_work():

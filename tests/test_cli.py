@@ -27,8 +27,13 @@ needs_tet = pytest.mark.skipif(not HAS_TET, reason="no bundled sample.tet yet")
 
 def run(*argv: str, check: int | None = 0) -> subprocess.CompletedProcess:
     """``python -m xarray_tensogram ARGV`` in a subprocess (bounded in time)."""
-    proc = subprocess.run([sys.executable, "-m", "xarray_tensogram", *map(str, argv)], capture_output=True,
-                          text=True, timeout=90, env={**os.environ, "PYTHONWARNINGS": "default"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "xarray_tensogram", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "PYTHONWARNINGS": "default"},
+    )
     if check is not None:
         assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
     return proc
@@ -88,8 +93,14 @@ def test_main_job_subprocess_and_console_script():
 
 
 # -- info -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("path, fmt", [(TGM, "Tensogram, wire version 3"), (ZT, "zTensor v0.1"),
-                                       pytest.param(TET, "Tetration layout v1", marks=needs_tet)])
+@pytest.mark.parametrize(
+    "path, fmt",
+    [
+        (TGM, "Tensogram, wire version 3"),
+        (ZT, "zTensor v0.1"),
+        pytest.param(TET, "Tetration layout v1", marks=needs_tet),
+    ],
+)
 def test_info(capsys, path, fmt):
     code, out, err = call(capsys, "info", path)
     assert code == 0, err
@@ -162,15 +173,27 @@ def test_ls_tetr_with_tiles(capsys):
 # -- dump -----------------------------------------------------------------------------------------
 def test_dump_point_and_slices(capsys):
     with xr.open_dataset(TGM, engine=ENGINE) as ds:
-        code, out, err = call(capsys, "dump", TGM, "2t", "--isel", "step=2", "--isel", "latitude=4",
-                              "--isel", "longitude=3")
+        code, out, err = call(
+            capsys, "dump", TGM, "2t", "--isel", "step=2", "--isel", "latitude=4", "--isel", "longitude=3"
+        )
         assert code == 0, err
         assert out.splitlines()[0] == "2t (scalar) float32"
         assert np.float32(out.splitlines()[-1]) == ds["2t"].values[2, 4, 3]
         assert "step = 0 days 12:00:00" in out
 
-        code, out, err = call(capsys, "dump", TGM, "msl", "--isel", "step=1:3", "--isel", "latitude=0:19:6",
-                              "--isel", "longitude=5,7", "--full")
+        code, out, err = call(
+            capsys,
+            "dump",
+            TGM,
+            "msl",
+            "--isel",
+            "step=1:3",
+            "--isel",
+            "latitude=0:19:6",
+            "--isel",
+            "longitude=5,7",
+            "--full",
+        )
         assert code == 0, err
         assert out.splitlines()[0] == "msl (step: 2, latitude: 4, longitude: 2) float32"
         numbers = np.array(out[out.index("[[") :].replace("[", " ").replace("]", " ").split(), dtype=np.float32)
@@ -187,13 +210,16 @@ def test_dump_coordinate_and_other_formats(capsys):
         assert out.splitlines()[0].startswith("t2m (") and dim == "latitude"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["dump", TGM, "nope"], "no variable 'nope'; variables: 2t, msl"),
-    (["dump", TGM, "2t", "--isel", "foo=1"], "has no dimension 'foo'"),
-    (["dump", TGM, "2t", "--isel", "step=x"], "is not an integer"),
-    (["dump", TGM, "2t", "--isel", "step"], "expected DIM=INDEX"),
-    (["dump", TGM, "2t", "--isel", "step=99"], "out of range"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["dump", TGM, "nope"], "no variable 'nope'; variables: 2t, msl"),
+        (["dump", TGM, "2t", "--isel", "foo=1"], "has no dimension 'foo'"),
+        (["dump", TGM, "2t", "--isel", "step=x"], "is not an integer"),
+        (["dump", TGM, "2t", "--isel", "step"], "expected DIM=INDEX"),
+        (["dump", TGM, "2t", "--isel", "step=99"], "out of range"),
+    ],
+)
 def test_dump_errors_are_one_line(capsys, argv, message):
     code, _out, err = call(capsys, *argv)
     assert code == 2
@@ -301,7 +327,10 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys):
     junk.write_bytes(b"hello, not a tensor file" * 10)
     code, _out, err = call(capsys, "ls", junk)
     assert code == 2
-    assert err.strip() == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+    assert (
+        err.strip()
+        == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+    )
 
     truncated = tmp_path / "truncated.tgm"
     truncated.write_bytes(TGM.read_bytes()[:40])
@@ -335,9 +364,11 @@ def test_warnings_are_one_line(capsys, tmp_path):
 
 
 def test_usage_errors(capsys):
-    for argv, message in ((["frobnicate"], "invalid choice"),
-                          (["info", str(TGM), "--storage-options", "[1]"], "must be a JSON object"),
-                          (["dump", str(TGM)], "required: VAR")):
+    for argv, message in (
+        (["frobnicate"], "invalid choice"),
+        (["info", str(TGM), "--storage-options", "[1]"], "must be a JSON object"),
+        (["dump", str(TGM)], "required: VAR"),
+    ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2 and message in capsys.readouterr().err
@@ -410,29 +441,58 @@ def test_progress_without_tqdm_says_so(capsys, monkeypatch):
 def test_dump_sel_by_label_nearest_for_floats(capsys):
     era = SAMPLES / "era_pl.tgm"
     with xr.open_dataset(era, engine=ENGINE) as ds:
-        code, out, err = call(capsys, "dump", era, "t", "--sel", "level=850", "--sel", "step=12h",
-                              "--sel", "latitude=44", "--sel", "longitude=1.2")
+        code, out, err = call(
+            capsys,
+            "dump",
+            era,
+            "t",
+            "--sel",
+            "level=850",
+            "--sel",
+            "step=12h",
+            "--sel",
+            "latitude=44",
+            "--sel",
+            "longitude=1.2",
+        )
         assert code == 0, err
         assert out.splitlines()[0] == "t (scalar) float64"
         expected = ds["t"].values[2, list(ds["level"].values).index(850), 9, 0]  # 45N (nearest 44), 0E (nearest 1.2)
         assert float(out.splitlines()[-1]) == pytest.approx(float(expected), rel=1e-12)
         assert "latitude = 45.0" in out and "longitude = 0.0" in out
 
-        code, out, err = call(capsys, "dump", era, "z", "--sel", "level=500,1000", "--sel", "step=0",
-                              "--isel", "latitude=0", "--isel", "longitude=0")
+        code, out, err = call(
+            capsys,
+            "dump",
+            era,
+            "z",
+            "--sel",
+            "level=500,1000",
+            "--sel",
+            "step=0",
+            "--isel",
+            "latitude=0",
+            "--isel",
+            "longitude=0",
+        )
         assert code == 0, err
         assert out.splitlines()[0] == "z (level: 2) float64"
         numbers = np.array(out[out.rindex("[") + 1 : out.rindex("]")].split(), dtype=float)
         levels = list(ds["level"].values)
-        np.testing.assert_allclose(numbers, ds["z"].values[0, [levels.index(500), levels.index(1000)], 0, 0], rtol=1e-7)  # printed to 8 digits
+        np.testing.assert_allclose(
+            numbers, ds["z"].values[0, [levels.index(500), levels.index(1000)], 0, 0], rtol=1e-7
+        )  # printed to 8 digits
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["dump", TGM, "2t", "--sel", "step=5h"], "no such label"),
-    (["dump", TGM, "2t", "--sel", "bogus=1"], "has no dimension 'bogus'"),
-    (["dump", TGM, "2t", "--sel", "step"], "expected DIM=VALUE"),
-    (["dump", TGM, "2t", "--sel", "latitude=north"], "not a label of 'latitude'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["dump", TGM, "2t", "--sel", "step=5h"], "no such label"),
+        (["dump", TGM, "2t", "--sel", "bogus=1"], "has no dimension 'bogus'"),
+        (["dump", TGM, "2t", "--sel", "step"], "expected DIM=VALUE"),
+        (["dump", TGM, "2t", "--sel", "latitude=north"], "not a label of 'latitude'"),
+    ],
+)
 def test_dump_sel_errors_are_one_line(capsys, argv, message):
     code, _out, err = call(capsys, *argv)
     assert code == 2, err
@@ -448,11 +508,18 @@ def test_ls_shows_dims_and_chunks_like_the_reference_objects(capsys):
     rows = {r.split()[0]: r for r in body_rows(out, "variable")}
     ref = tensogram.TensogramFile.open(str(era))
     for param in ("t", "z"):
-        shapes = [tuple(a.shape) for i in range(len(ref)) for meta, (_, a) in zip(ref[i].metadata.base, ref[i].objects, strict=True)
-                  if meta.get("mars", {}).get("param") == param]
+        shapes = [
+            tuple(a.shape)
+            for i in range(len(ref))
+            for meta, (_, a) in zip(ref[i].metadata.base, ref[i].objects, strict=True)
+            if meta.get("mars", {}).get("param") == param
+        ]
         levels = {meta["mars"]["levelist"] for i in range(len(ref)) for meta in ref[i].metadata.base if "mars" in meta}
         cells = rows[param].split("  ")
-        assert f"step: {len(ref)}, level: {len(levels)}, latitude: {shapes[0][0]}, longitude: {shapes[0][1]}" in rows[param]
+        assert (
+            f"step: {len(ref)}, level: {len(levels)}, latitude: {shapes[0][0]}, longitude: {shapes[0][1]}"
+            in rows[param]
+        )
         assert f"1x1x{shapes[0][0]}x{shapes[0][1]}" in cells and str(len(shapes)) in [c.strip() for c in cells]
         assert "level <- mars.levelist" in rows[param]
 

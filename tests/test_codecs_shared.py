@@ -27,10 +27,18 @@ def test_max_output_bounds_what_zstandard_decodes(size: int) -> None:
 
 def test_fits_output_bound_matches_exact_integer_arithmetic_on_uint64() -> None:
     rng = np.random.default_rng(7)
-    stored = np.concatenate([rng.integers(0, 1 << 20, 500, dtype=np.uint64),
-                             np.array([0, 3, 4, (1 << 64) - 1, (1 << 62) + 5], dtype=np.uint64)])
-    decoded = np.concatenate([rng.integers(0, 1 << 40, 500, dtype=np.uint64),
-                              np.array([131072, 131073, 262144, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64)])
+    stored = np.concatenate(
+        [
+            rng.integers(0, 1 << 20, 500, dtype=np.uint64),
+            np.array([0, 3, 4, (1 << 64) - 1, (1 << 62) + 5], dtype=np.uint64),
+        ]
+    )
+    decoded = np.concatenate(
+        [
+            rng.integers(0, 1 << 40, 500, dtype=np.uint64),
+            np.array([131072, 131073, 262144, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64),
+        ]
+    )
     got = zstd.fits_output_bound(decoded, stored)
     want = [int(d) <= (int(s) // 4 + 1) * 131072 for d, s in zip(decoded, stored, strict=True)]
     assert got.tolist() == want

@@ -93,8 +93,11 @@ def test_simple_packing_decode_into_matches_the_reference_decoder(bits):
     msg = tensogram.decode(tensogram.encode({"base": [{}]}, [(desc, values)]))
     d = msg.objects[0][0]
     # the packed payload, re-packed by our encoder with the reference's parameters
-    params = (float(d.params["sp_reference_value"]), int(d.params["sp_binary_scale_factor"]),
-              int(d.params.get("sp_decimal_scale_factor", 0)))
+    params = (
+        float(d.params["sp_reference_value"]),
+        int(d.params["sp_binary_scale_factor"]),
+        int(d.params.get("sp_decimal_scale_factor", 0)),
+    )
     packed = simple_packing.encode(values, bits, *params)
     out = np.full((40, 25), -1.0)
     simple_packing.decode_into(out, packed, bits, *params)
@@ -122,14 +125,17 @@ def _write_tgm(path, pipeline: dict, steps: int = 3, float64: bool = False) -> l
     return fields
 
 
-@pytest.mark.parametrize("pipeline,float64", [
-    ({}, False),
-    ({"compression": "zstd"}, False),
-    ({"compression": "lz4"}, False),
-    ({"encoding": "simple_packing"}, True),
-    ({"encoding": "simple_packing", "compression": "zstd"}, True),
-    ({"filter": "shuffle", "shuffle_element_size": 4, "compression": "zstd"}, False),  # not in place: fallback
-])
+@pytest.mark.parametrize(
+    "pipeline,float64",
+    [
+        ({}, False),
+        ({"compression": "zstd"}, False),
+        ({"compression": "lz4"}, False),
+        ({"encoding": "simple_packing"}, True),
+        ({"encoding": "simple_packing", "compression": "zstd"}, True),
+        ({"filter": "shuffle", "shuffle_element_size": 4, "compression": "zstd"}, False),  # not in place: fallback
+    ],
+)
 def test_tgm_full_load_equals_the_reference_decoder(tmp_path, pipeline, float64):
     if pipeline.get("compression") == "lz4":
         pytest.importorskip("lz4")
@@ -140,7 +146,7 @@ def test_tgm_full_load_equals_the_reference_decoder(tmp_path, pipeline, float64)
     with xr.open_dataset(path, engine="tensogram") as ds:
         loaded = ds.load()
         for s, (offset, length) in enumerate(spans):
-            msg = tensogram.decode(data[offset:offset + length])
+            msg = tensogram.decode(data[offset : offset + length])
             for k, name in enumerate(("t", "u")):
                 np.testing.assert_array_equal(loaded[name].values[s], msg.objects[k][1])
 
@@ -194,8 +200,10 @@ def test_auto_chunks_are_whole_tiles_and_each_tile_is_read_once(tmp_path, monkey
     monkeypatch.setattr(tetr_reader.TetrTileReader, "read_chunk_into", counting)
     import dask
 
-    with dask.config.set({"array.chunk-size": "64KiB", "scheduler": "threads", "num_workers": 2}), \
-            xr.open_dataset(path, engine="tensogram", chunks="auto") as ds:
+    with (
+        dask.config.set({"array.chunk-size": "64KiB", "scheduler": "threads", "num_workers": 2}),
+        xr.open_dataset(path, engine="tensogram", chunks="auto") as ds,
+    ):
         chunks = ds["v"].chunks
         assert all(c % 32 == 0 for c in chunks[0][:-1]) and all(c % 32 == 0 for c in chunks[1][:-1])
         assert len(chunks[0]) * len(chunks[1]) < 48  # fewer tasks than the 8 x 6 tiles
@@ -209,8 +217,13 @@ def test_many_messages_stack_in_order(tmp_path):
     desc = {"type": "ntensor", "shape": [2, 2], "dtype": "float32"}
     with open(path, "wb") as f:
         for s in (30, 10, 20, 0):  # out of order in the file
-            f.write(bytes(tensogram.encode({"base": [{"mars": {"param": "t", "step": s}}]},
-                                           [(desc, np.full((2, 2), s, np.float32))])))
+            f.write(
+                bytes(
+                    tensogram.encode(
+                        {"base": [{"mars": {"param": "t", "step": s}}]}, [(desc, np.full((2, 2), s, np.float32))]
+                    )
+                )
+            )
     with xr.open_dataset(path, engine="tensogram", decode_timedelta=False) as ds:
         assert list(ds["step"].values) == [0, 10, 20, 30]
         np.testing.assert_array_equal(ds["t"].values[:, 0, 0], [0, 10, 20, 30])
@@ -242,8 +255,10 @@ def test_streamed_parts_equal_the_reference_bytes(tmp_path):
     )
 
     values = _field((20, 30))
-    objs = [({"type": "ntensor", "shape": [20, 30], "dtype": "float32", "compression": "zstd"}, values),
-            ({"type": "ntensor", "shape": [20, 30], "dtype": "float32"}, values + 1)]
+    objs = [
+        ({"type": "ntensor", "shape": [20, 30], "dtype": "float32", "compression": "zstd"}, values),
+        ({"type": "ntensor", "shape": [20, 30], "dtype": "float32"}, values + 1),
+    ]
     meta = {"base": [{"name": "a"}, {"name": "b"}]}
     ref = bytes(tensogram.encode(meta, objs))
     reserved = dict(tensogram.decode(ref).metadata.reserved)  # the reference's time/uuid/encoder stamps

@@ -153,9 +153,18 @@ def _hetero(tmp_path: Path) -> Path:
     msgs = []
     for ny, nx in ((3, 4), (2, 5)):
         a = np.arange(ny * nx, dtype=np.float32).reshape(ny, nx)
-        desc = {"type": "ntensor", "shape": [ny, nx], "dtype": "float32", "byte_order": "little",
-                "encoding": "none", "filter": "none", "compression": "none"}
-        msgs.append(bytes(tensogram.encode({"version": 3, "base": [{"name": f"v{ny}", "dim_names": ["y", "x"]}]}, [(desc, a)])))
+        desc = {
+            "type": "ntensor",
+            "shape": [ny, nx],
+            "dtype": "float32",
+            "byte_order": "little",
+            "encoding": "none",
+            "filter": "none",
+            "compression": "none",
+        }
+        msgs.append(
+            bytes(tensogram.encode({"version": 3, "base": [{"name": f"v{ny}", "dim_names": ["y", "x"]}]}, [(desc, a)]))
+        )
     path = tmp_path / "two_grids.tgm"
     path.write_bytes(b"".join(msgs))
     return path

@@ -35,12 +35,17 @@ def _valid_files() -> dict[str, tuple[bytes, int]]:
     files = {}
     files["buffered_raw"] = tensogram.encode(meta, [(_desc(a.shape), a), (_desc(d.shape, "float64"), np.nan_to_num(d))])
     files["buffered_zstd_masks"] = tensogram.encode(
-        meta, [(_desc(a.shape, compression="zstd"), a), (_desc(d.shape, "float64", compression="zstd"), d)],
-        allow_nan=True, allow_inf=True, small_mask_threshold_bytes=0)
+        meta,
+        [(_desc(a.shape, compression="zstd"), a), (_desc(d.shape, "float64", compression="zstd"), d)],
+        allow_nan=True,
+        allow_inf=True,
+        small_mask_threshold_bytes=0,
+    )
     files["packing_nohash"] = tensogram.encode(
         {"base": [{"name": "p"}]},
         [(_desc(d.shape, "float64", encoding="simple_packing", sp_bits_per_value=12), np.nan_to_num(d, posinf=2.0))],
-        hash=None)
+        hash=None,
+    )
     enc = tensogram.StreamingEncoder({"base": [{"name": "s"}]})
     enc.write_object(_desc(a.shape, compression="zstd"), a)
     files["streaming"] = enc.finish()
@@ -120,8 +125,13 @@ def test_length_and_offset_fields(name):
     data, legit = FILES[name]
     for off, width in _field_positions(data):
         for value in [*SPECIAL_VALUES, len(data)]:
-            run_case(exercise, with_field(data, off, width, value, "big"), legit, _stats("tensogram"),
-                     f"{name}: field at {off} set to {value}")
+            run_case(
+                exercise,
+                with_field(data, off, width, value, "big"),
+                legit,
+                _stats("tensogram"),
+                f"{name}: field at {off} set to {value}",
+            )
 
 
 def _frame(frame_type: int, body: bytes) -> bytes:
@@ -130,8 +140,13 @@ def _frame(frame_type: int, body: bytes) -> bytes:
 
 def _data_frame(desc_cbor: bytes, payload: bytes) -> bytes:
     body = payload + desc_cbor
-    return (b"FR" + struct.pack(">HHHQ", 9, 1, 1, 36 + len(body)) + body
-            + struct.pack(">QQ", 16 + len(payload), 0) + b"ENDF")
+    return (
+        b"FR"
+        + struct.pack(">HHHQ", 9, 1, 1, 36 + len(body))
+        + body
+        + struct.pack(">QQ", 16 + len(payload), 0)
+        + b"ENDF"
+    )
 
 
 def _message(frames: list[bytes]) -> bytes:
@@ -147,33 +162,70 @@ def _message(frames: list[bytes]) -> bytes:
 
 DEEP = b"\x81" * 5000 + b"\x00"
 WEIRD_METADATA = [
-    DEEP, cbor2.dumps(5), cbor2.dumps([1, 2]), cbor2.dumps({"base": 5}), cbor2.dumps({"base": [1, "x"]}),
-    cbor2.dumps({"base": [{}, {}, {}]}), cbor2.dumps({1: 2}), cbor2.dumps({"_extra_": [1]}),
-    cbor2.dumps({"a": 1, "_extra_": {"a": 2}}), cbor2.dumps({"base": [{"name": {"deep": [[[]]]}, "dim_names": 7}]}),
-    cbor2.dumps({"base": [{"name": "x" * 100000}]}), cbor2.dumps({"base": [{"mars": {"step": "zz", "date": -1}}]}),
-    b"\xd8\x25\x50" + b"1" * 16, b"\xc1\x1a\x00\x00\x00\x01", b"\x5b" + b"\xff" * 8, b"\xbf\x61a",
+    DEEP,
+    cbor2.dumps(5),
+    cbor2.dumps([1, 2]),
+    cbor2.dumps({"base": 5}),
+    cbor2.dumps({"base": [1, "x"]}),
+    cbor2.dumps({"base": [{}, {}, {}]}),
+    cbor2.dumps({1: 2}),
+    cbor2.dumps({"_extra_": [1]}),
+    cbor2.dumps({"a": 1, "_extra_": {"a": 2}}),
+    cbor2.dumps({"base": [{"name": {"deep": [[[]]]}, "dim_names": 7}]}),
+    cbor2.dumps({"base": [{"name": "x" * 100000}]}),
+    cbor2.dumps({"base": [{"mars": {"step": "zz", "date": -1}}]}),
+    b"\xd8\x25\x50" + b"1" * 16,
+    b"\xc1\x1a\x00\x00\x00\x01",
+    b"\x5b" + b"\xff" * 8,
+    b"\xbf\x61a",
     cbor2.dumps({"base": [{"_reserved_": {"tensor": {"shape": [2**40, 2**40], "dtype": "float64"}}}]}),
     cbor2.dumps({"base": [{"_reserved_": {"tensor": {"shape": [-3], "dtype": "float32"}}}]}),
 ]
 PAYLOAD = np.arange(6, dtype="<f4").tobytes()
-GOOD_DESC = _desc((2, 3), byte_order="little", strides=[3, 1], encoding="none", filter="none", compression="none", ndim=2)
+GOOD_DESC = _desc(
+    (2, 3), byte_order="little", strides=[3, 1], encoding="none", filter="none", compression="none", ndim=2
+)
 WEIRD_DESCRIPTORS = [
-    {**GOOD_DESC, "shape": [2**40, 2**40]}, {**GOOD_DESC, "shape": "x"}, {**GOOD_DESC, "shape": [-1]},
-    {**GOOD_DESC, "shape": [2**63, 2**63]}, {**GOOD_DESC, "shape": [1] * 500}, {**GOOD_DESC, "dtype": 5},
-    {**GOOD_DESC, "dtype": "float128"}, {**GOOD_DESC, "compression": "brotli"}, {**GOOD_DESC, "compression": 3},
-    {**GOOD_DESC, "compression": "zstd", "shape": [10**11]}, {**GOOD_DESC, "compression": "lz4", "shape": [10**11]},
+    {**GOOD_DESC, "shape": [2**40, 2**40]},
+    {**GOOD_DESC, "shape": "x"},
+    {**GOOD_DESC, "shape": [-1]},
+    {**GOOD_DESC, "shape": [2**63, 2**63]},
+    {**GOOD_DESC, "shape": [1] * 500},
+    {**GOOD_DESC, "dtype": 5},
+    {**GOOD_DESC, "dtype": "float128"},
+    {**GOOD_DESC, "compression": "brotli"},
+    {**GOOD_DESC, "compression": 3},
+    {**GOOD_DESC, "compression": "zstd", "shape": [10**11]},
+    {**GOOD_DESC, "compression": "lz4", "shape": [10**11]},
     {**GOOD_DESC, "encoding": "simple_packing", "sp_bits_per_value": 65},
-    {**GOOD_DESC, "encoding": "simple_packing", "sp_bits_per_value": 0, "sp_reference_value": 1.0,
-     "sp_binary_scale_factor": 0, "shape": [10**12], "dtype": "float64"},
-    {**GOOD_DESC, "encoding": "simple_packing", "sp_bits_per_value": 8, "sp_reference_value": "a",
-     "sp_binary_scale_factor": 0, "dtype": "float64"},
-    {**GOOD_DESC, "filter": "shuffle", "shuffle_element_size": 0}, {**GOOD_DESC, "filter": "shuffle"},
+    {
+        **GOOD_DESC,
+        "encoding": "simple_packing",
+        "sp_bits_per_value": 0,
+        "sp_reference_value": 1.0,
+        "sp_binary_scale_factor": 0,
+        "shape": [10**12],
+        "dtype": "float64",
+    },
+    {
+        **GOOD_DESC,
+        "encoding": "simple_packing",
+        "sp_bits_per_value": 8,
+        "sp_reference_value": "a",
+        "sp_binary_scale_factor": 0,
+        "dtype": "float64",
+    },
+    {**GOOD_DESC, "filter": "shuffle", "shuffle_element_size": 0},
+    {**GOOD_DESC, "filter": "shuffle"},
     {**GOOD_DESC, "masks": {"nan": {"offset": 2**63, "length": 5, "method": "none"}}},
     {**GOOD_DESC, "masks": {"nan": {"offset": 0, "length": 4, "method": "bogus"}}},
     {**GOOD_DESC, "masks": {"nan": {"offset": 0, "length": 4, "method": "rle"}}},
-    {**GOOD_DESC, "masks": {"nan": 7}}, {**GOOD_DESC, "masks": {"zzz": {}}},
-    {**GOOD_DESC, "byte_order": "middle"}, {k: v for k, v in GOOD_DESC.items() if k != "type"},
-    {**GOOD_DESC, "dtype": "bitmask", "compression": "rle"}, {**GOOD_DESC, "compression": "szip"},
+    {**GOOD_DESC, "masks": {"nan": 7}},
+    {**GOOD_DESC, "masks": {"zzz": {}}},
+    {**GOOD_DESC, "byte_order": "middle"},
+    {k: v for k, v in GOOD_DESC.items() if k != "type"},
+    {**GOOD_DESC, "dtype": "bitmask", "compression": "rle"},
+    {**GOOD_DESC, "compression": "szip"},
     {**GOOD_DESC, "compression": "zfp", "zfp_mode": "nope", "dtype": "float64", "shape": [3]},
 ]
 
@@ -204,13 +256,20 @@ def test_shuffled_frames(name):
     rng = np.random.default_rng(3)
     for _k in range(40 if not LONG else 400):
         order = rng.permutation(len(frames))
-        run_case(exercise, _message([frames[i] for i in order]), legit, _stats("tensogram"),
-                 f"{name} frames in order {order.tolist()}")
+        run_case(
+            exercise,
+            _message([frames[i] for i in order]),
+            legit,
+            _stats("tensogram"),
+            f"{name} frames in order {order.tolist()}",
+        )
 
 
 def test_report_fuzz_counts(capsys):
     """Print the number of cases and the worst allocation ratio (for the closing note)."""
     s = _stats("tensogram")
     with capsys.disabled():
-        print(f"\n[fuzz tensogram] cases={s.cases} errors={s.errors} ok={s.successes} "
-              f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}")
+        print(
+            f"\n[fuzz tensogram] cases={s.cases} errors={s.errors} ok={s.successes} "
+            f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
+        )

@@ -44,24 +44,38 @@ def _valid_files() -> dict[str, bytes]:
     a = rng.random((5, 7)).astype("<f4")
     files["raw_tiles_footer"] = _written(
         [DatasetWrite("t2m", a, (2, 3), "raw", ["y", "x"], {"y": [str(v) for v in range(5)]}, {"units": "K"})],
-        history=[{"op": "write", "source": "fuzz", "at": "1700000000"}], file_metadata={"tool": "fuzz"})
+        history=[{"op": "write", "source": "fuzz", "at": "1700000000"}],
+        file_metadata={"tool": "fuzz"},
+    )
     b = rng.integers(0, 9, size=(3, 4, 5)).astype("<i2")
     files["zstd_3d"] = _written([DatasetWrite("q", b, (2, 3, 2), "zstd")])
-    files["multi_dataset"] = _written([
-        DatasetWrite("u", rng.random(6).astype("<f8"), (4,), "raw"),
-        DatasetWrite("v", rng.integers(0, 255, size=(2, 3)).astype("u1"), (1, 3), "zstd", attrs={"k": "v"}),
-    ], history=[("convert", "nc", "1")])
+    files["multi_dataset"] = _written(
+        [
+            DatasetWrite("u", rng.random(6).astype("<f8"), (4,), "raw"),
+            DatasetWrite("v", rng.integers(0, 255, size=(2, 3)).astype("u1"), (1, 3), "zstd", attrs={"k": "v"}),
+        ],
+        history=[("convert", "nc", "1")],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         buf = io.BytesIO()
-        ds = xr.Dataset({"z": (("t", "x"), rng.random((4, 3)).astype("f4"), {"long_name": "z"})},
-                        coords={"t": [0, 6, 12, 18], "x": [10.0, 20.0, 30.0]})
+        ds = xr.Dataset(
+            {"z": (("t", "x"), rng.random((4, 3)).astype("f4"), {"long_name": "z"})},
+            coords={"t": [0, 6, 12, 18], "x": [10.0, 20.0, 30.0]},
+        )
         path = Path(__import__("tempfile").mkdtemp()) / "ds.tet"
         to_tetr(ds, path, chunks={"t": 2}, compression="zstd")
         files["to_tetr_zstd"] = path.read_bytes()
     del buf
-    for name in ("sample.tet", "zstd_multiblock.tet", "unordered_index.tet", "footer_legacy_triple.tet",
-                 "rank8_u8.tet", "empty_with_footer.tet", "footer_spill_history.tet"):
+    for name in (
+        "sample.tet",
+        "zstd_multiblock.tet",
+        "unordered_index.tet",
+        "footer_legacy_triple.tet",
+        "rank8_u8.tet",
+        "empty_with_footer.tet",
+        "footer_spill_history.tet",
+    ):
         files[name] = (DATA / name).read_bytes()
     return files
 
@@ -161,25 +175,43 @@ def _fields(data: bytes) -> list[tuple[int, int, str]]:
         pos = 40
         for i in range(count):
             name_len, _code, ndim, _ = struct.unpack_from("<IIII", data, pos)
-            out += [(pos, 4, f"record {i} name_len"), (pos + 4, 4, f"record {i} dtype"), (pos + 8, 4, f"record {i} ndim")]
+            out += [
+                (pos, 4, f"record {i} name_len"),
+                (pos + 4, 4, f"record {i} dtype"),
+                (pos + 8, 4, f"record {i} ndim"),
+            ]
             dims = pos + 16 + name_len + (8 - (16 + name_len) % 8) % 8
-            out += [(dims + 8 * k, 8, f"record {i} {'shape' if k < ndim else 'chunk_shape'}[{k % ndim}]")
-                    for k in range(2 * ndim)]
+            out += [
+                (dims + 8 * k, 8, f"record {i} {'shape' if k < ndim else 'chunk_shape'}[{k % ndim}]")
+                for k in range(2 * ndim)
+            ]
             pos = dims + 16 * ndim
         n = struct.unpack_from("<Q", data, index_off + 8)[0]
         out.append((index_off + 8, 8, "TIDX entry_count"))
         for k in sorted({0, 1, n - 1} & set(range(n))):
             e = index_off + 32 + 104 * k
-            out += [(e, 8, f"entry {k} dataset_id"), (e + 8, 8, f"entry {k} coords[0]"),
-                    (e + 72, 8, f"entry {k} payload_offset"), (e + 80, 8, f"entry {k} raw_byte_len"),
-                    (e + 88, 8, f"entry {k} stored_byte_len"), (e + 96, 4, f"entry {k} codec")]
+            out += [
+                (e, 8, f"entry {k} dataset_id"),
+                (e + 8, 8, f"entry {k} coords[0]"),
+                (e + 72, 8, f"entry {k} payload_offset"),
+                (e + 80, 8, f"entry {k} raw_byte_len"),
+                (e + 88, 8, f"entry {k} stored_byte_len"),
+                (e + 96, 4, f"entry {k} codec"),
+            ]
     if data[-4:] == b"THST":
         out += [(len(data) - 16, 8, "footer history_json_len"), (len(data) - 8, 4, "footer version")]
     return out
 
 
-FIELD_FILES = ["raw_tiles_footer", "zstd_3d", "multi_dataset", "to_tetr_zstd", "unordered_index.tet",
-               "rank8_u8.tet", "footer_spill_history.tet"]
+FIELD_FILES = [
+    "raw_tiles_footer",
+    "zstd_3d",
+    "multi_dataset",
+    "to_tetr_zstd",
+    "unordered_index.tet",
+    "rank8_u8.tet",
+    "footer_spill_history.tet",
+]
 
 
 @pytest.mark.parametrize("name", FIELD_FILES)
@@ -187,8 +219,13 @@ def test_length_and_offset_fields(name):
     data = FILES[name]
     for off, width, label in _fields(data):
         for value in [*SPECIAL_VALUES, len(data)]:
-            run_case(exercise, with_field(data, off, width, value, "little"), LEGIT[name], STATS,
-                     f"{name}: {label} set to {value}")
+            run_case(
+                exercise,
+                with_field(data, off, width, value, "little"),
+                LEGIT[name],
+                STATS,
+                f"{name}: {label} set to {value}",
+            )
 
 
 def _footer(data: bytes) -> tuple[int, dict]:
@@ -210,8 +247,13 @@ def test_metadata_ref_fields(name):
     for key in ("offset", "len"):
         for value in [*SPECIAL_VALUES, len(data), -1, 1.5, True, "7", None]:
             footer = dict(top, metadata_ref=dict(top["metadata_ref"], **{key: value}))
-            run_case(exercise, _with_footer_json(data, json.dumps(footer).encode()), LEGIT[name], STATS,
-                     f"{name}: metadata_ref.{key} = {value!r}")
+            run_case(
+                exercise,
+                _with_footer_json(data, json.dumps(footer).encode()),
+                LEGIT[name],
+                STATS,
+                f"{name}: metadata_ref.{key} = {value!r}",
+            )
 
 
 # -- footer JSON replaced by hostile values -------------------------------------------------------------
@@ -219,50 +261,76 @@ def _nested(depth: int, inner: str = "1") -> str:
     return "[" * depth + inner + "]" * depth
 
 
-WEIRD_FOOTERS: list[bytes] = [s.encode("utf-8", "surrogatepass") if isinstance(s, str) else s for s in [
-    _nested(100000), _nested(3000), _nested(200), '{"history":' + _nested(150, "") + "}",
-    '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"a":' + "{" * 0 + '"x"}}}}}',
-    '{"history":[],"metadata":' + '{"a":' * 5000 + "1" + "}" * 5000 + "}",
-    '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":' + _nested(500, '"y"') + "}}}}",
-    "", "null", "5", '"x"', "[]", "{}", '{"history":null}', '{"history":5}', '{"history":[5]}',
-    '{"history":[[1,2,3]]}', '{"history":[["a","b"]]}', '{"history":[{"op":"a","source":"b"}]}',
-    '{"history":[{"op":"a","source":"b","at":"c","evil":1}]}',
-    '{"history":[{"op":"a","source":"b","at":"c","parents":"p","params":[]}]}',
-    '{"history":[{"op":"a","source":"b","at":"c","params":{"k":5}}]}',
-    '{"history":[],"metadata":[]}', '{"history":[],"metadata":{"file":7}}',
-    '{"history":[],"metadata":{"file":{"tool":5}}}', '{"history":[],"metadata":{"datasets":[]}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":5}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"units":5}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":[]}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":"yx"}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":["y","y"]}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":["a","b","c","d"]}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":[""]}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":{"labels":["1","2"]}}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":{"labels":"abc"}}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":[]}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"0":{"labels":["nan","inf","-0","1e999","x"]}}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"9":{"labels":["1"]}}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"_FillValue":"zz","scale_factor":"1e999"}}}}}',
-    '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"x":"\\ud800"}}}}}',
-    '{"history":[],"metadata":{"pad":"' + "p" * 300000 + '"}}',
-    '{"history":[],"metadata_ref":{"offset":0,"len":5}}', '{"history":[],"metadata_ref":[0,5]}',
-    '{"history":[],"metadata_ref":{"offset":18446744073709551615,"len":18446744073709551615}}',
-    '{"history":[],"history":5}', '{"history":[]} trailing', '{"history":[],"x":NaN}',
-    b'{"history":[],"metadata":{"file":{"tool":"\xff\xfe"}}}', b"\x00" * 64,
-]]
+WEIRD_FOOTERS: list[bytes] = [
+    s.encode("utf-8", "surrogatepass") if isinstance(s, str) else s
+    for s in [
+        _nested(100000),
+        _nested(3000),
+        _nested(200),
+        '{"history":' + _nested(150, "") + "}",
+        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"a":' + "{" * 0 + '"x"}}}}}',
+        '{"history":[],"metadata":' + '{"a":' * 5000 + "1" + "}" * 5000 + "}",
+        '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":' + _nested(500, '"y"') + "}}}}",
+        "",
+        "null",
+        "5",
+        '"x"',
+        "[]",
+        "{}",
+        '{"history":null}',
+        '{"history":5}',
+        '{"history":[5]}',
+        '{"history":[[1,2,3]]}',
+        '{"history":[["a","b"]]}',
+        '{"history":[{"op":"a","source":"b"}]}',
+        '{"history":[{"op":"a","source":"b","at":"c","evil":1}]}',
+        '{"history":[{"op":"a","source":"b","at":"c","parents":"p","params":[]}]}',
+        '{"history":[{"op":"a","source":"b","at":"c","params":{"k":5}}]}',
+        '{"history":[],"metadata":[]}',
+        '{"history":[],"metadata":{"file":7}}',
+        '{"history":[],"metadata":{"file":{"tool":5}}}',
+        '{"history":[],"metadata":{"datasets":[]}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":5}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"units":5}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":[]}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":"yx"}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":["y","y"]}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":["a","b","c","d"]}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"dim_names":[""]}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":{"labels":["1","2"]}}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":{"labels":"abc"}}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":[]}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"0":{"labels":["nan","inf","-0","1e999","x"]}}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"9":{"labels":["1"]}}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"_FillValue":"zz","scale_factor":"1e999"}}}}}',
+        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"x":"\\ud800"}}}}}',
+        '{"history":[],"metadata":{"pad":"' + "p" * 300000 + '"}}',
+        '{"history":[],"metadata_ref":{"offset":0,"len":5}}',
+        '{"history":[],"metadata_ref":[0,5]}',
+        '{"history":[],"metadata_ref":{"offset":18446744073709551615,"len":18446744073709551615}}',
+        '{"history":[],"history":5}',
+        '{"history":[]} trailing',
+        '{"history":[],"x":NaN}',
+        b'{"history":[],"metadata":{"file":{"tool":"\xff\xfe"}}}',
+        b"\x00" * 64,
+    ]
+]
 
 #: footers over the reference's MetadataLimitsV1 -> the text the error must contain
 LIMIT_FOOTERS = {
-    "attrs has 100 entries, the limit is 64":
-        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{' + ",".join(f'"a{i}":"v"' for i in range(100)) + "}}}}}",
-    "2000 bytes of UTF-8, expected 1..1024":
-        '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"x":"' + "y" * 2000 + '"}}}}}',
+    "attrs has 100 entries, the limit is 64": '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{'
+    + ",".join(f'"a{i}":"v"' for i in range(100))
+    + "}}}}}",
+    "2000 bytes of UTF-8, expected 1..1024": '{"history":[],"metadata":{"datasets":{"t2m":{"attrs":{"x":"'
+    + "y" * 2000
+    + '"}}}}}',
     "history has 5000 entries, the limit is 4096": '{"history":[' + ",".join(['["a","b","c"]'] * 5000) + "]}",
-    "metadata.datasets has 300 entries, the limit is 256":
-        '{"history":[],"metadata":{"datasets":{' + ",".join(f'"d{i}":{{}}' for i in range(300)) + "}}}",
-    "labels has 65 entries, the limit is 64":
-        '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":{"labels":[' + ",".join(['"1"'] * 65) + "]}}}}}}",
+    "metadata.datasets has 300 entries, the limit is 256": '{"history":[],"metadata":{"datasets":{'
+    + ",".join(f'"d{i}":{{}}' for i in range(300))
+    + "}}}",
+    "labels has 65 entries, the limit is 64": '{"history":[],"metadata":{"datasets":{"t2m":{"coords":{"y":{"labels":['
+    + ",".join(['"1"'] * 65)
+    + "]}}}}}}",
 }
 WEIRD_FOOTERS += [v.encode() for v in LIMIT_FOOTERS.values()]
 
@@ -271,8 +339,13 @@ WEIRD_FOOTERS += [v.encode() for v in LIMIT_FOOTERS.values()]
 def test_weird_footer_json(name):
     data = FILES[name]
     for i, text in enumerate(WEIRD_FOOTERS):
-        run_case(exercise, _with_footer_json(data, text), LEGIT[name] + len(text) * 4, STATS,
-                 f"{name}: footer JSON #{i} {text[:40]!r}")
+        run_case(
+            exercise,
+            _with_footer_json(data, text),
+            LEGIT[name] + len(text) * 4,
+            STATS,
+            f"{name}: footer JSON #{i} {text[:40]!r}",
+        )
 
 
 def test_weird_spilled_metadata():
@@ -292,7 +365,9 @@ def _entries(data: bytes) -> tuple[int, int]:
     return index_off + 32, struct.unpack_from("<Q", data, index_off + 8)[0]
 
 
-@pytest.mark.parametrize("name", ["raw_tiles_footer", "zstd_3d", "multi_dataset", "to_tetr_zstd", "zstd_multiblock.tet"])
+@pytest.mark.parametrize(
+    "name", ["raw_tiles_footer", "zstd_3d", "multi_dataset", "to_tetr_zstd", "zstd_multiblock.tet"]
+)
 def test_shuffled_entries_read_the_same_values(name):
     """Entry order is free in v1: any permutation must read exactly the same arrays."""
     data = FILES[name]
@@ -380,5 +455,7 @@ def test_report_fuzz_counts(capsys):
     """Print the number of cases and the worst allocation ratio (for the closing note)."""
     s = STATS
     with capsys.disabled():
-        print(f"\n[fuzz tetr] cases={s.cases} errors={s.errors} ok={s.successes} "
-              f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}")
+        print(
+            f"\n[fuzz tetr] cases={s.cases} errors={s.errors} ok={s.successes} "
+            f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
+        )

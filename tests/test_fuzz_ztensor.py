@@ -61,16 +61,35 @@ def _small_v2() -> bytes:
     coords = np.array([0, 2, 1, 0], "<u4")
     values = np.array([5, 7], "<i2")
     objects = {
-        "a": {"shape": [2, 3], "layout": "dense", "attributes": {"units": "m", "n": [1, 2.5]},
-              "parts": {"data": {"blob": [4096, 24], "dtype": "f32", "digest": f"xxh3:{xxh3_64(a.tobytes()):016x}"}}},
-        "b": {"shape": [3], "layout": "dense",
-              "parts": {"data": {"blob": [4160, 3], "dtype": "u8", "type": "bool",
-                                 "digest": f"xxh3:{xxh3_64(flags.tobytes()):016x}"}}},
-        "s": {"shape": [3, 2], "layout": "zt.sparse_coo/1",
-              "parts": {"coords": {"blob": [4224, 16], "dtype": "u32"}, "values": {"blob": [4288, 4], "dtype": "i16"}}},
+        "a": {
+            "shape": [2, 3],
+            "layout": "dense",
+            "attributes": {"units": "m", "n": [1, 2.5]},
+            "parts": {"data": {"blob": [4096, 24], "dtype": "f32", "digest": f"xxh3:{xxh3_64(a.tobytes()):016x}"}},
+        },
+        "b": {
+            "shape": [3],
+            "layout": "dense",
+            "parts": {
+                "data": {
+                    "blob": [4160, 3],
+                    "dtype": "u8",
+                    "type": "bool",
+                    "digest": f"xxh3:{xxh3_64(flags.tobytes()):016x}",
+                }
+            },
+        },
+        "s": {
+            "shape": [3, 2],
+            "layout": "zt.sparse_coo/1",
+            "parts": {"coords": {"blob": [4224, 16], "dtype": "u32"}, "values": {"blob": [4288, 4], "dtype": "i16"}},
+        },
     }
-    return _v2_file(objects, [(4096, a.tobytes()), (4160, flags.tobytes()), (4224, coords.tobytes()),
-                              (4288, values.tobytes())], {"title": "fuzz"})
+    return _v2_file(
+        objects,
+        [(4096, a.tobytes()), (4160, flags.tobytes()), (4224, coords.tobytes()), (4288, values.tobytes())],
+        {"title": "fuzz"},
+    )
 
 
 def _written(fn: Callable[[Path], None]) -> bytes:
@@ -81,21 +100,34 @@ def _written(fn: Callable[[Path], None]) -> bytes:
 
 def _valid_files() -> dict[str, bytes]:
     rng = np.random.default_rng(3)
-    mixed = {"f": rng.random((3, 4)).astype("f4"), "i": np.arange(5, dtype="i8"), "b": np.array([True, False]),
-             "s": np.float64(2.5), "e": np.zeros((0, 3), "u2")}
+    mixed = {
+        "f": rng.random((3, 4)).astype("f4"),
+        "i": np.arange(5, dtype="i8"),
+        "b": np.array([True, False]),
+        "s": np.float64(2.5),
+        "e": np.zeros((0, 3), "u2"),
+    }
     files = {
         "v01_raw": _written(lambda p: write_ztensor_v01(p, mixed)),
         "v01_zstd_crc32c": _written(lambda p: write_ztensor_v01(p, mixed, compression="zstd", checksum="crc32c")),
-        "v01_raw_sha256": _written(lambda p: write_ztensor_v01(p, [("w", np.arange(8, dtype="<i2"), {"k": [1, {"x": 2}]})],
-                                                                checksum="sha256")),
+        "v01_raw_sha256": _written(
+            lambda p: write_ztensor_v01(p, [("w", np.arange(8, dtype="<i2"), {"k": [1, {"x": 2}]})], checksum="sha256")
+        ),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ds = xr.Dataset({"t": (("y", "x"), rng.random((3, 2)).astype("f4"), {"units": "K"})}, coords={"y": [1, 2, 3]})
         files["to_ztensor_zstd"] = _written(lambda p: to_ztensor(ds, str(p), compression="zstd", checksum="crc32c"))
-    for name in ("v0_1/rust_0_1_4/kitchen_sink.zt", "v0_1/rust_0_1_4/sparse_layout_tags.zt",
-                 "v0_1/rust_0_1_4/big_endian.zt", "v1/sparse.zt", "v1/sha256.zt", "v1/writer_1_0_0/basic.zt",
-                 "v1/writer_1_1_1/basic.zt", "v2/aligned_4096_zstd.zt"):
+    for name in (
+        "v0_1/rust_0_1_4/kitchen_sink.zt",
+        "v0_1/rust_0_1_4/sparse_layout_tags.zt",
+        "v0_1/rust_0_1_4/big_endian.zt",
+        "v1/sparse.zt",
+        "v1/sha256.zt",
+        "v1/writer_1_0_0/basic.zt",
+        "v1/writer_1_1_1/basic.zt",
+        "v2/aligned_4096_zstd.zt",
+    ):
         files[name] = (DATA / name).read_bytes()
     files["v2_small"] = _small_v2()
     return files
@@ -192,7 +224,11 @@ def test_random_byte_flips(name, data):
     lo = 0 if name not in V2 else 4096  # v2: flips in the heap padding prove nothing; aim at blobs and footer
     for _ in range(data.draw(st.integers(1, 4))):
         region = data.draw(st.sampled_from(["any", "tail"]))
-        pos = data.draw(st.integers(lo, len(b) - 1)) if region == "any" else data.draw(st.integers(max(lo, len(b) - 300), len(b) - 1))
+        pos = (
+            data.draw(st.integers(lo, len(b) - 1))
+            if region == "any"
+            else data.draw(st.integers(max(lo, len(b) - 300), len(b) - 1))
+        )
         b[pos] = data.draw(st.integers(0, 255))
     run_case(exercise, bytes(b), LEGIT[name], STATS, f"{name} with flipped bytes")
 
@@ -257,8 +293,16 @@ def _set(root: Any, path: tuple[Any, ...], value: Any) -> Any:
     return out
 
 
-FIELD_FILES = ["v01_raw", "v01_zstd_crc32c", "v0_1/rust_0_1_4/sparse_layout_tags.zt", "v0_1/rust_0_1_4/big_endian.zt",
-               "v1/sparse.zt", "v1/writer_1_0_0/basic.zt", "v2_small", "v2/aligned_4096_zstd.zt"] + (["v1/sha256.zt"] if LONG else [])
+FIELD_FILES = [
+    "v01_raw",
+    "v01_zstd_crc32c",
+    "v0_1/rust_0_1_4/sparse_layout_tags.zt",
+    "v0_1/rust_0_1_4/big_endian.zt",
+    "v1/sparse.zt",
+    "v1/writer_1_0_0/basic.zt",
+    "v2_small",
+    "v2/aligned_4096_zstd.zt",
+] + (["v1/sha256.zt"] if LONG else [])
 
 
 @pytest.mark.parametrize("name", FIELD_FILES)
@@ -267,12 +311,22 @@ def test_trailing_length_and_footer_fields(name):
     data = FILES[name]
     kind, _, _ = _split(data)
     n = len(data)
-    fields = ([(n - 40, 8), (n - 32, 8), (n - 24, 8), (n - 16, 4)] if kind == "v2"
-              else [(n - 16, 8)] if kind == "v1_16" else [(n - 8, 8)])
+    fields = (
+        [(n - 40, 8), (n - 32, 8), (n - 24, 8), (n - 16, 4)]
+        if kind == "v2"
+        else [(n - 16, 8)]
+        if kind == "v1_16"
+        else [(n - 8, 8)]
+    )
     for off, width in fields:
         for value in [*SPECIAL_VALUES, n, n - 40, 4096]:
-            run_case(exercise, with_field(data, off, width, value, "little"), LEGIT[name], STATS,
-                     f"{name}: footer field at {off} set to {value}")
+            run_case(
+                exercise,
+                with_field(data, off, width, value, "little"),
+                LEGIT[name],
+                STATS,
+                f"{name}: footer field at {off} set to {value}",
+            )
 
 
 @pytest.mark.parametrize("name", FIELD_FILES)
@@ -299,14 +353,44 @@ BIG = [cbor2.dumps("x" * 300000), cbor2.dumps(list(range(20000))), cbor2.dumps({
 def _weird_values() -> list[bytes]:
     """CBOR items to put where metadata goes: deep, long, tagged, wrongly typed."""
     return [
-        b"\x81" * 5000 + b"\x00", b"\x81" * 100 + b"\x00", b"\xa1\x61a" * 100 + b"\x00", _cyclic(),
-        cbor2.dumps("x" * 3000), cbor2.dumps(list(range(500))), cbor2.dumps({f"k{i}": i for i in range(200)}),
-        b"\xc1\x1a\x00\x00\x00\x01", b"\xc0\x74" + b"2020-01-01T00:00:00Z", b"\xd9\x01\x02\x82\x01\x02",
-        b"\xd8\x23\x63a+b", b"\xd8\x24\x60", b"\xd8\x25\x50" + b"1" * 16, b"\xd9\x03\xe7\x01", b"\xd8\x1b\x82\x61a\x80",
-        b"\xc2\x49\x01" + b"\x00" * 8, b"\xc3\x41\x00", b"\xd9\xd9\xf7\x80", b"\xf9\x7e\x00", b"\xfb" + struct.pack(">d", 1e308),
-        b"\x5b" + b"\xff" * 8, b"\x9b" + b"\xff" * 8, b"\xbb" + b"\xff" * 8, b"\x7f\x61a", b"\xbf\x61a", b"\xff", b"\x1c",
-        cbor2.dumps(5), cbor2.dumps(None), cbor2.dumps(True), cbor2.dumps(-1), cbor2.dumps(2**64 - 1), cbor2.dumps(1.5),
-        cbor2.dumps(b"\x00" * 10), cbor2.dumps([]), cbor2.dumps({}), cbor2.dumps({1: 2}), cbor2.dumps({b"k": 1}),
+        b"\x81" * 5000 + b"\x00",
+        b"\x81" * 100 + b"\x00",
+        b"\xa1\x61a" * 100 + b"\x00",
+        _cyclic(),
+        cbor2.dumps("x" * 3000),
+        cbor2.dumps(list(range(500))),
+        cbor2.dumps({f"k{i}": i for i in range(200)}),
+        b"\xc1\x1a\x00\x00\x00\x01",
+        b"\xc0\x74" + b"2020-01-01T00:00:00Z",
+        b"\xd9\x01\x02\x82\x01\x02",
+        b"\xd8\x23\x63a+b",
+        b"\xd8\x24\x60",
+        b"\xd8\x25\x50" + b"1" * 16,
+        b"\xd9\x03\xe7\x01",
+        b"\xd8\x1b\x82\x61a\x80",
+        b"\xc2\x49\x01" + b"\x00" * 8,
+        b"\xc3\x41\x00",
+        b"\xd9\xd9\xf7\x80",
+        b"\xf9\x7e\x00",
+        b"\xfb" + struct.pack(">d", 1e308),
+        b"\x5b" + b"\xff" * 8,
+        b"\x9b" + b"\xff" * 8,
+        b"\xbb" + b"\xff" * 8,
+        b"\x7f\x61a",
+        b"\xbf\x61a",
+        b"\xff",
+        b"\x1c",
+        cbor2.dumps(5),
+        cbor2.dumps(None),
+        cbor2.dumps(True),
+        cbor2.dumps(-1),
+        cbor2.dumps(2**64 - 1),
+        cbor2.dumps(1.5),
+        cbor2.dumps(b"\x00" * 10),
+        cbor2.dumps([]),
+        cbor2.dumps({}),
+        cbor2.dumps({1: 2}),
+        cbor2.dumps({b"k": 1}),
     ]
 
 
@@ -318,7 +402,18 @@ def _hostile_indexes(kind: str, root: Any) -> list[bytes]:
     out = list(WEIRD) + list(BIG)
     if kind == "v01":
         first = root[0]
-        for key in ["name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum", "custom"]:
+        for key in [
+            "name",
+            "offset",
+            "size",
+            "dtype",
+            "layout",
+            "shape",
+            "encoding",
+            "data_endianness",
+            "checksum",
+            "custom",
+        ]:
             for raw in WEIRD[:: 1 if LONG else 4]:
                 entry = dict(first.items())
                 entry[key] = cbor2.CBORTag(55799, None)  # placeholder, replaced by raw bytes below
@@ -333,12 +428,33 @@ def _hostile_indexes(kind: str, root: Any) -> list[bytes]:
     name = next(iter(root[objects_key]))
     obj = root[objects_key][name]
     pname = next(iter(obj[parts_key]))
-    slots = [(objects_key,), (objects_key, name), (objects_key, name, "shape"), (objects_key, name, "attributes"),
-             (objects_key, name, "layout" if kind == "v2" else "format"), (objects_key, name, parts_key),
-             (objects_key, name, parts_key, pname), ("attributes",), ("version",), ("shards",)]
-    slots += [(objects_key, name, parts_key, pname, k) for k in
-              ("dtype", "type", "encoding", "digest", "shard", "blob", "decoded_length", "offset", "length",
-               "uncompressed_length")]
+    slots = [
+        (objects_key,),
+        (objects_key, name),
+        (objects_key, name, "shape"),
+        (objects_key, name, "attributes"),
+        (objects_key, name, "layout" if kind == "v2" else "format"),
+        (objects_key, name, parts_key),
+        (objects_key, name, parts_key, pname),
+        ("attributes",),
+        ("version",),
+        ("shards",),
+    ]
+    slots += [
+        (objects_key, name, parts_key, pname, k)
+        for k in (
+            "dtype",
+            "type",
+            "encoding",
+            "digest",
+            "shard",
+            "blob",
+            "decoded_length",
+            "offset",
+            "length",
+            "uncompressed_length",
+        )
+    ]
     marker = b"\xd9\xd9\xf7\xf6"  # self-describe tag around null: a unique byte string to splice at
     for path in slots:
         for raw in WEIRD[:: 1 if LONG else 5]:
@@ -363,13 +479,16 @@ def _nest(depth: int) -> Any:
     return v
 
 
-@pytest.mark.parametrize("name", ["v01_raw", "v0_1/rust_0_1_4/kitchen_sink.zt", "v1/sparse.zt", "v1/writer_1_0_0/basic.zt",
-                                  "v2_small"])
+@pytest.mark.parametrize(
+    "name", ["v01_raw", "v0_1/rust_0_1_4/kitchen_sink.zt", "v1/sparse.zt", "v1/writer_1_0_0/basic.zt", "v2_small"]
+)
 def test_hostile_index(name):
     data = FILES[name]
     kind, _, root = _split(data)
     for i, raw in enumerate(_hostile_indexes(kind, root)):
-        run_case(exercise, _with_index(data, raw), LEGIT[name] + 8 * len(raw), STATS, f"{name}: index #{i} {raw[:24]!r}")
+        run_case(
+            exercise, _with_index(data, raw), LEGIT[name] + 8 * len(raw), STATS, f"{name}: index #{i} {raw[:24]!r}"
+        )
 
 
 # -- shuffled entries ----------------------------------------------------------------------------------
@@ -378,8 +497,9 @@ def _by_name(data: bytes) -> dict[str, np.ndarray]:
         return {t.name: np.array(z.read(t.index)) for t in z.tensors}
 
 
-@pytest.mark.parametrize("name", ["v01_raw", "v01_zstd_crc32c", "v0_1/rust_0_1_4/kitchen_sink.zt", "v1/sparse.zt",
-                                  "v1/sha256.zt"])
+@pytest.mark.parametrize(
+    "name", ["v01_raw", "v01_zstd_crc32c", "v0_1/rust_0_1_4/kitchen_sink.zt", "v1/sparse.zt", "v1/sha256.zt"]
+)
 def test_shuffled_entries_read_the_same_values(name):
     """v0.1 index array order and v1 object map order are free: the same tensors come back by name."""
     data = FILES[name]
@@ -441,8 +561,15 @@ def test_cbor_tags_that_build_objects_are_refused():
     """Custom fields and attributes hold plain CBOR only: datetimes, sets, regexes, MIME, UUIDs, unknown tags."""
     data = FILES["v01_raw"]
     _, _, root = _split(data)
-    for raw in [b"\xc1\x1a\x00\x00\x00\x01", b"\xd9\x01\x02\x82\x01\x02", b"\xd8\x23\x63a+b", b"\xd8\x24\x60",
-                b"\xd8\x25\x50" + b"1" * 16, b"\xd9\x03\xe7\x01", b"\xd8\x1b\x82\x61a\x80"]:
+    for raw in [
+        b"\xc1\x1a\x00\x00\x00\x01",
+        b"\xd9\x01\x02\x82\x01\x02",
+        b"\xd8\x23\x63a+b",
+        b"\xd8\x24\x60",
+        b"\xd8\x25\x50" + b"1" * 16,
+        b"\xd9\x03\xe7\x01",
+        b"\xd8\x1b\x82\x61a\x80",
+    ]:
         enc = cbor2.dumps([dict(root[0], custom=cbor2.CBORTag(55799, None)), *root[1:]])
         with pytest.raises(MetadataError, match=r"CBOR|not allowed"):
             open_ztensor(_with_index(data, enc.replace(b"\xd9\xd9\xf7\xf6", raw, 1)))
@@ -451,7 +578,7 @@ def test_cbor_tags_that_build_objects_are_refused():
 def test_shape_product_against_payload_is_checked():
     data = FILES["v01_raw"]
     _, _, root = _split(data)
-    big = [dict(root[0], shape=[2 ** 20, 2 ** 20]), *root[1:]]
+    big = [dict(root[0], shape=[2**20, 2**20]), *root[1:]]
     with (
         open_ztensor(_with_index(data, cbor2.dumps(big))) as z,
         pytest.raises(XarrayTensogramError, match=r"stored size is 48 bytes, the shape and dtype need 4398046511104"),
@@ -500,5 +627,7 @@ def test_report_fuzz_counts(capsys):
     """Print the number of cases and the worst allocation ratio (for the closing note)."""
     s = STATS
     with capsys.disabled():
-        print(f"\n[fuzz ztensor] cases={s.cases} errors={s.errors} ok={s.successes} "
-              f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}")
+        print(
+            f"\n[fuzz ztensor] cases={s.cases} errors={s.errors} ok={s.successes} "
+            f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
+        )

@@ -41,8 +41,9 @@ CASES: dict[str, tuple[str, list[int], list[int], list[int | None], dict[str, An
 
 def _cfgrib(path: Path, **kw: Any) -> xr.Dataset:
     # float64 as the converter writes; no index file next to the GRIB
-    return xr.open_dataset(path, engine="cfgrib", backend_kwargs={"indexpath": "", **kw},
-                           values_dtype=np.dtype("float64"))
+    return xr.open_dataset(
+        path, engine="cfgrib", backend_kwargs={"indexpath": "", **kw}, values_dtype=np.dtype("float64")
+    )
 
 
 def _ours(path: Path, **kw: Any) -> xr.Dataset:
@@ -63,6 +64,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tu
 # ---------------------------------------------------------------------------------------------
 # unit tests of xarray_tensogram/grib.py, ecCodes as oracle
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("param_id", [167, 168, 165, 166, 228246, 228247, 207, 174096, 260242, 49, 130, 172, 228, 151])
 def test_cfgrib_name_matches_eccodes_cfvarname(param_id: int) -> None:
@@ -100,8 +102,13 @@ def test_gaussian_latitudes_refuse_bad_n() -> None:
 
 
 def test_attributes_round_trip_to_paths() -> None:
-    flat = {"grib_repro.units": "K", "grib_repro.name": "Temperature", "grib_repro.Ni": 16,
-            "grib.statistics.max": 3.5, "mars.class": "od"}
+    flat = {
+        "grib_repro.units": "K",
+        "grib_repro.name": "Temperature",
+        "grib_repro.Ni": 16,
+        "grib.statistics.max": 3.5,
+        "mars.class": "od",
+    }
     attrs, paths = grib.cf_attributes(flat)
     assert attrs["units"] == "K" and attrs["long_name"] == "Temperature"
     assert attrs["GRIB_Ni"] == 16 and attrs["GRIB_statistics.max"] == 3.5 and attrs["mars.class"] == "od"
@@ -115,9 +122,14 @@ def test_level_order_as_cfgrib() -> None:
 
 
 def test_regular_ll_from_corners_without_area() -> None:
-    keys = {"mars.grid": "regular_ll", "grib_repro.latitudeOfFirstGridPointInDegrees": 30.0,
-            "grib_repro.latitudeOfLastGridPointInDegrees": 50.0, "grib_repro.longitudeOfFirstGridPointInDegrees": 350.0,
-            "grib_repro.longitudeOfLastGridPointInDegrees": 14.5, "grib_repro.iScansNegatively": 0}
+    keys = {
+        "mars.grid": "regular_ll",
+        "grib_repro.latitudeOfFirstGridPointInDegrees": 30.0,
+        "grib_repro.latitudeOfLastGridPointInDegrees": 50.0,
+        "grib_repro.longitudeOfFirstGridPointInDegrees": 350.0,
+        "grib_repro.longitudeOfLastGridPointInDegrees": 14.5,
+        "grib_repro.iScansNegatively": 0,
+    }
     coords = grib.grid_coordinates(keys, (5, 8))
     assert coords is not None and coords.dims == ["latitude", "longitude"]
     np.testing.assert_array_equal(coords.coords["latitude"][1], [30.0, 35.0, 40.0, 45.0, 50.0])
@@ -127,6 +139,7 @@ def test_regular_ll_from_corners_without_area() -> None:
 # ---------------------------------------------------------------------------------------------
 # the converted files against cfgrib on the same GRIB messages
 # ---------------------------------------------------------------------------------------------
+
 
 def _assert_like_cfgrib(ours: xr.Dataset, ref: xr.Dataset) -> None:
     assert set(ours.data_vars) == set(ref.data_vars)
@@ -163,8 +176,10 @@ def test_opens_like_cfgrib(corpus: dict, case: str, grouping: str) -> None:
 @pytest.mark.parametrize("grouping", ["merge_all", "one_to_one"])
 def test_several_dates_like_cfgrib(tmp_path: Path, grouping: str) -> None:
     """Two base times x two steps: ``time`` and ``step`` dims, ``valid_time(time, step)``, as in cfgrib."""
-    g = b"".join(gc.grib_file("regular_ll_sfc_grib2", [167, 151], [0, 6], date=d, time=t)
-                 for d, t in ((20260404, 0), (20260404, 1200)))
+    g = b"".join(
+        gc.grib_file("regular_ll_sfc_grib2", [167, 151], [0, 6], date=d, time=t)
+        for d, t in ((20260404, 0), (20260404, 1200))
+    )
     gpath, tpath = gc.write_pair(tmp_path, "dates", g, grouping)
     with _cfgrib(gpath) as ref, _ours(tpath) as ours:
         assert ref["t2m"].dims[:2] == ("time", "step")
@@ -227,6 +242,7 @@ def test_preserve_all_keys_same_dims(tmp_path: Path) -> None:
 # point 6: both layouts, one Dataset; several converted files concatenated
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_layouts_give_the_same_dataset(corpus: dict, case: str) -> None:
     with _ours(corpus[case, "merge_all"][1]) as a, _ours(corpus[case, "one_to_one"][1]) as b:
@@ -256,8 +272,13 @@ def test_concatenated_conversions_keep_every_parameter(tmp_path: Path) -> None:
     assert dropped, "cfgrib used to drop variables of this file; the comparison below is the point"
     with _ours(tgm) as ds:
         assert set(ds.data_vars) == {"t2m", "u10", "lsm", "t", "q"}
-        for name, filt in (("t2m", {"shortName": "2t"}), ("u10", {"shortName": "10u"}),
-                           ("lsm", {"shortName": "lsm"}), ("t", {"shortName": "t"}), ("q", {"shortName": "q"})):
+        for name, filt in (
+            ("t2m", {"shortName": "2t"}),
+            ("u10", {"shortName": "10u"}),
+            ("lsm", {"shortName": "lsm"}),
+            ("t", {"shortName": "t"}),
+            ("q", {"shortName": "q"}),
+        ):
             with _cfgrib(gpath, filter_by_keys=filt) as ref:
                 level = ref[name].attrs["GRIB_typeOfLevel"]
                 ours = ds[name]
@@ -272,6 +293,7 @@ def test_concatenated_conversions_keep_every_parameter(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # point 7: writing keeps the mars/grib_repro metadata
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", ["ll_pressure", "gg_surface", "ll_height_dateline"])
 def test_written_file_keeps_converter_metadata(corpus: dict, case: str, tmp_path: Path) -> None:
@@ -297,7 +319,7 @@ def _decoded(path: Path) -> dict[tuple, tuple[dict, np.ndarray]]:
     out = {}
     data = path.read_bytes()
     for offset, length in tensogram.scan(data):
-        msg = tensogram.decode(data[offset:offset + length])
+        msg = tensogram.decode(data[offset : offset + length])
         for entry, (_desc, values) in zip(msg.metadata.base, msg.objects, strict=False):
             if "grib_repro" not in entry:
                 continue
@@ -346,15 +368,18 @@ def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:
         np.testing.assert_array_equal(rewritten[key][1], values)
 
 
-@pytest.mark.parametrize("bad", [
-    {"grib_repro.N": 10**7},  # an N beyond any grid: no Newton iteration over ten million roots
-    {"grib_repro.N": 0},
-    {"grib_repro.N": 2.5},
-    {"grib_repro.pl": [4, 4, -8, 8]},
-    {"grib_repro.pl": [4, 4, 4]},  # does not add up to the object's size
-    {"grib_repro.pl": "4,4,4,4"},
-    {"grib_repro.N": 1},  # more rows than 2N
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"grib_repro.N": 10**7},  # an N beyond any grid: no Newton iteration over ten million roots
+        {"grib_repro.N": 0},
+        {"grib_repro.N": 2.5},
+        {"grib_repro.pl": [4, 4, -8, 8]},
+        {"grib_repro.pl": [4, 4, 4]},  # does not add up to the object's size
+        {"grib_repro.pl": "4,4,4,4"},
+        {"grib_repro.N": 1},  # more rows than 2N
+    ],
+)
 def test_malformed_reduced_grid_gives_no_coordinates(bad: dict[str, Any]) -> None:
     keys = {"mars.grid": "reduced_gg", "grib_repro.N": 2, "grib_repro.pl": [4, 4, 4, 4], **bad}
     coords = grib.grid_coordinates(keys, (16,))
@@ -371,11 +396,16 @@ def test_well_formed_reduced_grid_as_control() -> None:
 def test_malformed_grib_metadata_still_opens(tmp_path: Path) -> None:
     """Odd grib_repro values (wrong area length, text level, N out of range) open with generic dims, no error."""
     values = np.arange(12.0).reshape(3, 4)
-    base = [{"mars": {"param": 130, "step": 0, "grid": "regular_ll", "area": [1, 2, 3]},
-             "grib_repro": {"shortName": "t", "typeOfLevel": 5, "level": "x", "units": "K", "name": "Temperature"}}]
+    base = [
+        {
+            "mars": {"param": 130, "step": 0, "grid": "regular_ll", "area": [1, 2, 3]},
+            "grib_repro": {"shortName": "t", "typeOfLevel": 5, "level": "x", "units": "K", "name": "Temperature"},
+        }
+    ]
     path = tmp_path / "odd.tgm"
-    path.write_bytes(bytes(tensogram.encode({"base": base}, [({"type": "ntensor", "shape": [3, 4], "dtype": "float64"},
-                                                              values)])))
+    path.write_bytes(
+        bytes(tensogram.encode({"base": base}, [({"type": "ntensor", "shape": [3, 4], "dtype": "float64"}, values)]))
+    )
     with _ours(path) as ds:
         assert list(ds.data_vars) == ["t"]
         assert ds["t"].attrs["units"] == "K"
@@ -384,11 +414,16 @@ def test_malformed_grib_metadata_still_opens(tmp_path: Path) -> None:
 
 def test_cfgrib_style_filter_by_keys(tmp_path: Path) -> None:
     """``filter_by_keys`` with cfgrib's undotted GRIB keys selects what cfgrib selects."""
-    g = gc.grib_file("regular_ll_sfc_grib2", [167, 172], [0, 6]) + gc.grib_file("regular_ll_pl_grib2", [130], [0, 6],
-                                                                                  [1000, 850])
+    g = gc.grib_file("regular_ll_sfc_grib2", [167, 172], [0, 6]) + gc.grib_file(
+        "regular_ll_pl_grib2", [130], [0, 6], [1000, 850]
+    )
     gpath, tpath = gc.write_pair(tmp_path, "mixed", g)
-    for filt in ({"typeOfLevel": "isobaricInhPa"}, {"shortName": "2t"}, {"typeOfLevel": "surface"},
-                 {"typeOfLevel": "isobaricInhPa", "level": 850}):
+    for filt in (
+        {"typeOfLevel": "isobaricInhPa"},
+        {"shortName": "2t"},
+        {"typeOfLevel": "surface"},
+        {"typeOfLevel": "isobaricInhPa", "level": 850},
+    ):
         with _cfgrib(gpath, filter_by_keys=filt) as ref, _ours(tpath, filter_by_keys=filt) as ours:
             _assert_like_cfgrib(ours, ref)
 

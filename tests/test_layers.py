@@ -58,8 +58,9 @@ def _in(module: str, layer: str) -> bool:
 
 
 def _edges(src_layer: str, *dst_layers: str) -> list[str]:
-    return sorted(f"{a} -> {b}" for a, bs in GRAPH.items() if _in(a, src_layer)
-                  for b in bs if any(_in(b, d) for d in dst_layers))
+    return sorted(
+        f"{a} -> {b}" for a, bs in GRAPH.items() if _in(a, src_layer) for b in bs if any(_in(b, d) for d in dst_layers)
+    )
 
 
 def test_the_graph_sees_local_and_relative_imports() -> None:

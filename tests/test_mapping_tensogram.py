@@ -65,18 +65,31 @@ def _rng(seed=0):
 # 1. keys given next to a descriptor
 # ---------------------------------------------------------------------------------------------
 
+
 def test_descriptor_params_are_object_metadata(tmp_path):
     """Names, mars keys, units in descriptor params behave as in base[i]; where both have a key, base wins."""
     rng = _rng(1)
     t, q = rng.random((3, 4)), rng.random((3, 4))
     lat, lon = np.linspace(10, 0, 3), np.linspace(0, 30, 4)
-    in_params = _encode([{}, {"name": "q_base"}, {}, {}], [t, q, lat, lon], descs=[
-        {"name": "temperature", "units": "K", "mars": {"class": "od", "levtype": "sfc"}},
-        {"name": "q_params", "units": "kg/kg"},
-        {"name": "latitude"}, {"name": "longitude"}])
-    in_base = _encode([{"name": "temperature", "units": "K", "mars": {"class": "od", "levtype": "sfc"}},
-                       {"name": "q_base", "units": "kg/kg"}, {"name": "latitude"}, {"name": "longitude"}],
-                      [t, q, lat, lon])
+    in_params = _encode(
+        [{}, {"name": "q_base"}, {}, {}],
+        [t, q, lat, lon],
+        descs=[
+            {"name": "temperature", "units": "K", "mars": {"class": "od", "levtype": "sfc"}},
+            {"name": "q_params", "units": "kg/kg"},
+            {"name": "latitude"},
+            {"name": "longitude"},
+        ],
+    )
+    in_base = _encode(
+        [
+            {"name": "temperature", "units": "K", "mars": {"class": "od", "levtype": "sfc"}},
+            {"name": "q_base", "units": "kg/kg"},
+            {"name": "latitude"},
+            {"name": "longitude"},
+        ],
+        [t, q, lat, lon],
+    )
     ref = _decoded(in_params)
     with _open(in_params) as a, _open(in_base) as b:
         assert set(a.data_vars) == set(b.data_vars) == {"temperature", "q_base"}  # base wins for q's name
@@ -94,18 +107,30 @@ def test_descriptor_params_file_matches_reference_backend(tmp_path):
     {'temperature': ('latitude', 'longitude'), 'latitude': ('latitude',), 'longitude': ('longitude',)}."""
     rng = _rng(2)
     t, lat, lon = rng.random((3, 4)), np.linspace(0, 1, 3), np.linspace(0, 1, 4)
-    msg = _encode([{}, {}, {}], [t, lat, lon], descs=[{"name": "temperature", "units": "K", "mars": {"param": "t"}},
-                                                     {"name": "latitude"}, {"name": "longitude"}])
+    msg = _encode(
+        [{}, {}, {}],
+        [t, lat, lon],
+        descs=[
+            {"name": "temperature", "units": "K", "mars": {"param": "t"}},
+            {"name": "latitude"},
+            {"name": "longitude"},
+        ],
+    )
     with _open(msg) as ds:
         assert {k: v.dims for k, v in ds.variables.items()} == {
-            "temperature": ("latitude", "longitude"), "latitude": ("latitude",), "longitude": ("longitude",)}
+            "temperature": ("latitude", "longitude"),
+            "latitude": ("latitude",),
+            "longitude": ("longitude",),
+        }
         assert list(ds.data_vars) == ["temperature"]
 
 
 def test_descriptor_params_mars_keys_stack_messages(tmp_path):
     rng = _rng(3)
-    msgs = [_encode([{}], [a], descs=[{"mars": {"param": "2t", "step": s}}]) for s, a in
-            ((s, rng.random((2, 3)).astype(np.float32)) for s in (0, 6, 12))]
+    msgs = [
+        _encode([{}], [a], descs=[{"mars": {"param": "2t", "step": s}}])
+        for s, a in ((s, rng.random((2, 3)).astype(np.float32)) for s in (0, 6, 12))
+    ]
     with _open(_write(tmp_path / "p.tgm", msgs)) as ds:
         assert ds["2t"].dims == ("step", "dim_0", "dim_1")
         np.testing.assert_array_equal(ds["step"].values, np.array([0, 6, 12]) * np.timedelta64(1, "h"))
@@ -116,6 +141,7 @@ def test_descriptor_params_mars_keys_stack_messages(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 2. variable_key names data variables only;  3. coordinate names
 # ---------------------------------------------------------------------------------------------
+
 
 def test_variable_key_names_data_only_and_falls_back(tmp_path):
     rng = _rng(4)
@@ -147,6 +173,7 @@ def test_coordinate_names_case_insensitive_and_kept_as_written(tmp_path):
 # 4. never drop or replace a coordinate silently
 # ---------------------------------------------------------------------------------------------
 
+
 def test_unused_coordinate_stays_on_its_own_dimension(tmp_path):
     rng = _rng(6)
     f, depth = rng.random((3, 4)), np.array([5.0, 10.0, 20.0, 50.0, 100.0])
@@ -166,8 +193,10 @@ def test_axis_named_like_a_coordinate_of_another_size_is_an_error(tmp_path):
 
 def test_coordinate_differing_between_messages_is_an_error(tmp_path):
     rng = _rng(8)
-    msgs = [_encode([{"name": "f", "mars": {"step": s}}, {"name": "latitude"}], [rng.random(3), lat])
-            for s, lat in ((0, np.arange(3.0)), (6, np.arange(3.0) + 0.5))]
+    msgs = [
+        _encode([{"name": "f", "mars": {"step": s}}, {"name": "latitude"}], [rng.random(3), lat])
+        for s, lat in ((0, np.arange(3.0)), (6, np.arange(3.0) + 0.5))
+    ]
     path = _write(tmp_path / "c.tgm", msgs)
     with pytest.raises(HypercubeError, match=r"coordinate 'latitude' differs.*message 0.*message 1"):
         _open(path)
@@ -178,8 +207,10 @@ def test_coordinate_differing_between_messages_is_an_error(tmp_path):
 def test_same_coordinate_in_every_message_opens(tmp_path):
     rng = _rng(9)
     lat = np.arange(3.0)
-    msgs = [_encode([{"name": "f", "mars": {"step": s}}, {"name": "latitude"}], [rng.random(3), lat], hash="xxh3")
-            for s in (0, 6)]
+    msgs = [
+        _encode([{"name": "f", "mars": {"step": s}}, {"name": "latitude"}], [rng.random(3), lat], hash="xxh3")
+        for s in (0, 6)
+    ]
     with _open(_write(tmp_path / "c.tgm", msgs)) as ds:
         assert ds["f"].dims == ("step", "latitude")
 
@@ -188,13 +219,17 @@ def test_same_coordinate_in_every_message_opens(tmp_path):
 # 5. the dim_names kwarg;  6. _extra_.dim_names as a map
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dim_names, pattern", [
-    (["a"], r"'f'.*rank 2.*\['a'\]"),
-    ({"f": ["a", "b", "c"]}, r"'f'.*rank 2"),
-    ({"nope": ["a", "b"]}, r"nope.*not variables"),
-    (["a", "a"], r"'f'.*rank 2.*duplicate"),
-    (["a", ""], r"'f'.*rank 2.*empty"),
-])
+
+@pytest.mark.parametrize(
+    "dim_names, pattern",
+    [
+        (["a"], r"'f'.*rank 2.*\['a'\]"),
+        ({"f": ["a", "b", "c"]}, r"'f'.*rank 2"),
+        ({"nope": ["a", "b"]}, r"nope.*not variables"),
+        (["a", "a"], r"'f'.*rank 2.*duplicate"),
+        (["a", ""], r"'f'.*rank 2.*empty"),
+    ],
+)
 def test_dim_names_kwarg_errors(dim_names, pattern):
     msg = _encode([{"name": "f"}], [np.zeros((2, 3))])
     with pytest.raises(XarrayTensogramError, match=pattern):
@@ -218,15 +253,17 @@ def test_malformed_file_hint_warns_and_opens():
 
 @pytest.mark.parametrize("hint", [{2: "y", 3: "x"}, {"2": "y", "3": "x"}])
 def test_extra_dim_names_map_by_size(hint):
-    msg = _encode([{"name": "f"}, {"name": "g"}], [np.zeros((2, 3)), np.ones(3)],
-                  extra={"_extra_": {"dim_names": hint}})
+    msg = _encode(
+        [{"name": "f"}, {"name": "g"}], [np.zeros((2, 3)), np.ones(3)], extra={"_extra_": {"dim_names": hint}}
+    )
     with _open(msg) as ds:
         assert ds["f"].dims == ("y", "x") and ds["g"].dims == ("x",)
 
 
 def test_explicit_hint_beats_coordinate_size():
-    msg = _encode([{"name": "f", "dim_names": ["row", "col"]}, {"name": "latitude"}],
-                  [np.zeros((3, 4)), np.arange(3.0)])
+    msg = _encode(
+        [{"name": "f", "dim_names": ["row", "col"]}, {"name": "latitude"}], [np.zeros((3, 4)), np.arange(3.0)]
+    )
     with _open(msg) as ds:
         assert ds["f"].dims == ("row", "col")
         assert ds["latitude"].dims == ("latitude",)  # kept, on its own dimension
@@ -236,13 +273,15 @@ def test_explicit_hint_beats_coordinate_size():
 # 7. different shapes open as one Dataset
 # ---------------------------------------------------------------------------------------------
 
+
 def test_issue_66_layout_matches_reference_backend():
     """refl (time, y, x) next to count (time): tensogram-xarray 0.24.0 gives
     {'refl': ('time', 'y', 'x'), 'count': ('time',)} with no coordinates."""
     rng = _rng(10)
     refl, count = rng.random((4, 5, 6)).astype(np.float32), np.arange(4, dtype=np.int32)
-    msg = _encode([{"name": "refl", "dim_names": ["time", "y", "x"]}, {"name": "count", "dim_names": ["time"]}],
-                  [refl, count])
+    msg = _encode(
+        [{"name": "refl", "dim_names": ["time", "y", "x"]}, {"name": "count", "dim_names": ["time"]}], [refl, count]
+    )
     ref = _decoded(msg)
     with _open(msg) as ds:
         assert {k: v.dims for k, v in ds.variables.items()} == {"refl": ("time", "y", "x"), "count": ("time",)}
@@ -252,8 +291,9 @@ def test_issue_66_layout_matches_reference_backend():
 
 def test_unnamed_clashing_axes_get_distinct_names_only_where_they_clash():
     rng = _rng(11)
-    msg = _encode([{"name": "a"}, {"name": "b"}, {"name": "latitude"}],
-                  [rng.random((4, 5)), rng.random((3, 5)), np.arange(5.0)])
+    msg = _encode(
+        [{"name": "a"}, {"name": "b"}, {"name": "latitude"}], [rng.random((4, 5)), rng.random((3, 5)), np.arange(5.0)]
+    )
     with _open(msg) as ds:
         assert ds["a"].dims == ("dim_0", "latitude")
         assert ds["b"].dims == ("dim_0_1", "latitude")
@@ -261,8 +301,10 @@ def test_unnamed_clashing_axes_get_distinct_names_only_where_they_clash():
 
 
 def test_one_name_two_shapes_is_a_real_conflict():
-    msgs = [_encode([{"name": "a", "mars": {"step": 0}}], [np.zeros((2, 3))]),
-            _encode([{"name": "a", "mars": {"step": 6}}], [np.zeros((4, 3))])]
+    msgs = [
+        _encode([{"name": "a", "mars": {"step": 0}}], [np.zeros((2, 3))]),
+        _encode([{"name": "a", "mars": {"step": 6}}], [np.zeros((4, 3))]),
+    ]
     with pytest.raises(XarrayTensogramError, match=r"grid_2x3.*grid_4x3"):
         _open(b"".join(msgs))
 
@@ -270,6 +312,7 @@ def test_one_name_two_shapes_is_a_real_conflict():
 # ---------------------------------------------------------------------------------------------
 # 8. message_index, merge_objects, range_threshold
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def steps_file(tmp_path_factory):
@@ -319,8 +362,9 @@ class _Spy:
             monkeypatch.setattr(xt_io.LocalFileSource, meth, wrapper)
 
 
-@pytest.mark.parametrize("threshold, rows, partial", [(0.5, 40, True), (0.5, 300, False), (0, 40, False),
-                                                     (1, 300, True)])
+@pytest.mark.parametrize(
+    "threshold, rows, partial", [(0.5, 40, True), (0.5, 300, False), (0, 40, False), (1, 300, True)]
+)
 def test_range_threshold_drives_partial_reads(steps_file, monkeypatch, threshold, rows, partial):
     """400-row raw objects (25.6 kB frames): a read of fewer than threshold * 400 rows reads only those
     rows (plus frame metadata); otherwise the whole payload is read once."""
@@ -345,12 +389,12 @@ def test_range_threshold_out_of_range(steps_file, bad):
 # 9. identical objects;  global metadata keys
 # ---------------------------------------------------------------------------------------------
 
+
 def test_duplicate_objects_warn_and_stack_along_message(tmp_path):
     rng = _rng(13)
     msgs = [_encode([{"name": "f", "mars": {"step": 0}}], [rng.random(3)]) for _ in range(2)]
     path = _write(tmp_path / "dup.tgm", msgs)
-    with pytest.warns(TensogramMappingWarning, match="duplicate objects.*'f'.*message 0.*message 1"), \
-            _open(path) as ds:
+    with pytest.warns(TensogramMappingWarning, match="duplicate objects.*'f'.*message 0.*message 1"), _open(path) as ds:
         assert ds["f"].dims == ("message", "dim_0")
         np.testing.assert_array_equal(ds["message"].values, [0, 1])
         for i, m in enumerate(msgs):
@@ -361,8 +405,9 @@ def test_duplicate_objects_warn_and_stack_along_message(tmp_path):
 
 def test_messages_differing_in_a_global_key_stack_along_it(tmp_path):
     rng = _rng(14)
-    msgs = [_encode([{"name": "f"}], [rng.random(3)], extra={"version": 3, "run": r, "centre": "ecmf"})
-            for r in (7, 3, 5)]
+    msgs = [
+        _encode([{"name": "f"}], [rng.random(3)], extra={"version": 3, "run": r, "centre": "ecmf"}) for r in (7, 3, 5)
+    ]
     with _open(_write(tmp_path / "run.tgm", msgs)) as ds:
         assert ds["f"].dims == ("run", "dim_0")
         np.testing.assert_array_equal(ds["run"].values, [3, 5, 7])
@@ -376,6 +421,7 @@ def test_messages_differing_in_a_global_key_stack_along_it(tmp_path):
 # 10. filters and options that cannot apply
 # ---------------------------------------------------------------------------------------------
 
+
 def test_filter_matching_nothing_lists_values(steps_file):
     with pytest.raises(XarrayTensogramError, match=r"'mars.step'=99.*0, 1, 2, 3, 4"):
         _open(steps_file[0], filter_by_keys={"mars.step": 99})
@@ -383,8 +429,16 @@ def test_filter_matching_nothing_lists_values(steps_file):
         _open(steps_file[0], filter_by_keys={"mars.nothing": 1})
 
 
-@pytest.mark.parametrize("option", [{"message_index": 0}, {"merge_objects": False}, {"range_threshold": 0.2},
-                                    {"variable_key": "name"}, {"filter_by_keys": {"a": 1}}])
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"message_index": 0},
+        {"merge_objects": False},
+        {"range_threshold": 0.2},
+        {"variable_key": "name"},
+        {"filter_by_keys": {"a": 1}},
+    ],
+)
 @pytest.mark.parametrize("sample", ["tetr/sample.tet", "ztensor/v2/*.zt"])
 def test_tensogram_options_on_other_formats_are_errors(option, sample):
     path = sorted(glob.glob(os.path.join(DATA, sample)))[0]
@@ -396,6 +450,7 @@ def test_tensogram_options_on_other_formats_are_errors(option, sample):
 # issue 18 point 1: dimensions from independent keys only
 # ---------------------------------------------------------------------------------------------
 
+
 def _grib_like(steps, levels, shape=(3, 4), seed=15):
     """One message per (step, level) as the GRIB converter writes them: mars keys plus grib_repro keys
     that vary together with step and level."""
@@ -403,10 +458,26 @@ def _grib_like(steps, levels, shape=(3, 4), seed=15):
     msgs = []
     for s in steps:
         for lev in levels:
-            repro = {"shortName": "t", "level": lev, "topLevel": lev, "bottomLevel": lev, "stepRange": str(s),
-                     "endStep": s, "startStep": s, "validityTime": (s * 100) % 2400, "units": "K"}
-            mars = {"class": "od", "date": 20260404, "time": 0, "step": s, "levtype": "pl", "levelist": lev,
-                    "param": 130}
+            repro = {
+                "shortName": "t",
+                "level": lev,
+                "topLevel": lev,
+                "bottomLevel": lev,
+                "stepRange": str(s),
+                "endStep": s,
+                "startStep": s,
+                "validityTime": (s * 100) % 2400,
+                "units": "K",
+            }
+            mars = {
+                "class": "od",
+                "date": 20260404,
+                "time": 0,
+                "step": s,
+                "levtype": "pl",
+                "levelist": lev,
+                "param": 130,
+            }
             msgs.append(_encode([{"mars": mars, "grib_repro": repro}], [rng.random(shape)]))
     return msgs
 
@@ -423,14 +494,15 @@ def test_grib_repro_keys_never_become_dimensions(tmp_path):
         assert ds["t"].attrs["units"] == "K"  # constant grib_repro key: an attribute
         for i, m in enumerate(msgs):
             s, lev = steps[i // 2], levels[i % 2]
-            np.testing.assert_array_equal(ds["t"].sel(step=np.timedelta64(s, "h"), level=lev).values,
-                                          _decoded(m)[0])
+            np.testing.assert_array_equal(ds["t"].sel(step=np.timedelta64(s, "h"), level=lev).values, _decoded(m)[0])
 
 
 def test_dependent_keys_in_any_file_are_coordinates_not_dims(tmp_path):
     rng = _rng(16)
-    msgs = [_encode([{"name": "f", "height": h, "label": f"h{h}", "pressure_hpa": p}], [rng.random(2)])
-            for h, p in ((10, 1000.0), (100, 990.0), (1000, 900.0))]
+    msgs = [
+        _encode([{"name": "f", "height": h, "label": f"h{h}", "pressure_hpa": p}], [rng.random(2)])
+        for h, p in ((10, 1000.0), (100, 990.0), (1000, 900.0))
+    ]
     with _open(_write(tmp_path / "dep.tgm", msgs)) as ds:
         assert ds["f"].dims == ("height", "dim_0")
         assert ds["label"].dims == ("height",) and list(ds["label"].values) == ["h10", "h100", "h1000"]
@@ -441,8 +513,9 @@ def test_24_steps_by_6_levels_opens(tmp_path):
     msgs = _grib_like(range(0, 144, 6), (1000, 925, 850, 700, 500, 300), shape=(2, 2))
     with _open(_write(tmp_path / "big.tgm", msgs)) as ds:
         assert ds["t"].shape == (24, 6, 2, 2)
-        np.testing.assert_array_equal(ds["t"].sel(step=np.timedelta64(138, "h"), level=300).values,
-                                      _decoded(msgs[-1])[0])
+        np.testing.assert_array_equal(
+            ds["t"].sel(step=np.timedelta64(138, "h"), level=300).values, _decoded(msgs[-1])[0]
+        )
 
 
 def test_plan_far_larger_than_the_objects_is_refused(tmp_path):

@@ -53,16 +53,24 @@ def python_blocks(text: str) -> list[Block]:
         if m.group(1) == "python":
             prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
             mm = MARKER.match(prev.strip())
-            blocks.append(Block(start + 1, textwrap.dedent("\n".join(lines[start + 1 : j])),
-                                (mm.group(1), mm.group(2)) if mm else None, "\n".join(lines[last_end:start])))
+            blocks.append(
+                Block(
+                    start + 1,
+                    textwrap.dedent("\n".join(lines[start + 1 : j])),
+                    (mm.group(1), mm.group(2)) if mm else None,
+                    "\n".join(lines[last_end:start]),
+                )
+            )
         last_end = j + 1
         i = j + 1
     return blocks
 
 
 def test_block_parser_reads_markers():
-    text = ("intro\n```python\na = 1\n```\nnot run by the README test\n"
-            "<!-- readme-test: skip (net) -->\n```python\nb\n```\n")
+    text = (
+        "intro\n```python\na = 1\n```\nnot run by the README test\n"
+        "<!-- readme-test: skip (net) -->\n```python\nb\n```\n"
+    )
     blocks = python_blocks(text)
     assert [(b.line, b.code, b.marker) for b in blocks] == [(2, "a = 1", None), (7, "b", ("skip", "(net)"))]
 

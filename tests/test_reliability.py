@@ -27,8 +27,12 @@ def _cube(path, compression="zstd", steps=6, shape=(40, 60)) -> np.ndarray:
     for s in range(steps):
         objs, base = [], []
         for k, p in enumerate(("2t", "msl")):
-            objs.append(({"type": "ntensor", "shape": list(shape), "dtype": "float32", "compression": compression},
-                         fields[s, k]))
+            objs.append(
+                (
+                    {"type": "ntensor", "shape": list(shape), "dtype": "float32", "compression": compression},
+                    fields[s, k],
+                )
+            )
             base.append({"mars": {"param": p, "step": s * 6, "date": 20240101, "time": 0}, "dim_names": ["y", "x"]})
         msgs.append(tensogram.encode({"base": base}, objs))
     path.write_bytes(b"".join(msgs))
@@ -118,14 +122,18 @@ def test_verify_hash_catches_every_single_byte_change_of_a_payload(tmp_path):
         g = open_tensogram(bytes(damaged))
         with pytest.raises(IntegrityError):
             g[0].read_object(0, verify_hash=True)
-    unhashed = tensogram.encode({"base": [{}]}, [({"type": "ntensor", "shape": [12], "dtype": "float32"}, data)], hash=None)
+    unhashed = tensogram.encode(
+        {"base": [{}]}, [({"type": "ntensor", "shape": [12], "dtype": "float32"}, data)], hash=None
+    )
     with pytest.raises(MissingHashError, match="no hash"):
         open_tensogram(unhashed)[0].read_object(0, verify_hash=True)
 
 
 def test_partial_reads_under_verification_verify_the_whole_frame(tmp_path):
     data = np.arange(40, dtype="<f4").reshape(10, 4)
-    msg = bytearray(tensogram.encode({"base": [{}]}, [({"type": "ntensor", "shape": [10, 4], "dtype": "float32"}, data)]))
+    msg = bytearray(
+        tensogram.encode({"base": [{}]}, [({"type": "ntensor", "shape": [10, 4], "dtype": "float32"}, data)])
+    )
     ref = open_tensogram(bytes(msg))[0].objects[0]
     msg[ref.frame_offset + 16 + 9 * 16] ^= 1  # damage row 9 only
     f = open_tensogram(bytes(msg))

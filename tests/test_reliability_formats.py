@@ -40,17 +40,25 @@ MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
 # -- files --------------------------------------------------------------------------------------------
 def _tet(path: Path, seed: int = 11, rows: int = 30) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    arrays = {"t2m": rng.normal(size=(rows, 40)).astype("f4"),
-              "q": rng.integers(0, 1000, size=(6, 20, 10)).astype("<i4"),
-              "mask": rng.integers(0, 2, size=(rows,)).astype("u1")}
-    write_tetr(path, [DatasetWrite("t2m", arrays["t2m"], (7, 9), "zstd", ["y", "x"]),
-                      DatasetWrite("q", arrays["q"], (4, 6, 5), "raw", ["t", "a", "b"]),
-                      DatasetWrite("mask", arrays["mask"], (8,), "zstd", ["y"])])
+    arrays = {
+        "t2m": rng.normal(size=(rows, 40)).astype("f4"),
+        "q": rng.integers(0, 1000, size=(6, 20, 10)).astype("<i4"),
+        "mask": rng.integers(0, 2, size=(rows,)).astype("u1"),
+    }
+    write_tetr(
+        path,
+        [
+            DatasetWrite("t2m", arrays["t2m"], (7, 9), "zstd", ["y", "x"]),
+            DatasetWrite("q", arrays["q"], (4, 6, 5), "raw", ["t", "a", "b"]),
+            DatasetWrite("mask", arrays["mask"], (8,), "zstd", ["y"]),
+        ],
+    )
     return arrays
 
 
-def _zt(path: Path, seed: int = 11, rows: int = 30, compression: str | None = "zstd",
-        checksum: str | None = None) -> dict[str, np.ndarray]:
+def _zt(
+    path: Path, seed: int = 11, rows: int = 30, compression: str | None = "zstd", checksum: str | None = None
+) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     arrays = {"w": rng.normal(size=(rows, 40)).astype("f4"), "b": rng.integers(-9, 9, size=(5, 7, 3)).astype("i8")}
     write_ztensor_v01(path, arrays, compression=compression, checksum=checksum)
@@ -160,12 +168,15 @@ def _v2_file(path: Path, values: np.ndarray, encoded: bytes | None = None) -> tu
     part = {"blob": [4096, len(blob)], "dtype": "f32", "digest": f"xxh3:{xxh3_64(values.tobytes()):016x}"}
     if encoded is not None:
         part.update(encoding="zt.zstd-seekable/1", decoded_length=values.nbytes)
-    manifest = cbor2.dumps({"objects": {"v": {"shape": list(values.shape), "layout": "dense", "parts": {"data": part}}}},
-                           canonical=True)
+    manifest = cbor2.dumps(
+        {"objects": {"v": {"shape": list(values.shape), "layout": "dense", "parts": {"data": part}}}}, canonical=True
+    )
     at = (4096 + len(blob) + 4095) // 4096 * 4096
     body = bytearray(MAGIC_V2 + bytes(at - 8))
     body[4096 : 4096 + len(blob)] = blob
-    path.write_bytes(bytes(body) + manifest + struct.pack("<QQQII", at, len(manifest), xxh3_64(manifest), 2, 0) + MAGIC_V2)
+    path.write_bytes(
+        bytes(body) + manifest + struct.pack("<QQQII", at, len(manifest), xxh3_64(manifest), 2, 0) + MAGIC_V2
+    )
     return 4096, len(blob)
 
 
@@ -322,16 +333,43 @@ class _OpenRecorder:
 
 def _v2_with_shard(directory: Path, shard: str, values: np.ndarray) -> Path:
     part = {"blob": [64, values.nbytes], "dtype": "f32", "shard": shard}
-    manifest = cbor2.dumps({"objects": {"w": {"shape": list(values.shape), "layout": "dense", "parts": {"data": part}}},
-                            "shards": {shard: {"size": 64 + values.nbytes, "digest": "xxh3:0"}}}, canonical=True)
+    manifest = cbor2.dumps(
+        {
+            "objects": {"w": {"shape": list(values.shape), "layout": "dense", "parts": {"data": part}}},
+            "shards": {shard: {"size": 64 + values.nbytes, "digest": "xxh3:0"}},
+        },
+        canonical=True,
+    )
     path = directory / "main.zt"
-    path.write_bytes(MAGIC_V2 + bytes(4088) + manifest
-                     + struct.pack("<QQQII", 4096, len(manifest), xxh3_64(manifest), 2, 0) + MAGIC_V2)
+    path.write_bytes(
+        MAGIC_V2
+        + bytes(4088)
+        + manifest
+        + struct.pack("<QQQII", 4096, len(manifest), xxh3_64(manifest), 2, 0)
+        + MAGIC_V2
+    )
     return path
 
 
-SHARD_NAMES = ["../evil", "..", "/etc/passwd", "sub/../../evil", "a/b", "a\\b", ".hidden", "", "x" * 65, "\u2024\u2024",
-               "evil\x00", "~", "C:evil", "%2e%2e", "..\\evil", " ", "e vil"]
+SHARD_NAMES = [
+    "../evil",
+    "..",
+    "/etc/passwd",
+    "sub/../../evil",
+    "a/b",
+    "a\\b",
+    ".hidden",
+    "",
+    "x" * 65,
+    "\u2024\u2024",
+    "evil\x00",
+    "~",
+    "C:evil",
+    "%2e%2e",
+    "..\\evil",
+    " ",
+    "e vil",
+]
 
 
 @pytest.mark.parametrize("name", SHARD_NAMES, ids=range(len(SHARD_NAMES)))
@@ -378,8 +416,11 @@ def test_paths_named_in_metadata_are_never_opened(tmp_path, monkeypatch):
     bait = tmp_path / "bait"
     bait.write_bytes(b"x")
     tet, zt = tmp_path / "m.tet", tmp_path / "m.zt"
-    write_tetr(tet, [DatasetWrite("a", np.zeros(3, "f4"), attrs={"source": str(bait)})],
-               history=[{"op": "transform", "source": str(bait), "at": "1", "parents": [str(bait), "../bait"]}])
+    write_tetr(
+        tet,
+        [DatasetWrite("a", np.zeros(3, "f4"), attrs={"source": str(bait)})],
+        history=[{"op": "transform", "source": str(bait), "at": "1", "parents": [str(bait), "../bait"]}],
+    )
     write_ztensor_v01(zt, [("a", np.zeros(3, "f4"), {"path": str(bait), "shard": "bait", "file": "../bait"})])
     rec = _OpenRecorder(monkeypatch)
     for p in (tet, zt):

@@ -209,10 +209,12 @@ def test_era_request_counts(kind, comp, http, s3, era_files):
         assert STEPS - 2 <= again.gets <= STEPS, again.requests
         if comp == "none":  # uncompressed: only the row holding the point is fetched
             assert again.nbytes <= STEPS * NX * 4 and all(r[3] == NX * 4 for r in again.requests)
-        print(f"\n[{kind} {comp}] file {size} bytes, {STEPS} messages x 4 objects of {NY}x{NX} float32\n"
-              f"  open:              {opened.summary()}\n"
-              f"  one object:        {one.summary()}\n"
-              f"  point series:      {first.summary()} (first), {again.summary()} (descriptors cached)")
+        print(
+            f"\n[{kind} {comp}] file {size} bytes, {STEPS} messages x 4 objects of {NY}x{NX} float32\n"
+            f"  open:              {opened.summary()}\n"
+            f"  one object:        {one.summary()}\n"
+            f"  point series:      {first.summary()} (first), {again.summary()} (descriptors cached)"
+        )
 
 
 @pytest.mark.parametrize("kind", ["http", "s3"])
@@ -346,8 +348,9 @@ def test_storage_options_reach_fsspec(http):
 
     http._server.RequestHandlerClass.do_GET = spy
     try:
-        with xr.open_dataset(http.url("forecast.tgm"), engine=ENGINE,
-                             storage_options={"headers": {"X-Tensogram-Test": "yes"}}) as ds:
+        with xr.open_dataset(
+            http.url("forecast.tgm"), engine=ENGINE, storage_options={"headers": {"X-Tensogram-Test": "yes"}}
+        ) as ds:
             _ = ds["2t"][0].values
     finally:
         http._server.RequestHandlerClass.do_GET = original

@@ -65,5 +65,4 @@ def test_era_sample_maps_every_object_like_the_reference_decoder():
                 np.testing.assert_array_equal(field.values, values)
                 seen += 1
         assert seen == 4 * 3 * 2
-        np.testing.assert_array_equal(ds["valid_time"].values,
-                                      np.datetime64("2024-01-01T00:00:00") + ds["step"].values)
+        np.testing.assert_array_equal(ds["valid_time"].values, np.datetime64("2024-01-01T00:00:00") + ds["step"].values)

@@ -63,9 +63,13 @@ def _known_reader_bugs(request):
 def _message(layout="buffered", hashing="xxh3", comp="none", **kw) -> bytes:
     v = make_values("float32", (4, 5), seed=1)
     w = make_values("int16", (3,), seed=2)
-    return ref_encode({"base": [{"name": "a"}, {"name": "b"}], "_extra_": {"x": 1}},
-                      [(desc((4, 5), "float32", compression=comp, **COMPRESSIONS[comp]), v),
-                       (desc((3,), "int16"), w)], layout, hash=hashing, **kw)
+    return ref_encode(
+        {"base": [{"name": "a"}, {"name": "b"}], "_extra_": {"x": 1}},
+        [(desc((4, 5), "float32", compression=comp, **COMPRESSIONS[comp]), v), (desc((3,), "int16"), w)],
+        layout,
+        hash=hashing,
+        **kw,
+    )
 
 
 def _read_everything(src, **kw) -> list:
@@ -166,8 +170,9 @@ def test_verify_hash_detects_a_flipped_payload_byte(layout, comp):
 
 def test_verify_hash_detects_a_flipped_hash_slot_and_mask_byte():
     v = make_values("float64", (10, 20), seed=3, nonfinite=True)
-    buf = tensogram.encode({}, [(desc((10, 20), "float64"), v)], allow_nan=True, allow_inf=True,
-                           small_mask_threshold_bytes=0)
+    buf = tensogram.encode(
+        {}, [(desc((10, 20), "float64"), v)], allow_nan=True, allow_inf=True, small_mask_threshold_bytes=0
+    )
     off, _t, length = next(f for f in frames(buf) if f[1] == 9)
     for pos in (off + length - 12, off + length - 5, off + 16 + 1600 + 2):  # hash slot; a mask blob byte
         bad = bytearray(buf)
@@ -190,8 +195,12 @@ def test_verify_hash_on_unhashed_message_raises_missing_hash(layout):
 
 # ------------------------------------------------------------------ truncation
 def _small_file() -> tuple[bytes, list[tuple[int, int]]]:
-    parts = [_message("buffered"), _message("streaming", comp="zstd"), _message("backfilled", hashing=None),
-             _message("buffered", comp="lz4")]
+    parts = [
+        _message("buffered"),
+        _message("streaming", comp="zstd"),
+        _message("backfilled", hashing=None),
+        _message("buffered", comp="lz4"),
+    ]
     buf = b"".join(parts)
     return buf, tensogram.scan(buf)
 
@@ -334,10 +343,28 @@ def _frame_damage(m: bytes, kind: str) -> bytes:
     raise KeyError(kind)
 
 
-FRAME_DAMAGE = ["meta-FR", "meta-ENDF", "data-FR", "data-ENDF", "data-type-0", "data-type-4", "data-type-10",
-                "data-type-65535", "meta-type-0", "meta-type-4", "meta-type-11", "meta-length-huge",
-                "meta-length-past-end", "meta-length-below-min", "data-length-huge", "data-length-past-end",
-                "data-length-below-min", "cbor-offset-low", "cbor-offset-high", "cbor-offset-huge"]
+FRAME_DAMAGE = [
+    "meta-FR",
+    "meta-ENDF",
+    "data-FR",
+    "data-ENDF",
+    "data-type-0",
+    "data-type-4",
+    "data-type-10",
+    "data-type-65535",
+    "meta-type-0",
+    "meta-type-4",
+    "meta-type-11",
+    "meta-length-huge",
+    "meta-length-past-end",
+    "meta-length-below-min",
+    "data-length-huge",
+    "data-length-past-end",
+    "data-length-below-min",
+    "cbor-offset-low",
+    "cbor-offset-high",
+    "cbor-offset-huge",
+]
 
 
 @pytest.mark.parametrize("kind", FRAME_DAMAGE)
@@ -352,6 +379,7 @@ def _swap_types(mapping):
     def edit(fr):
         for f in fr:
             f.ftype = mapping.get(f.ftype, f.ftype)
+
     return edit
 
 
@@ -369,29 +397,53 @@ def _order_damage(kind: str):
     if kind == "dangling-preceder":  # at the end of a buffered body / after a streaming footer
         return lambda fr: [*fr, Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]}))]
     if kind == "two-preceders":
+
         def edit(fr):
             k = next(i for i, f in enumerate(fr) if f.ftype == 9)
             p = Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]}))
             return [*fr[:k], p, Frame(8, 0, body=p.body), *fr[k:]]
+
         return edit
     if kind == "preceder-two-entries":
+
         def edit(fr):
             k = next(i for i, f in enumerate(fr) if f.ftype == 9)
             return [*fr[:k], Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}, {"q": 2}]})), *fr[k:]]
+
         return edit
     if kind == "preceder-then-footer":
+
         def edit(fr):
             k = [i for i, f in enumerate(fr) if f.ftype in (5, 6, 7)]
             k = k[0] if k else len(fr)
             return [*fr[:k], Frame(8, 0, body=cbor2.dumps({"base": [{"p": 1}]})), *fr[k:]]
+
         return edit
     raise KeyError(kind)
 
 
-ORDER_CASES = [("buffered", k) for k in ("index-after-data", "metadata-after-data", "header-as-footer", "no-metadata",
-                                         "dangling-preceder", "two-preceders", "preceder-two-entries")] + \
-              [("streaming", k) for k in ("footer-before-data", "no-metadata", "dangling-preceder",
-                                          "two-preceders", "preceder-then-footer", "preceder-two-entries")]
+ORDER_CASES = [
+    ("buffered", k)
+    for k in (
+        "index-after-data",
+        "metadata-after-data",
+        "header-as-footer",
+        "no-metadata",
+        "dangling-preceder",
+        "two-preceders",
+        "preceder-two-entries",
+    )
+] + [
+    ("streaming", k)
+    for k in (
+        "footer-before-data",
+        "no-metadata",
+        "dangling-preceder",
+        "two-preceders",
+        "preceder-then-footer",
+        "preceder-two-entries",
+    )
+]
 
 
 @pytest.mark.parametrize("layout,kind", ORDER_CASES)
@@ -421,10 +473,12 @@ NOT_READ_AT_OPEN = {("buffered", "dangling-preceder")}
 
 def test_preceder_merges_like_the_reference():
     """A hand-inserted preceder (spec §8.4): its keys win over base[i], _reserved_ dropped, the rest kept."""
+
     def edit(fr):
         k = [i for i, f in enumerate(fr) if f.ftype == 9][1]
         p = Frame(8, 0, body=cbor2.dumps({"base": [{"name": "override", "p": "x", "_reserved_": {"z": 1}}]}))
         return [*fr[:k], p, *fr[k:]]
+
     for layout in ("buffered", "streaming"):
         buf = edit_message(_message(layout, hashing=None), edit)
         ref = tensogram.decode(buf)
@@ -437,8 +491,9 @@ def test_preceder_merges_like_the_reference():
                 assert_same_array(f[0].read_object(j), a)
 
 
-@pytest.mark.parametrize("variant", ["descriptor-first", "frame-version-7", "unknown-flag-bits", "nonzero-padding",
-                                     "index-frame-version"])
+@pytest.mark.parametrize(
+    "variant", ["descriptor-first", "frame-version-7", "unknown-flag-bits", "nonzero-padding", "index-frame-version"]
+)
 def test_tolerated_frame_variants(variant):
     """Layouts the reference decoder accepts (spec §3, §18) read the same values."""
     m = _message("buffered", hashing="xxh3")
@@ -485,6 +540,7 @@ def _index_edit(offsets=None, lengths=None, raw=None):
                 if lengths is not None:
                     v["lengths"] = lengths(v["lengths"])
                 f.set_value(v)
+
     return edit
 
 
@@ -534,6 +590,7 @@ def _meta_edit(new_value=None, raw=None):
             mf.body = raw
         else:
             mf.set_value(new_value(mf.value))
+
     return edit
 
 
@@ -566,6 +623,7 @@ def _desc_edit(change, k=0):
         d = f.value
         change(d)
         f.set_value(d)
+
     return edit
 
 
@@ -607,6 +665,7 @@ def test_descriptor_damage(kind, layout):
     overflow u64. The message metadata's _reserved_.tensor is left as the encoder wrote it."""
     change, expected = DESCRIPTOR_DAMAGE[kind]
     if change is None:
+
         def edit(fr):
             data_frames(fr)[0].descriptor = cbor2.dumps(["not", "a", "map"])
     else:
@@ -632,6 +691,7 @@ def test_shape_product_overflow_in_metadata(kind):
             d = f.value
             d["shape"] = huge
             f.set_value(d)
+
     bad = edit_message(_message("buffered", hashing=None), edit)
     tracemalloc.start()
     try:
@@ -662,21 +722,36 @@ MASK_DAMAGE = {
 @pytest.mark.parametrize("kind", list(MASK_DAMAGE))
 def test_mask_damage(kind):
     v = make_values("float64", (6, 10), seed=9, nonfinite=True)
-    buf = tensogram.encode({}, [(desc((6, 10), "float64"), v)], allow_nan=True, allow_inf=True,
-                           small_mask_threshold_bytes=0, hash=None)
+    buf = tensogram.encode(
+        {}, [(desc((6, 10), "float64"), v)], allow_nan=True, allow_inf=True, small_mask_threshold_bytes=0, hash=None
+    )
 
     def change(d):
         if MASK_DAMAGE[kind] is None:
             d["masks"] = [1, 2]
         else:
             MASK_DAMAGE[kind](d["masks"])
+
     bad = edit_message(buf, _desc_edit(change))
     assert_rejected(bad, ref_rejects=kind not in ("length-not-int",))
 
 
-PAYLOAD_DAMAGE = ["raw-short", "raw-long", "packing-short", "zstd-garbage", "zstd-truncated", "lz4-garbage",
-                  "lz4-prefix-lies", "blosc2-garbage", "szip-garbage", "zfp-garbage", "sz3-garbage",
-                  "shuffle-odd-length", "bitmask-rle-garbage", "bitmask-roaring-garbage"]
+PAYLOAD_DAMAGE = [
+    "raw-short",
+    "raw-long",
+    "packing-short",
+    "zstd-garbage",
+    "zstd-truncated",
+    "lz4-garbage",
+    "lz4-prefix-lies",
+    "blosc2-garbage",
+    "szip-garbage",
+    "zfp-garbage",
+    "sz3-garbage",
+    "shuffle-odd-length",
+    "bitmask-rle-garbage",
+    "bitmask-roaring-garbage",
+]
 
 
 def _payload_case(kind: str) -> bytes:
@@ -712,6 +787,7 @@ def _payload_case(kind: str) -> bytes:
             f.payload = struct.pack("<I", 0xFFFFFFF0) + p[4:]
         else:
             f.payload = p[:8] + bytes((b * 37 + 11) & 0xFF for b in p[8:]) if len(p) > 8 else b"\xff" * 16
+
     return edit_message(buf, edit)
 
 
@@ -779,6 +855,7 @@ def test_payload_claiming_huge_size_does_not_allocate_it(pipeline, claimed, tmp_
         dd = f.value
         dd.update(shape=[n], strides=[1])
         f.set_value(dd)
+
     bad = edit_message(buf, edit)
     if pipeline in ISOLATED:
         _read_in_child(bad, tmp_path)
@@ -838,6 +915,7 @@ def test_lz4_size_prefix_claiming_4gb_does_not_allocate_it():
     def edit(fr):
         f = data_frames(fr)[0]
         f.payload = struct.pack("<I", 0xFFFFFFF0) + f.payload[4:]
+
     bad = edit_message(buf, edit)
     tracemalloc.start()
     try:
@@ -885,12 +963,17 @@ def _corrupt_middle(kind: str, layout: str) -> bytes:
     raise KeyError(kind)
 
 
-@pytest.mark.parametrize("kind", ["end-magic", "version", "frame-type", "metadata-not-map", "endf", "truncated",
-                                  "total-length-lies"])
+@pytest.mark.parametrize(
+    "kind", ["end-magic", "version", "frame-type", "metadata-not-map", "endf", "truncated", "total-length-lies"]
+)
 @pytest.mark.parametrize("layout", ["buffered", "streaming", "backfilled"])
 def test_corrupt_message_in_the_middle_is_skipped(kind, layout):
-    good = [_message("buffered"), _message("streaming", comp="lz4"), _message("backfilled"),
-            _message("buffered", hashing=None)]
+    good = [
+        _message("buffered"),
+        _message("streaming", comp="lz4"),
+        _message("backfilled"),
+        _message("buffered", hashing=None),
+    ]
     bad = _corrupt_middle(kind, layout)
     buf = good[0] + good[1] + bad + good[2] + good[3]
     if kind == "total-length-lies" and layout == "streaming":
@@ -977,9 +1060,13 @@ def _codec_file() -> tuple[bytes, list[str]]:
     parts = []
     for (d, x), name in zip(objs, names, strict=True):
         m = name.split("-")[1] if name.startswith("mask-") else None
-        parts.append(tensogram.encode({"base": [{"name": name}]}, [(d, x)],
-                                      **(dict(kw, nan_mask_method=m, pos_inf_mask_method=m, neg_inf_mask_method=m)
-                                         if m else {})))
+        parts.append(
+            tensogram.encode(
+                {"base": [{"name": name}]},
+                [(d, x)],
+                **(dict(kw, nan_mask_method=m, pos_inf_mask_method=m, neg_inf_mask_method=m) if m else {}),
+            )
+        )
     return b"".join(parts), names
 
 
@@ -1023,8 +1110,14 @@ def ref_decode_all_local(buf: bytes) -> list:
 
 
 def test_error_hierarchy():
-    for cls in (CorruptFileError, TruncatedFileError, MetadataError, IntegrityError, MissingHashError,
-                MissingCodecError):
+    for cls in (
+        CorruptFileError,
+        TruncatedFileError,
+        MetadataError,
+        IntegrityError,
+        MissingHashError,
+        MissingCodecError,
+    ):
         assert issubclass(cls, XarrayTensogramError) and issubclass(cls, ValueError)
     assert issubclass(TruncatedFileError, CorruptFileError)
     assert issubclass(MissingCodecError, ImportError) and issubclass(MissingCodecError, NotImplementedError)
@@ -1039,11 +1132,20 @@ def test_every_byte_flip_ends_in_our_errors_or_values(layout):
     flip hits the payload of the raw object, ours and the reference agree on the (wrong) values."""
     v = make_values("float64", (4, 6), seed=8, nonfinite=True)
     p = np.nan_to_num(v, nan=1.0, posinf=2.0, neginf=3.0)
-    objs = [(desc((4, 6), "float64", compression="zstd"), v),
-            (desc((4, 6), "float64", encoding="simple_packing", sp_bits_per_value=10), p),
-            (desc((3, 2), "int32"), np.arange(6, dtype="i4").reshape(3, 2))]
-    buf = ref_encode({"base": [{"n": 1}, {"n": 2}, {"n": 3}]}, objs, layout, hash=None, allow_nan=True,
-                     allow_inf=True, small_mask_threshold_bytes=0)
+    objs = [
+        (desc((4, 6), "float64", compression="zstd"), v),
+        (desc((4, 6), "float64", encoding="simple_packing", sp_bits_per_value=10), p),
+        (desc((3, 2), "int32"), np.arange(6, dtype="i4").reshape(3, 2)),
+    ]
+    buf = ref_encode(
+        {"base": [{"n": 1}, {"n": 2}, {"n": 3}]},
+        objs,
+        layout,
+        hash=None,
+        allow_nan=True,
+        allow_inf=True,
+        small_mask_threshold_bytes=0,
+    )
     raw_off, _t, _raw_len = [f for f in frames(buf) if f[1] == 9][2]
     raw_payload = range(raw_off + 16, raw_off + 16 + 24)
     counts = {"ok": 0, "ours": 0}

@@ -49,14 +49,12 @@ _ZFP_SHUFFLE_REASON = (
     "decodes prod(shape) doubles (35 here, reading zeros past the 17-double stream), unshuffles all 280 bytes and "
     "unpacks the first 136; ours decodes the 17 doubles the stream holds, so the values differ when S > 1"
 )
-KNOWN_READER_BUGS: dict[str, str] = {
-}
+KNOWN_READER_BUGS: dict[str, str] = {}
 
 
 @pytest.fixture(autouse=True)
 def _known_reader_bugs(request):
     mark_known_reader_bugs(request, KNOWN_READER_BUGS)
-
 
 
 def _shuffle_size(dtype: str) -> int:
@@ -79,8 +77,9 @@ def _check_reference_cannot_read(buf: bytes) -> None:
         assert out.shape == tuple(d["shape"])
 
 
-def _check_one(buf: bytes, dtype: str, *, hashed: bool = True, atol: float | None = None,
-               rows: bool = True, verify: bool = True) -> None:
+def _check_one(
+    buf: bytes, dtype: str, *, hashed: bool = True, atol: float | None = None, rows: bool = True, verify: bool = True
+) -> None:
     """Ours versus the reference on a one-message, one-object buffer."""
     try:
         ref_msg = tensogram.decode(buf)
@@ -105,7 +104,9 @@ def _check_one(buf: bytes, dtype: str, *, hashed: bool = True, atol: float | Non
             if hashed:
                 assert_same_array(msg.read_object(0, verify_hash=True), ref, dtype, atol=atol)
                 if rows and ref.ndim >= 1:
-                    assert_same_array(msg.read_object(0, verify_hash=True, rows=slice(1, 3)), ref[1:3], dtype, atol=atol)
+                    assert_same_array(
+                        msg.read_object(0, verify_hash=True, rows=slice(1, 3)), ref[1:3], dtype, atol=atol
+                    )
             else:
                 with pytest.raises(tensogram.MissingHashError):
                     tensogram.decode(buf, verify_hash=True)
@@ -128,8 +129,9 @@ def test_pipeline_matrix(dtype, byte_order, filt, comp, hashed, layout):
     d = desc(SHAPE, dtype, byte_order=byte_order, filter=filt, compression=comp, **COMPRESSIONS[comp])
     if filt == "shuffle":
         d["shuffle_element_size"] = _shuffle_size(dtype)
-    buf = try_ref_encode({"base": [{"name": "v"}]}, [(d, wire_bytes(values, dtype, byte_order))], layout,
-                         hash="xxh3" if hashed else None)
+    buf = try_ref_encode(
+        {"base": [{"name": "v"}]}, [(d, wire_bytes(values, dtype, byte_order))], layout, hash="xxh3" if hashed else None
+    )
     _check_one(buf, dtype, hashed=hashed)
 
 
@@ -145,8 +147,14 @@ def _packing_values(seed: int = 3, n: int = 35) -> np.ndarray:
 def test_simple_packing_bits(bits, decimal, byte_order):
     """Every bit width 0..64 (non-multiples of 8 included) and decimal scale factors -1, 0, 2."""
     values = _packing_values(bits)
-    d = desc(SHAPE, "float64", byte_order=byte_order, encoding="simple_packing",
-             sp_bits_per_value=bits, sp_decimal_scale_factor=decimal)
+    d = desc(
+        SHAPE,
+        "float64",
+        byte_order=byte_order,
+        encoding="simple_packing",
+        sp_bits_per_value=bits,
+        sp_decimal_scale_factor=decimal,
+    )
     buf = try_ref_encode({}, [(d, wire_bytes(values, "float64", byte_order))])
     _check_one(buf, "float64", verify=bits in (0, 12, 64))
 
@@ -162,8 +170,16 @@ def test_simple_packing_pipelines(bits, filt, comp, layout):
     """simple_packing followed by every filter and compressor (szip with packing reproduces the
     reference's own lossy libaec call, spec §13.4; zfp/sz3 after packing as the reference does)."""
     values = _packing_values(100 + bits)
-    d = desc(SHAPE, "float64", encoding="simple_packing", sp_bits_per_value=bits, sp_decimal_scale_factor=1,
-             filter=filt, compression=comp, **COMPRESSIONS[comp])
+    d = desc(
+        SHAPE,
+        "float64",
+        encoding="simple_packing",
+        sp_bits_per_value=bits,
+        sp_decimal_scale_factor=1,
+        filter=filt,
+        compression=comp,
+        **COMPRESSIONS[comp],
+    )
     if filt == "shuffle":
         d["shuffle_element_size"] = max(1, math.ceil(bits / 8))
     buf = try_ref_encode({}, [(d, values)], layout)
@@ -174,8 +190,14 @@ def test_simple_packing_explicit_params_clamp():
     """Explicit reference value / scale factor that push values out of range are clamped, as the reference does."""
     values = np.linspace(-10.0, 10.0, 35).reshape(SHAPE)
     for r, e in [(0.0, -3), (-5.0, 0), (100.0, -10), (-1e6, 20)]:
-        d = desc(SHAPE, "float64", encoding="simple_packing", sp_bits_per_value=12,
-                 sp_reference_value=r, sp_binary_scale_factor=e)
+        d = desc(
+            SHAPE,
+            "float64",
+            encoding="simple_packing",
+            sp_bits_per_value=12,
+            sp_reference_value=r,
+            sp_binary_scale_factor=e,
+        )
         _check_one(tensogram.encode({}, [(d, values)]), "float64")
 
 
@@ -193,15 +215,24 @@ def test_simple_packing_matches_compute_packing_params():
 # ------------------------------------------------------------------ stage parameters
 STAGE_VARIANTS = (
     [("zstd", {"zstd_level": lvl}) for lvl in (-5, 1, 3, 9, 19)]
-    + [("blosc2", {"blosc2_codec": c, "blosc2_clevel": lv}) for c in ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
-       for lv in (1, 5, 9)]
-    + [("szip", {"szip_block_size": b, "szip_rsi": r, "szip_flags": fl}) for b in (8, 16, 32, 64) for r in (1, 4, 128)
-       for fl in (0, 8, 9, 12, 40)]
+    + [
+        ("blosc2", {"blosc2_codec": c, "blosc2_clevel": lv})
+        for c in ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
+        for lv in (1, 5, 9)
+    ]
+    + [
+        ("szip", {"szip_block_size": b, "szip_rsi": r, "szip_flags": fl})
+        for b in (8, 16, 32, 64)
+        for r in (1, 4, 128)
+        for fl in (0, 8, 9, 12, 40)
+    ]
     + [("zfp", {"zfp_mode": "fixed_rate", "zfp_rate": r}) for r in (4.0, 8.0, 16.0, 32.0, 64.0)]
     + [("zfp", {"zfp_mode": "fixed_precision", "zfp_precision": p}) for p in (8, 16, 32, 64)]
     + [("zfp", {"zfp_mode": "fixed_accuracy", "zfp_tolerance": t}) for t in (1e-6, 1e-2, 0.5)]
-    + [("sz3", {"sz3_error_bound_mode": m, "sz3_error_bound": eb}) for m, eb in
-       (("abs", 1e-6), ("abs", 0.5), ("rel", 1e-3), ("rel", 0.1), ("psnr", 60.0), ("psnr", 20.0))]
+    + [
+        ("sz3", {"sz3_error_bound_mode": m, "sz3_error_bound": eb})
+        for m, eb in (("abs", 1e-6), ("abs", 0.5), ("rel", 1e-3), ("rel", 0.1), ("psnr", 60.0), ("psnr", 20.0))
+    ]
 )
 
 
@@ -222,8 +253,9 @@ def _lossy_bound(comp: str, params: dict, values: np.ndarray) -> float | None:
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "uint16", "float32", "int32", "float64", "float16"])
-@pytest.mark.parametrize("comp,params", STAGE_VARIANTS,
-                         ids=[f"{c}-" + "-".join(f"{v}" for v in p.values()) for c, p in STAGE_VARIANTS])
+@pytest.mark.parametrize(
+    "comp,params", STAGE_VARIANTS, ids=[f"{c}-" + "-".join(f"{v}" for v in p.values()) for c, p in STAGE_VARIANTS]
+)
 def test_stage_parameters(comp, params, dtype):
     """zstd levels, blosc2 codecs/levels, szip block sizes/RSI/flags, every zfp and sz3 mode."""
     if comp in LOSSY and dtype != "float64":
@@ -240,8 +272,11 @@ def test_stage_parameters(comp, params, dtype):
         assert np.max(np.abs(ref - values)) <= params["sz3_error_bound"] * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("comp,params", [v for v in STAGE_VARIANTS if v[0] in LOSSY],
-                         ids=[f"{c}-" + "-".join(f"{v}" for v in p.values()) for c, p in STAGE_VARIANTS if c in LOSSY])
+@pytest.mark.parametrize(
+    "comp,params",
+    [v for v in STAGE_VARIANTS if v[0] in LOSSY],
+    ids=[f"{c}-" + "-".join(f"{v}" for v in p.values()) for c, p in STAGE_VARIANTS if c in LOSSY],
+)
 def test_lossy_decoders_are_bit_identical_here(comp, params):
     """Measured: with zfpy 1.0.1 and pysz 1.1.0 our zfp/sz3 decodes equal the reference's bit for bit.
     (If a future library version changes this, test_stage_parameters still bounds the difference.)"""
@@ -256,8 +291,14 @@ def test_lossy_decoders_are_bit_identical_here(comp, params):
 
 # ------------------------------------------------------------------ NaN / Inf masks
 def _mask_kwargs(nan_m, pinf_m, ninf_m, threshold=0):
-    return {"allow_nan": True, "allow_inf": True, "nan_mask_method": nan_m, "pos_inf_mask_method": pinf_m,
-                "neg_inf_mask_method": ninf_m, "small_mask_threshold_bytes": threshold}
+    return {
+        "allow_nan": True,
+        "allow_inf": True,
+        "nan_mask_method": nan_m,
+        "pos_inf_mask_method": pinf_m,
+        "neg_inf_mask_method": ninf_m,
+        "small_mask_threshold_bytes": threshold,
+    }
 
 
 @pytest.mark.parametrize("layout", ["buffered", "streaming"])
@@ -270,16 +311,16 @@ def test_masks(dtype, method, byte_order, comp, layout):
     shape = (12, 9)
     values = make_values(dtype, shape, seed=11, nonfinite=True)
     d = desc(shape, dtype, byte_order=byte_order, compression=comp, **COMPRESSIONS[comp])
-    buf = try_ref_encode({}, [(d, wire_bytes(values, dtype, byte_order))], layout,
-                         **_mask_kwargs(method, method, method))
+    buf = try_ref_encode(
+        {}, [(d, wire_bytes(values, dtype, byte_order))], layout, **_mask_kwargs(method, method, method)
+    )
     ours_desc = open_tensogram(buf)[0].descriptors[0]
     assert {m["method"] for m in ours_desc["masks"].values()} == {method}
     assert set(ours_desc["masks"]) == {"nan", "inf+", "inf-"}
     _check_one(buf, dtype)
 
 
-@pytest.mark.parametrize("methods", list(itertools.permutations(MASK_METHODS, 3)),
-                         ids=lambda m: "-".join(m))
+@pytest.mark.parametrize("methods", list(itertools.permutations(MASK_METHODS, 3)), ids=lambda m: "-".join(m))
 def test_masks_mixed_methods(methods):
     """A different method per kind (nan, inf+, inf-), float64 with shuffle + zstd."""
     shape = (10, 30)
@@ -296,8 +337,15 @@ def test_masks_default_threshold_large_array(method):
     """Default small-mask threshold (128 bytes): 2000 elements exceed it, so the method is kept."""
     shape = (50, 40)
     values = make_values("float32", shape, seed=13, nonfinite=True)
-    buf = tensogram.encode({}, [(desc(shape, "float32"), values)], allow_nan=True, allow_inf=True,
-                           nan_mask_method=method, pos_inf_mask_method=method, neg_inf_mask_method=method)
+    buf = tensogram.encode(
+        {},
+        [(desc(shape, "float32"), values)],
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method=method,
+        pos_inf_mask_method=method,
+        neg_inf_mask_method=method,
+    )
     masks = open_tensogram(buf)[0].descriptors[0]["masks"]
     assert {m["method"] for m in masks.values()} == {method}
     _check_one(buf, "float32")
@@ -325,8 +373,16 @@ def test_masks_with_simple_packing(bits, comp, kinds):
     if "inf" in kinds:
         v[1, 1] = np.inf
         v[2, 3] = -np.inf
-    d = desc(SHAPE, "float64", encoding="simple_packing", sp_bits_per_value=bits, sp_reference_value=r,
-             sp_binary_scale_factor=e, compression=comp, **COMPRESSIONS[comp])
+    d = desc(
+        SHAPE,
+        "float64",
+        encoding="simple_packing",
+        sp_bits_per_value=bits,
+        sp_reference_value=r,
+        sp_binary_scale_factor=e,
+        compression=comp,
+        **COMPRESSIONS[comp],
+    )
     buf = try_ref_encode({}, [(d, v)], allow_nan=True, allow_inf=True, small_mask_threshold_bytes=0)
     _check_one(buf, "float64")
 
@@ -335,11 +391,18 @@ def test_masks_with_simple_packing(bits, comp, kinds):
 def test_restore_non_finite_gives_canonical_patterns(dtype):
     """Restored NaNs carry the canonical pattern of spec §15.4, not the original payload."""
     values = make_values(dtype, (4, 8), seed=15, nonfinite=True)
-    buf = tensogram.encode({}, [(desc((4, 8), dtype), wire_bytes(values, dtype, "little"))],
-                           allow_nan=True, allow_inf=True)
+    buf = tensogram.encode(
+        {}, [(desc((4, 8), dtype), wire_bytes(values, dtype, "little"))], allow_nan=True, allow_inf=True
+    )
     ours = open_tensogram(buf)[0].read_object(0)
-    canon = {"float16": 0x7E00, "bfloat16": 0x7FC0, "float32": 0x7FC00000, "float64": 0x7FF8000000000000,
-             "complex64": 0x7FC00000, "complex128": 0x7FF8000000000000}[dtype]
+    canon = {
+        "float16": 0x7E00,
+        "bfloat16": 0x7FC0,
+        "float32": 0x7FC00000,
+        "float64": 0x7FF8000000000000,
+        "complex64": 0x7FC00000,
+        "complex128": 0x7FF8000000000000,
+    }[dtype]
     bits = ours.view(np.float32 if dtype == "complex64" else np.float64) if dtype.startswith("complex") else ours
     ubits = bits.view(f"u{bits.dtype.itemsize}")
     nan = (ubits & 32640 == 32640) & (ubits & 127 != 0) if dtype == "bfloat16" else np.isnan(bits)
@@ -359,8 +422,11 @@ def test_hash_policies_and_layouts(layout, hashing, aggregate, n_objects):
         dt = ["float32", "int16", "float64"][j]
         v = make_values(dt, (3 + j, 4), seed=j)
         objs.append((desc(v.shape, dt, compression=["none", "zstd", "lz4"][j]), v))
-    meta = {"base": [{"name": f"o{j}", "mars": {"param": j}} for j in range(n_objects)],
-            "_extra_": {"title": "t"}, "free": [1, 2.5, "x", None, True]}
+    meta = {
+        "base": [{"name": f"o{j}", "mars": {"param": j}} for j in range(n_objects)],
+        "_extra_": {"title": "t"},
+        "free": [1, 2.5, "x", None, True],
+    }
     kw = {"hash": hashing}
     if aggregate is not None:
         kw["aggregate_hash"] = aggregate
@@ -452,10 +518,25 @@ def _mixed_objects(seed: int) -> list[tuple[dict, object]]:
     f64 = np.cumsum(make_values("float64", (6, 8), seed=seed), axis=1)
     nf = make_values("float32", (6, 8), seed=seed + 1, nonfinite=True)
     return [
-        (desc((6, 8), "float64", encoding="simple_packing", sp_bits_per_value=16, compression="szip",
-              szip_rsi=4, szip_block_size=16, szip_flags=8), f64),
-        (desc((6, 8), "float32", filter="shuffle", shuffle_element_size=4, compression="blosc2",
-              blosc2_codec="zstd"), nf),
+        (
+            desc(
+                (6, 8),
+                "float64",
+                encoding="simple_packing",
+                sp_bits_per_value=16,
+                compression="szip",
+                szip_rsi=4,
+                szip_block_size=16,
+                szip_flags=8,
+            ),
+            f64,
+        ),
+        (
+            desc(
+                (6, 8), "float32", filter="shuffle", shuffle_element_size=4, compression="blosc2", blosc2_codec="zstd"
+            ),
+            nf,
+        ),
         (desc((6, 8), "float64", compression="zfp", zfp_mode="fixed_accuracy", zfp_tolerance=0.01), f64),
         (desc((6, 8), "int16", byte_order="big"), wire_bytes(make_values("int16", (6, 8), seed), "int16", "big")),
         (desc((13,), "bitmask", compression="rle"), make_values("bitmask", (13,), seed).tobytes()),
@@ -487,7 +568,9 @@ def _mixed_file() -> tuple[bytes, list[int]]:
     return buf, offsets
 
 
-@pytest.mark.filterwarnings("ignore:.*skipped trailing bytes:xarray_tensogram.errors.CorruptMessageWarning")  # _mixed_file ends in junk
+@pytest.mark.filterwarnings(
+    "ignore:.*skipped trailing bytes:xarray_tensogram.errors.CorruptMessageWarning"
+)  # _mixed_file ends in junk
 def test_multi_message_file_matches_reference(tmp_path):
     buf, offsets = _mixed_file()
     refs = ref_decode_all(buf)
@@ -507,7 +590,9 @@ def test_multi_message_file_matches_reference(tmp_path):
         assert_same_array(f[1].read_object(1, verify_hash=True), refs[1].objects[1][1])
 
 
-@pytest.mark.filterwarnings("ignore:.*skipped trailing bytes:xarray_tensogram.errors.CorruptMessageWarning")  # _mixed_file ends in junk
+@pytest.mark.filterwarnings(
+    "ignore:.*skipped trailing bytes:xarray_tensogram.errors.CorruptMessageWarning"
+)  # _mixed_file ends in junk
 def test_multi_message_rows_reads():
     buf, _ = _mixed_file()
     refs = ref_decode_all(buf)
@@ -523,8 +608,7 @@ def test_hundreds_of_streaming_messages_from_finish_and_reset():
     enc = tensogram.StreamingEncoder({"_extra_": {"run": 1}})
     parts = []
     for i in range(120):
-        enc.write_object(desc((2, 2), "float32", compression=["none", "zstd"][i % 2]),
-                         np.full((2, 2), i, dtype="f4"))
+        enc.write_object(desc((2, 2), "float32", compression=["none", "zstd"][i % 2]), np.full((2, 2), i, dtype="f4"))
         parts.append(enc.finish_and_reset_backfilled() if i % 3 == 0 else enc.finish_and_reset())
     buf = b"".join(parts)
     with open_tensogram(buf) as f:
@@ -534,8 +618,10 @@ def test_hundreds_of_streaming_messages_from_finish_and_reset():
 
 
 # ------------------------------------------------------------------ partial reads in detail
-@pytest.mark.parametrize("pipeline", ["raw", "raw-masks", "packing", "packing-masks", "szip", "blosc2", "zstd",
-                                      "shuffle", "zfp", "packing-blosc2"])
+@pytest.mark.parametrize(
+    "pipeline",
+    ["raw", "raw-masks", "packing", "packing-masks", "szip", "blosc2", "zstd", "shuffle", "zfp", "packing-blosc2"],
+)
 @pytest.mark.parametrize("layout", ["buffered", "streaming"])
 def test_rows_every_range(pipeline, layout):
     """Every (start, stop) pair of a 9-row object equals the slice of the reference decode."""
@@ -614,9 +700,17 @@ def test_metadata_values_and_descriptor_extras():
     """Nested maps, integer keys in nested maps, floats of every CBOR width, big integers, unicode,
     null/bool, a legacy top-level ``version`` (moved to _extra_), unknown descriptor keys kept."""
     meta = {
-        "base": [{"name": "ü-name", "mars": {"param": "2t", "levelist": [1000, 850, 500], "step": 6},
-                  "nested": {1: "int key", "deep": {"x": [1.5, 0.1, 1e300, -0.0, float("inf")]}},
-                  "flags": [True, False, None], "big": 2**63 - 1, "neg": -(2**63), "huge": 2**64 - 1}],
+        "base": [
+            {
+                "name": "ü-name",
+                "mars": {"param": "2t", "levelist": [1000, 850, 500], "step": 6},
+                "nested": {1: "int key", "deep": {"x": [1.5, 0.1, 1e300, -0.0, float("inf")]}},
+                "flags": [True, False, None],
+                "big": 2**63 - 1,
+                "neg": -(2**63),
+                "huge": 2**64 - 1,
+            }
+        ],
         "_extra_": {"title": "metadata ☃", "history": ["a", "b"]},
         "version": 2,
         "free_key": {"k": 1},
@@ -671,8 +765,12 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402 - imports of t
 from hypothesis import strategies as st  # noqa: E402 - imports of the property tests, kept with them
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     dtype=st.sampled_from(DTYPES),
     shape=st.lists(st.integers(0, 6), min_size=0, max_size=4),
@@ -687,8 +785,9 @@ from hypothesis import strategies as st  # noqa: E402 - imports of the property 
     rows=st.tuples(st.integers(-3, 8), st.integers(-3, 8)),
     packing=st.one_of(st.none(), st.tuples(st.integers(0, 64), st.integers(-2, 3))),
 )
-def test_random_pipelines_match_reference(dtype, shape, byte_order, filt, comp, hashed, layout, nonfinite,
-                                          method, seed, rows, packing):
+def test_random_pipelines_match_reference(
+    dtype, shape, byte_order, filt, comp, hashed, layout, nonfinite, method, seed, rows, packing
+):
     if packing is not None:
         dtype = "float64"
     nonfinite = nonfinite and dtype in FLOAT_DTYPES and packing is None
@@ -703,11 +802,22 @@ def test_random_pipelines_match_reference(dtype, shape, byte_order, filt, comp, 
             d["shuffle_element_size"] = max(1, math.ceil(bits / 8))
         if filt == "shuffle" and comp == "zfp":
             return  # known divergence, see KNOWN_READER_BUGS (_ZFP_SHUFFLE_REASON)
-    kw = {"allow_nan": True, "allow_inf": True, "nan_mask_method": method, "pos_inf_mask_method": method,
-              "neg_inf_mask_method": method, "small_mask_threshold_bytes": 0} if nonfinite else {}
+    kw = (
+        {
+            "allow_nan": True,
+            "allow_inf": True,
+            "nan_mask_method": method,
+            "pos_inf_mask_method": method,
+            "neg_inf_mask_method": method,
+            "small_mask_threshold_bytes": 0,
+        }
+        if nonfinite
+        else {}
+    )
     try:
-        buf = ref_encode({}, [(d, wire_bytes(values, dtype, byte_order))], layout,
-                         hash="xxh3" if hashed else None, **kw)
+        buf = ref_encode(
+            {}, [(d, wire_bytes(values, dtype, byte_order))], layout, hash="xxh3" if hashed else None, **kw
+        )
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException:  # the reference rejects this combination

@@ -85,7 +85,9 @@ def test_fixture_matches_manifest(name):
 
 #: fixtures written by tensogram 0.19.0 set the preamble's HASHES_PRESENT flag (0x80) but no
 #: per-frame HASH_PRESENT bit; the reference's decode(verify_hash=True) raises MissingHashError on them
-UNHASHED_FRAMES = {n for n in FILES if MANIFEST["files"][n]["messages"][0]["metadata"]["reserved"]["encoder"]["version"] == "0.19.0"}
+UNHASHED_FRAMES = {
+    n for n in FILES if MANIFEST["files"][n]["messages"][0]["metadata"]["reserved"]["encoder"]["version"] == "0.19.0"
+}
 
 
 def test_unhashed_fixture_list_is_what_the_reference_says():

@@ -31,14 +31,22 @@ from xarray_tensogram.formats.tensogram import writer as writer_mod  # noqa: E40
 from xarray_tensogram.formats.tensogram.writer import ObjectInput, encode_message, write_messages  # noqa: E402 - after the pytest.importorskip above
 
 SAMPLE = os.path.join(os.path.dirname(xarray_tensogram.__file__), "samples", "forecast.tgm")
-needs = {name: pytest.mark.skipif(not available(mod), reason=f"{mod} not installed")
-         for name, mod in (("szip", "imagecodecs"), ("zfp", "zfpy"), ("lz4", "lz4.block"), ("blosc2", "blosc2"),
-                           ("roaring", "pyroaring"))}
+needs = {
+    name: pytest.mark.skipif(not available(mod), reason=f"{mod} not installed")
+    for name, mod in (
+        ("szip", "imagecodecs"),
+        ("zfp", "zfpy"),
+        ("lz4", "lz4.block"),
+        ("blosc2", "blosc2"),
+        ("roaring", "pyroaring"),
+    )
+}
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+
 
 def _field(shape, dtype="float64", seed=0, scale=100.0):
     """Smooth-ish, compressible values (a sine pattern plus noise) of the given dtype."""
@@ -89,7 +97,7 @@ def _first_difference(a: bytes, b: bytes) -> str:
     for i, (x, y) in enumerate(zip(a, b, strict=False)):  # lengths may differ: reported below
         if x != y:
             lo = max(0, i - 8)
-            return f"first difference at byte {i}: ours {a[lo:i + 8].hex()} ref {b[lo:i + 8].hex()}"
+            return f"first difference at byte {i}: ours {a[lo : i + 8].hex()} ref {b[lo : i + 8].hex()}"
     return f"lengths differ: ours {len(a)} ref {len(b)}"
 
 
@@ -119,8 +127,13 @@ def _ref_decode_equal(ours: bytes, ref: bytes) -> None:
     assert dict(a.metadata.extra) == dict(b.metadata.extra)
     assert list(a.metadata.base) == list(b.metadata.base)
     for (da, va), (db, vb) in zip(a.objects, b.objects, strict=True):
-        assert (da.dtype, list(da.shape), da.encoding, da.filter, da.compression) == \
-            (db.dtype, list(db.shape), db.encoding, db.filter, db.compression)
+        assert (da.dtype, list(da.shape), da.encoding, da.filter, da.compression) == (
+            db.dtype,
+            list(db.shape),
+            db.encoding,
+            db.filter,
+            db.compression,
+        )
         _assert_same_values(va, vb)
 
 
@@ -143,8 +156,9 @@ def _mask_methods(message: bytes, j: int) -> dict:
 F32 = _field((40, 50), "float32", seed=1)
 F64 = _field((40, 50), "float64", seed=2)
 BIG64 = _field((25000,), "float64", seed=3)  # 200 kB: index offsets above 65535
-MASKED64 = _with_non_finite(_field((3000,), "float64", seed=4), nan=range(0, 3000, 7), pinf=[5, 11, 2999],
-                            ninf=range(100, 200))
+MASKED64 = _with_non_finite(
+    _field((3000,), "float64", seed=4), nan=range(0, 3000, 7), pinf=[5, 11, 2999], ninf=range(100, 200)
+)
 MASKED32 = _with_non_finite(_field((30, 40), "float32", seed=5), nan=[0, 1, 2, 50, 1199], ninf=[600])
 
 SZIP = {"compression": "szip", "szip_rsi": 16, "szip_block_size": 16, "szip_flags": 8}
@@ -160,11 +174,26 @@ def _sp(bits, D=0, a=F64, **kw):
 
 RICH_META = {
     "base": [
-        {"name": "t2m", "mars": {"param": "2t", "step": 6, "levelist": 850, "class": "od"}, "dim_names": ["y", "x"],
-         "cf": {"units": "K", "long_name": "2 metre temperature"}},
-        {"name": "u", "nested": {"deep": {"_reserved_": {"kept": True}}, "list": [1, "a", 2.5, None, False]},
-         "pi": 3.141592653589793, "half": 1.5, "neg": -7, "big": 2**40, "f32ish": 250.0, "nan": float("nan"),
-         "inf": float("-inf"), "unicode": "h\u00e9llo \u2713", "empty": {}, "emptylist": []},
+        {
+            "name": "t2m",
+            "mars": {"param": "2t", "step": 6, "levelist": 850, "class": "od"},
+            "dim_names": ["y", "x"],
+            "cf": {"units": "K", "long_name": "2 metre temperature"},
+        },
+        {
+            "name": "u",
+            "nested": {"deep": {"_reserved_": {"kept": True}}, "list": [1, "a", 2.5, None, False]},
+            "pi": 3.141592653589793,
+            "half": 1.5,
+            "neg": -7,
+            "big": 2**40,
+            "f32ish": 250.0,
+            "nan": float("nan"),
+            "inf": float("-inf"),
+            "unicode": "h\u00e9llo \u2713",
+            "empty": {},
+            "emptylist": [],
+        },
     ],
     "_extra_": {"title": "explicit extra wins", "n": 1},
     "title": "free-form, shadowed by _extra_",
@@ -176,20 +205,30 @@ BYTE_CASES = [
     # --- plain dtypes, shapes, layouts ---------------------------------------------------------
     _case("none-float32", [(_desc(F32), F32)]),
     _case("none-float64-2d", [(_desc(F64), F64)]),
-    _case("none-all-int-dtypes", [(_desc(a), a) for a in
-                                  (_field((7, 3), dt, seed=i) for i, dt in enumerate(
-                                      ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]))]),
+    _case(
+        "none-all-int-dtypes",
+        [
+            (_desc(a), a)
+            for a in (
+                _field((7, 3), dt, seed=i)
+                for i, dt in enumerate(["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"])
+            )
+        ],
+    ),
     _case("none-big-payload-offsets>64k", [(_desc(BIG64), BIG64), (_desc(F32), F32)]),
     _case("scalar", [(_desc(np.array(3.5)), np.array(3.5)), (_desc(np.array(7, np.int32)), np.array(7, np.int32))]),
     _case("zero-size-dims", [(_desc(np.zeros((3, 0, 5), np.float32)), np.zeros((3, 0, 5), np.float32))]),
-    _case("zero-size-zstd", [(_desc(np.zeros((3, 0, 5), np.float32), compression="zstd"),
-                              np.zeros((3, 0, 5), np.float32))]),
+    _case(
+        "zero-size-zstd",
+        [(_desc(np.zeros((3, 0, 5), np.float32), compression="zstd"), np.zeros((3, 0, 5), np.float32))],
+    ),
     _case("zero-size-simple-packing", [_sp(16, a=np.zeros((0, 4)))]),
     _case("zero-objects", []),
     _case("zero-objects-with-extra", [], meta={"_extra_": {"a": 1}, "b": [1, 2]}),
     _case("forty-objects", [(_desc(a), a) for a in (_field((5, i + 1), "float32", seed=i) for i in range(40))]),
-    _case("custom-strides-and-extra-descriptor-keys", [(_desc(F32, strides=[1, 40], units_hint="K", type="ntensor"),
-                                                        F32)]),
+    _case(
+        "custom-strides-and-extra-descriptor-keys", [(_desc(F32, strides=[1, 40], units_hint="K", type="ntensor"), F32)]
+    ),
     _case("big-endian-label", [(_desc(F32, byte_order="big"), F32.astype(">f4").tobytes())]),
     _case("rich-metadata", [(_desc(F32), F32), (_desc(F64, compression="zstd"), F64)], meta=RICH_META),
     _case("base-shorter-than-objects", [(_desc(F32), F32), (_desc(F64), F64)], meta={"base": [{"name": "a"}]}),
@@ -197,8 +236,10 @@ BYTE_CASES = [
     # --- hashing ------------------------------------------------------------------------------
     _case("hash-none", [(_desc(F32), F32), (_desc(F64), F64)], hash=None),
     _case("hash-none-zero-objects", [], hash=None),
-    *[_case(f"aggregate-{p}", [(_desc(F32), F32), (_desc(F64), F64)], aggregate_hash=p)
-      for p in ("none", "header", "footer", "both", "auto")],
+    *[
+        _case(f"aggregate-{p}", [(_desc(F32), F32), (_desc(F64), F64)], aggregate_hash=p)
+        for p in ("none", "header", "footer", "both", "auto")
+    ],
     _case("aggregate-footer-no-hash", [(_desc(F32), F32)], hash=None, aggregate_hash="footer"),
     # --- zstd ---------------------------------------------------------------------------------
     _case("zstd-default", [(_desc(F32, compression="zstd"), F32)]),
@@ -208,15 +249,45 @@ BYTE_CASES = [
     _case("shuffle-float32", [(_desc(F32, filter="shuffle", shuffle_element_size=4), F32)]),
     _case("shuffle-float64-zstd", [(_desc(F64, filter="shuffle", shuffle_element_size=8, compression="zstd"), F64)]),
     _case("shuffle-size2-on-float32", [(_desc(F32, filter="shuffle", shuffle_element_size=2), F32)]),
-    _case("shuffle-int16-zstd1", [(_desc(_field((99,), "int16"), filter="shuffle", shuffle_element_size=2,
-                                         compression="zstd", zstd_level=1), _field((99,), "int16"))]),
+    _case(
+        "shuffle-int16-zstd1",
+        [
+            (
+                _desc(
+                    _field((99,), "int16"), filter="shuffle", shuffle_element_size=2, compression="zstd", zstd_level=1
+                ),
+                _field((99,), "int16"),
+            )
+        ],
+    ),
     # --- simple_packing -----------------------------------------------------------------------
-    *[_case(f"sp-{b}bits-D{D}", [_sp(b, D)]) for b, D in
-      ((0, 0), (1, 0), (7, 0), (8, 0), (12, 0), (16, 0), (16, 2), (16, -1), (17, 0), (24, 0), (24, 2), (31, 0),
-       (32, 0), (33, 0), (48, 0), (64, 0), (12, -1))],
+    *[
+        _case(f"sp-{b}bits-D{D}", [_sp(b, D)])
+        for b, D in (
+            (0, 0),
+            (1, 0),
+            (7, 0),
+            (8, 0),
+            (12, 0),
+            (16, 0),
+            (16, 2),
+            (16, -1),
+            (17, 0),
+            (24, 0),
+            (24, 2),
+            (31, 0),
+            (32, 0),
+            (33, 0),
+            (48, 0),
+            (64, 0),
+            (12, -1),
+        )
+    ],
     # equal minima: the reference keeps the first one it meets, which decides the sign of a zero reference value
-    _case("sp-signed-zero-min", [_sp(8, a=np.array([-0.0, 0.0, 3.0])), _sp(8, a=np.array([0.0, -0.0, 3.0])),
-                                 _sp(8, a=np.array([0.0, -0.0]))]),
+    _case(
+        "sp-signed-zero-min",
+        [_sp(8, a=np.array([-0.0, 0.0, 3.0])), _sp(8, a=np.array([0.0, -0.0, 3.0])), _sp(8, a=np.array([0.0, -0.0]))],
+    ),
     # 2487 * 2**45 / 10 = 8750353338492519.0 exactly: rounding half away from zero must not go through x + 0.5
     _case("sp-64bits-rounding-above-2**52", [_sp(64, -1, a=np.array([2.621441e6, 0.0, 2487.0]))]),
     _case("sp-0bits-constant", [_sp(0, a=np.full((10, 10), 273.15))]),
@@ -227,58 +298,144 @@ BYTE_CASES = [
     _case("sp-negative-values", [_sp(16, a=F64 - 500.0)]),
     # --- szip ---------------------------------------------------------------------------------
     _case("szip-uint8", [(_desc(_field((5000,), "uint8"), **SZIP), _field((5000,), "uint8"))], marks=[needs["szip"]]),
-    _case("szip-int16", [(_desc(_field((70, 70), "int16"), **SZIP), _field((70, 70), "int16"))],
-          marks=[needs["szip"]]),
-    _case("szip-int32-signed", [(_desc(_field((3000,), "int32") - 2**30, **{**SZIP, "szip_flags": 9}),
-                                 _field((3000,), "int32") - 2**30)], marks=[needs["szip"]]),
-    _case("szip-float32-flags0-rsi128-bs32", [(_desc(F32, compression="szip", szip_rsi=128, szip_block_size=32,
-                                                     szip_flags=0), F32)], marks=[needs["szip"]]),
+    _case("szip-int16", [(_desc(_field((70, 70), "int16"), **SZIP), _field((70, 70), "int16"))], marks=[needs["szip"]]),
+    _case(
+        "szip-int32-signed",
+        [(_desc(_field((3000,), "int32") - 2**30, **{**SZIP, "szip_flags": 9}), _field((3000,), "int32") - 2**30)],
+        marks=[needs["szip"]],
+    ),
+    _case(
+        "szip-float32-flags0-rsi128-bs32",
+        [(_desc(F32, compression="szip", szip_rsi=128, szip_block_size=32, szip_flags=0), F32)],
+        marks=[needs["szip"]],
+    ),
     _case("szip-sp16", [_sp(16, **SZIP)], marks=[needs["szip"]]),
     _case("szip-sp24", [_sp(24, **SZIP)], marks=[needs["szip"]]),
     _case("szip-sp8-bs8", [_sp(8, **{**SZIP, "szip_block_size": 8})], marks=[needs["szip"]]),
     _case("szip-sp12-upstream-defect", [_sp(12, **SZIP)], marks=[needs["szip"]]),
     _case("szip-sp32", [_sp(32, **SZIP)], marks=[needs["szip"]]),
-    _case("szip-shuffle-float64", [(_desc(F64, filter="shuffle", shuffle_element_size=8, **SZIP), F64)],
-          marks=[needs["szip"]]),
-    _case("szip-zero-size", [(_desc(np.zeros((0, 4), np.float32), **SZIP), np.zeros((0, 4), np.float32))],
-          marks=[needs["szip"]]),
-    _case("szip-big", [(_desc(BIG64, filter="shuffle", shuffle_element_size=8, **{**SZIP, "szip_rsi": 64}), BIG64)],
-          marks=[needs["szip"]]),
+    _case(
+        "szip-shuffle-float64",
+        [(_desc(F64, filter="shuffle", shuffle_element_size=8, **SZIP), F64)],
+        marks=[needs["szip"]],
+    ),
+    _case(
+        "szip-zero-size",
+        [(_desc(np.zeros((0, 4), np.float32), **SZIP), np.zeros((0, 4), np.float32))],
+        marks=[needs["szip"]],
+    ),
+    _case(
+        "szip-big",
+        [(_desc(BIG64, filter="shuffle", shuffle_element_size=8, **{**SZIP, "szip_rsi": 64}), BIG64)],
+        marks=[needs["szip"]],
+    ),
     # --- zfp ----------------------------------------------------------------------------------
-    _case("zfp-rate", [(_desc(F64, compression="zfp", zfp_mode="fixed_rate", zfp_rate=16.0), F64)],
-          marks=[needs["zfp"]]),
-    _case("zfp-precision", [(_desc(F64, compression="zfp", zfp_mode="fixed_precision", zfp_precision=20), F64)],
-          marks=[needs["zfp"]]),
-    _case("zfp-accuracy", [(_desc(F64, compression="zfp", zfp_mode="fixed_accuracy", zfp_tolerance=0.001), F64)],
-          marks=[needs["zfp"]]),
-    _case("zfp-rate-int-param", [(_desc(BIG64, compression="zfp", zfp_mode="fixed_rate", zfp_rate=8), BIG64)],
-          marks=[needs["zfp"]]),
+    _case(
+        "zfp-rate", [(_desc(F64, compression="zfp", zfp_mode="fixed_rate", zfp_rate=16.0), F64)], marks=[needs["zfp"]]
+    ),
+    _case(
+        "zfp-precision",
+        [(_desc(F64, compression="zfp", zfp_mode="fixed_precision", zfp_precision=20), F64)],
+        marks=[needs["zfp"]],
+    ),
+    _case(
+        "zfp-accuracy",
+        [(_desc(F64, compression="zfp", zfp_mode="fixed_accuracy", zfp_tolerance=0.001), F64)],
+        marks=[needs["zfp"]],
+    ),
+    _case(
+        "zfp-rate-int-param",
+        [(_desc(BIG64, compression="zfp", zfp_mode="fixed_rate", zfp_rate=8), BIG64)],
+        marks=[needs["zfp"]],
+    ),
     # --- blosc2 (deterministic inner codecs) --------------------------------------------------
-    *[_case(f"blosc2-{c}", [(_desc(F64, compression="blosc2", blosc2_codec=c, blosc2_clevel=5), F64)],
-            marks=[needs["blosc2"]]) for c in ("zstd", "blosclz", "lz4hc", "zlib")],
+    *[
+        _case(
+            f"blosc2-{c}",
+            [(_desc(F64, compression="blosc2", blosc2_codec=c, blosc2_clevel=5), F64)],
+            marks=[needs["blosc2"]],
+        )
+        for c in ("zstd", "blosclz", "lz4hc", "zlib")
+    ],
     # --- NaN / Inf masks ----------------------------------------------------------------------
-    *[_case(f"masks-{m}", [(_desc(MASKED64), MASKED64)], allow_nan=True, allow_inf=True, nan_mask_method=m,
-            pos_inf_mask_method=m, neg_inf_mask_method=m, marks=[needs["roaring"]] if m == "roaring" else [])
-      for m in ("none", "rle", "roaring", "zstd")],
-    _case("masks-default-method", [(_desc(MASKED64), MASKED64)], allow_nan=True, allow_inf=True,
-          marks=[needs["roaring"]]),
-    _case("masks-mixed-methods", [(_desc(MASKED64), MASKED64)], allow_nan=True, allow_inf=True, nan_mask_method="rle",
-          pos_inf_mask_method="none", neg_inf_mask_method="zstd"),
-    _case("masks-threshold0", [(_desc(MASKED32), MASKED32)], allow_nan=True, allow_inf=True, nan_mask_method="rle",
-          pos_inf_mask_method="rle", neg_inf_mask_method="rle", small_mask_threshold_bytes=0),
-    _case("masks-small-fallback-to-none", [(_desc(MASKED32), MASKED32)], allow_nan=True, allow_inf=True,
-          nan_mask_method="zstd", pos_inf_mask_method="zstd", neg_inf_mask_method="zstd"),
-    _case("masks-float32-zstd-shuffle", [(_desc(MASKED32, filter="shuffle", shuffle_element_size=4,
-                                                compression="zstd"), MASKED32)], allow_nan=True, allow_inf=True,
-          nan_mask_method="rle", pos_inf_mask_method="rle", neg_inf_mask_method="rle"),
-    _case("masks-nan-only", [(_desc(MASKED64[:100]), np.where(np.isinf(MASKED64[:100]), 0, MASKED64[:100]))],
-          allow_nan=True),
-    _case("masks-sp-explicit-params", [_sp(16, a=MASKED64, sp_reference_value=0.0, sp_binary_scale_factor=-6)],
-          allow_nan=True, allow_inf=True, nan_mask_method="rle", pos_inf_mask_method="rle",
-          neg_inf_mask_method="rle"),
-    _case("masks-several-objects", [(_desc(MASKED64), MASKED64), (_desc(F32), F32), (_desc(MASKED32), MASKED32)],
-          meta={"base": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}, allow_nan=True, allow_inf=True,
-          nan_mask_method="rle", pos_inf_mask_method="rle", neg_inf_mask_method="rle", hash=None),
+    *[
+        _case(
+            f"masks-{m}",
+            [(_desc(MASKED64), MASKED64)],
+            allow_nan=True,
+            allow_inf=True,
+            nan_mask_method=m,
+            pos_inf_mask_method=m,
+            neg_inf_mask_method=m,
+            marks=[needs["roaring"]] if m == "roaring" else [],
+        )
+        for m in ("none", "rle", "roaring", "zstd")
+    ],
+    _case(
+        "masks-default-method", [(_desc(MASKED64), MASKED64)], allow_nan=True, allow_inf=True, marks=[needs["roaring"]]
+    ),
+    _case(
+        "masks-mixed-methods",
+        [(_desc(MASKED64), MASKED64)],
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method="rle",
+        pos_inf_mask_method="none",
+        neg_inf_mask_method="zstd",
+    ),
+    _case(
+        "masks-threshold0",
+        [(_desc(MASKED32), MASKED32)],
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method="rle",
+        pos_inf_mask_method="rle",
+        neg_inf_mask_method="rle",
+        small_mask_threshold_bytes=0,
+    ),
+    _case(
+        "masks-small-fallback-to-none",
+        [(_desc(MASKED32), MASKED32)],
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method="zstd",
+        pos_inf_mask_method="zstd",
+        neg_inf_mask_method="zstd",
+    ),
+    _case(
+        "masks-float32-zstd-shuffle",
+        [(_desc(MASKED32, filter="shuffle", shuffle_element_size=4, compression="zstd"), MASKED32)],
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method="rle",
+        pos_inf_mask_method="rle",
+        neg_inf_mask_method="rle",
+    ),
+    _case(
+        "masks-nan-only",
+        [(_desc(MASKED64[:100]), np.where(np.isinf(MASKED64[:100]), 0, MASKED64[:100]))],
+        allow_nan=True,
+    ),
+    _case(
+        "masks-sp-explicit-params",
+        [_sp(16, a=MASKED64, sp_reference_value=0.0, sp_binary_scale_factor=-6)],
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method="rle",
+        pos_inf_mask_method="rle",
+        neg_inf_mask_method="rle",
+    ),
+    _case(
+        "masks-several-objects",
+        [(_desc(MASKED64), MASKED64), (_desc(F32), F32), (_desc(MASKED32), MASKED32)],
+        meta={"base": [{"name": "a"}, {"name": "b"}, {"name": "c"}]},
+        allow_nan=True,
+        allow_inf=True,
+        nan_mask_method="rle",
+        pos_inf_mask_method="rle",
+        neg_inf_mask_method="rle",
+        hash=None,
+    ),
 ]
 
 #: streaming cannot put hashes in a header
@@ -346,8 +503,13 @@ def test_fixed_reserved_gives_reproducible_bytes():
 @pytest.mark.parametrize("method", ["lz4", "blosc2"])
 def test_masks_with_nondeterministic_methods_decode_in_reference(method):
     pytest.importorskip("lz4.block" if method == "lz4" else "blosc2")
-    kw = {"allow_nan": True, "allow_inf": True, "nan_mask_method": method, "pos_inf_mask_method": method,
-              "neg_inf_mask_method": method}
+    kw = {
+        "allow_nan": True,
+        "allow_inf": True,
+        "nan_mask_method": method,
+        "pos_inf_mask_method": method,
+        "neg_inf_mask_method": method,
+    }
     objs = [(_desc(MASKED64), MASKED64), (_desc(MASKED32, compression="zstd"), MASKED32)]
     for threshold in (None, 0):
         extra = {} if threshold is None else {"small_mask_threshold_bytes": threshold}
@@ -367,12 +529,23 @@ def test_lz4_payloads_decode_in_reference(codec):
     else:
         pytest.importorskip("blosc2")
         opts = {"compression": "blosc2", "blosc2_codec": "lz4"}
-    objs = [(_desc(F64, **opts), F64), (_desc(F32, filter="shuffle", shuffle_element_size=4, **opts), F32),
-            _sp(16, **opts), (_desc(BIG64, **opts), BIG64), (_desc(MASKED64, **opts), MASKED64)]
+    objs = [
+        (_desc(F64, **opts), F64),
+        (_desc(F32, filter="shuffle", shuffle_element_size=4, **opts), F32),
+        _sp(16, **opts),
+        (_desc(BIG64, **opts), BIG64),
+        (_desc(MASKED64, **opts), MASKED64),
+    ]
     ref = _ref_buffered({"base": [{"name": str(i)} for i in range(5)]}, objs, allow_nan=True, allow_inf=True)
     for layout in ("buffered", "streaming"):
-        ours = encode_message({"base": [{"name": str(i)} for i in range(5)]}, objs, reserved=_reserved(ref),
-                              allow_nan=True, allow_inf=True, layout=layout)
+        ours = encode_message(
+            {"base": [{"name": str(i)} for i in range(5)]},
+            objs,
+            reserved=_reserved(ref),
+            allow_nan=True,
+            allow_inf=True,
+            layout=layout,
+        )
         _ref_decode_equal(ours, ref)
 
 
@@ -386,8 +559,12 @@ from hypothesis.extra import numpy as hnp  # noqa: E402 - after the pytest.impor
 
 from xarray_tensogram.write.tensogram import CF_ATTRS  # noqa: E402 - after the pytest.importorskip above
 
-HYP = settings(max_examples=30, deadline=None, derandomize=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+HYP = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 INNER_DIMS = ["latitude", "longitude", "y", "x", "height"]
 VAR_NAMES = ["t2m", "msl", "u10", "v10", "tp", "sst", "q"]
 DTYPES = ["float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
@@ -416,8 +593,9 @@ _leaf = st.one_of(
     st.lists(st.floats(allow_nan=False), min_size=1, max_size=4).map(lambda v: np.asarray(v, dtype=np.float64)),
     st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=5), min_size=1, max_size=3),
 )
-_nested = st.recursive(_leaf, lambda kids: st.dictionaries(st.sampled_from(SEGMENTS), kids, min_size=1, max_size=3),
-                       max_leaves=6)
+_nested = st.recursive(
+    _leaf, lambda kids: st.dictionaries(st.sampled_from(SEGMENTS), kids, min_size=1, max_size=3), max_leaves=6
+)
 
 
 def _flatten(d, prefix=""):
@@ -459,13 +637,18 @@ def datasets(draw, message_dim=False):
             cattrs = draw(_attrs)
             if draw(st.booleans()):
                 cattrs["units"] = draw(st.sampled_from(["m", "degrees_north", "1"]))
-            coords[d] = ((d,), draw(_values(dtype, (n,)).filter(lambda a: not (a.dtype.kind == "f" and np.isnan(a).any()))),
-                         cattrs)
+            coords[d] = (
+                (d,),
+                draw(_values(dtype, (n,)).filter(lambda a: not (a.dtype.kind == "f" and np.isnan(a).any()))),
+                cattrs,
+            )
     if message_dim:
         n = draw(st.integers(2, 4))  # a length-1 message dim is a constant key: it reads back as a scalar
         values = np.asarray(sorted(draw(st.sets(st.integers(-1000, 1000), min_size=n, max_size=n))), dtype=np.int64)
-        data_vars = {k: (("member", *d), np.stack([v] * n) + np.zeros((n, *v.shape), v.dtype), a)
-                     for k, (d, v, a) in data_vars.items()}
+        data_vars = {
+            k: (("member", *d), np.stack([v] * n) + np.zeros((n, *v.shape), v.dtype), a)
+            for k, (d, v, a) in data_vars.items()
+        }
         coords["member"] = (("member",), values, {"long_name": "member"})
     ds = xr.Dataset(data_vars, coords=coords, attrs=draw(_attrs))
     return ds
@@ -505,15 +688,20 @@ def _same_meta(a, b):
         return len(a) == len(b) and all(_same_meta(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
-    return (a == b and type(a) is type(b)) or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
-                                              and not isinstance(a, bool) and not isinstance(b, bool))
+    return (a == b and type(a) is type(b)) or (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and a == b
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    )
 
 
 def _check_reference_reads(path, ds, hashed=True):
     """The reference decoder sees every variable and coordinate with the same values and metadata."""
     data = Path(path).read_bytes()
     spans = tensogram.scan(data)
-    messages = [tensogram.decode(data[o:o + n], verify_hash=hashed) for o, n in spans]
+    messages = [tensogram.decode(data[o : o + n], verify_hash=hashed) for o, n in spans]
     assert len(messages) == 1
     msg = messages[0]
     assert _same_meta(dict(msg.metadata.extra), _nest(ds.attrs))
@@ -558,10 +746,14 @@ def test_random_dataset_with_message_dim_round_trip(tmp_path_factory, ds):
 @pytest.mark.parametrize("layout", ["buffered", "streaming"])
 @pytest.mark.parametrize("hash_", ["xxh3", None])
 def test_round_trip_layouts_and_hashing(tmp_path, layout, hash_):
-    ds = xr.Dataset({"t2m": (("latitude", "longitude"), MASKED32, {"units": "K", "long_name": "temperature"}),
-                     "n": (("latitude", "longitude"), _field((30, 40), "int16"))},
-                    coords={"latitude": np.linspace(-90, 90, 30), "longitude": np.arange(40.0)},
-                    attrs={"title": "x", "a.b": 1})
+    ds = xr.Dataset(
+        {
+            "t2m": (("latitude", "longitude"), MASKED32, {"units": "K", "long_name": "temperature"}),
+            "n": (("latitude", "longitude"), _field((30, 40), "int16")),
+        },
+        coords={"latitude": np.linspace(-90, 90, 30), "longitude": np.arange(40.0)},
+        attrs={"title": "x", "a.b": 1},
+    )
     to_tensogram(ds, tmp_path / "x.tgm", layout=layout, hash=hash_)
     data = (tmp_path / "x.tgm").read_bytes()
     assert data[:8] == b"TENSOGRM" and len(tensogram.scan(data)) == 1
@@ -599,11 +791,15 @@ def _same_message_content(ours: bytes, theirs: bytes):
     a_spans, b_spans = tensogram.scan(ours), tensogram.scan(theirs)
     assert len(a_spans) == len(b_spans)
     for (ao, an), (bo, bn) in zip(a_spans, b_spans, strict=True):
-        a, b = tensogram.decode(ours[ao:ao + an]), tensogram.decode(theirs[bo:bo + bn])
-        a_entries = {(e.get("name"), str(e.get("mars", {}).get("param"))): (e, v) for e, (_, v) in
-                     zip(a.metadata.base, a.objects, strict=True)}
-        b_entries = {(e.get("name"), str(e.get("mars", {}).get("param"))): (e, v) for e, (_, v) in
-                     zip(b.metadata.base, b.objects, strict=True)}
+        a, b = tensogram.decode(ours[ao : ao + an]), tensogram.decode(theirs[bo : bo + bn])
+        a_entries = {
+            (e.get("name"), str(e.get("mars", {}).get("param"))): (e, v)
+            for e, (_, v) in zip(a.metadata.base, a.objects, strict=True)
+        }
+        b_entries = {
+            (e.get("name"), str(e.get("mars", {}).get("param"))): (e, v)
+            for e, (_, v) in zip(b.metadata.base, b.objects, strict=True)
+        }
         coords = {k for k in b_entries if k[0] in ("latitude", "longitude")}
         assert a_entries.keys() - coords == b_entries.keys() - coords
         assert a_entries.keys() & coords == (coords if ao == 0 else set())
@@ -616,8 +812,7 @@ def _same_message_content(ours: bytes, theirs: bytes):
         assert dict(a.metadata.extra) == dict(b.metadata.extra)
 
 
-def _era_cube_bytes(ny=7, nx=12, steps=(0, 6, 12, 18), levels=(500, 850, 1000), params=("t", "u"),
-                    encoder=None):
+def _era_cube_bytes(ny=7, nx=12, steps=(0, 6, 12, 18), levels=(500, 850, 1000), params=("t", "u"), encoder=None):
     """An ERA-like file written by the reference: one message per (step, level), one object per param,
     latitude/longitude objects in the first message."""
     rng = np.random.default_rng(7)
@@ -629,17 +824,28 @@ def _era_cube_bytes(ny=7, nx=12, steps=(0, 6, 12, 18), levels=(500, 850, 1000), 
             base, objs = [], []
             for p in params:
                 a = (rng.normal(size=(ny, nx)) * 10 + 280).astype(np.float32)
-                base.append({"mars": {"class": "ea", "type": "an", "date": 20240101, "time": 1200, "param": p,
-                                      "step": s, "levelist": lev, "levtype": "pl"},
-                             "cf": {"units": units.get(p, "1"), "long_name": p.upper()}})
+                base.append(
+                    {
+                        "mars": {
+                            "class": "ea",
+                            "type": "an",
+                            "date": 20240101,
+                            "time": 1200,
+                            "param": p,
+                            "step": s,
+                            "levelist": lev,
+                            "levtype": "pl",
+                        },
+                        "cf": {"units": units.get(p, "1"), "long_name": p.upper()},
+                    }
+                )
                 objs.append(({"type": "ntensor", "shape": [ny, nx], "dtype": "float32"}, a))
             if first:
                 for n, v, u in (("latitude", lat, "degrees_north"), ("longitude", lon, "degrees_east")):
                     base.append({"name": n, "cf": {"units": u}})
                     objs.append(({"type": "ntensor", "shape": [v.size], "dtype": "float64"}, v))
                 first = False
-            out.append(bytes(tensogram.encode({"base": base, "title": "ERA-like", "origin": {"centre": "ecmf"}},
-                                              objs)))
+            out.append(bytes(tensogram.encode({"base": base, "title": "ERA-like", "origin": {"centre": "ecmf"}}, objs)))
     return b"".join(out)
 
 
@@ -675,16 +881,20 @@ def test_bundled_sample_round_trips(tmp_path):
 # 3. appending
 # ---------------------------------------------------------------------------------------------
 
+
 def _cube(steps=50, ny=5, nx=6):
     """A forecast cube opened from a reference-written file: steps 0, 1, ... hours of 2t, plus lat/lon."""
     rng = np.random.default_rng(11)
     lat, lon = np.linspace(60, 40, ny), np.linspace(-10, 10, nx)
     out = []
     for s in range(steps):
-        base = [{"mars": {"class": "od", "date": 20250101, "time": 0, "param": "2t", "step": s},
-                 "cf": {"units": "K"}}]
-        objs = [({"type": "ntensor", "shape": [ny, nx], "dtype": "float32"},
-                 (rng.normal(size=(ny, nx)) + 280).astype(np.float32))]
+        base = [{"mars": {"class": "od", "date": 20250101, "time": 0, "param": "2t", "step": s}, "cf": {"units": "K"}}]
+        objs = [
+            (
+                {"type": "ntensor", "shape": [ny, nx], "dtype": "float32"},
+                (rng.normal(size=(ny, nx)) + 280).astype(np.float32),
+            )
+        ]
         if s == 0:
             for n, v in (("latitude", lat), ("longitude", lon)):
                 base.append({"name": n})
@@ -719,7 +929,7 @@ def test_fifty_appends_make_a_fifty_step_cube(tmp_path, layout):
         xr.testing.assert_identical(back.load(), full)
     # each message decodes in the reference, the step in its metadata
     data = path.read_bytes()
-    steps = [tensogram.decode(data[o:o + n]).metadata.base[0]["mars"]["step"] for o, n in tensogram.scan(data)]
+    steps = [tensogram.decode(data[o : o + n]).metadata.base[0]["mars"]["step"] for o, n in tensogram.scan(data)]
     assert steps == list(range(50))
     with tensogram.TensogramFile.open(str(path)) as f:
         assert len(f) == 50
@@ -745,8 +955,10 @@ def test_append_to_reference_file_and_across_layouts(tmp_path):
 
 def test_append_keeps_the_same_file(tmp_path):
     path = tmp_path / "a.tgm"
-    ds = xr.Dataset({"t": (("number", "y"), np.arange(6.0).reshape(3, 2))},
-                    coords={"number": ("number", [0, 1, 2], {"long_name": "number"})})
+    ds = xr.Dataset(
+        {"t": (("number", "y"), np.arange(6.0).reshape(3, 2))},
+        coords={"number": ("number", [0, 1, 2], {"long_name": "number"})},
+    )
     to_tensogram(ds.isel(number=[0]), path, message_dims=["number"])
     ino = os.stat(path).st_ino
     with open(path, "rb") as reader:  # an open reader keeps seeing a valid prefix
@@ -759,6 +971,7 @@ def test_append_keeps_the_same_file(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 4. atomic writes
 # ---------------------------------------------------------------------------------------------
+
 
 def _two_var_ds():
     return xr.Dataset({"a": (("y", "x"), F32), "b": (("y", "x"), F64)}, attrs={"title": "t"})
@@ -816,6 +1029,7 @@ def _fail_on_call(monkeypatch, n, exc=RuntimeError):
             if calls["n"] == n:
                 raise exc("injected failure")
             return real(*args, **kwargs)
+
         return flaky
 
     # messages are encoded as bytes (a message without objects) or as streamed parts
@@ -905,8 +1119,10 @@ N16 = _field((30, 40), "int16", seed=23)
 
 
 def _enc_ds():
-    return xr.Dataset({"t": (("y", "x"), T32, {"units": "K"}), "d": (("y", "x"), T64), "n": (("y", "x"), N16)},
-                      attrs={"title": "encodings"})
+    return xr.Dataset(
+        {"t": (("y", "x"), T32, {"units": "K"}), "d": (("y", "x"), T64), "n": (("y", "x"), N16)},
+        attrs={"title": "encodings"},
+    )
 
 
 def _reference_twin(tmp_path, ds, encoding, ref_descs, **to_kw):
@@ -933,38 +1149,99 @@ def _reference_twin(tmp_path, ds, encoding, ref_descs, **to_kw):
 SZIP_ENC = {"compression": "szip", "szip_rsi": 32, "szip_block_size": 16, "szip_flags": 8}
 ENCODING_CASES = [
     ("zstd-level", {"t": {"compression": "zstd", "level": 7}}, {"t": {"compression": "zstd", "zstd_level": 7}}),
-    ("zstd-zstd_level-key", {"t": {"compression": "zstd", "zstd_level": 2}},
-     {"t": {"compression": "zstd", "zstd_level": 2}}),
-    ("zstd-default", {"t": {"compression": "zstd"}, "n": {"compression": "zstd"}},
-     {"t": {"compression": "zstd"}, "n": {"compression": "zstd"}}),
-    ("shuffle", {"t": {"filter": "shuffle"}, "d": {"filter": "shuffle", "compression": "zstd"}},
-     {"t": {"filter": "shuffle", "shuffle_element_size": 4},
-      "d": {"filter": "shuffle", "shuffle_element_size": 8, "compression": "zstd"}}),
-    ("shuffle-size2", {"t": {"filter": "shuffle", "shuffle_element_size": 2}},
-     {"t": {"filter": "shuffle", "shuffle_element_size": 2}}),
-    ("sp16", {"t": {"encoding": "simple_packing", "bits_per_value": 16}},
-     {"t": {"encoding": "simple_packing", "sp_bits_per_value": 16}}),
-    ("sp12-D2-zstd1", {"d": {"encoding": "simple_packing", "bits_per_value": 12, "decimal_scale_factor": 2,
-                             "compression": "zstd", "level": 1}},
-     {"d": {"encoding": "simple_packing", "sp_bits_per_value": 12, "sp_decimal_scale_factor": 2,
-            "compression": "zstd", "zstd_level": 1}}),
-    ("sp-prefixed-keys", {"d": {"encoding": "simple_packing", "sp_bits_per_value": 24, "sp_decimal_scale_factor": -1}},
-     {"d": {"encoding": "simple_packing", "sp_bits_per_value": 24, "sp_decimal_scale_factor": -1}}),
+    (
+        "zstd-zstd_level-key",
+        {"t": {"compression": "zstd", "zstd_level": 2}},
+        {"t": {"compression": "zstd", "zstd_level": 2}},
+    ),
+    (
+        "zstd-default",
+        {"t": {"compression": "zstd"}, "n": {"compression": "zstd"}},
+        {"t": {"compression": "zstd"}, "n": {"compression": "zstd"}},
+    ),
+    (
+        "shuffle",
+        {"t": {"filter": "shuffle"}, "d": {"filter": "shuffle", "compression": "zstd"}},
+        {
+            "t": {"filter": "shuffle", "shuffle_element_size": 4},
+            "d": {"filter": "shuffle", "shuffle_element_size": 8, "compression": "zstd"},
+        },
+    ),
+    (
+        "shuffle-size2",
+        {"t": {"filter": "shuffle", "shuffle_element_size": 2}},
+        {"t": {"filter": "shuffle", "shuffle_element_size": 2}},
+    ),
+    (
+        "sp16",
+        {"t": {"encoding": "simple_packing", "bits_per_value": 16}},
+        {"t": {"encoding": "simple_packing", "sp_bits_per_value": 16}},
+    ),
+    (
+        "sp12-D2-zstd1",
+        {
+            "d": {
+                "encoding": "simple_packing",
+                "bits_per_value": 12,
+                "decimal_scale_factor": 2,
+                "compression": "zstd",
+                "level": 1,
+            }
+        },
+        {
+            "d": {
+                "encoding": "simple_packing",
+                "sp_bits_per_value": 12,
+                "sp_decimal_scale_factor": 2,
+                "compression": "zstd",
+                "zstd_level": 1,
+            }
+        },
+    ),
+    (
+        "sp-prefixed-keys",
+        {"d": {"encoding": "simple_packing", "sp_bits_per_value": 24, "sp_decimal_scale_factor": -1}},
+        {"d": {"encoding": "simple_packing", "sp_bits_per_value": 24, "sp_decimal_scale_factor": -1}},
+    ),
     ("szip-int16", {"n": SZIP_ENC}, {"n": SZIP_ENC}),
-    ("szip-sp16", {"t": {"encoding": "simple_packing", "bits_per_value": 16, **SZIP_ENC}},
-     {"t": {"encoding": "simple_packing", "sp_bits_per_value": 16, **SZIP_ENC}}),
-    ("zfp-rate-float64", {"d": {"compression": "zfp", "zfp_mode": "fixed_rate", "rate": 12}},
-     {"d": {"compression": "zfp", "zfp_mode": "fixed_rate", "zfp_rate": 12}}),
-    ("zfp-precision-float64", {"d": {"compression": "zfp", "zfp_mode": "fixed_precision", "precision": 18}},
-     {"d": {"compression": "zfp", "zfp_mode": "fixed_precision", "zfp_precision": 18}}),
-    ("zfp-accuracy-float64", {"d": {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 0.01}},
-     {"d": {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 0.01}}),
-    ("blosc2-zstd", {"d": {"compression": "blosc2", "blosc2_codec": "zstd", "blosc2_clevel": 5}},
-     {"d": {"compression": "blosc2", "blosc2_codec": "zstd", "blosc2_clevel": 5}}),
-    ("mixed", {"t": {"compression": "zstd", "level": 3}, "d": {"encoding": "simple_packing", "bits_per_value": 16},
-               "n": {"filter": "shuffle", "compression": "zstd"}},
-     {"t": {"compression": "zstd", "zstd_level": 3}, "d": {"encoding": "simple_packing", "sp_bits_per_value": 16},
-      "n": {"filter": "shuffle", "shuffle_element_size": 2, "compression": "zstd"}}),
+    (
+        "szip-sp16",
+        {"t": {"encoding": "simple_packing", "bits_per_value": 16, **SZIP_ENC}},
+        {"t": {"encoding": "simple_packing", "sp_bits_per_value": 16, **SZIP_ENC}},
+    ),
+    (
+        "zfp-rate-float64",
+        {"d": {"compression": "zfp", "zfp_mode": "fixed_rate", "rate": 12}},
+        {"d": {"compression": "zfp", "zfp_mode": "fixed_rate", "zfp_rate": 12}},
+    ),
+    (
+        "zfp-precision-float64",
+        {"d": {"compression": "zfp", "zfp_mode": "fixed_precision", "precision": 18}},
+        {"d": {"compression": "zfp", "zfp_mode": "fixed_precision", "zfp_precision": 18}},
+    ),
+    (
+        "zfp-accuracy-float64",
+        {"d": {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 0.01}},
+        {"d": {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 0.01}},
+    ),
+    (
+        "blosc2-zstd",
+        {"d": {"compression": "blosc2", "blosc2_codec": "zstd", "blosc2_clevel": 5}},
+        {"d": {"compression": "blosc2", "blosc2_codec": "zstd", "blosc2_clevel": 5}},
+    ),
+    (
+        "mixed",
+        {
+            "t": {"compression": "zstd", "level": 3},
+            "d": {"encoding": "simple_packing", "bits_per_value": 16},
+            "n": {"filter": "shuffle", "compression": "zstd"},
+        },
+        {
+            "t": {"compression": "zstd", "zstd_level": 3},
+            "d": {"encoding": "simple_packing", "sp_bits_per_value": 16},
+            "n": {"filter": "shuffle", "shuffle_element_size": 2, "compression": "zstd"},
+        },
+    ),
 ]
 
 
@@ -994,24 +1271,29 @@ def test_encoding_from_variable_encoding_and_override(tmp_path):
 def test_simple_packing_parameters_equal_compute_packing_params(tmp_path, bits, D):
     rng = np.random.default_rng(bits + D)
     values = (rng.normal(size=(4, 20, 30)) * 15 + 270).astype(np.float32)
-    ds = xr.Dataset({"t": (("number", "y", "x"), values)},
-                    coords={"number": ("number", [1, 2, 3, 4], {"long_name": "number"})})
+    ds = xr.Dataset(
+        {"t": (("number", "y", "x"), values)}, coords={"number": ("number", [1, 2, 3, 4], {"long_name": "number"})}
+    )
     path = tmp_path / "sp.tgm"
-    to_tensogram(ds, path, message_dims=["number"],
-                 encoding={"t": {"encoding": "simple_packing", "bits_per_value": bits, "decimal_scale_factor": D}})
+    to_tensogram(
+        ds,
+        path,
+        message_dims=["number"],
+        encoding={"t": {"encoding": "simple_packing", "bits_per_value": bits, "decimal_scale_factor": D}},
+    )
     data = path.read_bytes()
     spans = tensogram.scan(data)
     assert len(spans) == 4
     for k, (o, n) in enumerate(spans):
-        desc, decoded = tensogram.decode(data[o:o + n], verify_hash=True).objects[0]
+        desc, decoded = tensogram.decode(data[o : o + n], verify_hash=True).objects[0]
         want = tensogram.compute_packing_params(values[k].astype(np.float64).ravel(), bits, D)
         got = {key: desc.params[key] for key in want}
         assert got == want
         assert type(got["sp_reference_value"]) is float
-        step = 2.0 ** want["sp_binary_scale_factor"] * 10.0 ** -D
+        step = 2.0 ** want["sp_binary_scale_factor"] * 10.0**-D
         assert np.abs(decoded - values[k].astype(np.float64)).max() <= step / 2 * (1 + 1e-9)
     with _open(path) as back:
-        ref_values = np.stack([tensogram.decode(data[o:o + n]).objects[0][1] for o, n in spans])
+        ref_values = np.stack([tensogram.decode(data[o : o + n]).objects[0][1] for o, n in spans])
         assert back["t"].dtype == np.float32  # written from float32: the reference's float64 values, as float32
         np.testing.assert_array_equal(back["t"].values, ref_values.astype(np.float32))
 
@@ -1030,25 +1312,39 @@ def test_simple_packing_with_nan_is_refused_or_masked(tmp_path):
     np.testing.assert_array_equal(np.isnan(back["t"].values), np.isnan(MASKED32))
 
 
-@pytest.mark.parametrize("opts", [
-    {"compression": "lz4"},
-    {"compression": "blosc2"},
-    {"compression": "blosc2", "blosc2_codec": "lz4", "blosc2_clevel": 9},
-    {"filter": "shuffle", "compression": "lz4"},
-    {"encoding": "simple_packing", "bits_per_value": 16, "compression": "lz4"},
-    {"encoding": "simple_packing", "bits_per_value": 16, "compression": "blosc2"},
-], ids=["lz4", "blosc2", "blosc2-lz4-9", "shuffle-lz4", "sp16-lz4", "sp16-blosc2"])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"compression": "lz4"},
+        {"compression": "blosc2"},
+        {"compression": "blosc2", "blosc2_codec": "lz4", "blosc2_clevel": 9},
+        {"filter": "shuffle", "compression": "lz4"},
+        {"encoding": "simple_packing", "bits_per_value": 16, "compression": "lz4"},
+        {"encoding": "simple_packing", "bits_per_value": 16, "compression": "blosc2"},
+    ],
+    ids=["lz4", "blosc2", "blosc2-lz4-9", "shuffle-lz4", "sp16-lz4", "sp16-blosc2"],
+)
 def test_lz4_and_blosc2_are_read_by_the_reference(tmp_path, opts):
     pytest.importorskip("lz4.block" if opts.get("compression") == "lz4" else "blosc2")
     packed = "bits_per_value" in opts
     ds = xr.Dataset({"t": (("y", "x"), T32 if packed else MASKED32), "n": (("y", "x"), N16)})
     enc = {"t": opts, "n": {k: v for k, v in opts.items() if k not in ("encoding", "bits_per_value")}}
-    ours, ref = _reference_twin(tmp_path, ds, enc,
-                                {"t": {**{k: v for k, v in opts.items() if k != "bits_per_value"},
-                                       **({"sp_bits_per_value": 16} if "bits_per_value" in opts else {}),
-                                       **({"shuffle_element_size": 4} if opts.get("filter") else {})},
-                                 "n": {**{k: v for k, v in opts.items() if k not in ("encoding", "bits_per_value")},
-                                       **({"shuffle_element_size": 2} if opts.get("filter") else {})}})
+    ours, ref = _reference_twin(
+        tmp_path,
+        ds,
+        enc,
+        {
+            "t": {
+                **{k: v for k, v in opts.items() if k != "bits_per_value"},
+                **({"sp_bits_per_value": 16} if "bits_per_value" in opts else {}),
+                **({"shuffle_element_size": 4} if opts.get("filter") else {}),
+            },
+            "n": {
+                **{k: v for k, v in opts.items() if k not in ("encoding", "bits_per_value")},
+                **({"shuffle_element_size": 2} if opts.get("filter") else {}),
+            },
+        },
+    )
     _ref_decode_equal(ours, ref)
     back = _open_loaded(tmp_path / "enc.tgm")
     if packed:  # lossy: the values the reference decodes from its own message
@@ -1057,8 +1353,10 @@ def test_lz4_and_blosc2_are_read_by_the_reference(tmp_path, opts):
     xr.testing.assert_identical(back, ds)
 
 
-@pytest.mark.parametrize("mode, param", [("fixed_rate", {"rate": 16}), ("fixed_precision", {"precision": 20}),
-                                         ("fixed_accuracy", {"tolerance": 0.01})])
+@pytest.mark.parametrize(
+    "mode, param",
+    [("fixed_rate", {"rate": 16}), ("fixed_precision", {"precision": 20}), ("fixed_accuracy", {"tolerance": 0.01})],
+)
 def test_zfp_on_float32_variable_reads_back(tmp_path, mode, param):
     """zfp works on float64 only (spec 12): a float32 variable must be converted (as for simple_packing) or
     refused, never written as an object that no decoder can read."""
@@ -1088,14 +1386,19 @@ def test_unknown_encoding_keys_are_rejected(tmp_path):
 # more Datasets opened from .tgm files: dates, ensembles, sub-hourly steps, holes
 # ---------------------------------------------------------------------------------------------
 
+
 def _reference_file(entries, ny=4, nx=5, coords_first=True):
     """One reference message per entry (a dict of mars keys), one object each; lat/lon in the first."""
     rng = np.random.default_rng(5)
     out = []
     for i, mars in enumerate(entries):
         base = [{"mars": {"class": "od", "type": "pf", **mars}, "cf": {"units": "K"}}]
-        objs = [({"type": "ntensor", "shape": [ny, nx], "dtype": "float32"},
-                 (rng.normal(size=(ny, nx)) + 280).astype(np.float32))]
+        objs = [
+            (
+                {"type": "ntensor", "shape": [ny, nx], "dtype": "float32"},
+                (rng.normal(size=(ny, nx)) + 280).astype(np.float32),
+            )
+        ]
         if i == 0 and coords_first:
             for n, v in (("latitude", np.linspace(50, 40, ny)), ("longitude", np.linspace(0, 8, nx))):
                 base.append({"name": n})
@@ -1105,15 +1408,27 @@ def _reference_file(entries, ny=4, nx=5, coords_first=True):
 
 
 FROM_TGM_CASES = {
-    "dates-and-steps": [{"param": "2t", "date": d, "time": t, "step": s}
-                        for d in (20240101, 20240102) for t in (0, 1200) for s in (0, 6)],
-    "ensemble": [{"param": "2t", "date": 20240101, "time": 0, "step": s, "number": n}
-                 for n in range(3) for s in (0, 12)],
+    "dates-and-steps": [
+        {"param": "2t", "date": d, "time": t, "step": s}
+        for d in (20240101, 20240102)
+        for t in (0, 1200)
+        for s in (0, 6)
+    ],
+    "ensemble": [
+        {"param": "2t", "date": 20240101, "time": 0, "step": s, "number": n} for n in range(3) for s in (0, 12)
+    ],
     "sub-hourly-steps": [{"param": "2t", "date": 20240101, "time": 30, "step": s} for s in (0, 0.25, 1.5, 3)],
-    "levels-two-params": [{"param": p, "date": 20240101, "time": 0, "step": 0, "levelist": lev}
-                          for p in ("t", "q") for lev in (1000, 500, 850)],
-    "hole": [{"param": p, "date": 20240101, "time": 0, "step": s}
-             for p in ("t", "q") for s in (0, 6, 12) if not (p == "q" and s == 6)],
+    "levels-two-params": [
+        {"param": p, "date": 20240101, "time": 0, "step": 0, "levelist": lev}
+        for p in ("t", "q")
+        for lev in (1000, 500, 850)
+    ],
+    "hole": [
+        {"param": p, "date": 20240101, "time": 0, "step": s}
+        for p in ("t", "q")
+        for s in (0, 6, 12)
+        if not (p == "q" and s == 6)
+    ],
 }
 
 
@@ -1144,8 +1459,10 @@ def test_subset_opened_with_filter_by_keys_round_trips(tmp_path):
 def test_dimension_coordinate_with_any_name_round_trips(tmp_path):
     """A dimension coordinate that is not on the reader's list of coordinate names (site, member, lev ...)
     comes back as the same coordinate, on its own dimension."""
-    ds = xr.Dataset({"t": (("site", "lev"), np.arange(6.0).reshape(3, 2))},
-                    coords={"site": ("site", [10, 20, 30], {"long_name": "station id"}), "lev": [1.5, 2.5]})
+    ds = xr.Dataset(
+        {"t": (("site", "lev"), np.arange(6.0).reshape(3, 2))},
+        coords={"site": ("site", [10, 20, 30], {"long_name": "station id"}), "lev": [1.5, 2.5]},
+    )
     to_tensogram(ds, tmp_path / "c.tgm")
     xr.testing.assert_identical(_open_loaded(tmp_path / "c.tgm"), ds)
 
@@ -1161,8 +1478,10 @@ def test_returns_bytes_written(tmp_path):
 def test_dask_backed_dataset_writes_the_same_bytes(tmp_path):
     pytest.importorskip("dask")
     r = {"time": "2026-01-01T00:00:00Z", "uuid": "12345678-1234-4234-8234-123456789abc"}
-    ds = xr.Dataset({"t": (("number", "y", "x"), np.stack([T32] * 3))},
-                    coords={"number": ("number", [0, 1, 2], {"long_name": "number"})})
+    ds = xr.Dataset(
+        {"t": (("number", "y", "x"), np.stack([T32] * 3))},
+        coords={"number": ("number", [0, 1, 2], {"long_name": "number"})},
+    )
     to_tensogram(ds, tmp_path / "a.tgm", message_dims=["number"], reserved=r)
     to_tensogram(ds.chunk({"number": 1, "y": 7}), tmp_path / "b.tgm", message_dims=["number"], reserved=r)
     assert (tmp_path / "a.tgm").read_bytes() == (tmp_path / "b.tgm").read_bytes()
@@ -1172,6 +1491,7 @@ def test_dask_backed_dataset_writes_the_same_bytes(tmp_path):
 # encode_message against the reference on less common inputs
 # ---------------------------------------------------------------------------------------------
 
+
 def _nan_bytes(dtype="float32"):
     v = np.linspace(0, 1, 4000).astype(np.float32 if dtype == "float32" else np.float64)
     v[::9] = np.nan
@@ -1179,9 +1499,11 @@ def _nan_bytes(dtype="float32"):
     return v.tobytes()
 
 
-@pytest.mark.parametrize("kw", [{"allow_nan": True, "allow_inf": True}, {"allow_nan": True, "allow_inf": True,
-                                                                         "nan_mask_method": "rle"}],
-                         ids=["roaring", "rle"])
+@pytest.mark.parametrize(
+    "kw",
+    [{"allow_nan": True, "allow_inf": True}, {"allow_nan": True, "allow_inf": True, "nan_mask_method": "rle"}],
+    ids=["roaring", "rle"],
+)
 @pytest.mark.parametrize("dtype", ["float32", "complex128"])
 def test_raw_bytes_input_gets_masks_like_the_reference(kw, dtype):
     """spec 11/19: float16/bfloat16/complex data must be handed over as bytes; the NaN/Inf scan and the
@@ -1210,13 +1532,34 @@ def _d(shape=(100,), dtype="float64", **kw):
 _LIN = np.linspace(0, 1, 100)
 REFUSED = {
     # inputs the reference refuses; writing them anyway gives messages that decode to garbage or not at all
-    "sp-binary-scale-factor-300": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8, sp_reference_value=0.0,
-                                            sp_binary_scale_factor=300), _LIN)]),
+    "sp-binary-scale-factor-300": (
+        {},
+        [
+            (
+                _d(encoding="simple_packing", sp_bits_per_value=8, sp_reference_value=0.0, sp_binary_scale_factor=300),
+                _LIN,
+            )
+        ],
+    ),
     "sp-range-needs-E>256": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8), _LIN * 1e300)]),
-    "sp-reference-nan": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8, sp_reference_value=float("nan"),
-                                  sp_binary_scale_factor=0), _LIN)]),
-    "sp-decimal-scale-float": ({}, [(_d(encoding="simple_packing", sp_bits_per_value=8,
-                                        sp_decimal_scale_factor=1.0), _LIN)]),
+    "sp-reference-nan": (
+        {},
+        [
+            (
+                _d(
+                    encoding="simple_packing",
+                    sp_bits_per_value=8,
+                    sp_reference_value=float("nan"),
+                    sp_binary_scale_factor=0,
+                ),
+                _LIN,
+            )
+        ],
+    ),
+    "sp-decimal-scale-float": (
+        {},
+        [(_d(encoding="simple_packing", sp_bits_per_value=8, sp_decimal_scale_factor=1.0), _LIN)],
+    ),
     "shape-longer-than-data": ({}, [(_d(shape=(7,), dtype="float32"), _LIN.astype(np.float32))]),
     "shape-vs-raw-bytes": ({}, [(_d(shape=(7,), dtype="float32"), _LIN.astype(np.float32).tobytes())]),
     "negative-shape": ({}, [(_d(shape=(-1,)), _LIN)]),
@@ -1301,13 +1644,21 @@ def test_per_variable_mask_method(tmp_path):
 # property: encode_message == reference, random arrays, pipelines, metadata and options
 # ---------------------------------------------------------------------------------------------
 
-_meta_leaf = st.one_of(st.text(max_size=6), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none(),
-                       st.floats(allow_nan=False, allow_infinity=False))
-_meta_value = st.recursive(_meta_leaf, lambda kids: st.one_of(st.lists(kids, max_size=3),
-                                                              st.dictionaries(st.text(max_size=5), kids, max_size=3)),
-                           max_leaves=8)
-_meta_map = st.dictionaries(st.text(max_size=6).filter(lambda k: k not in ("_reserved_", "base", "_extra_", "extra")),
-                            _meta_value, max_size=4)
+_meta_leaf = st.one_of(
+    st.text(max_size=6),
+    st.integers(-(2**63), 2**63 - 1),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+_meta_value = st.recursive(
+    _meta_leaf,
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=5), kids, max_size=3)),
+    max_leaves=8,
+)
+_meta_map = st.dictionaries(
+    st.text(max_size=6).filter(lambda k: k not in ("_reserved_", "base", "_extra_", "extra")), _meta_value, max_size=4
+)
 
 
 @st.composite
@@ -1323,8 +1674,11 @@ def _objects(draw):
     pipeline = draw(st.sampled_from(["none", "zstd", "shuffle", "shuffle+zstd", "sp", "sp+zstd", "szip", "zfp"]))
     if pipeline == "sp" or pipeline == "sp+zstd":
         a = a.astype(np.float64)
-        opts.update(encoding="simple_packing", sp_bits_per_value=draw(st.sampled_from([0, 1, 8, 12, 16, 24, 32, 40, 64])),
-                    sp_decimal_scale_factor=draw(st.integers(-2, 2)))
+        opts.update(
+            encoding="simple_packing",
+            sp_bits_per_value=draw(st.sampled_from([0, 1, 8, 12, 16, 24, 32, 40, 64])),
+            sp_decimal_scale_factor=draw(st.integers(-2, 2)),
+        )
     if "shuffle" in pipeline:
         opts.update(filter="shuffle", shuffle_element_size=a.dtype.itemsize)
     if "zstd" in pipeline:
@@ -1332,13 +1686,23 @@ def _objects(draw):
         if draw(st.booleans()):
             opts["zstd_level"] = draw(st.integers(-3, 12))
     if pipeline == "szip" and available("imagecodecs") and a.dtype.itemsize <= 4:
-        opts.update(compression="szip", szip_rsi=draw(st.sampled_from([1, 4, 32])),
-                    szip_block_size=draw(st.sampled_from([8, 16, 32, 64])), szip_flags=draw(st.sampled_from([0, 8])))
+        opts.update(
+            compression="szip",
+            szip_rsi=draw(st.sampled_from([1, 4, 32])),
+            szip_block_size=draw(st.sampled_from([8, 16, 32, 64])),
+            szip_flags=draw(st.sampled_from([0, 8])),
+        )
     if pipeline == "zfp" and available("zfpy") and a.dtype == np.float64:
         mode = draw(st.sampled_from(["fixed_rate", "fixed_precision", "fixed_accuracy"]))
-        opts.update(compression="zfp", zfp_mode=mode, **{"fixed_rate": {"zfp_rate": 8.0},
-                                                          "fixed_precision": {"zfp_precision": 16},
-                                                          "fixed_accuracy": {"zfp_tolerance": 0.5}}[mode])
+        opts.update(
+            compression="zfp",
+            zfp_mode=mode,
+            **{
+                "fixed_rate": {"zfp_rate": 8.0},
+                "fixed_precision": {"zfp_precision": 16},
+                "fixed_accuracy": {"zfp_tolerance": 0.5},
+            }[mode],
+        )
     if a.dtype.kind == "f" and a.size and opts.get("encoding") != "simple_packing" and draw(st.booleans()):
         flat = a.reshape(-1)
         for idx in draw(st.lists(st.integers(0, a.size - 1), max_size=5)):
@@ -1347,14 +1711,25 @@ def _objects(draw):
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(objs=st.lists(_objects(), max_size=4), extra=_meta_map, base=st.lists(_meta_map, max_size=4),
-       hash_=st.sampled_from(["xxh3", None]), layout=st.sampled_from(["buffered", "streaming", "backfilled"]),
-       method=st.sampled_from(["none", "rle", "zstd"] + (["roaring"] if available("pyroaring") else [])),
-       threshold=st.sampled_from([None, 0, 1]))
+@given(
+    objs=st.lists(_objects(), max_size=4),
+    extra=_meta_map,
+    base=st.lists(_meta_map, max_size=4),
+    hash_=st.sampled_from(["xxh3", None]),
+    layout=st.sampled_from(["buffered", "streaming", "backfilled"]),
+    method=st.sampled_from(["none", "rle", "zstd"] + (["roaring"] if available("pyroaring") else [])),
+    threshold=st.sampled_from([None, 0, 1]),
+)
 def test_random_messages_equal_reference(objs, extra, base, hash_, layout, method, threshold):
-    meta = {**extra, "base": base[:len(objs)]}
-    kw = {"hash": hash_, "allow_nan": True, "allow_inf": True, "nan_mask_method": method, "pos_inf_mask_method": method,
-              "neg_inf_mask_method": method}
+    meta = {**extra, "base": base[: len(objs)]}
+    kw = {
+        "hash": hash_,
+        "allow_nan": True,
+        "allow_inf": True,
+        "nan_mask_method": method,
+        "pos_inf_mask_method": method,
+        "neg_inf_mask_method": method,
+    }
     if threshold is not None:
         kw["small_mask_threshold_bytes"] = threshold
     if layout == "buffered":
@@ -1362,8 +1737,9 @@ def test_random_messages_equal_reference(objs, extra, base, hash_, layout, metho
         ours = encode_message(meta, objs, reserved=_reserved(ref), **kw)
     else:
         ref = _ref_streaming(meta, objs, backfill=layout == "backfilled", **kw)
-        ours = encode_message(meta, objs, reserved=_reserved(ref), layout="streaming",
-                              backfill=layout == "backfilled", **kw)
+        ours = encode_message(
+            meta, objs, reserved=_reserved(ref), layout="streaming", backfill=layout == "backfilled", **kw
+        )
     _assert_same_bytes(ours, ref)
 
 
@@ -1373,15 +1749,19 @@ def test_readme_writing_example(tmp_path):
 
     with _open(SAMPLE) as ds:
         ds = ds.load()
-    ds["tp"] = (ds["2t"] * 0 + np.linspace(0, 0.01, ds["2t"].size, dtype=np.float32).reshape(ds["2t"].shape))
+    ds["tp"] = ds["2t"] * 0 + np.linspace(0, 0.01, ds["2t"].size, dtype=np.float32).reshape(ds["2t"].shape)
     ds["tp"].attrs = {"units": "m"}
     xt.to_tensogram(ds, tmp_path / "out.tgm")
     ds.tensogram.to_tgm(tmp_path / "out2.tgm")
-    xt.to_tensogram(ds, tmp_path / "out.tgm", encoding={
-        "2t": {"compression": "zstd", "level": 5},
-        "msl": {"encoding": "simple_packing", "bits_per_value": 16, "compression": "zstd"},
-        "tp": {"filter": "shuffle", "compression": "szip", "szip_rsi": 32, "szip_block_size": 16, "szip_flags": 8},
-    })
+    xt.to_tensogram(
+        ds,
+        tmp_path / "out.tgm",
+        encoding={
+            "2t": {"compression": "zstd", "level": 5},
+            "msl": {"encoding": "simple_packing", "bits_per_value": 16, "compression": "zstd"},
+            "tp": {"filter": "shuffle", "compression": "szip", "szip_rsi": 32, "szip_block_size": 16, "szip_flags": 8},
+        },
+    )
     for i in range(ds.sizes["step"]):
         xt.to_tensogram(ds.isel(step=[i]), tmp_path / "run.tgm", mode="w" if i == 0 else "a")
     with _open(tmp_path / "run.tgm") as run:
@@ -1416,15 +1796,25 @@ def _issues(report):
 
 @pytest.mark.parametrize("check_canonical", [False, True])
 def test_reference_validator_accepts_our_files(tmp_path, check_canonical):
-    ds = xr.Dataset({"t": (("y", "x"), MASKED32, {"units": "K"}), "n": (("y", "x"), N16),
-                     "d": (("y", "x"), T64)}, coords={"y": np.arange(30.0), "x": np.arange(40.0)},
-                    attrs={"title": "validate", "nested.key": [1, 2, 3]})
+    ds = xr.Dataset(
+        {"t": (("y", "x"), MASKED32, {"units": "K"}), "n": (("y", "x"), N16), "d": (("y", "x"), T64)},
+        coords={"y": np.arange(30.0), "x": np.arange(40.0)},
+        attrs={"title": "validate", "nested.key": [1, 2, 3]},
+    )
     path = tmp_path / "v.tgm"
     to_tensogram(ds, path)
     to_tensogram(ds, path, mode="a", layout="streaming")
     to_tensogram(ds, path, mode="a", hash=None)
-    to_tensogram(ds, path, mode="a", encoding={"t": {"compression": "zstd"}, "n": {"filter": "shuffle"},
-                                               "d": {"encoding": "simple_packing", "bits_per_value": 16}})
+    to_tensogram(
+        ds,
+        path,
+        mode="a",
+        encoding={
+            "t": {"compression": "zstd"},
+            "n": {"filter": "shuffle"},
+            "d": {"encoding": "simple_packing", "bits_per_value": 16},
+        },
+    )
     if available("imagecodecs"):
         to_tensogram(ds, path, mode="a", encoding={"n": SZIP_ENC})
     report = tensogram.validate_file(str(path), level="full", check_canonical=check_canonical)
@@ -1437,13 +1827,14 @@ def test_reference_validator_accepts_our_files(tmp_path, check_canonical):
 
 def test_reference_file_append_interleaves_with_ours(tmp_path):
     path = tmp_path / "both.tgm"
-    ds = xr.Dataset({"t": (("number", "y", "x"), np.stack([T32, T32 + 1, T32 + 2, T32 + 3]))},
-                    coords={"number": ("number", [0, 1, 2, 3], {"long_name": "number"})})
+    ds = xr.Dataset(
+        {"t": (("number", "y", "x"), np.stack([T32, T32 + 1, T32 + 2, T32 + 3]))},
+        coords={"number": ("number", [0, 1, 2, 3], {"long_name": "number"})},
+    )
     to_tensogram(ds.isel(number=[0]), path, message_dims=["number"])
     with tensogram.TensogramFile.open(str(path)) as f:
         assert len(f) == 1
-        f.append({"base": [{"name": "t", "number": 1, "dim_names": ["y", "x"]}]},
-                 [(_desc(T32 + 1), T32 + 1)])
+        f.append({"base": [{"name": "t", "number": 1, "dim_names": ["y", "x"]}]}, [(_desc(T32 + 1), T32 + 1)])
     to_tensogram(ds.isel(number=[2, 3]), path, message_dims=["number"], mode="a")
     with tensogram.TensogramFile.open(str(path)) as f:
         assert len(f) == 4
@@ -1461,19 +1852,30 @@ def _lossless_encodings(ds, draw):
             choice = "zstd"
         if choice == "szip" and (not available("imagecodecs") or width > 4):
             choice = "shuffle+zstd"
-        e = {"none": {}, "zstd": {"compression": "zstd", "level": draw(st.integers(1, 9))},
-             "shuffle": {"filter": "shuffle"}, "shuffle+zstd": {"filter": "shuffle", "compression": "zstd"},
-             "lz4": {"compression": "lz4"}, "blosc2": {"compression": "blosc2"},
-             "szip": {"compression": "szip", "szip_rsi": 4, "szip_block_size": 8, "szip_flags": 8}}[choice]
+        e = {
+            "none": {},
+            "zstd": {"compression": "zstd", "level": draw(st.integers(1, 9))},
+            "shuffle": {"filter": "shuffle"},
+            "shuffle+zstd": {"filter": "shuffle", "compression": "zstd"},
+            "lz4": {"compression": "lz4"},
+            "blosc2": {"compression": "blosc2"},
+            "szip": {"compression": "szip", "szip_rsi": 4, "szip_block_size": 8, "szip_flags": 8},
+        }[choice]
         e = dict(e)
         if var.dtype.kind == "f":
-            e["mask_method"] = draw(st.sampled_from(["none", "rle", "zstd"] + (["roaring"] if available("pyroaring") else [])))
+            e["mask_method"] = draw(
+                st.sampled_from(["none", "rle", "zstd"] + (["roaring"] if available("pyroaring") else []))
+            )
         enc[name] = e
     return enc
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(ds=datasets(), data=st.data(), layout=st.sampled_from(["buffered", "streaming"]))
 def test_random_dataset_lossless_encodings_round_trip(tmp_path_factory, ds, data, layout):
     enc = _lossless_encodings(ds, data.draw)
@@ -1486,8 +1888,11 @@ def test_random_dataset_lossless_encodings_round_trip(tmp_path_factory, ds, data
 def test_dataset_opened_from_netcdf_writes(tmp_path):
     """netCDF encodings left on the variables (zlib, chunksizes, _FillValue, source ...) do not get in the way."""
     pytest.importorskip("h5netcdf")
-    ds = xr.Dataset({"t": (("y", "x"), T32, {"units": "K"}), "n": (("y", "x"), N16)},
-                    coords={"y": np.arange(30.0), "x": np.arange(40.0)}, attrs={"title": "from netCDF"})
+    ds = xr.Dataset(
+        {"t": (("y", "x"), T32, {"units": "K"}), "n": (("y", "x"), N16)},
+        coords={"y": np.arange(30.0), "x": np.arange(40.0)},
+        attrs={"title": "from netCDF"},
+    )
     ds.to_netcdf(tmp_path / "in.nc", engine="h5netcdf", encoding={"t": {"zlib": True, "complevel": 4, "shuffle": True}})
     with xr.open_dataset(tmp_path / "in.nc", engine="h5netcdf") as nc:
         to_tensogram(nc, tmp_path / "out.tgm", encoding={"n": {"compression": "zstd"}})
@@ -1497,9 +1902,15 @@ def test_dataset_opened_from_netcdf_writes(tmp_path):
 
 def test_scalar_coordinates_round_trip(tmp_path):
     """cfgrib-style scalar coordinates (height 2 m, number, surface ...) are kept, not dropped silently."""
-    ds = xr.Dataset({"t2m": (("latitude", "longitude"), T32[:3, :4])},
-                    coords={"latitude": [10.0, 20.0, 30.0], "longitude": [0.0, 1.0, 2.0, 3.0],
-                            "height": ((), 2.0, {"units": "m", "long_name": "height"}), "number": 0})
+    ds = xr.Dataset(
+        {"t2m": (("latitude", "longitude"), T32[:3, :4])},
+        coords={
+            "latitude": [10.0, 20.0, 30.0],
+            "longitude": [0.0, 1.0, 2.0, 3.0],
+            "height": ((), 2.0, {"units": "m", "long_name": "height"}),
+            "number": 0,
+        },
+    )
     to_tensogram(ds, tmp_path / "s.tgm")
     xr.testing.assert_identical(_open_loaded(tmp_path / "s.tgm"), ds)
 
@@ -1519,7 +1930,9 @@ def test_datetime_and_timedelta_coordinates_round_trip(tmp_path, message_dims):
     """A time series (datetime64 dimension coordinate, timedelta64 auxiliary coordinate) is not a .tgm-born cube;
     its times must survive the round trip (e.g. CF-encoded like to_netcdf), not be dropped or turned into text."""
     times = np.array(["2024-01-01T00", "2024-01-01T06", "2024-01-01T12"], dtype="datetime64[ns]")
-    ds = xr.Dataset({"t": (("time", "y"), np.arange(6.0).reshape(3, 2))},
-                    coords={"time": times, "lead": ("time", np.array([0, 6, 12], "timedelta64[h]").astype("m8[ns]"))})
+    ds = xr.Dataset(
+        {"t": (("time", "y"), np.arange(6.0).reshape(3, 2))},
+        coords={"time": times, "lead": ("time", np.array([0, 6, 12], "timedelta64[h]").astype("m8[ns]"))},
+    )
     to_tensogram(ds, tmp_path / "ts.tgm", message_dims=message_dims)
     xr.testing.assert_identical(_open_loaded(tmp_path / "ts.tgm"), ds)

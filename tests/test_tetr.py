@@ -77,7 +77,12 @@ ERRORS: dict[str, type[Exception]] = {
 }
 
 #: valid fixtures no writer produces (hand-edited layouts, legacy footer rows)
-NOT_WRITER_OUTPUT = {"empty_trailing_bytes.tet", "trailing_bytes.tet", "unordered_index.tet", "footer_legacy_triple.tet"}
+NOT_WRITER_OUTPUT = {
+    "empty_trailing_bytes.tet",
+    "trailing_bytes.tet",
+    "unordered_index.tet",
+    "footer_legacy_triple.tet",
+}
 
 
 def sha256(data: bytes) -> str:
@@ -108,25 +113,44 @@ def test_manifest_valid_file(name: str) -> None:
     assert sha256((DATA / name).read_bytes()) == entry["sha256"]
     with open_tetr(DATA / name) as t:
         layout = entry["layout"]
-        assert (t.layout_version, len(t.datasets), t.flags) == (layout["layout_version"], layout["dataset_count"], layout["flags"])
+        assert (t.layout_version, len(t.datasets), t.flags) == (
+            layout["layout_version"],
+            layout["dataset_count"],
+            layout["flags"],
+        )
         assert (t.index_offset, t.index_length) == (layout["chunk_index_offset"], layout["chunk_index_length"])
         if "file_execution" in layout:
             assert t.execution == layout["file_execution"]
         if "payload_region_end" in layout:
             assert t.payload_end == layout["payload_region_end"]
         for d, md in zip(t.datasets, entry["datasets"], strict=True):
-            assert (d.dataset_id, d.name, DTYPE_CODES[d.dtype_code][0], d.dtype_code) == \
-                (md["dataset_id"], md["name"], md["dtype"], md["dtype_code"])
+            assert (d.dataset_id, d.name, DTYPE_CODES[d.dtype_code][0], d.dtype_code) == (
+                md["dataset_id"],
+                md["name"],
+                md["dtype"],
+                md["dtype_code"],
+            )
             assert d.dtype == d.dtype.newbyteorder("<")  # little-endian
-            assert (list(d.shape), list(d.chunk_shape), len(d.entries)) == (md["shape"], md["chunk_shape"], md["chunk_count"])
+            assert (list(d.shape), list(d.chunk_shape), len(d.entries)) == (
+                md["shape"],
+                md["chunk_shape"],
+                md["chunk_count"],
+            )
             assert d.codec == {0: "raw", 1: "zstd"}[md["codec"]]
             assert d.dim_names == md["dim_names"]
             _compare_big(md, "coords", _wire_coords(d.coords))
             _compare_big(md, "attrs", d.attrs)
             if isinstance(md["chunks"], list):
-                got = [{"chunk_index": e["coords"][: d.ndim].tolist(), "payload_offset": int(e["offset"]),
-                        "raw_byte_len": int(e["raw"]), "stored_byte_len": int(e["stored"]), "codec": int(e["codec"])}
-                       for e in d.entries]
+                got = [
+                    {
+                        "chunk_index": e["coords"][: d.ndim].tolist(),
+                        "payload_offset": int(e["offset"]),
+                        "raw_byte_len": int(e["raw"]),
+                        "stored_byte_len": int(e["stored"]),
+                        "codec": int(e["codec"]),
+                    }
+                    for e in d.entries
+                ]
                 assert sorted(got, key=itemgetter("chunk_index")) == sorted(md["chunks"], key=itemgetter("chunk_index"))
             values = t.read(d.name)
             assert values.shape == tuple(md["shape"]) and values.nbytes == md["logical_nbytes"]
@@ -223,15 +247,19 @@ def test_zstd_output_is_bounded_by_raw_byte_len() -> None:
 def _regenerate(data: bytes, *, footer: bool | None = None) -> bytes:
     """Decode a file and write its decoded contents again with our writer."""
     with open_tetr(data) as t:
-        writes = [DatasetWrite(d.name, t.read(d.name), d.chunk_shape, d.codec, d.dim_names, d.coords, d.attrs or None)
-                  for d in t.datasets]
+        writes = [
+            DatasetWrite(d.name, t.read(d.name), d.chunk_shape, d.codec, d.dim_names, d.coords, d.attrs or None)
+            for d in t.datasets
+        ]
         out = io.BytesIO()
         execution = (t.execution["memory_budget_percent_bps"], t.execution["memory_budget_bytes"])
         write_tetr(out, writes, history=t.history, file_metadata=t.metadata or None, footer=footer, execution=execution)
     return out.getvalue()
 
 
-@pytest.mark.parametrize("name", ["sample.tet", "large.tet", "multichunk_u8.tet", "multichunk_u32.tet", "multichunk_f16.tet"])
+@pytest.mark.parametrize(
+    "name", ["sample.tet", "large.tet", "multichunk_u8.tet", "multichunk_u32.tet", "multichunk_f16.tet"]
+)
 def test_reference_files_regenerate_byte_for_byte(name: str) -> None:
     assert sha256(_regenerate((DATA / "reference" / name).read_bytes())) == REFERENCE_SUMS[name]
 
@@ -244,8 +272,8 @@ def test_reference_plan_regenerates_byte_for_byte() -> None:
     write_tetr(out, [DatasetWrite("a", values, (2, 2))], footer=True)
     raw = bytearray(out.getvalue())
     (json_len,) = struct.unpack_from("<Q", raw, len(raw) - 16)
-    assert raw[-16 - json_len: -16] == b'{"history":[],"metadata":{}}'
-    raw[-16 - json_len: -16] = b"X" * json_len
+    assert raw[-16 - json_len : -16] == b'{"history":[],"metadata":{}}'
+    raw[-16 - json_len : -16] = b"X" * json_len
     assert sha256(bytes(raw)) == REFERENCE_SUMS["plan.tet"]
 
 
@@ -268,16 +296,19 @@ def test_writer_spills_large_metadata() -> None:
         assert t.dataset("a").coords == labels
 
 
-@pytest.mark.parametrize("bad, error", [
-    ({"x": np.zeros(3, "i1")}, UnsupportedError),
-    ({"x": np.zeros(3, "c8")}, UnsupportedError),
-    ([DatasetWrite("", np.zeros(3))], LimitExceededError),
-    ([DatasetWrite("a", np.zeros(3), attrs={"units": ""})], LimitExceededError),
-    ([DatasetWrite("a", np.zeros(3), coords={"0": ["x" * 1025, "b", "c"]})], LimitExceededError),
-    ([DatasetWrite("a", np.zeros(3)), DatasetWrite("a", np.zeros(3))], ValueError),
-    ([DatasetWrite("a", np.zeros(3), codec="lz4")], UnsupportedError),
-    ([DatasetWrite("a", np.zeros((3, 3)), chunk_shape=(0, 1))], ValueError),
-])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ({"x": np.zeros(3, "i1")}, UnsupportedError),
+        ({"x": np.zeros(3, "c8")}, UnsupportedError),
+        ([DatasetWrite("", np.zeros(3))], LimitExceededError),
+        ([DatasetWrite("a", np.zeros(3), attrs={"units": ""})], LimitExceededError),
+        ([DatasetWrite("a", np.zeros(3), coords={"0": ["x" * 1025, "b", "c"]})], LimitExceededError),
+        ([DatasetWrite("a", np.zeros(3)), DatasetWrite("a", np.zeros(3))], ValueError),
+        ([DatasetWrite("a", np.zeros(3), codec="lz4")], UnsupportedError),
+        ([DatasetWrite("a", np.zeros((3, 3)), chunk_shape=(0, 1))], ValueError),
+    ],
+)
 def test_writer_rejects_what_the_format_cannot_hold(bad: Any, error: type[Exception], tmp_path: Path) -> None:
     target = tmp_path / "x.tet"
     with pytest.raises(error):
@@ -297,7 +328,9 @@ def arrays_and_tiles(draw: Any) -> tuple[np.ndarray, tuple[int, ...], str]:
     dtype = draw(st.sampled_from(DTYPES))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    data = rng.integers(0, 250, size=shape).astype(dtype) if dtype.kind in "iu" else rng.normal(size=shape).astype(dtype)
+    data = (
+        rng.integers(0, 250, size=shape).astype(dtype) if dtype.kind in "iu" else rng.normal(size=shape).astype(dtype)
+    )
     return data, tiles, draw(st.sampled_from(["raw", "zstd"]))
 
 
@@ -343,13 +376,21 @@ def test_lazy_array_hyperslabs_equal_numpy(case: tuple[np.ndarray, tuple[int, ..
             if kind == "int":
                 key.append(data.draw(st.integers(-n, n - 1)))
             elif kind == "slice":
-                key.append(slice(data.draw(st.integers(0, n)), data.draw(st.integers(0, n)), data.draw(st.sampled_from([1, 2, 3]))))
+                key.append(
+                    slice(
+                        data.draw(st.integers(0, n)),
+                        data.draw(st.integers(0, n)),
+                        data.draw(st.sampled_from([1, 2, 3])),
+                    )
+                )
             else:
                 key.append(np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4))))
         expected = values
         for axis in reversed(range(len(key))):
             k = key[axis]
-            expected = np.take(expected, k, axis=axis) if isinstance(k, np.ndarray) else expected[(slice(None),) * axis + (k,)]
+            expected = (
+                np.take(expected, k, axis=axis) if isinstance(k, np.ndarray) else expected[(slice(None),) * axis + (k,)]
+            )
         np.testing.assert_array_equal(read_outer(spec, tuple(key)), expected)
 
 
@@ -404,8 +445,10 @@ def test_footer_metadata_mapping() -> None:
         assert ds.temperature.attrs == {"long_name": "demo temperature", "units": "1"}
         assert ds.pressure.attrs["_FillValue"] == -9999.0 and ds.pressure.attrs["Zeta"] == "last"
         assert ds.attrs["tool"] == "tetration-test" and ds.attrs["created_at"] == "1700000000"
-        assert ds.attrs["history"].splitlines() == ["2023-11-14T22:13:20Z: write rust",
-                                                    "2023-11-14T22:15:00Z: transform /data/in.tet"]
+        assert ds.attrs["history"].splitlines() == [
+            "2023-11-14T22:13:20Z: write rust",
+            "2023-11-14T22:15:00Z: transform /data/in.tet",
+        ]
         assert json.loads(ds.attrs["tetr_history"]) == VALID["footer_metadata.tet"]["footer"]["history"]
         for name in ds.data_vars:
             assert tuple(ds[name].encoding["preferred_chunks"].values()) == t.dataset(name).chunk_shape
@@ -414,8 +457,17 @@ def test_footer_metadata_mapping() -> None:
 
 def test_numeric_labels_become_numeric_coordinates() -> None:
     out = io.BytesIO()
-    write_tetr(out, [DatasetWrite("v", np.zeros((3, 2)), dim_names=["level", "lon"],
-                                  coords={"level": ["1000", "850", "500"], "lon": ["0.5", "1.25"]})])
+    write_tetr(
+        out,
+        [
+            DatasetWrite(
+                "v",
+                np.zeros((3, 2)),
+                dim_names=["level", "lon"],
+                coords={"level": ["1000", "850", "500"], "lon": ["0.5", "1.25"]},
+            )
+        ],
+    )
     with open_tetr(out.getvalue()) as t:
         ds = tetr_to_dataset(t)
     assert ds["level"].dtype == np.int64 and ds["level"].values.tolist() == [1000, 850, 500]
@@ -460,9 +512,11 @@ def test_open_dataset_pickles_and_computes_on_threads(tmp_path: Path) -> None:
 def _sample_dataset() -> xr.Dataset:
     rng = np.random.default_rng(1)
     return xr.Dataset(
-        {"t": (("time", "lat", "lon"), rng.normal(size=(3, 5, 7)).astype("f4"), {"units": "K", "long_name": "temp"}),
-         "n": (("lat", "lon"), rng.integers(0, 9, size=(5, 7)).astype("u2"), {"comment": "counts"}),
-         "flag": (("lat",), np.array([True, False, True, True, False]))},
+        {
+            "t": (("time", "lat", "lon"), rng.normal(size=(3, 5, 7)).astype("f4"), {"units": "K", "long_name": "temp"}),
+            "n": (("lat", "lon"), rng.integers(0, 9, size=(5, 7)).astype("u2"), {"comment": "counts"}),
+            "flag": (("lat",), np.array([True, False, True, True, False])),
+        },
         coords={"time": ["a", "b", "c"], "lat": [10, 20, 30, 40, 50], "lon": np.linspace(0.5, 3.5, 7)},
         attrs={"tool": "unit-test", "created_at": "1700000000"},
     )
@@ -472,8 +526,13 @@ def _sample_dataset() -> xr.Dataset:
 def test_dataset_round_trip_keeps_names_dims_coords_attrs(compression: str | None, tmp_path: Path) -> None:
     ds = _sample_dataset()
     path = tmp_path / "x.tet"
-    to_tetr(ds, path, chunks={"lat": 2, "lon": 3}, compression=compression,
-            history=[{"op": "write", "source": "test", "at": "1700000000"}])
+    to_tetr(
+        ds,
+        path,
+        chunks={"lat": 2, "lon": 3},
+        compression=compression,
+        history=[{"op": "write", "source": "test", "at": "1700000000"}],
+    )
     back = xr.open_dataset(path, engine="tensogram", chunks={})
     assert back.t.chunks == ((3,), (2, 2, 1), (3, 3, 1))
     xr.testing.assert_identical(back.drop_attrs(deep=False), ds.drop_attrs(deep=False))
@@ -500,7 +559,9 @@ def test_to_tetr_open_dataset_round_trip(case: tuple[np.ndarray, tuple[int, ...]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         back = xr.open_dataset(path, engine="tensogram", chunks={}, mask_and_scale=False)
-    assert back.v.chunks == tuple(tuple(min(c, n - i) for i in range(0, n, c)) for n, c in zip(values.shape, tiles, strict=True))
+    assert back.v.chunks == tuple(
+        tuple(min(c, n - i) for i in range(0, n, c)) for n, c in zip(values.shape, tiles, strict=True)
+    )
     xr.testing.assert_identical(back.load(), ds)
     back.close()
 

@@ -169,8 +169,10 @@ def test_flipped_payload_bit_is_caught_by_verify_hash_and_verify(tmp_path, capsy
     path.write_bytes(found)
     with xr.open_dataset(path, engine="tensogram") as ds:  # plain read: wrong values, as the reference gives
         np.testing.assert_array_equal(ds["v"].values, wrong)
-    with xr.open_dataset(path, engine="tensogram", verify_hash=True) as ds, \
-            pytest.raises(IntegrityError, match="xxh3 mismatch"):
+    with (
+        xr.open_dataset(path, engine="tensogram", verify_hash=True) as ds,
+        pytest.raises(IntegrityError, match="xxh3 mismatch"),
+    ):
         _ = ds["v"].values
     assert main(["verify", str(path)]) == 1
     assert "FAIL message 0, object 0: IntegrityError" in capsys.readouterr().out

@@ -86,10 +86,13 @@ def test_junk_after_a_tet_without_footer_is_allowed():
             np.testing.assert_array_equal(f.read(d.name), r)
 
 
-@pytest.mark.parametrize(("name", "short"), [
-    ("sample.tet", "needs at least a 32-byte superblock, this one has 12 bytes"),
-    ("sample.zt", "needs at least 16 bytes, this one has 12"),
-])
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("sample.tet", "needs at least a 32-byte superblock, this one has 12 bytes"),
+        ("sample.zt", "needs at least 16 bytes, this one has 12"),
+    ],
+)
 def test_truncation_message_gives_expected_and_actual_size(name, short):
     data = Path(CASES[name]).read_bytes()
     kind = name.rsplit(".", 1)[1]

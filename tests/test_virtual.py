@@ -96,8 +96,11 @@ def parse(path: Path, parser: Any) -> tuple[xr.Dataset, set[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vds = open_virtual_dataset(path, parser=parser)
-    left_out = {re.search(r"variable '(.*?)'", str(w.message)).group(1)  # type: ignore[union-attr]  # every warning names one
-                for w in caught if issubclass(w.category, VirtualMappingWarning)}
+    left_out = {
+        re.search(r"variable '(.*?)'", str(w.message)).group(1)  # type: ignore[union-attr]  # every warning names one
+        for w in caught
+        if issubclass(w.category, VirtualMappingWarning)
+    }
     return vds, left_out
 
 
@@ -142,8 +145,15 @@ def _tgm(tmp_path: Path, name: str, objects: list[tuple[dict[str, Any], np.ndarr
     tensogram = pytest.importorskip("tensogram")
     parts = []
     for i, (desc, values) in enumerate(objects):
-        meta = {"base": [{"name": "t", "mars": {"param": "t", "step": 6 * i, "date": 20240101, "time": 0},
-                          "dim_names": ["y", "x"]}]}
+        meta = {
+            "base": [
+                {
+                    "name": "t",
+                    "mars": {"param": "t", "step": 6 * i, "date": 20240101, "time": 0},
+                    "dim_names": ["y", "x"],
+                }
+            ]
+        }
         parts.append(tensogram.encode(meta, [({"type": "ntensor", "shape": list(values.shape), **desc}, values)], **kw))
     path = tmp_path / name
     path.write_bytes(b"".join(parts))
@@ -173,9 +183,12 @@ def _field(seed: int, dtype: str = "f8") -> np.ndarray:
 
 @pytest.mark.parametrize("case", ["zstd", "shuffle_zstd", "raw_big_endian"])
 def test_tensogram_standard_codecs_only(case: str, tmp_path: Path) -> None:
-    desc = {"dtype": "float32", "zstd": {"compression": "zstd"},
-            "shuffle_zstd": {"compression": "zstd", "filter": "shuffle", "shuffle_element_size": 4},
-            "raw_big_endian": {"byte_order": "big"}}[case]
+    desc = {
+        "dtype": "float32",
+        "zstd": {"compression": "zstd"},
+        "shuffle_zstd": {"compression": "zstd", "filter": "shuffle", "shuffle_element_size": 4},
+        "raw_big_endian": {"byte_order": "big"},
+    }[case]
     desc = {"dtype": "float32", **desc}
     path = _tgm(tmp_path, f"{case}.tgm", [(desc, _field(s, "f4")) for s in range(3)])
     vds, _ = parse(path, TensogramParser())
@@ -188,12 +201,19 @@ def test_tensogram_standard_codecs_only(case: str, tmp_path: Path) -> None:
     # a reader without our codecs: a fresh interpreter that never loads xarray_tensogram.virtual.codecs
     (tmp_path / "refs.json").write_text(json.dumps(refs))
     np.save(tmp_path / "expected.npy", _reference_values(path))
-    code = ("import sys, numpy as np, xarray as xr; ds = xr.open_dataset(sys.argv[1], engine='kerchunk'); "
-            "np.testing.assert_array_equal(ds['t'].values, np.load(sys.argv[2])); "
-            "assert 'xarray_tensogram.virtual.codecs' not in sys.modules")
+    code = (
+        "import sys, numpy as np, xarray as xr; ds = xr.open_dataset(sys.argv[1], engine='kerchunk'); "
+        "np.testing.assert_array_equal(ds['t'].values, np.load(sys.argv[2])); "
+        "assert 'xarray_tensogram.virtual.codecs' not in sys.modules"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "refs.json"), str(tmp_path / "expected.npy")],
-                   check=True, env=env, cwd=tmp_path, timeout=120)
+    subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "refs.json"), str(tmp_path / "expected.npy")],
+        check=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def test_tensogram_frame_codec_every_pipeline(tmp_path: Path) -> None:
@@ -205,11 +225,26 @@ def test_tensogram_frame_codec_every_pipeline(tmp_path: Path) -> None:
     packed = _field(1)
     objects = [
         ({"dtype": "float64", "compression": "zstd"}, _field(0)),
-        ({"dtype": "float64", "encoding": "simple_packing", **tensogram.compute_packing_params(packed.ravel(), 16, 0)},
-         packed),
-        ({"dtype": "float64", "encoding": "simple_packing",
-          **tensogram.compute_packing_params(_field(2).ravel(), 16, 0),
-          "compression": "szip", "szip_rsi": 2, "szip_block_size": 8, "szip_flags": 8}, _field(2)),
+        (
+            {
+                "dtype": "float64",
+                "encoding": "simple_packing",
+                **tensogram.compute_packing_params(packed.ravel(), 16, 0),
+            },
+            packed,
+        ),
+        (
+            {
+                "dtype": "float64",
+                "encoding": "simple_packing",
+                **tensogram.compute_packing_params(_field(2).ravel(), 16, 0),
+                "compression": "szip",
+                "szip_rsi": 2,
+                "szip_block_size": 8,
+                "szip_flags": 8,
+            },
+            _field(2),
+        ),
         ({"dtype": "float64", "compression": "zstd", "filter": "shuffle", "shuffle_element_size": 8}, nan_field),
         ({"dtype": "float64", "compression": "lz4"}, _field(4)),
     ]
@@ -232,8 +267,12 @@ def test_hypercube_hole_reads_as_nan(tmp_path: Path) -> None:
             if (step, level) == (6, 850):
                 continue
             meta = {"base": [{"name": "t", "mars": {"param": "t", "step": step, "levelist": level}}]}
-            parts.append(tensogram.encode(meta, [({"type": "ntensor", "shape": [3, 4], "dtype": "float32"},
-                                                 np.full((3, 4), step + level, "f4"))]))
+            parts.append(
+                tensogram.encode(
+                    meta,
+                    [({"type": "ntensor", "shape": [3, 4], "dtype": "float32"}, np.full((3, 4), step + level, "f4"))],
+                )
+            )
     path = tmp_path / "holes.tgm"
     path.write_bytes(b"".join(parts))
     vds, _ = parse(path, TensogramParser())
@@ -271,8 +310,9 @@ def _icechunk_roundtrip(vds: xr.Dataset, folder: Path, data_dir: Path) -> xr.Dat
     config = icechunk.RepositoryConfig.default()
     store = icechunk.local_filesystem_store(str(data_dir))
     config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, store))
-    repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(folder)), config,
-                                      authorize_virtual_chunk_access={prefix: None})
+    repo = icechunk.Repository.create(
+        icechunk.local_filesystem_storage(str(folder)), config, authorize_virtual_chunk_access={prefix: None}
+    )
     session = repo.writable_session("main")
     vds.vz.to_icechunk(session.store)
     session.commit("virtual references")
@@ -281,9 +321,14 @@ def _icechunk_roundtrip(vds: xr.Dataset, folder: Path, data_dir: Path) -> xr.Dat
 
 
 def test_icechunk_repository_on_local_disk(tmp_path: Path) -> None:
-    files = [*sorted(SAMPLES.iterdir()), DATA / "tetr" / "edge_chunks_3d.tet", DATA / "tetr" / "zstd_multiblock.tet",
-             DATA / "ztensor" / "v0_1" / "rust_0_1_4" / "big_endian.zt", DATA / "ztensor" / "v1" / "sparse.zt",
-             DATA / "tensogram" / "upstream" / "ten-msg.tgm"]
+    files = [
+        *sorted(SAMPLES.iterdir()),
+        DATA / "tetr" / "edge_chunks_3d.tet",
+        DATA / "tetr" / "zstd_multiblock.tet",
+        DATA / "ztensor" / "v0_1" / "rust_0_1_4" / "big_endian.zt",
+        DATA / "ztensor" / "v1" / "sparse.zt",
+        DATA / "tensogram" / "upstream" / "ten-msg.tgm",
+    ]
     for i, path in enumerate(files):
         if path.suffix not in EXT.values():
             continue
@@ -295,9 +340,21 @@ def test_icechunk_repository_on_local_disk(tmp_path: Path) -> None:
 def test_icechunk_frame_codec(tmp_path: Path) -> None:
     tensogram = pytest.importorskip("tensogram")
     packed = _field(1)
-    path = _tgm(tmp_path, "packed.tgm", [
-        ({"dtype": "float64", "encoding": "simple_packing", **tensogram.compute_packing_params(packed.ravel(), 12, 0)},
-         packed), ({"dtype": "float64", "compression": "zstd"}, _field(2))])
+    path = _tgm(
+        tmp_path,
+        "packed.tgm",
+        [
+            (
+                {
+                    "dtype": "float64",
+                    "encoding": "simple_packing",
+                    **tensogram.compute_packing_params(packed.ravel(), 12, 0),
+                },
+                packed,
+            ),
+            ({"dtype": "float64", "compression": "zstd"}, _field(2)),
+        ],
+    )
     vds, _ = parse(path, TensogramParser())
     got = _icechunk_roundtrip(vds, tmp_path / "repo", tmp_path)
     assert_same(got, xr.open_dataset(path, engine=ENGINE))
@@ -328,9 +385,17 @@ def test_open_virtual_mfdataset_combines_along_step(era_steps: tuple[Path, list[
     whole, singles = era_steps
     assert len(singles) == 20
     urls = [file_url(p) for p in singles]
-    combined = open_virtual_mfdataset(urls, registry=local_registry(), parser=TensogramParser(), combine="nested",
-                                      concat_dim="step", data_vars="all", coords="different", compat="equals",
-                                      combine_attrs="override")
+    combined = open_virtual_mfdataset(
+        urls,
+        registry=local_registry(),
+        parser=TensogramParser(),
+        combine="nested",
+        concat_dim="step",
+        data_vars="all",
+        coords="different",
+        compat="equals",
+        combine_attrs="override",
+    )
     expected = _whole_file_expected(whole)
     assert_same(open_refs(kerchunk_refs(combined)), expected)
     write_refs(combined, tmp_path / "era.parquet")
@@ -385,16 +450,21 @@ def test_references_to_files_on_s3_server(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint_url)  # even a misconfigured client stays local
     try:
-        options = {"key": "testing", "secret": "testing",
-                   "client_kwargs": {"endpoint_url": server.endpoint_url, "region_name": "eu-west-1"}}
+        options = {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": server.endpoint_url, "region_name": "eu-west-1"},
+        }
         fs = s3fs.S3FileSystem(**options)
         fs.mkdir("virtual")
         for name in _REMOTE:
             fs.pipe_file(f"virtual/{name}", (SAMPLES / name).read_bytes())
         # every file is parsed before any is read back: kerchunk's s3 reader leaves fsspec's
         # shared event loop closed behind it, which later fsspec calls in this process cannot use
-        all_refs = {name: kerchunk_refs(open_virtual_dataset(f"s3://virtual/{name}", storage_options=options))
-                    for name in _REMOTE}
+        all_refs = {
+            name: kerchunk_refs(open_virtual_dataset(f"s3://virtual/{name}", storage_options=options))
+            for name in _REMOTE
+        }
         for name, refs in all_refs.items():
             assert any(isinstance(v, list) and v[0] == f"s3://virtual/{name}" for v in refs["refs"].values())
             got = open_refs(refs, storage_options={"remote_protocol": "s3", "remote_options": options})
@@ -419,9 +489,16 @@ def test_parser_options_match_open_dataset() -> None:
     assert_same(open_refs(kerchunk_refs(vds)), xr.open_dataset(tet, engine=ENGINE, **kw2))
 
 
-@pytest.mark.parametrize("kw", [{"message_index": -1}, {"message_index": [2, 0]},
-                                {"message_index": slice(1, None, 2)},
-                                {"message_index": 1, "merge_objects": False}], ids=["int", "list", "slice", "one"])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"message_index": -1},
+        {"message_index": [2, 0]},
+        {"message_index": slice(1, None, 2)},
+        {"message_index": 1, "merge_objects": False},
+    ],
+    ids=["int", "list", "slice", "one"],
+)
 def test_parser_message_index_matches_open_dataset(kw: dict[str, Any]) -> None:
     """message_index (and merge_objects) select messages as open_dataset does, and every chunk of the
     references lies inside a selected message (message extents from our framing of the file)."""
@@ -433,8 +510,12 @@ def test_parser_message_index_matches_open_dataset(kw: dict[str, Any]) -> None:
     with open_tensogram(path) as f:
         extents = [(m.offset, m.offset + m.length) for m in f]
     index = kw["message_index"]
-    wanted = [extents[i] for i in (index if isinstance(index, list) else range(len(extents))[index]
-                                   if isinstance(index, slice) else [index])]
+    wanted = [
+        extents[i]
+        for i in (
+            index if isinstance(index, list) else range(len(extents))[index] if isinstance(index, slice) else [index]
+        )
+    ]
     assert expected.sizes.get("step", 1) == len(wanted) < len(extents)
     chunks = [v for k, v in refs["refs"].items() if k.startswith(("2t/", "msl/")) and isinstance(v, list)]
     assert len(chunks) == 2 * len(wanted)
@@ -477,8 +558,9 @@ def test_frame_codec_rejects_damaged_frames() -> None:
         ref = f[0].objects[0]
         frame = (SAMPLES / "forecast.tgm").read_bytes()[ref.frame_offset : ref.frame_offset + ref.frame_length]
     codec = TensogramFrameCodec()
-    np.testing.assert_array_equal(np.frombuffer(codec.decode(frame), "<f4"),
-                                  open_tensogram(SAMPLES / "forecast.tgm")[0].read_object(0).ravel())
+    np.testing.assert_array_equal(
+        np.frombuffer(codec.decode(frame), "<f4"), open_tensogram(SAMPLES / "forecast.tgm")[0].read_object(0).ravel()
+    )
     with pytest.raises(XarrayTensogramError):
         codec.decode(frame[:-5])
     with pytest.raises(XarrayTensogramError):

@@ -52,21 +52,29 @@ def forecast(seed: int = 0) -> xr.Dataset:
     q[1, 0, 0, 0] = np.nan
     dims = ("time", "level", "latitude", "longitude")
     return xr.Dataset(
-        {"t": (dims, t, {"units": "K", "long_name": "Temperature", "standard_name": "air_temperature"}),
-         "q": (dims, q, {"units": "kg kg-1"}),
-         "z": (dims, rng.integers(-300, 300, shape).astype("int16"), {"units": "m", "long_name": "height"}),
-         "cl": (dims, rng.integers(0, 255, shape).astype("uint8"), {"units": "%"})},
-        coords={"time": ("time", pd.date_range("2024-01-01", periods=2, freq="12h").values.astype("M8[ns]"),
-                         {"long_name": "time"}),
-                "level": ("level", np.array([1000, 850, 500]), {"units": "hPa", "positive": "down"}),
-                "latitude": ("latitude", np.linspace(60.0, 30.0, 4), {"units": "degrees_north"}),
-                "longitude": ("longitude", np.linspace(-10.0, 20.0, 5), {"units": "degrees_east"})},
-        attrs={"title": "forecast", "institution": "here"})
+        {
+            "t": (dims, t, {"units": "K", "long_name": "Temperature", "standard_name": "air_temperature"}),
+            "q": (dims, q, {"units": "kg kg-1"}),
+            "z": (dims, rng.integers(-300, 300, shape).astype("int16"), {"units": "m", "long_name": "height"}),
+            "cl": (dims, rng.integers(0, 255, shape).astype("uint8"), {"units": "%"}),
+        },
+        coords={
+            "time": (
+                "time",
+                pd.date_range("2024-01-01", periods=2, freq="12h").values.astype("M8[ns]"),
+                {"long_name": "time"},
+            ),
+            "level": ("level", np.array([1000, 850, 500]), {"units": "hPa", "positive": "down"}),
+            "latitude": ("latitude", np.linspace(60.0, 30.0, 4), {"units": "degrees_north"}),
+            "longitude": ("longitude", np.linspace(-10.0, 20.0, 5), {"units": "degrees_east"}),
+        },
+        attrs={"title": "forecast", "institution": "here"},
+    )
 
 
 def _reference_messages(path):
     data = Path(path).read_bytes()
-    return [tensogram.decode(data[o:o + n]) for o, n in tensogram.scan(data)]
+    return [tensogram.decode(data[o : o + n]) for o, n in tensogram.scan(data)]
 
 
 def _check_reference_values(path, ds, message_dims):
@@ -93,9 +101,12 @@ def _check_reference_values(path, ds, message_dims):
 # 1. forecast-shaped round trips
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("message_dims", [[], ["time"], ["level"], ["time", "level"], ["level", "time"],
-                                          ["latitude"], ["longitude", "time"]],
-                         ids=lambda v: "-".join(v) or "none")
+
+@pytest.mark.parametrize(
+    "message_dims",
+    [[], ["time"], ["level"], ["time", "level"], ["level", "time"], ["latitude"], ["longitude", "time"]],
+    ids=lambda v: "-".join(v) or "none",
+)
 def test_forecast_round_trips(tmp_path, message_dims):
     ds = forecast()
     path = tmp_path / "fc.tgm"
@@ -114,9 +125,13 @@ def test_datetime_message_dim_is_mars_date_time_for_the_reference(tmp_path):
 def test_datetime_message_dim_without_mars_fit_is_cf_encoded(tmp_path):
     """A datetime dim not called time (or with seconds) is a CF-encoded number the reference reads as such."""
     times = np.array(["2024-01-01T00:00:00", "2024-01-01T00:00:30", "2024-01-02T06:00:00"], dtype="M8[ns]")
-    ds = xr.Dataset({"v": (("valid", "x"), np.arange(6.0).reshape(3, 2), {"units": "1"})},
-                    coords={"valid": ("valid", times, {"long_name": "valid time"}),
-                            "lead": ("valid", np.array([0, 30, 108000], "m8[s]").astype("m8[ns]"))})
+    ds = xr.Dataset(
+        {"v": (("valid", "x"), np.arange(6.0).reshape(3, 2), {"units": "1"})},
+        coords={
+            "valid": ("valid", times, {"long_name": "valid time"}),
+            "lead": ("valid", np.array([0, 30, 108000], "m8[s]").astype("m8[ns]")),
+        },
+    )
     xt.to_tensogram(ds, tmp_path / "v.tgm", message_dims=["valid"])
     xr.testing.assert_identical(_loaded(tmp_path / "v.tgm"), ds)
     values = [m.metadata.base[0]["valid"] for m in _reference_messages(tmp_path / "v.tgm")]
@@ -170,8 +185,9 @@ def _datasets(draw):
         elif d == "level":
             coords[d] = (d, draw(st.permutations([1000, 850, 500])), {"units": "hPa"})
     variables = {}
-    for i, dtype in enumerate(draw(st.lists(st.sampled_from(["float32", "float64", "int16", "uint8"]),
-                                            min_size=1, max_size=3))):
+    for i, dtype in enumerate(
+        draw(st.lists(st.sampled_from(["float32", "float64", "int16", "uint8"]), min_size=1, max_size=3))
+    ):
         shape = tuple(_SIZES[d] for d in order)
         values = (np.arange(np.prod(shape)).reshape(shape) % 200).astype(dtype)
         if dtype.startswith("float") and draw(st.booleans()):
@@ -201,9 +217,14 @@ def test_random_forecast_layouts_round_trip(tmp_path_factory, case):
 # 2. lossy encodings keep the dtype
 # ---------------------------------------------------------------------------------------------
 
-LOSSY = [pytest.param({"encoding": "simple_packing", "bits_per_value": 16}, id="simple_packing"),
-         pytest.param({"compression": "zfp", "zfp_mode": "fixed_rate", "zfp_rate": 24.0}, id="zfp",
-                      marks=pytest.mark.skipif(not available("zfpy"), reason="zfpy not installed"))]
+LOSSY = [
+    pytest.param({"encoding": "simple_packing", "bits_per_value": 16}, id="simple_packing"),
+    pytest.param(
+        {"compression": "zfp", "zfp_mode": "fixed_rate", "zfp_rate": 24.0},
+        id="zfp",
+        marks=pytest.mark.skipif(not available("zfpy"), reason="zfpy not installed"),
+    ),
+]
 
 
 @pytest.mark.parametrize("enc", LOSSY)
@@ -234,6 +255,7 @@ def test_lossy_int16_reads_back_rounded_int16(tmp_path):
 # 3. .encoding carries the source pipeline; writers use it
 # ---------------------------------------------------------------------------------------------
 
+
 def _reference_file(path, desc_extra, values):
     meta = {"base": [{"name": "t", "dim_names": ["y", "x"]}]}
     desc = {"type": "ntensor", "shape": list(values.shape), "dtype": values.dtype.name, **desc_extra}
@@ -242,11 +264,23 @@ def _reference_file(path, desc_extra, values):
 
 PIPELINES = [
     pytest.param({"compression": "zstd", "zstd_level": 9}, id="zstd-9"),
-    pytest.param({"filter": "shuffle", "shuffle_element_size": 4, "compression": "lz4"}, id="shuffle-lz4",
-                 marks=pytest.mark.skipif(not available("lz4.block"), reason="lz4 not installed")),
-    pytest.param({"encoding": "simple_packing", "sp_bits_per_value": 12, "compression": "szip", "szip_rsi": 64,
-                  "szip_block_size": 8, "szip_flags": 8}, id="sp-szip",
-                 marks=pytest.mark.skipif(not available("imagecodecs"), reason="imagecodecs not installed")),
+    pytest.param(
+        {"filter": "shuffle", "shuffle_element_size": 4, "compression": "lz4"},
+        id="shuffle-lz4",
+        marks=pytest.mark.skipif(not available("lz4.block"), reason="lz4 not installed"),
+    ),
+    pytest.param(
+        {
+            "encoding": "simple_packing",
+            "sp_bits_per_value": 12,
+            "compression": "szip",
+            "szip_rsi": 64,
+            "szip_block_size": 8,
+            "szip_flags": 8,
+        },
+        id="sp-szip",
+        marks=pytest.mark.skipif(not available("imagecodecs"), reason="imagecodecs not installed"),
+    ),
 ]
 
 
@@ -254,7 +288,8 @@ PIPELINES = [
 def test_open_then_write_keeps_the_pipeline(tmp_path, pipeline):
     rng = np.random.default_rng(1)
     values = (np.cumsum(rng.normal(size=(40, 50)), axis=1) + 280).astype(
-        "float64" if "encoding" in pipeline else "float32")
+        "float64" if "encoding" in pipeline else "float32"
+    )
     _reference_file(tmp_path / "src.tgm", pipeline, values)
     with _open(tmp_path / "src.tgm") as ds:
         enc = ds["t"].encoding
@@ -315,16 +350,36 @@ def test_ztensor_open_then_write_keeps_compression_and_checksum(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 DEFAULTS = [
-    pytest.param({"compression": "szip"}, {"szip_rsi": 128, "szip_block_size": 16, "szip_flags": 8}, id="szip",
-                 marks=pytest.mark.skipif(not available("imagecodecs"), reason="imagecodecs not installed")),
-    pytest.param({"compression": "zfp"}, {"zfp_mode": "fixed_precision", "zfp_precision": 32}, id="zfp",
-                 marks=pytest.mark.skipif(not available("zfpy"), reason="zfpy not installed")),
-    pytest.param({"compression": "zfp", "zfp_mode": "fixed_rate"}, {"zfp_rate": 16.0}, id="zfp-rate",
-                 marks=pytest.mark.skipif(not available("zfpy"), reason="zfpy not installed")),
-    pytest.param({"compression": "blosc2"}, {}, id="blosc2",
-                 marks=pytest.mark.skipif(not available("blosc2"), reason="blosc2 not installed")),
-    pytest.param({"compression": "lz4"}, {}, id="lz4",
-                 marks=pytest.mark.skipif(not available("lz4.block"), reason="lz4 not installed")),
+    pytest.param(
+        {"compression": "szip"},
+        {"szip_rsi": 128, "szip_block_size": 16, "szip_flags": 8},
+        id="szip",
+        marks=pytest.mark.skipif(not available("imagecodecs"), reason="imagecodecs not installed"),
+    ),
+    pytest.param(
+        {"compression": "zfp"},
+        {"zfp_mode": "fixed_precision", "zfp_precision": 32},
+        id="zfp",
+        marks=pytest.mark.skipif(not available("zfpy"), reason="zfpy not installed"),
+    ),
+    pytest.param(
+        {"compression": "zfp", "zfp_mode": "fixed_rate"},
+        {"zfp_rate": 16.0},
+        id="zfp-rate",
+        marks=pytest.mark.skipif(not available("zfpy"), reason="zfpy not installed"),
+    ),
+    pytest.param(
+        {"compression": "blosc2"},
+        {},
+        id="blosc2",
+        marks=pytest.mark.skipif(not available("blosc2"), reason="blosc2 not installed"),
+    ),
+    pytest.param(
+        {"compression": "lz4"},
+        {},
+        id="lz4",
+        marks=pytest.mark.skipif(not available("lz4.block"), reason="lz4 not installed"),
+    ),
     pytest.param({"encoding": "simple_packing"}, {"sp_bits_per_value": 16}, id="simple_packing"),
 ]
 
@@ -341,14 +396,18 @@ def test_compressors_have_defaults_the_reference_reads(tmp_path, enc, params):
     np.testing.assert_array_equal(_loaded(tmp_path / "d.tgm")["t"].values, values.astype(np.float32))
 
 
-@pytest.mark.parametrize("enc, listed", [
-    ({"compression": "gzip"}, "none, zstd, lz4, szip, blosc2, zfp, rle, roaring"),
-    ({"compression": "sz3"}, "can be read but not written"),
-    ({"encoding": "grib"}, "none, simple_packing"),
-    ({"filter": "bitshuffle"}, "none, shuffle"),
-    ({"compression": "blosc2", "blosc2_codec": "brotli"}, "blosclz, lz4, lz4hc, zlib, zstd"),
-    ({"compression": "zfp", "zfp_mode": "lossless"}, "fixed_rate, fixed_precision, fixed_accuracy"),
-], ids=["gzip", "sz3", "encoding", "filter", "blosc2-codec", "zfp-mode"])
+@pytest.mark.parametrize(
+    "enc, listed",
+    [
+        ({"compression": "gzip"}, "none, zstd, lz4, szip, blosc2, zfp, rle, roaring"),
+        ({"compression": "sz3"}, "can be read but not written"),
+        ({"encoding": "grib"}, "none, simple_packing"),
+        ({"filter": "bitshuffle"}, "none, shuffle"),
+        ({"compression": "blosc2", "blosc2_codec": "brotli"}, "blosclz, lz4, lz4hc, zlib, zstd"),
+        ({"compression": "zfp", "zfp_mode": "lossless"}, "fixed_rate, fixed_precision, fixed_accuracy"),
+    ],
+    ids=["gzip", "sz3", "encoding", "filter", "blosc2-codec", "zfp-mode"],
+)
 def test_unknown_values_list_the_valid_ones(tmp_path, enc, listed):
     with pytest.raises(UnsupportedError, match=r"valid values|can be read") as info:
         xt.to_tensogram(forecast()[["t"]], tmp_path / "x.tgm", encoding={"t": enc})
@@ -360,6 +419,7 @@ def test_unknown_values_list_the_valid_ones(tmp_path, enc, listed):
 # ---------------------------------------------------------------------------------------------
 # 5. permissions and atomicity
 # ---------------------------------------------------------------------------------------------
+
 
 def _write_all(tmp_path, tag):
     ds = forecast()[["t"]].drop_vars("time")
@@ -398,13 +458,15 @@ def test_rewriting_keeps_an_existing_files_mode(tmp_path):
 # 6. to_tetr reproduces unchanged files; chunks forms
 # ---------------------------------------------------------------------------------------------
 
+
 def _reference_sums():
     lines = (REFERENCE_TET / "SHA256SUMS").read_text().split("\n")
     return {name: digest for digest, name in (line.split() for line in lines if line.strip())}
 
 
-@pytest.mark.parametrize("name", ["sample.tet", "large.tet", "multichunk_u8.tet", "multichunk_u32.tet",
-                                  "multichunk_f16.tet"])
+@pytest.mark.parametrize(
+    "name", ["sample.tet", "large.tet", "multichunk_u8.tet", "multichunk_u32.tet", "multichunk_f16.tet"]
+)
 def test_to_tetr_writes_reference_files_back_byte_for_byte(tmp_path, name):
     src = REFERENCE_TET / name
     assert hashlib.sha256(src.read_bytes()).hexdigest() == _reference_sums()[name]
@@ -439,6 +501,7 @@ def test_to_tetr_chunks_tuple_of_wrong_length_names_the_variable(tmp_path):
 # 8. bool variables, the same in the three writers
 # ---------------------------------------------------------------------------------------------
 
+
 def test_bool_variables_write_and_read_back_bool(tmp_path):
     mask = np.array([[True, False, True], [False, False, True]])
     ds = xr.Dataset({"lsm": (("y", "x"), mask, {"long_name": "land"})}, coords={"y": [1.0, 2.0], "x": [0, 1, 2]})
@@ -461,8 +524,10 @@ def test_message_dims_product_order(tmp_path):
     """Every combination of two message dims is one message (the reference counts them)."""
     ds = forecast()
     xt.to_tensogram(ds, tmp_path / "p.tgm", message_dims=["time", "level"])
-    keys = [(m.metadata.base[0]["mars"]["time"], m.metadata.base[0]["level"])
-            for m in _reference_messages(tmp_path / "p.tgm")]
+    keys = [
+        (m.metadata.base[0]["mars"]["time"], m.metadata.base[0]["level"])
+        for m in _reference_messages(tmp_path / "p.tgm")
+    ]
     assert keys == list(itertools.product([0, 1200], [1000, 850, 500]))
 
 
@@ -470,14 +535,15 @@ def test_message_dims_product_order(tmp_path):
 # README
 # ---------------------------------------------------------------------------------------------
 
+
 def test_readme_forecast_example_runs_as_written(tmp_path, monkeypatch):
     """The first code block of the README's writing section, executed verbatim in an empty folder."""
     if not available("imagecodecs"):
         pytest.skip("the example uses szip (imagecodecs)")
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme[readme.index("## Writing Tensogram files"):]
-    code = section[section.index("```python") + len("```python"):]
-    code = code[:code.index("```")]
+    section = readme[readme.index("## Writing Tensogram files") :]
+    code = section[section.index("```python") + len("```python") :]
+    code = code[: code.index("```")]
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
     assert len(_reference_messages(tmp_path / "forecast.tgm")) == 6

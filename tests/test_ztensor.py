@@ -144,7 +144,11 @@ def test_manifest_file(path: str) -> None:
             assert (info.name, info.dtype, list(info.shape)) == (t["name"], t["dtype"], t["shape"])
             assert info.layout == (t.get("layout") or t.get("format"))
             if by_order:
-                assert (info.encoding, info.checksum, info.data_endianness) == (t["encoding"], t["checksum"], t["data_endianness"])
+                assert (info.encoding, info.checksum, info.data_endianness) == (
+                    t["encoding"],
+                    t["checksum"],
+                    t["data_endianness"],
+                )
                 assert (info.main_part.offset, info.main_part.length) == (t["offset"], t["size"])
                 assert dict(info.attrs) == manifest_value(t["custom_fields"])
             else:
@@ -290,7 +294,11 @@ def _v2_file(objects: dict, blobs: list[tuple[int, bytes]], extra_root: dict | N
 
 
 def _dense(offset: int, data: np.ndarray, shard: str | None = None) -> dict:
-    part = {"blob": [offset, data.nbytes], "dtype": "f32", "digest": f"xxh3:{xxhash.xxh3_64_intdigest(data.tobytes()):016x}"}
+    part = {
+        "blob": [offset, data.nbytes],
+        "dtype": "f32",
+        "digest": f"xxh3:{xxhash.xxh3_64_intdigest(data.tobytes()):016x}",
+    }
     if shard:
         part["shard"] = shard
     return {"shape": list(data.shape), "layout": "dense", "parts": {"data": part}}
@@ -299,8 +307,11 @@ def _dense(offset: int, data: np.ndarray, shard: str | None = None) -> dict:
 def test_v2_shard_next_to_the_file(tmp_path: Path) -> None:
     values = np.arange(6, dtype="<f4")
     (tmp_path / "w.shard").write_bytes(bytes(64) + values.tobytes())
-    (tmp_path / "main.zt").write_bytes(_v2_file({"w": _dense(64, values, "w.shard")}, [],
-                                                {"shards": {"w.shard": {"size": 64 + 24, "digest": "xxh3:0"}}}))
+    (tmp_path / "main.zt").write_bytes(
+        _v2_file(
+            {"w": _dense(64, values, "w.shard")}, [], {"shards": {"w.shard": {"size": 64 + 24, "digest": "xxh3:0"}}}
+        )
+    )
     with open_ztensor(tmp_path / "main.zt") as z:
         np.testing.assert_array_equal(z.read("w", verify=True), values)
 
@@ -337,7 +348,9 @@ def test_v2_rejects_non_canonical_manifest_and_bad_hash() -> None:
 def test_v2_bool_bytes_must_be_0_or_1() -> None:
     raw = np.array([0, 1, 2], np.uint8)
     part = {"blob": [4096, 3], "dtype": "u8", "type": "bool"}
-    z = open_ztensor(_v2_file({"b": {"shape": [3], "layout": "dense", "parts": {"data": part}}}, [(4096, raw.tobytes())]))
+    z = open_ztensor(
+        _v2_file({"b": {"shape": [3], "layout": "dense", "parts": {"data": part}}}, [(4096, raw.tobytes())])
+    )
     assert z.tensor("b").numpy_dtype == np.bool_
     with pytest.raises(CodecError, match="bool"):
         z.read("b")
@@ -346,10 +359,16 @@ def test_v2_bool_bytes_must_be_0_or_1() -> None:
 def test_v2_sparse_coo_profile() -> None:
     coords = np.array([[0, 2], [1, 0]], "<u4").reshape(-1)  # structure of arrays: rows, then columns
     values = np.array([5, 7], "<i2")
-    parts = {"coords": {"blob": [4096, coords.nbytes], "dtype": "u32"},
-             "values": {"blob": [8192, values.nbytes], "dtype": "i16"}}
-    z = open_ztensor(_v2_file({"s": {"shape": [3, 2], "layout": "zt.sparse_coo/1", "parts": parts}},
-                              [(4096, coords.tobytes()), (8192, values.tobytes())]))
+    parts = {
+        "coords": {"blob": [4096, coords.nbytes], "dtype": "u32"},
+        "values": {"blob": [8192, values.nbytes], "dtype": "i16"},
+    }
+    z = open_ztensor(
+        _v2_file(
+            {"s": {"shape": [3, 2], "layout": "zt.sparse_coo/1", "parts": parts}},
+            [(4096, coords.tobytes()), (8192, values.tobytes())],
+        )
+    )
     np.testing.assert_array_equal(z.read("s"), [[0, 5], [0, 0], [7, 0]])
 
 
@@ -361,7 +380,20 @@ def test_v2_overlapping_blobs_rejected() -> None:
 
 
 # -- interop with the reference ztensor 0.1.4 -------------------------------------------------------
-REF_DTYPES = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8", "bool"]
+REF_DTYPES = [
+    "float64",
+    "float32",
+    "float16",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint64",
+    "uint32",
+    "uint16",
+    "uint8",
+    "bool",
+]
 
 
 def _sample_arrays() -> dict[str, np.ndarray]:
@@ -399,7 +431,9 @@ def test_reference_writer_we_read(tmp_path: Path) -> None:
 
 
 @needs_ref
-@pytest.mark.parametrize("compression,checksum", [(None, None), ("zstd", None), (None, "crc32c"), ("zstd", "crc32c"), (None, "sha256")])
+@pytest.mark.parametrize(
+    "compression,checksum", [(None, None), ("zstd", None), (None, "crc32c"), ("zstd", "crc32c"), (None, "sha256")]
+)
 def test_we_write_reference_reads(tmp_path: Path, compression: str | None, checksum: str | None) -> None:
     arrays = _sample_arrays()
     path = str(tmp_path / "ours.zt")
@@ -462,8 +496,15 @@ def _netcdf_safe(value: Any) -> bool:
     return isinstance(value, (str, int, float, np.number)) and not isinstance(value, bool)
 
 
-@pytest.mark.parametrize("path", ["v0_1/rust_0_1_4/custom_fields.zt", "v0_1/rust_0_1_4/kitchen_sink.zt",
-                                  "v2/sparse_and_attributes.zt", "v1/attributes_and_types.zt"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "v0_1/rust_0_1_4/custom_fields.zt",
+        "v0_1/rust_0_1_4/kitchen_sink.zt",
+        "v2/sparse_and_attributes.zt",
+        "v1/attributes_and_types.zt",
+    ],
+)
 def test_attrs_are_netcdf_safe(path: str) -> None:
     ds = xr.open_dataset(DATA / path, engine="tensogram")
     for attrs in [ds.attrs] + [v.attrs for v in ds.variables.values()]:
@@ -473,8 +514,14 @@ def test_attrs_are_netcdf_safe(path: str) -> None:
 
 def test_dim_names_custom_key_and_kwarg(tmp_path: Path) -> None:
     path = tmp_path / "d.zt"
-    write_ztensor_v01(path, [("t", np.zeros((2, 3), "f4"), {"dim_names": ["lat", "lon"]}),
-                             ("u", np.zeros((3,), "f4"), {"dim_names": ["lon"]}), ("v", np.zeros(5, "i2"))])
+    write_ztensor_v01(
+        path,
+        [
+            ("t", np.zeros((2, 3), "f4"), {"dim_names": ["lat", "lon"]}),
+            ("u", np.zeros((3,), "f4"), {"dim_names": ["lon"]}),
+            ("v", np.zeros(5, "i2")),
+        ],
+    )
     ds = xr.open_dataset(path, engine="tensogram")
     assert ds["t"].dims == ("lat", "lon") and ds["u"].dims == ("lon",) and ds["v"].dims == ("dim_0",)
     ds = xr.open_dataset(path, engine="tensogram", dim_names={"t": ["y", "x"], "v": ["n"]})
@@ -537,11 +584,13 @@ def test_random_selections_equal_numpy(tmp_path: Path, data: st.DataObject) -> N
     write_ztensor_v01(path, {"v": values}, compression=compression)
     rows = data.draw(st.integers(0, shape[0]))
     key = tuple(
-        data.draw(st.one_of(
-            st.integers(-n, n - 1),
-            st.slices(n),
-            st.lists(st.integers(0, n - 1), min_size=1, max_size=4).map(np.array),
-        ))
+        data.draw(
+            st.one_of(
+                st.integers(-n, n - 1),
+                st.slices(n),
+                st.lists(st.integers(0, n - 1), min_size=1, max_size=4).map(np.array),
+            )
+        )
         for n in shape
     )
     with open_ztensor(path) as z:
@@ -572,15 +621,24 @@ DTYPES = st.sampled_from(["<f8", "<f4", "<f2", "<i8", "<i4", "<i2", "i1", "<u8",
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     arrays=st.lists(
-        DTYPES.flatmap(lambda dt: hnp.arrays(np.dtype(dt), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))),
-        min_size=1, max_size=4,
+        DTYPES.flatmap(
+            lambda dt: hnp.arrays(np.dtype(dt), hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
+        ),
+        min_size=1,
+        max_size=4,
     ),
     compression=st.sampled_from([None, "zstd"]),
     checksum=st.sampled_from([None, "crc32c", "sha256"]),
 )
-def test_round_trip_dataset(tmp_path: Path, arrays: list[np.ndarray], compression: str | None, checksum: str | None) -> None:
-    ds = xr.Dataset({f"v.{i}": (tuple(f"d{i}_{k}" for k in range(a.ndim)), a, {"note": f"n{i}", "k": i})
-                     for i, a in enumerate(arrays)})
+def test_round_trip_dataset(
+    tmp_path: Path, arrays: list[np.ndarray], compression: str | None, checksum: str | None
+) -> None:
+    ds = xr.Dataset(
+        {
+            f"v.{i}": (tuple(f"d{i}_{k}" for k in range(a.ndim)), a, {"note": f"n{i}", "k": i})
+            for i, a in enumerate(arrays)
+        }
+    )
     path = tmp_path / "rt.zt"
     to_ztensor(ds, str(path), compression=compression, checksum=checksum)
     back = xr.open_dataset(path, engine="tensogram", verify_hash=checksum is not None)
@@ -589,7 +647,9 @@ def test_round_trip_dataset(tmp_path: Path, arrays: list[np.ndarray], compressio
         for name in ds.data_vars:
             assert back[name].dims == ds[name].dims and back[name].attrs == ds[name].attrs
             assert back[name].dtype == ds[name].dtype.newbyteorder("=")
-            assert logical_bytes(back[name].values) == logical_bytes(ds[name].values.astype(ds[name].dtype.newbyteorder("=")))
+            assert logical_bytes(back[name].values) == logical_bytes(
+                ds[name].values.astype(ds[name].dtype.newbyteorder("="))
+            )
     finally:
         back.close()
 
@@ -599,8 +659,11 @@ def test_round_trip_with_coords_and_times(tmp_path: Path) -> None:
 
     ds = xr.Dataset(
         {"t2m": (("time", "lat"), np.random.default_rng(1).random((3, 4)).astype("f4"), {"units": "K"})},
-        coords={"time": pd.date_range("2020-01-01", periods=3), "lat": np.linspace(-10, 10, 4),
-                "h": ("lat", np.arange(4.0))},
+        coords={
+            "time": pd.date_range("2020-01-01", periods=3),
+            "lat": np.linspace(-10, 10, 4),
+            "h": ("lat", np.arange(4.0)),
+        },
     )
     path = tmp_path / "c.zt"
     to_ztensor(ds, str(path), compression="zstd")
@@ -613,7 +676,9 @@ def test_round_trip_with_coords_and_times(tmp_path: Path) -> None:
 
 def test_to_ztensor_mapping_and_engine_guess(tmp_path: Path) -> None:
     path = tmp_path / "m.zt"
-    to_ztensor({"a": np.arange(3), "b": xr.DataArray(np.ones((2, 2)), dims=("y", "x"), attrs={"units": "m"})}, str(path))
+    to_ztensor(
+        {"a": np.arange(3), "b": xr.DataArray(np.ones((2, 2)), dims=("y", "x"), attrs={"units": "m"})}, str(path)
+    )
     ds = xr.open_dataset(path)  # engine guessed from the magic
     assert ds["b"].dims == ("y", "x") and ds["b"].attrs["units"] == "m"
     np.testing.assert_array_equal(ds["a"].values, np.arange(3))

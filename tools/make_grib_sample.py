@@ -18,9 +18,14 @@ import grib_corpus as gc  # noqa: E402  (lives in tests/, after the path insert)
 
 OUT = ROOT / "xarray_tensogram" / "samples"
 GRID = {
-    "Ni": 8, "Nj": 6, "latitudeOfFirstGridPointInDegrees": 60.0, "latitudeOfLastGridPointInDegrees": 10.0,
-    "longitudeOfFirstGridPointInDegrees": 0.0, "longitudeOfLastGridPointInDegrees": 28.0,
-    "iDirectionIncrementInDegrees": 4.0, "jDirectionIncrementInDegrees": 10.0,
+    "Ni": 8,
+    "Nj": 6,
+    "latitudeOfFirstGridPointInDegrees": 60.0,
+    "latitudeOfLastGridPointInDegrees": 10.0,
+    "longitudeOfFirstGridPointInDegrees": 0.0,
+    "longitudeOfLastGridPointInDegrees": 28.0,
+    "iDirectionIncrementInDegrees": 4.0,
+    "jDirectionIncrementInDegrees": 10.0,
 }
 
 

@@ -48,13 +48,32 @@ def main() -> None:
             values = fields(step, level, lat2, lon2)
             for param, units, long_name in PARAMS:
                 field = values[param]
-                desc = {"type": "ntensor", "shape": list(field.shape), "dtype": "float64",
-                        "encoding": "simple_packing", "sp_bits_per_value": 12, "compression": "zstd"}
+                desc = {
+                    "type": "ntensor",
+                    "shape": list(field.shape),
+                    "dtype": "float64",
+                    "encoding": "simple_packing",
+                    "sp_bits_per_value": 12,
+                    "compression": "zstd",
+                }
                 objects.append((desc, field))
-                base.append({"mars": {"class": "ea", "stream": "oper", "type": "fc", "levtype": "pl",
-                                      "param": param, "date": 20240101, "time": 0, "step": step,
-                                      "levelist": level},
-                             "dim_names": ["latitude", "longitude"], "cf": {"units": units, "long_name": long_name}})
+                base.append(
+                    {
+                        "mars": {
+                            "class": "ea",
+                            "stream": "oper",
+                            "type": "fc",
+                            "levtype": "pl",
+                            "param": param,
+                            "date": 20240101,
+                            "time": 0,
+                            "step": step,
+                            "levelist": level,
+                        },
+                        "dim_names": ["latitude", "longitude"],
+                        "cf": {"units": units, "long_name": long_name},
+                    }
+                )
         objects.append(({"type": "ntensor", "shape": [lat.size], "dtype": "float64"}, lat))
         base.append({"name": "latitude", "cf": {"units": "degrees_north", "standard_name": "latitude"}})
         objects.append(({"type": "ntensor", "shape": [lon.size], "dtype": "float64"}, lon))

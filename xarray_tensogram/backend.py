@@ -130,16 +130,21 @@ def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str
         raise GroupSelectionError(
             f"{name!r} holds objects that cannot share one Dataset; groups: {', '.join(groups)}. "
             f"Open one with group='<name>' (or filter_by_keys={{...}}), "
-            f"or all of them with xr.open_datatree(..., engine='tensogram') / xr.open_groups")
+            f"or all of them with xr.open_datatree(..., engine='tensogram') / xr.open_groups"
+        )
     for cand in (group, "/" + group.strip("/"), group.strip("/")):
         if cand in groups:
             return cand
     raise GroupSelectionError(f"{name!r} has no group {group!r}; groups: {', '.join(groups)}")
 
 
-def open_raw_groups(filename_or_obj: Any, *, storage_options: Mapping[str, Any] | None = None,
-                    drop_variables: str | Iterable[str] | None = None, **format_options: Any,
-                    ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+def open_raw_groups(
+    filename_or_obj: Any,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    drop_variables: str | Iterable[str] | None = None,
+    **format_options: Any,
+) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
     """The raw (not yet CF-decoded) Dataset of every group, and the open file to close.
 
     For consumers that need the storage layout behind the variables (the virtual Zarr parsers):
@@ -147,8 +152,9 @@ def open_raw_groups(filename_or_obj: Any, *, storage_options: Mapping[str, Any] 
     ``format_options`` are those of ``open_dataset`` (``dim_names``, ``variable_key`` ...); None means unset.
     """
     options = {k: v for k, v in format_options.items() if v is not None}
-    return TensogramBackendEntrypoint._open_groups(filename_or_obj, storage_options, _normalise_drop(drop_variables),
-                                                   options)
+    return TensogramBackendEntrypoint._open_groups(
+        filename_or_obj, storage_options, _normalise_drop(drop_variables), options
+    )
 
 
 class TensogramBackendEntrypoint(BackendEntrypoint):
@@ -191,9 +197,24 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     # the reference project's URL was misleading here
     url = ""
     open_dataset_parameters = (
-        "filename_or_obj", "drop_variables", "variable_key", "dim_names", "filter_by_keys", "group",
-        "verify_hash", "strict", "storage_options", "mask_and_scale", "decode_times", "decode_timedelta",
-        "use_cftime", "decode_coords", "concat_characters", "message_index", "merge_objects", "range_threshold",
+        "filename_or_obj",
+        "drop_variables",
+        "variable_key",
+        "dim_names",
+        "filter_by_keys",
+        "group",
+        "verify_hash",
+        "strict",
+        "storage_options",
+        "mask_and_scale",
+        "decode_times",
+        "decode_timedelta",
+        "use_cftime",
+        "decode_coords",
+        "concat_characters",
+        "message_index",
+        "merge_objects",
+        "range_threshold",
     )
     supports_groups = True
 
@@ -245,15 +266,23 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
 
     # -- opening --------------------------------------------------------------------------------
     @staticmethod
-    def _open_groups(filename_or_obj: Any, storage_options: Mapping[str, Any] | None, drop: frozenset[str],
-                     format_options: dict[str, Any]) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+    def _open_groups(
+        filename_or_obj: Any,
+        storage_options: Mapping[str, Any] | None,
+        drop: frozenset[str],
+        format_options: dict[str, Any],
+    ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
         """Open the file and assemble the raw Dataset of every group; the file is closed on error."""
         with _gc_paused():
             return TensogramBackendEntrypoint._open_groups_now(filename_or_obj, storage_options, drop, format_options)
 
     @staticmethod
-    def _open_groups_now(filename_or_obj: Any, storage_options: Mapping[str, Any] | None, drop: frozenset[str],
-                         format_options: dict[str, Any]) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+    def _open_groups_now(
+        filename_or_obj: Any,
+        storage_options: Mapping[str, Any] | None,
+        drop: frozenset[str],
+        format_options: dict[str, Any],
+    ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
         source = open_source(filename_or_obj, storage_options)
         try:
             sniffed = registry.sniff(source)
@@ -263,7 +292,8 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
                 raise UnsupportedOptionError(
                     f"{source.name!r} is a {spec.title} file: option{'s' if len(bad) > 1 else ''} "
                     f"{', '.join(bad)} do{'' if len(bad) > 1 else 'es'} not apply to it "
-                    f"(it takes {', '.join(sorted(spec.options)) or 'none of the format options'})")
+                    f"(it takes {', '.join(sorted(spec.options)) or 'none of the format options'})"
+                )
             try:
                 f = registry.open_file(spec, source, **format_options)
             except NotATensorFileError as exc:
@@ -274,14 +304,17 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             source.close()
             raise
         try:
-            opts = AssembleOptions(drop_variables=drop, dim_names=format_options.get("dim_names"),
-                                   variable_key=format_options.get("variable_key"),
-                                   filter_by_keys=format_options.get("filter_by_keys"),
-                                   verify_hash=bool(format_options.get("verify_hash")),
-                                   strict=bool(format_options.get("strict")),
-                                   message_index=format_options.get("message_index"),
-                                   merge_objects=format_options.get("merge_objects", True),
-                                   range_threshold=format_options.get("range_threshold", 0.5))
+            opts = AssembleOptions(
+                drop_variables=drop,
+                dim_names=format_options.get("dim_names"),
+                variable_key=format_options.get("variable_key"),
+                filter_by_keys=format_options.get("filter_by_keys"),
+                verify_hash=bool(format_options.get("verify_hash")),
+                strict=bool(format_options.get("strict")),
+                message_index=format_options.get("message_index"),
+                merge_objects=format_options.get("merge_objects", True),
+                range_threshold=format_options.get("range_threshold", 0.5),
+            )
             return assemble(spec.name, f, opts), f
         except BaseException:
             f.close()
@@ -297,9 +330,14 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             raise
 
     @staticmethod
-    def _decoders(mask_and_scale: DecodeFlag, decode_times: DecodeFlag, decode_timedelta: DecodeFlag,
-                  use_cftime: DecodeFlag, decode_coords: DecodeCoords, concat_characters: DecodeFlag,
-                  ) -> dict[str, Any]:
+    def _decoders(
+        mask_and_scale: DecodeFlag,
+        decode_times: DecodeFlag,
+        decode_timedelta: DecodeFlag,
+        use_cftime: DecodeFlag,
+        decode_coords: DecodeCoords,
+        concat_characters: DecodeFlag,
+    ) -> dict[str, Any]:
         if decode_timedelta is None and decode_times is not False:
             decode_timedelta = True  # steps are time deltas, as cfgrib users expect
         return {
@@ -372,17 +410,29 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             If an option does not apply to the file's format.
         """
         drop = _normalise_drop(drop_variables)
-        groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
-            "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
-            "verify_hash": verify_hash, "strict": strict, "message_index": message_index,
-            "merge_objects": merge_objects, "range_threshold": range_threshold})
+        groups, f = self._open_groups(
+            filename_or_obj,
+            storage_options,
+            drop,
+            {
+                "variable_key": variable_key,
+                "dim_names": dim_names,
+                "filter_by_keys": filter_by_keys,
+                "verify_hash": verify_hash,
+                "strict": strict,
+                "message_index": message_index,
+                "merge_objects": merge_objects,
+                "range_threshold": range_threshold,
+            },
+        )
         try:
             key = _select_group(groups, group, f.name)
         except BaseException:
             f.close()
             raise
-        decoders = self._decoders(mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords,
-                                  concat_characters)
+        decoders = self._decoders(
+            mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
+        )
         return self._decode(TensogramDataStore(groups[key], _SharedFile(f, 1)), decoders, drop)
 
     def open_groups_as_dict(
@@ -426,10 +476,21 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             One lazy Dataset per group path.
         """
         drop = _normalise_drop(drop_variables)
-        groups, f = self._open_groups(filename_or_obj, storage_options, drop, {
-            "variable_key": variable_key, "dim_names": dim_names, "filter_by_keys": filter_by_keys,
-            "verify_hash": verify_hash, "strict": strict, "message_index": message_index,
-            "merge_objects": merge_objects, "range_threshold": range_threshold})
+        groups, f = self._open_groups(
+            filename_or_obj,
+            storage_options,
+            drop,
+            {
+                "variable_key": variable_key,
+                "dim_names": dim_names,
+                "filter_by_keys": filter_by_keys,
+                "verify_hash": verify_hash,
+                "strict": strict,
+                "message_index": message_index,
+                "merge_objects": merge_objects,
+                "range_threshold": range_threshold,
+            },
+        )
         try:
             if group is not None:
                 groups = {"/": groups[_select_group(groups, group, f.name)]}
@@ -438,14 +499,16 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         except BaseException:
             f.close()
             raise
-        decoders = self._decoders(mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords,
-                                  concat_characters)
+        decoders = self._decoders(
+            mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
+        )
         shared = _SharedFile(f, len(groups))
         out: dict[str, xr.Dataset] = {}
         try:
             for name, raw in groups.items():
                 out[name if name.startswith("/") else "/" + name] = self._decode(
-                    TensogramDataStore(raw, shared), decoders, drop)
+                    TensogramDataStore(raw, shared), decoders, drop
+                )
         except BaseException:
             for ds in out.values():
                 ds.close()

@@ -16,7 +16,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ArraySpec", "ChunkReader", "MissingChunk", "StackedReader", "chunk_counts", "chunk_extent", "full_region", "read_chunk_into", "stack_specs"]
+__all__ = [
+    "ArraySpec",
+    "ChunkReader",
+    "MissingChunk",
+    "StackedReader",
+    "chunk_counts",
+    "chunk_extent",
+    "full_region",
+    "read_chunk_into",
+    "stack_specs",
+]
 
 Region = tuple[slice, ...]
 
@@ -128,8 +138,9 @@ def read_chunk_into(reader: Any, coords: tuple[int, ...], region: Region, out: n
     return bool(into(coords, region, out)) if into is not None else False
 
 
-def stack_specs(stack_shape: Sequence[int], members: Sequence[ArraySpec | None] | Mapping[int, ArraySpec],
-                fill_value: Any = None) -> ArraySpec:
+def stack_specs(
+    stack_shape: Sequence[int], members: Sequence[ArraySpec | None] | Mapping[int, ArraySpec], fill_value: Any = None
+) -> ArraySpec:
     """Build the :class:`ArraySpec` of members stacked along new leading axes.
 
     ``members`` is flat in C order over ``stack_shape``: a sequence with ``None`` for holes, or a mapping

@@ -112,7 +112,9 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
+        ).rstrip()
 
     print(fmt(headers))
     print("  ".join("-" * w for w in widths))
@@ -140,8 +142,7 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
 
         from .backend import TensogramBackendEntrypoint
 
-        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint,
-                                **_storage_kwargs(storage_options))
+        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, **_storage_kwargs(storage_options))
         nbytes = sum(node.dataset.nbytes for node in tree.subtree)
         print(f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})")
         print(tree)
@@ -156,8 +157,10 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
                 for dim, c in chunks.items():
                     n *= -(-ds.sizes[dim] // max(1, int(c)))
                 nchunks += n
-        print(f"sizes:    {size} bytes in the file ({_human(size)}), {ds.nbytes} bytes decoded "
-              f"({_human(ds.nbytes)}), {len(ds.data_vars)} variables, {nchunks} storage chunks")
+        print(
+            f"sizes:    {size} bytes in the file ({_human(size)}), {ds.nbytes} bytes decoded "
+            f"({_human(ds.nbytes)}), {len(ds.data_vars)} variables, {nchunks} storage chunks"
+        )
         print(ds)
     finally:
         ds.close()
@@ -191,8 +194,7 @@ def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[t
         ds = _open(path, storage_options)
         return [("", ds)], ds
     except GroupSelectionError:
-        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint,
-                                **_storage_kwargs(storage_options))
+        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, **_storage_kwargs(storage_options))
         return [(node.path, node.to_dataset()) for node in tree.subtree if node.data_vars], tree
 
 
@@ -220,8 +222,17 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
         for c, n in zip(chunk, var.shape, strict=True):
             n_chunks *= -(-int(n) // max(1, c)) if n else 0
         dims = ", ".join(f"{d}: {n}" for d, n in var.sizes.items()) or "scalar"
-        rows.append(([group] if group else []) + [name, dims, str(var.dtype), shape_text(chunk) if chunks else "-",
-                                                   n_chunks if chunks else "-", _dims_origin(var)])
+        rows.append(
+            ([group] if group else [])
+            + [
+                name,
+                dims,
+                str(var.dtype),
+                shape_text(chunk) if chunks else "-",
+                n_chunks if chunks else "-",
+                _dims_origin(var),
+            ]
+        )
     return rows
 
 
@@ -257,7 +268,9 @@ def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
             else:
                 out[dim] = int(spec)
         except ValueError:
-            raise CliError(f"--isel {item!r}: {spec!r} is not an integer, a list a,b,c or a slice start:stop:step") from None
+            raise CliError(
+                f"--isel {item!r}: {spec!r} is not an integer, a list a,b,c or a slice start:stop:step"
+            ) from None
     return out
 
 
@@ -308,13 +321,22 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
             da = da.sel({dim: labels[0] if len(labels) == 1 else labels}, method=method)
         except KeyError:
             shown = _readable(coord.values[:8])
-            raise CliError(f"--sel {dim}={','.join(texts)}: no such label; {dim} has {list(shown)}"
-                           f"{' ...' if coord.size > 8 else ''}") from None
+            raise CliError(
+                f"--sel {dim}={','.join(texts)}: no such label; {dim} has {list(shown)}"
+                f"{' ...' if coord.size > 8 else ''}"
+            ) from None
     return da
 
 
-def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dict[str, Any] | None = None,
-             group: str | None = None, full: bool = False, sel: Sequence[str] = ()) -> None:
+def cmd_dump(
+    path: str,
+    var: str,
+    isel: Sequence[str] = (),
+    storage_options: dict[str, Any] | None = None,
+    group: str | None = None,
+    full: bool = False,
+    sel: Sequence[str] = (),
+) -> None:
     import numpy as np
 
     selection = _parse_isel(isel)
@@ -326,7 +348,9 @@ def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dic
         da = ds[var]
         unknown = [d for d in selection if d not in da.dims]
         if unknown:
-            raise CliError(f"{var!r} has no dimension {unknown[0]!r}; its dimensions: {', '.join(map(str, da.dims)) or 'none'}")
+            raise CliError(
+                f"{var!r} has no dimension {unknown[0]!r}; its dimensions: {', '.join(map(str, da.dims)) or 'none'}"
+            )
         try:
             da = da.isel(selection)
         except IndexError as exc:
@@ -339,8 +363,13 @@ def cmd_dump(path: str, var: str, isel: Sequence[str] = (), storage_options: dic
             if coord.ndim == 0:
                 print(f"  {name} = {np.asarray(_readable(coord.values))[()]}")
             elif coord.ndim == 1 and name in da.dims:
-                text = np.array2string(_readable(coord.values), threshold=12, edgeitems=3, max_line_width=100,
-                                       formatter={"numpystr": str, "object": str})
+                text = np.array2string(
+                    _readable(coord.values),
+                    threshold=12,
+                    edgeitems=3,
+                    max_line_width=100,
+                    formatter={"numpystr": str, "object": str},
+                )
                 print(f"  {name}: {text}")
         opts: dict[str, Any] = {"threshold": sys.maxsize} if full else {"threshold": 1000, "edgeitems": 3}
         with np.printoptions(linewidth=120, **opts):
@@ -400,16 +429,19 @@ def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: st
             from tqdm.auto import tqdm
         except ImportError:
             if enabled:  # asked for explicitly: say why there is no bar
-                print(f"{PROG}: note: --progress needs tqdm (pip install tqdm); continuing without a progress bar",
-                      file=sys.stderr)
+                print(
+                    f"{PROG}: note: --progress needs tqdm (pip install tqdm); continuing without a progress bar",
+                    file=sys.stderr,
+                )
         else:
             yield from tqdm(items, desc=desc, unit="obj", file=sys.stderr, leave=False, dynamic_ncols=True)
             return
     yield from items
 
 
-def cmd_verify(path: str, storage_options: dict[str, Any] | None = None, progress: bool | None = None,
-               strict: bool = False) -> int:
+def cmd_verify(
+    path: str, storage_options: dict[str, Any] | None = None, progress: bool | None = None, strict: bool = False
+) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
     from .errors import MissingCodecError
 
@@ -434,8 +466,7 @@ def cmd_verify(path: str, storage_options: dict[str, Any] | None = None, progres
                 elif hashed is False:
                     report.unhashed += 1
                 notes: dict[bool | None, str] = {True: "xxh3 hash verified", False: "no stored hash"}
-                note = notes.get(
-                    hashed, "checksum not checked" if plan.checksums else "the format stores no checksum")
+                note = notes.get(hashed, "checksum not checked" if plan.checksums else "the format stores no checksum")
                 report.skip(item, exc, note)
             except Exception as exc:  # every failure is reported per item
                 report.fail(item, exc)
@@ -479,8 +510,10 @@ def main_job() -> None:
 # -- entry point ---------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Inspect, dump and verify Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files. "
-        "Without a command: open every bundled sample and show what it holds.")
+        prog=PROG,
+        description="Inspect, dump and verify Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files. "
+        "Without a command: open every bundled sample and show what it holds.",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -488,8 +521,13 @@ def _parser() -> argparse.ArgumentParser:
     def add(name: str, help_: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=help_)
         p.add_argument("file", metavar="FILE", help="path or fsspec URL (s3://, https://, simplecache::...)")
-        p.add_argument("--storage-options", metavar="JSON", type=_json_options, default=None,
-                       help="fsspec storage_options for a URL, as JSON, e.g. '{\"anon\": true}'")
+        p.add_argument(
+            "--storage-options",
+            metavar="JSON",
+            type=_json_options,
+            default=None,
+            help="fsspec storage_options for a URL, as JSON, e.g. '{\"anon\": true}'",
+        )
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
         return p
 
@@ -498,21 +536,39 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tiles", action="store_true", help="Tetration: also list every tile")
     p = add("dump", "values of one variable, optionally a selection")
     p.add_argument("variable", metavar="VAR")
-    p.add_argument("--isel", action="append", default=[], metavar="DIM=SEL",
-                   help="positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)")
-    p.add_argument("--sel", action="append", default=[], metavar="DIM=LABEL",
-                   help="selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
-                        "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)")
+    p.add_argument(
+        "--isel",
+        action="append",
+        default=[],
+        metavar="DIM=SEL",
+        help="positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)",
+    )
+    p.add_argument(
+        "--sel",
+        action="append",
+        default=[],
+        metavar="DIM=LABEL",
+        help="selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
+        "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)",
+    )
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor")
     bar = p.add_mutually_exclusive_group()
-    bar.add_argument("--progress", dest="progress", action="store_true", default=None,
-                     help="show a progress bar even when stderr is not a terminal (needs tqdm); "
-                     "by default a bar is shown for large files on a terminal only")
+    bar.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a progress bar even when stderr is not a terminal (needs tqdm); "
+        "by default a bar is shown for large files on a terminal only",
+    )
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail (exit 1) when an item is skipped because an optional codec package is missing")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail (exit 1) when an item is skipped because an optional codec package is missing",
+    )
     _add_virtual_commands(sub)
     return parser
 
@@ -533,7 +589,9 @@ def _json_options(text: str) -> dict[str, Any]:
     return value
 
 
-def _one_line_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+def _one_line_warning(
+    message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
@@ -613,8 +671,14 @@ def _run_refs(args: argparse.Namespace) -> None:
         from .virtual.cli import cmd_refs
     except ImportError as exc:
         raise CliError(f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})") from None
-    cmd_refs(args.files, args.output, concat_dim=args.concat_dim, group=args.group,
-             storage_options=args.storage_options, progress=args.progress)
+    cmd_refs(
+        args.files,
+        args.output,
+        concat_dim=args.concat_dim,
+        group=args.group,
+        storage_options=args.storage_options,
+        progress=args.progress,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

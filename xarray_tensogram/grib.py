@@ -56,17 +56,35 @@ _DEPENDENT_PREFIXES = (_REPRO, _GRIB)
 
 #: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``)
 _LEVEL_ATTRS: dict[str, dict[str, str]] = {
-    "isobaricInhPa": {"long_name": "pressure", "units": "hPa", "positive": "down", "stored_direction": "decreasing",
-                      "standard_name": "air_pressure"},
-    "isobaricInPa": {"long_name": "pressure", "units": "Pa", "positive": "down", "stored_direction": "decreasing",
-                     "standard_name": "air_pressure"},
+    "isobaricInhPa": {
+        "long_name": "pressure",
+        "units": "hPa",
+        "positive": "down",
+        "stored_direction": "decreasing",
+        "standard_name": "air_pressure",
+    },
+    "isobaricInPa": {
+        "long_name": "pressure",
+        "units": "Pa",
+        "positive": "down",
+        "stored_direction": "decreasing",
+        "standard_name": "air_pressure",
+    },
     "isobaricLayer": {"long_name": "pressure", "units": "Pa", "positive": "down", "standard_name": "air_pressure"},
-    "heightAboveGround": {"long_name": "height above the surface", "units": "m", "positive": "up",
-                          "standard_name": "height"},
+    "heightAboveGround": {
+        "long_name": "height above the surface",
+        "units": "m",
+        "positive": "up",
+        "standard_name": "height",
+    },
     "depthBelowLand": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
     "depthBelowLandLayer": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
-    "hybrid": {"long_name": "hybrid level", "units": "1", "positive": "down",
-               "standard_name": "atmosphere_hybrid_sigma_pressure_coordinate"},
+    "hybrid": {
+        "long_name": "hybrid level",
+        "units": "1",
+        "positive": "down",
+        "standard_name": "atmosphere_hybrid_sigma_pressure_coordinate",
+    },
 }
 _LATITUDE_ATTRS = {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
 _LONGITUDE_ATTRS = {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
@@ -77,6 +95,7 @@ _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 # ---------------------------------------------------------------------------------------------
 # which objects, which keys
 # ---------------------------------------------------------------------------------------------
+
 
 def is_grib(keys: Mapping[str, Any]) -> bool:
     """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` keys."""
@@ -119,6 +138,7 @@ def filter_value(keys: Mapping[str, Any], key: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 # names
 # ---------------------------------------------------------------------------------------------
+
 
 def cfgrib_name(short_name: str) -> str:
     """cfgrib's variable name for an ecCodes short name.
@@ -164,6 +184,7 @@ def variable_name(keys: Mapping[str, Any]) -> str | None:
 # levels
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class LevelInfo:
     """One object's vertical level, as cfgrib names it (``isobaricInhPa``, 850.0)."""
@@ -201,6 +222,7 @@ def level_order(name: str, values: Sequence[float]) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 # grids
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class GridCoords:
@@ -246,10 +268,13 @@ def _regular_ll(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
     lat_attrs = dict(_LATITUDE_ATTRS)
     if lat[0] > lat[-1]:
         lat_attrs["stored_direction"] = "decreasing"  # as cfgrib marks north-to-south rows
-    return GridCoords(["latitude", "longitude"], {
-        "latitude": (("latitude",), lat, lat_attrs),
-        "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
-    })
+    return GridCoords(
+        ["latitude", "longitude"],
+        {
+            "latitude": (("latitude",), lat, lat_attrs),
+            "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
+        },
+    )
 
 
 def gaussian_latitudes(n: int) -> np.ndarray:
@@ -301,15 +326,18 @@ def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
         return None
     lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees") or 0.0
     counts = np.asarray(pl, dtype=np.int64)
-    lat = np.repeat(all_lats[start:start + len(pl)], counts)
+    lat = np.repeat(all_lats[start : start + len(pl)], counts)
     # position of each point within its row, then lon = lon1 + i * 360 / pl (global rows)
     row_start = np.repeat(np.cumsum(counts) - counts, counts)
     index_in_row = np.arange(shape[0], dtype=np.int64) - row_start
     lon = lon1 + index_in_row * (360.0 / np.repeat(counts, counts))
-    return GridCoords(["values"], {
-        "latitude": (("values",), lat, dict(_LATITUDE_ATTRS)),
-        "longitude": (("values",), lon, dict(_LONGITUDE_ATTRS)),
-    })
+    return GridCoords(
+        ["values"],
+        {
+            "latitude": (("values",), lat, dict(_LATITUDE_ATTRS)),
+            "longitude": (("values",), lon, dict(_LONGITUDE_ATTRS)),
+        },
+    )
 
 
 def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
@@ -333,15 +361,19 @@ def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
     if lon1 > lon2:
         lon1 -= 360.0
     lon = lon1 + np.arange(ni, dtype=np.float64) * ((lon2 - lon1) / (ni - 1) if ni > 1 else 0.0)
-    return GridCoords(["latitude", "longitude"], {
-        "latitude": (("latitude",), lats[start:start + nj].copy(), dict(_LATITUDE_ATTRS)),
-        "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
-    })
+    return GridCoords(
+        ["latitude", "longitude"],
+        {
+            "latitude": (("latitude",), lats[start : start + nj].copy(), dict(_LATITUDE_ATTRS)),
+            "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
+        },
+    )
 
 
 #: grids cfgrib gives ``(y, x)`` dims with 2-D latitude/longitude from ecCodes (which we cannot compute)
-_YX_GRIDS = frozenset({"rotated_ll", "rotated_gg", "lambert", "lambert_azimuthal_equal_area", "albers",
-                       "polar_stereographic"})
+_YX_GRIDS = frozenset(
+    {"rotated_ll", "rotated_gg", "lambert", "lambert_azimuthal_equal_area", "albers", "polar_stereographic"}
+)
 
 
 def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
@@ -367,6 +399,7 @@ def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoo
 # attributes (and back)
 # ---------------------------------------------------------------------------------------------
 
+
 def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """cfgrib-style attributes from flattened ones, and where each renamed one came from.
 
@@ -379,9 +412,9 @@ def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, s
     paths: dict[str, str] = {}
     for key, value in attrs.items():
         if key.startswith(_REPRO):
-            new = "GRIB_" + key[len(_REPRO):]
+            new = "GRIB_" + key[len(_REPRO) :]
         elif key.startswith(_GRIB):
-            new = "GRIB_" + key[len(_GRIB):]
+            new = "GRIB_" + key[len(_GRIB) :]
         else:
             out.setdefault(key, value)
             continue
@@ -406,7 +439,7 @@ def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) ->
         if key in recorded:
             out[recorded[key]] = value
         elif key.startswith("GRIB_"):
-            rest = key[len("GRIB_"):]
+            rest = key[len("GRIB_") :]
             out[(_GRIB if "." in rest else _REPRO) + rest] = value
         elif key in ("units", "long_name") and ("GRIB_units" in attrs or "GRIB_name" in attrs):
             continue

@@ -114,9 +114,7 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     try:
         out = np.empty(out_shape, dtype=spec.dtype)
     except (MemoryError, ValueError) as exc:
-        raise LimitExceededError(
-            f"selection of shape {out_shape} ({spec.dtype}) cannot be allocated: {exc}"
-        ) from None
+        raise LimitExceededError(f"selection of shape {out_shape} ({spec.dtype}) cannot be allocated: {exc}") from None
     if out.size:
         for combo in itertools.product(*(p.parts for p in plans)):
             coords = tuple(part.chunk_index for part in combo)
@@ -136,8 +134,10 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
 
 def _whole_region(combo: tuple[ChunkSelection, ...]) -> bool:
     """The chunk region lands in the output as a block of slices, all of it (so it can be decoded in place)."""
-    return all(isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice)
-               and p.local_selection == slice(None) for p in combo)
+    return all(
+        isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice) and p.local_selection == slice(None)
+        for p in combo
+    )
 
 
 def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple[int, ...]) -> np.ndarray | None:
@@ -145,8 +145,10 @@ def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple
     if not all(len(p.parts) == 1 for p in plans) or 0 in out_shape:
         return None
     parts = [p.parts[0] for p in plans]
-    if not all(isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice)
-               and p.local_selection == slice(None) for p in parts):
+    if not all(
+        isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice) and p.local_selection == slice(None)
+        for p in parts
+    ):
         return None
     try:
         block = spec.reader.read_chunk(tuple(p.chunk_index for p in parts), tuple(p.read_region for p in parts))

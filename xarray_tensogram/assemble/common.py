@@ -106,7 +106,9 @@ def unique_names(names: Iterable[str]) -> list[str]:
     return out
 
 
-def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int] | None = None, prefix: str = "dim") -> list[str]:
+def generic_dim_names(
+    shape: Sequence[int], taken_sizes: dict[str, int] | None = None, prefix: str = "dim"
+) -> list[str]:
     """``dim_0``, ``dim_1`` ... made unique where the same generic name is already used with another size.
 
     ``taken_sizes`` maps dim names already in the Dataset to their sizes; it is updated.
@@ -125,8 +127,12 @@ def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int] | None =
     return names
 
 
-def lazy_variable(dims: Sequence[str], spec: ArraySpec, attrs: Mapping[str, Any] | None = None,
-                  encoding: Mapping[str, Any] | None = None) -> xr.Variable:
+def lazy_variable(
+    dims: Sequence[str],
+    spec: ArraySpec,
+    attrs: Mapping[str, Any] | None = None,
+    encoding: Mapping[str, Any] | None = None,
+) -> xr.Variable:
     """An ``xr.Variable`` backed by the one lazy array, with ``preferred_chunks`` from the spec."""
     data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
     enc = dict(encoding or {})
@@ -151,8 +157,9 @@ def storage_spec(var: xr.Variable) -> ArraySpec | None:
 
 def _names(value: Any, what: str, source: str | None) -> list[str]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(d, str) for d in value):
-        raise DimensionNameError(f"{describe(source)}dim_names{what} must be a list of dimension names (strings), "
-                                 f"got {value!r}")
+        raise DimensionNameError(
+            f"{describe(source)}dim_names{what} must be a list of dimension names (strings), got {value!r}"
+        )
     return list(value)
 
 
@@ -174,23 +181,28 @@ def requested_dims(dim_names: Any, var: str, rank: int, source: str | None = Non
         wanted = _names(dim_names, "", source)
     if len(wanted) != rank:
         if isinstance(dim_names, Mapping):
-            raise DimensionNameError(f"{describe(source)}dim_names for {var!r} gives {len(wanted)} names {wanted}, "
-                                     f"the variable has rank {rank}")
+            raise DimensionNameError(
+                f"{describe(source)}dim_names for {var!r} gives {len(wanted)} names {wanted}, "
+                f"the variable has rank {rank}"
+            )
         return None
     if len(set(wanted)) != len(wanted):
         raise DimensionNameError(f"{describe(source)}dim_names {wanted} for {var!r} (rank {rank}) repeats a name")
     return wanted
 
 
-def check_requested_dims(dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int],
-                         source: str | None = None) -> None:
+def check_requested_dims(
+    dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int], source: str | None = None
+) -> None:
     """Requested dims must agree with the sizes earlier variables gave the same names."""
     clash = [(d, sizes[d], n) for d, n in zip(dims, shape, strict=True) if sizes.get(d, n) != n]
     if clash:
         d, had, n = clash[0]
-        raise DimensionNameError(f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
-                                 f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
-                                 f"there, {n} here")
+        raise DimensionNameError(
+            f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
+            f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
+            f"there, {n} here"
+        )
 
 
 def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str | None = None) -> None:
@@ -203,13 +215,17 @@ def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str |
     if isinstance(dim_names, Mapping):
         unknown = [k for k in dim_names if k not in ranks]
         if unknown:
-            raise DimensionNameError(f"{describe(source)}dim_names names {unknown}, which the file does not hold; "
-                                     f"its variables: {', '.join(map(repr, ranks)) or 'none'}")
+            raise DimensionNameError(
+                f"{describe(source)}dim_names names {unknown}, which the file does not hold; "
+                f"its variables: {', '.join(map(repr, ranks)) or 'none'}"
+            )
         return
     wanted = _names(dim_names, "", source)
     if ranks and not any(r == len(wanted) for r in ranks.values()):
-        raise DimensionNameError(f"{describe(source)}dim_names {wanted} has {len(wanted)} names but no variable has "
-                                 f"rank {len(wanted)} (ranks: {sorted(set(ranks.values()))})")
+        raise DimensionNameError(
+            f"{describe(source)}dim_names {wanted} has {len(wanted)} names but no variable has "
+            f"rank {len(wanted)} (ranks: {sorted(set(ranks.values()))})"
+        )
 
 
 def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
@@ -235,22 +251,27 @@ def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | 
     if dim_names is None:
         return
     if isinstance(dim_names, str) or not isinstance(dim_names, (Mapping, Sequence)):
-        raise DimensionNameError(f"{describe(source)}dim_names must be a list of names or a dict "
-                                 f"{{variable: [names]}}, got {dim_names!r}")
+        raise DimensionNameError(
+            f"{describe(source)}dim_names must be a list of names or a dict {{variable: [names]}}, got {dim_names!r}"
+        )
     if isinstance(dim_names, Mapping):
         unknown = [k for k in dim_names if k not in variables]
         if unknown:
-            raise DimensionNameError(f"{describe(source)}dim_names names {unknown!r}, which are not variables; "
-                                     f"variables: {sorted(variables)}")
+            raise DimensionNameError(
+                f"{describe(source)}dim_names names {unknown!r}, which are not variables; "
+                f"variables: {sorted(variables)}"
+            )
         items = [(str(k), dim_names[k]) for k in dim_names]
     else:
         items = [(v, dim_names) for v in variables]
     for var, wanted in items:
         rank = variables[var]
         if isinstance(wanted, str) or not isinstance(wanted, Sequence):
-            raise DimensionNameError(f"{describe(source)}dim_names for {var!r} (rank {rank}) must be a list, "
-                                     f"got {wanted!r}")
+            raise DimensionNameError(
+                f"{describe(source)}dim_names for {var!r} (rank {rank}) must be a list, got {wanted!r}"
+            )
         problem = _dim_names_problem(list(wanted), rank)
         if problem:
-            raise DimensionNameError(f"{describe(source)}dim_names for variable {var!r} (rank {rank}): "
-                                     f"{list(wanted)!r} has {problem}")
+            raise DimensionNameError(
+                f"{describe(source)}dim_names for variable {var!r} (rank {rank}): {list(wanted)!r} has {problem}"
+            )

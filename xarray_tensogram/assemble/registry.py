@@ -36,10 +36,18 @@ class AssembleOptions:
 
 
 def _tensogram(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:
-    return tensogram_groups(f, variable_key=o.variable_key, dim_names=o.dim_names, filter_by_keys=o.filter_by_keys,
-                            verify_hash=o.verify_hash, drop_variables=o.drop_variables, strict=o.strict,
-                            message_index=o.message_index, merge_objects=o.merge_objects,
-                            range_threshold=o.range_threshold)
+    return tensogram_groups(
+        f,
+        variable_key=o.variable_key,
+        dim_names=o.dim_names,
+        filter_by_keys=o.filter_by_keys,
+        verify_hash=o.verify_hash,
+        drop_variables=o.drop_variables,
+        strict=o.strict,
+        message_index=o.message_index,
+        merge_objects=o.merge_objects,
+        range_threshold=o.range_threshold,
+    )
 
 
 def _tetr(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:

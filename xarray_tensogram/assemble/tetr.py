@@ -48,8 +48,7 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
     return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape, strict=False))
 
 
-def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int],
-              source: str) -> tuple[list[str], bool]:
+def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> tuple[list[str], bool]:
     """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated.
     The flag says whether the names were generated (so that writing back adds none)."""
     dims = requested_dims(dim_names, var, d.ndim, source)
@@ -59,8 +58,12 @@ def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int],
         if len(d.dim_names) == d.ndim and _fits(d.dim_names, d.shape, sizes):
             dims = list(d.dim_names)
         else:
-            warnings.warn(f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
-                          f"or clash with other variables' sizes; using generic names", TetrMappingWarning, stacklevel=4)
+            warnings.warn(
+                f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
+                f"or clash with other variables' sizes; using generic names",
+                TetrMappingWarning,
+                stacklevel=4,
+            )
     generated = dims is None
     if dims is None:
         dims = generic_dim_names(d.shape, sizes)
@@ -90,8 +93,12 @@ def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, xr.Variable]:
         if labels is None:
             continue
         if len(labels) != d.shape[axis]:
-            warnings.warn(f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length "
-                          f"{d.shape[axis]}; ignored", TetrMappingWarning, stacklevel=4)
+            warnings.warn(
+                f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length "
+                f"{d.shape[axis]}; ignored",
+                TetrMappingWarning,
+                stacklevel=4,
+            )
             continue
         out[dim] = xr.Variable((dim,), labels_to_values(labels))
     return out
@@ -109,8 +116,11 @@ def _number(text: str, dtype: np.dtype | None) -> Any:
     if dtype is None:
         return float(value)
     try:
-        return np.asarray(value).astype(dtype).item() if dtype.kind in "iu" and not isinstance(value, int) \
+        return (
+            np.asarray(value).astype(dtype).item()
+            if dtype.kind in "iu" and not isinstance(value, int)
             else np.dtype(dtype).type(value)
+        )
     except (OverflowError, ValueError):
         return value
 
@@ -149,12 +159,19 @@ def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], 
         if dim not in coords:
             coords[dim] = c
         elif not coords[dim].equals(c):  # type: ignore[no-untyped-call]  # xarray leaves Variable.equals unannotated
-            warnings.warn(f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; "
-                          f"keeping the first", TetrMappingWarning, stacklevel=3)
+            warnings.warn(
+                f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
+                TetrMappingWarning,
+                stacklevel=3,
+            )
 
 
-def tetr_to_dataset(tfile: TetrFile, *, drop_variables: frozenset[str] | set[str] = frozenset(),
-                    dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None) -> xr.Dataset:
+def tetr_to_dataset(
+    tfile: TetrFile,
+    *,
+    drop_variables: frozenset[str] | set[str] = frozenset(),
+    dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
     Chunks: ``encoding["preferred_chunks"]`` is the tile shape, so ``chunks={}`` gives the tile grid.
@@ -162,8 +179,11 @@ def tetr_to_dataset(tfile: TetrFile, *, drop_variables: frozenset[str] | set[str
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
     if renamed:
-        warnings.warn(f"{tfile.name!r}: duplicate dataset names renamed: "
-                      + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), TetrMappingWarning, stacklevel=2)
+        warnings.warn(
+            f"{tfile.name!r}: duplicate dataset names renamed: " + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed),
+            TetrMappingWarning,
+            stacklevel=2,
+        )
     check_dim_names_used(dim_names, {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True)}, tfile.name)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}

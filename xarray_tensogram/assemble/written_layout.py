@@ -26,7 +26,6 @@ from ..conventions import DTYPE_KEY, LAYOUT_KEY
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
 
-
 def _permutation(current: np.ndarray, wanted: list[Any]) -> list[int] | None:
     """Positions of ``wanted`` values in ``current``, or None when they are not a reordering of it."""
     if len(wanted) != len(current):

@@ -38,11 +38,18 @@ def _file_dims(info: TensorInfo) -> list[str] | None:
     value = info.attrs.get(DIM_NAMES_KEY)
     if value is None:
         return None
-    if isinstance(value, list) and all(isinstance(d, str) for d in value) and len(value) == len(info.shape) \
-            and len(set(value)) == len(value):
+    if (
+        isinstance(value, list)
+        and all(isinstance(d, str) for d in value)
+        and len(value) == len(info.shape)
+        and len(set(value)) == len(value)
+    ):
         return list(value)
-    warnings.warn(f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
-                  ZTensorMappingWarning, stacklevel=3)
+    warnings.warn(
+        f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
+        ZTensorMappingWarning,
+        stacklevel=3,
+    )
     return None
 
 
@@ -60,23 +67,34 @@ def _attrs(info: TensorInfo) -> dict[str, Any]:
     return attrs
 
 
-def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | set[str] = frozenset(),
-                       dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-                       verify: bool = False) -> xr.Dataset:
+def ztensor_to_dataset(
+    zfile: ZTensorFile,
+    *,
+    drop_variables: frozenset[str] | set[str] = frozenset(),
+    dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+    verify: bool = False,
+) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here)."""
     names = unique_names(t.name for t in zfile.tensors)
     renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
     if renamed:
-        warnings.warn(f"{zfile.name!r}: duplicate tensor names renamed: "
-                      + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed), ZTensorMappingWarning, stacklevel=2)
-    check_dim_names_used(dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}, zfile.name)
+        warnings.warn(
+            f"{zfile.name!r}: duplicate tensor names renamed: " + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed),
+            ZTensorMappingWarning,
+            stacklevel=2,
+        )
+    check_dim_names_used(
+        dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}, zfile.name
+    )
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     for info, var in zip(zfile.tensors, names, strict=True):
         if var in drop_variables:
             continue
         if info.problem is not None:
-            warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2)
+            warnings.warn(
+                f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2
+            )
             continue
         try:
             spec = zfile.array_spec(info.index, verify=verify)
@@ -89,14 +107,21 @@ def ztensor_to_dataset(zfile: ZTensorFile, *, drop_variables: frozenset[str] | s
         if dims is None:
             dims = _file_dims(info)
             if dims is not None and not _fits(dims, info.shape, sizes):
-                warnings.warn(f"tensor {info.name!r}: dim_names {dims} clash with other variables' sizes; using generic names",
-                              ZTensorMappingWarning, stacklevel=2)
+                warnings.warn(
+                    f"tensor {info.name!r}: dim_names {dims} clash with other variables' sizes; using generic names",
+                    ZTensorMappingWarning,
+                    stacklevel=2,
+                )
                 dims = None
         if dims is None:
             dims = generic_dim_names(info.shape, sizes)
         sizes.update(zip(dims, info.shape, strict=False))
-        encoding = {"ztensor_dtype": info.dtype, "ztensor_encoding": info.encoding, "ztensor_layout": info.layout,
-                    "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None}
+        encoding = {
+            "ztensor_dtype": info.dtype,
+            "ztensor_encoding": info.encoding,
+            "ztensor_layout": info.layout,
+            "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None,
+        }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
     ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"

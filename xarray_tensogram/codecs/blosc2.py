@@ -28,8 +28,9 @@ def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -
     return out
 
 
-def compress(data: bytes | memoryview, *, codec: str = "lz4", clevel: int = 5, typesize: int = 1,
-             bitshuffle: bool = False) -> bytes:
+def compress(
+    data: bytes | memoryview, *, codec: str = "lz4", clevel: int = 5, typesize: int = 1, bitshuffle: bool = False
+) -> bytes:
     """One single-threaded cframe, in chunks of at most :data:`MAX_CHUNK` bytes (whole elements).
 
     ``bitshuffle`` replaces blosc2's default byte shuffle with a bit shuffle (as bitmaps want).
@@ -38,8 +39,14 @@ def compress(data: bytes | memoryview, *, codec: str = "lz4", clevel: int = 5, t
     extra = {}
     if bitshuffle:
         extra["filters"] = [blosc2.Filter.BITSHUFFLE] + [blosc2.Filter.NOFILTER] * 5
-    cparams = blosc2.CParams(codec=getattr(blosc2.Codec, codec.upper()), clevel=clevel, typesize=typesize,
-                             nthreads=1, splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT, **extra)
+    cparams = blosc2.CParams(
+        codec=getattr(blosc2.Codec, codec.upper()),
+        clevel=clevel,
+        typesize=typesize,
+        nthreads=1,
+        splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT,
+        **extra,
+    )
     chunk = MAX_CHUNK - MAX_CHUNK % typesize
     sc = blosc2.SChunk(chunksize=min(max(len(data), 1), chunk), cparams=cparams)
     for start in range(0, len(data), chunk):

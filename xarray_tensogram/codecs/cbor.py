@@ -83,7 +83,15 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = Tru
         raise MetadataError(f"{where}{exc}") from None
     except RecursionError:
         raise LimitExceededError(f"{where}metadata nesting is too deep") from None
-    except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, UnicodeDecodeError) as exc:
+    except (
+        cbor2.CBORDecodeError,
+        ValueError,
+        TypeError,
+        OverflowError,
+        MemoryError,
+        EOFError,
+        UnicodeDecodeError,
+    ) as exc:
         if "nesting depth" in str(exc):  # cbor2's own container depth limit
             raise LimitExceededError(f"{where}metadata nesting is too deep ({exc})") from None
         raise MetadataError(f"{where}invalid CBOR: {exc}") from None

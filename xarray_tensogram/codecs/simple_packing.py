@@ -20,19 +20,33 @@ def packed_nbytes(count: int, bits: int) -> int:
 
 
 def _decode_factor(E: int, D: int) -> float:
-    return (2.0 ** E) * (10.0 ** (-D))
+    return (2.0**E) * (10.0 ** (-D))
 
 
-def decode(payload: bytes | memoryview | np.ndarray, count: int, bits: int, reference: float,
-           binary_scale: int, decimal_scale: int, bit_offset: int = 0) -> np.ndarray:
+def decode(
+    payload: bytes | memoryview | np.ndarray,
+    count: int,
+    bits: int,
+    reference: float,
+    binary_scale: int,
+    decimal_scale: int,
+    bit_offset: int = 0,
+) -> np.ndarray:
     """Unpack ``count`` values into float64."""
     out = np.empty(count, dtype=np.float64)
     decode_into(out, payload, bits, reference, binary_scale, decimal_scale, bit_offset)
     return out
 
 
-def decode_into(out: np.ndarray, payload: bytes | memoryview | np.ndarray, bits: int, reference: float,
-                binary_scale: int, decimal_scale: int, bit_offset: int = 0) -> None:
+def decode_into(
+    out: np.ndarray,
+    payload: bytes | memoryview | np.ndarray,
+    bits: int,
+    reference: float,
+    binary_scale: int,
+    decimal_scale: int,
+    bit_offset: int = 0,
+) -> None:
     """Unpack ``out.size`` values into the float64 array ``out`` (any layout), with no intermediate array for
     whole-byte widths: ``R + factor * q`` computed as ``q * factor`` then ``+ R``, as the reference does."""
     count = out.size
@@ -58,8 +72,8 @@ def compute_params(values: np.ndarray, bits: int, decimal_scale: int = 0) -> tup
         raise ValueError("simple_packing cannot compute parameters for NaN or Inf values")
     # the first minimum in order, as the reference scans (keeps the sign of a leading -0.0)
     vmin, vmax = float(values[int(np.argmin(values))]), float(values.max())
-    rng = (vmax - vmin) * 10.0 ** decimal_scale
-    maxp = float(2 ** bits - 1)
+    rng = (vmax - vmin) * 10.0**decimal_scale
+    maxp = float(2**bits - 1)
     E = 0 if rng == 0 else math.ceil(math.log2(rng / maxp))
     return vmin, E
 
@@ -69,13 +83,13 @@ def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, d
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     if bits == 0:
         return b""
-    scale = 10.0 ** decimal_scale * 2.0 ** (-binary_scale)
+    scale = 10.0**decimal_scale * 2.0 ** (-binary_scale)
     x = (values - reference) * scale
     # round half away from zero without x + 0.5 (which rounds wrongly above 2**52)
     a = np.abs(x)
     fl = np.floor(a)
     q = np.copysign(fl + (a - fl >= 0.5), x)
-    maxp = float(2 ** bits - 1)
+    maxp = float(2**bits - 1)
     q = np.clip(q, 0.0, maxp)
     # above 53 bits a float64 cannot hold 2**bits - 1 exactly: clamp each value as a Python int
     qi = np.array([min(int(v), 2**bits - 1) for v in q], dtype=np.uint64) if bits >= 53 else q.astype(np.uint64)

@@ -68,8 +68,9 @@ def _libaec() -> ctypes.CDLL:
     return lib
 
 
-def szip_encode(data: bytes, bits_per_sample: int, block_size: int, rsi: int, flags: int,
-                sample_bytes: int) -> tuple[bytes, list[int]]:
+def szip_encode(
+    data: bytes, bits_per_sample: int, block_size: int, rsi: int, flags: int, sample_bytes: int
+) -> tuple[bytes, list[int]]:
     """Encode ``data``; return the libaec stream and the RSI bit offsets (truncated as the reference does)."""
     if not data:
         return b"", []  # the reference writes an empty payload for an empty object
@@ -136,8 +137,16 @@ def szip_decode(payload: bytes, expected: int, bits_per_sample: int, block_size:
     return dst.raw[:expected]
 
 
-def decode(payload: bytes | memoryview, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int,
-           *, where: str = "") -> bytes:
+def decode(
+    payload: bytes | memoryview,
+    expected: int,
+    bits_per_sample: int,
+    block_size: int,
+    rsi: int,
+    flags: int,
+    *,
+    where: str = "",
+) -> bytes:
     """Checked :func:`szip_decode`: parameters in libaec's ranges, output no larger than the payload can hold."""
     require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
     check_ratio("szip", len(payload), expected, where)

@@ -187,18 +187,14 @@ def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str 
 def _check_bound(payload: bytes | memoryview, expected_size: int, where: str) -> None:
     bound = frames_bound(payload, where=where)
     if expected_size > bound:
-        raise CodecError(
-            f"{where}zstd stream can decode to at most {bound} bytes, but {expected_size} are expected"
-        )
+        raise CodecError(f"{where}zstd stream can decode to at most {bound} bytes, but {expected_size} are expected")
 
 
 def _fill_exactly(payload: bytes | memoryview, out: np.ndarray, where: str) -> None:
     got, extra = _fill(payload, out, where, probe_extra=True)
     if got != out.size or extra:
         more = " or more" if extra else ""
-        raise CodecError(
-            f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {out.size}"
-        )
+        raise CodecError(f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {out.size}")
 
 
 def decompress_capped(payload: bytes | memoryview, cap: int, *, where: str = "") -> np.ndarray:

@@ -22,8 +22,14 @@ from ..io import ByteSource
 __all__ = ["read_raw_rows", "read_row_band", "read_span", "row_byte_span"]
 
 
-def read_row_band(coords: Sequence[int], region: Sequence[slice], shape: Sequence[int], rows_per_chunk: int,
-                  read_all: Callable[[], np.ndarray], read_rows: Callable[[int, int], np.ndarray]) -> np.ndarray:
+def read_row_band(
+    coords: Sequence[int],
+    region: Sequence[slice],
+    shape: Sequence[int],
+    rows_per_chunk: int,
+    read_all: Callable[[], np.ndarray],
+    read_rows: Callable[[int, int], np.ndarray],
+) -> np.ndarray:
     """``region`` of row band ``coords[0]`` of an array of ``shape`` cut into bands of ``rows_per_chunk`` rows.
 
     ``rows_per_chunk = 0`` means one band holding every row. The rows are asked for as one range
@@ -65,8 +71,17 @@ def read_span(source: ByteSource, offset: int, length: int, what: str, *, zero_c
     return source.read(offset, length, what=what)
 
 
-def read_raw_rows(source: ByteSource, offset: int, shape: Sequence[int], dtype: np.dtype, start: int, stop: int,
-                  what: str, *, zero_copy: bool = False) -> np.ndarray:
+def read_raw_rows(
+    source: ByteSource,
+    offset: int,
+    shape: Sequence[int],
+    dtype: np.dtype,
+    start: int,
+    stop: int,
+    what: str,
+    *,
+    zero_copy: bool = False,
+) -> np.ndarray:
     """Rows ``start:stop`` of a raw C-order array of ``shape`` and ``dtype`` stored at ``offset``, reading only them.
 
     With ``zero_copy`` a local file gives a read-only view of its memory map; otherwise a fresh array.

@@ -68,8 +68,11 @@ class FormatSpec:
 
     def unsupported_options(self, given: Mapping[str, Any]) -> list[str]:
         """Format options in ``given`` that this format does not honour and that are not at their default."""
-        return [k for k, v in given.items()
-                if k in FORMAT_OPTIONS and k not in self.options and v is not None and v != FORMAT_OPTIONS[k]]
+        return [
+            k
+            for k, v in given.items()
+            if k in FORMAT_OPTIONS and k not in self.options and v is not None and v != FORMAT_OPTIONS[k]
+        ]
 
 
 #: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
@@ -131,8 +134,9 @@ def sniff(source: ByteSource) -> FormatSpec | None:
     return from_bytes(head) or from_extension(source.name)
 
 
-def open_file(spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None,
-              **options: Any) -> FormatFile[Any]:
+def open_file(
+    spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
+) -> FormatFile[Any]:
     """Open ``source`` as ``spec``, passing only the options its reader takes."""
     kwargs = {k: v for k, v in options.items() if k in spec.reader_options}
     return spec.open(source, storage_options=storage_options, **kwargs)

@@ -64,4 +64,3 @@ def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = 
     if hasattr(source, "read") and hasattr(source, "seek"):
         return FileObjectSource(source)
     raise TypeError(f"cannot read from {type(source).__name__}: pass a path, URL, bytes or a binary file object")
-

@@ -23,6 +23,7 @@ from .base import ByteSource
 #: mapped bytes of recent views a local file source keeps resident (older ones are released)
 RESIDENT_VIEW_BYTES = 64 << 20
 
+
 class LocalFileSource(ByteSource):
     """A local file read with ``os.pread`` (no shared file position, hence no lock)."""
 
@@ -38,8 +39,9 @@ class LocalFileSource(ByteSource):
         self._view_bytes = 0
         st = os.stat(self.path)
         if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryTensorError(f"{describe(self.path)}is a directory, not a Tensogram, Tetration or "
-                                          f"zTensor file")
+            raise IsADirectoryTensorError(
+                f"{describe(self.path)}is a directory, not a Tensogram, Tetration or zTensor file"
+            )
         stamp = (st.st_size, st.st_mtime_ns)
         if _stamp is not None and tuple(_stamp) != stamp:
             raise FileChangedError(
@@ -116,7 +118,9 @@ class LocalFileSource(ByteSource):
         while got < length:
             n = os.preadv(fd, [view[got:]], offset + got)
             if n <= 0:
-                raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {got}")
+                raise TruncatedFileError(
+                    f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {got}"
+                )
             got += n
         self.bytes_read += length
         self.read_calls += 1
@@ -142,7 +146,9 @@ class LocalFileSource(ByteSource):
         while got < length:
             n = os.preadv(fd, [view[got:]], offset + got)
             if n <= 0:
-                raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {got}")
+                raise TruncatedFileError(
+                    f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {got}"
+                )
             got += n
         if not contiguous:
             np.copyto(out, buf.view(out.dtype).reshape(out.shape))

@@ -40,8 +40,9 @@ class FsspecSource(ByteSource):
     the remote file in the worker without holding any connection across pickling.
     """
 
-    def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None, *, _size: int | None = None,
-                 _fs: Any = None) -> None:
+    def __init__(
+        self, url: str, storage_options: Mapping[str, Any] | None = None, *, _size: int | None = None, _fs: Any = None
+    ) -> None:
         super().__init__()
         self.url = url
         self.name = url
@@ -65,7 +66,9 @@ class FsspecSource(ByteSource):
             raise self._rejected(exc) from exc
         except FileNotFoundError as exc:
             reason = _short(exc)
-            what = "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
+            what = (
+                "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
+            )
             raise FileNotFoundError(f"{url}: {what} ({reason})") from exc
         except PermissionError as exc:
             raise PermissionError(f"{url}: access denied ({_short(exc)})") from exc

@@ -88,7 +88,7 @@ def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Vir
     if not all(isinstance(r, ObjectReader) for _, r in present):
         return None
     layouts = [r.layout() for _, r in present]
-    inner = spec.shape[len(stack_shape):]
+    inner = spec.shape[len(stack_shape) :]
     chunk_shape = (1,) * len(stack_shape) + tuple(max(1, s) for s in inner)
     sigs = {_standard_tensogram(lay.descriptor) for lay in layouts}
     grid_coords = [tuple(int(c) for c in np.unravel_index(i, stack_shape)) if stack_shape else () for i, _ in present]
@@ -101,18 +101,22 @@ def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Vir
             codecs.append({"name": "numcodecs.shuffle", "configuration": {"elementsize": int(elsize)}})
         if compression == "zstd":
             codecs.append(dict(_ZSTD))
-        refs = [ChunkRef(c + pad, lay.region_start, lay.region_length)
-                for c, lay in zip(grid_coords, layouts, strict=True)]
+        refs = [
+            ChunkRef(c + pad, lay.region_start, lay.region_length) for c, lay in zip(grid_coords, layouts, strict=True)
+        ]
     else:
         codecs = [bytes_codec(spec.dtype), {"name": TGM_FRAME_ID, "configuration": {}}]
-        refs = [ChunkRef(c + pad, r.ref.frame_offset, r.ref.frame_length)
-                for c, (_, r) in zip(grid_coords, present, strict=True)]
+        refs = [
+            ChunkRef(c + pad, r.ref.frame_offset, r.ref.frame_length)
+            for c, (_, r) in zip(grid_coords, present, strict=True)
+        ]
     return VirtualArray(spec.shape, spec.dtype, chunk_shape, codecs, refs)
 
 
 # -- Tetration: one tile per chunk ----------------------------------------------------------------
-def _unique_ranges(tiles: list[tuple[tuple[int, ...], int, int, int, int, bool]], default: int
-                   ) -> tuple[list[ChunkRef], dict[str, list[Any]]]:
+def _unique_ranges(
+    tiles: list[tuple[tuple[int, ...], int, int, int, int, bool]], default: int
+) -> tuple[list[ChunkRef], dict[str, list[Any]]]:
     """Byte ranges for every tile; special tiles get a range length no other tile has (see codecs.py)."""
     ordinary = {stored for (_c, _o, stored, _r, codec, clipped) in tiles if not clipped and codec == default}
     taken = set(ordinary)
@@ -174,8 +178,11 @@ def plan_ztensor(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Virtu
         return None
     chunk_shape = tuple(max(1, s) for s in spec.shape)
     codecs = [bytes_codec(spec.dtype, part.big_endian)] + ([dict(_ZSTD)] if part.encoding == "zstd" else [])
-    refs = [] if math.prod(spec.shape) == 0 else [
-        ChunkRef((0,) * len(spec.shape), part.offset, part.length, resolve(part.shard) if part.shard else None)]
+    refs = (
+        []
+        if math.prod(spec.shape) == 0
+        else [ChunkRef((0,) * len(spec.shape), part.offset, part.length, resolve(part.shard) if part.shard else None)]
+    )
     return VirtualArray(spec.shape, spec.dtype, chunk_shape, codecs, refs)
 
 

@@ -16,16 +16,27 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
     help_ = "write kerchunk references (JSON or Parquet) so that Zarr readers open the files without copying"
     p = sub.add_parser("refs", help=help_, description=help_ + ". Needs the 'virtual' extra.")
     p.add_argument("files", metavar="FILE", nargs="+", help="paths or URLs (http(s)://, s3://) of .tgm/.tet/.zt files")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="refs.json, or refs.parquet (a directory) for many chunks")
-    p.add_argument("--concat-dim", default=None, metavar="DIM",
-                   help="concatenate the files along DIM in the given order (default: combine by coordinates)")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="refs.json, or refs.parquet (a directory) for many chunks"
+    )
+    p.add_argument(
+        "--concat-dim",
+        default=None,
+        metavar="DIM",
+        help="concatenate the files along DIM in the given order (default: combine by coordinates)",
+    )
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
-    p.add_argument("--storage-options", metavar="JSON", type=json_options, default=None,
-                   help="fsspec storage_options for URLs, as JSON (s3: key, secret, anon, client_kwargs.endpoint_url)")
+    p.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        type=json_options,
+        default=None,
+        help="fsspec storage_options for URLs, as JSON (s3: key, secret, anon, client_kwargs.endpoint_url)",
+    )
     bar = p.add_mutually_exclusive_group()
-    bar.add_argument("--progress", dest="progress", action="store_true", default=None,
-                     help="always show a progress bar (needs tqdm)")
+    bar.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar (needs tqdm)"
+    )
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
@@ -45,8 +56,15 @@ def _bar(enabled: bool | None, count: int) -> Any:
     return wrap
 
 
-def cmd_refs(files: Sequence[str], output: str, *, concat_dim: str | None = None, group: str | None = None,
-             storage_options: dict[str, Any] | None = None, progress: bool | None = None) -> None:
+def cmd_refs(
+    files: Sequence[str],
+    output: str,
+    *,
+    concat_dim: str | None = None,
+    group: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    progress: bool | None = None,
+) -> None:
     """Build one virtual dataset from ``files`` and write its kerchunk references to ``output``."""
     from .refs import combine_virtual, write_refs
 

@@ -86,16 +86,22 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
 
     codec_id = TET_TILE_ID
 
-    def __init__(self, dtype: str, chunk_shape: list[int], codec: int = 0,
-                 special: dict[str, list[Any]] | None = None) -> None:
+    def __init__(
+        self, dtype: str, chunk_shape: list[int], codec: int = 0, special: dict[str, list[Any]] | None = None
+    ) -> None:
         self.dtype = str(np.dtype(dtype).str)
         self.chunk_shape = [int(c) for c in chunk_shape]
         self.codec = int(codec)
         self.special = {str(k): list(v) for k, v in (special or {}).items()}
 
     def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, "dtype": self.dtype, "chunk_shape": self.chunk_shape, "codec": self.codec,
-                "special": self.special}
+        return {
+            "id": self.codec_id,
+            "dtype": self.dtype,
+            "chunk_shape": self.chunk_shape,
+            "codec": self.codec,
+            "special": self.special,
+        }
 
     def encode(self, buf: Any) -> Any:
         raise CodecError("the Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr")
@@ -161,8 +167,9 @@ def _zarr_codec_class(name: str, numcodec: type[Codec]) -> type:
             return numcodec(**self.configuration)
 
         async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-            return await asyncio.to_thread(as_numpy_array_wrapper, self._numcodec().decode, chunk_bytes,
-                                           chunk_spec.prototype)
+            return await asyncio.to_thread(
+                as_numpy_array_wrapper, self._numcodec().decode, chunk_bytes, chunk_spec.prototype
+            )
 
         async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
             raise CodecError(f"{name} only decodes")

@@ -79,14 +79,22 @@ def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
     from zarr.core.dtype import parse_data_type
 
     if not name or "/" in name or name.startswith("__"):
-        warnings.warn(f"variable {name!r} has a name Zarr cannot hold; it is left out of the virtual dataset "
-                      f"(open it with engine='tensogram')", VirtualMappingWarning, stacklevel=4)
+        warnings.warn(
+            f"variable {name!r} has a name Zarr cannot hold; it is left out of the virtual dataset "
+            f"(open it with engine='tensogram')",
+            VirtualMappingWarning,
+            stacklevel=4,
+        )
         return False
     try:
         parse_data_type(dtype, zarr_format=3)
     except Exception:
-        warnings.warn(f"variable {name!r} has dtype {dtype}, which Zarr cannot hold; it is left out of the "
-                      f"virtual dataset (open it with engine='tensogram')", VirtualMappingWarning, stacklevel=4)
+        warnings.warn(
+            f"variable {name!r} has dtype {dtype}, which Zarr cannot hold; it is left out of the "
+            f"virtual dataset (open it with engine='tensogram')",
+            VirtualMappingWarning,
+            stacklevel=4,
+        )
         return False
     return True
 
@@ -119,14 +127,14 @@ def _store_class() -> type:
                 return prototype.buffer.from_bytes(data)
             return await super().get(key, prototype, byte_range)
 
-        def to_virtual_dataset(self, group: str = "", loadable_variables: Iterable[str] | None = None,
-                               decode_times: bool | None = None) -> xr.Dataset:
+        def to_virtual_dataset(
+            self, group: str = "", loadable_variables: Iterable[str] | None = None, decode_times: bool | None = None
+        ) -> xr.Dataset:
             if loadable_variables is None:
                 dims = {d for arr in self._group.arrays.values() for d in (arr.metadata.dimension_names or ())}
                 loadable_variables = [n for n in self._group.arrays if n in dims]
             wanted = list(dict.fromkeys([*loadable_variables, *self._inline]))
-            return super().to_virtual_dataset(group=group, loadable_variables=wanted,
-                                              decode_times=decode_times)
+            return super().to_virtual_dataset(group=group, loadable_variables=wanted, decode_times=decode_times)
 
     return TensogramManifestStore
 
@@ -163,11 +171,18 @@ class _Parser:
 
     format_name = ""
 
-    def __init__(self, *, variable_key: str | None = None, dim_names: Any = None,
-                 filter_by_keys: Mapping[str, Any] | None = None, group: str | None = None,
-                 storage_options: Mapping[str, Any] | None = None, drop_variables: Iterable[str] | None = None,
-                 message_index: int | Sequence[int] | slice | None = None, merge_objects: bool | None = None,
-                 ) -> None:
+    def __init__(
+        self,
+        *,
+        variable_key: str | None = None,
+        dim_names: Any = None,
+        filter_by_keys: Mapping[str, Any] | None = None,
+        group: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        drop_variables: Iterable[str] | None = None,
+        message_index: int | Sequence[int] | slice | None = None,
+        merge_objects: bool | None = None,
+    ) -> None:
         self.variable_key = variable_key
         self.dim_names = dim_names
         self.filter_by_keys = filter_by_keys
@@ -186,8 +201,10 @@ class _Parser:
         register()
         tgm_only = [k for k in _TENSOGRAM_OPTIONS if getattr(self, k) is not None]
         if self.format_name != "tensogram" and tgm_only:
-            raise UnsupportedError(f"{type(self).__name__} does not take {', '.join(tgm_only)} "
-                                   f"(Tensogram options: {', '.join(_TENSOGRAM_OPTIONS)})")
+            raise UnsupportedError(
+                f"{type(self).__name__} does not take {', '.join(tgm_only)} "
+                f"(Tensogram options: {', '.join(_TENSOGRAM_OPTIONS)})"
+            )
         target = _local_path(url)
         with open_source(target, self.storage_options or None) as src:
             fmt = sniff_format(src) or "tensogram"
@@ -231,8 +248,9 @@ class _Parser:
                 values = _inline_values(var)
                 if not _check_zarr_dtype(name, values.dtype):
                     continue
-                plan = VirtualArray(values.shape, values.dtype, tuple(max(1, s) for s in values.shape),
-                                    [bytes_codec(values.dtype)], [])
+                plan = VirtualArray(
+                    values.shape, values.dtype, tuple(max(1, s) for s in values.shape), [bytes_codec(values.dtype)], []
+                )
                 le = values.astype(values.dtype.newbyteorder("<")) if values.dtype.byteorder == ">" else values
                 inline[name] = np.ascontiguousarray(le).tobytes()
                 if values.size:
@@ -241,9 +259,13 @@ class _Parser:
                 continue
             attrs, fill = _zarr_attrs(var)
             meta = create_v3_array_metadata(
-                shape=plan.shape, data_type=plan.dtype, chunk_shape=plan.chunk_shape,
+                shape=plan.shape,
+                data_type=plan.dtype,
+                chunk_shape=plan.chunk_shape,
                 chunk_key_encoding={"name": "default", "configuration": {"separator": "."}},
-                fill_value=_default_fill(plan.dtype, fill), codecs=plan.codecs, attributes=attrs,
+                fill_value=_default_fill(plan.dtype, fill),
+                codecs=plan.codecs,
+                attributes=attrs,
                 dimension_names=[str(d) for d in var.dims],
             )
             manifest = _manifest(plan, url)

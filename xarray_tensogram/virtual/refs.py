@@ -84,13 +84,21 @@ def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None 
         elif parsed.scheme == "s3":
             registry.register(prefix, _s3_store(parsed.netloc, storage_options or {}))
         else:
-            raise UnsupportedError(f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
-                                   f"(local, http(s) and s3 are supported)")
+            raise UnsupportedError(
+                f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
+                f"(local, http(s) and s3 are supported)"
+            )
     return registry
 
 
-def open_virtual_dataset(path: str | os.PathLike[str], *, registry: Any = None, parser: Any = None,
-                         loadable_variables: Iterable[str] | None = None, **options: Any) -> xr.Dataset:
+def open_virtual_dataset(
+    path: str | os.PathLike[str],
+    *,
+    registry: Any = None,
+    parser: Any = None,
+    loadable_variables: Iterable[str] | None = None,
+    **options: Any,
+) -> xr.Dataset:
     """Virtual dataset of one file with the parser matching its format (``options`` go to the parser).
 
     A shortcut for ``virtualizarr.open_virtual_dataset(url, registry=..., parser=...)`` that picks
@@ -103,8 +111,12 @@ def open_virtual_dataset(path: str | os.PathLike[str], *, registry: Any = None, 
     url = file_url(path)
     parser = parser if parser is not None else parser_for(url, **options)
     registry = registry if registry is not None else registry_for([url], options.get("storage_options"))
-    return _open(url, registry=registry, parser=parser,
-                 loadable_variables=list(loadable_variables) if loadable_variables is not None else None)
+    return _open(
+        url,
+        registry=registry,
+        parser=parser,
+        loadable_variables=list(loadable_variables) if loadable_variables is not None else None,
+    )
 
 
 def _fix_fill_values(refs: dict[str, Any]) -> None:
@@ -163,8 +175,10 @@ def write_refs(vds: xr.Dataset, out: str | os.PathLike[str]) -> None:
 
         long = [str(n) for n in vds.variables if len(str(n).encode()) > _MAX_NAME]
         if long:  # Parquet references keep one directory per variable
-            raise UnsupportedError(f"{out}: variable name {long[0][:40]!r}... is longer than {_MAX_NAME} bytes, too "
-                                   f"long for a directory of Parquet references; write JSON references instead")
+            raise UnsupportedError(
+                f"{out}: variable name {long[0][:40]!r}... is longer than {_MAX_NAME} bytes, too "
+                f"long for a directory of Parquet references; write JSON references instead"
+            )
 
         refs_to_dataframe(refs, url=out)
         return
@@ -174,9 +188,13 @@ def write_refs(vds: xr.Dataset, out: str | os.PathLike[str]) -> None:
         f.write(json.dumps(refs, separators=(",", ":")).encode())
 
 
-def combine_virtual(paths: Sequence[str | os.PathLike[str]], *, concat_dim: str | None = None,
-                    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
-                    **options: Any) -> xr.Dataset:
+def combine_virtual(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    concat_dim: str | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    **options: Any,
+) -> xr.Dataset:
     """One virtual dataset from several files: one file as is, several combined by coordinates
     (or concatenated along ``concat_dim``), as ``open_virtual_mfdataset`` does."""
     items: Iterable[Any] = paths
@@ -186,9 +204,16 @@ def combine_virtual(paths: Sequence[str | os.PathLike[str]], *, concat_dim: str 
     if len(datasets) == 1:
         return datasets[0]
     if concat_dim is not None:
-        return xr.combine_nested(datasets, concat_dim=concat_dim, data_vars="all", coords="different",
-                                 compat="equals", combine_attrs="override")
-    combined = xr.combine_by_coords(datasets, data_vars="minimal", coords="minimal", compat="override",
-                                    combine_attrs="override")
+        return xr.combine_nested(
+            datasets,
+            concat_dim=concat_dim,
+            data_vars="all",
+            coords="different",
+            compat="equals",
+            combine_attrs="override",
+        )
+    combined = xr.combine_by_coords(
+        datasets, data_vars="minimal", coords="minimal", compat="override", combine_attrs="override"
+    )
     assert isinstance(combined, xr.Dataset)  # Datasets in, a Dataset out
     return combined

@@ -44,19 +44,57 @@ from ..grib import (
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
 #: attributes written under ``cf`` for Datasets that did not record which ones were lifted
-CF_ATTRS = frozenset({"units", "long_name", "standard_name", "calendar", "axis", "positive", "valid_min",
-                      "valid_max", "valid_range", "comment", "coordinates", "cell_methods", "grid_mapping"})
+CF_ATTRS = frozenset(
+    {
+        "units",
+        "long_name",
+        "standard_name",
+        "calendar",
+        "axis",
+        "positive",
+        "valid_min",
+        "valid_max",
+        "valid_range",
+        "comment",
+        "coordinates",
+        "cell_methods",
+        "grid_mapping",
+    }
+)
 #: encoding keys accepted per variable (short names map to the descriptor's prefixed names)
 _ENCODING_ALIASES = {
-    "bits_per_value": "sp_bits_per_value", "decimal_scale_factor": "sp_decimal_scale_factor",
-    "reference_value": "sp_reference_value", "binary_scale_factor": "sp_binary_scale_factor",
-    "level": "zstd_level", "rate": "zfp_rate", "precision": "zfp_precision", "tolerance": "zfp_tolerance",
+    "bits_per_value": "sp_bits_per_value",
+    "decimal_scale_factor": "sp_decimal_scale_factor",
+    "reference_value": "sp_reference_value",
+    "binary_scale_factor": "sp_binary_scale_factor",
+    "level": "zstd_level",
+    "rate": "zfp_rate",
+    "precision": "zfp_precision",
+    "tolerance": "zfp_tolerance",
 }
-_DESCRIPTOR_KEYS = frozenset({
-    "encoding", "filter", "compression", "sp_bits_per_value", "sp_decimal_scale_factor", "sp_reference_value",
-    "sp_binary_scale_factor", "shuffle_element_size", "zstd_level", "szip_rsi", "szip_block_size", "szip_flags",
-    "blosc2_codec", "blosc2_clevel", "zfp_mode", "zfp_rate", "zfp_precision", "zfp_tolerance", "byte_order",
-})
+_DESCRIPTOR_KEYS = frozenset(
+    {
+        "encoding",
+        "filter",
+        "compression",
+        "sp_bits_per_value",
+        "sp_decimal_scale_factor",
+        "sp_reference_value",
+        "sp_binary_scale_factor",
+        "shuffle_element_size",
+        "zstd_level",
+        "szip_rsi",
+        "szip_block_size",
+        "szip_flags",
+        "blosc2_codec",
+        "blosc2_clevel",
+        "zfp_mode",
+        "zfp_rate",
+        "zfp_precision",
+        "zfp_tolerance",
+        "byte_order",
+    }
+)
 _EPOCH = np.datetime64("1970-01-01T00:00:00", "s")
 
 
@@ -112,9 +150,14 @@ def _key_value(source: str, value: Any) -> list[tuple[str, Any]]:
 # -- pipelines: explicit encoding= > the pipeline the variable was read with > defaults --------------
 _STAGES = tuple(PIPELINE_VALUES)
 #: which parameters belong to which stage value (parameters of other stages are dropped from a source pipeline)
-_PARAM_OWNER = {"sp_": ("encoding", "simple_packing"), "shuffle_": ("filter", "shuffle"),
-                "zstd_": ("compression", "zstd"), "szip_": ("compression", "szip"),
-                "blosc2_": ("compression", "blosc2"), "zfp_": ("compression", "zfp")}
+_PARAM_OWNER = {
+    "sp_": ("encoding", "simple_packing"),
+    "shuffle_": ("filter", "shuffle"),
+    "zstd_": ("compression", "zstd"),
+    "szip_": ("compression", "szip"),
+    "blosc2_": ("compression", "blosc2"),
+    "zfp_": ("compression", "zfp"),
+}
 #: parameters filled in when absent: the reference needs them in the descriptor
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "simple_packing": {"sp_bits_per_value": 16},
@@ -194,8 +237,9 @@ def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any
             raise ValueError(f"encoding given for {name!r}, which is not a variable of the Dataset")
         unknown = set(enc) - _WRITER_OPTIONS
         if unknown:
-            raise ValueError(f"unknown encoding keys for {name!r}: {sorted(unknown)}; "
-                             f"valid keys: {sorted(_WRITER_OPTIONS)}")
+            raise ValueError(
+                f"unknown encoding keys for {name!r}: {sorted(unknown)}; valid keys: {sorted(_WRITER_OPTIONS)}"
+            )
         check_pipeline(_user_pipeline(enc)[0])
 
 
@@ -228,8 +272,10 @@ def _user_dim(ds: xr.Dataset, name: str) -> tuple[_MessageDim, dict[str, Any] | 
     """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
     coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
     if coord is None:
-        return _MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), \
-            {"dims": [name], "match": list(range(ds.sizes[name]))}
+        return _MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), {
+            "dims": [name],
+            "match": list(range(ds.sizes[name])),
+        }
     values = np.asarray(coord.values)
     attrs = dict(coord.attrs)
     if _mars_time_fits(name, values):
@@ -240,13 +286,20 @@ def _user_dim(ds: xr.Dataset, name: str) -> tuple[_MessageDim, dict[str, Any] | 
         attrs["units"] = STEP_UNITS
     else:
         source = name
-        var = xr.conventions.encode_cf_variable(coord.variable, name=name) if values.dtype.kind in "Mm" \
+        var = (
+            xr.conventions.encode_cf_variable(coord.variable, name=name)
+            if values.dtype.kind in "Mm"
             else coord.variable
+        )
         encoded, attrs = np.asarray(var.values), dict(var.attrs)
-    keys = [_key_value(source, values[i]) if source != name else [(name, _py(encoded[i]))]
-            for i in range(len(values))]
-    hint = {"dims": [name], "values": _py(encoded), "dtype": encoded.dtype.str, "attrs": _py_attrs(attrs),
-            "match": _py(encoded)}
+    keys = [_key_value(source, values[i]) if source != name else [(name, _py(encoded[i]))] for i in range(len(values))]
+    hint = {
+        "dims": [name],
+        "values": _py(encoded),
+        "dtype": encoded.dtype.str,
+        "attrs": _py_attrs(attrs),
+        "match": _py(encoded),
+    }
     return _MessageDim(name, source, keys), hint
 
 
@@ -259,8 +312,12 @@ def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     coord = ds.coords[name]
     var = xr.conventions.encode_cf_variable(coord.variable, name=name) if coord.dtype.kind in "Mm" else coord.variable
     values = np.asarray(var.values)
-    return {"dims": [str(d) for d in var.dims], "values": _py(values), "dtype": values.dtype.str,
-            "attrs": _py_attrs(var.attrs)}
+    return {
+        "dims": [str(d) for d in var.dims],
+        "values": _py(values),
+        "dtype": values.dtype.str,
+        "attrs": _py_attrs(var.attrs),
+    }
 
 
 def _plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[_MessageDim], dict[str, Any] | None]:
@@ -289,8 +346,11 @@ def _plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list
     for c in ds.coords:
         if c not in hint_coords and c not in ds.dims and any(d in split for d in ds.coords[c].dims):
             hint_coords[str(c)] = _aux_hint(ds, c)
-    hint = {"dims": {str(n): [str(d) for d in v.dims] for n, v in ds.data_vars.items()},
-            "coords": hint_coords, "coord_names": [str(c) for c in ds.coords]}
+    hint = {
+        "dims": {str(n): [str(d) for d in v.dims] for n, v in ds.data_vars.items()},
+        "coords": hint_coords,
+        "coord_names": [str(c) for c in ds.coords],
+    }
     return dims, hint
 
 
@@ -307,9 +367,16 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
     return values
 
 
-def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str, int], mdims: Sequence[_MessageDim],
-                 user: Mapping[str, Any], default_mask: str, skip_coords: set[Hashable]
-                 ) -> tuple[dict[str, Any], ObjectInput] | None:
+def _data_object(
+    ds: xr.Dataset,
+    name: Any,
+    var: xr.DataArray,
+    sel: Mapping[str, int],
+    mdims: Sequence[_MessageDim],
+    user: Mapping[str, Any],
+    default_mask: str,
+    skip_coords: set[Hashable],
+) -> tuple[dict[str, Any], ObjectInput] | None:
     """The base entry and object of one variable in the message at ``sel``; None for a hole."""
     var_mdims = [m for m in mdims if m.name in var.dims]
     sub = var.isel({m.name: sel[m.name] for m in var_mdims})
@@ -325,9 +392,13 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
     values = _object_values(values, desc, entry)
     for m in var_mdims:
         i = sel[m.name]
-        pairs = (level_keys(ds[m.name].values[i] if m.name in ds.coords else i,
-                                 bool(var.encoding.get("tensogram_grib_levelist")))
-                 if m.source == GRIB_LEVEL_SOURCE else m.keys[i])
+        pairs = (
+            level_keys(
+                ds[m.name].values[i] if m.name in ds.coords else i, bool(var.encoding.get("tensogram_grib_levelist"))
+            )
+            if m.source == GRIB_LEVEL_SOURCE
+            else m.keys[i]
+        )
         for key, value in pairs:
             _set_path(entry, key, value)
     for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
@@ -340,8 +411,14 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
         _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
-    aux = [c for c in ds.coords if c not in skip_coords and c not in ds.dims
-           and set(ds[c].dims) <= set(var.dims) and not any(d in split for d in ds[c].dims)]
+    aux = [
+        c
+        for c in ds.coords
+        if c not in skip_coords
+        and c not in ds.dims
+        and set(ds[c].dims) <= set(var.dims)
+        and not any(d in split for d in ds[c].dims)
+    ]
     if aux:
         _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     desc["shape"] = list(values.shape)
@@ -349,15 +426,19 @@ def _data_object(ds: xr.Dataset, name: Any, var: xr.DataArray, sel: Mapping[str,
     return entry, ObjectInput(values, desc)
 
 
-def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[Hashable]
-                        ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
+def _coordinate_objects(
+    ds: xr.Dataset, split: set[str], skip_coords: set[Hashable]
+) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims, written once (in the first message) as objects."""
     for cname, coord in ds.coords.items():
         if cname in skip_coords or any(d in split for d in coord.dims):
             continue
         # times and time deltas are CF-encoded (numbers + units) as to_netcdf does
-        encoded = (xr.conventions.encode_cf_variable(coord.variable, name=cname)
-                   if coord.dtype.kind in "Mm" else coord.variable)
+        encoded = (
+            xr.conventions.encode_cf_variable(coord.variable, name=cname)
+            if coord.dtype.kind in "Mm"
+            else coord.variable
+        )
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUS":
             continue  # string labels have no object form
@@ -370,9 +451,16 @@ def _coordinate_objects(ds: xr.Dataset, split: set[str], skip_coords: set[Hashab
         yield entry, ObjectInput(values, {"shape": list(values.shape)})
 
 
-def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encoding: Mapping[str, Mapping[str, Any]],
-                   hash: str | None, layout: str, reserved: Mapping[str, Any] | None,
-                   mask_method: str | None) -> Iterator[bytes | EncodedMessage]:
+def _iter_messages(
+    ds: xr.Dataset,
+    *,
+    message_dims: Sequence[str] | None,
+    encoding: Mapping[str, Mapping[str, Any]],
+    hash: str | None,
+    layout: str,
+    reserved: Mapping[str, Any] | None,
+    mask_method: str | None,
+) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = _plan_dims(ds, message_dims)
@@ -389,8 +477,13 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
             _set_path(extra, k, _py(v))
     if hint is not None:
         extra[LAYOUT_KEY] = hint
-    mask_kw: dict[str, Any] = {"allow_nan": True, "allow_inf": True, "nan_mask_method": default_mask,
-               "pos_inf_mask_method": default_mask, "neg_inf_mask_method": default_mask}
+    mask_kw: dict[str, Any] = {
+        "allow_nan": True,
+        "allow_inf": True,
+        "nan_mask_method": default_mask,
+        "pos_inf_mask_method": default_mask,
+        "neg_inf_mask_method": default_mask,
+    }
     first = True
     wrote_any = False
     ranges = [range(ds.sizes[m.name]) for m in mdims]
@@ -413,14 +506,28 @@ def _iter_messages(ds: xr.Dataset, *, message_dims: Sequence[str] | None, encodi
                 yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
             continue
         wrote_any = True
-        yield encode_message_parts({"base": [p[0] for p in pairs], "_extra_": extra}, [p[1] for p in pairs],
-                                   hash=hash, layout=layout, reserved=reserved, **mask_kw)
+        yield encode_message_parts(
+            {"base": [p[0] for p in pairs], "_extra_": extra},
+            [p[1] for p in pairs],
+            hash=hash,
+            layout=layout,
+            reserved=reserved,
+            **mask_kw,
+        )
 
 
-def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike[str], *, mode: str = "w",
-                 message_dims: Sequence[str] | None = None, encoding: Mapping[str, Mapping[str, Any]] | None = None,
-                 hash: str | None = "xxh3", layout: str = "buffered", reserved: Mapping[str, Any] | None = None,
-                 mask_method: str | None = None) -> int:
+def to_tensogram(
+    ds: xr.Dataset | xr.DataArray,
+    path: str | os.PathLike[str],
+    *,
+    mode: str = "w",
+    message_dims: Sequence[str] | None = None,
+    encoding: Mapping[str, Mapping[str, Any]] | None = None,
+    hash: str | None = "xxh3",
+    layout: str = "buffered",
+    reserved: Mapping[str, Any] | None = None,
+    mask_method: str | None = None,
+) -> int:
     """Write a Dataset as Tensogram v3 messages.
 
     The mapping of the reader is inverted: dimensions built from metadata keys split the data into
@@ -471,8 +578,15 @@ def to_tensogram(ds: xr.Dataset | xr.DataArray, path: str | os.PathLike[str], *,
     if isinstance(ds, xr.DataArray):
         ds = ds.to_dataset(name=ds.name or "data")
     _check_user_encoding(ds, encoding or {})
-    messages = _iter_messages(ds, message_dims=message_dims, encoding=encoding or {}, hash=hash, layout=layout,
-                              reserved=reserved, mask_method=mask_method)
+    messages = _iter_messages(
+        ds,
+        message_dims=message_dims,
+        encoding=encoding or {},
+        hash=hash,
+        layout=layout,
+        reserved=reserved,
+        mask_method=mask_method,
+    )
     return write_messages(path, messages, mode=mode)
 
 

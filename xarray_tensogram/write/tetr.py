@@ -57,8 +57,10 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
     if chunks is not None:
         sizes = tuple(int(c) for c in chunks)
         if len(sizes) != var.ndim:
-            raise ValueError(f"chunks {tuple(chunks)} has {len(sizes)} sizes but variable {name!r} has dims "
-                             f"{list(var.dims)}; give one size per axis or a {{dim: size}} mapping")
+            raise ValueError(
+                f"chunks {tuple(chunks)} has {len(sizes)} sizes but variable {name!r} has dims "
+                f"{list(var.dims)}; give one size per axis or a {{dim: size}} mapping"
+            )
         return sizes
     enc = var.encoding.get("tetr_chunk_shape")
     if enc is not None and len(enc) == var.ndim:
@@ -93,8 +95,11 @@ def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
     for key, value in var.attrs.items():
         text = _attr_string(value)
         if not key or not text:
-            warnings.warn(f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
-                          TetrMappingWarning, stacklevel=4)
+            warnings.warn(
+                f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
+                TetrMappingWarning,
+                stacklevel=4,
+            )
             continue
         out[str(key)] = text
     return out
@@ -106,8 +111,12 @@ def _labels(ds: xr.Dataset, dim: str) -> list[str] | None:
         return None
     values = ds[dim].values
     if len(values) > LIMITS["labels"]:
-        warnings.warn(f"coordinate {dim!r} has {len(values)} values; .tet stores at most {LIMITS['labels']} labels "
-                      f"per axis, so it is not written", TetrMappingWarning, stacklevel=4)
+        warnings.warn(
+            f"coordinate {dim!r} has {len(values)} values; .tet stores at most {LIMITS['labels']} labels "
+            f"per axis, so it is not written",
+            TetrMappingWarning,
+            stacklevel=4,
+        )
         return None
     return [_label(v) for v in values]
 
@@ -123,8 +132,11 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
     meta = {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs}
     dropped = [k for k in ds.attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
     if dropped:
-        warnings.warn(f"Dataset attributes {dropped} have no place in a .tet file and are not written",
-                      TetrMappingWarning, stacklevel=3)
+        warnings.warn(
+            f"Dataset attributes {dropped} have no place in a .tet file and are not written",
+            TetrMappingWarning,
+            stacklevel=3,
+        )
     return meta or None
 
 
@@ -144,8 +156,14 @@ def _encode(var: xr.Variable, name: Any) -> xr.Variable:
     return out
 
 
-def to_tetr(ds: xr.Dataset, path: Any, *, chunks: ChunksLike = None, compression: str | None = None,
-            history: Sequence[Any] | None = None) -> None:
+def to_tetr(
+    ds: xr.Dataset,
+    path: Any,
+    *,
+    chunks: ChunksLike = None,
+    compression: str | None = None,
+    history: Sequence[Any] | None = None,
+) -> None:
     """Write every data variable of ``ds`` as a dataset of a Tetration (``.tet``) file.
 
     Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
@@ -184,10 +202,22 @@ def to_tetr(ds: xr.Dataset, path: Any, *, chunks: ChunksLike = None, compression
         dims = [str(d) for d in var.dims]
         coords = {d: labels for d in dims if (labels := _labels(ds, d)) is not None}
         tiles = _chunk_shape(source, str(name), chunks)
-        writes.append(DatasetWrite(str(name), _values(var), tiles, _codec(source, compression),
-                                   dim_names=_dim_names(source, dims), coords=coords or None,
-                                   attrs=_string_attrs(var, str(name)) or None))
+        writes.append(
+            DatasetWrite(
+                str(name),
+                _values(var),
+                tiles,
+                _codec(source, compression),
+                dim_names=_dim_names(source, dims),
+                coords=coords or None,
+                attrs=_string_attrs(var, str(name)) or None,
+            )
+        )
     execution = ds.encoding.get("tetr_execution") or {}
-    write_tetr(path, writes, history=_history_rows(ds, history), file_metadata=_file_metadata(ds),
-               execution=(int(execution.get("memory_budget_percent_bps", 0)),
-                          int(execution.get("memory_budget_bytes", 0))))
+    write_tetr(
+        path,
+        writes,
+        history=_history_rows(ds, history),
+        file_metadata=_file_metadata(ds),
+        execution=(int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))),
+    )

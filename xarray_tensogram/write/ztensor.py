@@ -39,8 +39,9 @@ def _custom_fields(var: xr.Variable, name: str) -> dict[str, Any]:
     custom: dict[str, Any] = {}
     for key, value in var.attrs.items():
         if key in RESERVED_KEYS or key == DIM_NAMES_KEY:
-            raise ValueError(f"variable {name!r}: attribute {key!r} clashes with a zTensor key; "
-                             "rename it before writing")
+            raise ValueError(
+                f"variable {name!r}: attribute {key!r} clashes with a zTensor key; rename it before writing"
+            )
         custom[str(key)] = _cbor_value(value)
     if var.dims:
         custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
@@ -70,8 +71,9 @@ def _as_read(variables: list[xr.Variable], key: str, valid: tuple[str, ...]) -> 
     return None
 
 
-def _file_options(variables: list[xr.Variable], compression: str | None,
-                  checksum: str | None) -> tuple[str | None, str | None]:
+def _file_options(
+    variables: list[xr.Variable], compression: str | None, checksum: str | None
+) -> tuple[str | None, str | None]:
     """Explicit options win ("raw"/"none" for plain); else what the variables were read with."""
     comp = _as_read(variables, "ztensor_encoding", ("zstd",)) if compression is None else compression
     check = _as_read(variables, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
@@ -82,8 +84,13 @@ def _file_options(variables: list[xr.Variable], compression: str | None,
     return (None if comp in ("raw", "none") else comp), (None if check == "none" else check)
 
 
-def to_ztensor(ds_or_mapping: xr.Dataset | Mapping[str, Any], path: str, *, compression: str | None = None,
-               checksum: str | None = None) -> None:
+def to_ztensor(
+    ds_or_mapping: xr.Dataset | Mapping[str, Any],
+    path: str,
+    *,
+    compression: str | None = None,
+    checksum: str | None = None,
+) -> None:
     """Write a Dataset (or a mapping name -> array/DataArray) as a zTensor v0.1 (``.zt``) file.
 
     Dimension names go to the ``dim_names`` custom key and attrs to custom keys, so

@@ -46,8 +46,11 @@ def _same_values(a: TgObject, b: TgObject) -> bool:
     from ..common import lazy_variable
 
     dims = [f"d{i}" for i in range(len(a.shape))]
-    return bool(np.array_equal(lazy_variable(dims, a.spec()).values, lazy_variable(dims, b.spec()).values,
-                               equal_nan=a.dtype.kind in "fc"))
+    return bool(
+        np.array_equal(
+            lazy_variable(dims, a.spec()).values, lazy_variable(dims, b.spec()).values, equal_nan=a.dtype.kind in "fc"
+        )
+    )
 
 
 def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
@@ -81,8 +84,12 @@ def _coord_sizes(coords: Sequence[CoordObject]) -> dict[str, set[int]]:
     return sizes
 
 
-def _coords_for(coords: Sequence[CoordObject], axes: Mapping[str, AxisNames],
-                shapes: Mapping[str, tuple[int, ...]], only_group: bool) -> list[CoordObject]:
+def _coords_for(
+    coords: Sequence[CoordObject],
+    axes: Mapping[str, AxisNames],
+    shapes: Mapping[str, tuple[int, ...]],
+    only_group: bool,
+) -> list[CoordObject]:
     """The coordinates that belong with these variables. A 1-D coordinate no axis uses stays on a
     dimension of its own; an axis named like a coordinate of another size is an error."""
     used: dict[str, set[int]] = {}
@@ -104,14 +111,16 @@ def _coords_for(coords: Sequence[CoordObject], axes: Mapping[str, AxisNames],
         elif not used[d] & sizes[d]:
             v = next(v for v, ax in axes.items() if d in ax.names)
             size = shapes[v][axes[v].names.index(d)]
-            raise HypercubeError(f"variable {v!r} names an axis of size {size} {d!r}, but the coordinate {d!r} "
-                                 f"in the file has size {n}")
+            raise HypercubeError(
+                f"variable {v!r} names an axis of size {size} {d!r}, but the coordinate {d!r} in the file has size {n}"
+            )
     return out
 
 
-def _fits_trailing(shape: tuple[int, ...], axes: Mapping[str, AxisNames],
-                   shapes: Mapping[str, tuple[int, ...]]) -> bool:
-    return any(len(s) >= len(shape) and s[-len(shape):] == shape for s in shapes.values())
+def _fits_trailing(
+    shape: tuple[int, ...], axes: Mapping[str, AxisNames], shapes: Mapping[str, tuple[int, ...]]
+) -> bool:
+    return any(len(s) >= len(shape) and s[-len(shape) :] == shape for s in shapes.values())
 
 
 def _global_attrs(extra: Mapping[str, Any], varying: set[str]) -> dict[str, Any]:
@@ -131,8 +140,9 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     return out
 
 
-def _grib_grids(by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames],
-                dim_names: Any) -> dict[str, xr.Variable]:
+def _grib_grids(
+    by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
+) -> dict[str, xr.Variable]:
     """GRIB: grid dims (latitude/longitude, or values) and their coordinates from the metadata, unless
     dim_names were asked for; the variables' axis names are replaced in ``axes``."""
     out: dict[str, xr.Variable] = {}
@@ -149,8 +159,17 @@ def _grib_grids(by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames
     return out
 
 
-def _build_group(data: list[TgObject], coords: list[CoordObject], *, dim_names: Any, name_keys: set[str],
-                 strict: bool, only_group: bool, file_name: str, extra: Mapping[str, Any]) -> xr.Dataset | None:
+def _build_group(
+    data: list[TgObject],
+    coords: list[CoordObject],
+    *,
+    dim_names: Any,
+    name_keys: set[str],
+    strict: bool,
+    only_group: bool,
+    file_name: str,
+    extra: Mapping[str, Any],
+) -> xr.Dataset | None:
     """One group's Dataset, or None when its variables cannot share one (the caller splits them)."""
     by_name: dict[str, list[TgObject]] = {}
     for o in data:
@@ -159,18 +178,30 @@ def _build_group(data: list[TgObject], coords: list[CoordObject], *, dim_names: 
         return None
     shapes = {n: v[0].shape for n, v in by_name.items()}
     first = data[0] if data else None
-    file_hint = parse_file_hint(first.extra.get("dim_names"), [len(s) for s in shapes.values()],
-                                file_name) if first is not None else None
-    hints = {n: (shapes[n], parse_object_hint(v[0].entry.get("dim_names"), len(shapes[n]), _where(v[0]))
-                 if "dim_names" in v[0].entry else None) for n, v in by_name.items()}
+    file_hint = (
+        parse_file_hint(first.extra.get("dim_names"), [len(s) for s in shapes.values()], file_name)
+        if first is not None
+        else None
+    )
+    hints = {
+        n: (
+            shapes[n],
+            parse_object_hint(v[0].entry.get("dim_names"), len(shapes[n]), _where(v[0]))
+            if "dim_names" in v[0].entry
+            else None,
+        )
+        for n, v in by_name.items()
+    }
     csizes = _coord_sizes(coords)
     if any(len(s) > 1 for s in csizes.values()) and not only_group:
         return None
     axes, conflicts = resolve_axes(hints, dim_names, file_hint, _guessable_sizes(csizes, shapes))
     if conflicts:
         if only_group:
-            raise GroupSelectionError(f"{file_name!r}: dimension names used with several sizes: " + ", ".join(
-                f"{d!r} ({sorted(s)})" for d, s in conflicts.items()))
+            raise GroupSelectionError(
+                f"{file_name!r}: dimension names used with several sizes: "
+                + ", ".join(f"{d!r} ({sorted(s)})" for d, s in conflicts.items())
+            )
         return None
     grid_coords = _grib_grids(by_name, axes, dim_names)
     plan = plan_hypercube(by_name, name_keys, strict=strict)
@@ -196,14 +227,26 @@ def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
     return dict(sorted(groups.items()))
 
 
-def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: Any = None,
-                     filter_by_keys: Mapping[str, Any] | None = None, verify_hash: bool = False,
-                     drop_variables: Iterable[str] = (), message_index: Any = None, merge_objects: bool = True,
-                     range_threshold: float = 0.5, strict: bool = False) -> dict[str, xr.Dataset]:
+def tensogram_groups(
+    tfile: Any,
+    *,
+    variable_key: str | None = None,
+    dim_names: Any = None,
+    filter_by_keys: Mapping[str, Any] | None = None,
+    verify_hash: bool = False,
+    drop_variables: Iterable[str] = (),
+    message_index: Any = None,
+    merge_objects: bool = True,
+    range_threshold: float = 0.5,
+    strict: bool = False,
+) -> dict[str, xr.Dataset]:
     """All groups of a Tensogram file as raw (CF-encoded) Datasets: ``{"/": ds}`` unless variables
     really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes)."""
-    if isinstance(range_threshold, bool) or not isinstance(range_threshold, (int, float)) \
-            or not 0 <= range_threshold <= 1:
+    if (
+        isinstance(range_threshold, bool)
+        or not isinstance(range_threshold, (int, float))
+        or not 0 <= range_threshold <= 1
+    ):
         raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
@@ -217,8 +260,13 @@ def tensogram_groups(tfile: Any, *, variable_key: str | None = None, dim_names: 
     coords = [c for c in coords if c.obj.name not in drop]
     name_keys = set(NAME_KEYS) | ({variable_key} if variable_key else set())
     extra = tfile[messages[0]].metadata.get("_extra_") if messages else None
-    kw = {"dim_names": dim_names, "name_keys": name_keys, "strict": strict, "file_name": tfile.name,
-          "extra": extra if isinstance(extra, dict) else {}}
+    kw = {
+        "dim_names": dim_names,
+        "name_keys": name_keys,
+        "strict": strict,
+        "file_name": tfile.name,
+        "extra": extra if isinstance(extra, dict) else {},
+    }
     one = _build_group(data, coords, only_group=False, **kw)
     if one is not None:
         return {"/": restore_written_layout(one, kw["extra"])}

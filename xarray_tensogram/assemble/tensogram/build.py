@@ -59,8 +59,9 @@ def lift_cf(attrs: dict[str, Any], lifted: list[str] | None = None) -> dict[str,
     return out
 
 
-def _values_variable(dims: Sequence[str], values: Sequence[Any], attrs: dict[str, Any],
-                     shape: tuple[int, ...] | None = None) -> xr.Variable:
+def _values_variable(
+    dims: Sequence[str], values: Sequence[Any], attrs: dict[str, Any], shape: tuple[int, ...] | None = None
+) -> xr.Variable:
     """Numbers as a numeric array (NaN for missing), anything else as text ("" for missing)."""
     shape = (len(values),) if shape is None else shape
     present = [v for v in values if v is not None]
@@ -80,22 +81,37 @@ def _dim_coordinate(dim: str, source: str, values: list[Any]) -> xr.Variable:
     if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return xr.Variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
-        return xr.Variable((dim,), np.asarray(values, dtype=np.int64),
-                           {"standard_name": "forecast_reference_time", "long_name": "initial time of forecast",
-                            "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+        return xr.Variable(
+            (dim,),
+            np.asarray(values, dtype=np.int64),
+            {
+                "standard_name": "forecast_reference_time",
+                "long_name": "initial time of forecast",
+                "units": TIME_UNITS,
+                "calendar": "proleptic_gregorian",
+            },
+        )
     if source == STEP_KEY and all(isinstance(v, float) for v in values):
         arr = np.asarray(values, dtype=np.float64)
         if np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
-        return xr.Variable((dim,), arr, {"standard_name": "forecast_period",
-                                         "long_name": "time since forecast_reference_time", "units": STEP_UNITS})
+        return xr.Variable(
+            (dim,),
+            arr,
+            {
+                "standard_name": "forecast_period",
+                "long_name": "time since forecast_reference_time",
+                "units": STEP_UNITS,
+            },
+        )
     if source == MESSAGE_SOURCE:
         return xr.Variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
     return _values_variable((dim,), values, {"long_name": source})
 
 
-def _dependent_coordinate(cube: VarCube, key: str, dims: Sequence[str], plan: CubePlan,
-                          dim_of: Mapping[str, str]) -> xr.Variable:
+def _dependent_coordinate(
+    cube: VarCube, key: str, dims: Sequence[str], plan: CubePlan, dim_of: Mapping[str, str]
+) -> xr.Variable:
     """Values of a dependent key along the (source) dims that determine it; missing cells are empty."""
     names = [dim_of[s] for s in dims]
     shape = tuple(len(plan.values[d]) for d in names)
@@ -155,12 +171,19 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         attrs["tensogram_missing_objects"] = holes
         if fill is not None and first.dtype.kind in "iu":
             attrs["_FillValue"] = first.dtype.type(fill)
-    scalar = {k: v for k, v in (("time", TIME_SOURCE), ("step", STEP_KEY)) if v not in cube.dims
-              and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))}
+    scalar = {
+        k: v
+        for k, v in (("time", TIME_SOURCE), ("step", STEP_KEY))
+        if v not in cube.dims
+        and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))
+    }
     encoding = {
         # what the writer needs to turn this variable back into messages
-        "tensogram_message_keys": {dim_of[s]: grib.GRIB_LEVEL_SOURCE if s.startswith(LEVEL_PREFIX) else s
-                                   for s in cube.dims if not s.startswith("tensogram.")},
+        "tensogram_message_keys": {
+            dim_of[s]: grib.GRIB_LEVEL_SOURCE if s.startswith(LEVEL_PREFIX) else s
+            for s in cube.dims
+            if not s.startswith("tensogram.")
+        },
         "tensogram_scalar_keys": scalar,
         "tensogram_name_key": first.name_key or "name",
         "tensogram_cf_attrs": lifted,
@@ -175,8 +198,11 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr
     if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
         secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
         if secs is not None:
-            coords["time"] = xr.Variable((), np.int64(secs), {"standard_name": "forecast_reference_time",
-                                                             "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+            coords["time"] = xr.Variable(
+                (),
+                np.int64(secs),
+                {"standard_name": "forecast_reference_time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
+            )
     if "step" not in stack_dims and "step" not in coords and STEP_KEY in o.keys:
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
@@ -200,19 +226,23 @@ def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
         values, dims = tv + sv, t.dims
     else:
         values, dims = np.int64(tv + sv), ()
-    coords["valid_time"] = xr.Variable(dims, values, {"standard_name": "time", "long_name": "time",
-                                                       "units": TIME_UNITS, "calendar": "proleptic_gregorian"})
+    coords["valid_time"] = xr.Variable(
+        dims,
+        values,
+        {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
+    )
 
 
 def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]) -> list[str] | None:
     for v in variables.values():
-        if v.ndim >= len(shape) and tuple(v.shape[-len(shape):]) == shape:
-            return [str(d) for d in v.dims[-len(shape):]]
+        if v.ndim >= len(shape) and tuple(v.shape[-len(shape) :]) == shape:
+            return [str(d) for d in v.dims[-len(shape) :]]
     return None
 
 
-def _coordinate_variables(coords: Sequence[CoordObject], variables: Mapping[str, xr.Variable],
-                          out: dict[str, xr.Variable]) -> None:
+def _coordinate_variables(
+    coords: Sequence[CoordObject], variables: Mapping[str, xr.Variable], out: dict[str, xr.Variable]
+) -> None:
     taken = {str(d): n for v in variables.values() for d, n in zip(v.dims, v.shape, strict=True)}
     for c in coords:
         o = c.obj
@@ -258,8 +288,13 @@ def _grib_scalars(o: TgObject, stack: list[str], out: dict[str, xr.Variable], di
         disagree.add("number")
 
 
-def build_dataset(plan: CubePlan, axes: Mapping[str, list[str]], coords: Sequence[CoordObject],
-                  global_attrs: Mapping[str, Any], grid_coords: Mapping[str, xr.Variable] | None = None) -> xr.Dataset:
+def build_dataset(
+    plan: CubePlan,
+    axes: Mapping[str, list[str]],
+    coords: Sequence[CoordObject],
+    global_attrs: Mapping[str, Any],
+    grid_coords: Mapping[str, xr.Variable] | None = None,
+) -> xr.Dataset:
     """The raw (CF-encoded) Dataset of one group."""
     dim_of = {s: d for d, s in plan.sources.items()}
     variables: dict[str, xr.Variable] = {}

@@ -102,6 +102,7 @@ def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any
 
 def select_messages(count: int, message_index: Any, merge_objects: bool) -> list[int]:
     """Indices of the messages to open (``message_index`` as the reference backend takes it)."""
+
     def one(i: Any) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise XarrayTensogramError(f"message_index must be an int, a list of ints or a slice, got {i!r}")
@@ -143,8 +144,9 @@ def _params(msg: Any, j: int, own: Mapping[str, Any]) -> tuple[dict[str, Any], i
         return {}, 0  # a damaged frame is reported when its values are read, as for any object
 
 
-def collect_objects(tfile: Any, messages: Sequence[int], *, verify_hash: bool,
-                    range_threshold: float) -> list[TgObject]:
+def collect_objects(
+    tfile: Any, messages: Sequence[int], *, verify_hash: bool, range_threshold: float
+) -> list[TgObject]:
     """Every object of the selected messages, with metadata merged as the module docstring says."""
     objects: list[TgObject] = []
     for m in messages:
@@ -154,22 +156,33 @@ def collect_objects(tfile: Any, messages: Sequence[int], *, verify_hash: bool,
         extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
         gkeys = _global_keys(meta)
         for j in range(len(msg.objects)):
-            spec: Callable[[], ArraySpec] = partial(msg.array_spec, j, verify_hash=verify_hash,
-                                                    range_threshold=range_threshold)
+            spec: Callable[[], ArraySpec] = partial(
+                msg.array_spec, j, verify_hash=verify_hash, range_threshold=range_threshold
+            )
             own = base[j] if j < len(base) and isinstance(base[j], dict) else {}
             params, frame_hash = _params(msg, j, own)
             entry = deep_merge(params, {k: v for k, v in own.items() if k != "_reserved_"})
             shape, dtype = msg.object_geometry(j)
             keys = flat_keys(entry)
             is_grib = grib.is_grib_entry(entry)
-            objects.append(TgObject(
-                msg=m, obj=j, entry=entry, keys=keys, global_keys=gkeys, shape=tuple(shape),
-                dtype=dtype, extra=extra, is_grib=is_grib, level=grib.level_info(keys) if is_grib else None,
-                spec=spec,
-                frame_hash=frame_hash or None,
-                remote_frame=None if is_local(msg.source) else msg.objects[j].frame_length,
-                pipeline=partial(pipeline_encoding, msg, j) if is_local(msg.source) else None,
-            ))
+            objects.append(
+                TgObject(
+                    msg=m,
+                    obj=j,
+                    entry=entry,
+                    keys=keys,
+                    global_keys=gkeys,
+                    shape=tuple(shape),
+                    dtype=dtype,
+                    extra=extra,
+                    is_grib=is_grib,
+                    level=grib.level_info(keys) if is_grib else None,
+                    spec=spec,
+                    frame_hash=frame_hash or None,
+                    remote_frame=None if is_local(msg.source) else msg.objects[j].frame_length,
+                    pipeline=partial(pipeline_encoding, msg, j) if is_local(msg.source) else None,
+                )
+            )
     return objects
 
 
@@ -196,8 +209,9 @@ def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] 
         parts = []
         for k, v in filter_by_keys.items():
             values = sorted({str(_filter_value(o, k)) for o in data if _filter_value(o, k) is not None})
-            parts.append(f"{k!r}={v!r}: " + (f"the file has {', '.join(values[:20])}" if values
-                                             else "no object has this key"))
+            parts.append(
+                f"{k!r}={v!r}: " + (f"the file has {', '.join(values[:20])}" if values else "no object has this key")
+            )
         raise XarrayTensogramError(f"{name!r}: filter_by_keys matches no object ({'; '.join(parts)})")
 
 

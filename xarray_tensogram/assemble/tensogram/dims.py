@@ -65,11 +65,20 @@ def parse_file_hint(raw: Any, ranks: Sequence[int], where: str) -> list[str] | d
     return None
 
 
-def _axes_of(var: str, shape: tuple[int, ...], dim_names: Any, object_hint: list[str] | None,
-             file_hint: list[str] | dict[int, str] | None, coord_sizes: Mapping[str, int]) -> AxisNames:
+def _axes_of(
+    var: str,
+    shape: tuple[int, ...],
+    dim_names: Any,
+    object_hint: list[str] | None,
+    file_hint: list[str] | dict[int, str] | None,
+    coord_sizes: Mapping[str, int],
+) -> AxisNames:
     rank = len(shape)
-    for cand in (requested_dims(dim_names, var, rank), object_hint,
-                 file_hint if isinstance(file_hint, list) and len(file_hint) == rank else None):
+    for cand in (
+        requested_dims(dim_names, var, rank),
+        object_hint,
+        file_hint if isinstance(file_hint, list) and len(file_hint) == rank else None,
+    ):
         if cand is not None:
             return AxisNames(list(cand), [False] * rank)
     names: list[str] = []
@@ -91,9 +100,12 @@ def _axes_of(var: str, shape: tuple[int, ...], dim_names: Any, object_hint: list
     return AxisNames(names, generic)
 
 
-def resolve_axes(variables: Mapping[str, tuple[tuple[int, ...], list[str] | None]], dim_names: Any,
-                 file_hint: list[str] | dict[int, str] | None,
-                 coord_sizes: Mapping[str, int]) -> tuple[dict[str, AxisNames], dict[str, set[int]]]:
+def resolve_axes(
+    variables: Mapping[str, tuple[tuple[int, ...], list[str] | None]],
+    dim_names: Any,
+    file_hint: list[str] | dict[int, str] | None,
+    coord_sizes: Mapping[str, int],
+) -> tuple[dict[str, AxisNames], dict[str, set[int]]]:
     """Axis names of every variable ``{name: (shape, object hint)}``, and the explicit names claimed at
     several sizes (``{}`` when the variables can share one Dataset)."""
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
@@ -107,8 +119,12 @@ def resolve_axes(variables: Mapping[str, tuple[tuple[int, ...], list[str] | None
     return out, conflicts
 
 
-def _rename_clashing_generic(out: Mapping[str, AxisNames], variables: Mapping[str, tuple[tuple[int, ...], Any]],
-                             explicit: Mapping[str, set[int]], coord_sizes: Mapping[str, int]) -> None:
+def _rename_clashing_generic(
+    out: Mapping[str, AxisNames],
+    variables: Mapping[str, tuple[tuple[int, ...], Any]],
+    explicit: Mapping[str, set[int]],
+    coord_sizes: Mapping[str, int],
+) -> None:
     """``dim_0`` used with two sizes: the first size keeps the name, the others get ``dim_0_1`` ..."""
     taken: dict[str, int] = {n: next(iter(s)) for n, s in explicit.items()}
     taken.update(coord_sizes)

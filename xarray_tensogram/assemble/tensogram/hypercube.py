@@ -45,8 +45,14 @@ MARS_TIME_KEYS = ("mars.date", "mars.time")
 NEVER_STACKED = ("grib_repro.", "grib.", "_reserved_.")
 #: keys that describe structure, never stacked nor kept as attributes
 STRUCTURAL = frozenset({"dim_names", "coordinates", "cf.coordinates"})
-DIM_NAMES = {TIME_SOURCE: "time", STEP_KEY: "step", "mars.levelist": "level", "mars.number": "number",
-             MESSAGE_SOURCE: "message", OBJECT_SOURCE: "object"}
+DIM_NAMES = {
+    TIME_SOURCE: "time",
+    STEP_KEY: "step",
+    "mars.levelist": "level",
+    "mars.number": "number",
+    MESSAGE_SOURCE: "message",
+    OBJECT_SOURCE: "object",
+}
 #: GRIB objects: one level source per typeOfLevel (``grib:level:isobaricInhPa``), in place of mars.levelist
 LEVEL_PREFIX = "grib:level:"
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
@@ -88,7 +94,7 @@ def _forced(source: str) -> bool:
 def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset()) -> Any:
     """The value an object has along a dimension (MARS time in seconds, step in hours)."""
     if source.startswith(LEVEL_PREFIX):
-        return o.level.value if o.level is not None and o.level.name == source[len(LEVEL_PREFIX):] else None
+        return o.level.value if o.level is not None and o.level.name == source[len(LEVEL_PREFIX) :] else None
     if source in (TIME_SOURCE, STEP_KEY):
         if source not in o.dim_cache:
             o.dim_cache[source] = _mars_value(o, source)
@@ -114,24 +120,38 @@ def _candidates(objs: Sequence[TgObject], skip: set[str]) -> list[str]:
     seen: dict[str, None] = {}
     for o in objs:
         seen.update(dict.fromkeys(o.merged))
-    keys = [k for k in seen if k not in skip and k not in STRUCTURAL and not k.endswith(".dim_names")
-            and not k.startswith(NEVER_STACKED)]
+    keys = [
+        k
+        for k in seen
+        if k not in skip and k not in STRUCTURAL and not k.endswith(".dim_names") and not k.startswith(NEVER_STACKED)
+    ]
     if any(k in keys for k in MARS_TIME_KEYS):
         keys = [TIME_SOURCE] + [k for k in keys if k not in MARS_TIME_KEYS]
     # an object without MARS time or step does not make them vary (a field with no time beside a cube)
     levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
     if levels:  # GRIB: the level is named after typeOfLevel, and mars.levelist restates it
         keys = [k for k in keys if k != "mars.levelist"] + levels
-    varying = [k for k in keys if (len({_key(o.merged.get(k)) for o in objs}) > 1 if not _forced(k)
-                                   else len({_key(v) for o in objs if (v := dim_value(o, k)) is not None}) > 1)]
+    varying = [
+        k
+        for k in keys
+        if (
+            len({_key(o.merged.get(k)) for o in objs}) > 1
+            if not _forced(k)
+            else len({_key(v) for o in objs if (v := dim_value(o, k)) is not None}) > 1
+        )
+    ]
     first = [k for k in _FIRST if k in varying] + [k for k in levels if k in varying]
     mars = [k for k in varying if k.startswith("mars.") and k not in first]
     varying = [k for k in varying if not k.startswith(LEVEL_PREFIX) or k in first]
     others = [k for k in varying if k not in first and k not in mars]
     # files store keys in no meaningful order (CBOR maps are often sorted): among other keys, those named
     # like a coordinate come first, then numeric ones, so that a text label does not become the dimension
-    others.sort(key=lambda k: (k.rsplit(".", 1)[-1].lower() not in COORDINATE_NAMES,
-                               not all(_numeric(o.value(k)) for o in objs)))
+    others.sort(
+        key=lambda k: (
+            k.rsplit(".", 1)[-1].lower() not in COORDINATE_NAMES,
+            not all(_numeric(o.value(k)) for o in objs),
+        )
+    )
     return first + mars + others
 
 
@@ -148,8 +168,9 @@ def _key(v: Any) -> Any:
     return ("nan",) if type(v) is float and v != v else v
 
 
-def _determined(objs: Sequence[TgObject], by: Sequence[str], key: str, with_name: bool,
-                value: Callable[[TgObject, str], Any]) -> bool:
+def _determined(
+    objs: Sequence[TgObject], by: Sequence[str], key: str, with_name: bool, value: Callable[[TgObject, str], Any]
+) -> bool:
     """Whether ``key``'s value is a function of the name (optionally) and the ``by`` keys."""
     seen: dict[tuple[Any, ...], Any] = {}
     for o in objs:
@@ -191,8 +212,9 @@ def _var_dims(objs: Sequence[TgObject], chosen: Sequence[str], value: Callable[[
     return out
 
 
-def _minimal_determinants(objs: Sequence[TgObject], dims: Sequence[str], key: str,
-                          value: Callable[[TgObject, str], Any]) -> list[str]:
+def _minimal_determinants(
+    objs: Sequence[TgObject], dims: Sequence[str], key: str, value: Callable[[TgObject, str], Any]
+) -> list[str]:
     """The smallest subset of ``dims`` (first found, in order) that determines ``key``."""
     for r in range(1, min(len(dims), 6) + 1):
         for subset in itertools.combinations(dims, r):
@@ -201,8 +223,13 @@ def _minimal_determinants(objs: Sequence[TgObject], dims: Sequence[str], key: st
     return list(dims)
 
 
-def _place(name: str, objs: list[TgObject], dims: list[str], values: Mapping[str, list[Any]],
-           value: Callable[[TgObject, str], Any]) -> tuple[VarCube, list[tuple[TgObject, TgObject]]]:
+def _place(
+    name: str,
+    objs: list[TgObject],
+    dims: list[str],
+    values: Mapping[str, list[Any]],
+    value: Callable[[TgObject, str], Any],
+) -> tuple[VarCube, list[tuple[TgObject, TgObject]]]:
     shape = tuple(len(values[d]) for d in dims)
     position = {d: {v: i for i, v in enumerate(values[d])} for d in dims}
     members: dict[int, TgObject] = {}
@@ -218,22 +245,26 @@ def _place(name: str, objs: list[TgObject], dims: list[str], values: Mapping[str
     return VarCube(name, objs, dims, shape, members), dups
 
 
-def _plan(by_name: Mapping[str, list[TgObject]], skip: set[str], extra: Sequence[str],
-          dup_names: frozenset[str]) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube],
-                                               list[tuple[TgObject, TgObject]]]:
+def _plan(
+    by_name: Mapping[str, list[TgObject]], skip: set[str], extra: Sequence[str], dup_names: frozenset[str]
+) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
     def value(o: TgObject, s: str) -> Any:
         return dim_value(o, s, dup_names)
 
     objs = [o for v in by_name.values() for o in v]
     chosen = _choose(objs, [*_candidates(objs, skip), *extra], value)
-    chosen.sort(key=lambda s: _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
-                if s in _OUTPUT_ORDER or s.startswith(LEVEL_PREFIX) else len(_OUTPUT_ORDER))
+    chosen.sort(
+        key=lambda s: (
+            _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
+            if s in _OUTPUT_ORDER or s.startswith(LEVEL_PREFIX)
+            else len(_OUTPUT_ORDER)
+        )
+    )
     var_dims = {n: _var_dims(v, chosen, value) for n, v in by_name.items()}
-    values = {s: _sorted_unique(value(o, s) for n, v in by_name.items() if s in var_dims[n] for o in v)
-              for s in chosen}
+    values = {s: _sorted_unique(value(o, s) for n, v in by_name.items() if s in var_dims[n] for o in v) for s in chosen}
     for s in chosen:
         if s.startswith(LEVEL_PREFIX):  # as cfgrib sorts them: decreasing pressure
-            values[s] = grib.level_order(s[len(LEVEL_PREFIX):], values[s])
+            values[s] = grib.level_order(s[len(LEVEL_PREFIX) :], values[s])
     cells = sum(math.prod(len(values[d]) for d in dims) for dims in var_dims.values())
     if cells > cell_limit(len(objs)):
         detail = ", ".join(f"{s} ({len(values[s])} values)" for s in chosen)
@@ -250,8 +281,9 @@ def _plan(by_name: Mapping[str, list[TgObject]], skip: set[str], extra: Sequence
 
 
 def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
-    return "; ".join(f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}"
-                     for a, b in dups[:10]) + (" ..." if len(dups) > 10 else "")
+    return "; ".join(
+        f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}" for a, b in dups[:10]
+    ) + (" ..." if len(dups) > 10 else "")
 
 
 def _varying_keys(objs: Sequence[TgObject]) -> set[str]:
@@ -296,12 +328,19 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
         if cube.objects[0].is_grib:
             continue  # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
         for k in sorted(cube.varying):
-            if k in cube.dims or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims) or k in name_keys \
-                    or k in STRUCTURAL or k.endswith(".dim_names"):
+            if (
+                k in cube.dims
+                or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims)
+                or k in name_keys
+                or k in STRUCTURAL
+                or k.endswith(".dim_names")
+            ):
                 continue
             cube.dependent[k] = _minimal_determinants(cube.objects, cube.dims, k, value)
-    sources = {DIM_NAMES.get(s, s[len(LEVEL_PREFIX):] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
-               for s in chosen}
+    sources = {
+        DIM_NAMES.get(s, s[len(LEVEL_PREFIX) :] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
+        for s in chosen
+    }
     if len(sources) != len(chosen):  # two keys with the same last part: use the full keys
         sources = {s: s for s in chosen}
     return CubePlan(sources, {d: values[s] for d, s in sources.items()}, cubes, names)

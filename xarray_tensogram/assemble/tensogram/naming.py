@@ -19,8 +19,23 @@ __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "name_objects"]
 
 NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
 #: names that make a 1-D or 2-D object a coordinate (case-insensitive), as in the reference backend
-COORDINATE_NAMES = frozenset({"lat", "latitude", "lon", "longitude", "x", "y", "time", "level", "pressure",
-                              "height", "depth", "frequency", "step"})
+COORDINATE_NAMES = frozenset(
+    {
+        "lat",
+        "latitude",
+        "lon",
+        "longitude",
+        "x",
+        "y",
+        "time",
+        "level",
+        "pressure",
+        "height",
+        "depth",
+        "frequency",
+        "step",
+    }
+)
 
 
 def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
@@ -76,5 +91,7 @@ def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:
         o.name, o.name_key = (name, key) if name is not None else (f"object_{o.obj}", None)
     if variable_key and not found_key and any(not o.is_coord for o in objects):
         existing = sorted({k for o in objects if not o.is_coord for k in o.keys})
-        warn(f"variable_key={variable_key!r}: no object has this key; the default names are used. "
-             f"Keys in the file: {', '.join(existing[:40])}")
+        warn(
+            f"variable_key={variable_key!r}: no object has this key; the default names are used. "
+            f"Keys in the file: {', '.join(existing[:40])}"
+        )

@@ -81,8 +81,15 @@ def _szip(payload: Payload, expected: int, desc: Params, where: str) -> bytes:
     for key in ("szip_block_size", "szip_rsi", "szip_flags"):
         _param(desc, key, int, where)
     # libaec's streaming decoder, stopped when the expected output is full, as the reference calls it
-    return szip.decode(payload, expected, bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]),
-                       szip_flags(desc, bits), where=where)
+    return szip.decode(
+        payload,
+        expected,
+        bits,
+        int(desc["szip_block_size"]),
+        int(desc["szip_rsi"]),
+        szip_flags(desc, bits),
+        where=where,
+    )
 
 
 def _zfp_parameter(desc: Params, where: str) -> tuple[str, float]:
@@ -123,8 +130,11 @@ def _zfp(payload: Payload, expected: int, desc: Params, where: str) -> bytes:
 def _float64_in_declared_order(values: np.ndarray, desc: Params) -> bytes:
     """zfp and sz3 decode to float64 values; like the reference, hand them on in the descriptor's byte order."""
     # after simple_packing the bytes are a bit stream with no byte order: the codec's native doubles go on as is
-    declared = desc.get("byte_order", "little") if desc.get("encoding", "none") == "none" else (
-        "little" if np.little_endian else "big")
+    declared = (
+        desc.get("byte_order", "little")
+        if desc.get("encoding", "none") == "none"
+        else ("little" if np.little_endian else "big")
+    )
     dtype = np.dtype("<f8") if declared == "little" else np.dtype(">f8")
     return np.ascontiguousarray(values, dtype=dtype).tobytes()
 
@@ -140,6 +150,7 @@ def _sz3(payload: Payload, expected: int, params: Params, where: str) -> bytes:
 
 def _bitmask_prefixed(kind: str) -> Decoder:
     """rle/roaring compression of a bitmask object: a big-endian u32 bit count, then the bitmap."""
+
     def decode(payload: Payload, expected: int, params: Params, where: str) -> bytes:
         if len(payload) < 4:
             raise CodecError(f"{where}{kind} payload lacks its 4-byte bit count")

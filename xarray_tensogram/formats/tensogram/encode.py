@@ -34,9 +34,19 @@ __all__ = [
 
 PIPELINE_KEYS = ("encoding", "filter", "compression")
 _NUMPY_TO_NAME = {
-    "float16": "float16", "float32": "float32", "float64": "float64", "complex64": "complex64",
-    "complex128": "complex128", "int8": "int8", "uint8": "uint8", "int16": "int16", "uint16": "uint16",
-    "int32": "int32", "uint32": "uint32", "int64": "int64", "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int16": "int16",
+    "uint16": "uint16",
+    "int32": "int32",
+    "uint32": "uint32",
+    "int64": "int64",
+    "uint64": "uint64",
 }
 
 
@@ -59,9 +69,21 @@ BLOSC2_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
 ZFP_MODES = ("fixed_rate", "fixed_precision", "fixed_accuracy")
 #: descriptor keys that describe how to encode (and not the values of one object: reference value,
 #: binary scale factor and szip block offsets are computed per object)
-PIPELINE_PARAMS = ("sp_bits_per_value", "sp_decimal_scale_factor", "shuffle_element_size", "zstd_level", "szip_rsi",
-                   "szip_block_size", "szip_flags", "blosc2_codec", "blosc2_clevel", "zfp_mode", "zfp_rate",
-                   "zfp_precision", "zfp_tolerance")
+PIPELINE_PARAMS = (
+    "sp_bits_per_value",
+    "sp_decimal_scale_factor",
+    "shuffle_element_size",
+    "zstd_level",
+    "szip_rsi",
+    "szip_block_size",
+    "szip_flags",
+    "blosc2_codec",
+    "blosc2_clevel",
+    "zfp_mode",
+    "zfp_rate",
+    "zfp_precision",
+    "zfp_tolerance",
+)
 
 
 def check_pipeline(desc: Mapping[str, Any]) -> None:
@@ -90,10 +112,22 @@ def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
 
 #: descriptor parameters and the type the reference insists on (strict typing, spec §10.2)
 _PARAM_TYPES: dict[str, str] = {
-    "sp_bits_per_value": "int", "sp_decimal_scale_factor": "int", "sp_binary_scale_factor": "int",
-    "sp_reference_value": "float", "shuffle_element_size": "int", "szip_rsi": "int", "szip_block_size": "int",
-    "szip_flags": "int", "zstd_level": "int", "blosc2_codec": "str", "blosc2_clevel": "int", "zfp_mode": "str",
-    "zfp_rate": "float", "zfp_precision": "int", "zfp_tolerance": "float", "sz3_error_bound": "float",
+    "sp_bits_per_value": "int",
+    "sp_decimal_scale_factor": "int",
+    "sp_binary_scale_factor": "int",
+    "sp_reference_value": "float",
+    "shuffle_element_size": "int",
+    "szip_rsi": "int",
+    "szip_block_size": "int",
+    "szip_flags": "int",
+    "zstd_level": "int",
+    "blosc2_codec": "str",
+    "blosc2_clevel": "int",
+    "zfp_mode": "str",
+    "zfp_rate": "float",
+    "zfp_precision": "int",
+    "zfp_tolerance": "float",
+    "sz3_error_bound": "float",
     "sz3_error_bound_mode": "str",
 }
 
@@ -114,7 +148,6 @@ def _check_param_types(desc: Mapping[str, Any]) -> None:
         if not ok:
             expected = "an integer" if kind == "int" else "a number" if kind == "float" else "text"
             raise EncodeError(f"descriptor parameter {key!r} must be {expected}, got {v!r}")
-
 
 
 def _c_strides(shape: Sequence[int]) -> list[int]:
@@ -176,8 +209,11 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
     name = desc["dtype"]
     order: Literal["<", ">"] = "<" if desc.get("byte_order", "little") == "little" else ">"
     if name == "bitmask":
-        raw = bytes(data) if isinstance(data, (bytes, bytearray, memoryview)) else \
-            np.ascontiguousarray(data, dtype=np.uint8).tobytes()
+        raw = (
+            bytes(data)
+            if isinstance(data, (bytes, bytearray, memoryview))
+            else np.ascontiguousarray(data, dtype=np.uint8).tobytes()
+        )
         return raw, None
     target = np.dtype("u2" if name == "bfloat16" else DTYPES[name][0]).newbyteorder(order)
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -189,8 +225,9 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
     return np.ascontiguousarray(values.astype(target, copy=False)).tobytes(), values
 
 
-def encode_object(obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_methods: Mapping[str, str],
-                  small_mask_threshold: int) -> tuple[dict[str, Any], bytes]:
+def encode_object(
+    obj: ObjectInput, *, allow_nan: bool, allow_inf: bool, mask_methods: Mapping[str, str], small_mask_threshold: int
+) -> tuple[dict[str, Any], bytes]:
     """Run the pipeline; return (descriptor, payload region)."""
     user = dict(obj.descriptor)
     user.pop("hash", None)
@@ -220,7 +257,8 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     if "shape" not in user:
         user["shape"] = list(np.shape(data))
     if not isinstance(user["shape"], (list, tuple)) or not all(
-            isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]):
+        isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]
+    ):
         raise EncodeError(f"shape {user['shape']!r} must be a list of non-negative integers")
     shape = [int(s) for s in user["shape"]]
     check_pipeline(user)
@@ -255,22 +293,29 @@ def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[st
         raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
 
 
-def _mask_non_finite(raw: bytes, values: np.ndarray | None, name: str, *, allow_nan: bool,
-                     allow_inf: bool) -> tuple[bytes, dict[str, np.ndarray]]:
+def _mask_non_finite(
+    raw: bytes, values: np.ndarray | None, name: str, *, allow_nan: bool, allow_inf: bool
+) -> tuple[bytes, dict[str, np.ndarray]]:
     """NaN/+Inf/-Inf bitmaps of float values (when allowed), with those elements zeroed in ``raw``."""
     mask_bits: dict[str, np.ndarray] = {}
-    all_finite = (values is not None and name != "bfloat16" and values.dtype.kind in "fc"
-                  and bool(np.isfinite(values).all()))  # one pass instead of three in the common case
-    if all_finite or values is None or name not in (
-            "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):
+    all_finite = (
+        values is not None and name != "bfloat16" and values.dtype.kind in "fc" and bool(np.isfinite(values).all())
+    )  # one pass instead of three in the common case
+    if (
+        all_finite
+        or values is None
+        or name not in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+    ):
         return raw, mask_bits
     for kind, bits in _classify_non_finite(values, name).items():
         if bits.any():
             allowed = allow_nan if kind == "nan" else allow_inf
             if not allowed:
                 first = int(np.flatnonzero(bits)[0])
-                raise EncodeError(f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
-                                  f"pass allow_nan/allow_inf (or mask the values) to write it")
+                raise EncodeError(
+                    f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
+                    f"pass allow_nan/allow_inf (or mask the values) to write it"
+                )
             mask_bits[kind] = bits
     if mask_bits:
         n = values.size
@@ -325,8 +370,13 @@ def _filter(encoded: bytes, desc: dict[str, Any]) -> bytes:
     return encoded
 
 
-def _append_masks(payload: bytes, mask_bits: Mapping[str, np.ndarray], desc: dict[str, Any],
-                  mask_methods: Mapping[str, str], small_mask_threshold: int) -> bytes:
+def _append_masks(
+    payload: bytes,
+    mask_bits: Mapping[str, np.ndarray],
+    desc: dict[str, Any],
+    mask_methods: Mapping[str, str],
+    small_mask_threshold: int,
+) -> bytes:
     """The payload region: the payload, then one blob per mask kind, recorded in ``desc["masks"]``."""
     region = bytearray(payload)
     if not mask_bits:
@@ -336,8 +386,9 @@ def _append_masks(payload: bytes, mask_bits: Mapping[str, np.ndarray], desc: dic
         if kind not in mask_bits:
             continue
         method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
-        blob, method, params = _encode_mask(mask_bits[kind], mask_methods.get(method_key, "roaring"),
-                                            small_mask_threshold)
+        blob, method, params = _encode_mask(
+            mask_bits[kind], mask_methods.get(method_key, "roaring"), small_mask_threshold
+        )
         entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
         if params:
             entry["params"] = params
@@ -364,15 +415,15 @@ def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
             return prefix + bitmaps.rle_encode(bits)
         return prefix + bitmaps.roaring_encode(bits, "roaring compression")
     if comp == "szip":
-
         for key in ("szip_rsi", "szip_block_size", "szip_flags"):
             if key not in desc:
                 raise EncodeError(f"szip needs {key}")
         sample_bits = szip_sample_bits(desc)
         flags = szip_flags(desc, sample_bits)
         sample_bytes = 4 if (16 < sample_bits <= 24 and not flags & 2) else (sample_bits + 7) // 8
-        payload, offsets = szip_encode(encoded, sample_bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags,
-                                       sample_bytes)
+        payload, offsets = szip_encode(
+            encoded, sample_bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags, sample_bytes
+        )
         desc["szip_block_offsets"] = offsets
         return payload
     if comp == "blosc2":
@@ -382,16 +433,21 @@ def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
             typesize = 1
         else:
             typesize = dtype_width(desc["dtype"]) or 1
-        return blosc2.compress(encoded, codec=desc.get("blosc2_codec", "lz4"), clevel=int(desc.get("blosc2_clevel", 5)),
-                               typesize=typesize)
+        return blosc2.compress(
+            encoded, codec=desc.get("blosc2_codec", "lz4"), clevel=int(desc.get("blosc2_clevel", 5)), typesize=typesize
+        )
     if comp == "zfp":
         mode = desc.get("zfp_mode")
-        parameters: dict[object, Any] = {"fixed_rate": desc.get("zfp_rate"), "fixed_precision": desc.get("zfp_precision"),
-                                         "fixed_accuracy": desc.get("zfp_tolerance")}
+        parameters: dict[object, Any] = {
+            "fixed_rate": desc.get("zfp_rate"),
+            "fixed_precision": desc.get("zfp_precision"),
+            "fixed_accuracy": desc.get("zfp_tolerance"),
+        }
         parameter = parameters.get(mode)
         if mode not in zfp.MODES or parameter is None:
             raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
         return zfp.compress(np.frombuffer(encoded, dtype=np.float64), mode, parameter)
-    raise UnsupportedError(f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
-                           f"readable by the reference)")
-
+    raise UnsupportedError(
+        f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
+        f"readable by the reference)"
+    )

@@ -19,8 +19,10 @@ _KEY_COLUMNS = ("mars.date", "mars.time", "mars.step", "mars.levelist", "mars.nu
 def info(f: TensogramFile) -> list[str]:
     versions = sorted({m.preamble.version for m in f})
     objects = sum(len(m) for m in f)
-    lines = [f"format:   Tensogram, wire version {', '.join(map(str, versions))}",
-             f"content:  {count(len(f), 'message')}, {count(objects, 'object')}"]
+    lines = [
+        f"format:   Tensogram, wire version {', '.join(map(str, versions))}",
+        f"content:  {count(len(f), 'message')}, {count(objects, 'object')}",
+    ]
     if f.skipped:
         lines.append(f"damaged:  {len(f.skipped)} damaged byte ranges skipped (run 'verify')")
     return lines
@@ -28,8 +30,9 @@ def info(f: TensogramFile) -> list[str]:
 
 def ls(f: TensogramFile, tiles: bool = False) -> list[Table]:
     """One row per object: position, frame, name, dtype, shape, pipeline, hash and MARS key columns."""
-    entries = [(m, j, flat_keys({k: v for k, v in m.base[j].items() if k != "_reserved_"}))
-               for m in f for j in range(len(m))]
+    entries = [
+        (m, j, flat_keys({k: v for k, v in m.base[j].items() if k != "_reserved_"})) for m in f for j in range(len(m))
+    ]
     keys = [k for k in _KEY_COLUMNS if any(k in e[2] for e in entries)]
     rows = []
     for m, j, flat in entries:
@@ -37,13 +40,33 @@ def ls(f: TensogramFile, tiles: bool = False) -> list[Table]:
         lay = read_frame_layout(m.source, ref, f"message {m.index}, object {j}")
         d = lay.descriptor
         name = next((flat[k] for k in _NAME_KEYS if k in flat), f"object_{j}")
-        pipeline = "+".join(p for p in (d.get("encoding"), d.get("filter"), d.get("compression"))
-                            if p and p != "none") or "raw"
-        rows.append([m.index, j, ref.frame_offset, ref.frame_length, name, d["dtype"], shape_text(d["shape"]),
-                     pipeline, "xxh3" if lay.hash_present else "-"] + [short_text(flat.get(k, "")) for k in keys])
+        pipeline = (
+            "+".join(p for p in (d.get("encoding"), d.get("filter"), d.get("compression")) if p and p != "none")
+            or "raw"
+        )
+        rows.append(
+            [
+                m.index,
+                j,
+                ref.frame_offset,
+                ref.frame_length,
+                name,
+                d["dtype"],
+                shape_text(d["shape"]),
+                pipeline,
+                "xxh3" if lay.hash_present else "-",
+            ]
+            + [short_text(flat.get(k, "")) for k in keys]
+        )
     headers = ["msg", "obj", "offset", "bytes", "name", "dtype", "shape", "pipeline", "hash"]
-    return [Table(headers + [k.split(".")[-1] for k in keys], rows, right=(0, 1, 2, 3),
-                  summary=f"{count(len(f), 'message')}, {count(len(rows), 'object')}")]
+    return [
+        Table(
+            headers + [k.split(".")[-1] for k in keys],
+            rows,
+            right=(0, 1, 2, 3),
+            summary=f"{count(len(f), 'message')}, {count(len(rows), 'object')}",
+        )
+    ]
 
 
 def _check(m: Message, j: int) -> bool:
@@ -81,8 +104,18 @@ FORMAT = FormatSpec(
     magics=(MAGIC,),
     extensions=(".tgm", ".tensogram"),
     open=open_tensogram,
-    options=frozenset({"variable_key", "filter_by_keys", "dim_names", "verify_hash", "strict", "message_index",
-                       "merge_objects", "range_threshold"}),
+    options=frozenset(
+        {
+            "variable_key",
+            "filter_by_keys",
+            "dim_names",
+            "verify_hash",
+            "strict",
+            "message_index",
+            "merge_objects",
+            "range_threshold",
+        }
+    ),
     reader_options=frozenset({"strict"}),
     info=info,
     ls=ls,

@@ -19,8 +19,9 @@ __all__ = ["MASK_METHODS", "decode_mask"]
 MASK_METHODS = ("none", "rle", "roaring", "lz4", "zstd", "blosc2")
 
 
-def decode_mask(method: str, blob: bytes | memoryview, n: int, params: Mapping[str, Any] | None = None,
-                where: str = "") -> np.ndarray:
+def decode_mask(
+    method: str, blob: bytes | memoryview, n: int, params: Mapping[str, Any] | None = None, where: str = ""
+) -> np.ndarray:
     """Decode one mask blob into a boolean array of ``n`` elements."""
     nbytes = (n + 7) // 8
     if method == "none":

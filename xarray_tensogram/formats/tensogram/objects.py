@@ -66,8 +66,9 @@ def _where(msg_index: int, obj: int | None = None) -> str:
     return f"message {msg_index}" + (f", object {obj}" if obj is not None else "")
 
 
-
-def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_bytes: bytes | np.ndarray | None = None) -> FrameLayout:
+def read_frame_layout(
+    source: ByteSource, ref: ObjectRef, where: str, frame_bytes: bytes | np.ndarray | None = None
+) -> FrameLayout:
     """Read a data frame's header and footer and parse its descriptor."""
     off, length = ref.frame_offset, ref.frame_length
     if length < 36:
@@ -115,7 +116,11 @@ def read_frame_layout(source: ByteSource, ref: ObjectRef, where: str, frame_byte
         descriptor = cbor.loads(desc_bytes, where=describe(source.name, where, off + desc_lo))
         region_start, region_length = off + 16, cbor_offset - 16
     else:
-        body = bytes(frame_bytes[16 : length - 20]) if frame_bytes is not None else source.read(off + 16, length - 36, what="frame body")
+        body = (
+            bytes(frame_bytes[16 : length - 20])
+            if frame_bytes is not None
+            else source.read(off + 16, length - 36, what="frame body")
+        )
         descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
         region_start, region_length = off + 16 + used, length - 36 - used
     descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
@@ -235,7 +240,9 @@ class ObjectReader:
                 payload_len, found = pipeline.split_masks(lay.region_length, desc, where)
                 expected = pipeline.encoded_length(desc)
                 if payload_len != expected:
-                    raise CorruptFileError(f"{where}uncompressed payload is {payload_len} bytes, descriptor implies {expected}")
+                    raise CorruptFileError(
+                        f"{where}uncompressed payload is {payload_len} bytes, descriptor implies {expected}"
+                    )
                 lo, hi, bit_offset = pipeline.row_byte_range(desc, start, stop)
                 ranges = [(lay.region_start + lo, hi - lo)]
                 ranges += [(lay.region_start + o, n) for (o, n, _m, _p) in found.values()]
@@ -279,8 +286,14 @@ class ObjectReader:
             return False
         self.source.check_unchanged()
         try:
-            pipeline.decode_into(self.source, lay.region_start, lay.region_length, lay.descriptor, out,
-                                 describe(self.source.name, self.where))
+            pipeline.decode_into(
+                self.source,
+                lay.region_start,
+                lay.region_length,
+                lay.descriptor,
+                out,
+                describe(self.source.name, self.where),
+            )
         except MemoryError:
             raise LimitExceededError(
                 f"{describe(self.source.name, self.where, self.ref.frame_offset)}decoding shape {list(self.shape)} "
@@ -289,8 +302,14 @@ class ObjectReader:
         return True
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
-        return read_row_band(coords, region, self.shape, self.rows_per_chunk, self.read,
-                             lambda start, stop: self.read(slice(start, stop)))
+        return read_row_band(
+            coords,
+            region,
+            self.shape,
+            self.rows_per_chunk,
+            self.read,
+            lambda start, stop: self.read(slice(start, stop)),
+        )
 
 
 def is_local(source: ByteSource) -> bool:
@@ -301,8 +320,16 @@ def is_local(source: ByteSource) -> bool:
 class Message:
     """One Tensogram message: metadata, object locations and lazy access to descriptors and values."""
 
-    def __init__(self, source: ByteSource, index: int, offset: int, length: int, preamble: Preamble,
-                 metadata: dict[str, Any], objects: list[ObjectRef]) -> None:
+    def __init__(
+        self,
+        source: ByteSource,
+        index: int,
+        offset: int,
+        length: int,
+        preamble: Preamble,
+        metadata: dict[str, Any],
+        objects: list[ObjectRef],
+    ) -> None:
         self.source = source
         self.index = index
         self.offset = offset
@@ -396,7 +423,9 @@ class Message:
             try:
                 desc = cbor.loads(raw, check=False)
             except MetadataError as exc:  # the error names the place; built only when needed
-                raise type(exc)(f"{describe(self.source.name, _where(self.index, j), off + cbor_offset)}{exc}") from None
+                raise type(exc)(
+                    f"{describe(self.source.name, _where(self.index, j), off + cbor_offset)}{exc}"
+                ) from None
         params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
         if params:
             cbor.check_values(params, where=describe(self.source.name, _where(self.index, j), off + cbor_offset))
@@ -419,11 +448,20 @@ class Message:
             r = ObjectReader(r.source, r.ref, r.where, r.shape, r.dtype, verify_hash=True, range_threshold=1.0)
         return r.read(rows)
 
-    def array_spec(self, j: int, *, verify_hash: bool = False, rows_per_chunk: int = 0,
-                   range_threshold: float = 0.5) -> ArraySpec:
+    def array_spec(
+        self, j: int, *, verify_hash: bool = False, rows_per_chunk: int = 0, range_threshold: float = 0.5
+    ) -> ArraySpec:
         """Lazy description of object ``j`` for the shared lazy array."""
         shape, dtype = self.object_geometry(j)
-        reader = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype,
-                              rows_per_chunk=rows_per_chunk, verify_hash=verify_hash, range_threshold=range_threshold)
+        reader = ObjectReader(
+            self.source,
+            self.objects[j],
+            _where(self.index, j),
+            shape,
+            dtype,
+            rows_per_chunk=rows_per_chunk,
+            verify_hash=verify_hash,
+            range_threshold=range_threshold,
+        )
         chunks = (rows_per_chunk or shape[0] or 1, *shape[1:]) if shape else ()
         return ArraySpec(shape, dtype, chunks, reader)

@@ -50,15 +50,32 @@ MASK_KINDS = ("nan", "inf+", "inf-")
 
 
 #: descriptor keys that describe the tensor and its encoding pipeline (everything else is user metadata)
-STRUCTURAL_KEYS = frozenset({"type", "obj_type", "shape", "strides", "ndim", "dtype", "byte_order", "encoding",
-                             "filter", "compression", "masks", "hash"})
+STRUCTURAL_KEYS = frozenset(
+    {
+        "type",
+        "obj_type",
+        "shape",
+        "strides",
+        "ndim",
+        "dtype",
+        "byte_order",
+        "encoding",
+        "filter",
+        "compression",
+        "masks",
+        "hash",
+    }
+)
 PIPELINE_PREFIXES = ("sp_", "szip_", "zstd_", "lz4_", "blosc2_", "zfp_", "sz3_", "shuffle_", "bitmask_")
 
 
 def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
     """The descriptor's free-form params: keys that are neither structural nor pipeline parameters."""
-    return {k: v for k, v in desc.items()
-            if isinstance(k, str) and k not in STRUCTURAL_KEYS and not k.startswith(PIPELINE_PREFIXES)}
+    return {
+        k: v
+        for k, v in desc.items()
+        if isinstance(k, str) and k not in STRUCTURAL_KEYS and not k.startswith(PIPELINE_PREFIXES)
+    }
 
 
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
@@ -141,7 +158,9 @@ def row_byte_range(desc: Mapping[str, Any], start: int, stop: int) -> tuple[int,
     return row_byte_span(start, stop, math.prod(desc["shape"][1:]), bits)
 
 
-def split_masks(region_len: int, desc: Mapping[str, Any], where: str) -> tuple[int, dict[str, tuple[int, int, str, Any]]]:
+def split_masks(
+    region_len: int, desc: Mapping[str, Any], where: str
+) -> tuple[int, dict[str, tuple[int, int, str, Any]]]:
     """Return (payload length, {kind: (offset, length, method, params)}) from the ``masks`` map."""
     masks = desc.get("masks")
     if masks is None:
@@ -204,13 +223,19 @@ def _byteorder_native(raw: np.ndarray | bytes | memoryview, dtype_name: str, byt
     return arr.astype(nd)
 
 
-def decode_values(encoded: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], count: int, where: str,
-                  bit_offset: int = 0) -> np.ndarray:
+def decode_values(
+    encoded: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], count: int, where: str, bit_offset: int = 0
+) -> np.ndarray:
     """Encoded bytes (after decompress/unshuffle) -> flat native-order values."""
     if desc["encoding"] == "simple_packing":
         return simple_packing.decode(
-            encoded, count, int(desc["sp_bits_per_value"]), float(desc["sp_reference_value"]),
-            int(desc["sp_binary_scale_factor"]), int(desc.get("sp_decimal_scale_factor", 0)), bit_offset,
+            encoded,
+            count,
+            int(desc["sp_bits_per_value"]),
+            float(desc["sp_reference_value"]),
+            int(desc["sp_binary_scale_factor"]),
+            int(desc.get("sp_decimal_scale_factor", 0)),
+            bit_offset,
         )
     dtype_name = desc["dtype"]
     if dtype_name == "bitmask":
@@ -228,8 +253,9 @@ def unshuffle(data: bytes | memoryview | np.ndarray, element_size: Any, where: s
     return shuffle.unshuffle(raw, element_size)
 
 
-def decode_masks(region: bytes | memoryview, found: dict[str, tuple[int, int, str, Any]], count: int,
-                 where: str) -> dict[str, np.ndarray]:
+def decode_masks(
+    region: bytes | memoryview, found: dict[str, tuple[int, int, str, Any]], count: int, where: str
+) -> dict[str, np.ndarray]:
     return {
         kind: mask_codec.decode_mask(method, region[off : off + length], count, params, where=f"{where}mask {kind!r}: ")
         for kind, (off, length, method, params) in found.items()
@@ -258,8 +284,15 @@ def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any]
     return shaped
 
 
-def decode_rows(payload_bytes: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], start: int, stop: int,
-                bit_offset: int, masks: dict[str, np.ndarray] | None, where: str = "") -> np.ndarray:
+def decode_rows(
+    payload_bytes: bytes | memoryview | np.ndarray,
+    desc: Mapping[str, Any],
+    start: int,
+    stop: int,
+    bit_offset: int,
+    masks: dict[str, np.ndarray] | None,
+    where: str = "",
+) -> np.ndarray:
     """Decode rows ``start:stop`` from the bytes :func:`row_byte_range` selected."""
     row = math.prod(desc["shape"][1:])
     count = (stop - start) * row
@@ -284,8 +317,9 @@ def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     return bool(native and nd == dtype)
 
 
-def decode_into(source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray,
-                where: str = "") -> None:
+def decode_into(
+    source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray, where: str = ""
+) -> None:
     """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (the object's shape).
 
     Only for descriptors :func:`decodes_into` accepts. Uncompressed values are read with one
@@ -308,8 +342,14 @@ def decode_into(source: ByteSource, offset: int, length: int, desc: Mapping[str,
             return
         encoded = payload if compression == "none" else decompress(compression, payload, expected, desc, where)
         if packed:
-            simple_packing.decode_into(out, encoded, int(desc["sp_bits_per_value"]), float(desc["sp_reference_value"]),
-                                       int(desc["sp_binary_scale_factor"]), int(desc.get("sp_decimal_scale_factor", 0)))
+            simple_packing.decode_into(
+                out,
+                encoded,
+                int(desc["sp_bits_per_value"]),
+                float(desc["sp_reference_value"]),
+                int(desc["sp_binary_scale_factor"]),
+                int(desc.get("sp_decimal_scale_factor", 0)),
+            )
         else:
             if len(encoded) != out.nbytes:
                 raise CodecError(f"{where}{compression} output is {len(encoded)} bytes, expected {out.nbytes}")

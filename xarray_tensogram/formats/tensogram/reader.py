@@ -28,7 +28,9 @@ class TensogramFile(FormatFile[Message]):
 
     item_kind = "message"
 
-    def __init__(self, source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None
+    ) -> None:
         self.source = open_source(source, storage_options)
         self.name = self.source.name
         self.strict = strict
@@ -51,7 +53,9 @@ class TensogramFile(FormatFile[Message]):
         return f"<TensogramFile {self.name!r}: {len(self.messages)} messages>"
 
 
-def open_tensogram(source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None) -> TensogramFile:
+def open_tensogram(
+    source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None
+) -> TensogramFile:
     """Open a Tensogram file without xarray: messages, metadata and objects as numpy arrays.
 
     Opening scans the message framing and reads metadata only; object payloads are read when

@@ -49,7 +49,6 @@ MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
 
 
-
 class _Window:
     """Serves small metadata reads from one larger block (few requests for remote sources)."""
 
@@ -129,8 +128,8 @@ class MessageScanner:
             raise cls(
                 f"{describe(self.name, offset=0)}file truncated: a Tensogram message needs at least {MIN_MESSAGE} "
                 f"bytes, this file has {size}"
-                if cls is TruncatedFileError else
-                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) "
+                if cls is TruncatedFileError
+                else f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) "
                 f"in {size} bytes"
             )
         while pos < size:
@@ -162,12 +161,16 @@ class MessageScanner:
         if not messages:
             if self.skipped:
                 raise CorruptFileError(f"{describe(self.name)}no readable Tensogram message: {self.skipped[0][2]}")
-            raise NotATensorFileError(f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)")
+            raise NotATensorFileError(
+                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)"
+            )
         return messages
 
     def _report(self, start: int, end: int, reason: str, what: str = "damaged message") -> None:
         self.skipped.append((start, end, reason))
-        warnings.warn(f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4)
+        warnings.warn(
+            f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4
+        )
 
     def _trailing(self, start: int, size: int) -> None:
         """Report bytes ``start..size`` after the last message, which hold no message magic.
@@ -184,7 +187,9 @@ class MessageScanner:
                 f"a message needs at least {MIN_MESSAGE} bytes (bytes {start}..{size})"
             )
         else:
-            exc = CorruptFileError(f"{where}{n} bytes after the last message are not a Tensogram message (bytes {start}..{size})")
+            exc = CorruptFileError(
+                f"{where}{n} bytes after the last message are not a Tensogram message (bytes {start}..{size})"
+            )
         if self.strict:
             raise exc
         self._report(start, size, str(exc), what="trailing bytes")
@@ -194,7 +199,9 @@ class MessageScanner:
         size = self.source.size
         pre = parse_preamble(self._read(pos, PREAMBLE, "preamble"))
         if pre.version != 3:
-            raise UnsupportedError(f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported")
+            raise UnsupportedError(
+                f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported"
+            )
         total = pre.total_length
         if total:
             if total >= MIN_MESSAGE and pos + total > size:
@@ -219,8 +226,9 @@ class MessageScanner:
             return self._walk_frames(pos, index, pre, pos + total - POSTAMBLE, first_footer)
         return self._walk_frames(pos, index, pre, None, None)
 
-    def _walk_frames(self, pos: int, index: int, pre: Preamble, body_end: int | None,
-                     first_footer: int | None) -> tuple[Message, int]:
+    def _walk_frames(
+        self, pos: int, index: int, pre: Preamble, body_end: int | None, first_footer: int | None
+    ) -> tuple[Message, int]:
         """Walk header frames; use an index to jump over data frames, else walk them too."""
         where = _where(index)
         limit = body_end if body_end is not None else self.source.size - POSTAMBLE
@@ -256,7 +264,9 @@ class MessageScanner:
                     break
                 tail = self._read(cur + hdr.length - 4, 4, "frame end")
                 if tail != FRAME_END:
-                    raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}data frame does not end with ENDF")
+                    raise CorruptFileError(
+                        f"{describe(self.name, where, cur + hdr.length - 4)}data frame does not end with ENDF"
+                    )
                 data.append(ObjectRef(cur, hdr.length, pending_preceder))
                 pending_preceder = None
             else:
@@ -269,7 +279,9 @@ class MessageScanner:
                     pending_preceder = value
             cur = pos + align8(cur + hdr.length - pos)
         if pending_preceder is not None:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body")
+            raise CorruptFileError(
+                f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body"
+            )
         end = self._message_end(cur, body_end, where)
         if metadata is None:
             raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
@@ -283,8 +295,9 @@ class MessageScanner:
                 meta["base"][j].update(ref.preceder)
         return Message(self.source, index, pos, end - pos, pre, meta, data), end
 
-    def _check_frame(self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool,
-                     where: str) -> int:
+    def _check_frame(
+        self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
+    ) -> int:
         """Check a frame header against its place in the message; return the frame's phase."""
         ph = phase_of(hdr.frame_type)
         if ph < 0 or hdr.frame_type == 4:
@@ -364,7 +377,8 @@ class MessageScanner:
             warnings.warn(
                 f"{self.name}: {where}: the index frame disagrees with the data frames found by walking; "
                 "using the frames",
-                CorruptMessageWarning, stacklevel=5,
+                CorruptMessageWarning,
+                stacklevel=5,
             )
 
     def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, where: str) -> list[ObjectRef]:
@@ -381,7 +395,9 @@ class MessageScanner:
                         pre_meta = cbor.loads(body, where=describe(self.name, where, expected + k))
                         base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
                         if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                            raise MetadataError(f"{describe(self.name, where, expected + k)}preceder must hold one base entry")
+                            raise MetadataError(
+                                f"{describe(self.name, where, expected + k)}preceder must hold one base entry"
+                            )
                         ref.preceder = {k2: v for k2, v in base[0].items() if k2 != "_reserved_"}
                         break
                     k = gap.find(FRAME_START, k + 1)

@@ -102,7 +102,6 @@ def _pad(buf: bytearray) -> None:
     buf.extend(b"\0" * (align8(len(buf)) - len(buf)))
 
 
-
 def _reserved(reserved: Mapping[str, Any] | None) -> dict[str, Any]:
     r = dict(reserved or {})
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -126,30 +125,63 @@ def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], 
     return base, extra
 
 
-def encode_message(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple[Any, ...]], *,
-                   hash: str | None = "xxh3", layout: str = "buffered", backfill: bool = False,
-                   reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
-                   nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
-                   neg_inf_mask_method: str = "roaring", small_mask_threshold_bytes: int = 128,
-                   aggregate_hash: str | None = None, threads: int = 0) -> bytes:
+def encode_message(
+    metadata: Mapping[str, Any],
+    objects: Sequence[ObjectInput | tuple[Any, ...]],
+    *,
+    hash: str | None = "xxh3",
+    layout: str = "buffered",
+    backfill: bool = False,
+    reserved: Mapping[str, Any] | None = None,
+    allow_nan: bool = False,
+    allow_inf: bool = False,
+    nan_mask_method: str = "roaring",
+    pos_inf_mask_method: str = "roaring",
+    neg_inf_mask_method: str = "roaring",
+    small_mask_threshold_bytes: int = 128,
+    aggregate_hash: str | None = None,
+    threads: int = 0,
+) -> bytes:
     """Encode one message. ``objects`` are :class:`ObjectInput` or ``(descriptor, data)`` pairs.
 
     The keywords are those of the reference ``tensogram.encode``. ``threads`` is accepted for
     compatibility and ignored: output always equals the reference's ``threads=0`` bytes.
     """
     return encode_message_parts(
-        metadata, objects, hash=hash, layout=layout, backfill=backfill, reserved=reserved, allow_nan=allow_nan,
-        allow_inf=allow_inf, nan_mask_method=nan_mask_method, pos_inf_mask_method=pos_inf_mask_method,
-        neg_inf_mask_method=neg_inf_mask_method, small_mask_threshold_bytes=small_mask_threshold_bytes,
-        aggregate_hash=aggregate_hash, threads=threads).tobytes()
+        metadata,
+        objects,
+        hash=hash,
+        layout=layout,
+        backfill=backfill,
+        reserved=reserved,
+        allow_nan=allow_nan,
+        allow_inf=allow_inf,
+        nan_mask_method=nan_mask_method,
+        pos_inf_mask_method=pos_inf_mask_method,
+        neg_inf_mask_method=neg_inf_mask_method,
+        small_mask_threshold_bytes=small_mask_threshold_bytes,
+        aggregate_hash=aggregate_hash,
+        threads=threads,
+    ).tobytes()
 
 
-def encode_message_parts(metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple[Any, ...]], *,
-                         hash: str | None = "xxh3", layout: str = "buffered", backfill: bool = False,
-                         reserved: Mapping[str, Any] | None = None, allow_nan: bool = False, allow_inf: bool = False,
-                         nan_mask_method: str = "roaring", pos_inf_mask_method: str = "roaring",
-                         neg_inf_mask_method: str = "roaring", small_mask_threshold_bytes: int = 128,
-                         aggregate_hash: str | None = None, threads: int = 0) -> EncodedMessage:
+def encode_message_parts(
+    metadata: Mapping[str, Any],
+    objects: Sequence[ObjectInput | tuple[Any, ...]],
+    *,
+    hash: str | None = "xxh3",
+    layout: str = "buffered",
+    backfill: bool = False,
+    reserved: Mapping[str, Any] | None = None,
+    allow_nan: bool = False,
+    allow_inf: bool = False,
+    nan_mask_method: str = "roaring",
+    pos_inf_mask_method: str = "roaring",
+    neg_inf_mask_method: str = "roaring",
+    small_mask_threshold_bytes: int = 128,
+    aggregate_hash: str | None = None,
+    threads: int = 0,
+) -> EncodedMessage:
     """:func:`encode_message` as an :class:`EncodedMessage`: the frames as chunks to stream to a file."""
     if hash not in ("xxh3", None):
         raise UnsupportedError(f"hash {hash!r}: only 'xxh3' or None")
@@ -159,14 +191,23 @@ def encode_message_parts(metadata: Mapping[str, Any], objects: Sequence[ObjectIn
     if len(base) > len(objs) and layout == "buffered":
         raise EncodeError(f"metadata has {len(base)} base entries for {len(objs)} objects")
     methods = {"nan": nan_mask_method, "pos_inf": pos_inf_mask_method, "neg_inf": neg_inf_mask_method}
-    encoded = [encode_object(o, allow_nan=allow_nan, allow_inf=allow_inf, mask_methods=methods,
-                              small_mask_threshold=small_mask_threshold_bytes) for o in objs]
+    encoded = [
+        encode_object(
+            o,
+            allow_nan=allow_nan,
+            allow_inf=allow_inf,
+            mask_methods=methods,
+            small_mask_threshold=small_mask_threshold_bytes,
+        )
+        for o in objs
+    ]
     data_frames = [_data_frame(region, dumps_canonical(desc), hashing) for desc, region in encoded]
     full_base = []
     for i, (desc, _region) in enumerate(encoded):
         entry = dict(base[i]) if i < len(base) else {}
-        entry["_reserved_"] = {"tensor": {"ndim": desc["ndim"], "dtype": desc["dtype"], "shape": desc["shape"],
-                                          "strides": desc["strides"]}}
+        entry["_reserved_"] = {
+            "tensor": {"ndim": desc["ndim"], "dtype": desc["dtype"], "shape": desc["shape"], "strides": desc["strides"]}
+        }
         full_base.append(entry)
     full_meta: dict[str, Any] = {}
     if objs:
@@ -210,7 +251,9 @@ def _hash_map(data_frames: list[_DataFrame]) -> bytes:
     return dumps_canonical({"hashes": [f"{f.hash:016x}" for f in data_frames], "algorithm": "xxh3"})
 
 
-def _assemble_buffered(meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool, policy: str) -> EncodedMessage:
+def _assemble_buffered(
+    meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool, policy: str
+) -> EncodedMessage:
     policy = "header" if policy == "auto" else policy
     header_hash = hashing and data_frames and policy in ("header", "both")
     footer_hash = hashing and data_frames and policy in ("footer", "both")
@@ -258,14 +301,25 @@ def _assemble_buffered(meta: dict[str, Any], data_frames: list[_DataFrame], hash
     total = pos + len(tail) + 24
     tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
     parts.append(tail)
-    flags = 0x1 | (0x4 if data_frames else 0) | (0x10 if header_hash else 0) | (0x20 if footer_hash else 0) \
+    flags = (
+        0x1
+        | (0x4 if data_frames else 0)
+        | (0x10 if header_hash else 0)
+        | (0x20 if footer_hash else 0)
         | (0x80 if hashing else 0)
+    )
     head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
     return EncodedMessage(parts, total)
 
 
-def _assemble_streaming(header_meta: dict[str, Any], full_meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool,
-                        policy: str, backfill: bool) -> EncodedMessage:
+def _assemble_streaming(
+    header_meta: dict[str, Any],
+    full_meta: dict[str, Any],
+    data_frames: list[_DataFrame],
+    hashing: bool,
+    policy: str,
+    backfill: bool,
+) -> EncodedMessage:
     if policy in ("header", "both"):
         raise UnsupportedError("streaming messages hold hashes in the footer only")
     policy = "footer" if policy == "auto" else policy

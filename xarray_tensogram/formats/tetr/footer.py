@@ -71,8 +71,9 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
             raise MetadataError(f"{p}params must be an object of strings")
         if limits:
             _check_count(params, "params", "params", p)
-        out["params"] = {_check_str(k, "param key", p, **lim): _check_str(v, f"param {k!r}", p, **lim)
-                         for k, v in params.items()}
+        out["params"] = {
+            _check_str(k, "param key", p, **lim): _check_str(v, f"param {k!r}", p, **lim) for k, v in params.items()
+        }
     return out
 
 
@@ -119,8 +120,11 @@ def _metadata(meta: Any, prefix: str) -> tuple[dict[str, str] | None, dict[str, 
     if file_meta is not None:
         if not isinstance(file_meta, dict):
             raise MetadataError(f"{prefix}metadata.file must be an object")
-        file_meta = {k: _check_str(file_meta[k], f"file {k}", prefix)
-                     for k in ("tool", "library_version", "created_at") if file_meta.get(k) is not None}
+        file_meta = {
+            k: _check_str(file_meta[k], f"file {k}", prefix)
+            for k in ("tool", "library_version", "created_at")
+            if file_meta.get(k) is not None
+        }
     datasets = meta.get("datasets") or {}
     if not isinstance(datasets, dict):
         raise MetadataError(f"{prefix}metadata.datasets must be an object")
@@ -138,7 +142,9 @@ def _parse_json(data: bytes, what: str, prefix: str) -> Any:
     try:
         obj = json.loads(data.decode("utf-8"))
     except RecursionError:
-        raise LimitExceededError(f"{prefix}{what} is nested too deeply (the limit is {MAX_JSON_DEPTH} levels)") from None
+        raise LimitExceededError(
+            f"{prefix}{what} is nested too deeply (the limit is {MAX_JSON_DEPTH} levels)"
+        ) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise MetadataError(f"{prefix}{what} is not valid UTF-8 JSON: {exc}") from exc
     stack = [(obj, 1)]
@@ -153,8 +159,12 @@ def _parse_json(data: bytes, what: str, prefix: str) -> Any:
 
 def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
     """A row in wire key order (op, source, at, parents, params; params sorted); validated."""
-    checked = _history_row(list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row,
-                           0, "history to write: ", limits=True)
+    checked = _history_row(
+        list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row,
+        0,
+        "history to write: ",
+        limits=True,
+    )
     out = {k: checked[k] for k in ("op", "source", "at")}
     if checked.get("parents"):
         out["parents"] = checked["parents"]
@@ -203,8 +213,12 @@ def encode_footer(history: Sequence[Any], metadata: Mapping[str, Any] | None, pa
     if len(footer) > LIMITS["inline_json"]:
         spill = _json_bytes(meta_obj)
         if len(spill) > LIMITS["spill"]:
-            raise LimitExceededError(f"metadata to write: {len(spill)} bytes of JSON, the spill limit is {LIMITS['spill']}")
+            raise LimitExceededError(
+                f"metadata to write: {len(spill)} bytes of JSON, the spill limit is {LIMITS['spill']}"
+            )
         footer = _json_bytes({"history": rows, "metadata_ref": {"offset": payload_end, "len": len(spill)}})
         if len(footer) > LIMITS["inline_json"]:
-            raise LimitExceededError(f"history to write: footer JSON is {len(footer)} bytes, the limit is {LIMITS['inline_json']}")
+            raise LimitExceededError(
+                f"history to write: footer JSON is {len(footer)} bytes, the limit is {LIMITS['inline_json']}"
+            )
     return spill + footer + FOOTER_TAIL.pack(len(footer), 1, FOOTER_MAGIC)

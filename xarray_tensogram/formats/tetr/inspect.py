@@ -15,9 +15,11 @@ from .reader import TetrFile, TetrTileReader, open_tetr
 
 def _info(f: TetrFile) -> list[str]:
     tiles = sum(int(d.entries.shape[0]) if d.entries is not None else 0 for d in f.datasets)
-    return [f"format:   Tetration layout v{f.layout_version}",
-            f"content:  {count(len(f.datasets), 'dataset')}, {count(tiles, 'tile')}, "
-            f"footer {'present' if f.footer_present else 'absent'}"]
+    return [
+        f"format:   Tetration layout v{f.layout_version}",
+        f"content:  {count(len(f.datasets), 'dataset')}, {count(tiles, 'tile')}, "
+        f"footer {'present' if f.footer_present else 'absent'}",
+    ]
 
 
 def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
@@ -25,10 +27,27 @@ def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
     rows: list[list[Any]] = []
     for d in f.datasets:
         n = int(d.entries.shape[0]) if d.entries is not None else 0
-        rows.append([d.dataset_id, d.name, str(d.dtype.newbyteorder("=")), shape_text(d.shape),
-                     shape_text(d.chunk_shape), shape_text(d.grid), n, d.codec, ",".join(d.dim_names or []) or "-"])
-    tables = [Table(["id", "dataset", "dtype", "shape", "tile", "grid", "tiles", "codec", "dims"], rows, right=(0, 6),
-                    summary=f"{count(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}")]
+        rows.append(
+            [
+                d.dataset_id,
+                d.name,
+                str(d.dtype.newbyteorder("=")),
+                shape_text(d.shape),
+                shape_text(d.chunk_shape),
+                shape_text(d.grid),
+                n,
+                d.codec,
+                ",".join(d.dim_names or []) or "-",
+            ]
+        )
+    tables = [
+        Table(
+            ["id", "dataset", "dtype", "shape", "tile", "grid", "tiles", "codec", "dims"],
+            rows,
+            right=(0, 6),
+            summary=f"{count(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}",
+        )
+    ]
     if tiles:
         tile_rows: list[list[Any]] = []
         for d in f.datasets:
@@ -36,8 +55,16 @@ def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
                 continue
             for coords in np.ndindex(*d.grid):
                 e = d.entries[int(d.table[coords])]
-                tile_rows.append([d.name, ",".join(map(str, coords)), int(e["offset"]), int(e["stored"]),
-                                  int(e["raw"]), CODECS.get(int(e["codec"]), str(int(e["codec"])))])
+                tile_rows.append(
+                    [
+                        d.name,
+                        ",".join(map(str, coords)),
+                        int(e["offset"]),
+                        int(e["stored"]),
+                        int(e["raw"]),
+                        CODECS.get(int(e["codec"]), str(int(e["codec"]))),
+                    ]
+                )
         tables.append(Table(["dataset", "tile", "offset", "stored", "raw", "codec"], tile_rows, right=(2, 3, 4)))
     return tables
 
@@ -51,13 +78,18 @@ def _verify(f: TetrFile) -> VerifyPlan:
     """Every tile decoded: layout v1 stores no checksums, so decoding is the whole check."""
     readers = {d.dataset_id: f.tile_reader(d.dataset_id) for d in f.datasets}
 
-    items: list[CheckItem] = [(f"dataset {d.name!r} tile {list(coords)}",
-                               partial(_decode_tile, readers[d.dataset_id], tuple(coords)))
-                              for d in f.datasets for coords in np.ndindex(*d.grid)]
-    return VerifyPlan(items=items,
-                      total_bytes=sum(int(d.entries["stored"].sum()) for d in f.datasets if d.entries is not None),
-                      summary=f"{count(len(f.datasets), 'dataset')}, {count(len(items), 'tile')}",
-                      unit="tile", checksums=False)
+    items: list[CheckItem] = [
+        (f"dataset {d.name!r} tile {list(coords)}", partial(_decode_tile, readers[d.dataset_id], tuple(coords)))
+        for d in f.datasets
+        for coords in np.ndindex(*d.grid)
+    ]
+    return VerifyPlan(
+        items=items,
+        total_bytes=sum(int(d.entries["stored"].sum()) for d in f.datasets if d.entries is not None),
+        summary=f"{count(len(f.datasets), 'dataset')}, {count(len(items), 'tile')}",
+        unit="tile",
+        checksums=False,
+    )
 
 
 FORMAT = FormatSpec(

@@ -63,8 +63,9 @@ def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
     return end
 
 
-def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: int = 0,
-                 index_length: int = 0) -> _Footer:
+def _read_footer(
+    src: ByteSource, flags: int, dataset_count: int, index_offset: int = 0, index_length: int = 0
+) -> _Footer:
     """Tail checks (always, like the reference), then JSON and spill when flag bit 0 is set."""
     size = src.size
     none = _Footer([], None, {}, size)
@@ -83,8 +84,9 @@ def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: 
     if version != 1:
         raise UnsupportedError(f"{_where_footer(src.name, size - 8)}history footer version {version}, expected 1")
     if start < 0:
-        raise CorruptFileError(f"{_where_footer(src.name, size - 16)}history_json_len {json_len} does not fit "
-                               f"a {size}-byte file")
+        raise CorruptFileError(
+            f"{_where_footer(src.name, size - 16)}history_json_len {json_len} does not fit a {size}-byte file"
+        )
     if not flags & FLAG_FOOTER:
         return none
     prefix = _where_footer(src.name, start)
@@ -98,17 +100,27 @@ def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: 
     meta, spill = top.get("metadata"), None
     ref = top.get("metadata_ref")
     if ref is not None:
-        if not (isinstance(ref, dict) and all(isinstance(ref.get(k), int) and not isinstance(ref.get(k), bool)
-                                              and ref[k] >= 0 for k in ("offset", "len"))):
+        if not (
+            isinstance(ref, dict)
+            and all(
+                isinstance(ref.get(k), int) and not isinstance(ref.get(k), bool) and ref[k] >= 0
+                for k in ("offset", "len")
+            )
+        ):
             raise MetadataError(f"{prefix}metadata_ref must be {{'offset': u64, 'len': u64}}, got {ref!r}")
         off, n = ref["offset"], ref["len"]
         if off + n > size:
-            raise CorruptFileError(f"{describe(src.name, 'metadata spill', off)}metadata_ref [{off}, {off + n}) is "
-                                   f"outside the {size}-byte file")
+            raise CorruptFileError(
+                f"{describe(src.name, 'metadata spill', off)}metadata_ref [{off}, {off + n}) is "
+                f"outside the {size}-byte file"
+            )
         if n > LIMITS["spill"]:
-            raise LimitExceededError(f"{describe(src.name, 'metadata spill', off)}{n} bytes, the limit is {LIMITS['spill']}")
-        meta = _parse_json(src.read(off, n, what="metadata spill"), "metadata spill",
-                           describe(src.name, "metadata spill", off))
+            raise LimitExceededError(
+                f"{describe(src.name, 'metadata spill', off)}{n} bytes, the limit is {LIMITS['spill']}"
+            )
+        meta = _parse_json(
+            src.read(off, n, what="metadata spill"), "metadata spill", describe(src.name, "metadata spill", off)
+        )
         spill = (off, n)
         start -= n
         if start < 0:
@@ -120,15 +132,20 @@ def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: 
 def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], int]:
     """The dataset directory: ``[(name, dtype code, shape, chunk_shape)]`` and the blob end offset."""
     if src.size < 40:
-        raise TruncatedFileError(f"{describe(src.name, 'dataset directory', 32)}file truncated: {count} datasets "
-                                 f"declared need a directory from byte 32 to at least 40, the file has {src.size} bytes")
+        raise TruncatedFileError(
+            f"{describe(src.name, 'dataset directory', 32)}file truncated: {count} datasets "
+            f"declared need a directory from byte 32 to at least 40, the file has {src.size} bytes"
+        )
     (blob_len,) = struct.unpack("<Q", src.read(32, 8, what="dataset_blob_len"))
     if 40 + blob_len > src.size:
-        raise TruncatedFileError(f"{describe(src.name, 'dataset directory', 32)}file truncated: dataset_blob_len "
-                                 f"{blob_len} needs at least {40 + blob_len} bytes, the file has {src.size}")
+        raise TruncatedFileError(
+            f"{describe(src.name, 'dataset directory', 32)}file truncated: dataset_blob_len "
+            f"{blob_len} needs at least {40 + blob_len} bytes, the file has {src.size}"
+        )
     if count * 32 > blob_len:  # every record is at least 16 + 16 bytes: bound the loop before reading
-        raise CorruptFileError(f"{describe(src.name, 'dataset directory', 32)}{count} records cannot fit in "
-                               f"dataset_blob_len {blob_len}")
+        raise CorruptFileError(
+            f"{describe(src.name, 'dataset directory', 32)}{count} records cannot fit in dataset_blob_len {blob_len}"
+        )
     blob = src.read(40, blob_len, what="dataset directory")
     records = []
     pos = 0
@@ -142,7 +159,7 @@ def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tu
         if pos + 16 + name_len > blob_len:
             raise CorruptFileError(f"{where}name of {name_len} bytes runs past the directory")
         try:
-            name = blob[pos + 16: pos + 16 + name_len].decode("utf-8")
+            name = blob[pos + 16 : pos + 16 + name_len].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CorruptFileError(f"{where}dataset name is not valid UTF-8 ({exc})") from exc
         dims_at = pos + 16 + name_len + (8 - (16 + name_len) % 8) % 8
@@ -153,18 +170,22 @@ def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tu
         records.append((name, code, tuple(dims[:ndim]), tuple(dims[ndim:])))
         pos = end
     if pos != blob_len:
-        raise CorruptFileError(f"{describe(src.name, 'dataset directory', 32)}records use {pos} bytes but "
-                               f"dataset_blob_len declares {blob_len}")
+        raise CorruptFileError(
+            f"{describe(src.name, 'dataset directory', 32)}records use {pos} bytes but "
+            f"dataset_blob_len declares {blob_len}"
+        )
     return records, 40 + blob_len
 
 
-def _check_record(src: ByteSource, i: int, name: str, code: int, shape: tuple[int, ...],
-                  chunk_shape: tuple[int, ...]) -> np.dtype:
+def _check_record(
+    src: ByteSource, i: int, name: str, code: int, shape: tuple[int, ...], chunk_shape: tuple[int, ...]
+) -> np.dtype:
     """Strict checks the reference leaves to verify: dtype code and non-zero extents."""
     where = describe(src.name, f"dataset {i} ({name!r})")
     if code not in DTYPE_CODES:
-        raise UnsupportedError(f"{where}dtype code {code}, expected 1..10 "
-                               f"({', '.join(f'{c}={n}' for c, (n, _) in DTYPE_CODES.items())})")
+        raise UnsupportedError(
+            f"{where}dtype code {code}, expected 1..10 ({', '.join(f'{c}={n}' for c, (n, _) in DTYPE_CODES.items())})"
+        )
     if 0 in shape or 0 in chunk_shape:
         raise CorruptFileError(f"{where}zero extent in shape {list(shape)} or chunk_shape {list(chunk_shape)}")
     if any(s >= 2**63 for s in shape) or math.prod(shape) * DTYPE_CODES[code][1].itemsize >= 2**63:
@@ -192,8 +213,9 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
     raw_ok = (entries["codec"] != 0) | (entries["raw"] == entries["stored"])
     # zstd cannot expand more than one 128 KiB block per 4 stored bytes: bound raw_byte_len before allocating
     zstd_ok = (entries["codec"] != 1) | zstd.fits_output_bound(entries["raw"], entries["stored"])
-    span_ok = (entries["offset"] <= np.uint64(payload_end)) & (entries["stored"] <= np.uint64(payload_end) - np.minimum(
-        entries["offset"], np.uint64(payload_end)))
+    span_ok = (entries["offset"] <= np.uint64(payload_end)) & (
+        entries["stored"] <= np.uint64(payload_end) - np.minimum(entries["offset"], np.uint64(payload_end))
+    )
     bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & zstd_ok))
     if bad.size:
         k = int(bad[0])
@@ -202,12 +224,18 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
         if not codec_ok[k]:
             raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected 0 (raw) or 1 (zstd)")
         if not raw_ok[k]:
-            raise CorruptFileError(f"{at}raw codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}")
+            raise CorruptFileError(
+                f"{at}raw codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}"
+            )
         if span_ok[k]:
-            raise LimitExceededError(f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
-                                     f"zstd (at most one {zstd.BLOCK_MAX}-byte block per 4 stored bytes)")
-        raise CorruptFileError(f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
-                               f"the payload region, which ends at byte {payload_end}")
+            raise LimitExceededError(
+                f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
+                f"zstd (at most one {zstd.BLOCK_MAX}-byte block per 4 stored bytes)"
+            )
+        raise CorruptFileError(
+            f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
+            f"the payload region, which ends at byte {payload_end}"
+        )
     return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
 
 
@@ -234,22 +262,27 @@ def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: n
     outside = np.flatnonzero((coords >= np.asarray(grid, dtype=np.uint64)).any(axis=1))
     if outside.size:
         k = int(rows[outside[0]])
-        raise CorruptFileError(f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}grid "
-                               f"coordinates {coords[outside[0]].tolist()} outside the grid {list(grid)}")
+        raise CorruptFileError(
+            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}grid "
+            f"coordinates {coords[outside[0]].tolist()} outside the grid {list(grid)}"
+        )
     expected = _tile_bytes(ds, coords)
     wrong = np.flatnonzero(mine["raw"].astype(np.int64) != expected)
     if wrong.size:
         j = int(wrong[0])
         k = int(rows[j])
-        raise CorruptFileError(f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}tile "
-                               f"{coords[j].tolist()} of {ds.name!r} has raw_byte_len {int(mine['raw'][j])}, "
-                               f"the clipped tile is {int(expected[j])} bytes")
+        raise CorruptFileError(
+            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}tile "
+            f"{coords[j].tolist()} of {ds.name!r} has raw_byte_len {int(mine['raw'][j])}, "
+            f"the clipped tile is {int(expected[j])} bytes"
+        )
     linear = np.ravel_multi_index(tuple(coords.astype(np.int64).T), grid) if ntiles else np.zeros(0, np.int64)
     present, first = np.unique(linear, return_index=True)
     if present.size != ntiles:
         missing = np.setdiff1d(np.arange(ntiles), present)[0]
-        raise CorruptFileError(f"{where}no index entry for tile {list(np.unravel_index(missing, grid))} "
-                               f"of the grid {list(grid)}")
+        raise CorruptFileError(
+            f"{where}no index entry for tile {list(np.unravel_index(missing, grid))} of the grid {list(grid)}"
+        )
     table = np.empty(ntiles, dtype=np.int64)
     table[present] = first
     ds.entries = np.ascontiguousarray(mine)
@@ -263,12 +296,16 @@ def _check_entries(src: ByteSource, entries: np.ndarray, count: int, index_at: i
     bad = np.flatnonzero(entries["dataset_id"] >= np.uint64(count))
     if bad.size:
         k = int(bad[0])
-        raise CorruptFileError(f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}dataset_id "
-                               f"{int(entries['dataset_id'][k])} >= dataset_count {count}")
+        raise CorruptFileError(
+            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}dataset_id "
+            f"{int(entries['dataset_id'][k])} >= dataset_count {count}"
+        )
     offsets = entries["offset"]
     order = np.argsort(offsets, kind="stable")
     dup = np.flatnonzero(offsets[order][1:] == offsets[order][:-1])
     if dup.size:
         k = int(order[dup[0] + 1])
-        raise CorruptFileError(f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}payload_offset "
-                               f"{int(offsets[k])} is shared with entry {int(order[dup[0]])}")
+        raise CorruptFileError(
+            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}payload_offset "
+            f"{int(offsets[k])} is shared with entry {int(order[dup[0]])}"
+        )

@@ -24,9 +24,15 @@ MAX_JSON_DEPTH = 128
 
 #: wire code -> (short name, little-endian numpy dtype)
 DTYPE_CODES: dict[int, tuple[str, np.dtype]] = {
-    1: ("f32", np.dtype("<f4")), 2: ("f64", np.dtype("<f8")), 3: ("i32", np.dtype("<i4")),
-    4: ("i64", np.dtype("<i8")), 5: ("u8", np.dtype("u1")), 6: ("u16", np.dtype("<u2")),
-    7: ("i16", np.dtype("<i2")), 8: ("u32", np.dtype("<u4")), 9: ("f16", np.dtype("<f2")),
+    1: ("f32", np.dtype("<f4")),
+    2: ("f64", np.dtype("<f8")),
+    3: ("i32", np.dtype("<i4")),
+    4: ("i64", np.dtype("<i8")),
+    5: ("u8", np.dtype("u1")),
+    6: ("u16", np.dtype("<u2")),
+    7: ("i16", np.dtype("<i2")),
+    8: ("u32", np.dtype("<u4")),
+    9: ("f16", np.dtype("<f2")),
     10: ("u64", np.dtype("<u8")),
 }
 _CODE_OF: dict[np.dtype, int] = {dt: code for code, (_, dt) in DTYPE_CODES.items()}
@@ -35,15 +41,31 @@ _CODEC_OF = {name: code for code, name in CODECS.items()}
 
 #: ``MetadataLimitsV1::DEFAULT`` of the reference
 LIMITS = {
-    "inline_json": 65536, "spill": 16 * 1024 * 1024, "datasets": 256, "attrs": 64, "string": 1024,
-    "dim_names": 8, "coord_axes": 8, "labels": 64, "history": 4096, "parents": 16, "params": 32,
+    "inline_json": 65536,
+    "spill": 16 * 1024 * 1024,
+    "datasets": 256,
+    "attrs": 64,
+    "string": 1024,
+    "dim_names": 8,
+    "coord_axes": 8,
+    "labels": 64,
+    "history": 4096,
+    "parents": 16,
+    "params": 32,
 }
 
 #: one 104-byte chunk index entry
-ENTRY = np.dtype([
-    ("dataset_id", "<u8"), ("coords", "<u8", (8,)), ("offset", "<u8"), ("raw", "<u8"),
-    ("stored", "<u8"), ("codec", "<u4"), ("reserved", "<u4"),
-])
+ENTRY = np.dtype(
+    [
+        ("dataset_id", "<u8"),
+        ("coords", "<u8", (8,)),
+        ("offset", "<u8"),
+        ("raw", "<u8"),
+        ("stored", "<u8"),
+        ("codec", "<u4"),
+        ("reserved", "<u4"),
+    ]
+)
 assert ENTRY.itemsize == 104
 
 _HISTORY_KEYS = ("op", "source", "at", "parents", "params")

@@ -66,13 +66,23 @@ class TetrTileReader:
         coords = tuple(int(c) for c in coords)
         e = self._entry(coords)
         extent = chunk_extent(self.shape, self.chunk_shape, coords)
-        region = tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent, strict=False)) if region else \
-            tuple(slice(0, n) for n in extent)
+        region = (
+            tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent, strict=False))
+            if region
+            else tuple(slice(0, n) for n in extent)
+        )
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
         if int(e["codec"]) == 0:
             # only the bytes of the leading-axis rows the region needs
-            rows = read_raw_rows(self.source, int(e["offset"]), extent, self.dtype, region[0].start,
-                                 max(region[0].start, region[0].stop), f"{where}raw tile rows")
+            rows = read_raw_rows(
+                self.source,
+                int(e["offset"]),
+                extent,
+                self.dtype,
+                region[0].start,
+                max(region[0].start, region[0].stop),
+                f"{where}raw tile rows",
+            )
             within = (slice(None), *region[1:])
             return rows[within]
         payload = self._stored(e)
@@ -139,17 +149,21 @@ class TetrFile(FormatFile[TetrDataset]):
     def _parse(self) -> None:
         src = self.source
         if src.size < 32:
-            raise TruncatedFileError(f"{describe(src.name, 'superblock', 0)}file truncated: a .tet file needs at "
-                                     f"least a 32-byte superblock, this one has {src.size} bytes")
+            raise TruncatedFileError(
+                f"{describe(src.name, 'superblock', 0)}file truncated: a .tet file needs at "
+                f"least a 32-byte superblock, this one has {src.size} bytes"
+            )
         magic, version, count, flags, index_off, index_len = SUPERBLOCK.unpack(src.read(0, 32, what="superblock"))
         if magic != MAGIC:
             raise CorruptFileError(f"{describe(src.name, 'superblock', 0)}magic {magic!r}, expected {MAGIC!r}")
         if version != 1:
             raise UnsupportedError(f"{describe(src.name, 'superblock', 4)}layout_version {version}, expected 1")
         if index_off + index_len > src.size:
-            raise TruncatedFileError(f"{describe(src.name, 'superblock', 16)}file truncated: the chunk index "
-                                     f"[{index_off}, {index_off + index_len}) needs at least {index_off + index_len} "
-                                     f"bytes, the file has {src.size}")
+            raise TruncatedFileError(
+                f"{describe(src.name, 'superblock', 16)}file truncated: the chunk index "
+                f"[{index_off}, {index_off + index_len}) needs at least {index_off + index_len} "
+                f"bytes, the file has {src.size}"
+            )
         self.layout_version, self.flags = version, flags
         self.index_offset, self.index_length = index_off, index_len
         self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
@@ -158,8 +172,10 @@ class TetrFile(FormatFile[TetrDataset]):
         if count:
             self._records, blob_end = _parse_records(src, count)
             if index_off != _align8(blob_end):
-                raise CorruptFileError(f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
-                                       f"expected {_align8(blob_end)} (directory end rounded up to 8)")
+                raise CorruptFileError(
+                    f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
+                    f"expected {_align8(blob_end)} (directory end rounded up to 8)"
+                )
         footer = _read_footer(src, flags, count, index_off, index_len)
         self.payload_end = footer.payload_end
         #: history rows, oldest first, legacy triples normalised to {op, source, at}
@@ -184,9 +200,19 @@ class TetrFile(FormatFile[TetrDataset]):
         for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes, strict=True)):
             meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
             seen.add(name)
-            ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", meta.get("dim_names"),
-                             meta.get("coords"), dict(meta.get("attrs", {})))
-            _attach_tiles(src, ds, entries, order[bounds[i]:bounds[i + 1]], self.index_offset)
+            ds = TetrDataset(
+                name,
+                i,
+                code,
+                dtype,
+                shape,
+                chunk_shape,
+                "raw",
+                meta.get("dim_names"),
+                meta.get("coords"),
+                dict(meta.get("attrs", {})),
+            )
+            _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)
 
     # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
@@ -206,8 +232,9 @@ class TetrFile(FormatFile[TetrDataset]):
     def array_spec(self, key: str | int) -> ArraySpec:
         """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""
         d = self.dataset(key)
-        return ArraySpec(d.shape, d.dtype, d.chunk_shape, self.tile_reader(key),
-                         hints={"format": "tetr", "codec": d.codec})
+        return ArraySpec(
+            d.shape, d.dtype, d.chunk_shape, self.tile_reader(key), hints={"format": "tetr", "codec": d.codec}
+        )
 
     def read_chunk(self, key: str | int, chunk_coords: Sequence[int]) -> np.ndarray:
         """The tile at grid ``chunk_coords`` at its clipped extent."""

@@ -59,14 +59,17 @@ class DatasetWrite:
         each tile is computed when it is written, so memory holds one tile at a time.
         """
         lazy = not isinstance(self.data, np.ndarray) and all(
-            hasattr(self.data, a) for a in ("shape", "dtype", "__getitem__"))
+            hasattr(self.data, a) for a in ("shape", "dtype", "__getitem__")
+        )
         data = self.data if lazy else np.asarray(self.data)
         dtype = np.dtype("u1") if data.dtype.kind == "b" else np.dtype(data.dtype)
         le = dtype.newbyteorder("<") if dtype.byteorder not in ("|", "<") else dtype
         code = _CODE_OF.get(np.dtype(le))
         if code is None:
-            raise UnsupportedError(f"dataset {self.name!r}: dtype {data.dtype} has no .tet code; supported: "
-                                   + ", ".join(n for n, _ in DTYPE_CODES.values()))
+            raise UnsupportedError(
+                f"dataset {self.name!r}: dtype {data.dtype} has no .tet code; supported: "
+                + ", ".join(n for n, _ in DTYPE_CODES.values())
+            )
         return code, (_LazyTiles(data, le) if lazy else np.ascontiguousarray(data, dtype=le))
 
     def metadata(self) -> dict[str, Any] | None:
@@ -95,8 +98,12 @@ class _LazyTiles:
 def _record(name: str, code: int, shape: Sequence[int], chunk_shape: Sequence[int]) -> bytes:
     raw = name.encode("utf-8")
     pad = (8 - (16 + len(raw)) % 8) % 8
-    return (RECORD_HEADER.pack(len(raw), code, len(shape), 0) + raw + b"\0" * pad
-            + struct.pack(f"<{2 * len(shape)}Q", *shape, *chunk_shape))
+    return (
+        RECORD_HEADER.pack(len(raw), code, len(shape), 0)
+        + raw
+        + b"\0" * pad
+        + struct.pack(f"<{2 * len(shape)}Q", *shape, *chunk_shape)
+    )
 
 
 def _tiles(data: np.ndarray, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
@@ -140,9 +147,16 @@ def _as_writes(arrays: Mapping[str, Any] | Sequence[DatasetWrite]) -> list[Datas
     return list(arrays)
 
 
-def write_tetr(target: str | os.PathLike[str] | BinaryIO, arrays: Mapping[str, Any] | Sequence[DatasetWrite], *,
-               history: Sequence[Any] = (), file_metadata: Mapping[str, str] | None = None,
-               footer: bool | None = None, execution: tuple[int, int] = (0, 0), zstd_level: int = 3) -> None:
+def write_tetr(
+    target: str | os.PathLike[str] | BinaryIO,
+    arrays: Mapping[str, Any] | Sequence[DatasetWrite],
+    *,
+    history: Sequence[Any] = (),
+    file_metadata: Mapping[str, str] | None = None,
+    footer: bool | None = None,
+    execution: tuple[int, int] = (0, 0),
+    zstd_level: int = 3,
+) -> None:
     """Write a ``.tet`` file byte for byte as the reference writer does (spec §8, footer §5.5).
 
     ``arrays`` is a mapping name -> array (raw, one tile) or a sequence of :class:`DatasetWrite`.
@@ -158,8 +172,9 @@ def write_tetr(target: str | os.PathLike[str] | BinaryIO, arrays: Mapping[str, A
     writes = _as_writes(arrays)
     unknown = set(file_metadata or {}) - {"tool", "library_version", "created_at"}
     if unknown:
-        raise ValueError(f"file_metadata keys {sorted(unknown)} are not part of the format "
-                         "(tool, library_version, created_at)")
+        raise ValueError(
+            f"file_metadata keys {sorted(unknown)} are not part of the format (tool, library_version, created_at)"
+        )
     names = [d.name for d in writes]
     if len(set(names)) != len(names):
         raise ValueError(f"dataset names must be unique (footer metadata is keyed by name): {names}")
@@ -202,9 +217,14 @@ def write_tetr(target: str | os.PathLike[str] | BinaryIO, arrays: Mapping[str, A
         head = SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0)
         _emit(target, [head, tail])
         return
-    head = (SUPERBLOCK.pack(MAGIC, 1, len(writes), flags, index_off, 32 + 104 * n)
-            + struct.pack("<Q", len(blob)) + blob + b"\0" * (index_off - 40 - len(blob))
-            + INDEX_HEADER.pack(INDEX_MAGIC, 1, n, execution[0], 0, execution[1], 0) + entries.tobytes())
+    head = (
+        SUPERBLOCK.pack(MAGIC, 1, len(writes), flags, index_off, 32 + 104 * n)
+        + struct.pack("<Q", len(blob))
+        + blob
+        + b"\0" * (index_off - 40 - len(blob))
+        + INDEX_HEADER.pack(INDEX_MAGIC, 1, n, execution[0], 0, execution[1], 0)
+        + entries.tobytes()
+    )
 
     def payloads() -> Iterator[bytes]:
         it = iter(stored)

@@ -50,7 +50,9 @@ MAX_MANIFEST = 1 << 30
 V2_MAX_DEPTH = 32
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,63}")
 _V01_REQUIRED: dict[str, type] = {"name": str, "offset": int, "size": int, "dtype": str, "shape": list, "encoding": str}
-_V01_STANDARD = frozenset({"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"})
+_V01_STANDARD = frozenset(
+    {"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"}
+)
 _V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
 
 
@@ -107,11 +109,15 @@ def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int
             f"{length} needs a file of at least {length + footer + 8} bytes, this one has {size}"
         )
     if length > MAX_MANIFEST:
-        raise LimitExceededError(f"{describe(source.name, offset=size - footer)}{what} length {length} exceeds the "
-                                 f"limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)")
+        raise LimitExceededError(
+            f"{describe(source.name, offset=size - footer)}{what} length {length} exceeds the "
+            f"limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)"
+        )
     if length == 0:
-        raise CorruptFileError(f"{describe(source.name, offset=size - footer)}{what} length is 0: the file "
-                               f"({size} bytes) is truncated or its footer damaged")
+        raise CorruptFileError(
+            f"{describe(source.name, offset=size - footer)}{what} length is 0: the file "
+            f"({size} bytes) is truncated or its footer damaged"
+        )
     start = size - footer - length
     return source.read(start, length, what=what), start
 
@@ -150,9 +156,19 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
         name, offset, size = entry["name"], entry["offset"], entry["size"]
         dtype, shape, encoding = entry["dtype"], entry["shape"], entry["encoding"]
     except KeyError as exc:
-        raise MetadataError(f"{describe(source.name, f'v0.1 index entry {i}', idx_start)}required key {exc.args[0]!r} is missing") from None
-    if not (type(name) is str and type(offset) is int and type(size) is int and type(dtype) is str
-            and type(shape) is list and type(encoding) is str and offset >= 0 and size >= 0):
+        raise MetadataError(
+            f"{describe(source.name, f'v0.1 index entry {i}', idx_start)}required key {exc.args[0]!r} is missing"
+        ) from None
+    if not (
+        type(name) is str
+        and type(offset) is int
+        and type(size) is int
+        and type(dtype) is str
+        and type(shape) is list
+        and type(encoding) is str
+        and offset >= 0
+        and size >= 0
+    ):
         _v01_type_error(source, i, entry, idx_start)
     if len(shape) > MAX_RANK or not all(type(s) is int and s >= 0 for s in shape):
         check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
@@ -162,7 +178,11 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
     layout = entry.get("layout", "dense")
     endianness = entry.get("data_endianness")
     checksum = entry.get("checksum")
-    if type(layout) is not str or endianness not in (None, "little", "big") or not (checksum is None or type(checksum) is str):
+    if (
+        type(layout) is not str
+        or endianness not in (None, "little", "big")
+        or not (checksum is None or type(checksum) is str)
+    ):
         raise MetadataError(
             f"{describe(source.name, f'tensor {i} {name!r}')}layout and checksum must be text and data_endianness "
             f"'little' or 'big'; got {layout!r}, {checksum!r}, {endianness!r}"
@@ -174,15 +194,32 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
         problem = f"encoding {encoding!r} is not supported (v0.1 knows raw and zstd)"
     elif layout not in _V01_LAYOUTS:
         problem = f"layout {layout!r} is not supported (v0.1 knows dense, sparsecoo and sparsecsr)"
-    part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, digest=checksum,
-                big_endian=(endianness == "big" and encoding == "raw"))
+    part = Part(
+        offset,
+        size,
+        LONG_DTYPE_NAMES.get(dtype, "u8"),
+        encoding,
+        digest=checksum,
+        big_endian=(endianness == "big" and encoding == "raw"),
+    )
     custom = {} if entry.keys() <= _V01_STANDARD else {k: v for k, v in entry.items() if k not in _V01_STANDARD}
     if custom:
         if not all(type(k) is str for k in custom):
             raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
         check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
-    return TensorInfo(i, name, dtype, tuple(shape), layout, encoding, checksum, custom, {"data": part},
-                      problem=problem, data_endianness=endianness)
+    return TensorInfo(
+        i,
+        name,
+        dtype,
+        tuple(shape),
+        layout,
+        encoding,
+        checksum,
+        custom,
+        {"data": part},
+        problem=problem,
+        data_endianness=endianness,
+    )
 
 
 def _v01_type_error(source: ByteSource, i: int, entry: dict[str, Any], idx_start: int) -> None:
@@ -190,7 +227,9 @@ def _v01_type_error(source: ByteSource, i: int, entry: dict[str, Any], idx_start
     for key, typ in _V01_REQUIRED.items():
         value = entry[key]
         if type(value) is not typ or (typ is int and isinstance(value, int) and value < 0):
-            raise MetadataError(f"{where}key {key!r} must be {'an unsigned integer' if typ is int else typ.__name__}, got {value!r}")
+            raise MetadataError(
+                f"{where}key {key!r} must be {'an unsigned integer' if typ is int else typ.__name__}, got {value!r}"
+            )
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
@@ -202,7 +241,9 @@ def _parse_v1(source: ByteSource) -> Container:
     root = decode_cbor(raw, where)
     check_free_values(root, where)
     if isinstance(root, list):
-        raise CorruptFileError(f"{describe(source.name, offset=0)}magic ZTEN1000 but the index is a v0.1-style array: wrong magic")
+        raise CorruptFileError(
+            f"{describe(source.name, offset=0)}magic ZTEN1000 but the index is a v0.1-style array: wrong magic"
+        )
     if not isinstance(root, dict):
         raise MetadataError(f"{where}the manifest must be a CBOR map, got {type(root).__name__}")
     dialect = root.get("version")
@@ -256,8 +297,9 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
         if ltype is not None and not isinstance(ltype, str):
             raise MetadataError(f"{where}component {cname!r}: 'type' must be text, got {ltype!r}")
         parts[str(cname)] = Part(comp["offset"], comp["length"], short, encoding, ulen, digest, ltype=ltype)
-    problem = problem or _layout_problem(fmt, parts, {"sparse_csr": ("values", "indices", "indptr"),
-                                                      "sparse_coo": ("values", "coords")})
+    problem = problem or _layout_problem(
+        fmt, parts, {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
+    )
     if problem is None and fmt not in ("dense", "sparse_csr", "sparse_coo"):
         problem = _single_part_fallback(fmt, parts, shape)
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
@@ -267,8 +309,19 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
     if not isinstance(attrs, dict):
         raise MetadataError(f"{where}'attributes' must be a map")
     spelled = tensor_dtype if legacy else main.dtype
-    return TensorInfo(0, name, str(spelled), shape, fmt, main.encoding, main.digest, attrs, parts,
-                      logical_type=main.ltype, problem=problem)
+    return TensorInfo(
+        0,
+        name,
+        str(spelled),
+        shape,
+        fmt,
+        main.encoding,
+        main.digest,
+        attrs,
+        parts,
+        logical_type=main.ltype,
+        problem=problem,
+    )
 
 
 def _layout_problem(layout: str, parts: Mapping[str, Part], needed: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -317,16 +370,22 @@ def _parse_v2(source: ByteSource) -> Container:
     m_off, m_len, m_hash, version, _reserved = struct.unpack("<QQQII", footer[:32])
     fwhere = describe(source.name, "v2 footer", size - 40)
     if footer[32:] != MAGIC_V2:
-        raise TruncatedFileError(f"{fwhere}the file does not end with the v2 magic: it is truncated or its footer damaged "
-                                 f"(last 8 of its {size} bytes: {bytes(footer[32:])!r})")
+        raise TruncatedFileError(
+            f"{fwhere}the file does not end with the v2 magic: it is truncated or its footer damaged "
+            f"(last 8 of its {size} bytes: {bytes(footer[32:])!r})"
+        )
     if version != 2:
         raise UnsupportedError(f"{fwhere}footer version {version} is not supported (expected 2)")
     if m_off == 0:
         raise UnsupportedError(f"{fwhere}this is a manifest-less data shard; open the file that references it")
     if m_off < 4096 or m_off % 4096 or m_off + m_len > size - 40:
-        raise CorruptFileError(f"{fwhere}manifest [{m_off}, {m_off + m_len}) is not an aligned blob inside [4096, {size - 40})")
+        raise CorruptFileError(
+            f"{fwhere}manifest [{m_off}, {m_off + m_len}) is not an aligned blob inside [4096, {size - 40})"
+        )
     if m_len > MAX_MANIFEST:
-        raise LimitExceededError(f"{fwhere}manifest length {m_len} exceeds the limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)")
+        raise LimitExceededError(
+            f"{fwhere}manifest length {m_len} exceeds the limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)"
+        )
     raw = source.read(m_off, m_len, what="v2 manifest")
     where = describe(source.name, "v2 manifest", m_off)
     if xxh3_64(raw) != m_hash:
@@ -344,7 +403,11 @@ def _parse_v2(source: ByteSource) -> Container:
         raise MetadataError(f"{where}file 'attributes' must be a map")
     shards = _v2_shards(source, root.get("shards"), where)
     infos = [_v2_object(source, name, obj, shards, where) for name, obj in root["objects"].items()]
-    _check_disjoint(source, [(m_off, m_len)] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None], size)
+    _check_disjoint(
+        source,
+        [(m_off, m_len)] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None],
+        size,
+    )
     opened = {k: v for k, v in shards.items() if v is not None}
     return Container("2", None, _ordered(infos), dict(attrs), 4096, size - 40, opened)
 
@@ -368,10 +431,14 @@ def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int)
     spans = sorted({(o, n) for o, n in blobs if n})
     for o, n in spans:
         if o < 4096 or o + n > size - 40:
-            raise CorruptFileError(f"{describe(source.name, 'v2 blob', o)}blob of {n} bytes lies outside [4096, {size - 40})")
+            raise CorruptFileError(
+                f"{describe(source.name, 'v2 blob', o)}blob of {n} bytes lies outside [4096, {size - 40})"
+            )
     for (o1, n1), (o2, n2) in itertools.pairwise(spans):
         if o2 < o1 + n1:
-            raise CorruptFileError(f"{describe(source.name, 'v2 blob', o2)}blobs [{o1}, {o1 + n1}) and [{o2}, {o2 + n2}) overlap")
+            raise CorruptFileError(
+                f"{describe(source.name, 'v2 blob', o2)}blobs [{o1}, {o1 + n1}) and [{o2}, {o2 + n2}) overlap"
+            )
 
 
 def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSource | None]:
@@ -385,8 +452,15 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
         raise MetadataError(f"{where}'shards' must be a map")
     out: dict[str, ByteSource | None] = {}
     for name, entry in table.items():
-        if not isinstance(name, str) or len(name.encode()) > 64 or not _SHARD_NAME.fullmatch(name) or name in (".", ".."):
-            raise MetadataError(f"{where}shard name {name!r} is not a plain file name ([A-Za-z0-9._-], not starting with '.')")
+        if (
+            not isinstance(name, str)
+            or len(name.encode()) > 64
+            or not _SHARD_NAME.fullmatch(name)
+            or name in (".", "..")
+        ):
+            raise MetadataError(
+                f"{where}shard name {name!r} is not a plain file name ([A-Za-z0-9._-], not starting with '.')"
+            )
         if not isinstance(entry, dict) or not _is_uint(entry.get("size")):
             raise MetadataError(f"{where}shard {name!r} needs an unsigned 'size'")
         if not isinstance(source, LocalFileSource):
@@ -410,7 +484,9 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
 _V2_LAYOUTS = {"zt.sparse_csr/1": ("values", "indices", "indptr"), "zt.sparse_coo/1": ("values", "coords")}
 
 
-def _v2_object(source: ByteSource, name: Any, obj: Any, shards: Mapping[str, ByteSource | None], mwhere: str) -> TensorInfo:
+def _v2_object(
+    source: ByteSource, name: Any, obj: Any, shards: Mapping[str, ByteSource | None], mwhere: str
+) -> TensorInfo:
     if not isinstance(name, str) or not name or "\x00" in name or len(name.encode()) > 1024:
         raise MetadataError(f"{mwhere}object name {name!r} must be non-empty UTF-8 of at most 1024 bytes without NUL")
     where = describe(source.name, f"object {name!r}")
@@ -440,18 +516,24 @@ def _v2_object(source: ByteSource, name: Any, obj: Any, shards: Mapping[str, Byt
         if encoding is not None and encoding != "zt.zstd-seekable/1":
             problem = problem or f"part {pname!r} has unsupported encoding {encoding!r}"
         digest = p.get("digest")
-        if digest is not None and (not isinstance(digest, str) or not re.fullmatch(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})", digest)):
+        if digest is not None and (
+            not isinstance(digest, str) or not re.fullmatch(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})", digest)
+        ):
             raise MetadataError(f"{pwhere}digest {digest!r} is not xxh3:<16 hex> or sha256:<64 hex>")
         shard = p.get("shard")
         if shard is not None:
             if not isinstance(shard, str) or shard not in shards:
                 raise MetadataError(f"{pwhere}shard {shard!r} is not in the manifest's shard table")
             if shards[shard] is None:
-                problem = problem or f"part {pname!r} lives in shard {shard!r}, which can only be opened next to a local file"
+                problem = (
+                    problem or f"part {pname!r} lives in shard {shard!r}, which can only be opened next to a local file"
+                )
         ltype = p.get("type")
         if ltype is not None and not isinstance(ltype, str):
             raise MetadataError(f"{pwhere}'type' must be text")
-        parts[str(pname)] = Part(blob[0], blob[1], dtype, encoding or "raw", dlen, digest, True, shard=shard, ltype=ltype)
+        parts[str(pname)] = Part(
+            blob[0], blob[1], dtype, encoding or "raw", dlen, digest, True, shard=shard, ltype=ltype
+        )
     problem = problem or _layout_problem(layout, parts, _V2_LAYOUTS)
     if problem is None and layout != "dense" and layout not in _V2_LAYOUTS:
         problem = f"layout profile {layout!r} is not supported (known: dense, {', '.join(_V2_LAYOUTS)})"
@@ -460,5 +542,16 @@ def _v2_object(source: ByteSource, name: Any, obj: Any, shards: Mapping[str, Byt
     attrs = obj.get("attributes") or {}
     if not isinstance(attrs, dict):
         raise MetadataError(f"{where}'attributes' must be a map")
-    return TensorInfo(0, name, main.dtype, shape, layout, main.encoding, main.digest, attrs, parts,
-                      logical_type=main.ltype, problem=problem)
+    return TensorInfo(
+        0,
+        name,
+        main.dtype,
+        shape,
+        layout,
+        main.encoding,
+        main.digest,
+        attrs,
+        parts,
+        logical_type=main.ltype,
+        problem=problem,
+    )

@@ -30,7 +30,14 @@ from ...io import ByteSource
 from .._chunks import read_raw_rows, read_row_band, read_span
 from .model import Part, TensorInfo, logical_dtype
 
-__all__ = ["MAX_SPARSE_DENSE_BYTES", "ROW_BAND_TARGET", "ROW_BAND_THRESHOLD", "TensorReader", "auto_rows_per_chunk", "verify_digest"]
+__all__ = [
+    "MAX_SPARSE_DENSE_BYTES",
+    "ROW_BAND_TARGET",
+    "ROW_BAND_THRESHOLD",
+    "TensorReader",
+    "auto_rows_per_chunk",
+    "verify_digest",
+]
 
 #: a sparse tensor is densified; refuse beyond this many bytes rather than exhaust memory
 MAX_SPARSE_DENSE_BYTES = 4 << 30
@@ -72,7 +79,9 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
         else:
             raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
     except ValueError:
-        raise MetadataError(f"{where}checksum {digest!r} is malformed: expected {algo}: followed by hex digits") from None
+        raise MetadataError(
+            f"{where}checksum {digest!r} is malformed: expected {algo}: followed by hex digits"
+        ) from None
     if not ok:
         raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
 
@@ -112,8 +121,13 @@ class TensorReader:
 
     def _stored(self, part: Part, name: str, zero_copy: bool) -> memoryview | bytes:
         self._check_bounds(part, name)
-        return read_span(self._source(part), part.offset, part.length, f"tensor {self.info.name!r} part {name!r}",
-                         zero_copy=zero_copy)
+        return read_span(
+            self._source(part),
+            part.offset,
+            part.length,
+            f"tensor {self.info.name!r} part {name!r}",
+            zero_copy=zero_copy,
+        )
 
     def _decode_part(self, name: str, expected: int | None, cap: int, *, zero_copy: bool = False) -> np.ndarray:
         """The decoded bytes of part ``name`` as a storage-dtype 1-D array (native byte order)."""
@@ -126,20 +140,28 @@ class TensorReader:
             verify_digest(part.digest, stored, where)
         if part.encoding == "raw":
             if expected is not None and len(stored) != expected:
-                raise CorruptFileError(f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}")
+                raise CorruptFileError(
+                    f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}"
+                )
             raw = np.frombuffer(stored, dtype=np.uint8)
         elif part.encoding in ("zstd", "zt.zstd-seekable/1"):
             size = part.decoded_length if part.decoded_length is not None else expected
             if size is not None and expected is not None and size != expected:
-                raise CorruptFileError(f"{where}declared decoded length {size} differs from the {expected} bytes the shape needs")
+                raise CorruptFileError(
+                    f"{where}declared decoded length {size} differs from the {expected} bytes the shape needs"
+                )
             if size is None:
                 raw = zstd.decompress_capped(stored, min(cap, zstd.max_output(len(stored))), where=where)
             else:
                 if size > zstd.max_output(len(stored)):
-                    raise LimitExceededError(f"{where}{len(stored)} zstd bytes cannot decode to the {size} bytes declared")
+                    raise LimitExceededError(
+                        f"{where}{len(stored)} zstd bytes cannot decode to the {size} bytes declared"
+                    )
                 raw = zstd.decompress(stored, size, where=where)
         else:
-            raise UnsupportedError(f"{where}encoding {part.encoding!r} is not supported (known: raw, zstd, zt.zstd-seekable/1)")
+            raise UnsupportedError(
+                f"{where}encoding {part.encoding!r} is not supported (known: raw, zstd, zt.zstd-seekable/1)"
+            )
         if self.verify and part.digest_of_decoded and part.digest is not None:  # None was refused above
             verify_digest(part.digest, raw, where)
         storage = part.storage
@@ -161,7 +183,9 @@ class TensorReader:
         main = info.main_part
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         layout = info.layout
-        if layout == "dense" or (len(info.parts) == 1 and layout not in ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)):
+        if layout == "dense" or (
+            len(info.parts) == 1 and layout not in ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
+        ):
             name = next(iter(info.parts))
             expected = info.size * ratio * main.storage.itemsize
             flat = self._decode_part(name, expected, expected, zero_copy=True)
@@ -202,7 +226,9 @@ class TensorReader:
     def _index_part(self, name: str, count: int | None, cap_count: int) -> np.ndarray:
         part = self.info.parts[name]
         if part.dtype not in ("u64", "u32"):
-            raise MetadataError(f"{self._where}sparse index part {name!r} has dtype {part.dtype!r}, expected u32 or u64")
+            raise MetadataError(
+                f"{self._where}sparse index part {name!r} has dtype {part.dtype!r}, expected u32 or u64"
+            )
         size = None if count is None else count * part.storage.itemsize
         return self._decode_part(name, size, cap_count * part.storage.itemsize)
 
@@ -213,12 +239,16 @@ class TensorReader:
         rows, cols = shape
         indptr = self._index_part("indptr", rows + 1, rows + 1).astype(np.int64)
         if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] > rows * cols:
-            raise CorruptFileError(f"{self._where}CSR indptr must start at 0, not decrease and end at nnz <= {rows * cols}")
+            raise CorruptFileError(
+                f"{self._where}CSR indptr must start at 0, not decrease and end at nnz <= {rows * cols}"
+            )
         nnz = int(indptr[-1])
         indices = self._index_part("indices", nnz, nnz)
         values = self._values(nnz, out_dtype)
         if nnz and int(indices.max()) >= cols:
-            raise CorruptFileError(f"{self._where}CSR column index {int(indices.max())} out of range for {cols} columns")
+            raise CorruptFileError(
+                f"{self._where}CSR column index {int(indices.max())} out of range for {cols} columns"
+            )
         dense = np.zeros(shape, dtype=out_dtype)
         dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
         return dense
@@ -261,7 +291,9 @@ class TensorReader:
             ndim = len(shape)
             rec = np.dtype([("c", "<u8", (ndim,)), ("v", item)])
             if len(blob) % rec.itemsize:
-                raise CorruptFileError(f"{self._where}sparsecoo blob of {len(blob)} bytes is not whole records of {rec.itemsize}")
+                raise CorruptFileError(
+                    f"{self._where}sparsecoo blob of {len(blob)} bytes is not whole records of {rec.itemsize}"
+                )
             records = blob.view(rec)
             values = self._to_logical(np.ascontiguousarray(records["v"]), out_dtype, part)
             return self._scatter(np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
@@ -294,11 +326,21 @@ class TensorReader:
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         expected = info.size * ratio * main.storage.itemsize
         if main.length != expected:
-            raise CorruptFileError(f"{self._where}stored size is {main.length} bytes, the shape and dtype need {expected}")
+            raise CorruptFileError(
+                f"{self._where}stored size is {main.length} bytes, the shape and dtype need {expected}"
+            )
         self._check_bounds(main, "data")
         row_elements = expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0
-        flat = read_raw_rows(self._source(main), main.offset, (info.shape[0], row_elements), main.storage, start, stop,
-                             f"tensor {info.name!r} rows {start}:{stop}", zero_copy=True).reshape(-1)
+        flat = read_raw_rows(
+            self._source(main),
+            main.offset,
+            (info.shape[0], row_elements),
+            main.storage,
+            start,
+            stop,
+            f"tensor {info.name!r} rows {start}:{stop}",
+            zero_copy=True,
+        ).reshape(-1)
         return self._to_logical(flat, out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
@@ -355,8 +397,9 @@ class TensorReader:
             raise UnsupportedError(f"{self._where}{info.problem}")
         main = info.main_part
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
-        if info.layout != "dense" and not (len(info.parts) == 1 and info.layout not in
-                                           ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)):
+        if info.layout != "dense" and not (
+            len(info.parts) == 1 and info.layout not in ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
+        ):
             self._check_dense_limit(out_dtype)
             return
         expected = info.size * ratio * main.storage.itemsize
@@ -365,10 +408,14 @@ class TensorReader:
             raise CorruptFileError(f"{where}stored size is {main.length} bytes, the shape and dtype need {expected}")
         if main.encoding != "raw":
             if main.decoded_length is not None and main.decoded_length != expected:
-                raise CorruptFileError(f"{where}declared decoded length {main.decoded_length} differs from the "
-                                       f"{expected} bytes the shape needs")
+                raise CorruptFileError(
+                    f"{where}declared decoded length {main.decoded_length} differs from the "
+                    f"{expected} bytes the shape needs"
+                )
             if expected > zstd.max_output(main.length):
-                raise LimitExceededError(f"{where}{main.length} zstd bytes cannot decode to the {expected} bytes declared")
+                raise LimitExceededError(
+                    f"{where}{main.length} zstd bytes cannot decode to the {expected} bytes declared"
+                )
 
     def spec(self) -> ArraySpec:
         info = self.info
@@ -376,7 +423,9 @@ class TensorReader:
         dtype = info.numpy_dtype
         assert dtype is not None
         chunks = (self.rows_per_chunk or info.shape[0] or 1, *info.shape[1:]) if info.shape else ()
-        return ArraySpec(info.shape, dtype, chunks, self, hints={"row_band": self.rows_per_chunk} if self.rows_per_chunk else {})
+        return ArraySpec(
+            info.shape, dtype, chunks, self, hints={"row_band": self.rows_per_chunk} if self.rows_per_chunk else {}
+        )
 
 
 def auto_rows_per_chunk(info: TensorInfo) -> int:
@@ -389,4 +438,3 @@ def auto_rows_per_chunk(info: TensorInfo) -> int:
         return 0
     row_bytes = max(1, nbytes // info.shape[0])
     return max(1, min(info.shape[0], ROW_BAND_TARGET // row_bytes))
-

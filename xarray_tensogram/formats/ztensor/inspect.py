@@ -25,9 +25,20 @@ def ls(f: ZTensorFile, tiles: bool = False) -> list[Table]:
         main = t.parts.get("data") if "data" in t.parts else next(iter(t.parts.values()), None)
         stored = sum(p.length for p in t.parts.values())
         attrs = ", ".join(f"{k}={short_text(v, 20)}" for k, v in list(t.attrs.items())[:3])
-        rows.append([t.index, t.name, t.dtype, shape_text(t.shape), t.layout, t.encoding,
-                     main.offset if main is not None else "", stored,
-                     (t.checksum or "-").split(":")[0], attrs or "-"])
+        rows.append(
+            [
+                t.index,
+                t.name,
+                t.dtype,
+                shape_text(t.shape),
+                t.layout,
+                t.encoding,
+                main.offset if main is not None else "",
+                stored,
+                (t.checksum or "-").split(":")[0],
+                attrs or "-",
+            ]
+        )
     headers = ["#", "tensor", "dtype", "shape", "layout", "encoding", "offset", "bytes", "checksum", "attributes"]
     return [Table(headers, rows, right=(0, 6, 7), summary=f"{count(len(f.tensors), 'tensor')}, zTensor v{f.version}")]
 
@@ -44,8 +55,12 @@ def _check(f: ZTensorFile, index: int) -> bool:
 def verify(f: ZTensorFile) -> VerifyPlan:
     """Every tensor, its checksum verified where one is stored."""
     items: list[CheckItem] = [(f"tensor {t.index} {t.name!r}", partial(_check, f, t.index)) for t in f.tensors]
-    return VerifyPlan(items=items, total_bytes=sum(p.length for t in f.tensors for p in t.parts.values()),
-                      summary=count(len(f.tensors), "tensor"), unit="tensor")
+    return VerifyPlan(
+        items=items,
+        total_bytes=sum(p.length for t in f.tensors for p in t.parts.values()),
+        summary=count(len(f.tensors), "tensor"),
+        unit="tensor",
+    )
 
 
 FORMAT = FormatSpec(

@@ -34,28 +34,55 @@ __all__ = [
 
 #: short storage names (v1.1+, v2) -> little-endian numpy storage dtype
 STORAGE_DTYPES: dict[str, np.dtype] = {
-    "f64": np.dtype("<f8"), "f32": np.dtype("<f4"), "f16": np.dtype("<f2"), "bf16": np.dtype("<u2"),
-    "i64": np.dtype("<i8"), "i32": np.dtype("<i4"), "i16": np.dtype("<i2"), "i8": np.dtype("i1"),
-    "u64": np.dtype("<u8"), "u32": np.dtype("<u4"), "u16": np.dtype("<u2"), "u8": np.dtype("u1"),
+    "f64": np.dtype("<f8"),
+    "f32": np.dtype("<f4"),
+    "f16": np.dtype("<f2"),
+    "bf16": np.dtype("<u2"),
+    "i64": np.dtype("<i8"),
+    "i32": np.dtype("<i4"),
+    "i16": np.dtype("<i2"),
+    "i8": np.dtype("i1"),
+    "u64": np.dtype("<u8"),
+    "u32": np.dtype("<u4"),
+    "u16": np.dtype("<u2"),
+    "u8": np.dtype("u1"),
     "bool": np.dtype("u1"),
 }
 
 #: long names (v0.1 and the v1 "1.0" dialect) -> short names
 LONG_DTYPE_NAMES: dict[str, str] = {
-    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
-    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
-    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "bool": "bool",
+    "float64": "f64",
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "i64",
+    "int32": "i32",
+    "int16": "i16",
+    "int8": "i8",
+    "uint64": "u64",
+    "uint32": "u32",
+    "uint16": "u16",
+    "uint8": "u8",
+    "bool": "bool",
 }
 
 #: logical float8 types -> ml_dtypes names
 _FLOAT8 = {
-    "f8_e4m3fn": "float8_e4m3fn", "f8_e5m2": "float8_e5m2", "f8_e4m3fnuz": "float8_e4m3fnuz",
-    "f8_e5m2fnuz": "float8_e5m2fnuz", "f8_e8m0": "float8_e8m0fnu",
+    "f8_e4m3fn": "float8_e4m3fn",
+    "f8_e5m2": "float8_e5m2",
+    "f8_e4m3fnuz": "float8_e4m3fnuz",
+    "f8_e5m2fnuz": "float8_e5m2fnuz",
+    "f8_e8m0": "float8_e8m0fnu",
 }
-_COMPLEX: dict[str, tuple[str, np.dtype]] = {"complex64": ("f32", np.dtype("<c8")), "complex128": ("f64", np.dtype("<c16"))}
+_COMPLEX: dict[str, tuple[str, np.dtype]] = {
+    "complex64": ("f32", np.dtype("<c8")),
+    "complex128": ("f64", np.dtype("<c16")),
+}
 
 MAX_RANK = 64
 MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)
+
+
 def storage_dtype(short: str) -> np.dtype:
     return STORAGE_DTYPES[short]
 
@@ -74,7 +101,11 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
         if short == "bf16":
             if available("ml_dtypes"):
                 return np.dtype(require("ml_dtypes", "bfloat16").bfloat16), 1, {}
-            return np.dtype("<u2"), 1, {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"}
+            return (
+                np.dtype("<u2"),
+                1,
+                {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"},
+            )
         return STORAGE_DTYPES[short], 1, {}
     if ltype == "bool" and short in ("u8", "bool"):
         return np.dtype(bool), 1, {}
@@ -130,7 +161,9 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
 
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
     """A shape must be a list of non-negative ints of rank <= 64."""
-    if not isinstance(shape, (list, tuple)) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+    if not isinstance(shape, (list, tuple)) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ):
         raise MetadataError(f"{where}shape must be an array of unsigned integers, got {shape!r}")
     if len(shape) > MAX_RANK:
         raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
@@ -212,8 +245,13 @@ class TensorInfo:
     @property
     def is_dense_raw(self) -> bool:
         """One raw little-endian blob holding the C-order elements: byte ranges can be read directly."""
-        return (self.problem is None and self.layout == "dense" and len(self.parts) == 1
-                and self.main_part.encoding == "raw" and not self.main_part.big_endian)
+        return (
+            self.problem is None
+            and self.layout == "dense"
+            and len(self.parts) == 1
+            and self.main_part.encoding == "raw"
+            and not self.main_part.big_endian
+        )
 
     def where(self, source_name: str | None, offset: int | None = None) -> str:
         return describe(source_name, f"tensor {self.index} {self.name!r}", offset)

@@ -55,8 +55,14 @@ class ZTensorFile(FormatFile[TensorInfo]):
 
     # -- reading ----------------------------------------------------------------------------------
     def reader(self, key: str | int, *, verify: bool = False, rows_per_chunk: int = 0) -> TensorReader:
-        return TensorReader(self._sources, self.tensor(key), self._data_end, self._data_start,
-                            verify=verify, rows_per_chunk=rows_per_chunk)
+        return TensorReader(
+            self._sources,
+            self.tensor(key),
+            self._data_end,
+            self._data_start,
+            verify=verify,
+            rows_per_chunk=rows_per_chunk,
+        )
 
     def read(self, key: str | int, *, verify: bool = False) -> np.ndarray:
         """The tensor's values, dense and in C order.

@@ -24,10 +24,22 @@ from .containers import MAGIC_V01
 
 __all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
 
-RESERVED_KEYS = frozenset({"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"})
+RESERVED_KEYS = frozenset(
+    {"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"}
+)
 _NAMES = {
-    "f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
-    "u8": "uint64", "u4": "uint32", "u2": "uint16", "u1": "uint8", "b1": "bool",
+    "f8": "float64",
+    "f4": "float32",
+    "f2": "float16",
+    "i8": "int64",
+    "i4": "int32",
+    "i2": "int16",
+    "i1": "int8",
+    "u8": "uint64",
+    "u4": "uint32",
+    "u2": "uint16",
+    "u1": "uint8",
+    "b1": "bool",
 }
 TensorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]
 
@@ -39,7 +51,9 @@ def v01_dtype_name(dtype: np.dtype) -> str:
         return "bfloat16"
     name = _NAMES.get(f"{dtype.kind}{dtype.itemsize}") if dtype.kind in "fiub" else None
     if name is None:
-        raise TypeError(f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(_NAMES.values())}, bfloat16)")
+        raise TypeError(
+            f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(_NAMES.values())}, bfloat16)"
+        )
     return name
 
 
@@ -112,8 +126,12 @@ def write_ztensor_v01(
             f.write(blob)
             pos = offset + len(blob)
             fields: list[tuple[str, Any]] = [
-                ("name", name), ("offset", offset), ("size", len(blob)), ("dtype", dtype_name),
-                ("layout", "dense"), ("shape", [int(s) for s in arr.shape]),
+                ("name", name),
+                ("offset", offset),
+                ("size", len(blob)),
+                ("dtype", dtype_name),
+                ("layout", "dense"),
+                ("shape", [int(s) for s in arr.shape]),
                 ("encoding", "zstd" if compression else "raw"),
             ]
             if not compression and arr.dtype.itemsize > 1:
