@@ -284,7 +284,11 @@ def _messages(grib: bytes) -> Iterable[Any]:
 
 
 def convert(grib: bytes, grouping: str = "merge_all", preserve_all_keys: bool = False) -> bytes:
-    """``tensogram.convert_grib`` on GRIB bytes: ``merge_all`` (one message) or ``one_to_one``."""
+    """What ``tensogram.convert_grib`` writes for GRIB bytes (``merge_all``: one message, or ``one_to_one``).
+
+    The wheel is built without GRIB support, so the layout is rebuilt here from the converter's
+    documented behaviour and encoded with the reference ``tensogram.encode``.
+    """
     objects = [converter_object(h, preserve_all_keys) for h in _messages(grib)]
 
     def desc(a: np.ndarray) -> dict[str, Any]:
