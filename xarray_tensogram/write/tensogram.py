@@ -72,28 +72,9 @@ _ENCODING_ALIASES = {
     "precision": "zfp_precision",
     "tolerance": "zfp_tolerance",
 }
+#: every descriptor key a user may set: the stages, their parameters, the per-object packing values, the byte order
 _DESCRIPTOR_KEYS = frozenset(
-    {
-        "encoding",
-        "filter",
-        "compression",
-        "sp_bits_per_value",
-        "sp_decimal_scale_factor",
-        "sp_reference_value",
-        "sp_binary_scale_factor",
-        "shuffle_element_size",
-        "zstd_level",
-        "szip_rsi",
-        "szip_block_size",
-        "szip_flags",
-        "blosc2_codec",
-        "blosc2_clevel",
-        "zfp_mode",
-        "zfp_rate",
-        "zfp_precision",
-        "zfp_tolerance",
-        "byte_order",
-    }
+    {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
 )
 _EPOCH = np.datetime64("1970-01-01T00:00:00", "s")
 
