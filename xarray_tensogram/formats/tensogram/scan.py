@@ -133,7 +133,11 @@ class MessageScanner:
                 f"in {size} bytes"
             )
         while pos < size:
-            if pos + len(MAGIC) > size or self._read(pos, len(MAGIC), "magic") != MAGIC:
+            # the magic, the preamble and the first frame header in one read
+            if (
+                pos + len(MAGIC) > size
+                or self._read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic")[: len(MAGIC)] != MAGIC
+            ):
                 nxt = self._find_magic(pos)
                 if nxt < 0:
                     if messages or self.skipped:
@@ -270,7 +274,10 @@ class MessageScanner:
                 data.append(ObjectRef(cur, hdr.length, pending_preceder))
                 pending_preceder = None
             else:
-                value = self._read_header_frame(cur, hdr, where)
+                # read the next frame's header with this frame (one read per header frame)
+                nxt = pos + align8(cur + hdr.length - pos)
+                ahead = nxt + FRAME_HEADER - (cur + hdr.length) if nxt + FRAME_HEADER <= limit else 0
+                value = self._read_header_frame(cur, hdr, where, ahead)
                 if hdr.frame_type in METADATA_TYPES:
                     metadata = value
                 elif hdr.frame_type in INDEX_TYPES:
@@ -315,32 +322,37 @@ class MessageScanner:
             raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
         return ph
 
-    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str) -> Any:
-        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_)."""
+    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str, ahead: int = 0) -> Any:
+        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_).
+
+        ``ahead`` more bytes are read with the frame (padding and the next frame's header), so that the
+        walk's next header read is served from the same block.
+        """
         if hdr.length > MAX_METADATA_FRAME:
             raise CorruptFileError(
                 f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds "
                 f"the {MAX_METADATA_FRAME}-byte limit"
             )
-        frame = self._read(cur, hdr.length, "frame")
+        frame = self._read(cur, hdr.length + ahead, "frame")[: hdr.length]
         if frame[-4:] != FRAME_END:
             raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}frame does not end with ENDF")
         body = frame[FRAME_HEADER : hdr.length - 12]
-        fwhere = describe(self.name, where, cur + FRAME_HEADER)
-        if hdr.frame_type in METADATA_TYPES:
-            metadata = cbor.loads(body, where=fwhere)
-            if not isinstance(metadata, dict):
-                raise MetadataError(f"{fwhere}metadata is a {type(metadata).__name__}, expected a map")
-            return metadata
-        if hdr.frame_type in INDEX_TYPES:
-            return cbor.loads(body, where=fwhere)
-        if hdr.frame_type == PRECEDER_FRAME:
-            pre_meta = cbor.loads(body, where=fwhere)
-            base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
-            if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                raise MetadataError(f"{fwhere}preceder metadata must hold exactly one base entry")
-            return {k: v for k, v in base[0].items() if k != "_reserved_"}
-        return None
+        kind = hdr.frame_type
+        if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
+            return None
+        try:
+            # index frames get no value walk: _objects_from_index type-checks every entry it uses
+            value = cbor.loads(body, check=kind not in INDEX_TYPES)
+            if kind in METADATA_TYPES and not isinstance(value, dict):
+                raise MetadataError(f"metadata is a {type(value).__name__}, expected a map")
+            if kind == PRECEDER_FRAME:
+                base = value.get("base") if isinstance(value, dict) else None
+                if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
+                    raise MetadataError("preceder metadata must hold exactly one base entry")
+                return {k: v for k, v in base[0].items() if k != "_reserved_"}
+        except MetadataError as exc:  # the place is only formatted when there is an error to report
+            raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
+        return value
 
     def _message_end(self, cur: int, body_end: int | None, where: str) -> int:
         """Offset just past the message: after its postamble (found after the last frame when streaming)."""
