@@ -991,6 +991,14 @@ class _Spy:
                 return _orig(self_, offset, length, *a, **k)
 
             monkeypatch.setattr(cls, meth, wrapper)
+        orig_ranges = cls.read_ranges
+
+        def ranges_wrapper(self_, ranges, *a, **k):
+            ranges = list(ranges)
+            spy.ranges.extend(ranges)
+            return orig_ranges(self_, ranges, *a, **k)
+
+        monkeypatch.setattr(cls, "read_ranges", ranges_wrapper)
 
     def reset(self):
         self.ranges = []

@@ -7,7 +7,7 @@ are asked for, and for uncompressed pipelines only the byte range of the request
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from ...errors import (
     LimitExceededError,
     MetadataError,
     MissingHashError,
+    XarrayTensogramError,
     describe,
 )
 from ...io import ByteSource
@@ -312,6 +313,13 @@ class ObjectReader:
         )
 
 
+#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
+#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
+#: object's; bounded, and shared by all files (the bytes alone decide the answer)
+_PLAIN_DESCRIPTORS: set[bytes] = set()
+_PLAIN_DESCRIPTORS_MAX = 4096
+
+
 def is_local(source: ByteSource) -> bool:
     """Sources where a small read costs a system call, not a network round trip."""
     return type(source).__name__ in ("LocalFileSource", "BytesSource")
@@ -405,30 +413,67 @@ class Message:
         """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
         descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
         only, never payload bytes; the frame is checked in full when its values are read."""
-        if not 0 <= j < len(self.objects):
-            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
-        ref = self.objects[j]
-        off, length = ref.frame_offset, ref.frame_length
-        if length < 36:
-            raise CorruptFileError(f"{describe(self.source.name, _where(self.index, j), off)}data frame too short")
-        tail = self.source.read(off + length - 20, 20, what="data frame footer")
-        cbor_offset = int.from_bytes(tail[:8], "big")
-        if tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
-            raise CorruptFileError(f"{describe(self.source.name, _where(self.index, j), off)}bad data frame footer")
-        if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
-            desc = read_frame_layout(self.source, ref, _where(self.index, j)).descriptor
-        else:
-            raw = self.source.read(off + cbor_offset, length - 20 - cbor_offset, what="descriptor")
-            # only the free-form params are used here (the frame is fully checked when it is read)
+        found = self.descriptor_params_many([j], lenient=False)[0]
+        assert found is not None  # lenient=False raises instead
+        return found
+
+    def descriptor_params_many(
+        self, js: Sequence[int], *, lenient: bool = True
+    ) -> list[tuple[dict[str, Any], int] | None]:
+        """:meth:`descriptor_params` of several objects with two batched reads (all footers, then all
+        descriptors): one open does this for every object of the file. ``lenient``: a damaged frame gives
+        ``None`` (its values report the damage when read) instead of raising."""
+        refs = []
+        for j in js:
+            if not 0 <= j < len(self.objects):
+                raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+            refs.append(self.objects[j])
+        out: list[tuple[dict[str, Any], int] | None] = [None] * len(refs)
+        tails = self.source.read_ranges(
+            [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
+        )
+        wanted: list[tuple[int, int, int, int]] = []  # (position in js, descriptor offset, length, frame hash)
+        for i, (j, ref, tail) in enumerate(zip(js, refs, tails, strict=True)):
             try:
+                off, length = ref.frame_offset, ref.frame_length
+                cbor_offset = int.from_bytes(tail[:8], "big")
+                if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
+                    raise CorruptFileError(
+                        f"{describe(self.source.name, _where(self.index, j), off)}data frame of {length} bytes has a "
+                        f"bad footer (descriptor offset {cbor_offset})"
+                    )
+                if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
+                    desc = read_frame_layout(self.source, ref, _where(self.index, j)).descriptor
+                    out[i] = self._params_of(desc, j, off + 16, tail)
+                else:
+                    wanted.append((i, off + cbor_offset, length - 20 - cbor_offset, j))
+            except XarrayTensogramError:
+                if not lenient:
+                    raise
+        raws = self.source.read_ranges([(o, n) for _i, o, n, _j in wanted], what="descriptor")
+        for (i, o, _n, j), raw in zip(wanted, raws, strict=True):
+            if raw in _PLAIN_DESCRIPTORS:  # seen before, no params: skip the decode
+                out[i] = {}, int.from_bytes(tails[i][8:16], "big")
+                continue
+            try:
+                # only the free-form params are used here (the frame is fully checked when it is read)
                 desc = cbor.loads(raw, check=False)
-            except MetadataError as exc:  # the error names the place; built only when needed
-                raise type(exc)(
-                    f"{describe(self.source.name, _where(self.index, j), off + cbor_offset)}{exc}"
-                ) from None
+                out[i] = self._params_of(desc, j, o, tails[i], raw)
+            except MetadataError as exc:
+                if not lenient:  # the error names the place; built only when needed
+                    raise type(exc)(f"{describe(self.source.name, _where(self.index, j), o)}{exc}") from None
+        return out
+
+    def _params_of(
+        self, desc: Any, j: int, at: int, tail: bytes, raw: bytes | None = None
+    ) -> tuple[dict[str, Any], int]:
         params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
         if params:
-            cbor.check_values(params, where=describe(self.source.name, _where(self.index, j), off + cbor_offset))
+            cbor.check_values(params, where=describe(self.source.name, _where(self.index, j), at))
+        elif raw is not None:
+            if len(_PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
+                _PLAIN_DESCRIPTORS.clear()
+            _PLAIN_DESCRIPTORS.add(raw)
         return params, int.from_bytes(tail[8:16], "big")
 
     @property

@@ -71,11 +71,10 @@ PIPELINE_PREFIXES = ("sp_", "szip_", "zstd_", "lz4_", "blosc2_", "zfp_", "sz3_",
 
 def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
     """The descriptor's free-form params: keys that are neither structural nor pipeline parameters."""
-    return {
-        k: v
-        for k, v in desc.items()
-        if isinstance(k, str) and k not in STRUCTURAL_KEYS and not k.startswith(PIPELINE_PREFIXES)
-    }
+    others = desc.keys() - STRUCTURAL_KEYS  # usually empty: one set operation, no loop (run for every object)
+    if not others:
+        return {}
+    return {k: desc[k] for k in desc if k in others and isinstance(k, str) and not k.startswith(PIPELINE_PREFIXES)}
 
 
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
