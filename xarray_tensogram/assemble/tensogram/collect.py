@@ -55,7 +55,7 @@ class TgObject:
     pipeline: Callable[[], dict[str, Any]] | None = None  # the object's pipeline as writer options (encoding)
 
     def __post_init__(self) -> None:
-        self.merged = {**self.global_keys, **self.keys}
+        self.merged = {**self.global_keys, **self.keys} if self.global_keys else self.keys
 
     def value(self, key: str) -> Any:
         """A dotted key's value: the object's own metadata first, then the message's global metadata."""
@@ -132,36 +132,36 @@ def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
     return flat_keys(merged)
 
 
-def _params(msg: Any, j: int, own: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
-    """Descriptor params and frame hash of object ``j``. Local files: always (two small reads). Remote
-    files: only when ``base[j]`` holds nothing, so that opening stays a few requests per message."""
-    if not is_local(msg.source) and any(k != "_reserved_" for k in own):
-        return {}, 0
-    try:
-        found: tuple[dict[str, Any], int] = msg.descriptor_params(j)
-        return found
-    except XarrayTensogramError:
-        return {}, 0  # a damaged frame is reported when its values are read, as for any object
+def _own_entry(base: Sequence[Any], j: int) -> dict[str, Any]:
+    own = base[j] if j < len(base) and isinstance(base[j], dict) else {}
+    return {k: v for k, v in own.items() if k != "_reserved_"} if "_reserved_" in own else own
 
 
 def collect_objects(
     tfile: Any, messages: Sequence[int], *, verify_hash: bool, range_threshold: float
 ) -> list[TgObject]:
-    """Every object of the selected messages, with metadata merged as the module docstring says."""
+    """Every object of the selected messages, with metadata merged as the module docstring says.
+
+    Runs once per object of the file (40,000 times for 10,000 messages of 4 objects), so the loop
+    avoids work that is usually void: no merge when a descriptor has no params, no copy of the
+    global keys when a message has none. Local files always read the descriptor params; remote
+    files only where ``base[i]`` holds nothing, so that opening stays a few requests per message.
+    """
     objects: list[TgObject] = []
+    local = bool(messages) and is_local(tfile[messages[0]].source)
     for m in messages:
         msg = tfile[m]
         meta = msg.metadata
         base = meta.get("base") or []
         extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
         gkeys = _global_keys(meta)
-        for j in range(len(msg.objects)):
-            spec: Callable[[], ArraySpec] = partial(
-                msg.array_spec, j, verify_hash=verify_hash, range_threshold=range_threshold
-            )
-            own = base[j] if j < len(base) and isinstance(base[j], dict) else {}
-            params, frame_hash = _params(msg, j, own)
-            entry = deep_merge(params, {k: v for k, v in own.items() if k != "_reserved_"})
+        owns = [_own_entry(base, j) for j in range(len(msg.objects))]
+        read = [j for j, own in enumerate(owns) if local or not own]
+        found = dict(zip(read, msg.descriptor_params_many(read), strict=True)) if read else {}
+        for j, own in enumerate(owns):
+            # a damaged frame gives no params: its values report the damage when read
+            params, frame_hash = found.get(j) or ({}, 0)
+            entry = deep_merge(params, own) if params else own
             shape, dtype = msg.object_geometry(j)
             keys = flat_keys(entry)
             is_grib = grib.is_grib_entry(entry)
@@ -172,15 +172,15 @@ def collect_objects(
                     entry=entry,
                     keys=keys,
                     global_keys=gkeys,
-                    shape=tuple(shape),
+                    shape=shape,
                     dtype=dtype,
                     extra=extra,
                     is_grib=is_grib,
                     level=grib.level_info(keys) if is_grib else None,
-                    spec=spec,
+                    spec=partial(msg.array_spec, j, verify_hash=verify_hash, range_threshold=range_threshold),
                     frame_hash=frame_hash or None,
-                    remote_frame=None if is_local(msg.source) else msg.objects[j].frame_length,
-                    pipeline=partial(pipeline_encoding, msg, j) if is_local(msg.source) else None,
+                    remote_frame=None if local else msg.objects[j].frame_length,
+                    pipeline=partial(pipeline_encoding, msg, j) if local else None,
                 )
             )
     return objects
