@@ -104,7 +104,8 @@ class TensogramDataStore(AbstractDataStore):
 
     def get_attrs(self) -> dict[str, Any]:
         attrs = dict(self._dataset.attrs)
-        extra = [str(k) for k, v in self._dataset.coords.items() if v.dims != (k,)]
+        variables = self._dataset.variables
+        extra = [str(k) for k in self._dataset.coords if variables[k].dims != (k,)]
         if extra:
             previous = attrs.get("coordinates")
             attrs["coordinates"] = " ".join(([previous] if isinstance(previous, str) else []) + extra)

@@ -242,7 +242,8 @@ class _Parser:
         arrays, inline = {}, {}
         for name, var in variables.items():
             name = str(name)
-            spec = storage_spec(var)
+            # dimension coordinates are inlined: every open loads them for its index anyway
+            spec = None if var.dims == (name,) else storage_spec(var)
             plan = plan_chunks(self.format_name, spec, self._resolver(url)) if spec is not None else None
             if plan is None or 0 in plan.shape:  # (zero-size arrays too: VirtualiZarr cannot write their refs)
                 values = _inline_values(var)

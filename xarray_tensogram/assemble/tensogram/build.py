@@ -322,7 +322,8 @@ def build_dataset(
                 out.setdefault(k, v)
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
-    ds = xr.Dataset(variables, coords=out)
+    # no indexes here: xarray builds them once, after CF decoding, from the store's variables
+    ds = xr.Dataset(variables, coords=xr.Coordinates(out, indexes={}))
     ds.attrs = dict(global_attrs)
     ds.attrs["tensogram_wire_version"] = 3
     return ds
