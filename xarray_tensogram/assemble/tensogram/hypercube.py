@@ -131,11 +131,13 @@ def _candidates(objs: Sequence[TgObject], skip: set[str]) -> list[str]:
     levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
     if levels:  # GRIB: the level is named after typeOfLevel, and mars.levelist restates it
         keys = [k for k in keys if k != "mars.levelist"] + levels
+    # a key whose items are equal in every object cannot vary: the exact test runs on the rest only
+    maybe = _varying_keys(objs) if objs else set()
     varying = [
         k
         for k in keys
         if (
-            len({_key(o.merged.get(k)) for o in objs}) > 1
+            k in maybe and len({_key(o.merged.get(k)) for o in objs}) > 1
             if not _forced(k)
             else len({_key(v) for o in objs if (v := dim_value(o, k)) is not None}) > 1
         )
@@ -287,19 +289,29 @@ def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
 
 
 def _varying_keys(objs: Sequence[TgObject]) -> set[str]:
-    """Keys whose value (or presence) differs between the objects."""
+    """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
+
+    Each object's items are compared with the first's as sets (values are hashable, see ``flat_keys``),
+    so the per-key work runs in C; only the differing pairs are looked at here.
+    """
     first = objs[0].merged
+    first_items = first.items()
     varying: set[str] = set()
     missing = object()
     for o in objs[1:]:
         m = o.merged
-        for k, v in m.items():
+        try:
+            differ = m.items() ^ first_items
+        except TypeError:  # an unhashable value: compare key by key
+            differ = {(k, v) for k, v in m.items() if first.get(k, missing) != v} | {
+                (k, None) for k in first if k not in m
+            }
+        for k, _v in differ:
             if k in varying:
                 continue
-            fv = first.get(k, missing)
-            if fv is not v and fv != v and (fv == fv or v == v):  # NaN counts as equal to NaN
+            a, b = first.get(k, missing), m.get(k, missing)
+            if a is missing or b is missing or a == a or b == b:  # not both NaN
                 varying.add(k)
-        varying.update(k for k in first if k not in m)
     return varying
 
 
