@@ -10,7 +10,7 @@ them, that the key touches. Nothing here imports xarray or dask.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -91,24 +91,59 @@ class MissingChunk(Exception):
     """Raised by a reader for a chunk that does not exist (filled with ``fill_value``)."""
 
 
+#: a member given as a zero-argument callable is built on first read (see :func:`stack_specs`)
+Member = ArraySpec | Callable[[], ArraySpec]
+
+
 @dataclass(frozen=True)
 class StackedReader:
     """Stack equally shaped member arrays along new leading axes (hypercubes).
 
-    ``members`` is a nested list (shape = ``stack_shape``) of member
-    :class:`ArraySpec` or ``None`` for a hole. The stacked array's chunk shape is
-    1 along each stacked axis and the members' chunk shape inside.
+    ``members`` is flat, in C order over ``stack_shape``: a tuple with ``None`` for holes, or a
+    dict ``{flat index: member}`` for sparse cubes. A member is an :class:`ArraySpec`, or a
+    zero-argument callable that builds it: an open of many objects then builds only the
+    specs that a read touches (each once; the built spec keeps its reader's caches).
+    The stacked array's chunk shape is 1 along each stacked axis and the members' chunk shape inside.
     """
 
     stack_shape: tuple[int, ...]
-    #: flat, C order over stack_shape: a tuple, or a dict {flat index: member} for sparse cubes
-    members: tuple[ArraySpec | None, ...] | dict[int, ArraySpec]
+    members: tuple[Member | None, ...] | dict[int, Member]
+    _built: dict[int, ArraySpec] = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"stack_shape": self.stack_shape, "members": self.members, "_built": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def member_at(self, flat: int) -> ArraySpec | None:
+        """The member at a flat stack index (built now if it was given lazily), or None for a hole."""
+        found = self._built.get(flat)
+        if found is not None:
+            return found
+        members = self.members
+        m = members.get(flat) if isinstance(members, dict) else members[flat]
+        if m is None or isinstance(m, ArraySpec):
+            return m
+        spec = m()
+        self._built[flat] = spec  # a race builds it twice, harmlessly
+        return spec
+
+    def present(self) -> list[tuple[int, ArraySpec]]:
+        """Every present member with its flat index, in order (all built)."""
+        members = self.members
+        flats = sorted(members) if isinstance(members, dict) else range(len(members))
+        out = []
+        for i in flats:
+            m = self.member_at(i)
+            if m is not None:
+                out.append((i, m))
+        return out
 
     def member(self, stack_coords: Sequence[int]) -> ArraySpec | None:
         flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
-        if isinstance(self.members, dict):
-            return self.members.get(flat)
-        return self.members[flat]
+        return self.member_at(flat)
 
     def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
         k = len(self.stack_shape)
@@ -139,28 +174,37 @@ def read_chunk_into(reader: Any, coords: tuple[int, ...], region: Region, out: n
 
 
 def stack_specs(
-    stack_shape: Sequence[int], members: Sequence[ArraySpec | None] | Mapping[int, ArraySpec], fill_value: Any = None
+    stack_shape: Sequence[int],
+    members: Sequence[Member | None] | Mapping[int, Member],
+    fill_value: Any = None,
+    template: ArraySpec | None = None,
 ) -> ArraySpec:
     """Build the :class:`ArraySpec` of members stacked along new leading axes.
 
     ``members`` is flat in C order over ``stack_shape``: a sequence with ``None`` for holes, or a mapping
-    ``{flat index: member}`` (nothing allocated per hole).
+    ``{flat index: member}`` (nothing allocated per hole). Members given as callables are built on first
+    read; ``template`` (a spec of the same shape, dtype and chunks as every member) then stands in for
+    them here. Without a template, every member must be a built spec, and they are checked against each other.
     """
     values = list(members.values()) if isinstance(members, Mapping) else list(members)
     present = [m for m in values if m is not None]
     if not present:
         raise ValueError("cannot stack an empty set of arrays")
-    first = present[0]
-    for m in present:
-        if m.shape != first.shape or m.dtype != first.dtype or m.chunk_shape != first.chunk_shape:
-            raise ValueError("stacked members must share shape, dtype and chunk shape")
+    if template is None:
+        specs = [m for m in present if isinstance(m, ArraySpec)]
+        if len(specs) != len(present):
+            raise ValueError("members given lazily need a template spec")
+        template = specs[0]
+        for m in specs:
+            if m.shape != template.shape or m.dtype != template.dtype or m.chunk_shape != template.chunk_shape:
+                raise ValueError("stacked members must share shape, dtype and chunk shape")
     stack_shape = tuple(int(s) for s in stack_shape)
     reader = StackedReader(stack_shape, dict(members) if isinstance(members, Mapping) else tuple(members))
     return ArraySpec(
-        shape=stack_shape + first.shape,
-        dtype=first.dtype,
-        chunk_shape=(1,) * len(stack_shape) + first.chunk_shape,
+        shape=stack_shape + template.shape,
+        dtype=template.dtype,
+        chunk_shape=(1,) * len(stack_shape) + template.chunk_shape,
         reader=reader,
         fill_value=fill_value,
-        hints=dict(first.hints),
+        hints=dict(template.hints),
     )

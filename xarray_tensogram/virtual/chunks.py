@@ -66,9 +66,7 @@ def _tensogram_members(spec: ArraySpec) -> tuple[tuple[int, ...], list[tuple[int
     sparse hypercubes."""
     reader = spec.reader
     if isinstance(reader, StackedReader):
-        members = reader.members
-        items = members.items() if isinstance(members, dict) else enumerate(members)
-        return reader.stack_shape, sorted((int(i), m.reader) for i, m in items if m is not None)
+        return reader.stack_shape, [(int(i), m.reader) for i, m in reader.present()]
     return (), [(0, reader)]
 
 

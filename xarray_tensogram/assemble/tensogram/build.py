@@ -163,7 +163,13 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     fill = _fill_value(first, holes)
     spec: ArraySpec
     if cube.dims:
-        spec = stack_specs(cube.shape, {flat: o.spec() for flat, o in cube.members.items()}, fill_value=fill)
+        # members are built on first read (all share the template's shape, dtype and chunks: one group)
+        members = iter(cube.members.items())
+        flat0, o0 = next(members)
+        template = o0.spec()
+        spec = stack_specs(
+            cube.shape, {flat0: template, **{flat: o.spec for flat, o in members}}, fill_value=fill, template=template
+        )
     else:
         spec = cube.members[0].spec()
     attrs, lifted = _attributes(cube, first)

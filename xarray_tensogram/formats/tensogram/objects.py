@@ -313,6 +313,10 @@ class ObjectReader:
         )
 
 
+#: (dtype, shape) from ``_reserved_.tensor`` -> checked geometry: objects of one shape and dtype share it
+_GEOMETRIES: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, ...], np.dtype]] = {}
+_GEOMETRIES_MAX = 4096
+
 #: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
 #: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
 #: object's; bounded, and shared by all files (the bytes alone decide the answer)
@@ -385,9 +389,24 @@ class Message:
     def _object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
         tensor = (self.base[j].get("_reserved_") or {}).get("tensor") if j < len(self.base) else None
         if isinstance(tensor, dict) and isinstance(tensor.get("shape"), list) and tensor.get("dtype") in DTYPES:
-            desc = {"shape": tensor["shape"], "dtype": tensor["dtype"]}
-            if all(isinstance(s, int) and s >= 0 for s in desc["shape"]) and len(desc["shape"]) <= pipeline.MAX_RANK:
-                return self._geometry_of(desc)
+            shape, dtype = tensor["shape"], tensor["dtype"]
+            try:
+                key = (dtype, tuple(shape))
+                known = _GEOMETRIES.get(key)
+            except TypeError:  # a list inside the shape: not valid, the descriptor decides
+                key, known = None, None
+            if known is not None:
+                return known
+            if (
+                key is not None
+                and all(isinstance(s, int) and s >= 0 for s in shape)
+                and len(shape) <= pipeline.MAX_RANK
+            ):
+                geometry = self._geometry_of({"shape": shape, "dtype": dtype})
+                if len(_GEOMETRIES) >= _GEOMETRIES_MAX:
+                    _GEOMETRIES.clear()
+                _GEOMETRIES[key] = geometry
+                return geometry
         return self._geometry_of(self.descriptor(j))
 
     @staticmethod
