@@ -64,7 +64,12 @@ class TgObject:
 
 def hashable(v: Any) -> Any:
     if isinstance(v, list):
-        return tuple(hashable(x) for x in v)
+        flat = tuple(v)
+        try:
+            hash(flat)  # a list of scalars (dim names, shapes, areas): the common case, without recursion
+        except TypeError:
+            return tuple(hashable(x) for x in v)
+        return flat
     if isinstance(v, dict):
         return tuple(sorted((str(k), hashable(x)) for k, x in v.items()))
     return v
