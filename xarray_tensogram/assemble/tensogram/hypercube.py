@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +115,35 @@ def _mars_value(o: TgObject, source: str) -> Any:
     return h if h is not None else o.value(source)
 
 
-def _candidates(objs: Sequence[TgObject], skip: set[str]) -> list[str]:
+class _Columns:
+    """The objects' values along each key, computed once per key: planning reads each many times.
+
+    ``raw(k)`` holds :func:`dim_value` of every object in order, ``keyed(k)`` the same as the plan
+    indexes them (NaN made comparable). A variable's objects are a contiguous span of the rows.
+    """
+
+    def __init__(self, objs: Sequence[TgObject], dup_names: frozenset[str]) -> None:
+        self.objs = objs
+        self.dup_names = dup_names
+        self.names = [o.name for o in objs]
+        self._raw: dict[str, list[Any]] = {}
+        self._keyed: dict[str, list[Any]] = {}
+
+    def raw(self, key: str) -> list[Any]:
+        col = self._raw.get(key)
+        if col is None:
+            dup = self.dup_names
+            col = self._raw[key] = [dim_value(o, key, dup) for o in self.objs]
+        return col
+
+    def keyed(self, key: str) -> list[Any]:
+        col = self._keyed.get(key)
+        if col is None:
+            col = self._keyed[key] = [_key(v) for v in self.raw(key)]
+        return col
+
+
+def _candidates(objs: Sequence[TgObject], skip: set[str], cols: _Columns) -> list[str]:
     """Keys whose values differ between objects, in the order the module docstring gives."""
     seen: dict[str, None] = {}
     for o in objs:
@@ -137,9 +165,9 @@ def _candidates(objs: Sequence[TgObject], skip: set[str]) -> list[str]:
         k
         for k in keys
         if (
-            k in maybe and len({_key(o.merged.get(k)) for o in objs}) > 1
+            k in maybe and len(set(cols.keyed(k))) > 1
             if not _forced(k)
-            else len({_key(v) for o in objs if (v := dim_value(o, k)) is not None}) > 1
+            else len({v for v in cols.keyed(k) if v is not None}) > 1
         )
     ]
     first = [k for k in _FIRST if k in varying] + [k for k in levels if k in varying]
@@ -151,7 +179,7 @@ def _candidates(objs: Sequence[TgObject], skip: set[str]) -> list[str]:
     others.sort(
         key=lambda k: (
             k.rsplit(".", 1)[-1].lower() not in COORDINATE_NAMES,
-            not all(_numeric(o.value(k)) for o in objs),
+            not all(_numeric(v) for v in cols.raw(k)),
         )
     )
     return first + mars + others
@@ -170,28 +198,29 @@ def _key(v: Any) -> Any:
     return ("nan",) if type(v) is float and v != v else v
 
 
-def _determined(
-    objs: Sequence[TgObject], by: Sequence[str], key: str, with_name: bool, value: Callable[[TgObject, str], Any]
-) -> bool:
-    """Whether ``key``'s value is a function of the name (optionally) and the ``by`` keys."""
+def _determined(cols: _Columns, rows: range, by: Sequence[str], key: str, with_name: bool) -> bool:
+    """Whether ``key``'s value is a function of the name (optionally) and the ``by`` keys, over ``rows``."""
+    values = cols.keyed(key)
+    parts = ([cols.names] if with_name else []) + [cols.keyed(b) for b in by]
     seen: dict[tuple[Any, ...], Any] = {}
-    for o in objs:
-        v = _key(value(o, key))
+    for i in rows:
+        v = values[i]
         if v is None and not with_name:
             continue
-        k = ((o.name,) if with_name else ()) + tuple(_key(value(o, b)) for b in by)
+        k = tuple(p[i] for p in parts)
         if seen.setdefault(k, v) != v:
             return False
     return True
 
 
-def _choose(objs: Sequence[TgObject], candidates: Sequence[str], value: Callable[[TgObject, str], Any]) -> list[str]:
+def _choose(cols: _Columns, candidates: Sequence[str]) -> list[str]:
     chosen: list[str] = []
+    rows = range(len(cols.objs))
     for key in candidates:
         # MARS time and step are dimensions of the whole Dataset (one Dataset cannot hold two scalar
         # ``time`` coordinates), so the variable name does not count as determining them
         with_name = not _forced(key)
-        if not _determined(objs, chosen, key, with_name, value):
+        if not _determined(cols, rows, chosen, key, with_name):
             chosen.append(key)
     return chosen
 
@@ -204,42 +233,38 @@ def _sorted_unique(values: Iterable[Any]) -> list[Any]:
         return distinct
 
 
-def _var_dims(objs: Sequence[TgObject], chosen: Sequence[str], value: Callable[[TgObject, str], Any]) -> list[str]:
+def _var_dims(cols: _Columns, rows: range, chosen: Sequence[str]) -> list[str]:
     out = []
     for s in chosen:
-        varies = len({_key(value(o, s)) for o in objs}) > 1
-        has = _forced(s) and any(value(o, s) is not None for o in objs)
+        keyed = cols.keyed(s)
+        varies = len({keyed[i] for i in rows}) > 1
+        has = _forced(s) and any(keyed[i] is not None for i in rows)
         if varies or has:
             out.append(s)
     return out
 
 
-def _minimal_determinants(
-    objs: Sequence[TgObject], dims: Sequence[str], key: str, value: Callable[[TgObject, str], Any]
-) -> list[str]:
+def _minimal_determinants(cols: _Columns, dims: Sequence[str], key: str) -> list[str]:
     """The smallest subset of ``dims`` (first found, in order) that determines ``key``."""
+    rows = range(len(cols.objs))
     for r in range(1, min(len(dims), 6) + 1):
         for subset in itertools.combinations(dims, r):
-            if _determined(objs, subset, key, False, value):
+            if _determined(cols, rows, subset, key, False):
                 return list(subset)
     return list(dims)
 
 
 def _place(
-    name: str,
-    objs: list[TgObject],
-    dims: list[str],
-    values: Mapping[str, list[Any]],
-    value: Callable[[TgObject, str], Any],
+    name: str, objs: list[TgObject], rows: range, dims: list[str], values: Mapping[str, list[Any]], cols: _Columns
 ) -> tuple[VarCube, list[tuple[TgObject, TgObject]]]:
     shape = tuple(len(values[d]) for d in dims)
-    position = {d: {v: i for i, v in enumerate(values[d])} for d in dims}
+    position = [({v: i for i, v in enumerate(values[d])}, cols.keyed(d), n) for d, n in zip(dims, shape, strict=True)]
     members: dict[int, TgObject] = {}
     dups: list[tuple[TgObject, TgObject]] = []
-    for o in objs:
+    for o, i in zip(objs, rows, strict=True):
         flat = 0
-        for d, n in zip(dims, shape, strict=True):
-            flat = flat * n + position[d][_key(value(o, d))]
+        for where, keyed, n in position:
+            flat = flat * n + where[keyed[i]]
         if flat in members:
             dups.append((members[flat], o))
         else:
@@ -250,11 +275,14 @@ def _place(
 def _plan(
     by_name: Mapping[str, list[TgObject]], skip: set[str], extra: Sequence[str], dup_names: frozenset[str]
 ) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
-    def value(o: TgObject, s: str) -> Any:
-        return dim_value(o, s, dup_names)
-
     objs = [o for v in by_name.values() for o in v]
-    chosen = _choose(objs, [*_candidates(objs, skip), *extra], value)
+    cols = _Columns(objs, dup_names)
+    spans: dict[str, range] = {}
+    start = 0
+    for n, v in by_name.items():
+        spans[n] = range(start, start + len(v))
+        start += len(v)
+    chosen = _choose(cols, [*_candidates(objs, skip, cols), *extra])
     chosen.sort(
         key=lambda s: (
             _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
@@ -262,8 +290,8 @@ def _plan(
             else len(_OUTPUT_ORDER)
         )
     )
-    var_dims = {n: _var_dims(v, chosen, value) for n, v in by_name.items()}
-    values = {s: _sorted_unique(value(o, s) for n, v in by_name.items() if s in var_dims[n] for o in v) for s in chosen}
+    var_dims = {n: _var_dims(cols, spans[n], chosen) for n in by_name}
+    values = {s: _sorted_unique(cols.raw(s)[i] for n in by_name if s in var_dims[n] for i in spans[n]) for s in chosen}
     for s in chosen:
         if s.startswith(LEVEL_PREFIX):  # as cfgrib sorts them: decreasing pressure
             values[s] = grib.level_order(s[len(LEVEL_PREFIX) :], values[s])
@@ -277,7 +305,7 @@ def _plan(
     cubes: dict[str, VarCube] = {}
     dups: list[tuple[TgObject, TgObject]] = []
     for n, v in by_name.items():
-        cubes[n], d = _place(n, v, var_dims[n], values, value)
+        cubes[n], d = _place(n, v, spans[n], var_dims[n], values, cols)
         dups += d
     return chosen, values, cubes, dups
 
@@ -332,13 +360,11 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
         if dups:
             chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names)
 
-    def value(o: TgObject, s: str) -> Any:
-        return dim_value(o, s, names)
-
     for cube in cubes.values():
         cube.varying = _varying_keys(cube.objects)
         if cube.objects[0].is_grib:
             continue  # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
+        cols = _Columns(cube.objects, names)
         for k in sorted(cube.varying):
             if (
                 k in cube.dims
@@ -348,7 +374,7 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
                 or k.endswith(".dim_names")
             ):
                 continue
-            cube.dependent[k] = _minimal_determinants(cube.objects, cube.dims, k, value)
+            cube.dependent[k] = _minimal_determinants(cols, cube.dims, k)
     sources = {
         DIM_NAMES.get(s, s[len(LEVEL_PREFIX) :] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
         for s in chosen
