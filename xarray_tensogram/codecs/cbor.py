@@ -40,6 +40,9 @@ def _depth(obj: Any, limit: int) -> None:
         for item in level:
             t = type(item)
             if t is dict:
+                # a map of scalars (most metadata maps) is checked by two set operations in C
+                if scalars.issuperset(map(type, item.values())) and scalars.issuperset(map(type, item)):
+                    continue
                 for k, v in item.items():
                     if type(v) not in scalars:
                         below.append(v)

@@ -88,6 +88,11 @@ def flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
     # runs over every key of every object (about 50 per GRIB-converted object): written for speed
     scalars = _SCALARS
+    if scalars.issuperset(map(type, entry.values())) and "_reserved_" not in entry:
+        names = _prefixed(prefix, tuple(entry))
+        if names is not None:  # a map of scalars: keys and values copied in C
+            out.update(zip(names, entry.values(), strict=True))
+            return
     for k, v in entry.items():
         if k == "_reserved_":
             continue
@@ -98,6 +103,24 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) ->
             _flatten_into(v, key + ".", out)
         else:
             out[key] = hashable(v)
+
+
+#: (prefix, keys of a map) -> the dotted keys; objects of a file repeat the same few key sets
+_PREFIXED: dict[tuple[str, tuple[Any, ...]], tuple[str, ...] | None] = {}
+
+
+def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
+    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text), cached."""
+    try:
+        found = _PREFIXED[prefix, keys]
+    except KeyError:
+        found = tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
+        if len(_PREFIXED) >= 4096:
+            _PREFIXED.clear()
+        _PREFIXED[prefix, keys] = found
+    except TypeError:  # an unhashable key cannot come from CBOR maps, but stay safe
+        return None
+    return found
 
 
 def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
