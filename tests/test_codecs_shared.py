@@ -6,12 +6,19 @@ arbitrary-precision integers (for the overflow-free uint64 form of the bound) an
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import fractions
+import ipaddress
+import uuid
+
+import cbor2
 import numpy as np
 import pytest
 import zstandard
 
-from xarray_tensogram.codecs import bitmaps, shuffle, zstd
-from xarray_tensogram.errors import CodecError
+from xarray_tensogram.codecs import bitmaps, cbor, shuffle, zstd
+from xarray_tensogram.errors import CodecError, LimitExceededError, MetadataError
 
 
 @pytest.mark.parametrize("size", [0, 1, 4096, 131072, 131073, 3 << 20])
@@ -68,3 +75,37 @@ def test_shuffle_groups_byte_k_of_every_element(element_size: int) -> None:
     # numpy oracle: element bytes as rows, read column by column
     assert np.array_equal(shuffled, raw.reshape(-1, element_size).T.reshape(-1))
     assert np.array_equal(shuffle.unshuffle(shuffled, element_size), raw)
+
+
+# -- CBOR metadata: tags and odd simple values are refused, nesting is bounded ----------------------
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc),
+        decimal.Decimal("1.5"),
+        fractions.Fraction(1, 3),
+        uuid.UUID(int=1),
+        ipaddress.ip_address("10.0.0.1"),
+        {1, 2},
+        cbor2.undefined,
+        cbor2.CBORSimpleValue(10),
+        cbor2.CBORTag(9999, 1),
+    ],
+    ids=["datetime", "decimal", "fraction", "uuid", "ip", "set", "undefined", "simple", "unknown-tag"],
+)
+def test_cbor_metadata_refuses_values_built_from_tags(value):
+    """Whatever the position (deep inside ASCII-only metadata, so the byte prefilter must see it)."""
+    raw = cbor2.dumps({"base": [{"mars": {"param": "2t", "x": [1, {"v": value}]}}]})
+    with pytest.raises(MetadataError):
+        cbor.loads(raw)
+
+
+def test_cbor_metadata_nesting_bound_and_plain_values():
+    def nest(n):
+        return b"\x81" * n + b"\x00"
+
+    assert cbor.loads(nest(cbor.MAX_DEPTH + 1)) is not None  # 65 nested arrays: the top one plus 64 levels
+    with pytest.raises(LimitExceededError, match="nested deeper than 64 levels"):
+        cbor.loads(nest(cbor.MAX_DEPTH + 2))
+    plain = {"a": -1.5, "b": [True, None, "é", 2**70], "c": {"d": b"\xc1"}}  # bytes that look like tags
+    assert cbor.loads(cbor2.dumps(plain)) == plain

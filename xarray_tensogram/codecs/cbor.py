@@ -7,6 +7,7 @@ item counts are bounded, and every decoder failure becomes a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import cbor2
@@ -16,6 +17,12 @@ from ..errors import LimitExceededError, MetadataError
 __all__ = ["MAX_DEPTH", "check_values", "dumps", "dumps_canonical", "head", "loads", "loads_prefix"]
 
 MAX_DEPTH = 64
+
+#: initial bytes of tags (major type 6) and of simple values other than false/true/null and floats.
+#: Without any such byte in an item, no value in it can come from a tag or be an odd simple value, and
+#: the value walk is skipped (the decoder already bounds the nesting); a match (it may also be a byte
+#: inside a number or a non-ASCII string) costs the walk, as before.
+_MAYBE_TAGGED = re.compile(rb"[\xc0-\xdb\xe0-\xf3\xf7\xf8]")
 
 
 def _refuse_tag(decoder: Any, tag: Any) -> Any:
@@ -89,9 +96,11 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = Tru
     """Decode one CBOR item at the start of ``data``; return it and its encoded length."""
     import io
 
-    buf = io.BytesIO(bytes(data))
+    raw = bytes(data)
+    buf = io.BytesIO(raw)
     try:
-        obj = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag).decode()
+        # the decoder bounds the nesting itself (MAX_DEPTH nested levels below the top, as the walk counts)
+        obj = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag, max_depth=MAX_DEPTH + 1).decode()
     except MetadataError as exc:
         raise MetadataError(f"{where}{exc}") from None
     except RecursionError:
@@ -106,11 +115,14 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = Tru
         UnicodeDecodeError,
     ) as exc:
         if "nesting depth" in str(exc):  # cbor2's own container depth limit
-            raise LimitExceededError(f"{where}metadata nesting is too deep ({exc})") from None
+            raise LimitExceededError(
+                f"{where}metadata nesting is too deep: nested deeper than {MAX_DEPTH} levels ({exc})"
+            ) from None
         raise MetadataError(f"{where}invalid CBOR: {exc}") from None
-    if check:
+    used = buf.tell()
+    if check and _MAYBE_TAGGED.search(raw, 0, used) is not None:
         _depth_checked(obj, where, MAX_DEPTH)
-    return obj, buf.tell()
+    return obj, used
 
 
 def dumps(obj: Any, *, canonical: bool = False) -> bytes:
