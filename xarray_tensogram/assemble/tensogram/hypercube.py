@@ -143,11 +143,13 @@ class _Columns:
         return col
 
 
-def _candidates(objs: Sequence[TgObject], skip: set[str], cols: _Columns) -> list[str]:
+def _candidates(
+    objs: Sequence[TgObject], skip: set[str], cols: _Columns, memo: dict[tuple[int, ...], set[str]]
+) -> list[str]:
     """Keys whose values differ between objects, in the order the module docstring gives."""
-    seen: dict[str, None] = {}
+    seen: dict[str, Any] = {}
     for o in objs:
-        seen.update(dict.fromkeys(o.merged))
+        seen.update(o.merged)  # only the keys (in first-seen order) are used
     keys = [
         k
         for k in seen
@@ -160,7 +162,7 @@ def _candidates(objs: Sequence[TgObject], skip: set[str], cols: _Columns) -> lis
     if levels:  # GRIB: the level is named after typeOfLevel, and mars.levelist restates it
         keys = [k for k in keys if k != "mars.levelist"] + levels
     # a key whose items are equal in every object cannot vary: the exact test runs on the rest only
-    maybe = _varying_keys(objs) if objs else set()
+    maybe = _varying_keys(objs, memo) if objs else set()
     varying = [
         k
         for k in keys
@@ -273,7 +275,11 @@ def _place(
 
 
 def _plan(
-    by_name: Mapping[str, list[TgObject]], skip: set[str], extra: Sequence[str], dup_names: frozenset[str]
+    by_name: Mapping[str, list[TgObject]],
+    skip: set[str],
+    extra: Sequence[str],
+    dup_names: frozenset[str],
+    memo: dict[tuple[int, ...], set[str]],
 ) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
     objs = [o for v in by_name.values() for o in v]
     cols = _Columns(objs, dup_names)
@@ -282,7 +288,7 @@ def _plan(
     for n, v in by_name.items():
         spans[n] = range(start, start + len(v))
         start += len(v)
-    chosen = _choose(cols, [*_candidates(objs, skip, cols), *extra])
+    chosen = _choose(cols, [*_candidates(objs, skip, cols, memo), *extra])
     chosen.sort(
         key=lambda s: (
             _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
@@ -316,12 +322,19 @@ def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
     ) + (" ..." if len(dups) > 10 else "")
 
 
-def _varying_keys(objs: Sequence[TgObject]) -> set[str]:
+def _varying_keys(objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]] | None = None) -> set[str]:
     """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
 
     Each object's items are compared with the first's as sets (values are hashable, see ``flat_keys``),
-    so the per-key work runs in C; only the differing pairs are looked at here.
+    so the per-key work runs in C; only the differing pairs are looked at here. ``memo`` keeps the
+    answer per set of objects: a group of one variable asks twice (candidates, then the variable).
     """
+    if memo is not None:
+        ident = tuple(map(id, objs))
+        known = memo.get(ident)
+        if known is None:
+            known = memo[ident] = _varying_keys(objs)
+        return set(known)
     first = objs[0].merged
     first_items = first.items()
     varying: set[str] = set()
@@ -346,7 +359,8 @@ def _varying_keys(objs: Sequence[TgObject]) -> set[str]:
 def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
     """The stacking plan of one group of variables (see the module docstring)."""
     names: frozenset[str] = frozenset()
-    chosen, values, cubes, dups = _plan(by_name, name_keys, (), names)
+    memo: dict[tuple[int, ...], set[str]] = {}
+    chosen, values, cubes, dups = _plan(by_name, name_keys, (), names, memo)
     if dups:
         text = _describe_dups(dups)
         if strict:
@@ -356,12 +370,12 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
             )
         warn(f"duplicate objects (same name and metadata), kept along a 'message' dimension: {text}")
         names = frozenset(a.name for a, _b in dups)
-        chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE,), names)
+        chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE,), names, memo)
         if dups:
-            chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names)
+            chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names, memo)
 
     for cube in cubes.values():
-        cube.varying = _varying_keys(cube.objects)
+        cube.varying = _varying_keys(cube.objects, memo)
         if cube.objects[0].is_grib:
             continue  # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
         cols = _Columns(cube.objects, names)
