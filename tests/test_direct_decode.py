@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from xarray_tensogram.codecs import simple_packing, zstd
+from xarray_tensogram.codecs import lz4, simple_packing, zstd
 from xarray_tensogram.errors import CodecError, TruncatedFileError
 from xarray_tensogram.formats.tetr import DatasetWrite, write_tetr
 from xarray_tensogram.formats.tetr import reader as tetr_reader
@@ -82,6 +82,30 @@ def test_zstd_decompress_into_fills_exactly_or_raises():
         zstd.decompress_into(payload, np.empty((65, 32), np.float32))  # the stream has less
     with pytest.raises(ValueError, match="contiguous"):
         zstd.decompress_into(payload, np.empty((64, 64), np.float32)[:, :32])
+
+
+@pytest.mark.parametrize("cramjam", [True, False], ids=["cramjam", "python-lz4"])
+def test_lz4_decompress_into_fills_exactly_or_raises(monkeypatch, cramjam):
+    """Both paths (straight into the array with cramjam, python-lz4 then one copy) give python-lz4's bytes."""
+    lz4_block = pytest.importorskip("lz4.block")
+    if cramjam:
+        pytest.importorskip("cramjam")
+    else:
+        monkeypatch.setattr(lz4, "available", lambda module: module != "cramjam")
+    raw = _field((64, 32)).tobytes()
+    payload = lz4_block.compress(raw, store_size=True)  # the block form tensogram writes (size prefix)
+    out = np.empty((64, 32), np.float32)
+    lz4.decompress_into(memoryview(payload), out)
+    assert out.tobytes() == raw
+    with pytest.raises(CodecError):
+        lz4.decompress_into(payload, np.empty((64, 31), np.float32))  # the prefix declares more
+    with pytest.raises(CodecError):
+        lz4.decompress_into(payload[:100], out)  # truncated block
+    lies = len(raw).to_bytes(4, "little") + lz4_block.compress(raw[:-8], store_size=False)
+    with pytest.raises(CodecError):
+        lz4.decompress_into(lies, out)  # the prefix is right, the block decodes to fewer bytes
+    with pytest.raises(ValueError, match="contiguous"):
+        lz4.decompress_into(payload, np.empty((64, 64), np.float32)[:, :32])
 
 
 @pytest.mark.parametrize("bits", [8, 12, 16, 24, 32])

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from ..errors import CodecError
 from .limits import check_size
-from .registry import require
+from .registry import available, require
 
-__all__ = ["compress", "decompress"]
+__all__ = ["compress", "decompress", "decompress_into"]
 
 
-def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -> bytes:
-    """Decode one size-prefixed block into exactly ``expected`` bytes (refused before allocating if impossible)."""
-    lz4_block = require("lz4.block", f"{where}lz4 decompression")
+def _check_prefix(payload: bytes | memoryview, expected: int, where: str) -> None:
+    """The 4-byte size prefix must declare ``expected`` bytes, and the block must be able to hold them."""
     if len(payload) < 4:
         raise CodecError(f"{where}lz4 payload of {len(payload)} bytes has no 4-byte size prefix")
     declared = struct.unpack("<I", payload[:4])[0]
@@ -21,12 +22,43 @@ def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -
         raise CodecError(f"{where}lz4 payload of {len(payload)} bytes cannot decode to {expected} bytes")
     if declared != expected:
         raise CodecError(f"{where}lz4 payload declares {declared} decoded bytes, descriptor implies {expected}")
+
+
+def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -> bytes:
+    """Decode one size-prefixed block into exactly ``expected`` bytes (refused before allocating if impossible)."""
+    lz4_block = require("lz4.block", f"{where}lz4 decompression")
+    _check_prefix(payload, expected, where)
     try:
-        out: bytes = lz4_block.decompress(bytes(payload[4:]), uncompressed_size=expected)
+        # the block is read in place (a slice of a memoryview is no copy)
+        out: bytes = lz4_block.decompress(memoryview(payload)[4:], uncompressed_size=expected)
     except Exception as exc:  # lz4 raises LZ4BlockError (a RuntimeError)
         raise CodecError(f"{where}lz4 block is corrupt: {exc}") from exc
     check_size(out, expected, "lz4", where)
     return out
+
+
+def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str = "") -> None:
+    """Decode one size-prefixed block into ``out`` (writable, C-contiguous), which it must fill exactly.
+
+    With ``cramjam`` installed (an accelerator only: ``lz4`` is still what the codec requires) the block
+    decodes straight into ``out``: no temporary the size of the decoded data to allocate, fault in and
+    copy (python-lz4 can only return new bytes, copied once).
+    """
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("decompress_into needs a writable C-contiguous output array")
+    flat = out.reshape(-1).view(np.uint8)
+    require("lz4.block", f"{where}lz4 decompression")
+    if flat.size == 0 or not available("cramjam"):
+        flat[...] = np.frombuffer(decompress(payload, flat.size, where=where), dtype=np.uint8)
+        return
+    _check_prefix(payload, flat.size, where)
+    cramjam = require("cramjam", f"{where}lz4 decompression")
+    try:
+        got = cramjam.lz4.decompress_block_into(memoryview(payload)[4:], flat)
+    except Exception as exc:  # cramjam raises DecompressionError (an Exception)
+        raise CodecError(f"{where}lz4 block is corrupt: {exc}") from exc
+    if got != flat.size:
+        raise CodecError(f"{where}lz4 payload decodes to {got} bytes, expected {flat.size}")
 
 
 def compress(data: bytes | memoryview) -> bytes:

@@ -11,6 +11,7 @@ from ..errors import MissingCodecError
 #: module name -> (pip package, extra that provides it)
 OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
     "lz4.block": ("lz4", "codecs"),
+    "cramjam": ("cramjam", "codecs"),
     "imagecodecs": ("imagecodecs", "codecs"),
     "blosc2": ("blosc2", "codecs"),
     "zfpy": ("zfpy", "codecs"),

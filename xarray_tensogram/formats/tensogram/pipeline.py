@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import shuffle, simple_packing, zstd
+from ...codecs import lz4, shuffle, simple_packing, zstd
 from ...errors import (
     CodecError,
     CorruptFileError,
@@ -316,13 +316,17 @@ def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     return bool(native and nd == dtype)
 
 
+#: compressors that decode straight into a C-contiguous destination (the others decode to bytes, then copy)
+_DECOMPRESS_INTO = {"zstd": zstd.decompress_into, "lz4": lz4.decompress_into}
+
+
 def decode_into(
     source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray, where: str = ""
 ) -> None:
     """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (the object's shape).
 
     Only for descriptors :func:`decodes_into` accepts. Uncompressed values are read with one
-    ``preadv`` into ``out``; zstd decodes into ``out`` directly when it is contiguous; other
+    ``preadv`` into ``out``; zstd and lz4 decode into ``out`` directly when it is contiguous; other
     compressors decode to bytes that are copied once. Compressed bytes viewed from a memory map are
     released afterwards, so the file's pages do not stay in this process's resident memory.
     """
@@ -336,8 +340,9 @@ def decode_into(
         return
     payload = read_span(source, offset, length, "payload")
     try:
-        if compression == "zstd" and not packed and out.flags.c_contiguous:
-            zstd.decompress_into(payload, out, where=where)
+        into = _DECOMPRESS_INTO.get(compression)
+        if into is not None and not packed and out.flags.c_contiguous:
+            into(payload, out, where=where)
             return
         encoded = payload if compression == "none" else decompress(compression, payload, expected, desc, where)
         if packed:
