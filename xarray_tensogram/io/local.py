@@ -166,7 +166,7 @@ class LocalFileSource(ByteSource):
         fd = self._fileno()
         self.check_unchanged()
         contiguous = out.flags.c_contiguous
-        buf = out.reshape(-1).view(np.uint8) if contiguous else _scratch(length)
+        buf = out.reshape(-1).view(np.uint8) if contiguous else scratch_buffer(length)
         view = buf.data  # the buffer's own bytes: preadv fills them in place
         got = 0
         while got < length:
@@ -251,8 +251,9 @@ _SCRATCH = threading.local()
 _SCRATCH_KEEP = 16 << 20
 
 
-def _scratch(length: int) -> np.ndarray:
-    """A per-thread reusable byte buffer of ``length`` bytes (tiles are read into it, then copied into place)."""
+def scratch_buffer(length: int) -> np.ndarray:
+    """A per-thread reusable byte buffer of ``length`` bytes (tiles are read into it, then copied into place;
+    packed payloads pass through it block by block). Valid until the thread's next call."""
     buf = getattr(_SCRATCH, "buf", None)
     if buf is None or buf.size < length:
         buf = np.empty(length, dtype=np.uint8)
