@@ -192,6 +192,21 @@ def test_tgm_simple_packing_streamed_in_blocks_equals_the_reference_decoder(tmp_
         np.testing.assert_array_equal(ds["v"].values, expected)
 
 
+def test_tgm_lz4_full_load_refuses_a_size_prefix_that_lies(tmp_path):
+    """The lz4 payload read through the per-thread buffer is checked like a mapped one."""
+    pytest.importorskip("lz4")
+    values = _field((30, 40))
+    desc = {"type": "ntensor", "shape": [30, 40], "dtype": "float32", "compression": "lz4"}
+    data = bytearray(tensogram.encode({"base": [{"name": "v"}]}, [(desc, values)]))
+    prefix = (values.nbytes).to_bytes(4, "little")
+    at = bytes(data).index(prefix)  # the block's size prefix starts the payload
+    data[at : at + 4] = (values.nbytes + 4).to_bytes(4, "little")
+    path = tmp_path / "lies.tgm"
+    path.write_bytes(bytes(data))
+    with xr.open_dataset(path, engine="tensogram") as ds, pytest.raises(CodecError, match="declares"):
+        ds.load()
+
+
 def test_tgm_scalars_and_selections_still_read_right(tmp_path):
     path = tmp_path / "cube.tgm"
     fields = _write_tgm(path, {"compression": "zstd"})

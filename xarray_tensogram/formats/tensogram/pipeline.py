@@ -329,7 +329,8 @@ def decode_into(
     Only for descriptors :func:`decodes_into` accepts. Uncompressed values are read with one
     ``preadv`` into ``out``; zstd and lz4 decode into ``out`` directly when it is contiguous; other
     compressors decode to bytes that are copied once. Compressed bytes viewed from a memory map are
-    released afterwards, so the file's pages do not stay in this process's resident memory.
+    released afterwards, so the file's pages do not stay in this process's resident memory (lz4
+    payloads of local files are read into a small per-thread buffer instead).
     """
     expected = encoded_length(desc)
     compression = desc["compression"]
@@ -342,7 +343,7 @@ def decode_into(
     if compression == "none" and isinstance(source, LocalFileSource) and out.flags.c_contiguous:
         _unpack_streamed(source, offset, desc, out.reshape(-1))
         return
-    payload = read_span(source, offset, length, "payload")
+    payload, mapped = _compressed_payload(source, offset, length, compression)
     try:
         into = _DECOMPRESS_INTO.get(compression)
         if into is not None and not packed and out.flags.c_contiguous:
@@ -364,7 +365,26 @@ def decode_into(
             np.copyto(out, np.frombuffer(encoded, dtype=out.dtype).reshape(out.shape))
     finally:
         del payload
-        source.release(offset, length)
+        if mapped:
+            source.release(offset, length)
+
+
+#: compressors whose payloads (up to READ_MAX bytes) a local file hands over through a per-thread buffer
+#: filled by ``preadv`` rather than through the memory map: for lz4 the map's page faults (and their
+#: release) cost more, and vary more with the machine's load, than copying the bytes
+_READ_NOT_MAPPED = frozenset({"lz4"})
+READ_MAX = 16 << 20
+
+
+def _compressed_payload(
+    source: ByteSource, offset: int, length: int, compression: str
+) -> tuple[bytes | memoryview, bool]:
+    """The stored payload, and whether it is a view of the memory map (to be released after decoding)."""
+    if compression in _READ_NOT_MAPPED and isinstance(source, LocalFileSource) and length <= READ_MAX:
+        buf = scratch_buffer(length)
+        source.read_into(offset, buf, what="payload")
+        return buf.data, False
+    return read_span(source, offset, length, "payload"), True
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident
