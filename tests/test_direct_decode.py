@@ -17,7 +17,7 @@ import xarray as xr
 from xarray_tensogram.codecs import lz4, simple_packing, zstd
 from xarray_tensogram.errors import CodecError, TruncatedFileError
 from xarray_tensogram.formats.tetr import DatasetWrite, write_tetr
-from xarray_tensogram.formats.tetr import reader as tetr_reader
+from xarray_tensogram.formats.tetr import boxes as tetr_boxes
 from xarray_tensogram.formats.ztensor import write_ztensor_v01
 from xarray_tensogram.io import BytesSource, LocalFileSource
 
@@ -247,24 +247,26 @@ def test_auto_chunks_are_whole_tiles_and_each_tile_is_read_once(tmp_path, monkey
     path = tmp_path / "f.tet"
     write_tetr(path, [DatasetWrite("v", values, (32, 32), "zstd", dim_names=["y", "x"])])
     reads: list[tuple[int, ...]] = []
-    real = tetr_reader.TetrTileReader.read_chunk_into
+    real = tetr_boxes._decode_tile
 
-    def counting(self, coords, region, out):
-        reads.append(tuple(coords))
-        return real(self, coords, region, out)
+    def counting(t, *args):
+        reads.append(tuple(t.coords))
+        return real(t, *args)
 
-    monkeypatch.setattr(tetr_reader.TetrTileReader, "read_chunk_into", counting)
+    monkeypatch.setattr(tetr_boxes, "_decode_tile", counting)
     import dask
 
-    with (
-        dask.config.set({"array.chunk-size": "64KiB", "scheduler": "threads", "num_workers": 2}),
-        xr.open_dataset(path, engine="tensogram", chunks="auto") as ds,
-    ):
-        chunks = ds["v"].chunks
-        assert all(c % 32 == 0 for c in chunks[0][:-1]) and all(c % 32 == 0 for c in chunks[1][:-1])
-        assert len(chunks[0]) * len(chunks[1]) < 48  # fewer tasks than the 8 x 6 tiles
-        np.testing.assert_array_equal(ds["v"].values, values)
-    assert sorted(reads) == sorted(set(reads)) and len(reads) == 48
+    for chunks in ("auto", {}):
+        reads.clear()
+        with (
+            dask.config.set({"array.chunk-size": "64KiB", "scheduler": "threads", "num_workers": 2}),
+            xr.open_dataset(path, engine="tensogram", chunks=chunks) as ds,
+        ):
+            sizes = ds["v"].chunks
+            assert all(c % 32 == 0 for c in sizes[0][:-1]) and all(c % 32 == 0 for c in sizes[1][:-1])
+            assert 1 < len(sizes[0]) * len(sizes[1]) < 48  # fewer tasks than the 8 x 6 tiles
+            np.testing.assert_array_equal(ds["v"].values, values)
+        assert sorted(reads) == sorted(set(reads)) and len(reads) == 48, chunks
 
 
 # ------------------------------------------------------------------------------------ open: linear steps

@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 import tensogram
@@ -108,14 +109,17 @@ def test_misspelt_keyword_raises(opener: object) -> None:
 # -- xarray's store pattern --------------------------------------------------------------------------
 def test_preferred_chunks_come_through_xarray_decoding() -> None:
     entry = TET_MANIFEST["all_dtypes.tet"]
-    with xr.open_dataset(TET, engine=ENGINE) as ds:
-        for d in entry["datasets"]:
-            var = ds[d["name"]]
-            assert tuple(var.encoding["preferred_chunks"][dim] for dim in var.dims) == tuple(d["chunk_shape"])
-    with xr.open_dataset(TET, engine=ENGINE, chunks={}) as ds:
-        for d in entry["datasets"]:
-            expected = tuple(min(c, n) for c, n in zip(d["chunk_shape"], d["shape"], strict=True))
-            assert ds[d["name"]].data.chunksize == expected
+    with dask.config.set({"array.chunk-size": "1B"}):  # tiles are never grouped below one tile
+        with xr.open_dataset(TET, engine=ENGINE) as ds:
+            for d in entry["datasets"]:
+                var = ds[d["name"]]
+                expected = tuple(min(c, n) for c, n in zip(d["chunk_shape"], d["shape"], strict=True))
+                assert tuple(var.encoding["preferred_chunks"][dim] for dim in var.dims) == expected
+                assert var.encoding["tetr_chunk_shape"] == tuple(d["chunk_shape"])
+        with xr.open_dataset(TET, engine=ENGINE, chunks={}) as ds:
+            for d in entry["datasets"]:
+                expected = tuple(min(c, n) for c, n in zip(d["chunk_shape"], d["shape"], strict=True))
+                assert ds[d["name"]].data.chunksize == expected
 
 
 def test_store_is_an_xarray_data_store() -> None:

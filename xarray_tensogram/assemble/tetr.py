@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -137,6 +138,38 @@ def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     return attrs
 
 
+def grouped_chunks(shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -> tuple[int, ...]:
+    """Dask chunks for ``chunks={}``: whole multiples of the tile, about Dask's ``array.chunk-size`` each.
+
+    One Dask task per small tile costs more in scheduling than the tile takes to decode (a 256 x 256
+    float32 tile decodes in well under a millisecond), so small tiles are grouped. Dask's own ``"auto"``
+    rule (with the tile as the previous chunks) says how many tiles per chunk along each axis; the
+    tiles are then spread evenly over that many chunks, so that chunks are alike and the last one is
+    not a sliver. Each chunk is still read tile by tile, and a selection reads only the tiles it
+    touches. Tiles already at least ``array.chunk-size`` stay one chunk each.
+    """
+    import dask
+    from dask.array.core import normalize_chunks
+    from dask.utils import parse_bytes
+
+    tile = tuple(max(1, min(t, n)) for t, n in zip(tile, shape, strict=True))
+    target = parse_bytes(dask.config.get("array.chunk-size"))
+    if 0 in shape or math.prod(tile) * dtype.itemsize >= target:
+        return tile
+    auto = normalize_chunks(  # type: ignore[no-untyped-call]  # dask leaves normalize_chunks unannotated
+        "auto", tuple(shape), dtype=dtype, previous_chunks=tile, limit=target
+    )
+    out = []
+    for n, t, sizes in zip(shape, tile, auto, strict=True):
+        if len(sizes) == 1:  # the whole axis in one chunk (whatever its length)
+            out.append(n)
+            continue
+        ntiles = -(-n // t)
+        nchunks = -(-ntiles // max(1, sizes[0] // t))  # dask keeps multiples of the previous chunks
+        out.append(min(-(-ntiles // nchunks) * t, n))
+    return tuple(out)
+
+
 def _history_line(row: Mapping[str, Any]) -> str:
     """``time: op source``; Unix-second timestamps are shown as ISO 8601 UTC."""
     at = row["at"]
@@ -174,7 +207,8 @@ def tetr_to_dataset(
 ) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
-    Chunks: ``encoding["preferred_chunks"]`` is the tile shape, so ``chunks={}`` gives the tile grid.
+    Chunks: ``encoding["preferred_chunks"]`` groups tiles into whole multiples of the tile shape near Dask's
+    ``array.chunk-size`` (:func:`grouped_chunks`); ``encoding["tetr_chunk_shape"]`` is the tile shape.
     """
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
@@ -193,7 +227,12 @@ def tetr_to_dataset(
             continue
         dims, generated = _dims_for(d, var, dim_names, sizes, tfile.name)
         _add_coords(coords, _coords_of(d, dims), var)
-        encoding = {"tetr_codec": d.codec, "tetr_chunk_shape": d.chunk_shape, "tetr_dtype": d.dtype_code}
+        encoding: dict[str, Any] = {
+            "tetr_codec": d.codec,
+            "tetr_chunk_shape": d.chunk_shape,
+            "tetr_dtype": d.dtype_code,
+            "preferred_chunks": dict(zip(dims, grouped_chunks(d.shape, d.chunk_shape, d.dtype), strict=True)),
+        }
         if generated:
             encoding["tetr_generated_dims"] = list(dims)
         variables[var] = lazy_variable(dims, tfile.array_spec(d.dataset_id), _attrs_of(d), encoding)

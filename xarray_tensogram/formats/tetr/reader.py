@@ -19,8 +19,9 @@ from ...errors import (
 )
 from ...io import ByteSource, SourceLike, open_source
 from ...outer import read_outer
-from .._chunks import read_raw_rows, read_span
+from .._chunks import read_box, read_raw_rows, read_span
 from ..base import FormatFile
+from .boxes import read_box_into
 from .layout import (
     _attach_tiles,
     _check_entries,
@@ -115,6 +116,18 @@ class TetrTileReader:
         finally:
             del payload
             self.source.release(offset, stored)
+        return True
+
+    def read_box_into(self, box: tuple[slice, ...], out: np.ndarray) -> bool:
+        """Fill ``out`` with ``values[box]`` (step-1 slices of the whole dataset) in one pass over the tiles the
+        box touches, each decoded straight into its part of ``out`` (see :mod:`.boxes`). Returns True: a box
+        of any shape is served, so a Dask task of many tiles is one call."""
+        box = tuple(slice(*s.indices(n)[:2]) for s, n in zip(box, self.shape, strict=True))
+        if out.dtype != self.dtype or out.shape != tuple(max(s.stop - s.start, 0) for s in box):
+            return False
+        read_box_into(
+            self.source, self.name, self.dtype, self.shape, self.chunk_shape, self.entries, self.table, box, out
+        )
         return True
 
     def _stored(self, e: np.void) -> bytes | memoryview:
@@ -243,8 +256,9 @@ class TetrFile(FormatFile[TetrDataset]):
     def read_region(self, key: str | int, selection: Sequence[slice | int] | slice | int = ()) -> np.ndarray:
         """A hyperslab (ints and slices per axis, like numpy basic indexing) reading only the tiles it touches.
 
-        Read by the lazy array's own indexer (:func:`~xarray_tensogram.outer.read_outer`): slices with a
-        step read the bounding range of each touched tile and keep every step-th element.
+        Ints and step-1 slices are read in one pass over the tiles (:meth:`TetrTileReader.read_box_into`);
+        slices with a step go through the lazy array's own indexer (:func:`~xarray_tensogram.outer.read_outer`),
+        which reads the bounding range of each touched tile and keeps every step-th element.
         """
         d = self.dataset(key)
         sel = tuple(selection) if isinstance(selection, (tuple, list)) else (selection,)
@@ -253,11 +267,15 @@ class TetrFile(FormatFile[TetrDataset]):
         for axis, (s, n) in enumerate(zip(sel, d.shape, strict=False)):  # sel may name fewer axes
             if not isinstance(s, slice) and not -n <= int(s) < n:
                 raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
-        return read_outer(self.array_spec(key), sel)
+        spec = self.array_spec(key)
+        boxed = read_box(spec, sel)
+        return boxed if boxed is not None else read_outer(spec, sel)
 
     def read(self, key: str | int) -> np.ndarray:
-        """The whole dataset as a C-order numpy array (native byte order)."""
-        return read_outer(self.array_spec(key), ())
+        """The whole dataset as a C-order numpy array (in the file's little-endian dtype)."""
+        spec = self.array_spec(key)
+        boxed = read_box(spec, ())
+        return boxed if boxed is not None else read_outer(spec, ())
 
     def __repr__(self) -> str:
         return f"<TetrFile {self.name!r}: layout v{self.layout_version}, {len(self.datasets)} datasets>"
