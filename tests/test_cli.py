@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 import xarray as xr
@@ -527,13 +528,22 @@ def test_ls_shows_dims_and_chunks_like_the_reference_objects(capsys):
 def test_ls_chunks_of_tiles_and_tensors(capsys):
     from xarray_tensogram import open_tetr
 
-    code, out, err = call(capsys, "ls", TET)
+    with dask.config.set({"array.chunk-size": "1B"}):  # tiles are not grouped: one Dask chunk per tile
+        code, out, err = call(capsys, "ls", TET)
     assert code == 0, err
     rows = {r.split()[0]: r for r in body_rows(out, "variable")}
     with open_tetr(TET) as f:
         for d in f.datasets:
             n_tiles = int(np.prod(d.grid))
             assert f"{'x'.join(map(str, d.chunk_shape))}" in rows[d.name] and f" {n_tiles} " in rows[d.name] + " "
+    code, out, err = call(capsys, "ls", TET)  # the sample's tiles are tiny: each variable is one Dask chunk
+    assert code == 0, err
+    rows = {r.split()[0]: r for r in body_rows(out, "variable")}
+    with open_tetr(TET) as f:
+        for d in f.datasets:
+            cells = rows[d.name].split()  # name, "dim: n," per axis (two cells each), dtype, chunk, chunks, ...
+            chunk, chunks = cells[2 * d.ndim + 2], cells[2 * d.ndim + 3]
+            assert (chunk, chunks) == ("x".join(map(str, d.shape)), "1")
     code, out, err = call(capsys, "ls", ZT)
     assert code == 0, err
     assert all("one tensor" in r for r in body_rows(out, "variable"))
