@@ -743,3 +743,31 @@ def test_grouped_chunks_split_an_axis_evenly() -> None:
     with dask.config.set({"array.chunk-size": "128MiB"}):
         assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (4096, 4096)
         assert grouped_chunks((4, 6, 8), (2, 4, 5), np.dtype("f4")) == (4, 6, 8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=arrays_and_tiles(), data=st.data())
+def test_boxes_read_in_one_pass_equal_numpy_from_every_kind_of_source(
+    case: tuple[np.ndarray, tuple[int, ...], str], data: st.DataObject
+) -> None:
+    """A box (step-1 slices) read in one pass, through a memory-mappable source and through one read by
+    ranges (a file object), with runs and batches as small as one tile, equals numpy on the written values."""
+    from xarray_tensogram.formats.tetr import boxes
+
+    values, tiles, codec = case
+    out = io.BytesIO()
+    write_tetr(out, [DatasetWrite("v", values, tiles, codec)])
+    raw = out.getvalue()
+    sel = _slices(data.draw, values.shape)
+    small = data.draw(st.booleans())
+    saved = boxes.RUN_BYTES, boxes.BATCH_BYTES
+    try:
+        if small:
+            boxes.RUN_BYTES, boxes.BATCH_BYTES = 1, 1
+        for source in (BytesSource(raw), open_source(io.BytesIO(raw))):
+            with open_tetr(source) as t:
+                got = np.full(values[sel].shape, 7, dtype=t.dataset("v").dtype)
+                assert t.tile_reader("v").read_box_into(sel, got)
+                np.testing.assert_array_equal(got, values[sel])
+    finally:
+        boxes.RUN_BYTES, boxes.BATCH_BYTES = saved

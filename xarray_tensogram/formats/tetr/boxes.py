@@ -113,10 +113,11 @@ def _fetched(source: ByteSource, runs: list[_Run], what: str) -> Iterator[tuple[
     in batches (concurrently for remote sources)."""
     if not runs:
         return
-    first = source.view(runs[0].offset, runs[0].length) if runs[0].length else memoryview(b"")
+    first = source.view(runs[0].offset, runs[0].length) if runs[0].length else None
     if first is not None:
-        for i, run in enumerate(runs):
-            view = first if i == 0 else source.view(run.offset, run.length)
+        for run in runs:
+            view = first if first is not None else source.view(run.offset, run.length)
+            first = None
             try:
                 yield run, view
             finally:
