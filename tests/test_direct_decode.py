@@ -243,7 +243,7 @@ def test_zt_full_load_equals_ztensor(tmp_path, compression):
 
 # ------------------------------------------------------------------------------------ chunks="auto"
 def test_auto_chunks_are_whole_tiles_and_each_tile_is_read_once(tmp_path, monkeypatch):
-    values = _field((256, 192))
+    values = _field((512, 384))
     path = tmp_path / "f.tet"
     write_tetr(path, [DatasetWrite("v", values, (32, 32), "zstd", dim_names=["y", "x"])])
     reads: list[tuple[int, ...]] = []
@@ -259,14 +259,14 @@ def test_auto_chunks_are_whole_tiles_and_each_tile_is_read_once(tmp_path, monkey
     for chunks in ("auto", {}):
         reads.clear()
         with (
-            dask.config.set({"array.chunk-size": "64KiB", "scheduler": "threads", "num_workers": 2}),
+            dask.config.set({"array.chunk-size": "256KiB", "scheduler": "threads", "num_workers": 2}),
             xr.open_dataset(path, engine="tensogram", chunks=chunks) as ds,
         ):
             sizes = ds["v"].chunks
             assert all(c % 32 == 0 for c in sizes[0][:-1]) and all(c % 32 == 0 for c in sizes[1][:-1])
-            assert 1 < len(sizes[0]) * len(sizes[1]) < 48  # fewer tasks than the 8 x 6 tiles
+            assert 1 < len(sizes[0]) * len(sizes[1]) < 192  # fewer tasks than the 16 x 12 tiles
             np.testing.assert_array_equal(ds["v"].values, values)
-        assert sorted(reads) == sorted(set(reads)) and len(reads) == 48, chunks
+        assert sorted(reads) == sorted(set(reads)) and len(reads) == 192, chunks
 
 
 # ------------------------------------------------------------------------------------ open: linear steps

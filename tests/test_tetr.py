@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset
+from xarray_tensogram.assemble.tetr import GROUP_FRACTION, TetrMappingWarning, tetr_to_dataset
 from xarray_tensogram.codecs import zstd
 from xarray_tensogram.errors import (
     CodecError,
@@ -518,8 +518,9 @@ def test_open_dataset_chunks_are_the_tile_grid_when_tiles_are_not_small() -> Non
 @pytest.mark.parametrize("limit", ["64B", "256B", "1KiB", "128MiB"])
 @pytest.mark.parametrize("name", ["large.tet", "edge_chunks_3d.tet", "multichunk_u8.tet", "multi_dataset.tet"])
 def test_chunks_group_whole_tiles_and_give_the_manifest_values(name: str, limit: str) -> None:
-    """Small tiles are grouped into whole multiples of the tile, each chunk at most ``array.chunk-size``
-    (unless one tile is already larger); the values, through Dask on threads, hash as the manifest says."""
+    """Small tiles are grouped into whole multiples of the tile, each chunk at most ``array.chunk-size`` /
+    ``GROUP_FRACTION`` (unless one tile is already larger); the values, through Dask on threads, hash as
+    the manifest says."""
     entry = VALID[name]
     with (
         dask.config.set({"array.chunk-size": limit, "scheduler": "threads", "num_workers": 2}),
@@ -535,7 +536,7 @@ def test_chunks_group_whole_tiles_and_give_the_manifest_values(name: str, limit:
             tile_bytes = (
                 int(np.prod([min(c, n) for c, n in zip(d.chunk_shape, d.shape, strict=True)])) * d.dtype.itemsize
             )
-            target = dask.utils.parse_bytes(limit)
+            target = dask.utils.parse_bytes(limit) // GROUP_FRACTION
             assert int(np.prod(chunk)) * d.dtype.itemsize <= max(target, tile_bytes)
             if limit == "128MiB":  # these files are tiny: every dataset is one chunk
                 assert var.data.numblocks == (1,) * d.ndim
@@ -574,7 +575,7 @@ def test_open_dataset_pickles_and_computes_on_threads(tmp_path: Path) -> None:
     path = tmp_path / "x.tet"
     raw, values = _big_file("zstd")
     path.write_bytes(raw)
-    with dask.config.set({"array.chunk-size": "4KiB"}):  # 16 x 16 float64 tiles are 2 KiB: two per chunk
+    with dask.config.set({"array.chunk-size": "32KiB"}):  # groups of 4 KiB: two 16 x 16 float64 tiles
         ds = xr.open_dataset(path, engine="tensogram", chunks={})
     assert all(c % 16 == 0 for c in ds.v.chunks[0][:-1] + ds.v.chunks[1][:-1]) and ds.v.data.npartitions > 1
     again = pickle.loads(pickle.dumps(ds))
@@ -718,7 +719,7 @@ def test_grouped_chunks_are_even_whole_tiles_under_the_chunk_size(
 
     with dask.config.set({"array.chunk-size": limit}):
         chunk = grouped_chunks(shape, tile, np.dtype(dtype))
-    target = dask.utils.parse_bytes(limit)
+    target = dask.utils.parse_bytes(limit) // GROUP_FRACTION
     itemsize = np.dtype(dtype).itemsize
     clipped = tuple(min(t, n) for t, n in zip(tile, shape, strict=True))
     for c, t, n in zip(chunk, clipped, shape, strict=True):
@@ -736,13 +737,17 @@ def test_grouped_chunks_are_even_whole_tiles_under_the_chunk_size(
 
 
 def test_grouped_chunks_split_an_axis_evenly() -> None:
-    """256 MiB of float32 in 256 x 256 tiles: Dask's "auto" (128 MiB) makes two chunks per axis, of 5632 and
-    2560 rows; spread evenly that is 16 tiles, 4096 rows, each (four alike 64 MiB chunks)."""
+    """256 MiB of float32 in 256 x 256 tiles, groups of 128 MiB / 8 = 16 MiB: 2048 x 2048 float32 is
+    exactly 16 MiB, 8 tiles a side, so four alike chunks per axis. At 8 MiB, Dask's "auto" makes seven
+    chunks per axis (six of 1280 rows and one of 512); spread evenly that is 5 tiles each, 1280 rows
+    (six chunks and one of 512 rows left: 7 x 5 = 35 >= 32 tiles, 6 x 5 = 30 < 32)."""
     from xarray_tensogram.assemble.tetr import grouped_chunks
 
     with dask.config.set({"array.chunk-size": "128MiB"}):
-        assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (4096, 4096)
+        assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (2048, 2048)
         assert grouped_chunks((4, 6, 8), (2, 4, 5), np.dtype("f4")) == (4, 6, 8)
+    with dask.config.set({"array.chunk-size": "64MiB"}):
+        assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (1280, 1280)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -771,3 +776,20 @@ def test_boxes_read_in_one_pass_equal_numpy_from_every_kind_of_source(
                 np.testing.assert_array_equal(got, values[sel])
     finally:
         boxes.RUN_BYTES, boxes.BATCH_BYTES = saved
+
+
+def test_auto_chunks_are_whole_multiples_of_the_grouped_tiles_under_the_chunk_size() -> None:
+    raw, values = _big_file("zstd")  # 64 x 48 float64 in 16 x 16 tiles of 2 KiB
+    src = BytesSource(raw)
+    with (
+        dask.config.set({"array.chunk-size": "8KiB"}),
+        xr.open_dataset(src, engine="tensogram", chunks="auto") as ds,
+        open_tetr(raw) as t,
+    ):
+        preferred = tuple(ds.v.encoding["preferred_chunks"][d] for d in ds.v.dims)
+        _assert_whole_tiles(preferred, t.dataset("v"))
+        for sizes, p in zip(ds.v.chunks, preferred, strict=True):
+            assert all(c % p == 0 for c in sizes[:-1])
+        assert max(a * b for a in ds.v.chunks[0] for b in ds.v.chunks[1]) * 8 <= 8192
+        assert ds.v.data.npartitions < 12  # fewer tasks than tiles
+        np.testing.assert_array_equal(ds.v.values, values)

@@ -138,22 +138,30 @@ def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     return attrs
 
 
+#: ``chunks={}`` groups small tiles into chunks of about ``array.chunk-size / GROUP_FRACTION``
+GROUP_FRACTION = 8
+
+
 def grouped_chunks(shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -> tuple[int, ...]:
-    """Dask chunks for ``chunks={}``: whole multiples of the tile, about Dask's ``array.chunk-size`` each.
+    """Dask chunks for ``chunks={}``: whole multiples of the tile, about 1/8 of Dask's ``array.chunk-size``.
 
     One Dask task per small tile costs more in scheduling than the tile takes to decode (a 256 x 256
-    float32 tile decodes in well under a millisecond), so small tiles are grouped. Dask's own ``"auto"``
-    rule (with the tile as the previous chunks) says how many tiles per chunk along each axis; the
-    tiles are then spread evenly over that many chunks, so that chunks are alike and the last one is
-    not a sliver. Each chunk is still read tile by tile, and a selection reads only the tiles it
-    touches. Tiles already at least ``array.chunk-size`` stay one chunk each.
+    float32 tile decodes in well under a millisecond), so small tiles are grouped. A group of
+    ``array.chunk-size / GROUP_FRACTION`` (16 MiB by default) decodes in tens of milliseconds, so the
+    scheduling is under 1% of the work, and a variable still has enough chunks for the threads to share
+    them evenly (with four 64 MiB chunks on two threads, one thread held up holds up half the array).
+    Dask's own ``"auto"`` rule (with the tile as the previous chunks) says how many tiles per chunk along
+    each axis; the tiles are then spread evenly over that many chunks, so that chunks are alike and the
+    last one is not a sliver. ``chunks="auto"`` makes whole multiples of these near ``array.chunk-size``.
+    Each chunk is read tile by tile, and a selection reads only the tiles it touches. Tiles already at
+    least that large stay one chunk each.
     """
     import dask
     from dask.array.core import normalize_chunks
     from dask.utils import parse_bytes
 
     tile = tuple(max(1, min(t, n)) for t, n in zip(tile, shape, strict=True))
-    target = parse_bytes(dask.config.get("array.chunk-size"))
+    target = max(1, parse_bytes(dask.config.get("array.chunk-size")) // GROUP_FRACTION)
     if 0 in shape or math.prod(tile) * dtype.itemsize >= target:
         return tile
     auto = normalize_chunks(  # type: ignore[no-untyped-call]  # dask leaves normalize_chunks unannotated
@@ -207,8 +215,9 @@ def tetr_to_dataset(
 ) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
-    Chunks: ``encoding["preferred_chunks"]`` groups tiles into whole multiples of the tile shape near Dask's
-    ``array.chunk-size`` (:func:`grouped_chunks`); ``encoding["tetr_chunk_shape"]`` is the tile shape.
+    Chunks: ``encoding["preferred_chunks"]`` groups tiles into whole multiples of the tile shape of about
+    1/8 of Dask's ``array.chunk-size`` (:func:`grouped_chunks`); ``encoding["tetr_chunk_shape"]`` is the tile
+    shape.
     """
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
