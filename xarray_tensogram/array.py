@@ -38,7 +38,7 @@ class LazyChunkedArray(BackendArray):
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
         if type(key) is indexing.BasicIndexer and all(k == _ALL for k in key.tuple):
             # a full load (what ``.load()`` asks for): no indexer to split, the result is the array itself
-            return read_outer(self.spec, key.tuple)
+            return self._getitem_outer(key.tuple)
         values: np.ndarray = indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.OUTER, self._getitem_outer
         )
