@@ -1,75 +1,64 @@
 """Safe CBOR decoding for metadata read from files.
 
-Tags are refused (they could construct arbitrary objects), nesting depth and
-item counts are bounded, and every decoder failure becomes a
-:class:`MetadataError` naming where the item came from.
+Tags that build objects are refused while decoding (no datetime, Decimal, regex, MIME message,
+UUID, set ... is ever constructed from a file), nesting depth is bounded by the decoder, and every
+decoder failure becomes a :class:`MetadataError` naming where the item came from. Bignums, string
+references and the self-describe tag decode to plain values and are accepted; so are CBOR simple
+values other than false/true/null (inert objects that attributes carry as text).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from typing import Any
 
 import cbor2
 
 from ..errors import LimitExceededError, MetadataError
 
-__all__ = ["MAX_DEPTH", "check_values", "dumps", "dumps_canonical", "head", "loads", "loads_prefix"]
+__all__ = [
+    "MAX_DEPTH",
+    "PLAIN_NATIVE_TAGS",
+    "REFUSED_NATIVE_TAGS",
+    "dumps",
+    "dumps_canonical",
+    "head",
+    "loads",
+    "loads_prefix",
+]
 
 MAX_DEPTH = 64
 
-#: initial bytes of tags (major type 6) and of simple values other than false/true/null and floats.
-#: Without any such byte in an item, no value in it can come from a tag or be an odd simple value, and
-#: the value walk is skipped (the decoder already bounds the nesting); a match (it may also be a byte
-#: inside a number or a non-ASCII string) costs the walk, as before.
-_MAYBE_TAGGED = re.compile(rb"[\xc0-\xdb\xe0-\xf3\xf7\xf8]")
+#: tags cbor2 (6.3) decodes by itself into objects that are not plain CBOR values: date/times (0, 1,
+#: 100, 1004), decimal fractions and bigfloats (4, 5), shared references (28, 29), rationals (30),
+#: regexes (35), MIME messages (36), UUIDs (37), IP addresses and networks (52, 54, 260, 261), sets
+#: (258). Refused while decoding. tests/test_codecs_shared.py checks this list against every tag the
+#: installed cbor2 decodes natively.
+REFUSED_NATIVE_TAGS = (0, 1, 4, 5, 28, 29, 30, 35, 36, 37, 52, 54, 100, 258, 260, 261, 1004)
+#: native tags that decode to plain values: bignums (int), string references (str), self-describe
+PLAIN_NATIVE_TAGS = (2, 3, 25, 256, 55799)
 
 
-def _refuse_tag(decoder: Any, tag: Any) -> Any:
+def _refuse_tag(tag: Any, immutable: bool) -> Any:
+    """Every tag cbor2 does not decode natively (cbor2 6 calls this with the tag and a flag)."""
     raise MetadataError(f"CBOR tag {tag.tag} is not allowed in metadata")
 
 
-_SCALARS = frozenset({str, bytes, int, float, bool, type(None)})
+def _refuser(number: int) -> Callable[[Any, bool], Any]:
+    def refuse(value: Any, immutable: bool) -> Any:
+        raise MetadataError(f"CBOR tag {number} is not allowed in metadata")
+
+    return refuse
 
 
-def _depth(obj: Any, limit: int, depth: int = 0) -> None:
-    """Refuse values built from tags (datetime, Decimal, ...) and nesting deeper than ``limit``.
-
-    Recursive over containers only, with ``limit`` bounding the recursion; a container whose items
-    are all scalars (most metadata maps and lists) is checked by one set operation in C.
-    """
-    scalars = _SCALARS
-    t = type(obj)
-    if t is dict:
-        if not scalars.issuperset(map(type, obj.values())):
-            if depth >= limit:
-                raise LimitExceededError(f"metadata nesting deeper than {limit} levels")
-            for v in obj.values():
-                if type(v) not in scalars:
-                    _depth(v, limit, depth + 1)
-        if not scalars.issuperset(map(type, obj)):
-            if depth >= limit:
-                raise LimitExceededError(f"metadata nesting deeper than {limit} levels")
-            for k in obj:
-                if type(k) not in scalars:
-                    _depth(k, limit, depth + 1)
-    elif t is list or t is tuple or t is frozenset:
-        if not scalars.issuperset(map(type, obj)):
-            if depth >= limit:
-                raise LimitExceededError(f"metadata nesting deeper than {limit} levels")
-            for v in obj:
-                if type(v) not in scalars:
-                    _depth(v, limit, depth + 1)
-    elif t not in scalars:
-        raise MetadataError(f"CBOR value of type {t.__name__} (from a tag) is not allowed in metadata")
+_SEMANTIC = {number: _refuser(number) for number in REFUSED_NATIVE_TAGS}
 
 
 def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> Any:
     """Decode exactly one CBOR item occupying all of ``data``.
 
-    ``check=False`` skips the walk over the decoded values (tags are still refused while
-    decoding); for readers that type-check their known keys themselves and only need to
-    check free-form values.
+    ``check`` is accepted for the callers' clarity and changes nothing: values are checked while
+    decoding (tags refused, nesting bounded), so there is no walk over the decoded item to skip.
     """
     obj, used = loads_prefix(data, where=where, check=check)
     if used != len(data):
@@ -77,29 +66,15 @@ def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> A
     return obj
 
 
-def check_values(obj: Any, *, where: str = "") -> None:
-    """The value walk ``loads`` does by default, for a part of an item decoded with ``check=False``."""
-    _depth_checked(obj, where, MAX_DEPTH)
-
-
-def _depth_checked(obj: Any, where: str, max_depth: int) -> None:
-    try:
-        _depth(obj, max_depth)
-    except LimitExceededError as exc:
-        raise LimitExceededError(f"{where}{exc}") from None
-    except MetadataError as exc:
-        raise MetadataError(f"{where}{exc}") from None
-
-
 def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = True) -> tuple[Any, int]:
     """Decode one CBOR item at the start of ``data``; return it and its encoded length."""
     import io
 
-    raw = bytes(data)
-    buf = io.BytesIO(raw)
+    buf = io.BytesIO(bytes(data))
     try:
-        # the decoder bounds the nesting itself (MAX_DEPTH nested levels below the top, as the walk counts)
-        obj = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag, max_depth=MAX_DEPTH + 1).decode()
+        # nesting: MAX_DEPTH levels below the top item; tags: refused as they are met
+        decoder = cbor2.CBORDecoder(buf, tag_hook=_refuse_tag, semantic_decoders=_SEMANTIC, max_depth=MAX_DEPTH + 1)
+        obj = decoder.decode()
     except MetadataError as exc:
         raise MetadataError(f"{where}{exc}") from None
     except RecursionError:
@@ -113,15 +88,14 @@ def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = Tru
         EOFError,
         UnicodeDecodeError,
     ) as exc:
+        if isinstance(exc.__cause__, MetadataError):  # a refused tag, wrapped by the decoder
+            raise MetadataError(f"{where}{exc.__cause__}") from None
         if "nesting depth" in str(exc):  # cbor2's own container depth limit
             raise LimitExceededError(
                 f"{where}metadata nesting is too deep: nested deeper than {MAX_DEPTH} levels ({exc})"
             ) from None
         raise MetadataError(f"{where}invalid CBOR: {exc}") from None
-    used = buf.tell()
-    if check and _MAYBE_TAGGED.search(raw, 0, used) is not None:
-        _depth_checked(obj, where, MAX_DEPTH)
-    return obj, used
+    return obj, buf.tell()
 
 
 def dumps(obj: Any, *, canonical: bool = False) -> bytes:

@@ -324,6 +324,16 @@ _PLAIN_DESCRIPTORS: set[bytes] = set()
 _PLAIN_DESCRIPTORS_MAX = 4096
 
 
+def _params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[str, Any], int]:
+    """A descriptor's free-form params and its frame's hash; a descriptor without params is remembered."""
+    params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
+    if not params and raw is not None:
+        if len(_PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
+            _PLAIN_DESCRIPTORS.clear()
+        _PLAIN_DESCRIPTORS.add(raw)
+    return params, int.from_bytes(tail[8:16], "big")
+
+
 def is_local(source: ByteSource) -> bool:
     """Sources where a small read costs a system call, not a network round trip."""
     return type(source).__name__ in ("LocalFileSource", "BytesSource")
@@ -463,7 +473,7 @@ class Message:
                     )
                 if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
                     desc = read_frame_layout(self.source, ref, _where(self.index, j)).descriptor
-                    out[i] = self._params_of(desc, j, off + 16, tail)
+                    out[i] = _params_of(desc, tail)
                 else:
                     wanted.append((i, off + cbor_offset, length - 20 - cbor_offset, j))
             except XarrayTensogramError:
@@ -477,23 +487,11 @@ class Message:
             try:
                 # only the free-form params are used here (the frame is fully checked when it is read)
                 desc = cbor.loads(raw, check=False)
-                out[i] = self._params_of(desc, j, o, tails[i], raw)
+                out[i] = _params_of(desc, tails[i], raw)
             except MetadataError as exc:
                 if not lenient:  # the error names the place; built only when needed
                     raise type(exc)(f"{describe(self.source.name, _where(self.index, j), o)}{exc}") from None
         return out
-
-    def _params_of(
-        self, desc: Any, j: int, at: int, tail: bytes, raw: bytes | None = None
-    ) -> tuple[dict[str, Any], int]:
-        params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
-        if params:
-            cbor.check_values(params, where=describe(self.source.name, _where(self.index, j), at))
-        elif raw is not None:
-            if len(_PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
-                _PLAIN_DESCRIPTORS.clear()
-            _PLAIN_DESCRIPTORS.add(raw)
-        return params, int.from_bytes(tail[8:16], "big")
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:
