@@ -88,10 +88,15 @@ def flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
     # runs over every key of every object (about 50 per GRIB-converted object): written for speed
     scalars = _SCALARS
-    if scalars.issuperset(map(type, entry.values())) and "_reserved_" not in entry:
+    types = set(map(type, entry.values()))
+    if dict not in types and "_reserved_" not in entry:
         names = _prefixed(prefix, tuple(entry))
-        if names is not None:  # a map of scalars: keys and values copied in C
+        if names is not None:  # no nested map: keys and values copied in C, lists made hashable in place
             out.update(zip(names, entry.values(), strict=True))
+            if not scalars.issuperset(types):
+                for name, v in zip(names, entry.values(), strict=True):
+                    if type(v) not in scalars:
+                        out[name] = hashable(v)
             return
     for k, v in entry.items():
         if k == "_reserved_":
@@ -162,6 +167,8 @@ def select_messages(count: int, message_index: Any, merge_objects: bool) -> list
 def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
     extra: Mapping[str, Any] = meta["_extra_"] if isinstance(meta.get("_extra_"), dict) else {}
     top = {k: v for k, v in meta.items() if k not in _FRAME_KEYS and isinstance(k, str)}
+    if not top and not extra:
+        return {}
     merged = deep_merge(top, {k: v for k, v in extra.items() if k != "dim_names"})
     return flat_keys(merged)
 
