@@ -205,6 +205,16 @@ def check_requested_dims(
         )
 
 
+def _check_dim_name_keys(dim_names: Mapping[Any, Any], variables: Mapping[str, int], source: str | None) -> None:
+    """A ``dim_names`` dict key that is not a variable of the file is an error naming the file's variables."""
+    unknown = [k for k in dim_names if k not in variables]
+    if unknown:
+        raise DimensionNameError(
+            f"{describe(source)}dim_names names {unknown!r}, which the file does not hold (not variables); "
+            f"its variables: {', '.join(map(repr, variables)) or 'none'}"
+        )
+
+
 def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str | None = None) -> None:
     """A ``dim_names`` that applies to nothing is a mistake, not something to ignore silently.
 
@@ -213,12 +223,7 @@ def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str |
     if dim_names is None:
         return
     if isinstance(dim_names, Mapping):
-        unknown = [k for k in dim_names if k not in ranks]
-        if unknown:
-            raise DimensionNameError(
-                f"{describe(source)}dim_names names {unknown}, which the file does not hold; "
-                f"its variables: {', '.join(map(repr, ranks)) or 'none'}"
-            )
+        _check_dim_name_keys(dim_names, ranks, source)
         return
     wanted = _names(dim_names, "", source)
     if ranks and not any(r == len(wanted) for r in ranks.values()):
@@ -255,12 +260,7 @@ def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | 
             f"{describe(source)}dim_names must be a list of names or a dict {{variable: [names]}}, got {dim_names!r}"
         )
     if isinstance(dim_names, Mapping):
-        unknown = [k for k in dim_names if k not in variables]
-        if unknown:
-            raise DimensionNameError(
-                f"{describe(source)}dim_names names {unknown!r}, which are not variables; "
-                f"variables: {sorted(variables)}"
-            )
+        _check_dim_name_keys(dim_names, variables, source)
         items = [(str(k), dim_names[k]) for k in dim_names]
     else:
         items = [(v, dim_names) for v in variables]

@@ -37,13 +37,17 @@ class ByteSource(ABC):
     def _read(self, offset: int, length: int) -> bytes:
         """Return up to ``length`` bytes at ``offset`` (fewer only at end of file)."""
 
-    def read(self, offset: int, length: int, *, what: str = "data") -> bytes:
-        """Return exactly ``length`` bytes at ``offset`` or raise :class:`TruncatedFileError`."""
+    def check_range(self, offset: int, length: int, what: str) -> None:
+        """Raise :class:`TruncatedFileError` unless ``length`` bytes at ``offset`` lie inside the source."""
         if length < 0 or offset < 0 or offset + length > self.size:
             raise TruncatedFileError(
                 f"{describe(self.name, offset=offset)}{what} needs {length} bytes at this offset "
                 f"but the file is {self.size} bytes long"
             )
+
+    def read(self, offset: int, length: int, *, what: str = "data") -> bytes:
+        """Return exactly ``length`` bytes at ``offset`` or raise :class:`TruncatedFileError`."""
+        self.check_range(offset, length, what)
         if length == 0:
             return b""
         data = self._read(offset, length)
