@@ -19,10 +19,9 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from .catalog import ArraySpec
-from .formats._chunks import read_box
 from .outer import plan_axis, read_outer
 
-__all__ = ["LazyChunkedArray", "plan_axis", "read_box", "read_outer"]
+__all__ = ["LazyChunkedArray", "plan_axis", "read_outer"]
 
 _ALL = slice(None)
 
@@ -45,5 +44,4 @@ class LazyChunkedArray(BackendArray):
         return values
 
     def _getitem_outer(self, key: tuple[Any, ...]) -> np.ndarray:
-        boxed = read_box(self.spec, key)
-        return boxed if boxed is not None else read_outer(self.spec, key)
+        return read_outer(self.spec, key)

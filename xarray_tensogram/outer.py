@@ -101,8 +101,16 @@ def _fill_for(dtype: np.dtype, fill_value: Any) -> Any:
 
 
 def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
-    """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``."""
+    """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``.
+
+    A key of integers and step-1 slices goes to the reader's ``read_box_into(box, out) -> bool`` when it
+    offers one (one pass over all the chunks the box touches: a whole Dask task in one call); every other
+    key, or a reader that declines, is read chunk by chunk.
+    """
     key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
+    boxed = _read_box(spec, key)
+    if boxed is not None:
+        return boxed
     plans = [plan_axis(k, s, c) for k, s, c in zip(key, spec.shape, spec.chunk_shape, strict=True)]
     out_shape = tuple(p.length for p in plans)
     kept_shape = tuple(p.length for p in plans if not p.squeeze)
@@ -130,6 +138,33 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
                 continue
             out[target] = _take_outer(block, tuple(part.local_selection for part in combo))
     return out.reshape(kept_shape) if len(kept_shape) != len(out_shape) else out
+
+
+def _read_box(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray | None:
+    """The box read of :func:`read_outer`, or None when the key or the reader does not allow it."""
+    into = getattr(spec.reader, "read_box_into", None)
+    if into is None:
+        return None
+    box = []
+    for k, n in zip(key, spec.shape, strict=True):
+        if isinstance(k, (int, np.integer)):
+            i = int(k) + n if int(k) < 0 else int(k)
+            if not 0 <= i < n:
+                return None  # the chunk-by-chunk path raises the IndexError
+            box.append(slice(i, i + 1))
+        elif isinstance(k, slice) and k.step in (None, 1):
+            start, stop, _ = k.indices(n)
+            box.append(slice(start, max(start, stop)))
+        else:
+            return None
+    try:
+        out = np.empty(tuple(s.stop - s.start for s in box), dtype=spec.dtype)
+    except (MemoryError, ValueError):
+        return None  # the chunk-by-chunk path reports it as a LimitExceededError
+    if not into(tuple(box), out):
+        return None
+    kept = tuple(n for n, k in zip(out.shape, key, strict=True) if not isinstance(k, (int, np.integer)))
+    return out.reshape(kept)
 
 
 def _whole_region(combo: tuple[ChunkSelection, ...]) -> bool:

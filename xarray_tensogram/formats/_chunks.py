@@ -13,16 +13,13 @@ Two patterns recur in every format:
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
-from ..catalog import ArraySpec
 from ..io import ByteSource
 
-__all__ = ["read_box", "read_raw_rows", "read_row_band", "read_span", "row_byte_span", "scratch"]
+__all__ = ["read_raw_rows", "read_row_band", "read_span", "row_byte_span"]
 
 
 def read_row_band(
@@ -100,51 +97,3 @@ def read_raw_rows(
     else:
         raw = source.read_array(lo, length, what=what)
     return raw.view(dtype).reshape(rows_shape)
-
-
-_SCRATCH = threading.local()
-#: scratch buffers above this size are not kept between calls
-SCRATCH_KEEP = 16 << 20
-
-
-def scratch(nbytes: int) -> np.ndarray:
-    """A per-thread reusable ``uint8`` buffer of ``nbytes`` (a chunk decoded there, then copied into a
-    strided destination, stays in the CPU cache and costs no allocation or page faults per chunk)."""
-    buf: np.ndarray | None = getattr(_SCRATCH, "buf", None)
-    if buf is None or buf.size < nbytes:
-        buf = np.empty(nbytes, dtype=np.uint8)
-        if nbytes <= SCRATCH_KEEP:
-            _SCRATCH.buf = buf
-    return buf[:nbytes]
-
-
-def read_box(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray | None:
-    """A key of integers and step-1 slices, read in one call by a reader that offers
-    ``read_box_into(box, out) -> bool`` (a whole Dask task in one pass over its chunks); else None.
-
-    Any other key, or a reader without the method, goes through :func:`read_outer`, chunk by chunk.
-    """
-    into = getattr(spec.reader, "read_box_into", None)
-    if into is None:
-        return None
-    key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
-    box = []
-    for k, n in zip(key, spec.shape, strict=True):
-        if isinstance(k, (int, np.integer)):
-            i = int(k) + n if int(k) < 0 else int(k)
-            if not 0 <= i < n:
-                return None  # read_outer raises the IndexError
-            box.append(slice(i, i + 1))
-        elif isinstance(k, slice) and k.step in (None, 1):
-            start, stop, _ = k.indices(n)
-            box.append(slice(start, max(start, stop)))
-        else:
-            return None
-    try:
-        out = np.empty(tuple(s.stop - s.start for s in box), dtype=spec.dtype)
-    except (MemoryError, ValueError):
-        return None  # read_outer reports it as a LimitExceededError
-    if not into(tuple(box), out):
-        return None
-    kept = tuple(n for n, k in zip(out.shape, key, strict=True) if not isinstance(k, (int, np.integer)))
-    return out.reshape(kept)

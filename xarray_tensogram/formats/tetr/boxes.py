@@ -21,7 +21,7 @@ import numpy as np
 from ...codecs import zstd
 from ...errors import CodecError, describe
 from ...io import ByteSource
-from .._chunks import scratch
+from ...io.local import scratch_buffer
 
 __all__ = ["AxisPart", "plan_box_axis", "read_box_into"]
 
@@ -217,7 +217,7 @@ def _decode_tile(t: _Tile, payload: Any, dtype: np.dtype, out: np.ndarray, path:
         if _whole(t) and dst.flags.c_contiguous:
             zstd.decompress_into(payload, dst)
             return
-        buf = scratch(math.prod(t.extent) * dtype.itemsize)
+        buf = scratch_buffer(math.prod(t.extent) * dtype.itemsize, "decode")
         zstd.decompress_into(payload, buf)
         np.copyto(dst, buf.view(dtype).reshape(t.extent)[t.local])
     except CodecError as exc:

@@ -19,7 +19,7 @@ from ...errors import (
 )
 from ...io import ByteSource, SourceLike, open_source
 from ...outer import read_outer
-from .._chunks import read_box, read_raw_rows, read_span
+from .._chunks import read_raw_rows, read_span
 from ..base import FormatFile
 from .boxes import read_box_into
 from .layout import (
@@ -268,14 +268,11 @@ class TetrFile(FormatFile[TetrDataset]):
             if not isinstance(s, slice) and not -n <= int(s) < n:
                 raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
         spec = self.array_spec(key)
-        boxed = read_box(spec, sel)
-        return boxed if boxed is not None else read_outer(spec, sel)
+        return read_outer(spec, sel)
 
     def read(self, key: str | int) -> np.ndarray:
         """The whole dataset as a C-order numpy array (in the file's little-endian dtype)."""
-        spec = self.array_spec(key)
-        boxed = read_box(spec, ())
-        return boxed if boxed is not None else read_outer(spec, ())
+        return read_outer(self.array_spec(key), ())
 
     def __repr__(self) -> str:
         return f"<TetrFile {self.name!r}: layout v{self.layout_version}, {len(self.datasets)} datasets>"
