@@ -9,6 +9,7 @@ global key can still be stacked along it.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -110,22 +111,18 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) ->
             out[key] = hashable(v)
 
 
-#: (prefix, keys of a map) -> the dotted keys; objects of a file repeat the same few key sets
-_PREFIXED: dict[tuple[str, tuple[Any, ...]], tuple[str, ...] | None] = {}
-
-
 def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
-    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text), cached."""
+    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text or not hashable)."""
     try:
-        found = _PREFIXED[prefix, keys]
-    except KeyError:
-        found = tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
-        if len(_PREFIXED) >= 4096:
-            _PREFIXED.clear()
-        _PREFIXED[prefix, keys] = found
+        return _prefixed_cached(prefix, keys)
     except TypeError:  # an unhashable key cannot come from CBOR maps, but stay safe
         return None
-    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
+    # objects of a file repeat the same few key sets: each is joined once
+    return tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
 
 
 def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:

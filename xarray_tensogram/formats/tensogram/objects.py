@@ -6,6 +6,7 @@ are asked for, and for uncompressed pipelines only the byte range of the request
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -313,9 +314,14 @@ class ObjectReader:
         )
 
 
-#: (dtype, shape) from ``_reserved_.tensor`` -> checked geometry: objects of one shape and dtype share it
-_GEOMETRIES: dict[tuple[str, tuple[int, ...]], tuple[tuple[int, ...], np.dtype]] = {}
-_GEOMETRIES_MAX = 4096
+@functools.lru_cache(maxsize=4096)
+def _reserved_geometry(dtype: str, shape: tuple[Any, ...]) -> tuple[tuple[int, ...], np.dtype] | None:
+    """Shape and dtype from ``_reserved_.tensor``, or None when they are not valid there (objects of one
+    dtype and shape share the answer: it is worked out once)."""
+    if len(shape) > pipeline.MAX_RANK or not all(isinstance(s, int) and s >= 0 for s in shape):
+        return None
+    return Message._geometry_of({"shape": list(shape), "dtype": dtype})
+
 
 #: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
 #: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
@@ -399,23 +405,11 @@ class Message:
     def _object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
         tensor = (self.base[j].get("_reserved_") or {}).get("tensor") if j < len(self.base) else None
         if isinstance(tensor, dict) and isinstance(tensor.get("shape"), list) and tensor.get("dtype") in DTYPES:
-            shape, dtype = tensor["shape"], tensor["dtype"]
             try:
-                key = (dtype, tuple(shape))
-                known = _GEOMETRIES.get(key)
+                geometry = _reserved_geometry(tensor["dtype"], tuple(tensor["shape"]))
             except TypeError:  # a list inside the shape: not valid, the descriptor decides
-                key, known = None, None
-            if known is not None:
-                return known
-            if (
-                key is not None
-                and all(isinstance(s, int) and s >= 0 for s in shape)
-                and len(shape) <= pipeline.MAX_RANK
-            ):
-                geometry = self._geometry_of({"shape": shape, "dtype": dtype})
-                if len(_GEOMETRIES) >= _GEOMETRIES_MAX:
-                    _GEOMETRIES.clear()
-                _GEOMETRIES[key] = geometry
+                geometry = None
+            if geometry is not None:
                 return geometry
         return self._geometry_of(self.descriptor(j))
 
