@@ -150,7 +150,7 @@ def _grib_grids(
         return out
     for name, objs in by_name.items():
         first = objs[0]
-        grid = grib.grid_coordinates(first.keys, first.shape) if first.is_grib else None
+        grid = grib.grid_coordinates(first.grib, first.shape) if first.grib is not None else None
         if grid is None:
             continue
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))

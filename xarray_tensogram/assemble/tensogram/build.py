@@ -139,9 +139,9 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
     attrs = flatten_attrs({k: v for k, v in first.entry.items() if k not in ("_reserved_", "dim_names")})
     drop = {o.name_key for o in cube.objects} | cube.varying | set(MARS_TIME_KEYS) | {STEP_KEY}
     attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
-    policy = policy_for(first.keys)
+    policy = policy_for(first.all_keys())
     if policy is not None and policy.attrs is not None:
-        attrs = policy.attrs(first.keys, attrs)
+        attrs = policy.attrs(first.all_keys(), attrs)
     lifted: list[str] = []
     return lift_cf(attrs, lifted), lifted
 
@@ -322,9 +322,9 @@ def build_dataset(
         _scalar_mars_coords(cube.objects[0], stack, out)
         if cube.objects[0].is_grib:
             _grib_scalars(cube.objects[0], stack, out, disagree)
-        policy = policy_for(cube.objects[0].keys)
+        policy = policy_for(cube.objects[0].all_keys())
         if policy is not None and policy.extra_coords is not None:
-            for k, v in policy.extra_coords(cube.objects[0].keys, stack).items():
+            for k, v in policy.extra_coords(cube.objects[0].all_keys(), stack).items():
                 out.setdefault(k, v)
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -37,7 +37,7 @@ class TgObject:
     msg: int
     obj: int
     entry: dict[str, Any]  # nested metadata: base[i] over descriptor params, without _reserved_
-    keys: dict[str, Any]  # ``entry`` flattened to dotted keys, hashable values
+    keys: dict[str, Any]  # ``entry`` flattened to dotted keys, hashable values (GRIB objects: see ``grib``)
     global_keys: dict[str, Any]  # the message's global metadata, flattened (stacking only)
     shape: tuple[int, ...]
     dtype: np.dtype
@@ -45,6 +45,9 @@ class TgObject:
     frame_hash: int | None = None  # xxh3 of the data frame when it has one (compares coordinates cheaply)
     remote_frame: int | None = None  # the data frame's length, for remote sources only
     is_grib: bool = False  # written by ECMWF's GRIB converter (GRIB rules: names, levels, grid, attrs)
+    #: GRIB objects: every key, ``grib_repro.*``/``grib.*`` included; ``keys`` leaves those two
+    #: sections out, since they never make a dimension and flattening them per object is costly
+    grib: grib.GribKeys | None = None
     level: Any = None  # its GRIB level (grib.LevelInfo: typeOfLevel, value), computed once
     name: str = ""
     name_key: str | None = None
@@ -60,7 +63,12 @@ class TgObject:
 
     def value(self, key: str) -> Any:
         """A dotted key's value: the object's own metadata first, then the message's global metadata."""
-        return self.merged.get(key)
+        value = self.merged.get(key)
+        return self.grib.get(key) if value is None and self.grib is not None else value
+
+    def all_keys(self) -> Mapping[str, Any]:
+        """Every dotted key of the object's own metadata (GRIB sections included)."""
+        return self.grib if self.grib is not None else self.keys
 
 
 def hashable(v: Any) -> Any:
@@ -79,9 +87,12 @@ def hashable(v: Any) -> Any:
 _SCALARS = frozenset({int, float, str, bool, type(None)})
 
 
-def flat_keys(entry: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped)."""
+def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
+    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped, and
+    the top-level sections named in ``skip``)."""
     out: dict[str, Any] = {}
+    if skip and any(k in entry for k in skip):
+        entry = {k: v for k, v in entry.items() if k not in skip}
     _flatten_into(entry, prefix, out)
     return out
 
@@ -201,8 +212,9 @@ def collect_objects(
             params, frame_hash = found.get(j) or ({}, 0)
             entry = deep_merge(params, own) if params else own
             shape, dtype = msg.object_geometry(j)
-            keys = flat_keys(entry)
             is_grib = grib.is_grib_entry(entry)
+            keys = flat_keys(entry, skip=grib.GRIB_SECTIONS if is_grib else ())
+            gkeys_view = grib.GribKeys(keys, entry) if is_grib else None
             objects.append(
                 TgObject(
                     msg=m,
@@ -214,7 +226,8 @@ def collect_objects(
                     dtype=dtype,
                     extra=extra,
                     is_grib=is_grib,
-                    level=grib.level_info(keys) if is_grib else None,
+                    grib=gkeys_view,
+                    level=grib.level_info(gkeys_view) if gkeys_view is not None else None,
                     spec=partial(msg.array_spec, j, verify_hash=verify_hash, range_threshold=range_threshold),
                     frame_hash=frame_hash or None,
                     remote_frame=None if local else msg.objects[j].frame_length,
@@ -232,7 +245,7 @@ def _matches(value: Any, wanted: Any) -> bool:
 def _filter_value(o: TgObject, key: str) -> Any:
     """GRIB objects also answer cfgrib's undotted keys (``typeOfLevel``, ``shortName``)."""
     value = o.value(key)
-    return grib.filter_value(o.keys, key) if value is None and o.is_grib else value
+    return grib.filter_value(o.grib, key) if value is None and o.grib is not None else value
 
 
 def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] | None, name: str) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from ... import grib
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
-from .collect import TgObject, warn
+from .collect import TgObject, flat_keys, warn
 from .naming import COORDINATE_NAMES
 
 __all__ = [
@@ -333,14 +334,20 @@ def _varying_keys(objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]
         ident = tuple(map(id, objs))
         known = memo.get(ident)
         if known is None:
-            known = memo[ident] = _varying_keys(objs)
+            known = memo[ident] = _varying_maps([o.merged for o in objs])
         return set(known)
-    first = objs[0].merged
+    return _varying_maps([o.merged for o in objs])
+
+
+def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
+    """:func:`_varying_keys` on flattened maps."""
+    if not maps:
+        return set()
+    first = maps[0]
     first_items = first.items()
     varying: set[str] = set()
     missing = object()
-    for o in objs[1:]:
-        m = o.merged
+    for m in maps[1:]:
         try:
             differ = m.items() ^ first_items
         except TypeError:  # an unhashable value: compare key by key
@@ -354,6 +361,44 @@ def _varying_keys(objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]
             if a is missing or b is missing or a == a or b == b:  # not both NaN
                 varying.add(k)
     return varying
+
+
+def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
+    """The dotted keys (under ``prefix``) whose value differs between nested maps, as
+    :func:`_varying_keys` would find them in the flattened maps, without flattening them.
+
+    GRIB sections hold some 50 keys per object: they are compared column by column (one
+    ``itemgetter`` per map, ``list.count`` per key, both in C), and only the maps that differ
+    are descended into. Maps of different key sets fall back to flattening.
+    """
+    if all(n is None for n in nodes):
+        return set()
+    first = nodes[0]
+    names = list(first) if type(first) is dict else []
+    rows: list[tuple[Any, ...]] = []
+    # same key sets: every map a dict of the first's size that has all of the first's keys
+    if names and len(nodes) > 1 and all(type(n) is dict and len(n) == len(names) for n in nodes):
+        getter = operator.itemgetter(*names)
+        try:
+            rows = [getter(n) for n in nodes] if len(names) > 1 else [(getter(n),) for n in nodes]
+        except KeyError:
+            rows = []
+    if not rows:  # different key sets (or not all maps): compare the flattened maps
+        return _varying_maps([flat_keys(n, prefix) if isinstance(n, dict) else {} for n in nodes])
+    out: set[str] = set()
+    for name, column in zip(names, zip(*rows, strict=True), strict=True):
+        c0 = column[0]
+        if name == "_reserved_" or column.count(c0) == len(column):
+            continue
+        types = set(map(type, column))
+        if dict not in types:
+            if type(c0) is not float or c0 == c0 or any(v == v for v in column):  # not all NaN
+                out.add(f"{prefix}{name}")
+        elif types == {dict} and all(column):
+            out |= _varying_nested(column, f"{prefix}{name}.")
+        else:
+            out |= _varying_maps([flat_keys({name: v}, prefix) for v in column])
+    return out
 
 
 def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
@@ -377,7 +422,10 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
     for cube in cubes.values():
         cube.varying = _varying_keys(cube.objects, memo)
         if cube.objects[0].is_grib:
-            continue  # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
+            # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
+            for section in grib.GRIB_SECTIONS:
+                cube.varying |= _varying_nested([o.entry.get(section) for o in cube.objects], section + ".")
+            continue
         cols = _Columns(cube.objects, names)
         for k in sorted(cube.varying):
             if (

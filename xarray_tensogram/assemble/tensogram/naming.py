@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ... import grib
+from ...grib import GRIB_PREFIXES
 from .collect import TgObject, warn
 from .policy import policy_for
 
@@ -40,8 +41,9 @@ COORDINATE_NAMES = frozenset(
 
 def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
     for key in keys:
-        value = o.value(key) if key in o.keys or key in o.global_keys else None
-        if key not in o.keys and key in NAME_KEYS:
+        own = o.keys if o.grib is None or not key.startswith(GRIB_PREFIXES) else o.grib
+        value = o.value(key) if key in own or key in o.global_keys else None
+        if key not in own and key in NAME_KEYS:
             value = None  # the default chain looks at the object's own metadata only
         if value is not None and not isinstance(value, tuple):
             return str(value), key
@@ -75,7 +77,7 @@ def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:
     referenced = _referenced(objects)
     found_key = False
     for o in objects:
-        policy = policy_for(o.keys)
+        policy = policy_for(o.all_keys())
         default, default_key = _first_name(o, NAME_KEYS)
         o.is_coord = _is_coordinate(o, default, referenced)
         name, key = None, None
@@ -83,14 +85,14 @@ def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:
             name, key = _first_name(o, (variable_key,))
             found_key = found_key or name is not None
         if name is None and o.is_grib and not variable_key and not o.is_coord:
-            name, key = grib.variable_name(o.keys), None  # cfgrib's name, never the numeric mars.param
+            name, key = grib.variable_name(o.all_keys()), None  # cfgrib's name, never the numeric mars.param
         if name is None and policy is not None and policy.name is not None and not o.is_coord:
-            name, key = policy.name(o.keys), None
+            name, key = policy.name(o.all_keys()), None
         if name is None:
             name, key = default, default_key
         o.name, o.name_key = (name, key) if name is not None else (f"object_{o.obj}", None)
     if variable_key and not found_key and any(not o.is_coord for o in objects):
-        existing = sorted({k for o in objects if not o.is_coord for k in o.keys})
+        existing = sorted({k for o in objects if not o.is_coord for k in o.all_keys()})
         warn(
             f"variable_key={variable_key!r}: no object has this key; the default names are used. "
             f"Keys in the file: {', '.join(existing[:40])}"
