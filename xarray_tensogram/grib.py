@@ -109,7 +109,10 @@ def is_grib(keys: Mapping[str, Any]) -> bool:
 
 def is_grib_entry(entry: Mapping[str, Any]) -> bool:
     """:func:`is_grib` on a nested ``base[i]`` entry, without looking at every key."""
-    return isinstance(entry.get("grib_repro"), Mapping) or isinstance(entry.get("grib"), Mapping)
+    repro, other = entry.get("grib_repro"), entry.get("grib")
+    if repro is None and other is None:  # the common answer, without an ABC isinstance per object
+        return False
+    return isinstance(repro, Mapping) or isinstance(other, Mapping)
 
 
 class GribKeys(Mapping[str, Any]):

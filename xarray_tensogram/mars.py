@@ -8,6 +8,7 @@ decoder turns them into datetime64/timedelta64, honouring ``decode_times``,
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any
 
 from .conventions import STEP_UNITS, TIME_UNITS
@@ -34,7 +35,23 @@ def _as_int(value: Any) -> int | None:
 
 
 def mars_datetime_seconds(date: Any, time: Any = 0) -> int | None:
-    """Seconds since 1970 for MARS ``date`` (YYYYMMDD or ISO text) and ``time`` (HHMM or HH:MM)."""
+    """Seconds since 1970 for MARS ``date`` (YYYYMMDD or ISO text) and ``time`` (HHMM or HH:MM).
+
+    Called for every object of a file (40,000 times for 10,000 messages of 4 objects) with a few
+    distinct values: each distinct (date, time) is converted once.
+    """
+    try:
+        return _datetime_seconds_cached(date, time)
+    except TypeError:  # an unhashable value: convert it directly
+        return _datetime_seconds(date, time)
+
+
+@functools.lru_cache(maxsize=65536, typed=True)  # typed: 1, 1.0 and True convert differently
+def _datetime_seconds_cached(date: Any, time: Any) -> int | None:
+    return _datetime_seconds(date, time)
+
+
+def _datetime_seconds(date: Any, time: Any) -> int | None:
     d = _as_int(date)
     try:
         if d is not None:

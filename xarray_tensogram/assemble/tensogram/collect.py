@@ -55,7 +55,6 @@ class TgObject:
     selected: bool = True
     extra: dict[str, Any] = field(default_factory=dict)  # the message's raw _extra_ (file-level hints)
     merged: dict[str, Any] = field(default_factory=dict, repr=False)  # global keys, then own keys over them
-    dim_cache: dict[str, Any] = field(default_factory=dict, repr=False)  # MARS time/step as the plan sees them
     pipeline: Callable[[], dict[str, Any]] | None = None  # the object's pipeline as writer options (encoding)
 
     def __post_init__(self) -> None:

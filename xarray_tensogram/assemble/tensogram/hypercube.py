@@ -94,12 +94,12 @@ def _forced(source: str) -> bool:
 
 def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset()) -> Any:
     """The value an object has along a dimension (MARS time in seconds, step in hours)."""
+    if source == TIME_SOURCE:
+        return _time_value(o.value("mars.date"), o.value("mars.time"))
+    if source == STEP_KEY:
+        return _step_value(o.value(source))
     if source.startswith(LEVEL_PREFIX):
         return o.level.value if o.level is not None and o.level.name == source[len(LEVEL_PREFIX) :] else None
-    if source in (TIME_SOURCE, STEP_KEY):
-        if source not in o.dim_cache:
-            o.dim_cache[source] = _mars_value(o, source)
-        return o.dim_cache[source]
     if source == MESSAGE_SOURCE:
         return o.msg if o.name in dup_names else None
     if source == OBJECT_SOURCE:
@@ -107,13 +107,16 @@ def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset())
     return o.value(source)
 
 
-def _mars_value(o: TgObject, source: str) -> Any:
-    if source == TIME_SOURCE:
-        date, time = o.value("mars.date"), o.value("mars.time")
-        secs = mars_datetime_seconds(date, time if time is not None else 0) if date is not None else None
-        return secs if secs is not None else (date, time) if (date, time) != (None, None) else None
-    h = step_hours(o.value(source))
-    return h if h is not None else o.value(source)
+def _time_value(date: Any, time: Any) -> Any:
+    """MARS date + time as seconds since 1970, else the pair itself (None when neither is there)."""
+    secs = mars_datetime_seconds(date, time if time is not None else 0) if date is not None else None
+    return secs if secs is not None else (date, time) if (date, time) != (None, None) else None
+
+
+def _step_value(step: Any) -> Any:
+    """MARS step in hours, else the value itself."""
+    h = step_hours(step)
+    return h if h is not None else step
 
 
 class _Columns:
@@ -326,9 +329,10 @@ def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
 def _varying_keys(objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]] | None = None) -> set[str]:
     """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
 
-    Each object's items are compared with the first's as sets (values are hashable, see ``flat_keys``),
-    so the per-key work runs in C; only the differing pairs are looked at here. ``memo`` keeps the
-    answer per set of objects: a group of one variable asks twice (candidates, then the variable).
+    Objects with the same keys (the usual case) are compared column by column; otherwise each
+    object's items are compared with the first's as sets (values are hashable, see ``flat_keys``).
+    Either way the per-key work runs in C. ``memo`` keeps the answer per set of objects: a group of
+    one variable asks twice (candidates, then the variable).
     """
     if memo is not None:
         ident = tuple(map(id, objs))
@@ -343,6 +347,9 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
     """:func:`_varying_keys` on flattened maps."""
     if not maps:
         return set()
+    by_columns = _varying_columns(maps, "")
+    if by_columns is not None:
+        return by_columns
     first = maps[0]
     first_items = first.items()
     varying: set[str] = set()
@@ -373,18 +380,28 @@ def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
     """
     if all(n is None for n in nodes):
         return set()
+    by_columns = _varying_columns(nodes, prefix)
+    if by_columns is not None:
+        return by_columns
+    # different key sets (or not all maps): compare the flattened maps
+    return _varying_maps([flat_keys(n, prefix) if isinstance(n, dict) else {} for n in nodes])
+
+
+def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
+    """The varying keys of maps that all have the same keys, compared column by column (None when the
+    key sets differ: the caller compares another way). Nested maps that differ are descended into."""
     first = nodes[0]
     names = list(first) if type(first) is dict else []
-    rows: list[tuple[Any, ...]] = []
+    if len(nodes) < 2 and type(first) is dict:
+        return set()
     # same key sets: every map a dict of the first's size that has all of the first's keys
-    if names and len(nodes) > 1 and all(type(n) is dict and len(n) == len(names) for n in nodes):
-        getter = operator.itemgetter(*names)
-        try:
-            rows = [getter(n) for n in nodes] if len(names) > 1 else [(getter(n),) for n in nodes]
-        except KeyError:
-            rows = []
-    if not rows:  # different key sets (or not all maps): compare the flattened maps
-        return _varying_maps([flat_keys(n, prefix) if isinstance(n, dict) else {} for n in nodes])
+    if not names or not all(type(n) is dict and len(n) == len(names) for n in nodes):
+        return None
+    getter = operator.itemgetter(*names)
+    try:
+        rows = [getter(n) for n in nodes] if len(names) > 1 else [(getter(n),) for n in nodes]
+    except KeyError:
+        return None
     out: set[str] = set()
     for name, column in zip(names, zip(*rows, strict=True), strict=True):
         c0 = column[0]
