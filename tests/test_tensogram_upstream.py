@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from xarray_tensogram import open_tensogram
+from xarray_tensogram.assemble.registry import AssembleOptions, assemble
 
 HERE = Path(__file__).parent / "data" / "tensogram" / "upstream"
 MANIFEST = json.loads((HERE / "MANIFEST.json").read_text())
@@ -156,3 +157,29 @@ def test_fixture_agrees_with_reference_decoder(name):
                 ours = f[i].read_object(j)
                 assert ours.dtype == a.dtype and ours.shape == a.shape
                 assert ours.tobytes() == a.tobytes()
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_released_metadata_decodes_again_as_the_manifest_says(name):
+    """The backend drops each message's decoded metadata once the Dataset is built (it only weighs on
+    the garbage collector); asked for again, it is decoded from the kept CBOR, preceders included."""
+    entry = MANIFEST["files"][name]
+    with open_tensogram(HERE / name) as f:
+        for msg in f:
+            msg.release_metadata()
+        for i, (msg, m) in enumerate(zip(f, entry["messages"], strict=True)):
+            md = msg.metadata
+            assert md["base"] == m["metadata"]["base"], i
+            assert md["_extra_"] == m["metadata"]["extra"], i
+            assert md["_reserved_"] == m["metadata"]["reserved"], i
+
+
+def test_backend_releases_metadata_after_building_the_dataset():
+    name = next(n for n in FILES if MANIFEST["files"][n]["message_count"] > 1)
+    with open_tensogram(HERE / name) as f:
+        groups = assemble("tensogram", f, AssembleOptions())
+        assert all(msg._metadata is None for msg in f)  # released ...
+        for ds in groups.values():
+            for var in ds.variables.values():
+                assert var.values.size == np.prod(var.shape)  # ... and the values still read
+        assert f[0].metadata["base"] == MANIFEST["files"][name]["messages"][0]["metadata"]["base"]

@@ -36,7 +36,7 @@ class AssembleOptions:
 
 
 def _tensogram(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:
-    return tensogram_groups(
+    groups = tensogram_groups(
         f,
         variable_key=o.variable_key,
         dim_names=o.dim_names,
@@ -48,6 +48,10 @@ def _tensogram(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:
         merge_objects=o.merge_objects,
         range_threshold=o.range_threshold,
     )
+    # the Datasets hold what they need: decoded metadata would only weigh on every garbage collection
+    for message in f:
+        message.release_metadata()
+    return groups
 
 
 def _tetr(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:

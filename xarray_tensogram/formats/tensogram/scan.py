@@ -42,7 +42,7 @@ from .framing import (
     parse_preamble,
     phase_of,
 )
-from .objects import Message, ObjectRef, _where, is_local
+from .objects import Message, ObjectRef, _where, is_local, normalise_metadata, with_preceders
 
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
@@ -239,6 +239,7 @@ class MessageScanner:
         cur = pos + PREAMBLE
         phase = 0
         metadata: Any = None
+        metadata_cbor = b""
         index_map: dict[str, Any] | None = None
         data: list[ObjectRef] = []
         pending_preceder: dict[str, Any] | None = None
@@ -277,9 +278,9 @@ class MessageScanner:
                 # read the next frame's header with this frame (one read per header frame)
                 nxt = pos + align8(cur + hdr.length - pos)
                 ahead = nxt + FRAME_HEADER - (cur + hdr.length) if nxt + FRAME_HEADER <= limit else 0
-                value = self._read_header_frame(cur, hdr, where, ahead)
+                value, body = self._read_header_frame(cur, hdr, where, ahead)
                 if hdr.frame_type in METADATA_TYPES:
-                    metadata = value
+                    metadata, metadata_cbor = value, body
                 elif hdr.frame_type in INDEX_TYPES:
                     index_map = value
                 elif hdr.frame_type == PRECEDER_FRAME:
@@ -296,11 +297,8 @@ class MessageScanner:
             data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
         elif index_map is not None and not jumped:
             self._check_index_matches(index_map, data, pos, where)
-        meta = self._normalise_metadata(metadata, len(data), describe(self.name, where, pos))
-        for j, ref in enumerate(data):
-            if ref.preceder:
-                meta["base"][j].update(ref.preceder)
-        return Message(self.source, index, pos, end - pos, pre, meta, data), end
+        meta = with_preceders(normalise_metadata(metadata, len(data), describe(self.name, where, pos)), data)
+        return Message(self.source, index, pos, end - pos, pre, meta, data, metadata_cbor), end
 
     def _check_frame(
         self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
@@ -322,8 +320,9 @@ class MessageScanner:
             raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
         return ph
 
-    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str, ahead: int = 0) -> Any:
-        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_).
+    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str, ahead: int = 0) -> tuple[Any, bytes]:
+        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_),
+        decoded, and its bytes.
 
         ``ahead`` more bytes are read with the frame (padding and the next frame's header), so that the
         walk's next header read is served from the same block.
@@ -339,7 +338,7 @@ class MessageScanner:
         body = frame[FRAME_HEADER : hdr.length - 12]
         kind = hdr.frame_type
         if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
-            return None
+            return None, body
         try:
             # index frames get no value walk: _objects_from_index type-checks every entry it uses
             value = cbor.loads(body, check=kind not in INDEX_TYPES)
@@ -349,10 +348,10 @@ class MessageScanner:
                 base = value.get("base") if isinstance(value, dict) else None
                 if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
                     raise MetadataError("preceder metadata must hold exactly one base entry")
-                return {k: v for k, v in base[0].items() if k != "_reserved_"}
+                return {k: v for k, v in base[0].items() if k != "_reserved_"}, body
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
-        return value
+        return value, body
 
     def _message_end(self, cur: int, body_end: int | None, where: str) -> int:
         """Offset just past the message: after its postamble (found after the last frame when streaming)."""
@@ -415,36 +414,3 @@ class MessageScanner:
                     k = gap.find(FRAME_START, k + 1)
             expected = pos + align8(ref.frame_offset + ref.frame_length - pos)
         return refs
-
-    @staticmethod
-    def _normalise_metadata(meta: dict[str, Any], n_objects: int, w: str) -> dict[str, Any]:
-        """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``."""
-        out: dict[str, Any] = {}
-        extra = meta.get("_extra_", {})
-        if extra is None:
-            extra = {}
-        if not isinstance(extra, dict):
-            raise MetadataError(f"{w}_extra_ is not a map")
-        extra = dict(extra)
-        for key, value in meta.items():
-            if not isinstance(key, str):
-                raise MetadataError(f"{w}top-level metadata key {key!r} is not text")
-            if key in ("base", "_extra_", "_reserved_"):
-                continue
-            if key in extra:
-                raise MetadataError(f"{w}ambiguous metadata: key {key!r} is both top-level and in _extra_")
-            extra[key] = value
-        base = meta.get("base", [])
-        if base is None:
-            base = []
-        if not isinstance(base, list) or not all(isinstance(b, dict) for b in base):
-            raise MetadataError(f"{w}'base' is not a list of maps")
-        if len(base) > n_objects:
-            raise MetadataError(f"{w}'base' has {len(base)} entries for {n_objects} objects")
-        base = [dict(b) for b in base] + [{} for _ in range(n_objects - len(base))]
-        reserved = meta.get("_reserved_", {})
-        out["version"] = 3
-        out["base"] = base
-        out["_extra_"] = extra
-        out["_reserved_"] = reserved if isinstance(reserved, dict) else {}
-        return out
