@@ -56,10 +56,20 @@ class _Window:
         self.source = source
         self.lookahead = lookahead
         self.blocks: list[tuple[int, bytes]] = []  # the last two blocks read (header and postamble)
+        self.pinned: tuple[int, bytes] = (0, b"")  # kept until the next pin: a postamble and what follows it
+
+    def pin(self, offset: int, length: int, extra: int, what: str) -> bytes:
+        """Read ``length`` bytes and up to ``extra`` more after them (as far as the file goes), keep them
+        for later reads, and return the first ``length``."""
+        want = max(length, min(max(length + extra, self.lookahead), self.source.size - offset))
+        block = self.source.read(offset, want, what=what)
+        self.blocks = [self.pinned, *self.blocks[:1]]  # this message's start is in the previous pin
+        self.pinned = (offset, block)
+        return block[:length]
 
     def read(self, offset: int, length: int, what: str) -> bytes:
         end = offset + length
-        for start, data in self.blocks:
+        for start, data in (self.pinned, *self.blocks):
             if start <= offset and end <= start + len(data):
                 return data[offset - start : end - start]
         want = max(length, self.lookahead)
@@ -218,7 +228,8 @@ class MessageScanner:
                     f"{describe(self.name, where, pos + 16)}total_length {total} is impossible here "
                     f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
                 )
-            post = self._read(pos + total - POSTAMBLE, POSTAMBLE, "postamble")
+            # with the postamble, the next message's magic, preamble and first frame header: one read fewer
+            post = self._window.pin(pos + total - POSTAMBLE, POSTAMBLE, PREAMBLE + FRAME_HEADER, "postamble")
             first_footer, mirrored, end_magic = parse_postamble(post)
             if end_magic != END_MAGIC:
                 raise CorruptFileError(f"{describe(self.name, where, pos + total - 8)}end magic 39277777 missing")
@@ -297,7 +308,10 @@ class MessageScanner:
             data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
         elif index_map is not None and not jumped:
             self._check_index_matches(index_map, data, pos, where)
-        meta = with_preceders(normalise_metadata(metadata, len(data), describe(self.name, where, pos)), data)
+        try:
+            meta = with_preceders(normalise_metadata(metadata, len(data), ""), data)
+        except MetadataError as exc:  # the place is only formatted when there is an error to report
+            raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
         return Message(self.source, index, pos, end - pos, pre, meta, data, metadata_cbor), end
 
     def _check_frame(
@@ -365,12 +379,13 @@ class MessageScanner:
         return cur + POSTAMBLE
 
     def _objects_from_index(self, pos: int, index_map: Any, where: str, limit: int) -> list[ObjectRef]:
-        w = describe(self.name, where)
         if not isinstance(index_map, dict):
-            raise MetadataError(f"{w}index frame is not a map")
+            raise MetadataError(f"{describe(self.name, where)}index frame is not a map")
         offsets, lengths = index_map.get("offsets"), index_map.get("lengths")
         if not isinstance(offsets, list) or not isinstance(lengths, list) or len(offsets) != len(lengths):
-            raise MetadataError(f"{w}index offsets/lengths are missing or of different lengths")
+            raise MetadataError(
+                f"{describe(self.name, where)}index offsets/lengths are missing or of different lengths"
+            )
         refs = []
         for j, (o, n) in enumerate(zip(offsets, lengths, strict=True)):
             if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
