@@ -22,7 +22,7 @@ from ... import grib
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
-from ...formats.tensogram.objects import is_local
+from ...formats.tensogram.objects import descriptor_params_batch, is_local
 
 __all__ = ["TensogramMappingWarning", "TgObject", "apply_filter", "collect_objects", "flat_keys", "select_messages"]
 
@@ -197,18 +197,24 @@ def collect_objects(
     """
     objects: list[TgObject] = []
     local = bool(messages) and is_local(tfile[messages[0]].source)
+    owned = []  # (message, its metadata, each object's own base entry)
+    wanted: list[tuple[Any, int]] = []  # the objects whose descriptor params are read
     for m in messages:
         msg = tfile[m]
         meta = msg.metadata
         base = meta.get("base") or []
+        owns = [_own_entry(base, j) for j in range(len(msg.objects))]
+        owned.append((msg, meta, owns))
+        wanted += [(msg, j) for j, own in enumerate(owns) if local or not own]
+    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message
+    found = dict(zip(((msg.index, j) for msg, j in wanted), descriptor_params_batch(wanted), strict=True))
+    for msg, meta, owns in owned:
+        m = msg.index
         extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
         gkeys = _global_keys(meta)
-        owns = [_own_entry(base, j) for j in range(len(msg.objects))]
-        read = [j for j, own in enumerate(owns) if local or not own]
-        found = dict(zip(read, msg.descriptor_params_many(read), strict=True)) if read else {}
         for j, own in enumerate(owns):
             # a damaged frame gives no params: its values report the damage when read
-            params, frame_hash = found.get(j) or ({}, 0)
+            params, frame_hash = found.get((m, j)) or ({}, 0)
             entry = deep_merge(params, own) if params else own
             shape, dtype = msg.object_geometry(j)
             is_grib = grib.is_grib_entry(entry)

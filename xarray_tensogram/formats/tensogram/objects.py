@@ -509,48 +509,9 @@ class Message:
         self, js: Sequence[int], *, lenient: bool = True
     ) -> list[tuple[dict[str, Any], int] | None]:
         """:meth:`descriptor_params` of several objects with two batched reads (all footers, then all
-        descriptors): one open does this for every object of the file. ``lenient``: a damaged frame gives
-        ``None`` (its values report the damage when read) instead of raising."""
-        refs = []
-        for j in js:
-            if not 0 <= j < len(self.objects):
-                raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
-            refs.append(self.objects[j])
-        out: list[tuple[dict[str, Any], int] | None] = [None] * len(refs)
-        tails = self.source.read_ranges(
-            [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
-        )
-        wanted: list[tuple[int, int, int, int]] = []  # (position in js, descriptor offset, length, frame hash)
-        for i, (j, ref, tail) in enumerate(zip(js, refs, tails, strict=True)):
-            try:
-                off, length = ref.frame_offset, ref.frame_length
-                cbor_offset = int.from_bytes(tail[:8], "big")
-                if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
-                    raise CorruptFileError(
-                        f"{describe(self.source.name, _where(self.index, j), off)}data frame of {length} bytes has a "
-                        f"bad footer (descriptor offset {cbor_offset})"
-                    )
-                if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
-                    desc = read_frame_layout(self.source, ref, _where(self.index, j)).descriptor
-                    out[i] = _params_of(desc, tail)
-                else:
-                    wanted.append((i, off + cbor_offset, length - 20 - cbor_offset, j))
-            except XarrayTensogramError:
-                if not lenient:
-                    raise
-        raws = self.source.read_ranges([(o, n) for _i, o, n, _j in wanted], what="descriptor")
-        for (i, o, _n, j), raw in zip(wanted, raws, strict=True):
-            if raw in _PLAIN_DESCRIPTORS:  # seen before, no params: skip the decode
-                out[i] = {}, int.from_bytes(tails[i][8:16], "big")
-                continue
-            try:
-                # only the free-form params are used here (the frame is fully checked when it is read)
-                desc = cbor.loads(raw, check=False)
-                out[i] = _params_of(desc, tails[i], raw)
-            except MetadataError as exc:
-                if not lenient:  # the error names the place; built only when needed
-                    raise type(exc)(f"{describe(self.source.name, _where(self.index, j), o)}{exc}") from None
-        return out
+        descriptors). ``lenient``: a damaged frame gives ``None`` (its values report the damage when read)
+        instead of raising."""
+        return descriptor_params_batch([(self, j) for j in js], lenient=lenient)
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:
@@ -586,3 +547,57 @@ class Message:
         )
         chunks = (rows_per_chunk or shape[0] or 1, *shape[1:]) if shape else ()
         return ArraySpec(shape, dtype, chunks, reader)
+
+
+def descriptor_params_batch(
+    objects: Sequence[tuple[Message, int]], *, lenient: bool = True
+) -> list[tuple[dict[str, Any], int] | None]:
+    """:meth:`Message.descriptor_params` of objects of any messages of one file, with two batched reads
+    (all footers, then all descriptors): an open does this for every object of the file, so the
+    per-object work is kept to the footer check and a lookup of descriptors already known to be plain.
+    ``lenient``: a damaged frame gives ``None`` instead of raising."""
+    if not objects:
+        return []
+    source = objects[0][0].source
+    refs = []
+    for msg, j in objects:
+        if not 0 <= j < len(msg.objects):
+            raise IndexError(f"message {msg.index} has {len(msg.objects)} objects, no object {j}")
+        refs.append(msg.objects[j])
+    out: list[tuple[dict[str, Any], int] | None] = [None] * len(refs)
+    tails = source.read_ranges(
+        [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
+    )
+    wanted: list[tuple[int, int, int]] = []  # (position in objects, descriptor offset, length)
+    for i, (ref, tail) in enumerate(zip(refs, tails, strict=True)):
+        off, length = ref.frame_offset, ref.frame_length
+        cbor_offset = int.from_bytes(tail[:8], "big")
+        try:
+            if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
+                msg, j = objects[i]
+                raise CorruptFileError(
+                    f"{describe(source.name, _where(msg.index, j), off)}data frame of {length} bytes has a "
+                    f"bad footer (descriptor offset {cbor_offset})"
+                )
+            if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
+                msg, j = objects[i]
+                out[i] = _params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
+            else:
+                wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
+        except XarrayTensogramError:
+            if not lenient:
+                raise
+    raws = source.read_ranges([(o, n) for _i, o, n in wanted], what="descriptor")
+    plain = _PLAIN_DESCRIPTORS
+    for (i, o, _n), raw in zip(wanted, raws, strict=True):
+        if raw in plain:  # seen before, no params: skip the decode
+            out[i] = {}, int.from_bytes(tails[i][8:16], "big")
+            continue
+        try:
+            # only the free-form params are used here (the frame is fully checked when it is read)
+            out[i] = _params_of(cbor.loads(raw, check=False), tails[i], raw)
+        except MetadataError as exc:
+            if not lenient:  # the error names the place; built only when needed
+                msg, j = objects[i]
+                raise type(exc)(f"{describe(source.name, _where(msg.index, j), o)}{exc}") from None
+    return out
