@@ -17,6 +17,7 @@ stages in ``assemble/tensogram/`` call them; the writer calls :func:`entry_paths
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -246,6 +247,7 @@ def filter_value(keys: Mapping[str, Any], key: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)  # asked once per object, of a handful of short names
 def cfgrib_name(short_name: str) -> str:
     """cfgrib's variable name for an ecCodes short name.
 

@@ -30,7 +30,7 @@ __all__ = ["TensogramMappingWarning", "TgObject", "apply_filter", "collect_objec
 _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
 
 
-@dataclass
+@dataclass(slots=True)  # 40,000 of them for an archive of 10,000 messages: no per-instance dict
 class TgObject:
     """One data object with everything the later stages need (no payload is read)."""
 
