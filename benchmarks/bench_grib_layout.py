@@ -7,7 +7,10 @@ written with the reference encoder ``tensogram.encode``):
   date, time, step, levtype, levelist, param, grid, area) plus ``grib_repro`` keys, a dozen of
   which vary together with step and level (``level``, ``topLevel``, ``stepRange``, ``endStep``,
   ``validityTime``, ...), as in ``../shared/specs/tensogram-from-grib.md``;
-* ``plain``: base entries with only ``mars`` param, date, time, step and levelist.
+* ``plain``: base entries with only ``mars`` param, date, time, step and levelist;
+* ``plain_heavy``: ``plain`` plus the same ``grib_repro`` keys under another name (``info``), all of
+  them constant (no GRIB meaning, so they only become attributes): a plain file with the GRIB
+  file's metadata volume, which shows how much of the difference is decoding more CBOR.
 
 Before the independent-key planning, the ``grib`` file raised ``MemoryError`` (every varying key
 became a dimension). Measured: median wall time of ``xr.open_dataset`` + close (metadata only),
@@ -76,7 +79,7 @@ def _repro(step: int, level: int) -> dict[str, object]:
     }
 
 
-def _write(path: str, grib: bool) -> None:
+def _write(path: str, grib: bool, heavy: bool = False) -> None:
     rng = np.random.default_rng(0)
     with open(path, "wb") as f:
         for step in STEPS:
@@ -98,6 +101,8 @@ def _write(path: str, grib: bool) -> None:
                         }
                     )
                     entry["grib_repro"] = _repro(step, level)
+                elif heavy:
+                    entry["info"] = _repro(0, 0)
                 desc = {"type": "ntensor", "shape": list(SHAPE), "dtype": "float64"}
                 f.write(bytes(tensogram.encode({"base": [entry]}, [(desc, a)])))
 
@@ -114,9 +119,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        paths = {name: os.path.join(tmp, f"{name}.tgm") for name in ("plain", "grib")}
+        paths = {name: os.path.join(tmp, f"{name}.tgm") for name in ("plain", "plain_heavy", "grib")}
         for name, path in paths.items():
-            _write(path, grib=name == "grib")
+            _write(path, grib=name == "grib", heavy=name == "plain_heavy")
         with xr.open_dataset(paths["grib"], engine=TensogramBackendEntrypoint) as ds:
             print("grib layout opens as:", {k: dict(v.sizes) for k, v in ds.data_vars.items()})
         for path in paths.values():
@@ -126,10 +131,11 @@ def main() -> None:
             for name, path in paths.items():
                 times[name].append(_open_time(path))
         med = {name: statistics.median(t) for name, t in times.items()}
-        print(f"{'file':8} {'objects':>8} {'open (ms)':>10}")
+        print(f"{'file':12} {'objects':>8} {'open (ms)':>10}")
         for name in paths:
-            print(f"{name:8} {len(STEPS) * len(LEVELS):>8} {med[name] * 1e3:>10.1f}")
+            print(f"{name:12} {len(STEPS) * len(LEVELS):>8} {med[name] * 1e3:>10.1f}")
         print(f"ratio grib / plain: {med['grib'] / med['plain']:.2f}")
+        print(f"ratio grib / plain_heavy (same metadata volume): {med['grib'] / med['plain_heavy']:.2f}")
 
 
 if __name__ == "__main__":
