@@ -206,15 +206,16 @@ def collect_objects(
         owns = [_own_entry(base, j) for j in range(len(msg.objects))]
         owned.append((msg, meta, owns))
         wanted += [(msg, j) for j, own in enumerate(owns) if local or not own]
-    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message
-    found = dict(zip(((msg.index, j) for msg, j in wanted), descriptor_params_batch(wanted), strict=True))
+    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
+    # the answers come in the order of ``wanted``, which the loop below walks again
+    found = iter(descriptor_params_batch(wanted))
     for msg, meta, owns in owned:
         m = msg.index
         extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
         gkeys = _global_keys(meta)
         for j, own in enumerate(owns):
             # a damaged frame gives no params: its values report the damage when read
-            params, frame_hash = found.get((m, j)) or ({}, 0)
+            params, frame_hash = (next(found) if local or not own else None) or ({}, 0)
             entry = deep_merge(params, own) if params else own
             shape, dtype = msg.object_geometry(j)
             is_grib = grib.is_grib_entry(entry)
