@@ -565,6 +565,21 @@ def test_preferred_chunks_pickle_and_dask(tmp_path: Path) -> None:
     assert float(back["s"]) == 3.0
 
 
+@needs_ref
+@pytest.mark.parametrize("chunks", [{}, "auto"])
+def test_compressed_tensor_is_one_whole_dask_chunk(tmp_path: Path, chunks: Any) -> None:
+    """A zstd tensor is one stream: under ``chunks={}`` and ``"auto"`` (below ``array.chunk-size``) each
+    variable is one Dask chunk of the whole tensor, never a split stream, and the values are the reference's."""
+    path = tmp_path / "z.zt"
+    arrays = {"w.0": np.arange(655 * 64, dtype="f4").reshape(655, 64), "w.1": np.linspace(0, 1, 300).reshape(3, 100)}
+    write_ztensor_v01(path, arrays, compression="zstd")
+    with xr.open_dataset(path, engine="tensogram", chunks=chunks) as ds, ref.Reader(str(path)) as r:
+        for name, a in arrays.items():
+            assert ds[name].chunks == tuple((n,) for n in a.shape)
+            view = r.read_tensor(name)  # held while it is read: the reference's array borrows its buffer
+            np.testing.assert_array_equal(ds[name].values, np.array(view))
+
+
 def test_verify_hash_through_the_backend() -> None:
     ds = xr.open_dataset(DATA / "corrupt/checksum_mismatch_raw.zt", engine="tensogram", verify_hash=True)
     with pytest.raises(IntegrityError):
