@@ -11,9 +11,18 @@ For each zstd file of ``run_all.py`` (ERA ``.tgm``, 8192 x 8192 ``.tet`` in 256 
   concatenation's share is the difference);
 - ``ours``: ``xr.open_dataset(..., chunks=...)`` then ``ds.load()``.
 
+Each row gives wall-time medians and minimums and the process's CPU time (all threads; less sensitive
+to other loads on the machine), each as "bare / this" (higher is better).
+
+``--memory`` sets the memory state before every timed step. ``as-is`` is what ``run_all.py`` does. On a
+VM with free page reporting (virtio-balloon), freed pages go back to the host after about 2 s and the
+next touch is much dearer, so whichever step needs more fresh memory (Dask: chunks plus the assembled
+result) pays more. ``warm`` touches and frees 3 x the decoded size first, so every step reuses pages the
+host still backs. ``cold`` sleeps 4 s first, so every step pays the first-touch cost.
+
 Run::
 
-    PYTHONPATH=$PWD python benchmarks/bench_dask_floor.py [--repeat 7] [--only tgm,zt]
+    PYTHONPATH=$PWD python benchmarks/bench_dask_floor.py [--repeat 7] [--only tgm,zt] [--memory warm]
 """
 
 from __future__ import annotations
