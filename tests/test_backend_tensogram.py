@@ -28,6 +28,7 @@ import xarray as xr
 tensogram = pytest.importorskip("tensogram")
 
 from xarray_tensogram import io as xt_io  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.assemble.common import GROUP_FRACTION  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.errors import (  # noqa: E402 - after the pytest.importorskip above
     GroupSelectionError,
@@ -1103,18 +1104,40 @@ def data_frames(msgs):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_chunks_empty_dict_gives_one_chunk_per_object(era):
+@pytest.mark.parametrize("per_chunk", [1, 8, 24])
+def test_chunks_empty_dict_groups_whole_objects(era, monkeypatch, per_chunk):
+    """chunks={}: whole objects along the stacked dim, as many as fit in 1/GROUP_FRACTION of Dask's
+    array.chunk-size (one task per small object would cost more than it decodes); the blocks hold
+    the reference decoder's values, and a selection reads only the object it touches."""
+    import dask
+
     path, msgs = era
-    with _open(path, chunks={}) as ds:
+    starts = np.cumsum([0] + [len(m) for m in msgs])
+    obj_bytes = NY * NX * np.dtype(np.float32).itemsize
+    limit = f"{per_chunk * obj_bytes * GROUP_FRACTION + GROUP_FRACTION - 1}B"  # room for per_chunk objects
+    with dask.config.set({"array.chunk-size": limit}):
+        ds = _open(path, chunks={})
+    with ds:
+        steps_h = (ds["step"].values // np.timedelta64(1, "h")).astype(int)
         for p in PARAMS:
             var = ds[p]
-            assert var.encoding["preferred_chunks"] == {"step": 1, "latitude": NY, "longitude": NX}
-            assert var.chunks == ((1,) * 24, (NY,), (NX,))
+            assert var.dtype.itemsize * NY * NX == obj_bytes
+            assert var.encoding["preferred_chunks"] == {"step": per_chunk, "latitude": NY, "longitude": NX}
+            assert var.chunks == ((per_chunk,) * (24 // per_chunk), (NY,), (NX,))
             by_step = {e["mars"]["step"]: a for e, a in data_records(msgs, p)}
-            steps_h = (ds["step"].values // np.timedelta64(1, "h")).astype(int)
-            for i in range(24):
-                block = var.data.blocks[i].compute()
-                np.testing.assert_array_equal(block[0], by_step[int(steps_h[i])])
+            for b in range(24 // per_chunk):
+                block = var.data.blocks[b].compute()
+                for k in range(per_chunk):
+                    np.testing.assert_array_equal(block[k], by_step[int(steps_h[b * per_chunk + k])])
+        spy = _Spy(monkeypatch)
+        got = ds["msl"].isel(step=5).compute(scheduler="sync").values
+        step = int(steps_h[5])
+        np.testing.assert_array_equal(got, {e["mars"]["step"]: a for e, a in data_records(msgs, "msl")}[step])
+        assert spy.ranges
+        where = {int(np.searchsorted(starts, off, side="right")) - 1 for off, _n in spy.ranges}
+        assert len(where) == 1, where  # one message ...
+        (k,) = where
+        assert {e["mars"]["step"] for e, _a in data_records([msgs[k]], "msl")} == {step}  # ... the selected step's
 
 
 def test_chunks_auto_gives_multiples_of_objects(era):

@@ -521,7 +521,12 @@ def test_ls_shows_dims_and_chunks_like_the_reference_objects(capsys):
             f"step: {len(ref)}, level: {len(levels)}, latitude: {shapes[0][0]}, longitude: {shapes[0][1]}"
             in rows[param]
         )
-        assert f"1x1x{shapes[0][0]}x{shapes[0][1]}" in cells and str(len(shapes)) in [c.strip() for c in cells]
+        # the Dask chunk with chunks={}: whole objects (the reference's shape), grouped along step and level
+        chunk = next(c.strip() for c in cells if c.strip().endswith(f"x{shapes[0][0]}x{shapes[0][1]}"))
+        per_step, per_level = (int(n) for n in chunk.split("x")[:2])
+        assert 1 <= per_step <= len(ref) and 1 <= per_level <= len(levels)
+        n_chunks = -(-len(ref) // per_step) * -(-len(levels) // per_level)
+        assert str(n_chunks) in [c.strip() for c in cells]
         assert "level <- mars.levelist" in rows[param]
 
 

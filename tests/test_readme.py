@@ -1,4 +1,4 @@
-"""Every Python block of README.md runs as written, in order, from an empty directory.
+"""Every Python block of README.md (and of each page of docs/) runs as written, in order, from an empty directory.
 
 Blocks share one namespace (as a reader pasting them into one session would). A block can be
 marked by an HTML comment on the line before its fence:
@@ -95,28 +95,49 @@ def test_skipped_blocks_say_why_in_visible_text():
 @pytest.mark.filterwarnings("ignore:.*future.infer_string")
 def test_readme_python_blocks_run_in_order(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # an empty directory: every file a block uses must come from the block
+    ran = _run_blocks(README)
+    assert ran >= 8
+
+
+#: the documentation site's own pages (much of the site includes README sections, run above)
+DOC_PAGES = sorted((README.parent / "docs").glob("*.md"))
+
+
+def test_docs_have_python_examples():
+    assert sum(len(python_blocks(p.read_text(encoding="utf-8"))) for p in DOC_PAGES) >= 5
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: p.name)
+def test_docs_python_blocks_run_in_order(page, tmp_path, monkeypatch):
+    """The same rules for every page of docs/: its blocks run in order, in one namespace per page."""
+    monkeypatch.chdir(tmp_path)
+    _run_blocks(page)
+
+
+def _run_blocks(path: Path) -> int:
+    """Run the Python blocks of one Markdown file in order; the number run (skips an extra that is missing)."""
     namespace: dict[str, object] = {"__name__": "__readme__"}
     missing: list[str] = []
     ran = 0
-    for block in python_blocks(README.read_text(encoding="utf-8")):
+    for block in python_blocks(path.read_text(encoding="utf-8")):
         if block.marker and block.marker[0] == "skip":
             continue
         if block.marker and block.marker[0] == "needs":
             extra = block.marker[1]
             module = EXTRA_MODULES.get(extra)
-            assert module, f"README line {block.line}: unknown extra {extra!r}"
+            assert module, f"{path.name} line {block.line}: unknown extra {extra!r}"
             if importlib.util.find_spec(module) is None:
                 missing.append(f"line {block.line} (needs the {extra} extra)")
                 continue
         try:
-            exec(compile(block.code, f"README.md:{block.line}", "exec"), namespace)
+            exec(compile(block.code, f"{path.name}:{block.line}", "exec"), namespace)
         except Exception as exc:
-            pytest.fail(f"README block at line {block.line} fails: {type(exc).__name__}: {exc}\n{block.code}")
+            pytest.fail(f"{path.name} block at line {block.line} fails: {type(exc).__name__}: {exc}\n{block.code}")
         ran += 1
     for value in namespace.values():  # close what the blocks left open (Datasets hold file handles)
         close = getattr(value, "close", None)
         if callable(close) and type(value).__module__.startswith("xarray"):
             close()
-    assert ran >= 8
     if missing:
-        pytest.skip("README blocks not run, extra missing: " + ", ".join(missing))
+        pytest.skip(f"{path.name} blocks not run, extra missing: " + ", ".join(missing))
+    return ran

@@ -28,7 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.assemble.tetr import GROUP_FRACTION, TetrMappingWarning, tetr_to_dataset
+from xarray_tensogram.assemble.common import GROUP_FRACTION
+from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset
 from xarray_tensogram.codecs import zstd
 from xarray_tensogram.errors import (
     CodecError,
@@ -715,7 +716,7 @@ def test_grouped_chunks_are_even_whole_tiles_under_the_chunk_size(
 ) -> None:
     from dask.array.core import normalize_chunks
 
-    from xarray_tensogram.assemble.tetr import grouped_chunks
+    from xarray_tensogram.assemble.common import grouped_chunks
 
     with dask.config.set({"array.chunk-size": limit}):
         chunk = grouped_chunks(shape, tile, np.dtype(dtype))
@@ -741,7 +742,7 @@ def test_grouped_chunks_split_an_axis_evenly() -> None:
     exactly 16 MiB, 8 tiles a side, so four alike chunks per axis. At 8 MiB, Dask's "auto" makes seven
     chunks per axis (six of 1280 rows and one of 512); spread evenly that is 5 tiles each, 1280 rows
     (six chunks and one of 512 rows left: 7 x 5 = 35 >= 32 tiles, 6 x 5 = 30 < 32)."""
-    from xarray_tensogram.assemble.tetr import grouped_chunks
+    from xarray_tensogram.assemble.common import grouped_chunks
 
     with dask.config.set({"array.chunk-size": "128MiB"}):
         assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (2048, 2048)

@@ -148,11 +148,16 @@ def test_step_message_dim_is_mars_step(tmp_path):
     xr.testing.assert_identical(_loaded(tmp_path / "s.tgm"), ds)
 
 
-def test_chunks_are_one_per_message(tmp_path):
+def test_chunks_are_whole_messages(tmp_path):
+    import dask
+
     ds = forecast()
     xt.to_tensogram(ds, tmp_path / "fc.tgm", message_dims=["level", "time"])
     with _open(tmp_path / "fc.tgm", chunks={}) as back:
-        assert back["t"].chunks == ((1, 1), (1, 1, 1), (4,), (5,))
+        assert back["t"].chunks == ((2,), (3,), (4,), (5,))  # six small objects: one chunk
+        xr.testing.assert_identical(back.load().drop_attrs(deep=False), ds.drop_attrs(deep=False))
+    with dask.config.set({"array.chunk-size": "1B"}), _open(tmp_path / "fc.tgm", chunks={}) as back:
+        assert back["t"].chunks == ((1, 1), (1, 1, 1), (4,), (5,))  # one object (one message) per chunk
         xr.testing.assert_identical(back.load().drop_attrs(deep=False), ds.drop_attrs(deep=False))
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
-import math
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,6 +29,7 @@ from .common import (
     check_dim_names_used,
     check_requested_dims,
     generic_dim_names,
+    grouped_chunks,
     lazy_variable,
     requested_dims,
     unique_names,
@@ -136,46 +136,6 @@ def _attrs_of(d: TetrDataset) -> dict[str, Any]:
         if key in attrs:
             attrs[key] = _number(attrs[key], None)
     return attrs
-
-
-#: ``chunks={}`` groups small tiles into chunks of about ``array.chunk-size / GROUP_FRACTION``
-GROUP_FRACTION = 8
-
-
-def grouped_chunks(shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -> tuple[int, ...]:
-    """Dask chunks for ``chunks={}``: whole multiples of the tile, about 1/8 of Dask's ``array.chunk-size``.
-
-    One Dask task per small tile costs more in scheduling than the tile takes to decode (a 256 x 256
-    float32 tile decodes in well under a millisecond), so small tiles are grouped. A group of
-    ``array.chunk-size / GROUP_FRACTION`` (16 MiB by default) decodes in tens of milliseconds, so the
-    scheduling is under 1% of the work, and a variable still has enough chunks for the threads to share
-    them evenly (with four 64 MiB chunks on two threads, one thread held up holds up half the array).
-    Dask's own ``"auto"`` rule (with the tile as the previous chunks) says how many tiles per chunk along
-    each axis; the tiles are then spread evenly over that many chunks, so that chunks are alike and the
-    last one is not a sliver. ``chunks="auto"`` makes whole multiples of these near ``array.chunk-size``.
-    Each chunk is read tile by tile, and a selection reads only the tiles it touches. Tiles already at
-    least that large stay one chunk each.
-    """
-    import dask
-    from dask.array.core import normalize_chunks
-    from dask.utils import parse_bytes
-
-    tile = tuple(max(1, min(t, n)) for t, n in zip(tile, shape, strict=True))
-    target = max(1, parse_bytes(dask.config.get("array.chunk-size")) // GROUP_FRACTION)
-    if 0 in shape or math.prod(tile) * dtype.itemsize >= target:
-        return tile
-    auto = normalize_chunks(  # type: ignore[no-untyped-call]  # dask leaves normalize_chunks unannotated
-        "auto", tuple(shape), dtype=dtype, previous_chunks=tile, limit=target
-    )
-    out = []
-    for n, t, sizes in zip(shape, tile, auto, strict=True):
-        if len(sizes) == 1:  # the whole axis in one chunk (whatever its length)
-            out.append(n)
-            continue
-        ntiles = -(-n // t)
-        nchunks = -(-ntiles // max(1, sizes[0] // t))  # dask keeps multiples of the previous chunks
-        out.append(min(-(-ntiles // nchunks) * t, n))
-    return tuple(out)
 
 
 def _history_line(row: Mapping[str, Any]) -> str:

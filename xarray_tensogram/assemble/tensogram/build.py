@@ -20,7 +20,7 @@ from ... import grib
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
 from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
-from ..common import flatten_attrs, generic_dim_names, lazy_variable
+from ..common import flatten_attrs, generic_dim_names, grouped_chunks, lazy_variable
 from .collect import TgObject
 from .hypercube import (
     LEVEL_PREFIX,
@@ -197,7 +197,14 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     }
     if first.is_grib:
         attrs = _grib_encoding(cube, first, attrs, encoding)
-    return lazy_variable(stack + inner, spec, attrs, encoding)
+    # chunks={}: whole objects, grouped along the stacked dims when they are small (one task per object
+    # would cost more in scheduling than small objects take to decode); a selection still reads only
+    # the objects it touches
+    dims = stack + inner
+    encoding["preferred_chunks"] = dict(
+        zip(dims, grouped_chunks(spec.shape, spec.chunk_shape, spec.dtype), strict=True)
+    )
+    return lazy_variable(dims, spec, attrs, encoding)
 
 
 def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr.Variable]) -> None:
