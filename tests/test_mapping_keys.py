@@ -1,6 +1,6 @@
 """The mapping's two shortcuts over nested metadata agree with plain flattening.
 
-GRIB-converted objects keep their ``grib_repro``/``grib`` sections nested (``grib.GribKeys``), and
+GRIB-converted objects keep their ``grib_repro``/``grib`` sections nested (``collect.GribKeys``), and
 the hypercube compares those sections column by column (``_varying_nested``). Both are checked
 here against the straightforward path they replace: flatten every map with ``flat_keys``, then
 compare the flattened maps item by item (``_varying_maps``). Random nested metadata from
@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from xarray_tensogram import grib
-from xarray_tensogram.assemble.tensogram.collect import flat_keys
+from xarray_tensogram.assemble.tensogram.collect import GribKeys, flat_keys
 from xarray_tensogram.assemble.tensogram.hypercube import _varying_maps, _varying_nested
+from xarray_tensogram.grib import GRIB_SECTIONS
 
 _KEYS = st.sampled_from(["level", "step", "units", "a.b", "pl", "x", "_reserved_"])
 _SCALARS = st.one_of(
@@ -62,7 +62,7 @@ def test_grib_keys_reads_as_flat_keys(mars, repro, parameter):
     entry = {"mars": mars, "grib_repro": repro, "grib": {"parameter": parameter}}
     flat = flat_keys(entry)
     assume(len(flat) == _leaves(entry))  # {"a.b": 1, "a": {"b": 2}} flattens ambiguously: not a real case
-    view = grib.GribKeys(flat_keys(entry, skip=grib.GRIB_SECTIONS), entry)
+    view = GribKeys(flat_keys(entry, skip=GRIB_SECTIONS), entry)
     for key, value in flat.items():
         if "_reserved_" in key:
             continue  # flat_keys drops _reserved_ sections: never looked up through the view

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,6 @@ __all__ = [
     "GRIB_LEVEL_SOURCE",
     "GRIB_PREFIXES",
     "GRIB_SECTIONS",
-    "GribKeys",
     "GridCoords",
     "LevelInfo",
     "cf_attributes",
@@ -56,7 +55,7 @@ GRIB_LEVEL_SOURCE = "grib:level"
 _REPRO = "grib_repro."
 _GRIB = "grib."
 #: key prefixes that are derived from the independent MARS keys and never make a dimension
-GRIB_PREFIXES = _DEPENDENT_PREFIXES = (_REPRO, _GRIB)
+GRIB_PREFIXES = (_REPRO, _GRIB)
 #: the entry sections those prefixes flatten from
 GRIB_SECTIONS = ("grib_repro", "grib")
 
@@ -105,7 +104,7 @@ _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 
 def is_grib(keys: Mapping[str, Any]) -> bool:
     """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` keys."""
-    return any(k.startswith(_DEPENDENT_PREFIXES) for k in keys)
+    return any(k.startswith(GRIB_PREFIXES) for k in keys)
 
 
 def is_grib_entry(entry: Mapping[str, Any]) -> bool:
@@ -116,107 +115,9 @@ def is_grib_entry(entry: Mapping[str, Any]) -> bool:
     return isinstance(repro, Mapping) or isinstance(other, Mapping)
 
 
-class GribKeys(Mapping[str, Any]):
-    """One converter object's keys as the functions of this module read them, without flattening.
-
-    A converter object carries some 50 ``grib_repro``/``grib`` keys that never make a dimension and
-    that the mapping reads only a few of per object (short name, level). Flattening them all for
-    every object was most of the extra cost of opening a converted file, so they stay nested here:
-    ``flat`` holds the other keys already flattened (``mars.*``), and a dotted GRIB key is looked up
-    in the nested ``entry`` on demand. Values read as :func:`flat_keys` would give them (lists as
-    tuples). Iterating flattens everything: only error messages do that.
-    """
-
-    __slots__ = ("entry", "flat")
-
-    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
-        self.flat = flat
-        self.entry = entry
-
-    def __getitem__(self, key: str) -> Any:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            raise KeyError(key)
-        return value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if not key.startswith(_DEPENDENT_PREFIXES):
-            if key in GRIB_SECTIONS:  # a section that is empty or not a map is a key of its own
-                value = self.entry.get(key, _MISSING)
-                value = _MISSING if isinstance(value, Mapping) and value else _frozen(value)
-                return default if value is _MISSING else value
-            return self.flat.get(key, default)
-        section, _, rest = key.partition(".")
-        node = self.entry.get(section)
-        value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
-        if type(value) not in _SCALARS:  # absent, nested deeper, or a list: the general walk
-            value = _frozen(_nested(node, rest))
-        return default if value is _MISSING else value
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self.flat
-        for section in GRIB_SECTIONS:
-            node = self.entry.get(section, _MISSING)
-            if isinstance(node, Mapping) and node:
-                yield from _dotted(node, section + ".")
-            elif node is not _MISSING:
-                yield section
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-_MISSING: Any = object()
-_SCALARS = frozenset({int, float, str, bool, type(None)})
-
-
-def _nested(node: Any, rest: str) -> Any:
-    """``rest`` (``"parameter.shortName"``) under a nested map; a key may itself hold a dot."""
-    if not isinstance(node, Mapping):
-        return _MISSING
-    if rest in node:
-        value = node[rest]
-        return _MISSING if isinstance(value, Mapping) and value else value
-    dot = rest.find(".")
-    while dot > 0:
-        child = node.get(rest[:dot])
-        if isinstance(child, Mapping):
-            value = _nested(child, rest[dot + 1 :])
-            if value is not _MISSING:
-                return value
-        dot = rest.find(".", dot + 1)
-    return _MISSING
-
-
-def _dotted(node: Any, prefix: str) -> Iterator[str]:
-    if not isinstance(node, Mapping):
-        return
-    for k, v in node.items():
-        if k == "_reserved_":
-            continue
-        if isinstance(v, Mapping) and v:
-            yield from _dotted(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}"
-
-
-def _frozen(value: Any) -> Any:
-    """Lists as tuples (nested ones too), as flattened keys hold them."""
-    if value is _MISSING:
-        return value
-    if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
-    if isinstance(value, Mapping):
-        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
-    return value
-
-
 def is_stackable(key: str) -> bool:
     """``grib_repro.*`` and ``grib.*`` keys restate the MARS keys (``level``, ``stepRange`` ...): never a dim."""
-    return not key.startswith(_DEPENDENT_PREFIXES)
+    return not key.startswith(GRIB_PREFIXES)
 
 
 def _grib_key(keys: Mapping[str, Any], name: str) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -24,7 +24,15 @@ from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import descriptor_params_batch, is_local
 
-__all__ = ["TensogramMappingWarning", "TgObject", "apply_filter", "collect_objects", "flat_keys", "select_messages"]
+__all__ = [
+    "GribKeys",
+    "TensogramMappingWarning",
+    "TgObject",
+    "apply_filter",
+    "collect_objects",
+    "flat_keys",
+    "select_messages",
+]
 
 #: top-level metadata keys that are not global user metadata
 _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
@@ -47,7 +55,7 @@ class TgObject:
     is_grib: bool = False  # written by ECMWF's GRIB converter (GRIB rules: names, levels, grid, attrs)
     #: GRIB objects: every key, ``grib_repro.*``/``grib.*`` included; ``keys`` leaves those two
     #: sections out, since they never make a dimension and flattening them per object is costly
-    grib: grib.GribKeys | None = None
+    grib: GribKeys | None = None
     level: Any = None  # its GRIB level (grib.LevelInfo: typeOfLevel, value), computed once
     name: str = ""
     name_key: str | None = None
@@ -135,6 +143,98 @@ def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | No
     return tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
 
 
+class GribKeys(Mapping[str, Any]):
+    """One converter object's dotted keys, as :func:`flat_keys` would give them, without flattening.
+
+    A converter object carries some 50 ``grib_repro``/``grib`` keys that never make a dimension and
+    that the mapping reads only a few of per object (short name, level). The functions of
+    :mod:`xarray_tensogram.grib` take any mapping of dotted keys, this view included. Flattening them all for
+    every object was most of the extra cost of opening a converted file, so they stay nested here:
+    ``flat`` holds the other keys already flattened (``mars.*``), and a dotted GRIB key is looked up
+    in the nested ``entry`` on demand. Values read as :func:`flat_keys` would give them (lists as
+    tuples). Iterating flattens everything: only error messages do that.
+    """
+
+    __slots__ = ("entry", "flat")
+
+    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
+        self.flat = flat
+        self.entry = entry
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if not key.startswith(grib.GRIB_PREFIXES):
+            if key in grib.GRIB_SECTIONS:  # a section that is empty or not a map is a key of its own
+                value = self.entry.get(key, _MISSING)
+                value = _MISSING if isinstance(value, Mapping) and value else _frozen(value)
+                return default if value is _MISSING else value
+            return self.flat.get(key, default)
+        section, _, rest = key.partition(".")
+        node = self.entry.get(section)
+        value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
+        if type(value) not in _SCALARS:  # absent, nested deeper, or a list: the general walk
+            value = _frozen(_nested(node, rest))
+        return default if value is _MISSING else value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.flat
+        for section in grib.GRIB_SECTIONS:
+            node = self.entry.get(section, _MISSING)
+            if isinstance(node, Mapping) and node:
+                yield from _dotted(node, section + ".")
+            elif node is not _MISSING:
+                yield section
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_MISSING: Any = object()
+
+
+def _nested(node: Any, rest: str) -> Any:
+    """``rest`` (``"parameter.shortName"``) under a nested map; a key may itself hold a dot."""
+    if not isinstance(node, Mapping):
+        return _MISSING
+    if rest in node:
+        value = node[rest]
+        return _MISSING if isinstance(value, Mapping) and value else value
+    dot = rest.find(".")
+    while dot > 0:
+        child = node.get(rest[:dot])
+        if isinstance(child, Mapping):
+            value = _nested(child, rest[dot + 1 :])
+            if value is not _MISSING:
+                return value
+        dot = rest.find(".", dot + 1)
+    return _MISSING
+
+
+def _dotted(node: Any, prefix: str) -> Iterator[str]:
+    if not isinstance(node, Mapping):
+        return
+    for k, v in node.items():
+        if k == "_reserved_":
+            continue
+        if isinstance(v, Mapping) and v:
+            yield from _dotted(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}"
+
+
+def _frozen(value: Any) -> Any:
+    """A value as :func:`flat_keys` holds it (lists as tuples); ``_MISSING`` passes through."""
+    return value if value is _MISSING else hashable(value)
+
+
 def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
     """``high`` over ``low``, merging nested maps key by key."""
     out = dict(low)
@@ -220,7 +320,7 @@ def collect_objects(
             shape, dtype = msg.object_geometry(j)
             is_grib = grib.is_grib_entry(entry)
             keys = flat_keys(entry, skip=grib.GRIB_SECTIONS if is_grib else ())
-            gkeys_view = grib.GribKeys(keys, entry) if is_grib else None
+            gkeys_view = GribKeys(keys, entry) if is_grib else None
             objects.append(
                 TgObject(
                     msg=m,

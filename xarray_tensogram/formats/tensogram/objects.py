@@ -345,30 +345,31 @@ def is_local(source: ByteSource) -> bool:
     return type(source).__name__ in ("LocalFileSource", "BytesSource")
 
 
-def normalise_metadata(meta: dict[str, Any], n_objects: int, w: str) -> dict[str, Any]:
-    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``."""
+def normalise_metadata(meta: dict[str, Any], n_objects: int) -> dict[str, Any]:
+    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name
+    the place (the caller prefixes it)."""
     out: dict[str, Any] = {}
     extra = meta.get("_extra_", {})
     if extra is None:
         extra = {}
     if not isinstance(extra, dict):
-        raise MetadataError(f"{w}_extra_ is not a map")
+        raise MetadataError("_extra_ is not a map")
     extra = dict(extra)
     for key, value in meta.items():
         if not isinstance(key, str):
-            raise MetadataError(f"{w}top-level metadata key {key!r} is not text")
+            raise MetadataError(f"top-level metadata key {key!r} is not text")
         if key in ("base", "_extra_", "_reserved_"):
             continue
         if key in extra:
-            raise MetadataError(f"{w}ambiguous metadata: key {key!r} is both top-level and in _extra_")
+            raise MetadataError(f"ambiguous metadata: key {key!r} is both top-level and in _extra_")
         extra[key] = value
     base = meta.get("base", [])
     if base is None:
         base = []
     if not isinstance(base, list) or not all(isinstance(b, dict) for b in base):
-        raise MetadataError(f"{w}'base' is not a list of maps")
+        raise MetadataError("'base' is not a list of maps")
     if len(base) > n_objects:
-        raise MetadataError(f"{w}'base' has {len(base)} entries for {n_objects} objects")
+        raise MetadataError(f"'base' has {len(base)} entries for {n_objects} objects")
     base = [dict(b) for b in base] + [{} for _ in range(n_objects - len(base))]
     reserved = meta.get("_reserved_", {})
     out["version"] = 3
@@ -381,9 +382,12 @@ def normalise_metadata(meta: dict[str, Any], n_objects: int, w: str) -> dict[str
 def message_metadata(raw: bytes, objects: Sequence[ObjectRef], where: str) -> dict[str, Any]:
     """A message's metadata from its metadata frame's CBOR: normalised, preceders merged into ``base``."""
     meta = cbor.loads(raw, where=where)
-    if not isinstance(meta, dict):
-        raise MetadataError(f"{where}metadata is a {type(meta).__name__}, expected a map")
-    return with_preceders(normalise_metadata(meta, len(objects), where), objects)
+    try:
+        if not isinstance(meta, dict):
+            raise MetadataError(f"metadata is a {type(meta).__name__}, expected a map")
+        return with_preceders(normalise_metadata(meta, len(objects)), objects)
+    except MetadataError as exc:
+        raise type(exc)(f"{where}{exc}") from None
 
 
 def with_preceders(meta: dict[str, Any], objects: Sequence[ObjectRef]) -> dict[str, Any]:

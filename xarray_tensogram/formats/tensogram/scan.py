@@ -309,7 +309,7 @@ class MessageScanner:
         elif index_map is not None and not jumped:
             self._check_index_matches(index_map, data, pos, where)
         try:
-            meta = with_preceders(normalise_metadata(metadata, len(data), ""), data)
+            meta = with_preceders(normalise_metadata(metadata, len(data)), data)
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
         return Message(self.source, index, pos, end - pos, pre, meta, data, metadata_cbor), end
