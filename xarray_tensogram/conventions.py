@@ -8,6 +8,8 @@ never imports ``assemble/`` (and the other way round).
 from __future__ import annotations
 
 __all__ = [
+    "COORDINATE_ROLE_KEY",
+    "STRINGS_KEY",
     "DTYPE_KEY",
     "LAYOUT_KEY",
     "STEP_UNITS",
@@ -33,3 +35,10 @@ TETR_FILE_KEYS = ("tool", "library_version", "created_at")
 
 #: zTensor custom key holding a tensor's dimension names
 ZTENSOR_DIM_NAMES_KEY = "dim_names"
+
+#: per-variable key (a ``.zt`` custom key, a ``.tet`` attr) marking a coordinate that no data variable's
+#: CF ``coordinates`` attribute names, in formats without Dataset attributes to list it
+COORDINATE_ROLE_KEY = "xarray_role"
+#: ``.zt`` custom key of a zero-size placeholder tensor holding a string variable in metadata:
+#: ``{"dims": [...], "shape": [...], "dtype": "<U3", "values": [flat list]}``
+STRINGS_KEY = "xarray_strings"

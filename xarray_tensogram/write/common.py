@@ -1,0 +1,168 @@
+"""What every writer does before its format sees a variable, the way ``to_netcdf`` does it.
+
+Names are checked as xarray's netCDF writers check them, a MultiIndex is refused, the user's
+``encoding=`` replaces a variable's own encoding (unknown keys refused, listing what is
+accepted), and every variable goes through xarray's own CF encoder
+(``encode_dataset_coordinates`` + ``cf_encoder``): times and time deltas with units,
+``_FillValue``/``missing_value``, ``scale_factor``/``add_offset`` packing into a given
+``dtype``, ``_Unsigned``, and the ``coordinates`` attributes that keep roles (written once).
+Each format then checks that it can hold every encoded variable before it writes a byte.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray import conventions
+
+from ..conventions import COORDINATE_ROLE_KEY
+from ..errors import InvalidNameError, NoSuchVariableError, UnsupportedError, XarrayTensogramError
+
+__all__ = [
+    "CF_ENCODING_KEYS",
+    "EncodedDataset",
+    "as_dataset",
+    "check_dtypes",
+    "encode_dataset",
+    "validate_encoding",
+]
+
+#: encoding keys xarray's CF encoder consumes (what ``to_netcdf`` honours for every backend)
+CF_ENCODING_KEYS = frozenset(
+    {"dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units", "calendar", "_Unsigned"}
+)
+#: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
+_PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
+
+
+@dataclass
+class EncodedDataset:
+    """A Dataset as CF-encoded variables, ready for one format's writer.
+
+    ``options`` holds, per variable, the writer options left after CF encoding (what the user gave,
+    or what the variable was read with). ``coordinate_only`` lists the coordinates that no data
+    variable's ``coordinates`` attribute names: formats without Dataset attributes mark them on
+    the variable itself (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
+    """
+
+    variables: dict[str, xr.Variable]
+    attrs: dict[str, Any]
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coordinate_only: list[str] = field(default_factory=list)
+
+
+def as_dataset(obj: xr.Dataset | xr.DataArray) -> xr.Dataset:
+    """A DataArray is written as a Dataset of one variable (named ``data`` when it has no name)."""
+    if isinstance(obj, xr.DataArray):
+        return obj.to_dataset(name=obj.name if obj.name is not None else "data")
+    if not isinstance(obj, xr.Dataset):
+        raise TypeError(f"expected an xarray Dataset or DataArray, got {type(obj).__name__}")
+    return obj
+
+
+def _check_names(ds: xr.Dataset) -> None:
+    """Variable names must be non-empty strings, as for ``to_netcdf`` (``None`` is written as ``"None"``)."""
+    for name in ds.variables:
+        if isinstance(name, str):
+            if not name:
+                raise XarrayTensogramError(
+                    f"Invalid name {name!r} for DataArray or Dataset key: string must be length 1 or greater"
+                )
+        elif name is not None:
+            raise InvalidNameError(
+                f"Invalid name {name!r} for DataArray or Dataset key: must be either a string or None"
+            )
+    for key in ds.attrs:
+        if not isinstance(key, str) or not key:
+            raise InvalidNameError(f"Invalid name for Dataset attribute {key!r}: must be a non-empty string")
+
+
+def validate_encoding(
+    ds: xr.Dataset, encoding: Mapping[Hashable, Any] | None, accepted: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """The user's ``encoding=`` checked against the variables and the keys a writer accepts.
+
+    One function, so that a codec registry with declared parameters can replace ``accepted`` later.
+    """
+    allowed = frozenset(accepted) | CF_ENCODING_KEYS
+    out: dict[str, dict[str, Any]] = {}
+    for name, enc in (encoding or {}).items():
+        if name not in ds.variables:
+            raise NoSuchVariableError(
+                f"encoding given for {name!r}, which is not a variable of the Dataset; variables: "
+                f"{sorted(map(str, ds.variables))}"
+            )
+        if not isinstance(enc, Mapping):
+            raise XarrayTensogramError(f"encoding for {name!r} must be castable to a dictionary, got {enc!r}")
+        unknown = sorted(set(map(str, enc)) - allowed)
+        if unknown:
+            raise UnsupportedError(
+                f"unexpected encoding parameters for variable {name!r}: {unknown}; accepted: {sorted(allowed)}"
+            )
+        out[str(name)] = dict(enc)
+    return out
+
+
+def encode_dataset(
+    obj: xr.Dataset | xr.DataArray,
+    encoding: Mapping[Hashable, Any] | None,
+    accepted: Iterable[str],
+) -> EncodedDataset:
+    """Check names and ``encoding=``, then CF-encode every variable with xarray's own encoder."""
+    ds = as_dataset(obj)
+    _check_names(ds)
+    accepted = frozenset(accepted)
+    user = validate_encoding(ds, encoding, accepted)
+    try:
+        variables, attrs = conventions.encode_dataset_coordinates(ds)
+        for name, enc in user.items():
+            variables[name].encoding = dict(enc)
+        variables, attrs = conventions.cf_encoder(variables, attrs)
+    except NotImplementedError as exc:  # a MultiIndex, as to_netcdf refuses it
+        raise UnsupportedError(f"{exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        if isinstance(exc, XarrayTensogramError):
+            raise
+        raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
+    names = {str(k): v for k, v in variables.items()}
+    global_coords = str(attrs.pop("coordinates", "") or "").split()
+    options = {
+        name: {k: v for k, v in var.encoding.items() if k in accepted and k not in _PROVENANCE_KEYS}
+        for name, var in names.items()
+    }
+    return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords)
+
+
+def check_dtypes(
+    encoded: EncodedDataset, fmt: str, supported: Callable[[np.dtype], bool], supported_names: Iterable[str]
+) -> None:
+    """Refuse, before a byte is written, the first variable whose (encoded) dtype ``fmt`` cannot hold."""
+    for name, var in encoded.variables.items():
+        if not supported(var.dtype):
+            raise UnsupportedError(
+                f"variable {name!r}: dtype {var.dtype} cannot be stored in a {fmt} file; "
+                f"supported dtypes: {', '.join(supported_names)}"
+            )
+
+
+def role_marked(encoded: EncodedDataset) -> dict[str, xr.Variable]:
+    """Variables with the coordinates no data variable names marked as such, for formats without Dataset attrs."""
+    out = dict(encoded.variables)
+    for name in encoded.coordinate_only:
+        if name in out:
+            var = out[name].copy(deep=False)
+            var.attrs = {**var.attrs, COORDINATE_ROLE_KEY: "coordinate"}
+            out[name] = var
+    return out
+
+
+def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stacklevel: int = 3) -> None:
+    """One warning naming every dropped item (never silently)."""
+    dropped = list(items)
+    if dropped:
+        warnings.warn(f"{what}: {dropped}", category, stacklevel=stacklevel)
