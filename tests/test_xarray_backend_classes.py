@@ -17,6 +17,8 @@ import xarray as xr
 pytest.importorskip("xarray.tests.test_backends")
 from xarray.tests import test_backends as xb  # noqa: E402  # after the importorskip
 
+from xarray.tests.conftest import time_unit, use_dask  # noqa: E402, F401  # fixtures the classes use
+
 import xarray_tensogram as xt  # noqa: E402
 
 

@@ -8,6 +8,9 @@ never imports ``assemble/`` (and the other way round).
 from __future__ import annotations
 
 __all__ = [
+    "SCALAR_KEY",
+    "TETR_LABELS_ENCODING",
+    "ATTR_TYPES_KEY",
     "COORDINATE_ROLE_KEY",
     "STRINGS_KEY",
     "DTYPE_KEY",
@@ -42,3 +45,10 @@ COORDINATE_ROLE_KEY = "xarray_role"
 #: ``.zt`` custom key of a zero-size placeholder tensor holding a string variable in metadata:
 #: ``{"dims": [...], "shape": [...], "dtype": "<U3", "values": [flat list]}``
 STRINGS_KEY = "xarray_strings"
+#: per-variable key mapping attribute names to the type their value had (``"float32"``, ``"py:int"``), for
+#: formats whose attribute values lose it (``.tet`` stores strings, CBOR has no float32 scalar for numpy)
+ATTR_TYPES_KEY = "xarray_attr_types"
+#: ``.tet`` attr marking a 0-d variable stored with one element (the format's rank is 1..8)
+SCALAR_KEY = "xarray_scalar"
+#: encoding key of an index coordinate read from ``.tet`` footer labels: the labels as spelled in the file
+TETR_LABELS_ENCODING = "tetr_labels"

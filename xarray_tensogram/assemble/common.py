@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -13,6 +14,7 @@ from xarray.core import indexing
 
 from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
+from ..conventions import ATTR_TYPES_KEY
 from ..errors import DimensionNameError, describe
 
 __all__ = [
@@ -139,9 +141,45 @@ def lazy_variable(
     enc = dict(encoding or {})
     enc.setdefault("preferred_chunks", dict(zip(dims, spec.chunk_shape, strict=True)))
     enc.setdefault("dtype", spec.dtype)
-    var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
+    var = xr.Variable(tuple(dims), data, attrs=typed_attrs(attrs or {}))
     var.encoding = enc
     return var
+
+
+def _typed(value: Any, kind: str) -> Any:
+    if kind.startswith("py:"):
+        if isinstance(value, str):
+            if kind == "py:str":
+                return value
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = float(value)  # "nan", "inf"
+        return {"py:int": int, "py:float": float, "py:bool": bool}.get(kind, lambda v: v)(value)
+    dtype = np.dtype(kind)
+    if isinstance(value, str) and dtype.kind not in "US":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = float(value)
+    array = np.asarray(value, dtype=dtype)
+    return array[()] if array.ndim == 0 else array
+
+
+def typed_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes with the types a writer recorded under :data:`ATTR_TYPES_KEY` given back (the key removed)."""
+    out = dict(attrs)
+    types = out.pop(ATTR_TYPES_KEY, None)
+    if isinstance(types, str):
+        with contextlib.suppress(ValueError):
+            types = json.loads(types)
+    if not isinstance(types, Mapping):
+        return out
+    for key, kind in types.items():
+        if key in out and isinstance(kind, str):
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                out[key] = _typed(out[key], kind)
+    return out
 
 
 def storage_spec(var: xr.Variable) -> ArraySpec | None:

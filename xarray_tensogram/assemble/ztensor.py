@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
@@ -26,6 +26,7 @@ from .common import (
     flatten_attrs,
     generic_dim_names,
     lazy_variable,
+    typed_attrs,
     requested_dims,
     unique_names,
 )
@@ -60,11 +61,13 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
 
 def _attrs(info: TensorInfo) -> dict[str, Any]:
     """netCDF-safe attrs: custom keys/attributes flattened, ``cf.*`` lifted to plain CF names."""
-    raw = {k: v for k, v in info.attrs.items() if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY)}
+    raw = {k: v for k, v in info.attrs.items() if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY, ATTR_TYPES_KEY)}
     attrs = flatten_attrs(raw)
     for key in [k for k in attrs if k.startswith("cf.")]:
         attrs.setdefault(key[3:], attrs.pop(key))
     attrs.update(info.dtype_attrs)
+    if isinstance(info.attrs.get(ATTR_TYPES_KEY), Mapping):  # applied by lazy_variable/typed_attrs
+        attrs[ATTR_TYPES_KEY] = info.attrs[ATTR_TYPES_KEY]
     return attrs
 
 
@@ -92,7 +95,7 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
         )
         return None
     sizes.update(zip(dims, shape, strict=True))
-    return xr.Variable(dims, values, _attrs(info))
+    return xr.Variable(dims, values, typed_attrs(_attrs(info)))
 
 
 def ztensor_to_dataset(

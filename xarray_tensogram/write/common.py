@@ -20,7 +20,7 @@ import numpy as np
 import xarray as xr
 from xarray import conventions
 
-from ..conventions import COORDINATE_ROLE_KEY
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from ..errors import InvalidNameError, NoSuchVariableError, UnsupportedError, XarrayTensogramError
 
 __all__ = [
@@ -166,3 +166,33 @@ def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stack
     dropped = list(items)
     if dropped:
         warnings.warn(f"{what}: {dropped}", category, stacklevel=stacklevel)
+
+
+def attr_types(attrs: Mapping[Hashable, Any], *, python_too: bool) -> dict[str, str]:
+    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype) and,
+    with ``python_too`` (formats that store text), Python numbers, booleans and lists too."""
+    out: dict[str, str] = {}
+    for key, value in attrs.items():
+        if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
+            if value.dtype not in (np.dtype("float64"), np.dtype("int64")) or python_too or np.ndim(value):
+                out[str(key)] = value.dtype.str
+        elif python_too and isinstance(value, bool):
+            out[str(key)] = "py:bool"
+        elif python_too and isinstance(value, (int, float)):
+            out[str(key)] = "py:int" if isinstance(value, int) else "py:float"
+        elif python_too and isinstance(value, (list, tuple)):
+            try:
+                out[str(key)] = np.asarray(value).dtype.str
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
+    """``var`` with :data:`ATTR_TYPES_KEY` added when some attribute value would lose its type."""
+    types = attr_types(var.attrs, python_too=python_too)
+    if not types:
+        return var
+    out = var.copy(deep=False)
+    out.attrs = {**var.attrs, ATTR_TYPES_KEY: types}
+    return out

@@ -23,7 +23,7 @@ from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
-from .common import EncodedDataset, check_dtypes, encode_dataset, role_marked, warn_dropped
+from .common import EncodedDataset, check_dtypes, encode_dataset, role_marked, warn_dropped, with_attr_types
 from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
@@ -48,7 +48,7 @@ def _cbor_value(value: Any) -> Any:
 
 
 def _stored(dtype: np.dtype) -> bool:
-    if dtype.kind in "USO":
+    if dtype.kind in "USOT":
         return True  # kept in metadata
     try:
         v01_dtype_name(dtype)
@@ -61,7 +61,7 @@ def _custom_fields(var: xr.Variable) -> dict[str, Any]:
     custom: dict[str, Any] = {}
     for key, value in var.attrs.items():
         key = str(key)
-        stored = f"cf.{key}" if key in RESERVED_KEYS or key == DIM_NAMES_KEY or key == STRINGS_KEY else key
+        stored = f"cf.{key}" if key in RESERVED_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
         custom[stored] = _cbor_value(value)
     if var.dims:
         custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
@@ -73,8 +73,10 @@ def _string_values(values: np.ndarray) -> list[Any]:
 
 
 def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]:
-    custom = _custom_fields(var)
+    custom = _custom_fields(with_attr_types(var, python_too=False))
     values = np.asarray(var.values)
+    if values.dtype.kind == "T":  # numpy's StringDType: kept as Python strings
+        values = values.astype(object)
     if values.dtype.kind in "USO":
         custom[STRINGS_KEY] = {
             "dims": [str(d) for d in var.dims],
@@ -157,8 +159,16 @@ def to_ztensor(
         the valid ones), a MultiIndex.
     """
     if not isinstance(ds, (xr.Dataset, xr.DataArray)):
-        ds = xr.Dataset({str(k): v if isinstance(v, (xr.DataArray, xr.Variable)) else ((), v) if np.ndim(v) == 0
-                         else ([f"dim_{i}" for i in range(np.ndim(v))], v) for k, v in ds.items()})
+        ds = xr.Dataset(
+            {
+                str(k): v
+                if isinstance(v, (xr.DataArray, xr.Variable))
+                else ((), v)
+                if np.ndim(v) == 0
+                else ([f"dim_{i}" for i in range(np.ndim(v))], v)
+                for k, v in ds.items()
+            }
+        )
     check_mode(mode)
     encoded = encode_dataset(ds, encoding, OPTIONS)
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
