@@ -196,3 +196,15 @@ def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
     out = var.copy(deep=False)
     out.attrs = {**var.attrs, ATTR_TYPES_KEY: types}
     return out
+
+
+def recast_bools(encoded: EncodedDataset, dtype: str) -> None:
+    """CF-encoded booleans (``int8`` with ``dtype: bool``) as ``dtype``: ``"bool"`` for formats with a
+    boolean type (the attribute dropped), ``"u1"`` for formats without ``int8`` (the attribute kept, so
+    xarray decodes them back)."""
+    for name, var in encoded.variables.items():
+        if var.dtype == np.int8 and var.attrs.get("dtype") == "bool":
+            new = var.astype(dtype)
+            if dtype == "bool":
+                new.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
+            encoded.variables[name] = new

@@ -27,7 +27,7 @@ from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import DTYPE_CODES
-from .common import EncodedDataset, check_dtypes, encode_dataset, role_marked, with_attr_types
+from .common import EncodedDataset, check_dtypes, encode_dataset, recast_bools, role_marked, with_attr_types
 from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
@@ -193,6 +193,10 @@ def _dataset_write(
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
     attrs = dict(var.attrs)
+    if "_FillValue" not in source.encoding and "_FillValue" not in source.attrs:
+        fill = attrs.get("_FillValue")
+        if isinstance(fill, (float, np.floating)) and np.isnan(fill):
+            del attrs["_FillValue"]  # xarray's default for floats: not written, so an unchanged file stays the same
     if var.dtype.kind == "b" or (attrs.get("dtype") == "bool" and var.dtype == np.int8):
         var = var.astype("u1")
     elif var.dtype.byteorder == ">":
@@ -267,6 +271,7 @@ def to_tetr(
     """
     check_mode(mode)
     encoded = encode_dataset(ds, encoding, OPTIONS)
+    recast_bools(encoded, 'u1')
     check_dtypes(encoded, ".tet", _storable, _DTYPE_NAMES + ["strings (as labels)"])
     source_ds = ds if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name if ds.name is not None else "data")
     labels = _label_coords(source_ds, encoded)
