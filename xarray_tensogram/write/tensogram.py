@@ -23,6 +23,7 @@ import xarray as xr
 
 from ..codecs.registry import available
 from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
+from ..errors import UnsupportedError
 from ..formats.tensogram.writer import (
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
@@ -40,6 +41,8 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
+from .common import as_dataset, encode_dataset
+from .existing import check_mode
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -214,12 +217,11 @@ _WRITER_OPTIONS = frozenset(_DESCRIPTOR_KEYS | set(_ENCODING_ALIASES) | {"mask_m
 
 def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]]) -> None:
     for name, enc in encoding.items():
-        if name not in ds.variables:
-            raise ValueError(f"encoding given for {name!r}, which is not a variable of the Dataset")
         unknown = set(enc) - _WRITER_OPTIONS
         if unknown:
-            raise ValueError(
-                f"unknown encoding keys for {name!r}: {sorted(unknown)}; valid keys: {sorted(_WRITER_OPTIONS)}"
+            raise UnsupportedError(
+                f"unexpected encoding parameters for variable {name!r}: {sorted(unknown)}; accepted: "
+                f"{sorted(_WRITER_OPTIONS)}"
             )
         check_pipeline(_user_pipeline(enc)[0])
 
@@ -421,8 +423,8 @@ def _coordinate_objects(
             else coord.variable
         )
         values = np.asarray(encoded.values)
-        if values.dtype.kind in "OUS":
-            continue  # string labels have no object form
+        if values.dtype.kind in "OUST":
+            continue  # string labels have no object form: they go into the layout hint (_string_coords)
         cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
         entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
@@ -430,6 +432,29 @@ def _coordinate_objects(
         if list(coord.dims) != [cname]:
             entry["dim_names"] = list(coord.dims)
         yield entry, ObjectInput(values, {"shape": list(values.shape)})
+
+
+def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]:
+    """String coordinates (no object form in Tensogram) kept in metadata, in the layout hint."""
+    out = {}
+    for cname, coord in ds.coords.items():
+        if cname in skip_coords or coord.dtype.kind not in "OUST":
+            continue
+        values = np.asarray(coord.values)
+        if values.dtype.kind in "OT":
+            if not all(isinstance(v, str) for v in values.reshape(-1).tolist()):
+                raise UnsupportedError(
+                    f"coordinate {cname!r}: dtype {coord.dtype} holds values that are not strings; .tgm keeps "
+                    "string coordinates in metadata, numbers as objects"
+                )
+            values = values.astype(str)
+        out[str(cname)] = {
+            "dims": [str(d) for d in coord.dims],
+            "values": _py(values),
+            "dtype": values.dtype.str,
+            "attrs": _py_attrs(coord.attrs),
+        }
+    return out
 
 
 def _iter_messages(
@@ -456,6 +481,10 @@ def _iter_messages(
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
             _set_path(extra, k, _py(v))
+    strings = _string_coords(ds, skip_coords)
+    if strings:
+        hint = hint or {}
+        hint["coords"] = {**strings, **(hint.get("coords") or {})}
     if hint is not None:
         extra[LAYOUT_KEY] = hint
     mask_kw: dict[str, Any] = {
@@ -556,8 +585,9 @@ def to_tensogram(
     --------
     >>> xt.to_tensogram(ds, "out.tgm", encoding={"t": {"compression": "zstd"}})  # doctest: +SKIP
     """
-    if isinstance(ds, xr.DataArray):
-        ds = ds.to_dataset(name=ds.name or "data")
+    ds = as_dataset(ds)
+    check_mode(mode)
+    encode_dataset(ds, {k: {} for k in (encoding or {})}, ())  # names, MultiIndex, CF encodability, as to_netcdf
     _check_user_encoding(ds, encoding or {})
     messages = _iter_messages(
         ds,

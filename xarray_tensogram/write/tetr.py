@@ -159,10 +159,10 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
         values = ds[dim].values
         read = ds[dim].encoding.get(TETR_LABELS_ENCODING)
         spelled = [_label(v) for v in values]
-        if read is not None and len(read) == len(values) and (spelled == list(read) or values.dtype.kind == "M"):
-            if values.dtype.kind != "M" or _same_times(read, values):
-                out[str(dim)] = [str(x) for x in read]
-                continue
+        same = read is not None and len(read) == len(values)
+        if same and (spelled == list(read) if values.dtype.kind != "M" else _same_times(read, values)):
+            out[str(dim)] = [str(x) for x in read]
+            continue
         if values.dtype.kind in "USO" and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
             out[str(dim)] = spelled
     return out
@@ -271,8 +271,8 @@ def to_tetr(
     """
     check_mode(mode)
     encoded = encode_dataset(ds, encoding, OPTIONS)
-    recast_bools(encoded, 'u1')
-    check_dtypes(encoded, ".tet", _storable, _DTYPE_NAMES + ["strings (as labels)"])
+    recast_bools(encoded, "u1")
+    check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
     source_ds = ds if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name if ds.name is not None else "data")
     labels = _label_coords(source_ds, encoded)
     variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}

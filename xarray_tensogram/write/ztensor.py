@@ -23,7 +23,15 @@ from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
-from .common import EncodedDataset, check_dtypes, encode_dataset, recast_bools, role_marked, warn_dropped, with_attr_types
+from .common import (
+    EncodedDataset,
+    check_dtypes,
+    encode_dataset,
+    recast_bools,
+    role_marked,
+    warn_dropped,
+    with_attr_types,
+)
 from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
@@ -171,7 +179,7 @@ def to_ztensor(
         )
     check_mode(mode)
     encoded = encode_dataset(ds, encoding, OPTIONS)
-    recast_bools(encoded, 'bool')
+    recast_bools(encoded, "bool")
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     source = ds.variables if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name or "data").variables
     comp = _file_option(source, "ztensor_encoding", ("zstd",)) if compression is None else compression
