@@ -112,8 +112,13 @@ def encode_dataset(
     obj: xr.Dataset | xr.DataArray,
     encoding: Mapping[Hashable, Any] | None,
     accepted: Iterable[str],
+    *,
+    default_fill: bool = True,
 ) -> EncodedDataset:
-    """Check names and ``encoding=``, then CF-encode every variable with xarray's own encoder."""
+    """Check names and ``encoding=``, then CF-encode every variable with xarray's own encoder.
+
+    ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none,
+    so that a file read and written back unchanged keeps its bytes."""
     ds = as_dataset(obj)
     _check_names(ds)
     accepted = frozenset(accepted)
@@ -130,6 +135,13 @@ def encode_dataset(
             raise
         raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
     names = {str(k): v for k, v in variables.items()}
+    if not default_fill:
+        for name, var in names.items():
+            source = ds.variables.get(name)
+            fill = var.attrs.get("_FillValue")
+            explicit = source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs
+            if not explicit and isinstance(fill, (float, np.floating)) and np.isnan(fill):
+                var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
     global_coords = str(attrs.pop("coordinates", "") or "").split()
     options = {
         name: {k: v for k, v in var.encoding.items() if k in accepted and k not in _PROVENANCE_KEYS}

@@ -41,7 +41,7 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
-from .common import as_dataset, encode_dataset
+from .common import CF_ENCODING_KEYS, EncodedDataset, as_dataset, encode_dataset, recast_bools
 from .existing import check_mode
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
@@ -217,7 +217,7 @@ _WRITER_OPTIONS = frozenset(_DESCRIPTOR_KEYS | set(_ENCODING_ALIASES) | {"mask_m
 
 def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]]) -> None:
     for name, enc in encoding.items():
-        unknown = set(enc) - _WRITER_OPTIONS
+        unknown = set(enc) - _WRITER_OPTIONS - CF_ENCODING_KEYS
         if unknown:
             raise UnsupportedError(
                 f"unexpected encoding parameters for variable {name!r}: {sorted(unknown)}; accepted: "
@@ -359,15 +359,24 @@ def _data_object(
     user: Mapping[str, Any],
     default_mask: str,
     skip_coords: set[Hashable],
+    cf: xr.Variable,
 ) -> tuple[dict[str, Any], ObjectInput] | None:
-    """The base entry and object of one variable in the message at ``sel``; None for a hole."""
+    """The base entry and object of one variable in the message at ``sel`` (values and attrs from ``cf``,
+    the variable as xarray's CF encoder wrote it); None for a hole."""
     var_mdims = [m for m in mdims if m.name in var.dims]
-    sub = var.isel({m.name: sel[m.name] for m in var_mdims})
+    where = {m.name: sel[m.name] for m in var_mdims}
     desc, var_mask = resolve_pipeline(var.encoding, user)
-    values = np.asarray(sub.values)
-    if var.attrs.get("tensogram_missing_objects") and values.dtype.kind == "f" and np.isnan(values).all():
-        return None  # a hole in the original hypercube stays a hole
-    attrs = var.attrs
+    if var.attrs.get("tensogram_missing_objects"):
+        hole = np.asarray(var.isel(where).values)
+        if hole.dtype.kind == "f" and np.isnan(hole).all():
+            return None  # a hole in the original hypercube stays a hole
+    values = np.asarray(cf.isel(where).values)
+    if values.dtype.kind in "OUSTMm" or values.dtype.kind == "c":
+        raise UnsupportedError(
+            f"variable {name!r}: dtype {values.dtype} cannot be stored as a .tgm object; supported dtypes: "
+            "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
+        )
+    attrs = {k: v for k, v in cf.attrs.items() if k != "coordinates"}  # written below, once
     is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
     if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
         attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
@@ -410,18 +419,14 @@ def _data_object(
 
 
 def _coordinate_objects(
-    ds: xr.Dataset, split: set[str], skip_coords: set[Hashable]
+    ds: xr.Dataset, split: set[str], skip_coords: set[Hashable], cf: Mapping[str, xr.Variable]
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
-    """Coordinates not along message dims, written once (in the first message) as objects."""
+    """Coordinates not along message dims, written once (in the first message) as objects, CF-encoded
+    (``cf``) as to_netcdf encodes them."""
     for cname, coord in ds.coords.items():
         if cname in skip_coords or any(d in split for d in coord.dims):
             continue
-        # times and time deltas are CF-encoded (numbers + units) as to_netcdf does
-        encoded = (
-            xr.conventions.encode_cf_variable(coord.variable, name=cname)
-            if coord.dtype.kind in "Mm"
-            else coord.variable
-        )
+        encoded = cf.get(str(cname), coord.variable)
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
@@ -466,6 +471,7 @@ def _iter_messages(
     layout: str,
     reserved: Mapping[str, Any] | None,
     mask_method: str | None,
+    cf: EncodedDataset,
 ) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
@@ -481,6 +487,9 @@ def _iter_messages(
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
             _set_path(extra, k, _py(v))
+    global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
+    if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
+        extra["coordinates"] = " ".join(global_coords)
     strings = _string_coords(ds, skip_coords)
     if strings:
         hint = hint or {}
@@ -504,11 +513,21 @@ def _iter_messages(
         for name, var in ds.data_vars.items():
             if any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
                 continue
-            made = _data_object(ds, name, var, sel, mdims, encoding.get(str(name), {}), default_mask, skip_coords)
+            made = _data_object(
+                ds,
+                name,
+                var,
+                sel,
+                mdims,
+                encoding.get(str(name), {}),
+                default_mask,
+                skip_coords,
+                cf.variables[str(name)],
+            )
             if made is not None:
                 pairs.append(made)
         if first:
-            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords))
+            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords, cf.variables))
             first = False
         if not pairs:
             if not wrote_any and combo == last_combo:
@@ -587,7 +606,8 @@ def to_tensogram(
     """
     ds = as_dataset(ds)
     check_mode(mode)
-    encode_dataset(ds, {k: {} for k in (encoding or {})}, ())  # names, MultiIndex, CF encodability, as to_netcdf
+    cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
+    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
     _check_user_encoding(ds, encoding or {})
     messages = _iter_messages(
         ds,
@@ -597,6 +617,7 @@ def to_tensogram(
         layout=layout,
         reserved=reserved,
         mask_method=mask_method,
+        cf=cf,
     )
     return write_messages(path, messages, mode=mode)
 

@@ -193,10 +193,6 @@ def _dataset_write(
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
     attrs = dict(var.attrs)
-    if "_FillValue" not in source.encoding and "_FillValue" not in source.attrs:
-        fill = attrs.get("_FillValue")
-        if isinstance(fill, (float, np.floating)) and np.isnan(fill):
-            del attrs["_FillValue"]  # xarray's default for floats: not written, so an unchanged file stays the same
     if var.dtype.kind == "b" or (attrs.get("dtype") == "bool" and var.dtype == np.int8):
         var = var.astype("u1")
     elif var.dtype.byteorder == ">":
@@ -270,7 +266,7 @@ def to_tetr(
         unknown encoding key (the message lists the accepted ones), a MultiIndex.
     """
     check_mode(mode)
-    encoded = encode_dataset(ds, encoding, OPTIONS)
+    encoded = encode_dataset(ds, encoding, OPTIONS, default_fill=False)
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
     source_ds = ds if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name if ds.name is not None else "data")
