@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
+from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
@@ -64,14 +64,12 @@ def _attrs(info: TensorInfo) -> dict[str, Any]:
     raw = {
         k: v
         for k, v in info.attrs.items()
-        if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY, ATTR_TYPES_KEY)
+        if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY)
     }
     attrs = flatten_attrs(raw)
     for key in [k for k in attrs if k.startswith("cf.")]:
         attrs.setdefault(key[3:], attrs.pop(key))
     attrs.update(info.dtype_attrs)
-    if isinstance(info.attrs.get(ATTR_TYPES_KEY), Mapping):  # applied by lazy_variable/typed_attrs
-        attrs[ATTR_TYPES_KEY] = info.attrs[ATTR_TYPES_KEY]
     return attrs
 
 

@@ -11,6 +11,7 @@ Each format then checks that it can hold every encoded variable before it writes
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -186,7 +187,7 @@ def attr_types(attrs: Mapping[Hashable, Any], *, python_too: bool) -> dict[str, 
     out: dict[str, str] = {}
     for key, value in attrs.items():
         if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
-            if value.dtype not in (np.dtype("float64"), np.dtype("int64")) or python_too or np.ndim(value):
+            if value.dtype not in (np.dtype("float64"), np.dtype("int64")) or python_too:
                 out[str(key)] = value.dtype.str
         elif python_too and isinstance(value, bool):
             out[str(key)] = "py:bool"
@@ -206,7 +207,7 @@ def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
     if not types:
         return var
     out = var.copy(deep=False)
-    out.attrs = {**var.attrs, ATTR_TYPES_KEY: types}
+    out.attrs = {**var.attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))}  # text: never flattened
     return out
 
 

@@ -41,7 +41,7 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
-from .common import CF_ENCODING_KEYS, EncodedDataset, as_dataset, encode_dataset, recast_bools
+from .common import CF_ENCODING_KEYS, EncodedDataset, as_dataset, encode_dataset, recast_bools, with_attr_types
 from .existing import check_mode
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
@@ -376,7 +376,8 @@ def _data_object(
             f"variable {name!r}: dtype {values.dtype} cannot be stored as a .tgm object; supported dtypes: "
             "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
         )
-    attrs = {k: v for k, v in cf.attrs.items() if k != "coordinates"}  # written below, once
+    typed = with_attr_types(cf, python_too=False)
+    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written below, once
     is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
     if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
         attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
@@ -426,7 +427,7 @@ def _coordinate_objects(
     for cname, coord in ds.coords.items():
         if cname in skip_coords or any(d in split for d in coord.dims):
             continue
-        encoded = cf.get(str(cname), coord.variable)
+        encoded = with_attr_types(cf.get(str(cname), coord.variable), python_too=False)
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
@@ -434,8 +435,8 @@ def _coordinate_objects(
         entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
         entry["name"] = cname
-        if list(coord.dims) != [cname]:
-            entry["dim_names"] = list(coord.dims)
+        if list(coord.dims) != [cname] or not any(cname in v.dims for v in ds.data_vars.values()):
+            entry["dim_names"] = [str(d) for d in coord.dims]  # else the reader matches it by name
         yield entry, ObjectInput(values, {"shape": list(values.shape)})
 
 
