@@ -8,16 +8,17 @@ never imports ``assemble/`` (and the other way round).
 from __future__ import annotations
 
 __all__ = [
-    "SCALAR_KEY",
-    "TETR_LABELS_ENCODING",
     "ATTR_TYPES_KEY",
     "COORDINATE_ROLE_KEY",
-    "STRINGS_KEY",
     "DTYPE_KEY",
     "LAYOUT_KEY",
+    "SCALAR_KEY",
     "STEP_UNITS",
+    "STRINGS_KEY",
     "TETR_FILE_KEYS",
     "TETR_HISTORY_ATTR",
+    "TETR_LABELS_ENCODING",
+    "TGM_COORDINATE_NAMES",
     "TIME_UNITS",
     "ZTENSOR_DIM_NAMES_KEY",
 ]
@@ -52,3 +53,22 @@ ATTR_TYPES_KEY = "xarray_attr_types"
 SCALAR_KEY = "xarray_scalar"
 #: encoding key of an index coordinate read from ``.tet`` footer labels: the labels as spelled in the file
 TETR_LABELS_ENCODING = "tetr_labels"
+#: names that make a 1-D or 2-D ``.tgm`` object a coordinate when its metadata does not say
+#: (case-insensitive, as in the reference backend); ``to_tensogram`` marks data variables named so
+TGM_COORDINATE_NAMES = frozenset(
+    {
+        "lat",
+        "latitude",
+        "lon",
+        "longitude",
+        "x",
+        "y",
+        "time",
+        "level",
+        "pressure",
+        "height",
+        "depth",
+        "frequency",
+        "step",
+    }
+)

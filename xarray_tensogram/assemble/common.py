@@ -14,7 +14,7 @@ from xarray.core import indexing
 
 from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
-from ..conventions import ATTR_TYPES_KEY
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from ..errors import DimensionNameError, describe
 
 __all__ = [
@@ -169,6 +169,7 @@ def _typed(value: Any, kind: str) -> Any:
 def typed_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes with the types a writer recorded under :data:`ATTR_TYPES_KEY` given back (the key removed)."""
     out = dict(attrs)
+    out.pop(COORDINATE_ROLE_KEY, None)  # a role, applied by the format's assembly
     types = out.pop(ATTR_TYPES_KEY, None)
     if isinstance(types, str):
         with contextlib.suppress(ValueError):

@@ -26,8 +26,8 @@ from .common import (
     flatten_attrs,
     generic_dim_names,
     lazy_variable,
-    typed_attrs,
     requested_dims,
+    typed_attrs,
     unique_names,
 )
 
@@ -61,11 +61,7 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
 
 def _attrs(info: TensorInfo) -> dict[str, Any]:
     """netCDF-safe attrs: custom keys/attributes flattened, ``cf.*`` lifted to plain CF names."""
-    raw = {
-        k: v
-        for k, v in info.attrs.items()
-        if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY)
-    }
+    raw = {k: v for k, v in info.attrs.items() if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY)}
     attrs = flatten_attrs(raw)
     for key in [k for k in attrs if k.startswith("cf.")]:
         attrs.setdefault(key[3:], attrs.pop(key))

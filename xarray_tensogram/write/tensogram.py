@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..codecs.registry import available
-from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
+from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
 from ..errors import UnsupportedError
 from ..formats.tensogram.writer import (
     PIPELINE_PARAMS,
@@ -404,6 +404,8 @@ def _data_object(
         _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
+    if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
+        entry[COORDINATE_ROLE_KEY] = "data"
     aux = [
         c
         for c in ds.coords
