@@ -370,6 +370,8 @@ def _data_object(
         hole = np.asarray(var.isel(where).values)
         if hole.dtype.kind == "f" and np.isnan(hole).all():
             return None  # a hole in the original hypercube stays a hole
+    if var.dtype.kind in "OUST":
+        return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
     if values.dtype.kind in "OUSTMm" or values.dtype.kind == "c":
         raise UnsupportedError(
@@ -406,13 +408,9 @@ def _data_object(
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
+    listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
     aux = [
-        c
-        for c in ds.coords
-        if c not in skip_coords
-        and c not in ds.dims
-        and set(ds[c].dims) <= set(var.dims)
-        and not any(d in split for d in ds[c].dims)
+        c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)
     ]
     if aux:
         _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
@@ -443,17 +441,17 @@ def _coordinate_objects(
 
 
 def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]:
-    """String coordinates (no object form in Tensogram) kept in metadata, in the layout hint."""
+    """String variables (no object form in Tensogram) kept in metadata, in the layout hint."""
     out = {}
-    for cname, coord in ds.coords.items():
+    for cname, coord in ds.variables.items():
         if cname in skip_coords or coord.dtype.kind not in "OUST":
             continue
         values = np.asarray(coord.values)
         if values.dtype.kind in "OT":
             if not all(isinstance(v, str) for v in values.reshape(-1).tolist()):
                 raise UnsupportedError(
-                    f"coordinate {cname!r}: dtype {coord.dtype} holds values that are not strings; .tgm keeps "
-                    "string coordinates in metadata, numbers as objects"
+                    f"variable {cname!r}: dtype {coord.dtype} holds values that are not strings; .tgm keeps "
+                    "strings in metadata, numbers as objects (convert it to one of them)"
                 )
             values = values.astype(str)
         out[str(cname)] = {
@@ -462,6 +460,8 @@ def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]
             "dtype": values.dtype.str,
             "attrs": _py_attrs(coord.attrs),
         }
+        if cname not in ds.coords:
+            out[str(cname)]["role"] = "data"
     return out
 
 
