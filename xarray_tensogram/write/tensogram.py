@@ -25,6 +25,7 @@ from ..codecs.registry import available
 from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
 from ..errors import UnsupportedError
 from ..formats.tensogram.writer import (
+    OBJECT_DTYPES,
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
     EncodedMessage,
@@ -41,7 +42,15 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
-from .common import CF_ENCODING_KEYS, EncodedDataset, as_dataset, encode_dataset, recast_bools, with_attr_types
+from .common import (
+    CF_ENCODING_KEYS,
+    EncodedDataset,
+    as_dataset,
+    check_dtypes,
+    encode_dataset,
+    recast_bools,
+    with_attr_types,
+)
 from .existing import check_mode
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
@@ -409,9 +418,7 @@ def _data_object(
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
     listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
-    aux = [
-        c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)
-    ]
+    aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
     if aux:
         _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     desc["shape"] = list(values.shape)
@@ -485,7 +492,10 @@ def _iter_messages(
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
     # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
     derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
-    skip_coords = {m.name for m in mdims} | {"valid_time"} | set(scalar_keys) | derived
+    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
+    mars = {m.source for m in mdims} | set(scalar_keys.values())
+    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
+    skip_coords = {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
@@ -611,6 +621,12 @@ def to_tensogram(
     check_mode(mode)
     cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
     recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
+    check_dtypes(
+        cf,
+        ".tgm",
+        lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES,
+        [*OBJECT_DTYPES, "strings (in metadata)"],
+    )
     _check_user_encoding(ds, encoding or {})
     messages = _iter_messages(
         ds,

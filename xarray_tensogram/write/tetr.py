@@ -175,6 +175,13 @@ def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
         return False
 
 
+def _axis_labels(source: xr.Variable, dims: list[str], labels: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
+    """Footer labels per axis: keyed by dim name, or by axis number where no ``dim_names`` are written."""
+    named = _dim_names(source, dims) is not None
+    out = {(d if named else str(i)): labels[d] for i, d in enumerate(dims) if d in labels}
+    return out or None
+
+
 def _dataset_write(
     name: str,
     var: xr.Variable,
@@ -210,7 +217,7 @@ def _dataset_write(
         _chunk_shape(tile_source, name, given if given is not None else chunks),
         _codec(source, options.get("compression", compression)),
         dim_names=_dim_names(source, dims) if dims else None,
-        coords={d: labels[d] for d in dims if d in labels} or None,
+        coords=_axis_labels(source, dims, labels),
         attrs=_string_attrs(xr.Variable((), 0, typed), name) or None,
     )
 
