@@ -58,7 +58,9 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
         values = np.asarray(spec.get("values"), dtype=np.dtype(str(spec.get("dtype"))))
     except (TypeError, ValueError):
         return None
-    if len(dims) != values.ndim or values.shape != tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)):
+    if len(dims) != values.ndim:
+        return None
+    if values.shape != tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)):
         return None  # (a dim no object has takes its size from the values)
     attrs = dict(spec.get("attrs") or {})
     return xr.Variable(dims, values, attrs)
