@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import SCALAR_KEY, TETR_LABELS_ENCODING
+from ..conventions import ATTR_TYPES_KEY, SCALAR_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import DTYPE_CODES
-from .common import EncodedDataset, check_dtypes, encode_dataset, recast_bools, role_marked, with_attr_types
+from .common import EncodedDataset, attr_types, check_dtypes, encode_dataset, recast_bools, role_marked
 from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
@@ -43,8 +43,8 @@ def _attr_string(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return str(int(value))
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(value)
+    if isinstance(value, float):  # whole numbers as the reference spells them ("-9999"): the type is kept apart
+        return "nan" if math.isnan(value) else str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, int):
         return str(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -175,6 +175,23 @@ def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
         return False
 
 
+#: CF attributes the reader turns back into numbers of the data's dtype (or float64) by itself
+_CF_IN_DATA_DTYPE = ("_FillValue", "missing_value", "valid_min", "valid_max")
+_CF_FLOAT64 = ("scale_factor", "add_offset")
+
+
+def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
+    """``attrs`` with the types the footer's strings lose recorded, except where the reader restores them."""
+    types = attr_types(attrs, python_too=True)
+    for key in _CF_IN_DATA_DTYPE:
+        if key in types and types[key] in (stored.str, stored.newbyteorder("<").str):
+            del types[key]
+    for key in _CF_FLOAT64:
+        if types.get(key) in ("<f8", "py:float"):
+            del types[key]
+    return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
+
+
 def _axis_labels(source: xr.Variable, dims: list[str], labels: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
     """Footer labels per axis: keyed by dim name, or by axis number where no ``dim_names`` are written."""
     named = _dim_names(source, dims) is not None
@@ -208,7 +225,7 @@ def _dataset_write(
     if var.ndim == 0:
         var = var.expand_dims("_scalar")  # .tet has rank 1..8: one element, marked so the reader squeezes it
         attrs[SCALAR_KEY] = "1"
-    typed = with_attr_types(xr.Variable((), 0, attrs), python_too=True).attrs
+    typed = _typed_attrs(attrs, var.dtype)
     tile_source = source if source.ndim == var.ndim else var
     given = options.get("chunks", options.get("chunksizes"))
     return DatasetWrite(
