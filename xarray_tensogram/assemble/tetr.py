@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import COORDINATE_ROLE_KEY, SCALAR_KEY, TETR_FILE_KEYS, TETR_HISTORY_ATTR, TETR_LABELS_ENCODING
+from ..conventions import (
+    COORDINATE_ROLE_KEY,
+    SCALAR_KEY,
+    STRINGS_KEY,
+    TETR_FILE_KEYS,
+    TETR_HISTORY_ATTR,
+    TETR_LABELS_ENCODING,
+)
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from .common import (
@@ -33,6 +40,7 @@ from .common import (
     grouped_chunks,
     lazy_variable,
     requested_dims,
+    typed_attrs,
     unique_names,
 )
 
@@ -176,6 +184,24 @@ def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], 
             )
 
 
+def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> xr.Variable | None:
+    """A string variable ``to_tetr`` kept as JSON in a footer attr of dataset ``host``; None (warned) if malformed."""
+    try:
+        spec = json.loads(text)
+        values = np.asarray(spec["values"], dtype=np.dtype(str(spec["dtype"])))
+        var = xr.Variable([str(x) for x in spec["dims"]], values, typed_attrs(dict(spec.get("attrs") or {})))
+    except (ValueError, TypeError, KeyError) as exc:
+        warnings.warn(
+            f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
+            TetrMappingWarning,
+            stacklevel=4,
+        )
+        return None
+    if var.attrs.pop(COORDINATE_ROLE_KEY, None) == "coordinate":
+        coord_names.add(name)
+    return var
+
+
 def tetr_to_dataset(
     tfile: TetrFile,
     *,
@@ -201,6 +227,7 @@ def tetr_to_dataset(
     variables: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
     coord_names: set[str] = set()
+    strings: dict[str, xr.Variable] = {}
     for d, var in zip(tfile.datasets, names, strict=True):
         if var in drop_variables:
             continue
@@ -215,6 +242,10 @@ def tetr_to_dataset(
         if generated:
             encoding["tetr_generated_dims"] = list(dims)
         attrs = _attrs_of(d)
+        for key in [k for k in attrs if k.startswith(STRINGS_KEY + ":")]:
+            hosted = _hosted_strings(key[len(STRINGS_KEY) + 1 :], attrs.pop(key), coord_names, d.name)
+            if hosted is not None:
+                strings[key[len(STRINGS_KEY) + 1 :]] = hosted
         if attrs.pop(COORDINATE_ROLE_KEY, None) == "coordinate":
             coord_names.add(var)
         scalar = attrs.pop(SCALAR_KEY, None) == "1" and d.shape == (1,)
@@ -222,6 +253,7 @@ def tetr_to_dataset(
         if scalar:  # a 0-d variable, stored with one element
             variables[var] = variables[var].isel({dims[0]: 0})
             variables[var].encoding = {k: v for k, v in encoding.items() if k != "preferred_chunks"}
+    variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
     ds = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile)).set_coords(sorted(coord_names))
     ds.encoding["tetr_layout_version"] = tfile.layout_version

@@ -24,6 +24,7 @@ import xarray as xr
 from ..codecs.registry import available
 from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
 from ..errors import UnsupportedError
+from ..formats.tensogram import open_tensogram
 from ..formats.tensogram.writer import (
     OBJECT_DTYPES,
     PIPELINE_PARAMS,
@@ -51,7 +52,7 @@ from .common import (
     recast_bools,
     with_attr_types,
 )
-from .existing import check_mode
+from .existing import check_append, check_mode
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -620,6 +621,8 @@ def to_tensogram(
     ds = as_dataset(ds)
     check_mode(mode)
     cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
+    if mode == "a" and os.path.exists(path):
+        _check_append(path, cf)
     recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
     check_dtypes(
         cf,
@@ -639,6 +642,22 @@ def to_tensogram(
         cf=cf,
     )
     return write_messages(path, messages, mode=mode)
+
+
+def _check_append(path: str | os.PathLike[str], cf: EncodedDataset) -> None:
+    """Variables named in the file's messages (``name``, with ``dim_names`` and shapes) clash with none of ``cf``."""
+    names: set[str] = set()
+    sizes: dict[str, int] = {}
+    with open_tensogram(path) as tf:
+        for msg in tf.messages:
+            for j, entry in enumerate(msg.base):
+                if isinstance(entry.get("name"), str):
+                    names.add(entry["name"])
+                dims = entry.get("dim_names")
+                if isinstance(dims, list) and j < len(msg):
+                    shape = msg.object_geometry(j)[0]
+                    sizes.update(zip(map(str, dims), shape[len(shape) - len(dims) :], strict=False))
+    check_append(os.fspath(path), sorted(names), sizes, cf.variables)
 
 
 @xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import ATTR_TYPES_KEY, SCALAR_KEY, TETR_LABELS_ENCODING
+from ..conventions import ATTR_TYPES_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
@@ -192,6 +192,36 @@ def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
     return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
 
 
+def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]) -> None:
+    """String variables kept in the footer: one JSON attr (:data:`STRINGS_KEY`, then ``:name``) on the first
+    dataset whose dims include theirs (else the first dataset)."""
+    for name, var in strings.items():
+        values = np.asarray(var.values)
+        if values.dtype.kind in "OT":
+            values = values.astype(str)
+        text = json.dumps(
+            {
+                "dims": [str(d) for d in var.dims],
+                "dtype": values.dtype.str,
+                "values": values.tolist(),
+                "attrs": {str(k): _attr_string(v) for k, v in var.attrs.items()},
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        host = next(
+            (w for w in writes if set(map(str, var.dims)) <= set(w.dim_names or ())), writes[0] if writes else None
+        )
+        if host is None or len(text.encode()) > LIMITS["string"] or len(host.attrs or {}) >= LIMITS["attrs"]:
+            raise UnsupportedError(
+                f"variable {name!r}: dtype {var.dtype} (strings) cannot be stored in this .tet file: strings go in "
+                f"a footer attribute of another variable (at most {LIMITS['string']} bytes of JSON, {LIMITS['attrs']} "
+                "attributes), or as the labels of a 1-D index coordinate of at most "
+                f"{LIMITS['labels']} values; supported dtypes: {', '.join(_DTYPE_NAMES)}"
+            )
+        host.attrs = {**(host.attrs or {}), f"{STRINGS_KEY}:{name}": text}
+
+
 def _axis_labels(source: xr.Variable, dims: list[str], labels: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
     """Footer labels per axis: keyed by dim name, or by axis number where no ``dim_names`` are written."""
     named = _dim_names(source, dims) is not None
@@ -296,12 +326,15 @@ def to_tetr(
     source_ds = ds if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name if ds.name is not None else "data")
     labels = _label_coords(source_ds, encoded)
     variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}
+    strings = {k: v for k, v in variables.items() if v.dtype.kind in "USOT"}
     writes = [
         _dataset_write(
             name, var, source_ds.variables.get(name, var), encoded.options.get(name, {}), chunks, compression, labels
         )
         for name, var in variables.items()
+        if name not in strings
     ]
+    _host_strings(writes, strings)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
     if mode == "a" and os.path.exists(path):
