@@ -26,9 +26,7 @@ WRITERS = {"tgm": xt.to_tensogram, "tet": xt.to_tetr, "zt": xt.to_ztensor}
 
 
 def _sources() -> list[Path]:
-    files = sorted(
-        p for p in DATA.rglob("*") if p.suffix in (".tgm", ".tet", ".zt") and "corrupt" not in p.parts
-    )
+    files = sorted(p for p in DATA.rglob("*") if p.suffix in (".tgm", ".tet", ".zt") and "corrupt" not in p.parts)
     return files + [Path(p) for p in xt.sample_paths()]
 
 

@@ -121,7 +121,7 @@ def test_refusals_name_the_variable_and_write_nothing(tmp_path: Path, ext: str) 
         write(xr.Dataset({0: ("x", [1.0])}), target)
     assert isinstance(info.value, InvalidNameError)
     ok = xr.Dataset({"v": ("x", [1.0])})
-    with pytest.raises(UnsupportedError, match=r"unexpected encoding parameters for variable 'v': \['zlib'\]; accepted"):
+    with pytest.raises(UnsupportedError, match=r"unexpected encoding parameters for variable 'v': \['zlib'\]"):
         write(ok, target, encoding={"v": {"zlib": True}})
     with pytest.raises(KeyError) as missing:
         write(ok, target, encoding={"w": {}})
@@ -153,8 +153,9 @@ def test_append_refuses_clashes_before_writing_a_byte(tmp_path: Path, ext: str) 
     size = write(xr.Dataset({"a": ("x", np.arange(3.0))}), path)
     assert size == path.stat().st_size  # every writer returns the size written
     before = path.read_bytes()
-    with pytest.raises(XarrayTensogramError, match="already has it"):
-        write(xr.Dataset({"a": ("x", np.arange(3.0))}), path, mode="a")
+    if ext != "tgm":  # .tgm appends messages: the same variable again gains objects (a message dim)
+        with pytest.raises(XarrayTensogramError, match="already has it"):
+            write(xr.Dataset({"a": ("x", np.arange(3.0))}), path, mode="a")
     with pytest.raises(XarrayTensogramError, match="'x' has size 4, the file's has size 3"):
         write(xr.Dataset({"b": ("x", np.arange(4.0))}), path, mode="a")
     assert path.read_bytes() == before
@@ -173,7 +174,7 @@ def test_unchanged_tet_writes_back_byte_for_byte(tmp_path: Path, name: str) -> N
 
 
 def test_tet_datetime_labels_open_as_datetime64(tmp_path: Path) -> None:
-    path = [p for p in xt.sample_paths() if p.endswith(".tet")][0]
+    path = next(p for p in xt.sample_paths() if p.endswith(".tet"))
     with xr.open_dataset(path, engine="tensogram") as ds:
         assert ds["time"].dtype == np.dtype("datetime64[ns]")
         assert ds["time"].encoding["tetr_labels"][0] == "2024-01-01T00:00"  # the spelling, kept for writing

@@ -50,7 +50,6 @@ class _TensogramWriterBase(xb.CFEncodedBase):
                 ds.attrs.pop(name, None)
             yield ds
 
-
     @pytest.mark.skip(reason="no async loading in this backend (as for xarray's netCDF backends)")
     def test_load_async(self) -> None:
         pass

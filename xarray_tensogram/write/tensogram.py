@@ -622,7 +622,10 @@ def to_tensogram(
     check_mode(mode)
     cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
     if mode == "a" and os.path.exists(path):
-        _check_append(path, cf)
+        split = set(message_dims or ()) | {
+            str(d) for v in ds.data_vars.values() for d in (v.encoding.get("tensogram_message_keys") or {})
+        }
+        _check_append(path, cf, split)
     recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
     check_dtypes(
         cf,
@@ -644,20 +647,21 @@ def to_tensogram(
     return write_messages(path, messages, mode=mode)
 
 
-def _check_append(path: str | os.PathLike[str], cf: EncodedDataset) -> None:
-    """Variables named in the file's messages (``name``, with ``dim_names`` and shapes) clash with none of ``cf``."""
-    names: set[str] = set()
+def _check_append(path: str | os.PathLike[str], cf: EncodedDataset, split: set[str]) -> None:
+    """Appended messages fit the file's: dims other than message dims (``split``) keep their sizes (objects
+    sized by ``dim_names`` and their shapes)."""
     sizes: dict[str, int] = {}
     with open_tensogram(path) as tf:
         for msg in tf.messages:
             for j, entry in enumerate(msg.base):
-                if isinstance(entry.get("name"), str):
-                    names.add(entry["name"])
                 dims = entry.get("dim_names")
                 if isinstance(dims, list) and j < len(msg):
                     shape = msg.object_geometry(j)[0]
                     sizes.update(zip(map(str, dims), shape[len(shape) - len(dims) :], strict=False))
-    check_append(os.fspath(path), sorted(names), sizes, cf.variables)
+    # Tensogram appends messages: a variable the file has gains objects (and the reader a message dim, or the
+    # values of a message dim); only sizes that cannot stack are refused here
+    inner = {n: v.isel({d: 0 for d in v.dims if d in split}) for n, v in cf.variables.items()}
+    check_append(os.fspath(path), (), sizes, inner)
 
 
 @xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray

@@ -204,7 +204,7 @@ def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]
                 "dims": [str(d) for d in var.dims],
                 "dtype": values.dtype.str,
                 "values": values.tolist(),
-                "attrs": {str(k): _attr_string(v) for k, v in var.attrs.items()},
+                "attrs": {str(k): _attr_string(v) for k, v in _typed_attrs(var.attrs, values.dtype).items()},
             },
             ensure_ascii=False,
             separators=(",", ":"),
