@@ -357,3 +357,16 @@ def grouped_chunks(shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -
         nchunks = -(-ntiles // max(1, sizes[0] // t))  # dask keeps multiples of the previous chunks
         out.append(min(-(-ntiles // nchunks) * t, n))
     return tuple(out)
+
+
+def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
+    """The dims and values of a string variable a writer kept in metadata (``write.common.string_payload``);
+    raises KeyError/TypeError/ValueError when malformed."""
+    dims = [str(d) for d in spec["dims"]]
+    dtype = np.dtype(str(spec["dtype"]))
+    texts = [str(v) for v in spec["values"]]
+    items: list[Any] = [t.encode("latin-1") for t in texts] if dtype.kind == "S" else texts
+    values = np.array(items, dtype=dtype).reshape(tuple(int(n) for n in spec.get("shape", [len(texts)])))
+    if values.ndim != len(dims):
+        raise ValueError(f"{len(dims)} dims for values of shape {values.shape}")
+    return dims, values

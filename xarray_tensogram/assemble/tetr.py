@@ -40,6 +40,7 @@ from .common import (
     grouped_chunks,
     lazy_variable,
     requested_dims,
+    strings_from_payload,
     typed_attrs,
     unique_names,
 )
@@ -188,16 +189,18 @@ def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> x
     """A string variable ``to_tetr`` kept as JSON in a footer attr of dataset ``host``; None (warned) if malformed."""
     try:
         spec = json.loads(text)
-        values = np.asarray(spec["values"], dtype=np.dtype(str(spec["dtype"])))
-        var = xr.Variable([str(x) for x in spec["dims"]], values, typed_attrs(dict(spec.get("attrs") or {})))
-    except (ValueError, TypeError, KeyError) as exc:
+        dims, values = strings_from_payload(spec)
+        attrs = dict(spec.get("attrs") or {})
+        role = attrs.pop(COORDINATE_ROLE_KEY, None)
+        var = xr.Variable(dims, values, typed_attrs(attrs))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         warnings.warn(
             f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
             TetrMappingWarning,
             stacklevel=4,
         )
         return None
-    if var.attrs.pop(COORDINATE_ROLE_KEY, None) == "coordinate":
+    if role == "coordinate":
         coord_names.add(name)
     return var
 

@@ -13,7 +13,6 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
@@ -27,6 +26,7 @@ from .common import (
     generic_dim_names,
     lazy_variable,
     requested_dims,
+    strings_from_payload,
     typed_attrs,
     unique_names,
 )
@@ -75,10 +75,9 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
     if not isinstance(spec, Mapping):
         return None
     try:
-        dims = [str(d) for d in spec["dims"]]
-        shape = tuple(int(n) for n in spec["shape"])
-        values = np.array(list(spec["values"]), dtype=np.dtype(str(spec["dtype"]))).reshape(shape)
-    except (KeyError, TypeError, ValueError) as exc:
+        dims, values = strings_from_payload(spec)
+        shape = values.shape
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         warnings.warn(
             f"tensor {info.name!r}: malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor",
             ZTensorMappingWarning,

@@ -221,3 +221,25 @@ def recast_bools(encoded: EncodedDataset, dtype: str) -> None:
             if dtype == "bool":
                 new.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
             encoded.variables[name] = new
+
+
+def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:
+    """A string variable as metadata (``dims``, ``shape``, numpy ``dtype``, flat ``values``), for formats that
+    keep strings beside the payload. Bytes are spelled as Latin-1 text; an object array must hold only
+    ``str`` or only ``bytes`` (anything else is refused, naming the variable, rather than turned into text)."""
+    values = np.asarray(var.values)
+    flat = values.reshape(-1).tolist()
+    if values.dtype.kind in "OT":
+        if flat and all(isinstance(v, str) for v in flat):
+            values = np.asarray(flat, dtype=str).reshape(values.shape)
+        elif flat and all(isinstance(v, bytes) for v in flat):
+            values = np.asarray(flat, dtype=bytes).reshape(values.shape)
+        elif flat:
+            raise UnsupportedError(
+                f"variable {name!r}: dtype {var.dtype} holds values that are neither all str nor all bytes "
+                f"({sorted({type(v).__name__ for v in flat})}); convert it to strings or numbers before writing"
+            )
+        else:
+            values = np.zeros(values.shape, dtype="<U1")
+    text = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values.reshape(-1).tolist()]
+    return {"dims": [str(d) for d in var.dims], "shape": list(values.shape), "dtype": values.dtype.str, "values": text}

@@ -27,7 +27,15 @@ from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import DTYPE_CODES
-from .common import EncodedDataset, attr_types, check_dtypes, encode_dataset, recast_bools, role_marked
+from .common import (
+    EncodedDataset,
+    attr_types,
+    check_dtypes,
+    encode_dataset,
+    recast_bools,
+    role_marked,
+    string_payload,
+)
 from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
@@ -196,19 +204,9 @@ def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]
     """String variables kept in the footer: one JSON attr (:data:`STRINGS_KEY`, then ``:name``) on the first
     dataset whose dims include theirs (else the first dataset)."""
     for name, var in strings.items():
-        values = np.asarray(var.values)
-        if values.dtype.kind in "OT":
-            values = values.astype(str)
-        text = json.dumps(
-            {
-                "dims": [str(d) for d in var.dims],
-                "dtype": values.dtype.str,
-                "values": values.tolist(),
-                "attrs": {str(k): _attr_string(v) for k, v in _typed_attrs(var.attrs, values.dtype).items()},
-            },
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        payload = string_payload(name, var)
+        payload["attrs"] = {str(k): _attr_string(v) for k, v in _typed_attrs(var.attrs, np.dtype("U")).items()}
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
         host = next(
             (w for w in writes if set(map(str, var.dims)) <= set(w.dim_names or ())), writes[0] if writes else None
         )

@@ -29,6 +29,7 @@ from .common import (
     encode_dataset,
     recast_bools,
     role_marked,
+    string_payload,
     warn_dropped,
     with_attr_types,
 )
@@ -76,25 +77,13 @@ def _custom_fields(var: xr.Variable) -> dict[str, Any]:
     return custom
 
 
-def _string_values(values: np.ndarray) -> list[Any]:
-    return [v if isinstance(v, (str, bytes)) else str(v) for v in values.reshape(-1).tolist()]
-
-
 def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]:
     custom = _custom_fields(with_attr_types(var, python_too=False))
-    values = np.asarray(var.values)
-    if values.dtype.kind == "T":  # numpy's StringDType: kept as Python strings
-        values = values.astype(object)
-    if values.dtype.kind in "USO":
-        custom[STRINGS_KEY] = {
-            "dims": [str(d) for d in var.dims],
-            "shape": list(values.shape),
-            "dtype": values.dtype.str,
-            "values": _string_values(values),
-        }
+    if var.dtype.kind in "USOT":  # kept in metadata, on a zero-size placeholder
+        custom[STRINGS_KEY] = string_payload(name, var)
         custom.pop(DIM_NAMES_KEY, None)
         return name, np.zeros(0, np.uint8), custom
-    return name, values, custom
+    return name, np.asarray(var.values), custom
 
 
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, str | None]]:
