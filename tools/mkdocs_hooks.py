@@ -2,8 +2,11 @@
 
 * The placeholder ``<!-- benchmark-scripts -->`` in ``benchmarks.md`` is replaced at build time,
   so the page cannot drift from the scripts (a new script appears without editing the docs).
-* The notebooks' kernels start with ``tools/jupyter/jupyter_nbconvert_config.json``, which keeps
-  ipykernel's start-up log (a warning about its local TCP transport) out of the build output.
+* The notebooks are converted with ``tools/jupyter/jupyter_nbconvert_config.json``: kernels start
+  without ipykernel's start-up log (a warning about its local TCP transport), and an output that has
+  a plain-text form is shown as that text. xarray's HTML repr carries its text repr as a hidden
+  fallback, and the theme's typography un-hides it and unstyles the HTML, so each Dataset was shown
+  twice; images still come first.
 * The package's docstrings are numpydoc, which uses Sphinx roles (``:func:`to_tensogram```);
   mkdocstrings renders them as raw text, so the API pages get them as plain code instead.
 """
