@@ -50,6 +50,7 @@ from .common import (
     check_dtypes,
     encode_dataset,
     recast_bools,
+    string_payload,
     with_attr_types,
 )
 from .existing import check_append, check_mode
@@ -454,18 +455,16 @@ def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]
     for cname, coord in ds.variables.items():
         if cname in skip_coords or coord.dtype.kind not in "OUST":
             continue
-        values = np.asarray(coord.values)
-        if values.dtype.kind in "OT":
-            if not all(isinstance(v, str) for v in values.reshape(-1).tolist()):
-                raise UnsupportedError(
-                    f"variable {cname!r}: dtype {coord.dtype} holds values that are not strings; .tgm keeps "
-                    "strings in metadata, numbers as objects (convert it to one of them)"
-                )
-            values = values.astype(str)
+        payload = string_payload(str(cname), coord)
+        if np.dtype(payload["dtype"]).kind == "S" and not all(v.isascii() for v in payload["values"]):
+            raise UnsupportedError(
+                f"variable {cname!r}: dtype {coord.dtype} (bytes beyond ASCII) cannot be stored in a .tgm file, "
+                "which keeps strings in metadata as text; decode it to str first"
+            )
         out[str(cname)] = {
-            "dims": [str(d) for d in coord.dims],
-            "values": _py(values),
-            "dtype": values.dtype.str,
+            "dims": payload["dims"],
+            "values": np.asarray(payload["values"], dtype=str).reshape(payload["shape"]).tolist(),
+            "dtype": payload["dtype"],
             "attrs": _py_attrs(coord.attrs),
         }
         if cname not in ds.coords:
