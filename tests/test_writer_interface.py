@@ -182,3 +182,21 @@ def test_tet_datetime_labels_open_as_datetime64(tmp_path: Path) -> None:
             warnings.simplefilter("error")
             xt.to_tetr(ds, tmp_path / "s.tet")
     assert (tmp_path / "s.tet").read_bytes() == Path(path).read_bytes()
+
+
+def test_simple_packing_keeps_nan_positions_in_the_bitmask(tmp_path: Path) -> None:
+    """Parameters from the finite values; the reference decoder (the oracle) sees the NaNs where they were."""
+    tensogram = pytest.importorskip("tensogram")
+    values = np.linspace(250.0, 300.0, 24).reshape(4, 6)
+    values[1, 2] = values[3, 5] = np.nan
+    ds = xr.Dataset({"t": (("y", "x"), values)})
+    path = tmp_path / "p.tgm"
+    xt.to_tensogram(ds, path, encoding={"t": {"encoding": "simple_packing", "bits_per_value": 16}})
+    (_, decoded), *_ = tensogram.decode(path.read_bytes()).objects
+    np.testing.assert_array_equal(np.isnan(decoded), np.isnan(values))
+    np.testing.assert_allclose(decoded, values, atol=50 / 2**15, equal_nan=True)
+    back = _open(path)
+    assert back["t"].encoding["tensogram_encoding"] == "simple_packing"
+    np.testing.assert_allclose(back["t"].values, values, atol=50 / 2**15, equal_nan=True)
+    xt.to_tensogram(back, tmp_path / "again.tgm")  # .tgm -> .tgm of a packed variable with NaNs
+    np.testing.assert_allclose(_open(tmp_path / "again.tgm")["t"].values, values, atol=50 / 2**14, equal_nan=True)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..codecs import simple_packing
 from ..codecs.registry import available
 from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
 from ..errors import UnsupportedError
@@ -396,6 +397,7 @@ def _data_object(
         attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
     entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
     values = _object_values(values, desc, entry)
+    _packing_params_from_finite(values, desc)
     for m in var_mdims:
         i = sel[m.name]
         pairs = (
@@ -426,6 +428,19 @@ def _data_object(
     desc["shape"] = list(values.shape)
     desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
     return entry, ObjectInput(values, desc)
+
+
+def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
+    """simple_packing of values with NaN/Inf: the reference encoder needs the packing parameters then, so they
+    are computed from the finite values (the non-finite positions go to the object's bitmask)."""
+    if desc.get("encoding") != "simple_packing" or "sp_reference_value" in desc or values.dtype.kind != "f":
+        return
+    finite = values[np.isfinite(values)]
+    if finite.size == values.size:
+        return
+    bits, scale = int(desc.get("sp_bits_per_value", 16)), int(desc.get("sp_decimal_scale_factor", 0))
+    reference, binary_scale = simple_packing.compute_params(finite if finite.size else np.zeros(1), bits, scale)
+    desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(reference), int(binary_scale)
 
 
 def _coordinate_objects(
