@@ -258,7 +258,8 @@ def tetr_to_dataset(
             variables[var].encoding = {k: v for k, v in encoding.items() if k != "preferred_chunks"}
     variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
-    ds = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile)).set_coords(sorted(coord_names))
+    ds: xr.Dataset = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile))
+    ds = ds.set_coords(sorted(coord_names))
     ds.encoding["tetr_layout_version"] = tfile.layout_version
     ds.encoding["tetr_execution"] = dict(tfile.execution)
     return ds

@@ -158,6 +158,7 @@ def ztensor_to_dataset(
             "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None,
         }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
-    ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs)).set_coords(sorted(coord_names & set(variables)))
+    ds: xr.Dataset = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
+    ds = ds.set_coords(sorted(coord_names & set(variables)))
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
     return ds

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +84,7 @@ def _check_names(ds: xr.Dataset) -> None:
 
 
 def validate_encoding(
-    ds: xr.Dataset, encoding: Mapping[Hashable, Any] | None, accepted: Iterable[str]
+    ds: xr.Dataset, encoding: Mapping[Any, Any] | None, accepted: Iterable[str]
 ) -> dict[str, dict[str, Any]]:
     """The user's ``encoding=`` checked against the variables and the keys a writer accepts.
 
@@ -111,7 +111,7 @@ def validate_encoding(
 
 def encode_dataset(
     obj: xr.Dataset | xr.DataArray,
-    encoding: Mapping[Hashable, Any] | None,
+    encoding: Mapping[Any, Any] | None,
     accepted: Iterable[str],
     *,
     default_fill: bool = True,
@@ -181,7 +181,7 @@ def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stack
         warnings.warn(f"{what}: {dropped}", category, stacklevel=stacklevel)
 
 
-def attr_types(attrs: Mapping[Hashable, Any], *, python_too: bool) -> dict[str, str]:
+def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
     """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype) and,
     with ``python_too`` (formats that store text), Python numbers, booleans and lists too."""
     out: dict[str, str] = {}
@@ -206,7 +206,7 @@ def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
     types = attr_types(var.attrs, python_too=python_too)
     if not types:
         return var
-    out = var.copy(deep=False)
+    out: xr.Variable = var.copy(deep=False)
     out.attrs = {**var.attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))}  # text: never flattened
     return out
 

@@ -165,10 +165,10 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
         if dim not in ds.coords or ds[dim].ndim != 1 or str(dim) not in used:
             continue
         values = ds[dim].values
-        read = ds[dim].encoding.get(TETR_LABELS_ENCODING)
+        read: list[str] = list(ds[dim].encoding.get(TETR_LABELS_ENCODING) or [])
         spelled = [_label(v) for v in values]
-        same = read is not None and len(read) == len(values)
-        if same and (spelled == list(read) if values.dtype.kind != "M" else _same_times(read, values)):
+        same = bool(read) and len(read) == len(values)
+        if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]
             continue
         if values.dtype.kind in "USO" and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
@@ -251,7 +251,8 @@ def _dataset_write(
         var = var.astype(var.dtype.newbyteorder("<"))
     dims = [str(d) for d in var.dims]
     if var.ndim == 0:
-        var = var.expand_dims("_scalar")  # .tet has rank 1..8: one element, marked so the reader squeezes it
+        # .tet has rank 1..8: one element, marked so the reader squeezes it
+        var = xr.Variable(("_scalar",), np.asarray(var.values).reshape(1))
         attrs[SCALAR_KEY] = "1"
     typed = _typed_attrs(attrs, var.dtype)
     tile_source = source if source.ndim == var.ndim else var
@@ -353,7 +354,7 @@ def _with_existing(
 ) -> tuple[list[DatasetWrite], list[Any], dict[str, str] | None]:
     """The datasets of the file being appended to (checked first), then the new ones."""
     with open_tetr(path) as tf:
-        sizes = {}
+        sizes: dict[str, int] = {}
         for d in tf.datasets:
             sizes.update(zip(d.dim_names or (), d.shape, strict=False))
         check_append(os.fspath(path), [d.name for d in tf.datasets], sizes, encoded.variables)
