@@ -155,7 +155,9 @@ def test_append_refuses_clashes_before_writing_a_byte(tmp_path: Path, ext: str) 
     before = path.read_bytes()
     if ext != "tgm":  # .tgm appends messages: the same variable again gains objects (a message dim)
         with pytest.raises(XarrayTensogramError, match="already has it"):
-            write(xr.Dataset({"a": ("x", np.arange(3.0))}), path, mode="a")
+            write(xr.Dataset({"a": ("x", np.arange(3.0) + 5)}), path, mode="a")
+        write(xr.Dataset({"a": ("x", np.arange(3.0))}), path, mode="a")  # unchanged (a shared coordinate): kept once
+        assert path.read_bytes() == before
     with pytest.raises(XarrayTensogramError, match="'x' has size 4, the file's has size 3"):
         write(xr.Dataset({"b": ("x", np.arange(4.0))}), path, mode="a")
     assert path.read_bytes() == before

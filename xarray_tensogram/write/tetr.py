@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import ATTR_TYPES_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
@@ -352,12 +352,12 @@ def to_tetr(
 def _with_existing(
     path: Any, writes: list[DatasetWrite], encoded: EncodedDataset, hist: list[Any], meta: dict[str, str] | None
 ) -> tuple[list[DatasetWrite], list[Any], dict[str, str] | None]:
-    """The datasets of the file being appended to (checked first), then the new ones."""
+    """The datasets of the file being appended to (checked first), then the new ones (a variable written
+    again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
     with open_tetr(path) as tf:
         sizes: dict[str, int] = {}
         for d in tf.datasets:
             sizes.update(zip(d.dim_names or (), d.shape, strict=False))
-        check_append(os.fspath(path), [d.name for d in tf.datasets], sizes, encoded.variables)
         old = [
             DatasetWrite(
                 d.name,
@@ -370,4 +370,21 @@ def _with_existing(
             )
             for d in tf.datasets
         ]
+        by_name = {w.name: w for w in old}
+        unchanged = {w.name for w in writes if w.name in by_name and _same_write(by_name[w.name], w)}
+        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
+        check_append(os.fspath(path), [d.name for d in tf.datasets], sizes, fresh)
+        writes = [w for w in writes if w.name not in unchanged]
         return old + writes, list(tf.history) + hist, {**tf.metadata, **(meta or {})} or None
+
+
+def _same_write(a: DatasetWrite, b: DatasetWrite) -> bool:
+    va, vb = np.asarray(a.data), np.asarray(b.data)
+    same_values = va.shape == vb.shape and bool(np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"))
+    return same_values and va.dtype == vb.dtype and _write_meta(a) == _write_meta(b)
+
+
+def _write_meta(w: DatasetWrite) -> tuple[Any, ...]:
+    """What a dataset says besides its values; the role mark depends on what else was written with it."""
+    attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}
+    return attrs, list(w.dim_names or []), dict(w.coords or {})

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import STRINGS_KEY
+from ..codecs import cbor
+from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
@@ -180,7 +181,9 @@ def to_ztensor(
         )
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
     if mode == "a" and os.path.exists(path):
-        items = _existing_items(path, encoded) + items
+        old = _existing_items(path, encoded, items)
+        kept = {n for n, _, _ in old}
+        items = old + [item for item in items if item[0] not in kept]
     warn_dropped(
         encoded.attrs,
         f"{os.fspath(path)!r}: zTensor v0.1 has no file-level metadata; Dataset attributes not written",
@@ -192,8 +195,29 @@ def to_ztensor(
     return os.path.getsize(path)
 
 
-def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset) -> list[tuple[str, Any, dict[str, Any]]]:
-    """The tensors of the file being appended to, after checking the new variables fit beside them."""
+Item = tuple[str, Any, dict[str, Any]]
+
+
+def _same(a: Item, b: Item) -> bool:
+    va, vb = np.asarray(a[1]), np.asarray(b[1])
+    equal_nan = va.dtype.kind in "fc" and vb.dtype.kind in "fc"
+    return (
+        va.dtype == vb.dtype
+        and va.shape == vb.shape
+        and bool(np.array_equal(va, vb, equal_nan=equal_nan))
+        and _meta(a) == _meta(b)
+    )
+
+
+def _meta(item: Item) -> bytes:
+    """A tensor's custom keys as canonical CBOR (so NaN equals NaN), without the role mark, which depends on
+    what else was written with it."""
+    return cbor.dumps({k: v for k, v in item[2].items() if k != COORDINATE_ROLE_KEY}, canonical=True)
+
+
+def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]) -> list[Item]:
+    """The tensors of the file being appended to, after checking the new variables fit beside them (a
+    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
     with open_ztensor(path) as zf:
         if zf.version != "0.1" and not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
@@ -204,5 +228,9 @@ def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset) -> li
             shape = spec.get("shape") if isinstance(spec, Mapping) else t.shape
             if isinstance(names, list) and isinstance(shape, (list, tuple)):
                 dims.update(zip(map(str, names), map(int, shape), strict=False))
-        check_append(os.fspath(path), [t.name for t in zf.tensors], dims, encoded.variables)
-        return [(t.name, zf.read(t.index), dict(t.attrs)) for t in zf.tensors]
+        old = [(t.name, zf.read(t.index), dict(t.attrs)) for t in zf.tensors]
+        by_name = {n: (n, v, c) for n, v, c in old}
+        unchanged = {item[0] for item in new if item[0] in by_name and _same(by_name[item[0]], item)}
+        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
+        check_append(os.fspath(path), [t.name for t in zf.tensors], dims, fresh)
+        return old
