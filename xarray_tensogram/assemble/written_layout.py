@@ -22,6 +22,7 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
+from .common import memory_variable
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
@@ -61,7 +62,7 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
     if values.shape != tuple(sizes.get(d, -1) for d in dims):
         return None
     attrs = dict(spec.get("attrs") or {})
-    return xr.Variable(dims, values, attrs)
+    return memory_variable(dims, values, attrs)
 
 
 class _LeadingAxis(BackendArray):
