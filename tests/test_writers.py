@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xarray_tensogram as xt
-from xarray_tensogram.codecs.registry import available
+from xarray_tensogram.codecs.optional import available
 from xarray_tensogram.errors import UnsupportedError
 
 tensogram = pytest.importorskip("tensogram")

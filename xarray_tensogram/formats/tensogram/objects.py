@@ -29,6 +29,7 @@ from ...errors import (
 from ...io import ByteSource
 from .._chunks import read_row_band
 from . import pipeline
+from .compression import stage_codec
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
     DATA_FRAME,
@@ -263,10 +264,9 @@ class ObjectReader:
             start, stop, step = rows.indices(desc["shape"][0])
             if step == 1 and stop > start:
                 # decompress only up to the last requested row (the stream's tail is not checked)
-                from ...codecs.zstd import decompress_prefix
-
+                codec = stage_codec("compression", desc["compression"], where)
                 hi = pipeline.row_byte_range(desc, 0, stop)[1]
-                prefix = decompress_prefix(region.data, hi, pipeline.encoded_length(desc), where=where)
+                prefix = codec.decode_prefix(region.data, hi, pipeline.encoded_length(desc), {}, where)
                 return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
