@@ -129,7 +129,7 @@ def generic_dim_names(
 
 
 def lazy_variable(
-    dims: Sequence[str],
+    dims: Sequence[Hashable],
     spec: ArraySpec,
     attrs: Mapping[str, Any] | None = None,
     encoding: Mapping[str, Any] | None = None,
