@@ -223,6 +223,8 @@ def with_leading_axis(spec: ArraySpec) -> ArraySpec:
     object per chunk.
     """
     reader = spec.reader
+    if isinstance(reader, CastReader):  # casts stay outermost (above the stack): cast(stack) = stack of casts
+        return cast_spec(with_leading_axis(reader.inner), reader.dtype)
     if isinstance(reader, StackedReader):
         stacked = StackedReader((1, *reader.stack_shape), reader.members, reader._built)
         return replace(spec, shape=(1, *spec.shape), chunk_shape=(1, *spec.chunk_shape), reader=stacked)
@@ -260,6 +262,9 @@ def permute_stacked(spec: ArraySpec, axis: int, order: Sequence[int]) -> ArraySp
     """``spec`` with stacked axis ``axis`` put in ``order`` (new position i holds old ``order[i]``): the members
     are renumbered, nothing is read. None when ``axis`` is not a stacked axis of a stack."""
     reader = spec.reader
+    if isinstance(reader, CastReader):
+        inner = permute_stacked(reader.inner, axis, order)
+        return None if inner is None else cast_spec(inner, reader.dtype)
     if not isinstance(reader, StackedReader) or not 0 <= axis < len(reader.stack_shape):
         return None
     flat = np.arange(math.prod(reader.stack_shape)).reshape(reader.stack_shape)

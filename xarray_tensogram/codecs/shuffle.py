@@ -52,7 +52,10 @@ class Shuffle(Codec):
         return shuffle(raw, size).tobytes(), {}
 
     def zarr(self, params: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-        return None  # no Zarr v3 codec reverses a byte shuffle on its own (numcodecs' Shuffle is not core Zarr)
+        size = params.get("element_size")
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            return None
+        return [{"name": "numcodecs.shuffle", "configuration": {"elementsize": size}}]
 
 
 CODEC = Shuffle()

@@ -20,7 +20,7 @@ from ...codecs.bitmaps import RLE, ROARING
 from ...errors import EncodeError, UnsupportedError
 from .compression import STAGES, codec_params, descriptor_key, stage_codec, szip_flags, szip_sample_bits
 from .dtypes import DTYPES, dtype_width
-from .masks import encode_mask
+from .masks import DEFAULT_MASK_METHOD, encode_mask
 
 __all__ = [
     "PIPELINE_KEYS",
@@ -326,7 +326,7 @@ def _append_masks(
             continue
         method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
         blob, method, params = encode_mask(
-            mask_bits[kind], mask_methods.get(method_key, ROARING.name), small_mask_threshold
+            mask_bits[kind], mask_methods.get(method_key, DEFAULT_MASK_METHOD), small_mask_threshold
         )
         entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
         if params:

@@ -16,7 +16,10 @@ from ...codecs.base import PASSTHROUGH, Codec
 from ...errors import UnsupportedError
 from .compression import MASK_METHODS
 
-__all__ = ["MASK_METHODS", "decode_mask", "encode_mask"]
+__all__ = ["DEFAULT_MASK_METHOD", "MASK_METHODS", "decode_mask", "encode_mask"]
+
+#: the reference encoder's default method for NaN/Inf masks
+DEFAULT_MASK_METHOD = bitmaps.ROARING.name
 
 #: what a blosc2 mask is written with, and the ``params`` recorded for it (the reference's names)
 _BLOSC2_MASK = {"codec": blosc2.CODEC.param("codec").default, "clevel": 5, "bitshuffle": True}
