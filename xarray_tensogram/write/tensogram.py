@@ -21,9 +21,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..codecs import zstd
+from ..codecs.bitmaps import RLE
 from ..codecs.optional import available
 from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
-from ..formats.tensogram.compression import descriptor_defaults, param_owner
+from ..formats.tensogram.compression import descriptor_defaults, descriptor_key, float64_only, param_owner
+from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
@@ -160,8 +163,9 @@ def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | N
         k2 = _ENCODING_ALIASES.get(k, k)
         if k2 in _DESCRIPTOR_KEYS:
             desc[k2] = v
-    if desc.get("compression") == "zstd" and "level" in encoding:
-        desc["zstd_level"] = int(encoding["level"])
+    level = descriptor_key(zstd.CODEC, "level")
+    if desc.get("compression") == zstd.CODEC.name and level in desc:
+        desc[level] = int(desc[level])
     return desc, encoding.get("mask_method")
 
 
@@ -321,7 +325,7 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
     if values.dtype.kind == "b":
         entry["dtype"] = "bool"
         values = values.astype(np.uint8)
-    if (desc.get("encoding") == "simple_packing" or desc.get("compression") == "zfp") and values.dtype != np.float64:
+    if float64_only(desc) and values.dtype != np.float64:
         entry[DTYPE_KEY] = values.dtype.name
         values = values.astype(np.float64)
     return values
@@ -424,7 +428,7 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = _plan_dims(ds, message_dims)
-    default_mask = mask_method or ("roaring" if available("pyroaring") else "rle")
+    default_mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
     scalar_keys: dict[str, str] = {}
     for var in ds.data_vars.values():
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})

@@ -29,6 +29,7 @@ __all__ = [
     "decompress",
     "descriptor_defaults",
     "descriptor_key",
+    "float64_only",
     "param_owner",
     "stage_codec",
     "szip_flags",
@@ -100,6 +101,15 @@ def param_owner(key: str) -> tuple[str, str] | None:
             if any(descriptor_key(codec, p.name) == key for p in codec.params):
                 return stage, name
     return None
+
+
+#: codecs that take float64 values only (spec §12): a writer converts other dtypes and records the original
+_FLOAT64_ONLY = frozenset({simple_packing.CODEC, zfp.CODEC, sz3.CODEC})
+
+
+def float64_only(desc: Params) -> bool:
+    """Whether a stage of the descriptor takes float64 values only."""
+    return any(STAGES[stage].get(desc.get(stage, PASSTHROUGH.name)) in _FLOAT64_ONLY for stage in STAGES)
 
 
 def stage_codec(stage: str, value: Any, where: str = "") -> Codec:
