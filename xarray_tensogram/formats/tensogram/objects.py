@@ -323,23 +323,6 @@ def _reserved_geometry(dtype: str, shape: tuple[Any, ...]) -> tuple[tuple[int, .
     return Message._geometry_of({"shape": list(shape), "dtype": dtype})
 
 
-#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
-#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
-#: object's; bounded, and shared by all files (the bytes alone decide the answer)
-_PLAIN_DESCRIPTORS: set[bytes] = set()
-_PLAIN_DESCRIPTORS_MAX = 4096
-
-
-def _params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[str, Any], int]:
-    """A descriptor's free-form params and its frame's hash; a descriptor without params is remembered."""
-    params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
-    if not params and raw is not None:
-        if len(_PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
-            _PLAIN_DESCRIPTORS.clear()
-        _PLAIN_DESCRIPTORS.add(raw)
-    return params, int.from_bytes(tail[8:16], "big")
-
-
 def is_local(source: ByteSource) -> bool:
     """Sources where a small read costs a system call, not a network round trip."""
     return type(source).__name__ in ("LocalFileSource", "BytesSource")
@@ -585,21 +568,21 @@ def descriptor_params_batch(
                 )
             if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
                 msg, j = objects[i]
-                out[i] = _params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
+                out[i] = pipeline.params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
             else:
                 wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
         except XarrayTensogramError:
             if not lenient:
                 raise
     raws = source.read_ranges([(o, n) for _i, o, n in wanted], what="descriptor")
-    plain = _PLAIN_DESCRIPTORS
+    plain = pipeline.PLAIN_DESCRIPTORS
     for (i, o, _n), raw in zip(wanted, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
             out[i] = {}, int.from_bytes(tails[i][8:16], "big")
             continue
         try:
             # only the free-form params are used here (the frame is fully checked when it is read)
-            out[i] = _params_of(cbor.loads(raw, check=False), tails[i], raw)
+            out[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
         except MetadataError as exc:
             if not lenient:  # the error names the place; built only when needed
                 msg, j = objects[i]

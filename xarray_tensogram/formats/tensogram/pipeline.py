@@ -87,6 +87,23 @@ def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
     return {k: desc[k] for k in desc if k in others and isinstance(k, str) and not k.startswith(PIPELINE_PREFIXES)}
 
 
+#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
+#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
+#: object's; bounded, and shared by all files (the bytes alone decide the answer)
+PLAIN_DESCRIPTORS: set[bytes] = set()
+_PLAIN_DESCRIPTORS_MAX = 4096
+
+
+def params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[str, Any], int]:
+    """A descriptor's free-form params and its frame's hash; a descriptor without params is remembered."""
+    params = descriptor_params(desc) if isinstance(desc, dict) else {}
+    if not params and raw is not None:
+        if len(PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
+            PLAIN_DESCRIPTORS.clear()
+        PLAIN_DESCRIPTORS.add(raw)
+    return params, int.from_bytes(tail[8:16], "big")
+
+
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
     """Check the keys the decoder needs; return the descriptor."""
     if not isinstance(desc, dict):
