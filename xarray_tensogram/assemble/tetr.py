@@ -37,8 +37,8 @@ from .common import (
     check_dim_names_used,
     check_requested_dims,
     generic_dim_names,
-    grouped_chunks,
     lazy_variable,
+    memory_variable,
     requested_dims,
     strings_from_payload,
     typed_attrs,
@@ -118,7 +118,7 @@ def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, xr.Variable]:
                 stacklevel=4,
             )
             continue
-        out[dim] = xr.Variable((dim,), labels_to_values(labels))
+        out[dim] = memory_variable((dim,), labels_to_values(labels))
         out[dim].encoding[TETR_LABELS_ENCODING] = list(labels)
     return out
 
@@ -192,7 +192,7 @@ def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> x
         dims, values = strings_from_payload(spec)
         attrs = dict(spec.get("attrs") or {})
         role = attrs.pop(COORDINATE_ROLE_KEY, None)
-        var = xr.Variable(dims, values, typed_attrs(attrs))
+        var = memory_variable(dims, values, typed_attrs(attrs))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         warnings.warn(
             f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
@@ -213,9 +213,8 @@ def tetr_to_dataset(
 ) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
-    Chunks: ``encoding["preferred_chunks"]`` groups tiles into whole multiples of the tile shape of about
-    1/8 of Dask's ``array.chunk-size`` (:func:`grouped_chunks`); ``encoding["tetr_chunk_shape"]`` is the tile
-    shape.
+    Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
+    :func:`~xarray_tensogram.assemble.common.lazy_variable`).
     """
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
@@ -240,7 +239,6 @@ def tetr_to_dataset(
             "tetr_codec": d.codec,
             "tetr_chunk_shape": d.chunk_shape,
             "tetr_dtype": d.dtype_code,
-            "preferred_chunks": dict(zip(dims, grouped_chunks(d.shape, d.chunk_shape, d.dtype), strict=True)),
         }
         if generated:
             encoding["tetr_generated_dims"] = list(dims)

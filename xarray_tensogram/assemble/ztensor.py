@@ -25,6 +25,7 @@ from .common import (
     flatten_attrs,
     generic_dim_names,
     lazy_variable,
+    memory_variable,
     requested_dims,
     strings_from_payload,
     typed_attrs,
@@ -92,7 +93,7 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
         )
         return None
     sizes.update(zip(dims, shape, strict=True))
-    return xr.Variable(dims, values, typed_attrs(_attrs(info)))
+    return memory_variable(dims, values, typed_attrs(_attrs(info)))
 
 
 def ztensor_to_dataset(

@@ -25,7 +25,7 @@ from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRIN
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
-from ..formats.tetr import LIMITS, DatasetWrite, open_tetr, write_tetr
+from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import DTYPE_CODES
 from .common import (
     EncodedDataset,
@@ -96,7 +96,7 @@ def _codec(var: xr.Variable, compression: str | None) -> str:
     """``compression`` when given, else the codec the variable was read with, else raw."""
     if compression is None:
         compression = var.encoding.get("tetr_codec", "raw")
-    codec = {"raw": "raw", "none": "raw", "zstd": "zstd"}.get(str(compression))
+    codec = {"none": "raw", **{name: name for name in CODECS.values()}}.get(str(compression))  # the format's table
     if codec is None:
         raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
     return codec
@@ -363,7 +363,7 @@ def _with_existing(
                 d.name,
                 tf.read(d.dataset_id),
                 d.chunk_shape,
-                d.codec if d.codec != "mixed" else "zstd",
+                d.codec if d.codec != "mixed" else CODECS[1],  # mixed tiles: the compressed codec
                 dim_names=d.dim_names,
                 coords=d.coords,
                 attrs=d.attrs or None,

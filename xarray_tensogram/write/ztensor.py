@@ -23,6 +23,7 @@ from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
+from ..formats.ztensor.compression import RAW, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from .common import (
     EncodedDataset,
@@ -40,7 +41,13 @@ __all__ = ["to_ztensor"]
 
 #: per-variable writer options (``encoding={name: {...}}``), beside the CF keys every writer takes
 OPTIONS = frozenset({"compression", "checksum"})
-_COMPRESSIONS = {None: None, "raw": None, "none": None, "zstd": "zstd"}
+#: the format's table (``formats/ztensor/compression.py``): raw is stored as no compression
+_COMPRESSED = tuple(n for n in V01_ENCODINGS if n != RAW)
+_COMPRESSIONS: dict[str | None, str | None] = {
+    None: None,
+    "none": None,
+    **{n: (None if n == RAW else n) for n in V01_ENCODINGS},
+}
 _CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
 
 
@@ -172,7 +179,7 @@ def to_ztensor(
     recast_bools(encoded, "bool")
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     source = ds.variables if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name or "data").variables
-    comp = _file_option(source, "ztensor_encoding", ("zstd",)) if compression is None else compression
+    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if compression is None else compression
     check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
     if comp not in _COMPRESSIONS or check not in _CHECKSUMS:
         raise UnsupportedError(
