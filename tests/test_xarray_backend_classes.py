@@ -96,9 +96,7 @@ _expect(
     {
         "test_roundtrip_None_variable": _NAMES,
         "test_roundtrip_object_dtype": _MIXED,
-        "test_roundtrip_stringdtype_data": ("numpy StringDType comes back as <U", None),
         "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
-        "test_roundtrip_stringdtype_with_na_object": ("numpy StringDType comes back as <U", None),
         "test_roundtrip_string_encoded_characters": _CHARS,
         "test_roundtrip_cftime_datetime_data": ("cftime objects: refused (CF-encoding them is not wired)", LIMIT),
         "test_roundtrip_boolean_dtype": ("a 2-D coordinate named like its dim is not recognised by the reader", None),
