@@ -124,46 +124,46 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
 
 # -- info ----------------------------------------------------------------------------------------------
 def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
-    with _source(path, storage_options) as src:
-        spec = _format(src)
-        size = src.size
-    print(f"file:     {path}")
-    with _open_file(spec, path, storage_options, quiet=True) as f:
-        for line in spec.info(f):
+    """The format's own summary, then xarray's, from one open of the file."""
+    from xarray.backends.common import datatree_from_dict_with_io_cleanup
+
+    from .backend import open_decoded
+
+    opened = open_decoded(path, **_storage_kwargs(storage_options))
+    datasets = opened.datasets
+    try:
+        size = opened.file.source.size
+        print(f"file:     {path}")
+        for line in opened.spec.info(opened.file):
             print(line)
-    try:
-        ds = _open(path, storage_options)
-    except Exception as exc:
-        from .errors import GroupSelectionError
-
-        if not isinstance(exc, GroupSelectionError):
-            raise
-        import xarray as xr
-
-        from .backend import TensogramBackendEntrypoint
-
-        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, **_storage_kwargs(storage_options))
-        nbytes = sum(node.dataset.nbytes for node in tree.subtree)
-        print(f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})")
-        print(tree)
-        tree.close()
-        return
-    try:
-        nchunks = 0
-        for var in ds.variables.values():
-            chunks = var.encoding.get("preferred_chunks")
-            if chunks:
-                n = 1
-                for dim, c in chunks.items():
-                    n *= -(-ds.sizes[dim] // max(1, int(c)))
-                nchunks += n
+        if len(datasets) > 1:
+            tree = datatree_from_dict_with_io_cleanup(datasets)
+            nbytes = sum(node.dataset.nbytes for node in tree.subtree)
+            print(f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})")
+            print(tree)
+            return
+        ds = datasets["/"]
         print(
             f"sizes:    {size} bytes in the file ({_human(size)}), {ds.nbytes} bytes decoded "
-            f"({_human(ds.nbytes)}), {len(ds.data_vars)} variables, {nchunks} Dask chunks with chunks={{}}"
+            f"({_human(ds.nbytes)}), {len(ds.data_vars)} variables, {_chunk_count(ds)} Dask chunks with chunks={{}}"
         )
         print(ds)
     finally:
-        ds.close()
+        for ds in datasets.values():
+            ds.close()
+
+
+def _chunk_count(ds: xr.Dataset) -> int:
+    """How many Dask chunks ``chunks={}`` gives: the product over each variable's preferred chunks."""
+    nchunks = 0
+    for var in ds.variables.values():
+        chunks = var.encoding.get("preferred_chunks")
+        if chunks:
+            n = 1
+            for dim, c in chunks.items():
+                n *= -(-ds.sizes[dim] // max(1, int(c)))
+            nchunks += n
+    return nchunks
 
 
 # -- ls ------------------------------------------------------------------------------------------------

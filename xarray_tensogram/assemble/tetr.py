@@ -26,7 +26,7 @@ from ..conventions import TETR_FILE_KEYS, TETR_HISTORY_ATTR
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from .common import (
-    check_dim_names_used,
+    check_dim_names,
     check_requested_dims,
     generic_dim_names,
     grouped_chunks,
@@ -52,7 +52,7 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
 def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> tuple[list[str], bool]:
     """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated.
     The flag says whether the names were generated (so that writing back adds none)."""
-    dims = requested_dims(dim_names, var, d.ndim, source)
+    dims = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
     if dims is not None:
         check_requested_dims(dims, var, d.shape, sizes, source)
     if dims is None and d.dim_names is not None:
@@ -187,7 +187,10 @@ def tetr_to_dataset(
             TetrMappingWarning,
             stacklevel=2,
         )
-    check_dim_names_used(dim_names, {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True)}, tfile.name)
+    # a dataset whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
+    coord_ranks = {var: 1 for d, var in zip(tfile.datasets, names, strict=True) if list(d.dim_names or ()) == [var]}
+    ranks = {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True) if var not in coord_ranks}
+    check_dim_names(dim_names, ranks, tfile.name, coord_ranks)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}

@@ -20,7 +20,7 @@ from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
 from .common import (
-    check_dim_names_used,
+    check_dim_names,
     check_requested_dims,
     flatten_attrs,
     generic_dim_names,
@@ -34,7 +34,7 @@ __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 DIM_NAMES_KEY = ZTENSOR_DIM_NAMES_KEY
 
 
-def _file_dims(info: TensorInfo) -> list[str] | None:
+def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     value = info.attrs.get(DIM_NAMES_KEY)
     if value is None:
         return None
@@ -45,6 +45,8 @@ def _file_dims(info: TensorInfo) -> list[str] | None:
         and len(set(value)) == len(value)
     ):
         return list(value)
+    if quiet:
+        return None
     warnings.warn(
         f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
         ZTensorMappingWarning,
@@ -71,10 +73,12 @@ def ztensor_to_dataset(
     zfile: ZTensorFile,
     *,
     drop_variables: frozenset[str] | set[str] = frozenset(),
+    verify_hash: bool,
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-    verify: bool = False,
 ) -> xr.Dataset:
-    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here)."""
+    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here).
+
+    zTensor's format record names this function: its keywords are the open options zTensor files take."""
     names = unique_names(t.name for t in zfile.tensors)
     renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
     if renamed:
@@ -83,9 +87,10 @@ def ztensor_to_dataset(
             ZTensorMappingWarning,
             stacklevel=2,
         )
-    check_dim_names_used(
-        dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}, zfile.name
-    )
+    ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
+    # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
+    coords = {var: 1 for t, var in zip(zfile.tensors, names, strict=True) if _file_dims(t, quiet=True) == [var]}
+    check_dim_names(dim_names, {v: r for v, r in ranks.items() if v not in coords}, zfile.name, coords)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     for info, var in zip(zfile.tensors, names, strict=True):
@@ -97,11 +102,11 @@ def ztensor_to_dataset(
             )
             continue
         try:
-            spec = zfile.array_spec(info.index, verify=verify)
+            spec = zfile.array_spec(info.index, verify=verify_hash)
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
-        dims = requested_dims(dim_names, var, len(info.shape), zfile.name)
+        dims = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
         if dims is not None:
             check_requested_dims(dims, var, info.shape, sizes, zfile.name)
         if dims is None:
