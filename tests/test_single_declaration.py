@@ -1,0 +1,197 @@
+"""Each concept is declared once: checked from the package's source.
+
+* every open option's default is written only in ``options.py``;
+* each format's name appears as a string only in that format's own modules (its folders under
+  ``formats/`` and ``assemble/``, its writer) and the registration;
+* the README's kwargs table lists exactly the declared options, and says which formats take the
+  format-specific ones as the format records do;
+* the backend's signature is the declaration.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from xarray_tensogram import options
+from xarray_tensogram.assemble.registry import options_taken
+from xarray_tensogram.backend import TensogramBackendEntrypoint
+from xarray_tensogram.formats import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "xarray_tensogram"
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+#: (module path, parameter) pairs whose default is another concept of the same name, each with its reason
+NOT_THE_OPEN_OPTION = {
+    # ``xarray-tensogram verify --strict``: fail on items skipped for a missing codec package
+    ("cli.py", "strict"),
+    # formats/ is a library of its own (DESIGN.md): its read methods' switches default to off
+    ("formats/tensogram/objects.py", "verify_hash"),
+    ("formats/tensogram/reader.py", "strict"),
+    ("formats/tensogram/scan.py", "strict"),
+}
+
+
+def _named_values(node: ast.AST) -> list[tuple[str, ast.AST]]:
+    """``(name, value)`` pairs a node binds: parameter defaults, keyword arguments, dict entries,
+    ``.get(name, value)`` fallbacks and annotated assignments (dataclass fields)."""
+    out: list[tuple[str, ast.AST]] = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = node.args
+        positional = a.posonlyargs + a.args
+        out += [(p.arg, d) for p, d in zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True)]
+        out += [(p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+    elif isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == "zip":  # zip(strict=...) is not the option
+            return out
+        out += [(k.arg, k.value) for k in node.keywords if k.arg]
+        fallback = isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop", "setdefault")
+        if fallback and len(node.args) == 2 and isinstance(node.args[0], ast.Constant):
+            out.append((str(node.args[0].value), node.args[1]))
+    elif isinstance(node, ast.Dict):
+        out += [(str(k.value), v) for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)]
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        out.append((node.target.id, node.value))
+    return out
+
+
+def _default_writes(source: str) -> list[tuple[int, str]]:
+    """Where ``source`` writes a declared option's default as a literal (None, "not given", aside)."""
+    defaults = {o.name: o.default for o in options.OPTIONS if o.default is not None}
+    hits = []
+    for node in ast.walk(ast.parse(source)):
+        for name, value in _named_values(node):
+            literal = isinstance(value, ast.Constant) and type(value.value) is type(defaults.get(name))
+            if literal and name in defaults and value.value == defaults[name]:
+                hits.append((getattr(node, "lineno", 0), name))
+    return hits
+
+
+def test_each_open_option_default_is_written_once() -> None:
+    found = []
+    for path in SOURCES:
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "options.py":
+            continue
+        found += [
+            f"{rel}:{line} {name}"
+            for line, name in _default_writes(path.read_text())
+            if (rel, name) not in NOT_THE_OPEN_OPTION
+        ]
+    assert found == []
+
+
+def test_the_default_scan_finds_a_second_default() -> None:
+    """The scanner itself: the ways a default used to be repeated are all seen."""
+    source = (
+        "def f(range_threshold: float = 0.5, *, merge_objects=True): pass\n"
+        "g(verify_hash=False)\n"
+        "o.get('range_threshold', 0.5)\n"
+        "x = {'strict': False}\n"
+        "zip(a, b, strict=False)\n"
+    )
+    names = sorted(name for _, name in _default_writes(source))
+    assert names == ["merge_objects", "range_threshold", "range_threshold", "strict", "verify_hash"]
+
+
+def _own_modules(name: str) -> list[str]:
+    """The relative paths (prefixes) where format ``name`` may be written as a string: its own folders
+    and modules in every layer (``formats/<name>/``, ``assemble/<name>``, ``write/<name>``)."""
+    return [f"{layer}/{name}/" for layer in ("formats", "assemble", "write")] + [
+        f"{layer}/{name}.py" for layer in ("assemble", "write")
+    ]
+
+
+def _string_constants(source: str) -> list[tuple[int, str]]:
+    """String literals of a module, docstrings left out."""
+    tree = ast.parse(source)
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_format_names_only_in_their_own_modules_and_the_registration() -> None:
+    names = set(registry.formats())
+    assert names == {"tensogram", "tetr", "ztensor"}  # the scan below is worth something only if it knows them
+    found = []
+    for path in SOURCES:
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "formats/registry.py":
+            continue
+        for line, text in _string_constants(path.read_text()):
+            if text in names and not any(rel.startswith(p) for p in _own_modules(text)):
+                found.append(f"{rel}:{line} {text!r}")
+    assert found == []
+
+
+def test_every_record_names_importable_entries() -> None:
+    for spec in registry.formats().values():
+        for ref in (spec.assembler, spec.writer, spec.virtual_planner):
+            assert callable(registry.load(ref)), ref
+        assert spec.virtual_parser.rpartition(":")[0] == "xarray_tensogram.virtual.parsers"
+
+
+# -- the README's kwargs table ------------------------------------------------------------------------
+def _kwargs_section() -> str:
+    readme = (ROOT / "README.md").read_text()
+    start, end = readme.index("<!-- --8<-- [start:kwargs] -->"), readme.index("<!-- --8<-- [end:kwargs] -->")
+    return readme[start:end]
+
+
+def test_the_readme_kwargs_table_lists_exactly_the_declared_options() -> None:
+    rows = [line for line in _kwargs_section().splitlines() if line.startswith("| `")]
+    listed = [name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[1])]
+    assert sorted(listed) == sorted(options.names())
+    assert len(listed) == len(set(listed))
+
+
+def _formats_taking(name: str) -> set[str]:
+    return {spec.title.split()[0] for spec in registry.formats().values() if name in options_taken(spec)}
+
+
+def test_the_readme_says_which_formats_take_each_format_option() -> None:
+    """Each format-specific option is said to apply to exactly the formats whose reader or assembly takes it."""
+    text = " ".join(_kwargs_section().split())
+    sentences = re.split(r"(?<=[.:;])\s", text)
+    titles = {spec.title.split()[0] for spec in registry.formats().values()}
+    for name in options.names(options.Scope.FORMAT):
+        taking = _formats_taking(name)
+        assert taking and taking != titles, name  # format-specific: some formats take it, not all
+        said = [s for s in sentences if f"`{name}`" in s and "apply to" in s]
+        assert said, f"the README does not say which formats take {name!r}"
+        for sentence in said:
+            clause = sentence[sentence.rindex(f"`{name}`") :]
+            clause = clause[: clause.index(" files")]  # "`x` to Tensogram and zTensor files", "... Tensogram files"
+            assert {t for t in titles if t in clause} == taking, (name, clause)
+
+
+# -- the backend signature ----------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["open_dataset", "open_groups_as_dict", "open_datatree"])
+def test_the_backend_methods_present_the_declared_signature(method: str) -> None:
+    params = inspect.signature(getattr(TensogramBackendEntrypoint, method)).parameters
+    assert list(params) == ["self", "filename_or_obj", *options.names()]
+    assert {n: p.default for n, p in params.items() if n in options.names()} == {
+        o.name: o.default for o in options.OPTIONS
+    }
+    assert TensogramBackendEntrypoint.open_dataset_parameters == ("filename_or_obj", *options.names())
+
+
+def test_xarray_derives_the_same_parameters_from_the_signature() -> None:
+    from xarray.backends.plugins import detect_parameters
+
+    assert (
+        detect_parameters(TensogramBackendEntrypoint.open_dataset) == TensogramBackendEntrypoint.open_dataset_parameters
+    )
