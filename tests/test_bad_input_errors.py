@@ -43,7 +43,7 @@ def test_readme_lists_every_error_class():
 def test_directory(tmp_path):
     with pytest.raises(errors.IsADirectoryTensorError) as info:
         _open(tmp_path)
-    assert str(info.value) == f"file {str(tmp_path)!r}: is a directory, not a Tensogram, Tetration or zTensor file"
+    assert str(info.value) == f"file {str(tmp_path)!r}: is a directory; give the path of a file in it"
     assert isinstance(info.value, IsADirectoryError)  # code that catches OS errors keeps working
 
 

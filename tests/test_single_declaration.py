@@ -195,3 +195,47 @@ def test_xarray_derives_the_same_parameters_from_the_signature() -> None:
     assert (
         detect_parameters(TensogramBackendEntrypoint.open_dataset) == TensogramBackendEntrypoint.open_dataset_parameters
     )
+
+
+# -- CONTRIBUTING's "where to add things" ---------------------------------------------------------------
+def _contributing_section(title: str) -> str:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return " ".join(text[start : end if end > 0 else None].split())
+
+
+@pytest.mark.parametrize("title", ["Adding a format", "Adding an open option"])
+def test_the_steps_contributing_names_exist(title: str) -> None:
+    section = _contributing_section(title)
+    paths = re.findall(r"`((?:xarray_tensogram|tests)/[^`]+)`", section)
+    assert paths
+    for path in paths:
+        for name in registry.formats() if "<name>" in path else [""]:
+            concrete = path.replace("<name>", name)
+            if "<name>" in path and concrete.startswith("tests/data/"):
+                continue  # fixtures folders are per format where a format has reference files
+            assert (ROOT / concrete).exists(), concrete
+    pairs = re.findall(r"`(\w+)` (?:in|of) `(xarray_tensogram/[^`<]+\.py)`", section)
+    assert pairs
+    for symbol, path in pairs:
+        source = (ROOT / path).read_text()
+        assert re.search(rf"^\s*(def|class) {symbol}\b|^{symbol}\b.*=", source, re.M), (symbol, path)
+
+
+def test_the_format_steps_are_what_the_records_hold() -> None:
+    """The record fields CONTRIBUTING names are the record's fields, and each format's entries live in
+    modules of its own or in the shared virtual modules."""
+    section = _contributing_section("Adding a format")
+    fields = {f for f in re.findall(r"`(\w+)`", section) if f in registry.FormatSpec.__dataclass_fields__}
+    assert {"assembler", "writer", "virtual_parser", "virtual_planner", "open"} <= fields
+    for name, spec in registry.formats().items():
+        assert f".assemble.{name}" in spec.assembler and f".write.{name}" in spec.writer
+        parser = registry.load(spec.virtual_parser)
+        assert parser.format() is spec  # the parser finds its format from the record
+
+
+def test_options_py_sits_at_the_bottom() -> None:
+    tree = ast.parse((PACKAGE / "options.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
+    assert imported <= {"errors"}

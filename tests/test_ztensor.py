@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import struct
 from pathlib import Path
 from typing import Any
@@ -574,17 +573,6 @@ def test_unreadable_tensors_are_skipped_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="skipping tensor"):
         ds = xr.open_dataset(DATA / "corrupt/unknown_dtype.zt", engine="tensogram")
     assert not ds.data_vars
-
-
-def test_preferred_chunks_pickle_and_dask(tmp_path: Path) -> None:
-    path = tmp_path / "c.zt"
-    write_ztensor_v01(path, {"a": np.arange(60, dtype="f8").reshape(6, 10), "s": np.float32(3)})
-    ds = xr.open_dataset(path, engine="tensogram", chunks={})
-    assert ds["a"].chunks == ((6,), (10,))
-    assert ds["a"].encoding["preferred_chunks"] == {"dim_0": 6, "dim_1": 10}
-    back = pickle.loads(pickle.dumps(ds))
-    np.testing.assert_array_equal(back["a"].values, np.arange(60).reshape(6, 10))
-    assert float(back["s"]) == 3.0
 
 
 @needs_ref
