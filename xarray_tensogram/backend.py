@@ -13,9 +13,9 @@ take them as ``**options`` and present the declared signature to xarray, ``help(
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import xarray as xr
 from xarray import conventions
@@ -32,6 +32,8 @@ from .formats.registry import FormatSpec
 from .io import ByteSource, is_remote_url, open_source
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_raw_groups", "sniff_format"]
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def sniff_format(source: ByteSource) -> str | None:
@@ -269,14 +271,14 @@ def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
     to_index = {k: c.variable for k, c in ds.coords.items() if c.dims == (k,) and k not in ds.xindexes}
     if not to_index:
         return ds
-    indexed = ds.assign_coords(xr.Coordinates(to_index))
+    indexed: xr.Dataset = ds.assign_coords(xr.Coordinates(to_index))
     indexed.set_close(ds.close)  # assign_coords returns a Dataset that would not close the file
     return indexed
 
 
-def _declared_signature(method: Any) -> Any:
+def _declared_signature(method: _Method) -> _Method:
     """Present the declared options as the method's signature (what xarray reads to know the parameters)."""
-    method.__signature__ = declared.signature()
+    method.__dict__["__signature__"] = declared.signature()
     return method
 
 

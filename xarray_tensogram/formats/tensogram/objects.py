@@ -153,9 +153,8 @@ class ObjectReader:
     dtype: np.dtype
     rows_per_chunk: int = 0
     verify_hash: bool = False
-    #: a read covering less than this fraction of the leading axis uses a partial read when the pipeline
-    #: allows one; otherwise the whole object is decoded (0: always whole; 1, for the low-level API: read
-    #: exactly the rows asked for). Opened with xarray, the ``range_threshold`` open option sets it.
+    #: a read covering less than this fraction of the leading axis reads part of the object when the pipeline
+    #: allows it (0: always whole; 1: exactly the rows asked for); the ``range_threshold`` open option sets it
     range_threshold: float = 1.0
     _layout: FrameLayout | None = field(default=None, repr=False, compare=False)
 
