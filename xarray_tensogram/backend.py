@@ -31,15 +31,9 @@ from .formats.base import FormatFile
 from .formats.registry import FormatSpec
 from .io import ByteSource, is_remote_url, open_source
 
-__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_raw_groups", "sniff_format"]
+__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def sniff_format(source: ByteSource) -> str | None:
-    """Format name from the magic bytes at offset 0, else from the extension."""
-    spec = registry.sniff(source)
-    return spec.name if spec is not None else None
 
 
 def _titles() -> str:
