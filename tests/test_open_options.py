@@ -28,9 +28,13 @@ def test_a_misspelt_option_names_the_file_and_the_closest_option() -> None:
     assert isinstance(info.value, TypeError)  # what Python would have raised, for callers that catch it
 
 
-def test_a_misspelt_option_of_open_datatree_and_of_a_parser() -> None:
+def test_a_misspelt_option_of_open_datatree() -> None:
     with pytest.raises(errors.UnknownOptionError, match=r"'dimnames' \(did you mean 'dim_names'\?\)"):
         xr.open_datatree(TET, engine="tensogram", dimnames=["a"])
+
+
+def test_a_misspelt_option_of_a_virtual_parser() -> None:
+    pytest.importorskip("numcodecs", reason="the virtual parsers need the 'virtual' extra")
     from xarray_tensogram.virtual.parsers import TensogramParser
 
     with pytest.raises(errors.UnknownOptionError, match=r"TensogramParser.*did you mean 'message_index'"):

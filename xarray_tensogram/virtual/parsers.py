@@ -110,7 +110,7 @@ def _store_class() -> type:
     virtualizarr is an optional extra)."""
     from virtualizarr.manifests import ManifestStore
 
-    class TensogramManifestStore(ManifestStore):
+    class TensogramManifestStore(ManifestStore):  # type: ignore[misc, unused-ignore]  # Any without virtualizarr
         def __init__(self, group: Any, *, registry: Any = None, inline: Mapping[str, bytes] | None = None) -> None:
             super().__init__(group, registry=registry)
             self._inline = dict(inline or {})
@@ -139,7 +139,10 @@ def _store_class() -> type:
                 dims = {d for arr in self._group.arrays.values() for d in (arr.metadata.dimension_names or ())}
                 loadable_variables = [n for n in self._group.arrays if n in dims]
             wanted = list(dict.fromkeys([*loadable_variables, *self._inline]))
-            return super().to_virtual_dataset(group=group, loadable_variables=wanted, decode_times=decode_times)
+            vds: xr.Dataset = super().to_virtual_dataset(
+                group=group, loadable_variables=wanted, decode_times=decode_times
+            )
+            return vds
 
     return TensogramManifestStore
 
