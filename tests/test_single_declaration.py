@@ -253,3 +253,11 @@ def test_options_py_sits_at_the_bottom() -> None:
     tree = ast.parse((PACKAGE / "options.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level}
     assert imported <= {"errors"}
+
+
+def test_contributing_install_line_is_the_command_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("<!-- test-command -->") : readme.index("<!-- /test-command -->")]
+    command = next(line for line in block.splitlines() if line.startswith("pip install"))
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert command in contributing.replace("   # the whole suite", " # the whole suite").replace("   #", " #")

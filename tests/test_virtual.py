@@ -23,6 +23,9 @@ import pytest
 import tomllib
 import xarray as xr
 
+# the whole module needs the 'virtual' extra (pip install ".[test,codecs,virtual]")
+pytest.importorskip("virtualizarr", reason="the virtual Zarr tests need the 'virtual' extra")
+
 from servers import CountingMotoServer, RangeHTTPServer, make_era
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE

@@ -1,8 +1,10 @@
 """The formats this package reads, one record each, and how a file is matched to one.
 
 A record says what a format is called, how its files start (magic bytes) and
-end (extensions), how to open one, which open options apply to it, and how
-``ls``, ``info`` and ``verify`` see it. The backend and the CLI dispatch through
+end (extensions), how to open one, how ``ls``, ``info`` and ``verify`` see it,
+and (by import path, loaded only when used) its assembly function, writer and
+virtual Zarr parser and planner. The open options a format honours are the
+keywords its reader and assembly function take (see ``options.py``). The backend and the CLI dispatch through
 :func:`get`, :func:`sniff` and :func:`from_bytes`, never by name in an
 ``if/elif``. Adding a format: write its folder under ``formats/`` with a
 ``FORMAT`` record (which also names its assembly function, writer and virtual
