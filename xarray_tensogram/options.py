@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -190,8 +191,10 @@ def resolve(given: Mapping[str, Any]) -> dict[str, Any]:
     return {o.name: given.get(o.name, o.default) for o in OPTIONS}
 
 
+@functools.cache
 def keywords_of(function: Callable[..., Any]) -> frozenset[str]:
-    """The option names ``function`` takes as keyword arguments (how a format says which options it honours)."""
+    """The option names ``function`` takes as keyword arguments (how a format says which options it honours;
+    read once per function)."""
     params = inspect.signature(function).parameters
     return frozenset(n for n, p in params.items() if n in _BY_NAME and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
 
