@@ -25,6 +25,7 @@ from xarray.core.utils import close_on_error
 
 from . import options as declared
 from .assemble.registry import assemble, options_taken
+from .conventions import NONE_VAR_NAME
 from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
 from .formats.base import FormatFile
@@ -116,7 +117,7 @@ class TensogramDataStore(AbstractDataStore):
             )
             coord_names = set(cf_coords) | self.coord_names
             coords = {k: v for k, v in variables.items() if k in coord_names or v.dims == (k,)}
-            data = {k: v for k, v in variables.items() if k not in coords}
+            data = {(None if k == NONE_VAR_NAME else k): v for k, v in variables.items() if k not in coords}
             ds = xr.Dataset(data, coords=xr.Coordinates(coords, indexes={}), attrs=attrs)
             ds.set_close(self.close)
             ds.encoding = self.get_encoding()

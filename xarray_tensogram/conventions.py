@@ -43,6 +43,9 @@ ZTENSOR_DIM_NAMES_KEY = "dim_names"
 #: per-variable key (a ``.zt`` custom key, a ``.tet`` attr) marking a coordinate that no data variable's
 #: CF ``coordinates`` attribute names, in formats without Dataset attributes to list it
 COORDINATE_ROLE_KEY = "xarray_role"
+#: the name a variable named ``None`` is stored under, and read back as ``None`` (xarray's netCDF backends'
+#: ``NONE_VAR_NAME``): the formats hold names as text
+NONE_VAR_NAME = "__values__"
 #: ``.zt`` custom key of a zero-size placeholder tensor holding a string variable in metadata:
 #: ``{"dims": [...], "shape": [...], "dtype": "<U3", "values": [flat list]}``
 STRINGS_KEY = "xarray_strings"

@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 from xarray import conventions
 
-from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
 from ..errors import InvalidNameError, NoSuchVariableError, UnsupportedError, XarrayTensogramError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "as_dataset",
     "check_dtypes",
     "encode_dataset",
+    "refuse_unlimited_dims",
     "validate_encoding",
 ]
 
@@ -58,16 +59,22 @@ class EncodedDataset:
 
 
 def as_dataset(obj: xr.Dataset | xr.DataArray) -> xr.Dataset:
-    """A DataArray is written as a Dataset of one variable (named ``data`` when it has no name)."""
+    """A DataArray is written as a Dataset of one variable (named ``data`` when it has no name); a variable
+    named ``None`` as :data:`~xarray_tensogram.conventions.NONE_VAR_NAME`, as xarray's netCDF writers do."""
     if isinstance(obj, xr.DataArray):
         return obj.to_dataset(name=obj.name if obj.name is not None else "data")
     if not isinstance(obj, xr.Dataset):
         raise TypeError(f"expected an xarray Dataset or DataArray, got {type(obj).__name__}")
+    if None in obj.variables:  # stored under xarray's own placeholder name, read back as None
+        if NONE_VAR_NAME in obj.variables:
+            raise InvalidNameError(f"variables named None and {NONE_VAR_NAME!r} cannot both be written")
+        renamed: xr.Dataset = obj.rename_vars({None: NONE_VAR_NAME})
+        return renamed
     return obj
 
 
 def _check_names(ds: xr.Dataset) -> None:
-    """Variable names must be non-empty strings, as for ``to_netcdf`` (``None`` is written as ``"None"``)."""
+    """Variable names must be non-empty strings or ``None``, as for ``to_netcdf``."""
     for name in ds.variables:
         if isinstance(name, str):
             if not name:
@@ -109,6 +116,16 @@ def validate_encoding(
     return out
 
 
+#: encoding keys a reader leaves on the variables it read (ours, and xarray's for netCDF and Zarr)
+_READ_MARKERS = ("preferred_chunks", "source", "original_shape")
+_READ_PREFIXES = ("tensogram_", "tetr_", "ztensor_")
+
+
+def _read_from_file(encoding: Mapping[Any, Any]) -> bool:
+    """Whether a variable's encoding says a reader made it (so its bytes are worth keeping as read)."""
+    return any(k in encoding for k in _READ_MARKERS) or any(str(k).startswith(_READ_PREFIXES) for k in encoding)
+
+
 def encode_dataset(
     obj: xr.Dataset | xr.DataArray,
     encoding: Mapping[Any, Any] | None,
@@ -118,10 +135,13 @@ def encode_dataset(
 ) -> EncodedDataset:
     """Check names and ``encoding=``, then CF-encode every variable with xarray's own encoder.
 
-    ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none,
-    so that a file read and written back unchanged keeps its bytes."""
+    ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none when
+    they were read from a file (their encoding says how), so that a file read and written back unchanged
+    keeps its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
     ds = as_dataset(obj)
     _check_names(ds)
+    if encoding is not None and None in encoding:
+        encoding = {(NONE_VAR_NAME if k is None else k): v for k, v in encoding.items()}
     accepted = frozenset(accepted)
     user = validate_encoding(ds, encoding, accepted)
     try:
@@ -141,6 +161,7 @@ def encode_dataset(
             source = ds.variables.get(name)
             fill = var.attrs.get("_FillValue")
             explicit = source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs
+            explicit = explicit or (source is not None and not _read_from_file(source.encoding))
             if not explicit and isinstance(fill, (float, np.floating)) and np.isnan(fill):
                 var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
     global_coords = str(attrs.pop("coordinates", "") or "").split()
@@ -149,6 +170,19 @@ def encode_dataset(
         for name, var in names.items()
     }
     return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords)
+
+
+def refuse_unlimited_dims(unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
+    """``unlimited_dims=`` (a ``to_netcdf`` argument) is refused: every dim of ``fmt`` has a fixed size.
+
+    A Dataset's own ``encoding["unlimited_dims"]`` (how a netCDF source was read) is not a request and is
+    not refused: the values are written all the same, with the dim's current size."""
+    dims = [str(d) for d in unlimited_dims or ()]
+    if dims:
+        raise UnsupportedError(
+            f"unlimited_dims={dims}: {fmt} files have no unlimited dimensions (every dim has a fixed size); "
+            "leave unlimited_dims out" + (", and grow a .tgm with mode='a'" if fmt == ".tgm" else "")
+        )
 
 
 def check_dtypes(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,7 @@ from .common import (
     check_dtypes,
     encode_dataset,
     recast_bools,
+    refuse_unlimited_dims,
     string_payload,
     with_attr_types,
 )
@@ -566,6 +567,7 @@ def to_tensogram(
     layout: str = "buffered",
     reserved: Mapping[str, Any] | None = None,
     mask_method: str | None = None,
+    unlimited_dims: Iterable[Hashable] | None = None,
 ) -> int:
     """Write a Dataset as Tensogram v3 messages.
 
@@ -598,6 +600,9 @@ def to_tensogram(
     mask_method
         How NaN/Inf positions are stored (``roaring``, ``rle``, ``none``, ``zstd``, ``lz4``, ``blosc2``).
 
+    unlimited_dims
+        Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
+
     Returns
     -------
     int
@@ -616,6 +621,7 @@ def to_tensogram(
     """
     ds = as_dataset(ds)
     check_mode(mode)
+    refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
     if mode == "a" and os.path.exists(path):
         split = set(message_dims or ()) | {

@@ -15,7 +15,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from .common import (
     check_dtypes,
     encode_dataset,
     recast_bools,
+    refuse_unlimited_dims,
     role_marked,
     string_payload,
 )
@@ -277,6 +278,7 @@ def to_tetr(
     chunks: ChunksLike = None,
     compression: str | None = None,
     history: Sequence[Any] | None = None,
+    unlimited_dims: Iterable[Hashable] | None = None,
 ) -> int:
     """Write every variable of ``ds`` (coordinates included) as a dataset of a Tetration (``.tet``) file.
 
@@ -307,6 +309,9 @@ def to_tetr(
         History rows (dicts or ``(op, source, at)``); by default the rows read from the file
         (``tetr_history``).
 
+    unlimited_dims
+        Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
+
     Returns
     -------
     int
@@ -319,6 +324,7 @@ def to_tetr(
         unknown encoding key (the message lists the accepted ones), a MultiIndex.
     """
     check_mode(mode)
+    refuse_unlimited_dims(unlimited_dims, ".tet")
     encoded = encode_dataset(ds, encoding, OPTIONS, default_fill=False)
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])

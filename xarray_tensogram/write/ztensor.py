@@ -12,7 +12,7 @@ attributes are dropped with a warning that names each of them.
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from .common import (
     check_dtypes,
     encode_dataset,
     recast_bools,
+    refuse_unlimited_dims,
     role_marked,
     string_payload,
     warn_dropped,
@@ -127,6 +128,7 @@ def to_ztensor(
     encoding: Mapping[Hashable, Mapping[str, Any]] | None = None,
     compression: str | None = None,
     checksum: str | None = None,
+    unlimited_dims: Iterable[Hashable] | None = None,
 ) -> int:
     """Write a Dataset (or a mapping name -> array/DataArray) as a zTensor v0.1 (``.zt``) file.
 
@@ -152,6 +154,9 @@ def to_ztensor(
     checksum
         ``"none"``, ``"crc32c"`` or ``"sha256"``; by default what the variables were read with.
 
+    unlimited_dims
+        Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
+
     Returns
     -------
     int
@@ -175,6 +180,7 @@ def to_ztensor(
             }
         )
     check_mode(mode)
+    refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
     encoded = encode_dataset(ds, encoding, OPTIONS)
     recast_bools(encoded, "bool")
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
