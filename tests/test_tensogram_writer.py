@@ -1058,6 +1058,38 @@ def test_failure_after_some_messages_were_written(tmp_path, monkeypatch, mode, e
     assert os.listdir(tmp_path) == ["cube.tgm"]
 
 
+def _tagged(ds, i):
+    """``ds`` with an attribute on each data variable that tells its objects apart from ``ds``'s (appendable)."""
+    out = ds.copy()
+    for v in out.data_vars.values():
+        v.attrs = {**v.attrs, "append": i}
+    return out
+
+
+def test_append_refuses_duplicate_objects_before_writing_a_byte(tmp_path):
+    """Objects with the same name and metadata as the file's (the reader could only stack them along a
+    'message' dim) are refused, naming the variable; a new step of the same variable is appended."""
+    ds = xr.Dataset(
+        {"t": (("step", "y"), np.arange(6.0).reshape(3, 2))},
+        coords={"step": np.array([0, 6, 12], dtype="timedelta64[h]"), "y": [10.0, 20.0]},
+    )
+    path = tmp_path / "a.tgm"
+    to_tensogram(ds.isel(step=[0]), path, message_dims=["step"])
+    before = path.read_bytes()
+    with pytest.raises(XarrayTensogramError, match="cannot add variable 't': the file already has it with the same"):
+        to_tensogram(ds.isel(step=[0]), path, mode="a", message_dims=["step"])
+    with pytest.raises(XarrayTensogramError, match="cannot add coordinate 'y'"):
+        to_tensogram(ds.isel(step=[1]).assign_coords(y=[1.0, 2.0]), path, mode="a", message_dims=["step"])
+    assert path.read_bytes() == before
+    to_tensogram(ds.isel(step=[1]), path, mode="a", message_dims=["step"])  # another step (the shared 'y' once)
+    to_tensogram(ds.isel(step=[2]), path, mode="a", message_dims=["step"])
+    back = _open_loaded(path)
+    assert dict(back.sizes) == {"step": 3, "y": 2}  # no 'message' dim
+    xr.testing.assert_equal(back.t.reset_coords(drop=True), ds.t.reset_coords(drop=True))
+    np.testing.assert_array_equal(back.step.values, ds.step.values)
+    np.testing.assert_array_equal(back.y.values, ds.y.values)
+
+
 @pytest.mark.parametrize("mode", ["w", "a"])
 def test_failing_fsync_or_write(tmp_path, monkeypatch, mode):
     path = tmp_path / "x.tgm"
@@ -1069,7 +1101,7 @@ def test_failing_fsync_or_write(tmp_path, monkeypatch, mode):
 
     monkeypatch.setattr(os, "fsync", boom)
     with pytest.raises(OSError):
-        to_tensogram(_two_var_ds(), path, mode=mode)
+        to_tensogram(_tagged(_two_var_ds(), 1), path, mode=mode)  # tagged: not a duplicate of what is there
     monkeypatch.undo()
     assert path.read_bytes() == old
     assert os.listdir(tmp_path) == ["x.tgm"]
@@ -1476,7 +1508,7 @@ def test_returns_bytes_written(tmp_path):
     ds = _two_var_ds()
     n = to_tensogram(ds, tmp_path / "a.tgm")
     assert n == os.path.getsize(tmp_path / "a.tgm")
-    m = ds.tensogram.to_tgm(tmp_path / "a.tgm", mode="a")
+    m = _tagged(ds, 1).tensogram.to_tgm(tmp_path / "a.tgm", mode="a")
     assert n + m == os.path.getsize(tmp_path / "a.tgm")
 
 
@@ -1808,10 +1840,10 @@ def test_reference_validator_accepts_our_files(tmp_path, check_canonical):
     )
     path = tmp_path / "v.tgm"
     to_tensogram(ds, path)
-    to_tensogram(ds, path, mode="a", layout="streaming")
-    to_tensogram(ds, path, mode="a", hash=None)
+    to_tensogram(_tagged(ds, 1), path, mode="a", layout="streaming")
+    to_tensogram(_tagged(ds, 2), path, mode="a", hash=None)
     to_tensogram(
-        ds,
+        _tagged(ds, 3),
         path,
         mode="a",
         encoding={
@@ -1821,7 +1853,7 @@ def test_reference_validator_accepts_our_files(tmp_path, check_canonical):
         },
     )
     if available("imagecodecs"):
-        to_tensogram(ds, path, mode="a", encoding={"n": SZIP_ENC})
+        to_tensogram(_tagged(ds, 4), path, mode="a", encoding={"n": SZIP_ENC})
     report = tensogram.validate_file(str(path), level="full", check_canonical=check_canonical)
     assert report["file_issues"] == []
     assert len(report["messages"]) == (5 if available("imagecodecs") else 4)

@@ -21,17 +21,19 @@ def check_mode(mode: str) -> None:
 def check_append(
     path: str, names: Iterable[str], sizes: Mapping[str, int], variables: Mapping[str, xr.Variable]
 ) -> None:
-    """Refuse, before a byte is written, a variable the file already has or a dim whose size clashes."""
-    existing = set(names)
+    """Refuse, before a byte is written, a dim whose size clashes (first, as netCDF does) or a variable the file
+    already has."""
     for name, var in variables.items():
+        for dim, size in zip(var.dims, var.shape, strict=True):
+            if sizes.get(str(dim), size) != size:
+                raise XarrayTensogramError(
+                    f"{path!r}: mode='a' cannot add variable {name!r}: Unable to update size for existing "
+                    f"dimension {dim!r} ({dim!r} has size {size}, the file's has size {sizes[str(dim)]})"
+                )
+    existing = set(names)
+    for name in variables:
         if name in existing:
             raise XarrayTensogramError(
                 f"{path!r}: mode='a' cannot add variable {name!r}: the file already has it "
                 f"(write the whole Dataset with mode='w' to replace it)"
             )
-        for dim, size in zip(var.dims, var.shape, strict=True):
-            if sizes.get(str(dim), size) != size:
-                raise XarrayTensogramError(
-                    f"{path!r}: mode='a' cannot add variable {name!r}: its dim {dim!r} has size {size}, "
-                    f"the file's has size {sizes[str(dim)]}"
-                )

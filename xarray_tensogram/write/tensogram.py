@@ -26,7 +26,6 @@ from ..codecs.bitmaps import RLE
 from ..codecs.optional import available
 from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
 from ..errors import UnsupportedError
-from ..formats.tensogram import open_tensogram
 from ..formats.tensogram.compression import descriptor_defaults, descriptor_key, float64_only, param_owner
 from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
@@ -58,7 +57,8 @@ from .common import (
     string_payload,
     with_attr_types,
 )
-from .existing import check_append, check_mode
+from .existing import check_mode
+from .tensogram_append import check_tensogram_append
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -333,14 +333,24 @@ def _plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list
 
 
 # -- objects ------------------------------------------------------------------------------------------
+def _value_marks(dtype: np.dtype, desc: Mapping[str, Any]) -> dict[str, Any]:
+    """What an object's entry records of a dtype its pipeline changes (see :func:`_object_values`)."""
+    marks: dict[str, Any] = {}
+    if dtype.kind == "b":
+        marks["dtype"] = "bool"
+        dtype = np.dtype(np.uint8)
+    if float64_only(desc) and dtype != np.float64:
+        marks[DTYPE_KEY] = dtype.name
+    return marks
+
+
 def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str, Any]) -> np.ndarray:
     """Values as the pipeline takes them: booleans as uint8 (CF ``dtype: bool``, which xarray decodes back),
     anything else float64 for simple_packing and zfp (the original dtype recorded under ``xarray_dtype``)."""
+    entry.update(_value_marks(values.dtype, desc))
     if values.dtype.kind == "b":
-        entry["dtype"] = "bool"
         values = values.astype(np.uint8)
     if float64_only(desc) and values.dtype != np.float64:
-        entry[DTYPE_KEY] = values.dtype.name
         values = values.astype(np.float64)
     return values
 
@@ -358,8 +368,7 @@ def _data_object(
 ) -> tuple[dict[str, Any], ObjectInput] | None:
     """The base entry and object of one variable in the message at ``sel`` (values and attrs from ``cf``,
     the variable as xarray's CF encoder wrote it); None for a hole."""
-    var_mdims = [m for m in mdims if m.name in var.dims]
-    where = {m.name: sel[m.name] for m in var_mdims}
+    where = {m.name: sel[m.name] for m in mdims if m.name in var.dims}
     desc, var_mask = resolve_pipeline(var.encoding, user)
     if var.attrs.get("tensogram_missing_objects"):
         hole = np.asarray(var.isel(where).values)
@@ -368,9 +377,30 @@ def _data_object(
     if var.dtype.kind in "OUST":
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
-    if values.dtype.kind in "OUSTMm" or values.dtype.kind == "c":
+    entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf)
+    values = _object_values(values, desc, {})
+    _packing_params_from_finite(values, desc)
+    desc["shape"] = list(values.shape)
+    desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
+    return entry, ObjectInput(values, desc)
+
+
+def object_entry(
+    ds: xr.Dataset,
+    name: Any,
+    var: xr.DataArray,
+    sel: Mapping[str, int],
+    mdims: Sequence[_MessageDim],
+    desc: Mapping[str, Any],
+    skip_coords: set[Hashable],
+    cf: xr.Variable,
+) -> dict[str, Any]:
+    """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
+    tells its objects apart from others (an append checks them against the file's before writing)."""
+    var_mdims = [m for m in mdims if m.name in var.dims]
+    if cf.dtype.kind in "OUSTMm" or cf.dtype.kind == "c":
         raise UnsupportedError(
-            f"variable {name!r}: dtype {values.dtype} cannot be stored as a .tgm object; supported dtypes: "
+            f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
             "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
         )
     typed = with_attr_types(cf, python_too=False)
@@ -379,8 +409,7 @@ def _data_object(
     if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
         attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
     entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
-    values = _object_values(values, desc, entry)
-    _packing_params_from_finite(values, desc)
+    entry.update(_value_marks(cf.dtype, desc))
     for m in var_mdims:
         i = sel[m.name]
         pairs = (
@@ -408,9 +437,7 @@ def _data_object(
     aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
     if aux:
         _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
-    desc["shape"] = list(values.shape)
-    desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
-    return entry, ObjectInput(values, desc)
+    return entry
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
@@ -427,12 +454,16 @@ def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> Non
 
 
 def _coordinate_objects(
-    ds: xr.Dataset, split: set[str], skip_coords: set[Hashable], cf: Mapping[str, xr.Variable]
+    ds: xr.Dataset,
+    split: set[str],
+    skip_coords: set[Hashable],
+    cf: Mapping[str, xr.Variable],
+    in_file: frozenset[str],
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims, written once (in the first message) as objects, CF-encoded
-    (``cf``) as to_netcdf encodes them."""
+    (``cf``) as to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
     for cname, coord in ds.coords.items():
-        if cname in skip_coords or any(d in split for d in coord.dims):
+        if cname in skip_coords or cname in in_file or any(d in split for d in coord.dims):
             continue
         encoded = with_attr_types(cf.get(str(cname), coord.variable), python_too=False)
         values = np.asarray(encoded.values)
@@ -470,6 +501,52 @@ def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]
     return out
 
 
+def _skip_coords(ds: xr.Dataset, mdims: Sequence[_MessageDim]) -> set[Hashable]:
+    """Coordinates that are not objects of their own: message dims, metadata keys, what the reader rebuilds."""
+    scalar_keys: dict[str, str] = {}
+    for var in ds.data_vars.values():
+        scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
+    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
+    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
+    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
+    mars = {m.source for m in mdims} | set(scalar_keys.values())
+    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
+    return {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
+
+
+def _combos(ds: xr.Dataset, mdims: Sequence[_MessageDim]) -> Iterator[dict[str, int]]:
+    """The index of each message dim, one dict per message."""
+    ranges = [range(ds.sizes[m.name]) for m in mdims]
+    for combo in itertools.product(*ranges) if mdims else [()]:
+        yield {m.name: i for m, i in zip(mdims, combo, strict=True)}
+
+
+def _planned_entries(
+    ds: xr.Dataset,
+    message_dims: Sequence[str] | None,
+    encoding: Mapping[str, Mapping[str, Any]],
+    cf: EncodedDataset,
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any], np.ndarray]]]:
+    """The entries the data objects will have (no values loaded), and the coordinate objects (entry, values)."""
+    mdims, _ = _plan_dims(ds, message_dims)
+    skip_coords = _skip_coords(ds, mdims)
+    data = []
+    for sel in _combos(ds, mdims):
+        for name, var in ds.data_vars.items():
+            if var.dtype.kind in "OUST" or any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
+                continue
+            desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
+            data.append(
+                (str(name), object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)]))
+            )
+    split = {m.name for m in mdims}
+    coords = [
+        (str(e["name"]), e, np.asarray(obj.data))
+        for e, obj in _coordinate_objects(ds, split, skip_coords, cf.variables, frozenset())
+    ]
+    return data, coords
+
+
 def _iter_messages(
     ds: xr.Dataset,
     *,
@@ -480,20 +557,13 @@ def _iter_messages(
     reserved: Mapping[str, Any] | None,
     mask_method: str | None,
     cf: EncodedDataset,
+    in_file: frozenset[str] = frozenset(),
 ) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = _plan_dims(ds, message_dims)
     default_mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
-    scalar_keys: dict[str, str] = {}
-    for var in ds.data_vars.values():
-        scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
-    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
-    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
-    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
-    mars = {m.source for m in mdims} | set(scalar_keys.values())
-    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
-    skip_coords = {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
+    skip_coords = _skip_coords(ds, mdims)
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
@@ -517,9 +587,8 @@ def _iter_messages(
     first = True
     wrote_any = False
     ranges = [range(ds.sizes[m.name]) for m in mdims]
-    last_combo = tuple(r[-1] for r in ranges) if all(len(r) for r in ranges) else None
-    for combo in itertools.product(*ranges) if mdims else [()]:
-        sel = {m.name: i for m, i in zip(mdims, combo, strict=True)}
+    last_combo = {m.name: r[-1] for m, r in zip(mdims, ranges, strict=True)} if all(len(r) for r in ranges) else None
+    for sel in _combos(ds, mdims):
         pairs = []
         for name, var in ds.data_vars.items():
             if any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
@@ -538,10 +607,10 @@ def _iter_messages(
             if made is not None:
                 pairs.append(made)
         if first:
-            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords, cf.variables))
+            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords, cf.variables, in_file))
             first = False
         if not pairs:
-            if not wrote_any and combo == last_combo:
+            if not wrote_any and sel == last_combo:
                 # a Dataset without variables: one message without objects keeps its attributes
                 yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
             continue
@@ -623,11 +692,14 @@ def to_tensogram(
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
+    in_file: frozenset[str] = frozenset()
     if mode == "a" and os.path.exists(path):
         split = set(message_dims or ()) | {
             str(d) for v in ds.data_vars.values() for d in (v.encoding.get("tensogram_message_keys") or {})
         }
-        _check_append(path, cf, split)
+        planned = _planned_entries(ds, message_dims, encoding or {}, cf)
+        strings = _string_coords(ds, _skip_coords(ds, _plan_dims(ds, message_dims)[0]))
+        in_file = check_tensogram_append(path, cf.variables, split, *planned, strings)
     recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
     check_dtypes(
         cf,
@@ -645,25 +717,9 @@ def to_tensogram(
         reserved=reserved,
         mask_method=mask_method,
         cf=cf,
+        in_file=in_file,
     )
     return write_messages(path, messages, mode=mode)
-
-
-def _check_append(path: str | os.PathLike[str], cf: EncodedDataset, split: set[str]) -> None:
-    """Appended messages fit the file's: dims other than message dims (``split``) keep their sizes (objects
-    sized by ``dim_names`` and their shapes)."""
-    sizes: dict[str, int] = {}
-    with open_tensogram(path) as tf:
-        for msg in tf.messages:
-            for j, entry in enumerate(msg.base):
-                dims = entry.get("dim_names")
-                if isinstance(dims, list) and j < len(msg):
-                    shape = msg.object_geometry(j)[0]
-                    sizes.update(zip(map(str, dims), shape[len(shape) - len(dims) :], strict=False))
-    # Tensogram appends messages: a variable the file has gains objects (and the reader a message dim, or the
-    # values of a message dim); only sizes that cannot stack are refused here
-    inner = {n: v.isel({d: 0 for d in v.dims if d in split}) for n, v in cf.variables.items()}
-    check_append(os.fspath(path), (), sizes, inner)
 
 
 @xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray
