@@ -1,4 +1,4 @@
-"""The code checks, run as tests of the suite: ruff (lint and format) and ``mypy --strict``.
+"""The code checks, run as tests of the suite: ruff (lint and format), ``mypy --strict`` and the size limits.
 
 Their configuration lives in ``pyproject.toml`` ([tool.ruff], [tool.mypy]); the tools come with the
 ``test`` extra. Each test runs the tool from the repository root in a subprocess, with this
@@ -9,6 +9,7 @@ mypy keeps its incremental cache in ``.mypy_cache/`` (git-ignored), so a re-run 
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,28 @@ def test_check_is_clean(args: tuple[str, ...]) -> None:
     """The tool exits 0; otherwise its report is the failure message."""
     done = _run(*args)
     assert done.returncode == 0, f"`{' '.join(args)}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+
+
+#: the project's size limits (CONTRIBUTING.md): small modules and functions a newcomer can read
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+
+
+def test_package_size_limits() -> None:
+    """No function of the package over 80 lines (decorators and docstring included), no module over 600."""
+    over = []
+    for path in sorted((ROOT / "xarray_tensogram").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            over.append(f"{where}: module of {lines} lines (at most {MAX_MODULE_LINES})")
+        for node in ast.walk(ast.parse(source, filename=str(where))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - first + 1
+                if length > MAX_FUNCTION_LINES:
+                    over.append(
+                        f"{where}:{node.lineno}: {node.name}() of {length} lines (at most {MAX_FUNCTION_LINES})"
+                    )
+    assert not over, "split by job:\n" + "\n".join(over)

@@ -11,11 +11,8 @@ other attributes. Per-variable pipelines come from xarray's usual ``encoding=``.
 
 from __future__ import annotations
 
-import datetime as dt
-import itertools
 import os
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +21,7 @@ import xarray as xr
 from ..codecs import simple_packing, zstd
 from ..codecs.bitmaps import RLE
 from ..codecs.optional import available
-from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
+from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, TGM_COORDINATE_NAMES
 from ..errors import UnsupportedError
 from ..formats.tensogram.compression import descriptor_defaults, descriptor_key, float64_only, param_owner
 from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
@@ -59,6 +56,7 @@ from .common import (
 )
 from .existing import check_mode
 from .tensogram_append import check_tensogram_append
+from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -95,58 +93,6 @@ _ENCODING_ALIASES = {
 _DESCRIPTOR_KEYS = frozenset(
     {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
 )
-_EPOCH = np.datetime64("1970-01-01T00:00:00", "s")
-
-
-def _py(value: Any) -> Any:
-    """numpy scalars/arrays -> plain Python values CBOR can hold."""
-    if isinstance(value, np.ndarray):
-        return [_py(v) for v in value.tolist()] if value.ndim else _py(value.item())
-    if isinstance(value, np.generic):
-        return _py(value.item())
-    if isinstance(value, (list, tuple)):
-        return [_py(v) for v in value]
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    return value
-
-
-def _set_path(entry: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = entry
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = value
-
-
-def _datetime_to_mars(value: Any) -> tuple[int, int]:
-    ts = np.datetime64(value, "s")
-    d = ts.astype("datetime64[D]")
-    seconds = int((ts - d).astype(np.int64))
-    ymd = str(d).replace("-", "")
-    return int(ymd), (seconds // 3600) * 100 + (seconds % 3600) // 60
-
-
-def _key_value(source: str, value: Any) -> list[tuple[str, Any]]:
-    """(dotted key, value) pairs that a coordinate value stands for."""
-    if source == "mars.date+mars.time":
-        date, time = _datetime_to_mars(value)
-        return [("mars.date", date), ("mars.time", time)]
-    if source == "mars.step":
-        if isinstance(value, (np.timedelta64,)) or (isinstance(value, np.generic) and value.dtype.kind == "m"):
-            hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
-        else:
-            hours = float(value)
-        return [("mars.step", int(hours) if hours.is_integer() else hours)]
-    if isinstance(value, np.datetime64) or (isinstance(value, np.generic) and value.dtype.kind == "M"):
-        return [(source, str(np.asarray(value).astype("M8[s]")))]
-    return [(source, _py(value))]
-
-
 # -- pipelines: explicit encoding= > the pipeline the variable was read with > defaults --------------
 _STAGES = tuple(PIPELINE_VALUES)
 
@@ -203,7 +149,7 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
         if k == "tensogram_missing_objects":
             continue
         key = f"cf.{k}" if k in lifted and "." not in k else k
-        _set_path(entry, key, _py(v))
+        set_path(entry, key, py_value(v))
     return entry
 
 
@@ -219,117 +165,6 @@ def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any
                 f"{sorted(_WRITER_OPTIONS)}"
             )
         check_pipeline(_user_pipeline(enc)[0])
-
-
-# -- message dims: which keys each message carries, and the hint that restores the layout -----------
-@dataclass
-class _MessageDim:
-    """One dim split into messages: the metadata key/value pairs of each index along it."""
-
-    name: str
-    source: str
-    keys: list[list[tuple[str, Any]]]
-
-
-def _mars_time_fits(name: str, values: np.ndarray) -> bool:
-    """MARS date/time hold whole minutes of a ``time`` dim (the name the reader gives them)."""
-    if name != "time" or values.dtype.kind != "M" or np.isnat(values).any():
-        return False
-    secs = values.astype("datetime64[s]")
-    return bool((secs == values).all() and (secs.astype(np.int64) % 60 == 0).all())
-
-
-def _mars_step_fits(name: str, values: np.ndarray) -> bool:
-    if name != "step" or values.dtype.kind != "m" or np.isnat(values).any():
-        return False
-    secs = values.astype("timedelta64[s]")
-    return bool((secs == values).all() and (secs.astype(np.int64) % 3600 == 0).all())
-
-
-def _user_dim(ds: xr.Dataset, name: str) -> tuple[_MessageDim, dict[str, Any] | None]:
-    """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
-    coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
-    if coord is None:
-        return _MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), {
-            "dims": [name],
-            "match": list(range(ds.sizes[name])),
-        }
-    values = np.asarray(coord.values)
-    attrs = dict(coord.attrs)
-    if _mars_time_fits(name, values):
-        source, encoded = "mars.date+mars.time", values.astype("datetime64[s]").astype(np.int64)
-        attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
-    elif _mars_step_fits(name, values):
-        source, encoded = "mars.step", values.astype("timedelta64[h]").astype(np.int64)
-        attrs["units"] = STEP_UNITS
-    else:
-        source = name
-        var = (
-            xr.conventions.encode_cf_variable(coord.variable, name=name)
-            if values.dtype.kind in "Mm"
-            else coord.variable
-        )
-        encoded, attrs = np.asarray(var.values), dict(var.attrs)
-    keys = [_key_value(source, values[i]) if source != name else [(name, _py(encoded[i]))] for i in range(len(values))]
-    hint = {
-        "dims": [name],
-        "values": _py(encoded),
-        "dtype": encoded.dtype.str,
-        "attrs": _py_attrs(attrs),
-        "match": _py(encoded),
-    }
-    return _MessageDim(name, source, keys), hint
-
-
-def _py_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    return {str(k): _py(v) for k, v in attrs.items()}
-
-
-def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
-    """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
-    coord = ds.coords[name]
-    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if coord.dtype.kind in "Mm" else coord.variable
-    values = np.asarray(var.values)
-    return {
-        "dims": [str(d) for d in var.dims],
-        "values": _py(values),
-        "dtype": values.dtype.str,
-        "attrs": _py_attrs(var.attrs),
-    }
-
-
-def _plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[_MessageDim], dict[str, Any] | None]:
-    """Dims recorded as message keys on read come first; ``message_dims=`` adds more.
-
-    Returns the dims and the layout hint (None when no ``message_dims=`` dim was split)."""
-    dims: list[_MessageDim] = []
-    for var in ds.data_vars.values():
-        for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():
-            if d in var.dims and d not in [m.name for m in dims]:
-                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
-                dims.append(_MessageDim(d, src, [_key_value(src, v) for v in values]))
-    hint_coords: dict[str, Any] = {}
-    for d in message_dims or ():
-        if d not in ds.dims:
-            raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset; dimensions: {list(ds.dims)}")
-        if d in [m.name for m in dims]:
-            continue
-        mdim, hint = _user_dim(ds, d)
-        dims.append(mdim)
-        if hint is not None:
-            hint_coords[d] = hint
-    if not any(m.source == m.name or m.name in hint_coords for m in dims):
-        return dims, None
-    split = {m.name for m in dims}
-    for c in ds.coords:
-        if c not in hint_coords and c not in ds.dims and any(d in split for d in ds.coords[c].dims):
-            hint_coords[str(c)] = _aux_hint(ds, c)
-    hint = {
-        "dims": {str(n): [str(d) for d in v.dims] for n, v in ds.data_vars.items()},
-        "coords": hint_coords,
-        "coord_names": [str(c) for c in ds.coords],
-    }
-    return dims, hint
 
 
 # -- objects ------------------------------------------------------------------------------------------
@@ -360,7 +195,7 @@ def _data_object(
     name: Any,
     var: xr.DataArray,
     sel: Mapping[str, int],
-    mdims: Sequence[_MessageDim],
+    mdims: Sequence[MessageDim],
     user: Mapping[str, Any],
     default_mask: str,
     skip_coords: set[Hashable],
@@ -390,7 +225,7 @@ def object_entry(
     name: Any,
     var: xr.DataArray,
     sel: Mapping[str, int],
-    mdims: Sequence[_MessageDim],
+    mdims: Sequence[MessageDim],
     desc: Mapping[str, Any],
     skip_coords: set[Hashable],
     cf: xr.Variable,
@@ -420,15 +255,15 @@ def object_entry(
             else m.keys[i]
         )
         for key, value in pairs:
-            _set_path(entry, key, value)
+            set_path(entry, key, value)
     for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
         if cname in ds.coords and ds[cname].ndim == 0:
-            for key, value in _key_value(src, ds[cname].values[()]):
-                _set_path(entry, key, value)
+            for key, value in key_value(src, ds[cname].values[()]):
+                set_path(entry, key, value)
     if is_grib:
         refresh_repro(entry)
     if not is_grib or derived_name(entry) != name:  # a GRIB name follows from the short name
-        _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
+        set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
@@ -436,7 +271,7 @@ def object_entry(
     listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
     aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
     if aux:
-        _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
+        set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     return entry
 
 
@@ -494,62 +329,45 @@ def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]
             "dims": payload["dims"],
             "values": np.asarray(payload["values"], dtype=str).reshape(payload["shape"]).tolist(),
             "dtype": payload["dtype"],
-            "attrs": _py_attrs(coord.attrs),
+            "attrs": py_attrs(coord.attrs),
         }
         if cname not in ds.coords:
             out[str(cname)]["role"] = "data"
     return out
 
 
-def _skip_coords(ds: xr.Dataset, mdims: Sequence[_MessageDim]) -> set[Hashable]:
-    """Coordinates that are not objects of their own: message dims, metadata keys, what the reader rebuilds."""
-    scalar_keys: dict[str, str] = {}
-    for var in ds.data_vars.values():
-        scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
-    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
-    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
-    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
-    mars = {m.source for m in mdims} | set(scalar_keys.values())
-    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
-    return {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
-
-
-def _combos(ds: xr.Dataset, mdims: Sequence[_MessageDim]) -> Iterator[dict[str, int]]:
-    """The index of each message dim, one dict per message."""
-    ranges = [range(ds.sizes[m.name]) for m in mdims]
-    for combo in itertools.product(*ranges) if mdims else [()]:
-        yield {m.name: i for m, i in zip(mdims, combo, strict=True)}
-
-
-def _planned_entries(
+def _check_append(
+    path: str | os.PathLike[str],
     ds: xr.Dataset,
     message_dims: Sequence[str] | None,
     encoding: Mapping[str, Mapping[str, Any]],
     cf: EncodedDataset,
-) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any], np.ndarray]]]:
-    """The entries the data objects will have (no values loaded), and the coordinate objects (entry, values)."""
-    mdims, _ = _plan_dims(ds, message_dims)
-    skip_coords = _skip_coords(ds, mdims)
+) -> frozenset[str]:
+    """``mode="a"``: check the objects to write against the file's (no values loaded for data objects) before
+    a byte is written; the coordinates the file already has unchanged, not to write again."""
+    if not os.path.exists(path):
+        return frozenset()
+    mdims, _ = plan_dims(ds, message_dims)
+    skip_coords = not_objects(ds, mdims)
     data = []
-    for sel in _combos(ds, mdims):
+    for sel in message_combos(ds, mdims):
         for name, var in ds.data_vars.items():
             if var.dtype.kind in "OUST" or any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
                 continue
             desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
-            data.append(
-                (str(name), object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)]))
-            )
+            entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)])
+            data.append((str(name), entry))
     split = {m.name for m in mdims}
     coords = [
         (str(e["name"]), e, np.asarray(obj.data))
         for e, obj in _coordinate_objects(ds, split, skip_coords, cf.variables, frozenset())
     ]
-    return data, coords
+    strings = _string_coords(ds, skip_coords)
+    return check_tensogram_append(path, cf.variables, split, data, coords, strings)
 
 
 def _iter_messages(
     ds: xr.Dataset,
-    *,
     message_dims: Sequence[str] | None,
     encoding: Mapping[str, Mapping[str, Any]],
     hash: str | None,
@@ -561,13 +379,13 @@ def _iter_messages(
 ) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
-    mdims, hint = _plan_dims(ds, message_dims)
+    mdims, hint = plan_dims(ds, message_dims)
     default_mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
-    skip_coords = _skip_coords(ds, mdims)
+    skip_coords = not_objects(ds, mdims)
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
-            _set_path(extra, k, _py(v))
+            set_path(extra, k, py_value(v))
     global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
         extra["coordinates"] = " ".join(global_coords)
@@ -588,7 +406,7 @@ def _iter_messages(
     wrote_any = False
     ranges = [range(ds.sizes[m.name]) for m in mdims]
     last_combo = {m.name: r[-1] for m, r in zip(mdims, ranges, strict=True)} if all(len(r) for r in ranges) else None
-    for sel in _combos(ds, mdims):
+    for sel in message_combos(ds, mdims):
         pairs = []
         for name, var in ds.data_vars.items():
             if any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
@@ -692,32 +510,13 @@ def to_tensogram(
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
-    in_file: frozenset[str] = frozenset()
-    if mode == "a" and os.path.exists(path):
-        split = set(message_dims or ()) | {
-            str(d) for v in ds.data_vars.values() for d in (v.encoding.get("tensogram_message_keys") or {})
-        }
-        planned = _planned_entries(ds, message_dims, encoding or {}, cf)
-        strings = _string_coords(ds, _skip_coords(ds, _plan_dims(ds, message_dims)[0]))
-        in_file = check_tensogram_append(path, cf.variables, split, *planned, strings)
+    in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
     recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
-    check_dtypes(
-        cf,
-        ".tgm",
-        lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES,
-        [*OBJECT_DTYPES, "strings (in metadata)"],
-    )
+    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
+    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
     _check_user_encoding(ds, encoding or {})
     messages = _iter_messages(
-        ds,
-        message_dims=message_dims,
-        encoding=encoding or {},
-        hash=hash,
-        layout=layout,
-        reserved=reserved,
-        mask_method=mask_method,
-        cf=cf,
-        in_file=in_file,
+        ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
     )
     return write_messages(path, messages, mode=mode)
 

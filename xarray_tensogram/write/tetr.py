@@ -344,15 +344,14 @@ def to_tetr(
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
     if mode == "a" and os.path.exists(path):
         writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
-    execution = source_ds.encoding.get("tetr_execution") or {}
-    write_tetr(
-        path,
-        writes,
-        history=hist,
-        file_metadata=meta,
-        execution=(int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))),
-    )
+    write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
     return os.path.getsize(path)
+
+
+def _execution_hint(ds: xr.Dataset) -> tuple[int, int]:
+    """The TIDX execution hint the Dataset was read with (``(0, 0)``: none)."""
+    execution = ds.encoding.get("tetr_execution") or {}
+    return int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
 
 
 def _with_existing(

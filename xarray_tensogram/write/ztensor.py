@@ -168,30 +168,14 @@ def to_ztensor(
         A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (the message lists
         the valid ones), a MultiIndex.
     """
-    if not isinstance(ds, (xr.Dataset, xr.DataArray)):
-        ds = xr.Dataset(
-            {
-                str(k): v
-                if isinstance(v, (xr.DataArray, xr.Variable))
-                else ((), v)
-                if np.ndim(v) == 0
-                else ([f"dim_{i}" for i in range(np.ndim(v))], v)
-                for k, v in ds.items()
-            }
-        )
+    ds = _from_mapping(ds)
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
     encoded = encode_dataset(ds, encoding, OPTIONS)
     recast_bools(encoded, "bool")
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     source = ds.variables if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name or "data").variables
-    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if compression is None else compression
-    check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
-    if comp not in _COMPRESSIONS or check not in _CHECKSUMS:
-        raise UnsupportedError(
-            f"compression must be one of None, 'raw', 'zstd' and checksum one of None, 'none', 'crc32c', "
-            f"'sha256'; got {compression!r}, {checksum!r}"
-        )
+    comp, check = _file_codecs(source, compression, checksum)
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
     if mode == "a" and os.path.exists(path):
         old = _existing_items(path, encoded, items)
@@ -206,6 +190,36 @@ def to_ztensor(
         path, items, compression=_COMPRESSIONS[comp], checksum=_CHECKSUMS[check], per_tensor=_per_tensor(encoded)
     )
     return os.path.getsize(path)
+
+
+def _from_mapping(ds: xr.Dataset | xr.DataArray | Mapping[str, Any]) -> xr.Dataset | xr.DataArray:
+    """A mapping of names to arrays as a Dataset (dims ``dim_0``, ``dim_1``, ... where none are given)."""
+    if isinstance(ds, (xr.Dataset, xr.DataArray)):
+        return ds
+    return xr.Dataset(
+        {
+            str(k): v
+            if isinstance(v, (xr.DataArray, xr.Variable))
+            else ((), v)
+            if np.ndim(v) == 0
+            else ([f"dim_{i}" for i in range(np.ndim(v))], v)
+            for k, v in ds.items()
+        }
+    )
+
+
+def _file_codecs(
+    source: Mapping[Hashable, xr.Variable], compression: str | None, checksum: str | None
+) -> tuple[str | None, str | None]:
+    """The compression and checksum of every tensor: as given, else what the variables were read with."""
+    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if compression is None else compression
+    check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
+    if comp not in _COMPRESSIONS or check not in _CHECKSUMS:
+        raise UnsupportedError(
+            f"compression must be one of None, 'raw', 'zstd' and checksum one of None, 'none', 'crc32c', "
+            f"'sha256'; got {compression!r}, {checksum!r}"
+        )
+    return comp, check
 
 
 Item = tuple[str, Any, dict[str, Any]]

@@ -186,29 +186,8 @@ def write_tetr(
     n = sum(math.prod(chunk_counts(data.shape, chunk)) for _, _, data, chunk in prepared)
     index_off = _align8(40 + len(blob))
     cursor = index_off + 32 + 104 * n
-    entries = np.zeros(n, dtype=ENTRY)
-    stored: list[bytes | None] = []
-    k = 0
-    for i, (d, _code, data, chunk) in enumerate(prepared):
-        codec = _CODEC_OF[d.codec]
-        tiles: Iterator[tuple[tuple[int, ...], Any]] = _tiles(data, chunk) if codec else _tile_boxes(data, chunk)
-        for coords, tile in tiles:
-            raw_len = tile.nbytes
-            payload = zstd.compress(tile.data, level=zstd_level) if codec else None
-            size = len(payload) if payload is not None else raw_len
-            entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
-            stored.append(payload)
-            cursor += size
-            k += 1
-    meta_datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
-    has_meta = footer is True or file_metadata is not None or bool(meta_datasets)
-    metadata: dict[str, Any] | None = None
-    if has_meta:
-        metadata = {}
-        if file_metadata is not None:
-            metadata["file"] = dict(file_metadata)
-        if meta_datasets:
-            metadata["datasets"] = meta_datasets
+    entries, stored, cursor = _index_entries(prepared, n, cursor, zstd_level)
+    metadata = _footer_metadata(prepared, file_metadata, footer)
     tail = b""
     if footer is not False and (history or metadata is not None):
         tail = encode_footer(history, metadata, cursor if writes else 32)
@@ -234,6 +213,45 @@ def write_tetr(
                 yield payload if payload is not None else tile.tobytes()
 
     _emit(target, itertools.chain([head], payloads(), [tail]))
+
+
+def _index_entries(
+    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], n: int, cursor: int, zstd_level: int
+) -> tuple[np.ndarray, list[bytes | None], int]:
+    """The ``n`` index entries (payloads laid out from ``cursor``), the compressed payloads (None for raw tiles,
+    cut from the array again while writing) and the offset after the last payload."""
+    entries = np.zeros(n, dtype=ENTRY)
+    stored: list[bytes | None] = []
+    k = 0
+    for i, (d, _code, data, chunk) in enumerate(prepared):
+        codec = _CODEC_OF[d.codec]
+        tiles: Iterator[tuple[tuple[int, ...], Any]] = _tiles(data, chunk) if codec else _tile_boxes(data, chunk)
+        for coords, tile in tiles:
+            raw_len = tile.nbytes
+            payload = zstd.compress(tile.data, level=zstd_level) if codec else None
+            size = len(payload) if payload is not None else raw_len
+            entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
+            stored.append(payload)
+            cursor += size
+            k += 1
+    return entries, stored, cursor
+
+
+def _footer_metadata(
+    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]],
+    file_metadata: Mapping[str, str] | None,
+    footer: bool | None,
+) -> dict[str, Any] | None:
+    """The footer's ``metadata`` object: file keys and per-dataset metadata; None when there is none to write."""
+    meta_datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
+    if not (footer is True or file_metadata is not None or meta_datasets):
+        return None
+    metadata: dict[str, Any] = {}
+    if file_metadata is not None:
+        metadata["file"] = dict(file_metadata)
+    if meta_datasets:
+        metadata["datasets"] = meta_datasets
+    return metadata
 
 
 def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Any) -> None:

@@ -1,0 +1,203 @@
+"""Which dims of a Dataset split ``.tgm`` messages, and the metadata keys each message carries.
+
+Dims the reader built from metadata keys (``encoding["tensogram_message_keys"]``, e.g. ``step`` from
+``mars.step``) come first; ``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the
+reader restore the Dataset as written. Values become keys as the reader reads them back (MARS date/time
+and step where they fit, CF-encoded values otherwise).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..conventions import STEP_UNITS, TIME_UNITS
+
+__all__ = ["MessageDim", "key_value", "message_combos", "not_objects", "plan_dims", "py_attrs", "py_value", "set_path"]
+
+
+def py_value(value: Any) -> Any:
+    """numpy scalars/arrays -> plain Python values CBOR can hold."""
+    if isinstance(value, np.ndarray):
+        return [py_value(v) for v in value.tolist()] if value.ndim else py_value(value.item())
+    if isinstance(value, np.generic):
+        return py_value(value.item())
+    if isinstance(value, (list, tuple)):
+        return [py_value(v) for v in value]
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return value
+
+
+def set_path(entry: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = entry
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[p] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def _datetime_to_mars(value: Any) -> tuple[int, int]:
+    ts = np.datetime64(value, "s")
+    d = ts.astype("datetime64[D]")
+    seconds = int((ts - d).astype(np.int64))
+    ymd = str(d).replace("-", "")
+    return int(ymd), (seconds // 3600) * 100 + (seconds % 3600) // 60
+
+
+def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
+    """(dotted key, value) pairs that a coordinate value stands for."""
+    if source == "mars.date+mars.time":
+        date, time = _datetime_to_mars(value)
+        return [("mars.date", date), ("mars.time", time)]
+    if source == "mars.step":
+        if isinstance(value, (np.timedelta64,)) or (isinstance(value, np.generic) and value.dtype.kind == "m"):
+            hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
+        else:
+            hours = float(value)
+        return [("mars.step", int(hours) if hours.is_integer() else hours)]
+    if isinstance(value, np.datetime64) or (isinstance(value, np.generic) and value.dtype.kind == "M"):
+        return [(source, str(np.asarray(value).astype("M8[s]")))]
+    return [(source, py_value(value))]
+
+
+@dataclass
+class MessageDim:
+    """One dim split into messages: the metadata key/value pairs of each index along it."""
+
+    name: str
+    source: str
+    keys: list[list[tuple[str, Any]]]
+
+
+def _mars_time_fits(name: str, values: np.ndarray) -> bool:
+    """MARS date/time hold whole minutes of a ``time`` dim (the name the reader gives them)."""
+    if name != "time" or values.dtype.kind != "M" or np.isnat(values).any():
+        return False
+    secs = values.astype("datetime64[s]")
+    return bool((secs == values).all() and (secs.astype(np.int64) % 60 == 0).all())
+
+
+def _mars_step_fits(name: str, values: np.ndarray) -> bool:
+    if name != "step" or values.dtype.kind != "m" or np.isnat(values).any():
+        return False
+    secs = values.astype("timedelta64[s]")
+    return bool((secs == values).all() and (secs.astype(np.int64) % 3600 == 0).all())
+
+
+def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any] | None]:
+    """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
+    coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
+    if coord is None:
+        return MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), {
+            "dims": [name],
+            "match": list(range(ds.sizes[name])),
+        }
+    values = np.asarray(coord.values)
+    attrs = dict(coord.attrs)
+    if _mars_time_fits(name, values):
+        source, encoded = "mars.date+mars.time", values.astype("datetime64[s]").astype(np.int64)
+        attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
+    elif _mars_step_fits(name, values):
+        source, encoded = "mars.step", values.astype("timedelta64[h]").astype(np.int64)
+        attrs["units"] = STEP_UNITS
+    else:
+        source = name
+        var = (
+            xr.conventions.encode_cf_variable(coord.variable, name=name)
+            if values.dtype.kind in "Mm"
+            else coord.variable
+        )
+        encoded, attrs = np.asarray(var.values), dict(var.attrs)
+    keys = [
+        key_value(source, values[i]) if source != name else [(name, py_value(encoded[i]))] for i in range(len(values))
+    ]
+    hint = {
+        "dims": [name],
+        "values": py_value(encoded),
+        "dtype": encoded.dtype.str,
+        "attrs": py_attrs(attrs),
+        "match": py_value(encoded),
+    }
+    return MessageDim(name, source, keys), hint
+
+
+def py_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {str(k): py_value(v) for k, v in attrs.items()}
+
+
+def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
+    """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
+    coord = ds.coords[name]
+    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if coord.dtype.kind in "Mm" else coord.variable
+    values = np.asarray(var.values)
+    return {
+        "dims": [str(d) for d in var.dims],
+        "values": py_value(values),
+        "dtype": values.dtype.str,
+        "attrs": py_attrs(var.attrs),
+    }
+
+
+def plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[MessageDim], dict[str, Any] | None]:
+    """Dims recorded as message keys on read come first; ``message_dims=`` adds more.
+
+    Returns the dims and the layout hint (None when no ``message_dims=`` dim was split)."""
+    dims: list[MessageDim] = []
+    for var in ds.data_vars.values():
+        for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():
+            if d in var.dims and d not in [m.name for m in dims]:
+                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
+                dims.append(MessageDim(d, src, [key_value(src, v) for v in values]))
+    hint_coords: dict[str, Any] = {}
+    for d in message_dims or ():
+        if d not in ds.dims:
+            raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset; dimensions: {list(ds.dims)}")
+        if d in [m.name for m in dims]:
+            continue
+        mdim, hint = _user_dim(ds, d)
+        dims.append(mdim)
+        if hint is not None:
+            hint_coords[d] = hint
+    if not any(m.source == m.name or m.name in hint_coords for m in dims):
+        return dims, None
+    split = {m.name for m in dims}
+    for c in ds.coords:
+        if c not in hint_coords and c not in ds.dims and any(d in split for d in ds.coords[c].dims):
+            hint_coords[str(c)] = _aux_hint(ds, c)
+    hint = {
+        "dims": {str(n): [str(d) for d in v.dims] for n, v in ds.data_vars.items()},
+        "coords": hint_coords,
+        "coord_names": [str(c) for c in ds.coords],
+    }
+    return dims, hint
+
+
+def not_objects(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> set[Hashable]:
+    """Coordinates that are not objects of their own: message dims, metadata keys, what the reader rebuilds."""
+    scalar_keys: dict[str, str] = {}
+    for var in ds.data_vars.values():
+        scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
+    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
+    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
+    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
+    mars = {m.source for m in mdims} | set(scalar_keys.values())
+    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
+    return {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
+
+
+def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict[str, int]]:
+    """The index of each message dim, one dict per message."""
+    ranges = [range(ds.sizes[m.name]) for m in mdims]
+    for combo in itertools.product(*ranges) if mdims else [()]:
+        yield {m.name: i for m, i in zip(mdims, combo, strict=True)}
