@@ -8,6 +8,7 @@ given in another order than its file's); the reasons are the parsers' own report
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,19 @@ def test_an_undeclared_reason_is_refused() -> None:
         Unreferenced("because")
 
 
+def test_the_spec_kept_for_the_parsers_does_not_reach_the_user() -> None:
+    from xarray_tensogram.assemble.common import STORAGE_SPEC_KEY
+
+    for name in ("forecast.tgm", "sample.tet", "sample.zt"):
+        with xr.open_dataset(xt.sample_path(name), engine="tensogram") as ds:
+            assert all(STORAGE_SPEC_KEY not in v.encoding for v in ds.variables.values())
+            assert any("preferred_chunks" in v.encoding for v in ds.variables.values())
+
+
 # -- the parsers' report, on real files -----------------------------------------------------------------
-pytest.importorskip("virtualizarr")
+_needs_virtual = pytest.mark.skipif(
+    importlib.util.find_spec("virtualizarr") is None, reason="the virtual parsers need the 'virtual' extra"
+)
 pytestmark = [
     pytest.mark.filterwarnings("ignore:.*does not have a Zarr V3 specification"),
     pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3"),
@@ -81,6 +93,7 @@ def _check(path: Path, inlined_data: dict[str, str] | None = None) -> None:
                 assert reasons[str(name)] == "coordinate"
 
 
+@_needs_virtual
 @pytest.mark.parametrize("name", ["era_pl.tgm", "forecast.tgm", "grib_pl.tgm", "sample.tet", "sample.zt"])
 def test_bundled_samples(name: str) -> None:
     _check(Path(xt.sample_path(name)))
@@ -104,6 +117,7 @@ def _forecast() -> xr.Dataset:
     )
 
 
+@_needs_virtual
 @pytest.mark.parametrize(
     ("case", "select", "encoding"),
     [
@@ -121,6 +135,7 @@ def test_files_written_by_to_tensogram(
     _check(path, {"q": "transposed"})
 
 
+@_needs_virtual
 def test_files_written_by_to_tetr_and_to_ztensor(tmp_path: Path) -> None:
     ds = _forecast().drop_vars("time")
     xt.to_tetr(ds, tmp_path / "w.tet", chunks={"y": 3, "x": 2}, compression="zstd")
@@ -129,6 +144,7 @@ def test_files_written_by_to_tetr_and_to_ztensor(tmp_path: Path) -> None:
     _check(tmp_path / "w.zt")
 
 
+@_needs_virtual
 def test_a_sparse_tensor_is_inlined_for_its_layout() -> None:
     path = DATA / "ztensor" / "v1" / "sparse.zt"
     reasons = _store(path).inline_reasons
