@@ -9,7 +9,8 @@ Variables that have no byte range in the file (coordinates built from metadata: 
 ``valid_time``, ``.tet`` labels) or whose chunks cannot be expressed as byte ranges (sparse zTensor
 layouts) are *inlined*: their encoded values live in the store itself, and
 :meth:`TensogramManifestStore.to_virtual_dataset` always loads them, so kerchunk references and
-Icechunk repositories carry them as data.
+Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a key of
+``catalog.UNREFERENCED``). Where a chunk is stored, each format's chunk reader says itself (``byte_layout``).
 """
 
 from __future__ import annotations
