@@ -26,7 +26,7 @@ import xarray_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram import to_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.codecs.optional import available  # noqa: E402 - after the pytest.importorskip above
-from xarray_tensogram.errors import XarrayTensogramError  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.errors import UnsupportedError, XarrayTensogramError  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.formats.tensogram import open_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.formats.tensogram import writer as writer_mod  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.formats.tensogram.writer import ObjectInput, encode_message, write_messages  # noqa: E402 - after the pytest.importorskip above
@@ -1973,3 +1973,13 @@ def test_datetime_and_timedelta_coordinates_round_trip(tmp_path, message_dims):
     )
     to_tensogram(ds, tmp_path / "ts.tgm", message_dims=message_dims)
     xr.testing.assert_identical(_open_loaded(tmp_path / "ts.tgm"), ds)
+
+
+def test_coordinate_named_like_its_own_dim_is_refused_before_writing(tmp_path):
+    """xarray keeps ``x(t, x)`` as a non-index coordinate; in .tgm an object named like a dim is that dim's
+    index, so it would not come back: refused, naming it, and nothing is written."""
+    ds = xr.Dataset({"x": (("t", "x"), np.array([[False, True], [True, False]]))})
+    path = tmp_path / "b.tgm"
+    with pytest.raises(UnsupportedError, match="variable 'x': a 2-D coordinate named like its own dim 'x'"):
+        to_tensogram(ds, path)
+    assert not path.exists()

@@ -336,6 +336,17 @@ def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]
     return out
 
 
+def _check_coordinate_names(ds: xr.Dataset) -> None:
+    """An object named like a dim is that dim's index to the reader: a coordinate of more dims named like one of
+    them (xarray's non-index coordinate ``x(t, x)``) would not come back, so it is refused before writing."""
+    for cname, coord in ds.coords.items():
+        if coord.ndim > 1 and cname in coord.dims:
+            raise UnsupportedError(
+                f"variable {cname!r}: a {coord.ndim}-D coordinate named like its own dim {cname!r} cannot be stored "
+                "in a .tgm file (an object named like a dim is read as that dim's index); rename it first"
+            )
+
+
 def _check_append(
     path: str | os.PathLike[str],
     ds: xr.Dataset,
@@ -515,6 +526,7 @@ def to_tensogram(
     storable = [*OBJECT_DTYPES, "strings (in metadata)"]
     check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
     _check_user_encoding(ds, encoding or {})
+    _check_coordinate_names(ds)
     messages = _iter_messages(
         ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
     )
