@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from xarray import conventions
+from xarray.coding.common import SerializationWarning
+from xarray.coding.strings import check_vlen_dtype
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
 from ..errors import InvalidNameError, NoSuchVariableError, UnsupportedError, XarrayTensogramError
@@ -116,6 +118,19 @@ def validate_encoding(
     return out
 
 
+def _warn_dask_objects(ds: xr.Dataset) -> None:
+    """Object arrays held by Dask are computed to find a dtype the file can hold: warned as ``to_netcdf`` warns."""
+    for name, var in ds.variables.items():
+        if var.dtype.kind == "O" and var.chunks is not None and check_vlen_dtype(var.dtype) is None:  # type: ignore[no-untyped-call]  # unannotated in xarray
+            warnings.warn(
+                f"variable {name} has data in the form of a dask array with dtype=object, which means it is being "
+                "loaded into memory to determine a data type that can be safely stored on disk. To avoid this, "
+                "coerce this variable to a fixed-size dtype with astype() before saving it.",
+                SerializationWarning,
+                stacklevel=4,
+            )
+
+
 #: encoding keys a reader leaves on the variables it read (ours, and xarray's for netCDF and Zarr)
 _READ_MARKERS = ("preferred_chunks", "source", "original_shape")
 _READ_PREFIXES = ("tensogram_", "tetr_", "ztensor_")
@@ -144,6 +159,7 @@ def encode_dataset(
         encoding = {(NONE_VAR_NAME if k is None else k): v for k, v in encoding.items()}
     accepted = frozenset(accepted)
     user = validate_encoding(ds, encoding, accepted)
+    _warn_dask_objects(ds)
     try:
         variables, attrs = conventions.encode_dataset_coordinates(ds)
         for name, enc in user.items():
