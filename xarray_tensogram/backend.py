@@ -26,6 +26,7 @@ from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionE
 from .formats import registry
 from .formats.base import FormatFile
 from .io import ByteSource, is_remote_url, open_source
+from .metadata_cache import open_cached
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_raw_groups", "sniff_format"]
 
@@ -272,10 +273,22 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         storage_options: Mapping[str, Any] | None,
         drop: frozenset[str],
         format_options: dict[str, Any],
+        metadata_cache: Any = None,
     ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
-        """Open the file and assemble the raw Dataset of every group; the file is closed on error."""
+        """Open the file and assemble the raw Dataset of every group; the file is closed on error.
+
+        ``metadata_cache`` (see :mod:`~xarray_tensogram.metadata_cache`): what an earlier open of the same
+        unchanged file with the same options built is read back instead."""
+
+        def open_now() -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+            with _gc_paused():
+                return TensogramBackendEntrypoint._open_groups_now(
+                    filename_or_obj, storage_options, drop, format_options
+                )
+
+        options = {**format_options, "drop_variables": sorted(drop)}
         with _gc_paused():
-            return TensogramBackendEntrypoint._open_groups_now(filename_or_obj, storage_options, drop, format_options)
+            return open_cached(filename_or_obj, metadata_cache, options, open_now)
 
     @staticmethod
     def _open_groups_now(
@@ -371,6 +384,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         message_index: Any = None,
         merge_objects: bool = True,
         range_threshold: float = 0.5,
+        metadata_cache: bool | str | os.PathLike[str] | None = None,
     ) -> xr.Dataset:
         """Open one file as a lazy Dataset (called by ``xr.open_dataset(..., engine="tensogram")``).
 
@@ -395,6 +409,11 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             Raise on a damaged Tensogram message instead of skipping it with a warning.
         storage_options : mapping, optional
             Passed to fsspec for remote URLs.
+        metadata_cache : bool, str or os.PathLike, optional
+            Keep what opening a local file builds, for the next open of the same unchanged file with the
+            same options: ``None`` (default) for files of 1,000 messages or more, in the user's cache
+            directory (``$XARRAY_TENSOGRAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/xarray-tensogram``);
+            ``True`` for any file; a directory path to keep it there; ``False`` never.
         mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
             As in every xarray backend, applied by xarray's own CF decoding.
 
@@ -425,6 +444,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
                 "merge_objects": merge_objects,
                 "range_threshold": range_threshold,
             },
+            metadata_cache,
         )
         try:
             key = _select_group(groups, group, f.name)
@@ -457,6 +477,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         message_index: Any = None,
         merge_objects: bool = True,
         range_threshold: float = 0.5,
+        metadata_cache: bool | str | os.PathLike[str] | None = None,
     ) -> dict[str, xr.Dataset]:
         """Every group as a decoded Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
 
@@ -467,6 +488,8 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         filename_or_obj : str, os.PathLike, bytes or binary file object
             As for :meth:`open_dataset`.
         drop_variables, variable_key, dim_names, filter_by_keys, group, verify_hash, strict, storage_options
+            As for :meth:`open_dataset`.
+        metadata_cache : bool, str or os.PathLike, optional
             As for :meth:`open_dataset`.
         mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
             As for :meth:`open_dataset`.
@@ -491,6 +514,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
                 "merge_objects": merge_objects,
                 "range_threshold": range_threshold,
             },
+            metadata_cache,
         )
         try:
             if group is not None:

@@ -21,6 +21,7 @@ __all__ = [
     "IntegrityError",
     "IsADirectoryTensorError",
     "LimitExceededError",
+    "MetadataCacheWarning",
     "MetadataError",
     "MissingCodecError",
     "MissingHashError",
@@ -149,6 +150,10 @@ class ZTensorMappingWarning(UserWarning):
 
 class TensogramMappingWarning(UserWarning):
     """A Tensogram hint was ignored, a ``variable_key`` matched nothing, or objects were duplicates."""
+
+
+class MetadataCacheWarning(UserWarning):
+    """A metadata cache entry was unreadable and ignored, or could not be written (the open went on without it)."""
 
 
 def describe(source: str | None, where: str | None = None, offset: int | None = None) -> str:
