@@ -212,3 +212,24 @@ def test_bad_option_and_places_it_cannot_use(archive: Path, tmp_path: Path) -> N
         ds = open_ds(archive, metadata_cache=blocker / "cache")
     with ds, open_ds(archive, metadata_cache=False) as plain:
         xr.testing.assert_identical(ds.load(), plain.load())
+
+
+def test_the_directory_keeps_the_most_recently_used_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metadata_cache, "MAX_ENTRIES", 2)
+    folder = tmp_path / "cache"
+    paths = [write_archive(tmp_path / f"a{i}.tgm", bump=i) for i in range(3)]
+    for p in paths:
+        open_ds(p, metadata_cache=folder).close()
+    assert len(entries(folder)) == 2
+    with open_ds(paths[0], metadata_cache=folder) as ds:  # pruned: built again, same values
+        np.testing.assert_array_equal(ds["2t"].values[1], _field(1, 0, 0))
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_an_entry_others_could_write_is_not_read(archive: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    open_ds(archive, metadata_cache=folder).close()
+    (entry,) = entries(folder)
+    entry.chmod(0o666)
+    with pytest.warns(MetadataCacheWarning, match="not owned by you alone"):
+        open_ds(archive, metadata_cache=folder).close()

@@ -11,7 +11,9 @@ change gives another digest, and the lazy arrays read back still check size and 
 read (:class:`~xarray_tensogram.io.LocalFileSource`). Entries are written to a temporary file
 then renamed, so concurrent writers never leave a partial entry; an entry that cannot be read
 (corrupt, truncated, foreign, another Python) is ignored with a :class:`MetadataCacheWarning`.
-Only opens that emitted no warning are stored, so a hit never hides a warning.
+Only opens that emitted no warning are stored, so a hit never hides a warning. Reading an entry
+unpickles it, so only entries owned by the user and writable by nobody else are read; a directory
+keeps the :data:`MAX_ENTRIES` most recently used entries.
 
 Where (the ``metadata_cache`` open option): ``None`` (default) uses ``$XARRAY_TENSOGRAM_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xarray-tensogram``, else ``~/.cache/xarray-tensogram``, for local files of at least
@@ -24,6 +26,7 @@ a read builds the message it touches from its offset (:meth:`MessageScanner.pars
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
@@ -60,7 +63,10 @@ EDGE = 1 << 16  # bytes hashed at each end of the file
 Groups = dict[str, Any]  # group path -> raw xr.Dataset (this module does not need xarray itself)
 Opened = tuple[Groups, FormatFile[Any]]
 
-_record_lock = threading.Lock()
+#: entries kept per cache directory; beyond them the least recently used are deleted when one is stored
+MAX_ENTRIES = 64
+
+_record_lock = threading.RLock()  # re-entrant: an open inside an open (same thread) must not deadlock
 
 
 def default_cache_dir() -> Path:
@@ -156,10 +162,14 @@ def _recorded() -> Iterator[list[warnings.WarningMessage]]:
 def _load(entry: Path, identity: tuple[Any, ...]) -> Opened | None:
     try:
         with open(entry, "rb") as fh:
+            st = os.fstat(fh.fileno())
             data = fh.read()
     except OSError:
         return None  # no entry yet (or an unreadable one: the open goes on as without a cache)
     try:
+        if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+            # unpickling runs code: only entries that no other user could have written are read
+            raise PermissionError("the entry is not owned by you alone (another user could have written it)")
         if not data.startswith(MAGIC):
             raise ValueError("not a metadata cache entry of this version")
         stored, groups, f = pickle.loads(memoryview(data)[len(MAGIC) :])
@@ -173,7 +183,23 @@ def _load(entry: Path, identity: tuple[Any, ...]) -> Opened | None:
             stacklevel=5,
         )
         return None
+    with contextlib.suppress(OSError):
+        os.utime(entry)  # recently used: kept longest when the directory is pruned
     return groups, f
+
+
+def _prune(folder: Path) -> None:
+    """Delete the least recently used entries beyond :data:`MAX_ENTRIES` (entries of files that changed
+    or were deleted are never used again; this keeps the directory from growing without bound)."""
+    with contextlib.suppress(OSError):
+        entries = []
+        for p in folder.glob("*.pkl"):
+            with contextlib.suppress(OSError):
+                entries.append((p.stat().st_mtime_ns, p))
+        entries.sort()
+        for _, p in entries[: max(0, len(entries) - MAX_ENTRIES)]:
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def _store(entry: Path, identity: tuple[Any, ...], groups: Groups, f: FormatFile[Any]) -> None:
@@ -195,6 +221,7 @@ def _store(entry: Path, identity: tuple[Any, ...], groups: Groups, f: FormatFile
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune(entry.parent)
     except OSError as exc:
         warnings.warn(
             f"could not write the metadata cache entry {str(entry)!r} ({exc}); opens of this file stay uncached "
