@@ -44,6 +44,7 @@ import numpy as np
 import xxhash
 
 from ._version import __version__
+from .assemble.tensogram.collect import ObjectSpec
 from .catalog import ArraySpec, StackedReader
 from .errors import MetadataCacheWarning, UnsupportedOptionError
 from .formats.base import FormatFile
@@ -271,13 +272,10 @@ class CachedMessages(FormatFile[Message]):
 
 
 def _message_member(m: Any) -> tuple[int, int, dict[str, Any]] | None:
-    """(message, object, options) of a member built by ``partial(message.array_spec, j, **options)``."""
-    if not isinstance(m, functools.partial) or len(m.args) != 1:
-        return None
-    method: Any = m.func
-    if getattr(method, "__func__", None) is not Message.array_spec:
-        return None
-    return method.__self__.index, m.args[0], m.keywords
+    """(message, object, options) of a member that builds object ``j`` of a message (an :class:`ObjectSpec`)."""
+    if type(m) is ObjectSpec and type(m.message) is Message:
+        return m.message.index, m.j, dict(m.options)
+    return None
 
 
 class _Pickler(pickle.Pickler):
@@ -335,7 +333,7 @@ class _PackedMembers(dict[int, Any]):
     """``{flat index: member}`` of a stacked variable read back from the cache.
 
     A member of message ``m``, object ``j`` is held as the int ``m << 32 | j`` and made into the callable
-    an uncached open holds (``partial(message.array_spec, j, ...)``) when asked for: 400,000 ints are
+    an uncached open holds (an :class:`ObjectSpec`) when asked for: 400,000 ints are
     one allocation each and invisible to the garbage collector, 400,000 callables are not.
     """
 
@@ -350,7 +348,7 @@ class _PackedMembers(dict[int, Any]):
     def get(self, flat: int, default: Any = None) -> Any:
         value = dict.get(self, flat, default)
         if type(value) is int:
-            return functools.partial(self.table.array_spec, value >> 32, value & 0xFFFFFFFF, **self.options)
+            return ObjectSpec(self.table.message(value >> 32), value & 0xFFFFFFFF, self.options)
         return value
 
     def __getitem__(self, flat: int) -> Any:
