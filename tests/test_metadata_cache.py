@@ -155,11 +155,19 @@ def test_opt_out_and_default_threshold_write_nothing(
     folder = tmp_path / "default-cache"
     monkeypatch.setenv(metadata_cache.ENV_DIR, str(folder))
     assert metadata_cache.default_cache_dir() == folder
+    looked_up: list[Path] = []
+    real_load = metadata_cache._load
+    monkeypatch.setattr(
+        metadata_cache, "_load", lambda entry, identity: looked_up.append(entry) or real_load(entry, identity)
+    )
     open_ds(archive, metadata_cache=False).close()
-    open_ds(archive).close()  # default: 6 messages is below the threshold
-    assert entries(folder) == []
+    open_ds(archive).close()  # default: 6 messages in a few hundred bytes is below both thresholds
+    assert entries(folder) == [] and looked_up == []  # not even looked up
+    monkeypatch.setattr(metadata_cache, "MIN_BYTES", 0)
+    open_ds(archive).close()  # looked up, not stored: 6 messages
+    assert entries(folder) == [] and len(looked_up) == 1
     monkeypatch.setattr(metadata_cache, "MIN_ITEMS", 5)
-    open_ds(archive).close()  # default directory, at or above the threshold
+    open_ds(archive).close()  # default directory, at or above both thresholds
     assert len(entries(folder)) == 1
     # never next to the user's files
     assert [p.name for p in archive.parent.iterdir() if p.suffix == ".pkl"] == []

@@ -411,7 +411,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             Passed to fsspec for remote URLs.
         metadata_cache : bool, str or os.PathLike, optional
             Keep what opening a local file builds, for the next open of the same unchanged file with the
-            same options: ``None`` (default) for files of 1,000 messages or more, in the user's cache
+            same options: ``None`` (default) for files of 1,000 messages and 1 MiB or more, in the user's cache
             directory (``$XARRAY_TENSOGRAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/xarray-tensogram``);
             ``True`` for any file; a directory path to keep it there; ``False`` never.
         mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters

@@ -17,7 +17,8 @@ keeps the :data:`MAX_ENTRIES` most recently used entries.
 
 Where (the ``metadata_cache`` open option): ``None`` (default) uses ``$XARRAY_TENSOGRAM_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/xarray-tensogram``, else ``~/.cache/xarray-tensogram``, for local files of at least
-:data:`MIN_ITEMS` messages; ``True`` the same for any local file; a path that directory; ``False`` none.
+:data:`MIN_ITEMS` messages and :data:`MIN_BYTES` bytes; ``True`` the same for any local file; a path
+that directory; ``False`` none.
 
 Compact entries: the members of a stacked variable are stored as three integer arrays (stack
 position, message, object) rather than 400,000 pickled callables, and a message as its number:
@@ -54,8 +55,10 @@ from .io import ByteSource, LocalFileSource
 
 __all__ = ["MIN_ITEMS", "CachedMessages", "default_cache_dir", "open_cached"]
 
-#: files with fewer messages (or datasets, tensors) open fast enough: not stored unless asked
+#: files with fewer messages (or datasets, tensors), or fewer bytes, open fast enough: by default they
+#: are neither looked up (no path of the cache directory is touched) nor stored
 MIN_ITEMS = 1000
+MIN_BYTES = 1 << 20
 ENV_DIR = "XARRAY_TENSOGRAM_CACHE_DIR"
 #: first bytes of every entry; the number changes when the entry layout does
 MAGIC = b"XTGMCACHE1\n"
@@ -131,6 +134,8 @@ def open_cached(
     """``open_now()``, or what it returned for this file and these options before (see the module docstring)."""
     folder, always = _where(option)
     local = isinstance(filename_or_obj, (str, os.PathLike)) and os.path.isfile(filename_or_obj)
+    if local and not always and os.path.getsize(filename_or_obj) < MIN_BYTES:
+        folder = None  # by default small files never touch the cache directory
     key = _entry_key(os.fspath(filename_or_obj), options) if folder is not None and local else None
     if folder is None or key is None:
         if always and not local:
