@@ -241,3 +241,15 @@ def test_an_entry_others_could_write_is_not_read(archive: Path, tmp_path: Path) 
     entry.chmod(0o666)
     with pytest.warns(MetadataCacheWarning, match="not owned by you alone"):
         open_ds(archive, metadata_cache=folder).close()
+
+
+def test_datatree_and_groups_come_back_from_the_cache(archive: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    with xr.open_datatree(archive, engine="tensogram", metadata_cache=folder) as first:
+        first.load()
+    assert len(entries(folder)) == 1
+    with (
+        xr.open_datatree(archive, engine="tensogram", metadata_cache=folder) as cached,
+        xr.open_datatree(archive, engine="tensogram", metadata_cache=False) as plain,
+    ):
+        xr.testing.assert_identical(cached.load(), plain.load())
