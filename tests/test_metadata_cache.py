@@ -253,3 +253,20 @@ def test_datatree_and_groups_come_back_from_the_cache(archive: Path, tmp_path: P
         xr.open_datatree(archive, engine="tensogram", metadata_cache=False) as plain,
     ):
         xr.testing.assert_identical(cached.load(), plain.load())
+
+
+def test_a_file_changed_during_the_open_is_not_stored(
+    archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cache"
+    real_scan = MessageScanner.scan
+
+    def scan_then_touch(self: MessageScanner) -> Any:
+        found = real_scan(self)
+        st = os.stat(archive)
+        os.utime(archive, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # another writer, meanwhile
+        return found
+
+    monkeypatch.setattr(MessageScanner, "scan", scan_then_touch)
+    open_ds(archive, metadata_cache=folder).close()
+    assert entries(folder) == []

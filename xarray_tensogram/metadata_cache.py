@@ -151,9 +151,18 @@ def open_cached(
         return found
     with _recorded() as seen:
         groups, f = open_now()
-    if not seen and (always or len(f) >= MIN_ITEMS) and isinstance(f.source, LocalFileSource):
+    if not seen and (always or len(f) >= MIN_ITEMS) and isinstance(f.source, LocalFileSource) and _same(key[1]):
         _store(entry, key[1], groups, f)
     return groups, f
+
+
+def _same(identity: tuple[Any, ...]) -> bool:
+    """Whether the file still has the size and mtime it had before the open (else it changed meanwhile)."""
+    try:
+        st = os.stat(identity[0])
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns, st.st_ino) == identity[1:4]
 
 
 @contextmanager
