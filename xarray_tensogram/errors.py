@@ -19,6 +19,7 @@ __all__ = [
     "GroupSelectionError",
     "HypercubeError",
     "IntegrityError",
+    "InvalidNameError",
     "IsADirectoryTensorError",
     "LimitExceededError",
     "MetadataCacheWarning",
@@ -26,6 +27,7 @@ __all__ = [
     "MissingCodecError",
     "MissingHashError",
     "NoSuchDirectoryError",
+    "NoSuchVariableError",
     "NotATensorFileError",
     "StorageOptionsError",
     "TensogramMappingWarning",
@@ -109,6 +111,17 @@ class DimensionNameError(XarrayTensogramError):
 
     A user argument mistake rather than damage, so not a :class:`MetadataError`.
     """
+
+
+class InvalidNameError(XarrayTensogramError, TypeError):
+    """A variable or attribute name a writer cannot store (not a string), refused as ``to_netcdf`` refuses it."""
+
+
+class NoSuchVariableError(XarrayTensogramError, KeyError):
+    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class NotATensorFileError(CorruptFileError):
