@@ -65,7 +65,7 @@ MAGIC = b"XTGMCACHE1\n"
 EDGE = 1 << 16  # bytes hashed at each end of the file
 
 Groups = dict[str, Any]  # group path -> raw xr.Dataset (this module does not need xarray itself)
-Opened = tuple[Groups, FormatFile[Any]]
+Opened = tuple[Groups, FormatFile[Any], str]  # the groups, the open file, the format's name
 
 #: entries kept per cache directory; beyond them the least recently used are deleted when one is stored
 MAX_ENTRIES = 64
@@ -150,10 +150,10 @@ def open_cached(
     if found is not None:
         return found
     with _recorded() as seen:
-        groups, f = open_now()
+        groups, f, name = open_now()
     if not seen and (always or len(f) >= MIN_ITEMS) and isinstance(f.source, LocalFileSource) and _same(key[1]):
-        _store(entry, key[1], groups, f)
-    return groups, f
+        _store(entry, key[1], (groups, f, name))
+    return groups, f, name
 
 
 def _same(identity: tuple[Any, ...]) -> bool:
@@ -187,7 +187,7 @@ def _load(entry: Path, identity: tuple[Any, ...]) -> Opened | None:
             raise PermissionError("the entry is not owned by you alone (another user could have written it)")
         if not data.startswith(MAGIC):
             raise ValueError("not a metadata cache entry of this version")
-        stored, groups, f = pickle.loads(memoryview(data)[len(MAGIC) :])
+        stored, groups, f, name = pickle.loads(memoryview(data)[len(MAGIC) :])
         if stored != identity:
             raise ValueError("the entry belongs to another file")
     except Exception as exc:  # a broken entry of any kind must only cost a slower open
@@ -200,7 +200,7 @@ def _load(entry: Path, identity: tuple[Any, ...]) -> Opened | None:
         return None
     with contextlib.suppress(OSError):
         os.utime(entry)  # recently used: kept longest when the directory is pruned
-    return groups, f
+    return groups, f, name
 
 
 def _prune(folder: Path) -> None:
@@ -217,12 +217,13 @@ def _prune(folder: Path) -> None:
                 p.unlink()
 
 
-def _store(entry: Path, identity: tuple[Any, ...], groups: Groups, f: FormatFile[Any]) -> None:
+def _store(entry: Path, identity: tuple[Any, ...], opened: Opened) -> None:
+    groups, f, name = opened
     buf = io.BytesIO()
     buf.write(MAGIC)
     table = CachedMessages.of(f)
     try:
-        _Pickler(buf, table).dump((identity, groups, table if table is not None else f))
+        _Pickler(buf, table).dump((identity, groups, table if table is not None else f, name))
     except (pickle.PicklingError, TypeError, AttributeError) as exc:  # something of this file does not pickle
         warnings.warn(f"{f.name!r} cannot be kept in the metadata cache ({exc})", MetadataCacheWarning, stacklevel=5)
         return
