@@ -12,10 +12,8 @@ take them as ``**options`` and present the declared signature to xarray, ``help(
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -175,23 +173,6 @@ class _Opened(NamedTuple):
     values: dict[str, Any]
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a catalog is built.
-
-    Opening a file of 10,000 messages creates hundreds of thousands of small dicts and lists that all
-    stay alive; the collector's periodic full passes over them took about half of the open time.
-    Nothing built here forms reference cycles that need collecting right away; the previous state is restored.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str] | None = None) -> _Opened:
     """The one opener: check the option names, then open and assemble the file, or read back what an earlier
     open of the same unchanged file built (``metadata_cache``, see :mod:`~xarray_tensogram.metadata_cache`)."""
@@ -201,10 +182,9 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     # what the assembled groups depend on (in a stable order: the entry's key is made from it)
     keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache")}
     keyed["drop_variables"] = sorted(values["drop_variables"])
-    with _gc_paused():
-        groups, f, name = open_cached(
-            filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
-        )
+    groups, f, name = open_cached(
+        filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
+    )
     return _Opened(groups, f, registry.get(name), values)
 
 
