@@ -27,7 +27,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,17 +36,21 @@ if TYPE_CHECKING:
     from .io import ByteSource
 
 from .formats.inspect import count, shape_text
+from .progress import PROG, progress
 
 __all__ = ["main", "sample_paths"]
 
-PROG = "xarray-tensogram"
 #: verify shows a progress bar (when tqdm is installed) from this many items or bytes on
 PROGRESS_ITEMS = 200
 PROGRESS_BYTES = 64 << 20
 
 
 class CliError(Exception):
-    """A usage problem reported as one line (exit status 2)."""
+    """A problem reported as one line: a usage error (exit status 2) unless ``status`` says otherwise."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def sample_paths() -> list[str]:
@@ -79,12 +83,17 @@ def _source(path: str, storage_options: dict[str, Any] | None) -> ByteSource:
 
 
 def _format(source: Any) -> Any:
-    """The format record of an open source (a usage error when nothing identifies it)."""
+    """The format record of an open source; a file none of the formats recognises is an error in the
+    file (exit status 1), not in the command line."""
+    from .errors import NotATensorFileError, describe
     from .formats import registry
 
     spec = registry.sniff(source)
     if spec is None:
-        raise CliError(f"{source.name}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)")
+        raise NotATensorFileError(
+            f"{describe(source.name)}not a Tensogram, Tetration or zTensor file (unknown magic and extension); "
+            "this command reads .tgm, .tet and .zt files only"
+        )
     return spec
 
 
@@ -308,6 +317,8 @@ def _label(coord: Any, text: str, dim: str) -> Any:
 
 def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     """``da.sel`` by label: exact for integers, text, dates and time deltas, nearest for floats."""
+    import numpy as np
+
     for dim, texts in sel.items():
         if dim not in da.dims:
             dims = ", ".join(map(str, da.dims)) or "none"
@@ -320,10 +331,9 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
         try:
             da = da.sel({dim: labels[0] if len(labels) == 1 else labels}, method=method)
         except KeyError:
-            shown = _readable(coord.values[:8])
+            shown = ", ".join(str(v) for v in np.asarray(_readable(coord.values[:8])).tolist())  # plain values
             raise CliError(
-                f"--sel {dim}={','.join(texts)}: no such label; {dim} has {list(shown)}"
-                f"{' ...' if coord.size > 8 else ''}"
+                f"--sel {dim}={','.join(texts)}: no such label; {dim} has {shown}{' ...' if coord.size > 8 else ''}"
             ) from None
     return da
 
@@ -411,36 +421,8 @@ class _Report:
         self.failures.append(line)
 
 
-def _show_progress(n_items: int, total_bytes: int, enabled: bool | None) -> bool:
-    """Whether to draw a bar: ``--progress``/``--no-progress`` decide; else only for large files on a terminal.
-
-    Without a TTY (pipes, logs, CI) a bar would only write carriage-return noise into the output.
-    """
-    if enabled is not None:
-        return enabled
-    large = n_items >= PROGRESS_ITEMS or total_bytes >= PROGRESS_BYTES
-    return large and sys.stderr.isatty()
-
-
-def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: str) -> Iterator[Any]:
-    """``items``, wrapped in a tqdm bar on stderr when :func:`_show_progress` says so and tqdm is installed."""
-    if _show_progress(len(items), total_bytes, enabled):
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            if enabled:  # asked for explicitly: say why there is no bar
-                print(
-                    f"{PROG}: note: --progress needs tqdm (pip install tqdm); continuing without a progress bar",
-                    file=sys.stderr,
-                )
-        else:
-            yield from tqdm(items, desc=desc, unit="obj", file=sys.stderr, leave=False, dynamic_ncols=True)
-            return
-    yield from items
-
-
 def cmd_verify(
-    path: str, storage_options: dict[str, Any] | None = None, progress: bool | None = None, strict: bool = False
+    path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
 ) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
     from .errors import MissingCodecError
@@ -451,7 +433,8 @@ def cmd_verify(
     with _open_file(spec, path, storage_options, quiet=True) as f:
         plan = spec.verify(f)
         report.failures.extend(plan.failures)
-        for item, check in _progress(plan.items, plan.total_bytes, progress, "verify"):
+        large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
+        for item, check in progress(plan.items, progress_flag, large, "verify", "obj"):
             try:
                 if check():
                     report.checked += 1
@@ -614,8 +597,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 1 on an error or a failed ``verify``, 2 on a usage error,
-        130 when interrupted. ``--version`` and ``--help`` exit through ``SystemExit``.
+        The exit status. 0: success. 1: a problem with a file or the environment (missing,
+        unreadable, damaged or not one of the three formats; a failed ``verify``; a missing optional
+        package). 2: a usage error (an unknown command or option, a malformed argument, a variable,
+        dimension or label the file does not have). 130: interrupted. ``--version`` and ``--help``
+        exit through ``SystemExit`` (0; argparse's usage errors: 2).
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -636,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif args.command == "dump":
                 cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel)
             elif args.command == "verify":
-                status = cmd_verify(args.file, options, progress=args.progress, strict=args.strict)
+                status = cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict)
             elif args.command == "refs":
                 _run_refs(args)
         sys.stdout.flush()
@@ -651,7 +637,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(f"{PROG}: error: {_error_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, CliError) else 1
+        return exc.status if isinstance(exc, CliError) else 1
     finally:
         warnings.showwarning = old_showwarning
     return status
@@ -670,7 +656,9 @@ def _run_refs(args: argparse.Namespace) -> None:
 
         from .virtual.cli import cmd_refs
     except ImportError as exc:
-        raise CliError(f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})") from None
+        raise CliError(
+            f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})", status=1
+        ) from None
     cmd_refs(
         args.files,
         args.output,
