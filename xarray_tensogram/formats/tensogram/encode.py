@@ -419,8 +419,17 @@ def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
             if key not in desc:
                 raise EncodeError(f"szip needs {key}")
         sample_bits = szip_sample_bits(desc)
+        if not 1 <= sample_bits <= 32:  # libaec's limit; the reference refuses to encode or decode others
+            raise EncodeError(
+                f"szip compresses samples of 1 to 32 bits, this object's are {sample_bits} bits "
+                "(use zstd, lz4 or blosc2 for 64-bit values, or simple_packing to at most 32 bits before szip)"
+            )
         flags = szip_flags(desc, sample_bits)
         sample_bytes = 4 if (16 < sample_bits <= 24 and not flags & 2) else (sample_bits + 7) // 8
+        if len(encoded) % sample_bytes:  # as the reference: a partial sample cannot be decoded
+            raise EncodeError(
+                f"szip: a payload of {len(encoded)} bytes is not a whole number of {sample_bytes}-byte samples"
+            )
         payload, offsets = szip_encode(
             encoded, sample_bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags, sample_bytes
         )
@@ -446,6 +455,11 @@ def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
         parameter = parameters.get(mode)
         if mode not in zfp.MODES or parameter is None:
             raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+        if len(encoded) % 8:  # the reference refuses it too ("data length ... is not a multiple of 8")
+            raise EncodeError(
+                f"zfp compresses float64 values: a payload of {len(encoded)} bytes is not a whole number of them "
+                "(use dtype float64, or simple_packing before zfp)"
+            )
         return zfp.compress(np.frombuffer(encoded, dtype=np.float64), mode, parameter)
     raise UnsupportedError(
         f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
