@@ -252,7 +252,7 @@ def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
         grouped = len(parts) > 1 or bool(parts and parts[0][0])
         rows = [row for group, ds in parts for row in _variable_rows(ds, group if grouped else "")]
         headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
-        print("as xarray opens it (the Dask chunk with chunks={}: whole storage units, small ones grouped):")
+        print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
         _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
     finally:
         opened.close()
