@@ -24,6 +24,7 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
+from .assemble.common import drop_storage_spec
 from .assemble.registry import assemble, options_taken
 from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
@@ -80,7 +81,8 @@ class TensogramDataStore(AbstractDataStore):
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
     def __init__(self, raw: xr.Dataset, shared: _SharedFile) -> None:
-        self.variables: dict[str, xr.Variable] = {str(k): v for k, v in raw.variables.items()}
+        # the spec assembly kept in each lazy variable's encoding is for the layers above, not the user
+        self.variables: dict[str, xr.Variable] = {str(k): drop_storage_spec(v) for k, v in raw.variables.items()}
         self.coord_names = frozenset(str(k) for k in raw.coords)
         self.attrs = dict(raw.attrs)
         self.encoding = dict(raw.encoding)
