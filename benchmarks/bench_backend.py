@@ -11,7 +11,7 @@ Both backends run in one process, side by side, on the same files and the same w
 page cache: each entrypoint class is passed directly as ``engine=`` so the name clash
 does not matter.
 
-File (issue 3, "Benchmark"): 24 messages x 4 objects (2t, msl, 10u, 10v) of 721x1440,
+File: 24 messages x 4 objects (2t, msl, 10u, 10v) of 721x1440,
 base entries ``{"mars": {param, date, time, step}, "dim_names": ["latitude", "longitude"]}``
 plus latitude/longitude coordinate objects in every message, in three variants:
 ``none`` (raw float32), ``zstd`` (float32 + zstd) and ``packed`` (float64 fields,

@@ -1,4 +1,4 @@
-"""Opening a GRIB-converted file costs about what a plain ``.tgm`` with the same objects costs (issue 18).
+"""Opening a GRIB-converted file costs about what a plain ``.tgm`` with the same objects costs.
 
 Run from the repository root (needs the test extra: ``eccodes``, ``cfgrib``, ``tensogram``)::
 

@@ -1,4 +1,4 @@
-"""Opening a GRIB-converter layout against a plain .tgm with the same number of objects (issue 18).
+"""Opening a GRIB-converter layout against a plain .tgm with the same number of objects.
 
 Both files hold 24 steps x 6 pressure levels = 144 messages of one object (181 x 360 float64,
 written with the reference encoder ``tensogram.encode``):

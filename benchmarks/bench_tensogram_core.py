@@ -1,4 +1,4 @@
-"""Tensogram core read speed (issue 2, "Speed"): what an open reads, and decode cost against baselines.
+"""Tensogram core read speed: what an open reads, and decode cost against baselines.
 
 All data is written by the reference encoder ``tensogram==0.24.0`` into a temporary
 directory (deleted afterwards); nothing is asserted, a table is printed.

@@ -1,4 +1,4 @@
-"""Virtual Zarr (issue 17): opening 100 files as one dataset, references against ``open_mfdataset``.
+"""Virtual Zarr: opening 100 files as one dataset, references against ``open_mfdataset``.
 
     python benchmarks/bench_virtual.py [--files 100] [--repeat 5] [--ny 181 --nx 360]
 

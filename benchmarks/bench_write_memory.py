@@ -1,4 +1,4 @@
-"""Peak memory of writing a Dask-backed Dataset larger than the budget (issue 13, point 7).
+"""Peak memory of writing a Dask-backed Dataset larger than the budget.
 
 A float32 cube of ``--gib`` GiB (default 2: 64 x 2048 x 4096) is built with the writers themselves from a
 Dask array, in a temporary directory: ``in.tgm`` (one message per ``time``) and ``in.tet`` (one tile per

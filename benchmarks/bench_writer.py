@@ -1,6 +1,6 @@
 """Tensogram write speed: xarray-tensogram against the reference encoder ``tensogram==0.24.0``.
 
-The ERA-like cube of issue 6: 24 steps x 4 variables of 721 x 1440 float32 (~400 MB), plus
+The ERA-like cube: 24 steps x 4 variables of 721 x 1440 float32 (~400 MB), plus
 latitude/longitude, written as one message per step (4 objects each; the coordinates go in the
 first message). Three pipelines: none, zstd (level 3), and simple_packing 16 bits + zstd.
 All in one run, same arrays, same metadata, hashing on (xxh3, the default of both):
@@ -14,7 +14,7 @@ simple_packing needs float64 input: both encoders get the same pre-converted flo
 ``to_tensogram`` starts from the float32 Dataset and converts inside (part of its time).
 Timings are medians of ``--repeat`` rounds after one warm-up; the four variants run round robin
 in every round, so that changes in machine load affect them alike. Ratios are ours / ``ref encode``;
-targets (issue 6): within 1.5x for none and zstd, 2x for simple_packing. ``to_tgm/ref_wr`` compares
+targets: within 1.5x for none and zstd, 2x for simple_packing. ``to_tgm/ref_wr`` compares
 ``to_tensogram`` with the reference encoding *and writing* the same file: with ``none`` the time is
 mostly disk I/O (400 MB written and fsynced), which varies from run to run on a shared machine.
 

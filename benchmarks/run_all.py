@@ -1,4 +1,4 @@
-"""One runner for the performance targets of issue 15: ours against the hardware, every format, one table.
+"""One runner for the performance targets: ours against the hardware, every format, one table.
 
 Every row compares xarray-tensogram with a reference point measured in the same run, on the same
 files, ours and the reference alternated (A, B, A, B, ...) so that machine load hits both alike;
@@ -27,7 +27,7 @@ freed, so that every step starts from the same warm memory (see ``_warm``: on th
 memory goes back to the host after about 2 s and costs about 2.3 ms/MiB to touch again).
 
 The ``ratio`` column is always "higher is better": reference time / our time (throughput ratio),
-budget / measured for memory and open-time budgets. The ``target`` column is the issue's bar.
+budget / measured for memory and open-time budgets. The ``target`` column is the project's bar.
 
 Files are written once into ``benchmarks/_data/`` (gitignored; delete to regenerate).
 Run::

@@ -326,10 +326,10 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"hello, not a tensor file" * 10)
     code, _out, err = call(capsys, "ls", junk)
-    assert code == 2
-    assert (
-        err.strip()
-        == f"xarray-tensogram: error: {junk}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+    assert code == 1  # a problem with the file, not with the command line
+    assert err.strip() == (
+        f"xarray-tensogram: error: file {str(junk)!r}: not a Tensogram, Tetration or zTensor file "
+        "(unknown magic and extension); this command reads .tgm, .tet and .zt files only"
     )
 
     truncated = tmp_path / "truncated.tgm"
@@ -403,17 +403,15 @@ def test_version(capsys):
 
 
 def test_progress_bar_only_on_a_terminal(monkeypatch):
-    from xarray_tensogram import cli
+    from xarray_tensogram.progress import show_progress
 
-    big = cli.PROGRESS_ITEMS
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    assert not cli._show_progress(big, 0, None)  # pipe or log: no bar by default
-    assert cli._show_progress(big, 0, True)  # --progress forces it
-    assert not cli._show_progress(big, 0, False)
+    assert not show_progress(None, large=True)  # pipe or log: no bar by default
+    assert show_progress(True, large=False)  # --progress forces it
+    assert not show_progress(False, large=True)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert cli._show_progress(big, 0, None)
-    assert cli._show_progress(0, cli.PROGRESS_BYTES, None)
-    assert not cli._show_progress(3, 1000, None)  # small files: no bar even on a terminal
+    assert show_progress(None, large=True)
+    assert not show_progress(None, large=False)  # small work: no bar even on a terminal
 
 
 def test_verify_in_a_pipe_writes_no_bar(tmp_path):
@@ -554,3 +552,108 @@ def test_ls_groups_of_a_file_with_two_grids(capsys, tmp_path):
     assert code == 0, err
     groups = {r.split()[0] for r in body_rows(out, "group")}
     assert groups == {"/grid_19x36", "/grid_37x72"}
+
+
+# -- refs: progress, grids, ordering (needs the virtual extra) --------------------------------------
+@pytest.fixture()
+def per_step_files(tmp_path: Path) -> list[Path]:
+    """forecast.tgm as one file per step, the step a scalar of each file (as a model writes them)."""
+    import xarray_tensogram as xt
+
+    paths = []
+    with xr.open_dataset(TGM, engine=ENGINE) as ds:
+        for i in range(ds.sizes["step"]):
+            paths.append(tmp_path / f"step_{i}.tgm")
+            xt.to_tensogram(ds.isel(step=[i]), paths[-1])
+    return paths
+
+
+def test_refs_in_a_pipe_writes_no_bar(per_step_files, tmp_path):
+    pytest.importorskip("virtualizarr")
+    proc = run("refs", *per_step_files, "-o", tmp_path / "refs.json", "--concat-dim", "step")
+    assert proc.stdout.strip() == f"{tmp_path / 'refs.json'}: 2 variables, 4 files"
+    assert proc.stderr == ""  # no tqdm carriage returns in a pipe
+
+
+def test_refs_bar_on_a_terminal_only(per_step_files, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("virtualizarr")
+    pytest.importorskip("tqdm")
+    argv = ["refs", *per_step_files, "-o", tmp_path / "refs.json", "--concat-dim", "step"]
+    code, _out, err = call(capsys, *argv)
+    assert code == 0 and err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _out, err = call(capsys, *argv)
+    assert code == 0 and "refs:" in err and "0/4" in err  # tqdm on stderr, over the four files
+    code, _out, err = call(capsys, *argv, "--no-progress")
+    assert code == 0 and err == ""
+
+
+def test_refs_files_on_different_grids_say_so(capsys, tmp_path):
+    pytest.importorskip("virtualizarr")
+    era = SAMPLES / "era_pl.tgm"
+    code, out, err = call(capsys, "refs", era, TGM, "-o", tmp_path / "refs.json")
+    assert code == 1 and out == "" and err.count("\n") == 1, err
+    assert "'era_pl.tgm' and 'forecast.tgm' are on different grids" in err
+    assert "'latitude' has 37 values (90.0 to -90.0) in 'era_pl.tgm' and 19 values (90.0 to -90.0)" in err
+    assert "write one per grid" in err and "np." not in err and "fancy indexing" not in err
+    assert not (tmp_path / "refs.json").exists()
+
+
+def test_refs_suggests_concat_dim_for_files_nothing_orders(per_step_files, capsys, tmp_path):
+    pytest.importorskip("virtualizarr")
+    code, _out, err = call(capsys, "refs", *per_step_files, "-o", tmp_path / "refs.json")
+    assert code == 1 and err.count("\n") == 1, err
+    assert "'step_0.tgm', 'step_1.tgm', 'step_2.tgm' ..." in err and "nothing orders them" in err
+    assert "--concat-dim step" in err
+    code, _out, err = call(capsys, "refs", per_step_files[0], per_step_files[0], "-o", tmp_path / "refs.json")
+    assert code == 1 and "'step_0.tgm' is given more than once" in err
+
+
+def test_sel_error_shows_plain_values(capsys):
+    code, _out, err = call(capsys, "dump", SAMPLES / "era_pl.tgm", "t", "--sel", "level=700")
+    assert code == 2 and "no such label; level has 500, 850, 1000" in err
+    assert "np." not in err and "int64" not in err
+
+
+# -- exit status: each documented status, from the table in docs/cli.md ----------------------------
+def _documented_statuses() -> set[int]:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = page[page.index("| status | meaning |") :]
+    return {int(line.split("|")[1]) for line in table.splitlines()[2:] if line.startswith("| ")}
+
+
+def _exit_status(argv: list[str], capsys: pytest.CaptureFixture) -> int:
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:  # argparse's usage errors
+        code = int(exc.code or 0)
+    capsys.readouterr()
+    return code
+
+
+def test_exit_statuses_are_as_documented(capsys, monkeypatch, tmp_path, damaged_tgm):
+    netcdf = tmp_path / "plain.nc"
+    xr.Dataset({"a": ("x", np.arange(3))}).to_netcdf(netcdf, engine="h5netcdf")
+    cases = {
+        0: [["info", TGM], ["verify", TGM], ["dump", TGM, "2t", "--isel", "step=0"]],
+        1: [["info", tmp_path / "missing.tgm"], ["info", netcdf], ["ls", netcdf], ["verify", damaged_tgm]],
+        2: [
+            ["frobnicate"],
+            ["info", TGM, "--storage-options", "[1]"],
+            ["dump", TGM, "2t", "--isel", "step"],
+            ["dump", TGM, "nope"],
+            ["dump", TGM, "2t", "--sel", "step=5h"],
+        ],
+    }
+    for status, runs in cases.items():
+        for argv in runs:
+            assert _exit_status(argv, capsys) == status, argv
+    monkeypatch.setitem(sys.modules, "virtualizarr", None)  # refs without the virtual extra: the environment
+    assert _exit_status(["refs", TGM, "-o", tmp_path / "refs.json"], capsys) == 1
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("xarray_tensogram.cli.cmd_info", interrupted)
+    assert _exit_status(["info", TGM], capsys) == 130
+    assert {*cases, 130} == _documented_statuses()  # every documented status is exercised above

@@ -113,3 +113,28 @@ def test_project_and_engine_urls_point_at_the_docs() -> None:
     assert urls["Documentation"] == TensogramBackendEntrypoint.url
     for url in urls.values():
         assert (ROOT / url).is_file(), url
+
+
+#: a reference to the project's tracker ("issue 15", "issues 3 and 6"), which readers cannot follow
+ISSUE_NUMBER = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+
+
+def test_no_page_names_issue_numbers(site: Path) -> None:
+    pages = {p.relative_to(site).as_posix(): p.read_text(encoding="utf-8") for p in site.rglob("*.html")}
+    pages["README.md"] = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, text in pages.items():
+        text = re.sub(r"<[^>]+>", " ", text)  # visible text only
+        assert not ISSUE_NUMBER.findall(text), f"{name} names {ISSUE_NUMBER.findall(text)[:3]}"
+    assert ISSUE_NUMBER.search("measures every target of issue 15")  # the pattern itself can fail
+
+
+def test_api_signatures_are_wrapped(site: Path) -> None:
+    """Long signatures are formatted over several lines (mkdocstrings with ruff, from the docs extra)."""
+    import html
+
+    api = (site / "api.html").read_text(encoding="utf-8")
+    signatures = re.findall(r'<div class="doc-signature[^>]*>(.*?)</div>', api, re.S)
+    assert len(signatures) >= 10
+    lines = [line for sig in signatures for line in html.unescape(re.sub(r"<[^>]+>", "", sig)).splitlines()]
+    assert max(map(len, lines)) <= 100, max(lines, key=len)
+    assert any(line.startswith("    ") for line in lines)  # parameters on lines of their own

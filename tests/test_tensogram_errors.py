@@ -964,9 +964,14 @@ def _corrupt_middle(kind: str, layout: str) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "kind", ["end-magic", "version", "frame-type", "metadata-not-map", "endf", "truncated", "total-length-lies"]
+    "kind, layout",
+    [
+        (kind, layout)
+        for kind in ("end-magic", "version", "frame-type", "metadata-not-map", "endf", "truncated", "total-length-lies")
+        for layout in ("buffered", "streaming", "backfilled")
+        if not (kind == "total-length-lies" and layout == "streaming")  # a streaming message has no total_length
+    ],
 )
-@pytest.mark.parametrize("layout", ["buffered", "streaming", "backfilled"])
 def test_corrupt_message_in_the_middle_is_skipped(kind, layout):
     good = [
         _message("buffered"),
@@ -976,8 +981,6 @@ def test_corrupt_message_in_the_middle_is_skipped(kind, layout):
     ]
     bad = _corrupt_middle(kind, layout)
     buf = good[0] + good[1] + bad + good[2] + good[3]
-    if kind == "total-length-lies" and layout == "streaming":
-        pytest.skip("a streaming message has no total_length to falsify")
     refs = [tensogram.decode(g) for g in good]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

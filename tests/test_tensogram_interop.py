@@ -132,6 +132,8 @@ def test_pipeline_matrix(dtype, byte_order, filt, comp, hashed, layout):
     buf = try_ref_encode(
         {"base": [{"name": "v"}]}, [(d, wire_bytes(values, dtype, byte_order))], layout, hash="xxh3" if hashed else None
     )
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, dtype, hashed=hashed)
 
 
@@ -156,6 +158,8 @@ def test_simple_packing_bits(bits, decimal, byte_order):
         sp_decimal_scale_factor=decimal,
     )
     buf = try_ref_encode({}, [(d, wire_bytes(values, "float64", byte_order))])
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, "float64", verify=bits in (0, 12, 64))
 
 
@@ -183,6 +187,8 @@ def test_simple_packing_pipelines(bits, filt, comp, layout):
     if filt == "shuffle":
         d["shuffle_element_size"] = max(1, math.ceil(bits / 8))
     buf = try_ref_encode({}, [(d, values)], layout)
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, "float64", verify=False)
 
 
@@ -252,20 +258,28 @@ def _lossy_bound(comp: str, params: dict, values: np.ndarray) -> float | None:
     return 2 * span  # rate / precision / psnr modes promise no absolute bound
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint16", "float32", "int32", "float64", "float16"])
-@pytest.mark.parametrize(
-    "comp,params", STAGE_VARIANTS, ids=[f"{c}-" + "-".join(f"{v}" for v in p.values()) for c, p in STAGE_VARIANTS]
-)
+STAGE_DTYPES = ["uint8", "int16", "uint16", "float32", "int32", "float64", "float16"]
+#: zfp/sz3 only on native float64 (spec §12): what the reference does with other dtypes (it refuses
+#: them, and so must ours) is checked once per dtype in test_pipeline_matrix, not once per parameter
+STAGE_CASES = [
+    pytest.param(comp, params, dtype, id=f"{dtype}-{comp}-" + "-".join(f"{v}" for v in params.values()))
+    for comp, params in STAGE_VARIANTS
+    for dtype in STAGE_DTYPES
+    if comp not in LOSSY or dtype == "float64"
+]
+
+
+@pytest.mark.parametrize("comp,params,dtype", STAGE_CASES)
 def test_stage_parameters(comp, params, dtype):
     """zstd levels, blosc2 codecs/levels, szip block sizes/RSI/flags, every zfp and sz3 mode."""
-    if comp in LOSSY and dtype != "float64":
-        pytest.skip("zfp/sz3 are only meaningful on native float64 (spec §12); other dtypes are in the matrix")
     shape = (40, 13)
     values = make_values(dtype, shape, seed=5)
     if dtype == "float64":
         values = np.cumsum(values, axis=1) / 10  # smooth enough for the lossy modes to be interesting
     d = desc(shape, dtype, compression=comp, **params)
     buf = try_ref_encode({}, [(d, values)])
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, dtype, atol=_lossy_bound(comp, params, values))
     if comp in LOSSY and params.get("sz3_error_bound_mode") == "abs":
         ref = tensogram.decode(buf).objects[0][1]
@@ -314,6 +328,8 @@ def test_masks(dtype, method, byte_order, comp, layout):
     buf = try_ref_encode(
         {}, [(d, wire_bytes(values, dtype, byte_order))], layout, **_mask_kwargs(method, method, method)
     )
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     ours_desc = open_tensogram(buf)[0].descriptors[0]
     assert {m["method"] for m in ours_desc["masks"].values()} == {method}
     assert set(ours_desc["masks"]) == {"nan", "inf+", "inf-"}
@@ -327,6 +343,8 @@ def test_masks_mixed_methods(methods):
     values = make_values("float64", shape, seed=12, nonfinite=True)
     d = desc(shape, "float64", filter="shuffle", shuffle_element_size=8, compression="zstd")
     buf = try_ref_encode({}, [(d, values)], **_mask_kwargs(*methods))
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     masks = open_tensogram(buf)[0].descriptors[0]["masks"]
     assert [masks[k]["method"] for k in ("nan", "inf+", "inf-")] == list(methods)
     _check_one(buf, "float64", rows=False, verify=False)
@@ -384,6 +402,8 @@ def test_masks_with_simple_packing(bits, comp, kinds):
         **COMPRESSIONS[comp],
     )
     buf = try_ref_encode({}, [(d, v)], allow_nan=True, allow_inf=True, small_mask_threshold_bytes=0)
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, "float64")
 
 
@@ -431,6 +451,8 @@ def test_hash_policies_and_layouts(layout, hashing, aggregate, n_objects):
     if aggregate is not None:
         kw["aggregate_hash"] = aggregate
     buf = try_ref_encode(meta, objs, layout, **kw)
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     total = int.from_bytes(buf[16:24], "big")
     assert total == (0 if layout == "streaming" else len(buf))
     ref_msg = tensogram.decode(buf)
@@ -475,6 +497,8 @@ def test_edge_shapes(shape, dtype, comp, layout):
     values = make_values(dtype, shape, seed=len(shape))
     d = desc(shape, dtype, compression=comp, **COMPRESSIONS[comp])
     buf = try_ref_encode({"base": [{"name": "e"}]}, [(d, wire_bytes(values, dtype, "little"))], layout)
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, dtype)
 
 
@@ -692,6 +716,8 @@ def test_bitmask_payloads(n, comp, kind):
     (spec §13.9-13.10: u32 bit-count prefix, MSB-first numbering)."""
     d = desc((n,), "bitmask", compression=comp, **COMPRESSIONS.get(comp, {}))
     buf = try_ref_encode({}, [(d, _bitmask_pattern(kind, n))])
+    if buf is None:  # the reference refuses it: ours was checked to refuse it too
+        return
     _check_one(buf, "bitmask", rows=False)
 
 

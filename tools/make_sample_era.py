@@ -7,8 +7,10 @@ the latitude/longitude coordinate objects; simple_packing (12 bits) + zstd, xxh3
 
 It exercises the hypercube mapping: ``xr.open_dataset`` gives ``t`` and ``z`` with dims
 ``(step, level, latitude, longitude)``, ``time``/``step``/``valid_time`` from MARS date/time/step
-and ``level`` from ``mars.levelist``. The fields are analytic (a zonal temperature profile with a
-travelling wave, a geopotential consistent with it), not real data.
+and ``level`` (in hPa: ``mars.levtype`` is ``pl``) from ``mars.levelist``. The fields are analytic,
+not real data, but change from step to step as a forecast does: a zonal temperature profile with a
+travelling wave, a diurnal cycle strongest near the surface and a slow warming, and a geopotential
+consistent with them (so area means differ between steps, as in the README's first example).
 
     python tools/make_sample_era.py
 """
@@ -32,8 +34,11 @@ def fields(step: int, level: int, lat2: np.ndarray, lon2: np.ndarray) -> dict[st
     coslat = np.cos(np.radians(lat2))
     wave = np.cos(np.radians(3 * lon2 - 15 * step)) * coslat**2
     surface_t = 250.0 + 50.0 * coslat**2
-    t = surface_t - 6.5e-3 * (1000 - level) * 8.0 + 4.0 * wave
-    height = 7400.0 * np.log(1000.0 / level) + 120.0 * wave  # scale-height estimate, metres
+    near_surface = (level - 500) / 500  # 1 at 1000 hPa, 0 at 500 hPa
+    diurnal = 1.5 * near_surface * np.sin(2 * np.pi * (step - 3) / 24)  # warmest in the afternoon
+    warming = 0.3 * step / 6  # K per 6 hours
+    t = surface_t - 6.5e-3 * (1000 - level) * 8.0 + 4.0 * wave + diurnal + warming
+    height = 7400.0 * np.log(1000.0 / level) * (1 + (diurnal + warming) / 250.0) + 120.0 * wave  # metres
     return {"t": t, "z": 9.80665 * height}
 
 

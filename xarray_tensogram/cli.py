@@ -27,7 +27,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 
 from .cli_dump import CliError, cmd_dump
 from .formats.inspect import count, shape_text
+from .progress import PROG, progress
 
 __all__ = ["main", "sample_paths"]
 
-PROG = "xarray-tensogram"
 #: verify shows a progress bar (when tqdm is installed) from this many items or bytes on
 PROGRESS_ITEMS = 200
 PROGRESS_BYTES = 64 << 20
@@ -76,12 +76,17 @@ def _source(path: str, storage_options: dict[str, Any] | None) -> ByteSource:
 
 
 def _format(source: Any) -> Any:
-    """The format record of an open source (a usage error when nothing identifies it)."""
+    """The format record of an open source; a file none of the formats recognises is an error in the
+    file (exit status 1), not in the command line."""
+    from .errors import NotATensorFileError, describe
     from .formats import registry
 
     spec = registry.sniff(source)
     if spec is None:
-        raise CliError(f"{source.name}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)")
+        raise NotATensorFileError(
+            f"{describe(source.name)}not a Tensogram, Tetration or zTensor file (unknown magic and extension); "
+            "this command reads .tgm, .tet and .zt files only"
+        )
     return spec
 
 
@@ -240,7 +245,7 @@ def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
         grouped = len(parts) > 1 or bool(parts and parts[0][0])
         rows = [row for group, ds in parts for row in _variable_rows(ds, group if grouped else "")]
         headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
-        print("as xarray opens it (the Dask chunk with chunks={}: whole storage units, small ones grouped):")
+        print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
         _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
     finally:
         opened.close()
@@ -265,36 +270,8 @@ class _Report:
         self.failures.append(line)
 
 
-def _show_progress(n_items: int, total_bytes: int, enabled: bool | None) -> bool:
-    """Whether to draw a bar: ``--progress``/``--no-progress`` decide; else only for large files on a terminal.
-
-    Without a TTY (pipes, logs, CI) a bar would only write carriage-return noise into the output.
-    """
-    if enabled is not None:
-        return enabled
-    large = n_items >= PROGRESS_ITEMS or total_bytes >= PROGRESS_BYTES
-    return large and sys.stderr.isatty()
-
-
-def _progress(items: list[Any], total_bytes: int, enabled: bool | None, desc: str) -> Iterator[Any]:
-    """``items``, wrapped in a tqdm bar on stderr when :func:`_show_progress` says so and tqdm is installed."""
-    if _show_progress(len(items), total_bytes, enabled):
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            if enabled:  # asked for explicitly: say why there is no bar
-                print(
-                    f"{PROG}: note: --progress needs tqdm (pip install tqdm); continuing without a progress bar",
-                    file=sys.stderr,
-                )
-        else:
-            yield from tqdm(items, desc=desc, unit="obj", file=sys.stderr, leave=False, dynamic_ncols=True)
-            return
-    yield from items
-
-
 def cmd_verify(
-    path: str, storage_options: dict[str, Any] | None = None, progress: bool | None = None, strict: bool = False
+    path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
 ) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
     from .errors import MissingCodecError
@@ -305,7 +282,8 @@ def cmd_verify(
     with _open_file(spec, path, storage_options, quiet=True) as f:
         plan = spec.verify(f)
         report.failures.extend(plan.failures)
-        for item, check in _progress(plan.items, plan.total_bytes, progress, "verify"):
+        large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
+        for item, check in progress(plan.items, progress_flag, large, "verify", "obj"):
             try:
                 if check():
                     report.checked += 1
@@ -468,8 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 1 on an error or a failed ``verify``, 2 on a usage error,
-        130 when interrupted. ``--version`` and ``--help`` exit through ``SystemExit``.
+        The exit status. 0: success. 1: a problem with a file or the environment (missing,
+        unreadable, damaged or not one of the three formats; a failed ``verify``; a missing optional
+        package). 2: a usage error (an unknown command or option, a malformed argument, a variable,
+        dimension or label the file does not have). 130: interrupted. ``--version`` and ``--help``
+        exit through ``SystemExit`` (0; argparse's usage errors: 2).
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -490,7 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif args.command == "dump":
                 cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel)
             elif args.command == "verify":
-                status = cmd_verify(args.file, options, progress=args.progress, strict=args.strict)
+                status = cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict)
             elif args.command == "refs":
                 _run_refs(args)
         sys.stdout.flush()
@@ -505,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         print(f"{PROG}: error: {_error_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, CliError) else 1
+        return exc.status if isinstance(exc, CliError) else 1
     finally:
         warnings.showwarning = old_showwarning
     return status
@@ -524,7 +505,9 @@ def _run_refs(args: argparse.Namespace) -> None:
 
         from .virtual.cli import cmd_refs
     except ImportError as exc:
-        raise CliError(f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})") from None
+        raise CliError(
+            f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})", status=1
+        ) from None
     cmd_refs(
         args.files,
         args.output,

@@ -14,7 +14,11 @@ __all__ = ["CliError", "cmd_dump"]
 
 
 class CliError(Exception):
-    """A usage problem reported as one line (exit status 2)."""
+    """A problem reported as one line: a usage error (exit status 2) unless ``status`` says otherwise."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _open(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Any:
@@ -85,6 +89,8 @@ def _label(coord: Any, text: str, dim: str) -> Any:
 
 def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     """``da.sel`` by label: exact for integers, text, dates and time deltas, nearest for floats."""
+    import numpy as np
+
     for dim, texts in sel.items():
         if dim not in da.dims:
             dims = ", ".join(map(str, da.dims)) or "none"
@@ -97,10 +103,9 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
         try:
             da = da.sel({dim: labels[0] if len(labels) == 1 else labels}, method=method)
         except KeyError:
-            shown = _readable(coord.values[:8])
+            shown = ", ".join(str(v) for v in np.asarray(_readable(coord.values[:8])).tolist())  # plain values
             raise CliError(
-                f"--sel {dim}={','.join(texts)}: no such label; {dim} has {list(shown)}"
-                f"{' ...' if coord.size > 8 else ''}"
+                f"--sel {dim}={','.join(texts)}: no such label; {dim} has {shown}{' ...' if coord.size > 8 else ''}"
             ) from None
     return da
 

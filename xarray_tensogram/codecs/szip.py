@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CodecError, MissingCodecError
+from ..errors import CodecError, EncodeError, MissingCodecError
 from .base import Buffer, Codec, Param
 from .optional import require
 
@@ -185,6 +185,10 @@ class Szip(Codec):
         bits, flags = int(p["bits_per_sample"]), int(p["flags"])
         sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8  # libaec's sample width
         raw = bytes(data.data.cast("B")) if isinstance(data, np.ndarray) else bytes(data)
+        if len(raw) % sample_bytes:  # a partial last sample: the reference refuses it, and could not decode it
+            raise EncodeError(
+                f"szip: a payload of {len(raw)} bytes is not a whole number of {sample_bytes}-byte samples"
+            )
         payload, offsets = szip_encode(raw, bits, int(p["block_size"]), int(p["rsi"]), flags, sample_bytes)
         return payload, {"block_offsets": offsets}
 

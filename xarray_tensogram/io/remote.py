@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,6 +66,8 @@ class FsspecSource(ByteSource):
         except TypeError as exc:  # e.g. s3fs passes unknown options on to its session at the first request
             raise self._rejected(exc) from exc
         except FileNotFoundError as exc:
+            if _refused_option(exc) is not None:  # fsspec's HTTP filesystem reports a refused option as missing
+                raise self._rejected(exc) from exc
             reason = _short(exc)
             what = (
                 "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
@@ -83,8 +86,16 @@ class FsspecSource(ByteSource):
         return f"<FsspecSource {self.url!r} ({self.size} bytes)>"
 
     def _rejected(self, exc: BaseException) -> StorageOptionsError:
-        """fsspec reports an option it does not know as a TypeError; say which options were given."""
+        """fsspec reports an option it does not know as a TypeError; name it when the error does."""
         given = ", ".join(map(repr, self.storage_options)) or "none"
+        key = _refused_option(exc)
+        if key is not None:
+            protocol = self.url.split("::")[-1].split("://")[0]
+            fs = type(self._fs).__name__ if self._fs is not None else f"the {protocol!r} filesystem"
+            return StorageOptionsError(
+                f"{self.url}: fsspec rejected the storage_options {key!r}: {fs} does not accept it; "
+                f"remove or correct it (given: {given})"
+            )
         return StorageOptionsError(f"{self.url}: fsspec rejected the storage_options (given: {given}): {_short(exc)}")
 
     def _filesystem(self) -> tuple[Any, str]:
@@ -184,6 +195,18 @@ def _short(exc: BaseException) -> str:
         more = str(cause).strip().splitlines()
         line += f"; caused by {type(cause).__name__}: {more[0] if more else ''}"
     return line
+
+
+def _refused_option(exc: BaseException | None) -> str | None:
+    """The keyword a ``TypeError`` in ``exc``'s cause chain refused (``unexpected keyword argument 'x'``)."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, TypeError):
+            match = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+            if match:
+                return match.group(1)
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def _reopen_fsspec(url: str, options: Mapping[str, Any], size: int) -> FsspecSource:

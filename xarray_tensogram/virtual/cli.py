@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -35,23 +34,23 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
     )
     bar = p.add_mutually_exclusive_group()
     bar.add_argument(
-        "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar (needs tqdm)"
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show a progress bar even when stderr is not a terminal (needs tqdm); "
+        "by default a bar is shown for several files on a terminal only",
     )
     bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
 
 def _bar(enabled: bool | None, count: int) -> Any:
-    """A progress-bar wrapper over the files (tqdm on stderr) or None."""
-    if enabled is False or (enabled is None and count < 2):
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
+    """A progress-bar wrapper over the files, by the command line's one rule (a terminal, several files)."""
+    from ..progress import progress
 
     def wrap(items: Iterable[Any]) -> Iterator[Any]:
-        yield from tqdm(list(items), desc="refs", unit="file", file=sys.stderr, leave=False, dynamic_ncols=True)
+        yield from progress(list(items), enabled, count >= 2, "refs", "file")
 
     return wrap
 

@@ -22,7 +22,8 @@ from urllib.parse import urlparse
 import numpy as np
 import xarray as xr
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, XarrayTensogramError
+from .combine import check_combinable
 
 __all__ = ["combine_virtual", "kerchunk_refs", "local_registry", "open_virtual_dataset", "registry_for", "write_refs"]
 
@@ -204,15 +205,24 @@ def combine_virtual(
     datasets = [open_virtual_dataset(p, **options) for p in items]
     if len(datasets) == 1:
         return datasets[0]
+    check_combinable(paths, datasets, concat_dim)
     if concat_dim is not None:
-        return xr.combine_nested(
-            datasets,
-            concat_dim=concat_dim,
-            data_vars="all",
-            coords="different",
-            compat="equals",
-            combine_attrs="override",
-        )
+        try:
+            return xr.combine_nested(
+                datasets,
+                concat_dim=concat_dim,
+                data_vars="all",
+                coords="different",
+                compat="equals",
+                combine_attrs="override",
+            )
+        except (TypeError, NotImplementedError) as exc:  # a virtual array xarray would have to copy or expand
+            reason = " ".join(str(exc).split()).rstrip(".")
+            raise XarrayTensogramError(
+                f"cannot concatenate {len(datasets)} files along {concat_dim!r} without copying their data: "
+                f"{reason}. {concat_dim!r} must be a dimension of each file, or a scalar coordinate computed "
+                "from its metadata (a coordinate stored as data cannot become a dimension)"
+            ) from exc
     combined = xr.combine_by_coords(
         datasets, data_vars="minimal", coords="minimal", compat="override", combine_attrs="override"
     )

@@ -75,9 +75,12 @@ def _values_variable(
     return memory_variable(tuple(dims), text.reshape(shape), attrs)
 
 
-def _dim_coordinate(dim: str, source: str, values: list[Any]) -> xr.Variable:
+def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> xr.Variable:
     if source.startswith(LEVEL_PREFIX):
         return memory_variable((dim,), np.asarray(values, dtype=np.float64), grib.level_coordinate_attrs(dim))
+    if source == "mars.levelist" and first.value("mars.levtype") == "pl":  # MARS pressure levels are in hPa
+        attrs = grib.level_coordinate_attrs("isobaricInhPa")  # cfgrib's, less the order it sorts to
+        return _values_variable((dim,), values, {k: v for k, v in attrs.items() if k != "stored_direction"})
     if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return memory_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
@@ -311,7 +314,7 @@ def build_dataset(
         variables[vname] = _variable(cube, axes[vname], dim_of)
         stack = [dim_of[s] for s in cube.dims]
         for d in stack:
-            out.setdefault(d, _dim_coordinate(d, plan.sources[d], plan.values[d]))
+            out.setdefault(d, _dim_coordinate(d, plan.sources[d], plan.values[d], cube.objects[0]))
         dependent: dict[str, str] = {}
         for key, dets in cube.dependent.items():
             cv = _dependent_coordinate(cube, key, dets, plan, dim_of)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ... import grib
 from ...catalog import ArraySpec
-from ...errors import TensogramMappingWarning, XarrayTensogramError
+from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_batch, is_local
 
@@ -382,13 +382,32 @@ def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] 
     for o in data:
         o.selected = all(_matches(_filter_value(o, k), v) for k, v in filter_by_keys.items())
     if data and not any(o.selected for o in data):
-        parts = []
+        parts, unknown = [], False
+        existing = sorted({k for o in data for k in o.all_keys()})
         for k, v in filter_by_keys.items():
             values = sorted({str(_filter_value(o, k)) for o in data if _filter_value(o, k) is not None})
-            parts.append(
-                f"{k!r}={v!r}: " + (f"the file has {', '.join(values[:20])}" if values else "no object has this key")
-            )
-        raise XarrayTensogramError(f"{name!r}: filter_by_keys matches no object ({'; '.join(parts)})")
+            if values:
+                parts.append(f"{k!r}={v!r}: the file has {', '.join(values[:20])}")
+                continue
+            unknown = True
+            close = _closest_key(k, existing)
+            parts.append(f"{k!r}={v!r}: no object has this key" + (f" (did you mean {close!r}?)" if close else ""))
+        listing = f". The objects' keys: {', '.join(existing[:40])}{' ...' if len(existing) > 40 else ''}"
+        raise XarrayTensogramError(
+            f"{describe(name)}filter_by_keys matches no object ({'; '.join(parts)})" + (listing if unknown else "")
+        )
+
+
+def _closest_key(key: str, existing: Sequence[str]) -> str | None:
+    """The existing dotted key nearest a misspelt one, whole or by its last part (``levelst`` -> ``mars.levelist``)."""
+    import difflib
+
+    whole = difflib.get_close_matches(key, existing, n=1, cutoff=0.75)
+    if whole:
+        return whole[0]
+    last = {k.rsplit(".", 1)[-1]: k for k in existing}
+    part = difflib.get_close_matches(key.rsplit(".", 1)[-1], list(last), n=1, cutoff=0.75)
+    return last[part[0]] if part else None
 
 
 def warn(text: str) -> None:

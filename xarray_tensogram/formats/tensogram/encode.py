@@ -378,6 +378,11 @@ def _zfp_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) ->
     mode = params.get("mode")
     if mode not in zfp.MODES or zfp.MODES[mode] not in params:
         raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+    if len(encoded) % 8:  # the reference refuses it too ("data length ... is not a multiple of 8")
+        raise EncodeError(
+            f"zfp compresses float64 values: a payload of {len(encoded)} bytes is not a whole number of them "
+            "(use dtype float64, or simple_packing before zfp)"
+        )
     return params
 
 

@@ -125,6 +125,7 @@ class MessageScanner:
         cut copy leaves (a partial magic, a partial message), so data loss is never silent.
         """
         messages: list[Message] = []
+        first_error: XarrayTensogramError | None = None  # why the first skipped message was unreadable
         pos = 0
         self.source.check_unchanged()
         size = self.source.size
@@ -165,6 +166,7 @@ class MessageScanner:
             except XarrayTensogramError as exc:
                 if self.strict:
                     raise
+                first_error = first_error or exc
                 nxt = self._find_magic(pos + 1)
                 end = nxt if nxt >= 0 else size
                 self._report(pos, end, str(exc))
@@ -173,8 +175,13 @@ class MessageScanner:
             messages.append(msg)
             pos = end
         if not messages:
-            if self.skipped:
-                raise CorruptFileError(f"{describe(self.name)}no readable Tensogram message: {self.skipped[0][2]}")
+            if self.skipped:  # the reason already names the file, the message and the byte
+                if isinstance(first_error, TruncatedFileError):
+                    raise TruncatedFileError(
+                        f"{first_error} (no complete Tensogram message in the file: it was cut short; "
+                        "copy or download it again)"
+                    )
+                raise CorruptFileError(f"{self.skipped[0][2]} (no readable Tensogram message in the file)")
             raise NotATensorFileError(
                 f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)"
             )

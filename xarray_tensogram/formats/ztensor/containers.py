@@ -106,8 +106,9 @@ def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int
     room = size - footer - 8
     if length > room:
         raise TruncatedFileError(
-            f"{describe(source.name, offset=size - footer)}file truncated or its footer damaged: the {what} length "
-            f"{length} needs a file of at least {length + footer + 8} bytes, this one has {size}"
+            f"{describe(source.name, offset=size - footer)}the file is truncated or damaged: the 8 bytes here should "
+            f"give the length of the {what} at the end of the file, but they read {length} bytes, more than the "
+            f"{room} bytes before them ({size} bytes in all); copy or download the file again"
         )
     if length > MAX_MANIFEST:
         raise LimitExceededError(
@@ -117,7 +118,7 @@ def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int
     if length == 0:
         raise CorruptFileError(
             f"{describe(source.name, offset=size - footer)}{what} length is 0: the file "
-            f"({size} bytes) is truncated or its footer damaged"
+            f"({size} bytes) is truncated or damaged; copy or download it again"
         )
     start = size - footer - length
     return source.read(start, length, what=what), start

@@ -1,0 +1,43 @@
+"""The command line's one rule for progress bars, shared by every subcommand that draws one.
+
+A bar is drawn on stderr only when asked (``--progress``) or, by default, for large work when stderr
+is a terminal: pipes, logs and CI never get tqdm's carriage returns. ``tqdm`` is optional.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["PROG", "progress", "show_progress"]
+
+PROG = "xarray-tensogram"
+
+
+def show_progress(enabled: bool | None, large: bool) -> bool:
+    """Whether a command draws a bar: ``--progress``/``--no-progress`` decide; else only for large
+    work on a terminal. Every command asks this one rule.
+
+    Without a TTY (pipes, logs, CI) a bar would only write carriage-return noise into the output.
+    """
+    if enabled is not None:
+        return enabled
+    return large and sys.stderr.isatty()
+
+
+def progress(items: Sequence[Any], enabled: bool | None, large: bool, desc: str, unit: str) -> Iterator[Any]:
+    """``items``, wrapped in a tqdm bar on stderr when :func:`show_progress` says so and tqdm is installed."""
+    if show_progress(enabled, large):
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            if enabled:  # asked for explicitly: say why there is no bar
+                print(
+                    f"{PROG}: note: --progress needs tqdm (pip install tqdm); continuing without a progress bar",
+                    file=sys.stderr,
+                )
+        else:
+            yield from tqdm(list(items), desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True)
+            return
+    yield from items
