@@ -1,4 +1,4 @@
-"""Dask scaling against the bare decoder, 1 to all cores, and how long each task holds the GIL (issue 27).
+"""Dask scaling against the bare decoder, 1 to all cores, and how long each task holds the GIL.
 
 For each zstd file (level 3), alternated in one process, medians of ``--repeat`` runs after a warm-up,
 memory touched before each run (``run_all._warm``):

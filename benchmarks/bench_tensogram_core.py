@@ -452,7 +452,7 @@ def main() -> None:
         bench_open(tmp, repeat)
         results = bench_read_object(tmp, repeat)
         bench_simple_packing(tmp, repeat)
-    print("targets (issue 2):")
+    print("targets:")
     for name, ratio, target in results:
         print(f"  read_object {name:<20} wall {verdict(ratio.wall, target)}; CPU {verdict(ratio.cpu, target)}")
     print(f"\ntotal benchmark time {time.perf_counter() - t0:.1f} s")
