@@ -69,7 +69,7 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
                 )
             continue
         seen[(o.name, o.shape)] = o
-        dims = list(o.coord_dims) if o.coord_dims is not None else None
+        dims = list(o.role.dims) if o.role is not None else None
         if len(o.shape) == 1 and dims is None:
             hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
             dims = hint or [o.name]

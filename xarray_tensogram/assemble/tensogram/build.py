@@ -19,6 +19,7 @@ import xarray as xr
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
 from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from ...params import TABLE_ATTRS, table_attributes
 from ..common import flatten_attrs, generic_dim_names, grouped_chunks, lazy_variable
 from .collect import TgObject
 from .hypercube import (
@@ -145,6 +146,18 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
     return lift_cf(attrs, lifted), lifted
 
 
+def _add_table_attributes(first: TgObject, attrs: dict[str, Any], encoding: dict[str, Any]) -> None:
+    """units/long_name/standard_name from the parameter table (``params.py``) where the object names a
+    known parameter and lacks them: the file's own attributes always win."""
+    if all(k in attrs for k in TABLE_ATTRS):
+        return
+    table = table_attributes(first.all_keys())
+    added = {k: v for k, v in table.items() if k not in attrs}
+    if added:
+        attrs.update(added)
+        encoding["tensogram_table_attrs"] = added  # not the file's: the writer leaves them out
+
+
 def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.Variable:
     first = cube.objects[0]
     stack = [dim_of[s] for s in cube.dims]
@@ -186,6 +199,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     }
     if first.producer is not None:
         attrs = first.producer.attributes(first.all_keys(), attrs, encoding, cube.dims)
+    _add_table_attributes(first, attrs, encoding)
     # chunks={}: whole objects, grouped along the stacked dims when they are small (one task per object
     # would cost more in scheduling than small objects take to decode); a selection still reads only
     # the objects it touches
@@ -252,6 +266,8 @@ def _coordinate_variables(
         lifted: list[str] = []
         own = {k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")}
         attrs = lift_cf(flatten_attrs(own), lifted)
+        if o.role is not None:
+            attrs = {**o.role.attrs, **attrs}  # the producer's attributes, the file's over them
         out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, {"tensogram_cf_attrs": lifted}))
 
 
