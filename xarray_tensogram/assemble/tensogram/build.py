@@ -283,18 +283,18 @@ def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
 
 
 def _producer_scalars(
-    o: TgObject, producer: Producer, stack: list[str], out: dict[str, xr.Variable], disagree: set[str]
+    o: TgObject, producer: Producer, stack: list[str], scalars: dict[str, xr.Variable], disagree: set[str]
 ) -> None:
     """The scalar coordinates a producer gives a variable: kept while every variable agrees on the value;
     where two differ the coordinate is dropped, and each variable's attributes hold its own value."""
     for name, new in producer.scalar_coordinates(o.all_keys(), o.level, stack).items():
-        existing = out.get(name)
+        existing = scalars.get(name)
         if name in disagree:
             continue
         if existing is None:
-            out[name] = new
-        elif existing.ndim == 0 and existing.encoding.get("tensogram_derived") and existing.values != new.values:
-            del out[name]
+            scalars[name] = new
+        elif not np.array_equal(existing.values, new.values):
+            del scalars[name]
             disagree.add(name)
 
 
@@ -310,6 +310,7 @@ def build_dataset(
     variables: dict[str, xr.Variable] = {}
     out: dict[str, xr.Variable] = dict(grid_coords or {})
     disagree: set[str] = set()
+    scalars: dict[str, xr.Variable] = {}
     for vname, cube in plan.variables.items():
         variables[vname] = _variable(cube, axes[vname], dim_of)
         stack = [dim_of[s] for s in cube.dims]
@@ -327,7 +328,12 @@ def build_dataset(
         _scalar_mars_coords(cube.objects[0], stack, out)
         producer = cube.objects[0].producer
         if producer is not None:
-            _producer_scalars(cube.objects[0], producer, stack, out, disagree)
+            _producer_scalars(cube.objects[0], producer, stack, scalars, disagree)
+    # a name that is some variable's dim (t on 850/600 hPa beside q at 150 hPa) is no scalar coordinate
+    dims = {d for v in variables.values() for d in v.dims}
+    for name, var in scalars.items():
+        if name not in dims and name not in out:
+            out[name] = var
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
     # no indexes here: xarray builds them once, after CF decoding, from the store's variables
