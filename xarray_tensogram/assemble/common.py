@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -319,3 +319,33 @@ def grouped_chunks(shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -
         nchunks = -(-ntiles // max(1, sizes[0] // t))  # dask keeps multiples of the previous chunks
         out.append(min(-(-ntiles // nchunks) * t, n))
     return tuple(out)
+
+
+class GroupedChunks(Mapping[str, int]):
+    """:func:`grouped_chunks` as ``encoding["preferred_chunks"]``, worked out on first use.
+
+    xarray reads ``preferred_chunks`` only when chunks are asked for; working them out at open would
+    import ``dask.array`` (most of a second in a fresh process) on every open, chunks or not.
+    """
+
+    def __init__(self, dims: Sequence[str], shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -> None:
+        self._args = (list(dims), tuple(shape), tuple(tile), dtype)
+        self._chunks: dict[str, int] | None = None
+
+    def _resolved(self) -> dict[str, int]:
+        if self._chunks is None:
+            dims, shape, tile, dtype = self._args
+            self._chunks = dict(zip(dims, grouped_chunks(shape, tile, dtype), strict=True))
+        return self._chunks
+
+    def __getitem__(self, dim: str) -> int:
+        return self._resolved()[dim]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._args[0])
+
+    def __len__(self) -> int:
+        return len(self._args[0])
+
+    def __repr__(self) -> str:
+        return repr(self._resolved())

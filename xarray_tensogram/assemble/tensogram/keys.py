@@ -7,7 +7,7 @@ Shared by stage 1 (:mod:`.collect`, which flattens every object's metadata) and 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = ["SCALARS", "SectionKeys", "hashable"]
 
@@ -40,13 +40,14 @@ class SectionKeys(Mapping[str, Any]):
     give them (lists as tuples). Iterating flattens everything: only error messages do that.
     """
 
-    __slots__ = ("entry", "flat", "prefixes", "sections")
+    __slots__ = ("entry", "flat")
+    #: the sections left nested, and their dotted prefixes (a subclass per producer sets both)
+    sections: ClassVar[tuple[str, ...]] = ()
+    prefixes: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any], sections: tuple[str, ...]) -> None:
+    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
         self.flat = flat
         self.entry = entry
-        self.sections = sections
-        self.prefixes = tuple(s + "." for s in sections)
 
     def __getitem__(self, key: str) -> Any:
         value = self.get(key, _MISSING)

@@ -38,10 +38,11 @@ COORDINATE_NAMES = frozenset(
 
 def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
     for key in keys:
-        own = o.all_keys()
-        value = o.value(key) if key in own or key in o.global_keys else None
-        if key not in own and key in NAME_KEYS:
-            value = None  # the default chain looks at the object's own metadata only
+        value = o.keys.get(key)
+        if value is None and o.view is not None:
+            value = o.view.get(key)  # a key of the producer's nested sections
+        if value is None and key not in NAME_KEYS:
+            value = o.global_keys.get(key)  # the default chain looks at the object's own metadata only
         if value is not None and not isinstance(value, tuple):
             return str(value), key
     return None, None

@@ -36,12 +36,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 import xarray as xr
+from xarray.core import indexing
 
 # the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
 from ...grib import GridCoords, LevelInfo
 
-__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
+__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived", "plain_variable"]
 
 Keys = Mapping[str, Any]
 #: the stacking source of a producer's levels: ``grib:level:<LevelInfo.name>`` (one per kind of level)
@@ -58,9 +60,23 @@ class CoordinateRole:
     attrs: Mapping[str, str] = field(default_factory=dict)
 
 
+def plain_variable(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
+    """A variable of values computed from metadata (a numpy array or scalar), held as xarray holds what a
+    backend reads: behind its lazy indexing wrapper.
+
+    xarray checks new in-memory data (here, and again when CF-decoding it) against Dask's array type,
+    which imports ``dask.array``: most of a second in a fresh process, on the first open, chunks or not.
+    Wrapped numbers skip that check, as the lazy variables of every backend do.
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        return xr.Variable(tuple(dims), arr, dict(attrs))
+    return xr.Variable(tuple(dims), indexing.LazilyIndexedArray(arr), dict(attrs))
+
+
 def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
-    var = xr.Variable(tuple(dims), values, dict(attrs))
+    var = plain_variable(dims, values, attrs)
     var.encoding = {"tensogram_derived": True}
     return var
 
@@ -68,8 +84,12 @@ def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Va
 class Producer:
     """The generic answers; a producer's subclass overrides what its layout changes."""
 
-    #: short label, used in messages and in the ``tensogram_producer`` encoding entry
+    #: short label, used in messages
     label: ClassVar[str] = "generic"
+    #: :meth:`recognises` is asked only for objects whose entry has one of these top-level keys, or
+    #: whose message's ``_extra_`` has one of ``extra_keys`` (so most files pay one set test per object)
+    entry_keys: ClassVar[frozenset[str]] = frozenset()
+    extra_keys: ClassVar[frozenset[str]] = frozenset()
     #: top-level metadata sections kept nested per object (many keys that never make a dimension)
     sections: ClassVar[tuple[str, ...]] = ()
     #: whether keys that vary with the stacked dims become coordinates (``False``: they are dropped)

@@ -24,8 +24,14 @@ REGISTERED: tuple[Producer, ...] = (
 )
 
 
+_ENTRY_KEYS = frozenset().union(*(p.entry_keys for p in REGISTERED))
+_EXTRA_KEYS = frozenset().union(*(p.extra_keys for p in REGISTERED))
+
+
 def producer_for(entry: Mapping[str, Any], extra: Mapping[str, Any]) -> Producer | None:
     """The producer of one object (its nested ``base[i]`` entry, its message's ``_extra_``), if any."""
+    if _ENTRY_KEYS.isdisjoint(entry) and (not extra or _EXTRA_KEYS.isdisjoint(extra)):
+        return None  # most objects of most files: one set test
     for producer in REGISTERED:
         if producer.recognises(entry, extra):
             return producer

@@ -39,6 +39,7 @@ class AnemoiOutput(Producer):
     """Objects carrying an ``anemoi`` section."""
 
     label: ClassVar[str] = "anemoi"
+    entry_keys: ClassVar[frozenset[str]] = frozenset({"anemoi"})
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
         return type(entry.get("anemoi")) is dict

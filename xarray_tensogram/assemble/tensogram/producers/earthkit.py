@@ -20,6 +20,7 @@ class EarthkitEncoder(Producer):
     """Objects of a message whose ``_extra_.encoder`` is ``tensogram-earthkit``."""
 
     label: ClassVar[str] = "earthkit"
+    extra_keys: ClassVar[frozenset[str]] = frozenset({"encoder"})
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
         return extra.get("encoder") == "tensogram-earthkit"

@@ -24,15 +24,15 @@ class GribKeys(SectionKeys):
     """A converter object's dotted keys with its ``grib_repro``/``grib`` sections left nested."""
 
     __slots__ = ()
-
-    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
-        super().__init__(flat, entry, grib.GRIB_SECTIONS)
+    sections: ClassVar[tuple[str, ...]] = grib.GRIB_SECTIONS
+    prefixes: ClassVar[tuple[str, ...]] = grib.GRIB_PREFIXES
 
 
 class GribConverter(Producer):
     """Objects carrying ``grib_repro`` (always written) or ``grib`` sections."""
 
     label: ClassVar[str] = "grib"
+    entry_keys: ClassVar[frozenset[str]] = frozenset(grib.GRIB_SECTIONS)
     sections: ClassVar[tuple[str, ...]] = grib.GRIB_SECTIONS
     #: keys that vary with step or level restate them (``stepRange``, ``level``): dropped, as cfgrib does
     dependent_coordinates: ClassVar[bool] = False
