@@ -36,14 +36,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
 import xarray as xr
-from xarray.core import indexing
 
 # the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
 from ...grib import GridCoords, LevelInfo
+from ..common import memory_variable
 
-__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived", "plain_variable"]
+__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
 
 Keys = Mapping[str, Any]
 #: the stacking source of a producer's levels: ``grib:level:<LevelInfo.name>`` (one per kind of level)
@@ -60,23 +59,9 @@ class CoordinateRole:
     attrs: Mapping[str, str] = field(default_factory=dict)
 
 
-def plain_variable(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
-    """A variable of values computed from metadata (a numpy array or scalar), held as xarray holds what a
-    backend reads: behind its lazy indexing wrapper.
-
-    xarray checks new in-memory data (here, and again when CF-decoding it) against Dask's array type,
-    which imports ``dask.array``: most of a second in a fresh process, on the first open, chunks or not.
-    Wrapped numbers skip that check, as the lazy variables of every backend do.
-    """
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "biuf":
-        return xr.Variable(tuple(dims), arr, dict(attrs))
-    return xr.Variable(tuple(dims), indexing.LazilyIndexedArray(arr), dict(attrs))
-
-
 def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
-    var = plain_variable(dims, values, attrs)
+    var = memory_variable(dims, values, attrs)
     var.encoding = {"tensogram_derived": True}
     return var
 
