@@ -71,3 +71,17 @@ def test_wrong_length_dim_names_counts_and_names_the_file(tmp_path: Path) -> Non
         xr.open_dataset(path, engine="tensogram", dim_names=["x", "y"])
     with pytest.raises(DimensionNameError, match=r"w\.tgm.*'a'.*1 entry for 3 axes"):
         xr.open_dataset(path, engine="tensogram", dim_names={"a": ["x"]})
+
+
+def test_object_local_names_of_different_messages_do_not_clash(tmp_path: Path) -> None:
+    """Object 0 of two messages, two sizes: the second name gets a suffix instead of a size conflict."""
+    rng = np.random.default_rng(3)
+    a, b = rng.random((6, 2)), rng.random((8, 2))
+    enc = [({"type": "ntensor", "shape": list(x.shape), "dtype": "float64"}, x) for x in (a, b)]
+    path = tmp_path / "m.tgm"
+    path.write_bytes(
+        tensogram.encode({"base": [{"name": "a"}]}, [enc[0]]) + tensogram.encode({"base": [{"name": "b"}]}, [enc[1]])
+    )
+    with xr.open_dataset(path, engine="tensogram") as ds:
+        assert ds["a"].dims[0] == "obj_0_dim_0" and ds["b"].dims[0] == "obj_0_dim_0_1"
+        np.testing.assert_array_equal(ds["b"].values, b)

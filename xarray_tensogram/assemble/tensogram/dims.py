@@ -121,7 +121,7 @@ def resolve_axes(
     (a group that cannot be split further). Names from the user's ``dim_names`` are never renamed:
     their conflicts are the caller's errors.
     """
-    local = _LocalNames(obj_index or {})
+    local = _LocalNames(obj_index or {}, {v: shape for v, (shape, _hint) in variables.items()})
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
     user = {v for v, (shape, _hint) in variables.items() if requested_dims(dim_names, v, len(shape)) is not None}
     coords = coord_dims or {}
@@ -163,13 +163,25 @@ def _explicit_sizes(
 
 
 class _LocalNames:
-    """``obj_<i>_dim_<k>``: the reference backend's name for axis ``k`` of the variable of object ``i``."""
+    """``obj_<i>_dim_<k>``: the reference backend's name for axis ``k`` of the variable of object ``i``.
 
-    def __init__(self, obj_index: Mapping[str, int]) -> None:
+    ``i`` counts objects within a message, so variables of different messages can have the same
+    ``i``: a name already given at another size gets a suffix (``obj_0_dim_0_1``) rather than clash.
+    """
+
+    def __init__(self, obj_index: Mapping[str, int], sizes: Mapping[str, tuple[int, ...]]) -> None:
         self.obj_index = obj_index
+        self.sizes = sizes
+        self.given: dict[str, int] = {}
 
     def name(self, var: str, axis: int) -> str:
-        return f"obj_{self.obj_index.get(var, 0)}_dim_{axis}"
+        size = self.sizes[var][axis]
+        base = new = f"obj_{self.obj_index.get(var, 0)}_dim_{axis}"
+        k = 0
+        while self.given.setdefault(new, size) != size:
+            k += 1
+            new = f"{base}_{k}"
+        return new
 
 
 def _rename_everywhere(
