@@ -8,11 +8,17 @@ never imports ``assemble/`` (and the other way round).
 from __future__ import annotations
 
 __all__ = [
+    "ATTR_TYPES_KEY",
+    "COORDINATE_ROLE_KEY",
     "DTYPE_KEY",
     "LAYOUT_KEY",
+    "SCALAR_KEY",
     "STEP_UNITS",
+    "STRINGS_KEY",
     "TETR_FILE_KEYS",
     "TETR_HISTORY_ATTR",
+    "TETR_LABELS_ENCODING",
+    "TGM_COORDINATE_NAMES",
     "TIME_UNITS",
     "ZTENSOR_DIM_NAMES_KEY",
 ]
@@ -33,3 +39,36 @@ TETR_FILE_KEYS = ("tool", "library_version", "created_at")
 
 #: zTensor custom key holding a tensor's dimension names
 ZTENSOR_DIM_NAMES_KEY = "dim_names"
+
+#: per-variable key (a ``.zt`` custom key, a ``.tet`` attr) marking a coordinate that no data variable's
+#: CF ``coordinates`` attribute names, in formats without Dataset attributes to list it
+COORDINATE_ROLE_KEY = "xarray_role"
+#: ``.zt`` custom key of a zero-size placeholder tensor holding a string variable in metadata:
+#: ``{"dims": [...], "shape": [...], "dtype": "<U3", "values": [flat list]}``
+STRINGS_KEY = "xarray_strings"
+#: per-variable key mapping attribute names to the type their value had (``"float32"``, ``"py:int"``), for
+#: formats whose attribute values lose it (``.tet`` stores strings, CBOR has no float32 scalar for numpy)
+ATTR_TYPES_KEY = "xarray_attr_types"
+#: ``.tet`` attr marking a 0-d variable stored with one element (the format's rank is 1..8)
+SCALAR_KEY = "xarray_scalar"
+#: encoding key of an index coordinate read from ``.tet`` footer labels: the labels as spelled in the file
+TETR_LABELS_ENCODING = "tetr_labels"
+#: names that make a 1-D or 2-D ``.tgm`` object a coordinate when its metadata does not say
+#: (case-insensitive, as in the reference backend); ``to_tensogram`` marks data variables named so
+TGM_COORDINATE_NAMES = frozenset(
+    {
+        "lat",
+        "latitude",
+        "lon",
+        "longitude",
+        "x",
+        "y",
+        "time",
+        "level",
+        "pressure",
+        "height",
+        "depth",
+        "frequency",
+        "step",
+    }
+)

@@ -19,17 +19,20 @@ __all__ = [
     "GroupSelectionError",
     "HypercubeError",
     "IntegrityError",
+    "InvalidNameError",
     "IsADirectoryTensorError",
     "LimitExceededError",
     "MetadataError",
     "MissingCodecError",
     "MissingHashError",
     "NoSuchDirectoryError",
+    "NoSuchVariableError",
     "NotATensorFileError",
     "StorageOptionsError",
     "TensogramMappingWarning",
     "TetrMappingWarning",
     "TruncatedFileError",
+    "UnknownOptionError",
     "UnsupportedError",
     "UnsupportedOptionError",
     "VirtualMappingWarning",
@@ -102,12 +105,27 @@ class UnsupportedOptionError(XarrayTensogramError):
     """An open option was given that does not apply to the format being opened."""
 
 
+class UnknownOptionError(UnsupportedOptionError, TypeError):
+    """A keyword argument that is no open option (a typo): also the ``TypeError`` Python would raise."""
+
+
 class DimensionNameError(XarrayTensogramError):
     """The ``dim_names`` argument does not fit the file: wrong type, wrong count for a variable's rank,
     repeated names, names whose sizes clash, or variables the file does not hold.
 
     A user argument mistake rather than damage, so not a :class:`MetadataError`.
     """
+
+
+class InvalidNameError(XarrayTensogramError, TypeError):
+    """A variable or attribute name a writer cannot store (not a string), refused as ``to_netcdf`` refuses it."""
+
+
+class NoSuchVariableError(XarrayTensogramError, KeyError):
+    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class NotATensorFileError(CorruptFileError):

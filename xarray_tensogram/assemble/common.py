@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -12,11 +13,11 @@ from xarray.core import indexing
 
 from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from ..errors import DimensionNameError, describe
 
 __all__ = [
     "check_dim_names",
-    "check_dim_names_used",
     "check_requested_dims",
     "flatten_attrs",
     "generic_dim_names",
@@ -148,9 +149,46 @@ def lazy_variable(
     unit = (max(1, min(c, n)) for c, n in zip(spec.chunk_shape, spec.shape, strict=True))  # a tile may overhang
     enc["preferred_chunks"] = dict(zip(dims, unit, strict=True))
     enc.setdefault("dtype", spec.dtype)
-    var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
+    var = xr.Variable(tuple(dims), data, attrs=typed_attrs(attrs or {}))
     var.encoding = enc
     return var
+
+
+def _typed(value: Any, kind: str) -> Any:
+    if kind.startswith("py:"):
+        if isinstance(value, str):
+            if kind == "py:str":
+                return value
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = float(value)  # "nan", "inf"
+        return {"py:int": int, "py:float": float, "py:bool": bool}.get(kind, lambda v: v)(value)
+    dtype = np.dtype(kind)
+    if isinstance(value, str) and dtype.kind not in "US":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = float(value)
+    array = np.asarray(value, dtype=dtype)
+    return array[()] if array.ndim == 0 else array
+
+
+def typed_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes with the types a writer recorded under :data:`ATTR_TYPES_KEY` given back (the key removed)."""
+    out = dict(attrs)
+    out.pop(COORDINATE_ROLE_KEY, None)  # a role, applied by the format's assembly
+    types = out.pop(ATTR_TYPES_KEY, None)
+    if isinstance(types, str):
+        with contextlib.suppress(ValueError):
+            types = json.loads(types)
+    if not isinstance(types, Mapping):
+        return out
+    for key, kind in types.items():
+        if key in out and isinstance(kind, str):
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                out[key] = _typed(out[key], kind)
+    return out
 
 
 def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
@@ -177,40 +215,20 @@ def storage_spec(var: xr.Variable) -> ArraySpec | None:
     return None
 
 
-def _names(value: Any, what: str, source: str | None) -> list[str]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(d, str) for d in value):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names{what} must be a list of dimension names (strings), got {value!r}"
-        )
-    return list(value)
+def requested_dims(
+    dim_names: Any, var: str, rank: int, source: str | None = None, *, coordinate: bool = False
+) -> list[str] | None:
+    """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None.
 
-
-def requested_dims(dim_names: Any, var: str, rank: int, source: str | None = None) -> list[str] | None:
-    """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable.
-
-    A list applies to the variables of matching rank (see :func:`check_dim_names_used` for one that
-    applies to none); a dict entry of the wrong rank, repeated names or a value that is not a list of
-    strings is a :class:`DimensionNameError` naming the file (``source``), the variable and its rank.
+    A list is for every data variable (not for ``coordinate`` variables, which keep their names);
+    a dict for the variables it names.
     """
     if dim_names is None:
         return None
-    if isinstance(dim_names, Mapping):
-        wanted = dim_names.get(var)
-        if wanted is None:
-            return None
-        wanted = _names(wanted, f" for {var!r}", source)
-    else:
-        wanted = _names(dim_names, "", source)
-    if len(wanted) != rank:
-        if isinstance(dim_names, Mapping):
-            raise DimensionNameError(
-                f"{describe(source)}dim_names for {var!r} gives {len(wanted)} names {wanted}, "
-                f"the variable has rank {rank}"
-            )
+    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else (None if coordinate else dim_names)
+    if wanted is None or len(wanted) != rank:
         return None
-    if len(set(wanted)) != len(wanted):
-        raise DimensionNameError(f"{describe(source)}dim_names {wanted} for {var!r} (rank {rank}) repeats a name")
-    return wanted
+    return list(wanted)
 
 
 def check_requested_dims(
@@ -227,39 +245,10 @@ def check_requested_dims(
         )
 
 
-def _check_dim_name_keys(dim_names: Mapping[Any, Any], variables: Mapping[str, int], source: str | None) -> None:
-    """A ``dim_names`` dict key that is not a variable of the file is an error naming the file's variables."""
-    unknown = [k for k in dim_names if k not in variables]
-    if unknown:
-        raise DimensionNameError(
-            f"{describe(source)}dim_names names {unknown!r}, which the file does not hold (not variables); "
-            f"its variables: {', '.join(map(repr, variables)) or 'none'}"
-        )
-
-
-def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str | None = None) -> None:
-    """A ``dim_names`` that applies to nothing is a mistake, not something to ignore silently.
-
-    ``ranks`` maps every variable name of the file (dropped ones included) to its rank.
-    """
-    if dim_names is None:
-        return
-    if isinstance(dim_names, Mapping):
-        _check_dim_name_keys(dim_names, ranks, source)
-        return
-    wanted = _names(dim_names, "", source)
-    if ranks and not any(r == len(wanted) for r in ranks.values()):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names {wanted} has {len(wanted)} names but no variable has "
-            f"rank {len(wanted)} (ranks: {sorted(set(ranks.values()))})"
-        )
-
-
 def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
     """What is wrong with a list of dim names for a variable of ``rank`` (None: nothing)."""
     if len(wanted) != rank:
-        entries = f"{len(wanted)} entr{'y' if len(wanted) == 1 else 'ies'}"
-        return f"{entries} for {rank} ax{'is' if rank == 1 else 'es'}"
+        return f"{_entries(len(wanted))} for {rank} ax{'is' if rank == 1 else 'es'}"
     if not all(isinstance(d, str) for d in wanted):
         return "names that are not strings"
     if any(d == "" for d in wanted):
@@ -269,32 +258,92 @@ def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
     return None
 
 
-def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | None = None) -> None:
-    """Validate the ``dim_names`` kwarg against ``{variable: rank}`` before anything is built (Tensogram).
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
 
-    A list is for every variable; a dict maps variable names to lists. A wrong length (of the list, or of
-    one dict entry), a dict key that is not a variable, a duplicate or an empty name is a
-    :class:`DimensionNameError` naming the variable, its rank and what was given.
+
+def _check_one(wanted: Any, var: str, rank: int, what: str, source: str | None, axes_note: str) -> None:
+    """One list of names for one variable: strings, distinct, not empty, one per axis."""
+    if isinstance(wanted, str) or not isinstance(wanted, Sequence):
+        raise DimensionNameError(f"{describe(source)}{what} must be a list of dimension names, got {wanted!r}")
+    if len(wanted) != rank:
+        raise DimensionNameError(
+            f"{describe(source)}{what} has {_entries(len(wanted))} {list(wanted)!r}, but variable {var!r} has "
+            f"{rank} {'axis' if rank == 1 else 'axes'}{axes_note}: give one name per axis"
+            + ("" if what != "dim_names" else ", or a dict {variable: [names]} for variables of other ranks")
+        )
+    problem = _dim_names_problem(list(wanted), rank)
+    if problem:
+        raise DimensionNameError(
+            f"{describe(source)}{what}: {list(wanted)!r} has {problem} (variable {var!r} has {rank} axes); "
+            f"give distinct, non-empty names"
+        )
+
+
+def check_dim_names(
+    dim_names: Any,
+    data: Mapping[str, int],
+    source: str | None = None,
+    coords: Mapping[str, int] | None = None,
+    axes_note: str = "",
+) -> None:
+    """The one rule for the ``dim_names`` open option, for every format, checked before anything is built.
+
+    ``data`` and ``coords`` map the file's data and coordinate variables to their stored ranks. A list
+    names the axes of every data variable, so each must have that many axes (coordinates keep their
+    names); a dict ``{variable: [names]}`` names the variables it lists, data or coordinate. Anything
+    else (a wrong count, a key that is no variable, a duplicate or empty name) is a
+    :class:`DimensionNameError` naming the file, the variable, its axes and what to do. ``axes_note``
+    says what the stored axes are where a variable has more (Tensogram's dims stacked from messages).
     """
     if dim_names is None:
         return
-    if isinstance(dim_names, str) or not isinstance(dim_names, (Mapping, Sequence)):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names must be a list of names or a dict {{variable: [names]}}, got {dim_names!r}"
-        )
+    coords = coords or {}
     if isinstance(dim_names, Mapping):
-        _check_dim_name_keys(dim_names, variables, source)
-        items = [(str(k), dim_names[k]) for k in dim_names]
-    else:
-        items = [(v, dim_names) for v in variables]
-    for var, wanted in items:
-        rank = variables[var]
-        if isinstance(wanted, str) or not isinstance(wanted, Sequence):
+        known = {**coords, **data}
+        unknown = [k for k in dim_names if k not in known]
+        if unknown:
             raise DimensionNameError(
-                f"{describe(source)}dim_names for {var!r} (rank {rank}) must be a list, got {wanted!r}"
+                f"{describe(source)}dim_names names {unknown!r}, which the file does not hold; "
+                f"its variables: {', '.join(map(repr, known)) or 'none'}"
             )
-        problem = _dim_names_problem(list(wanted), rank)
-        if problem:
-            raise DimensionNameError(
-                f"{describe(source)}dim_names for variable {var!r} (rank {rank}): {list(wanted)!r} has {problem}"
-            )
+        for var, wanted in dim_names.items():
+            _check_one(wanted, var, known[var], f"dim_names for {var!r}", source, axes_note)
+        return
+    if isinstance(dim_names, str) or not isinstance(dim_names, Sequence):
+        raise DimensionNameError(
+            f"{describe(source)}dim_names must be a list of dimension names or a dict {{variable: [names]}}, "
+            f"got {dim_names!r}"
+        )
+    for var, rank in data.items():
+        _check_one(dim_names, var, rank, "dim_names", source, axes_note)
+
+
+def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
+    """The dims and values of a string variable a writer kept in metadata (``write.common.string_payload``);
+    raises KeyError/TypeError/ValueError when malformed."""
+    dims = [str(d) for d in spec["dims"]]
+    dtype = np.dtype(str(spec["dtype"]))
+    texts = [str(v) for v in spec["values"]]
+    items: list[Any] = [t.encode("latin-1") for t in texts] if dtype.kind == "S" else texts
+    values = np.array(items, dtype=dtype).reshape(tuple(int(n) for n in spec.get("shape", [len(texts)])))
+    if values.ndim != len(dims):
+        raise ValueError(f"{len(dims)} dims for values of shape {values.shape}")
+    return dims, values
+
+
+def with_cf_coordinates(attrs: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """Dataset attributes with ``names`` added to the CF global ``coordinates`` attribute.
+
+    Writers mark the coordinates no data variable names on the variable itself (formats without a
+    place for xarray's global ``coordinates`` attribute); reading them back as that attribute lets
+    xarray's own ``decode_coords`` decide their role, so ``decode_coords=False`` shows the attribute
+    as it would for a netCDF file.
+    """
+    out = dict(attrs)
+    previous = out.get("coordinates")
+    listed = previous.split() if isinstance(previous, str) else []
+    listed += [n for n in sorted(names) if n not in listed]
+    if listed:
+        out["coordinates"] = " ".join(listed)
+    return out

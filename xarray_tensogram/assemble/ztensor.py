@@ -15,18 +15,22 @@ from typing import Any
 
 import xarray as xr
 
-from ..conventions import ZTENSOR_DIM_NAMES_KEY
+from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
 from .common import (
-    check_dim_names_used,
+    check_dim_names,
     check_requested_dims,
     flatten_attrs,
     generic_dim_names,
     lazy_variable,
+    memory_variable,
     requested_dims,
+    strings_from_payload,
+    typed_attrs,
     unique_names,
+    with_cf_coordinates,
 )
 
 __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
@@ -34,7 +38,7 @@ __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 DIM_NAMES_KEY = ZTENSOR_DIM_NAMES_KEY
 
 
-def _file_dims(info: TensorInfo) -> list[str] | None:
+def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     value = info.attrs.get(DIM_NAMES_KEY)
     if value is None:
         return None
@@ -45,6 +49,8 @@ def _file_dims(info: TensorInfo) -> list[str] | None:
         and len(set(value)) == len(value)
     ):
         return list(value)
+    if quiet:
+        return None
     warnings.warn(
         f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
         ZTensorMappingWarning,
@@ -59,7 +65,7 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
 
 def _attrs(info: TensorInfo) -> dict[str, Any]:
     """netCDF-safe attrs: custom keys/attributes flattened, ``cf.*`` lifted to plain CF names."""
-    raw = {k: v for k, v in info.attrs.items() if k != DIM_NAMES_KEY}
+    raw = {k: v for k, v in info.attrs.items() if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY)}
     attrs = flatten_attrs(raw)
     for key in [k for k in attrs if k.startswith("cf.")]:
         attrs.setdefault(key[3:], attrs.pop(key))
@@ -67,14 +73,42 @@ def _attrs(info: TensorInfo) -> dict[str, Any]:
     return attrs
 
 
+def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
+    """A string variable ``to_ztensor`` kept in metadata (on a zero-size placeholder tensor), or None."""
+    spec = info.attrs.get(STRINGS_KEY)
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        dims, values = strings_from_payload(spec)
+        shape = values.shape
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        warnings.warn(
+            f"tensor {info.name!r}: malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor",
+            ZTensorMappingWarning,
+            stacklevel=3,
+        )
+        return None
+    if len(dims) != len(shape) or not _fits(dims, shape, sizes):
+        warnings.warn(
+            f"tensor {info.name!r}: string values of shape {shape} do not fit dims {dims}; read as the placeholder",
+            ZTensorMappingWarning,
+            stacklevel=3,
+        )
+        return None
+    sizes.update(zip(dims, shape, strict=True))
+    return memory_variable(dims, values, typed_attrs(_attrs(info)))
+
+
 def ztensor_to_dataset(
     zfile: ZTensorFile,
     *,
     drop_variables: frozenset[str] | set[str] = frozenset(),
+    verify_hash: bool,
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-    verify: bool = False,
 ) -> xr.Dataset:
-    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here)."""
+    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here).
+
+    zTensor's format record names this function: its keywords are the open options zTensor files take."""
     names = unique_names(t.name for t in zfile.tensors)
     renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
     if renamed:
@@ -83,11 +117,13 @@ def ztensor_to_dataset(
             ZTensorMappingWarning,
             stacklevel=2,
         )
-    check_dim_names_used(
-        dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}, zfile.name
-    )
+    ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
+    # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
+    coords = {var: 1 for t, var in zip(zfile.tensors, names, strict=True) if _file_dims(t, quiet=True) == [var]}
+    check_dim_names(dim_names, {v: r for v, r in ranks.items() if v not in coords}, zfile.name, coords)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
+    coord_names: set[str] = set()
     for info, var in zip(zfile.tensors, names, strict=True):
         if var in drop_variables:
             continue
@@ -96,12 +132,18 @@ def ztensor_to_dataset(
                 f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2
             )
             continue
+        if info.attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
+            coord_names.add(var)
+        strings = _strings(info, sizes)
+        if strings is not None:
+            variables[var] = strings
+            continue
         try:
-            spec = zfile.array_spec(info.index, verify=verify)
+            spec = zfile.array_spec(info.index, verify=verify_hash)
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
-        dims = requested_dims(dim_names, var, len(info.shape), zfile.name)
+        dims = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
         if dims is not None:
             check_requested_dims(dims, var, info.shape, sizes, zfile.name)
         if dims is None:
@@ -123,6 +165,7 @@ def ztensor_to_dataset(
             "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None,
         }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
-    ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
+    attrs = with_cf_coordinates(flatten_attrs(zfile.attrs), coord_names & set(variables))
+    ds: xr.Dataset = xr.Dataset(variables, attrs=attrs)
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
     return ds
