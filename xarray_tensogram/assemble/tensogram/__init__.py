@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
-from ..common import check_dim_names, flatten_attrs
+from ..common import check_dim_names, flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
@@ -156,7 +156,8 @@ def _producer_grids(
             continue
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
         for cname, (dims, values, attrs) in grid.coords.items():
-            add_same(cname, derived(dims, values, attrs), out)
+            rederived = first.producer is not None and first.producer.writer_rederives_grid
+            add_same(cname, derived(dims, values, attrs) if rederived else memory_variable(dims, values, attrs), out)
     return out
 
 

@@ -18,7 +18,7 @@ import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
-from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from ...mars import NUMBER_ATTRS, PRESSURE_LEVEL_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 from ...params import TABLE_ATTRS, table_attributes
 from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
 from .collect import TgObject
@@ -77,6 +77,8 @@ def _values_variable(
 def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> xr.Variable:
     """The coordinate of a stacked dim; ``first``: the first object of a variable stacked along it."""
     attrs = first.producer.dim_attrs(dim, source, first.all_keys()) if first.producer is not None else None
+    if attrs is None and source == "mars.levelist" and first.value("mars.levtype") == "pl":
+        attrs = dict(PRESSURE_LEVEL_ATTRS)
     if source.startswith(LEVEL_PREFIX):
         return memory_variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
     if attrs is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):

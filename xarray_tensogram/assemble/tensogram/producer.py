@@ -81,6 +81,9 @@ class Producer:
     dependent_coordinates: ClassVar[bool] = True
     #: the metadata key a level dimension (:meth:`level`) stands for when the writer writes it back
     level_source: ClassVar[str] = "mars.levelist"
+    #: whether :meth:`grid`'s coordinates follow again from the metadata a written file keeps (GRIB's
+    #: from ``mars.area``): then they are not written as objects; else the writer writes them
+    writer_rederives_grid: ClassVar[bool] = True
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
         """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's.

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ....mars import PRESSURE_LEVEL_ATTRS
 from ..producer import CoordinateRole, GridCoords, Keys, Producer
 
 __all__ = ["AnemoiOutput"]
@@ -31,14 +32,15 @@ _GRID_DIM = "values"
 #: keys that hold the anemoi variable name (``t_500``): the parameter and the level say it
 _NAME_KEYS = ("name", "anemoi.variable")
 _LEVEL_DIM = "level"
-#: a pressure level coordinate, as earthkit-data and cfgrib describe one
-_PRESSURE_ATTRS = {"long_name": "pressure", "units": "hPa", "positive": "down", "standard_name": "air_pressure"}
 
 
 class AnemoiOutput(Producer):
     """Objects carrying an ``anemoi`` section."""
 
     label: ClassVar[str] = "anemoi"
+    #: the level coordinate of the stacked layout comes from ``mars.levelist``, which a rewritten file
+    #: keeps only as an attribute: the writer writes the coordinate itself
+    writer_rederives_grid: ClassVar[bool] = False
     entry_keys: ClassVar[frozenset[str]] = frozenset({"anemoi"})
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
@@ -68,9 +70,6 @@ class AnemoiOutput(Producer):
         levels = keys.get("mars.levelist")
         if len(shape) == 2 and isinstance(levels, tuple) and len(levels) == shape[1]:
             values = np.asarray(levels)
-            return GridCoords([_GRID_DIM, _LEVEL_DIM], {_LEVEL_DIM: ((_LEVEL_DIM,), values, dict(_PRESSURE_ATTRS))})
+            attrs = dict(PRESSURE_LEVEL_ATTRS) if keys.get("mars.levtype") == "pl" else {}
+            return GridCoords([_GRID_DIM, _LEVEL_DIM], {_LEVEL_DIM: ((_LEVEL_DIM,), values, attrs)})
         return None
-
-    def dim_attrs(self, dim: str, source: str, keys: Keys) -> dict[str, str] | None:
-        pressure = source in ("mars.levelist", "mars.level") and keys.get("mars.levtype") == "pl"
-        return dict(_PRESSURE_ATTRS) if pressure else None

@@ -1,7 +1,9 @@
 """earthkit-data's tensogram encoder (``tensogram-earthkit``): one message, one object per field with ``mars`` keys.
 
 The message's ``_extra_`` says ``encoder: tensogram-earthkit``. Objects carry only the field's
-MARS request (no name, no grid objects); a level coordinate gets the pressure attributes.
+MARS request (no name, no grid objects): the generic rules (names from ``mars.param``, MARS time,
+step and pressure levels) and the parameter table give what earthkit-data users expect, so this
+layout changes no answer yet; it is recognised so that rules of its own have one place to go.
 """
 
 from __future__ import annotations
@@ -9,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..producer import Keys, Producer
+from ..producer import Producer
 
 __all__ = ["EarthkitEncoder"]
-
-_PRESSURE_ATTRS = {"long_name": "pressure", "units": "hPa", "positive": "down", "standard_name": "air_pressure"}
 
 
 class EarthkitEncoder(Producer):
@@ -24,6 +24,3 @@ class EarthkitEncoder(Producer):
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
         return extra.get("encoder") == "tensogram-earthkit"
-
-    def dim_attrs(self, dim: str, source: str, keys: Keys) -> dict[str, str] | None:
-        return dict(_PRESSURE_ATTRS) if source == "mars.levelist" and keys.get("mars.levtype") == "pl" else None
