@@ -13,10 +13,12 @@ from typing import Any
 
 from .conventions import STEP_UNITS, TIME_UNITS
 
-__all__ = ["NUMBER_ATTRS", "STEP_UNITS", "TIME_UNITS", "mars_datetime_seconds", "step_hours"]
+__all__ = ["NUMBER_ATTRS", "PRESSURE_LEVEL_ATTRS", "STEP_UNITS", "TIME_UNITS", "mars_datetime_seconds", "step_hours"]
 
 #: cfgrib's attributes of the ensemble member coordinate (MARS ``number``)
 NUMBER_ATTRS = {"units": "1", "standard_name": "realization", "long_name": "ensemble member numerical id"}
+#: MARS ``levelist`` of ``levtype`` ``pl``: pressure in hPa (cfgrib's and earthkit-data's attributes)
+PRESSURE_LEVEL_ATTRS = {"long_name": "pressure", "units": "hPa", "positive": "down", "standard_name": "air_pressure"}
 _EPOCH = dt.datetime(1970, 1, 1)
 
 

@@ -266,7 +266,7 @@ def check_requested_dims(
 def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
     """What is wrong with a list of dim names for a variable of ``rank`` (None: nothing)."""
     if len(wanted) != rank:
-        return f"{len(wanted)} names for rank {rank}"
+        return f"{_entries(len(wanted))} for {rank} ax{'is' if rank == 1 else 'es'}"
     if not all(isinstance(d, str) for d in wanted):
         return "names that are not strings"
     if any(d == "" for d in wanted):

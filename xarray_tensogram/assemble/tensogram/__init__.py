@@ -6,7 +6,8 @@
 4. :mod:`.hypercube` — objects stacked along independent metadata keys;
 5. :mod:`.build` — the Dataset (or one per group, for real conflicts only).
 
-Format-specific rules (GRIB-derived files) plug in through :mod:`.policy`.
+Producers' layouts (the GRIB converter, anemoi-inference, earthkit-data) plug in through one
+interface, :mod:`.producer`; :mod:`.producers` registers them.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ... import grib
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
-from ..common import check_dim_names, flatten_attrs
+from ..common import check_dim_names, flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
-from .build import CoordObject, add_same, build_dataset, derived
+from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
+from .producer import derived
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
@@ -68,8 +69,8 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
                 )
             continue
         seen[(o.name, o.shape)] = o
-        dims = None
-        if len(o.shape) == 1:
+        dims = list(o.role.dims) if o.role is not None else None
+        if len(o.shape) == 1 and dims is None:
             hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
             dims = hint or [o.name]
         out.append(CoordObject(o, dims))
@@ -140,22 +141,23 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     return out
 
 
-def _grib_grids(
+def _producer_grids(
     by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
 ) -> dict[str, xr.Variable]:
-    """GRIB: grid dims (latitude/longitude, or values) and their coordinates from the metadata, unless
-    dim_names were asked for; the variables' axis names are replaced in ``axes``."""
+    """Grid dims (GRIB: latitude/longitude, or values) and their coordinates from a producer's metadata,
+    unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
     out: dict[str, xr.Variable] = {}
     if dim_names is not None:
         return out
     for name, objs in by_name.items():
         first = objs[0]
-        grid = grib.grid_coordinates(first.grib, first.shape) if first.grib is not None else None
+        grid = first.producer.grid(first.all_keys(), first.shape) if first.producer is not None else None
         if grid is None:
             continue
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
         for cname, (dims, values, attrs) in grid.coords.items():
-            add_same(cname, derived(dims, values, attrs), out)
+            rederived = first.producer is not None and first.producer.writer_rederives_grid
+            add_same(cname, derived(dims, values, attrs) if rederived else memory_variable(dims, values, attrs), out)
     return out
 
 
@@ -195,7 +197,16 @@ def _build_group(
     csizes = _coord_sizes(coords)
     if any(len(s) > 1 for s in csizes.values()) and not only_group:
         return None
-    axes, conflicts = resolve_axes(hints, dim_names, file_hint, _guessable_sizes(csizes, shapes))
+    axes, conflicts = resolve_axes(
+        hints,
+        dim_names,
+        file_hint,
+        _guessable_sizes(csizes, shapes),
+        coord_dims=csizes,
+        obj_index={n: v[0].obj for n, v in by_name.items()},
+        where=repr(file_name),
+        rename_conflicts=only_group,
+    )
     if conflicts:
         if only_group:
             raise GroupSelectionError(
@@ -203,7 +214,7 @@ def _build_group(
                 + ", ".join(f"{d!r} ({sorted(s)})" for d, s in conflicts.items())
             )
         return None
-    grid_coords = _grib_grids(by_name, axes, dim_names)
+    grid_coords = _producer_grids(by_name, axes, dim_names)
     plan = plan_hypercube(by_name, name_keys, strict=strict)
     mine = _coords_for(coords, axes, shapes, only_group)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
