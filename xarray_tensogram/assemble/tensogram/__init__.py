@@ -26,6 +26,7 @@ from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_ob
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
+from .netcdf import is_converted, netcdf_groups
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
@@ -250,6 +251,15 @@ def tensogram_groups(
         raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
+    if objects and all(is_converted(o) for o in objects):  # netCDF converter output: its own layout
+        return netcdf_groups(
+            objects,
+            file_name=tfile.name,
+            variable_key=variable_key,
+            dim_names=dim_names,
+            filter_by_keys=filter_by_keys,
+            drop_variables=drop_variables,
+        )
     name_objects(objects, variable_key)
     apply_filter(objects, filter_by_keys, tfile.name)
     coords = unique_coordinates([o for o in objects if o.is_coord])
