@@ -40,6 +40,7 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
+from .netcdf_layout import is_netcdf_layout, netcdf_objects
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -76,6 +77,8 @@ _ENCODING_ALIASES = {
 _DESCRIPTOR_KEYS = frozenset(
     {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
 )
+#: the writer's mask-method options, one per kind of non-finite value
+_MASK_KEYS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
 _EPOCH = np.datetime64("1970-01-01T00:00:00", "s")
 
 
@@ -497,6 +500,24 @@ def _iter_messages(
         )
 
 
+def _netcdf_message(
+    ds: xr.Dataset,
+    encoding: Mapping[str, Mapping[str, Any]],
+    mask_kw: Mapping[str, Any],
+    **kw: Any,
+) -> Iterator[bytes | EncodedMessage]:
+    """A Dataset read from a netCDF conversion: one message in the converter's layout (its file split)."""
+    base, objects = [], []
+    for o in netcdf_objects(ds):
+        desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
+        values = _object_values(o.values, desc, o.entry)
+        desc["shape"] = list(values.shape)
+        desc["_mask_method"] = var_mask or mask_kw["nan_mask_method"]
+        base.append(o.entry)
+        objects.append(ObjectInput(values, desc))
+    yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
+
+
 def to_tensogram(
     ds: xr.Dataset | xr.DataArray,
     path: str | os.PathLike[str],
@@ -559,6 +580,11 @@ def to_tensogram(
     if isinstance(ds, xr.DataArray):
         ds = ds.to_dataset(name=ds.name or "data")
     _check_user_encoding(ds, encoding or {})
+    if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
+        mask = mask_method or ("roaring" if available("pyroaring") else "rle")
+        mask_kw = {"allow_nan": True, "allow_inf": True, **dict.fromkeys(_MASK_KEYS, mask)}
+        netcdf = _netcdf_message(ds, encoding or {}, mask_kw, hash=hash, layout=layout, reserved=reserved)
+        return write_messages(path, netcdf, mode=mode)
     messages = _iter_messages(
         ds,
         message_dims=message_dims,

@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
+from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import TensogramMappingWarning
 from ..common import check_dim_names, lazy_variable, requested_dims
 from .collect import TgObject, apply_filter
@@ -39,7 +40,7 @@ from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_in
 __all__ = ["NETCDF_ENCODING", "is_converted", "netcdf_groups"]
 
 #: per-variable encoding key: what the writer needs to give the object back its converter layout
-NETCDF_ENCODING = "tensogram_netcdf"
+NETCDF_ENCODING = NETCDF_ENCODING_KEY
 
 
 def is_converted(o: TgObject) -> bool:

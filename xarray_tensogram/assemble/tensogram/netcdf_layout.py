@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 from ..common import netcdf_safe_value
 from .collect import TgObject, hashable
 
@@ -27,30 +28,14 @@ __all__ = [
     "CONVERTER_KEYS",
     "NcInput",
     "NcObject",
-    "attribute_types",
     "group_inputs",
     "netcdf_map",
     "restore_attrs",
 ]
 
-#: the map under which the converter stores a variable's attributes
-NETCDF_KEY = "netcdf"
-#: the converter's own keys in that map, never attributes (its exporter drops the same six, export.rs:41-48)
-CONVERTER_KEYS = frozenset({"_dims", "_file", "_attr_types", "_global", "_global_types", "record_index"})
-#: netCDF attribute type tags (metadata.rs:111-141) -> numpy dtypes
-_TAG_DTYPES: dict[str, np.dtype[Any]] = {
-    "double": np.dtype("float64"),
-    "float": np.dtype("float32"),
-    "int": np.dtype("int32"),
-    "uint": np.dtype("uint32"),
-    "short": np.dtype("int16"),
-    "ushort": np.dtype("uint16"),
-    "int64": np.dtype("int64"),
-    "uint64": np.dtype("uint64"),
-    "byte": np.dtype("int8"),
-    "ubyte": np.dtype("uint8"),
-}
-_DTYPE_TAGS = {v: k for k, v in _TAG_DTYPES.items()}
+#: the converter's own keys in the netcdf map, never attributes
+CONVERTER_KEYS = NETCDF_CONVERTER_KEYS
+_TAG_DTYPES = {tag: np.dtype(name) for tag, name in NETCDF_ATTR_TYPES.items()}
 
 
 def netcdf_map(entry: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -83,21 +68,6 @@ def restore_attrs(values: Mapping[str, Any], types: Any) -> dict[str, Any]:
     """Attributes (``values`` minus the converter's keys) with the types ``types`` (``_attr_types``) records."""
     tags = types if isinstance(types, Mapping) else {}
     return {str(k): _restore(v, tags.get(k)) for k, v in values.items() if k not in CONVERTER_KEYS}
-
-
-def attribute_types(attrs: Mapping[str, Any]) -> dict[str, str]:
-    """The ``_attr_types`` map of attributes as :func:`restore_attrs` gives them (the writer's inverse)."""
-    out = {}
-    for k, v in attrs.items():
-        if isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v)):
-            out[k] = "string"
-            continue
-        tag = _DTYPE_TAGS.get(np.asarray(v).dtype) if isinstance(v, (np.generic, np.ndarray)) else None
-        if tag is None and isinstance(v, (int, float)) and not isinstance(v, bool):
-            tag = "double" if isinstance(v, float) else "int64"
-        if tag is not None:
-            out[k] = tag
-    return out
 
 
 @dataclass
