@@ -131,9 +131,14 @@ def _dataset(inp: NcInput, dim_names: Any, where: str) -> xr.Dataset:
 
 
 # -- several converted files in one .tgm: open_mfdataset's combine ------------------------------------
+def _same_value(x: Any, y: Any) -> bool:
+    a, b = np.asarray(x), np.asarray(y)
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f"))
+
+
 def _same_attrs(a: NcVariable, b: NcVariable) -> bool:
     x, y = a.first.attrs, b.first.attrs
-    return x.keys() == y.keys() and all(np.array_equal(np.asarray(x[k]), np.asarray(y[k])) for k in x)
+    return x.keys() == y.keys() and all(_same_value(x[k], y[k]) for k in x)
 
 
 def _registry_without(inp: NcInput, dim: str | None) -> list[tuple[Any, Any, Any]]:
