@@ -6,7 +6,8 @@
 4. :mod:`.hypercube` — objects stacked along independent metadata keys;
 5. :mod:`.build` — the Dataset (or one per group, for real conflicts only).
 
-Format-specific rules (GRIB-derived files) plug in through :mod:`.policy`.
+Producers' layouts (the GRIB converter, anemoi-inference, earthkit-data) plug in through one
+interface, :mod:`.producer`; :mod:`.producers` registers them.
 """
 
 from __future__ import annotations
@@ -17,16 +18,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ... import grib
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ..common import check_dim_names, flatten_attrs
 from ..written_layout import restore_written_layout
-from .build import CoordObject, add_same, build_dataset, derived
+from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
-from .netcdf import is_converted, netcdf_groups
+from .producer import Producer, derived
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
@@ -69,8 +69,8 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
                 )
             continue
         seen[(o.name, o.shape)] = o
-        dims = None
-        if len(o.shape) == 1:
+        dims = list(o.coord_dims) if o.coord_dims is not None else None
+        if len(o.shape) == 1 and dims is None:
             hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
             dims = hint or [o.name]
         out.append(CoordObject(o, dims))
@@ -141,17 +141,17 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     return out
 
 
-def _grib_grids(
+def _producer_grids(
     by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
 ) -> dict[str, xr.Variable]:
-    """GRIB: grid dims (latitude/longitude, or values) and their coordinates from the metadata, unless
-    dim_names were asked for; the variables' axis names are replaced in ``axes``."""
+    """Grid dims (GRIB: latitude/longitude, or values) and their coordinates from a producer's metadata,
+    unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
     out: dict[str, xr.Variable] = {}
     if dim_names is not None:
         return out
     for name, objs in by_name.items():
         first = objs[0]
-        grid = grib.grid_coordinates(first.grib, first.shape) if first.grib is not None else None
+        grid = first.producer.grid(first.all_keys(), first.shape) if first.producer is not None else None
         if grid is None:
             continue
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
@@ -204,7 +204,7 @@ def _build_group(
                 + ", ".join(f"{d!r} ({sorted(s)})" for d, s in conflicts.items())
             )
         return None
-    grid_coords = _grib_grids(by_name, axes, dim_names)
+    grid_coords = _producer_grids(by_name, axes, dim_names)
     plan = plan_hypercube(by_name, name_keys, strict=strict)
     mine = _coords_for(coords, axes, shapes, only_group)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
@@ -226,6 +226,14 @@ def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
         for o in objs:
             groups.setdefault(label + (f"_{o.dtype.name}" if split else ""), []).append(o)
     return dict(sorted(groups.items()))
+
+
+def _assembling_producer(objects: Sequence[TgObject]) -> Producer | None:
+    """The producer of every object, when it builds the Datasets itself (:meth:`Producer.assemble`)."""
+    first = objects[0].producer if objects else None
+    if first is None or not first.assembles or any(o.producer is not first for o in objects):
+        return None
+    return first
 
 
 def tensogram_groups(
@@ -251,8 +259,10 @@ def tensogram_groups(
         raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
-    if objects and all(is_converted(o) for o in objects):  # netCDF converter output: its own layout
-        return netcdf_groups(
+    whole = _assembling_producer(objects)
+    if whole is not None:  # a layout that says everything (the netCDF converter's) builds the Datasets itself
+        apply_filter(objects, filter_by_keys, tfile.name)
+        groups = whole.assemble(
             objects,
             file_name=tfile.name,
             variable_key=variable_key,
@@ -260,6 +270,8 @@ def tensogram_groups(
             filter_by_keys=filter_by_keys,
             drop_variables=drop_variables,
         )
+        if groups is not None:
+            return groups
     name_objects(objects, variable_key)
     apply_filter(objects, filter_by_keys, tfile.name)
     coords = unique_coordinates([o for o in objects if o.is_coord])

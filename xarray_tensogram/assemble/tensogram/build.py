@@ -16,14 +16,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ... import grib
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
 from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 from ..common import flatten_attrs, generic_dim_names, grouped_chunks, lazy_variable
 from .collect import TgObject
 from .hypercube import (
-    LEVEL_PREFIX,
     MARS_TIME_KEYS,
     MESSAGE_SOURCE,
     STEP_KEY,
@@ -33,7 +31,7 @@ from .hypercube import (
     dim_value,
     key_of,
 )
-from .policy import policy_for
+from .producer import LEVEL_PREFIX, Producer
 
 __all__ = ["CoordObject", "build_dataset"]
 
@@ -75,9 +73,13 @@ def _values_variable(
     return xr.Variable(tuple(dims), text.reshape(shape), attrs)
 
 
-def _dim_coordinate(dim: str, source: str, values: list[Any]) -> xr.Variable:
+def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> xr.Variable:
+    """The coordinate of a stacked dim; ``first``: the first object of a variable stacked along it."""
+    attrs = first.producer.dim_attrs(dim, source, first.all_keys()) if first.producer is not None else None
     if source.startswith(LEVEL_PREFIX):
-        return xr.Variable((dim,), np.asarray(values, dtype=np.float64), grib.level_coordinate_attrs(dim))
+        return xr.Variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
+    if attrs is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return xr.Variable((dim,), np.asarray(values), attrs)
     if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return xr.Variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
@@ -139,21 +141,8 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
     attrs = flatten_attrs({k: v for k, v in first.entry.items() if k not in ("_reserved_", "dim_names")})
     drop = {o.name_key for o in cube.objects} | cube.varying | set(MARS_TIME_KEYS) | {STEP_KEY}
     attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
-    policy = policy_for(first.all_keys())
-    if policy is not None and policy.attrs is not None:
-        attrs = policy.attrs(first.all_keys(), attrs)
     lifted: list[str] = []
     return lift_cf(attrs, lifted), lifted
-
-
-def _grib_encoding(cube: VarCube, first: TgObject, attrs: dict[str, Any], encoding: dict[str, Any]) -> dict[str, Any]:
-    """GRIB: units/long_name and GRIB_* attributes as cfgrib gives them; where the writer puts them back."""
-    attrs, paths = grib.cf_attributes(attrs)
-    if paths:
-        encoding["tensogram_attr_paths"] = paths
-    if any(s.startswith(LEVEL_PREFIX) for s in cube.dims) and "mars.levelist" in first.keys:
-        encoding["tensogram_grib_levelist"] = True
-    return attrs
 
 
 def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.Variable:
@@ -186,7 +175,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     encoding = {
         # what the writer needs to turn this variable back into messages
         "tensogram_message_keys": {
-            dim_of[s]: grib.GRIB_LEVEL_SOURCE if s.startswith(LEVEL_PREFIX) else s
+            dim_of[s]: first.producer.level_source if s.startswith(LEVEL_PREFIX) and first.producer else s
             for s in cube.dims
             if not s.startswith("tensogram.")
         },
@@ -195,8 +184,8 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         "tensogram_cf_attrs": lifted,
         **(first.pipeline() if first.pipeline else {}),
     }
-    if first.is_grib:
-        attrs = _grib_encoding(cube, first, attrs, encoding)
+    if first.producer is not None:
+        attrs = first.producer.attributes(first.all_keys(), attrs, encoding, cube.dims)
     # chunks={}: whole objects, grouped along the stacked dims when they are small (one task per object
     # would cost more in scheduling than small objects take to decode); a selection still reads only
     # the objects it touches
@@ -266,13 +255,6 @@ def _coordinate_variables(
         out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, {"tensogram_cf_attrs": lifted}))
 
 
-def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
-    """A coordinate computed from metadata (GRIB grid or level): the writer does not write it as an object."""
-    var = xr.Variable(tuple(dims), values, dict(attrs))
-    var.encoding = {"tensogram_derived": True}
-    return var
-
-
 def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
     existing = out.get(name)
     if existing is None:
@@ -284,21 +266,20 @@ def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
         )
 
 
-def _grib_scalars(o: TgObject, stack: list[str], out: dict[str, xr.Variable], disagree: set[str]) -> None:
-    """GRIB: a constant level is a scalar coordinate named after typeOfLevel, a constant ensemble member a
-    scalar ``number`` (dropped when variables have different members), as in cfgrib."""
-    if o.level is not None and o.level.name not in stack:
-        add_same(o.level.name, derived((), np.float64(o.level.value), grib.level_coordinate_attrs(o.level.name)), out)
-    value = o.keys.get("mars.number")
-    if "number" in stack or "number" in disagree or not isinstance(value, int) or isinstance(value, bool):
-        return
-    new = derived((), np.int64(value), NUMBER_ATTRS)
-    existing = out.get("number")
-    if existing is None:
-        out["number"] = new
-    elif existing.ndim == 0 and existing.encoding.get("tensogram_derived") and existing.values != new.values:
-        del out["number"]
-        disagree.add("number")
+def _producer_scalars(
+    o: TgObject, producer: Producer, stack: list[str], out: dict[str, xr.Variable], disagree: set[str]
+) -> None:
+    """The scalar coordinates a producer gives a variable: kept while every variable agrees on the value;
+    where two differ the coordinate is dropped, and each variable's attributes hold its own value."""
+    for name, new in producer.scalar_coordinates(o.all_keys(), o.level, stack).items():
+        existing = out.get(name)
+        if name in disagree:
+            continue
+        if existing is None:
+            out[name] = new
+        elif existing.ndim == 0 and existing.encoding.get("tensogram_derived") and existing.values != new.values:
+            del out[name]
+            disagree.add(name)
 
 
 def build_dataset(
@@ -317,7 +298,8 @@ def build_dataset(
         variables[vname] = _variable(cube, axes[vname], dim_of)
         stack = [dim_of[s] for s in cube.dims]
         for d in stack:
-            out.setdefault(d, _dim_coordinate(d, plan.sources[d], plan.values[d]))
+            if d not in out:
+                out[d] = _dim_coordinate(d, plan.sources[d], plan.values[d], cube.objects[0])
         dependent: dict[str, str] = {}
         for key, dets in cube.dependent.items():
             cv = _dependent_coordinate(cube, key, dets, plan, dim_of)
@@ -327,12 +309,9 @@ def build_dataset(
         # the writer puts these keys back into each object's metadata
         variables[vname].encoding["tensogram_dependent_keys"] = dependent
         _scalar_mars_coords(cube.objects[0], stack, out)
-        if cube.objects[0].is_grib:
-            _grib_scalars(cube.objects[0], stack, out, disagree)
-        policy = policy_for(cube.objects[0].all_keys())
-        if policy is not None and policy.extra_coords is not None:
-            for k, v in policy.extra_coords(cube.objects[0].all_keys(), stack).items():
-                out.setdefault(k, v)
+        producer = cube.objects[0].producer
+        if producer is not None:
+            _producer_scalars(cube.objects[0], producer, stack, out, disagree)
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
     # no indexes here: xarray builds them once, after CF decoding, from the store's variables

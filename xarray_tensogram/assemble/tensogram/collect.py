@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ... import grib
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import descriptor_params_batch, is_local
+from .keys import SCALARS, hashable
+from .producer import Producer
+from .producers import GribKeys, producer_for
 
 __all__ = [
     "GribKeys",
@@ -45,18 +47,20 @@ class TgObject:
     msg: int
     obj: int
     entry: dict[str, Any]  # nested metadata: base[i] over descriptor params, without _reserved_
-    keys: dict[str, Any]  # ``entry`` flattened to dotted keys, hashable values (GRIB objects: see ``grib``)
+    keys: dict[str, Any]  # ``entry`` flattened to dotted keys, hashable values (the producer's sections left out)
     global_keys: dict[str, Any]  # the message's global metadata, flattened (stacking only)
     shape: tuple[int, ...]
     dtype: np.dtype
     spec: Callable[[], ArraySpec]
     frame_hash: int | None = None  # xxh3 of the data frame when it has one (compares coordinates cheaply)
     remote_frame: int | None = None  # the data frame's length, for remote sources only
-    is_grib: bool = False  # written by ECMWF's GRIB converter (GRIB rules: names, levels, grid, attrs)
-    #: GRIB objects: every key, ``grib_repro.*``/``grib.*`` included; ``keys`` leaves those two
-    #: sections out, since they never make a dimension and flattening them per object is costly
-    grib: GribKeys | None = None
-    level: Any = None  # its GRIB level (grib.LevelInfo: typeOfLevel, value), computed once
+    #: the producer whose layout the object follows (None: the generic rules), see ``producer.py``
+    producer: Producer | None = None
+    #: every key, the producer's ``sections`` included (``keys`` leaves them out: they never make a
+    #: dimension and flattening them per object is costly); None when the producer keeps none
+    view: Mapping[str, Any] | None = None
+    level: Any = None  # its level as its producer names it (producer.LevelInfo), computed once
+    coord_dims: tuple[str, ...] | None = None  # a coordinate's dims, when its producer says them
     name: str = ""
     name_key: str | None = None
     is_coord: bool = False
@@ -71,27 +75,11 @@ class TgObject:
     def value(self, key: str) -> Any:
         """A dotted key's value: the object's own metadata first, then the message's global metadata."""
         value = self.merged.get(key)
-        return self.grib.get(key) if value is None and self.grib is not None else value
+        return self.view.get(key) if value is None and self.view is not None else value
 
     def all_keys(self) -> Mapping[str, Any]:
-        """Every dotted key of the object's own metadata (GRIB sections included)."""
-        return self.grib if self.grib is not None else self.keys
-
-
-def hashable(v: Any) -> Any:
-    if isinstance(v, list):
-        flat = tuple(v)
-        try:
-            hash(flat)  # a list of scalars (dim names, shapes, areas): the common case, without recursion
-        except TypeError:
-            return tuple(hashable(x) for x in v)
-        return flat
-    if isinstance(v, dict):
-        return tuple(sorted((str(k), hashable(x)) for k, x in v.items()))
-    return v
-
-
-_SCALARS = frozenset({int, float, str, bool, type(None)})
+        """Every dotted key of the object's own metadata (its producer's sections included)."""
+        return self.view if self.view is not None else self.keys
 
 
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
@@ -106,7 +94,7 @@ def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] 
 
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
     # runs over every key of every object (about 50 per GRIB-converted object): written for speed
-    scalars = _SCALARS
+    scalars = SCALARS
     types = set(map(type, entry.values()))
     if dict not in types and "_reserved_" not in entry:
         names = _prefixed(prefix, tuple(entry))
@@ -141,98 +129,6 @@ def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
 def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
     # objects of a file repeat the same few key sets: each is joined once
     return tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
-
-
-class GribKeys(Mapping[str, Any]):
-    """One converter object's dotted keys, as :func:`flat_keys` would give them, without flattening.
-
-    A converter object carries some 50 ``grib_repro``/``grib`` keys that never make a dimension and
-    that the mapping reads only a few of per object (short name, level). The functions of
-    :mod:`xarray_tensogram.grib` take any mapping of dotted keys, this view included. Flattening them all for
-    every object was most of the extra cost of opening a converted file, so they stay nested here:
-    ``flat`` holds the other keys already flattened (``mars.*``), and a dotted GRIB key is looked up
-    in the nested ``entry`` on demand. Values read as :func:`flat_keys` would give them (lists as
-    tuples). Iterating flattens everything: only error messages do that.
-    """
-
-    __slots__ = ("entry", "flat")
-
-    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
-        self.flat = flat
-        self.entry = entry
-
-    def __getitem__(self, key: str) -> Any:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            raise KeyError(key)
-        return value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if not key.startswith(grib.GRIB_PREFIXES):
-            if key in grib.GRIB_SECTIONS:  # a section that is empty or not a map is a key of its own
-                value = self.entry.get(key, _MISSING)
-                value = _MISSING if isinstance(value, Mapping) and value else _frozen(value)
-                return default if value is _MISSING else value
-            return self.flat.get(key, default)
-        section, _, rest = key.partition(".")
-        node = self.entry.get(section)
-        value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
-        if type(value) not in _SCALARS:  # absent, nested deeper, or a list: the general walk
-            value = _frozen(_nested(node, rest))
-        return default if value is _MISSING else value
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self.flat
-        for section in grib.GRIB_SECTIONS:
-            node = self.entry.get(section, _MISSING)
-            if isinstance(node, Mapping) and node:
-                yield from _dotted(node, section + ".")
-            elif node is not _MISSING:
-                yield section
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-_MISSING: Any = object()
-
-
-def _nested(node: Any, rest: str) -> Any:
-    """``rest`` (``"parameter.shortName"``) under a nested map; a key may itself hold a dot."""
-    if not isinstance(node, Mapping):
-        return _MISSING
-    if rest in node:
-        value = node[rest]
-        return _MISSING if isinstance(value, Mapping) and value else value
-    dot = rest.find(".")
-    while dot > 0:
-        child = node.get(rest[:dot])
-        if isinstance(child, Mapping):
-            value = _nested(child, rest[dot + 1 :])
-            if value is not _MISSING:
-                return value
-        dot = rest.find(".", dot + 1)
-    return _MISSING
-
-
-def _dotted(node: Any, prefix: str) -> Iterator[str]:
-    if not isinstance(node, Mapping):
-        return
-    for k, v in node.items():
-        if k == "_reserved_":
-            continue
-        if isinstance(v, Mapping) and v:
-            yield from _dotted(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}"
-
-
-def _frozen(value: Any) -> Any:
-    """A value as :func:`flat_keys` holds it (lists as tuples); ``_MISSING`` passes through."""
-    return value if value is _MISSING else hashable(value)
 
 
 def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
@@ -318,9 +214,10 @@ def collect_objects(
             params, frame_hash = (next(found) if local or not own else None) or ({}, 0)
             entry = deep_merge(params, own) if params else own
             shape, dtype = msg.object_geometry(j)
-            is_grib = grib.is_grib_entry(entry)
-            keys = flat_keys(entry, skip=grib.GRIB_SECTIONS if is_grib else ())
-            gkeys_view = GribKeys(keys, entry) if is_grib else None
+            producer = producer_for(entry, extra)
+            sections = producer.sections if producer is not None else ()
+            keys = flat_keys(entry, skip=sections)
+            view = producer.keys_view(keys, entry) if producer is not None and sections else None
             objects.append(
                 TgObject(
                     msg=m,
@@ -331,9 +228,9 @@ def collect_objects(
                     shape=shape,
                     dtype=dtype,
                     extra=extra,
-                    is_grib=is_grib,
-                    grib=gkeys_view,
-                    level=grib.level_info(gkeys_view) if gkeys_view is not None else None,
+                    producer=producer,
+                    view=view,
+                    level=producer.level(view if view is not None else keys) if producer is not None else None,
                     spec=partial(msg.array_spec, j, verify_hash=verify_hash, range_threshold=range_threshold),
                     frame_hash=frame_hash or None,
                     remote_frame=None if local else msg.objects[j].frame_length,
@@ -349,9 +246,9 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 
 def _filter_value(o: TgObject, key: str) -> Any:
-    """GRIB objects also answer cfgrib's undotted keys (``typeOfLevel``, ``shortName``)."""
+    """An object's producer may answer keys of its own world (GRIB: cfgrib's ``typeOfLevel``, ``shortName``)."""
     value = o.value(key)
-    return grib.filter_value(o.grib, key) if value is None and o.grib is not None else value
+    return o.producer.filter_value(o.all_keys(), key) if value is None and o.producer is not None else value
 
 
 def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] | None, name: str) -> None:

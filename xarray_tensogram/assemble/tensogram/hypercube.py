@@ -2,11 +2,12 @@
 
 Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``,
 ``levelist``, ``number``, the other ``mars`` keys, then any other key (including the message's
-global metadata). ``grib_repro.*`` and ``grib.*`` are never candidates. A candidate becomes a
-dimension only if the variable name and the dimensions already chosen do not determine it; a
-dependent key becomes a coordinate along the dimensions that determine it (or an attribute when it
-is constant within a variable). The plan is made from the objects alone: nothing proportional to
-the cube's cell count is allocated, and a plan whose cells far exceed the objects is refused.
+global metadata). Keys the object's producer says restate others (``grib_repro.*``) are never
+candidates. A candidate becomes a dimension only if the variable name and the dimensions
+already chosen do not determine it; a dependent key becomes a coordinate along the dimensions
+that determine it (or an attribute when it is constant within a variable). The plan is made from
+the objects alone: nothing proportional to the cube's cell count is allocated, and a plan whose
+cells far exceed the objects is refused.
 Objects that land on the same cell are duplicates: a warning, then a ``message`` dimension
 separates them (``strict=True`` raises instead).
 """
@@ -20,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ... import grib
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
 from .collect import TgObject, flat_keys, warn
 from .naming import COORDINATE_NAMES
+from .producer import LEVEL_PREFIX, Producer
 
 __all__ = [
     "MARS_TIME_KEYS",
@@ -54,8 +55,6 @@ DIM_NAMES = {
     MESSAGE_SOURCE: "message",
     OBJECT_SOURCE: "object",
 }
-#: GRIB objects: one level source per typeOfLevel (``grib:level:isobaricInhPa``), in place of mars.levelist
-LEVEL_PREFIX = "grib:level:"
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 #: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
 _OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
@@ -152,18 +151,25 @@ def _candidates(
 ) -> list[str]:
     """Keys whose values differ between objects, in the order the module docstring gives."""
     seen: dict[str, Any] = {}
+    producers: set[Producer] = set()
     for o in objs:
         seen.update(o.merged)  # only the keys (in first-seen order) are used
+        if o.producer is not None:
+            producers.add(o.producer)
     keys = [
         k
         for k in seen
-        if k not in skip and k not in STRUCTURAL and not k.endswith(".dim_names") and not k.startswith(NEVER_STACKED)
+        if k not in skip
+        and k not in STRUCTURAL
+        and not k.endswith(".dim_names")
+        and not k.startswith(NEVER_STACKED)
+        and not any(p.restates(k) for p in producers)
     ]
     if any(k in keys for k in MARS_TIME_KEYS):
         keys = [TIME_SOURCE] + [k for k in keys if k not in MARS_TIME_KEYS]
     # an object without MARS time or step does not make them vary (a field with no time beside a cube)
     levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
-    if levels:  # GRIB: the level is named after typeOfLevel, and mars.levelist restates it
+    if levels:  # a producer's level (GRIB: named after typeOfLevel), which mars.levelist restates
         keys = [k for k in keys if k != "mars.levelist"] + levels
     # a key whose items are equal in every object cannot vary: the exact test runs on the rest only
     maybe = _varying_keys(objs, memo) if objs else set()
@@ -303,8 +309,8 @@ def _plan(
     var_dims = {n: _var_dims(cols, spans[n], chosen) for n in by_name}
     values = {s: _sorted_unique(cols.raw(s)[i] for n in by_name if s in var_dims[n] for i in spans[n]) for s in chosen}
     for s in chosen:
-        if s.startswith(LEVEL_PREFIX):  # as cfgrib sorts them: decreasing pressure
-            values[s] = grib.level_order(s[len(LEVEL_PREFIX) :], values[s])
+        if s.startswith(LEVEL_PREFIX):  # in the order the producer's users know (cfgrib: decreasing pressure)
+            values[s] = _level_producer(objs, s).level_order(s[len(LEVEL_PREFIX) :], values[s])
     cells = sum(math.prod(len(values[d]) for d in dims) for dims in var_dims.values())
     if cells > cell_limit(len(objs)):
         detail = ", ".join(f"{s} ({len(values[s])} values)" for s in chosen)
@@ -318,6 +324,12 @@ def _plan(
         cubes[n], d = _place(n, v, spans[n], var_dims[n], values, cols)
         dups += d
     return chosen, values, cubes, dups
+
+
+def _level_producer(objs: Sequence[TgObject], source: str) -> Producer:
+    """The producer of the first object on a level source (only producers give levels)."""
+    name = source[len(LEVEL_PREFIX) :]
+    return next(o.producer for o in objs if o.level is not None and o.level.name == name and o.producer is not None)
 
 
 def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
@@ -438,11 +450,12 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
 
     for cube in cubes.values():
         cube.varying = _varying_keys(cube.objects, memo)
-        if cube.objects[0].is_grib:
-            # GRIB: keys that vary with step/level restate them; dropped, as cfgrib does
-            for section in grib.GRIB_SECTIONS:
+        producer = cube.objects[0].producer
+        if producer is not None:
+            for section in producer.sections:  # the producer's nested sections are compared nested
                 cube.varying |= _varying_nested([o.entry.get(section) for o in cube.objects], section + ".")
-            continue
+            if not producer.dependent_coordinates:
+                continue
         cols = _Columns(cube.objects, names)
         for k in sorted(cube.varying):
             if (
@@ -451,6 +464,7 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
                 or k in name_keys
                 or k in STRUCTURAL
                 or k.endswith(".dim_names")
+                or (producer is not None and producer.restates(k))
             ):
                 continue
             cube.dependent[k] = _minimal_determinants(cols, cube.dims, k)

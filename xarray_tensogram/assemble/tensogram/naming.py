@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ... import grib
-from ...grib import GRIB_PREFIXES
 from .collect import TgObject, warn
-from .policy import policy_for
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "name_objects"]
 
@@ -41,7 +38,7 @@ COORDINATE_NAMES = frozenset(
 
 def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
     for key in keys:
-        own = o.keys if o.grib is None or not key.startswith(GRIB_PREFIXES) else o.grib
+        own = o.all_keys()
         value = o.value(key) if key in own or key in o.global_keys else None
         if key not in own and key in NAME_KEYS:
             value = None  # the default chain looks at the object's own metadata only
@@ -77,17 +74,18 @@ def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:
     referenced = _referenced(objects)
     found_key = False
     for o in objects:
-        policy = policy_for(o.all_keys())
+        role = o.producer.coordinate(o.all_keys(), o.shape) if o.producer is not None else None
+        if role is not None:  # a coordinate whatever its name says (anemoi's grid_latitude)
+            o.name, o.name_key, o.is_coord, o.coord_dims = role.name, None, True, role.dims
+            continue
         default, default_key = _first_name(o, NAME_KEYS)
         o.is_coord = _is_coordinate(o, default, referenced)
         name, key = None, None
         if variable_key and not o.is_coord:
             name, key = _first_name(o, (variable_key,))
             found_key = found_key or name is not None
-        if name is None and o.is_grib and not variable_key and not o.is_coord:
-            name, key = grib.variable_name(o.all_keys()), None  # cfgrib's name, never the numeric mars.param
-        if name is None and policy is not None and policy.name is not None and not o.is_coord:
-            name, key = policy.name(o.all_keys()), None
+        if name is None and o.producer is not None and not variable_key and not o.is_coord:
+            name, key = o.producer.variable_name(o.all_keys()), None  # the name the producer's users know
         if name is None:
             name, key = default, default_key
         o.name, o.name_key = (name, key) if name is not None else (f"object_{o.obj}", None)

@@ -33,19 +33,13 @@ from ...catalog import ArraySpec, stack_specs
 from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import TensogramMappingWarning
 from ..common import check_dim_names, lazy_variable, requested_dims
-from .collect import TgObject, apply_filter
 from .netcdf_concat import concat_specs
-from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, netcdf_map, same_object
+from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
-__all__ = ["NETCDF_ENCODING", "is_converted", "netcdf_groups"]
+__all__ = ["NETCDF_ENCODING", "netcdf_groups"]
 
 #: per-variable encoding key: what the writer needs to give the object back its converter layout
 NETCDF_ENCODING = NETCDF_ENCODING_KEY
-
-
-def is_converted(o: TgObject) -> bool:
-    """Written by the netCDF converter: a ``netcdf`` map with ``_dims`` and ``_file``."""
-    return netcdf_map(o.entry) is not None
 
 
 @dataclass
@@ -55,9 +49,9 @@ class _Piece:
     objects: list[NcObject]
 
     def spec(self) -> ArraySpec:
+        first: ArraySpec = self.objects[0].obj.spec()
         if self.objects[0].record is None:
-            return self.objects[0].obj.spec()
-        first = self.objects[0].obj.spec()
+            return first
         members: dict[int, Any] = {i: o.obj.spec for i, o in enumerate(self.objects)}
         members[0] = first
         return stack_specs((len(self.objects),), members, template=first)
@@ -245,7 +239,7 @@ def _keep_selected(objects: Sequence[NcObject]) -> list[NcObject]:
 
 
 def netcdf_groups(
-    objects: Sequence[TgObject],
+    objects: Sequence[Any],
     *,
     file_name: str,
     variable_key: str | None = None,
@@ -253,14 +247,13 @@ def netcdf_groups(
     filter_by_keys: Mapping[str, Any] | None = None,
     drop_variables: Iterable[str] = (),
 ) -> dict[str, xr.Dataset]:
-    """The raw (CF-encoded) Dataset of a converted file: ``{"/": ds}``, or ``{"input_<i>": ds}`` for
-    concatenated conversions that cannot share one Dataset."""
+    """The raw (CF-encoded) Dataset of a converted file (``objects``: its ``collect.TgObject`` s, filtered):
+    ``{"/": ds}``, or ``{"input_<i>": ds}`` for concatenated conversions that cannot share one Dataset."""
     named = []
     for o in objects:
         value = o.value(variable_key) if variable_key else None
         named.append(as_nc_object(o, None if value is None or isinstance(value, tuple) else str(value)))
-    apply_filter(objects, filter_by_keys, file_name)
-    if filter_by_keys:
+    if filter_by_keys:  # the objects it keeps are marked ``selected`` (collect.apply_filter)
         named = _keep_selected(named)
     drop = frozenset(drop_variables)
     named = [o for o in named if o.name not in drop]

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 from ..common import netcdf_safe_value
-from .collect import TgObject, hashable
+from .keys import hashable
 
 __all__ = [
     "CONVERTER_KEYS",
@@ -74,7 +74,7 @@ def restore_attrs(values: Mapping[str, Any], types: Any) -> dict[str, Any]:
 class NcObject:
     """One converted object in netCDF terms."""
 
-    obj: TgObject
+    obj: Any  # the collect.TgObject (not imported: collect imports the producers, which import this)
     nc: dict[str, Any]
     name: str
     dims: list[str]  # ``_dims``: without the unlimited dimension for a record object
@@ -89,7 +89,7 @@ class NcObject:
         return isinstance(self.obj.entry.get("cf"), dict)
 
 
-def as_nc_object(o: TgObject, name: str | None = None) -> NcObject:
+def as_nc_object(o: Any, name: str | None = None) -> NcObject:
     nc = netcdf_map(o.entry)
     assert nc is not None  # callers pass recognised objects only
     record = nc.get("record_index")
@@ -191,7 +191,7 @@ def same_object(a: NcObject, b: NcObject) -> bool:
     if x.shape != y.shape or x.dtype != y.dtype:
         return False
     if x.frame_hash is not None and y.frame_hash is not None:
-        return x.frame_hash == y.frame_hash
+        return bool(x.frame_hash == y.frame_hash)
     if x.remote_frame is not None and x.remote_frame == y.remote_frame and x.entry == y.entry:
         return True  # remote: equal frames with equal metadata, without reading two payloads
     from ...outer import read_outer

@@ -1,0 +1,143 @@
+"""One interface for the layouts of the producers that write ``.tgm`` files (DESIGN.md "Files from real producers").
+
+ECMWF's producers (the GRIB converter, anemoi-inference's output plugin, earthkit-data's encoder,
+the netCDF converter) each lay their objects out in their own way, and their users expect what
+they know from the producer's world (cfgrib's names and levels, a grid coordinate, ...). A
+producer is recognised from an object's own metadata (and its message's ``_extra_``) when the
+objects are collected, and the mapping stages then ask the object's producer a few questions.
+Every question has a default answer here, "nothing special": the generic rules of DESIGN.md
+apply. A producer overrides only what its layout needs.
+
+Stage 1 (:mod:`.collect`)
+    :meth:`Producer.recognises` picks the producer; :attr:`Producer.sections` names the metadata
+    sections it keeps nested (:meth:`Producer.keys_view` answers dotted keys from them);
+    :meth:`Producer.level` gives an object's vertical level as a dimension of its own kind.
+Stage 2 (:mod:`.naming`)
+    :meth:`Producer.variable_name` (the default name, when no ``variable_key`` is asked for) and
+    :meth:`Producer.coordinate` (an object that is a coordinate whatever its name says).
+Stage 3 (:mod:`.dims`, via ``__init__``)
+    :meth:`Producer.grid`: the dims of the object's own axes and coordinates computed for them.
+Stage 4 (:mod:`.hypercube`)
+    :meth:`Producer.restates` (keys that restate others: never a dimension or a coordinate),
+    :meth:`Producer.level_order`, :attr:`Producer.dependent_coordinates`.
+Stages 2-5 at once
+    :meth:`Producer.assemble`, for a layout that says everything the stages would guess (the netCDF
+    converter's names, dims and attributes): when every object of the file is its own, it builds the
+    raw Datasets itself (:attr:`Producer.assembles`).
+Stage 5 (:mod:`.build`)
+    :meth:`Producer.dim_attrs` (attributes of a stacked dimension's coordinate),
+    :meth:`Producer.attributes` (a variable's attributes and encoding) and
+    :meth:`Producer.scalar_coordinates`.
+
+A new producer is one module in :mod:`.producers` with a subclass of :class:`Producer`, plus one
+line in that package's ``REGISTERED`` tuple. Producers are asked in that order; the first that
+recognises an object owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import xarray as xr
+
+# the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
+from ...grib import GridCoords, LevelInfo
+
+__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
+
+Keys = Mapping[str, Any]
+#: the stacking source of a producer's levels: ``grib:level:<LevelInfo.name>`` (one per kind of level)
+LEVEL_PREFIX = "grib:level:"
+
+
+@dataclass(frozen=True)
+class CoordinateRole:
+    """An object that is a coordinate: the name it goes by and the dims it lies on."""
+
+    name: str
+    dims: tuple[str, ...]
+
+
+def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
+    """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
+    var = xr.Variable(tuple(dims), values, dict(attrs))
+    var.encoding = {"tensogram_derived": True}
+    return var
+
+
+class Producer:
+    """The generic answers; a producer's subclass overrides what its layout changes."""
+
+    #: short label, used in messages and in the ``tensogram_producer`` encoding entry
+    label: ClassVar[str] = "generic"
+    #: top-level metadata sections kept nested per object (many keys that never make a dimension)
+    sections: ClassVar[tuple[str, ...]] = ()
+    #: whether keys that vary with the stacked dims become coordinates (``False``: they are dropped)
+    dependent_coordinates: ClassVar[bool] = True
+    #: the metadata key a level dimension (:meth:`level`) stands for when the writer writes it back
+    level_source: ClassVar[str] = "mars.levelist"
+    #: whether :meth:`assemble` builds the Datasets of a file whose objects are all this producer's
+    assembles: ClassVar[bool] = False
+
+    def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+        """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's.
+
+        Asked once per object of the file: keep it to a few dictionary lookups.
+        """
+        return False
+
+    def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Every dotted key of the object, :attr:`sections` included (``flat`` leaves them out)."""
+        return flat
+
+    def level(self, keys: Keys) -> LevelInfo | None:
+        """The object's level as a dimension named after its kind (None: ``mars.levelist`` as any key)."""
+        return None
+
+    def variable_name(self, keys: Keys) -> str | None:
+        """The variable name when no ``variable_key`` is given (None: the default chain)."""
+        return None
+
+    def coordinate(self, keys: Keys, shape: tuple[int, ...]) -> CoordinateRole | None:
+        """The object's coordinate role, when its name does not say it (None: decided by name)."""
+        return None
+
+    def grid(self, keys: Keys, shape: tuple[int, ...]) -> GridCoords | None:
+        """Dims of the object's own axes and computed coordinates (None: the generic dim rules)."""
+        return None
+
+    def restates(self, key: str) -> bool:
+        """Whether a dotted key only restates others (the level in a name): never a dim or coordinate."""
+        return False
+
+    def level_order(self, name: str, values: Sequence[float]) -> list[float]:
+        """The order of a level dimension's values (increasing unless the producer's users expect otherwise)."""
+        return sorted(values)
+
+    def dim_attrs(self, dim: str, source: str, keys: Keys) -> dict[str, str] | None:
+        """Attributes of the coordinate of a stacked dim (``source``: the key or level it stacks)."""
+        return None
+
+    def attributes(
+        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+    ) -> dict[str, Any]:
+        """A variable's attributes (and entries the writer needs in ``encoding``), from its first object;
+        ``stacked``: the metadata keys (stacking sources, :data:`LEVEL_PREFIX` for levels) of its dims."""
+        return attrs
+
+    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
+        """Scalar coordinates of a variable (none named like its stacked ``dims``): a Dataset keeps one where every
+        variable that has it agrees on its value; where they differ, each variable's attributes hold it."""
+        return {}
+
+    def filter_value(self, keys: Keys, key: str) -> Any:
+        """The value ``filter_by_keys`` compares for a key the object does not have under that name."""
+        return None
+
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
+        """The raw (CF-encoded) Datasets of a file whose objects (``collect.TgObject``) are all this producer's,
+        ``{"/": ds}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
+        ``filter_by_keys``, ``drop_variables``. None: the generic stages build them."""
+        return None

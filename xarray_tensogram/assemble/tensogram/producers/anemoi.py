@@ -1,0 +1,59 @@
+"""anemoi-inference's output plugin (``tensogram-anemoi``): objects open as earthkit-data users know them.
+
+Its layout (``TensogramOutput.write_step``, 0.24.0): one message per forecast step; in each, two
+1-D grid objects named ``grid_latitude``/``grid_longitude`` (``anemoi.variable`` = ``latitude`` /
+``longitude``), then one object per field named by its anemoi variable (``2t``, ``t_500``) with
+``mars`` keys and ``dim_names ["values"]``; with ``stack_pressure_levels=True`` one object of shape
+``(values, level)`` per pressure parameter with ``mars.levelist`` a list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..producer import CoordinateRole, GridCoords, Keys, Producer
+
+__all__ = ["AnemoiOutput"]
+
+#: the grid objects' ``anemoi.variable`` values and the coordinate each one is
+_GRID = {"latitude": "latitude", "longitude": "longitude"}
+_GRID_DIM = "values"
+_LEVEL_DIM = "level"
+#: a pressure level coordinate, as earthkit-data and cfgrib describe one
+_PRESSURE_ATTRS = {"long_name": "pressure", "units": "hPa", "positive": "down", "standard_name": "air_pressure"}
+
+
+class AnemoiOutput(Producer):
+    """Objects carrying an ``anemoi`` section."""
+
+    label: ClassVar[str] = "anemoi"
+
+    def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+        return type(entry.get("anemoi")) is dict
+
+    def coordinate(self, keys: Keys, shape: tuple[int, ...]) -> CoordinateRole | None:
+        variable = keys.get("anemoi.variable")
+        name = _GRID.get(variable) if isinstance(variable, str) else None
+        return CoordinateRole(name, (_GRID_DIM,)) if name is not None and len(shape) == 1 else None
+
+    def variable_name(self, keys: Keys) -> str | None:
+        param = keys.get("mars.param")
+        return str(param) if isinstance(param, (str, int)) and not isinstance(param, bool) else None
+
+    def restates(self, key: str) -> bool:
+        # the per-level name (t_500) restates the parameter and the level
+        return key in ("name", "anemoi.variable")
+
+    def grid(self, keys: Keys, shape: tuple[int, ...]) -> GridCoords | None:
+        levels = keys.get("mars.levelist")
+        if len(shape) == 2 and isinstance(levels, tuple) and len(levels) == shape[1]:
+            values = np.asarray(levels, dtype=np.float64)
+            return GridCoords([_GRID_DIM, _LEVEL_DIM], {_LEVEL_DIM: ((_LEVEL_DIM,), values, dict(_PRESSURE_ATTRS))})
+        return None
+
+    def dim_attrs(self, dim: str, source: str, keys: Keys) -> dict[str, str] | None:
+        pressure = source in ("mars.levelist", "mars.level") and keys.get("mars.levtype") == "pl"
+        return dict(_PRESSURE_ATTRS) if pressure else None

@@ -1,0 +1,87 @@
+"""ECMWF's GRIB converter (``tensogram-grib``): objects open as cfgrib opens the GRIB messages.
+
+The GRIB facts (names, grids, levels, attributes) live in :mod:`xarray_tensogram.grib`, which
+the writer shares; this module only answers the mapping stages' questions with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import xarray as xr
+
+from .... import grib
+from ....mars import NUMBER_ATTRS
+from ..keys import SectionKeys
+from ..producer import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
+
+__all__ = ["GribConverter", "GribKeys"]
+
+
+class GribKeys(SectionKeys):
+    """A converter object's dotted keys with its ``grib_repro``/``grib`` sections left nested."""
+
+    __slots__ = ()
+
+    def __init__(self, flat: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
+        super().__init__(flat, entry, grib.GRIB_SECTIONS)
+
+
+class GribConverter(Producer):
+    """Objects carrying ``grib_repro`` (always written) or ``grib`` sections."""
+
+    label: ClassVar[str] = "grib"
+    sections: ClassVar[tuple[str, ...]] = grib.GRIB_SECTIONS
+    #: keys that vary with step or level restate them (``stepRange``, ``level``): dropped, as cfgrib does
+    dependent_coordinates: ClassVar[bool] = False
+    level_source: ClassVar[str] = grib.GRIB_LEVEL_SOURCE
+
+    def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+        return grib.is_grib_entry(entry)
+
+    def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        return GribKeys(flat, entry)
+
+    def level(self, keys: Keys) -> LevelInfo | None:
+        return grib.level_info(keys)
+
+    def variable_name(self, keys: Keys) -> str | None:
+        return grib.variable_name(keys)  # cfgrib's name, never the numeric mars.param
+
+    def grid(self, keys: Keys, shape: tuple[int, ...]) -> GridCoords | None:
+        return grib.grid_coordinates(keys, shape)
+
+    def restates(self, key: str) -> bool:
+        return not grib.is_stackable(key)
+
+    def level_order(self, name: str, values: Sequence[float]) -> list[float]:
+        return grib.level_order(name, values)  # as cfgrib sorts them: decreasing pressure
+
+    def dim_attrs(self, dim: str, source: str, keys: Keys) -> dict[str, str] | None:
+        return grib.level_coordinate_attrs(dim) if source.startswith(LEVEL_PREFIX) else None
+
+    def attributes(
+        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+    ) -> dict[str, Any]:
+        """units/long_name and GRIB_* attributes as cfgrib gives them; where the writer puts them back."""
+        attrs, paths = grib.cf_attributes(attrs)
+        if paths:
+            encoding["tensogram_attr_paths"] = paths
+        if any(s.startswith(LEVEL_PREFIX) for s in stacked) and "mars.levelist" in keys:
+            encoding["tensogram_grib_levelist"] = True
+        return attrs
+
+    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
+        """A constant level named after typeOfLevel, a constant ensemble member ``number``, as in cfgrib."""
+        out = {}
+        if level is not None and level.name not in dims:
+            out[level.name] = derived((), np.float64(level.value), grib.level_coordinate_attrs(level.name))
+        number = keys.get("mars.number")
+        if "number" not in dims and isinstance(number, int) and not isinstance(number, bool):
+            out["number"] = derived((), np.int64(number), NUMBER_ATTRS)
+        return out
+
+    def filter_value(self, keys: Keys, key: str) -> Any:
+        return grib.filter_value(keys, key)  # cfgrib's undotted keys: typeOfLevel, shortName
