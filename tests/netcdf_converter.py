@@ -117,8 +117,21 @@ def _h5_attr(h5attrs: Any, name: str, value: Any) -> NcAttr:
     if info is not None:
         if info.length is None:  # NC_STRING: always an array of strings (nc value(): Strs)
             return NcAttr([str(s) for s in np.atleast_1d(value)], "string")
-        return NcAttr(str(value).split("\0")[0], "string")  # NC_CHAR
+        text = value.decode("utf-8") if isinstance(value, bytes) else str(value)
+        return NcAttr(text.split("\0")[0], "string")  # NC_CHAR: one string, cut at its first NUL
     return _numeric(value)
+
+
+def _user_or_text_type(dtype: np.dtype) -> bool:
+    """char/string and the user types (compound, opaque, enum, vlen): skipped by the converter (C:309-345)."""
+    import h5py
+
+    return (
+        dtype.kind in "OSUV"
+        or dtype.names is not None
+        or h5py.check_enum_dtype(dtype) is not None
+        or h5py.check_vlen_dtype(dtype) is not None
+    )
 
 
 def _read_nc4(path: Path) -> NcFile:
@@ -128,7 +141,7 @@ def _read_nc4(path: Path) -> NcFile:
         dims = [(n, int(d.size), bool(d.isunlimited())) for n, d in f.dimensions.items()]
         variables = []
         for name, var in f.variables.items():
-            raw = None if var.dtype.kind in "OSU" or var.dtype is str else np.asarray(var[...])
+            raw = None if _user_or_text_type(var._h5ds.dtype) else np.asarray(var[...])
             attrs = {k: _h5_attr(var._h5ds.attrs, k, v) for k, v in var.attrs.items()}
             variables.append(NcVar(name, list(var.dimensions), raw, attrs))
         gattrs = {k: _h5_attr(f._h5file.attrs, k, v) for k, v in f.attrs.items()}

@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 
 from netcdf_converter import Pipeline, convert
-from xarray_tensogram.errors import EncodeError, GroupSelectionError, TensogramMappingWarning
+from xarray_tensogram.errors import EncodeError, GroupSelectionError, NotATensorFileError, TensogramMappingWarning
 
 ENGINES = {"nc3": "scipy", "nc4": "h5netcdf"}
 #: the keys xarray's CF decoding moves from attributes into ``.encoding``
@@ -290,3 +290,48 @@ def test_open_options_apply(originals: dict[str, Path], tmp_path: Path) -> None:
     renamed = _open(tgm, dim_names={"pressure": ["y"]})
     assert renamed.pressure.dims == ("y",)
     assert list(_open(tgm, drop_variables=["t2m", "count"]).data_vars) == ["sst", "pressure"]
+
+
+# -- the converter's own test files (tests/data/netcdf_converter/README.md) ---------------------------------
+CONVERTER_FILES = Path(__file__).parent / "data" / "netcdf_converter"
+#: files with an unlimited dimension: the only ones the record split accepts (converter.rs:591-594)
+WITH_RECORDS = {"complex_types_unlimited", "record_multi_dtype", "record_with_char", "unlimited_time"}
+CASES = [
+    (p.stem, split)
+    for p in sorted(CONVERTER_FILES.glob("*.nc"))
+    if p.stem != "empty_unlimited"
+    for split in ("file", "variable", "record")
+    if split != "record" or p.stem in WITH_RECORDS
+]
+
+
+@pytest.mark.parametrize(("stem", "split"), CASES)
+def test_the_converters_own_files_open_as_the_originals(tmp_path: Path, stem: str, split: str) -> None:
+    nc = CONVERTER_FILES / f"{stem}.nc"
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        tgm = convert(nc, tmp_path / "out.tgm", split_by=split, cf=split == "variable")
+    skipped = [str(w.message).split("'")[1] for w in said if "skipping variable" in str(w.message)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = _open(tgm)
+    ref = xr.open_dataset(nc, engine="h5netcdf" if nc.read_bytes()[:3] != b"CDF" else "scipy")
+    ref = ref.drop_vars([v for v in skipped if v in ref.variables])
+    if stem == "attr_type_variants":
+        # a string scale_factor: the converter keeps the raw values as float64 (spec "Packed variables"),
+        # where xarray cannot unpack the original at all
+        raw = xr.open_dataset(nc, engine="h5netcdf", mask_and_scale=False)["string_scale"]
+        np.testing.assert_array_equal(ours["string_scale"].values, raw.values.astype(np.float64))
+        ref, ours = ref.drop_vars("string_scale"), ours.drop_vars("string_scale")
+    assert_like_netcdf(ours, ref)
+
+
+def test_a_record_split_of_no_records_is_an_empty_file(tmp_path: Path) -> None:
+    """Zero records give zero messages and the CLI an empty file (converter.rs:596-598): nothing to open."""
+    tgm = convert(CONVERTER_FILES / "empty_unlimited.nc", tmp_path / "out.tgm", split_by="record")
+    with pytest.raises(NotATensorFileError, match="empty"):
+        _open(tgm)
+    assert_like_netcdf(
+        _open(convert(CONVERTER_FILES / "empty_unlimited.nc", tmp_path / "f.tgm")),
+        xr.open_dataset(CONVERTER_FILES / "empty_unlimited.nc", engine="h5netcdf"),
+    )
