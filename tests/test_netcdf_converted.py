@@ -151,6 +151,9 @@ def test_a_compression_pipeline_changes_nothing(originals: dict[str, Path], tmp_
     ours = _open(tgm)
     assert_like_netcdf(ours, _reference(originals["nc4"]))
     assert ours.sst.encoding["tensogram_compression"] == "zstd"
+    lazy = _open(tgm, chunks={})  # Dask: whole objects (records grouped), equal values
+    assert lazy.sst.chunks is not None
+    assert_like_netcdf(lazy.compute(), _reference(originals["nc4"]))
 
 
 def test_the_three_splits_give_the_same_dataset(originals: dict[str, Path], tmp_path: Path) -> None:
@@ -335,3 +338,18 @@ def test_a_record_split_of_no_records_is_an_empty_file(tmp_path: Path) -> None:
         _open(convert(CONVERTER_FILES / "empty_unlimited.nc", tmp_path / "f.tgm")),
         xr.open_dataset(CONVERTER_FILES / "empty_unlimited.nc", engine="h5netcdf"),
     )
+
+
+def test_a_file_mixing_converted_and_other_objects_says_so(originals: dict[str, Path], tmp_path: Path) -> None:
+    import tensogram
+
+    tgm = convert(originals["nc4"], tmp_path / "out.tgm")
+    plain = tensogram.encode(
+        {"base": [{"name": "x"}]}, [({"type": "ntensor", "shape": [2], "dtype": "float32"}, np.ones(2, "f4"))]
+    )
+    tgm.write_bytes(tgm.read_bytes() + plain)
+    with pytest.warns(TensogramMappingWarning, match="8 objects follow the netcdf producer's layout and 1 do"):
+        ds = xr.open_groups(tgm, engine="tensogram")
+    assert any("x" in g.variables for g in ds.values())
+    # each kind alone opens as it should
+    assert_like_netcdf(_open(tgm, message_index=0), _reference(originals["nc4"]))

@@ -22,7 +22,7 @@ from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ..common import check_dim_names, flatten_attrs
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
-from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
+from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
@@ -230,8 +230,15 @@ def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
 
 def _assembling_producer(objects: Sequence[TgObject]) -> Producer | None:
     """The producer of every object, when it builds the Datasets itself (:meth:`Producer.assemble`)."""
-    first = objects[0].producer if objects else None
-    if first is None or not first.assembles or any(o.producer is not first for o in objects):
+    first = next((o.producer for o in objects if o.producer is not None and o.producer.assembles), None)
+    if first is None:
+        return None
+    others = sum(1 for o in objects if o.producer is not first)
+    if others:
+        warn(
+            f"{len(objects) - others} objects follow the {first.label} producer's layout and {others} do not; "
+            f"the generic rules apply to all of them (open the messages of each kind with message_index=...)"
+        )
         return None
     return first
 

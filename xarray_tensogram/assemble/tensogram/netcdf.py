@@ -32,7 +32,7 @@ import xarray as xr
 from ...catalog import ArraySpec, stack_specs
 from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import TensogramMappingWarning
-from ..common import check_dim_names, lazy_variable, requested_dims
+from ..common import check_dim_names, grouped_chunks, lazy_variable, requested_dims
 from .netcdf_concat import concat_specs
 from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
@@ -87,7 +87,12 @@ def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> xr.Variable:
     pieces = _pieces(var.objects)
     specs = [p.spec() for p in pieces]
     spec = specs[0] if len(specs) == 1 else concat_specs(specs)
-    return lazy_variable(dims, spec, var.first.attrs, _encoding(var, inp))
+    encoding = _encoding(var, inp)
+    # chunks={}: whole objects, grouped along the stacked records when they are small (as for any .tgm)
+    encoding["preferred_chunks"] = dict(
+        zip(dims, grouped_chunks(spec.shape, spec.chunk_shape, spec.dtype), strict=True)
+    )
+    return lazy_variable(dims, spec, var.first.attrs, encoding)
 
 
 def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None:
@@ -258,8 +263,8 @@ def netcdf_groups(
     drop = frozenset(drop_variables)
     named = [o for o in named if o.name not in drop]
     inputs = _combine(group_inputs(named))
-    for inp in inputs:
-        check_dim_names(dim_names, {n: len(_dims(v, inp.unlimited)) for n, v in inp.variables.items()}, file_name)
+    ranks = {n: len(_dims(v, inp.unlimited)) for inp in inputs for n, v in inp.variables.items()}
+    check_dim_names(dim_names, ranks, file_name)
     built = [_dataset(inp, dim_names, file_name) for inp in inputs]
     if len(built) == 1:
         return {"/": built[0]}
