@@ -353,3 +353,10 @@ def test_a_file_mixing_converted_and_other_objects_says_so(originals: dict[str, 
     assert any("x" in g.variables for g in ds.values())
     # each kind alone opens as it should
     assert_like_netcdf(_open(tgm, message_index=0), _reference(originals["nc4"]))
+
+
+def test_filter_by_keys_compares_netcdf_attributes_as_text(originals: dict[str, Path], tmp_path: Path) -> None:
+    """NC_STRING attributes are arrays of one string in the file; a filter names them as text."""
+    tgm = convert(originals["nc4"], tmp_path / "out.tgm", split_by="record")
+    ds = _open(tgm, filter_by_keys={"netcdf.standard_name": "sea_surface_temperature"})
+    assert list(ds.data_vars) == ["sst"] and ds.sizes["time"] == 4

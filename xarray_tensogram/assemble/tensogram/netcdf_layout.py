@@ -22,7 +22,6 @@ import numpy as np
 
 from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 from ..common import netcdf_safe_value
-from .keys import hashable
 
 __all__ = [
     "CONVERTER_KEYS",
@@ -151,15 +150,9 @@ class NcInput:
     def first_object(self) -> NcObject:
         return next(iter(self.variables.values())).first
 
-    def signature(self) -> Any:
-        nc = self.first_object.nc
-        return _signature(nc)
-
     def takes(self, message: Sequence[NcObject]) -> bool:
         """Whether ``message`` continues this input: same file metadata, and no variable (or record) again."""
-        if hashable(message[0].nc.get("_file")) != hashable(self.file_map) or _signature(message[0].nc) != (
-            self.signature()
-        ):
+        if not _same_file(message[0].nc, self.first_object.nc):
             return False
         records = {o.record for o in message if o.record is not None}
         if records:
@@ -181,8 +174,11 @@ class NcInput:
                 self.last_record = max(self.last_record, o.record)
 
 
-def _signature(nc: Mapping[str, Any]) -> Any:
-    return hashable(nc.get("_file")), hashable(nc.get("_global")), hashable(nc.get("_global_types"))
+def _same_file(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """The same dimension registry and global attributes (compared as decoded, without copies: once per
+    message). A NaN global attribute compares unequal to itself, so its messages count as separate inputs,
+    which the combine step joins again."""
+    return all(a.get(k) == b.get(k) for k in ("_file", "_global", "_global_types"))
 
 
 def same_object(a: NcObject, b: NcObject) -> bool:
