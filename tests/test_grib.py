@@ -340,11 +340,11 @@ def test_bundled_sample_opens_like_cfgrib() -> None:
         _assert_like_cfgrib(ours, ref)
 
 
-def test_readme_grib_example_runs() -> None:
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+def test_docs_grib_example_runs() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "mapping.md").read_text()
     block = text.split("<!-- grib-example -->", 1)[1].split("<!-- /grib-example -->", 1)[0]
     code = block.split("```python", 1)[1].split("```", 1)[0]
-    exec(compile(code, "README.md:grib-example", "exec"), {})
+    exec(compile(code, "docs/mapping.md:grib-example", "exec"), {})
 
 
 def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:

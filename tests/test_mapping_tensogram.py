@@ -528,11 +528,11 @@ def test_plan_far_larger_than_the_objects_is_refused(tmp_path):
         _open(msg)
 
 
-def test_readme_mapping_example_runs(tmp_path, monkeypatch):
-    """The README's mixed-shape example runs as written (only this package, no reference encoder)."""
-    with open(os.path.join(os.path.dirname(__file__), os.pardir, "README.md"), encoding="utf-8") as f:
+def test_docs_mapping_example_runs(tmp_path, monkeypatch):
+    """The mapping page's mixed-shape example runs as written (only this package, no reference encoder)."""
+    with open(os.path.join(os.path.dirname(__file__), os.pardir, "docs", "mapping.md"), encoding="utf-8") as f:
         readme = f.read()
     block = readme.split("A small file with objects of different shapes", 1)[1].split("```python\n", 1)[1]
     code = block.split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(code, "docs/mapping.md", "exec"), {"__name__": "readme"})

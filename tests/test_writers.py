@@ -541,16 +541,16 @@ def test_message_dims_product_order(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_readme_forecast_example_runs_as_written(tmp_path, monkeypatch):
-    """The first code block of the README's writing section, executed verbatim in an empty folder."""
+def test_docs_forecast_example_runs_as_written(tmp_path, monkeypatch):
+    """The first code block of the writing page, executed verbatim in an empty folder."""
     if not available("imagecodecs"):
         pytest.skip("the example uses szip (imagecodecs)")
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme[readme.index("## Writing Tensogram files") :]
+    readme = (Path(__file__).parent.parent / "docs" / "writing.md").read_text()
+    section = readme[readme.index("## Tensogram (`.tgm`)") :]
     code = section[section.index("```python") + len("```python") :]
     code = code[: code.index("```")]
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/writing.md", "exec"), {})
     assert len(_reference_messages(tmp_path / "forecast.tgm")) == 6
     assert len(_reference_messages(tmp_path / "run.tgm")) == 2
 

@@ -1,17 +1,34 @@
-"""mkdocs hook: the benchmark page lists every script of benchmarks/ with its own docstring.
+"""mkdocs hooks: a quiet build, a benchmark page that lists the scripts, docstrings without Sphinx roles.
 
-The placeholder ``<!-- benchmark-scripts -->`` in ``benchmarks.md`` is replaced at build time,
-so the page cannot drift from the scripts (a new script appears without editing the docs).
+* The placeholder ``<!-- benchmark-scripts -->`` in ``benchmarks.md`` is replaced at build time,
+  so the page cannot drift from the scripts (a new script appears without editing the docs).
+* The notebooks are converted with ``tools/jupyter/jupyter_nbconvert_config.json``: kernels start
+  without ipykernel's start-up log (a warning about its local TCP transport), and an output that has
+  a plain-text form is shown as that text. xarray's HTML repr carries its text repr as a hidden
+  fallback, and the theme's typography un-hides it and unstyles the HTML, so each Dataset was shown
+  twice; images still come first.
+* The package's docstrings are numpydoc, which uses Sphinx roles (``:func:`to_tensogram```);
+  mkdocstrings renders them as raw text, so the API pages get them as plain code instead.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PLACEHOLDER = "<!-- benchmark-scripts -->"
+
+# set when mkdocs loads this module, before any notebook is executed (kernels inherit the environment)
+os.environ["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+    p for p in (str(ROOT / "tools" / "jupyter"), os.environ.get("JUPYTER_CONFIG_PATH", "")) if p
+)
+
+#: a Sphinx role before inline code, as mkdocstrings renders ``:meth:`read_object``` in HTML
+ROLE_HTML = re.compile(r":(?:py:)?(?:func|meth|class|attr|mod|exc|data|obj|const|term|ref):(<code>)")
 
 
 def benchmark_sections() -> str:
@@ -28,3 +45,13 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     if PLACEHOLDER in markdown:
         return markdown.replace(PLACEHOLDER, benchmark_sections())
     return markdown
+
+
+def strip_roles(html: str) -> str:
+    """``:meth:<code>read_object</code>`` (a role mkdocstrings leaves as text) becomes the code alone."""
+    return ROLE_HTML.sub(r"\1", html)
+
+
+def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
+    """Sphinx roles that the docstrings rendered as raw text are dropped, keeping their code."""
+    return strip_roles(html)

@@ -194,9 +194,9 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
-    # no hosted page of this project exists yet (xarray shows "Learn more at <url>" only when set);
-    # the reference project's URL was misleading here
-    url = ""
+    # xarray shows "Learn more at <url>"; no hosted page exists yet, so this is the documentation's
+    # path in the source tree, as in pyproject's project.urls (the reference project's URL misled)
+    url = "docs/index.md"
     open_dataset_parameters = (
         "filename_or_obj",
         "drop_variables",
