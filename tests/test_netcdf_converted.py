@@ -360,3 +360,52 @@ def test_filter_by_keys_compares_netcdf_attributes_as_text(originals: dict[str, 
     tgm = convert(originals["nc4"], tmp_path / "out.tgm", split_by="record")
     ds = _open(tgm, filter_by_keys={"netcdf.standard_name": "sea_surface_temperature"})
     assert list(ds.data_vars) == ["sst"] and ds.sizes["time"] == 4
+
+
+def _cds_style(path: Path) -> Path:
+    """A netCDF-4 file as the new CDS delivers ERA5: int64 ``valid_time`` in seconds, scalar ``number``, a string
+    ``expver`` label (which the converter skips), GRIB_* attributes, NaN fills, ``coordinates`` attributes."""
+    rng = np.random.default_rng(7)
+    times = np.array([1704067200 + 3600 * i for i in range(3)], dtype=np.int64)
+    ds = xr.Dataset(
+        {
+            "t2m": (
+                ("valid_time", "latitude", "longitude"),
+                np.where(rng.random((3, 4, 6)) < 0.1, np.nan, 280 + rng.random((3, 4, 6))).astype(np.float32),
+                {"GRIB_paramId": np.int64(167), "GRIB_units": "K", "units": "K", "long_name": "2 metre temperature"},
+            ),
+        },
+        coords={
+            "number": ((), np.int64(0), {"long_name": "ensemble member numerical id", "units": "1"}),
+            "valid_time": (
+                ("valid_time",),
+                times,
+                {"units": "seconds since 1970-01-01", "calendar": "proleptic_gregorian", "standard_name": "time"},
+            ),
+            "latitude": (("latitude",), np.linspace(60, 45, 4), {"units": "degrees_north"}),
+            "longitude": (("longitude",), np.linspace(0, 12.5, 6), {"units": "degrees_east"}),
+            "expver": (("valid_time",), np.array(["0001"] * 3, dtype=object)),
+        },
+        attrs={"GRIB_centre": "ecmf", "Conventions": "CF-1.7", "institution": "European Centre"},
+    )
+    ds.to_netcdf(path, engine="h5netcdf")
+    return path
+
+
+@pytest.mark.parametrize("split", ["file", "variable"])
+def test_a_cds_style_netcdf4_file(tmp_path: Path, split: str) -> None:
+    nc = _cds_style(tmp_path / "cds.nc")
+    with pytest.warns(UserWarning, match="skipping variable 'expver'"):
+        tgm = convert(nc, tmp_path / "cds.tgm", split_by=split, cf=True)
+    with pytest.warns(TensogramMappingWarning, match=r"'t2m' lists coordinates \['expver'\]"):
+        ours = _open(tgm)
+    assert_like_netcdf(ours, _reference(nc).drop_vars("expver"))
+    assert ours["valid_time"].dtype == "datetime64[ns]" and ours["number"].ndim == 0
+
+
+@pytest.mark.parametrize("split", ["file", "variable", "record"])
+def test_the_era5_like_sample_in_every_split(tmp_path: Path, split: str) -> None:
+    from importlib.resources import files
+
+    nc = Path(str(files("xarray_tensogram") / "samples" / "netcdf" / "era5_sfc.nc"))
+    assert_like_netcdf(_open(convert(nc, tmp_path / "out.tgm", split_by=split)), _reference(nc))
