@@ -17,7 +17,13 @@ import pytest
 import xarray as xr
 
 from netcdf_converter import Pipeline, convert
-from xarray_tensogram.errors import EncodeError, GroupSelectionError, NotATensorFileError, TensogramMappingWarning
+from xarray_tensogram.errors import (
+    EncodeError,
+    GroupSelectionError,
+    MetadataError,
+    NotATensorFileError,
+    TensogramMappingWarning,
+)
 
 ENGINES = {"nc3": "scipy", "nc4": "h5netcdf"}
 #: the keys xarray's CF decoding moves from attributes into ``.encoding``
@@ -409,3 +415,29 @@ def test_the_era5_like_sample_in_every_split(tmp_path: Path, split: str) -> None
 
     nc = Path(str(files("xarray_tensogram") / "samples" / "netcdf" / "era5_sfc.nc"))
     assert_like_netcdf(_open(convert(nc, tmp_path / "out.tgm", split_by=split)), _reference(nc))
+
+
+def _converted_like(tmp_path: Path, objects: list[tuple[dict, np.ndarray]]) -> Path:
+    """A hand-made file in the converter's layout (``tensogram.encode``), one message per object."""
+    import tensogram
+
+    blobs = [
+        tensogram.encode({"base": [entry]}, [({"type": "ntensor", "shape": list(v.shape), "dtype": v.dtype.name}, v)])
+        for entry, v in objects
+    ]
+    path = tmp_path / "hand.tgm"
+    path.write_bytes(b"".join(blobs))
+    return path
+
+
+def test_damaged_netcdf_maps_are_errors_naming_the_object(tmp_path: Path) -> None:
+    file_map = {"dims": [{"name": "time", "len": 2, "unlimited": True}, {"name": "x", "len": 3, "unlimited": False}]}
+    wrong_rank = {"name": "v", "netcdf": {"_dims": ["x", "y"], "_file": file_map}}
+    with pytest.raises(MetadataError, match=r"object 0 \('v'\): netcdf._dims \['x', 'y'\] names 2 dimensions"):
+        _open(_converted_like(tmp_path, [(wrong_rank, np.zeros(3))]))
+    records = [
+        ({"name": "r", "netcdf": {"_dims": ["x"], "_file": file_map, "record_index": 0}}, np.zeros(3)),
+        ({"name": "r", "netcdf": {"_dims": ["x"], "_file": file_map, "record_index": 1}}, np.zeros(3, "f4")),
+    ]
+    with pytest.raises(MetadataError, match="records of shape"):
+        _open(_converted_like(tmp_path, records))

@@ -31,15 +31,12 @@ import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
 from ...conventions import NETCDF_ENCODING_KEY
-from ...errors import TensogramMappingWarning
+from ...errors import MetadataError, TensogramMappingWarning
 from ..common import check_dim_names, grouped_chunks, lazy_variable, requested_dims
 from .netcdf_concat import concat_specs
 from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
-__all__ = ["NETCDF_ENCODING", "netcdf_groups"]
-
-#: per-variable encoding key: what the writer needs to give the object back its converter layout
-NETCDF_ENCODING = NETCDF_ENCODING_KEY
+__all__ = ["netcdf_groups"]
 
 
 @dataclass
@@ -77,10 +74,28 @@ def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
 def _encoding(var: NcVariable, inp: NcInput) -> dict[str, Any]:
     first = var.first
     return {
-        NETCDF_ENCODING: {"file": inp.file_map, "cf": first.has_cf},
+        NETCDF_ENCODING_KEY: {"file": inp.file_map, "cf": first.has_cf},
         "tensogram_name_key": "name",
         **(first.obj.pipeline() if first.obj.pipeline else {}),
     }
+
+
+def _check(var: NcVariable, where: str) -> None:
+    """``_dims`` must name every axis, and the records of one variable must agree: a damaged or hand-made
+    file gets an error naming the object, not a foreign exception later."""
+    first = var.first.obj
+    if len(var.first.dims) != len(first.shape):
+        raise MetadataError(
+            f"{where}: message {first.msg} object {first.obj} ({var.name!r}): netcdf._dims {var.first.dims} "
+            f"names {len(var.first.dims)} dimensions, the object has shape {list(first.shape)}"
+        )
+    for o in var.objects[1:]:
+        if o.record is not None and (o.obj.shape, o.obj.dtype) != (first.shape, first.dtype):
+            raise MetadataError(
+                f"{where}: variable {var.name!r} has records of shape {list(first.shape)} ({first.dtype}) in "
+                f"message {first.msg} and {list(o.obj.shape)} ({o.obj.dtype}) in message {o.obj.msg}; "
+                f"open the messages separately with message_index=..."
+            )
 
 
 def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> xr.Variable:
@@ -117,6 +132,7 @@ def _dataset(inp: NcInput, dim_names: Any, where: str) -> xr.Dataset:
     coords: dict[str, xr.Variable] = {}
     data: dict[str, xr.Variable] = {}
     for name, var in inp.variables.items():
+        _check(var, where)
         dims = _dims(var, unlimited)
         dims = requested_dims(dim_names, name, len(dims), where) or dims
         built = _variable(var, inp, dims)
