@@ -441,3 +441,16 @@ def test_damaged_netcdf_maps_are_errors_naming_the_object(tmp_path: Path) -> Non
     ]
     with pytest.raises(MetadataError, match="records of shape"):
         _open(_converted_like(tmp_path, records))
+
+
+def test_time_deltas_decode_as_everywhere_in_this_backend(tmp_path: Path) -> None:
+    """Units like ``hours`` decode to timedelta64 by default here (forecast steps, as cfgrib users expect);
+    ``decode_timedelta=False`` gives xarray's netCDF default, numbers."""
+    nc = tmp_path / "lead.nc"
+    lead = {"units": "hours", "long_name": "lead time"}
+    xr.Dataset({"lead": ("t", np.array([0, 6, 12], "i4"), lead)}, coords={"t": ("t", [1, 2, 3])}).to_netcdf(
+        nc, engine="h5netcdf"
+    )
+    tgm = convert(nc, tmp_path / "lead.tgm")
+    assert_like_netcdf(_open(tgm, decode_timedelta=False), _reference(nc, decode_timedelta=False))
+    assert_like_netcdf(_open(tgm), _reference(nc, decode_timedelta=True))
