@@ -127,19 +127,18 @@ def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None
 
 def _dataset(inp: NcInput, dim_names: Any, where: str) -> xr.Dataset:
     """One input's raw Dataset: index coordinates (1-D, named after their dimension) as coordinates, every
-    other variable as data; xarray's decoding then reads ``coordinates`` attributes as in netCDF."""
+    other variable as data, in the file's order; xarray's decoding then reads ``coordinates`` attributes."""
     unlimited = inp.unlimited
-    coords: dict[str, xr.Variable] = {}
-    data: dict[str, xr.Variable] = {}
+    variables: dict[str, xr.Variable] = {}
     for name, var in inp.variables.items():
         _check(var, where)
         dims = _dims(var, unlimited)
-        dims = requested_dims(dim_names, name, len(dims), where) or dims
-        built = _variable(var, inp, dims)
-        (coords if dims == [name] else data)[name] = built
+        variables[name] = _variable(var, inp, requested_dims(dim_names, name, len(dims), where) or dims)
     _warn_missing_coordinates(inp, set(inp.variables), where)
-    # no indexes here: xarray builds them once, after CF decoding, from the store's variables
-    ds = xr.Dataset(data, coords=xr.Coordinates(coords, indexes={}), attrs=inp.global_attrs)
+    # the file's variable order, as xarray's netCDF readers keep it: all variables go in as coordinates (no
+    # indexes here: xarray builds them once, after CF decoding), then all but the index ones become data
+    every = xr.Dataset(coords=xr.Coordinates(variables, indexes={}), attrs=inp.global_attrs)
+    ds: xr.Dataset = every.reset_coords([n for n, v in variables.items() if v.dims != (n,)])
     if unlimited is not None and unlimited in ds.dims:
         ds.encoding["unlimited_dims"] = {unlimited}  # as xarray's netCDF backends record it
     return ds
