@@ -282,12 +282,65 @@ def test_concatenated_conversions_keep_every_parameter(tmp_path: Path) -> None:
             with _cfgrib(gpath, filter_by_keys=filt) as ref:
                 level = ref[name].attrs["GRIB_typeOfLevel"]
                 ours = ds[name]
-                if level in ours.dims and level not in ref[name].dims:
-                    ours = ours.sel({level: float(ref[level])})  # 2 m and 10 m share one heightAboveGround dim
                 np.testing.assert_array_equal(ours.transpose(*ref[name].dims).values, ref[name].values)
                 assert ours.attrs["units"] == ref[name].attrs["units"]
-        # the 2 m field has no 10 m level: that cell is a hole, not a value
-        assert np.isnan(ds["t2m"].sel(heightAboveGround=10.0)).all()
+                if level in ref[name].dims:
+                    np.testing.assert_array_equal(ds[level].values, ref[level].values)
+                else:  # one level: not a dim; the variable's attributes say it (cfgrib: a scalar coordinate)
+                    assert level not in ours.dims
+                    assert ours.attrs["GRIB_level"] == float(ref[level])
+                    assert ours.attrs["GRIB_typeOfLevel"] == level
+        # 2 m and 10 m differ between variables: no shared heightAboveGround coordinate, no invented cells
+        assert "heightAboveGround" not in ds.variables
+        assert "tensogram_missing_objects" not in ds["t2m"].attrs
+
+
+def _concatenation(tmp_path: Path, parts: list[tuple[int, list[int]]], steps: list[int]) -> tuple[Path, Path]:
+    """Converted files of one parameter each, concatenated (as ``cat a.tgm b.tgm``), and their GRIB."""
+    gribs = [gc.grib_file("regular_ll_pl_grib2", [param], steps, levels) for param, levels in parts]
+    tgm, gpath = tmp_path / "cat.tgm", tmp_path / "cat.grib2"
+    tgm.write_bytes(b"".join(gc.convert(g, "merge_all") for g in gribs))
+    gpath.write_bytes(b"".join(gribs))
+    return gpath, tgm
+
+
+def test_concatenated_levels_keep_each_variable_at_its_shape(tmp_path: Path) -> None:
+    """q at 150 hPa and t at 600 hPa: no invented level, no NaN; each variable says its level (issue 24)."""
+    gpath, tgm = _concatenation(tmp_path, [(133, [150]), (130, [600])], [0, 6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with _cfgrib(gpath) as everything:
+            assert "t" not in everything.data_vars  # cfgrib's own Dataset of this file drops t
+    with _ours(tgm) as ds:
+        assert "isobaricInhPa" not in ds.variables  # differs between the variables: not a coordinate
+        for name, level in (("q", 150.0), ("t", 600.0)):
+            with _cfgrib(gpath, filter_by_keys={"shortName": name}) as ref:
+                assert ds[name].dims == ref[name].dims == ("step", "latitude", "longitude")
+                np.testing.assert_array_equal(ds[name].values, ref[name].values)
+                assert float(ref["isobaricInhPa"]) == level
+                assert ds[name].attrs["GRIB_level"] == level
+                assert ds[name].attrs["GRIB_typeOfLevel"] == "isobaricInhPa"
+                assert ds[name].attrs["units"] == ref[name].attrs["units"]
+
+
+def test_concatenated_shared_level_stays_a_scalar_coordinate(tmp_path: Path) -> None:
+    gpath, tgm = _concatenation(tmp_path, [(133, [500]), (130, [500])], [0])
+    with _ours(tgm) as ds, _cfgrib(gpath) as ref:
+        _assert_like_cfgrib(ds, ref)
+        assert ds["isobaricInhPa"].dims == () and float(ds["isobaricInhPa"]) == 500.0
+
+
+def test_concatenated_stacks_only_variables_with_several_levels(tmp_path: Path) -> None:
+    gpath, tgm = _concatenation(tmp_path, [(133, [150]), (130, [850, 600])], [0])
+    with _ours(tgm) as ds:
+        with _cfgrib(gpath, filter_by_keys={"shortName": "t"}) as ref:
+            assert ds["t"].dims == ref["t"].dims
+            np.testing.assert_array_equal(ds["isobaricInhPa"].values, ref["isobaricInhPa"].values)
+            np.testing.assert_array_equal(ds["t"].values, ref["t"].values)
+        with _cfgrib(gpath, filter_by_keys={"shortName": "q"}) as ref:
+            assert "isobaricInhPa" not in ds["q"].dims
+            np.testing.assert_array_equal(ds["q"].values, ref["q"].values)
+            assert ds["q"].attrs["GRIB_level"] == float(ref["isobaricInhPa"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +401,7 @@ def test_docs_grib_example_runs() -> None:
 
 
 def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:
-    """2 m and 10 m fields share one heightAboveGround dim with holes; writing skips the holes."""
+    """2 m and 10 m fields each keep their level in their attributes; writing puts it back per object."""
     from xarray_tensogram import to_tensogram
 
     g = gc.grib_file("regular_ll_sfc_grib2", [167, 165], [0, 6])
@@ -356,7 +409,8 @@ def test_written_concatenation_keeps_metadata_and_holes(tmp_path: Path) -> None:
     _, tpath = gc.write_pair(tmp_path, "mixed", g, "one_to_one")
     out = tmp_path / "rewritten.tgm"
     with _ours(tpath) as ds:
-        assert ds["t2m"].attrs["tensogram_missing_objects"] == 2
+        assert ds["t2m"].dims == ("step", "latitude", "longitude")
+        assert ds["t2m"].attrs["GRIB_level"] == 2 and ds["u10"].attrs["GRIB_level"] == 10
         to_tensogram(ds, out)
         with _ours(out) as back:
             xr.testing.assert_identical(back.load(), ds.load())

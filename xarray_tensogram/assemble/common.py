@@ -237,7 +237,8 @@ def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str |
 def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
     """What is wrong with a list of dim names for a variable of ``rank`` (None: nothing)."""
     if len(wanted) != rank:
-        return f"{len(wanted)} names for rank {rank}"
+        entries = f"{len(wanted)} entr{'y' if len(wanted) == 1 else 'ies'}"
+        return f"{entries} for {rank} ax{'is' if rank == 1 else 'es'}"
     if not all(isinstance(d, str) for d in wanted):
         return "names that are not strings"
     if any(d == "" for d in wanted):

@@ -369,6 +369,9 @@ def _data_object(
     if var.attrs.get("tensogram_missing_objects") and values.dtype.kind == "f" and np.isnan(values).all():
         return None  # a hole in the original hypercube stays a hole
     attrs = var.attrs
+    table = var.encoding.get("tensogram_table_attrs") or {}
+    if table:  # units/long_name/standard_name the reader took from the parameter table: not the file's own
+        attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
     is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
     if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
         attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))

@@ -69,7 +69,7 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
                 )
             continue
         seen[(o.name, o.shape)] = o
-        dims = list(o.coord_dims) if o.coord_dims is not None else None
+        dims = list(o.role.dims) if o.role is not None else None
         if len(o.shape) == 1 and dims is None:
             hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
             dims = hint or [o.name]
@@ -196,7 +196,16 @@ def _build_group(
     csizes = _coord_sizes(coords)
     if any(len(s) > 1 for s in csizes.values()) and not only_group:
         return None
-    axes, conflicts = resolve_axes(hints, dim_names, file_hint, _guessable_sizes(csizes, shapes))
+    axes, conflicts = resolve_axes(
+        hints,
+        dim_names,
+        file_hint,
+        _guessable_sizes(csizes, shapes),
+        coord_dims=csizes,
+        obj_index={n: v[0].obj for n, v in by_name.items()},
+        where=repr(file_name),
+        rename_conflicts=only_group,
+    )
     if conflicts:
         if only_group:
             raise GroupSelectionError(
@@ -283,7 +292,7 @@ def tensogram_groups(
     apply_filter(objects, filter_by_keys, tfile.name)
     coords = unique_coordinates([o for o in objects if o.is_coord])
     selected = [o for o in objects if not o.is_coord and o.selected]
-    check_dim_names(dim_names, {o.name: len(o.shape) for o in selected})
+    check_dim_names(dim_names, {o.name: len(o.shape) for o in selected}, tfile.name)
     drop = frozenset(drop_variables)
     data = [o for o in selected if o.name not in drop]
     coords = [c for c in coords if c.obj.name not in drop]

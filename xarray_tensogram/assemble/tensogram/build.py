@@ -19,6 +19,7 @@ import xarray as xr
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
 from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from ...params import TABLE_ATTRS, table_attributes
 from ..common import flatten_attrs, generic_dim_names, grouped_chunks, lazy_variable
 from .collect import TgObject
 from .hypercube import (
@@ -145,6 +146,18 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
     return lift_cf(attrs, lifted), lifted
 
 
+def _add_table_attributes(first: TgObject, attrs: dict[str, Any], encoding: dict[str, Any]) -> None:
+    """units/long_name/standard_name from the parameter table (``params.py``) where the object names a
+    known parameter and lacks them: the file's own attributes always win."""
+    if all(k in attrs for k in TABLE_ATTRS):
+        return
+    table = table_attributes(first.all_keys())
+    added = {k: v for k, v in table.items() if k not in attrs}
+    if added:
+        attrs.update(added)
+        encoding["tensogram_table_attrs"] = added  # not the file's: the writer leaves them out
+
+
 def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.Variable:
     first = cube.objects[0]
     stack = [dim_of[s] for s in cube.dims]
@@ -186,6 +199,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     }
     if first.producer is not None:
         attrs = first.producer.attributes(first.all_keys(), attrs, encoding, cube.dims)
+    _add_table_attributes(first, attrs, encoding)
     # chunks={}: whole objects, grouped along the stacked dims when they are small (one task per object
     # would cost more in scheduling than small objects take to decode); a selection still reads only
     # the objects it touches
@@ -252,6 +266,8 @@ def _coordinate_variables(
         lifted: list[str] = []
         own = {k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")}
         attrs = lift_cf(flatten_attrs(own), lifted)
+        if o.role is not None:
+            attrs = {**o.role.attrs, **attrs}  # the producer's attributes, the file's over them
         out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, {"tensogram_cf_attrs": lifted}))
 
 
@@ -267,18 +283,18 @@ def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
 
 
 def _producer_scalars(
-    o: TgObject, producer: Producer, stack: list[str], out: dict[str, xr.Variable], disagree: set[str]
+    o: TgObject, producer: Producer, stack: list[str], scalars: dict[str, xr.Variable], disagree: set[str]
 ) -> None:
     """The scalar coordinates a producer gives a variable: kept while every variable agrees on the value;
     where two differ the coordinate is dropped, and each variable's attributes hold its own value."""
     for name, new in producer.scalar_coordinates(o.all_keys(), o.level, stack).items():
-        existing = out.get(name)
+        existing = scalars.get(name)
         if name in disagree:
             continue
         if existing is None:
-            out[name] = new
-        elif existing.ndim == 0 and existing.encoding.get("tensogram_derived") and existing.values != new.values:
-            del out[name]
+            scalars[name] = new
+        elif not np.array_equal(existing.values, new.values):
+            del scalars[name]
             disagree.add(name)
 
 
@@ -294,6 +310,7 @@ def build_dataset(
     variables: dict[str, xr.Variable] = {}
     out: dict[str, xr.Variable] = dict(grid_coords or {})
     disagree: set[str] = set()
+    scalars: dict[str, xr.Variable] = {}
     for vname, cube in plan.variables.items():
         variables[vname] = _variable(cube, axes[vname], dim_of)
         stack = [dim_of[s] for s in cube.dims]
@@ -311,7 +328,12 @@ def build_dataset(
         _scalar_mars_coords(cube.objects[0], stack, out)
         producer = cube.objects[0].producer
         if producer is not None:
-            _producer_scalars(cube.objects[0], producer, stack, out, disagree)
+            _producer_scalars(cube.objects[0], producer, stack, scalars, disagree)
+    # a name that is some variable's dim (t on 850/600 hPa beside q at 150 hPa) is no scalar coordinate
+    dims = {d for v in variables.values() for d in v.dims}
+    for name, var in scalars.items():
+        if name not in dims and name not in out:
+            out[name] = var
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
     # no indexes here: xarray builds them once, after CF decoding, from the store's variables

@@ -23,7 +23,7 @@ from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import descriptor_params_batch, is_local
 from .keys import SCALARS, hashable
-from .producer import Producer
+from .producer import CoordinateRole, Producer
 from .producers import GribKeys, producer_for
 
 __all__ = [
@@ -60,7 +60,7 @@ class TgObject:
     #: dimension and flattening them per object is costly); None when the producer keeps none
     view: Mapping[str, Any] | None = None
     level: Any = None  # its level as its producer names it (producer.LevelInfo), computed once
-    coord_dims: tuple[str, ...] | None = None  # a coordinate's dims, when its producer says them
+    role: CoordinateRole | None = None  # a coordinate's name, dims and attributes, when its producer says them
     name: str = ""
     name_key: str | None = None
     is_coord: bool = False

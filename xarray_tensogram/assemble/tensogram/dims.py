@@ -3,9 +3,10 @@
 Priority, per variable: the ``dim_names`` kwarg (checked: a mistake there is an error) > the
 object's ``dim_names`` entry > the file's ``_extra_.dim_names`` (a list, or a map ``{size: name}``
 with sizes as ints or strings) > a 1-D coordinate of matching size > ``dim_<axis>``. Malformed
-hints in a file are ignored with a warning. Generated names whose sizes clash are made distinct
-(only the clashing axes); an explicit name with two sizes is a conflict the caller resolves with
-groups.
+hints in a file are ignored with a warning. Generated names whose sizes clash become object-local,
+``obj_<i>_dim_<k>`` as in the reference backend (only the clashing axes); a hinted name that is a
+coordinate's dim at another size is renamed the same way, with a warning; any other explicit name
+with two sizes is a conflict the caller resolves with groups.
 """
 
 from __future__ import annotations
@@ -105,37 +106,112 @@ def resolve_axes(
     dim_names: Any,
     file_hint: list[str] | dict[int, str] | None,
     coord_sizes: Mapping[str, int],
+    *,
+    coord_dims: Mapping[str, set[int]] | None = None,
+    obj_index: Mapping[str, int] | None = None,
+    where: str = "",
+    rename_conflicts: bool = False,
 ) -> tuple[dict[str, AxisNames], dict[str, set[int]]]:
     """Axis names of every variable ``{name: (shape, object hint)}``, and the explicit names claimed at
-    several sizes (``{}`` when the variables can share one Dataset)."""
+    several sizes (``{}`` when the variables can share one Dataset).
+
+    A name from the file's own hints that is a coordinate's dim at another size is wrong in the file:
+    the axis gets an object-local name (``obj_<i>_dim_<k>``, as the reference backend names it) with a
+    warning giving both sizes. So do hinted names claimed at several sizes when ``rename_conflicts``
+    (a group that cannot be split further). Names from the user's ``dim_names`` are never renamed:
+    their conflicts are the caller's errors.
+    """
+    local = _LocalNames(obj_index or {})
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
+    user = {v for v, (shape, _hint) in variables.items() if requested_dims(dim_names, v, len(shape)) is not None}
+    coords = coord_dims or {}
+    for v, axes in out.items():
+        if v in user:
+            continue
+        for k, (name, gen, size) in enumerate(zip(axes.names, axes.generic, variables[v][0], strict=True)):
+            if not gen and name in coords and size not in coords[name]:
+                new = local.name(v, k)
+                warn(
+                    f"{where}: variable {v!r} names axis {k} (size {size}) {name!r} in the file's dim_names "
+                    f"hints, but the coordinate {name!r} has size {_sizes(coords[name])}; that axis is named "
+                    f"{new!r} instead"
+                )
+                axes.names[k], axes.generic[k] = new, True
+    conflicts = _explicit_sizes(out, variables)
+    if rename_conflicts:
+        for name in [n for n in conflicts if not any(n in out[v].names for v in user)]:
+            _rename_everywhere(out, variables, name, coords, local, where)
+        conflicts = _explicit_sizes(out, variables)
+    _rename_clashing_generic(out, variables, coords, coord_sizes, local)
+    return out, conflicts
+
+
+def _sizes(sizes: set[int]) -> str:
+    return " or ".join(str(s) for s in sorted(sizes))
+
+
+def _explicit_sizes(
+    out: Mapping[str, AxisNames], variables: Mapping[str, tuple[tuple[int, ...], Any]]
+) -> dict[str, set[int]]:
+    """Names (not generated) claimed at several sizes."""
     sizes: dict[str, set[int]] = {}
     for v, axes in out.items():
         for name, gen, size in zip(axes.names, axes.generic, variables[v][0], strict=True):
             if not gen:
                 sizes.setdefault(name, set()).add(size)
-    conflicts = {n: s for n, s in sizes.items() if len(s) > 1}
-    _rename_clashing_generic(out, variables, sizes, coord_sizes)
-    return out, conflicts
+    return {n: s for n, s in sizes.items() if len(s) > 1}
+
+
+class _LocalNames:
+    """``obj_<i>_dim_<k>``: the reference backend's name for axis ``k`` of the variable of object ``i``."""
+
+    def __init__(self, obj_index: Mapping[str, int]) -> None:
+        self.obj_index = obj_index
+
+    def name(self, var: str, axis: int) -> str:
+        return f"obj_{self.obj_index.get(var, 0)}_dim_{axis}"
+
+
+def _rename_everywhere(
+    out: Mapping[str, AxisNames],
+    variables: Mapping[str, tuple[tuple[int, ...], Any]],
+    name: str,
+    coords: Mapping[str, set[int]],
+    local: _LocalNames,
+    where: str,
+) -> None:
+    """A hinted name claimed at several sizes: every axis that claims it (but at a coordinate's size)
+    gets its object-local name, with one warning giving the sizes."""
+    sizes: set[int] = set()
+    for v, axes in out.items():
+        for k, (n, size) in enumerate(zip(axes.names, variables[v][0], strict=True)):
+            if n == name and size not in coords.get(name, set()):
+                axes.names[k], axes.generic[k] = local.name(v, k), True
+                sizes.add(size)
+    warn(
+        f"{where}: the file's dim_names hints name axes of sizes {_sizes(sizes)} {name!r}, which one Dataset "
+        f"cannot hold; those axes are named obj_<object>_dim_<axis> instead"
+    )
 
 
 def _rename_clashing_generic(
     out: Mapping[str, AxisNames],
     variables: Mapping[str, tuple[tuple[int, ...], Any]],
-    explicit: Mapping[str, set[int]],
+    coords: Mapping[str, set[int]],
     coord_sizes: Mapping[str, int],
+    local: _LocalNames,
 ) -> None:
-    """``dim_0`` used with two sizes: the first size keeps the name, the others get ``dim_0_1`` ..."""
-    taken: dict[str, int] = {n: next(iter(s)) for n, s in explicit.items()}
-    taken.update(coord_sizes)
+    """A generated name (``dim_0``) claimed at several sizes, by variables or a coordinate: every such
+    axis gets its object-local name (as the reference backend does), unless it has the coordinate's size."""
+    claims: dict[str, set[int]] = {n: set(s) for n, s in coords.items()}
+    for n, size in coord_sizes.items():
+        claims.setdefault(n, set()).add(size)
+    for v, axes in out.items():
+        for name, size in zip(axes.names, variables[v][0], strict=True):
+            claims.setdefault(name, set()).add(size)
     for v, axes in out.items():
         for i, (name, gen) in enumerate(zip(axes.names, axes.generic, strict=True)):
-            if not gen:
-                continue
             size = variables[v][0][i]
-            new, k = name, 0
-            while (new in taken and taken[new] != size) or new in axes.names[:i]:
-                k += 1
-                new = f"{name}_{k}"
-            taken.setdefault(new, size)
-            axes.names[i] = new
+            clash = len(claims[name]) > 1 and size not in coords.get(name, set())
+            if gen and (clash or name in axes.names[:i]):
+                axes.names[i] = local.name(v, i)

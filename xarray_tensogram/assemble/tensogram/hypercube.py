@@ -87,8 +87,15 @@ class CubePlan:
 
 
 def _forced(source: str) -> bool:
-    """Sources that are dimensions of the whole Dataset, whatever the variable name says."""
-    return source in (TIME_SOURCE, STEP_KEY) or source.startswith(LEVEL_PREFIX)
+    """Sources that are dimensions of the whole Dataset, whatever the variable name says (a Dataset cannot
+    hold two scalar ``time`` coordinates). Levels are not: a variable is stacked along its level only where
+    it has several (concatenated conversions of ``q`` at 150 hPa and ``t`` at 600 hPa stay 2-D)."""
+    return source in (TIME_SOURCE, STEP_KEY)
+
+
+def _computed(source: str) -> bool:
+    """Sources that are no key of the objects' metadata: MARS time (date + time) and a producer's level."""
+    return source == TIME_SOURCE or source.startswith(LEVEL_PREFIX)
 
 
 def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset()) -> Any:
@@ -178,7 +185,7 @@ def _candidates(
         for k in keys
         if (
             k in maybe and len(set(cols.keyed(k))) > 1
-            if not _forced(k)
+            if not _forced(k) and not _computed(k)
             else len({v for v in cols.keyed(k) if v is not None}) > 1
         )
     ]

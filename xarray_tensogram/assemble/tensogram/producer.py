@@ -37,7 +37,7 @@ recognises an object owns it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import xarray as xr
@@ -54,10 +54,12 @@ LEVEL_PREFIX = "grib:level:"
 
 @dataclass(frozen=True)
 class CoordinateRole:
-    """An object that is a coordinate: the name it goes by and the dims it lies on."""
+    """An object that is a coordinate: the name it goes by, the dims it lies on, and attributes that
+    its own metadata lacks (the file's attributes win)."""
 
     name: str
     dims: tuple[str, ...]
+    attrs: Mapping[str, str] = field(default_factory=dict)
 
 
 def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:

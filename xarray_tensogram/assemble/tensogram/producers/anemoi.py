@@ -9,7 +9,7 @@ Its layout (``TensogramOutput.write_step``, 0.24.0): one message per forecast st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,9 +18,18 @@ from ..producer import CoordinateRole, GridCoords, Keys, Producer
 
 __all__ = ["AnemoiOutput"]
 
-#: the grid objects' ``anemoi.variable`` values and the coordinate each one is
-_GRID = {"latitude": "latitude", "longitude": "longitude"}
+#: the grid objects' ``anemoi.variable`` values and the coordinate each one is (CF attributes as cfgrib's)
+_GRID = {
+    "latitude": CoordinateRole(
+        "latitude", ("values",), {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
+    ),
+    "longitude": CoordinateRole(
+        "longitude", ("values",), {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
+    ),
+}
 _GRID_DIM = "values"
+#: keys that hold the anemoi variable name (``t_500``): the parameter and the level say it
+_NAME_KEYS = ("name", "anemoi.variable")
 _LEVEL_DIM = "level"
 #: a pressure level coordinate, as earthkit-data and cfgrib describe one
 _PRESSURE_ATTRS = {"long_name": "pressure", "units": "hPa", "positive": "down", "standard_name": "air_pressure"}
@@ -36,8 +45,8 @@ class AnemoiOutput(Producer):
 
     def coordinate(self, keys: Keys, shape: tuple[int, ...]) -> CoordinateRole | None:
         variable = keys.get("anemoi.variable")
-        name = _GRID.get(variable) if isinstance(variable, str) else None
-        return CoordinateRole(name, (_GRID_DIM,)) if name is not None and len(shape) == 1 else None
+        role = _GRID.get(variable) if isinstance(variable, str) else None
+        return role if role is not None and len(shape) == 1 else None
 
     def variable_name(self, keys: Keys) -> str | None:
         param = keys.get("mars.param")
@@ -45,12 +54,19 @@ class AnemoiOutput(Producer):
 
     def restates(self, key: str) -> bool:
         # the per-level name (t_500) restates the parameter and the level
-        return key in ("name", "anemoi.variable")
+        return key in _NAME_KEYS
+
+    def attributes(
+        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+    ) -> dict[str, Any]:
+        """``name`` and ``anemoi.variable`` equal to the parameter (surface fields) repeat the variable's name."""
+        param = self.variable_name(keys)
+        return {k: v for k, v in attrs.items() if not (k in _NAME_KEYS and v == param)}
 
     def grid(self, keys: Keys, shape: tuple[int, ...]) -> GridCoords | None:
         levels = keys.get("mars.levelist")
         if len(shape) == 2 and isinstance(levels, tuple) and len(levels) == shape[1]:
-            values = np.asarray(levels, dtype=np.float64)
+            values = np.asarray(levels)
             return GridCoords([_GRID_DIM, _LEVEL_DIM], {_LEVEL_DIM: ((_LEVEL_DIM,), values, dict(_PRESSURE_ATTRS))})
         return None
 
