@@ -460,3 +460,10 @@ def test_time_deltas_decode_as_everywhere_in_this_backend(tmp_path: Path) -> Non
     tgm = convert(nc, tmp_path / "lead.tgm")
     assert_like_netcdf(_open(tgm, decode_timedelta=False), _reference(nc, decode_timedelta=False))
     assert_like_netcdf(_open(tgm), _reference(nc, decode_timedelta=True))
+
+
+def test_variable_key_names_variables_or_says_it_matched_nothing(originals: dict[str, Path], tmp_path: Path) -> None:
+    tgm = convert(originals["nc4"], tmp_path / "out.tgm")
+    assert "2 metre temperature" in _open(tgm, variable_key="netcdf.long_name").data_vars
+    with pytest.warns(TensogramMappingWarning, match="variable_key='nope': no object has this key"):
+        assert "t2m" in _open(tgm, variable_key="nope").data_vars

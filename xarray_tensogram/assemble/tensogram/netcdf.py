@@ -273,6 +273,13 @@ def netcdf_groups(
     for o in objects:
         value = o.value(variable_key) if variable_key else None
         named.append(as_nc_object(o, None if value is None or isinstance(value, tuple) else str(value)))
+    if variable_key and all(n.name == n.obj.entry.get("name") for n in named):
+        warnings.warn(
+            f"{file_name}: variable_key={variable_key!r}: no object has this key (as text); the names of the "
+            f"netCDF variables are used",
+            TensogramMappingWarning,
+            stacklevel=5,
+        )
     if filter_by_keys:  # the objects it keeps are marked ``selected`` (collect.apply_filter)
         named = _keep_selected(named)
     drop = frozenset(drop_variables)
