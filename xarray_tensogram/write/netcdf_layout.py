@@ -12,7 +12,7 @@ The values are CF-encoded by xarray's own encoder, as ``to_netcdf`` would write 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,16 +48,6 @@ def attribute_types(attrs: Mapping[Hashable, Any]) -> dict[str, str]:
     return out
 
 
-def _py(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return [_py(v) for v in value.tolist()] if value.ndim else _py(value.item())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_py(v) for v in value]
-    return value
-
-
 def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
     """The ``_file`` dimension registry: the one read, lengths as the Dataset has them now, new dims appended."""
     recorded: list[Any] = []
@@ -87,8 +77,9 @@ class NetcdfObject:
     encoding: Mapping[str, Any]  # the variable's encoding as read (its pipeline)
 
 
-def netcdf_objects(ds: xr.Dataset) -> list[NetcdfObject]:
-    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object.
+def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[NetcdfObject]:
+    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object;
+    ``plain`` turns numpy values into what CBOR holds (the writer's own conversion).
 
     Raises :class:`EncodeError` naming a variable of text values: the converter's layout holds numbers only
     (it skips char and string variables itself), so it is refused before anything is written.
@@ -104,12 +95,12 @@ def netcdf_objects(ds: xr.Dataset) -> list[NetcdfObject]:
                 f"variable {name!r} holds {values.dtype} values, which the netCDF converter's layout cannot hold "
                 f"(numbers only); drop it (ds.drop_vars({name!r})) before writing"
             )
-        attrs = {str(k): _py(v) for k, v in var.attrs.items()}
+        attrs = {str(k): plain(v) for k, v in var.attrs.items()}
         netcdf: dict[str, Any] = {**attrs, "_dims": [str(d) for d in var.dims], "_file": file_map}
         if attrs:
             netcdf["_attr_types"] = attribute_types(var.attrs)
         if global_attrs:
-            netcdf["_global"] = {str(k): _py(v) for k, v in global_attrs.items()}
+            netcdf["_global"] = {str(k): plain(v) for k, v in global_attrs.items()}
             netcdf["_global_types"] = attribute_types(global_attrs)
         entry: dict[str, Any] = {"name": str(name), NETCDF_KEY: netcdf}
         recorded = ds.variables[name].encoding.get(NETCDF_ENCODING_KEY)

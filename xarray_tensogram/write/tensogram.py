@@ -511,7 +511,7 @@ def _netcdf_message(
 ) -> Iterator[bytes | EncodedMessage]:
     """A Dataset read from a netCDF conversion: one message in the converter's layout (its file split)."""
     base, objects = [], []
-    for o in netcdf_objects(ds):
+    for o in netcdf_objects(ds, _py):
         desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
         values = _object_values(o.values, desc, o.entry)
         desc["shape"] = list(values.shape)

@@ -23,17 +23,9 @@ import numpy as np
 from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 from ..common import netcdf_safe_value
 
-__all__ = [
-    "CONVERTER_KEYS",
-    "NcInput",
-    "NcObject",
-    "group_inputs",
-    "netcdf_map",
-    "restore_attrs",
-]
+__all__ = ["NcInput", "NcObject", "NcVariable", "as_nc_object", "group_inputs", "netcdf_map", "restore_attrs"]
 
-#: the converter's own keys in the netcdf map, never attributes
-CONVERTER_KEYS = NETCDF_CONVERTER_KEYS
+#: numpy dtypes of the converter's attribute type tags
 _TAG_DTYPES = {tag: np.dtype(name) for tag, name in NETCDF_ATTR_TYPES.items()}
 
 
@@ -66,7 +58,7 @@ def _restore(value: Any, tag: Any) -> Any:
 def restore_attrs(values: Mapping[str, Any], types: Any) -> dict[str, Any]:
     """Attributes (``values`` minus the converter's keys) with the types ``types`` (``_attr_types``) records."""
     tags = types if isinstance(types, Mapping) else {}
-    return {str(k): _restore(v, tags.get(k)) for k, v in values.items() if k not in CONVERTER_KEYS}
+    return {str(k): _restore(v, tags.get(k)) for k, v in values.items() if k not in NETCDF_CONVERTER_KEYS}
 
 
 @dataclass
