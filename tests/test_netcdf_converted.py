@@ -187,8 +187,10 @@ def test_the_three_splits_give_the_same_dataset(originals: dict[str, Path], tmp_
         {"mask_and_scale": False},
         {"decode_times": {"time": False}},
         {"drop_variables": ["sst"]},
+        {"decode_coords": "all"},
+        {"mask_and_scale": {"t2m": False}},
     ],
-    ids=["no-times", "cftime", "no-coords", "no-mask-and-scale", "times-per-variable", "drop"],
+    ids=["no-times", "cftime", "no-coords", "no-mask-and-scale", "times-per-variable", "drop", "all-coords", "per-var"],
 )
 def test_decode_options_act_as_on_the_original(originals: dict[str, Path], tmp_path: Path, kw: dict) -> None:
     """The record split keeps raw values and every CF attribute, so it meets every decode option as the original."""
