@@ -28,7 +28,6 @@ import xarray as xr
 tensogram = pytest.importorskip("tensogram")
 
 from xarray_tensogram import io as xt_io  # noqa: E402 - after the pytest.importorskip above
-from xarray_tensogram.assemble.common import GROUP_FRACTION  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.errors import (  # noqa: E402 - after the pytest.importorskip above
     GroupSelectionError,
@@ -1104,31 +1103,26 @@ def data_frames(msgs):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("per_chunk", [1, 8, 24])
-def test_chunks_empty_dict_groups_whole_objects(era, monkeypatch, per_chunk):
-    """chunks={}: whole objects along the stacked dim, as many as fit in 1/GROUP_FRACTION of Dask's
-    array.chunk-size (one task per small object would cost more than it decodes); the blocks hold
-    the reference decoder's values, and a selection reads only the object it touches."""
+@pytest.mark.parametrize("limit", ["1B", "128MiB"])
+def test_chunks_empty_dict_is_one_object_per_chunk(era, monkeypatch, limit):
+    """chunks={}: one Dask chunk per object (1 along the stacked dim), whatever Dask's array.chunk-size;
+    the blocks hold the reference decoder's values, and a selection reads only the object it touches."""
     import dask
 
     path, msgs = era
     starts = np.cumsum([0] + [len(m) for m in msgs])
-    obj_bytes = NY * NX * np.dtype(np.float32).itemsize
-    limit = f"{per_chunk * obj_bytes * GROUP_FRACTION + GROUP_FRACTION - 1}B"  # room for per_chunk objects
-    with dask.config.set({"array.chunk-size": limit}):
+    with dask.config.set({"array.chunk-size": limit}), warnings.catch_warnings():
+        warnings.simplefilter("error")
         ds = _open(path, chunks={})
     with ds:
         steps_h = (ds["step"].values // np.timedelta64(1, "h")).astype(int)
         for p in PARAMS:
             var = ds[p]
-            assert var.dtype.itemsize * NY * NX == obj_bytes
-            assert var.encoding["preferred_chunks"] == {"step": per_chunk, "latitude": NY, "longitude": NX}
-            assert var.chunks == ((per_chunk,) * (24 // per_chunk), (NY,), (NX,))
+            assert var.encoding["preferred_chunks"] == {"step": 1, "latitude": NY, "longitude": NX}
+            assert var.chunks == ((1,) * 24, (NY,), (NX,))
             by_step = {e["mars"]["step"]: a for e, a in data_records(msgs, p)}
-            for b in range(24 // per_chunk):
-                block = var.data.blocks[b].compute()
-                for k in range(per_chunk):
-                    np.testing.assert_array_equal(block[k], by_step[int(steps_h[b * per_chunk + k])])
+            for b in range(24):
+                np.testing.assert_array_equal(var.data.blocks[b].compute()[0], by_step[int(steps_h[b])])
         spy = _Spy(monkeypatch)
         got = ds["msl"].isel(step=5).compute(scheduler="sync").values
         step = int(steps_h[5])
@@ -1153,6 +1147,8 @@ def test_chunks_auto_gives_multiples_of_objects(era):
             assert lat_chunks == (NY,) and lon_chunks == (NX,)
             assert sum(step_chunks) == 24
             assert max(step_chunks) > 1  # several objects per chunk: a multiple, not a split
+            # one task per Dask chunk, reading its objects in one pass (no per-object tasks behind a rechunk)
+            assert len(ds[p].data.__dask_graph__()) == len(step_chunks) + 1  # + the array the tasks read
         assert_matches_reference(ds, msgs, params=("2t",))
 
 

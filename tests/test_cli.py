@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dask
 import numpy as np
 import pytest
 import xarray as xr
@@ -521,34 +520,28 @@ def test_ls_shows_dims_and_chunks_like_the_reference_objects(capsys):
             f"step: {len(ref)}, level: {len(levels)}, latitude: {shapes[0][0]}, longitude: {shapes[0][1]}"
             in rows[param]
         )
-        # the Dask chunk with chunks={}: whole objects (the reference's shape), grouped along step and level
+        # the Dask chunk with chunks={}: one object (the reference's shape), 1 along step and level
         chunk = next(c.strip() for c in cells if c.strip().endswith(f"x{shapes[0][0]}x{shapes[0][1]}"))
-        per_step, per_level = (int(n) for n in chunk.split("x")[:2])
-        assert 1 <= per_step <= len(ref) and 1 <= per_level <= len(levels)
-        n_chunks = -(-len(ref) // per_step) * -(-len(levels) // per_level)
-        assert str(n_chunks) in [c.strip() for c in cells]
+        assert chunk == f"1x1x{shapes[0][0]}x{shapes[0][1]}"
+        assert str(len(ref) * len(levels)) in [c.strip() for c in cells]
         assert "level <- mars.levelist" in rows[param]
 
 
 def test_ls_chunks_of_tiles_and_tensors(capsys):
     from xarray_tensogram import open_tetr
 
-    with dask.config.set({"array.chunk-size": "1B"}):  # tiles are not grouped: one Dask chunk per tile
-        code, out, err = call(capsys, "ls", TET)
+    code, out, err = call(capsys, "ls", TET)  # one Dask chunk per tile
     assert code == 0, err
     rows = {r.split()[0]: r for r in body_rows(out, "variable")}
     with open_tetr(TET) as f:
         for d in f.datasets:
             n_tiles = int(np.prod(d.grid))
             assert f"{'x'.join(map(str, d.chunk_shape))}" in rows[d.name] and f" {n_tiles} " in rows[d.name] + " "
-    code, out, err = call(capsys, "ls", TET)  # the sample's tiles are tiny: each variable is one Dask chunk
-    assert code == 0, err
-    rows = {r.split()[0]: r for r in body_rows(out, "variable")}
     with open_tetr(TET) as f:
         for d in f.datasets:
             cells = rows[d.name].split()  # name, "dim: n," per axis (two cells each), dtype, chunk, chunks, ...
             chunk, chunks = cells[2 * d.ndim + 2], cells[2 * d.ndim + 3]
-            assert (chunk, chunks) == ("x".join(map(str, d.shape)), "1")
+            assert (chunk, chunks) == ("x".join(map(str, d.chunk_shape)), str(int(np.prod(d.grid))))
     code, out, err = call(capsys, "ls", ZT)
     assert code == 0, err
     assert all("one tensor" in r for r in body_rows(out, "variable"))

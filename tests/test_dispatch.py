@@ -109,8 +109,8 @@ def test_misspelt_keyword_raises(opener: object) -> None:
 # -- xarray's store pattern --------------------------------------------------------------------------
 def test_preferred_chunks_come_through_xarray_decoding() -> None:
     entry = TET_MANIFEST["all_dtypes.tet"]
-    with dask.config.set({"array.chunk-size": "1B"}):  # tiles are never grouped below one tile
-        with xr.open_dataset(TET, engine=ENGINE) as ds:
+    for limit in ("1B", "128MiB"):  # the preferred chunk is one tile, whatever Dask's chunk size
+        with dask.config.set({"array.chunk-size": limit}), xr.open_dataset(TET, engine=ENGINE) as ds:
             for d in entry["datasets"]:
                 var = ds[d["name"]]
                 expected = tuple(min(c, n) for c, n in zip(d["chunk_shape"], d["shape"], strict=True))

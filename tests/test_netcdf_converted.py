@@ -469,3 +469,19 @@ def test_variable_key_names_variables_or_says_it_matched_nothing(originals: dict
     assert "2 metre temperature" in _open(tgm, variable_key="netcdf.long_name").data_vars
     with pytest.warns(TensogramMappingWarning, match="variable_key='nope': no object has this key"):
         assert "t2m" in _open(tgm, variable_key="nope").data_vars
+
+
+def test_an_open_without_chunks_imports_no_dask(tmp_path: Path) -> None:
+    """As for every file: values in memory go through indexing adapters, so Dask stays unimported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, xarray as xr\n"
+        "from importlib.resources import files\n"
+        "p = str(files('xarray_tensogram') / 'samples' / 'netcdf' / 'era5_sfc.tgm')\n"
+        "xr.open_dataset(p, engine='tensogram').load()\n"
+        "print('dask.array' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -234,7 +234,7 @@ def test_bundled_samples_request_counts(kind, name, http, s3):
         objects = math.prod(n for d, n in zip(ds[var].dims, block.shape, strict=True) if d in stacked)
         shipped = pickle.loads(pickle.dumps(block))  # what a worker process receives
         _, chunk = _measure(traffic, lambda: shipped.compute(scheduler="synchronous"))
-        # a worker: one range request per object of the chunk (small objects are grouped in one chunk)
+        # a worker: one range request per object of the chunk (chunks={}: one object per chunk)
         assert 1 <= chunk.gets <= objects and chunk.heads == 0, chunk.requests
         assert chunk.nbytes < size
     print(f"\n[{kind} {name}] {size} bytes: open {opened.summary()}; one chunk in a worker {chunk.summary()}")
@@ -272,7 +272,7 @@ def test_dask_threads_and_processes(kind, http, s3, era_files, process_pool):
     path = era_files["zstd"]
     url, options, traffic = _where(kind, path.name, http, s3)
     with _local(path) as expected, xr.open_dataset(url, engine=ENGINE, storage_options=options, chunks={}) as ds:
-        assert ds["2t"].chunks == ((STEPS,), (NY,), (NX,))  # small objects: grouped in one chunk
+        assert ds["2t"].chunks == ((1,) * STEPS, (NY,), (NX,))  # one object per chunk
         want = expected["2t"].mean("step").values
         traffic.reset()
         got = ds["2t"].mean("step").compute(scheduler="threads", num_workers=4).values

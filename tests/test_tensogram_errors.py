@@ -1036,7 +1036,7 @@ CODEC_MODULES = ["lz4", "lz4.block", "imagecodecs", "blosc2", "zfpy", "pysz", "p
 @pytest.fixture
 def no_codec_packages(monkeypatch):
     """Simulate an installation without the ``codecs`` extra."""
-    from xarray_tensogram.codecs import registry
+    from xarray_tensogram.codecs import optional as registry
 
     for name in CODEC_MODULES:
         monkeypatch.setitem(sys.modules, name, None)
@@ -1095,7 +1095,7 @@ def test_codecs_work_again_after_the_packages_return(no_codec_packages, monkeypa
     buf, names = _codec_file()
     with pytest.raises(MissingCodecError):
         open_tensogram(buf)[names.index("zfp")].read_object(0)
-    from xarray_tensogram.codecs import registry
+    from xarray_tensogram.codecs import optional as registry
 
     monkeypatch.undo()
     registry._import.cache_clear()

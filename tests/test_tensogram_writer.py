@@ -24,7 +24,7 @@ tensogram = pytest.importorskip("tensogram")
 import xarray_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram import to_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
-from xarray_tensogram.codecs.registry import available  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.codecs.optional import available  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.errors import XarrayTensogramError  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.formats.tensogram import open_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.formats.tensogram import writer as writer_mod  # noqa: E402 - after the pytest.importorskip above

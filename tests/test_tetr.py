@@ -28,7 +28,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.assemble.common import GROUP_FRACTION
 from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset
 from xarray_tensogram.codecs import zstd
 from xarray_tensogram.errors import (
@@ -455,7 +454,9 @@ def test_footer_metadata_mapping() -> None:
         assert json.loads(ds.attrs["tetr_history"]) == VALID["footer_metadata.tet"]["footer"]["history"]
         for name in ds.data_vars:
             assert tuple(ds[name].encoding["tetr_chunk_shape"]) == t.dataset(name).chunk_shape
-            _assert_whole_tiles(tuple(ds[name].encoding["preferred_chunks"].values()), t.dataset(name))
+            d = t.dataset(name)
+            tile = tuple(min(c, n) for c, n in zip(d.chunk_shape, d.shape, strict=True))
+            assert tuple(ds[name].encoding["preferred_chunks"].values()) == tile
         np.testing.assert_array_equal(ds.mask.values, t.read("mask"))
 
 
@@ -493,61 +494,51 @@ def test_dim_names_kwarg_and_size_clashes() -> None:
         assert list(tetr_to_dataset(t, drop_variables={"temperature"}).data_vars) == []
 
 
-def _assert_whole_tiles(chunks: tuple[int, ...], d: Any) -> None:
-    """Each chunk size is a whole number of tiles, or the whole axis (an axis shorter than one tile, or the
-    last chunk of an axis whose length is not a whole number of tiles)."""
-    for c, t, n in zip(chunks, d.chunk_shape, d.shape, strict=True):
-        assert c == n or (c % t == 0 and 0 < c < n), (chunks, d.chunk_shape, d.shape)
-
-
 def _tile_grid(d: Any) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(min(t, n - i) for i in range(0, n, t)) for t, n in zip(d.chunk_shape, d.shape, strict=True))
 
 
-def test_open_dataset_chunks_are_the_tile_grid_when_tiles_are_not_small() -> None:
-    """With ``array.chunk-size`` at or below one tile, nothing is grouped: chunks={} is the tile grid."""
-    with (
-        dask.config.set({"array.chunk-size": "8B"}),
-        xr.open_dataset(DATA / "edge_chunks_3d.tet", engine="tensogram", chunks={}) as ds,
-        open_tetr(DATA / "edge_chunks_3d.tet") as t,
-    ):
-        assert ds.edge.chunks == ((2, 2, 1), (3, 3, 1), (2, 1)) == _tile_grid(t.dataset("edge"))
-        np.testing.assert_array_equal(ds.edge.values, t.read("edge"))
-        assert logical_sha256(ds.edge.values) == VALID["edge_chunks_3d.tet"]["datasets"][0]["logical_sha256"]
+def test_open_dataset_chunks_are_the_tile_grid() -> None:
+    """chunks={} is the tile grid whatever ``array.chunk-size`` says: one Dask chunk per tile."""
+    for limit in ("8B", "128MiB"):
+        with (
+            dask.config.set({"array.chunk-size": limit}),
+            xr.open_dataset(DATA / "edge_chunks_3d.tet", engine="tensogram", chunks={}) as ds,
+            open_tetr(DATA / "edge_chunks_3d.tet") as t,
+        ):
+            assert ds.edge.chunks == ((2, 2, 1), (3, 3, 1), (2, 1)) == _tile_grid(t.dataset("edge"))
+            np.testing.assert_array_equal(ds.edge.values, t.read("edge"))
+            assert logical_sha256(ds.edge.values) == VALID["edge_chunks_3d.tet"]["datasets"][0]["logical_sha256"]
 
 
-@pytest.mark.parametrize("limit", ["64B", "256B", "1KiB", "128MiB"])
+@pytest.mark.parametrize("chunks", [{}, "auto"])
 @pytest.mark.parametrize("name", ["large.tet", "edge_chunks_3d.tet", "multichunk_u8.tet", "multi_dataset.tet"])
-def test_chunks_group_whole_tiles_and_give_the_manifest_values(name: str, limit: str) -> None:
-    """Small tiles are grouped into whole multiples of the tile, each chunk at most ``array.chunk-size`` /
-    ``GROUP_FRACTION`` (unless one tile is already larger); the values, through Dask on threads, hash as
+def test_chunks_are_whole_tiles_and_give_the_manifest_values(name: str, chunks: Any) -> None:
+    """preferred_chunks is the tile; chunks={} is one Dask chunk per tile, "auto" whole multiples of it
+    (with ``array.chunk-size`` small enough to make several); the values, through Dask on threads, hash as
     the manifest says."""
     entry = VALID[name]
     with (
-        dask.config.set({"array.chunk-size": limit, "scheduler": "threads", "num_workers": 2}),
-        xr.open_dataset(DATA / name, engine="tensogram", chunks={}) as ds,
+        dask.config.set({"array.chunk-size": "256B", "scheduler": "threads", "num_workers": 2}),
+        xr.open_dataset(DATA / name, engine="tensogram", chunks=chunks) as ds,
         open_tetr(DATA / name) as t,
     ):
         for md in entry["datasets"]:
             d = t.dataset(md["name"])
             var = ds[md["name"]]
-            chunk = tuple(var.encoding["preferred_chunks"][dim] for dim in var.dims)
-            _assert_whole_tiles(chunk, d)
-            assert var.data.chunksize == chunk
-            tile_bytes = (
-                int(np.prod([min(c, n) for c, n in zip(d.chunk_shape, d.shape, strict=True)])) * d.dtype.itemsize
-            )
-            target = dask.utils.parse_bytes(limit) // GROUP_FRACTION
-            assert int(np.prod(chunk)) * d.dtype.itemsize <= max(target, tile_bytes)
-            if limit == "128MiB":  # these files are tiny: every dataset is one chunk
-                assert var.data.numblocks == (1,) * d.ndim
+            tile = tuple(min(c, n) for c, n in zip(d.chunk_shape, d.shape, strict=True))
+            assert tuple(var.encoding["preferred_chunks"][dim] for dim in var.dims) == tile
+            if chunks == {}:
+                assert var.chunks == _tile_grid(d)
+            for sizes, tile, n in zip(var.chunks, d.chunk_shape, d.shape, strict=True):
+                assert all(c % tile == 0 for c in sizes[:-1]) and sum(sizes) == n
             assert logical_sha256(var.values) == md["logical_sha256"]
 
 
-def test_a_small_selection_of_a_grouped_chunk_reads_only_the_tiles_it_touches() -> None:
-    raw, values = _big_file("zstd")  # 64 x 48 float64 in 16 x 16 tiles: 12 tiles, one Dask chunk by default
+def test_a_small_selection_of_a_multi_tile_chunk_reads_only_the_tiles_it_touches() -> None:
+    raw, values = _big_file("zstd")  # 64 x 48 float64 in 16 x 16 tiles: 12 tiles, one Dask chunk here
     src = BytesSource(raw)
-    with xr.open_dataset(src, engine="tensogram", chunks={}) as ds, open_tetr(raw) as t:
+    with xr.open_dataset(src, engine="tensogram", chunks={"dim_0": 64, "dim_1": 48}) as ds, open_tetr(raw) as t:
         assert ds.v.data.numblocks == (1, 1)
         d = t.dataset("v")
         stored = {tuple(int(c) for c in e["coords"][:2]): int(e["stored"]) for e in d.entries}
@@ -562,10 +553,10 @@ def test_a_small_selection_of_a_grouped_chunk_reads_only_the_tiles_it_touches() 
             assert src.bytes_read - before == sum(stored[c] for c in tiles), window
 
 
-def test_a_raw_window_of_a_grouped_chunk_reads_only_its_rows() -> None:
+def test_a_raw_window_of_a_multi_tile_chunk_reads_only_its_rows() -> None:
     raw, values = _big_file("raw")
     src = BytesSource(raw)
-    with xr.open_dataset(src, engine="tensogram", chunks={}) as ds:
+    with xr.open_dataset(src, engine="tensogram", chunks={"dim_0": 64, "dim_1": 48}) as ds:
         before = src.bytes_read
         window = (slice(18, 30), slice(33, 47))  # 12 rows of tile (1, 2), 16 columns of 8 bytes each
         np.testing.assert_array_equal(ds.v[window].values, values[window])
@@ -576,9 +567,8 @@ def test_open_dataset_pickles_and_computes_on_threads(tmp_path: Path) -> None:
     path = tmp_path / "x.tet"
     raw, values = _big_file("zstd")
     path.write_bytes(raw)
-    with dask.config.set({"array.chunk-size": "32KiB"}):  # groups of 4 KiB: two 16 x 16 float64 tiles
-        ds = xr.open_dataset(path, engine="tensogram", chunks={})
-    assert all(c % 16 == 0 for c in ds.v.chunks[0][:-1] + ds.v.chunks[1][:-1]) and ds.v.data.npartitions > 1
+    ds = xr.open_dataset(path, engine="tensogram", chunks={})
+    assert ds.v.chunks == ((16,) * 4, (16,) * 3)
     again = pickle.loads(pickle.dumps(ds))
     np.testing.assert_array_equal(again.v.compute(scheduler="threads", num_workers=2).values, values)
     ds.close()
@@ -609,8 +599,7 @@ def test_dataset_round_trip_keeps_names_dims_coords_attrs(compression: str | Non
         compression=compression,
         history=[{"op": "write", "source": "test", "at": "1700000000"}],
     )
-    with dask.config.set({"array.chunk-size": "8B"}):  # no grouping: chunks={} is the tile grid
-        back = xr.open_dataset(path, engine="tensogram", chunks={})
+    back = xr.open_dataset(path, engine="tensogram", chunks={})
     assert back.t.chunks == ((3,), (2, 2, 1), (3, 3, 1))
     assert back.t.encoding["tetr_chunk_shape"] == (3, 2, 3)
     xr.testing.assert_identical(back.drop_attrs(deep=False), ds.drop_attrs(deep=False))
@@ -634,7 +623,7 @@ def test_to_tetr_open_dataset_round_trip(case: tuple[np.ndarray, tuple[int, ...]
     ds = xr.Dataset({"v": (dims, values, {"units": "m"})})
     path = tmp_path / "h.tet"
     to_tetr(ds, path, chunks=dict(zip(dims, tiles, strict=True)), compression=None if codec == "raw" else codec)
-    with warnings.catch_warnings(), dask.config.set({"array.chunk-size": "1B"}):  # no grouping: the tile grid
+    with warnings.catch_warnings():
         warnings.simplefilter("error")
         back = xr.open_dataset(path, engine="tensogram", chunks={}, mask_and_scale=False)
     assert back.v.chunks == tuple(
@@ -660,7 +649,7 @@ def test_sample_ships_with_the_package() -> None:
     assert set(ds.data_vars) == {"t2m", "tp"} and ds.t2m.dims == ("time", "lat", "lon")
     assert ds.t2m.attrs["units"] == "K" and ds["lat"].dtype.kind == "i" and ds["time"].dtype.kind == "U"
     assert ds.t2m.encoding["tetr_chunk_shape"] == (2, 4, 5)
-    assert ds.t2m.chunks == ((4,), (6,), (8,))  # 10 tiles of 160 bytes: grouped into one Dask chunk
+    assert ds.t2m.chunks == ((2, 2), (4, 2), (5, 3))  # one Dask chunk per tile
     ds.close()
 
 
@@ -700,57 +689,6 @@ def test_backend_recognises_tetr_by_magic(tmp_path: Path) -> None:
         assert list(ds.data_vars) == ["temperature"]
 
 
-@pytest.mark.parametrize(
-    ("shape", "tile", "dtype", "limit"),
-    [
-        ((8192, 8192), (256, 256), "f4", "128MiB"),
-        ((24, 4, 721, 1440), (1, 1, 256, 256), "f4", "128MiB"),
-        ((10, 20000, 20000), (1, 512, 512), "f4", "128MiB"),
-        ((1000, 999), (7, 10), "f8", "64KiB"),
-        ((5, 7), (16, 16), "u1", "1KiB"),
-        ((4096, 4096), (2048, 2048), "f8", "8MiB"),  # tiles of 32 MiB stay one chunk each
-    ],
-)
-def test_grouped_chunks_are_even_whole_tiles_under_the_chunk_size(
-    shape: tuple[int, ...], tile: tuple[int, ...], dtype: str, limit: str
-) -> None:
-    from dask.array.core import normalize_chunks
-
-    from xarray_tensogram.assemble.common import grouped_chunks
-
-    with dask.config.set({"array.chunk-size": limit}):
-        chunk = grouped_chunks(shape, tile, np.dtype(dtype))
-    target = dask.utils.parse_bytes(limit) // GROUP_FRACTION
-    itemsize = np.dtype(dtype).itemsize
-    clipped = tuple(min(t, n) for t, n in zip(tile, shape, strict=True))
-    for c, t, n in zip(chunk, clipped, shape, strict=True):
-        assert c == n or (c % t == 0 and 0 < c < n)
-    if int(np.prod(clipped)) * itemsize >= target:
-        assert chunk == clipped
-        return
-    assert int(np.prod(chunk)) * itemsize <= target
-    # as many chunks along each axis as Dask's own "auto" rule gives (never more), spread evenly
-    auto = normalize_chunks("auto", shape, dtype=np.dtype(dtype), previous_chunks=clipped, limit=target)
-    for c, n, sizes in zip(chunk, shape, auto, strict=True):
-        assert -(-n // c) <= len(sizes)
-        last = n - (-(-n // c) - 1) * c
-        assert last > 0 and (n - last) % c == 0
-
-
-def test_grouped_chunks_split_an_axis_evenly() -> None:
-    """256 MiB of float32 in 256 x 256 tiles, groups of 128 MiB / 8 = 16 MiB: 2048 x 2048 float32 is
-    exactly 16 MiB, 8 tiles a side, so four alike chunks per axis. At 8 MiB, Dask's "auto" makes seven
-    chunks per axis (six of 1280 rows and one of 512); spread evenly that is 5 tiles each, 1280 rows
-    (six chunks and one of 512 rows left: 7 x 5 = 35 >= 32 tiles, 6 x 5 = 30 < 32)."""
-    from xarray_tensogram.assemble.common import grouped_chunks
-
-    with dask.config.set({"array.chunk-size": "128MiB"}):
-        assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (2048, 2048)
-        assert grouped_chunks((4, 6, 8), (2, 4, 5), np.dtype("f4")) == (4, 6, 8)
-    with dask.config.set({"array.chunk-size": "64MiB"}):
-        assert grouped_chunks((8192, 8192), (256, 256), np.dtype("f4")) == (1280, 1280)
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=arrays_and_tiles(), data=st.data())
 def test_boxes_read_in_one_pass_equal_numpy_from_every_kind_of_source(
@@ -779,7 +717,7 @@ def test_boxes_read_in_one_pass_equal_numpy_from_every_kind_of_source(
         boxes.RUN_BYTES, boxes.BATCH_BYTES = saved
 
 
-def test_auto_chunks_are_whole_multiples_of_the_grouped_tiles_under_the_chunk_size() -> None:
+def test_auto_chunks_are_whole_multiples_of_the_tiles_under_the_chunk_size() -> None:
     raw, values = _big_file("zstd")  # 64 x 48 float64 in 16 x 16 tiles of 2 KiB
     src = BytesSource(raw)
     with (
@@ -788,7 +726,7 @@ def test_auto_chunks_are_whole_multiples_of_the_grouped_tiles_under_the_chunk_si
         open_tetr(raw) as t,
     ):
         preferred = tuple(ds.v.encoding["preferred_chunks"][d] for d in ds.v.dims)
-        _assert_whole_tiles(preferred, t.dataset("v"))
+        assert preferred == t.dataset("v").chunk_shape == (16, 16)
         for sizes, p in zip(ds.v.chunks, preferred, strict=True):
             assert all(c % p == 0 for c in sizes[:-1])
         assert max(a * b for a in ds.v.chunks[0] for b in ds.v.chunks[1]) * 8 <= 8192

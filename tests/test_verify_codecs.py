@@ -13,7 +13,7 @@ import pytest
 
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.cli import main
-from xarray_tensogram.codecs import registry
+from xarray_tensogram.codecs import optional as registry
 from xarray_tensogram.errors import MissingCodecError
 
 tensogram = pytest.importorskip("tensogram")

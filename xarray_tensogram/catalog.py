@@ -11,21 +11,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 __all__ = [
     "ArraySpec",
+    "CastReader",
     "ChunkReader",
     "MissingChunk",
     "StackedReader",
+    "TransposedReader",
+    "cast_spec",
     "chunk_counts",
     "chunk_extent",
     "full_region",
+    "permute_stacked",
     "read_chunk_into",
     "stack_specs",
+    "transpose_spec",
+    "with_leading_axis",
 ]
 
 Region = tuple[slice, ...]
@@ -207,4 +213,98 @@ def stack_specs(
         reader=reader,
         fill_value=fill_value,
         hints=dict(template.hints),
+    )
+
+
+def with_leading_axis(spec: ArraySpec) -> ArraySpec:
+    """``spec`` with a new leading axis of length 1 (a message dim that held one value): one more stacked axis.
+
+    A stack stays one stack (its members keep their flat indices), so the virtual parsers still see one
+    object per chunk.
+    """
+    reader = spec.reader
+    if isinstance(reader, CastReader):  # casts stay outermost (above the stack): cast(stack) = stack of casts
+        return cast_spec(with_leading_axis(reader.inner), reader.dtype)
+    if isinstance(reader, StackedReader):
+        stacked = StackedReader((1, *reader.stack_shape), reader.members, reader._built)
+        return replace(spec, shape=(1, *spec.shape), chunk_shape=(1, *spec.chunk_shape), reader=stacked)
+    return stack_specs((1,), [spec], fill_value=spec.fill_value)
+
+
+def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` in ``dtype``; integers rounded to nearest and clipped to the type's range, not truncated."""
+    if dtype.kind in "iu" and values.dtype.kind == "f":
+        info = np.iinfo(dtype)
+        values = np.clip(np.rint(values), info.min, info.max)
+    out: np.ndarray = values.astype(dtype)
+    return out
+
+
+@dataclass(frozen=True)
+class CastReader:
+    """The chunks of ``inner`` handed out in ``dtype`` (a dtype cast after decoding, e.g. float32 values
+    written through a float64-only codec)."""
+
+    inner: ArraySpec
+    dtype: np.dtype
+
+    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+        return cast_values(np.asarray(self.inner.reader.read_chunk(coords, region)), self.dtype)
+
+
+def cast_spec(spec: ArraySpec, dtype: Any) -> ArraySpec:
+    """``spec`` read in its own dtype and handed out in ``dtype`` (same grid, same chunks)."""
+    dtype = np.dtype(dtype)
+    return replace(spec, dtype=dtype, reader=CastReader(spec, dtype))
+
+
+def permute_stacked(spec: ArraySpec, axis: int, order: Sequence[int]) -> ArraySpec | None:
+    """``spec`` with stacked axis ``axis`` put in ``order`` (new position i holds old ``order[i]``): the members
+    are renumbered, nothing is read. None when ``axis`` is not a stacked axis of a stack."""
+    reader = spec.reader
+    if isinstance(reader, CastReader):
+        inner = permute_stacked(reader.inner, axis, order)
+        return None if inner is None else cast_spec(inner, reader.dtype)
+    if not isinstance(reader, StackedReader) or not 0 <= axis < len(reader.stack_shape):
+        return None
+    flat = np.arange(math.prod(reader.stack_shape)).reshape(reader.stack_shape)
+    old_of_new = np.take(flat, list(order), axis=axis).reshape(-1)
+    members = reader.members
+    moved: tuple[Member | None, ...] | dict[int, Member]
+    if isinstance(members, dict):
+        moved = {i: members[int(o)] for i, o in enumerate(old_of_new) if int(o) in members}
+    else:
+        moved = tuple(members[int(o)] for o in old_of_new)
+    return replace(spec, reader=StackedReader(reader.stack_shape, moved))
+
+
+@dataclass(frozen=True)
+class TransposedReader:
+    """The chunks of ``inner`` with their axes in ``order`` (axis i of this array is axis ``order[i]`` of inner)."""
+
+    inner: ArraySpec
+    order: tuple[int, ...]
+
+    def _inner(self, key: Sequence[Any]) -> tuple[Any, ...]:
+        back = [0] * len(self.order)
+        for i, o in enumerate(self.order):
+            back[o] = i
+        return tuple(key[b] for b in back)
+
+    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+        block = self.inner.reader.read_chunk(self._inner(coords), self._inner(region))
+        moved: np.ndarray = np.asarray(block).transpose(self.order)
+        return moved
+
+
+def transpose_spec(spec: ArraySpec, order: Sequence[int]) -> ArraySpec:
+    """``spec`` with its axes in ``order`` (as ``numpy.transpose``): a view of the same chunks."""
+    order = tuple(int(o) for o in order)
+    if order == tuple(range(len(order))):
+        return spec
+    return replace(
+        spec,
+        shape=tuple(spec.shape[o] for o in order),
+        chunk_shape=tuple(spec.chunk_shape[o] for o in order),
+        reader=TransposedReader(spec, order),
     )

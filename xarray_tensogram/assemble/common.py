@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ __all__ = [
     "flatten_attrs",
     "generic_dim_names",
     "lazy_variable",
+    "memory_variable",
     "netcdf_safe_value",
     "requested_dims",
     "storage_spec",
@@ -129,19 +129,40 @@ def generic_dim_names(
 
 
 def lazy_variable(
-    dims: Sequence[str],
+    dims: Sequence[Hashable],
     spec: ArraySpec,
     attrs: Mapping[str, Any] | None = None,
     encoding: Mapping[str, Any] | None = None,
 ) -> xr.Variable:
-    """An ``xr.Variable`` backed by the one lazy array, with ``preferred_chunks`` from the spec."""
+    """An ``xr.Variable`` backed by the one lazy array; ``encoding["preferred_chunks"]`` is the spec's chunk.
+
+    The one place the preferred chunk is decided: exactly one storage unit (a Tensogram object, 1 along
+    the dims stacked from messages; a Tetration tile; a zTensor tensor, or a row band of a raw one over
+    256 MiB), as xarray's zarr and h5netcdf backends do. So ``chunks={}`` gives one Dask chunk per unit,
+    chunking along units never warns, and ``chunks="auto"`` lets Dask pick whole multiples of the unit
+    near ``array.chunk-size``, each read by one task in one pass (:func:`~xarray_tensogram.outer.read_outer`).
+    Nothing here imports Dask.
+    """
     data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
-    enc = dict(encoding or {})
-    enc.setdefault("preferred_chunks", dict(zip(dims, spec.chunk_shape, strict=True)))
+    enc = {k: v for k, v in (encoding or {}).items() if k != "preferred_chunks"}
+    unit = (max(1, min(c, n)) for c, n in zip(spec.chunk_shape, spec.shape, strict=True))  # a tile may overhang
+    enc["preferred_chunks"] = dict(zip(dims, unit, strict=True))
     enc.setdefault("dtype", spec.dtype)
     var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
     var.encoding = enc
     return var
+
+
+def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
+    """An ``xr.Variable`` of values already in memory (coordinates, labels), wrapped the way backends wrap data.
+
+    ``xr.Variable(dims, ndarray)`` asks whether the array is a Dask array, which imports ``dask.array``
+    (about 0.6 s, on every first open, Dask wanted or not); xarray's CF decoders rebuild each variable
+    from its ``_data`` and would ask again. An indexing adapter around the array is not asked, so an
+    open without ``chunks`` never imports Dask.
+    """
+    data = indexing.NumpyIndexingAdapter(np.asarray(values))  # type: ignore[no-untyped-call]  # unannotated in xarray
+    return xr.Variable(tuple(dims), data, dict(attrs or {}))
 
 
 def storage_spec(var: xr.Variable) -> ArraySpec | None:
@@ -277,45 +298,3 @@ def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | 
             raise DimensionNameError(
                 f"{describe(source)}dim_names for variable {var!r} (rank {rank}): {list(wanted)!r} has {problem}"
             )
-
-
-#: ``chunks={}`` groups small tiles into chunks of about ``array.chunk-size / GROUP_FRACTION``
-GROUP_FRACTION = 8
-
-
-def grouped_chunks(shape: Sequence[int], tile: Sequence[int], dtype: np.dtype) -> tuple[int, ...]:
-    """Dask chunks for ``chunks={}``: whole multiples of the storage unit (a Tetration tile, a Tensogram
-    object along the stacked dims), about 1/8 of Dask's ``array.chunk-size``.
-
-    One Dask task per small unit costs more in scheduling than the unit takes to decode (a 256 x 256
-    float32 tile decodes in well under a millisecond; 1,000 objects of 16 x 16 values loaded ten times
-    slower with one task each than without Dask), so small units are grouped. A group of
-    ``array.chunk-size / GROUP_FRACTION`` (16 MiB by default) decodes in tens of milliseconds, so the
-    scheduling is under 1% of the work, and a variable still has enough chunks for the threads to share
-    them evenly (with four 64 MiB chunks on two threads, one thread held up holds up half the array).
-    Dask's own ``"auto"`` rule (with the tile as the previous chunks) says how many tiles per chunk along
-    each axis; the tiles are then spread evenly over that many chunks, so that chunks are alike and the
-    last one is not a sliver. ``chunks="auto"`` makes whole multiples of these near ``array.chunk-size``.
-    Each chunk is read tile by tile, and a selection reads only the tiles it touches. Tiles already at
-    least that large stay one chunk each.
-    """
-    import dask
-    from dask.array.core import normalize_chunks
-    from dask.utils import parse_bytes
-
-    tile = tuple(max(1, min(t, n)) for t, n in zip(tile, shape, strict=True))
-    target = max(1, parse_bytes(dask.config.get("array.chunk-size")) // GROUP_FRACTION)
-    if 0 in shape or math.prod(tile) * dtype.itemsize >= target:
-        return tile
-    auto = normalize_chunks(  # type: ignore[no-untyped-call]  # dask leaves normalize_chunks unannotated
-        "auto", tuple(shape), dtype=dtype, previous_chunks=tile, limit=target
-    )
-    out = []
-    for n, t, sizes in zip(shape, tile, auto, strict=True):
-        if len(sizes) == 1:  # the whole axis in one chunk (whatever its length)
-            out.append(n)
-            continue
-        ntiles = -(-n // t)
-        nchunks = -(-ntiles // max(1, sizes[0] // t))  # dask keeps multiples of the previous chunks
-        out.append(min(-(-ntiles // nchunks) * t, n))
-    return tuple(out)

@@ -29,8 +29,8 @@ from .common import (
     check_dim_names_used,
     check_requested_dims,
     generic_dim_names,
-    grouped_chunks,
     lazy_variable,
+    memory_variable,
     requested_dims,
     unique_names,
 )
@@ -101,7 +101,7 @@ def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, xr.Variable]:
                 stacklevel=4,
             )
             continue
-        out[dim] = xr.Variable((dim,), labels_to_values(labels))
+        out[dim] = memory_variable((dim,), labels_to_values(labels))
     return out
 
 
@@ -175,9 +175,8 @@ def tetr_to_dataset(
 ) -> xr.Dataset:
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
-    Chunks: ``encoding["preferred_chunks"]`` groups tiles into whole multiples of the tile shape of about
-    1/8 of Dask's ``array.chunk-size`` (:func:`grouped_chunks`); ``encoding["tetr_chunk_shape"]`` is the tile
-    shape.
+    Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
+    :func:`~xarray_tensogram.assemble.common.lazy_variable`).
     """
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
@@ -200,7 +199,6 @@ def tetr_to_dataset(
             "tetr_codec": d.codec,
             "tetr_chunk_shape": d.chunk_shape,
             "tetr_dtype": d.dtype_code,
-            "preferred_chunks": dict(zip(dims, grouped_chunks(d.shape, d.chunk_shape, d.dtype), strict=True)),
         }
         if generated:
             encoding["tetr_generated_dims"] = list(dims)

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from xarray.backends import BackendArray
-from xarray.core import indexing
 
+from ..catalog import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
+from .common import lazy_variable, memory_variable, storage_spec
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
@@ -46,7 +46,17 @@ def _reorder(ds: xr.Dataset, coords: Mapping[str, Any]) -> xr.Dataset:
             continue
         perm = _permutation(np.asarray(ds[name].values), list(match))
         if perm is not None and perm != list(range(len(perm))):
-            ds = ds.isel({name: perm})
+            ds = _lazy_specs(ds.isel({name: perm}), ds, name, perm)
+    return ds
+
+
+def _lazy_specs(ds: xr.Dataset, before: xr.Dataset, dim: str, perm: list[int]) -> xr.Dataset:
+    """Data variables reordered along a stacked dim stay specs (their objects renumbered), not indexed views."""
+    for vname, var in before.data_vars.items():
+        spec = storage_spec(var.variable) if dim in var.dims else None
+        moved = permute_stacked(spec, var.dims.index(dim), perm) if spec is not None else None
+        if moved is not None:
+            ds = ds.assign({vname: lazy_variable(var.dims, moved, var.attrs, var.encoding)})
     return ds
 
 
@@ -61,48 +71,7 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
     if values.shape != tuple(sizes.get(d, -1) for d in dims):
         return None
     attrs = dict(spec.get("attrs") or {})
-    return xr.Variable(dims, values, attrs)
-
-
-class _LeadingAxis(BackendArray):
-    """A lazy array with one extra leading axis of length 1 (a message dim that held a single value)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.shape = (1, *inner.shape)
-        self.dtype = inner.dtype
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
-        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw)
-
-    def _raw(self, key: tuple[Any, ...]) -> np.ndarray:
-        values = np.asarray(self.inner.oindex[indexing.OuterIndexer(key[1:])].get_duck_array())
-        return values[None] if isinstance(key[0], slice) or np.ndim(key[0]) else values
-
-
-class _Cast(BackendArray):
-    """A lazy array read in one dtype and handed out in another (integers rounded, not truncated)."""
-
-    def __init__(self, inner: Any, dtype: np.dtype) -> None:
-        self.inner = inner
-        self.shape = tuple(inner.shape)
-        self.dtype = dtype
-
-    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
-        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw)
-
-    def _raw(self, key: tuple[Any, ...]) -> np.ndarray:
-        values = np.asarray(self.inner.oindex[indexing.OuterIndexer(key)].get_duck_array())
-        if self.dtype.kind in "iu":
-            info = np.iinfo(self.dtype)
-            values = np.clip(np.rint(values), info.min, info.max)
-        return values.astype(self.dtype)
-
-
-def _lazy(var: xr.Variable) -> Any:
-    if isinstance(var._data, indexing.ExplicitlyIndexed):
-        return var._data
-    return indexing.NumpyIndexingAdapter(np.asarray(var.values))  # type: ignore[no-untyped-call]  # unannotated in xarray
+    return memory_variable(dims, values, attrs)
 
 
 def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
@@ -119,8 +88,12 @@ def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
             continue
         if dtype.kind not in "fiu" or var.dtype.kind != "f":
             continue
-        new = xr.Variable(var.dims, indexing.LazilyIndexedArray(_Cast(_lazy(var), dtype)), attrs)
-        new.encoding = {**var.encoding, "dtype": dtype}
+        spec = storage_spec(var)
+        if spec is not None:  # lazy: the cast is a transform of the spec
+            new = lazy_variable(var.dims, cast_spec(spec, dtype), attrs, {**var.encoding, "dtype": dtype})
+        else:  # values assembly holds in memory
+            new = memory_variable(var.dims, cast_values(np.asarray(var.values), dtype), attrs)
+            new.encoding = {**var.encoding, "dtype": dtype}
         ds = ds.assign({name: new}) if name in ds.data_vars else ds.assign_coords({name: new})
     return ds
 
@@ -135,12 +108,13 @@ def _expand_single(ds: xr.Dataset, coords: Mapping[str, Any], dims: Mapping[str,
             if vname not in ds.data_vars or not isinstance(order, list) or name not in order:
                 continue
             var = ds.variables[vname]
-            data = _lazy(var)
             attrs = {k: v for k, v in var.attrs.items() if k != name}
-            new = xr.Variable((name, *var.dims), indexing.LazilyIndexedArray(_LeadingAxis(data)), attrs)
-            new.encoding = dict(var.encoding)
-            if "preferred_chunks" in new.encoding:
-                new.encoding["preferred_chunks"] = {name: 1, **new.encoding["preferred_chunks"]}
+            spec = storage_spec(var)
+            if spec is not None:  # lazy: one more stacked axis of the spec
+                new = lazy_variable((name, *var.dims), with_leading_axis(spec), attrs, var.encoding)
+            else:  # values in memory (stacked variables are specs, see _lazy_specs)
+                new = var.set_dims((name, *var.dims), (1, *var.shape))  # type: ignore[no-untyped-call]  # unannotated in xarray
+                new.attrs = attrs
             ds = ds.assign({vname: new})
     return ds
 
@@ -168,5 +142,15 @@ def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Datas
         ds = ds.drop_vars([c for c in ds.coords if c not in names])
     for name, order in dims.items():
         if name in ds.data_vars and isinstance(order, list) and set(order) == set(ds[name].dims):
-            ds[name] = ds[name].transpose(*order)
+            ds = ds.assign({name: _transposed(ds.variables[name], order)})
     return ds
+
+
+def _transposed(var: xr.Variable, order: list[Any]) -> xr.Variable:
+    """``var`` with its dims in ``order``: a transform of its spec when it has one."""
+    spec = storage_spec(var)
+    if spec is None:
+        moved: xr.Variable = var.transpose(*order)
+        return moved
+    axes = [var.dims.index(d) for d in order]
+    return lazy_variable(order, transpose_spec(spec, axes), var.attrs, var.encoding)

@@ -10,6 +10,6 @@ actually needs it, and the error then names the pip extra to install.
 
 from __future__ import annotations
 
-from .registry import require
+from .optional import require
 
 __all__ = ["require"]

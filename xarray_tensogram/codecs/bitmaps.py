@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from ..errors import CodecError
-from .registry import require
+from .base import Buffer, Codec, Param
+from .optional import require
 
-__all__ = ["rle_decode", "rle_encode", "roaring_decode", "roaring_encode", "unpack"]
+__all__ = ["RLE", "ROARING", "rle_decode", "rle_encode", "roaring_decode", "roaring_encode", "unpack"]
 
 
 def unpack(packed: bytes | memoryview | np.ndarray, n: int, where: str = "") -> np.ndarray:
@@ -96,3 +100,56 @@ def roaring_encode(bits: np.ndarray, what: str = "roaring encoding") -> bytes:
     bm.run_optimize()
     out: bytes = bm.serialize()
     return out
+
+
+class _Bitmap(Codec):
+    """A bitmap codec over packed bits: ``decode`` gives ``expected`` packed bytes holding ``bits`` bits
+    (default: all of them), ``encode`` takes packed bytes and the same ``bits``."""
+
+    params = (Param("bits", int, bounds=(0, 2**63), doc="number of bits", derived=True),)
+
+    def _decode_bits(self, payload: Buffer, n: int, where: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def _encode_bits(self, bits: np.ndarray) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        n = int(params.get("bits", 8 * expected))
+        if (n + 7) // 8 != expected:
+            raise CodecError(f"{where}{self.name} bitmap of {n} bits cannot fill {expected} bytes")
+        view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
+        return np.packbits(self._decode_bits(view, n, where))
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8)
+        n = int(params.get("bits", 8 * raw.size))
+        return self._encode_bits(np.unpackbits(raw.reshape(-1), count=n).astype(bool)), {}
+
+
+class Rle(_Bitmap):
+    """Run lengths of alternating values (LEB128), starting with a run of zeros."""
+
+    name = "rle"
+
+    def _decode_bits(self, payload: Buffer, n: int, where: str) -> np.ndarray:
+        return rle_decode(payload, n, where)  # type: ignore[arg-type]  # a view or bytes, never an array here
+
+    def _encode_bits(self, bits: np.ndarray) -> bytes:
+        return rle_encode(bits)
+
+
+class Roaring(_Bitmap):
+    """A serialised roaring bitmap of the set positions (needs ``pyroaring``)."""
+
+    name = "roaring"
+
+    def _decode_bits(self, payload: Buffer, n: int, where: str) -> np.ndarray:
+        return roaring_decode(payload, n, where)  # type: ignore[arg-type]  # a view or bytes, never an array here
+
+    def _encode_bits(self, bits: np.ndarray) -> bytes:
+        return roaring_encode(bits, "roaring encoding")
+
+
+RLE = Rle()
+ROARING = Roaring()

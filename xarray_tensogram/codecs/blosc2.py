@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from ..errors import CodecError
-from .limits import check_size
-from .registry import require
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["compress", "decompress"]
+import numpy as np
+
+from ..errors import CodecError
+from .base import Buffer, Codec, Param, check_size
+from .optional import require
+
+__all__ = ["CODEC", "INNER_CODECS", "compress", "decompress"]
 
 #: largest chunk appended to a super-chunk at once (blosc2 chunks are limited to 2 GiB)
 MAX_CHUNK = 256 * 1024 * 1024
@@ -52,3 +57,40 @@ def compress(
     for start in range(0, len(data), chunk):
         sc.append_data(data[start : start + chunk])
     return bytes(sc.to_cframe())
+
+
+#: the compressors inside a blosc2 frame (blosc2's own vocabulary, not codecs of this package)
+INNER_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
+
+
+class Blosc2(Codec):
+    """Blosc2 contiguous frames, decoded whole."""
+
+    name = "blosc2"
+    params = (
+        Param("codec", str, "lz4", choices=INNER_CODECS, doc="the compressor inside the frame"),
+        Param("clevel", int, 5, bounds=(0, 9), doc="compression level"),
+        Param("typesize", int, bounds=(1, 255), doc="element size for the shuffle", derived=True),
+        Param("bitshuffle", bool, False, doc="bit shuffle instead of byte shuffle", derived=True),
+    )
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        return decompress(_view(payload), expected, where=where)
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        p = self.resolve(params)
+        out = compress(
+            _view(data),
+            codec=p["codec"],
+            clevel=p["clevel"],
+            typesize=p.get("typesize", 1),
+            bitshuffle=p["bitshuffle"],
+        )
+        return out, {}
+
+
+def _view(data: Buffer) -> bytes | memoryview:
+    return data.data.cast("B") if isinstance(data, np.ndarray) else data
+
+
+CODEC = Blosc2()

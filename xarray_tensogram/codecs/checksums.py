@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import xxhash
 
-from .registry import available, require
+from .optional import available, require
 
 __all__ = ["crc32c", "sha256_hex", "xxh3_64"]
 

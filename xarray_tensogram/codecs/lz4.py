@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from ..errors import CodecError
-from .limits import check_size
-from .registry import available, require
+from .base import Buffer, Capabilities, Codec, check_size
+from .optional import available, require
 
-__all__ = ["compress", "decompress", "decompress_into"]
+__all__ = ["CODEC", "compress", "decompress", "decompress_into"]
 
 
 def _check_prefix(payload: bytes | memoryview, expected: int, where: str) -> None:
@@ -65,3 +67,27 @@ def compress(data: bytes | memoryview) -> bytes:
     """One size-prefixed block, as the reference writers emit it."""
     out: bytes = require("lz4.block", "lz4 compression").compress(bytes(data), store_size=True)
     return out
+
+
+class Lz4(Codec):
+    """Size-prefixed LZ4 blocks. Zarr's lz4 codec frames blocks differently, so Zarr cannot read these."""
+
+    name = "lz4"
+    capabilities = Capabilities(decode_into=True, mapped_input=False)
+    max_ratio = 255
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        return decompress(_view(payload), expected, where=where)
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
+        decompress_into(_view(payload), out, where=where)
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        return compress(_view(data)), {}
+
+
+def _view(data: Buffer) -> bytes | memoryview:
+    return data.data.cast("B") if isinstance(data, np.ndarray) else data
+
+
+CODEC = Lz4()

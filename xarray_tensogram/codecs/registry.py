@@ -1,48 +1,50 @@
-"""Lazy import of optional codec packages with an install hint."""
+"""The one codec registry: every codec object of the package, by name.
+
+Adding a codec is a new module in this package defining its :class:`~.base.Codec` subclass and a ``CODEC``
+instance, plus one line in :data:`_REGISTERED` below; a format that uses it names it in its own table
+from file vocabulary to codec objects.
+"""
 
 from __future__ import annotations
 
-import importlib
-from functools import cache
-from types import ModuleType
+from collections.abc import Mapping
+from typing import Any
 
-from ..errors import MissingCodecError
+from ..errors import UnsupportedError
+from . import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
+from .base import PASSTHROUGH, Codec
+from .optional import available, require
 
-#: module name -> (pip package, extra that provides it)
-OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
-    "lz4.block": ("lz4", "codecs"),
-    "cramjam": ("cramjam", "codecs"),
-    "imagecodecs": ("imagecodecs", "codecs"),
-    "blosc2": ("blosc2", "codecs"),
-    "zfpy": ("zfpy", "codecs"),
-    "pysz": ("pysz", "codecs"),
-    "pyroaring": ("pyroaring", "codecs"),
-    "google_crc32c": ("google-crc32c", "codecs"),
-    "ml_dtypes": ("ml-dtypes", "ml"),
-}
+__all__ = ["CODECS", "available", "codec", "require", "resolve_params"]
+
+_REGISTERED: tuple[Codec, ...] = (
+    PASSTHROUGH,
+    zstd.CODEC,
+    lz4.CODEC,
+    szip.CODEC,
+    blosc2.CODEC,
+    zfp.CODEC,
+    sz3.CODEC,
+    bitmaps.RLE,
+    bitmaps.ROARING,
+    shuffle.CODEC,
+    simple_packing.CODEC,
+)
+
+#: every codec by name
+CODECS: Mapping[str, Codec] = {c.name: c for c in _REGISTERED}
 
 
-@cache
-def _import(module: str) -> ModuleType:
-    return importlib.import_module(module)
-
-
-def require(module: str, what: str) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingCodecError` naming the extra that provides it."""
+def codec(name: str, *, where: str = "") -> Codec:
+    """The codec called ``name``; an :class:`UnsupportedError` listing the known ones otherwise."""
     try:
-        return _import(module)
-    except ImportError as exc:
-        package, extra = OPTIONAL_MODULES.get(module, (module.split(".")[0], "codecs"))
-        raise MissingCodecError(
-            f"{what} needs the optional package {package!r}, which is not installed: "
-            f"pip install 'xarray-tensogram[{extra}]'"
-        ) from exc
+        return CODECS[name]
+    except (KeyError, TypeError):
+        raise UnsupportedError(f"{where}unknown codec {name!r} (known: {', '.join(CODECS)})") from None
 
 
-def available(module: str) -> bool:
-    """True when ``module`` can be imported (used to pick faster optional paths)."""
-    try:
-        _import(module)
-        return True
-    except ImportError:
-        return False
+def resolve_params(name: str, params: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
+    """Check a variable's codec parameters (``encoding=`` of a writer) against what codec ``name`` declares:
+    unknown names, wrong types and values outside the valid ones raise an :class:`~..errors.EncodeError`
+    that starts with ``what`` (e.g. the variable); returns them with the defaults filled in."""
+    return codec(name, where=what).resolve(params, what=what)

@@ -7,12 +7,15 @@ Decoding and encoding are vectorised with numpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
+from .base import Buffer, Capabilities, Codec, Param
 from .bits import pack_fields, unpack_fields
 
-__all__ = ["compute_params", "decode", "decode_into", "encode", "packed_nbytes"]
+__all__ = ["CODEC", "compute_params", "decode", "decode_into", "encode", "packed_nbytes"]
 
 
 def packed_nbytes(count: int, bits: int) -> int:
@@ -94,3 +97,44 @@ def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, d
     # above 53 bits a float64 cannot hold 2**bits - 1 exactly: clamp each value as a Python int
     qi = np.array([min(int(v), 2**bits - 1) for v in q], dtype=np.uint64) if bits >= 53 else q.astype(np.uint64)
     return pack_fields(qi, bits)
+
+
+class SimplePacking(Codec):
+    """GRIB simple packing of float64 values into ``bits_per_value``-bit integers."""
+
+    name = "simple_packing"
+    params = (
+        Param("bits_per_value", int, 16, bounds=(0, 64), doc="bits per packed value"),
+        Param("decimal_scale_factor", int, 0, bounds=(-308, 308), doc="D of v = R + 2**E * 10**-D * q"),
+        Param("reference_value", float, doc="R (worked out from the values)", recorded=True),
+        Param("binary_scale_factor", int, bounds=(-256, 256), doc="E (worked out from the values)", recorded=True),
+    )
+    capabilities = Capabilities(decode_into=True)
+
+    @staticmethod
+    def _packing(params: Mapping[str, Any]) -> tuple[int, float, int, int]:
+        return (
+            int(params["bits_per_value"]),
+            float(params["reference_value"]),
+            int(params["binary_scale_factor"]),
+            int(params.get("decimal_scale_factor", 0)),
+        )
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        return decode(payload, expected // 8, *self._packing(params))
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
+        decode_into(out, payload, *self._packing(params))
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        values = np.frombuffer(data, dtype=np.float64) if not isinstance(data, np.ndarray) else data
+        bits, decimal = int(params.get("bits_per_value", 16)), int(params.get("decimal_scale_factor", 0))
+        recorded: dict[str, Any] = {}
+        if "reference_value" not in params:
+            reference, binary = compute_params(values, bits, decimal)
+            recorded = {"reference_value": float(reference), "binary_scale_factor": int(binary)}
+        p = {**params, **recorded}
+        return encode(values, bits, float(p["reference_value"]), int(p["binary_scale_factor"]), decimal), recorded
+
+
+CODEC = SimplePacking()

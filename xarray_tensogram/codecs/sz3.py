@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from ..errors import CodecError
-from .limits import check_ratio
-from .registry import require
+from .base import Buffer, Capabilities, Codec, Param
+from .optional import require
 
-__all__ = ["decompress"]
+__all__ = ["CODEC", "decompress"]
 
 
 def decompress(payload: bytes | memoryview, n: int, *, where: str = "") -> np.ndarray:
     """Decode ``n`` float64 values; a stream too short to hold them is refused before allocating."""
     sz = require("pysz", f"{where}sz3 decompression").sz
-    check_ratio("sz3", len(payload), 8 * n, where)
+    CODEC.check_ratio(len(payload), 8 * n, where)
     if n == 0:
         return np.empty(0, dtype=np.float64)
     try:
@@ -23,3 +26,24 @@ def decompress(payload: bytes | memoryview, n: int, *, where: str = "") -> np.nd
         raise CodecError(f"{where}sz3 stream is corrupt: {exc}") from exc
     out: np.ndarray = arr
     return out
+
+
+class Sz3(Codec):
+    """SZ3 streams of float64 values, read-only (no Python library writes streams the reference reads)."""
+
+    name = "sz3"
+    params = (
+        Param("error_bound", float, doc="the error bound the stream was written with (informative)"),
+        Param("error_bound_mode", str, doc="how the bound applies (informative)"),
+    )
+    capabilities = Capabilities(encode=False)
+    max_ratio = 32768
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        if expected % 8:
+            raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
+        view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
+        return decompress(view, expected // 8, where=where)
+
+
+CODEC = Sz3()

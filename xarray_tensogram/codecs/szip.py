@@ -12,13 +12,17 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
+
+import numpy as np
 
 from ..errors import CodecError, MissingCodecError
-from .limits import check_ratio
-from .registry import require
+from .base import Buffer, Codec, Param
+from .optional import require
 
-__all__ = ["decode", "szip_decode", "szip_encode"]
+__all__ = ["CODEC", "decode", "szip_decode", "szip_encode"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
@@ -149,10 +153,40 @@ def decode(
 ) -> bytes:
     """Checked :func:`szip_decode`: parameters in libaec's ranges, output no larger than the payload can hold."""
     require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
-    check_ratio("szip", len(payload), expected, where)
+    CODEC.check_ratio(len(payload), expected, where)
     if not (1 <= bits_per_sample <= 32) or block_size <= 0 or not (1 <= rsi <= 4096):
         raise CodecError(f"{where}invalid szip parameters bits={bits_per_sample} block_size={block_size} rsi={rsi}")
     try:
         return szip_decode(bytes(payload), expected, bits_per_sample, block_size, rsi, flags)
     except CodecError as exc:
         raise CodecError(f"{where}{exc}") from None
+
+
+class Szip(Codec):
+    """CCSDS 121.0 (libaec) streams; the encoder records the bit offset of each reference sample interval."""
+
+    name = "szip"
+    params = (
+        Param("rsi", int, 128, bounds=(1, 4096), doc="blocks per reference sample interval"),
+        Param("block_size", int, 16, choices=(8, 16, 32, 64), doc="samples per block"),
+        Param("flags", int, 8, bounds=(0, 255), doc="libaec flags"),
+        Param("bits_per_sample", int, bounds=(1, 32), doc="sample width", derived=True),
+        Param("block_offsets", list, doc="bit offset of each RSI", recorded=True, derived=True),
+    )
+    max_ratio = 16384
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
+        p = {k: int(params[k]) for k in ("bits_per_sample", "block_size", "rsi", "flags")}
+        return decode(view, expected, p["bits_per_sample"], p["block_size"], p["rsi"], p["flags"], where=where)
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        p = self.resolve(params)
+        bits, flags = int(p["bits_per_sample"]), int(p["flags"])
+        sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8  # libaec's sample width
+        raw = bytes(data.data.cast("B")) if isinstance(data, np.ndarray) else bytes(data)
+        payload, offsets = szip_encode(raw, bits, int(p["block_size"]), int(p["rsi"]), flags, sample_bytes)
+        return payload, {"block_offsets": offsets}
+
+
+CODEC = Szip()

@@ -8,15 +8,18 @@ more: a payload claiming to expand to 100 GB never allocates it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import zstandard
 
 from ..errors import CodecError
+from .base import Buffer, Capabilities, Codec, Param
 
 __all__ = [
     "BLOCK_MAX",
+    "CODEC",
     "compress",
     "decompress",
     "decompress_capped",
@@ -219,3 +222,35 @@ def compress(data: bytes | memoryview, level: int = 3) -> bytes:
     """One streaming zstd frame without content size (what the reference writers emit)."""
     cobj = zstandard.ZstdCompressor(level=level).compressobj()
     return cobj.compress(data) + cobj.flush()
+
+
+class Zstd(Codec):
+    """zstd frames (without content size, as the reference writers emit them)."""
+
+    name = "zstd"
+    params = (Param("level", int, 3, bounds=(-131072, 22), doc="compression level"),)
+    capabilities = Capabilities(decode_into=True, prefix_decode=True)
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        return decompress(_bytes_like(payload), expected, where=where)
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
+        decompress_into(_bytes_like(payload), out, where=where)
+
+    def decode_prefix(
+        self, payload: Buffer, prefix: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        return decompress_prefix(_bytes_like(payload), prefix, total, where=where)
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        return compress(_bytes_like(data), int(params.get("level", 3))), {}
+
+    def zarr(self, params: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        return [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}]
+
+
+def _bytes_like(data: Buffer) -> bytes | memoryview:
+    return data.data.cast("B") if isinstance(data, np.ndarray) else data
+
+
+CODEC = Zstd()

@@ -11,6 +11,8 @@ parser then inlines the decoded values.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -19,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import ArraySpec, StackedReader, chunk_counts, chunk_extent
+from ..catalog import ArraySpec, CastReader, StackedReader, TransposedReader, chunk_counts, chunk_extent
+from ..codecs import zstd
+from ..codecs.base import PASSTHROUGH
 from .codecs import TET_TILE_ID, TGM_FRAME_ID
 
 __all__ = ["ChunkRef", "VirtualArray", "bytes_codec", "plan_chunks"]
@@ -52,10 +56,40 @@ def bytes_codec(dtype: np.dtype, big_endian: bool = False) -> dict[str, Any]:
     return {"name": "bytes", "configuration": {"endian": "big" if big_endian else "little"}}
 
 
-_ZSTD = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
-
 #: format name -> planner; a fourth format registers its own
 Planner = Callable[[ArraySpec, Callable[[str | None], str]], "VirtualArray | None"]
+
+
+def _through_transforms(planner: Planner) -> Planner:
+    """A planner that also plans transformed specs from the plan of the spec they transform: a cast after
+    decoding is done by the package's frame codec. A transpose is not referenced: Zarr v3's ``transpose``
+    codec would express it, but kerchunk references are Zarr v2, which has none (the values are inlined)."""
+
+    @functools.wraps(planner)
+    def plan(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
+        reader = spec.reader
+        if isinstance(reader, TransposedReader):
+            return None
+        if isinstance(reader, CastReader):
+            inner = plan(reader.inner, resolve)
+            return None if inner is None else _cast(inner, spec)
+        return planner(spec, resolve)
+
+    return plan
+
+
+def _cast(inner: VirtualArray, spec: ArraySpec) -> VirtualArray | None:
+    """A cast after decoding: only the frame codec (which decodes whole objects) can apply it."""
+    if not inner.codecs or inner.codecs[-1]["name"] != TGM_FRAME_ID:
+        return None
+    frame = {"name": TGM_FRAME_ID, "configuration": {"astype": spec.dtype.str}}
+    codecs = [bytes_codec(spec.dtype), *inner.codecs[1:-1], frame]
+    return VirtualArray(spec.shape, spec.dtype, inner.chunk_shape, codecs, inner.refs)
+
+
+def _zarr_of(codec: Any) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] | None = codec.zarr({})
+    return list(entries or [])
 
 
 # -- Tensogram: one data object per chunk ---------------------------------------------------------
@@ -70,15 +104,24 @@ def _tensogram_members(spec: ArraySpec) -> tuple[tuple[int, ...], list[tuple[int
     return (), [(0, reader)]
 
 
-def _standard_tensogram(desc: dict[str, Any]) -> tuple[Any, ...] | None:
-    """The standard-codec signature of an object, or None when only the frame codec can decode it."""
-    if desc["encoding"] != "none" or desc.get("masks") or desc["dtype"] == "bitmask":
+def _standard_tensogram(desc: dict[str, Any]) -> tuple[str, str] | None:
+    """The standard Zarr codecs of an object (JSON, after the bytes codec) and its byte order, or None when only
+    the frame codec can decode it: the codec objects of Tensogram's table say how Zarr spells them."""
+    from ..formats.tensogram.compression import STAGES, codec_params
+
+    if STAGES["encoding"].get(desc["encoding"]) is not PASSTHROUGH or desc.get("masks") or desc["dtype"] == "bitmask":
         return None
-    if desc["compression"] not in ("none", "zstd") or desc["filter"] not in ("none", "shuffle"):
-        return None
-    return (desc["compression"], desc["filter"], desc.get("shuffle_element_size"), desc.get("byte_order", "little"))
+    entries: list[dict[str, Any]] = []
+    for stage in ("filter", "compression"):
+        codec = STAGES[stage].get(desc[stage])
+        zarr = codec.zarr(codec_params(desc, codec)) if codec is not None else None
+        if zarr is None:
+            return None
+        entries += zarr
+    return json.dumps(entries), str(desc.get("byte_order", "little"))
 
 
+@_through_transforms
 def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
     from ..formats.tensogram.objects import ObjectReader
 
@@ -93,12 +136,8 @@ def plan_tensogram(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Vir
     pad = (0,) * len(inner)
     sig = next(iter(sigs)) if len(sigs) == 1 else None
     if sig is not None:
-        compression, filt, elsize, order = sig
-        codecs = [bytes_codec(spec.dtype, order == "big")]
-        if filt == "shuffle":
-            codecs.append({"name": "numcodecs.shuffle", "configuration": {"elementsize": int(elsize)}})
-        if compression == "zstd":
-            codecs.append(dict(_ZSTD))
+        entries, order = sig
+        codecs = [bytes_codec(spec.dtype, order == "big"), *json.loads(entries)]
         refs = [
             ChunkRef(c + pad, lay.region_start, lay.region_length) for c, lay in zip(grid_coords, layouts, strict=True)
         ]
@@ -132,6 +171,7 @@ def _unique_ranges(
     return refs, special
 
 
+@_through_transforms
 def plan_tetr(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
     from ..formats.tetr import TetrTileReader
 
@@ -148,7 +188,7 @@ def plan_tetr(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualA
     full_codecs = Counter(t[4] for t in tiles if not t[5]) or Counter(t[4] for t in tiles)
     default = full_codecs.most_common(1)[0][0] if full_codecs else 0
     if all(not t[5] and t[4] == default for t in tiles):
-        codecs = [bytes_codec(spec.dtype)] + ([dict(_ZSTD)] if default == 1 else [])
+        codecs = [bytes_codec(spec.dtype)] + (_zarr_of(zstd.CODEC) if default == 1 else [])
         refs = [ChunkRef(t[0], t[1], t[2]) for t in tiles]
         return VirtualArray(spec.shape, spec.dtype, spec.chunk_shape, codecs, refs)
     refs, special = _unique_ranges(tiles, default)
@@ -162,7 +202,9 @@ def plan_tetr(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualA
 
 
 # -- zTensor: one tensor per chunk ----------------------------------------------------------------
+@_through_transforms
 def plan_ztensor(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
+    from ..formats.ztensor.compression import ENCODINGS
     from ..formats.ztensor.decode import TensorReader
 
     reader = spec.reader
@@ -172,10 +214,12 @@ def plan_ztensor(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Virtu
     if info.problem is not None or info.layout != "dense" or len(info.parts) != 1:
         return None
     part = info.main_part
-    if part.encoding not in ("raw", "zstd") or info.numpy_dtype != part.storage.newbyteorder("="):
+    codec = ENCODINGS.get(part.encoding)
+    zarr = codec.zarr({}) if codec is not None else None
+    if zarr is None or info.numpy_dtype != part.storage.newbyteorder("="):
         return None
     chunk_shape = tuple(max(1, s) for s in spec.shape)
-    codecs = [bytes_codec(spec.dtype, part.big_endian)] + ([dict(_ZSTD)] if part.encoding == "zstd" else [])
+    codecs = [bytes_codec(spec.dtype, part.big_endian), *zarr]
     refs = (
         []
         if math.prod(spec.shape) == 0

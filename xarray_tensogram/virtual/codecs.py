@@ -65,11 +65,24 @@ class TensogramFrameCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped:
 
     codec_id = TGM_FRAME_ID
 
+    def __init__(self, astype: str | None = None) -> None:
+        #: the dtype the values are handed out in, when it differs from the object's (a cast after decoding:
+        #: integers rounded and clipped, as the backend reads them)
+        self.astype = astype
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **({"astype": self.astype} if self.astype else {})}
+
     def encode(self, buf: Any) -> Any:
         raise CodecError("the Tensogram frame codec only decodes: write .tgm files with xarray_tensogram.to_tensogram")
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        raw = _little_bytes(decode_tensogram_frame(np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8)))
+        from ..catalog import cast_values
+
+        values = decode_tensogram_frame(np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8))
+        if self.astype:
+            values = cast_values(values, np.dtype(self.astype))
+        raw = _little_bytes(values)
         if out is not None:
             np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = np.frombuffer(raw, dtype=np.uint8)
             return out

@@ -21,8 +21,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..codecs.registry import available
+from ..codecs import zstd
+from ..codecs.bitmaps import RLE
+from ..codecs.optional import available
 from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
+from ..formats.tensogram.compression import descriptor_defaults, descriptor_key, float64_only, param_owner
+from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
@@ -133,30 +137,12 @@ def _key_value(source: str, value: Any) -> list[tuple[str, Any]]:
 
 # -- pipelines: explicit encoding= > the pipeline the variable was read with > defaults --------------
 _STAGES = tuple(PIPELINE_VALUES)
-#: which parameters belong to which stage value (parameters of other stages are dropped from a source pipeline)
-_PARAM_OWNER = {
-    "sp_": ("encoding", "simple_packing"),
-    "shuffle_": ("filter", "shuffle"),
-    "zstd_": ("compression", "zstd"),
-    "szip_": ("compression", "szip"),
-    "blosc2_": ("compression", "blosc2"),
-    "zfp_": ("compression", "zfp"),
-}
-#: parameters filled in when absent: the reference needs them in the descriptor
-DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
-    "simple_packing": {"sp_bits_per_value": 16},
-    "szip": {"szip_rsi": 128, "szip_block_size": 16, "szip_flags": 8},
-    "zfp": {"zfp_mode": "fixed_precision"},
-    "fixed_rate": {"zfp_rate": 16.0},
-    "fixed_precision": {"zfp_precision": 32},
-}
 
 
 def _owned(key: str, desc: Mapping[str, Any]) -> bool:
-    for prefix, (stage, value) in _PARAM_OWNER.items():
-        if key.startswith(prefix):
-            return bool(desc.get(stage, "none") == value)
-    return True
+    """A parameter of a stage not in use is dropped (the codec registry says which stage owns it)."""
+    owner = param_owner(key)
+    return owner is None or bool(desc.get(owner[0], "none") == owner[1])
 
 
 def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,8 +166,9 @@ def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | N
         k2 = _ENCODING_ALIASES.get(k, k)
         if k2 in _DESCRIPTOR_KEYS:
             desc[k2] = v
-    if desc.get("compression") == "zstd" and "level" in encoding:
-        desc["zstd_level"] = int(encoding["level"])
+    level = descriptor_key(zstd.CODEC, "level")
+    if desc.get("compression") == zstd.CODEC.name and level in desc:
+        desc[level] = int(desc[level])
     return desc, encoding.get("mask_method")
 
 
@@ -192,12 +179,8 @@ def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -
     desc = {} if any(s in explicit for s in _STAGES) else _source_pipeline(var_encoding)
     desc.update(explicit)
     check_pipeline(desc)
-    for stage in _STAGES:
-        for key, value in DEFAULT_PARAMS.get(desc.get(stage, "none"), {}).items():
-            desc.setdefault(key, value)
-    for key, value in DEFAULT_PARAMS.get(desc.get("zfp_mode", ""), {}).items():
-        if desc.get("compression") == "zfp":
-            desc.setdefault(key, value)
+    for key, value in descriptor_defaults(desc).items():
+        desc.setdefault(key, value)
     return desc, mask_method
 
 
@@ -345,7 +328,7 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
     if values.dtype.kind == "b":
         entry["dtype"] = "bool"
         values = values.astype(np.uint8)
-    if (desc.get("encoding") == "simple_packing" or desc.get("compression") == "zfp") and values.dtype != np.float64:
+    if float64_only(desc) and values.dtype != np.float64:
         entry[DTYPE_KEY] = values.dtype.name
         values = values.astype(np.float64)
     return values
@@ -451,7 +434,7 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = _plan_dims(ds, message_dims)
-    default_mask = mask_method or ("roaring" if available("pyroaring") else "rle")
+    default_mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
     scalar_keys: dict[str, str] = {}
     for var in ds.data_vars.values():
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})

@@ -14,7 +14,7 @@ import xarray as xr
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning
-from ..formats.tetr import LIMITS, DatasetWrite, write_tetr
+from ..formats.tetr import CODECS, LIMITS, DatasetWrite, write_tetr
 
 __all__ = ["to_tetr"]
 
@@ -74,7 +74,7 @@ def _codec(var: xr.Variable, compression: str | None) -> str:
     """``compression`` when given, else the codec the variable was read with, else raw."""
     if compression is None:
         compression = var.encoding.get("tetr_codec", "raw")
-    codec = {"raw": "raw", "none": "raw", "zstd": "zstd"}.get(str(compression))
+    codec = {"none": "raw", **{name: name for name in CODECS.values()}}.get(str(compression))  # the format's table
     if codec is None:
         raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
     return codec

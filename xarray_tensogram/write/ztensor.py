@@ -10,6 +10,7 @@ import xarray as xr
 
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..formats.ztensor import write_ztensor_v01
+from ..formats.ztensor.compression import RAW, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS
 
 __all__ = ["to_ztensor"]
@@ -75,9 +76,10 @@ def _file_options(
     variables: list[xr.Variable], compression: str | None, checksum: str | None
 ) -> tuple[str | None, str | None]:
     """Explicit options win ("raw"/"none" for plain); else what the variables were read with."""
-    comp = _as_read(variables, "ztensor_encoding", ("zstd",)) if compression is None else compression
+    compressed = tuple(name for name in V01_ENCODINGS if name != RAW)  # the format's table
+    comp = _as_read(variables, "ztensor_encoding", compressed) if compression is None else compression
     check = _as_read(variables, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
-    if comp not in (None, "raw", "none", "zstd"):
+    if comp not in (None, "none", *V01_ENCODINGS):
         raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
     if check not in (None, "none", "crc32c", "sha256"):
         raise ValueError(f"checksum must be one of None, 'none', 'crc32c', 'sha256'; got {checksum!r}")

@@ -20,7 +20,7 @@ from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
 from ...mars import NUMBER_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
 from ...params import TABLE_ATTRS, table_attributes
-from ..common import flatten_attrs, generic_dim_names, grouped_chunks, lazy_variable
+from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
 from .collect import TgObject
 from .hypercube import (
     MARS_TIME_KEYS,
@@ -69,22 +69,22 @@ def _values_variable(
             arr = np.asarray(values)
         else:
             arr = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
-        return xr.Variable(tuple(dims), arr.reshape(shape), attrs)
+        return memory_variable(tuple(dims), arr.reshape(shape), attrs)
     text = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
-    return xr.Variable(tuple(dims), text.reshape(shape), attrs)
+    return memory_variable(tuple(dims), text.reshape(shape), attrs)
 
 
 def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> xr.Variable:
     """The coordinate of a stacked dim; ``first``: the first object of a variable stacked along it."""
     attrs = first.producer.dim_attrs(dim, source, first.all_keys()) if first.producer is not None else None
     if source.startswith(LEVEL_PREFIX):
-        return xr.Variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
+        return memory_variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
     if attrs is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return xr.Variable((dim,), np.asarray(values), attrs)
+        return memory_variable((dim,), np.asarray(values), attrs)
     if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return xr.Variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
+        return memory_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
-        return xr.Variable(
+        return memory_variable(
             (dim,),
             np.asarray(values, dtype=np.int64),
             {
@@ -98,7 +98,7 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
         arr = np.asarray(values, dtype=np.float64)
         if np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
-        return xr.Variable(
+        return memory_variable(
             (dim,),
             arr,
             {
@@ -108,7 +108,7 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
             },
         )
     if source == MESSAGE_SOURCE:
-        return xr.Variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
+        return memory_variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
     return _values_variable((dim,), values, {"long_name": source})
 
 
@@ -200,21 +200,15 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     if first.producer is not None:
         attrs = first.producer.attributes(first.all_keys(), attrs, encoding, cube.dims)
     _add_table_attributes(first, attrs, encoding)
-    # chunks={}: whole objects, grouped along the stacked dims when they are small (one task per object
-    # would cost more in scheduling than small objects take to decode); a selection still reads only
-    # the objects it touches
-    dims = stack + inner
-    encoding["preferred_chunks"] = dict(
-        zip(dims, grouped_chunks(spec.shape, spec.chunk_shape, spec.dtype), strict=True)
-    )
-    return lazy_variable(dims, spec, attrs, encoding)
+    # preferred_chunks: one object (1 along the stacked dims), set by lazy_variable
+    return lazy_variable(stack + inner, spec, attrs, encoding)
 
 
 def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr.Variable]) -> None:
     if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
         secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
         if secs is not None:
-            coords["time"] = xr.Variable(
+            coords["time"] = memory_variable(
                 (),
                 np.int64(secs),
                 {"standard_name": "forecast_reference_time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
@@ -223,7 +217,7 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
             val = np.int64(h) if float(h).is_integer() else np.float64(h)
-            coords["step"] = xr.Variable((), val, {"standard_name": "forecast_period", "units": STEP_UNITS})
+            coords["step"] = memory_variable((), val, {"standard_name": "forecast_period", "units": STEP_UNITS})
 
 
 def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
@@ -242,7 +236,7 @@ def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
         values, dims = tv + sv, t.dims
     else:
         values, dims = np.int64(tv + sv), ()
-    coords["valid_time"] = xr.Variable(
+    coords["valid_time"] = memory_variable(
         dims,
         values,
         {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},

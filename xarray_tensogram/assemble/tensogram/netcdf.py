@@ -32,7 +32,7 @@ import xarray as xr
 from ...catalog import ArraySpec, stack_specs
 from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import MetadataError, TensogramMappingWarning
-from ..common import check_dim_names, grouped_chunks, lazy_variable, requested_dims
+from ..common import check_dim_names, lazy_variable, requested_dims
 from .netcdf_concat import concat_specs
 from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
@@ -102,12 +102,8 @@ def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> xr.Variable:
     pieces = _pieces(var.objects)
     specs = [p.spec() for p in pieces]
     spec = specs[0] if len(specs) == 1 else concat_specs(specs)
-    encoding = _encoding(var, inp)
-    # chunks={}: whole objects, grouped along the stacked records when they are small (as for any .tgm)
-    encoding["preferred_chunks"] = dict(
-        zip(dims, grouped_chunks(spec.shape, spec.chunk_shape, spec.dtype), strict=True)
-    )
-    return lazy_variable(dims, spec, var.first.attrs, encoding)
+    # preferred_chunks: one object (1 along the stacked records), set by lazy_variable
+    return lazy_variable(dims, spec, var.first.attrs, _encoding(var, inp))
 
 
 def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None:

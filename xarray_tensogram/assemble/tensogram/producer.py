@@ -44,6 +44,7 @@ import xarray as xr
 
 # the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
 from ...grib import GridCoords, LevelInfo
+from ..common import memory_variable
 
 __all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
 
@@ -64,7 +65,7 @@ class CoordinateRole:
 
 def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
-    var = xr.Variable(tuple(dims), values, dict(attrs))
+    var = memory_variable(tuple(dims), values, dict(attrs))
     var.encoding = {"tensogram_derived": True}
     return var
 

@@ -1,9 +1,12 @@
-"""Tensogram compressors (spec §13): descriptor-driven dispatch onto the format-free codecs.
+"""Tensogram's one table from its descriptor vocabulary to codec objects (spec §12-§15), and the decoding of
+a compression stage from a descriptor.
 
-Each decoder is told the size the descriptor promises and never produces (or
-allocates) more. This module reads the descriptor's parameters (szip sample
-width and flags, zfp mode, byte order after zfp/sz3, the bit count before an
-rle/roaring bitmap) and hands plain values to :mod:`xarray_tensogram.codecs`.
+A descriptor names a codec per stage (``encoding``, ``filter``, ``compression``) and per NaN/Inf mask
+(``method``); those names are the codecs' own names. A codec's parameters live in the descriptor under
+its name and ``_`` (``zstd_level``, ``szip_rsi``), except simple_packing's under ``sp_``. Everything
+else about codecs (names, parameters, defaults, valid values, capabilities) comes from the codec objects
+(:mod:`xarray_tensogram.codecs`); this module adds only what the descriptor decides: szip's sample width
+and flags, the byte order of zfp/sz3 output, the bit count in front of an rle/roaring bitmask object.
 """
 
 from __future__ import annotations
@@ -14,186 +17,231 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import bitmaps, blosc2, lz4, sz3, szip, zfp, zstd
-from ...codecs.limits import check_ratio, check_size
+from ...codecs import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
+from ...codecs.base import PASSTHROUGH, Buffer, Codec, check_size
 from ...errors import CodecError, MetadataError, UnsupportedError
 from .dtypes import dtype_width
 
-__all__ = ["DECODERS", "compress", "decompress", "szip_flags", "szip_sample_bits"]
+__all__ = [
+    "MASK_METHODS",
+    "STAGES",
+    "codec_params",
+    "decompress",
+    "descriptor_defaults",
+    "descriptor_key",
+    "float64_only",
+    "param_owner",
+    "stage_codec",
+    "szip_flags",
+    "szip_sample_bits",
+]
 
 Params = Mapping[str, Any]
-#: what the decoders take (a slice of a mapped file stays a memoryview) and give back ("none" passes it through)
-Payload = bytes | memoryview
-Decoded = bytes | memoryview | np.ndarray
-Decoder = Callable[[Payload, int, Params, str], Decoded]
 
 
-def _param(desc: Params, key: str, kind: type, where: str) -> Any:
-    """A required numeric descriptor parameter, type-checked (bool is not a number here)."""
-    value = desc.get(key)
-    ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
-    if value is None or isinstance(value, bool) or not ok:
-        wanted = "a number" if kind is float else "an integer"
-        raise MetadataError(f"{where}descriptor parameter {key!r} must be {wanted}, got {value!r}")
-    return kind(value)
+def _by_name(*codecs: Codec) -> dict[str, Codec]:
+    return {c.name: c for c in codecs}
 
 
-def _none(payload: Payload, expected: int, params: Params, where: str) -> Payload:
-    check_size(payload, expected, "uncompressed", where)
-    return payload
+#: THE table: descriptor stage -> {value -> codec object}
+STAGES: dict[str, dict[str, Codec]] = {
+    "encoding": _by_name(PASSTHROUGH, simple_packing.CODEC),
+    "filter": _by_name(PASSTHROUGH, shuffle.CODEC),
+    "compression": _by_name(
+        PASSTHROUGH,
+        zstd.CODEC,
+        lz4.CODEC,
+        szip.CODEC,
+        blosc2.CODEC,
+        zfp.CODEC,
+        sz3.CODEC,
+        bitmaps.RLE,
+        bitmaps.ROARING,
+    ),
+}
+#: a NaN/Inf mask's ``method`` -> the codec of its packed bitmap
+MASK_METHODS: dict[str, Codec] = _by_name(
+    PASSTHROUGH, bitmaps.RLE, bitmaps.ROARING, lz4.CODEC, zstd.CODEC, blosc2.CODEC
+)
+#: descriptor key prefixes that differ from ``<codec name>_``
+_PREFIX = {simple_packing.CODEC.name: "sp_"}
 
 
-def _zstd(payload: Payload, expected: int, params: Params, where: str) -> np.ndarray:
-    return zstd.decompress(payload, expected, where=where)
+def descriptor_key(codec: Codec, param: str) -> str:
+    """The descriptor key of a codec parameter (``zstd_level``, ``sp_bits_per_value``)."""
+    return _PREFIX.get(codec.name, codec.name + "_") + param
 
 
-def _lz4(payload: Payload, expected: int, params: Params, where: str) -> bytes:
-    return lz4.decompress(payload, expected, where=where)
+#: parameters the reference needs written out in the descriptor: a writer fills them from the codec's defaults
+_WRITTEN_OUT: dict[Codec, tuple[str, ...]] = {
+    simple_packing.CODEC: ("bits_per_value",),
+    szip.CODEC: ("rsi", "block_size", "flags"),
+    zfp.CODEC: ("mode", "rate", "precision", "tolerance"),
+}
 
 
-def _blosc2(payload: Payload, expected: int, params: Params, where: str) -> bytes:
-    return blosc2.decompress(payload, expected, where=where)
+def descriptor_defaults(desc: Params) -> dict[str, Any]:
+    """The descriptor keys a writer adds to ``desc``: the defaults the codecs of its stages declare for the
+    parameters the reference needs written out (zfp: only its mode's parameter)."""
+    out: dict[str, Any] = {}
+    for stage, table in STAGES.items():
+        codec = table.get(desc.get(stage, PASSTHROUGH.name))
+        names = _WRITTEN_OUT.get(codec) if codec is not None else None
+        if codec is None or not names:
+            continue
+        resolved = codec.resolve(codec_params(desc, codec), what=f"{stage} {codec.name}: ")
+        out.update({descriptor_key(codec, n): resolved[n] for n in names if n in resolved})
+    return out
+
+
+def param_owner(key: str) -> tuple[str, str] | None:
+    """The (stage, codec name) whose parameter the descriptor key ``key`` is, or None."""
+    for stage, table in STAGES.items():
+        for name, codec in table.items():
+            if any(descriptor_key(codec, p.name) == key for p in codec.params):
+                return stage, name
+    return None
+
+
+#: codecs that take float64 values only (spec §12): a writer converts other dtypes and records the original
+_FLOAT64_ONLY = frozenset({simple_packing.CODEC, zfp.CODEC, sz3.CODEC})
+
+
+def float64_only(desc: Params) -> bool:
+    """Whether a stage of the descriptor takes float64 values only."""
+    return any(STAGES[stage].get(desc.get(stage, PASSTHROUGH.name)) in _FLOAT64_ONLY for stage in STAGES)
+
+
+def stage_codec(stage: str, value: Any, where: str = "") -> Codec:
+    """The codec a descriptor's ``stage`` names; an :class:`UnsupportedError` listing the valid ones otherwise."""
+    table = STAGES[stage]
+    found = table.get(value) if isinstance(value, str) else None
+    if found is None:
+        raise UnsupportedError(f"{where}unknown {stage} {value!r} (known: {', '.join(table)})")
+    return found
+
+
+def codec_params(desc: Params, codec: Codec, where: str = "", *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The codec's parameters found in the descriptor, type-checked (``required`` ones must be there)."""
+    out: dict[str, Any] = {}
+    for p in codec.params:
+        key = descriptor_key(codec, p.name)
+        if key not in desc:
+            if p.name in required:
+                raise MetadataError(f"{where}descriptor parameter {key!r} is required for {codec.name}")
+            continue
+        value = desc[key]
+        if p.kind in (int, float) and (
+            isinstance(value, bool) or not isinstance(value, (int, float) if p.kind is float else int)
+        ):
+            wanted = "a number" if p.kind is float else "an integer"
+            raise MetadataError(f"{where}descriptor parameter {key!r} must be {wanted}, got {value!r}")
+        out[p.name] = value
+    return out
 
 
 def szip_sample_bits(desc: Params) -> int:
     """libaec bits_per_sample for a descriptor (spec §13.4)."""
-    if desc.get("encoding") == "simple_packing":
-        return int(_param(desc, "sp_bits_per_value", int, ""))
-    if desc.get("filter") == "shuffle":
+    packing = STAGES["encoding"].get(desc.get("encoding", ""))
+    if packing is simple_packing.CODEC:
+        return int(codec_params(desc, packing, required=("bits_per_value",))["bits_per_value"])
+    if STAGES["filter"].get(desc.get("filter", "")) is shuffle.CODEC:
         return 8
     return dtype_width(str(desc["dtype"])) * 8
 
 
+def _packed(desc: Params) -> bool:
+    return STAGES["encoding"].get(desc.get("encoding", "")) is simple_packing.CODEC
+
+
 def szip_flags(desc: Params, bits: int) -> int:
     """libaec flags: the descriptor's, plus MSB order after simple_packing and 3-byte samples for 17..24 bits."""
-    flags = desc.get("szip_flags", 0)
+    flags = desc.get(descriptor_key(szip.CODEC, "flags"), 0)
     flags = flags if isinstance(flags, int) and not isinstance(flags, bool) else 0
-    if desc.get("encoding") == "simple_packing":
+    if _packed(desc):
         flags |= 4  # AEC_DATA_MSB
     if 16 < bits <= 24:
         flags |= 2  # AEC_DATA_3BYTE
     return flags
 
 
-def _szip(payload: Payload, expected: int, desc: Params, where: str) -> bytes:
-    check_ratio("szip", len(payload), expected, where)
+def _szip(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
+    szip.CODEC.check_ratio(len(payload), expected, where)
     bits = szip_sample_bits(desc)
-    for key in ("szip_block_size", "szip_rsi", "szip_flags"):
-        _param(desc, key, int, where)
+    params = codec_params(desc, szip.CODEC, where, required=("block_size", "rsi", "flags"))
+    params.update(bits_per_sample=bits, flags=szip_flags(desc, bits))
     # libaec's streaming decoder, stopped when the expected output is full, as the reference calls it
-    return szip.decode(
-        payload,
-        expected,
-        bits,
-        int(desc["szip_block_size"]),
-        int(desc["szip_rsi"]),
-        szip_flags(desc, bits),
-        where=where,
-    )
+    return szip.CODEC.decode(payload, expected, params, where)
 
 
-def _zfp_parameter(desc: Params, where: str) -> tuple[str, float]:
-    mode = desc.get("zfp_mode")
-    if mode == "fixed_rate":
-        return mode, _param(desc, "zfp_rate", float, where)
-    if mode == "fixed_precision":
-        return mode, _param(desc, "zfp_precision", int, where)
-    if mode == "fixed_accuracy":
-        return mode, _param(desc, "zfp_tolerance", float, where)
-    raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
-
-
-def _zfp(payload: Payload, expected: int, desc: Params, where: str) -> bytes:
-    packed = desc.get("encoding") == "simple_packing"
+def _zfp(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
+    packed = _packed(desc)
     if packed:
         # after simple_packing the reference still decodes prod(shape) doubles (reading zeros past a
         # shorter stream) and hands on all of them; later stages use the leading bytes
         shape = desc.get("shape") or []
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        check_ratio("zfp", len(payload), 8 * n, where)
+        zfp.CODEC.check_ratio(len(payload), 8 * n, where)
         payload = bytes(payload) + bytes(8 * n + 4096)  # zeros past the stream, never out of bounds
+        want = 8 * n
     else:
-        check_ratio("zfp", len(payload), expected, where)
-        if expected % 8:
-            raise CodecError(f"{where}zfp decodes float64 values but {expected} bytes are expected")
-        n = expected // 8
-    mode, parameter = _zfp_parameter(desc, where)
-    out = _float64_in_declared_order(zfp.decompress(payload, n, mode, parameter, where=where), desc)
+        zfp.CODEC.check_ratio(len(payload), expected, where)
+        want = expected
+    mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
+    params = codec_params(desc, zfp.CODEC, where, required=("mode", zfp.MODES.get(str(mode), "mode")))
+    out = _float64_in_declared_order(zfp.CODEC.decode(payload, want, params, where), desc)
     if packed:
         if len(out) < expected:
             raise CodecError(f"{where}zfp stream decodes to {len(out)} bytes, at least {expected} needed")
         return out
-    check_size(out, expected, "zfp", where)
+    check_size(out, expected, zfp.CODEC.name, where)
     return out
 
 
-def _float64_in_declared_order(values: np.ndarray, desc: Params) -> bytes:
+def _float64_in_declared_order(values: Buffer, desc: Params) -> bytes:
     """zfp and sz3 decode to float64 values; like the reference, hand them on in the descriptor's byte order."""
     # after simple_packing the bytes are a bit stream with no byte order: the codec's native doubles go on as is
-    declared = (
-        desc.get("byte_order", "little")
-        if desc.get("encoding", "none") == "none"
-        else ("little" if np.little_endian else "big")
-    )
+    declared = desc.get("byte_order", "little") if not _packed(desc) else ("little" if np.little_endian else "big")
     dtype = np.dtype("<f8") if declared == "little" else np.dtype(">f8")
     return np.ascontiguousarray(values, dtype=dtype).tobytes()
 
 
-def _sz3(payload: Payload, expected: int, params: Params, where: str) -> bytes:
-    check_ratio("sz3", len(payload), expected, where)
-    if expected % 8:
-        raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
-    out = _float64_in_declared_order(sz3.decompress(payload, expected // 8, where=where), params)
-    check_size(out, expected, "sz3", where)
+def _sz3(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
+    sz3.CODEC.check_ratio(len(payload), expected, where)
+    out = _float64_in_declared_order(sz3.CODEC.decode(payload, expected, {}, where), desc)
+    check_size(out, expected, sz3.CODEC.name, where)
     return out
 
 
-def _bitmask_prefixed(kind: str) -> Decoder:
+def _bitmask(codec: Codec) -> Callable[[Buffer, int, Params, str], Buffer]:
     """rle/roaring compression of a bitmask object: a big-endian u32 bit count, then the bitmap."""
 
-    def decode(payload: Payload, expected: int, params: Params, where: str) -> bytes:
-        if len(payload) < 4:
-            raise CodecError(f"{where}{kind} payload lacks its 4-byte bit count")
-        nbits = struct.unpack(">I", payload[:4])[0]
+    def decode(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
+        view = memoryview(payload.data if isinstance(payload, np.ndarray) else payload).cast("B")
+        if len(view) < 4:
+            raise CodecError(f"{where}{codec.name} payload lacks its 4-byte bit count")
+        nbits = struct.unpack(">I", view[:4])[0]
         if nbits != 8 * expected:
-            raise CodecError(f"{where}{kind} payload holds {nbits} bits, expected {8 * expected}")
-        if kind == "rle":
-            bits = bitmaps.rle_decode(payload[4:], nbits, where)
-        else:
-            bits = bitmaps.roaring_decode(payload[4:], nbits, where)
-        return np.packbits(bits).tobytes()
+            raise CodecError(f"{where}{codec.name} payload holds {nbits} bits, expected {8 * expected}")
+        return bytes(codec.decode(view[4:], expected, {"bits": nbits}, where))
 
     return decode
 
 
-DECODERS: dict[str, Decoder] = {
-    "none": _none,
-    "zstd": _zstd,
-    "lz4": _lz4,
-    "szip": _szip,
-    "blosc2": _blosc2,
-    "zfp": _zfp,
-    "sz3": _sz3,
-    "rle": _bitmask_prefixed("rle"),
-    "roaring": _bitmask_prefixed("roaring"),
+#: codecs whose parameters the descriptor decides beyond their own keys
+_ADAPTED: dict[Codec, Callable[[Buffer, int, Params, str], Buffer]] = {
+    szip.CODEC: _szip,
+    zfp.CODEC: _zfp,
+    sz3.CODEC: _sz3,
+    bitmaps.RLE: _bitmask(bitmaps.RLE),
+    bitmaps.ROARING: _bitmask(bitmaps.ROARING),
 }
 
 
-def decompress(name: str, payload: Payload, expected: int, desc: Params, where: str = "") -> Decoded:
+def decompress(name: str, payload: Buffer, expected: int, desc: Params, where: str = "") -> Buffer:
     """Decode ``payload`` with compressor ``name`` into exactly ``expected`` bytes."""
-    try:
-        decoder = DECODERS[name]
-    except KeyError:
-        raise UnsupportedError(f"{where}unknown compression {name!r} (known: {', '.join(DECODERS)})") from None
-    return decoder(payload, expected, desc, where)
-
-
-def compress(name: str, data: bytes, desc: Params) -> bytes:
-    """Encode for the writer (only the codecs whose bytes we can reproduce or that decode)."""
-    if name == "none":
-        return bytes(data)
-    if name == "zstd":
-        return zstd.compress(data, int(desc.get("zstd_level", 3)))
-    if name == "lz4":
-        return lz4.compress(data)
-    raise UnsupportedError(f"writing compression {name!r} is not supported")
+    codec = stage_codec("compression", name, where)
+    adapted = _ADAPTED.get(codec)
+    if adapted is not None:
+        return adapted(payload, expected, desc, where)
+    return codec.decode(payload, expected, codec_params(desc, codec, where), where)

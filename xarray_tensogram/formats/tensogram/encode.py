@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from ...codecs import bitmaps, blosc2, lz4, simple_packing, zfp, zstd
-from ...codecs.shuffle import shuffle
-from ...codecs.szip import szip_encode
+from ...codecs import blosc2, simple_packing, szip, zfp
+from ...codecs.base import PASSTHROUGH, Codec, Param
+from ...codecs.bitmaps import RLE, ROARING
 from ...errors import EncodeError, UnsupportedError
-from .compression import szip_flags, szip_sample_bits
+from .compression import STAGES, codec_params, descriptor_key, stage_codec, szip_flags, szip_sample_bits
 from .dtypes import DTYPES, dtype_width
+from .masks import DEFAULT_MASK_METHOD, encode_mask
 
 __all__ = [
     "PIPELINE_KEYS",
@@ -58,44 +59,36 @@ class ObjectInput:
     descriptor: dict[str, Any] = field(default_factory=dict)
 
 
-#: the values each pipeline stage accepts when writing (sz3 is read-only: no Python library writes
-#: sz3 streams the reference reads)
+#: the values each pipeline stage accepts when writing: the codecs of Tensogram's table that can encode
 PIPELINE_VALUES: dict[str, tuple[str, ...]] = {
-    "encoding": ("none", "simple_packing"),
-    "filter": ("none", "shuffle"),
-    "compression": ("none", "zstd", "lz4", "szip", "blosc2", "zfp", "rle", "roaring"),
+    stage: tuple(name for name, codec in table.items() if codec.capabilities.encode) for stage, table in STAGES.items()
 }
-BLOSC2_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
-ZFP_MODES = ("fixed_rate", "fixed_precision", "fixed_accuracy")
+#: every descriptor parameter of a codec: its key -> (codec, parameter)
+_PARAMS: dict[str, tuple[Codec, Param]] = {
+    descriptor_key(codec, p.name): (codec, p)
+    for table in STAGES.values()
+    for codec in table.values()
+    for p in codec.params
+}
 #: descriptor keys that describe how to encode (and not the values of one object: reference value,
-#: binary scale factor and szip block offsets are computed per object)
-PIPELINE_PARAMS = (
-    "sp_bits_per_value",
-    "sp_decimal_scale_factor",
-    "shuffle_element_size",
-    "zstd_level",
-    "szip_rsi",
-    "szip_block_size",
-    "szip_flags",
-    "blosc2_codec",
-    "blosc2_clevel",
-    "zfp_mode",
-    "zfp_rate",
-    "zfp_precision",
-    "zfp_tolerance",
+#: binary scale factor and szip block offsets are computed per object, sample widths by the format)
+PIPELINE_PARAMS = tuple(
+    key for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
 )
 
 
 def check_pipeline(desc: Mapping[str, Any]) -> None:
-    """Refuse unknown stage names (and blosc2 codecs, zfp modes) with an error that lists the valid ones."""
+    """Refuse unknown stage names and parameter values outside the codecs' declared ones, with an error that
+    lists the valid ones."""
     for stage, valid in PIPELINE_VALUES.items():
         value = desc.get(stage, "none")
         if value not in valid:
-            extra = " (sz3 can be read but not written)" if value == "sz3" else ""
+            readonly = STAGES[stage].get(value) if isinstance(value, str) else None
+            extra = f" ({value} can be read but not written)" if readonly is not None else ""
             raise UnsupportedError(f"unknown {stage} {value!r}{extra}; valid values: {', '.join(valid)}")
-    for key, valid in (("blosc2_codec", BLOSC2_CODECS), ("zfp_mode", ZFP_MODES)):
-        if key in desc and desc[key] not in valid:
-            raise UnsupportedError(f"unknown {key} {desc[key]!r}; valid values: {', '.join(valid)}")
+    for key, (_codec, p) in _PARAMS.items():
+        if key in desc and p.choices and desc[key] not in p.choices:
+            raise UnsupportedError(f"unknown {key} {desc[key]!r}; valid values: {', '.join(map(str, p.choices))}")
 
 
 def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,44 +103,13 @@ def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: descriptor parameters and the type the reference insists on (strict typing, spec §10.2)
-_PARAM_TYPES: dict[str, str] = {
-    "sp_bits_per_value": "int",
-    "sp_decimal_scale_factor": "int",
-    "sp_binary_scale_factor": "int",
-    "sp_reference_value": "float",
-    "shuffle_element_size": "int",
-    "szip_rsi": "int",
-    "szip_block_size": "int",
-    "szip_flags": "int",
-    "zstd_level": "int",
-    "blosc2_codec": "str",
-    "blosc2_clevel": "int",
-    "zfp_mode": "str",
-    "zfp_rate": "float",
-    "zfp_precision": "int",
-    "zfp_tolerance": "float",
-    "sz3_error_bound": "float",
-    "sz3_error_bound_mode": "str",
-}
-
-
 def _check_param_types(desc: Mapping[str, Any]) -> None:
-    for key, kind in _PARAM_TYPES.items():
-        if key not in desc:
-            continue
-        v = desc[key]
-        if kind == "int":
-            ok = isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-        elif kind == "float":
-            ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-            if ok and isinstance(v, (int, np.integer)) and abs(int(v)) > 2**53:
-                ok = False
-        else:
-            ok = isinstance(v, str)
-        if not ok:
-            expected = "an integer" if kind == "int" else "a number" if kind == "float" else "text"
-            raise EncodeError(f"descriptor parameter {key!r} must be {expected}, got {v!r}")
+    """Codec parameters of the wrong type or outside their declared range (strict typing, spec §10.2)."""
+    for key, (_codec, p) in _PARAMS.items():
+        if key in desc and not p.choices:
+            problem = p.problem(desc[key])
+            if problem:
+                raise EncodeError(f"descriptor parameter {key!r} {problem}")
 
 
 def _c_strides(shape: Sequence[int]) -> list[int]:
@@ -178,26 +140,6 @@ def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.nd
         flat = values.reshape(-1)
         nan, pinf, ninf = np.isnan(flat), flat == np.inf, flat == -np.inf
     return {"nan": nan, "inf+": pinf, "inf-": ninf}
-
-
-def _encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[bytes, str, dict[str, Any] | None]:
-    packed_len = (bits.size + 7) // 8
-    if small_threshold and packed_len <= small_threshold:
-        method = "none"
-    packed = np.packbits(bits).tobytes()
-    if method == "none":
-        return packed, "none", None
-    if method == "rle":
-        return bitmaps.rle_encode(bits), "rle", None
-    if method == "roaring":
-        return bitmaps.roaring_encode(bits, "roaring mask encoding"), "roaring", None
-    if method == "zstd":
-        return zstd.compress(packed, 3), "zstd", None
-    if method == "lz4":
-        return lz4.compress(packed), "lz4", None
-    if method == "blosc2":
-        return blosc2.compress(packed, codec="lz4", clevel=5, bitshuffle=True), "blosc2", {"codec": "lz4", "level": 5}
-    raise UnsupportedError(f"unknown mask method {method!r}")
 
 
 def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes, np.ndarray | None]:
@@ -331,10 +273,8 @@ def _mask_non_finite(
 
 def _encode_values(raw: bytes, desc: dict[str, Any], *, has_masks: bool) -> bytes:
     """The encoding stage: ``none`` passes the bytes on, ``simple_packing`` packs float64 values."""
-    if desc["encoding"] == "none":
+    if stage_codec("encoding", desc["encoding"]) is PASSTHROUGH:
         return raw
-    if desc["encoding"] != "simple_packing":
-        raise UnsupportedError(f"unknown encoding {desc['encoding']!r}")
     if desc["dtype"] != "float64":
         raise EncodeError("simple_packing needs float64 values")
     bits = desc.get("sp_bits_per_value")
@@ -359,15 +299,14 @@ def _encode_values(raw: bytes, desc: dict[str, Any], *, has_masks: bool) -> byte
 
 def _filter(encoded: bytes, desc: dict[str, Any]) -> bytes:
     """The filter stage: ``shuffle`` groups byte k of every element (element size from the dtype unless given)."""
-    if desc["filter"] == "shuffle":
-        S = desc.setdefault("shuffle_element_size", dtype_width(desc["dtype"]) or 1)
-        if not isinstance(S, int) or S <= 0 or len(encoded) % S:
-            raise EncodeError(f"shuffle_element_size {S!r} does not divide the {len(encoded)}-byte payload")
-        if S > 1 and encoded:
-            encoded = shuffle(np.frombuffer(encoded, np.uint8), S).tobytes()
-    elif desc["filter"] != "none":
-        raise UnsupportedError(f"unknown filter {desc['filter']!r}")
-    return encoded
+    codec = stage_codec("filter", desc["filter"])
+    if codec is PASSTHROUGH:
+        return encoded
+    key = descriptor_key(codec, "element_size")
+    S = desc.setdefault(key, dtype_width(desc["dtype"]) or 1)
+    if not isinstance(S, int) or S <= 0 or len(encoded) % S:
+        raise EncodeError(f"{key} {S!r} does not divide the {len(encoded)}-byte payload")
+    return codec.encode(encoded, {"element_size": S})[0]
 
 
 def _append_masks(
@@ -386,8 +325,8 @@ def _append_masks(
         if kind not in mask_bits:
             continue
         method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
-        blob, method, params = _encode_mask(
-            mask_bits[kind], mask_methods.get(method_key, "roaring"), small_mask_threshold
+        blob, method, params = encode_mask(
+            mask_bits[kind], mask_methods.get(method_key, DEFAULT_MASK_METHOD), small_mask_threshold
         )
         entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
         if params:
@@ -399,55 +338,60 @@ def _append_masks(
 
 
 def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
-    comp = desc["compression"]
-    if comp == "none":
-        return encoded
-    if comp == "zstd":
-        return zstd.compress(encoded, int(desc.get("zstd_level", 3)))
-    if comp == "lz4":
-        return lz4.compress(encoded)
-    if comp in ("rle", "roaring"):
-        if desc["dtype"] != "bitmask":
-            raise EncodeError(f"{comp} compression applies to bitmask objects only")
-        bits = np.unpackbits(np.frombuffer(encoded, dtype=np.uint8)).astype(bool)
-        prefix = struct.pack(">I", bits.size)
-        if comp == "rle":
-            return prefix + bitmaps.rle_encode(bits)
-        return prefix + bitmaps.roaring_encode(bits, "roaring compression")
-    if comp == "szip":
-        for key in ("szip_rsi", "szip_block_size", "szip_flags"):
-            if key not in desc:
-                raise EncodeError(f"szip needs {key}")
-        sample_bits = szip_sample_bits(desc)
-        flags = szip_flags(desc, sample_bits)
-        sample_bytes = 4 if (16 < sample_bits <= 24 and not flags & 2) else (sample_bits + 7) // 8
-        payload, offsets = szip_encode(
-            encoded, sample_bits, int(desc["szip_block_size"]), int(desc["szip_rsi"]), flags, sample_bytes
+    """The compression stage: the codec of the descriptor, given its parameters (and what the descriptor
+    decides beyond them); what it works out while encoding is recorded in the descriptor."""
+    codec = stage_codec("compression", desc["compression"])
+    if not codec.capabilities.encode:
+        raise UnsupportedError(
+            f"writing compression {codec.name!r} is not supported (no Python library writes streams the "
+            f"reference reads)"
         )
-        desc["szip_block_offsets"] = offsets
-        return payload
-    if comp == "blosc2":
-        if desc["encoding"] == "simple_packing":
-            typesize = (int(desc["sp_bits_per_value"]) + 7) // 8 or 1
-        elif desc["filter"] == "shuffle":
-            typesize = 1
-        else:
-            typesize = dtype_width(desc["dtype"]) or 1
-        return blosc2.compress(
-            encoded, codec=desc.get("blosc2_codec", "lz4"), clevel=int(desc.get("blosc2_clevel", 5)), typesize=typesize
-        )
-    if comp == "zfp":
-        mode = desc.get("zfp_mode")
-        parameters: dict[object, Any] = {
-            "fixed_rate": desc.get("zfp_rate"),
-            "fixed_precision": desc.get("zfp_precision"),
-            "fixed_accuracy": desc.get("zfp_tolerance"),
-        }
-        parameter = parameters.get(mode)
-        if mode not in zfp.MODES or parameter is None:
-            raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
-        return zfp.compress(np.frombuffer(encoded, dtype=np.float64), mode, parameter)
-    raise UnsupportedError(
-        f"writing compression {comp!r} is not supported (sz3 output of Python libraries is not "
-        f"readable by the reference)"
-    )
+    params = codec_params(desc, codec)
+    prepare = _PREPARE.get(codec)
+    if prepare is not None:
+        params = prepare(encoded, desc, params)
+    payload, recorded = codec.encode(encoded, params)
+    for name, value in recorded.items():
+        desc[descriptor_key(codec, name)] = value
+    return (struct.pack(">I", params["bits"]) + payload) if codec in (RLE, ROARING) else payload
+
+
+def _szip_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    for name in ("rsi", "block_size", "flags"):
+        if name not in params:
+            raise EncodeError(f"szip needs {descriptor_key(szip.CODEC, name)}")
+    bits = szip_sample_bits(desc)
+    return {**params, "bits_per_sample": bits, "flags": szip_flags(desc, bits)}
+
+
+def _blosc2_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    if stage_codec("encoding", desc["encoding"]) is not PASSTHROUGH:
+        typesize = (int(desc[descriptor_key(simple_packing.CODEC, "bits_per_value")]) + 7) // 8 or 1
+    elif stage_codec("filter", desc["filter"]) is not PASSTHROUGH:
+        typesize = 1
+    else:
+        typesize = dtype_width(desc["dtype"]) or 1
+    return {**params, "typesize": typesize}
+
+
+def _zfp_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    mode = params.get("mode")
+    if mode not in zfp.MODES or zfp.MODES[mode] not in params:
+        raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+    return params
+
+
+def _bitmask_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    if desc["dtype"] != "bitmask":
+        raise EncodeError(f"{desc['compression']} compression applies to bitmask objects only")
+    return {**params, "bits": 8 * len(encoded)}
+
+
+#: what the descriptor decides for a codec beyond its own parameters
+_PREPARE: dict[Codec, Callable[[bytes, dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+    szip.CODEC: _szip_params,
+    blosc2.CODEC: _blosc2_params,
+    zfp.CODEC: _zfp_params,
+    RLE: _bitmask_params,
+    ROARING: _bitmask_params,
+}

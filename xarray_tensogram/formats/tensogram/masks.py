@@ -1,7 +1,7 @@
-"""NaN/Inf companion masks (Tensogram spec §15): mask method and blob bytes -> boolean mask of n elements.
+"""NaN/Inf companion masks (Tensogram spec §15): a mask's ``method`` and blob <-> a boolean mask of n elements.
 
-The bitmap codecs themselves (packed bits, RLE, roaring, and the byte compressors
-applied to packed bits) are format-free and live in :mod:`xarray_tensogram.codecs`.
+The methods are the codecs of :data:`~.compression.MASK_METHODS` (Tensogram's one table), applied to the
+MSB-first packed bitmap; the codecs themselves are format-free (:mod:`xarray_tensogram.codecs`).
 """
 
 from __future__ import annotations
@@ -11,29 +11,48 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import bitmaps, blosc2, lz4, zstd
+from ...codecs import bitmaps, blosc2
+from ...codecs.base import PASSTHROUGH, Codec
 from ...errors import UnsupportedError
+from .compression import MASK_METHODS
 
-__all__ = ["MASK_METHODS", "decode_mask"]
+__all__ = ["DEFAULT_MASK_METHOD", "MASK_METHODS", "decode_mask", "encode_mask"]
 
-MASK_METHODS = ("none", "rle", "roaring", "lz4", "zstd", "blosc2")
+#: the reference encoder's default method for NaN/Inf masks
+DEFAULT_MASK_METHOD = bitmaps.ROARING.name
+
+#: what a blosc2 mask is written with, and the ``params`` recorded for it (the reference's names)
+_BLOSC2_MASK = {"codec": blosc2.CODEC.param("codec").default, "clevel": 5, "bitshuffle": True}
+
+
+def _method(method: Any, where: str) -> Codec:
+    codec = MASK_METHODS.get(method) if isinstance(method, str) else None
+    if codec is None:
+        raise UnsupportedError(f"{where}unknown mask method {method!r} (known: {', '.join(MASK_METHODS)})")
+    return codec
+
+
+def _bits_param(codec: Codec, n: int) -> dict[str, Any]:
+    return {"bits": n} if any(p.name == "bits" for p in codec.params) else {}
 
 
 def decode_mask(
     method: str, blob: bytes | memoryview, n: int, params: Mapping[str, Any] | None = None, where: str = ""
 ) -> np.ndarray:
     """Decode one mask blob into a boolean array of ``n`` elements."""
-    nbytes = (n + 7) // 8
-    if method == "none":
+    codec = _method(method, where)
+    if codec is PASSTHROUGH:
         return bitmaps.unpack(bytes(blob), n, where)
-    if method == "rle":
-        return bitmaps.rle_decode(blob, n, where)
-    if method == "roaring":
-        return bitmaps.roaring_decode(blob, n, where)
-    if method == "zstd":
-        return bitmaps.unpack(zstd.decompress(blob, nbytes, where=where), n, where)
-    if method == "lz4":
-        return bitmaps.unpack(lz4.decompress(blob, nbytes, where=where), n, where)
-    if method == "blosc2":
-        return bitmaps.unpack(blosc2.decompress(blob, nbytes, where=where), n, where)
-    raise UnsupportedError(f"{where}unknown mask method {method!r} (known: {', '.join(MASK_METHODS)})")
+    packed = codec.decode(blob, (n + 7) // 8, _bits_param(codec, n), where)
+    return bitmaps.unpack(np.asarray(packed, dtype=np.uint8) if isinstance(packed, np.ndarray) else packed, n, where)
+
+
+def encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[bytes, str, dict[str, Any] | None]:
+    """The blob of a boolean mask, the method it was written with (``none`` when the packed bitmap is at most
+    ``small_threshold`` bytes) and the ``params`` to record."""
+    packed = np.packbits(bits).tobytes()
+    codec = PASSTHROUGH if small_threshold and len(packed) <= small_threshold else _method(method, "")
+    extra = dict(_BLOSC2_MASK) if codec is blosc2.CODEC else {}
+    blob, _ = codec.encode(packed, {**_bits_param(codec, bits.size), **extra})
+    recorded = {"codec": extra["codec"], "level": extra["clevel"]} if extra else None
+    return blob, codec.name, recorded

@@ -29,6 +29,7 @@ from ...errors import (
 from ...io import ByteSource
 from .._chunks import read_row_band
 from . import pipeline
+from .compression import stage_codec
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
     DATA_FRAME,
@@ -263,10 +264,9 @@ class ObjectReader:
             start, stop, step = rows.indices(desc["shape"][0])
             if step == 1 and stop > start:
                 # decompress only up to the last requested row (the stream's tail is not checked)
-                from ...codecs.zstd import decompress_prefix
-
+                codec = stage_codec("compression", desc["compression"], where)
                 hi = pipeline.row_byte_range(desc, 0, stop)[1]
-                prefix = decompress_prefix(region.data, hi, pipeline.encoded_length(desc), where=where)
+                prefix = codec.decode_prefix(region.data, hi, pipeline.encoded_length(desc), {}, where)
                 return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
@@ -321,23 +321,6 @@ def _reserved_geometry(dtype: str, shape: tuple[Any, ...]) -> tuple[tuple[int, .
     if len(shape) > pipeline.MAX_RANK or not all(isinstance(s, int) and s >= 0 for s in shape):
         return None
     return Message._geometry_of({"shape": list(shape), "dtype": dtype})
-
-
-#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
-#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
-#: object's; bounded, and shared by all files (the bytes alone decide the answer)
-_PLAIN_DESCRIPTORS: set[bytes] = set()
-_PLAIN_DESCRIPTORS_MAX = 4096
-
-
-def _params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[str, Any], int]:
-    """A descriptor's free-form params and its frame's hash; a descriptor without params is remembered."""
-    params = pipeline.descriptor_params(desc) if isinstance(desc, dict) else {}
-    if not params and raw is not None:
-        if len(_PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
-            _PLAIN_DESCRIPTORS.clear()
-        _PLAIN_DESCRIPTORS.add(raw)
-    return params, int.from_bytes(tail[8:16], "big")
 
 
 def is_local(source: ByteSource) -> bool:
@@ -585,21 +568,21 @@ def descriptor_params_batch(
                 )
             if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
                 msg, j = objects[i]
-                out[i] = _params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
+                out[i] = pipeline.params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
             else:
                 wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
         except XarrayTensogramError:
             if not lenient:
                 raise
     raws = source.read_ranges([(o, n) for _i, o, n in wanted], what="descriptor")
-    plain = _PLAIN_DESCRIPTORS
+    plain = pipeline.PLAIN_DESCRIPTORS
     for (i, o, _n), raw in zip(wanted, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
             out[i] = {}, int.from_bytes(tails[i][8:16], "big")
             continue
         try:
             # only the free-form params are used here (the frame is fully checked when it is read)
-            out[i] = _params_of(cbor.loads(raw, check=False), tails[i], raw)
+            out[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
         except MetadataError as exc:
             if not lenient:  # the error names the place; built only when needed
                 msg, j = objects[i]

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import lz4, shuffle, simple_packing, zstd
+from ...codecs import shuffle, simple_packing
+from ...codecs.base import PASSTHROUGH, Capabilities, Codec
 from ...errors import (
     CodecError,
     CorruptFileError,
@@ -26,7 +27,7 @@ from ...io import ByteSource, LocalFileSource
 from ...io.local import scratch_buffer
 from .._chunks import read_span, row_byte_span
 from . import masks as mask_codec
-from .compression import decompress
+from .compression import STAGES, decompress, stage_codec
 from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
 
 __all__ = [
@@ -45,9 +46,17 @@ __all__ = [
 
 MAX_RANK = 64
 REQUIRED_KEYS = ("type", "shape", "strides", "dtype", "encoding", "filter", "compression")
-ENCODINGS = ("none", "simple_packing")
-FILTERS = ("none", "shuffle")
+ENCODINGS = tuple(STAGES["encoding"])
+FILTERS = tuple(STAGES["filter"])
 MASK_KINDS = ("nan", "inf+", "inf-")
+
+
+class _NoCodec(Codec):
+    name = "unknown"
+    capabilities = Capabilities(encode=False, mapped_input=True)
+
+
+_NO_CODEC = _NoCodec()
 
 
 #: descriptor keys that describe the tensor and its encoding pipeline (everything else is user metadata)
@@ -76,6 +85,23 @@ def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
     if not others:
         return {}
     return {k: desc[k] for k in desc if k in others and isinstance(k, str) and not k.startswith(PIPELINE_PREFIXES)}
+
+
+#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
+#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
+#: object's; bounded, and shared by all files (the bytes alone decide the answer)
+PLAIN_DESCRIPTORS: set[bytes] = set()
+_PLAIN_DESCRIPTORS_MAX = 4096
+
+
+def params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[str, Any], int]:
+    """A descriptor's free-form params and its frame's hash; a descriptor without params is remembered."""
+    params = descriptor_params(desc) if isinstance(desc, dict) else {}
+    if not params and raw is not None:
+        if len(PLAIN_DESCRIPTORS) >= _PLAIN_DESCRIPTORS_MAX:
+            PLAIN_DESCRIPTORS.clear()
+        PLAIN_DESCRIPTORS.add(raw)
+    return params, int.from_bytes(tail[8:16], "big")
 
 
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
@@ -133,17 +159,24 @@ def encoded_length(desc: Mapping[str, Any]) -> int:
 def supports_row_ranges(desc: Mapping[str, Any]) -> bool:
     """True when a leading-axis row range can be read as a byte range of the payload."""
     return (
-        desc["compression"] == "none"
+        _compressor(desc).capabilities.byte_ranges
         and desc["filter"] == "none"
         and desc["dtype"] != "bitmask"
         and len(desc["shape"]) >= 1
     )
 
 
+def _compressor(desc: Mapping[str, Any]) -> Any:
+    """The compression codec of a validated descriptor (an unknown name reads as no capability at all)."""
+    return STAGES["compression"].get(desc["compression"]) or _NO_CODEC
+
+
 def supports_leading_prefix(desc: Mapping[str, Any]) -> bool:
-    """True when leading rows can be decoded from a prefix of a zstd stream (no filter, no masks)."""
+    """True when leading rows can be decoded from a prefix of a compressed stream (no filter, no masks)."""
+    codec = _compressor(desc)
     return (
-        desc["compression"] == "zstd"
+        codec is not PASSTHROUGH
+        and codec.capabilities.prefix_decode
         and desc["filter"] == "none"
         and desc["dtype"] != "bitmask"
         and not desc.get("masks")
@@ -317,10 +350,6 @@ def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     return bool(native and nd == dtype)
 
 
-#: compressors that decode straight into a C-contiguous destination (the others decode to bytes, then copy)
-_DECOMPRESS_INTO = {"zstd": zstd.decompress_into, "lz4": lz4.decompress_into}
-
-
 def decode_into(
     source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray, where: str = ""
 ) -> None:
@@ -343,11 +372,11 @@ def decode_into(
     if compression == "none" and isinstance(source, LocalFileSource) and out.flags.c_contiguous:
         _unpack_streamed(source, offset, desc, out.reshape(-1))
         return
-    payload, mapped = _compressed_payload(source, offset, length, compression)
+    codec = stage_codec("compression", compression, where)
+    payload, mapped = _compressed_payload(source, offset, length, codec)
     try:
-        into = _DECOMPRESS_INTO.get(compression)
-        if into is not None and not packed and out.flags.c_contiguous:
-            into(payload, out, where=where)
+        if codec.capabilities.decode_into and not packed and out.flags.c_contiguous:
+            codec.decode_into(payload, out, {}, where)
             return
         encoded = payload if compression == "none" else decompress(compression, payload, expected, desc, where)
         if packed:
@@ -369,18 +398,15 @@ def decode_into(
             source.release(offset, length)
 
 
-#: compressors whose payloads (up to READ_MAX bytes) a local file hands over through a per-thread buffer
-#: filled by ``preadv`` rather than through the memory map: for lz4 the map's page faults (and their
-#: release) cost more, and vary more with the machine's load, than copying the bytes
-_READ_NOT_MAPPED = frozenset({"lz4"})
+#: payloads of codecs without ``mapped_input`` (up to READ_MAX bytes) a local file hands over through a
+#: per-thread buffer filled by ``preadv`` rather than through the memory map: for lz4 the map's page faults
+#: (and their release) cost more, and vary more with the machine's load, than copying the bytes
 READ_MAX = 16 << 20
 
 
-def _compressed_payload(
-    source: ByteSource, offset: int, length: int, compression: str
-) -> tuple[bytes | memoryview, bool]:
+def _compressed_payload(source: ByteSource, offset: int, length: int, codec: Codec) -> tuple[bytes | memoryview, bool]:
     """The stored payload, and whether it is a view of the memory map (to be released after decoding)."""
-    if compression in _READ_NOT_MAPPED and isinstance(source, LocalFileSource) and length <= READ_MAX:
+    if not codec.capabilities.mapped_input and isinstance(source, LocalFileSource) and length <= READ_MAX:
         buf = scratch_buffer(length)
         source.read_into(offset, buf, what="payload")
         return buf.data, False

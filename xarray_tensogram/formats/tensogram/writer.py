@@ -35,6 +35,7 @@ from .encode import (
     encoding_from_descriptor,
 )
 from .framing import END_MAGIC, MAGIC, align8
+from .masks import DEFAULT_MASK_METHOD
 
 __all__ = [
     "PIPELINE_PARAMS",
@@ -135,9 +136,9 @@ def encode_message(
     reserved: Mapping[str, Any] | None = None,
     allow_nan: bool = False,
     allow_inf: bool = False,
-    nan_mask_method: str = "roaring",
-    pos_inf_mask_method: str = "roaring",
-    neg_inf_mask_method: str = "roaring",
+    nan_mask_method: str = DEFAULT_MASK_METHOD,
+    pos_inf_mask_method: str = DEFAULT_MASK_METHOD,
+    neg_inf_mask_method: str = DEFAULT_MASK_METHOD,
     small_mask_threshold_bytes: int = 128,
     aggregate_hash: str | None = None,
     threads: int = 0,
@@ -175,9 +176,9 @@ def encode_message_parts(
     reserved: Mapping[str, Any] | None = None,
     allow_nan: bool = False,
     allow_inf: bool = False,
-    nan_mask_method: str = "roaring",
-    pos_inf_mask_method: str = "roaring",
-    neg_inf_mask_method: str = "roaring",
+    nan_mask_method: str = DEFAULT_MASK_METHOD,
+    pos_inf_mask_method: str = DEFAULT_MASK_METHOD,
+    neg_inf_mask_method: str = DEFAULT_MASK_METHOD,
     small_mask_threshold_bytes: int = 128,
     aggregate_hash: str | None = None,
     threads: int = 0,

@@ -22,6 +22,7 @@ from ...codecs import zstd
 from ...errors import CodecError, describe
 from ...io import ByteSource
 from ...io.local import scratch_buffer
+from ...outer import plan_axis
 
 __all__ = ["AxisPart", "plan_box_axis", "read_box_into"]
 
@@ -65,14 +66,13 @@ class _Run(NamedTuple):
 
 
 def plan_box_axis(start: int, stop: int, tile: int, size: int) -> list[AxisPart]:
-    """The tiles of ``tile`` elements that ``start:stop`` (step 1, inside ``0:size``) touches along one axis."""
-    parts = []
-    for t in range(start // tile, (stop - 1) // tile + 1) if stop > start else ():
-        lo, hi = max(start, t * tile), min(stop, (t + 1) * tile)
-        parts.append(
-            AxisPart(t, slice(lo - start, hi - start), slice(lo - t * tile, hi - t * tile), min(tile, size - t * tile))
-        )
-    return parts
+    """The tiles of ``tile`` elements that ``start:stop`` (step 1, inside ``0:size``) touches along one axis:
+    the package's one axis planner (:func:`~xarray_tensogram.outer.plan_axis`), with each tile's clipped extent."""
+    plan = plan_axis(slice(start, stop), size, tile)
+    return [
+        AxisPart(p.chunk_index, p.out_selection, p.read_region, min(tile, size - p.chunk_index * tile))
+        for p in plan.parts
+    ]
 
 
 def _plan_tiles(parts: Sequence[list[AxisPart]], entries: np.ndarray, table: np.ndarray, itemsize: int) -> list[_Tile]:

@@ -29,6 +29,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
+from .compression import V01_ENCODINGS
 from .model import (
     LONG_DTYPE_NAMES,
     MAX_RANK,
@@ -190,8 +191,8 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
     problem = None
     if dtype not in LONG_DTYPE_NAMES:
         problem = f"dtype {dtype!r} is not a v0.1 dtype ({', '.join(LONG_DTYPE_NAMES)})"
-    elif encoding not in ("raw", "zstd"):
-        problem = f"encoding {encoding!r} is not supported (v0.1 knows raw and zstd)"
+    elif encoding not in V01_ENCODINGS:
+        problem = f"encoding {encoding!r} is not supported (v0.1 knows {' and '.join(V01_ENCODINGS)})"
     elif layout not in _V01_LAYOUTS:
         problem = f"layout {layout!r} is not supported (v0.1 knows dense, sparsecoo and sparsecsr)"
     part = Part(
@@ -287,7 +288,7 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
             problem = problem or f"component {cname!r} has unknown dtype {spelled!r}"
             short = "u8"
         encoding = comp.get("encoding", "raw")
-        if encoding not in ("raw", "zstd"):
+        if encoding not in V01_ENCODINGS:
             problem = problem or f"component {cname!r} has unsupported encoding {encoding!r}"
         ulen = comp.get("uncompressed_length")
         digest = comp.get("digest")

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...catalog import ArraySpec
 from ...codecs import zstd
+from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
 from ...errors import (
     CodecError,
@@ -28,6 +29,7 @@ from ...errors import (
 )
 from ...io import ByteSource
 from .._chunks import read_raw_rows, read_row_band, read_span
+from .compression import ENCODINGS
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = [
@@ -138,13 +140,14 @@ class TensorReader:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
         if self.verify and not part.digest_of_decoded and part.digest is not None:  # None: refused just above
             verify_digest(part.digest, stored, where)
-        if part.encoding == "raw":
+        codec = ENCODINGS.get(part.encoding)
+        if codec is PASSTHROUGH:
             if expected is not None and len(stored) != expected:
                 raise CorruptFileError(
                     f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}"
                 )
             raw = np.frombuffer(stored, dtype=np.uint8)
-        elif part.encoding in ("zstd", "zt.zstd-seekable/1"):
+        elif codec is zstd.CODEC:
             size = part.decoded_length if part.decoded_length is not None else expected
             if size is not None and expected is not None and size != expected:
                 raise CorruptFileError(
@@ -369,7 +372,7 @@ class TensorReader:
             row_bytes = expected // info.shape[0]
             self._source(main).read_into(main.offset + start * row_bytes, out, what=f"tensor {info.name!r}")
             return True
-        if main.encoding != "zstd" or (start, stop) != (0, info.shape[0]) or not out.flags.c_contiguous:
+        if main.encoding != zstd.CODEC.name or (start, stop) != (0, info.shape[0]) or not out.flags.c_contiguous:
             return False
         if (main.decoded_length not in (None, expected)) or expected > zstd.max_output(main.length):
             return False

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...codecs import cbor as cbor_codec
-from ...codecs.registry import available, require
+from ...codecs.optional import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 
 __all__ = [

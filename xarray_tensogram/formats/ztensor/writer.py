@@ -20,6 +20,7 @@ import numpy as np
 from ...codecs import cbor, zstd
 from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
+from .compression import RAW
 from .containers import MAGIC_V01
 
 __all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
@@ -107,8 +108,8 @@ def write_ztensor_v01(
     ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
     keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
     """
-    if compression not in (None, "zstd"):
-        raise ValueError(f"compression must be None or 'zstd', got {compression!r}")
+    if compression not in (None, zstd.CODEC.name):
+        raise ValueError(f"compression must be None or {zstd.CODEC.name!r}, got {compression!r}")
     if checksum not in (None, "crc32c", "sha256"):
         raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
     items = _items(tensors)
@@ -132,7 +133,7 @@ def write_ztensor_v01(
                 ("dtype", dtype_name),
                 ("layout", "dense"),
                 ("shape", [int(s) for s in arr.shape]),
-                ("encoding", "zstd" if compression else "raw"),
+                ("encoding", zstd.CODEC.name if compression else RAW),
             ]
             if not compression and arr.dtype.itemsize > 1:
                 fields.append(("data_endianness", "little"))

@@ -1,0 +1,176 @@
+"""The codec interface (as zarr-python's codecs): one small object per codec, no format knowledge.
+
+A :class:`Codec` has a ``name``, its parameters (:class:`Param`: type, default, valid values), what it can do
+(:class:`Capabilities`, typed, so callers never probe with ``getattr``), ``decode``, ``encode`` and, where it
+can write into a caller's buffer, ``decode_into``. Parameters are the codec's own plain names (``level``,
+``rsi``); each format maps its file vocabulary (descriptor keys, codec ids) onto codec objects and these
+names in one table. The registry (:mod:`.registry`) holds one object per name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import CodecError, EncodeError, UnsupportedError
+
+__all__ = ["PASSTHROUGH", "Buffer", "Capabilities", "Codec", "Param", "Passthrough", "check_size"]
+
+#: what decoders take (a slice of a mapped file stays a memoryview) and give back
+Buffer = bytes | memoryview | np.ndarray
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a codec: its type, its default (None: required, or worked out by the format) and the
+    values it may take (``choices``, or an inclusive ``bounds`` range for numbers)."""
+
+    name: str
+    kind: type
+    default: Any = None
+    choices: tuple[Any, ...] = ()
+    bounds: tuple[float, float] | None = None
+    doc: str = ""
+    #: worked out per payload while encoding (and recorded for the decoder)
+    recorded: bool = False
+    #: supplied by the format from the data (a sample width, an element size): not a writer's option
+    derived: bool = False
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` for this parameter (None: nothing)."""
+        if isinstance(value, (bool, np.bool_)) and self.kind is not bool:
+            return f"must be {self._kind_text()}, got {value!r}"
+        if self.kind is float:
+            ok = isinstance(value, (int, float, np.integer, np.floating))
+        elif self.kind is int:
+            ok = isinstance(value, (int, np.integer))
+        else:
+            ok = isinstance(value, self.kind)
+        if not ok:
+            return f"must be {self._kind_text()}, got {value!r}"
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(map(repr, self.choices))}, got {value!r}"
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            return f"must be in {self.bounds[0]:g}..{self.bounds[1]:g}, got {value!r}"
+        return None
+
+    def _kind_text(self) -> str:
+        return {int: "an integer", float: "a number", str: "text", bool: "true or false"}.get(self.kind, str(self.kind))
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a codec can do beyond ``decode``/``encode``."""
+
+    #: ``decode_into`` writes the decoded bytes into a caller's C-contiguous buffer (no intermediate array)
+    decode_into: bool = False
+    #: partial decode: the first bytes of the output can be decoded without the rest of the stream
+    prefix_decode: bool = False
+    #: decoded byte ranges are stored byte ranges (only the identity): a slice reads only its bytes
+    byte_ranges: bool = False
+    #: ``encode`` exists (some codecs are read-only: no library writes streams the reference reads)
+    encode: bool = True
+    #: decoding from a memory map pays (else the payload is better read into a buffer first)
+    mapped_input: bool = True
+
+
+class Codec:
+    """Base of every codec object. Subclasses set the class attributes and override what they support."""
+
+    name: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    #: largest decoded/stored ratio the codec reaches on real data, generously (None: no useful bound)
+    max_ratio: ClassVar[int | None] = None
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def resolve(self, given: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
+        """``given`` checked against the declared parameters, defaults filled in (unknown names refused)."""
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise EncodeError(
+                f"{what}{self.name} has no parameter {', '.join(map(repr, unknown))}; "
+                f"its parameters: {', '.join(known) or 'none'}"
+            )
+        out = {}
+        for p in self.params:
+            if p.name in given:
+                problem = p.problem(given[p.name])
+                if problem:
+                    raise EncodeError(f"{what}{self.name} parameter {p.name!r} {problem}")
+                out[p.name] = given[p.name]
+            elif p.default is not None:
+                out[p.name] = p.default
+        return out
+
+    def check_ratio(self, payload_len: int, expected: int, where: str = "") -> None:
+        """Refuse ``expected`` decoded bytes that ``payload_len`` stored bytes cannot produce (before allocating)."""
+        if self.max_ratio is not None and expected > self.max_ratio * max(payload_len, 1) + 4096:
+            raise CodecError(
+                f"{where}{self.name} payload of {payload_len} bytes cannot decode to the {expected} bytes "
+                f"promised (more than {self.max_ratio}:1)"
+            )
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        """Decode ``payload`` into exactly ``expected`` bytes (never allocating more)."""
+        raise NotImplementedError
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
+        """Decode into ``out`` (writable, C-contiguous), which the stream must fill exactly."""
+        raise UnsupportedError(f"{where}{self.name} cannot decode into a given buffer")
+
+    def decode_prefix(
+        self, payload: Buffer, prefix: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        """The first ``prefix`` bytes of a stream that decodes to ``total`` bytes, without decoding the rest
+        (``capabilities.prefix_decode``)."""
+        raise UnsupportedError(f"{where}{self.name} cannot decode a prefix of its stream")
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        """Encode ``data``; return the bytes and the parameters worked out while encoding (to be recorded)."""
+        raise UnsupportedError(f"writing {self.name} is not supported")
+
+    def zarr(self, params: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """The Zarr v3 codec entries (after the bytes codec) that decode these bytes; None when Zarr cannot."""
+        return None
+
+
+def check_size(data: Buffer, expected: int, codec: str, where: str = "") -> None:
+    """Raise :class:`CodecError` unless ``data`` holds exactly ``expected`` bytes."""
+    n = data.nbytes if isinstance(data, np.ndarray) else len(data)
+    if n != expected:
+        raise CodecError(f"{where}{codec} payload decodes to {n} bytes, expected {expected}")
+
+
+class Passthrough(Codec):
+    """No compression: the stored bytes are the decoded bytes (a slice of them is a byte range)."""
+
+    name = "none"
+    capabilities = Capabilities(decode_into=True, prefix_decode=True, byte_ranges=True)
+
+    def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        check_size(payload, expected, "uncompressed", where)
+        return payload
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
+        flat = out.reshape(-1).view(np.uint8)
+        check_size(payload, flat.size, "uncompressed", where)
+        flat[...] = np.frombuffer(payload, dtype=np.uint8)
+
+    def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        return bytes(data), {}
+
+    def zarr(self, params: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        return []  # the bytes codec alone
+
+
+PASSTHROUGH = Passthrough()
