@@ -434,7 +434,7 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = _plan_dims(ds, message_dims)
-    default_mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
+    default_mask = _default_mask(mask_method)
     scalar_keys: dict[str, str] = {}
     for var in ds.data_vars.values():
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
@@ -484,6 +484,11 @@ def _iter_messages(
             reserved=reserved,
             **mask_kw,
         )
+
+
+def _default_mask(mask_method: str | None) -> str:
+    """How NaN/Inf positions are stored when the caller does not say: roaring bitmaps when pyroaring is there."""
+    return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
 
 
 def _netcdf_message(
@@ -567,8 +572,7 @@ def to_tensogram(
         ds = ds.to_dataset(name=ds.name or "data")
     _check_user_encoding(ds, encoding or {})
     if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
-        mask = mask_method or ("roaring" if available("pyroaring") else "rle")
-        mask_kw = {"allow_nan": True, "allow_inf": True, **dict.fromkeys(_MASK_KEYS, mask)}
+        mask_kw = {"allow_nan": True, "allow_inf": True, **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method))}
         netcdf = _netcdf_message(ds, encoding or {}, mask_kw, hash=hash, layout=layout, reserved=reserved)
         return write_messages(path, netcdf, mode=mode)
     messages = _iter_messages(
