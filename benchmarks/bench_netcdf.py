@@ -12,10 +12,10 @@ the Python wheel). Both sides produce the same Dataset (checked before timing). 
 
 Run: ``python benchmarks/bench_netcdf.py [--hours 744] [--repeat 5]`` (test extra installed).
 
-Measured on the shared 2-core development machine under heavy load (wall-clock medians; ratios to
-the ``.nc`` with h5netcdf in the same run): file and variable split open in 0.12-0.16x and load in
-0.5x of the original's time; the record split (744 messages) opens in about 5.6x and loads in 2.5x:
-its open reads the 744 one-value ``time`` objects for the index, and scans 744 messages.
+Measured on the shared 2-core development machine (load average about 3; wall-clock medians, ratios to
+the ``.nc`` read by h5netcdf in the same run): the file and variable splits open in 0.11x and load in
+0.5-0.8x of the original's time; the record split (744 messages) opens in about 8x (240 ms: it scans
+744 messages and reads the 744 one-value ``time`` objects for the index) and loads in 1.4x.
 """
 
 from __future__ import annotations
