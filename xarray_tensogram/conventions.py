@@ -8,6 +8,8 @@ never imports ``assemble/`` (and the other way round).
 from __future__ import annotations
 
 __all__ = [
+    "ATTR_TYPES_KEY",
+    "COORDINATE_ROLE_KEY",
     "DTYPE_KEY",
     "LAYOUT_KEY",
     "NETCDF_ATTR_TYPES",
@@ -15,9 +17,13 @@ __all__ = [
     "NETCDF_CONVERTER_KEYS",
     "NETCDF_ENCODING_KEY",
     "NETCDF_KEY",
+    "SCALAR_KEY",
     "STEP_UNITS",
+    "STRINGS_KEY",
     "TETR_FILE_KEYS",
     "TETR_HISTORY_ATTR",
+    "TETR_LABELS_ENCODING",
+    "TGM_COORDINATE_NAMES",
     "TIME_UNITS",
     "ZTENSOR_DIM_NAMES_KEY",
 ]
@@ -79,3 +85,35 @@ NETCDF_CF_ATTRIBUTES = (
 #: variable encoding entry the reader leaves for the writer: the file's dimension registry (``_file``) and
 #: whether the conversion wrote ``cf`` maps, so ``to_tensogram`` gives the objects the converter's layout back
 NETCDF_ENCODING_KEY = "tensogram_netcdf"
+#: per-variable key (a ``.zt`` custom key, a ``.tet`` attr) marking a coordinate that no data variable's
+#: CF ``coordinates`` attribute names, in formats without Dataset attributes to list it
+COORDINATE_ROLE_KEY = "xarray_role"
+#: ``.zt`` custom key of a zero-size placeholder tensor holding a string variable in metadata:
+#: ``{"dims": [...], "shape": [...], "dtype": "<U3", "values": [flat list]}``
+STRINGS_KEY = "xarray_strings"
+#: per-variable key mapping attribute names to the type their value had (``"float32"``, ``"py:int"``), for
+#: formats whose attribute values lose it (``.tet`` stores strings, CBOR has no float32 scalar for numpy)
+ATTR_TYPES_KEY = "xarray_attr_types"
+#: ``.tet`` attr marking a 0-d variable stored with one element (the format's rank is 1..8)
+SCALAR_KEY = "xarray_scalar"
+#: encoding key of an index coordinate read from ``.tet`` footer labels: the labels as spelled in the file
+TETR_LABELS_ENCODING = "tetr_labels"
+#: names that make a 1-D or 2-D ``.tgm`` object a coordinate when its metadata does not say
+#: (case-insensitive, as in the reference backend); ``to_tensogram`` marks data variables named so
+TGM_COORDINATE_NAMES = frozenset(
+    {
+        "lat",
+        "latitude",
+        "lon",
+        "longitude",
+        "x",
+        "y",
+        "time",
+        "level",
+        "pressure",
+        "height",
+        "depth",
+        "frequency",
+        "step",
+    }
+)

@@ -19,12 +19,14 @@ __all__ = [
     "GroupSelectionError",
     "HypercubeError",
     "IntegrityError",
+    "InvalidNameError",
     "IsADirectoryTensorError",
     "LimitExceededError",
     "MetadataError",
     "MissingCodecError",
     "MissingHashError",
     "NoSuchDirectoryError",
+    "NoSuchVariableError",
     "NotATensorFileError",
     "StorageOptionsError",
     "TensogramMappingWarning",
@@ -108,6 +110,17 @@ class DimensionNameError(XarrayTensogramError):
 
     A user argument mistake rather than damage, so not a :class:`MetadataError`.
     """
+
+
+class InvalidNameError(XarrayTensogramError, TypeError):
+    """A variable or attribute name a writer cannot store (not a string), refused as ``to_netcdf`` refuses it."""
+
+
+class NoSuchVariableError(XarrayTensogramError, KeyError):
+    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class NotATensorFileError(CorruptFileError):

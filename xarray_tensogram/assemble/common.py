@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -12,6 +13,7 @@ from xarray.core import indexing
 
 from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from ..errors import DimensionNameError, describe
 
 __all__ = [
@@ -148,9 +150,46 @@ def lazy_variable(
     unit = (max(1, min(c, n)) for c, n in zip(spec.chunk_shape, spec.shape, strict=True))  # a tile may overhang
     enc["preferred_chunks"] = dict(zip(dims, unit, strict=True))
     enc.setdefault("dtype", spec.dtype)
-    var = xr.Variable(tuple(dims), data, attrs=dict(attrs or {}))
+    var = xr.Variable(tuple(dims), data, attrs=typed_attrs(attrs or {}))
     var.encoding = enc
     return var
+
+
+def _typed(value: Any, kind: str) -> Any:
+    if kind.startswith("py:"):
+        if isinstance(value, str):
+            if kind == "py:str":
+                return value
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = float(value)  # "nan", "inf"
+        return {"py:int": int, "py:float": float, "py:bool": bool}.get(kind, lambda v: v)(value)
+    dtype = np.dtype(kind)
+    if isinstance(value, str) and dtype.kind not in "US":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = float(value)
+    array = np.asarray(value, dtype=dtype)
+    return array[()] if array.ndim == 0 else array
+
+
+def typed_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes with the types a writer recorded under :data:`ATTR_TYPES_KEY` given back (the key removed)."""
+    out = dict(attrs)
+    out.pop(COORDINATE_ROLE_KEY, None)  # a role, applied by the format's assembly
+    types = out.pop(ATTR_TYPES_KEY, None)
+    if isinstance(types, str):
+        with contextlib.suppress(ValueError):
+            types = json.loads(types)
+    if not isinstance(types, Mapping):
+        return out
+    for key, kind in types.items():
+        if key in out and isinstance(kind, str):
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                out[key] = _typed(out[key], kind)
+    return out
 
 
 def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
@@ -298,3 +337,16 @@ def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | 
             raise DimensionNameError(
                 f"{describe(source)}dim_names for variable {var!r} (rank {rank}): {list(wanted)!r} has {problem}"
             )
+
+
+def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
+    """The dims and values of a string variable a writer kept in metadata (``write.common.string_payload``);
+    raises KeyError/TypeError/ValueError when malformed."""
+    dims = [str(d) for d in spec["dims"]]
+    dtype = np.dtype(str(spec["dtype"]))
+    texts = [str(v) for v in spec["values"]]
+    items: list[Any] = [t.encode("latin-1") for t in texts] if dtype.kind == "S" else texts
+    values = np.array(items, dtype=dtype).reshape(tuple(int(n) for n in spec.get("shape", [len(texts)])))
+    if values.ndim != len(dims):
+        raise ValueError(f"{len(dims)} dims for values of shape {values.shape}")
+    return dims, values

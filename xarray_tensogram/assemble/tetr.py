@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,7 +23,14 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import TETR_FILE_KEYS, TETR_HISTORY_ATTR
+from ..conventions import (
+    COORDINATE_ROLE_KEY,
+    SCALAR_KEY,
+    STRINGS_KEY,
+    TETR_FILE_KEYS,
+    TETR_HISTORY_ATTR,
+    TETR_LABELS_ENCODING,
+)
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from .common import (
@@ -32,6 +40,8 @@ from .common import (
     lazy_variable,
     memory_variable,
     requested_dims,
+    strings_from_payload,
+    typed_attrs,
     unique_names,
 )
 
@@ -72,8 +82,15 @@ def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], s
     return dims, generated
 
 
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?$")
+
+
 def labels_to_values(labels: Sequence[str]) -> np.ndarray:
-    """Integers if every label is an integer, floats if every label is a number, else strings."""
+    """Integers if every label is an integer, floats if every label is a number, datetime64 if every label
+    is an ISO 8601 date or time, else strings (the labels as spelled are kept in the coordinate's encoding)."""
+    if labels and all(_ISO_TIME.match(v) for v in labels):
+        with contextlib.suppress(ValueError):
+            return np.asarray([np.datetime64(v.replace(" ", "T"), "ns") for v in labels])
     try:
         ints = [int(v) for v in labels]
         if all(-(2**63) <= v < 2**63 for v in ints):
@@ -102,6 +119,7 @@ def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, xr.Variable]:
             )
             continue
         out[dim] = memory_variable((dim,), labels_to_values(labels))
+        out[dim].encoding[TETR_LABELS_ENCODING] = list(labels)
     return out
 
 
@@ -167,6 +185,26 @@ def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], 
             )
 
 
+def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> xr.Variable | None:
+    """A string variable ``to_tetr`` kept as JSON in a footer attr of dataset ``host``; None (warned) if malformed."""
+    try:
+        spec = json.loads(text)
+        dims, values = strings_from_payload(spec)
+        attrs = dict(spec.get("attrs") or {})
+        role = attrs.pop(COORDINATE_ROLE_KEY, None)
+        var = memory_variable(dims, values, typed_attrs(attrs))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        warnings.warn(
+            f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
+            TetrMappingWarning,
+            stacklevel=4,
+        )
+        return None
+    if role == "coordinate":
+        coord_names.add(name)
+    return var
+
+
 def tetr_to_dataset(
     tfile: TetrFile,
     *,
@@ -190,6 +228,8 @@ def tetr_to_dataset(
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
+    coord_names: set[str] = set()
+    strings: dict[str, xr.Variable] = {}
     for d, var in zip(tfile.datasets, names, strict=True):
         if var in drop_variables:
             continue
@@ -202,9 +242,22 @@ def tetr_to_dataset(
         }
         if generated:
             encoding["tetr_generated_dims"] = list(dims)
-        variables[var] = lazy_variable(dims, tfile.array_spec(d.dataset_id), _attrs_of(d), encoding)
+        attrs = _attrs_of(d)
+        for key in [k for k in attrs if k.startswith(STRINGS_KEY + ":")]:
+            hosted = _hosted_strings(key[len(STRINGS_KEY) + 1 :], attrs.pop(key), coord_names, d.name)
+            if hosted is not None:
+                strings[key[len(STRINGS_KEY) + 1 :]] = hosted
+        if attrs.pop(COORDINATE_ROLE_KEY, None) == "coordinate":
+            coord_names.add(var)
+        scalar = attrs.pop(SCALAR_KEY, None) == "1" and d.shape == (1,)
+        variables[var] = lazy_variable(dims, tfile.array_spec(d.dataset_id), attrs, encoding)
+        if scalar:  # a 0-d variable, stored with one element
+            variables[var] = variables[var].isel({dims[0]: 0})
+            variables[var].encoding = {k: v for k, v in encoding.items() if k != "preferred_chunks"}
+    variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
-    ds = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile))
+    ds: xr.Dataset = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile))
+    ds = ds.set_coords(sorted(coord_names))
     ds.encoding["tetr_layout_version"] = tfile.layout_version
     ds.encoding["tetr_execution"] = dict(tfile.execution)
     return ds

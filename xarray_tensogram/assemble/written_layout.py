@@ -68,8 +68,10 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
         values = np.asarray(spec.get("values"), dtype=np.dtype(str(spec.get("dtype"))))
     except (TypeError, ValueError):
         return None
-    if values.shape != tuple(sizes.get(d, -1) for d in dims):
+    if len(dims) != values.ndim:
         return None
+    if values.shape != tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)):
+        return None  # (a dim no object has takes its size from the values)
     attrs = dict(spec.get("attrs") or {})
     return memory_variable(dims, values, attrs)
 
@@ -135,7 +137,9 @@ def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Datas
     ds = _expand_single(ds, coords, dims)
     for name, spec in coords.items():
         var = _coordinate(spec, ds.sizes) if isinstance(spec, Mapping) else None
-        if var is not None:
+        if var is not None and spec.get("role") == "data":  # a string data variable kept in metadata
+            ds = ds.assign({name: var})
+        elif var is not None:
             ds = ds.assign_coords({name: var})
     names = hint.get("coord_names")
     if isinstance(names, list):

@@ -15,7 +15,7 @@ from typing import Any
 
 import xarray as xr
 
-from ..conventions import ZTENSOR_DIM_NAMES_KEY
+from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
@@ -25,7 +25,10 @@ from .common import (
     flatten_attrs,
     generic_dim_names,
     lazy_variable,
+    memory_variable,
     requested_dims,
+    strings_from_payload,
+    typed_attrs,
     unique_names,
 )
 
@@ -59,12 +62,38 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
 
 def _attrs(info: TensorInfo) -> dict[str, Any]:
     """netCDF-safe attrs: custom keys/attributes flattened, ``cf.*`` lifted to plain CF names."""
-    raw = {k: v for k, v in info.attrs.items() if k != DIM_NAMES_KEY}
+    raw = {k: v for k, v in info.attrs.items() if k not in (DIM_NAMES_KEY, STRINGS_KEY, COORDINATE_ROLE_KEY)}
     attrs = flatten_attrs(raw)
     for key in [k for k in attrs if k.startswith("cf.")]:
         attrs.setdefault(key[3:], attrs.pop(key))
     attrs.update(info.dtype_attrs)
     return attrs
+
+
+def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
+    """A string variable ``to_ztensor`` kept in metadata (on a zero-size placeholder tensor), or None."""
+    spec = info.attrs.get(STRINGS_KEY)
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        dims, values = strings_from_payload(spec)
+        shape = values.shape
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        warnings.warn(
+            f"tensor {info.name!r}: malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor",
+            ZTensorMappingWarning,
+            stacklevel=3,
+        )
+        return None
+    if len(dims) != len(shape) or not _fits(dims, shape, sizes):
+        warnings.warn(
+            f"tensor {info.name!r}: string values of shape {shape} do not fit dims {dims}; read as the placeholder",
+            ZTensorMappingWarning,
+            stacklevel=3,
+        )
+        return None
+    sizes.update(zip(dims, shape, strict=True))
+    return memory_variable(dims, values, typed_attrs(_attrs(info)))
 
 
 def ztensor_to_dataset(
@@ -88,6 +117,7 @@ def ztensor_to_dataset(
     )
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
+    coord_names: set[str] = set()
     for info, var in zip(zfile.tensors, names, strict=True):
         if var in drop_variables:
             continue
@@ -95,6 +125,12 @@ def ztensor_to_dataset(
             warnings.warn(
                 f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2
             )
+            continue
+        if info.attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
+            coord_names.add(var)
+        strings = _strings(info, sizes)
+        if strings is not None:
+            variables[var] = strings
             continue
         try:
             spec = zfile.array_spec(info.index, verify=verify)
@@ -123,6 +159,7 @@ def ztensor_to_dataset(
             "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None,
         }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
-    ds = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
+    ds: xr.Dataset = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
+    ds = ds.set_coords(sorted(coord_names & set(variables)))
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
     return ds

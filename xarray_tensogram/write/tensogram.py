@@ -21,13 +21,16 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..codecs import zstd
+from ..codecs import simple_packing, zstd
 from ..codecs.bitmaps import RLE
 from ..codecs.optional import available
-from ..conventions import DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TIME_UNITS
+from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, STEP_UNITS, TGM_COORDINATE_NAMES, TIME_UNITS
+from ..errors import UnsupportedError
+from ..formats.tensogram import open_tensogram
 from ..formats.tensogram.compression import descriptor_defaults, descriptor_key, float64_only, param_owner
 from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
+    OBJECT_DTYPES,
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
     EncodedMessage,
@@ -44,6 +47,17 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
+from .common import (
+    CF_ENCODING_KEYS,
+    EncodedDataset,
+    as_dataset,
+    check_dtypes,
+    encode_dataset,
+    recast_bools,
+    string_payload,
+    with_attr_types,
+)
+from .existing import check_append, check_mode
 from .netcdf_layout import is_netcdf_layout, netcdf_objects
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
@@ -200,12 +214,11 @@ _WRITER_OPTIONS = frozenset(_DESCRIPTOR_KEYS | set(_ENCODING_ALIASES) | {"mask_m
 
 def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]]) -> None:
     for name, enc in encoding.items():
-        if name not in ds.variables:
-            raise ValueError(f"encoding given for {name!r}, which is not a variable of the Dataset")
-        unknown = set(enc) - _WRITER_OPTIONS
+        unknown = set(enc) - _WRITER_OPTIONS - CF_ENCODING_KEYS
         if unknown:
-            raise ValueError(
-                f"unknown encoding keys for {name!r}: {sorted(unknown)}; valid keys: {sorted(_WRITER_OPTIONS)}"
+            raise UnsupportedError(
+                f"unexpected encoding parameters for variable {name!r}: {sorted(unknown)}; accepted: "
+                f"{sorted(_WRITER_OPTIONS)}"
             )
         check_pipeline(_user_pipeline(enc)[0])
 
@@ -343,15 +356,27 @@ def _data_object(
     user: Mapping[str, Any],
     default_mask: str,
     skip_coords: set[Hashable],
+    cf: xr.Variable,
 ) -> tuple[dict[str, Any], ObjectInput] | None:
-    """The base entry and object of one variable in the message at ``sel``; None for a hole."""
+    """The base entry and object of one variable in the message at ``sel`` (values and attrs from ``cf``,
+    the variable as xarray's CF encoder wrote it); None for a hole."""
     var_mdims = [m for m in mdims if m.name in var.dims]
-    sub = var.isel({m.name: sel[m.name] for m in var_mdims})
+    where = {m.name: sel[m.name] for m in var_mdims}
     desc, var_mask = resolve_pipeline(var.encoding, user)
-    values = np.asarray(sub.values)
-    if var.attrs.get("tensogram_missing_objects") and values.dtype.kind == "f" and np.isnan(values).all():
-        return None  # a hole in the original hypercube stays a hole
-    attrs = var.attrs
+    if var.attrs.get("tensogram_missing_objects"):
+        hole = np.asarray(var.isel(where).values)
+        if hole.dtype.kind == "f" and np.isnan(hole).all():
+            return None  # a hole in the original hypercube stays a hole
+    if var.dtype.kind in "OUST":
+        return None  # kept in metadata (_string_coords)
+    values = np.asarray(cf.isel(where).values)
+    if values.dtype.kind in "OUSTMm" or values.dtype.kind == "c":
+        raise UnsupportedError(
+            f"variable {name!r}: dtype {values.dtype} cannot be stored as a .tgm object; supported dtypes: "
+            "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
+        )
+    typed = with_attr_types(cf, python_too=False)
+    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written below, once
     table = var.encoding.get("tensogram_table_attrs") or {}
     if table:  # units/long_name/standard_name the reader took from the parameter table: not the file's own
         attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
@@ -360,6 +385,7 @@ def _data_object(
         attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
     entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
     values = _object_values(values, desc, entry)
+    _packing_params_from_finite(values, desc)
     for m in var_mdims:
         i = sel[m.name]
         pairs = (
@@ -381,14 +407,10 @@ def _data_object(
         _set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
-    aux = [
-        c
-        for c in ds.coords
-        if c not in skip_coords
-        and c not in ds.dims
-        and set(ds[c].dims) <= set(var.dims)
-        and not any(d in split for d in ds[c].dims)
-    ]
+    if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
+        entry[COORDINATE_ROLE_KEY] = "data"
+    listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
+    aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
     if aux:
         _set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     desc["shape"] = list(values.shape)
@@ -396,29 +418,61 @@ def _data_object(
     return entry, ObjectInput(values, desc)
 
 
+def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
+    """simple_packing of values with NaN/Inf: the reference encoder needs the packing parameters then, so they
+    are computed from the finite values (the non-finite positions go to the object's bitmask)."""
+    if desc.get("encoding") != "simple_packing" or "sp_reference_value" in desc or values.dtype.kind != "f":
+        return
+    finite = values[np.isfinite(values)]
+    if finite.size == values.size:
+        return
+    bits, scale = int(desc.get("sp_bits_per_value", 16)), int(desc.get("sp_decimal_scale_factor", 0))
+    reference, binary_scale = simple_packing.compute_params(finite if finite.size else np.zeros(1), bits, scale)
+    desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(reference), int(binary_scale)
+
+
 def _coordinate_objects(
-    ds: xr.Dataset, split: set[str], skip_coords: set[Hashable]
+    ds: xr.Dataset, split: set[str], skip_coords: set[Hashable], cf: Mapping[str, xr.Variable]
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
-    """Coordinates not along message dims, written once (in the first message) as objects."""
+    """Coordinates not along message dims, written once (in the first message) as objects, CF-encoded
+    (``cf``) as to_netcdf encodes them."""
     for cname, coord in ds.coords.items():
         if cname in skip_coords or any(d in split for d in coord.dims):
             continue
-        # times and time deltas are CF-encoded (numbers + units) as to_netcdf does
-        encoded = (
-            xr.conventions.encode_cf_variable(coord.variable, name=cname)
-            if coord.dtype.kind in "Mm"
-            else coord.variable
-        )
+        encoded = with_attr_types(cf.get(str(cname), coord.variable), python_too=False)
         values = np.asarray(encoded.values)
-        if values.dtype.kind in "OUS":
-            continue  # string labels have no object form
+        if values.dtype.kind in "OUST":
+            continue  # string labels have no object form: they go into the layout hint (_string_coords)
         cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
         entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
         entry["name"] = cname
-        if list(coord.dims) != [cname]:
-            entry["dim_names"] = list(coord.dims)
+        if list(coord.dims) != [cname] or not any(cname in v.dims for v in ds.data_vars.values()):
+            entry["dim_names"] = [str(d) for d in coord.dims]  # else the reader matches it by name
         yield entry, ObjectInput(values, {"shape": list(values.shape)})
+
+
+def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]:
+    """String variables (no object form in Tensogram) kept in metadata, in the layout hint."""
+    out = {}
+    for cname, coord in ds.variables.items():
+        if cname in skip_coords or coord.dtype.kind not in "OUST":
+            continue
+        payload = string_payload(str(cname), coord)
+        if np.dtype(payload["dtype"]).kind == "S" and not all(v.isascii() for v in payload["values"]):
+            raise UnsupportedError(
+                f"variable {cname!r}: dtype {coord.dtype} (bytes beyond ASCII) cannot be stored in a .tgm file, "
+                "which keeps strings in metadata as text; decode it to str first"
+            )
+        out[str(cname)] = {
+            "dims": payload["dims"],
+            "values": np.asarray(payload["values"], dtype=str).reshape(payload["shape"]).tolist(),
+            "dtype": payload["dtype"],
+            "attrs": _py_attrs(coord.attrs),
+        }
+        if cname not in ds.coords:
+            out[str(cname)]["role"] = "data"
+    return out
 
 
 def _iter_messages(
@@ -430,6 +484,7 @@ def _iter_messages(
     layout: str,
     reserved: Mapping[str, Any] | None,
     mask_method: str | None,
+    cf: EncodedDataset,
 ) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
@@ -440,11 +495,21 @@ def _iter_messages(
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
     # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
     derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
-    skip_coords = {m.name for m in mdims} | {"valid_time"} | set(scalar_keys) | derived
+    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
+    mars = {m.source for m in mdims} | set(scalar_keys.values())
+    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
+    skip_coords = {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != "tensogram_wire_version":
             _set_path(extra, k, _py(v))
+    global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
+    if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
+        extra["coordinates"] = " ".join(global_coords)
+    strings = _string_coords(ds, skip_coords)
+    if strings:
+        hint = hint or {}
+        hint["coords"] = {**strings, **(hint.get("coords") or {})}
     if hint is not None:
         extra[LAYOUT_KEY] = hint
     mask_kw: dict[str, Any] = {
@@ -464,11 +529,21 @@ def _iter_messages(
         for name, var in ds.data_vars.items():
             if any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
                 continue
-            made = _data_object(ds, name, var, sel, mdims, encoding.get(str(name), {}), default_mask, skip_coords)
+            made = _data_object(
+                ds,
+                name,
+                var,
+                sel,
+                mdims,
+                encoding.get(str(name), {}),
+                default_mask,
+                skip_coords,
+                cf.variables[str(name)],
+            )
             if made is not None:
                 pairs.append(made)
         if first:
-            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords))
+            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords, cf.variables))
             first = False
         if not pairs:
             if not wrote_any and combo == last_combo:
@@ -568,8 +643,21 @@ def to_tensogram(
     --------
     >>> xt.to_tensogram(ds, "out.tgm", encoding={"t": {"compression": "zstd"}})  # doctest: +SKIP
     """
-    if isinstance(ds, xr.DataArray):
-        ds = ds.to_dataset(name=ds.name or "data")
+    ds = as_dataset(ds)
+    check_mode(mode)
+    cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
+    if mode == "a" and os.path.exists(path):
+        split = set(message_dims or ()) | {
+            str(d) for v in ds.data_vars.values() for d in (v.encoding.get("tensogram_message_keys") or {})
+        }
+        _check_append(path, cf, split)
+    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
+    check_dtypes(
+        cf,
+        ".tgm",
+        lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES,
+        [*OBJECT_DTYPES, "strings (in metadata)"],
+    )
     _check_user_encoding(ds, encoding or {})
     if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
         mask_kw = {"allow_nan": True, "allow_inf": True, **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method))}
@@ -583,8 +671,26 @@ def to_tensogram(
         layout=layout,
         reserved=reserved,
         mask_method=mask_method,
+        cf=cf,
     )
     return write_messages(path, messages, mode=mode)
+
+
+def _check_append(path: str | os.PathLike[str], cf: EncodedDataset, split: set[str]) -> None:
+    """Appended messages fit the file's: dims other than message dims (``split``) keep their sizes (objects
+    sized by ``dim_names`` and their shapes)."""
+    sizes: dict[str, int] = {}
+    with open_tensogram(path) as tf:
+        for msg in tf.messages:
+            for j, entry in enumerate(msg.base):
+                dims = entry.get("dim_names")
+                if isinstance(dims, list) and j < len(msg):
+                    shape = msg.object_geometry(j)[0]
+                    sizes.update(zip(map(str, dims), shape[len(shape) - len(dims) :], strict=False))
+    # Tensogram appends messages: a variable the file has gains objects (and the reader a message dim, or the
+    # values of a message dim); only sizes that cannot stack are refused here
+    inner = {n: v.isel({d: 0 for d in v.dims if d in split}) for n, v in cf.variables.items()}
+    check_append(os.fspath(path), (), sizes, inner)
 
 
 @xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray

@@ -1,9 +1,19 @@
-"""xarray Dataset -> Tetration ``.tet`` file: one dataset per data variable (the mirror of assemble/tetr.py)."""
+"""xarray Dataset -> Tetration ``.tet`` file: one dataset per variable (the mirror of assemble/tetr.py).
+
+Every variable, coordinates included, is CF-encoded by xarray's own encoder (:mod:`.common`) and
+written as one dataset with its dims in ``dim_names`` and its attrs as footer strings (the type of
+each non-string value recorded under :data:`~xarray_tensogram.conventions.ATTR_TYPES_KEY`). An index
+coordinate that was read from footer labels goes back to labels, spelled as it was read, so an
+unchanged file is written back byte for byte; string index coordinates become labels too. What
+the format cannot hold (other strings, complex, int8, zero-size axes) is refused before a byte is
+written; a 0-d variable is stored with one element and marked (``xarray_scalar``).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,10 +21,22 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
-from ..errors import TetrMappingWarning
-from ..formats.tetr import CODECS, LIMITS, DatasetWrite, write_tetr
+from ..errors import TetrMappingWarning, UnsupportedError
+from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
+from ..formats.tetr.model import DTYPE_CODES
+from .common import (
+    EncodedDataset,
+    attr_types,
+    check_dtypes,
+    encode_dataset,
+    recast_bools,
+    role_marked,
+    string_payload,
+)
+from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
 
@@ -29,8 +51,8 @@ def _attr_string(value: Any) -> str:
         return value
     if isinstance(value, bool):
         return str(int(value))
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else repr(value)
+    if isinstance(value, float):  # whole numbers as the reference spells them ("-9999"): the type is kept apart
+        return "nan" if math.isnan(value) else str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, int):
         return str(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -105,22 +127,6 @@ def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
     return out
 
 
-def _labels(ds: xr.Dataset, dim: str) -> list[str] | None:
-    """String labels of an index coordinate, if it fits the format's limits (else dropped with a warning)."""
-    if dim not in ds.coords or ds[dim].ndim != 1:
-        return None
-    values = ds[dim].values
-    if len(values) > LIMITS["labels"]:
-        warnings.warn(
-            f"coordinate {dim!r} has {len(values)} values; .tet stores at most {LIMITS['labels']} labels "
-            f"per axis, so it is not written",
-            TetrMappingWarning,
-            stacklevel=4,
-        )
-        return None
-    return [_label(v) for v in values]
-
-
 def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
     if history is not None:
         return list(history)
@@ -140,44 +146,158 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
     return meta or None
 
 
-def _encode(var: xr.Variable, name: Any) -> xr.Variable:
-    """CF-encode like netCDF writers, minus what .tet cannot use.
+#: per-variable writer options (``encoding={name: {...}}``), beside the CF keys every writer takes
+OPTIONS = frozenset({"compression", "chunks", "chunksizes"})
+_DTYPES = frozenset(dt for _, dt in DTYPE_CODES.values())
+_DTYPE_NAMES = [name for name, _ in DTYPE_CODES.values()] + ["bool"]
 
-    No default ``_FillValue: nan`` for floats unless the variable asked for one, and
-    booleans (CF: int8 with ``dtype: bool``) are stored as u8, which xarray decodes back.
-    """
-    explicit_fill = "_FillValue" in var.encoding or "_FillValue" in var.attrs
-    out = xr.conventions.encode_cf_variable(var, name=name)
-    if not explicit_fill and "_FillValue" in out.attrs:
-        out = out.copy(deep=False)
-        out.attrs.pop("_FillValue")
-    if out.attrs.get("dtype") == "bool" and out.dtype == np.int8:
-        out = out.astype("u1")
+
+def _storable(dtype: np.dtype) -> bool:
+    return dtype.kind in "USOT" or dtype.kind == "b" or (dtype.kind in "fiu" and dtype.newbyteorder("<") in _DTYPES)
+
+
+def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str]]:
+    """Index coordinates written as footer labels: those read from labels and unchanged (spelled as read),
+    and string ones; the others are written as datasets."""
+    used = {d for name, v in encoded.variables.items() for d in v.dims if name not in ds.dims}
+    out = {}
+    for dim in ds.dims:
+        if dim not in ds.coords or ds[dim].ndim != 1 or str(dim) not in used:
+            continue
+        values = ds[dim].values
+        read: list[str] = list(ds[dim].encoding.get(TETR_LABELS_ENCODING) or [])
+        spelled = [_label(v) for v in values]
+        same = bool(read) and len(read) == len(values)
+        if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
+            out[str(dim)] = [str(x) for x in read]
+            continue
+        if values.dtype.kind in "USO" and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
+            out[str(dim)] = spelled
     return out
 
 
+def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
+    try:
+        return bool((np.asarray([np.datetime64(x) for x in labels]).astype(values.dtype) == values).all())
+    except ValueError:
+        return False
+
+
+#: CF attributes the reader turns back into numbers of the data's dtype (or float64) by itself
+_CF_IN_DATA_DTYPE = ("_FillValue", "missing_value", "valid_min", "valid_max")
+_CF_FLOAT64 = ("scale_factor", "add_offset")
+
+
+def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
+    """``attrs`` with the types the footer's strings lose recorded, except where the reader restores them."""
+    types = attr_types(attrs, python_too=True)
+    for key in _CF_IN_DATA_DTYPE:
+        if key in types and types[key] in (stored.str, stored.newbyteorder("<").str):
+            del types[key]
+    for key in _CF_FLOAT64:
+        if types.get(key) in ("<f8", "py:float"):
+            del types[key]
+    return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
+
+
+def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]) -> None:
+    """String variables kept in the footer: one JSON attr (:data:`STRINGS_KEY`, then ``:name``) on the first
+    dataset whose dims include theirs (else the first dataset)."""
+    for name, var in strings.items():
+        payload = string_payload(name, var)
+        payload["attrs"] = {str(k): _attr_string(v) for k, v in _typed_attrs(var.attrs, np.dtype("U")).items()}
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        host = next(
+            (w for w in writes if set(map(str, var.dims)) <= set(w.dim_names or ())), writes[0] if writes else None
+        )
+        if host is None or len(text.encode()) > LIMITS["string"] or len(host.attrs or {}) >= LIMITS["attrs"]:
+            raise UnsupportedError(
+                f"variable {name!r}: dtype {var.dtype} (strings) cannot be stored in this .tet file: strings go in "
+                f"a footer attribute of another variable (at most {LIMITS['string']} bytes of JSON, {LIMITS['attrs']} "
+                "attributes), or as the labels of a 1-D index coordinate of at most "
+                f"{LIMITS['labels']} values; supported dtypes: {', '.join(_DTYPE_NAMES)}"
+            )
+        host.attrs = {**(host.attrs or {}), f"{STRINGS_KEY}:{name}": text}
+
+
+def _axis_labels(source: xr.Variable, dims: list[str], labels: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
+    """Footer labels per axis: keyed by dim name, or by axis number where no ``dim_names`` are written."""
+    named = _dim_names(source, dims) is not None
+    out = {(d if named else str(i)): labels[d] for i, d in enumerate(dims) if d in labels}
+    return out or None
+
+
+def _dataset_write(
+    name: str,
+    var: xr.Variable,
+    source: xr.Variable,
+    options: Mapping[str, Any],
+    chunks: ChunksLike,
+    compression: str | None,
+    labels: Mapping[str, list[str]],
+) -> DatasetWrite:
+    if var.dtype.kind in "USOT":
+        raise UnsupportedError(
+            f"variable {name!r}: dtype {var.dtype} (strings) cannot be stored in a .tet file except as the labels "
+            f"of a 1-D index coordinate of at most {LIMITS['labels']} non-empty values that some variable uses; "
+            f"supported dtypes: {', '.join(_DTYPE_NAMES)}"
+        )
+    if 0 in var.shape:
+        raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
+    attrs = dict(var.attrs)
+    if var.dtype.kind == "b" or (attrs.get("dtype") == "bool" and var.dtype == np.int8):
+        var = var.astype("u1")
+    elif var.dtype.byteorder == ">":
+        var = var.astype(var.dtype.newbyteorder("<"))
+    dims = [str(d) for d in var.dims]
+    if var.ndim == 0:
+        # .tet has rank 1..8: one element, marked so the reader squeezes it
+        var = xr.Variable(("_scalar",), np.asarray(var.values).reshape(1))
+        attrs[SCALAR_KEY] = "1"
+    typed = _typed_attrs(attrs, var.dtype)
+    tile_source = source if source.ndim == var.ndim else var
+    given = options.get("chunks", options.get("chunksizes"))
+    return DatasetWrite(
+        name,
+        _values(var),
+        _chunk_shape(tile_source, name, given if given is not None else chunks),
+        _codec(source, options.get("compression", compression)),
+        dim_names=_dim_names(source, dims) if dims else None,
+        coords=_axis_labels(source, dims, labels),
+        attrs=_string_attrs(xr.Variable((), 0, typed), name) or None,
+    )
+
+
 def to_tetr(
-    ds: xr.Dataset,
+    ds: xr.Dataset | xr.DataArray,
     path: Any,
     *,
+    mode: str = "w",
+    encoding: Mapping[Any, Mapping[str, Any]] | None = None,
     chunks: ChunksLike = None,
     compression: str | None = None,
     history: Sequence[Any] | None = None,
-) -> None:
-    """Write every data variable of ``ds`` as a dataset of a Tetration (``.tet``) file.
+) -> int:
+    """Write every variable of ``ds`` (coordinates included) as a dataset of a Tetration (``.tet``) file.
 
     Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
-    any), 1-D index coordinates (up to 64 values) to ``coords`` labels, attrs to string ``attrs``
-    (CF-encoded first, like netCDF writers), ``tool``/``library_version``/``created_at`` Dataset attrs
-    to the file metadata. A Dataset read from a ``.tet`` file and left unchanged is written back byte
-    for byte. Large metadata is spilled as the format prescribes.
+    any), attrs to string ``attrs`` (CF-encoded first, like netCDF writers), index coordinates read from
+    footer labels (and string ones) to ``coords`` labels, ``tool``/``library_version``/``created_at``
+    Dataset attrs to the file metadata (other Dataset attrs have no place in the format: a warning names
+    them). A Dataset read from a ``.tet`` file and left unchanged is written back byte for byte.
 
     Parameters
     ----------
     ds
-        The Dataset to write.
+        The Dataset (or DataArray) to write.
     path
         The target file (written atomically, with the permissions ``open(path, "w")`` would give).
+    mode
+        ``"w"`` (replace) or ``"a"`` (add variables to an existing file, rewritten atomically; a variable
+        that exists or a dim whose size clashes is refused before anything is written).
+    encoding
+        ``{variable: {...}}``: the CF keys of ``to_netcdf`` and ``compression`` (``"raw"``/``"zstd"``) and
+        ``chunks`` (the tile shape) per variable.
     chunks
         The tile shape: one size for every axis (int), one per axis (tuple), or ``{dim: size}``. By
         default the tile shape the variable was read with, else its Dask chunks, else one tile.
@@ -187,37 +307,84 @@ def to_tetr(
         History rows (dicts or ``(op, source, at)``); by default the rows read from the file
         (``tetr_history``).
 
+    Returns
+    -------
+    int
+        The size of the file written.
+
     Raises
     ------
-    TypeError
-        ``chunks`` is not an int, a tuple or a mapping.
-    ValueError
-        ``chunks`` has the wrong length for a variable, or ``compression`` is not one of the valid
-        values (the message lists them).
+    UnsupportedError
+        A variable the format cannot hold (strings other than labels, complex, int8, an empty axis), an
+        unknown encoding key (the message lists the accepted ones), a MultiIndex.
     """
-    writes = []
-    for name in ds.data_vars:
-        source = ds.variables[name]
-        var = _encode(source, name)
-        dims = [str(d) for d in var.dims]
-        coords = {d: labels for d in dims if (labels := _labels(ds, d)) is not None}
-        tiles = _chunk_shape(source, str(name), chunks)
-        writes.append(
-            DatasetWrite(
-                str(name),
-                _values(var),
-                tiles,
-                _codec(source, compression),
-                dim_names=_dim_names(source, dims),
-                coords=coords or None,
-                attrs=_string_attrs(var, str(name)) or None,
-            )
+    check_mode(mode)
+    encoded = encode_dataset(ds, encoding, OPTIONS, default_fill=False)
+    recast_bools(encoded, "u1")
+    check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
+    source_ds = ds if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name if ds.name is not None else "data")
+    labels = _label_coords(source_ds, encoded)
+    variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}
+    strings = {k: v for k, v in variables.items() if v.dtype.kind in "USOT"}
+    writes = [
+        _dataset_write(
+            name, var, source_ds.variables.get(name, var), encoded.options.get(name, {}), chunks, compression, labels
         )
-    execution = ds.encoding.get("tetr_execution") or {}
+        for name, var in variables.items()
+        if name not in strings
+    ]
+    _host_strings(writes, strings)
+    hist = _history_rows(source_ds, history)
+    meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
+    if mode == "a" and os.path.exists(path):
+        writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
+    execution = source_ds.encoding.get("tetr_execution") or {}
     write_tetr(
         path,
         writes,
-        history=_history_rows(ds, history),
-        file_metadata=_file_metadata(ds),
+        history=hist,
+        file_metadata=meta,
         execution=(int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))),
     )
+    return os.path.getsize(path)
+
+
+def _with_existing(
+    path: Any, writes: list[DatasetWrite], encoded: EncodedDataset, hist: list[Any], meta: dict[str, str] | None
+) -> tuple[list[DatasetWrite], list[Any], dict[str, str] | None]:
+    """The datasets of the file being appended to (checked first), then the new ones (a variable written
+    again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
+    with open_tetr(path) as tf:
+        sizes: dict[str, int] = {}
+        for d in tf.datasets:
+            sizes.update(zip(d.dim_names or (), d.shape, strict=False))
+        old = [
+            DatasetWrite(
+                d.name,
+                tf.read(d.dataset_id),
+                d.chunk_shape,
+                d.codec if d.codec != "mixed" else CODECS[1],  # mixed tiles: the compressed codec
+                dim_names=d.dim_names,
+                coords=d.coords,
+                attrs=d.attrs or None,
+            )
+            for d in tf.datasets
+        ]
+        by_name = {w.name: w for w in old}
+        unchanged = {w.name for w in writes if w.name in by_name and _same_write(by_name[w.name], w)}
+        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
+        check_append(os.fspath(path), [d.name for d in tf.datasets], sizes, fresh)
+        writes = [w for w in writes if w.name not in unchanged]
+        return old + writes, list(tf.history) + hist, {**tf.metadata, **(meta or {})} or None
+
+
+def _same_write(a: DatasetWrite, b: DatasetWrite) -> bool:
+    va, vb = np.asarray(a.data), np.asarray(b.data)
+    same_values = va.shape == vb.shape and bool(np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"))
+    return same_values and va.dtype == vb.dtype and _write_meta(a) == _write_meta(b)
+
+
+def _write_meta(w: DatasetWrite) -> tuple[Any, ...]:
+    """What a dataset says besides its values; the role mark depends on what else was written with it."""
+    attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}
+    return attrs, list(w.dim_names or []), dict(w.coords or {})

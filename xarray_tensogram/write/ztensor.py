@@ -1,19 +1,54 @@
-"""xarray Dataset -> zTensor v0.1 ``.zt`` file: one tensor per variable (the mirror of assemble/ztensor.py)."""
+"""xarray Dataset -> zTensor v0.1 ``.zt`` file: one tensor per variable (the mirror of assemble/ztensor.py).
+
+Every variable (data variables and coordinates alike) is CF-encoded by xarray's own encoder
+(:mod:`.common`) and written as one tensor: dims in the ``dim_names`` custom key, attrs as custom
+keys (a CF attribute named like a v0.1 key, such as the ``dtype`` xarray's encoder adds for
+booleans and time deltas, goes under ``cf.``, which the reader lifts back). String variables have
+no v0.1 dtype: they are kept in metadata, on a zero-size ``uint8`` placeholder tensor
+(:data:`~xarray_tensogram.conventions.STRINGS_KEY`). v0.1 has no file-level metadata, so Dataset
+attributes are dropped with a warning that names each of them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from ..codecs import cbor
+from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
-from ..formats.ztensor import write_ztensor_v01
+from ..errors import UnsupportedError, ZTensorMappingWarning
+from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import RAW, V01_ENCODINGS
-from ..formats.ztensor.writer import RESERVED_KEYS
+from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
+from .common import (
+    EncodedDataset,
+    check_dtypes,
+    encode_dataset,
+    recast_bools,
+    role_marked,
+    string_payload,
+    warn_dropped,
+    with_attr_types,
+)
+from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
+
+#: per-variable writer options (``encoding={name: {...}}``), beside the CF keys every writer takes
+OPTIONS = frozenset({"compression", "checksum"})
+#: the format's table (``formats/ztensor/compression.py``): raw is stored as no compression
+_COMPRESSED = tuple(n for n in V01_ENCODINGS if n != RAW)
+_COMPRESSIONS: dict[str | None, str | None] = {
+    None: None,
+    "none": None,
+    **{n: (None if n == RAW else n) for n in V01_ENCODINGS},
+}
+_CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
 
 
 def _cbor_value(value: Any) -> Any:
@@ -29,108 +64,180 @@ def _cbor_value(value: Any) -> Any:
     return value
 
 
-def _encode(var: xr.Variable, name: Any) -> xr.Variable:
-    """CF-encode like netCDF writers do (times, fill values); bool stays bool, which v0.1 stores natively."""
-    if var.dtype.kind == "b":
-        return var
-    return xr.conventions.encode_cf_variable(var, name=name)
+def _stored(dtype: np.dtype) -> bool:
+    if dtype.kind in "USOT":
+        return True  # kept in metadata
+    try:
+        v01_dtype_name(dtype)
+    except TypeError:
+        return False
+    return True
 
 
-def _custom_fields(var: xr.Variable, name: str) -> dict[str, Any]:
+def _custom_fields(var: xr.Variable) -> dict[str, Any]:
     custom: dict[str, Any] = {}
     for key, value in var.attrs.items():
-        if key in RESERVED_KEYS or key == DIM_NAMES_KEY:
-            raise ValueError(
-                f"variable {name!r}: attribute {key!r} clashes with a zTensor key; rename it before writing"
-            )
-        custom[str(key)] = _cbor_value(value)
+        key = str(key)
+        stored = f"cf.{key}" if key in RESERVED_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
+        custom[stored] = _cbor_value(value)
     if var.dims:
         custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
     return custom
 
 
-def _dataset_items(ds: xr.Dataset) -> list[tuple[str, np.ndarray, dict[str, Any]]]:
-    items = []
-    non_index = [str(c) for c in ds.coords if c not in ds.dims]
-    for name in list(ds.data_vars) + list(ds.coords):
-        var = _encode(ds.variables[name], name)
-        custom = _custom_fields(var, str(name))
-        if name in ds.data_vars and non_index:
-            mine = [c for c in non_index if set(ds[c].dims) <= set(var.dims)]
-            if mine and "coordinates" not in custom:
-                custom["coordinates"] = " ".join(mine)
-        items.append((str(name), np.asarray(var.values), custom))
-    return items
+def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]:
+    custom = _custom_fields(with_attr_types(var, python_too=False))
+    if var.dtype.kind in "USOT":  # kept in metadata, on a zero-size placeholder
+        custom[STRINGS_KEY] = string_payload(name, var)
+        custom.pop(DIM_NAMES_KEY, None)
+        return name, np.zeros(0, np.uint8), custom
+    return name, np.asarray(var.values), custom
 
 
-def _as_read(variables: list[xr.Variable], key: str, valid: tuple[str, ...]) -> str | None:
+def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, str | None]]:
+    out: dict[str, dict[str, str | None]] = {}
+    for name, opts in encoded.options.items():
+        chosen: dict[str, str | None] = {}
+        for key, table in (("compression", _COMPRESSIONS), ("checksum", _CHECKSUMS)):
+            if key in opts:
+                if opts[key] not in table:
+                    raise UnsupportedError(
+                        f"variable {name!r}: {key} {opts[key]!r} is not one of {sorted(map(str, table))}"
+                    )
+                chosen[key] = table[opts[key]]
+        if chosen:
+            out[name] = chosen
+    return out
+
+
+def _file_option(variables: Mapping[Hashable, xr.Variable], key: str, valid: tuple[str, ...]) -> str | None:
     """The value the variables were read with (any of them), if the v0.1 writer can write it."""
-    for var in variables:
+    for var in variables.values():
         value = var.encoding.get(key)
         if value in valid:
             return str(value)
     return None
 
 
-def _file_options(
-    variables: list[xr.Variable], compression: str | None, checksum: str | None
-) -> tuple[str | None, str | None]:
-    """Explicit options win ("raw"/"none" for plain); else what the variables were read with."""
-    compressed = tuple(name for name in V01_ENCODINGS if name != RAW)  # the format's table
-    comp = _as_read(variables, "ztensor_encoding", compressed) if compression is None else compression
-    check = _as_read(variables, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
-    if comp not in (None, "none", *V01_ENCODINGS):
-        raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
-    if check not in (None, "none", "crc32c", "sha256"):
-        raise ValueError(f"checksum must be one of None, 'none', 'crc32c', 'sha256'; got {checksum!r}")
-    return (None if comp in ("raw", "none") else comp), (None if check == "none" else check)
-
-
 def to_ztensor(
-    ds_or_mapping: xr.Dataset | Mapping[str, Any],
-    path: str,
+    ds: xr.Dataset | xr.DataArray | Mapping[str, Any],
+    path: str | os.PathLike[str],
     *,
+    mode: str = "w",
+    encoding: Mapping[Hashable, Mapping[str, Any]] | None = None,
     compression: str | None = None,
     checksum: str | None = None,
-) -> None:
+) -> int:
     """Write a Dataset (or a mapping name -> array/DataArray) as a zTensor v0.1 (``.zt``) file.
 
-    Dimension names go to the ``dim_names`` custom key and attrs to custom keys, so
-    ``xr.open_dataset(path, engine="tensogram")`` gives the Dataset back; CF encoding (times, fill
-    values) is applied as for netCDF, and non-index coordinates are listed in a CF ``coordinates``
-    attribute. The reference ``ztensor`` 0.1.4 reader reads the values and ignores the extra keys.
+    Every variable, coordinates included, becomes one tensor, CF-encoded as ``to_netcdf`` encodes it,
+    so ``xr.open_dataset(path, engine="tensogram")`` gives the Dataset back. The reference ``ztensor``
+    0.1.4 reader reads the values and ignores the extra keys.
 
     Parameters
     ----------
-    ds_or_mapping
-        A Dataset, or a mapping of names to arrays or DataArrays.
+    ds
+        A Dataset, a DataArray, or a mapping of names to arrays or DataArrays.
     path
         The target file (written atomically, with the permissions ``open(path, "w")`` would give).
+    mode
+        ``"w"`` (replace) or ``"a"`` (add variables to an existing v0.1 file; a variable that exists
+        or a dim whose size clashes is refused before anything is written).
+    encoding
+        ``{variable: {...}}``: the CF keys of ``to_netcdf`` (``dtype``, ``_FillValue``,
+        ``scale_factor``, ``add_offset``, ``units``, ``calendar``, ``_Unsigned``, ``missing_value``)
+        and ``compression``/``checksum`` per tensor.
     compression
-        ``"raw"`` or ``"zstd"``, for the whole file; by default what the variables were read with
-        (``encoding["ztensor_encoding"]``).
+        ``"raw"`` or ``"zstd"`` for every tensor; by default what the variables were read with.
     checksum
-        ``"none"``, ``"crc32c"`` or ``"sha256"``, for the whole file; by default what the variables
-        were read with (``encoding["ztensor_checksum"]``).
+        ``"none"``, ``"crc32c"`` or ``"sha256"``; by default what the variables were read with.
+
+    Returns
+    -------
+    int
+        The size of the file written.
 
     Raises
     ------
-    ValueError
-        An unknown compression or checksum (the message lists the valid ones), or an attribute that
-        clashes with a zTensor key.
+    UnsupportedError
+        A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (the message lists
+        the valid ones), a MultiIndex.
     """
-    if isinstance(ds_or_mapping, xr.Dataset):
-        items = _dataset_items(ds_or_mapping)
-        variables = [ds_or_mapping.variables[n] for n in ds_or_mapping.variables]
-    else:
-        items = []
-        variables = []
-        for name, value in ds_or_mapping.items():
-            if isinstance(value, (xr.DataArray, xr.Variable)):
-                var = _encode(value.variable if isinstance(value, xr.DataArray) else value, name)
-                variables.append(var)
-                items.append((str(name), np.asarray(var.values), _custom_fields(var, str(name))))
-            else:
-                items.append((str(name), np.asarray(value), {}))
-    compression, checksum = _file_options(variables, compression, checksum)
-    write_ztensor_v01(path, items, compression=compression, checksum=checksum)
+    if not isinstance(ds, (xr.Dataset, xr.DataArray)):
+        ds = xr.Dataset(
+            {
+                str(k): v
+                if isinstance(v, (xr.DataArray, xr.Variable))
+                else ((), v)
+                if np.ndim(v) == 0
+                else ([f"dim_{i}" for i in range(np.ndim(v))], v)
+                for k, v in ds.items()
+            }
+        )
+    check_mode(mode)
+    encoded = encode_dataset(ds, encoding, OPTIONS)
+    recast_bools(encoded, "bool")
+    check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
+    source = ds.variables if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name or "data").variables
+    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if compression is None else compression
+    check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
+    if comp not in _COMPRESSIONS or check not in _CHECKSUMS:
+        raise UnsupportedError(
+            f"compression must be one of None, 'raw', 'zstd' and checksum one of None, 'none', 'crc32c', "
+            f"'sha256'; got {compression!r}, {checksum!r}"
+        )
+    items = [_item(name, var) for name, var in role_marked(encoded).items()]
+    if mode == "a" and os.path.exists(path):
+        old = _existing_items(path, encoded, items)
+        kept = {n for n, _, _ in old}
+        items = old + [item for item in items if item[0] not in kept]
+    warn_dropped(
+        encoded.attrs,
+        f"{os.fspath(path)!r}: zTensor v0.1 has no file-level metadata; Dataset attributes not written",
+        ZTensorMappingWarning,
+    )
+    write_ztensor_v01(
+        path, items, compression=_COMPRESSIONS[comp], checksum=_CHECKSUMS[check], per_tensor=_per_tensor(encoded)
+    )
+    return os.path.getsize(path)
+
+
+Item = tuple[str, Any, dict[str, Any]]
+
+
+def _same(a: Item, b: Item) -> bool:
+    va, vb = np.asarray(a[1]), np.asarray(b[1])
+    equal_nan = va.dtype.kind in "fc" and vb.dtype.kind in "fc"
+    return (
+        va.dtype == vb.dtype
+        and va.shape == vb.shape
+        and bool(np.array_equal(va, vb, equal_nan=equal_nan))
+        and _meta(a) == _meta(b)
+    )
+
+
+def _meta(item: Item) -> bytes:
+    """A tensor's custom keys as canonical CBOR (so NaN equals NaN), without the role mark, which depends on
+    what else was written with it."""
+    return cbor.dumps({k: v for k, v in item[2].items() if k != COORDINATE_ROLE_KEY}, canonical=True)
+
+
+def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]) -> list[Item]:
+    """The tensors of the file being appended to, after checking the new variables fit beside them (a
+    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
+    with open_ztensor(path) as zf:
+        if zf.version != "0.1" and not str(zf.version).startswith("0.1"):
+            raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
+        dims: dict[str, int] = {}
+        for t in zf.tensors:
+            spec = t.attrs.get(STRINGS_KEY)
+            names = spec.get("dims") if isinstance(spec, Mapping) else t.attrs.get(DIM_NAMES_KEY)
+            shape = spec.get("shape") if isinstance(spec, Mapping) else t.shape
+            if isinstance(names, list) and isinstance(shape, (list, tuple)):
+                dims.update(zip(map(str, names), map(int, shape), strict=False))
+        old = [(t.name, zf.read(t.index), dict(t.attrs)) for t in zf.tensors]
+        by_name = {n: (n, v, c) for n, v, c in old}
+        unchanged = {item[0] for item in new if item[0] in by_name and _same(by_name[item[0]], item)}
+        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
+        check_append(os.fspath(path), [t.name for t in zf.tensors], dims, fresh)
+        return old

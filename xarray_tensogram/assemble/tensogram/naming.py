@@ -11,29 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...conventions import COORDINATE_ROLE_KEY, TGM_COORDINATE_NAMES
 from .collect import TgObject, warn
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "name_objects"]
 
 NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
 #: names that make a 1-D or 2-D object a coordinate (case-insensitive), as in the reference backend
-COORDINATE_NAMES = frozenset(
-    {
-        "lat",
-        "latitude",
-        "lon",
-        "longitude",
-        "x",
-        "y",
-        "time",
-        "level",
-        "pressure",
-        "height",
-        "depth",
-        "frequency",
-        "step",
-    }
-)
+COORDINATE_NAMES = TGM_COORDINATE_NAMES
 
 
 def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
@@ -64,6 +49,9 @@ def _referenced(objects: Sequence[TgObject]) -> set[str]:
 def _is_coordinate(o: TgObject, name: str | None, referenced: set[str]) -> bool:
     if name is None:
         return False
+    role = o.keys.get(COORDINATE_ROLE_KEY)
+    if role in ("coordinate", "data"):  # written by to_tensogram where the rules below would guess wrong
+        return bool(role == "coordinate")
     if len(o.shape) == 0:
         return name in referenced  # a scalar coordinate a data object lists in ``coordinates``
     return len(o.shape) in (1, 2) and (name.lower() in COORDINATE_NAMES or name in referenced)

@@ -25,6 +25,7 @@ from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
 from ...errors import UnsupportedError
 from ...io import atomic_write
+from .encode import _NUMPY_TO_NAME as _WRITABLE
 from .encode import (
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
@@ -37,7 +38,11 @@ from .encode import (
 from .framing import END_MAGIC, MAGIC, align8
 from .masks import DEFAULT_MASK_METHOD
 
+#: numpy dtype names an object can hold (the Tensogram dtype of each)
+OBJECT_DTYPES: Mapping[str, str] = dict(_WRITABLE)
+
 __all__ = [
+    "OBJECT_DTYPES",
     "PIPELINE_PARAMS",
     "PIPELINE_VALUES",
     "REFERENCE_ENCODER",

@@ -99,6 +99,7 @@ def write_ztensor_v01(
     *,
     compression: str | None = None,
     checksum: str | None = None,
+    per_tensor: Mapping[str, Mapping[str, str | None]] | None = None,
 ) -> None:
     """Write a v0.1 file atomically.
 
@@ -107,42 +108,73 @@ def write_ztensor_v01(
     ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
     ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
     keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
+    ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names.
     """
-    if compression not in (None, zstd.CODEC.name):
-        raise ValueError(f"compression must be None or {zstd.CODEC.name!r}, got {compression!r}")
-    if checksum not in (None, "crc32c", "sha256"):
-        raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
+    _check_options(compression, checksum)
+    for opts in (per_tensor or {}).values():
+        _check_options(opts.get("compression", compression), opts.get("checksum", checksum))
     items = _items(tensors)
     entries = []
     with atomic_write(path) as f:
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            arr = np.asarray(value)
-            dtype_name = v01_dtype_name(arr.dtype)
-            data = _stored_bytes(arr)
-            blob: bytes | memoryview = zstd.compress(data, level=3) if compression else data
-            offset = (pos + 63) // 64 * 64
-            f.write(b"\x00" * (offset - pos))
-            f.write(blob)
-            pos = offset + len(blob)
-            fields: list[tuple[str, Any]] = [
-                ("name", name),
-                ("offset", offset),
-                ("size", len(blob)),
-                ("dtype", dtype_name),
-                ("layout", "dense"),
-                ("shape", [int(s) for s in arr.shape]),
-                ("encoding", zstd.CODEC.name if compression else RAW),
-            ]
-            if not compression and arr.dtype.itemsize > 1:
-                fields.append(("data_endianness", "little"))
-            if checksum == "crc32c":
-                fields.append(("checksum", f"crc32c:0x{crc32c(blob):08X}"))
-            elif checksum == "sha256":
-                fields.append(("checksum", f"sha256:{sha256_hex(blob)}"))
-            fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
-            entries.append(_entry(fields))
-        index = cbor.head(4, len(entries)) + b"".join(entries)
+            opts = (per_tensor or {}).get(name, {})
+            entries.append(
+                _write_tensor(
+                    f,
+                    name,
+                    np.asarray(value),
+                    custom,
+                    opts.get("compression", compression),
+                    opts.get("checksum", checksum),
+                    pos,
+                )
+            )
+            pos = entries[-1][1]
+        index = cbor.head(4, len(entries)) + b"".join(e[0] for e in entries)
         f.write(index)
         f.write(struct.pack("<Q", len(index)))
+
+
+def _check_options(compression: str | None, checksum: str | None) -> None:
+    if compression not in (None, zstd.CODEC.name):
+        raise ValueError(f"compression must be None or {zstd.CODEC.name!r}, got {compression!r}")
+    if checksum not in (None, "crc32c", "sha256"):
+        raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
+
+
+def _write_tensor(
+    f: Any,
+    name: str,
+    arr: np.ndarray,
+    custom: Mapping[str, Any],
+    compression: str | None,
+    checksum: str | None,
+    pos: int,
+) -> tuple[bytes, int]:
+    """Write one aligned blob at ``pos``; returns its index entry and the position after it."""
+    dtype_name = v01_dtype_name(arr.dtype)
+    data = _stored_bytes(arr)
+    blob: bytes | memoryview = zstd.compress(data, level=3) if compression else data
+    offset = (pos + 63) // 64 * 64
+    f.write(b"\x00" * (offset - pos))
+    f.write(blob)
+    pos = offset + len(blob)
+    fields: list[tuple[str, Any]] = [
+        ("name", name),
+        ("offset", offset),
+        ("size", len(blob)),
+        ("dtype", dtype_name),
+        ("layout", "dense"),
+        ("shape", [int(s) for s in arr.shape]),
+        ("encoding", zstd.CODEC.name if compression else RAW),
+    ]
+    if not compression and arr.dtype.itemsize > 1:
+        fields.append(("data_endianness", "little"))
+    if checksum == "crc32c":
+        fields.append(("checksum", f"crc32c:0x{crc32c(blob):08X}"))
+    elif checksum == "sha256":
+        fields.append(("checksum", f"sha256:{sha256_hex(blob)}"))
+    fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
+    return _entry(fields), pos

@@ -1,0 +1,165 @@
+"""xarray's own backend test classes (``xarray.tests.test_backends``) run against each of our writers.
+
+The same pattern as xarray's h5netcdf/scipy/zarr backends: ``save`` writes with our writer,
+``open`` reopens with ``engine="tensogram"``. Store-level tests (``create_store``) are skipped:
+we have no store-level writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+import xarray as xr
+
+pytest.importorskip("xarray.tests.test_backends")
+from xarray.tests import test_backends as xb  # imported after the importorskip
+from xarray.tests.conftest import time_unit, use_dask  # noqa: F401  # fixtures the classes use
+
+import xarray_tensogram as xt
+from xarray_tensogram.errors import UnsupportedError, XarrayTensogramError
+
+#: ``raises`` of a format limit: the writer refuses, with a package error naming the variable
+LIMIT = UnsupportedError
+
+
+#: Dataset attributes the reader adds to say what it read (docs/mapping.md), not part of the data written
+PROVENANCE_ATTRS = ("tensogram_wire_version",)
+
+
+class _TensogramWriterBase(xb.CFEncodedBase):
+    engine = "tensogram"
+    writer: Any = None
+
+    @contextlib.contextmanager
+    def create_store(self) -> Iterator[Any]:
+        pytest.skip("no store-level writer (create_store) for this format")
+        yield
+
+    def save(self, dataset: xr.Dataset, path: str, **kwargs: Any) -> Any:
+        return type(self).writer(dataset, path, **kwargs)
+
+    @contextlib.contextmanager
+    def open(self, path: str, **kwargs: Any) -> Iterator[xr.Dataset]:
+        with xr.open_dataset(path, engine="tensogram", **kwargs) as ds:
+            for name in PROVENANCE_ATTRS:  # the reader's documented provenance attributes
+                ds.attrs.pop(name, None)
+            yield ds
+
+    @pytest.mark.skip(reason="no async loading in this backend (as for xarray's netCDF backends)")
+    def test_load_async(self) -> None:
+        pass
+
+
+def _expect(cls: type, known: Mapping[str, tuple[str, type[BaseException] | None]]) -> type:
+    """Mark inherited tests of ``cls`` as expected to fail: with ``raises`` a format limit met by a package
+    error (the test then checks that error is what fails it), without it a gap still open (not strict)."""
+    for name, (reason, raises) in known.items():
+        base: Callable[..., Any] = getattr(cls, name)
+
+        @functools.wraps(base)
+        def wrapper(self: Any, *args: Any, __base: Callable[..., Any] = base, **kwargs: Any) -> Any:
+            return __base(self, *args, **kwargs)
+
+        wrapper.__dict__.pop("pytestmark", None)
+        marks = getattr(base, "pytestmark", [])
+        mark = pytest.mark.xfail(reason=reason, raises=raises, strict=raises is not None)
+        wrapper.pytestmark = [*marks, mark.mark]  # type: ignore[attr-defined]  # pytest's mark storage
+        setattr(cls, name, wrapper)
+    return cls
+
+
+_STRINGS = "strings not held by the variables of the Dataset: .tet keeps them in another variable's footer"
+_INT8 = "int8 (the packed dtype of some parameters): .tet has no int8"
+_NAMES = ("names are strings in these formats; None comes back as 'None'", None)
+_COORDS_ATTR = ("decode_coords=False: the global 'coordinates' attribute comes back on a re-written file", None)
+_APPEND = ("mode='a' refuses a changed variable the file has (netCDF overwrites it)", XarrayTensogramError)
+_APPEND_DIM = ("mode='a' refuses the existing variable first, in other words than netCDF's", None)
+_TGM_APPEND = ("mode='a' appends messages: the same variable again gains a message dim", None)
+_UNLIMITED = ("no unlimited dimensions in these formats", TypeError)
+_CHARS = ("character arrays (S1 + _Encoding) are not kept as such", None)
+_OBJECT_WARNING = ("dask object arrays are computed without xarray's SerializationWarning", None)
+_STRING_FILL = ("string _FillValue is not applied back on read", None)
+_MIXED = ("object arrays mixing numbers, str, bytes or NaN are refused, not turned into text", LIMIT)
+_NO_DEFAULT_FILL = ("no default NaN _FillValue, so an unchanged file writes back the same bytes", None)
+
+
+class TestToTensogram(_TensogramWriterBase):
+    writer = staticmethod(xt.to_tensogram)
+
+
+_expect(
+    TestToTensogram,
+    {
+        "test_roundtrip_None_variable": _NAMES,
+        "test_roundtrip_object_dtype": _MIXED,
+        "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
+        "test_roundtrip_string_encoded_characters": _CHARS,
+        "test_roundtrip_cftime_datetime_data": ("cftime objects: refused (CF-encoding them is not wired)", LIMIT),
+        "test_roundtrip_boolean_dtype": ("a 2-D coordinate named like its dim is not recognised by the reader", None),
+        "test_roundtrip_bytes_with_fill_value": ("bytes with NaN: refused", LIMIT),
+        "test_coordinates_encoding": ("the global 'coordinates' attribute is written to _extra_", None),
+        "test_encoding_unlimited_dims": _UNLIMITED,
+        "test_encoding_kwarg_fixed_width_string": _CHARS,
+        "test_default_fill_value": _NO_DEFAULT_FILL,
+        "test_append_write": _TGM_APPEND,
+        "test_append_overwrite_values": _TGM_APPEND,
+        "test_append_with_invalid_dim_raises": _TGM_APPEND,
+        "test_string_object_warning": _OBJECT_WARNING,
+    },
+)
+
+
+class TestToTetr(_TensogramWriterBase):
+    writer = staticmethod(xt.to_tetr)
+
+
+_expect(
+    TestToTetr,
+    {
+        "test_roundtrip_None_variable": _NAMES,
+        "test_roundtrip_object_dtype": _MIXED,
+        "test_roundtrip_string_data": (_STRINGS, LIMIT),
+        "test_roundtrip_stringdtype_data": (_STRINGS, LIMIT),
+        "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
+        "test_roundtrip_stringdtype_with_na_object": (_STRINGS, LIMIT),
+        "test_roundtrip_string_encoded_characters": (_STRINGS, None),
+        "test_roundtrip_coordinates": _COORDS_ATTR,
+        "test_roundtrip_bytes_with_fill_value": (_STRINGS, LIMIT),
+        "test_roundtrip_empty_vlen_string_array": (_STRINGS, LIMIT),
+        "test_roundtrip_mask_and_scale": (_INT8, None),  # the parameters without int8 pass
+        "test_roundtrip_unsigned": (_INT8, LIMIT),
+        "test_encoding_unlimited_dims": _UNLIMITED,
+        "test_encoding_kwarg_fixed_width_string": (_STRINGS, LIMIT),
+        "test_default_fill_value": _NO_DEFAULT_FILL,
+        "test_append_overwrite_values": _APPEND,
+        "test_append_with_invalid_dim_raises": _APPEND_DIM,
+        "test_string_object_warning": (_STRINGS, None),  # refused inside pytest.warns, which reports no warning
+        "test_indexing_roundtrip": (_STRINGS + " (at most 1024 bytes of JSON)", LIMIT),
+    },
+)
+
+
+class TestToZtensor(_TensogramWriterBase):
+    writer = staticmethod(xt.to_ztensor)
+
+
+_expect(
+    TestToZtensor,
+    {
+        "test_roundtrip_None_variable": _NAMES,
+        "test_roundtrip_object_dtype": _MIXED,
+        "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
+        "test_roundtrip_string_encoded_characters": _CHARS,
+        "test_roundtrip_coordinates": _COORDS_ATTR,
+        "test_roundtrip_bytes_with_fill_value": _STRING_FILL,
+        "test_encoding_unlimited_dims": _UNLIMITED,
+        "test_encoding_kwarg_fixed_width_string": _CHARS,
+        "test_append_overwrite_values": _APPEND,
+        "test_append_with_invalid_dim_raises": _APPEND_DIM,
+        "test_string_object_warning": _OBJECT_WARNING,
+    },
+)

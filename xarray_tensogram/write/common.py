@@ -1,0 +1,245 @@
+"""What every writer does before its format sees a variable, the way ``to_netcdf`` does it.
+
+Names are checked as xarray's netCDF writers check them, a MultiIndex is refused, the user's
+``encoding=`` replaces a variable's own encoding (unknown keys refused, listing what is
+accepted), and every variable goes through xarray's own CF encoder
+(``encode_dataset_coordinates`` + ``cf_encoder``): times and time deltas with units,
+``_FillValue``/``missing_value``, ``scale_factor``/``add_offset`` packing into a given
+``dtype``, ``_Unsigned``, and the ``coordinates`` attributes that keep roles (written once).
+Each format then checks that it can hold every encoded variable before it writes a byte.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from xarray import conventions
+
+from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
+from ..errors import InvalidNameError, NoSuchVariableError, UnsupportedError, XarrayTensogramError
+
+__all__ = [
+    "CF_ENCODING_KEYS",
+    "EncodedDataset",
+    "as_dataset",
+    "check_dtypes",
+    "encode_dataset",
+    "validate_encoding",
+]
+
+#: encoding keys xarray's CF encoder consumes (what ``to_netcdf`` honours for every backend)
+CF_ENCODING_KEYS = frozenset(
+    {"dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units", "calendar", "_Unsigned"}
+)
+#: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
+_PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
+
+
+@dataclass
+class EncodedDataset:
+    """A Dataset as CF-encoded variables, ready for one format's writer.
+
+    ``options`` holds, per variable, the writer options left after CF encoding (what the user gave,
+    or what the variable was read with). ``coordinate_only`` lists the coordinates that no data
+    variable's ``coordinates`` attribute names: formats without Dataset attributes mark them on
+    the variable itself (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
+    """
+
+    variables: dict[str, xr.Variable]
+    attrs: dict[str, Any]
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coordinate_only: list[str] = field(default_factory=list)
+
+
+def as_dataset(obj: xr.Dataset | xr.DataArray) -> xr.Dataset:
+    """A DataArray is written as a Dataset of one variable (named ``data`` when it has no name)."""
+    if isinstance(obj, xr.DataArray):
+        return obj.to_dataset(name=obj.name if obj.name is not None else "data")
+    if not isinstance(obj, xr.Dataset):
+        raise TypeError(f"expected an xarray Dataset or DataArray, got {type(obj).__name__}")
+    return obj
+
+
+def _check_names(ds: xr.Dataset) -> None:
+    """Variable names must be non-empty strings, as for ``to_netcdf`` (``None`` is written as ``"None"``)."""
+    for name in ds.variables:
+        if isinstance(name, str):
+            if not name:
+                raise XarrayTensogramError(
+                    f"Invalid name {name!r} for DataArray or Dataset key: string must be length 1 or greater"
+                )
+        elif name is not None:
+            raise InvalidNameError(
+                f"Invalid name {name!r} for DataArray or Dataset key: must be either a string or None"
+            )
+    for key in ds.attrs:
+        if not isinstance(key, str) or not key:
+            raise InvalidNameError(f"Invalid name for Dataset attribute {key!r}: must be a non-empty string")
+
+
+def validate_encoding(
+    ds: xr.Dataset, encoding: Mapping[Any, Any] | None, accepted: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """The user's ``encoding=`` checked against the variables and the keys a writer accepts.
+
+    One function, so that a codec registry with declared parameters can replace ``accepted`` later.
+    """
+    allowed = frozenset(accepted) | CF_ENCODING_KEYS
+    out: dict[str, dict[str, Any]] = {}
+    for name, enc in (encoding or {}).items():
+        if name not in ds.variables:
+            raise NoSuchVariableError(
+                f"encoding given for {name!r}, which is not a variable of the Dataset; variables: "
+                f"{sorted(map(str, ds.variables))}"
+            )
+        if not isinstance(enc, Mapping):
+            raise XarrayTensogramError(f"encoding for {name!r} must be castable to a dictionary, got {enc!r}")
+        unknown = sorted(set(map(str, enc)) - allowed)
+        if unknown:
+            raise UnsupportedError(
+                f"unexpected encoding parameters for variable {name!r}: {unknown}; accepted: {sorted(allowed)}"
+            )
+        out[str(name)] = dict(enc)
+    return out
+
+
+def encode_dataset(
+    obj: xr.Dataset | xr.DataArray,
+    encoding: Mapping[Any, Any] | None,
+    accepted: Iterable[str],
+    *,
+    default_fill: bool = True,
+) -> EncodedDataset:
+    """Check names and ``encoding=``, then CF-encode every variable with xarray's own encoder.
+
+    ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none,
+    so that a file read and written back unchanged keeps its bytes."""
+    ds = as_dataset(obj)
+    _check_names(ds)
+    accepted = frozenset(accepted)
+    user = validate_encoding(ds, encoding, accepted)
+    try:
+        variables, attrs = conventions.encode_dataset_coordinates(ds)
+        for name, enc in user.items():
+            variables[name].encoding = dict(enc)
+        variables, attrs = conventions.cf_encoder(variables, attrs)
+    except NotImplementedError as exc:  # a MultiIndex, as to_netcdf refuses it
+        raise UnsupportedError(f"{exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        if isinstance(exc, XarrayTensogramError):
+            raise
+        raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
+    names = {str(k): v for k, v in variables.items()}
+    if not default_fill:
+        for name, var in names.items():
+            source = ds.variables.get(name)
+            fill = var.attrs.get("_FillValue")
+            explicit = source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs
+            if not explicit and isinstance(fill, (float, np.floating)) and np.isnan(fill):
+                var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
+    global_coords = str(attrs.pop("coordinates", "") or "").split()
+    options = {
+        name: {k: v for k, v in var.encoding.items() if k in accepted and k not in _PROVENANCE_KEYS}
+        for name, var in names.items()
+    }
+    return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords)
+
+
+def check_dtypes(
+    encoded: EncodedDataset, fmt: str, supported: Callable[[np.dtype], bool], supported_names: Iterable[str]
+) -> None:
+    """Refuse, before a byte is written, the first variable whose (encoded) dtype ``fmt`` cannot hold."""
+    for name, var in encoded.variables.items():
+        if not supported(var.dtype):
+            raise UnsupportedError(
+                f"variable {name!r}: dtype {var.dtype} cannot be stored in a {fmt} file; "
+                f"supported dtypes: {', '.join(supported_names)}"
+            )
+
+
+def role_marked(encoded: EncodedDataset) -> dict[str, xr.Variable]:
+    """Variables with the coordinates no data variable names marked as such, for formats without Dataset attrs."""
+    out = dict(encoded.variables)
+    for name in encoded.coordinate_only:
+        if name in out:
+            var = out[name].copy(deep=False)
+            var.attrs = {**var.attrs, COORDINATE_ROLE_KEY: "coordinate"}
+            out[name] = var
+    return out
+
+
+def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stacklevel: int = 3) -> None:
+    """One warning naming every dropped item (never silently)."""
+    dropped = list(items)
+    if dropped:
+        warnings.warn(f"{what}: {dropped}", category, stacklevel=stacklevel)
+
+
+def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
+    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype) and,
+    with ``python_too`` (formats that store text), Python numbers, booleans and lists too."""
+    out: dict[str, str] = {}
+    for key, value in attrs.items():
+        if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
+            if value.dtype not in (np.dtype("float64"), np.dtype("int64")) or python_too:
+                out[str(key)] = value.dtype.str
+        elif python_too and isinstance(value, bool):
+            out[str(key)] = "py:bool"
+        elif python_too and isinstance(value, (int, float)):
+            out[str(key)] = "py:int" if isinstance(value, int) else "py:float"
+        elif python_too and isinstance(value, (list, tuple)):
+            try:
+                out[str(key)] = np.asarray(value).dtype.str
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
+    """``var`` with :data:`ATTR_TYPES_KEY` added when some attribute value would lose its type."""
+    types = attr_types(var.attrs, python_too=python_too)
+    if not types:
+        return var
+    out: xr.Variable = var.copy(deep=False)
+    out.attrs = {**var.attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))}  # text: never flattened
+    return out
+
+
+def recast_bools(encoded: EncodedDataset, dtype: str) -> None:
+    """CF-encoded booleans (``int8`` with ``dtype: bool``) as ``dtype``: ``"bool"`` for formats with a
+    boolean type (the attribute dropped), ``"u1"`` for formats without ``int8`` (the attribute kept, so
+    xarray decodes them back)."""
+    for name, var in encoded.variables.items():
+        if var.dtype == np.int8 and var.attrs.get("dtype") == "bool":
+            new = var.astype(dtype)
+            if dtype == "bool":
+                new.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
+            encoded.variables[name] = new
+
+
+def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:
+    """A string variable as metadata (``dims``, ``shape``, numpy ``dtype``, flat ``values``), for formats that
+    keep strings beside the payload. Bytes are spelled as Latin-1 text; an object array must hold only
+    ``str`` or only ``bytes`` (anything else is refused, naming the variable, rather than turned into text)."""
+    values = np.asarray(var.values)
+    flat = values.reshape(-1).tolist()
+    if values.dtype.kind in "OT":
+        if flat and all(isinstance(v, str) for v in flat):
+            values = np.asarray(flat, dtype=str).reshape(values.shape)
+        elif flat and all(isinstance(v, bytes) for v in flat):
+            values = np.asarray(flat, dtype=bytes).reshape(values.shape)
+        elif flat:
+            raise UnsupportedError(
+                f"variable {name!r}: dtype {var.dtype} holds values that are neither all str nor all bytes "
+                f"({sorted({type(v).__name__ for v in flat})}); convert it to strings or numbers before writing"
+            )
+        else:
+            values = np.zeros(values.shape, dtype="<U1")
+    text = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values.reshape(-1).tolist()]
+    return {"dims": [str(d) for d in var.dims], "shape": list(values.shape), "dtype": values.dtype.str, "values": text}
