@@ -485,3 +485,9 @@ def test_an_open_without_chunks_imports_no_dask(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_dropping_every_variable_gives_an_empty_dataset(originals: dict[str, Path], tmp_path: Path) -> None:
+    tgm = convert(originals["nc3"], tmp_path / "out.tgm")
+    ref = _reference(originals["nc3"])
+    assert len(_open(tgm, drop_variables=list(ref.variables)).variables) == 0

@@ -284,6 +284,6 @@ def netcdf_groups(
     ranks = {n: len(_dims(v, inp.unlimited)) for inp in inputs for n, v in inp.variables.items()}
     check_dim_names(dim_names, ranks, file_name)
     built = [_dataset(inp, dim_names, file_name) for inp in inputs]
-    if len(built) == 1:
-        return {"/": built[0]}
+    if len(built) <= 1:  # none: every variable dropped
+        return {"/": built[0] if built else xr.Dataset()}
     return {f"input_{i}": ds for i, ds in enumerate(built)}
