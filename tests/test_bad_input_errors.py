@@ -42,7 +42,7 @@ def test_errors_page_lists_every_error_class():
 def test_directory(tmp_path):
     with pytest.raises(errors.IsADirectoryTensorError) as info:
         _open(tmp_path)
-    assert str(info.value) == f"file {str(tmp_path)!r}: is a directory, not a Tensogram, Tetration or zTensor file"
+    assert str(info.value) == f"file {str(tmp_path)!r}: is a directory; give the path of a file in it"
     assert isinstance(info.value, IsADirectoryError)  # code that catches OS errors keeps working
 
 
@@ -61,7 +61,7 @@ def test_text_or_random_file(tmp_path, content, suffix):
     with pytest.raises(errors.NotATensorFileError) as info:
         _open(path)
     assert str(info.value) == (
-        f"file {str(path)!r}: not a Tensogram, Tetration or zTensor file (unknown magic and extension)"
+        f"file {str(path)!r}: not a Tensogram, Tetration layout or zTensor file (unknown magic and extension)"
     )
 
 
@@ -89,7 +89,7 @@ def test_cli_says_the_same(tmp_path, capsys):
     [
         (5, "must be a list of dimension names"),
         ("lat", "must be a list of dimension names"),
-        (["a", "b", "c", "d", "e"], "has 5 names but no variable has rank 5"),
+        (["a", "b", "c", "d", "e"], "dim_names has 5 entries ['a', 'b', 'c', 'd', 'e'], but variable"),
         ({"no_such_variable": ["a", "b"]}, "names ['no_such_variable'], which the file does not hold"),
     ],
 )
@@ -103,11 +103,12 @@ def test_dim_names_mistakes_common(fmt, dim_names, words):
 def test_dim_names_wrong_rank_and_repeats(fmt, var, rank):
     with pytest.raises(
         errors.DimensionNameError,
-        match=rf"dim_names for '{var}' gives 1 names \['y'\], "
-        rf"the variable has rank {rank}",
+        match=rf"dim_names for '{var}' has 1 entry \['y'\], but variable '{var}' has {rank} axes: give one name",
     ):
         _open(SAMPLE[fmt], dim_names={var: ["y"]})
-    with pytest.raises(errors.DimensionNameError, match=rf"\['y', 'y'\] for '{var}' \(rank {rank}\) repeats"):
+    with pytest.raises(
+        errors.DimensionNameError, match=rf"\['y', 'y'\] has a duplicate name \(variable '{var}' has {rank} axes"
+    ):
         _open(SAMPLE[fmt], dim_names={var: ["y", "y"]})
 
 

@@ -231,11 +231,11 @@ def test_same_coordinate_in_every_message_opens(tmp_path):
 @pytest.mark.parametrize(
     "dim_names, pattern",
     [
-        (["a"], r"'f'.*rank 2.*\['a'\]"),
-        ({"f": ["a", "b", "c"]}, r"'f'.*rank 2"),
-        ({"nope": ["a", "b"]}, r"nope.*not variables"),
-        (["a", "a"], r"'f'.*rank 2.*duplicate"),
-        (["a", ""], r"'f'.*rank 2.*empty"),
+        (["a"], r"dim_names has 1 entry \['a'\], but variable 'f' has 2 axes per object"),
+        ({"f": ["a", "b", "c"]}, r"dim_names for 'f' has 3 entries.*'f' has 2 axes"),
+        ({"nope": ["a", "b"]}, r"nope.*which the file does not hold"),
+        (["a", "a"], r"duplicate name \(variable 'f' has 2 axes"),
+        (["a", ""], r"empty name \(variable 'f' has 2 axes"),
     ],
 )
 def test_dim_names_kwarg_errors(dim_names, pattern):

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from xarray_tensogram import open_tensogram
-from xarray_tensogram.assemble.registry import AssembleOptions, assemble
+from xarray_tensogram.assemble.registry import assemble
+from xarray_tensogram.formats import registry
+from xarray_tensogram.options import resolve
 
 HERE = Path(__file__).parent / "data" / "tensogram" / "upstream"
 MANIFEST = json.loads((HERE / "MANIFEST.json").read_text())
@@ -177,7 +179,7 @@ def test_released_metadata_decodes_again_as_the_manifest_says(name):
 def test_backend_releases_metadata_after_building_the_dataset():
     name = next(n for n in FILES if MANIFEST["files"][n]["message_count"] > 1)
     with open_tensogram(HERE / name) as f:
-        groups = assemble("tensogram", f, AssembleOptions())
+        groups = assemble(registry.get("tensogram"), f, resolve({}))
         assert all(msg._metadata is None for msg in f)  # released ...
         for ds in groups.values():
             for var in ds.variables.values():

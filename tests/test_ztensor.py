@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import struct
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from xarray_tensogram.assemble.ztensor import ztensor_to_dataset
 from xarray_tensogram.errors import (
     CodecError,
     CorruptFileError,
+    DimensionNameError,
     IntegrityError,
     LimitExceededError,
     MetadataError,
@@ -527,12 +527,33 @@ def test_dim_names_custom_key_and_kwarg(tmp_path: Path) -> None:
     ds = xr.open_dataset(path, engine="tensogram", dim_names={"t": ["y", "x"], "v": ["n"]})
     assert ds["t"].dims == ("y", "x") and ds["v"].dims == ("n",) and ds["u"].dims == ("lon",)
     with open_ztensor(path) as z:
-        ds = ztensor_to_dataset(z, dim_names=["a", "b"])  # a list applies to every variable of that rank
-        assert ds["t"].dims == ("a", "b") and ds["u"].dims == ("lon",) and ds["v"].dims == ("dim_0",)
-        with pytest.raises(ValueError, match="conflict"):
-            ztensor_to_dataset(z, dim_names=["k"])  # sizes 3 and 5 cannot share "k"
-        with pytest.raises(ValueError, match="rank"):
-            ztensor_to_dataset(z, dim_names={"t": ["only_one"]})
+        # one rule for every format: a list names the axes of every data variable, so all must have that many
+        with pytest.raises(DimensionNameError, match=r"d\.zt.*dim_names has 2 entries.*'u' has 1 axis.*dict"):
+            ztensor_to_dataset(z, dim_names=["a", "b"], verify_hash=False)
+        with pytest.raises(DimensionNameError, match=r"dim_names for 't' has 1 entry.*'t' has 2 axes"):
+            ztensor_to_dataset(z, dim_names={"t": ["only_one"]}, verify_hash=False)
+
+
+def test_a_list_of_dim_names_is_not_applied_to_dimension_coordinates(tmp_path: Path) -> None:
+    """Issue 28: dim_names=["y"] was applied to the coordinate tensors and then reported as a conflict."""
+    path = tmp_path / "c.zt"
+    write_ztensor_v01(
+        path,
+        [
+            ("lat", np.arange(3, dtype="f4"), {"dim_names": ["lat"]}),
+            ("lon", np.arange(4, dtype="f4"), {"dim_names": ["lon"]}),
+            ("t", np.zeros((3, 4), "f4"), {"dim_names": ["lat", "lon"]}),
+            ("s", np.zeros((3, 4), "f4")),
+        ],
+    )
+    ds = xr.open_dataset(path, engine="tensogram", dim_names=["y", "x"])
+    assert ds["t"].dims == ("y", "x") and ds["s"].dims == ("y", "x")
+    assert ds["lat"].dims == ("lat",) and ds["lon"].dims == ("lon",)  # the coordinates keep their names
+    with pytest.raises(DimensionNameError) as info:
+        xr.open_dataset(path, engine="tensogram", dim_names=["y"])
+    text = str(info.value)
+    assert "c.zt" in text and "dim_names has 1 entry" in text and "'t' has 2 axes" in text
+    assert "give one name per axis" in text and "conflict" not in text
 
 
 def test_bfloat16_with_and_without_ml_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -552,17 +573,6 @@ def test_unreadable_tensors_are_skipped_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="skipping tensor"):
         ds = xr.open_dataset(DATA / "corrupt/unknown_dtype.zt", engine="tensogram")
     assert not ds.data_vars
-
-
-def test_preferred_chunks_pickle_and_dask(tmp_path: Path) -> None:
-    path = tmp_path / "c.zt"
-    write_ztensor_v01(path, {"a": np.arange(60, dtype="f8").reshape(6, 10), "s": np.float32(3)})
-    ds = xr.open_dataset(path, engine="tensogram", chunks={})
-    assert ds["a"].chunks == ((6,), (10,))
-    assert ds["a"].encoding["preferred_chunks"] == {"dim_0": 6, "dim_1": 10}
-    back = pickle.loads(pickle.dumps(ds))
-    np.testing.assert_array_equal(back["a"].values, np.arange(60).reshape(6, 10))
-    assert float(back["s"]) == 3.0
 
 
 @needs_ref

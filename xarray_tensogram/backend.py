@@ -1,67 +1,52 @@
 """The xarray backend entrypoint: ``xr.open_dataset(path, engine="tensogram")``.
 
-Thin by design, and shaped like xarray's own backends: sniff the format through
-the format registry, open its file object, let the assembly step build the raw
-(CF-encoded) variables of each group, wrap every group in a
-:class:`TensogramDataStore`, and let xarray's ``StoreBackendEntrypoint`` apply CF
-decoding, so ``encoding`` (``preferred_chunks`` included) comes through xarray
-itself. One engine serves Tensogram (``.tgm``), Tetration (``.tet``) and zTensor (``.zt``).
+Thin by design, and shaped like xarray's own backends: sniff the format through the format
+registry, open its file object, let the format's assembly function (named in its record) build
+the raw (CF-encoded) variables of each group, hold each group in a :class:`TensogramDataStore`,
+and decode it through xarray's own CF machinery, so ``encoding`` (``preferred_chunks`` included)
+comes through xarray itself. One engine serves every registered format.
+
+The keyword arguments are declared once, in :mod:`xarray_tensogram.options`: the methods below
+take them as ``**options`` and present the declared signature to xarray, ``help()`` and IDEs.
 """
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
 
 import xarray as xr
+from xarray import conventions
 from xarray.backends import BackendEntrypoint
-from xarray.backends.common import AbstractDataStore
-from xarray.backends.store import StoreBackendEntrypoint
+from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io_cleanup
+from xarray.core.utils import close_on_error
 
-from .assemble.registry import AssembleOptions, assemble
+from . import options as declared
+from .assemble.registry import assemble, options_taken
 from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
 from .formats.base import FormatFile
+from .formats.registry import FormatSpec
 from .io import ByteSource, is_remote_url, open_source
 
-__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_raw_groups", "sniff_format"]
+__all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
 
-#: the CF decoding switches, typed as xarray types them
-DecodeCoords = bool | Literal["coordinates", "all"] | None
-DecodeFlag = bool | Mapping[str, bool] | None
+_Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def sniff_format(source: ByteSource) -> str | None:
-    """Format name from the magic bytes at offset 0, else from the extension."""
-    spec = registry.sniff(source)
-    return spec.name if spec is not None else None
+def _titles() -> str:
+    """``"Tensogram, Tetration layout or zTensor"``: every registered format, for messages."""
+    titles = [s.title for s in registry.formats().values()]
+    return ", ".join(titles[:-1]) + " or " + titles[-1] if len(titles) > 1 else titles[0]
 
 
 def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
-    """No known magic or extension and the default format (Tensogram, whose messages may follow
-    leading junk) found nothing: say plainly that this is none of the three formats."""
+    """No known magic or extension and the default format (whose reader may skip leading junk)
+    found nothing: say plainly that this is none of the formats."""
     what = "the file is empty" if source.size == 0 else "unknown magic and extension"
-    return NotATensorFileError(f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what})")
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a catalog is built.
-
-    Opening a file of 10,000 messages creates hundreds of thousands of small dicts and lists that all
-    stay alive; the collector's periodic full passes over them took about half of the open time.
-    Nothing built here forms reference cycles that need collecting right away; the previous state is restored.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    return NotATensorFileError(f"{describe(source.name)}not a {_titles()} file ({what})")
 
 
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
@@ -86,41 +71,56 @@ class _SharedFile:
 
 
 class TensogramDataStore(AbstractDataStore):
-    """One group of an opened file, as the variables and attributes xarray decodes.
+    """One group of an opened file: the variables, dims and attrs as assembly produced them.
 
-    Non-index coordinates are announced the CF way, through a global ``coordinates``
-    attribute, so xarray's decoding (``decode_coords``) sets them as coordinates.
+    Which variables are coordinates is assembly's decision, kept as a set of names
+    (:attr:`coord_names`) rather than re-encoded as a CF ``coordinates`` attribute.
     """
 
-    __slots__ = ("_closed", "_dataset", "_shared")
+    __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
-    def __init__(self, dataset: xr.Dataset, shared: _SharedFile) -> None:
-        self._dataset = dataset
+    def __init__(self, raw: xr.Dataset, shared: _SharedFile) -> None:
+        self.variables: dict[str, xr.Variable] = {str(k): v for k, v in raw.variables.items()}
+        self.coord_names = frozenset(str(k) for k in raw.coords)
+        self.attrs = dict(raw.attrs)
+        self.encoding = dict(raw.encoding)
         self._shared = shared
         self._closed = False
 
     def get_variables(self) -> dict[str, xr.Variable]:
-        return {str(k): v for k, v in self._dataset.variables.items()}
+        return dict(self.variables)
 
     def get_attrs(self) -> dict[str, Any]:
-        attrs = dict(self._dataset.attrs)
-        variables = self._dataset.variables
-        extra = [str(k) for k in self._dataset.coords if variables[k].dims != (k,)]
-        if extra:
-            previous = attrs.get("coordinates")
-            attrs["coordinates"] = " ".join(([previous] if isinstance(previous, str) else []) + extra)
-        return attrs
+        return dict(self.attrs)
 
     def get_dimensions(self) -> dict[str, int]:
-        return {str(k): int(v) for k, v in self._dataset.sizes.items()}
+        sizes: dict[str, int] = {}
+        for var in self.variables.values():
+            sizes.update((str(d), int(n)) for d, n in var.sizes.items())
+        return sizes
 
     def get_encoding(self) -> dict[str, Any]:
-        return dict(self._dataset.encoding)
+        return dict(self.encoding)
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self._shared.release()
+
+    def decode(self, decoders: Mapping[str, Any], drop: frozenset[str]) -> xr.Dataset:
+        """The Dataset xarray's ``StoreBackendEntrypoint`` would build, with assembly's coordinates as
+        coordinates: CF decoding through ``xarray.conventions.decode_cf_variables``."""
+        with close_on_error(self):
+            variables, attrs, cf_coords = conventions.decode_cf_variables(
+                self.get_variables(), self.get_attrs(), drop_variables=list(drop) or None, **decoders
+            )
+            coord_names = set(cf_coords) | self.coord_names
+            coords = {k: v for k, v in variables.items() if k in coord_names or v.dims == (k,)}
+            data = {k: v for k, v in variables.items() if k not in coords}
+            ds = xr.Dataset(data, coords=xr.Coordinates(coords, indexes={}), attrs=attrs)
+            ds.set_close(self.close)
+            ds.encoding = self.get_encoding()
+            return ds
 
 
 def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str) -> str:
@@ -139,84 +139,159 @@ def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str
     raise GroupSelectionError(f"{name!r} has no group {group!r}; groups: {', '.join(groups)}")
 
 
-def open_raw_groups(
-    filename_or_obj: Any,
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-    drop_variables: str | Iterable[str] | None = None,
-    **format_options: Any,
-) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
+def _where(filename_or_obj: Any) -> str:
+    """What an options error names: the path or URL, else the kind of object given."""
+    if isinstance(filename_or_obj, (str, os.PathLike)):
+        return repr(os.fspath(filename_or_obj))
+    return f"opening a {type(filename_or_obj).__name__}"
+
+
+def _check_applies(spec: FormatSpec, values: Mapping[str, Any], name: str) -> None:
+    """A format-specific option given (not at its default) for a format that does not take it is an error."""
+    taken = options_taken(spec)
+    bad = [
+        o.name
+        for o in declared.OPTIONS
+        if o.scope is declared.Scope.FORMAT and o.name not in taken and values[o.name] != o.default
+    ]
+    if bad:
+        own = [n for n in declared.names(declared.Scope.FORMAT) if n in taken]
+        raise UnsupportedOptionError(
+            f"{name!r} is a {spec.title} file: option{'s' if len(bad) > 1 else ''} {', '.join(bad)} "
+            f"do{'' if len(bad) > 1 else 'es'} not apply to it (its own options: {', '.join(own) or 'none'}; "
+            f"remove {'them' if len(bad) > 1 else 'it'})"
+        )
+
+
+class _Opened(NamedTuple):
+    """An open file, its raw groups and every open option's value."""
+
+    groups: dict[str, xr.Dataset]
+    file: FormatFile[Any]
+    spec: FormatSpec
+    values: dict[str, Any]
+
+
+def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str] | None = None) -> _Opened:
+    """The one opener: check the option names, sniff, open the format's file, assemble every group."""
+    declared.check_names(given, _where(filename_or_obj), allowed)
+    values = declared.resolve(given)
+    values["drop_variables"] = _normalise_drop(values["drop_variables"])
+    source = open_source(filename_or_obj, values["storage_options"])
+    with close_on_error(source):
+        sniffed = registry.sniff(source)
+        spec = sniffed or registry.default()
+        _check_applies(spec, values, source.name)
+        reader_options = {k: values[k] for k in declared.keywords_of(spec.open) if k != "storage_options"}
+        try:
+            f = registry.open_file(spec, source, storage_options=values["storage_options"], **reader_options)
+        except NotATensorFileError as exc:
+            if sniffed is not None:
+                raise
+            raise _not_a_tensor_file(source) from exc
+    with close_on_error(f):
+        return _Opened(assemble(spec, f, values), f, spec, values)
+
+
+def open_raw_groups(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
     """The raw (not yet CF-decoded) Dataset of every group, and the open file to close.
 
     For consumers that need the storage layout behind the variables (the virtual Zarr parsers):
     data variables hold the lazy array, whose ``ArraySpec`` names every chunk's reader.
-    ``format_options`` are those of ``open_dataset`` (``dim_names``, ``variable_key`` ...); None means unset.
+    ``options`` are those of ``open_dataset`` other than CF decoding; None means the default.
     """
-    options = {k: v for k, v in format_options.items() if v is not None}
-    return TensogramBackendEntrypoint._open_groups(
-        filename_or_obj, storage_options, _normalise_drop(drop_variables), options
-    )
+    given = {k: v for k, v in options.items() if v is not None}
+    opened = _open(filename_or_obj, given, declared.names(*_NOT_XARRAY))
+    return opened.groups, opened.file
+
+
+_NOT_XARRAY = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
+
+
+def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
+    """xarray's CF decoding switches, with this backend's defaults (steps are time deltas, as in cfgrib)."""
+    flags = {n: values[n] for n in declared.names(declared.Scope.XARRAY)}
+    if flags["decode_timedelta"] is None and flags["decode_times"] is not False:
+        flags["decode_timedelta"] = True
+    for name in ("mask_and_scale", "decode_times", "decode_coords", "concat_characters"):
+        if flags[name] is None:
+            flags[name] = True
+    return flags
+
+
+@dataclass
+class _Decoded:
+    """Decoded Datasets of an opened file, keyed by group path."""
+
+    datasets: dict[str, xr.Dataset]
+    spec: FormatSpec
+    file: FormatFile[Any]
+
+
+def _decode_groups(opened: _Opened, keep: str | None) -> dict[str, xr.Dataset]:
+    """Every group (or only ``keep``, as root) decoded; each Dataset closes its share of the file."""
+    groups = opened.groups
+    with close_on_error(opened.file):
+        if keep is not None:
+            groups = {"/": groups[_select_group(groups, keep, opened.file.name)]}
+        elif "/" not in groups:  # the root holds the attributes all groups share
+            groups = {"/": xr.Dataset(attrs=dict(next(iter(groups.values())).attrs)), **groups}
+    shared = _SharedFile(opened.file, len(groups))
+    decoders = _decoders(opened.values)
+    drop = opened.values["drop_variables"]
+    out: dict[str, xr.Dataset] = {}
+    try:
+        for name, raw in groups.items():
+            out[name if name.startswith("/") else "/" + name] = TensogramDataStore(raw, shared).decode(decoders, drop)
+    except Exception:
+        for ds in out.values():
+            ds.close()
+        opened.file.close()
+        raise
+    return out
+
+
+def open_decoded(filename_or_obj: Any, **options: Any) -> _Decoded:
+    """Every group decoded, with the open file's format record and file object (for ``info``, which
+    prints the format's own summary beside xarray's without opening the file twice)."""
+    opened = _open(filename_or_obj, options)
+    datasets = _decode_groups(opened, opened.values["group"])
+    return _Decoded({k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened.spec, opened.file)
+
+
+def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
+    """The indexes ``xr.open_dataset`` creates by default (the store leaves that to xarray, as xarray's
+    own store does), for callers that use the Datasets without going through ``xr.open_*``."""
+    to_index = {k: c.variable for k, c in ds.coords.items() if c.dims == (k,) and k not in ds.xindexes}
+    if not to_index:
+        return ds
+    indexed: xr.Dataset = ds.assign_coords(xr.Coordinates(to_index))
+    indexed.set_close(ds.close)  # assign_coords returns a Dataset that would not close the file
+    return indexed
+
+
+def _declared_signature(method: _Method) -> _Method:
+    """Present the declared options as the method's signature (what xarray reads to know the parameters)."""
+    method.__dict__["__signature__"] = declared.signature()
+    return method
 
 
 class TensogramBackendEntrypoint(BackendEntrypoint):
     """Open Tensogram (``.tgm``), Tetration (``.tet``) and zTensor (``.zt``) files lazily.
 
-    Keyword arguments (all optional):
-
-    ``variable_key``
-        dotted metadata key naming Tensogram variables (default: ``name``, ``mars.param``,
-        ``param``, ``mars.shortName``, ``shortName``, else ``object_<i>``). Tensogram only.
-    ``dim_names``
-        a list of dimension names for every variable, or a dict ``variable -> list``.
-    ``filter_by_keys``
-        ``{dotted key: value or list of values}``: keep only matching Tensogram objects. Tensogram only.
-    ``group``
-        the group to open when a file holds objects that cannot share one Dataset.
-    ``verify_hash``
-        check every Tensogram object's xxh3 hash when it is read (zTensor: checksums; not for
-        Tetration, which stores none).
-    ``strict``
-        raise on a damaged message instead of skipping it with a warning (the other formats always raise).
-    ``storage_options``
-        passed to fsspec for remote URLs.
-    ``message_index``, ``merge_objects``, ``range_threshold``
-        Tensogram only: which messages to open (an int, negative from the end, a list or a slice);
-        ``merge_objects=False`` opens only the message at ``message_index`` (default 0); reads covering
-        less than ``range_threshold`` (0 to 1, default 0.5) of an object use a partial read when its
-        pipeline allows one (0: always decode whole objects).
-    ``drop_variables``, ``mask_and_scale``, ``decode_times``, ``decode_timedelta``, ``use_cftime``,
-    ``decode_coords``, ``concat_characters``
-        as everywhere in xarray, applied by xarray's own CF decoding (``decode_timedelta``
-        defaults to ``decode_times``: forecast steps are time deltas, as cfgrib users expect).
-
-    An option that does not apply to the format being opened is an :class:`UnsupportedOptionError`
-    (a ``ValueError``) naming it.
+    The keyword arguments are declared in :mod:`xarray_tensogram.options` (the README's kwargs
+    table lists them). A misspelt one is an :class:`~xarray_tensogram.errors.UnknownOptionError`
+    suggesting the closest option; one that does not apply to the format being opened is an
+    :class:`~xarray_tensogram.errors.UnsupportedOptionError` naming it.
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
     # xarray shows "Learn more at <url>"; no hosted page exists yet, so this is the documentation's
     # path in the source tree, as in pyproject's project.urls (the reference project's URL misled)
     url = "docs/index.md"
-    open_dataset_parameters = (
-        "filename_or_obj",
-        "drop_variables",
-        "variable_key",
-        "dim_names",
-        "filter_by_keys",
-        "group",
-        "verify_hash",
-        "strict",
-        "storage_options",
-        "mask_and_scale",
-        "decode_times",
-        "decode_timedelta",
-        "use_cftime",
-        "decode_coords",
-        "concat_characters",
-        "message_index",
-        "merge_objects",
-        "range_threshold",
-    )
+    # derived from the declaration: xarray fills it from the signature only for engines it looks up by
+    # name, and needs it (decode_cf=False) when the engine class itself is passed
+    open_dataset_parameters = ("filename_or_obj", *declared.names())
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -254,7 +329,6 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             if registry.from_bytes(head) is not None:
                 return True
             # readable but no magic: only a format whose reader skips leading bytes may still match
-            # (.tet and .zt files always start with their magic; mesh files also use .tet)
             spec = registry.from_extension(path)
             return spec is not None and spec.magic_optional
         if hasattr(obj, "read") and hasattr(obj, "seek"):
@@ -265,199 +339,37 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
             return registry.from_bytes(head) is not None
         return False
 
-    # -- opening --------------------------------------------------------------------------------
-    @staticmethod
-    def _open_groups(
-        filename_or_obj: Any,
-        storage_options: Mapping[str, Any] | None,
-        drop: frozenset[str],
-        format_options: dict[str, Any],
-    ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
-        """Open the file and assemble the raw Dataset of every group; the file is closed on error."""
-        with _gc_paused():
-            return TensogramBackendEntrypoint._open_groups_now(filename_or_obj, storage_options, drop, format_options)
-
-    @staticmethod
-    def _open_groups_now(
-        filename_or_obj: Any,
-        storage_options: Mapping[str, Any] | None,
-        drop: frozenset[str],
-        format_options: dict[str, Any],
-    ) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
-        source = open_source(filename_or_obj, storage_options)
-        try:
-            sniffed = registry.sniff(source)
-            spec = sniffed or registry.default()
-            bad = spec.unsupported_options(format_options)
-            if bad:
-                raise UnsupportedOptionError(
-                    f"{source.name!r} is a {spec.title} file: option{'s' if len(bad) > 1 else ''} "
-                    f"{', '.join(bad)} do{'' if len(bad) > 1 else 'es'} not apply to it "
-                    f"(it takes {', '.join(sorted(spec.options)) or 'none of the format options'})"
-                )
-            try:
-                f = registry.open_file(spec, source, **format_options)
-            except NotATensorFileError as exc:
-                if sniffed is not None:
-                    raise
-                raise _not_a_tensor_file(source) from exc
-        except BaseException:
-            source.close()
-            raise
-        try:
-            opts = AssembleOptions(
-                drop_variables=drop,
-                dim_names=format_options.get("dim_names"),
-                variable_key=format_options.get("variable_key"),
-                filter_by_keys=format_options.get("filter_by_keys"),
-                verify_hash=bool(format_options.get("verify_hash")),
-                strict=bool(format_options.get("strict")),
-                message_index=format_options.get("message_index"),
-                merge_objects=format_options.get("merge_objects", True),
-                range_threshold=format_options.get("range_threshold", 0.5),
-            )
-            return assemble(spec.name, f, opts), f
-        except BaseException:
-            f.close()
-            raise
-
-    @staticmethod
-    def _decode(store: TensogramDataStore, decoders: dict[str, Any], drop: frozenset[str]) -> xr.Dataset:
-        """CF-decode one group through xarray's store entrypoint (the store is closed on error)."""
-        try:
-            return StoreBackendEntrypoint().open_dataset(store, drop_variables=list(drop) or None, **decoders)
-        except BaseException:
-            store.close()
-            raise
-
-    @staticmethod
-    def _decoders(
-        mask_and_scale: DecodeFlag,
-        decode_times: DecodeFlag,
-        decode_timedelta: DecodeFlag,
-        use_cftime: DecodeFlag,
-        decode_coords: DecodeCoords,
-        concat_characters: DecodeFlag,
-    ) -> dict[str, Any]:
-        if decode_timedelta is None and decode_times is not False:
-            decode_timedelta = True  # steps are time deltas, as cfgrib users expect
-        return {
-            "mask_and_scale": True if mask_and_scale is None else mask_and_scale,
-            "decode_times": True if decode_times is None else decode_times,
-            "decode_coords": True if decode_coords is None else decode_coords,
-            "concat_characters": True if concat_characters is None else concat_characters,
-            "decode_timedelta": decode_timedelta,
-            "use_cftime": use_cftime,
-        }
-
-    def open_dataset(
-        self,
-        filename_or_obj: Any,
-        *,
-        drop_variables: str | Iterable[str] | None = None,
-        variable_key: str | None = None,
-        dim_names: Any = None,
-        filter_by_keys: Mapping[str, Any] | None = None,
-        group: str | None = None,
-        verify_hash: bool = False,
-        strict: bool = False,
-        storage_options: Mapping[str, Any] | None = None,
-        mask_and_scale: DecodeFlag = None,
-        decode_times: DecodeFlag = None,
-        decode_timedelta: DecodeFlag = None,
-        use_cftime: DecodeFlag = None,
-        decode_coords: DecodeCoords = None,
-        concat_characters: DecodeFlag = None,
-        message_index: Any = None,
-        merge_objects: bool = True,
-        range_threshold: float = 0.5,
-    ) -> xr.Dataset:
-        """Open one file as a lazy Dataset (called by ``xr.open_dataset(..., engine="tensogram")``).
+    @_declared_signature
+    def open_dataset(self, filename_or_obj: Any, **options: Any) -> xr.Dataset:
+        """Open one file (one group of it) as a lazy Dataset: ``xr.open_dataset(..., engine="tensogram")``.
 
         Parameters
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
             A path, an fsspec URL, the bytes of a file or an open binary file object.
-        drop_variables : str or iterable of str, optional
-            Variables not to open.
-        variable_key : str, optional
-            Dotted metadata key naming Tensogram variables (default: the first of ``name``,
-            ``mars.param``, ``param``, ``mars.shortName``, ``shortName``). Tensogram only.
-        dim_names : list of str or dict, optional
-            Dimension names for every variable, or ``{variable: [names]}``.
-        filter_by_keys : mapping, optional
-            ``{dotted key: value or [values]}``: keep only matching Tensogram objects. Tensogram only.
-        group : str, optional
-            The group to open when a file holds objects that cannot share one Dataset.
-        verify_hash : bool, default False
-            Check hashes/checksums when values are read (Tensogram and zTensor).
-        strict : bool, default False
-            Raise on a damaged Tensogram message instead of skipping it with a warning.
-        storage_options : mapping, optional
-            Passed to fsspec for remote URLs.
-        mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
-            As in every xarray backend, applied by xarray's own CF decoding.
+        **options
+            The open options of :mod:`xarray_tensogram.options` (the README's kwargs table).
 
         Returns
         -------
         xarray.Dataset
-            Lazy variables whose ``encoding["preferred_chunks"]`` is the storage unit.
+            Lazy variables whose ``encoding["preferred_chunks"]`` is the Dask chunk of ``chunks={}``.
 
         Raises
         ------
         GroupSelectionError
             If the file holds several groups and ``group`` names none of them.
         UnsupportedOptionError
-            If an option does not apply to the file's format.
+            If an option does not apply to the file's format (``UnknownOptionError``: no such option).
         """
-        drop = _normalise_drop(drop_variables)
-        groups, f = self._open_groups(
-            filename_or_obj,
-            storage_options,
-            drop,
-            {
-                "variable_key": variable_key,
-                "dim_names": dim_names,
-                "filter_by_keys": filter_by_keys,
-                "verify_hash": verify_hash,
-                "strict": strict,
-                "message_index": message_index,
-                "merge_objects": merge_objects,
-                "range_threshold": range_threshold,
-            },
-        )
-        try:
-            key = _select_group(groups, group, f.name)
-        except BaseException:
-            f.close()
-            raise
-        decoders = self._decoders(
-            mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
-        )
-        return self._decode(TensogramDataStore(groups[key], _SharedFile(f, 1)), decoders, drop)
+        opened = _open(filename_or_obj, options)
+        with close_on_error(opened.file):
+            key = _select_group(opened.groups, opened.values["group"], opened.file.name)
+        store = TensogramDataStore(opened.groups[key], _SharedFile(opened.file, 1))
+        return store.decode(_decoders(opened.values), opened.values["drop_variables"])
 
-    def open_groups_as_dict(
-        self,
-        filename_or_obj: Any,
-        *,
-        drop_variables: str | Iterable[str] | None = None,
-        variable_key: str | None = None,
-        dim_names: Any = None,
-        filter_by_keys: Mapping[str, Any] | None = None,
-        group: str | None = None,
-        verify_hash: bool = False,
-        strict: bool = False,
-        storage_options: Mapping[str, Any] | None = None,
-        mask_and_scale: DecodeFlag = None,
-        decode_times: DecodeFlag = None,
-        decode_timedelta: DecodeFlag = None,
-        use_cftime: DecodeFlag = None,
-        decode_coords: DecodeCoords = None,
-        concat_characters: DecodeFlag = None,
-        message_index: Any = None,
-        merge_objects: bool = True,
-        range_threshold: float = 0.5,
-    ) -> dict[str, xr.Dataset]:
+    @_declared_signature
+    def open_groups_as_dict(self, filename_or_obj: Any, **options: Any) -> dict[str, xr.Dataset]:
         """Every group as a decoded Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
 
         Each Dataset closes its share of the file; the file closes with the last of them.
@@ -466,9 +378,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
             As for :meth:`open_dataset`.
-        drop_variables, variable_key, dim_names, filter_by_keys, group, verify_hash, strict, storage_options
-            As for :meth:`open_dataset`.
-        mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
+        **options
             As for :meth:`open_dataset`.
 
         Returns
@@ -476,69 +386,22 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         dict of str to xarray.Dataset
             One lazy Dataset per group path.
         """
-        drop = _normalise_drop(drop_variables)
-        groups, f = self._open_groups(
-            filename_or_obj,
-            storage_options,
-            drop,
-            {
-                "variable_key": variable_key,
-                "dim_names": dim_names,
-                "filter_by_keys": filter_by_keys,
-                "verify_hash": verify_hash,
-                "strict": strict,
-                "message_index": message_index,
-                "merge_objects": merge_objects,
-                "range_threshold": range_threshold,
-            },
-        )
-        try:
-            if group is not None:
-                groups = {"/": groups[_select_group(groups, group, f.name)]}
-            elif "/" not in groups:  # the root holds the attributes all groups share
-                groups = {"/": xr.Dataset(attrs=dict(next(iter(groups.values())).attrs)), **groups}
-        except BaseException:
-            f.close()
-            raise
-        decoders = self._decoders(
-            mask_and_scale, decode_times, decode_timedelta, use_cftime, decode_coords, concat_characters
-        )
-        shared = _SharedFile(f, len(groups))
-        out: dict[str, xr.Dataset] = {}
-        try:
-            for name, raw in groups.items():
-                out[name if name.startswith("/") else "/" + name] = self._decode(
-                    TensogramDataStore(raw, shared), decoders, drop
-                )
-        except BaseException:
-            for ds in out.values():
-                ds.close()
-            f.close()
-            raise
-        return out
+        return open_decoded(filename_or_obj, **options).datasets
 
-    def open_datatree(self, filename_or_obj: Any, **kwargs: Any) -> xr.DataTree:
+    @_declared_signature
+    def open_datatree(self, filename_or_obj: Any, **options: Any) -> xr.DataTree:
         """All groups as one tree; ``tree.close()`` closes the file (every node holds a share of it).
 
         Parameters
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
             As for :meth:`open_dataset`.
-        **kwargs
-            The keyword arguments of :meth:`open_dataset`.
+        **options
+            As for :meth:`open_dataset`.
 
         Returns
         -------
         xarray.DataTree
             One node per group (e.g. ``grid_19x36``); the root holds the file's attributes.
         """
-        groups = self.open_groups_as_dict(filename_or_obj, **kwargs)
-        try:
-            tree: xr.DataTree = xr.DataTree.from_dict(groups)
-        except BaseException:
-            for ds in groups.values():
-                ds.close()
-            raise
-        for path, ds in groups.items():
-            tree[path].set_close(ds._close)
-        return tree
+        return datatree_from_dict_with_io_cleanup(self.open_groups_as_dict(filename_or_obj, **options))

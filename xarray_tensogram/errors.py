@@ -32,6 +32,7 @@ __all__ = [
     "TensogramMappingWarning",
     "TetrMappingWarning",
     "TruncatedFileError",
+    "UnknownOptionError",
     "UnsupportedError",
     "UnsupportedOptionError",
     "VirtualMappingWarning",
@@ -102,6 +103,10 @@ class EncodeError(XarrayTensogramError):
 
 class UnsupportedOptionError(XarrayTensogramError):
     """An open option was given that does not apply to the format being opened."""
+
+
+class UnknownOptionError(UnsupportedOptionError, TypeError):
+    """A keyword argument that is no open option (a typo): also the ``TypeError`` Python would raise."""
 
 
 class DimensionNameError(XarrayTensogramError):

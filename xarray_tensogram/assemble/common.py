@@ -18,7 +18,6 @@ from ..errors import DimensionNameError, describe
 
 __all__ = [
     "check_dim_names",
-    "check_dim_names_used",
     "check_requested_dims",
     "flatten_attrs",
     "generic_dim_names",
@@ -216,40 +215,20 @@ def storage_spec(var: xr.Variable) -> ArraySpec | None:
     return None
 
 
-def _names(value: Any, what: str, source: str | None) -> list[str]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(d, str) for d in value):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names{what} must be a list of dimension names (strings), got {value!r}"
-        )
-    return list(value)
+def requested_dims(
+    dim_names: Any, var: str, rank: int, source: str | None = None, *, coordinate: bool = False
+) -> list[str] | None:
+    """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None.
 
-
-def requested_dims(dim_names: Any, var: str, rank: int, source: str | None = None) -> list[str] | None:
-    """Dims asked for with the ``dim_names`` kwarg: a list for every variable or a dict per variable.
-
-    A list applies to the variables of matching rank (see :func:`check_dim_names_used` for one that
-    applies to none); a dict entry of the wrong rank, repeated names or a value that is not a list of
-    strings is a :class:`DimensionNameError` naming the file (``source``), the variable and its rank.
+    A list is for every data variable (not for ``coordinate`` variables, which keep their names);
+    a dict for the variables it names.
     """
     if dim_names is None:
         return None
-    if isinstance(dim_names, Mapping):
-        wanted = dim_names.get(var)
-        if wanted is None:
-            return None
-        wanted = _names(wanted, f" for {var!r}", source)
-    else:
-        wanted = _names(dim_names, "", source)
-    if len(wanted) != rank:
-        if isinstance(dim_names, Mapping):
-            raise DimensionNameError(
-                f"{describe(source)}dim_names for {var!r} gives {len(wanted)} names {wanted}, "
-                f"the variable has rank {rank}"
-            )
+    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else (None if coordinate else dim_names)
+    if wanted is None or len(wanted) != rank:
         return None
-    if len(set(wanted)) != len(wanted):
-        raise DimensionNameError(f"{describe(source)}dim_names {wanted} for {var!r} (rank {rank}) repeats a name")
-    return wanted
+    return list(wanted)
 
 
 def check_requested_dims(
@@ -263,34 +242,6 @@ def check_requested_dims(
             f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
             f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
             f"there, {n} here"
-        )
-
-
-def _check_dim_name_keys(dim_names: Mapping[Any, Any], variables: Mapping[str, int], source: str | None) -> None:
-    """A ``dim_names`` dict key that is not a variable of the file is an error naming the file's variables."""
-    unknown = [k for k in dim_names if k not in variables]
-    if unknown:
-        raise DimensionNameError(
-            f"{describe(source)}dim_names names {unknown!r}, which the file does not hold (not variables); "
-            f"its variables: {', '.join(map(repr, variables)) or 'none'}"
-        )
-
-
-def check_dim_names_used(dim_names: Any, ranks: Mapping[str, int], source: str | None = None) -> None:
-    """A ``dim_names`` that applies to nothing is a mistake, not something to ignore silently.
-
-    ``ranks`` maps every variable name of the file (dropped ones included) to its rank.
-    """
-    if dim_names is None:
-        return
-    if isinstance(dim_names, Mapping):
-        _check_dim_name_keys(dim_names, ranks, source)
-        return
-    wanted = _names(dim_names, "", source)
-    if ranks and not any(r == len(wanted) for r in ranks.values()):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names {wanted} has {len(wanted)} names but no variable has "
-            f"rank {len(wanted)} (ranks: {sorted(set(ranks.values()))})"
         )
 
 
@@ -308,35 +259,65 @@ def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
     return None
 
 
-def check_dim_names(dim_names: Any, variables: Mapping[str, int], source: str | None = None) -> None:
-    """Validate the ``dim_names`` kwarg against ``{variable: rank}`` before anything is built (Tensogram).
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
 
-    A list is for every variable; a dict maps variable names to lists. A wrong length (of the list, or of
-    one dict entry), a dict key that is not a variable, a duplicate or an empty name is a
-    :class:`DimensionNameError` naming the variable, its rank and what was given.
+
+def _check_one(wanted: Any, var: str, rank: int, what: str, source: str | None, axes_note: str) -> None:
+    """One list of names for one variable: strings, distinct, not empty, one per axis."""
+    if isinstance(wanted, str) or not isinstance(wanted, Sequence):
+        raise DimensionNameError(f"{describe(source)}{what} must be a list of dimension names, got {wanted!r}")
+    if len(wanted) != rank:
+        raise DimensionNameError(
+            f"{describe(source)}{what} has {_entries(len(wanted))} {list(wanted)!r}, but variable {var!r} has "
+            f"{rank} {'axis' if rank == 1 else 'axes'}{axes_note}: give one name per axis"
+            + ("" if what != "dim_names" else ", or a dict {variable: [names]} for variables of other ranks")
+        )
+    problem = _dim_names_problem(list(wanted), rank)
+    if problem:
+        raise DimensionNameError(
+            f"{describe(source)}{what}: {list(wanted)!r} has {problem} (variable {var!r} has {rank} axes); "
+            f"give distinct, non-empty names"
+        )
+
+
+def check_dim_names(
+    dim_names: Any,
+    data: Mapping[str, int],
+    source: str | None = None,
+    coords: Mapping[str, int] | None = None,
+    axes_note: str = "",
+) -> None:
+    """The one rule for the ``dim_names`` open option, for every format, checked before anything is built.
+
+    ``data`` and ``coords`` map the file's data and coordinate variables to their stored ranks. A list
+    names the axes of every data variable, so each must have that many axes (coordinates keep their
+    names); a dict ``{variable: [names]}`` names the variables it lists, data or coordinate. Anything
+    else (a wrong count, a key that is no variable, a duplicate or empty name) is a
+    :class:`DimensionNameError` naming the file, the variable, its axes and what to do. ``axes_note``
+    says what the stored axes are where a variable has more (Tensogram's dims stacked from messages).
     """
     if dim_names is None:
         return
-    if isinstance(dim_names, str) or not isinstance(dim_names, (Mapping, Sequence)):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names must be a list of names or a dict {{variable: [names]}}, got {dim_names!r}"
-        )
+    coords = coords or {}
     if isinstance(dim_names, Mapping):
-        _check_dim_name_keys(dim_names, variables, source)
-        items = [(str(k), dim_names[k]) for k in dim_names]
-    else:
-        items = [(v, dim_names) for v in variables]
-    for var, wanted in items:
-        rank = variables[var]
-        if isinstance(wanted, str) or not isinstance(wanted, Sequence):
+        known = {**coords, **data}
+        unknown = [k for k in dim_names if k not in known]
+        if unknown:
             raise DimensionNameError(
-                f"{describe(source)}dim_names for {var!r} (rank {rank}) must be a list, got {wanted!r}"
+                f"{describe(source)}dim_names names {unknown!r}, which the file does not hold; "
+                f"its variables: {', '.join(map(repr, known)) or 'none'}"
             )
-        problem = _dim_names_problem(list(wanted), rank)
-        if problem:
-            raise DimensionNameError(
-                f"{describe(source)}dim_names for variable {var!r} (rank {rank}): {list(wanted)!r} has {problem}"
-            )
+        for var, wanted in dim_names.items():
+            _check_one(wanted, var, known[var], f"dim_names for {var!r}", source, axes_note)
+        return
+    if isinstance(dim_names, str) or not isinstance(dim_names, Sequence):
+        raise DimensionNameError(
+            f"{describe(source)}dim_names must be a list of dimension names or a dict {{variable: [names]}}, "
+            f"got {dim_names!r}"
+        )
+    for var, rank in data.items():
+        _check_one(dim_names, var, rank, "dim_names", source, axes_note)
 
 
 def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
@@ -350,3 +331,20 @@ def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray
     if values.ndim != len(dims):
         raise ValueError(f"{len(dims)} dims for values of shape {values.shape}")
     return dims, values
+
+
+def with_cf_coordinates(attrs: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """Dataset attributes with ``names`` added to the CF global ``coordinates`` attribute.
+
+    Writers mark the coordinates no data variable names on the variable itself (formats without a
+    place for xarray's global ``coordinates`` attribute); reading them back as that attribute lets
+    xarray's own ``decode_coords`` decide their role, so ``decode_coords=False`` shows the attribute
+    as it would for a netCDF file.
+    """
+    out = dict(attrs)
+    previous = out.get("coordinates")
+    listed = previous.split() if isinstance(previous, str) else []
+    listed += [n for n in sorted(names) if n not in listed]
+    if listed:
+        out["coordinates"] = " ".join(listed)
+    return out

@@ -1,75 +1,36 @@
-"""Which assembly step turns an open file of each format into raw (CF-encoded) Datasets.
+"""How the backend runs a format's assembly: the function its record names, with the options it takes.
 
-Keyed by the format names of :mod:`xarray_tensogram.formats.registry`; the format
-records stay free of xarray, and this table is the one place the backend looks
-up. Adding a format: one entry here.
+No table here: each format's record (``formats/<name>/``) names its assembly function, and the
+keywords that function takes are the open options the format honours (with those its reader takes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import xarray as xr
 
-from .tensogram import tensogram_groups
-from .tetr import tetr_to_dataset
-from .ztensor import ztensor_to_dataset
+from ..formats.registry import FormatSpec, load
+from ..options import keywords_of
 
-__all__ = ["ASSEMBLERS", "AssembleOptions", "assemble"]
-
-
-@dataclass(frozen=True)
-class AssembleOptions:
-    """The open options that shape the variables (only those the format's record lists reach here set)."""
-
-    drop_variables: frozenset[str] = frozenset()
-    dim_names: Any = None
-    variable_key: str | None = None
-    filter_by_keys: Mapping[str, Any] | None = None
-    verify_hash: bool = False
-    strict: bool = False
-    message_index: Any = None
-    merge_objects: bool = True
-    range_threshold: float = 0.5
+__all__ = ["assemble", "options_taken"]
 
 
-def _tensogram(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:
-    groups = tensogram_groups(
-        f,
-        variable_key=o.variable_key,
-        dim_names=o.dim_names,
-        filter_by_keys=o.filter_by_keys,
-        verify_hash=o.verify_hash,
-        drop_variables=o.drop_variables,
-        strict=o.strict,
-        message_index=o.message_index,
-        merge_objects=o.merge_objects,
-        range_threshold=o.range_threshold,
-    )
-    # the Datasets hold what they need: decoded metadata would only weigh on every garbage collection
-    for message in f:
-        message.release_metadata()
-    return groups
+def options_taken(spec: FormatSpec) -> frozenset[str]:
+    """The open options a format honours: the keywords of its assembly function and of its reader."""
+    return keywords_of(load(spec.assembler)) | keywords_of(spec.open)
 
 
-def _tetr(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:
-    return {"/": tetr_to_dataset(f, drop_variables=o.drop_variables, dim_names=o.dim_names)}
+def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, xr.Dataset]:
+    """Raw (CF-encoded) Datasets of every group of the open file ``f``: ``{"/": ds}`` for one group.
 
-
-def _ztensor(f: Any, o: AssembleOptions) -> dict[str, xr.Dataset]:
-    return {"/": ztensor_to_dataset(f, drop_variables=o.drop_variables, dim_names=o.dim_names, verify=o.verify_hash)}
-
-
-#: format name -> function building ``{group name: raw Dataset}`` from the open file
-ASSEMBLERS: dict[str, Callable[[Any, AssembleOptions], dict[str, xr.Dataset]]] = {
-    "tensogram": _tensogram,
-    "tetr": _tetr,
-    "ztensor": _ztensor,
-}
-
-
-def assemble(format_name: str, f: Any, options: AssembleOptions) -> dict[str, xr.Dataset]:
-    """Raw Datasets of every group of the open file ``f`` of format ``format_name``."""
-    return ASSEMBLERS[format_name](f, options)
+    ``values`` holds every open option (see :func:`xarray_tensogram.options.resolve`); the assembly
+    function gets those it takes as keywords.
+    """
+    function = load(spec.assembler)
+    kwargs = {k: values[k] for k in keywords_of(function) if k in values}
+    if kwargs.get("drop_variables", ()) is None:
+        kwargs["drop_variables"] = frozenset()
+    out = function(f, **kwargs)
+    return out if isinstance(out, dict) else {"/": out}

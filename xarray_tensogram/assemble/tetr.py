@@ -34,7 +34,7 @@ from ..conventions import (
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from .common import (
-    check_dim_names_used,
+    check_dim_names,
     check_requested_dims,
     generic_dim_names,
     lazy_variable,
@@ -43,6 +43,7 @@ from .common import (
     strings_from_payload,
     typed_attrs,
     unique_names,
+    with_cf_coordinates,
 )
 
 __all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
@@ -62,7 +63,7 @@ def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -
 def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> tuple[list[str], bool]:
     """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated.
     The flag says whether the names were generated (so that writing back adds none)."""
-    dims = requested_dims(dim_names, var, d.ndim, source)
+    dims = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
     if dims is not None:
         check_requested_dims(dims, var, d.shape, sizes, source)
     if dims is None and d.dim_names is not None:
@@ -224,7 +225,10 @@ def tetr_to_dataset(
             TetrMappingWarning,
             stacklevel=2,
         )
-    check_dim_names_used(dim_names, {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True)}, tfile.name)
+    # a dataset whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
+    coord_ranks = {var: 1 for d, var in zip(tfile.datasets, names, strict=True) if list(d.dim_names or ()) == [var]}
+    ranks = {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True) if var not in coord_ranks}
+    check_dim_names(dim_names, ranks, tfile.name, coord_ranks)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
@@ -256,8 +260,8 @@ def tetr_to_dataset(
             variables[var].encoding = {k: v for k, v in encoding.items() if k != "preferred_chunks"}
     variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
-    ds: xr.Dataset = xr.Dataset(variables, coords=coords, attrs=_dataset_attrs(tfile))
-    ds = ds.set_coords(sorted(coord_names))
+    attrs = with_cf_coordinates(_dataset_attrs(tfile), coord_names & set(variables))
+    ds: xr.Dataset = xr.Dataset(variables, coords=coords, attrs=attrs)
     ds.encoding["tetr_layout_version"] = tfile.layout_version
     ds.encoding["tetr_execution"] = dict(tfile.execution)
     return ds

@@ -20,7 +20,7 @@ from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
 from .common import (
-    check_dim_names_used,
+    check_dim_names,
     check_requested_dims,
     flatten_attrs,
     generic_dim_names,
@@ -30,6 +30,7 @@ from .common import (
     strings_from_payload,
     typed_attrs,
     unique_names,
+    with_cf_coordinates,
 )
 
 __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
@@ -37,7 +38,7 @@ __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 DIM_NAMES_KEY = ZTENSOR_DIM_NAMES_KEY
 
 
-def _file_dims(info: TensorInfo) -> list[str] | None:
+def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     value = info.attrs.get(DIM_NAMES_KEY)
     if value is None:
         return None
@@ -48,6 +49,8 @@ def _file_dims(info: TensorInfo) -> list[str] | None:
         and len(set(value)) == len(value)
     ):
         return list(value)
+    if quiet:
+        return None
     warnings.warn(
         f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
         ZTensorMappingWarning,
@@ -100,10 +103,12 @@ def ztensor_to_dataset(
     zfile: ZTensorFile,
     *,
     drop_variables: frozenset[str] | set[str] = frozenset(),
+    verify_hash: bool,
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-    verify: bool = False,
 ) -> xr.Dataset:
-    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here)."""
+    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here).
+
+    zTensor's format record names this function: its keywords are the open options zTensor files take."""
     names = unique_names(t.name for t in zfile.tensors)
     renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
     if renamed:
@@ -112,9 +117,10 @@ def ztensor_to_dataset(
             ZTensorMappingWarning,
             stacklevel=2,
         )
-    check_dim_names_used(
-        dim_names, {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}, zfile.name
-    )
+    ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
+    # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
+    coords = {var: 1 for t, var in zip(zfile.tensors, names, strict=True) if _file_dims(t, quiet=True) == [var]}
+    check_dim_names(dim_names, {v: r for v, r in ranks.items() if v not in coords}, zfile.name, coords)
     sizes: dict[str, int] = {}
     variables: dict[str, xr.Variable] = {}
     coord_names: set[str] = set()
@@ -133,11 +139,11 @@ def ztensor_to_dataset(
             variables[var] = strings
             continue
         try:
-            spec = zfile.array_spec(info.index, verify=verify)
+            spec = zfile.array_spec(info.index, verify=verify_hash)
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
-        dims = requested_dims(dim_names, var, len(info.shape), zfile.name)
+        dims = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
         if dims is not None:
             check_requested_dims(dims, var, info.shape, sizes, zfile.name)
         if dims is None:
@@ -159,7 +165,7 @@ def ztensor_to_dataset(
             "ztensor_checksum": info.checksum.split(":", 1)[0] if info.checksum else None,
         }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
-    ds: xr.Dataset = xr.Dataset(variables, attrs=flatten_attrs(zfile.attrs))
-    ds = ds.set_coords(sorted(coord_names & set(variables)))
+    attrs = with_cf_coordinates(flatten_attrs(zfile.attrs), coord_names & set(variables))
+    ds: xr.Dataset = xr.Dataset(variables, attrs=attrs)
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
     return ds

@@ -1,19 +1,23 @@
 """The formats this package reads, one record each, and how a file is matched to one.
 
 A record says what a format is called, how its files start (magic bytes) and
-end (extensions), how to open one, which open options apply to it, and how
-``ls``, ``info`` and ``verify`` see it. The backend and the CLI dispatch through
+end (extensions), how to open one, how ``ls``, ``info`` and ``verify`` see it,
+and (by import path, loaded only when used) its assembly function, writer and
+virtual Zarr parser and planner. The open options a format honours are the
+keywords its reader and assembly function take (see ``options.py``). The backend and the CLI dispatch through
 :func:`get`, :func:`sniff` and :func:`from_bytes`, never by name in an
 ``if/elif``. Adding a format: write its folder under ``formats/`` with a
-``FORMAT`` record, and add one line to :data:`_MODULES` (plus its assembly
-function in ``assemble/registry.py`` to open it with xarray).
+``FORMAT`` record (which also names its assembly function, writer and virtual
+Zarr parser by import path), and add one line to :data:`_MODULES`.
 
 Nothing here imports ``assemble/`` or the backend, and no xarray or dask.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,20 +27,7 @@ from ..io import ByteSource, SourceLike
 from .base import FormatFile
 from .inspect import Table, VerifyPlan
 
-__all__ = ["FORMAT_OPTIONS", "FormatSpec", "formats", "from_bytes", "from_extension", "get", "sniff"]
-
-#: open options whose meaning depends on the format; a record lists those it honours, and giving
-#: any other one (with a value other than its default) is an error naming the option
-FORMAT_OPTIONS: Mapping[str, Any] = {
-    "variable_key": None,
-    "filter_by_keys": None,
-    "dim_names": None,
-    "verify_hash": False,
-    "strict": False,
-    "message_index": None,
-    "merge_objects": True,
-    "range_threshold": 0.5,
-}
+__all__ = ["FormatSpec", "formats", "from_bytes", "from_extension", "get", "load", "sniff"]
 
 
 @dataclass(frozen=True)
@@ -51,12 +42,18 @@ class FormatSpec:
     magics: tuple[bytes, ...]
     #: lower-case file name endings, with the dot
     extensions: tuple[str, ...]
-    #: ``open(source, storage_options=..., **reader_options)`` -> the open file
+    #: ``open(source, storage_options=..., **options)`` -> the open file; the open options it takes as
+    #: keywords (see :func:`xarray_tensogram.options.keywords_of`) are handed to it
     open: Callable[..., FormatFile[Any]]
-    #: the subset of :data:`FORMAT_OPTIONS` this format honours
-    options: frozenset[str]
-    #: the subset of ``options`` that the reader itself takes (passed to :attr:`open`)
-    reader_options: frozenset[str]
+    #: ``"module:function"`` building the raw Dataset (or ``{group: Dataset}``) from the open file; the
+    #: open options it takes as keywords are those the format honours (imported only when opening)
+    assembler: str
+    #: ``"module:function"`` writing a Dataset as a file of this format (``writer(ds, path, ...)``)
+    writer: str
+    #: ``"module:class"`` of the VirtualiZarr parser (the ``virtual`` extra)
+    virtual_parser: str
+    #: ``"module:function"`` mapping a variable's ``ArraySpec`` to Zarr chunk references
+    virtual_planner: str
     #: lines for ``info`` (format version, counts), from metadata only
     info: Callable[[Any], list[str]]
     #: tables for ``ls``; the flag asks for per-tile detail where the format has tiles
@@ -65,14 +62,6 @@ class FormatSpec:
     verify: Callable[[Any], VerifyPlan]
     #: files may start with bytes the reader skips, so a readable file without magic may still be one
     magic_optional: bool = False
-
-    def unsupported_options(self, given: Mapping[str, Any]) -> list[str]:
-        """Format options in ``given`` that this format does not honour and that are not at their default."""
-        return [
-            k
-            for k, v in given.items()
-            if k in FORMAT_OPTIONS and k not in self.options and v is not None and v != FORMAT_OPTIONS[k]
-        ]
 
 
 #: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
@@ -137,6 +126,19 @@ def sniff(source: ByteSource) -> FormatSpec | None:
 def open_file(
     spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
 ) -> FormatFile[Any]:
-    """Open ``source`` as ``spec``, passing only the options its reader takes."""
-    kwargs = {k: v for k, v in options.items() if k in spec.reader_options}
+    """Open ``source`` as ``spec``, passing only the options its reader takes as keywords."""
+    takes = _keywords(spec.open)
+    kwargs = {k: v for k, v in options.items() if k in takes and k != "storage_options"}
     return spec.open(source, storage_options=storage_options, **kwargs)
+
+
+@functools.cache
+def _keywords(function: Callable[..., Any]) -> frozenset[str]:
+    return frozenset(inspect.signature(function).parameters)
+
+
+def load(ref: str) -> Any:
+    """The object a record names as ``"module:attribute"`` (imported on first use: the records name
+    layers above ``formats/`` without importing them)."""
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -40,9 +40,7 @@ class LocalFileSource(ByteSource):
         self._view_bytes = 0
         st = os.stat(self.path)
         if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryTensorError(
-                f"{describe(self.path)}is a directory, not a Tensogram, Tetration or zTensor file"
-            )
+            raise IsADirectoryTensorError(f"{describe(self.path)}is a directory; give the path of a file in it")
         stamp = (st.st_size, st.st_mtime_ns)
         if _stamp is not None and tuple(_stamp) != stamp:
             raise FileChangedError(

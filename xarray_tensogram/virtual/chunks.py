@@ -56,7 +56,7 @@ def bytes_codec(dtype: np.dtype, big_endian: bool = False) -> dict[str, Any]:
     return {"name": "bytes", "configuration": {"endian": "big" if big_endian else "little"}}
 
 
-#: format name -> planner; a fourth format registers its own
+#: what a format's record names as its ``virtual_planner``
 Planner = Callable[[ArraySpec, Callable[[str | None], str]], "VirtualArray | None"]
 
 
@@ -228,9 +228,10 @@ def plan_ztensor(spec: ArraySpec, resolve: Callable[[str | None], str]) -> Virtu
     return VirtualArray(spec.shape, spec.dtype, chunk_shape, codecs, refs)
 
 
-PLANNERS: dict[str, Planner] = {"tensogram": plan_tensogram, "tetr": plan_tetr, "ztensor": plan_ztensor}
-
-
 def plan_chunks(fmt: str, spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | None:
-    """The virtual array of ``spec`` in format ``fmt``; ``resolve(shard)`` gives a shard file's URL."""
-    return PLANNERS[fmt](spec, resolve)
+    """The virtual array of ``spec`` in format ``fmt`` (the planner its record names); ``resolve(shard)``
+    gives a shard file's URL."""
+    from ..formats import registry
+
+    planner: Planner = registry.load(registry.get(fmt).virtual_planner)
+    return planner(spec, resolve)

@@ -158,7 +158,7 @@ def _zarr_codec_class(name: str, numcodec: type[Codec]) -> type:
     from zarr.core.buffer.cpu import as_numpy_array_wrapper
 
     @dataclass(frozen=True)
-    class _Codec(BytesBytesCodec):
+    class _Codec(BytesBytesCodec):  # type: ignore[misc, unused-ignore]  # Any where zarr is not installed
         is_fixed_size = False
         configuration: dict[str, Any]
 

@@ -17,22 +17,27 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
 import xarray as xr
 
+from .. import options as declared
 from ..assemble.common import storage_spec
-from ..backend import open_raw_groups, sniff_format
+from ..backend import open_raw_groups
 from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
+from ..formats import registry as format_registry
+from ..formats.registry import FormatSpec
 from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
 from .codecs import register
 
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
 
 INLINE_PREFIX = "memory://xarray-tensogram-inline/"
+#: the open options a parser takes: all but xarray's CF decoding switches
+_OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
 
 
 def _local_path(url: str) -> str:
@@ -105,7 +110,7 @@ def _store_class() -> type:
     virtualizarr is an optional extra)."""
     from virtualizarr.manifests import ManifestStore
 
-    class TensogramManifestStore(ManifestStore):
+    class TensogramManifestStore(ManifestStore):  # type: ignore[misc, unused-ignore]  # Any without virtualizarr
         def __init__(self, group: Any, *, registry: Any = None, inline: Mapping[str, bytes] | None = None) -> None:
             super().__init__(group, registry=registry)
             self._inline = dict(inline or {})
@@ -134,7 +139,10 @@ def _store_class() -> type:
                 dims = {d for arr in self._group.arrays.values() for d in (arr.metadata.dimension_names or ())}
                 loadable_variables = [n for n in self._group.arrays if n in dims]
             wanted = list(dict.fromkeys([*loadable_variables, *self._inline]))
-            return super().to_virtual_dataset(group=group, loadable_variables=wanted, decode_times=decode_times)
+            vds: xr.Dataset = super().to_virtual_dataset(
+                group=group, loadable_variables=wanted, decode_times=decode_times
+            )
+            return vds
 
     return TensogramManifestStore
 
@@ -162,58 +170,40 @@ def _manifest(plan: VirtualArray, url: str) -> Any:
     return ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
 
 
-#: parser options that only Tensogram files take (None: not given)
-_TENSOGRAM_OPTIONS = ("variable_key", "filter_by_keys", "message_index", "merge_objects")
-
-
 class _Parser:
-    """Shared by the three parsers: open with our assembly, plan the chunks, build the ManifestStore."""
+    """Shared by the parsers: open with our assembly, plan the chunks, build the ManifestStore.
 
-    format_name = ""
+    A parser takes the open options of ``open_dataset`` other than CF decoding (declared in
+    :mod:`xarray_tensogram.options`); its format is the record naming the class as ``virtual_parser``.
+    """
 
-    def __init__(
-        self,
-        *,
-        variable_key: str | None = None,
-        dim_names: Any = None,
-        filter_by_keys: Mapping[str, Any] | None = None,
-        group: str | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        drop_variables: Iterable[str] | None = None,
-        message_index: int | Sequence[int] | slice | None = None,
-        merge_objects: bool | None = None,
-    ) -> None:
-        self.variable_key = variable_key
-        self.dim_names = dim_names
-        self.filter_by_keys = filter_by_keys
-        self.message_index = message_index
-        self.merge_objects = merge_objects
-        self.group = group
-        self.storage_options = dict(storage_options or {})
-        self.drop_variables = list(drop_variables or ())
+    def __init__(self, **options: Any) -> None:
+        declared.check_names(options, type(self).__name__, declared.names(*_OPEN_SCOPES))
+        self.options = {k: v for k, v in options.items() if v is not None}
+        self.group: str | None = self.options.get("group")
+        self.storage_options = dict(self.options.get("storage_options") or {})
 
-    def _open_options(self) -> dict[str, Any]:
-        return {"dim_names": self.dim_names, "drop_variables": self.drop_variables}
+    @classmethod
+    def format(cls) -> FormatSpec:
+        """The format record whose ``virtual_parser`` is this class."""
+        ref = f"{cls.__module__}:{cls.__name__}"
+        return next(spec for spec in format_registry.formats().values() if spec.virtual_parser == ref)
 
     def __call__(self, url: str, registry: Any) -> Any:
         from ..io import open_source
 
         register()
-        tgm_only = [k for k in _TENSOGRAM_OPTIONS if getattr(self, k) is not None]
-        if self.format_name != "tensogram" and tgm_only:
-            raise UnsupportedError(
-                f"{type(self).__name__} does not take {', '.join(tgm_only)} "
-                f"(Tensogram options: {', '.join(_TENSOGRAM_OPTIONS)})"
-            )
         target = _local_path(url)
+        mine = self.format()
         with open_source(target, self.storage_options or None) as src:
-            fmt = sniff_format(src) or "tensogram"
-        if fmt != self.format_name:
-            raise UnsupportedError(f"{url!r} is a {fmt} file, not {self.format_name}: use {_PARSER_NAMES[fmt]}")
-        groups, f = open_raw_groups(target, storage_options=self.storage_options or None, **self._open_options())
+            found = format_registry.sniff(src) or format_registry.default()
+        if found is not mine:
+            parser = found.virtual_parser.rpartition(":")[2]
+            raise UnsupportedError(f"{url!r} is a {found.title} file, not {mine.title}: use {parser}")
+        groups, f = open_raw_groups(target, **{**self.options, "group": None})
         try:
             ds = self._pick_group(url, groups)
-            return self._store(url, ds, registry)
+            return self._store(url, ds, registry, mine.name)
         finally:
             f.close()
 
@@ -233,7 +223,7 @@ class _Parser:
 
         return resolve
 
-    def _store(self, url: str, raw: xr.Dataset, registry: Any) -> Any:
+    def _store(self, url: str, raw: xr.Dataset, registry: Any, fmt: str) -> Any:
         from virtualizarr.manifests import ManifestArray, ManifestGroup
         from virtualizarr.manifests.utils import create_v3_array_metadata
         from xarray.conventions import encode_dataset_coordinates
@@ -244,7 +234,7 @@ class _Parser:
             name = str(name)
             # dimension coordinates are inlined: every open loads them for its index anyway
             spec = None if var.dims == (name,) else storage_spec(var)
-            plan = plan_chunks(self.format_name, spec, self._resolver(url)) if spec is not None else None
+            plan = plan_chunks(fmt, spec, self._resolver(url)) if spec is not None else None
             if plan is None or 0 in plan.shape:  # (zero-size arrays too: VirtualiZarr cannot write their refs)
                 values = _inline_values(var)
                 if not _check_zarr_dtype(name, values.dtype):
@@ -284,25 +274,13 @@ class TensogramParser(_Parser):
     remote files), ``drop_variables``.
     """
 
-    format_name = "tensogram"
-
-    def _open_options(self) -> dict[str, Any]:
-        return {**super()._open_options(), **{k: getattr(self, k) for k in _TENSOGRAM_OPTIONS}}
-
 
 class TetrParser(_Parser):
     """Parser for Tetration ``.tet`` files: one Zarr chunk per tile (``dim_names``, ``storage_options``)."""
 
-    format_name = "tetr"
-
 
 class ZTensorParser(_Parser):
     """Parser for zTensor ``.zt`` files: one Zarr chunk per tensor (``dim_names``, ``storage_options``)."""
-
-    format_name = "ztensor"
-
-
-_PARSER_NAMES = {"tensogram": "TensogramParser", "tetr": "TetrParser", "ztensor": "ZTensorParser"}
 
 
 def parser_for(path: str | os.PathLike[str], **options: Any) -> _Parser:
@@ -310,5 +288,6 @@ def parser_for(path: str | os.PathLike[str], **options: Any) -> _Parser:
     from ..io import open_source
 
     with open_source(_local_path(os.fspath(path)), options.get("storage_options")) as src:
-        fmt = sniff_format(src) or "tensogram"
-    return {"tensogram": TensogramParser, "tetr": TetrParser, "ztensor": ZTensorParser}[fmt](**options)
+        spec = format_registry.sniff(src) or format_registry.default()
+    parser: type[_Parser] = format_registry.load(spec.virtual_parser)
+    return parser(**options)

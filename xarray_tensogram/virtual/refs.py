@@ -111,12 +111,13 @@ def open_virtual_dataset(
     url = file_url(path)
     parser = parser if parser is not None else parser_for(url, **options)
     registry = registry if registry is not None else registry_for([url], options.get("storage_options"))
-    return _open(
+    vds: xr.Dataset = _open(
         url,
         registry=registry,
         parser=parser,
         loadable_variables=list(loadable_variables) if loadable_variables is not None else None,
     )
+    return vds
 
 
 def _fix_fill_values(refs: dict[str, Any]) -> None:

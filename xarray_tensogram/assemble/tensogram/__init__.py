@@ -255,18 +255,21 @@ def _assembling_producer(objects: Sequence[TgObject]) -> Producer | None:
 def tensogram_groups(
     tfile: Any,
     *,
+    verify_hash: bool,
+    merge_objects: bool,
+    range_threshold: float,
+    strict: bool,
     variable_key: str | None = None,
     dim_names: Any = None,
     filter_by_keys: Mapping[str, Any] | None = None,
-    verify_hash: bool = False,
     drop_variables: Iterable[str] = (),
     message_index: Any = None,
-    merge_objects: bool = True,
-    range_threshold: float = 0.5,
-    strict: bool = False,
 ) -> dict[str, xr.Dataset]:
     """All groups of a Tensogram file as raw (CF-encoded) Datasets: ``{"/": ds}`` unless variables
-    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes)."""
+    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes).
+
+    Tensogram's format record names this function: its keywords are the open options Tensogram
+    files take (defaults in :mod:`xarray_tensogram.options`)."""
     if (
         isinstance(range_threshold, bool)
         or not isinstance(range_threshold, (int, float))
@@ -292,7 +295,12 @@ def tensogram_groups(
     apply_filter(objects, filter_by_keys, tfile.name)
     coords = unique_coordinates([o for o in objects if o.is_coord])
     selected = [o for o in objects if not o.is_coord and o.selected]
-    check_dim_names(dim_names, {o.name: len(o.shape) for o in selected}, tfile.name)
+    check_dim_names(
+        dim_names,
+        {o.name: len(o.shape) for o in selected},
+        tfile.name,
+        axes_note=" per object (the dims stacked from messages are named by their metadata keys)",
+    )
     drop = frozenset(drop_variables)
     data = [o for o in selected if o.name not in drop]
     coords = [c for c in coords if c.obj.name not in drop]
@@ -307,7 +315,14 @@ def tensogram_groups(
     }
     one = _build_group(data, coords, only_group=False, **kw)
     if one is not None:
-        return {"/": restore_written_layout(one, kw["extra"])}
-    built = {label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()}
-    out = {k: restore_written_layout(v, kw["extra"]) for k, v in built.items() if v is not None}
-    return {"/": next(iter(out.values()))} if len(out) == 1 else out
+        out = {"/": restore_written_layout(one, kw["extra"])}
+    else:
+        built = {
+            label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()
+        }
+        out = {k: restore_written_layout(v, kw["extra"]) for k, v in built.items() if v is not None}
+        out = {"/": next(iter(out.values()))} if len(out) == 1 else out
+    # the Datasets hold what they need: decoded metadata would only weigh on every garbage collection
+    for message in tfile:
+        message.release_metadata()
+    return out

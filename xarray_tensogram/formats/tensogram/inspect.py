@@ -104,19 +104,10 @@ FORMAT = FormatSpec(
     magics=(MAGIC,),
     extensions=(".tgm", ".tensogram"),
     open=open_tensogram,
-    options=frozenset(
-        {
-            "variable_key",
-            "filter_by_keys",
-            "dim_names",
-            "verify_hash",
-            "strict",
-            "message_index",
-            "merge_objects",
-            "range_threshold",
-        }
-    ),
-    reader_options=frozenset({"strict"}),
+    assembler="xarray_tensogram.assemble.tensogram:tensogram_groups",
+    writer="xarray_tensogram.write.tensogram:to_tensogram",
+    virtual_parser="xarray_tensogram.virtual.parsers:TensogramParser",
+    virtual_planner="xarray_tensogram.virtual.chunks:plan_tensogram",
     info=info,
     ls=ls,
     verify=verify,

@@ -154,9 +154,9 @@ class ObjectReader:
     dtype: np.dtype
     rows_per_chunk: int = 0
     verify_hash: bool = False
-    #: a read covering less than this fraction of the leading axis uses a partial read when the pipeline
-    #: allows one; otherwise the whole object is decoded (0: always whole)
-    range_threshold: float = 0.5
+    #: a read covering less than this fraction of the leading axis reads part of the object when the pipeline
+    #: allows it (0: always whole; 1: exactly the rows asked for); the ``range_threshold`` open option sets it
+    range_threshold: float = 1.0
     _layout: FrameLayout | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -518,7 +518,7 @@ class Message:
         return r.read(rows)
 
     def array_spec(
-        self, j: int, *, verify_hash: bool = False, rows_per_chunk: int = 0, range_threshold: float = 0.5
+        self, j: int, *, range_threshold: float, verify_hash: bool = False, rows_per_chunk: int = 0
     ) -> ArraySpec:
         """Lazy description of object ``j`` for the shared lazy array."""
         shape, dtype = self.object_geometry(j)

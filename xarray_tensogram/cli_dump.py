@@ -1,0 +1,169 @@
+"""``xarray-tensogram dump FILE VAR``: the values of one variable, optionally a selection of it.
+
+Selections by position (``--isel DIM=A:B``) or by coordinate label (``--sel DIM=LABEL``), parsed here
+from their text; kept apart from ``cli.py`` so each module stays small.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["CliError", "cmd_dump"]
+
+
+class CliError(Exception):
+    """A usage problem reported as one line (exit status 2)."""
+
+
+def _open(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    import xarray as xr
+
+    from .backend import TensogramBackendEntrypoint
+
+    if storage_options:
+        kwargs["storage_options"] = storage_options
+    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kwargs)
+
+
+def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
+    """``["step=0:4", "latitude=10", "longitude=::2"]`` -> ``{"step": slice(0, 4), ...}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        dim, sep, spec = item.partition("=")
+        if not sep or not dim:
+            raise CliError(f"--isel {item!r}: expected DIM=INDEX or DIM=START:STOP[:STEP]")
+        try:
+            if ":" in spec:
+                parts = [int(p) if p.strip() else None for p in spec.split(":")]
+                if len(parts) > 3:
+                    raise ValueError
+                out[dim] = slice(*parts)
+            elif "," in spec:
+                out[dim] = [int(p) for p in spec.split(",")]
+            else:
+                out[dim] = int(spec)
+        except ValueError:
+            raise CliError(
+                f"--isel {item!r}: {spec!r} is not an integer, a list a,b,c or a slice start:stop:step"
+            ) from None
+    return out
+
+
+def _parse_sel(items: Sequence[str]) -> dict[str, list[str]]:
+    """``["level=500", "step=6h,12h"]`` -> ``{"level": ["500"], "step": ["6h", "12h"]}`` (text labels)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        dim, sep, spec = item.partition("=")
+        if not sep or not dim or not spec:
+            raise CliError(f"--sel {item!r}: expected DIM=VALUE or DIM=VALUE1,VALUE2")
+        out[dim] = [p.strip() for p in spec.split(",")]
+    return out
+
+
+def _label(coord: Any, text: str, dim: str) -> Any:
+    """One ``--sel`` label converted to the coordinate's type (numbers, dates, time deltas, text)."""
+    import numpy as np
+    import pandas as pd
+
+    kind = coord.dtype.kind
+    try:
+        if kind in "iu":
+            value = float(text)
+            return int(value) if value.is_integer() else value
+        if kind == "f":
+            return float(text)
+        if kind == "M":
+            return np.datetime64(pd.Timestamp(text).tz_localize(None), "ns")
+        if kind == "m":
+            return np.timedelta64(pd.Timedelta(text if not text.lstrip("-").isdigit() else f"{text}h"), "ns")
+    except ValueError:
+        raise CliError(f"--sel {dim}={text}: not a label of {dim!r} (dtype {coord.dtype})") from None
+    return text
+
+
+def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
+    """``da.sel`` by label: exact for integers, text, dates and time deltas, nearest for floats."""
+    for dim, texts in sel.items():
+        if dim not in da.dims:
+            dims = ", ".join(map(str, da.dims)) or "none"
+            raise CliError(f"{da.name!r} has no dimension {dim!r}; its dimensions: {dims}")
+        if dim not in da.coords:
+            raise CliError(f"--sel {dim}=...: {dim!r} has no coordinate labels; use --isel {dim}=INDEX")
+        coord = da.coords[dim]
+        labels = [_label(coord, t, dim) for t in texts]
+        method = "nearest" if coord.dtype.kind == "f" else None
+        try:
+            da = da.sel({dim: labels[0] if len(labels) == 1 else labels}, method=method)
+        except KeyError:
+            shown = _readable(coord.values[:8])
+            raise CliError(
+                f"--sel {dim}={','.join(texts)}: no such label; {dim} has {list(shown)}"
+                f"{' ...' if coord.size > 8 else ''}"
+            ) from None
+    return da
+
+
+def cmd_dump(
+    path: str,
+    var: str,
+    isel: Sequence[str] = (),
+    storage_options: dict[str, Any] | None = None,
+    group: str | None = None,
+    full: bool = False,
+    sel: Sequence[str] = (),
+) -> None:
+    import numpy as np
+
+    selection = _parse_isel(isel)
+    labels = _parse_sel(sel)
+    ds = _open(path, storage_options, **({"group": group} if group else {}))
+    try:
+        if var not in ds.variables:
+            raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")
+        da = ds[var]
+        unknown = [d for d in selection if d not in da.dims]
+        if unknown:
+            raise CliError(
+                f"{var!r} has no dimension {unknown[0]!r}; its dimensions: {', '.join(map(str, da.dims)) or 'none'}"
+            )
+        try:
+            da = da.isel(selection)
+        except IndexError as exc:
+            raise CliError(f"--isel out of range for {var!r} {dict(ds[var].sizes)}: {exc}") from None
+        da = _select_labels(da, labels)
+        values = da.values
+        dims = ", ".join(f"{d}: {n}" for d, n in da.sizes.items()) or "scalar"
+        print(f"{var} ({dims}) {values.dtype}")
+        for name, coord in da.coords.items():
+            if coord.ndim == 0:
+                print(f"  {name} = {np.asarray(_readable(coord.values))[()]}")
+            elif coord.ndim == 1 and name in da.dims:
+                text = np.array2string(
+                    _readable(coord.values),
+                    threshold=12,
+                    edgeitems=3,
+                    max_line_width=100,
+                    formatter={"numpystr": str, "object": str},
+                )
+                print(f"  {name}: {text}")
+        opts: dict[str, Any] = {"threshold": sys.maxsize} if full else {"threshold": 1000, "edgeitems": 3}
+        with np.printoptions(linewidth=120, **opts):
+            print(values)
+    finally:
+        ds.close()
+
+
+def _readable(values: Any) -> Any:
+    """Dates and time deltas as text (numpy prints timedelta64[ns] as bare integers)."""
+    import numpy as np
+
+    values = np.asarray(values)
+    if values.dtype.kind == "M":
+        return np.datetime_as_string(values, unit="s")
+    if values.dtype.kind == "m":
+        import pandas as pd
+
+        return np.asarray([str(pd.Timedelta(v)) for v in values.ravel()], dtype=object).reshape(values.shape)
+    return values

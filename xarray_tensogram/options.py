@@ -1,0 +1,214 @@
+"""The open options, declared once: name, default, type, documentation and which formats take them.
+
+Everything that lists the keyword arguments of ``open_dataset`` derives from :data:`OPTIONS`:
+the backend's signature (so xarray's ``open_dataset_parameters`` and ``help()`` agree), the check
+that a misspelt keyword is an error suggesting the closest option, the check that an option does
+not apply to the format being opened, the keywords handed to each format's reader and assembler,
+the virtual Zarr parsers' options, and (checked by ``tests/test_single_declaration.py``) the
+kwargs table of the README.
+
+Which formats take a :attr:`Scope.FORMAT` option is not written here: a format takes it when its
+reader or its assembly function (named in its record, ``formats/<name>/``) has a keyword argument
+of that name. Adding a Tensogram-only option is therefore one entry below plus the keyword in
+Tensogram's assembly. This module imports nothing of the package but the error classes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UnknownOptionError
+
+__all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "resolve", "signature"]
+
+
+class Scope(enum.Enum):
+    """Who honours an option."""
+
+    #: every format (the option means the same for each; a format that is always strict ignores ``strict``)
+    EVERY_FORMAT = "every format"
+    #: the formats whose reader or assembler takes a keyword of this name; an error for the others
+    FORMAT = "format"
+    #: the backend itself (which group, where the bytes are, what not to open)
+    BACKEND = "backend"
+    #: xarray's own CF decoding, applied through ``xarray.conventions.decode_cf_variables``
+    XARRAY = "xarray"
+
+
+@dataclass(frozen=True)
+class OpenOption:
+    """One keyword argument of ``open_dataset`` / ``open_datatree`` / ``open_groups``."""
+
+    name: str
+    default: Any
+    #: the type as written in the signature (text, as ``from __future__ import annotations`` keeps it)
+    annotation: str
+    doc: str
+    scope: Scope
+
+
+#: the CF decoding switches, typed as xarray types them
+_DECODE_FLAG = "bool | Mapping[str, bool] | None"
+
+OPTIONS: tuple[OpenOption, ...] = (
+    OpenOption(
+        "drop_variables",
+        None,
+        "str | Iterable[str] | None",
+        "variables not to open",
+        Scope.EVERY_FORMAT,
+    ),
+    OpenOption(
+        "variable_key",
+        None,
+        "str | None",
+        "dotted metadata key naming Tensogram variables (default: the first of ``name``, ``mars.param``, "
+        "``param``, ``mars.shortName``, ``shortName``, else ``object_<i>``)",
+        Scope.FORMAT,
+    ),
+    OpenOption(
+        "dim_names",
+        None,
+        "Sequence[str] | Mapping[str, Sequence[str]] | None",
+        "names for the stored axes of every data variable (a list: each data variable must have that many "
+        "axes; coordinates keep their names), or ``{variable: [names]}`` for some variables",
+        Scope.EVERY_FORMAT,
+    ),
+    OpenOption(
+        "filter_by_keys",
+        None,
+        "Mapping[str, Any] | None",
+        "``{dotted key: value or [values]}``: keep only the matching Tensogram objects",
+        Scope.FORMAT,
+    ),
+    OpenOption(
+        "group",
+        None,
+        "str | None",
+        "the group to open when a file holds objects that cannot share one Dataset",
+        Scope.BACKEND,
+    ),
+    OpenOption(
+        "verify_hash",
+        False,
+        "bool",
+        "check each stored hash or checksum when values are read",
+        Scope.FORMAT,
+    ),
+    OpenOption(
+        "strict",
+        False,
+        "bool",
+        "raise on a damaged Tensogram message instead of skipping it with a warning (the other formats always raise)",
+        Scope.EVERY_FORMAT,
+    ),
+    OpenOption(
+        "storage_options",
+        None,
+        "Mapping[str, Any] | None",
+        "passed to fsspec for remote URLs",
+        Scope.BACKEND,
+    ),
+    OpenOption(
+        "message_index",
+        None,
+        "int | Sequence[int] | slice | None",
+        "open only these Tensogram messages: an int (negative from the end), a list of ints or a slice",
+        Scope.FORMAT,
+    ),
+    OpenOption(
+        "merge_objects",
+        True,
+        "bool",
+        "``False`` opens only the Tensogram message at ``message_index`` (default 0) instead of stacking them",
+        Scope.FORMAT,
+    ),
+    OpenOption(
+        "range_threshold",
+        0.5,
+        "float",
+        "0 to 1: a read covering less than this fraction of a Tensogram object uses a partial read when "
+        "its pipeline allows one (0: always decode whole objects)",
+        Scope.FORMAT,
+    ),
+    OpenOption("mask_and_scale", None, _DECODE_FLAG, "as in every xarray backend", Scope.XARRAY),
+    OpenOption("decode_times", None, _DECODE_FLAG, "as in every xarray backend", Scope.XARRAY),
+    OpenOption(
+        "decode_timedelta",
+        None,
+        _DECODE_FLAG,
+        "as in every xarray backend; defaults to ``decode_times`` (forecast steps are time deltas)",
+        Scope.XARRAY,
+    ),
+    OpenOption("use_cftime", None, _DECODE_FLAG, "as in every xarray backend", Scope.XARRAY),
+    OpenOption(
+        "decode_coords", None, 'bool | Literal["coordinates", "all"] | None', "as in every xarray backend", Scope.XARRAY
+    ),
+    OpenOption("concat_characters", None, _DECODE_FLAG, "as in every xarray backend", Scope.XARRAY),
+)
+
+_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+def by_name(name: str) -> OpenOption:
+    """The declaration of one option (KeyError for a name that is not an option)."""
+    return _BY_NAME[name]
+
+
+def names(*scopes: Scope) -> tuple[str, ...]:
+    """Option names in declaration order, only those of ``scopes`` when given."""
+    return tuple(o.name for o in OPTIONS if not scopes or o.scope in scopes)
+
+
+def check_names(given: Iterable[str], where: str, allowed: Iterable[str] | None = None) -> None:
+    """A keyword that is not an option is an :class:`UnknownOptionError` suggesting the closest one.
+
+    ``where`` names what was being opened (the file), ``allowed`` narrows the valid names (the
+    virtual parsers take no CF decoding switches).
+    """
+    valid = list(allowed) if allowed is not None else list(_BY_NAME)
+    unknown = [k for k in given if k not in valid]
+    if not unknown:
+        return
+    hints = []
+    for k in unknown:
+        close = difflib.get_close_matches(k, valid, n=1, cutoff=0.6)
+        hints.append(f"{k!r} (did you mean {close[0]!r}?)" if close else repr(k))
+    raise UnknownOptionError(
+        f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
+        f"the options are: {', '.join(valid)}"
+    )
+
+
+def resolve(given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option with its value: the given ones, the declared default for the others."""
+    return {o.name: given.get(o.name, o.default) for o in OPTIONS}
+
+
+@functools.cache
+def keywords_of(function: Callable[..., Any]) -> frozenset[str]:
+    """The option names ``function`` takes as keyword arguments (how a format says which options it honours;
+    read once per function)."""
+    params = inspect.signature(function).parameters
+    return frozenset(n for n, p in params.items() if n in _BY_NAME and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+
+
+def signature(first: str = "filename_or_obj") -> inspect.Signature:
+    """``(self, filename_or_obj, *, <every option>=<its default>)``: the backend's methods present this
+    signature, so xarray (which reads it to know the backend's parameters), ``help()`` and IDEs see
+    every option once declared here."""
+    params = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter(first, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Any"),
+    ]
+    params += [
+        inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=o.annotation)
+        for o in OPTIONS
+    ]
+    return inspect.Signature(params, return_annotation="xr.Dataset")
