@@ -138,3 +138,38 @@ def test_the_cycle_finder_finds_a_local_import_cycle(monkeypatch: pytest.MonkeyP
     a, b = f"{PACKAGE}.io.base", f"{PACKAGE}.errors"
     monkeypatch.setitem(GRAPH, b, GRAPH[b] | {a})
     assert sorted([a, b]) in _cycles()
+
+
+def _reader_classes() -> set[str]:
+    """``module.Class`` of every class under ``formats/`` with a ``read_chunk`` method (the chunk readers)."""
+    found = set()
+    for path in (ROOT / "formats").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(f, ast.FunctionDef) and f.name == "read_chunk" for f in node.body
+            ):
+                found.add(f"{_module_name(path)}.{node.name}")
+    return found
+
+
+def test_the_virtual_layer_imports_no_format_reader() -> None:
+    """The virtual parsers ask a spec's reader for its byte layout (``catalog.ByteRangeReader``) and find a
+    format through its record: no reader class of any format is imported there, and the planner knows no
+    format at all."""
+    readers = _reader_classes()
+    assert f"{PACKAGE}.formats.tetr.reader.TetrTileReader" in readers  # the finder finds them
+    imported, attributes = set(), set()
+    for path in (ROOT / "virtual").glob("*.py"):
+        module = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom):
+                imported.update(_resolve(module, path.name == "__init__.py", node))
+            elif isinstance(node, ast.Attribute):  # `from ..formats.tetr import reader`, then `reader.Class`
+                attributes.add(node.attr)
+    assert f"{PACKAGE}.formats.registry" in imported
+    assert sorted(imported & readers) == []
+    assert sorted(r for r in readers if r.rpartition(".")[2] in attributes) == []
+    assert _edges("virtual.chunks", "formats") == []
+    chunks = ast.parse((ROOT / "virtual" / "chunks.py").read_text())
+    checked = [n for n in ast.walk(chunks) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "isinstance"]
+    assert [ast.unparse(n.args[1]) for n in checked] == ["Unreferenced"]

@@ -237,8 +237,7 @@ def test_every_record_names_existing_entries() -> None:
     for spec in registry.formats().values():
         for ref in (spec.assembler, spec.writer):
             assert callable(registry.load(ref)), ref
-        for ref in (spec.virtual_parser, spec.virtual_planner):
-            assert _defined(ref), ref
+        assert _defined(spec.virtual_parser), spec.virtual_parser
         assert spec.virtual_parser.startswith("xarray_tensogram.virtual.")
 
 
@@ -326,7 +325,7 @@ def test_the_format_steps_are_what_the_records_hold() -> None:
     modules of its own or in the shared virtual modules."""
     section = _contributing_section("Adding a format")
     fields = {f for f in re.findall(r"`(\w+)`", section) if f in registry.FormatSpec.__dataclass_fields__}
-    assert {"assembler", "writer", "virtual_parser", "virtual_planner", "open"} <= fields
+    assert {"assembler", "writer", "virtual_parser", "open"} <= fields
     for name, spec in registry.formats().items():
         assert f".assemble.{name}" in spec.assembler and f".write.{name}" in spec.writer
 

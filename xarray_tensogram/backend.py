@@ -24,12 +24,14 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
+from .assemble.common import drop_storage_spec
 from .assemble.registry import assemble, options_taken
 from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
 from .formats.base import FormatFile
 from .formats.registry import FormatSpec
 from .io import ByteSource, is_remote_url, open_source
+from .metadata_cache import open_cached
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
 
@@ -80,7 +82,8 @@ class TensogramDataStore(AbstractDataStore):
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
     def __init__(self, raw: xr.Dataset, shared: _SharedFile) -> None:
-        self.variables: dict[str, xr.Variable] = {str(k): v for k, v in raw.variables.items()}
+        # the spec assembly kept in each lazy variable's encoding is for the layers above, not the user
+        self.variables: dict[str, xr.Variable] = {str(k): drop_storage_spec(v) for k, v in raw.variables.items()}
         self.coord_names = frozenset(str(k) for k in raw.coords)
         self.attrs = dict(raw.attrs)
         self.encoding = dict(raw.encoding)
@@ -173,10 +176,22 @@ class _Opened(NamedTuple):
 
 
 def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str] | None = None) -> _Opened:
-    """The one opener: check the option names, sniff, open the format's file, assemble every group."""
+    """The one opener: check the option names, then open and assemble the file, or read back what an earlier
+    open of the same unchanged file built (``metadata_cache``, see :mod:`~xarray_tensogram.metadata_cache`)."""
     declared.check_names(given, _where(filename_or_obj), allowed)
     values = declared.resolve(given)
     values["drop_variables"] = _normalise_drop(values["drop_variables"])
+    # what the assembled groups depend on (in a stable order: the entry's key is made from it)
+    keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache")}
+    keyed["drop_variables"] = sorted(values["drop_variables"])
+    groups, f, name = open_cached(
+        filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
+    )
+    return _Opened(groups, f, registry.get(name), values)
+
+
+def _open_now(filename_or_obj: Any, values: dict[str, Any]) -> tuple[dict[str, xr.Dataset], FormatFile[Any], str]:
+    """Sniff, open the format's file, assemble every group; the groups, the file and the format's name."""
     source = open_source(filename_or_obj, values["storage_options"])
     with close_on_error(source):
         sniffed = registry.sniff(source)
@@ -190,7 +205,7 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
                 raise
             raise _not_a_tensor_file(source) from exc
     with close_on_error(f):
-        return _Opened(assemble(spec, f, values), f, spec, values)
+        return assemble(spec, f, values), f, spec.name
 
 
 def open_raw_groups(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:

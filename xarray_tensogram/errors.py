@@ -22,6 +22,7 @@ __all__ = [
     "InvalidNameError",
     "IsADirectoryTensorError",
     "LimitExceededError",
+    "MetadataCacheWarning",
     "MetadataError",
     "MissingCodecError",
     "MissingHashError",
@@ -167,6 +168,10 @@ class ZTensorMappingWarning(UserWarning):
 
 class TensogramMappingWarning(UserWarning):
     """A Tensogram hint was ignored, a ``variable_key`` matched nothing, or objects were duplicates."""
+
+
+class MetadataCacheWarning(UserWarning):
+    """A metadata cache entry was unreadable and ignored, or could not be written (the open went on without it)."""
 
 
 def describe(source: str | None, where: str | None = None, offset: int | None = None) -> str:

@@ -137,6 +137,16 @@ OPTIONS: tuple[OpenOption, ...] = (
         "its pipeline allows one (0: always decode whole objects)",
         Scope.FORMAT,
     ),
+    OpenOption(
+        "metadata_cache",
+        None,
+        "bool | str | os.PathLike[str] | None",
+        "keep what opening a local file builds, for the next open of the same unchanged file with the same "
+        "options: ``None`` for files of 1,000 messages and 1 MiB or more, in the user's cache directory "
+        "(``$XARRAY_TENSOGRAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/xarray-tensogram``); ``True`` for any file; "
+        "a directory path; ``False`` never",
+        Scope.BACKEND,
+    ),
     OpenOption("mask_and_scale", None, _DECODE_FLAG, "as in every xarray backend", Scope.XARRAY),
     OpenOption("decode_times", None, _DECODE_FLAG, "as in every xarray backend", Scope.XARRAY),
     OpenOption(

@@ -17,8 +17,10 @@ from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from ..errors import DimensionNameError, describe
 
 __all__ = [
+    "STORAGE_SPEC_KEY",
     "check_dim_names",
     "check_requested_dims",
+    "drop_storage_spec",
     "flatten_attrs",
     "generic_dim_names",
     "lazy_variable",
@@ -28,6 +30,10 @@ __all__ = [
     "storage_spec",
     "unique_names",
 ]
+
+#: ``encoding`` key under which :func:`lazy_variable` keeps a raw variable's :class:`ArraySpec` for the layers
+#: above (read by :func:`storage_spec`; the data store removes it before xarray decodes)
+STORAGE_SPEC_KEY = "xarray_tensogram_spec"
 
 
 def netcdf_safe_value(value: Any) -> Any:
@@ -146,6 +152,7 @@ def lazy_variable(
     """
     data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
     enc = {k: v for k, v in (encoding or {}).items() if k != "preferred_chunks"}
+    enc[STORAGE_SPEC_KEY] = spec
     unit = (max(1, min(c, n)) for c, n in zip(spec.chunk_shape, spec.shape, strict=True))  # a tile may overhang
     enc["preferred_chunks"] = dict(zip(dims, unit, strict=True))
     enc.setdefault("dtype", spec.dtype)
@@ -204,15 +211,26 @@ def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, A
 
 
 def storage_spec(var: xr.Variable) -> ArraySpec | None:
-    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable` and not yet indexed, else None.
+    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable`, else None.
 
-    Lets layers above (the virtual Zarr parsers) map a raw variable back to its storage chunks.
+    Lets assembly transform a raw variable's spec and the virtual Zarr parsers map it back to its storage
+    chunks. The spec travels in the variable's public ``encoding`` (:data:`STORAGE_SPEC_KEY`) rather than
+    being dug out of xarray's private wrappers (``Variable._data``, ``LazilyIndexedArray.key``), whose
+    layout changes between xarray releases. Indexing keeps ``encoding``, so a spec whose shape is not the
+    variable's is ignored, and assembly drops the key from any variable it indexes without a new spec
+    (:func:`drop_storage_spec`); the data store removes it before xarray decodes, so users never see it.
     """
-    data = var._data
-    if isinstance(data, indexing.LazilyIndexedArray) and isinstance(data.array, LazyChunkedArray):
-        full = all(isinstance(k, slice) and k == slice(None) for k in data.key.tuple)
-        return data.array.spec if full and data.shape == data.array.shape else None
-    return None
+    spec = var.encoding.get(STORAGE_SPEC_KEY)
+    return spec if isinstance(spec, ArraySpec) and spec.shape == var.shape else None
+
+
+def drop_storage_spec(var: xr.Variable) -> xr.Variable:
+    """``var`` (a shallow copy) without the spec in its encoding: for variables indexed or held in memory."""
+    if STORAGE_SPEC_KEY not in var.encoding:
+        return var
+    out: xr.Variable = var.copy(deep=False)
+    out.encoding = {k: v for k, v in var.encoding.items() if k != STORAGE_SPEC_KEY}
+    return out
 
 
 def requested_dims(

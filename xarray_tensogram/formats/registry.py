@@ -3,7 +3,8 @@
 A record says what a format is called, how its files start (magic bytes) and
 end (extensions), how to open one, how ``ls``, ``info`` and ``verify`` see it,
 and (by import path, loaded only when used) its assembly function, writer and
-virtual Zarr parser and planner. The open options a format honours are the
+virtual Zarr parser (where its chunks are stored each chunk reader says itself:
+``byte_layout`` of ``catalog.ByteRangeReader``). The open options a format honours are the
 keywords its reader and assembly function take (see ``options.py``). The backend and the CLI dispatch through
 :func:`get`, :func:`sniff` and :func:`from_bytes`, never by name in an
 ``if/elif``. Adding a format: write its folder under ``formats/`` with a
@@ -52,8 +53,6 @@ class FormatSpec:
     writer: str
     #: ``"module:class"`` of the VirtualiZarr parser (the ``virtual`` extra)
     virtual_parser: str
-    #: ``"module:function"`` mapping a variable's ``ArraySpec`` to Zarr chunk references
-    virtual_planner: str
     #: lines for ``info`` (format version, counts), from metadata only
     info: Callable[[Any], list[str]]
     #: tables for ``ls``; the flag asks for per-tile detail where the format has tiles

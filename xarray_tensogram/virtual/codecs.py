@@ -26,6 +26,8 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from ..errors import CodecError, CorruptFileError
+from ..formats.tensogram.zarr_layout import FRAME_CODEC_ID
+from ..formats.tetr.zarr_layout import TILE_CODEC_ID
 
 if TYPE_CHECKING:
     from zarr.core.array_spec import ArraySpec
@@ -34,8 +36,8 @@ if TYPE_CHECKING:
 # TensogramFrameZarrCodec and TetrTileZarrCodec (zarr v3 classes) are built on first access (module __getattr__)
 __all__ = ["TensogramFrameCodec", "TetrTileCodec", "register"]
 
-TGM_FRAME_ID = "xarray_tensogram.tgm_frame"
-TET_TILE_ID = "xarray_tensogram.tet_tile"
+TGM_FRAME_ID = FRAME_CODEC_ID  # declared by the format whose layouts name it
+TET_TILE_ID = TILE_CODEC_ID
 
 
 def _little_bytes(values: np.ndarray) -> bytes:

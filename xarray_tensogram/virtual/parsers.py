@@ -9,7 +9,8 @@ Variables that have no byte range in the file (coordinates built from metadata: 
 ``valid_time``, ``.tet`` labels) or whose chunks cannot be expressed as byte ranges (sparse zTensor
 layouts) are *inlined*: their encoded values live in the store itself, and
 :meth:`TensogramManifestStore.to_virtual_dataset` always loads them, so kerchunk references and
-Icechunk repositories carry them as data.
+Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a key of
+``catalog.UNREFERENCED``). Where a chunk is stored, each format's chunk reader says itself (``byte_layout``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import xarray as xr
 from .. import options as declared
 from ..assemble.common import storage_spec
 from ..backend import open_raw_groups
+from ..catalog import Unreferenced
 from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
@@ -111,14 +113,27 @@ def _store_class() -> type:
     from virtualizarr.manifests import ManifestStore
 
     class TensogramManifestStore(ManifestStore):  # type: ignore[misc, unused-ignore]  # Any without virtualizarr
-        def __init__(self, group: Any, *, registry: Any = None, inline: Mapping[str, bytes] | None = None) -> None:
+        def __init__(
+            self,
+            group: Any,
+            *,
+            registry: Any = None,
+            inline: Mapping[str, bytes] | None = None,
+            reasons: Mapping[str, str] | None = None,
+        ) -> None:
             super().__init__(group, registry=registry)
             self._inline = dict(inline or {})
+            self._reasons = dict(reasons or {})
 
         @property
         def inline_variables(self) -> list[str]:
             """Variables without byte ranges in the file: loaded by :meth:`to_virtual_dataset`."""
             return list(self._inline)
+
+        @property
+        def inline_reasons(self) -> dict[str, str]:
+            """Why each inlined variable has no byte ranges: a key of ``catalog.UNREFERENCED``."""
+            return dict(self._reasons)
 
         async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
             name, _, rest = key.rpartition("/")
@@ -203,7 +218,7 @@ class _Parser:
         groups, f = open_raw_groups(target, **{**self.options, "group": None})
         try:
             ds = self._pick_group(url, groups)
-            return self._store(url, ds, registry, mine.name)
+            return self._store(url, ds, registry)
         finally:
             f.close()
 
@@ -223,22 +238,32 @@ class _Parser:
 
         return resolve
 
-    def _store(self, url: str, raw: xr.Dataset, registry: Any, fmt: str) -> Any:
+    def _plan(self, url: str, name: str, var: xr.Variable) -> VirtualArray | Unreferenced:
+        """The byte ranges of a raw variable, or why it is inlined."""
+        if var.dims == (name,):  # dimension coordinates: every open loads them for its index anyway
+            return Unreferenced("coordinate")
+        spec = storage_spec(var)
+        if spec is None:
+            return Unreferenced("no-storage")
+        if 0 in spec.shape:  # VirtualiZarr cannot write references to zero-size arrays
+            return Unreferenced("empty")
+        return plan_chunks(spec, self._resolver(url))
+
+    def _store(self, url: str, raw: xr.Dataset, registry: Any) -> Any:
         from virtualizarr.manifests import ManifestArray, ManifestGroup
         from virtualizarr.manifests.utils import create_v3_array_metadata
         from xarray.conventions import encode_dataset_coordinates
 
         variables, ds_attrs = encode_dataset_coordinates(raw)
-        arrays, inline = {}, {}
+        arrays, inline, reasons = {}, {}, {}
         for name, var in variables.items():
             name = str(name)
-            # dimension coordinates are inlined: every open loads them for its index anyway
-            spec = None if var.dims == (name,) else storage_spec(var)
-            plan = plan_chunks(fmt, spec, self._resolver(url)) if spec is not None else None
-            if plan is None or 0 in plan.shape:  # (zero-size arrays too: VirtualiZarr cannot write their refs)
+            plan = self._plan(url, name, var)
+            if isinstance(plan, Unreferenced):
                 values = _inline_values(var)
                 if not _check_zarr_dtype(name, values.dtype):
                     continue
+                reasons[name] = plan.reason
                 plan = VirtualArray(
                     values.shape, values.dtype, tuple(max(1, s) for s in values.shape), [bytes_codec(values.dtype)], []
                 )
@@ -262,7 +287,7 @@ class _Parser:
             manifest = _manifest(plan, url)
             arrays[name] = ManifestArray(metadata=meta, chunkmanifest=manifest)
         group = ManifestGroup(arrays=arrays, attributes={k: _json_attr(v) for k, v in ds_attrs.items()})
-        return _store_class()(group, registry=registry, inline=inline)
+        return _store_class()(group, registry=registry, inline=inline, reasons=reasons)
 
 
 class TensogramParser(_Parser):

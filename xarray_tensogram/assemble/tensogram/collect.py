@@ -21,13 +21,14 @@ import numpy as np
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError
 from ...formats.tensogram.encoding import pipeline_encoding
-from ...formats.tensogram.objects import descriptor_params_batch, is_local
+from ...formats.tensogram.objects import Message, descriptor_params_batch, is_local
 from .keys import SCALARS, hashable
 from .producer import CoordinateRole, Producer
 from .producers import GribKeys, producer_for
 
 __all__ = [
     "GribKeys",
+    "ObjectSpec",
     "TensogramMappingWarning",
     "TgObject",
     "apply_filter",
@@ -80,6 +81,23 @@ class TgObject:
     def all_keys(self) -> Mapping[str, Any]:
         """Every dotted key of the object's own metadata (its producer's sections included)."""
         return self.view if self.view is not None else self.keys
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectSpec:
+    """Builds the :class:`ArraySpec` of object ``j`` of ``message`` when a read first needs it.
+
+    What a stacked variable holds per member until then: one small object (with ``options`` shared by
+    every object of an open), where a ``functools.partial`` of a bound method was three, all of them
+    kept alive with the Dataset and walked by every pass of the garbage collector.
+    """
+
+    message: Message
+    j: int
+    options: Mapping[str, Any]
+
+    def __call__(self) -> ArraySpec:
+        return self.message.array_spec(self.j, **self.options)
 
 
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
@@ -205,6 +223,7 @@ def collect_objects(
     # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
     # the answers come in the order of ``wanted``, which the loop below walks again
     found = iter(descriptor_params_batch(wanted))
+    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
     for msg, meta, owns in owned:
         m = msg.index
         extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
@@ -231,7 +250,7 @@ def collect_objects(
                     producer=producer,
                     view=view,
                     level=producer.level(view if view is not None else keys) if producer is not None else None,
-                    spec=partial(msg.array_spec, j, verify_hash=verify_hash, range_threshold=range_threshold),
+                    spec=ObjectSpec(msg, j, spec_options),
                     frame_hash=frame_hash or None,
                     remote_frame=None if local else msg.objects[j].frame_length,
                     pipeline=partial(pipeline_encoding, msg, j) if local else None,

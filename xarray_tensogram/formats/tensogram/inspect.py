@@ -107,7 +107,6 @@ FORMAT = FormatSpec(
     assembler="xarray_tensogram.assemble.tensogram:tensogram_groups",
     writer="xarray_tensogram.write.tensogram:to_tensogram",
     virtual_parser="xarray_tensogram.virtual.parsers:TensogramParser",
-    virtual_planner="xarray_tensogram.virtual.chunks:plan_tensogram",
     info=info,
     ls=ls,
     verify=verify,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec
+from ...catalog import ArraySpec, ByteLayout
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
 from ...errors import (
@@ -302,6 +302,14 @@ class ObjectReader:
                 f"({self.dtype}) needs more memory than is available"
             ) from None
         return True
+
+    def byte_layout(self, spec: ArraySpec) -> ByteLayout:
+        """This object as one Zarr chunk (:mod:`.zarr_layout`)."""
+        from .zarr_layout import object_layout
+
+        lay = self.layout()
+        frame = (self.ref.frame_offset, self.ref.frame_length)
+        return object_layout(spec, lay.descriptor, frame, (lay.region_start, lay.region_length))
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(

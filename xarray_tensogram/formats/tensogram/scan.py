@@ -208,6 +208,14 @@ class MessageScanner:
             raise exc
         self._report(start, size, str(exc), what="trailing bytes")
 
+    def parse_at(self, offset: int, index: int) -> Message:
+        """The one message that starts at ``offset`` (found by an earlier scan), numbered ``index``.
+
+        The metadata cache rebuilds the messages a read touches this way, without scanning the file.
+        """
+        self.source.check_unchanged()
+        return self._parse_message(offset, index)[0]
+
     def _parse_message(self, pos: int, index: int) -> tuple[Message, int]:
         where = _where(index)
         size = self.source.size

@@ -101,7 +101,6 @@ FORMAT = FormatSpec(
     assembler="xarray_tensogram.assemble.tetr:tetr_to_dataset",
     writer="xarray_tensogram.write.tetr:to_tetr",
     virtual_parser="xarray_tensogram.virtual.parsers:TetrParser",
-    virtual_planner="xarray_tensogram.virtual.chunks:plan_tetr",
     info=_info,
     ls=_ls,
     verify=_verify,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec, chunk_extent
+from ...catalog import ArraySpec, ByteLayout, chunk_extent
 from ...codecs import zstd
 from ...errors import (
     CorruptFileError,
@@ -61,6 +61,12 @@ class TetrTileReader:
         """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec)`` (0 raw, 1 zstd)."""
         e = self._entry(tuple(int(c) for c in coords))
         return int(e["offset"]), int(e["stored"]), int(e["raw"]), int(e["codec"])
+
+    def byte_layout(self, spec: ArraySpec) -> ByteLayout:
+        """One Zarr chunk per tile (:mod:`.zarr_layout`)."""
+        from .zarr_layout import tiles_layout
+
+        return tiles_layout(spec, self.tile_range)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
         """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...catalog import ArraySpec
+from ...catalog import ArraySpec, ByteLayout, Unreferenced
 from ...codecs import zstd
 from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
@@ -384,6 +384,12 @@ class TensorReader:
             del payload
             source.release(main.offset, main.length)
         return True
+
+    def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
+        """This tensor as one Zarr chunk, where Zarr can decode it (:mod:`.zarr_layout`)."""
+        from .zarr_layout import tensor_layout
+
+        return tensor_layout(self.info, spec)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)

@@ -72,7 +72,6 @@ FORMAT = FormatSpec(
     assembler="xarray_tensogram.assemble.ztensor:ztensor_to_dataset",
     writer="xarray_tensogram.write.ztensor:to_ztensor",
     virtual_parser="xarray_tensogram.virtual.parsers:ZTensorParser",
-    virtual_planner="xarray_tensogram.virtual.chunks:plan_ztensor",
     info=info,
     ls=ls,
     verify=verify,

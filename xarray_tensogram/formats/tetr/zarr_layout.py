@@ -1,0 +1,69 @@
+"""Where a Tetration dataset's tiles are stored, as Zarr v3 sees it (for the virtual Zarr parsers): one
+chunk per tile.
+
+When every tile is full and they share one codec, standard codecs (``bytes``, ``zstd``) read them. Else the
+package's tile codec (:data:`TILE_CODEC_ID`) pads clipped edge tiles to the chunk shape: each special tile
+gets a byte range of a length no other tile has, which is how the codec tells them apart.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...catalog import ArraySpec, ByteLayout, ChunkRef, chunk_counts, chunk_extent, zarr_bytes_codec
+from ...codecs import zstd
+
+__all__ = ["TILE_CODEC_ID", "tiles_layout"]
+
+#: the numcodecs/zarr id of the package's codec decoding clipped and mixed-codec tiles (``virtual/codecs.py``)
+TILE_CODEC_ID = "xarray_tensogram.tet_tile"
+
+#: a tile: grid coordinates, offset, stored bytes, raw bytes, codec (0 raw, 1 zstd), clipped at an edge
+_Tile = tuple[tuple[int, ...], int, int, int, int, bool]
+
+
+def _unique_ranges(tiles: list[_Tile], default: int) -> tuple[list[ChunkRef], dict[str, list[Any]]]:
+    """Byte ranges for every tile; special tiles get a range length no other tile has."""
+    ordinary = {stored for (_c, _o, stored, _r, codec, clipped) in tiles if not clipped and codec == default}
+    taken = set(ordinary)
+    refs, special = [], {}
+    for coords, offset, stored, raw, codec, clipped in tiles:
+        if not clipped and codec == default:
+            refs.append(ChunkRef(coords, offset, stored))
+            continue
+        skip = 0
+        while stored + skip in taken or offset - skip < 0:
+            skip += 1
+        taken.add(stored + skip)
+        refs.append(ChunkRef(coords, offset - skip, stored + skip))
+        special[str(stored + skip)] = [skip, stored, raw, codec, None]
+    return refs, special
+
+
+def tiles_layout(spec: ArraySpec, tile_range: Callable[[tuple[int, ...]], tuple[int, int, int, int]]) -> ByteLayout:
+    """Every tile of ``spec``; ``tile_range(coords)`` is ``(offset, stored bytes, raw bytes, codec)``."""
+    tiles: list[_Tile] = []
+    shapes = {}
+    for coords in np.ndindex(*chunk_counts(spec.shape, spec.chunk_shape)):
+        offset, stored, raw, codec = tile_range(tuple(coords))
+        extent = chunk_extent(spec.shape, spec.chunk_shape, coords)
+        tiles.append((tuple(coords), offset, stored, raw, codec, extent != spec.chunk_shape))
+        shapes[tuple(coords)] = list(extent)
+    full_codecs = Counter(t[4] for t in tiles if not t[5]) or Counter(t[4] for t in tiles)
+    default = full_codecs.most_common(1)[0][0] if full_codecs else 0
+    if all(not t[5] and t[4] == default for t in tiles):
+        standard = zstd.CODEC.zarr({}) if default == 1 else []
+        codecs = (zarr_bytes_codec(spec.dtype), *(standard or []))
+        return ByteLayout(spec.chunk_shape, codecs, tuple(ChunkRef(t[0], t[1], t[2]) for t in tiles))
+    refs, special = _unique_ranges(tiles, default)
+    for ref in refs:
+        entry = special.get(str(ref.length))
+        if entry is not None and entry[4] is None:
+            entry[4] = shapes[ref.coords]
+    config = {"dtype": spec.dtype.str, "chunk_shape": list(spec.chunk_shape), "codec": default, "special": special}
+    codecs = (zarr_bytes_codec(spec.dtype), {"name": TILE_CODEC_ID, "configuration": config})
+    return ByteLayout(spec.chunk_shape, codecs, tuple(refs))

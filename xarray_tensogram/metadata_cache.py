@@ -1,0 +1,376 @@
+"""A catalog of an opened file's metadata, kept between opens (as cfgrib's index files and earthkit-data's cache).
+
+Opening a Tensogram archive of 100,000 messages parses every message's metadata and plans the
+hypercubes in Python: seconds, on every open. What that open builds (the raw, not yet CF-decoded
+groups with their lazy arrays) depends only on the file's bytes, the open options and this package's
+code, so it is stored once and read back on the next open of the same file with the same options.
+
+Never stale: an entry is found by a digest of the file's real path, size, ``st_mtime_ns``, inode,
+its first and last 64 KiB, the open options and a fingerprint of this package's source files; any
+change gives another digest, and the lazy arrays read back still check size and mtime before every
+read (:class:`~xarray_tensogram.io.LocalFileSource`). Entries are written to a temporary file
+then renamed, so concurrent writers never leave a partial entry; an entry that cannot be read
+(corrupt, truncated, foreign, another Python) is ignored with a :class:`MetadataCacheWarning`.
+Only opens that emitted no warning are stored, so a hit never hides a warning. Reading an entry
+unpickles it, so only entries owned by the user and writable by nobody else are read; a directory
+keeps the :data:`MAX_ENTRIES` most recently used entries.
+
+Where (the ``metadata_cache`` open option): ``None`` (default) uses ``$XARRAY_TENSOGRAM_CACHE_DIR``, else
+``$XDG_CACHE_HOME/xarray-tensogram``, else ``~/.cache/xarray-tensogram``, for local files of at least
+:data:`MIN_ITEMS` messages and :data:`MIN_BYTES` bytes; ``True`` the same for any local file; a path
+that directory; ``False`` none.
+
+Compact entries: the members of a stacked variable are stored as three integer arrays (stack
+position, message, object) rather than 400,000 pickled callables, and a message as its number:
+a read builds the message it touches from its offset (:meth:`MessageScanner.parse_at`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+import pickle
+import sys
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from ._version import __version__
+from .assemble.tensogram.collect import ObjectSpec
+from .catalog import ArraySpec, StackedReader
+from .errors import MetadataCacheWarning, UnsupportedOptionError
+from .formats.base import FormatFile
+from .formats.tensogram.objects import Message
+from .formats.tensogram.scan import MessageScanner
+from .io import ByteSource, LocalFileSource
+
+__all__ = ["MIN_ITEMS", "CachedMessages", "default_cache_dir", "open_cached"]
+
+#: files with fewer messages (or datasets, tensors), or fewer bytes, open fast enough: by default they
+#: are neither looked up (no path of the cache directory is touched) nor stored
+MIN_ITEMS = 1000
+MIN_BYTES = 1 << 20
+ENV_DIR = "XARRAY_TENSOGRAM_CACHE_DIR"
+#: first bytes of every entry; the number changes when the entry layout does
+MAGIC = b"XTGMCACHE1\n"
+EDGE = 1 << 16  # bytes hashed at each end of the file
+
+Groups = dict[str, Any]  # group path -> raw xr.Dataset (this module does not need xarray itself)
+Opened = tuple[Groups, FormatFile[Any], str]  # the groups, the open file, the format's name
+
+#: entries kept per cache directory; beyond them the least recently used are deleted when one is stored
+MAX_ENTRIES = 64
+
+_record_lock = threading.RLock()  # re-entrant: an open inside an open (same thread) must not deadlock
+
+
+def default_cache_dir() -> Path:
+    """``$XARRAY_TENSOGRAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/xarray-tensogram``, else ``~/.cache/...``."""
+    chosen = os.environ.get(ENV_DIR)
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "xarray-tensogram"
+
+
+def _where(option: Any) -> tuple[Path | None, bool]:
+    """(directory or None, whether every file is stored) for a ``metadata_cache`` option value."""
+    if option is None:
+        return default_cache_dir(), False
+    if option is False:
+        return None, False
+    if option is True:
+        return default_cache_dir(), True
+    if isinstance(option, (str, os.PathLike)):
+        return Path(option), True
+    raise UnsupportedOptionError(
+        f"metadata_cache must be None, True, False or a directory path, got {type(option).__name__} {option!r}"
+    )
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """Size and mtime of every source file of this package: an entry written by other code is never used."""
+    h = xxhash.xxh3_64(f"{__version__} {sys.version_info[:2]}".encode())
+    root = Path(__file__).parent
+    for p in sorted(root.rglob("*.py")):
+        st = p.stat()
+        h.update(f"{p.relative_to(root)} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _entry_key(path: str, options: Mapping[str, Any]) -> tuple[str, tuple[Any, ...]] | None:
+    """The entry's file name and the identity it must hold, or None when the file cannot be read."""
+    try:
+        real = os.path.realpath(path)
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            st = os.fstat(fd)
+            head = os.pread(fd, EDGE, 0)
+            tail = os.pread(fd, EDGE, max(0, st.st_size - EDGE))
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    identity = (real, st.st_size, st.st_mtime_ns, st.st_ino, _code_fingerprint(), repr(sorted(options.items())))
+    h = xxhash.xxh3_128(repr(identity).encode())
+    h.update(head)
+    h.update(tail)
+    return h.hexdigest(), identity
+
+
+def open_cached(
+    filename_or_obj: Any, option: Any, options: Mapping[str, Any], open_now: Callable[[], Opened]
+) -> Opened:
+    """``open_now()``, or what it returned for this file and these options before (see the module docstring)."""
+    folder, always = _where(option)
+    local = isinstance(filename_or_obj, (str, os.PathLike)) and os.path.isfile(filename_or_obj)
+    if local and not always and os.path.getsize(filename_or_obj) < MIN_BYTES:
+        folder = None  # by default small files never touch the cache directory
+    key = _entry_key(os.fspath(filename_or_obj), options) if folder is not None and local else None
+    if folder is None or key is None:
+        if always and not local:
+            warnings.warn(
+                f"metadata_cache applies to local files only; {filename_or_obj!r} was opened without it",
+                MetadataCacheWarning,
+                stacklevel=5,
+            )
+        return open_now()
+    entry = folder / f"{key[0]}.pkl"
+    found = _load(entry, key[1])
+    if found is not None:
+        return found
+    with _recorded() as seen:
+        groups, f, name = open_now()
+    if not seen and (always or len(f) >= MIN_ITEMS) and isinstance(f.source, LocalFileSource) and _same(key[1]):
+        _store(entry, key[1], (groups, f, name))
+    return groups, f, name
+
+
+def _same(identity: tuple[Any, ...]) -> bool:
+    """Whether the file still has the size and mtime it had before the open (else it changed meanwhile)."""
+    try:
+        st = os.stat(identity[0])
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns, st.st_ino) == identity[1:4]
+
+
+@contextmanager
+def _recorded() -> Iterator[list[warnings.WarningMessage]]:
+    """Record the warnings of an open, then emit them again as they were: an open that warned is not stored."""
+    with _record_lock, warnings.catch_warnings(record=True) as seen:
+        yield seen
+    for w in seen:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+def _load(entry: Path, identity: tuple[Any, ...]) -> Opened | None:
+    try:
+        with open(entry, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except OSError:
+        return None  # no entry yet (or an unreadable one: the open goes on as without a cache)
+    try:
+        if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+            # unpickling runs code: only entries that no other user could have written are read
+            raise PermissionError("the entry is not owned by you alone (another user could have written it)")
+        if not data.startswith(MAGIC):
+            raise ValueError("not a metadata cache entry of this version")
+        stored, groups, f, name = pickle.loads(memoryview(data)[len(MAGIC) :])
+        if stored != identity:
+            raise ValueError("the entry belongs to another file")
+    except Exception as exc:  # a broken entry of any kind must only cost a slower open
+        warnings.warn(
+            f"ignored the metadata cache entry {str(entry)!r} ({type(exc).__name__}: {exc}); the file is "
+            "opened without it and the entry rewritten",
+            MetadataCacheWarning,
+            stacklevel=5,
+        )
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(entry)  # recently used: kept longest when the directory is pruned
+    return groups, f, name
+
+
+def _prune(folder: Path) -> None:
+    """Delete the least recently used entries beyond :data:`MAX_ENTRIES` (entries of files that changed
+    or were deleted are never used again; this keeps the directory from growing without bound)."""
+    with contextlib.suppress(OSError):
+        entries = []
+        for p in folder.glob("*.pkl"):
+            with contextlib.suppress(OSError):
+                entries.append((p.stat().st_mtime_ns, p))
+        entries.sort()
+        for _, p in entries[: max(0, len(entries) - MAX_ENTRIES)]:
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+def _store(entry: Path, identity: tuple[Any, ...], opened: Opened) -> None:
+    groups, f, name = opened
+    buf = io.BytesIO()
+    buf.write(MAGIC)
+    table = CachedMessages.of(f)
+    try:
+        _Pickler(buf, table).dump((identity, groups, table if table is not None else f, name))
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:  # something of this file does not pickle
+        warnings.warn(f"{f.name!r} cannot be kept in the metadata cache ({exc})", MetadataCacheWarning, stacklevel=5)
+        return
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=entry.name, suffix=".tmp", dir=entry.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(buf.getbuffer())
+            os.replace(tmp, entry)  # atomic: a reader sees the old entry, the new one, or none
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(entry.parent)
+    except OSError as exc:
+        warnings.warn(
+            f"could not write the metadata cache entry {str(entry)!r} ({exc}); opens of this file stay uncached "
+            f"(choose another directory with metadata_cache=... or ${ENV_DIR}, or turn it off with False)",
+            MetadataCacheWarning,
+            stacklevel=5,
+        )
+
+
+# ================================================================================================
+# compact entries for Tensogram files
+# ================================================================================================
+class CachedMessages(FormatFile[Message]):
+    """A Tensogram file known from the cache: message offsets only; a message is parsed when first asked for."""
+
+    item_kind = "message"
+
+    def __init__(self, source: ByteSource, offsets: np.ndarray) -> None:
+        self.source = source
+        self.name = source.name
+        self.offsets = offsets
+        self._messages: dict[int, Message] = {}
+
+    @staticmethod
+    def of(f: FormatFile[Any]) -> CachedMessages | None:
+        messages = getattr(f, "messages", None)
+        if not isinstance(messages, list) or not all(type(m) is Message for m in messages):
+            return None
+        return CachedMessages(f.source, np.array([m.offset for m in messages], np.int64))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"source": self.source, "name": self.name, "offsets": self.offsets, "_messages": {}}
+
+    def message(self, index: int) -> Message:
+        found = self._messages.get(index)
+        if found is None:  # a race parses it twice, harmlessly
+            found = MessageScanner(self.source).parse_at(int(self.offsets[index]), index)
+            self._messages[index] = found
+        return found
+
+    def array_spec(self, index: int, j: int, **options: Any) -> ArraySpec:
+        """Object ``j`` of message ``index`` (what an uncached open's members call)."""
+        return self.message(index).array_spec(j, **options)
+
+    def _items(self) -> list[Message]:
+        return [self.message(i) for i in range(len(self.offsets))]
+
+
+def _message_member(m: Any) -> tuple[int, int, dict[str, Any]] | None:
+    """(message, object, options) of a member that builds object ``j`` of a message (an :class:`ObjectSpec`)."""
+    if type(m) is ObjectSpec and type(m.message) is Message:
+        return m.message.index, m.j, dict(m.options)
+    return None
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: io.BytesIO, table: CachedMessages | None) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.table = table
+
+    def reducer_override(self, obj: Any) -> Any:
+        table = self.table
+        if table is None:
+            return NotImplemented
+        if type(obj) is Message and obj.source is table.source:
+            return _message, (table, obj.index)
+        if type(obj) is StackedReader and isinstance(obj.members, dict):
+            return _compact_stack(table, obj.stack_shape, obj.members)
+        return NotImplemented
+
+
+def _message(table: CachedMessages, index: int) -> Message:
+    return table.message(index)
+
+
+def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: dict[int, Any]) -> Any:
+    flats: list[int] = []
+    coords: list[tuple[int, int]] = []
+    others: dict[int, Any] = {}
+    options: dict[str, Any] | None = None
+    for flat, m in members.items():
+        found = _message_member(m)
+        if found is None or (options is not None and found[2] != options):
+            others[flat] = m
+            continue
+        options = found[2]
+        flats.append(flat)
+        coords.append(found[:2])
+    pairs = np.array(coords, np.int64).reshape(-1, 2)
+    return _stack, (stack_shape, table, np.array(flats, np.int64), pairs, options or {}, others)
+
+
+def _stack(
+    stack_shape: tuple[int, ...],
+    table: CachedMessages,
+    flats: np.ndarray,
+    pairs: np.ndarray,
+    options: dict[str, Any],
+    others: dict[int, Any],
+) -> StackedReader:
+    packed = (pairs[:, 0] << 32) | pairs[:, 1] if len(pairs) else pairs[:, 0]
+    members = _PackedMembers(table, options, zip(flats.tolist(), packed.tolist(), strict=True))
+    members.update(others)
+    return StackedReader(stack_shape, members)
+
+
+class _PackedMembers(dict[int, Any]):
+    """``{flat index: member}`` of a stacked variable read back from the cache.
+
+    A member of message ``m``, object ``j`` is held as the int ``m << 32 | j`` and made into the callable
+    an uncached open holds (an :class:`ObjectSpec`) when asked for: 400,000 ints are
+    one allocation each and invisible to the garbage collector, 400,000 callables are not.
+    """
+
+    def __init__(self, table: CachedMessages, options: dict[str, Any], items: Any = ()) -> None:
+        super().__init__(items)
+        self.table = table
+        self.options = options
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _PackedMembers, (self.table, self.options, list(dict.items(self)))
+
+    def get(self, flat: int, default: Any = None) -> Any:
+        value = dict.get(self, flat, default)
+        if type(value) is int:
+            return ObjectSpec(self.table.message(value >> 32), value & 0xFFFFFFFF, self.options)
+        return value
+
+    def __getitem__(self, flat: int) -> Any:
+        value = self.get(flat, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(flat)
+        return value
+
+
+_ABSENT = object()
