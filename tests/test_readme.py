@@ -32,6 +32,7 @@ EXTRA_MODULES = {
     "ml": "ml_dtypes",
     "virtual": "virtualizarr",
     "cfgrib": "cfgrib",  # not an extra of ours: the GRIB comparison opens the original with cfgrib
+    "scipy": "scipy",  # in the test extra: the netCDF comparison opens the netCDF-3 original with scipy
 }
 
 

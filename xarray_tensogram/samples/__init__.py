@@ -10,10 +10,14 @@
 ``sample.zt``      zTensor v0.1: a few named tensors with custom attributes
 =================  ==========================================================================
 
+``netcdf/`` holds a pair that is not listed by :func:`paths`: ``era5_sfc.nc``, an ERA5-like netCDF-3 file
+(packed ``t2m`` and ``sst``, an unlimited ``time``), and ``era5_sfc.tgm``, its conversion by ECMWF's
+netCDF converter (``--split-by record``), which opens as the ``.nc`` does (docs/mapping.md).
+
 The files are package data, so these functions work from an installed wheel as well as from
 a source checkout; they never write anything. ``tools/make_sample_era.py`` and
 ``tools/make_sample_tgm.py`` regenerate those two Tensogram samples with the reference encoder,
-``tools/make_grib_sample.py`` the GRIB pair.
+``tools/make_grib_sample.py`` the GRIB pair, ``tools/make_netcdf_sample.py`` the netCDF pair.
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ from .common import (
     with_attr_types,
 )
 from .existing import check_mode
+from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
 
@@ -93,6 +94,10 @@ _ENCODING_ALIASES = {
 _DESCRIPTOR_KEYS = frozenset(
     {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
 )
+#: the writer's mask-method options, one per kind of non-finite value
+_MASK_KEYS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
+
+
 # -- pipelines: explicit encoding= > the pipeline the variable was read with > defaults --------------
 _STAGES = tuple(PIPELINE_VALUES)
 
@@ -394,7 +399,7 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = plan_dims(ds, message_dims)
-    default_mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
+    default_mask = _default_mask(mask_method)
     skip_coords = not_objects(ds, mdims)
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
@@ -455,6 +460,29 @@ def _iter_messages(
             reserved=reserved,
             **mask_kw,
         )
+
+
+def _default_mask(mask_method: str | None) -> str:
+    """How NaN/Inf positions are stored when the caller does not say: roaring bitmaps when pyroaring is there."""
+    return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
+
+
+def _netcdf_message(
+    ds: xr.Dataset,
+    encoding: Mapping[str, Mapping[str, Any]],
+    mask_kw: Mapping[str, Any],
+    **kw: Any,
+) -> Iterator[bytes | EncodedMessage]:
+    """A Dataset read from a netCDF conversion: one message in the converter's layout (its file split)."""
+    base, objects = [], []
+    for o in netcdf_objects(ds, py_value):
+        desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
+        values = _object_values(o.values, desc, o.entry)
+        desc["shape"] = list(values.shape)
+        desc["_mask_method"] = var_mask or mask_kw["nan_mask_method"]
+        base.append(o.entry)
+        objects.append(ObjectInput(values, desc))
+    yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
 
 
 def to_tensogram(
@@ -530,6 +558,10 @@ def to_tensogram(
     check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
     _check_user_encoding(ds, encoding or {})
     _check_coordinate_names(ds)
+    if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
+        mask_kw = {"allow_nan": True, "allow_inf": True, **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method))}
+        netcdf = _netcdf_message(ds, encoding or {}, mask_kw, hash=hash, layout=layout, reserved=reserved)
+        return write_messages(path, netcdf, mode=mode)
     messages = _iter_messages(
         ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
     )

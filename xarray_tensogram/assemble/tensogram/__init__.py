@@ -22,11 +22,11 @@ from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ..common import check_dim_names, flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
-from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages
+from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
-from .producer import derived
+from .producer import Producer, derived
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
@@ -238,6 +238,21 @@ def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
     return dict(sorted(groups.items()))
 
 
+def _assembling_producer(objects: Sequence[TgObject]) -> Producer | None:
+    """The producer of every object, when it builds the Datasets itself (:meth:`Producer.assemble`)."""
+    first = next((o.producer for o in objects if o.producer is not None and o.producer.assembles), None)
+    if first is None:
+        return None
+    others = sum(1 for o in objects if o.producer is not first)
+    if others:
+        warn(
+            f"{len(objects) - others} objects follow the {first.label} producer's layout and {others} do not; "
+            f"the generic rules apply to all of them (open the messages of each kind with message_index=...)"
+        )
+        return None
+    return first
+
+
 def tensogram_groups(
     tfile: Any,
     *,
@@ -264,6 +279,19 @@ def tensogram_groups(
         raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
+    whole = _assembling_producer(objects)
+    if whole is not None:  # a layout that says everything (the netCDF converter's) builds the Datasets itself
+        apply_filter(objects, filter_by_keys, tfile.name)
+        groups = whole.assemble(
+            objects,
+            file_name=tfile.name,
+            variable_key=variable_key,
+            dim_names=dim_names,
+            filter_by_keys=filter_by_keys,
+            drop_variables=drop_variables,
+        )
+        if groups is not None:
+            return groups
     name_objects(objects, variable_key)
     apply_filter(objects, filter_by_keys, tfile.name)
     coords = unique_coordinates([o for o in objects if o.is_coord])

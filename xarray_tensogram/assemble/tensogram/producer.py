@@ -20,6 +20,10 @@ Stage 3 (:mod:`.dims`, via ``__init__``)
 Stage 4 (:mod:`.hypercube`)
     :meth:`Producer.restates` (keys that restate others: never a dimension or a coordinate),
     :meth:`Producer.level_order`, :attr:`Producer.dependent_coordinates`.
+Stages 2-5 at once
+    :meth:`Producer.assemble`, for a layout that says everything the stages would guess (the netCDF
+    converter's names, dims and attributes): when every object of the file is its own, it builds the
+    raw Datasets itself (:attr:`Producer.assembles`).
 Stage 5 (:mod:`.build`)
     :meth:`Producer.dim_attrs` (attributes of a stacked dimension's coordinate),
     :meth:`Producer.attributes` (a variable's attributes and encoding) and
@@ -61,7 +65,7 @@ class CoordinateRole:
 
 def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
-    var = memory_variable(dims, values, attrs)
+    var = memory_variable(tuple(dims), values, dict(attrs))
     var.encoding = {"tensogram_derived": True}
     return var
 
@@ -84,6 +88,8 @@ class Producer:
     #: whether :meth:`grid`'s coordinates follow again from the metadata a written file keeps (GRIB's
     #: from ``mars.area``): then they are not written as objects; else the writer writes them
     writer_rederives_grid: ClassVar[bool] = True
+    #: whether :meth:`assemble` builds the Datasets of a file whose objects are all this producer's
+    assembles: ClassVar[bool] = False
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
         """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's.
@@ -138,4 +144,10 @@ class Producer:
 
     def filter_value(self, keys: Keys, key: str) -> Any:
         """The value ``filter_by_keys`` compares for a key the object does not have under that name."""
+        return None
+
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
+        """The raw (CF-encoded) Datasets of a file whose objects (``collect.TgObject``) are all this producer's,
+        ``{"/": ds}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
+        ``filter_by_keys``, ``drop_variables``. None: the generic stages build them."""
         return None

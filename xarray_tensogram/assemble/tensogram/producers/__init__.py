@@ -13,6 +13,7 @@ from ..producer import Producer
 from .anemoi import AnemoiOutput
 from .earthkit import EarthkitEncoder
 from .grib_converter import GribConverter, GribKeys
+from .netcdf_converter import NetcdfConverter
 
 __all__ = ["REGISTERED", "GribKeys", "producer_for"]
 
@@ -21,6 +22,7 @@ REGISTERED: tuple[Producer, ...] = (
     GribConverter(),
     AnemoiOutput(),
     EarthkitEncoder(),
+    NetcdfConverter(),
 )
 
 

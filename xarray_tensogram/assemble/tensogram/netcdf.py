@@ -1,0 +1,289 @@
+"""Files from ECMWF's netCDF converter open as the original netCDF file does (``specs/tensogram-from-netcdf.md``).
+
+The objects' ``netcdf`` maps say everything the generic stages would have to guess: the variable name
+(``name``), its dimensions (``_dims``), its attributes with their netCDF types, the file's global
+attributes and which dimension is unlimited. So a converted file skips naming, dimension guessing
+and hypercube stacking: each netCDF variable becomes one raw variable carrying the attributes the
+original file had (``_FillValue``, ``scale_factor``, ``units``, ``calendar``, ``coordinates`` ...),
+and xarray's own CF decoding, applied by the backend's data store as for every file, masks, unpacks,
+decodes times and sets coordinates exactly as ``xr.open_dataset(original.nc)`` does. A 1-D variable
+named after its own dimension is the index coordinate, as in netCDF; no name makes a coordinate.
+
+The three split modes give the same Dataset: a record split's per-record objects are stacked along
+the unlimited dimension (named as in the file, first, as in every classic-model file), its static
+variables (repeated in every message) are kept once. A ``.tgm`` of several converted files opens as
+``xr.open_mfdataset`` of the inputs would: concatenated along their unlimited dimension when they
+hold the same variables, merged when they hold different ones, else one group per input. The
+``cf`` map only duplicates attributes of the ``netcdf`` map (for a packed variable it still holds the
+packed-unit ``valid_*`` the conversion removed, which no longer apply), so it is not read: the same
+Dataset comes out with and without ``--cf``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ...catalog import ArraySpec, stack_specs
+from ...conventions import NETCDF_ENCODING_KEY
+from ...errors import MetadataError, TensogramMappingWarning
+from ..common import check_dim_names, lazy_variable, requested_dims
+from .netcdf_concat import concat_specs
+from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
+
+__all__ = ["netcdf_groups"]
+
+
+@dataclass
+class _Piece:
+    """A run of a variable along the unlimited dimension: a whole object, or consecutive records."""
+
+    objects: list[NcObject]
+
+    def spec(self) -> ArraySpec:
+        first: ArraySpec = self.objects[0].obj.spec()
+        if self.objects[0].record is None:
+            return first
+        members: dict[int, Any] = {i: o.obj.spec for i, o in enumerate(self.objects)}
+        members[0] = first
+        return stack_specs((len(self.objects),), members, template=first)
+
+
+def _pieces(objects: Sequence[NcObject]) -> list[_Piece]:
+    out: list[_Piece] = []
+    for o in objects:
+        if o.record is not None and out and out[-1].objects[0].record is not None:
+            out[-1].objects.append(o)
+        else:
+            out.append(_Piece([o]))
+    return out
+
+
+def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
+    """``_dims``; a record variable's records stack along the unlimited dimension, put first (its position is
+    not recorded, and it is first in every classic-model file: spec "Record split")."""
+    dims = list(var.first.dims)
+    return [unlimited or "record", *dims] if var.is_record else dims
+
+
+def _encoding(var: NcVariable, inp: NcInput) -> dict[str, Any]:
+    first = var.first
+    return {
+        NETCDF_ENCODING_KEY: {"file": inp.file_map, "cf": first.has_cf},
+        "tensogram_name_key": "name",
+        **(first.obj.pipeline() if first.obj.pipeline else {}),
+    }
+
+
+def _check(var: NcVariable, where: str) -> None:
+    """``_dims`` must name every axis, and the records of one variable must agree: a damaged or hand-made
+    file gets an error naming the object, not a foreign exception later."""
+    first = var.first.obj
+    if len(var.first.dims) != len(first.shape):
+        raise MetadataError(
+            f"{where}: message {first.msg} object {first.obj} ({var.name!r}): netcdf._dims {var.first.dims} "
+            f"names {len(var.first.dims)} dimensions, the object has shape {list(first.shape)}"
+        )
+    for o in var.objects[1:]:
+        if o.record is not None and (o.obj.shape, o.obj.dtype) != (first.shape, first.dtype):
+            raise MetadataError(
+                f"{where}: variable {var.name!r} has records of shape {list(first.shape)} ({first.dtype}) in "
+                f"message {first.msg} and {list(o.obj.shape)} ({o.obj.dtype}) in message {o.obj.msg}; "
+                f"open the messages separately with message_index=..."
+            )
+
+
+def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> xr.Variable:
+    pieces = _pieces(var.objects)
+    specs = [p.spec() for p in pieces]
+    spec = specs[0] if len(specs) == 1 else concat_specs(specs)
+    # preferred_chunks: one object (1 along the stacked records), set by lazy_variable
+    return lazy_variable(dims, spec, var.first.attrs, _encoding(var, inp))
+
+
+def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None:
+    """A ``coordinates`` attribute naming a variable the file does not hold: the converter skips char and
+    string variables (converter.rs:309-345), so their labels are gone; say which."""
+    for var in inp.variables.values():
+        listed = var.first.attrs.get("coordinates")
+        missing = [c for c in listed.split() if c not in names] if isinstance(listed, str) else []
+        if missing:
+            warnings.warn(
+                f"{where}: variable {var.name!r} lists coordinates {missing} that the file does not hold "
+                f"(the netCDF converter skips char and string variables); they are left out",
+                TensogramMappingWarning,
+                stacklevel=6,
+            )
+
+
+def _dataset(inp: NcInput, dim_names: Any, where: str) -> xr.Dataset:
+    """One input's raw Dataset: index coordinates (1-D, named after their dimension) as coordinates, every
+    other variable as data, in the file's order; xarray's decoding then reads ``coordinates`` attributes."""
+    unlimited = inp.unlimited
+    variables: dict[str, xr.Variable] = {}
+    for name, var in inp.variables.items():
+        _check(var, where)
+        dims = _dims(var, unlimited)
+        variables[name] = _variable(var, inp, requested_dims(dim_names, name, len(dims), where) or dims)
+    _warn_missing_coordinates(inp, set(inp.variables), where)
+    # the file's variable order, as xarray's netCDF readers keep it: all variables go in as coordinates (no
+    # indexes here: xarray builds them once, after CF decoding), then all but the index ones become data
+    every = xr.Dataset(coords=xr.Coordinates(variables, indexes={}), attrs=inp.global_attrs)
+    ds: xr.Dataset = every.reset_coords([n for n, v in variables.items() if v.dims != (n,)])
+    if unlimited is not None and unlimited in ds.dims:
+        ds.encoding["unlimited_dims"] = {unlimited}  # as xarray's netCDF backends record it
+    return ds
+
+
+# -- several converted files in one .tgm: open_mfdataset's combine ------------------------------------
+def _same_value(x: Any, y: Any) -> bool:
+    a, b = np.asarray(x), np.asarray(y)
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f"))
+
+
+def _same_attrs(a: NcVariable, b: NcVariable) -> bool:
+    x, y = a.first.attrs, b.first.attrs
+    return x.keys() == y.keys() and all(_same_value(x[k], y[k]) for k in x)
+
+
+def _registry_without(inp: NcInput, dim: str | None) -> list[tuple[Any, Any, Any]]:
+    dims = inp.file_map.get("dims")
+    items = dims if isinstance(dims, list) else []
+    return [
+        (d.get("name"), None if d.get("name") == dim else d.get("len"), d.get("unlimited"))
+        for d in items
+        if isinstance(d, dict)
+    ]
+
+
+def _concat(a: NcInput, b: NcInput) -> NcInput | None:
+    """``b`` appended to ``a`` along their unlimited dimension, when both hold the same variables, the
+    variables along it have equal attributes and dims, and every other variable has the same values."""
+    dim = a.unlimited
+    if dim is None or dim != b.unlimited or list(a.variables) != list(b.variables):
+        return None
+    if _registry_without(a, dim) != _registry_without(b, dim):
+        return None
+    merged: dict[str, NcVariable] = {}
+    for name, va in a.variables.items():
+        vb = b.variables[name]
+        da, db = _dims(va, dim), _dims(vb, dim)
+        if da != db or not _same_attrs(va, vb):
+            return None
+        if dim in da:
+            if da[0] != dim or va.first.obj.dtype != vb.first.obj.dtype:
+                return None  # only along the first axis (where every classic-model file has it)
+            merged[name] = NcVariable(name, va.objects + vb.objects)
+        elif same_object(va.first, vb.first):
+            merged[name] = va
+        else:
+            return None
+    sizes = a.dim_sizes
+    length = sizes.get(dim, 0) + b.dim_sizes.get(dim, 0)
+    file_map = {
+        "dims": [
+            {**d, "len": length} if isinstance(d, dict) and d.get("name") == dim else d
+            for d in a.file_map.get("dims", [])
+        ]
+    }
+    return NcInput(file_map, merged, b.last_record, a.messages + b.messages)
+
+
+def _merge(a: NcInput, b: NcInput) -> NcInput | None:
+    """``b``'s variables added to ``a``'s, when the dimensions they share have the same lengths and the
+    variables they share the same dims, attributes and values (``open_mfdataset``'s merge)."""
+    sa, sb = a.dim_sizes, b.dim_sizes
+    if any(sa[d] != sb[d] for d in sa.keys() & sb.keys()):
+        return None
+    merged = dict(a.variables)
+    for name, vb in b.variables.items():
+        va = merged.get(name)
+        if va is None:
+            merged[name] = vb
+        elif (
+            _dims(va, a.unlimited) != _dims(vb, b.unlimited)
+            or not _same_attrs(va, vb)
+            or len(va.objects) != len(vb.objects)
+            or not all(same_object(x, y) for x, y in zip(va.objects, vb.objects, strict=True))
+        ):
+            return None
+    registry = {d.get("name"): d for d in a.file_map.get("dims", []) if isinstance(d, dict)}
+    for d in b.file_map.get("dims", []):
+        if isinstance(d, dict):
+            registry.setdefault(d.get("name"), d)
+    return NcInput(
+        {"dims": list(registry.values())}, merged, max(a.last_record, b.last_record), a.messages + b.messages
+    )
+
+
+def _combine(inputs: Sequence[NcInput]) -> list[NcInput]:
+    """Inputs folded left into as few Datasets as ``open_mfdataset`` would make of them."""
+    out: list[NcInput] = []
+    for inp in inputs:
+        joined = (_concat(out[-1], inp) or _merge(out[-1], inp)) if out else None
+        if joined is None:
+            out.append(inp)
+        else:
+            out[-1] = joined
+    return out
+
+
+def _keep_selected(objects: Sequence[NcObject]) -> list[NcObject]:
+    """``filter_by_keys`` keeps the variables it selects plus those they need: the coordinates of their
+    dimensions and the variables their ``coordinates`` attributes name."""
+    kept = {o.name for o in objects if o.obj.selected}
+    needed = set(kept)
+    for o in objects:
+        if o.name in kept:
+            needed.update(o.dims)
+            listed = o.attrs.get("coordinates")
+            if isinstance(listed, str):
+                needed.update(listed.split())
+        if o.record is not None and o.name in kept:
+            unlimited = next(
+                (d.get("name") for d in o.nc["_file"].get("dims", []) if isinstance(d, dict) and d.get("unlimited")),
+                None,
+            )
+            if unlimited is not None:
+                needed.add(str(unlimited))
+    return [o for o in objects if o.name in needed]
+
+
+def netcdf_groups(
+    objects: Sequence[Any],
+    *,
+    file_name: str,
+    variable_key: str | None = None,
+    dim_names: Any = None,
+    filter_by_keys: Mapping[str, Any] | None = None,
+    drop_variables: Iterable[str] = (),
+) -> dict[str, xr.Dataset]:
+    """The raw (CF-encoded) Dataset of a converted file (``objects``: its ``collect.TgObject`` s, filtered):
+    ``{"/": ds}``, or ``{"input_<i>": ds}`` for concatenated conversions that cannot share one Dataset."""
+    named = []
+    for o in objects:
+        value = o.value(variable_key) if variable_key else None
+        named.append(as_nc_object(o, None if value is None or isinstance(value, tuple) else str(value)))
+    if variable_key and all(n.name == n.obj.entry.get("name") for n in named):
+        warnings.warn(
+            f"{file_name}: variable_key={variable_key!r}: no object has this key (as text); the names of the "
+            f"netCDF variables are used",
+            TensogramMappingWarning,
+            stacklevel=5,
+        )
+    if filter_by_keys:  # the objects it keeps are marked ``selected`` (collect.apply_filter)
+        named = _keep_selected(named)
+    drop = frozenset(drop_variables)
+    named = [o for o in named if o.name not in drop]
+    inputs = _combine(group_inputs(named))
+    ranks = {n: len(_dims(v, inp.unlimited)) for inp in inputs for n, v in inp.variables.items()}
+    check_dim_names(dim_names, ranks, file_name)
+    built = [_dataset(inp, dim_names, file_name) for inp in inputs]
+    if len(built) <= 1:  # none: every variable dropped
+        return {"/": built[0] if built else xr.Dataset()}
+    return {f"input_{i}": ds for i, ds in enumerate(built)}

@@ -1,0 +1,207 @@
+"""What ECMWF's netCDF converter writes, read back into its netCDF terms (``specs/tensogram-from-netcdf.md``).
+
+``tensogram convert-netcdf`` (crate ``tensogram-netcdf``) gives every object a ``netcdf`` map holding
+the variable's attributes beside six keys of its own: ``_dims`` (the variable's dimension names),
+``_file`` (the file's dimension registry: names, lengths, which is unlimited), ``_attr_types`` (the
+netCDF type of each attribute, which CBOR widened), ``_global``/``_global_types`` (the file's global
+attributes, copied into every object) and ``record_index`` (record split only). This module turns
+one object into a :class:`NcObject` (name, dims, attributes with their types restored) and groups the
+objects of a file into the netCDF files they came from (:class:`NcInput`): a ``.tgm`` may concatenate
+several conversions, and nothing but their metadata marks where one ends.
+
+Nothing here builds xarray objects: :mod:`.netcdf` does, from these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
+from ..common import netcdf_safe_value
+
+__all__ = ["NcInput", "NcObject", "NcVariable", "as_nc_object", "group_inputs", "netcdf_map", "restore_attrs"]
+
+#: numpy dtypes of the converter's attribute type tags
+_TAG_DTYPES = {tag: np.dtype(name) for tag, name in NETCDF_ATTR_TYPES.items()}
+
+
+def netcdf_map(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The object's ``netcdf`` map when the converter wrote it (``_dims`` a list, ``_file`` a map), else None."""
+    nc = entry.get(NETCDF_KEY)
+    if isinstance(nc, dict) and isinstance(nc.get("_dims"), list) and isinstance(nc.get("_file"), dict):
+        return nc
+    return None
+
+
+def _restore(value: Any, tag: Any) -> Any:
+    """One attribute as netCDF readers give it: NC_STRING arrays of one string (always arrays in CBOR,
+    metadata.rs:41-100) as ``str``, numbers in their netCDF type (scalars as numpy scalars, arrays as
+    numpy arrays, as xarray's netCDF backends give them)."""
+    if tag == "string":
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+            return value[0]
+        return value if isinstance(value, (str, list)) else netcdf_safe_value(value)
+    dtype = _TAG_DTYPES.get(tag) if isinstance(tag, str) else None
+    numeric = (int, float)
+    if dtype is not None:
+        if isinstance(value, numeric) and not isinstance(value, bool):
+            return dtype.type(value)
+        if isinstance(value, list) and all(isinstance(v, numeric) and not isinstance(v, bool) for v in value):
+            return np.asarray(value, dtype=dtype)
+    return netcdf_safe_value(value)
+
+
+def restore_attrs(values: Mapping[str, Any], types: Any) -> dict[str, Any]:
+    """Attributes (``values`` minus the converter's keys) with the types ``types`` (``_attr_types``) records."""
+    tags = types if isinstance(types, Mapping) else {}
+    return {str(k): _restore(v, tags.get(k)) for k, v in values.items() if k not in NETCDF_CONVERTER_KEYS}
+
+
+@dataclass
+class NcObject:
+    """One converted object in netCDF terms."""
+
+    obj: Any  # the collect.TgObject (not imported: collect imports the producers, which import this)
+    nc: dict[str, Any]
+    name: str
+    dims: list[str]  # ``_dims``: without the unlimited dimension for a record object
+    record: int | None  # ``record_index`` (record split, record variables only)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return restore_attrs(self.nc, self.nc.get("_attr_types"))
+
+    @property
+    def has_cf(self) -> bool:
+        return isinstance(self.obj.entry.get("cf"), dict)
+
+
+def as_nc_object(o: Any, name: str | None = None) -> NcObject:
+    nc = netcdf_map(o.entry)
+    assert nc is not None  # callers pass recognised objects only
+    record = nc.get("record_index")
+    return NcObject(
+        o,
+        nc,
+        name or str(o.entry.get("name", f"object_{o.obj}")),
+        [str(d) for d in nc["_dims"]],
+        record if isinstance(record, int) and not isinstance(record, bool) else None,
+    )
+
+
+def _file_dims(file_map: Mapping[str, Any]) -> list[dict[str, Any]]:
+    dims = file_map.get("dims")
+    return [d for d in dims if isinstance(d, dict) and isinstance(d.get("name"), str)] if isinstance(dims, list) else []
+
+
+@dataclass
+class NcVariable:
+    """One netCDF variable of one input: a whole object, or its records in order."""
+
+    name: str
+    objects: list[NcObject]
+
+    @property
+    def first(self) -> NcObject:
+        return self.objects[0]
+
+    @property
+    def is_record(self) -> bool:
+        return self.first.record is not None
+
+
+@dataclass
+class NcInput:
+    """The objects of one converted netCDF file (or of several, once :mod:`.netcdf` combined them)."""
+
+    file_map: dict[str, Any]
+    variables: dict[str, NcVariable] = field(default_factory=dict)
+    last_record: int = -1
+    messages: list[int] = field(default_factory=list)
+
+    @property
+    def unlimited(self) -> str | None:
+        """The first unlimited dimension (the one the record split splits, converter.rs:586-594)."""
+        return next((str(d["name"]) for d in _file_dims(self.file_map) if d.get("unlimited") is True), None)
+
+    @property
+    def dim_sizes(self) -> dict[str, int]:
+        return {str(d["name"]): int(d["len"]) for d in _file_dims(self.file_map) if isinstance(d.get("len"), int)}
+
+    @property
+    def global_attrs(self) -> dict[str, Any]:
+        nc = self.first_object.nc
+        values = nc.get("_global")
+        return restore_attrs(values, nc.get("_global_types")) if isinstance(values, dict) else {}
+
+    @property
+    def first_object(self) -> NcObject:
+        return next(iter(self.variables.values())).first
+
+    def takes(self, message: Sequence[NcObject]) -> bool:
+        """Whether ``message`` continues this input: same file metadata, and no variable (or record) again."""
+        if not _same_file(message[0].nc, self.first_object.nc):
+            return False
+        records = {o.record for o in message if o.record is not None}
+        if records:
+            return min(records) > self.last_record and all(
+                o.record is not None or o.name not in self.variables or same_object(self.variables[o.name].first, o)
+                for o in message
+            )
+        return not any(o.name in self.variables for o in message)
+
+    def add(self, message: Sequence[NcObject], index: int) -> None:
+        self.messages.append(index)
+        for o in message:
+            var = self.variables.get(o.name)
+            if var is None:
+                self.variables[o.name] = NcVariable(o.name, [o])
+            elif o.record is not None:
+                var.objects.append(o)
+            if o.record is not None:
+                self.last_record = max(self.last_record, o.record)
+
+
+def _same_file(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """The same dimension registry and global attributes (compared as decoded, without copies: once per
+    message). A NaN global attribute compares unequal to itself, so its messages count as separate inputs,
+    which the combine step joins again."""
+    return all(a.get(k) == b.get(k) for k in ("_file", "_global", "_global_types"))
+
+
+def same_object(a: NcObject, b: NcObject) -> bool:
+    """The same values (by frame hash when both frames have one, else by value: coordinates are small)."""
+    x, y = a.obj, b.obj
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    if x.frame_hash is not None and y.frame_hash is not None:
+        return bool(x.frame_hash == y.frame_hash)
+    if x.remote_frame is not None and x.remote_frame == y.remote_frame and x.entry == y.entry:
+        return True  # remote: equal frames with equal metadata, without reading two payloads
+    from ...outer import read_outer
+
+    return bool(np.array_equal(read_outer(x.spec(), ()), read_outer(y.spec(), ()), equal_nan=x.dtype.kind in "fc"))
+
+
+def group_inputs(objects: Iterable[NcObject]) -> list[NcInput]:
+    """The objects of the file by input netCDF file, in file order.
+
+    Several conversions concatenated into one ``.tgm`` leave no mark between them (CLI:61-66), so a
+    message starts a new input when its file metadata (``_file``, ``_global``) differs from the
+    current input's, or when it repeats what the input already holds: a variable again (file and
+    variable split), a record number not after the last one (record split), or a static variable
+    with other values (record split repeats static variables in every message, C:622-636).
+    """
+    by_message: dict[int, list[NcObject]] = {}
+    for o in objects:
+        by_message.setdefault(o.obj.msg, []).append(o)
+    inputs: list[NcInput] = []
+    for index, message in by_message.items():
+        if not inputs or not inputs[-1].takes(message):
+            inputs.append(NcInput(dict(message[0].nc["_file"])))
+        inputs[-1].add(message, index)
+    return inputs

@@ -1,0 +1,53 @@
+"""ECMWF's netCDF converter (``tensogram convert-netcdf``): files open as the original netCDF file does.
+
+Its objects carry a ``netcdf`` map with ``_dims`` and ``_file`` (``specs/tensogram-from-netcdf.md``),
+which say everything the generic stages would guess, so this producer builds the Datasets itself
+(:mod:`..netcdf`) when every object of the file is the converter's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import xarray as xr
+
+from ..keys import SectionKeys
+from ..netcdf import netcdf_groups
+from ..netcdf_layout import netcdf_map
+from ..producer import Producer
+
+__all__ = ["NetcdfConverter"]
+
+
+class NetcdfKeys(SectionKeys):
+    """A converted object's dotted keys (``netcdf.units``) with string attributes as text: the converter
+    stores NC_STRING attributes as arrays of one string, which ``filter_by_keys`` compares as the text."""
+
+    __slots__ = ()
+    sections: ClassVar[tuple[str, ...]] = ("netcdf", "cf")
+    prefixes: ClassVar[tuple[str, ...]] = ("netcdf.", "cf.")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = super().get(key, default)
+        return value[0] if type(value) is tuple and len(value) == 1 and type(value[0]) is str else value
+
+
+class NetcdfConverter(Producer):
+    """Objects whose ``netcdf`` map carries ``_dims`` and ``_file``."""
+
+    label: ClassVar[str] = "netcdf"
+    entry_keys: ClassVar[frozenset[str]] = frozenset({"netcdf"})
+    assembles: ClassVar[bool] = True
+    #: the attribute maps stay nested (read as a whole by :mod:`..netcdf`; flattening them per object,
+    #: ``_file``'s registry and the global attributes included, was most of an open's cost)
+    sections: ClassVar[tuple[str, ...]] = ("netcdf", "cf")
+
+    def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
+        return netcdf_map(entry) is not None
+
+    def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
+        return NetcdfKeys(flat, entry)
+
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
+        return netcdf_groups(objects, **options)

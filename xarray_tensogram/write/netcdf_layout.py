@@ -1,0 +1,111 @@
+"""A Dataset opened from a netCDF conversion, written back in the converter's layout.
+
+The reader leaves ``encoding["tensogram_netcdf"]`` on each variable of a file that ECMWF's
+``tensogram convert-netcdf`` wrote (the file's dimension registry ``_file``, and whether the conversion
+had ``--cf``). :func:`netcdf_objects` gives such a Dataset back the converter's own layout
+(``specs/tensogram-from-netcdf.md``), as its file split writes it: one object per variable, named by
+``name``, whose ``netcdf`` map holds the variable's CF-encoded attributes (``_FillValue``,
+``scale_factor``, ``units`` ...) with ``_dims``, ``_file``, ``_attr_types``, ``_global`` and
+``_global_types``, so that the reference's ``to-netcdf`` export and this reader take it as converted.
+The values are CF-encoded by xarray's own encoder, as ``to_netcdf`` would write them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..conventions import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_ENCODING_KEY, NETCDF_KEY
+from ..errors import EncodeError
+
+__all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
+
+_DTYPE_TAGS = {np.dtype(name): tag for tag, name in NETCDF_ATTR_TYPES.items()}
+
+
+def is_netcdf_layout(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` was opened from a netCDF conversion (a variable carries the reader's record of it)."""
+    return any(NETCDF_ENCODING_KEY in v.encoding for v in ds.variables.values())
+
+
+def attribute_types(attrs: Mapping[Hashable, Any]) -> dict[str, str]:
+    """The ``_attr_types`` tags of attributes: ``string`` for text, the netCDF type of numpy numbers, and
+    ``double``/``int64`` for Python floats/ints (what the converter's widening would have given)."""
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, str) or (isinstance(v, (list, tuple)) and v and all(isinstance(s, str) for s in v)):
+            out[str(k)] = "string"
+            continue
+        tag = _DTYPE_TAGS.get(np.asarray(v).dtype) if isinstance(v, (np.generic, np.ndarray)) else None
+        if tag is None and isinstance(v, (int, float)) and not isinstance(v, bool):
+            tag = "double" if isinstance(v, float) else "int64"
+        if tag is not None:
+            out[str(k)] = tag
+    return out
+
+
+def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
+    """The ``_file`` dimension registry: the one read, lengths as the Dataset has them now, new dims appended."""
+    recorded: list[Any] = []
+    for v in ds.variables.values():
+        found = v.encoding.get(NETCDF_ENCODING_KEY)
+        if isinstance(found, Mapping) and isinstance(found.get("file"), Mapping):
+            recorded = list(found["file"].get("dims") or [])
+            break
+    out = []
+    for d in recorded:
+        if isinstance(d, Mapping) and isinstance(d.get("name"), str):
+            size = ds.sizes.get(d["name"], d.get("len")) or 0
+            out.append({"name": d["name"], "len": int(size), "unlimited": bool(d.get("unlimited"))})
+    unlimited = set(ds.encoding.get("unlimited_dims") or ())
+    named = {d["name"] for d in out}
+    out += [{"name": str(n), "len": int(s), "unlimited": n in unlimited} for n, s in ds.sizes.items() if n not in named]
+    return out
+
+
+@dataclass
+class NetcdfObject:
+    """One variable as the converter's object: its base entry and CF-encoded values."""
+
+    name: str
+    entry: dict[str, Any]
+    values: np.ndarray
+    encoding: Mapping[str, Any]  # the variable's encoding as read (its pipeline)
+
+
+def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[NetcdfObject]:
+    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object;
+    ``plain`` turns numpy values into what CBOR holds (the writer's own conversion).
+
+    Raises :class:`EncodeError` naming a variable of text values: the converter's layout holds numbers only
+    (it skips char and string variables itself), so it is refused before anything is written.
+    """
+    # as to_netcdf does: non-index coordinates into ``coordinates`` attributes, then xarray's CF encoder
+    variables, global_attrs = xr.conventions.cf_encoder(*xr.conventions.encode_dataset_coordinates(ds))
+    file_map = {"dims": _registry(ds)}
+    out = []
+    for name, var in variables.items():
+        values = np.asarray(var.values)
+        if values.dtype.kind not in "biufc":
+            raise EncodeError(
+                f"variable {name!r} holds {values.dtype} values, which the netCDF converter's layout cannot hold "
+                f"(numbers only); drop it (ds.drop_vars({name!r})) before writing"
+            )
+        attrs = {str(k): plain(v) for k, v in var.attrs.items()}
+        netcdf: dict[str, Any] = {**attrs, "_dims": [str(d) for d in var.dims], "_file": file_map}
+        if attrs:
+            netcdf["_attr_types"] = attribute_types(var.attrs)
+        if global_attrs:
+            netcdf["_global"] = {str(k): plain(v) for k, v in global_attrs.items()}
+            netcdf["_global_types"] = attribute_types(global_attrs)
+        entry: dict[str, Any] = {"name": str(name), NETCDF_KEY: netcdf}
+        recorded = ds.variables[name].encoding.get(NETCDF_ENCODING_KEY)
+        cf = {k: attrs[k] for k in NETCDF_CF_ATTRIBUTES if k in attrs}
+        if isinstance(recorded, Mapping) and recorded.get("cf") and cf:
+            entry["cf"] = cf
+        out.append(NetcdfObject(str(name), entry, values, ds.variables[name].encoding))
+    return out
