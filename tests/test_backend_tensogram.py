@@ -28,6 +28,7 @@ import xarray as xr
 tensogram = pytest.importorskip("tensogram")
 
 from xarray_tensogram import io as xt_io  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram import to_tensogram  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.errors import (  # noqa: E402 - after the pytest.importorskip above
     GroupSelectionError,
@@ -811,6 +812,24 @@ def test_decode_timedelta_false(era):
         assert ds["step"].dtype.kind in "iuf" and ds["step"].attrs["units"] == "hours"
         assert ds["time"].dtype.kind == "M" and ds["valid_time"].dtype.kind == "M"
         np.testing.assert_array_equal(ds["valid_time"].values, T0 + np.arange(24) * np.timedelta64(1, "h"))
+
+
+def test_step_decodes_by_xarrays_default_and_its_marker_is_never_written(era, tmp_path):
+    """``step`` carries the ``dtype`` attribute xarray's timedelta encoder writes, so xarray's default
+    decoding (no FutureWarning) gives timedelta64; the marker is popped on decode and no writer stores it."""
+    path, _msgs = era
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        ds = xr.open_dataset(path, engine="tensogram").load()
+    assert ds["step"].dtype.kind == "m" and "dtype" not in ds["step"].attrs
+    with _open(path, decode_timedelta=False) as raw:
+        assert raw["step"].attrs["dtype"] == "timedelta64[ns]"
+    for kw in ({}, {"message_dims": ["step"]}):
+        out = tmp_path / "out.tgm"
+        to_tensogram(ds, out, **kw)
+        assert b"timedelta64" not in out.read_bytes()
+        with xr.open_dataset(out, engine="tensogram") as back:
+            xr.testing.assert_identical(back["step"], ds["step"])
 
 
 def _payload_offset(blob, arr):

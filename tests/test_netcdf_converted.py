@@ -451,17 +451,23 @@ def test_damaged_netcdf_maps_are_errors_naming_the_object(tmp_path: Path) -> Non
         _open(_converted_like(tmp_path, records))
 
 
-def test_time_deltas_decode_as_everywhere_in_this_backend(tmp_path: Path) -> None:
-    """Units like ``hours`` decode to timedelta64 by default here (forecast steps, as cfgrib users expect);
-    ``decode_timedelta=False`` gives xarray's netCDF default, numbers."""
+def test_time_deltas_decode_as_xarray_decodes_the_netcdf(tmp_path: Path) -> None:
+    """Units like ``hours`` stay numbers by default, as xarray's netCDF readers leave them;
+    ``decode_timedelta=True`` decodes both alike."""
     nc = tmp_path / "lead.nc"
     lead = {"units": "hours", "long_name": "lead time"}
     xr.Dataset({"lead": ("t", np.array([0, 6, 12], "i4"), lead)}, coords={"t": ("t", [1, 2, 3])}).to_netcdf(
         nc, engine="h5netcdf"
     )
     tgm = convert(nc, tmp_path / "lead.tgm")
-    assert_like_netcdf(_open(tgm, decode_timedelta=False), _reference(nc, decode_timedelta=False))
-    assert_like_netcdf(_open(tgm), _reference(nc, decode_timedelta=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        default, reference = _open(tgm), _reference(nc)
+    assert default["lead"].dtype.kind in "iu"
+    assert_like_netcdf(default, reference)
+    decoded = _open(tgm, decode_timedelta=True)
+    assert decoded["lead"].dtype.kind == "m"
+    assert_like_netcdf(decoded, _reference(nc, decode_timedelta=True))
 
 
 def test_variable_key_names_variables_or_says_it_matched_nothing(originals: dict[str, Path], tmp_path: Path) -> None:

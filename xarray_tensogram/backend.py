@@ -225,10 +225,12 @@ _NOT_XARRAY = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scop
 
 
 def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
-    """xarray's CF decoding switches, with this backend's defaults (steps are time deltas, as in cfgrib)."""
+    """xarray's CF decoding switches with xarray's defaults.
+
+    ``decode_timedelta`` passes through: MARS ``step`` carries the ``dtype`` attribute xarray's own
+    encoder writes, so xarray decodes it to timedelta64 by default, and netCDF "hours" stay numbers.
+    """
     flags = {n: values[n] for n in declared.names(declared.Scope.XARRAY)}
-    if flags["decode_timedelta"] is None and flags["decode_times"] is not False:
-        flags["decode_timedelta"] = True
     for name in ("mask_and_scale", "decode_times", "decode_coords", "concat_characters"):
         if flags[name] is None:
             flags[name] = True

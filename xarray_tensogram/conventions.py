@@ -19,6 +19,7 @@ __all__ = [
     "NETCDF_KEY",
     "SCALAR_KEY",
     "STEP_UNITS",
+    "STEP_UNITS_DTYPE",
     "STRINGS_KEY",
     "TETR_FILE_KEYS",
     "TETR_HISTORY_ATTR",
@@ -31,6 +32,9 @@ __all__ = [
 #: CF units of the MARS-derived ``time`` (seconds since the epoch) and ``step`` (hours) coordinates
 TIME_UNITS = "seconds since 1970-01-01T00:00:00"
 STEP_UNITS = "hours"
+#: ``dtype`` attribute xarray's own timedelta encoder writes: with it, xarray's CF decoding turns ``step``
+#: into timedelta64 by default (``decode_timedelta=None``), while plain netCDF "hours" stay numbers
+STEP_UNITS_DTYPE = "timedelta64[ns]"
 
 #: Tensogram ``_extra_`` key holding the layout hint of ``to_tensogram`` (``dims``, ``coords``, ``coord_names``)
 LAYOUT_KEY = "xarray_layout"

@@ -11,9 +11,17 @@ import datetime as dt
 import functools
 from typing import Any
 
-from .conventions import STEP_UNITS, TIME_UNITS
+from .conventions import STEP_UNITS, STEP_UNITS_DTYPE, TIME_UNITS
 
-__all__ = ["NUMBER_ATTRS", "PRESSURE_LEVEL_ATTRS", "STEP_UNITS", "TIME_UNITS", "mars_datetime_seconds", "step_hours"]
+__all__ = [
+    "NUMBER_ATTRS",
+    "PRESSURE_LEVEL_ATTRS",
+    "STEP_UNITS",
+    "STEP_UNITS_DTYPE",
+    "TIME_UNITS",
+    "mars_datetime_seconds",
+    "step_hours",
+]
 
 #: cfgrib's attributes of the ensemble member coordinate (MARS ``number``)
 NUMBER_ATTRS = {"units": "1", "standard_name": "realization", "long_name": "ensemble member numerical id"}

@@ -139,10 +139,15 @@ def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Datas
     if not isinstance(hint, Mapping):
         return ds
     coords, dims = _mapping(hint.get("coords")), _mapping(hint.get("dims"))
+    marked = _timedelta_markers(ds)
     ds = _reorder(ds, coords)
     ds = _expand_single(ds, coords, dims)
     for name, spec in coords.items():
         var = _coordinate(spec, ds.sizes) if isinstance(spec, Mapping) else None
+        if var is not None and name in marked and "dtype" not in var.attrs:
+            units, marker = marked[name]
+            if var.attrs.get("units") == units:
+                var.attrs["dtype"] = marker
         if var is not None and spec.get("role") == "data":  # a string data variable kept in metadata
             ds = ds.assign({name: var})
         elif var is not None:
@@ -154,6 +159,20 @@ def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Datas
         if name in ds.data_vars and isinstance(order, list) and set(order) == set(ds[name].dims):
             ds = ds.assign({name: _transposed(ds.variables[name], order)})
     return ds
+
+
+def _timedelta_markers(ds: xr.Dataset) -> dict[Any, tuple[Any, str]]:
+    """(units, ``dtype`` marker) of the assembled coordinates that xarray decodes to timedelta64 (MARS ``step``).
+
+    The hint records a coordinate's attributes as the user had them, without the marker (xarray's decoder
+    popped it); a hint coordinate in the same units keeps it, so it still decodes by default.
+    """
+    out: dict[Any, tuple[Any, str]] = {}
+    for name, var in ds.variables.items():
+        marker = var.attrs.get("dtype")
+        if isinstance(marker, str) and marker.startswith("timedelta64"):
+            out[name] = (var.attrs.get("units"), marker)
+    return out
 
 
 def _transposed(var: xr.Variable, order: list[Any]) -> xr.Variable:

@@ -18,7 +18,15 @@ import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
-from ...mars import NUMBER_ATTRS, PRESSURE_LEVEL_ATTRS, STEP_UNITS, TIME_UNITS, mars_datetime_seconds, step_hours
+from ...mars import (
+    NUMBER_ATTRS,
+    PRESSURE_LEVEL_ATTRS,
+    STEP_UNITS,
+    STEP_UNITS_DTYPE,
+    TIME_UNITS,
+    mars_datetime_seconds,
+    step_hours,
+)
 from ...params import TABLE_ATTRS, table_attributes
 from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
 from .collect import TgObject
@@ -107,6 +115,7 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
                 "standard_name": "forecast_period",
                 "long_name": "time since forecast_reference_time",
                 "units": STEP_UNITS,
+                "dtype": STEP_UNITS_DTYPE,
             },
         )
     if source == MESSAGE_SOURCE:
@@ -219,7 +228,9 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
             val = np.int64(h) if float(h).is_integer() else np.float64(h)
-            coords["step"] = memory_variable((), val, {"standard_name": "forecast_period", "units": STEP_UNITS})
+            coords["step"] = memory_variable(
+                (), val, {"standard_name": "forecast_period", "units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
+            )
 
 
 def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
