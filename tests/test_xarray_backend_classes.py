@@ -75,7 +75,6 @@ def _expect(cls: type, known: Mapping[str, tuple[str, type[BaseException] | None
 
 _STRINGS = "strings not held by the variables of the Dataset: .tet keeps them in another variable's footer"
 _INT8 = "int8 (the packed dtype of some parameters): .tet has no int8"
-_COORDS_ATTR = ("decode_coords=False: the global 'coordinates' attribute comes back on a re-written file", None)
 _APPEND = ("mode='a' refuses a variable the file has (netCDF overwrites it)", XarrayTensogramError)
 _TGM_STRINGS = ("mode='a' refuses new string variables: .tgm keeps them in its first message's metadata", LIMIT)
 _UNLIMITED = ("no unlimited dimensions in these formats: unlimited_dims= is refused", LIMIT)
@@ -129,7 +128,6 @@ _expect(
         "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
         "test_roundtrip_stringdtype_with_na_object": (_STRINGS, LIMIT),
         "test_roundtrip_string_encoded_characters": (_STRINGS, None),
-        "test_roundtrip_coordinates": _COORDS_ATTR,
         "test_roundtrip_bytes_with_fill_value": (_STRINGS, LIMIT),
         "test_roundtrip_empty_vlen_string_array": (_STRINGS, LIMIT),
         "test_roundtrip_unsigned": (_INT8, LIMIT),
@@ -152,7 +150,6 @@ _expect(
         "test_roundtrip_object_dtype": _MIXED,
         "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
         "test_roundtrip_string_encoded_characters": _CHARS,
-        "test_roundtrip_coordinates": _COORDS_ATTR,
         "test_roundtrip_bytes_with_fill_value": _STRING_FILL,
         "test_encoding_unlimited_dims": _UNLIMITED,
         "test_encoding_kwarg_fixed_width_string": _CHARS,

@@ -180,6 +180,7 @@ def encode_dataset(
             explicit = explicit or (source is not None and not _read_from_file(source.encoding))
             if not explicit and isinstance(fill, (float, np.floating)) and np.isnan(fill):
                 var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
+    attrs = dict(attrs)  # xarray's encoder may hand back ds.attrs itself: popping must not change the Dataset
     global_coords = str(attrs.pop("coordinates", "") or "").split()
     options = {
         name: {k: v for k, v in var.encoding.items() if k in accepted and k not in _PROVENANCE_KEYS}
