@@ -79,7 +79,6 @@ _APPEND = ("mode='a' refuses a variable the file has (netCDF overwrites it)", Xa
 _TGM_STRINGS = ("mode='a' refuses new string variables: .tgm keeps them in its first message's metadata", LIMIT)
 _UNLIMITED = ("no unlimited dimensions in these formats: unlimited_dims= is refused", LIMIT)
 _CHARS = ("character arrays (S1 + _Encoding) are not kept as such", None)
-_STRING_FILL = ("string _FillValue is not applied back on read", None)
 _MIXED = ("object arrays mixing numbers, str, bytes or NaN are refused, not turned into text", LIMIT)
 
 
@@ -150,7 +149,6 @@ _expect(
         "test_roundtrip_object_dtype": _MIXED,
         "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
         "test_roundtrip_string_encoded_characters": _CHARS,
-        "test_roundtrip_bytes_with_fill_value": _STRING_FILL,
         "test_encoding_unlimited_dims": _UNLIMITED,
         "test_encoding_kwarg_fixed_width_string": _CHARS,
         "test_append_overwrite_values": _APPEND,

@@ -233,13 +233,16 @@ def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stack
 
 
 def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
-    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype) and,
-    with ``python_too`` (formats that store text), Python numbers, booleans and lists too."""
+    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype), bytes
+    (a bytes ``_FillValue`` must stay bytes for xarray's mask to apply) and, with ``python_too`` (formats
+    that store text), Python numbers, booleans and lists too."""
     out: dict[str, str] = {}
     for key, value in attrs.items():
         if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
             if value.dtype not in (np.dtype("float64"), np.dtype("int64")) or python_too:
                 out[str(key)] = value.dtype.str
+        elif isinstance(value, bytes):  # read back as hex text where the reader flattens attrs for netCDF
+            out[str(key)] = "py:bytes"
         elif python_too and isinstance(value, bool):
             out[str(key)] = "py:bool"
         elif python_too and isinstance(value, (int, float)):
