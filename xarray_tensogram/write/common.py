@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from xarray import conventions
+from xarray.coding import strings
 from xarray.coding.common import SerializationWarning
 from xarray.coding.strings import check_vlen_dtype
 
@@ -171,7 +172,7 @@ def encode_dataset(
         if isinstance(exc, XarrayTensogramError):
             raise
         raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
-    names = {str(k): v for k, v in variables.items()}
+    names = {str(k): as_characters(v) for k, v in variables.items()}
     if not default_fill:
         for name, var in names.items():
             source = ds.variables.get(name)
@@ -187,6 +188,18 @@ def encode_dataset(
         for name, var in names.items()
     }
     return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords)
+
+
+def as_characters(var: xr.Variable) -> xr.Variable:
+    """A string variable asked to be stored as characters (``dtype: S1``) as ``to_netcdf`` stores it: an
+    ``S1`` array with a trailing character dim and ``_Encoding`` for text, so that xarray's decoder joins
+    it back on read and keeps ``dtype``/``_Encoding`` in ``encoding`` as for a netCDF file."""
+    if var.dtype.kind not in "USOT" or np.dtype(var.encoding.get("dtype", "O")) != np.dtype("S1"):
+        return var
+    coder = strings.EncodedStringCoder(allows_unicode=False)  # type: ignore[no-untyped-call]  # unannotated in xarray
+    encoded: xr.Variable = coder.encode(var)
+    chars: xr.Variable = strings.CharacterArrayCoder().encode(encoded)  # type: ignore[no-untyped-call]  # unannotated in xarray
+    return chars
 
 
 def refuse_unlimited_dims(unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
