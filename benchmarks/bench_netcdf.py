@@ -1,4 +1,4 @@
-"""A netCDF file against its conversions: ``xr.open_dataset`` of the ``.nc`` and of the ``.tgm`` (issue 25).
+"""A netCDF file against its conversions: ``xr.open_dataset`` of the ``.nc`` and of the ``.tgm``.
 
 One run, same machine load: an ERA5-like netCDF-4 file (``t2m`` and ``sst`` packed int16, hourly
 ``time`` unlimited, a 0.5-degree European box; 744 hours by default) written with h5netcdf, and its

@@ -477,10 +477,15 @@ def _default_mask(mask_method: str | None) -> str:
 def _netcdf_message(
     ds: xr.Dataset,
     encoding: Mapping[str, Mapping[str, Any]],
-    mask_kw: Mapping[str, Any],
+    mask_method: str | None,
     **kw: Any,
 ) -> Iterator[bytes | EncodedMessage]:
     """A Dataset read from a netCDF conversion: one message in the converter's layout (its file split)."""
+    mask_kw: dict[str, Any] = {
+        "allow_nan": True,
+        "allow_inf": True,
+        **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method)),
+    }
     base, objects = [], []
     for o in netcdf_objects(ds, py_value):
         desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
@@ -535,7 +540,6 @@ def to_tensogram(
         Fixed provenance stamps (``{"time": ..., "uuid": ...}``), so equal inputs give equal bytes.
     mask_method
         How NaN/Inf positions are stored (``roaring``, ``rle``, ``none``, ``zstd``, ``lz4``, ``blosc2``).
-
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 
@@ -566,8 +570,7 @@ def to_tensogram(
     _check_user_encoding(ds, encoding or {})
     _check_coordinate_names(ds)
     if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
-        mask_kw = {"allow_nan": True, "allow_inf": True, **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method))}
-        netcdf = _netcdf_message(ds, encoding or {}, mask_kw, hash=hash, layout=layout, reserved=reserved)
+        netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
         return write_messages(path, netcdf, mode=mode)
     messages = _iter_messages(
         ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
