@@ -162,6 +162,8 @@ def lazy_variable(
 
 
 def _typed(value: Any, kind: str) -> Any:
+    if kind == "py:bytes":
+        return bytes.fromhex(value) if isinstance(value, str) else bytes(value)
     if kind.startswith("py:"):
         if isinstance(value, str):
             if kind == "py:str":

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from xarray import conventions
+from xarray.coding import strings
 from xarray.coding.common import SerializationWarning
 from xarray.coding.strings import check_vlen_dtype
 
@@ -171,7 +172,7 @@ def encode_dataset(
         if isinstance(exc, XarrayTensogramError):
             raise
         raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
-    names = {str(k): v for k, v in variables.items()}
+    names = {str(k): as_characters(v) for k, v in variables.items()}
     if not default_fill:
         for name, var in names.items():
             source = ds.variables.get(name)
@@ -180,12 +181,25 @@ def encode_dataset(
             explicit = explicit or (source is not None and not _read_from_file(source.encoding))
             if not explicit and isinstance(fill, (float, np.floating)) and np.isnan(fill):
                 var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
+    attrs = dict(attrs)  # xarray's encoder may hand back ds.attrs itself: popping must not change the Dataset
     global_coords = str(attrs.pop("coordinates", "") or "").split()
     options = {
         name: {k: v for k, v in var.encoding.items() if k in accepted and k not in _PROVENANCE_KEYS}
         for name, var in names.items()
     }
     return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords)
+
+
+def as_characters(var: xr.Variable) -> xr.Variable:
+    """A string variable asked to be stored as characters (``dtype: S1``) as ``to_netcdf`` stores it: an
+    ``S1`` array with a trailing character dim and ``_Encoding`` for text, so that xarray's decoder joins
+    it back on read and keeps ``dtype``/``_Encoding`` in ``encoding`` as for a netCDF file."""
+    if var.dtype.kind not in "USOT" or np.dtype(var.encoding.get("dtype", "O")) != np.dtype("S1"):
+        return var
+    coder = strings.EncodedStringCoder(allows_unicode=False)  # type: ignore[no-untyped-call]  # unannotated in xarray
+    encoded: xr.Variable = coder.encode(var)
+    chars: xr.Variable = strings.CharacterArrayCoder().encode(encoded)  # type: ignore[no-untyped-call]  # unannotated in xarray
+    return chars
 
 
 def refuse_unlimited_dims(unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
@@ -232,13 +246,16 @@ def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stack
 
 
 def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
-    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype) and,
-    with ``python_too`` (formats that store text), Python numbers, booleans and lists too."""
+    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype), bytes
+    (a bytes ``_FillValue`` must stay bytes for xarray's mask to apply) and, with ``python_too`` (formats
+    that store text), Python numbers, booleans and lists too."""
     out: dict[str, str] = {}
     for key, value in attrs.items():
         if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
             if value.dtype not in (np.dtype("float64"), np.dtype("int64")) or python_too:
                 out[str(key)] = value.dtype.str
+        elif isinstance(value, bytes):  # read back as hex text where the reader flattens attrs for netCDF
+            out[str(key)] = "py:bytes"
         elif python_too and isinstance(value, bool):
             out[str(key)] = "py:bool"
         elif python_too and isinstance(value, (int, float)):

@@ -46,6 +46,7 @@ from ..grib import (
 from .common import (
     CF_ENCODING_KEYS,
     EncodedDataset,
+    as_characters,
     as_dataset,
     check_dtypes,
     encode_dataset,
@@ -321,12 +322,18 @@ def _coordinate_objects(
         yield entry, ObjectInput(values, {"shape": list(values.shape)})
 
 
-def _string_coords(ds: xr.Dataset, skip_coords: set[Hashable]) -> dict[str, Any]:
-    """String variables (no object form in Tensogram) kept in metadata, in the layout hint."""
+def _string_coords(
+    ds: xr.Dataset, skip_coords: set[Hashable], encoding: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """String variables (no object form in Tensogram) kept in metadata, in the layout hint; as characters
+    (``S1``) where their encoding asks for it, as ``to_netcdf`` stores them."""
     out = {}
-    for cname, coord in ds.variables.items():
-        if cname in skip_coords or coord.dtype.kind not in "OUST":
+    for cname, var in ds.variables.items():
+        if cname in skip_coords or var.dtype.kind not in "OUST":
             continue
+        coord = var.copy(deep=False)
+        coord.encoding = {**var.encoding, **encoding.get(str(cname), {})}
+        coord = as_characters(coord)
         payload = string_payload(str(cname), coord)
         if np.dtype(payload["dtype"]).kind == "S" and not all(v.isascii() for v in payload["values"]):
             raise UnsupportedError(
@@ -381,7 +388,7 @@ def _check_append(
         (str(e["name"]), e, np.asarray(obj.data))
         for e, obj in _coordinate_objects(ds, split, skip_coords, cf.variables, frozenset())
     ]
-    strings = _string_coords(ds, skip_coords)
+    strings = _string_coords(ds, skip_coords, encoding)
     return check_tensogram_append(path, cf.variables, split, data, coords, strings)
 
 
@@ -408,7 +415,7 @@ def _iter_messages(
     global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
         extra["coordinates"] = " ".join(global_coords)
-    strings = _string_coords(ds, skip_coords)
+    strings = _string_coords(ds, skip_coords, encoding)
     if strings:
         hint = hint or {}
         hint["coords"] = {**strings, **(hint.get("coords") or {})}
