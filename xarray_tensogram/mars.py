@@ -30,7 +30,8 @@ PRESSURE_LEVEL_ATTRS = {"long_name": "pressure", "units": "hPa", "positive": "do
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
-def _as_int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """An integer MARS value given as int, whole float or digits (None otherwise; never a bool)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -62,7 +63,7 @@ def _datetime_seconds_cached(date: Any, time: Any) -> int | None:
 
 
 def _datetime_seconds(date: Any, time: Any) -> int | None:
-    d = _as_int(date)
+    d = as_int(date)
     try:
         if d is not None:
             day = dt.datetime(d // 10000, d // 100 % 100, d % 100)
@@ -72,7 +73,7 @@ def _datetime_seconds(date: Any, time: Any) -> int | None:
             return None
     except ValueError:
         return None
-    t = _as_int(time) if not (isinstance(time, str) and ":" in time) else None
+    t = as_int(time) if not (isinstance(time, str) and ":" in time) else None
     if isinstance(time, str) and ":" in time:
         hh, mm = time.split(":")[:2]
         t = int(hh) * 100 + int(mm)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from .mars import as_int
+
 __all__ = ["Param", "lookup", "table_attributes", "table_version"]
 
 #: the attributes the table provides, in the order they are added
@@ -67,18 +69,15 @@ def table_version() -> str:
 
 
 def _as_id(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+    """A paramId from an int, a whole float or text; ``"130.128"``-style text names its table (128 is
+    the default table, others give ``table * 1000 + number`` as ecCodes numbers them)."""
     if isinstance(value, str):
         code, _, table = value.strip().partition(".")
         if code.isdigit() and (not table or table.isdigit()):
             number, table_number = int(code), int(table) if table else 128
             return number if table_number == 128 else table_number * 1000 + number
-    return None
+        return None
+    return as_int(value)
 
 
 def lookup(param: Any) -> Param | None:

@@ -308,7 +308,6 @@ def to_tetr(
     history
         History rows (dicts or ``(op, source, at)``); by default the rows read from the file
         (``tetr_history``).
-
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 

@@ -153,7 +153,6 @@ def to_ztensor(
         ``"raw"`` or ``"zstd"`` for every tensor; by default what the variables were read with.
     checksum
         ``"none"``, ``"crc32c"`` or ``"sha256"``; by default what the variables were read with.
-
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 
