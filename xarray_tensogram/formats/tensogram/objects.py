@@ -41,9 +41,10 @@ from .framing import (
     Preamble,
     parse_frame_header,
 )
+from .metadata import message_metadata
 
 
-@dataclass
+@dataclass(slots=True)  # one per object of an archive: no per-instance dict
 class ObjectRef:
     """Where one data object lives: its data frame (absolute offset, length) and any preceder entry."""
 
@@ -336,59 +337,6 @@ def is_local(source: ByteSource) -> bool:
     return type(source).__name__ in ("LocalFileSource", "BytesSource")
 
 
-def normalise_metadata(meta: dict[str, Any], n_objects: int) -> dict[str, Any]:
-    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name
-    the place (the caller prefixes it)."""
-    out: dict[str, Any] = {}
-    extra = meta.get("_extra_", {})
-    if extra is None:
-        extra = {}
-    if not isinstance(extra, dict):
-        raise MetadataError("_extra_ is not a map")
-    extra = dict(extra)
-    for key, value in meta.items():
-        if not isinstance(key, str):
-            raise MetadataError(f"top-level metadata key {key!r} is not text")
-        if key in ("base", "_extra_", "_reserved_"):
-            continue
-        if key in extra:
-            raise MetadataError(f"ambiguous metadata: key {key!r} is both top-level and in _extra_")
-        extra[key] = value
-    base = meta.get("base", [])
-    if base is None:
-        base = []
-    if not isinstance(base, list) or not all(isinstance(b, dict) for b in base):
-        raise MetadataError("'base' is not a list of maps")
-    if len(base) > n_objects:
-        raise MetadataError(f"'base' has {len(base)} entries for {n_objects} objects")
-    base = [dict(b) for b in base] + [{} for _ in range(n_objects - len(base))]
-    reserved = meta.get("_reserved_", {})
-    out["version"] = 3
-    out["base"] = base
-    out["_extra_"] = extra
-    out["_reserved_"] = reserved if isinstance(reserved, dict) else {}
-    return out
-
-
-def message_metadata(raw: bytes, objects: Sequence[ObjectRef], where: str) -> dict[str, Any]:
-    """A message's metadata from its metadata frame's CBOR: normalised, preceders merged into ``base``."""
-    meta = cbor.loads(raw, where=where)
-    try:
-        if not isinstance(meta, dict):
-            raise MetadataError(f"metadata is a {type(meta).__name__}, expected a map")
-        return with_preceders(normalise_metadata(meta, len(objects)), objects)
-    except MetadataError as exc:
-        raise type(exc)(f"{where}{exc}") from None
-
-
-def with_preceders(meta: dict[str, Any], objects: Sequence[ObjectRef]) -> dict[str, Any]:
-    """Preceder metadata (one base entry written just before a data frame) merged over ``base``."""
-    for j, ref in enumerate(objects):
-        if ref.preceder:
-            meta["base"][j].update(ref.preceder)
-    return meta
-
-
 class Message:
     """One Tensogram message: metadata, object locations and lazy access to descriptors and values."""
 
@@ -399,7 +347,7 @@ class Message:
         offset: int,
         length: int,
         preamble: Preamble,
-        metadata: dict[str, Any],
+        metadata: dict[str, Any] | None,
         objects: list[ObjectRef],
         metadata_cbor: bytes | None = None,
     ) -> None:
@@ -407,23 +355,39 @@ class Message:
         self.index = index
         self.offset = offset
         self.length = length
-        self.preamble = preamble
+        # what an open of an archive keeps per message is made of few containers the garbage collector
+        # walks: the preamble as a plain tuple, the metadata as its CBOR bytes (``metadata=None``),
+        # the readers and geometries only once asked for
+        self._preamble = (preamble.magic, preamble.version, preamble.flags, preamble.reserved, preamble.total_length)
+        if metadata is None and metadata_cbor is None:
+            raise ValueError("a Message needs its metadata or the CBOR bytes of its metadata frame")
         self._metadata: dict[str, Any] | None = metadata
         self._metadata_cbor = metadata_cbor  # to decode it again after release_metadata()
         self.objects = objects
-        self._readers: list[ObjectReader | None] = [None] * len(objects)
-        self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
+        self._readers: list[ObjectReader | None] | None = None
+        self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] | None = None
 
     def __repr__(self) -> str:
         return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self.objects)} objects)>"
 
     @property
+    def preamble(self) -> Preamble:
+        return Preamble(*self._preamble)
+
+    @property
     def metadata(self) -> dict[str, Any]:
         """Global metadata (``version``, ``base``, ``_extra_``, ``_reserved_``) after preceder merge."""
         if self._metadata is None:
-            assert self._metadata_cbor is not None  # release_metadata() keeps the CBOR
-            self._metadata = message_metadata(self._metadata_cbor, self.objects, _where(self.index))
+            self._metadata = self.decoded_metadata()
         return self._metadata
+
+    def decoded_metadata(self) -> dict[str, Any]:
+        """:attr:`metadata`, decoded from its CBOR bytes when the message does not hold it, without holding it
+        (an open walks every message's metadata once: kept, it would weigh on every garbage collection)."""
+        if self._metadata is not None:
+            return self._metadata
+        assert self._metadata_cbor is not None  # the constructor and release_metadata() keep the CBOR
+        return message_metadata(self._metadata_cbor, self.objects, _where(self.index))
 
     def release_metadata(self) -> None:
         """Drop the decoded metadata (decoded again from its CBOR bytes if asked for).
@@ -447,6 +411,8 @@ class Message:
     def _reader(self, j: int) -> ObjectReader:
         if not 0 <= j < len(self.objects):
             raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        if self._readers is None:
+            self._readers = [None] * len(self.objects)
         r = self._readers[j]
         if r is None:
             shape, dtype = self.object_geometry(j)
@@ -455,15 +421,20 @@ class Message:
             self._readers[j] = r
         return r
 
-    def object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
-        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it."""
+    def object_geometry(self, j: int, base: Sequence[Any] | None = None) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it.
+
+        ``base``: the message's ``base`` entries when the caller holds them (see :meth:`decoded_metadata`).
+        """
+        if self._geometry is None:
+            self._geometry = {}
         geometry = self._geometry.get(j)
         if geometry is None:
-            geometry = self._geometry[j] = self._object_geometry(j)
+            geometry = self._geometry[j] = self._object_geometry(j, self.base if base is None else base)
         return geometry
 
-    def _object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
-        tensor = (self.base[j].get("_reserved_") or {}).get("tensor") if j < len(self.base) else None
+    def _object_geometry(self, j: int, base: Sequence[Any]) -> tuple[tuple[int, ...], np.dtype]:
+        tensor = (base[j].get("_reserved_") or {}).get("tensor") if j < len(base) else None
         if isinstance(tensor, dict) and isinstance(tensor.get("shape"), list) and tensor.get("dtype") in DTYPES:
             try:
                 geometry = _reserved_geometry(tensor["dtype"], tuple(tensor["shape"]))
@@ -486,7 +457,7 @@ class Message:
         """Descriptor of object ``j`` (read from its data frame on first use)."""
         if not 0 <= j < len(self.objects):
             raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
-        r = self._readers[j]
+        r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
         lay = read_frame_layout(self.source, self.objects[j], _where(self.index, j))
