@@ -21,7 +21,7 @@ import numpy as np
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
 from ...formats.tensogram.encoding import pipeline_encoding
-from ...formats.tensogram.objects import Message, descriptor_params_batch, is_local
+from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
 from .keys import SCALARS, hashable
 from .producer import CoordinateRole, Producer
 from .producers import GribKeys, producer_for
@@ -114,6 +114,62 @@ class ObjectSpec:
 
     def __call__(self) -> ArraySpec:
         return self.message.array_spec(self.j, **self.options)
+
+
+class MessageMembers(dict[int, Any]):
+    """``{flat index: member}`` of a stacked variable whose members are objects of messages.
+
+    Object ``j`` of ``messages[k]`` is held as the int ``k << 32 | j`` and made into the callable that builds
+    its spec (an :class:`ObjectSpec`) when asked for: an open Dataset of an archive of 100,000 messages would
+    otherwise hold 400,000 small objects that every pass of the garbage collector walks; ints are not
+    walked. The metadata cache keeps its entries the same way (``metadata_cache._PackedMembers``).
+    """
+
+    def __init__(self, messages: Sequence[Message], options: Mapping[str, Any], items: Any = ()) -> None:
+        super().__init__(items)
+        self.messages = tuple(messages)
+        self.options = options
+
+    @staticmethod
+    def of(members: Mapping[int, TgObject]) -> MessageMembers | None:
+        """The members of a cube of objects opened with the same options (None otherwise)."""
+        options = next(iter(members.values())).spec_options
+        at: dict[int, int] = {}  # id(message) -> its position in ``messages``
+        messages: list[Message] = []
+        packed = {}
+        for flat, o in members.items():
+            if o.spec_options is not options:
+                return None
+            k = at.get(id(o.message))
+            if k is None:
+                k = at[id(o.message)] = len(messages)
+                messages.append(o.message)
+            packed[flat] = k << 32 | o.obj
+        return MessageMembers(messages, options, packed)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MessageMembers, (self.messages, dict(self.options), list(dict.items(self)))
+
+    def get(self, flat: int, default: Any = None) -> Any:  # values built on access
+        value = dict.get(self, flat, default)
+        if type(value) is int:
+            return ObjectSpec(self.messages[value >> 32], value & 0xFFFFFFFF, self.options)
+        return value
+
+    def __getitem__(self, flat: int) -> Any:
+        value = self.get(flat, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(flat)
+        return value
+
+    def values(self) -> Any:  # the members as built (a list, not a view)
+        return [self[flat] for flat in self]
+
+    def items(self) -> Any:  # the members as built (a list, not a view)
+        return [(flat, self[flat]) for flat in self]
+
+
+_ABSENT = object()
 
 
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
@@ -247,20 +303,31 @@ def collect_objects(
     objects: list[TgObject] = []
     local = bool(messages) and is_local(tfile[messages[0]].source)
     owned = []  # (index, message, its _extra_, its global keys, each object's own base entry)
-    wanted: list[tuple[Any, int]] = []  # the objects whose descriptor params are read
+    # the objects whose descriptor params are read, as two columns (not a pair per object)
+    wanted_messages: list[Message] = []
+    wanted_js: list[int] = []
     for m in messages:
         msg = tfile[m]
         extra, gkeys, owns = _message_entries(msg)
         owned.append((m, msg, extra, gkeys, owns))
-        wanted += [(msg, j) for j, own in enumerate(owns) if local or not own]
+        for j, own in enumerate(owns):
+            if local or not own:
+                wanted_messages.append(msg)
+                wanted_js.append(j)
     # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
-    # the answers come in the order of ``wanted``, which the loop below walks again
-    found = iter(descriptor_params_batch(wanted))
+    # the answers come in the order asked, which the loop below walks again
+    params_column, hashes_column = descriptor_params_columns(wanted_messages, wanted_js)
+    del wanted_messages, wanted_js
+    found = 0
     spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
     for m, msg, extra, gkeys, owns in owned:
         for j, own in enumerate(owns):
             # a damaged frame gives no params: its values report the damage when read
-            params, frame_hash = (next(found) if local or not own else None) or ({}, 0)
+            params: dict[str, Any] | None = None
+            frame_hash: int | None = None
+            if local or not own:
+                params, frame_hash = params_column[found], hashes_column[found]
+                found += 1
             entry = deep_merge(params, own) if params else own
             shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
             producer = producer_for(entry, extra)

@@ -518,19 +518,33 @@ class Message:
 def descriptor_params_batch(
     objects: Sequence[tuple[Message, int]], *, lenient: bool = True
 ) -> list[tuple[dict[str, Any], int] | None]:
-    """:meth:`Message.descriptor_params` of objects of any messages of one file, with two batched reads
-    (all footers, then all descriptors): an open does this for every object of the file, so the
-    per-object work is kept to the footer check and a lookup of descriptors already known to be plain.
-    ``lenient``: a damaged frame gives ``None`` instead of raising."""
-    if not objects:
-        return []
-    source = objects[0][0].source
+    """:meth:`Message.descriptor_params` of objects of any messages of one file (see
+    :func:`descriptor_params_columns`). ``lenient``: a damaged frame gives ``None`` instead of raising."""
+    params, hashes = descriptor_params_columns([m for m, _j in objects], [j for _m, j in objects], lenient=lenient)
+    return [None if h is None else ({} if p is None else p, h) for p, h in zip(params, hashes, strict=True)]
+
+
+def descriptor_params_columns(
+    messages: Sequence[Message], js: Sequence[int], *, lenient: bool = True
+) -> tuple[list[dict[str, Any] | None], list[int | None]]:
+    """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (None: none) and their
+    frames' xxh3 (0 when absent; None: a damaged frame, with ``lenient``), with two batched reads (all footers,
+    then all descriptors).
+
+    An open does this for every object of the file, so the per-object work is kept to the footer check and
+    a lookup of descriptors already known to be plain, and the answer is two columns of scalars: not one
+    pair per object that the garbage collector would walk until the open is over.
+    """
     refs = []
-    for msg, j in objects:
+    for msg, j in zip(messages, js, strict=True):
         if not 0 <= j < len(msg.objects):
             raise IndexError(f"message {msg.index} has {len(msg.objects)} objects, no object {j}")
         refs.append(msg.objects[j])
-    out: list[tuple[dict[str, Any], int] | None] = [None] * len(refs)
+    params: list[dict[str, Any] | None] = [None] * len(refs)
+    hashes: list[int | None] = [None] * len(refs)
+    if not refs:
+        return params, hashes
+    source = messages[0].source
     tails = source.read_ranges(
         [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
     )
@@ -540,14 +554,14 @@ def descriptor_params_batch(
         cbor_offset = int.from_bytes(tail[:8], "big")
         try:
             if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
-                msg, j = objects[i]
                 raise CorruptFileError(
-                    f"{describe(source.name, _where(msg.index, j), off)}data frame of {length} bytes has a "
-                    f"bad footer (descriptor offset {cbor_offset})"
+                    f"{describe(source.name, _where(messages[i].index, js[i]), off)}data frame of {length} bytes "
+                    f"has a bad footer (descriptor offset {cbor_offset})"
                 )
             if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
-                msg, j = objects[i]
-                out[i] = pipeline.params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
+                desc = read_frame_layout(source, ref, _where(messages[i].index, js[i])).descriptor
+                found, hashes[i] = pipeline.params_of(desc, tail)
+                params[i] = found or None
             else:
                 wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
         except XarrayTensogramError:
@@ -557,13 +571,13 @@ def descriptor_params_batch(
     plain = pipeline.PLAIN_DESCRIPTORS
     for (i, o, _n), raw in zip(wanted, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
-            out[i] = {}, int.from_bytes(tails[i][8:16], "big")
+            hashes[i] = int.from_bytes(tails[i][8:16], "big")
             continue
         try:
             # only the free-form params are used here (the frame is fully checked when it is read)
-            out[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
+            found, hashes[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
+            params[i] = found or None
         except MetadataError as exc:
             if not lenient:  # the error names the place; built only when needed
-                msg, j = objects[i]
-                raise type(exc)(f"{describe(source.name, _where(msg.index, j), o)}{exc}") from None
-    return out
+                raise type(exc)(f"{describe(source.name, _where(messages[i].index, js[i]), o)}{exc}") from None
+    return params, hashes
