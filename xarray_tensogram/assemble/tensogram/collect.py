@@ -280,13 +280,13 @@ def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list
     """
     meta = msg.decoded_metadata()
     base = meta.get("base") or []
-    for j in range(len(msg.objects)):
+    for j in range(len(msg)):
         msg.object_geometry(j, base)
     extra = meta.get("_extra_")
     return (
         extra if isinstance(extra, dict) else {},
         _global_keys(meta),
-        [_own_entry(base, j) for j in range(len(msg.objects))],
+        [_own_entry(base, j) for j in range(len(msg))],
     )
 
 
@@ -350,7 +350,7 @@ def collect_objects(
                     view=view,
                     level=producer.level(view if view is not None else keys) if producer is not None else None,
                     frame_hash=frame_hash or None,
-                    remote_frame=None if local else msg.objects[j].frame_length,
+                    remote_frame=None if local else msg.ref(j).frame_length,
                 )
             )
     return objects

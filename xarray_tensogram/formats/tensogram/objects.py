@@ -348,7 +348,7 @@ class Message:
         length: int,
         preamble: Preamble,
         metadata: dict[str, Any] | None,
-        objects: list[ObjectRef],
+        objects: Sequence[ObjectRef],
         metadata_cbor: bytes | None = None,
     ) -> None:
         self.source = source
@@ -357,22 +357,31 @@ class Message:
         self.length = length
         # what an open of an archive keeps per message is made of few containers the garbage collector
         # walks: the preamble as a plain tuple, the metadata as its CBOR bytes (``metadata=None``),
-        # the readers and geometries only once asked for
+        # the objects' locations as tuples of ints, the readers and geometries only once asked for
         self._preamble = (preamble.magic, preamble.version, preamble.flags, preamble.reserved, preamble.total_length)
         if metadata is None and metadata_cbor is None:
             raise ValueError("a Message needs its metadata or the CBOR bytes of its metadata frame")
         self._metadata: dict[str, Any] | None = metadata
         self._metadata_cbor = metadata_cbor  # to decode it again after release_metadata()
-        self.objects = objects
+        self._refs = tuple((r.frame_offset, r.frame_length, r.preceder) for r in objects)
         self._readers: list[ObjectReader | None] | None = None
         self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] | None = None
 
     def __repr__(self) -> str:
-        return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self.objects)} objects)>"
+        return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self._refs)} objects)>"
 
     @property
     def preamble(self) -> Preamble:
         return Preamble(*self._preamble)
+
+    @property
+    def objects(self) -> list[ObjectRef]:
+        """Where each data object lives (made from the tuples the message keeps)."""
+        return [ObjectRef(*t) for t in self._refs]
+
+    def ref(self, j: int) -> ObjectRef:
+        """Where data object ``j`` lives."""
+        return ObjectRef(*self._refs[j])
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -406,18 +415,18 @@ class Message:
         return entries
 
     def __len__(self) -> int:
-        return len(self.objects)
+        return len(self._refs)
 
     def _reader(self, j: int) -> ObjectReader:
-        if not 0 <= j < len(self.objects):
-            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        if not 0 <= j < len(self._refs):
+            raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
         if self._readers is None:
-            self._readers = [None] * len(self.objects)
+            self._readers = [None] * len(self._refs)
         r = self._readers[j]
         if r is None:
             shape, dtype = self.object_geometry(j)
             # the low-level API reads exactly the rows asked for (range_threshold 1)
-            r = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype, range_threshold=1.0)
+            r = ObjectReader(self.source, self.ref(j), _where(self.index, j), shape, dtype, range_threshold=1.0)
             self._readers[j] = r
         return r
 
@@ -455,12 +464,12 @@ class Message:
 
     def descriptor(self, j: int) -> dict[str, Any]:
         """Descriptor of object ``j`` (read from its data frame on first use)."""
-        if not 0 <= j < len(self.objects):
-            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        if not 0 <= j < len(self._refs):
+            raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
         r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
-        lay = read_frame_layout(self.source, self.objects[j], _where(self.index, j))
+        lay = read_frame_layout(self.source, self.ref(j), _where(self.index, j))
         return lay.descriptor
 
     def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
@@ -482,7 +491,7 @@ class Message:
     @property
     def descriptors(self) -> list[dict[str, Any]]:
         """All descriptors (reads each data frame's footer and descriptor once)."""
-        return [self.descriptor(j) for j in range(len(self.objects))]
+        return [self.descriptor(j) for j in range(len(self._refs))]
 
     def read_object(self, j: int, *, verify_hash: bool = False, rows: slice | None = None) -> np.ndarray:
         """Decode object ``j``: shape from its descriptor, native byte order, NaN/Inf restored.
@@ -503,7 +512,7 @@ class Message:
         shape, dtype = self.object_geometry(j)
         reader = ObjectReader(
             self.source,
-            self.objects[j],
+            self.ref(j),
             _where(self.index, j),
             shape,
             dtype,
@@ -537,9 +546,9 @@ def descriptor_params_columns(
     """
     refs = []
     for msg, j in zip(messages, js, strict=True):
-        if not 0 <= j < len(msg.objects):
-            raise IndexError(f"message {msg.index} has {len(msg.objects)} objects, no object {j}")
-        refs.append(msg.objects[j])
+        if not 0 <= j < len(msg):
+            raise IndexError(f"message {msg.index} has {len(msg)} objects, no object {j}")
+        refs.append(msg.ref(j))
     params: list[dict[str, Any] | None] = [None] * len(refs)
     hashes: list[int | None] = [None] * len(refs)
     if not refs:
