@@ -399,13 +399,8 @@ class Message:
         return message_metadata(self._metadata_cbor, self.objects, _where(self.index))
 
     def release_metadata(self) -> None:
-        """Drop the decoded metadata (decoded again from its CBOR bytes if asked for).
-
-        An open Dataset of an archive holds its messages for the lazy reads. Their decoded metadata,
-        some 25 small dicts and lists per message, is not needed once the Dataset is built, and every
-        pass of Python's cyclic garbage collector would walk it (half a second per 10,000 messages
-        on our machine). The CBOR bytes it came from are not containers.
-        """
+        """Drop the decoded metadata (decoded again from its CBOR bytes if asked for): an open Dataset holds
+        its messages, and every pass of the garbage collector would walk their metadata's maps and lists."""
         if self._metadata_cbor is not None:
             self._metadata = None
 
