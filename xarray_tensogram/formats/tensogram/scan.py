@@ -48,9 +48,6 @@ from .objects import Message, ObjectRef, _where, is_local
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
-#: bytes read at least per read of a local file while scanning: archives of small messages (a few KiB each)
-#: are then scanned a few messages per system call, not four calls per message
-LOCAL_LOOKAHEAD = 16384
 
 
 class _Window:
@@ -66,30 +63,16 @@ class _Window:
         """Read ``length`` bytes and up to ``extra`` more after them (as far as the file goes), keep them
         for later reads, and return the first ``length``."""
         want = max(length, min(max(length + extra, self.lookahead), self.source.size - offset))
-        held = self._holding(offset, min(length + extra, self.source.size - offset))
-        if held is not None:  # small messages: several of them in the block read for an earlier one
-            start, block = held
-            if held is not self.pinned:
-                self.blocks = [self.pinned, *self.blocks[:1]]
-                self.pinned = held
-            return block[offset - start : offset - start + length]
         block = self.source.read(offset, want, what=what)
         self.blocks = [self.pinned, *self.blocks[:1]]  # this message's start is in the previous pin
         self.pinned = (offset, block)
         return block[:length]
 
-    def _holding(self, offset: int, length: int) -> tuple[int, bytes] | None:
-        """The block kept that holds bytes ``offset .. offset + length``, if any."""
-        end = offset + length
-        for held in (self.pinned, *self.blocks):
-            if held[0] <= offset and end <= held[0] + len(held[1]):
-                return held
-        return None
-
     def read(self, offset: int, length: int, what: str) -> bytes:
-        held = self._holding(offset, length)
-        if held is not None:
-            return held[1][offset - held[0] : offset - held[0] + length]
+        end = offset + length
+        for start, data in (self.pinned, *self.blocks):
+            if start <= offset and end <= start + len(data):
+                return data[offset - start : end - start]
         want = max(length, self.lookahead)
         want = min(want, self.source.size - offset) if offset < self.source.size else length
         if want < length:
@@ -110,8 +93,7 @@ class MessageScanner:
         self.name = source.name
         self.strict = strict
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
-        # a local read is a system call, a remote one a round trip: 16 KiB (a few small messages) or 64 KiB
-        lookahead = LOCAL_LOOKAHEAD if is_local(source) else 65536
+        lookahead = 0 if is_local(source) else 65536
         self._window = _Window(source, lookahead)
 
     # -- scanning -----------------------------------------------------------------------------
