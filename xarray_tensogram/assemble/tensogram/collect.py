@@ -134,15 +134,15 @@ class MessageMembers(dict[int, Any]):
     def of(members: Mapping[int, TgObject]) -> MessageMembers | None:
         """The members of a cube of objects opened with the same options (None otherwise)."""
         options = next(iter(members.values())).spec_options
-        at: dict[int, int] = {}  # id(message) -> its position in ``messages``
+        at: dict[int, int] = {}  # message index -> its position in ``messages``
         messages: list[Message] = []
         packed = {}
         for flat, o in members.items():
             if o.spec_options is not options:
                 return None
-            k = at.get(id(o.message))
+            k = at.get(o.msg)
             if k is None:
-                k = at[id(o.message)] = len(messages)
+                k = at[o.msg] = len(messages)
                 messages.append(o.message)
             packed[flat] = k << 32 | o.obj
         return MessageMembers(messages, options, packed)
