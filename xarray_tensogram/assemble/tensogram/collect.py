@@ -302,14 +302,22 @@ def collect_objects(
     """
     objects: list[TgObject] = []
     local = bool(messages) and is_local(tfile[messages[0]].source)
-    owned = []  # (index, message, its _extra_, its global keys, each object's own base entry)
-    # the objects whose descriptor params are read, as two columns (not a pair per object)
+    # per message and per object, as columns: a record per message would be one more object for the
+    # garbage collector to walk while the open runs
+    held: list[Message] = []
+    extras: list[dict[str, Any]] = []  # each message's raw _extra_
+    global_keys: list[dict[str, Any]] = []  # each message's global keys, flattened
+    owned: list[dict[str, Any]] = []  # each object's own base entry
+    # the objects whose descriptor params are read
     wanted_messages: list[Message] = []
     wanted_js: list[int] = []
     for m in messages:
         msg = tfile[m]
         extra, gkeys, owns = _message_entries(msg)
-        owned.append((m, msg, extra, gkeys, owns))
+        held.append(msg)
+        extras.append(extra)
+        global_keys.append(gkeys)
+        owned += owns
         for j, own in enumerate(owns):
             if local or not own:
                 wanted_messages.append(msg)
@@ -320,8 +328,9 @@ def collect_objects(
     del wanted_messages, wanted_js
     found = 0
     spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
-    for m, msg, extra, gkeys, owns in owned:
-        for j, own in enumerate(owns):
+    at = 0  # position in ``owned``
+    for m, msg, extra, gkeys in zip(messages, held, extras, global_keys, strict=True):
+        for j, own in enumerate(owned[at : at + len(msg)]):
             # a damaged frame gives no params: its values report the damage when read
             params: dict[str, Any] | None = None
             frame_hash: int | None = None
@@ -353,6 +362,7 @@ def collect_objects(
                     remote_frame=None if local else msg.ref(j).frame_length,
                 )
             )
+        at += len(msg)
     return objects
 
 
