@@ -28,7 +28,9 @@ __all__ = [
     "CodecSetting",
     "EncodingKeys",
     "InEffect",
+    "Option",
     "check_encoding",
+    "markdown_table",
 ]
 
 #: encoding keys xarray's CF encoder consumes (what ``to_netcdf`` honours for every backend)
@@ -76,13 +78,20 @@ class CodecKey:
 
 
 @dataclass(frozen=True)
+class Option:
+    """A writer's own ``encoding=`` key: what it does, and its valid values (None: any, the writer checks)."""
+
+    doc: str
+    valid: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
 class EncodingKeys:
     """What one format's writer accepts in ``encoding={variable: {...}}``."""
 
     fmt: str
     codec_keys: tuple[CodecKey, ...] = ()
-    #: the writer's own keys -> their valid values (None: any value, which the writer checks)
-    options: Mapping[str, tuple[Any, ...] | None] = field(default_factory=dict)
+    options: Mapping[str, Option] = field(default_factory=dict)
 
     def accepted(self) -> list[str]:
         """Every key this format accepts, sorted (what an error lists, what the docs table shows)."""
@@ -138,7 +147,7 @@ def _params(
         if key in CF_ENCODING_KEYS or key in by_key:
             continue
         if key in spec.options:
-            valid = spec.options[key]
+            valid = spec.options[key].valid
             if valid is not None and value not in valid:
                 raise UnsupportedError(
                     f"variable {name!r}: {key} {value!r} is not valid for a {spec.fmt} file; valid values: "
@@ -204,3 +213,64 @@ def check_encoding(
         }
         entries[key] = enc
     return entries, settings
+
+
+# -- the docs table (docs/writing.md holds its output; a test keeps them equal) ----------------------
+def _value(value: Any) -> str:
+    return f"`{value}`"
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _values(values: tuple[Any, ...]) -> str:
+    """Valid values as listed (None, "the writer's default", is left out)."""
+    return ", ".join(_value(v) for v in values if v is not None)
+
+
+def _param_cell(param: Param, spelled: list[str]) -> str:
+    valid = (
+        _values(param.choices)
+        if param.choices
+        else f"{_number(param.bounds[0])}..{_number(param.bounds[1])}"
+        if param.bounds
+        else "any"
+    )
+    default = f"default {_value(param.default)}" if param.default is not None else "no default"
+    others = [k for k in spelled if k != param.name]
+    return f"{default}; {valid}" + (f" (also {', '.join(map(_value, others))})" if others else "")
+
+
+def _codec_rows(specs: tuple[EncodingKeys, ...]) -> list[list[str]]:
+    rows: list[list[str]] = []
+    keys = list(dict.fromkeys(ck.key for spec in specs for ck in spec.codec_keys))
+    for key in keys:
+        per = [next((ck for ck in spec.codec_keys if ck.key == key), None) for spec in specs]
+        cells = [_values(tuple(ck.codecs)) if ck else "—" for ck in per]
+        rows.append([_value(key), f"the {key} codec", *cells])
+        params = list(dict.fromkeys((c, p) for ck in per if ck for ms in ck.param_keys().values() for c, p in ms))
+        for codec, p in params:
+            spelled = [
+                [k for k, ms in ck.param_keys().items() if (codec, p) in ms] if ck is not None else [] for ck in per
+            ]
+            cells = [_param_cell(p, ks) if ks else "—" for ks in spelled]
+            rows.append([_value(p.name), f"{codec.name}: {p.doc}", *cells])
+    return rows
+
+
+def markdown_table(specs: tuple[EncodingKeys, ...]) -> str:
+    """The ``encoding=`` keys each format accepts, as a Markdown table built from the codec objects: codec keys
+    with the codecs each format can write, each codec parameter with its default and valid values, the writers'
+    own options, and the CF keys every writer takes."""
+    head = ["`encoding=` key", "what", *(f"`{spec.fmt}`" for spec in specs)]
+    rows = [[", ".join(map(_value, sorted(CF_ENCODING_KEYS))), "CF encoding, as `to_netcdf`", *("✓" for _ in specs)]]
+    rows += _codec_rows(specs)
+    for key in dict.fromkeys(k for spec in specs for k in spec.options):
+        doc = next(spec.options[key].doc for spec in specs if key in spec.options)
+        cells = [
+            ("any" if o.valid is None else _values(o.valid)) if (o := spec.options.get(key)) else "—" for spec in specs
+        ]
+        rows.append([_value(key), doc, *cells])
+    lines = [head, ["---"] * len(head), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines) + "\n"

@@ -17,7 +17,7 @@ import xarray as xr
 from ..codecs import zstd
 from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
 from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
-from .encoding import CodecKey, EncodingKeys, InEffect
+from .encoding import CodecKey, EncodingKeys, InEffect, Option
 
 __all__ = ["ENCODING", "pipeline_in_effect", "resolve_pipeline"]
 
@@ -105,7 +105,10 @@ def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -
 ENCODING = EncodingKeys(
     ".tgm",
     tuple(_codec_key(stage) for stage in _STAGES),
-    {"byte_order": ("little", "big"), "mask_method": (None, *MASK_METHODS)},
+    {
+        "byte_order": Option("byte order of the stored values", ("little", "big")),
+        "mask_method": Option("how NaN/Inf positions are stored", (None, *MASK_METHODS)),
+    },
 )
 
 

@@ -39,7 +39,7 @@ from .common import (
     role_marked,
     string_payload,
 )
-from .encoding import CodecKey, CodecSetting, EncodingKeys
+from .encoding import CodecKey, CodecSetting, EncodingKeys, Option
 from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
@@ -156,7 +156,11 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
 #: what ``encoding={name: {...}}`` takes for .tet, beside the CF keys every writer takes: the codec of the
 #: format's table with its parameters (zstd ``level``), and the tile shape (``chunks``, netCDF's ``chunksizes``)
-ENCODING = EncodingKeys(".tet", (_COMPRESSION,), {"chunks": None, "chunksizes": None})
+ENCODING = EncodingKeys(
+    ".tet",
+    (_COMPRESSION,),
+    {"chunks": Option("the tile shape (one size per axis)"), "chunksizes": Option("netCDF's name for `chunks`")},
+)
 _DTYPES = frozenset(dt for _, dt in DTYPE_CODES.values())
 _DTYPE_NAMES = [name for name, _ in DTYPE_CODES.values()] + ["bool"]
 

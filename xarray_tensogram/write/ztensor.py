@@ -38,7 +38,7 @@ from .common import (
     warn_dropped,
     with_attr_types,
 )
-from .encoding import CodecKey, CodecSetting, EncodingKeys
+from .encoding import CodecKey, CodecSetting, EncodingKeys, Option
 from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
@@ -53,7 +53,7 @@ _COMPRESSED = tuple(n for n, c in _COMPRESSION.codecs.items() if c is not PASSTH
 _CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
 #: what ``encoding={name: {...}}`` takes for .zt, beside the CF keys every writer takes: the tensor's codec
 #: with its parameters (zstd ``level``) and its checksum
-ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": tuple(_CHECKSUMS)})
+ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": Option("the tensor's checksum", tuple(_CHECKSUMS))})
 
 
 def _cbor_value(value: Any) -> Any:
