@@ -453,8 +453,8 @@ def to_tensogram(
     encoding
         ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
         ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
-        ``szip``, ``blosc2``, ``zfp``) and their parameters. By default each variable's own
-        ``.encoding`` (the pipeline it was read with).
+        ``szip``, ``blosc2``, ``zfp``) with their parameters, and ``to_netcdf``'s CF keys, checked against
+        the codec registry (:mod:`.encoding`). By default the pipeline each variable was read with.
     hash
         ``"xxh3"`` or ``None``.
     layout
@@ -474,7 +474,9 @@ def to_tensogram(
     Raises
     ------
     UnsupportedError
-        An unknown pipeline value (the message lists the valid ones) or an unsupported dtype.
+        An unknown ``encoding=`` key or value (naming the variable, listing the valid ones); a dtype.
+    EncodeError
+        A codec parameter outside its valid values (naming the variable and the parameter).
     NoSuchDirectoryError
         The target's directory does not exist.
 
@@ -485,8 +487,7 @@ def to_tensogram(
     ds = as_dataset(ds)
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
-    # names, MultiIndex, encoding= against the codec registry, CF: as to_netcdf
-    cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))
+    cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
     recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
     storable = [*OBJECT_DTYPES, "strings (in metadata)"]

@@ -336,6 +336,8 @@ def to_tetr(
     UnsupportedError
         A variable the format cannot hold (strings other than labels, complex, int8, an empty axis), an
         unknown encoding key (the message lists the accepted ones), a MultiIndex.
+    EncodeError
+        A codec parameter outside its valid values (naming the variable and the parameter).
     """
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tet")

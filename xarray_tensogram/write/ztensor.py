@@ -38,7 +38,7 @@ from .common import (
     warn_dropped,
     with_attr_types,
 )
-from .encoding import CodecKey, CodecSetting, EncodingKeys, Option
+from .encoding import CodecKey, EncodingKeys, Option
 from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
@@ -99,9 +99,9 @@ def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]
     return name, np.asarray(var.values), custom
 
 
-def _stored_as(setting: CodecSetting) -> str | None:
-    """The v0.1 writer's ``compression`` for a codec (None: raw)."""
-    return None if setting.codec is PASSTHROUGH else setting.vocabulary
+def _stored_as(vocabulary: str, codec: Codec) -> str | None:
+    """The v0.1 writer's ``compression`` for a codec of the table (None: raw)."""
+    return None if codec is PASSTHROUGH else vocabulary
 
 
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
@@ -111,7 +111,7 @@ def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
         chosen: dict[str, Any] = {}
         setting = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
         if setting is not None:
-            chosen.update(compression=_stored_as(setting), params=dict(setting.params))
+            chosen.update(compression=_stored_as(setting.vocabulary, setting.codec), params=dict(setting.params))
         checksum = encoded.options.get(name, {}).get("checksum", "")
         if checksum in _CHECKSUMS:
             chosen["checksum"] = _CHECKSUMS[checksum]
@@ -176,6 +176,8 @@ def to_ztensor(
     UnsupportedError
         A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (the message lists
         the valid ones), a MultiIndex.
+    EncodeError
+        A codec parameter outside its valid values (naming the variable and the parameter).
     """
     ds = _from_mapping(ds)
     check_mode(mode)
@@ -225,13 +227,9 @@ def _file_codecs(
             f"compression must be None or one of {', '.join(map(repr, _COMPRESSION.codecs))} and checksum one of "
             f"None, 'none', 'crc32c', 'sha256'; got {compression!r}, {checksum!r}"
         )
-    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if found is None else _stored_as_name(found)
+    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if found is None else _stored_as(*found)
     check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
     return comp, check
-
-
-def _stored_as_name(found: tuple[str, Codec]) -> str | None:
-    return None if found[1] is PASSTHROUGH else found[0]
 
 
 Item = tuple[str, Any, dict[str, Any]]

@@ -152,7 +152,7 @@ def _check_options(compression: str | None, checksum: str | None, params: Mappin
     if checksum not in (None, "crc32c", "sha256"):
         raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
     if compression is not None:
-        _COMPRESSED[compression].resolve(params)
+        _COMPRESSED[compression].resolve(params, what="compression: ")
 
 
 def _write_tensor(
