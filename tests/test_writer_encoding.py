@@ -143,6 +143,27 @@ def test_tet_codec_and_level_per_dataset_as_the_spec_reads_them(tmp_path: Path) 
     xr.testing.assert_equal(back, ds)
 
 
+@pytest.mark.parametrize("ext", ["tet", "zt"])
+def test_append_keeps_how_the_files_variables_are_stored(tmp_path: Path, ext: str) -> None:
+    """``.tet`` and ``.zt`` rewrite the file to append: the variables already there keep their codec (and
+    checksum), the new one gets its own encoding."""
+    path = tmp_path / f"k.{ext}"
+    kept = {"compression": "zstd", "level": 19, **({"checksum": "crc32c"} if ext == "zt" else {})}
+    WRITERS[ext](dataset()[["small"]], path, encoding={"small": kept})
+    WRITERS[ext](dataset()[["plain"]], path, mode="a", encoding={"plain": {"compression": "raw"}})
+    if ext == "zt":
+        meta = {name: m for name, (m, _) in _zt_tensors(path).items()}
+        assert (meta["small"].encoding, meta["small"].checksum[:9], meta["plain"].encoding) == (
+            "zstd",
+            "crc32c:0x",
+            "raw",
+        )
+    else:
+        found = _tet_datasets(path)
+        assert [t[0] for t in found["small"]["tiles"]] == [1] and [t[0] for t in found["plain"]["tiles"]] == [0]
+    xr.testing.assert_equal(xr.open_dataset(path, engine="tensogram").load(), dataset()[["small", "plain"]])
+
+
 @pytest.mark.parametrize("ext", sorted(WRITERS))
 def test_a_level_alone_adjusts_the_codec_a_variable_was_read_with(tmp_path: Path, ext: str) -> None:
     """``{"level": 19}`` without ``compression`` applies to the codec in effect: the one it was read with."""

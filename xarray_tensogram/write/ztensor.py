@@ -188,16 +188,18 @@ def to_ztensor(
     recast_bools(encoded, "bool")
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
+    per_tensor = _per_tensor(encoded)
     if mode == "a" and os.path.exists(path):
-        old = _existing_items(path, encoded, items)
+        old, as_stored = _existing_items(path, encoded, items)
         kept = {n for n, _, _ in old}
         items = old + [item for item in items if item[0] not in kept]
+        per_tensor = {**per_tensor, **as_stored}
     warn_dropped(
         encoded.attrs,
         f"{os.fspath(path)!r}: zTensor v0.1 has no file-level metadata; Dataset attributes not written",
         ZTensorMappingWarning,
     )
-    write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=_per_tensor(encoded))
+    write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=per_tensor)
     return os.path.getsize(path)
 
 
@@ -252,9 +254,12 @@ def _meta(item: Item) -> bytes:
     return cbor.dumps({k: v for k, v in item[2].items() if k != COORDINATE_ROLE_KEY}, canonical=True)
 
 
-def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]) -> list[Item]:
+def _existing_items(
+    path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]
+) -> tuple[list[Item], dict[str, dict[str, Any]]]:
     """The tensors of the file being appended to, after checking the new variables fit beside them (a
-    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
+    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once), and
+    the compression and checksum each is stored with (kept as they are; the zstd level is not recorded)."""
     with open_ztensor(path) as zf:
         if zf.version != "0.1" and not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
@@ -270,4 +275,11 @@ def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset, new: 
         unchanged = {item[0] for item in new if item[0] in by_name and _same(by_name[item[0]], item)}
         fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
         check_append(os.fspath(path), [t.name for t in zf.tensors], dims, fresh)
-        return old
+        as_stored = {
+            t.name: {
+                "compression": t.encoding if t.encoding in _COMPRESSED else None,
+                "checksum": _CHECKSUMS.get((t.checksum or "none").partition(":")[0]),
+            }
+            for t in zf.tensors
+        }
+        return old, as_stored
