@@ -190,6 +190,11 @@ def test_unknown_keys_are_refused_naming_variable_and_key(tmp_path: Path, ext: s
     assert not target.exists() and not list(tmp_path.iterdir())
 
 
+def test_every_unknown_key_is_named_at_once(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedError, match=r"'fast': \['complevel', 'shuffle', 'zlib'\]; accepted for a \.tet"):
+        xt.to_tetr(dataset(), tmp_path / "n.tet", encoding={"fast": {"zlib": True, "complevel": 4, "shuffle": True}})
+
+
 @pytest.mark.parametrize("ext", sorted(WRITERS))
 def test_refused_on_append_leaves_the_file_as_it_was(tmp_path: Path, ext: str) -> None:
     target = tmp_path / f"a.{ext}"

@@ -143,6 +143,12 @@ def _params(
     CF key or an option with a valid value, or it is refused."""
     out: dict[str, dict[str, Any]] = {}
     by_key = {ck.key: ck.param_keys() for ck in spec.codec_keys}
+    unknown = sorted(set(enc) - set(spec.accepted()))
+    if unknown:
+        raise UnsupportedError(
+            f"unexpected encoding parameters for variable {name!r}: {unknown}; accepted for a {spec.fmt} file: "
+            f"{spec.accepted()}"
+        )
     for key, value in enc.items():
         if key in CF_ENCODING_KEYS or key in by_key:
             continue
@@ -155,11 +161,6 @@ def _params(
                 )
             continue
         meanings = [(ck, c, p) for ck, params in by_key.items() for c, p in params.get(key, ())]
-        if not meanings:
-            raise UnsupportedError(
-                f"unexpected encoding parameters for variable {name!r}: [{key!r}]; accepted for a {spec.fmt} "
-                f"file: {spec.accepted()}"
-            )
         match = next(((ck, p) for ck, c, p in meanings if chosen[ck][1] is c), None)
         if match is None:
             owners = sorted({f"{ck} {c.name}" for ck, c, _ in meanings})
