@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import stat
 import struct
 from pathlib import Path
 from typing import Any
@@ -282,6 +283,17 @@ def test_a_failure_while_writing_leaves_the_old_file(tmp_path: Path, ext: str, m
         WRITERS[ext](xr.Dataset({"late": (("y", "x"), lazy)}), target, mode=mode)
     assert target.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # no temporary left
+
+
+@pytest.mark.parametrize("ext", sorted(WRITERS))
+def test_append_keeps_the_files_permissions(tmp_path: Path, ext: str) -> None:
+    """``.tet`` and ``.zt`` append by rewriting the file atomically, ``.tgm`` in place: all keep its mode."""
+    target = tmp_path / f"p.{ext}"
+    WRITERS[ext](dataset()[["fast"]], target)
+    target.chmod(0o640)
+    WRITERS[ext](dataset()[["plain"]], target, mode="a")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(xr.open_dataset(target, engine="tensogram").data_vars) == ["fast", "plain"]
 
 
 # -- 4. the docs table is the registry's -----------------------------------------------------------------
