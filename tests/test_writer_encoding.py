@@ -256,6 +256,20 @@ def test_cf_keys_are_accepted_by_every_writer(tmp_path: Path, ext: str) -> None:
         np.testing.assert_array_equal(raw["v"].values, [6, -9, 13])
 
 
+@pytest.mark.parametrize(("ext", "category"), [("tet", xt.TetrMappingWarning), ("tgm", xt.TensogramMappingWarning)])
+def test_a_codec_asked_for_strings_kept_in_metadata_is_warned_about(
+    tmp_path: Path, ext: str, category: type[Warning]
+) -> None:
+    """Strings go to the footer or to metadata, where nothing is compressed: a codec for them is named, not dropped
+    silently (``.zt`` compresses their zero-size placeholder tensor as asked)."""
+    ds = xr.Dataset({"v": ("x", np.arange(3.0))}, coords={"x": ["a", "b", "c"]})
+    with pytest.warns(category, match=r"variable 'x': strings are kept .* encoding \['compression'\] does not apply"):
+        WRITERS[ext](ds, tmp_path / f"s.{ext}", encoding={"x": {"compression": "zstd"}, "v": {"compression": "zstd"}})
+    np.testing.assert_array_equal(
+        xr.open_dataset(tmp_path / f"s.{ext}", engine="tensogram")["x"].values, ["a", "b", "c"]
+    )
+
+
 # -- 3. one signature shape --------------------------------------------------------------------------
 @pytest.mark.parametrize("ext", sorted(WRITERS))
 def test_the_writers_share_one_signature_shape(ext: str) -> None:

@@ -13,7 +13,8 @@ listing what the format accepts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "Option",
     "check_encoding",
     "markdown_table",
+    "warn_codecs_unused",
 ]
 
 #: encoding keys xarray's CF encoder consumes (what ``to_netcdf`` honours for every backend)
@@ -214,6 +216,17 @@ def check_encoding(
         }
         entries[key] = enc
     return entries, settings
+
+
+def warn_codecs_unused(
+    settings: Mapping[str, Mapping[str, CodecSetting]], names: Iterable[str], why: str, category: type[Warning]
+) -> None:
+    """One warning per variable whose ``encoding=`` chose a codec that has nothing to compress: the format
+    keeps it in metadata (``why`` says where), so the codec does not apply (never silently)."""
+    for name in names:
+        keys = sorted(settings.get(name, {}))
+        if keys:
+            warnings.warn(f"variable {name!r}: {why}; its encoding {keys} does not apply to it", category, stacklevel=4)
 
 
 # -- the docs table (docs/writing.md holds its output; a test keeps them equal) ----------------------

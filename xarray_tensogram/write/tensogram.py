@@ -22,7 +22,7 @@ from ..codecs import simple_packing
 from ..codecs.bitmaps import RLE
 from ..codecs.optional import available
 from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, TGM_COORDINATE_NAMES
-from ..errors import UnsupportedError
+from ..errors import TensogramMappingWarning, UnsupportedError
 from ..formats.tensogram.compression import (
     float64_only,
 )
@@ -53,6 +53,7 @@ from .common import (
     string_payload,
     with_attr_types,
 )
+from .encoding import warn_codecs_unused
 from .existing import check_mode
 from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
@@ -489,10 +490,7 @@ def to_tensogram(
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
-    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
-    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
-    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
-    _check_coordinate_names(ds)
+    _check_storable(ds, cf)
     if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
         netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
         return write_messages(path, netcdf, mode=mode)
@@ -500,6 +498,16 @@ def to_tensogram(
         ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
     )
     return write_messages(path, messages, mode=mode)
+
+
+def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
+    """Refuse what a ``.tgm`` cannot hold (before a byte is written); warn of codecs asked for strings."""
+    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
+    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
+    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
+    _check_coordinate_names(ds)
+    in_metadata = [n for n, v in cf.variables.items() if v.dtype.kind in "OUST"]
+    warn_codecs_unused(cf.codecs, in_metadata, "strings are kept in metadata", TensogramMappingWarning)
 
 
 @xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray

@@ -39,7 +39,7 @@ from .common import (
     role_marked,
     string_payload,
 )
-from .encoding import CodecKey, CodecSetting, EncodingKeys, Option
+from .encoding import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
@@ -398,6 +398,8 @@ def _dataset_writes(
         if name not in strings
     ]
     _host_strings(writes, strings)
+    where = "strings are kept in the footer (labels or an attribute), which is not compressed"
+    warn_codecs_unused(encoded.codecs, [*labels, *strings], where, TetrMappingWarning)
     return writes
 
 
