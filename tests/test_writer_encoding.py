@@ -144,6 +144,15 @@ def test_tet_codec_and_level_per_dataset_as_the_spec_reads_them(tmp_path: Path) 
     xr.testing.assert_equal(back, ds)
 
 
+@pytest.mark.parametrize("ext", sorted(WRITERS))
+def test_compression_none_means_no_codec(tmp_path: Path, ext: str) -> None:
+    """``"compression": None`` asks for no compression, as in ``to_netcdf``, even for a variable read compressed."""
+    WRITERS[ext](dataset()[["fast"]], tmp_path / f"z.{ext}", encoding={"fast": {"compression": "zstd"}})
+    with xr.open_dataset(tmp_path / f"z.{ext}", engine="tensogram") as read:
+        WRITERS[ext](read, tmp_path / f"n.{ext}", encoding={"fast": {"compression": None}})
+    assert (tmp_path / f"n.{ext}").stat().st_size > compressible().nbytes > (tmp_path / f"z.{ext}").stat().st_size
+
+
 @pytest.mark.parametrize("ext", ["tet", "zt"])
 def test_append_keeps_how_the_files_variables_are_stored(tmp_path: Path, ext: str) -> None:
     """``.tet`` and ``.zt`` rewrite the file to append: the variables already there keep their codec (and

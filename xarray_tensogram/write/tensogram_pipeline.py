@@ -15,6 +15,7 @@ from typing import Any
 import xarray as xr
 
 from ..codecs import zstd
+from ..codecs.base import PASSTHROUGH
 from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
 from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
 from .encoding import CodecKey, EncodingKeys, InEffect, Option
@@ -81,7 +82,7 @@ def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | N
     for k, v in encoding.items():
         k2 = _ENCODING_ALIASES.get(k, k)
         if k2 in _DESCRIPTOR_KEYS:
-            desc[k2] = v
+            desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v  # None: no codec, as in to_netcdf
     level = descriptor_key(zstd.CODEC, "level")
     if desc.get("compression") == zstd.CODEC.name and level in desc:
         desc[level] = int(desc[level])
