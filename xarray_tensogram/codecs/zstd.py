@@ -257,7 +257,8 @@ class Zstd(Codec):
 
     name = "zstd"
     params = (Param("level", int, 3, bounds=(-131072, 22), doc="compression level"),)
-    capabilities = Capabilities(decode_into=True, prefix_decode=True)
+    # payloads reach it through a per-thread buffer rather than the memory map (see formats._chunks.READ_MAX)
+    capabilities = Capabilities(decode_into=True, prefix_decode=True, mapped_input=False)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         return decompress(_bytes_like(payload), expected, where=where)
