@@ -21,9 +21,10 @@ runs in about two minutes on 2 cores. Storage units stay the same size (4 MiB ob
 256 KiB tiles); only their number changes.
 
 GIL: each format is also loaded with ``chunks={}`` on one thread while every call into
-``zstandard``'s decompressor is timed (it releases the GIL), and every read through our lazy array.
-Per task, what is left of the task's time is Python holding the GIL (and copies, allocation),
-split into our reader's part (lazy array minus decoder) and Dask's (scheduling, and apart from it its
+``zstandard``'s decompressor is timed (it releases the GIL), every ``preadv`` of a payload into a buffer
+(it releases the GIL too) and every read through our lazy array. Per task, what is left of the task's
+time is Python holding the GIL (and copies, allocation), split into our reader's part (lazy array minus
+decoder and reads) and Dask's (scheduling, and apart from it its
 final copy of every chunk into the result, ``dask.array.core.finalize``, which runs after the last task);
 ``share`` is the held time over the decoder's. Only the held part and the final copy are serialised, so
 they bound the speed-up on many threads at about ``(1 + share) / share`` (21 at 5 %). The bare decoder
@@ -211,6 +212,29 @@ def timed_backend(clock: _Clock) -> Iterator[None]:
 
 
 @contextmanager
+def timed_reads(clock: _Clock) -> Iterator[None]:
+    """Every ``preadv`` of payload bytes from a local file into a buffer (``LocalFileSource.read_into``) timed
+    meanwhile: the copy out of the page cache that the bare decoder, holding its payloads, does not make
+    (``os.preadv`` releases the GIL). Payloads decoded from the memory map pay their page faults in the decoder."""
+    from xarray_tensogram.io.local import LocalFileSource
+
+    real = LocalFileSource.read_into
+
+    def timed(self: Any, offset: int, out: Any, *, what: str = "data") -> None:
+        t0 = time.perf_counter()
+        try:
+            real(self, offset, out, what=what)
+        finally:
+            clock.add(time.perf_counter() - t0)
+
+    LocalFileSource.read_into = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LocalFileSource.read_into = real  # type: ignore[method-assign]
+
+
+@contextmanager
 def timed_dask_finalize(clock: _Clock) -> Iterator[None]:
     """Dask's last step of a compute, timed meanwhile: the copy of every chunk into the result (one
     ``concatenate3`` per array, or ``.copy()`` of a single chunk), serial, after all tasks have run."""
@@ -272,25 +296,26 @@ def gil_share(path: Path, fmt: str, repeat: int) -> dict[str, Any]:
         "ours": (dask_load(1), lambda: ra.open_xr(path, chunks={})),
         "bare": (lambda _: ra.bare_decode(payloads, shapes, threads=1), None),
     }
-    runs: dict[str, list[tuple[float, float, float, int, float]]] = {k: [] for k in sides}
+    runs: dict[str, list[tuple[float, float, float, int, float, float]]] = {k: [] for k in sides}
     for _ in range(repeat):
         for k, (fn, setup) in sides.items():
-            clock, ours, final = _Clock(), _Clock(), _Clock()
+            clock, ours, final, reads = _Clock(), _Clock(), _Clock(), _Clock()
             arg = setup() if setup else None
             gc.collect()
             ra._warm()
-            with timed_zstandard(clock), timed_backend(ours), timed_dask_finalize(final):
+            with timed_zstandard(clock), timed_backend(ours), timed_dask_finalize(final), timed_reads(reads):
                 t0 = time.perf_counter()
                 fn(arg)
                 total = time.perf_counter() - t0
-            runs[k].append((total, ours.inside, clock.inside, clock.calls, final.inside))
+            runs[k].append((total, ours.inside, clock.inside, clock.calls, final.inside, reads.inside))
     for k, rs in runs.items():
         n = tasks if k == "ours" else len(payloads)
         out[k] = _gil_row(rs, n)
     o, b = out["ours"], out["bare"]
     print(
         f"  {fmt} GIL per task ({tasks} tasks): ours {o['per_task_ms']:.2f} ms = decoder {o['decoder_ms']:.2f} + "
-        f"held {o['gil_ms']:.2f} ms ({100 * o['share']:.1f} %: our reader {o['reader_python_ms']:.2f}, Dask "
+        f"rest {o['gil_ms']:.2f} ms ({100 * o['share']:.1f} %: our reader {o['reader_python_ms']:.2f} of which "
+        f"reading the payload {o['read_ms']:.2f}, Dask "
         f"{o['dask_ms']:.2f} of which its final copy {o['dask_copy_ms']:.2f}); bare held {b['gil_ms']:.2f} ms "
         f"({100 * b['share']:.1f} %)",
         flush=True,
@@ -298,18 +323,24 @@ def gil_share(path: Path, fmt: str, repeat: int) -> dict[str, Any]:
     return out
 
 
-def _gil_row(rs: Sequence[tuple[float, float, float, int, float]], n: int) -> dict[str, Any]:
-    """Medians of (total, in our lazy array, in the decoder, decoder calls, in Dask's final copy) per task."""
+def _gil_row(rs: Sequence[tuple[float, float, float, int, float, float]], n: int) -> dict[str, Any]:
+    """Medians of (total, in our lazy array, in the decoder, decoder calls, in Dask's final copy, in payload
+    reads) per task."""
     total = statistics.median(r[0] for r in rs)
     reader = statistics.median(r[1] for r in rs)
     inside = statistics.median(r[2] for r in rs)
     final = statistics.median(r[4] for r in rs)
+    read = statistics.median(r[5] for r in rs)
     return {
         "per_task_ms": 1e3 * total / n,
         "decoder_ms": 1e3 * inside / n,
         "gil_ms": 1e3 * (total - inside) / n,
         # ours: the part of the held time spent in our reader, the rest is Dask's (scheduling, assembly)
         "reader_python_ms": 1e3 * (reader - inside) / n if reader else 0.0,
+        # of it, reading the compressed payload into a buffer (preadv, without the GIL)
+        "read_ms": 1e3 * read / n,
+        # of it, what holds the GIL: our Python around the chunk
+        "reader_held_ms": 1e3 * (reader - inside - read) / n if reader else 0.0,
         "dask_ms": 1e3 * (total - reader) / n if reader else 0.0,
         # Dask's copy of the chunks into the result (serial, after the tasks; numpy releases the GIL in it)
         "dask_copy_ms": 1e3 * final / n,
