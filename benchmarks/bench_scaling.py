@@ -10,7 +10,9 @@ memory touched before each run (``run_all._warm``):
   variables' shapes in a thread pool of N (``run_all.bare_decode``);
 - ``load``: ``ds.load()`` without Dask (one thread), for reference.
 
-N runs over 1, 2, 4, ... up to the machine's cores (``--threads`` picks others). The files:
+N runs over 1, 2, 4, ... up to the machine's cores (``--threads`` picks others). The process's CPU time of
+each step is recorded too: on one thread it is the step's work without the waits that other jobs on a
+shared machine add to the wall time, and its ratios are printed beside the wall-clock ones. The files:
 
 - ``.tgm``: ``--objects`` objects of 721 x 1440 float32 (4 per message, the ERA cube of ``run_all``);
 - ``.tet``: one ``--tet-side``\\ :sup:`2` float32 variable in 256 x 256 tiles;
@@ -120,19 +122,21 @@ def measure_file(path: Path, fmt: str, thread_counts: Sequence[int], repeat: int
             }
             if n == 1:
                 steps["load"] = (lambda ds: ds.load(), lambda: ra.open_xr(path))
-            times: dict[str, list[float]] = {k: [] for k in steps}
+            times: dict[str, list[tuple[float, float]]] = {k: [] for k in steps}
             for step in steps.values():
                 ra._once(*step)  # warm-up
             for _ in range(repeat):
                 for k, step in steps.items():  # alternated: A, B, C, A, B, C, ...
-                    times[k].append(ra._once(*step))
-            med = {k: statistics.median(v) for k, v in times.items()}
-            row = {"format": fmt, "threads": n, "decoded_mib": decoded / MIB, "tasks": tasks, **med}
+                    times[k].append(ra._once_with_cpu(*step))
+            med = {k: statistics.median(t[0] for t in v) for k, v in times.items()}
+            cpu = {f"{k} cpu": statistics.median(t[1] for t in v) for k, v in times.items()}
+            row = {"format": fmt, "threads": n, "decoded_mib": decoded / MIB, "tasks": tasks, **med, **cpu}
             rows.append(row)
             print(
                 f"  {fmt} {n:3d} threads: ours {{}} {med['ours {}']:.3f} s, auto {med['ours auto']:.3f} s, "
                 f"bare {med['bare']:.3f} s  ({{}}: {med['bare'] / med['ours {}']:.2f}, "
-                f"auto: {med['bare'] / med['ours auto']:.2f} of bare)",
+                f"auto: {med['bare'] / med['ours auto']:.2f} of bare; CPU time: "
+                f"{cpu['bare cpu'] / cpu['ours {} cpu']:.2f}, {cpu['bare cpu'] / cpu['ours auto cpu']:.2f})",
                 flush=True,
             )
     finally:
@@ -364,13 +368,17 @@ def thread_counts(text: str | None) -> list[int]:
 
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
-    print("\n| file | threads | ours {} | ours auto | bare | {} / bare | auto / bare | ds.load() (no Dask) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| file | threads | ours {} | ours auto | bare | {} / bare | auto / bare | ds.load() (no Dask) "
+        "| CPU time: {} / bare, auto / bare |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         load = f"{r['load']:.3f} s" if "load" in r else ""
         print(
             f"| .{r['format']} | {r['threads']} | {r['ours {}']:.3f} s | {r['ours auto']:.3f} s | {r['bare']:.3f} s "
-            f"| {r['bare'] / r['ours {}']:.2f} | {r['bare'] / r['ours auto']:.2f} | {load} |"
+            f"| {r['bare'] / r['ours {}']:.2f} | {r['bare'] / r['ours auto']:.2f} | {load} "
+            f"| {r['bare cpu'] / r['ours {} cpu']:.2f}, {r['bare cpu'] / r['ours auto cpu']:.2f} |"
         )
     by_fmt: dict[str, list[dict[str, Any]]] = {}
     for r in rows:

@@ -190,14 +190,24 @@ def _warm() -> None:
 
 
 def _once(fn: Callable[[Any], object], setup: Callable[[], Any] | None) -> float:
+    return _once_with_cpu(fn, setup)[0]
+
+
+def _once_with_cpu(fn: Callable[[Any], object], setup: Callable[[], Any] | None) -> tuple[float, float]:
+    """Wall time and the process's CPU time (all threads) of ``fn(setup())``, setup and warming not counted.
+
+    On one thread the CPU time is what the step costs without the waits other jobs on a shared machine
+    impose (the wall time's noise), so ratios of CPU times compare the work of both sides."""
     arg = setup() if setup else None
     gc.collect()
     _warm()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     result = fn(arg)
     dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     del result, arg
-    return dt
+    return dt, cpu
 
 
 def alternate(ours: Step, ref: Step, repeat: int) -> tuple[float, float]:
