@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ...codecs import cbor
 from ...errors import MetadataError
 
-__all__ = ["message_metadata", "normalise_metadata", "with_preceders"]
+__all__ = ["check_metadata", "message_metadata", "normalise_metadata", "with_preceders"]
 
 
 class _Preceded(Protocol):
@@ -23,38 +23,45 @@ class _Preceded(Protocol):
     def preceder(self) -> dict[str, Any] | None: ...
 
 
-def normalise_metadata(meta: dict[str, Any], n_objects: int) -> dict[str, Any]:
-    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name
-    the place (the caller prefixes it)."""
-    out: dict[str, Any] = {}
+def check_metadata(meta: dict[str, Any], n_objects: int) -> None:
+    """Raise what :func:`normalise_metadata` raises for ``meta``, without building the normalised copy: the
+    scan checks every message this way and keeps only its CBOR bytes (errors do not name the place)."""
     extra = meta.get("_extra_", {})
-    if extra is None:
-        extra = {}
-    if not isinstance(extra, dict):
+    if extra is not None and not isinstance(extra, dict):
         raise MetadataError("_extra_ is not a map")
-    extra = dict(extra)
-    for key, value in meta.items():
+    for key in meta:
         if not isinstance(key, str):
             raise MetadataError(f"top-level metadata key {key!r} is not text")
         if key in ("base", "_extra_", "_reserved_"):
             continue
-        if key in extra:
+        if extra and key in extra:
             raise MetadataError(f"ambiguous metadata: key {key!r} is both top-level and in _extra_")
-        extra[key] = value
     base = meta.get("base", [])
     if base is None:
-        base = []
+        return
     if not isinstance(base, list) or not all(isinstance(b, dict) for b in base):
         raise MetadataError("'base' is not a list of maps")
     if len(base) > n_objects:
         raise MetadataError(f"'base' has {len(base)} entries for {n_objects} objects")
+
+
+def normalise_metadata(meta: dict[str, Any], n_objects: int) -> dict[str, Any]:
+    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name
+    the place (the caller prefixes it)."""
+    check_metadata(meta, n_objects)
+    extra = dict(meta.get("_extra_") or {})
+    for key, value in meta.items():
+        if key not in ("base", "_extra_", "_reserved_"):
+            extra[key] = value
+    base = meta.get("base") or []
     base = [dict(b) for b in base] + [{} for _ in range(n_objects - len(base))]
     reserved = meta.get("_reserved_", {})
-    out["version"] = 3
-    out["base"] = base
-    out["_extra_"] = extra
-    out["_reserved_"] = reserved if isinstance(reserved, dict) else {}
-    return out
+    return {
+        "version": 3,
+        "base": base,
+        "_extra_": extra,
+        "_reserved_": reserved if isinstance(reserved, dict) else {},
+    }
 
 
 def message_metadata(raw: bytes, objects: Sequence[_Preceded], where: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from .framing import (
     parse_preamble,
     phase_of,
 )
-from .metadata import normalise_metadata, with_preceders
+from .metadata import check_metadata
 from .objects import Message, ObjectRef, _where, is_local
 
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
@@ -325,7 +325,7 @@ class MessageScanner:
         elif index_map is not None and not jumped:
             self._check_index_matches(index_map, data, pos, where)
         try:  # checked here, so that a message with bad metadata is skipped as damaged
-            with_preceders(normalise_metadata(metadata, len(data)), data)
+            check_metadata(metadata, len(data))  # preceders are merged into maps, which cannot fail
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
