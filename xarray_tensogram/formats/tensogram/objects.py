@@ -519,9 +519,6 @@ class Message:
         return ArraySpec(shape, dtype, chunks, reader)
 
 
-_TAIL = 512  # bytes read at the end of each data frame by descriptor_params_columns
-
-
 def descriptor_params_batch(
     objects: Sequence[tuple[Message, int]], *, lenient: bool = True
 ) -> list[tuple[dict[str, Any], int] | None]:
@@ -552,14 +549,10 @@ def descriptor_params_columns(
     if not refs:
         return params, hashes
     source = messages[0].source
-    # each frame's last bytes: its footer and (the usual layout) the descriptor after the payload: one read
-    blocks = source.read_ranges(
-        [(r.frame_offset + r.frame_length - min(r.frame_length, _TAIL), min(r.frame_length, _TAIL)) for r in refs],
-        what="data frame footer",
+    tails = source.read_ranges(
+        [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
     )
-    tails = [block[-20:] for block in blocks]
     wanted: list[tuple[int, int, int]] = []  # (position in objects, descriptor offset, length)
-    raws: list[bytes | None] = [None] * len(refs)
     for i, (ref, tail) in enumerate(zip(refs, tails, strict=True)):
         off, length = ref.frame_offset, ref.frame_length
         cbor_offset = int.from_bytes(tail[:8], "big")
@@ -573,19 +566,14 @@ def descriptor_params_columns(
                 desc = read_frame_layout(source, ref, _where(messages[i].index, js[i])).descriptor
                 found, hashes[i] = pipeline.params_of(desc, tail)
                 params[i] = found or None
-            elif cbor_offset >= length - len(blocks[i]):  # read with the footer
-                raws[i] = blocks[i][cbor_offset - (length - len(blocks[i])) : -20]
             else:
                 wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
         except XarrayTensogramError:
             if not lenient:
                 raise
-    for (i, _o, _n), far in zip(wanted, source.read_ranges([w[1:] for w in wanted], what="descriptor"), strict=True):
-        raws[i] = far
+    raws = source.read_ranges([(o, n) for _i, o, n in wanted], what="descriptor")
     plain = pipeline.PLAIN_DESCRIPTORS
-    for i, raw in enumerate(raws):
-        if raw is None:
-            continue
+    for (i, o, _n), raw in zip(wanted, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
             hashes[i] = int.from_bytes(tails[i][8:16], "big")
             continue
@@ -595,6 +583,5 @@ def descriptor_params_columns(
             params[i] = found or None
         except MetadataError as exc:
             if not lenient:  # the error names the place; built only when needed
-                at = refs[i].frame_offset + int.from_bytes(tails[i][:8], "big")
-                raise type(exc)(f"{describe(source.name, _where(messages[i].index, js[i]), at)}{exc}") from None
+                raise type(exc)(f"{describe(source.name, _where(messages[i].index, js[i]), o)}{exc}") from None
     return params, hashes
