@@ -120,3 +120,26 @@ def test_stacked_reader_keeps_packed_members_through_stacking_ops(tmp_path: Path
         assert built is not None and built.shape == (6, 8)
         values = built.reader.read_chunk((0, 0), (slice(0, 6), slice(0, 8)))
         np.testing.assert_array_equal(np.asarray(values), _values(5, 2))
+
+
+def test_collected_entries_are_the_reference_base_entries(tmp_path: Path) -> None:
+    """An object whose metadata its flat keys give back holds no nested map (one object fewer per object for
+    the garbage collector while the open runs); its ``entry`` is rebuilt, equal to the reference's base entry.
+    Entries the flat keys cannot give back (a list, a dotted key, an empty map) are kept as decoded."""
+    from xarray_tensogram.assemble.tensogram.collect import collect_objects
+
+    desc = {"type": "ntensor", "shape": [6, 8], "dtype": "float32"}
+    bases = [
+        [{"mars": {"param": "2t", "step": 0}, "a": {"b": {"c": 1.5, "d": None}}, "flag": True}],
+        [{"mars": {"param": "2t", "step": 6}, "levels": [1, 2], "x.y": "dotted", "e": {}}],
+    ]
+    raws = [bytes(tensogram.encode({"base": b}, [(desc, _values(k, 0))])) for k, b in enumerate(bases)]
+    (tmp_path / "e.tgm").write_bytes(b"".join(raws))
+    with open_tensogram(tmp_path / "e.tgm") as f:
+        objects = collect_objects(f, [0, 1], verify_hash=False, range_threshold=0.5)
+        decoded = [[k for k in f[i].metadata["base"][0] if k != "_reserved_"] for i in (0, 1)]
+    assert [o.nested is None for o in objects] == [True, False]
+    for o, raw, order in zip(objects, raws, decoded, strict=True):
+        (ref,) = tensogram.decode(raw).metadata.base
+        assert o.entry == {k: v for k, v in ref.items() if k != "_reserved_"}
+        assert list(o.entry) == order  # the file's key order (the reference's own order differs)

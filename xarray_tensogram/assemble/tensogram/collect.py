@@ -52,7 +52,9 @@ class TgObject:
 
     msg: int
     obj: int
-    entry: dict[str, Any]  # nested metadata: base[i] over descriptor params, without _reserved_
+    #: nested metadata (base[i] over descriptor params, without _reserved_); None when :attr:`keys` gives it back
+    #: (:attr:`entry` rebuilds it then): one map fewer per object for the garbage collector to walk
+    nested: dict[str, Any] | None
     keys: dict[str, Any]  # ``entry`` flattened to dotted keys, hashable values (the producer's sections left out)
     global_keys: dict[str, Any]  # the message's global metadata, flattened (stacking only)
     shape: tuple[int, ...]
@@ -77,6 +79,11 @@ class TgObject:
 
     def __post_init__(self) -> None:
         self.merged = {**self.global_keys, **self.keys} if self.global_keys else self.keys
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        """The object's nested metadata: base[i] over descriptor params, without ``_reserved_``."""
+        return self.nested if self.nested is not None else _rebuilt(self.keys)
 
     @property
     def spec(self) -> Callable[[], ArraySpec]:
@@ -221,6 +228,32 @@ def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | No
     return tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
 
 
+def _rebuildable(entry: Mapping[str, Any]) -> bool:
+    """Whether :func:`flat_keys` of ``entry`` gives it back through :func:`_rebuilt`: text keys without dots
+    (nor ``_reserved_``), and values that are scalars or non-empty maps of the same (no lists)."""
+    for k, v in entry.items():
+        if type(k) is not str or "." in k or k == "_reserved_":
+            return False
+        if type(v) is dict:
+            if not v or not _rebuildable(v):
+                return False
+        elif type(v) not in SCALARS:
+            return False
+    return True
+
+
+def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
+    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_rebuildable`)."""
+    out: dict[str, Any] = {}
+    for key, value in keys.items():
+        *path, last = key.split(".")
+        node = out
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
 def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
     """``high`` over ``low``, merging nested maps key by key."""
     out = dict(low)
@@ -347,7 +380,8 @@ def collect_objects(
                 TgObject(
                     msg=m,
                     obj=j,
-                    entry=entry,
+                    # a producer's view reads its sections from the nested map: kept then
+                    nested=entry if producer is not None or not _rebuildable(entry) else None,
                     keys=keys,
                     global_keys=gkeys,
                     shape=shape,
@@ -362,6 +396,7 @@ def collect_objects(
                     remote_frame=None if local else msg.ref(j).frame_length,
                 )
             )
+        owned[at : at + len(msg)] = [{}] * len(msg)  # entries that went into ``keys`` are not held on
         at += len(msg)
     return objects
 

@@ -37,7 +37,7 @@ def _referenced(objects: Sequence[TgObject]) -> set[str]:
     """Names that objects use as a dimension or list in a ``coordinates`` attribute."""
     names: set[str] = set()
     for o in objects:
-        dims = o.entry.get("dim_names")
+        dims = o.nested.get("dim_names") if o.nested is not None else None  # else no list in it
         if isinstance(dims, list):
             names.update(d for d in dims if isinstance(d, str))
         for key in ("coordinates", "cf.coordinates"):
