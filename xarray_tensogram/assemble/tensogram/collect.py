@@ -333,16 +333,38 @@ def collect_objects(
     global keys when a message has none. Local files always read the descriptor params; remote
     files only where ``base[i]`` holds nothing, so that opening stays a few requests per message.
     """
-    objects: list[TgObject] = []
     local = bool(messages) and is_local(tfile[messages[0]].source)
+    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
+    if not local:
+        return _collect_remote(tfile, messages, spec_options)
+    # every descriptor is read: all of them first (one batch), then each message's objects are built
+    # while its metadata is at hand, so that no decoded entry waits for the others (the garbage collector
+    # would walk them all while the open runs)
+    held = [tfile[m] for m in messages]
+    params_column, hashes_column = descriptor_params_columns(
+        [msg for msg in held for _j in range(len(msg))], [j for msg in held for j in range(len(msg))]
+    )
+    objects: list[TgObject] = []
+    found = 0
+    for m, msg in zip(messages, held, strict=True):
+        extra, gkeys, owns = _message_entries(msg)
+        for j, own in enumerate(owns):
+            params, frame_hash = params_column[found], hashes_column[found]
+            found += 1
+            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=True))
+    return objects
+
+
+def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[str, Any]) -> list[TgObject]:
+    """:func:`collect_objects` of a remote file: descriptor params only of objects whose ``base[i]`` is empty,
+    known once every message's metadata is decoded."""
     # per message and per object, as columns: a record per message would be one more object for the
     # garbage collector to walk while the open runs
     held: list[Message] = []
     extras: list[dict[str, Any]] = []  # each message's raw _extra_
     global_keys: list[dict[str, Any]] = []  # each message's global keys, flattened
     owned: list[dict[str, Any]] = []  # each object's own base entry
-    # the objects whose descriptor params are read
-    wanted_messages: list[Message] = []
+    wanted_messages: list[Message] = []  # the objects whose descriptor params are read
     wanted_js: list[int] = []
     for m in messages:
         msg = tfile[m]
@@ -352,53 +374,69 @@ def collect_objects(
         global_keys.append(gkeys)
         owned += owns
         for j, own in enumerate(owns):
-            if local or not own:
+            if not own:
                 wanted_messages.append(msg)
                 wanted_js.append(j)
     # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
     # the answers come in the order asked, which the loop below walks again
     params_column, hashes_column = descriptor_params_columns(wanted_messages, wanted_js)
     del wanted_messages, wanted_js
+    objects: list[TgObject] = []
     found = 0
-    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
     at = 0  # position in ``owned``
     for m, msg, extra, gkeys in zip(messages, held, extras, global_keys, strict=True):
         for j, own in enumerate(owned[at : at + len(msg)]):
             # a damaged frame gives no params: its values report the damage when read
             params: dict[str, Any] | None = None
             frame_hash: int | None = None
-            if local or not own:
+            if not own:
                 params, frame_hash = params_column[found], hashes_column[found]
                 found += 1
-            entry = deep_merge(params, own) if params else own
-            shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
-            producer = producer_for(entry, extra)
-            sections = producer.sections if producer is not None else ()
-            keys = flat_keys(entry, skip=sections)
-            view = producer.keys_view(keys, entry) if producer is not None and sections else None
-            objects.append(
-                TgObject(
-                    msg=m,
-                    obj=j,
-                    # a producer's view reads its sections from the nested map: kept then
-                    nested=entry if producer is not None or not _rebuildable(entry) else None,
-                    keys=keys,
-                    global_keys=gkeys,
-                    shape=shape,
-                    dtype=dtype,
-                    message=msg,
-                    spec_options=spec_options,
-                    extra=extra,
-                    producer=producer,
-                    view=view,
-                    level=producer.level(view if view is not None else keys) if producer is not None else None,
-                    frame_hash=frame_hash or None,
-                    remote_frame=None if local else msg.ref(j).frame_length,
-                )
-            )
+            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=False))
         owned[at : at + len(msg)] = [{}] * len(msg)  # entries that went into ``keys`` are not held on
         at += len(msg)
     return objects
+
+
+def _collected(
+    m: int,
+    msg: Message,
+    j: int,
+    own: dict[str, Any],
+    params: dict[str, Any] | None,
+    frame_hash: int | None,
+    extra: dict[str, Any],
+    gkeys: dict[str, Any],
+    spec_options: Mapping[str, Any],
+    *,
+    local: bool,
+) -> TgObject:
+    """Object ``j`` of message ``m``: its own entry over its descriptor's params (None: none, or a damaged
+    frame, whose values report the damage when read), flattened, with its producer's view and level."""
+    entry = deep_merge(params, own) if params else own
+    shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
+    producer = producer_for(entry, extra)
+    sections = producer.sections if producer is not None else ()
+    keys = flat_keys(entry, skip=sections)
+    view = producer.keys_view(keys, entry) if producer is not None and sections else None
+    return TgObject(
+        msg=m,
+        obj=j,
+        # a producer's view reads its sections from the nested map: kept then
+        nested=entry if producer is not None or not _rebuildable(entry) else None,
+        keys=keys,
+        global_keys=gkeys,
+        shape=shape,
+        dtype=dtype,
+        message=msg,
+        spec_options=spec_options,
+        extra=extra,
+        producer=producer,
+        view=view,
+        level=producer.level(view if view is not None else keys) if producer is not None else None,
+        frame_hash=frame_hash or None,
+        remote_frame=None if local else msg.ref(j).frame_length,
+    )
 
 
 def _matches(value: Any, wanted: Any) -> bool:
