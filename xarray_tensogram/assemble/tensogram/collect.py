@@ -231,15 +231,18 @@ def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | No
 def _rebuildable(entry: Mapping[str, Any]) -> bool:
     """Whether :func:`flat_keys` of ``entry`` gives it back through :func:`_rebuilt`: text keys without dots
     (nor ``_reserved_``), and values that are scalars or non-empty maps of the same (no lists)."""
-    for k, v in entry.items():
-        if type(k) is not str or "." in k or k == "_reserved_":
-            return False
-        if type(v) is dict:
-            if not v or not _rebuildable(v):
-                return False
-        elif type(v) not in SCALARS:
-            return False
-    return True
+    if not _plain_keys(tuple(entry)):
+        return False
+    types = set(map(type, entry.values()))
+    if SCALARS.issuperset(types):  # a map of scalars (a section's leaves): checked in C
+        return True
+    return all(type(v) in SCALARS or (type(v) is dict and v and _rebuildable(v)) for v in entry.values())
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_keys(keys: tuple[Any, ...]) -> bool:
+    # objects of a file repeat the same few key sets: each is checked once
+    return all(type(k) is str and "." not in k and k != "_reserved_" for k in keys)
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:

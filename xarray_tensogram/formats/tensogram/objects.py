@@ -383,6 +383,11 @@ class Message:
         """Where data object ``j`` lives."""
         return ObjectRef(*self._refs[j])
 
+    def frame(self, j: int) -> tuple[int, int]:
+        """Data object ``j``'s frame as (absolute offset, length): :meth:`ref` without building it."""
+        offset, length, _preceder = self._refs[j]
+        return offset, length
+
     @property
     def metadata(self) -> dict[str, Any]:
         """Global metadata (``version``, ``base``, ``_extra_``, ``_reserved_``) after preceder merge."""
@@ -539,22 +544,19 @@ def descriptor_params_columns(
     a lookup of descriptors already known to be plain, and the answer is two columns of scalars: not one
     pair per object that the garbage collector would walk until the open is over.
     """
-    refs = []
+    refs = []  # (offset, length) of each frame: an ObjectRef per object would cost more than the rest
     for msg, j in zip(messages, js, strict=True):
         if not 0 <= j < len(msg):
             raise IndexError(f"message {msg.index} has {len(msg)} objects, no object {j}")
-        refs.append(msg.ref(j))
+        refs.append(msg.frame(j))
     params: list[dict[str, Any] | None] = [None] * len(refs)
     hashes: list[int | None] = [None] * len(refs)
     if not refs:
         return params, hashes
     source = messages[0].source
-    tails = source.read_ranges(
-        [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
-    )
+    tails = source.read_ranges([(o + max(n, 20) - 20, 20) for o, n in refs], what="data frame footer")
     wanted: list[tuple[int, int, int]] = []  # (position in objects, descriptor offset, length)
-    for i, (ref, tail) in enumerate(zip(refs, tails, strict=True)):
-        off, length = ref.frame_offset, ref.frame_length
+    for i, ((off, length), tail) in enumerate(zip(refs, tails, strict=True)):
         cbor_offset = int.from_bytes(tail[:8], "big")
         try:
             if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
@@ -563,6 +565,7 @@ def descriptor_params_columns(
                     f"has a bad footer (descriptor offset {cbor_offset})"
                 )
             if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
+                ref = messages[i].ref(js[i])
                 desc = read_frame_layout(source, ref, _where(messages[i].index, js[i])).descriptor
                 found, hashes[i] = pipeline.params_of(desc, tail)
                 params[i] = found or None
