@@ -24,9 +24,10 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
-from .assemble.common import drop_storage_spec
+from .assemble.common import STORAGE_SPEC_KEY, drop_storage_spec
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
+from .decoding import decode_times_in_memory, default_indexes
 from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
 from .formats.base import FormatFile
@@ -83,8 +84,7 @@ class TensogramDataStore(AbstractDataStore):
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
     def __init__(self, raw: xr.Dataset, shared: _SharedFile) -> None:
-        # the spec assembly kept in each lazy variable's encoding is for the layers above, not the user
-        self.variables: dict[str, xr.Variable] = {str(k): drop_storage_spec(v) for k, v in raw.variables.items()}
+        self.variables: dict[str, xr.Variable] = {str(k): v for k, v in raw.variables.items()}
         self.coord_names = frozenset(str(k) for k in raw.coords)
         self.attrs = dict(raw.attrs)
         self.encoding = dict(raw.encoding)
@@ -92,7 +92,8 @@ class TensogramDataStore(AbstractDataStore):
         self._closed = False
 
     def get_variables(self) -> dict[str, xr.Variable]:
-        return dict(self.variables)
+        # the spec assembly kept in each lazy variable's encoding is for the layers below, not the user
+        return {k: drop_storage_spec(v) for k, v in self.variables.items()}
 
     def get_attrs(self) -> dict[str, Any]:
         return dict(self.attrs)
@@ -113,18 +114,37 @@ class TensogramDataStore(AbstractDataStore):
 
     def decode(self, decoders: Mapping[str, Any], drop: frozenset[str]) -> xr.Dataset:
         """The Dataset xarray's ``StoreBackendEntrypoint`` would build, with assembly's coordinates as
-        coordinates: CF decoding through ``xarray.conventions.decode_cf_variables``."""
+        coordinates: CF decoding through ``xarray.conventions.decode_cf_variables``.
+
+        The CF times and dimension coordinates already in memory come decoded and indexed as xarray would
+        decode and index them (:mod:`~xarray_tensogram.decoding`), so that an open without ``chunks`` never
+        imports Dask; lazy variables are decoded by xarray alone."""
         with close_on_error(self):
             variables, attrs, cf_coords = conventions.decode_cf_variables(
-                self.get_variables(), self.get_attrs(), drop_variables=list(drop) or None, **decoders
+                decode_times_in_memory(self.variables, decoders),
+                self.get_attrs(),
+                drop_variables=list(drop) or None,
+                **decoders,
             )
+            variables = {k: _without_spec(v, self.variables[k]) for k, v in variables.items()}
             coord_names = set(cf_coords) | self.coord_names
             coords = {k: v for k, v in variables.items() if k in coord_names or v.dims == (k,)}
             data = {(None if k == NONE_VAR_NAME else k): v for k, v in variables.items() if k not in coords}
-            ds = xr.Dataset(data, coords=xr.Coordinates(coords, indexes={}), attrs=attrs)
+            ds = xr.Dataset(data, coords=default_indexes(coords), attrs=attrs)
             ds.set_close(self.close)
             ds.encoding = self.get_encoding()
             return ds
+
+
+def _without_spec(decoded: xr.Variable, raw: xr.Variable) -> xr.Variable:
+    """A decoded variable without the storage spec in its encoding (a copy only where xarray's decoder handed
+    the raw variable back as it was; its other results are new variables with encodings of their own)."""
+    if STORAGE_SPEC_KEY not in decoded.encoding:
+        return decoded
+    if decoded is raw:
+        return drop_storage_spec(raw)
+    del decoded.encoding[STORAGE_SPEC_KEY]
+    return decoded
 
 
 def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str) -> str:

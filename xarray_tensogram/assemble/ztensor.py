@@ -26,6 +26,7 @@ from .common import (
     generic_dim_names,
     lazy_variable,
     memory_variable,
+    raw_dataset,
     requested_dims,
     strings_from_payload,
     typed_attrs,
@@ -166,6 +167,6 @@ def ztensor_to_dataset(
         }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
     attrs = with_cf_coordinates(flatten_attrs(zfile.attrs), coord_names & set(variables))
-    ds: xr.Dataset = xr.Dataset(variables, attrs=attrs)
+    ds = raw_dataset(variables, {}, attrs)
     ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
     return ds
