@@ -26,7 +26,6 @@ __all__ = [
     "lazy_variable",
     "memory_variable",
     "netcdf_safe_value",
-    "raw_dataset",
     "requested_dims",
     "storage_spec",
     "unique_names",
@@ -211,20 +210,6 @@ def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, A
     """
     data = indexing.NumpyIndexingAdapter(np.asarray(values))  # type: ignore[no-untyped-call]  # unannotated in xarray
     return xr.Variable(tuple(dims), data, dict(attrs or {}))
-
-
-def raw_dataset(
-    variables: Mapping[str, xr.Variable], coords: Mapping[str, xr.Variable], attrs: Mapping[str, Any]
-) -> xr.Dataset:
-    """The raw Dataset of a group: ``coords`` and the dimension coordinates among ``variables`` as coordinates,
-    the other variables as data, and no index yet.
-
-    Indexes are the data store's to make once the variables are CF-decoded (as xarray's own stores leave
-    them to ``open_dataset``): an index made here would read lazy coordinates during assembly.
-    """
-    coordinates = {**coords, **{k: v for k, v in variables.items() if v.dims == (k,)}}
-    data = {k: v for k, v in variables.items() if k not in coordinates}
-    return xr.Dataset(data, coords=xr.Coordinates(coordinates, indexes={}), attrs=dict(attrs))
 
 
 def storage_spec(var: xr.Variable) -> ArraySpec | None:

@@ -39,13 +39,13 @@ from .common import (
     generic_dim_names,
     lazy_variable,
     memory_variable,
-    raw_dataset,
     requested_dims,
     strings_from_payload,
     typed_attrs,
     unique_names,
     with_cf_coordinates,
 )
+from .group import raw_dataset
 
 __all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
 
