@@ -150,15 +150,16 @@ def lazy_variable(
     near ``array.chunk-size``, each read by one task in one pass (:func:`~xarray_tensogram.outer.read_outer`).
     Nothing here imports Dask.
     """
-    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
-    enc = {k: v for k, v in (encoding or {}).items() if k != "preferred_chunks"}
+    dims = tuple(dims)
+    if len(dims) != len(spec.shape):
+        raise ValueError(f"{len(dims)} dims {dims} for an array of shape {spec.shape}")
+    enc = dict(encoding) if encoding else {}
     enc[STORAGE_SPEC_KEY] = spec
-    unit = (max(1, min(c, n)) for c, n in zip(spec.chunk_shape, spec.shape, strict=True))  # a tile may overhang
-    enc["preferred_chunks"] = dict(zip(dims, unit, strict=True))
+    # one unit per axis; a tile may overhang the array (min), an empty axis still has a unit of 1 (max)
+    enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in zip(dims, spec.chunk_shape, spec.shape)}
     enc.setdefault("dtype", spec.dtype)
-    var = xr.Variable(tuple(dims), data, attrs=typed_attrs(attrs or {}))
-    var.encoding = enc
-    return var
+    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
+    return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc)
 
 
 def _typed(value: Any, kind: str) -> Any:
