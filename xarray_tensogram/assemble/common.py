@@ -151,12 +151,11 @@ def lazy_variable(
     Nothing here imports Dask.
     """
     dims = tuple(dims)
-    if len(dims) != len(spec.shape):
-        raise ValueError(f"{len(dims)} dims {dims} for an array of shape {spec.shape}")
     enc = dict(encoding) if encoding else {}
     enc[STORAGE_SPEC_KEY] = spec
     # one unit per axis; a tile may overhang the array (min), an empty axis still has a unit of 1 (max)
-    enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in zip(dims, spec.chunk_shape, spec.shape)}
+    units = zip(dims, spec.chunk_shape, spec.shape, strict=True)
+    enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in units}
     enc.setdefault("dtype", spec.dtype)
     data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
     return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc)
