@@ -166,7 +166,9 @@ def lazy_variable(
     enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in units}
     enc.setdefault("dtype", spec.dtype)
     data = indexing.LazilyIndexedArray(LazyChunkedArray(spec), _whole(len(dims)))
-    return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc)
+    # fastpath (as xarray's own CF coders build variables): the lazy array is taken as it is, which is what
+    # xarray's checks would conclude for it anyway
+    return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc, fastpath=True)
 
 
 def _typed(value: Any, kind: str) -> Any:
