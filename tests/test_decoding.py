@@ -45,9 +45,12 @@ DATETIME_UNITS = [
     "hours since 1970-01-01T00:00:00Z",  # a time zone: xarray's path
     "Hours since 1970-01-01",  # capitalised: xarray's path
     "days since 1582-10-15",
+    "days since 1677-01-01",  # a reference date outside datetime64[ns]
+    "days since 2020-13-01",  # not a date
+    "hours since 2000-01-01T25:00",  # not a time
 ]
 CALENDARS = [None, "standard", "gregorian", "proleptic_gregorian", "noleap", "360_day"]
-DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float64"]
+DTYPES = ["int8", "int32", "int64", "uint8", "uint32", "float64"]
 TIMEDELTA_UNITS = ["days", "hours", "minutes", "seconds", "milliseconds", "microseconds", "nanoseconds"]
 MARKERS = [None, "timedelta64[ns]", "timedelta64[us]", "timedelta64[ms]", "timedelta64[s]", "timedelta64[h]"]
 
@@ -83,7 +86,7 @@ def _check(var: xr.Variable, decoders: dict[str, Any]) -> bool:
 @pytest.mark.parametrize("decoders", DECODERS, ids=range(len(DECODERS)))
 def test_datetimes_decoded_as_xarray_decodes_them(decoders: dict[str, Any]) -> None:
     decoded_here = 0
-    for units, calendar, dtype, shape in itertools.product(DATETIME_UNITS, CALENDARS, DTYPES, [(), (4,), (2, 2)]):
+    for units, calendar, dtype, shape in itertools.product(DATETIME_UNITS, CALENDARS, DTYPES, [(), (2, 2)]):
         values = np.arange(max(1, int(np.prod(shape))), dtype=dtype).reshape(shape) * np.asarray(3, dtype=dtype)
         attrs = {"units": units, "long_name": "time", **({"calendar": calendar} if calendar else {})}
         decoded_here += _check(memory_variable(tuple(f"d{i}" for i in range(len(shape))), values, attrs), decoders)

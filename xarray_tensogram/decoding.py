@@ -13,11 +13,11 @@ xarray two things xarray would otherwise compute itself from them:
   a standard calendar, an ISO reference date, results inside datetime64[ns]. Everything else (lazy
   variables, masks, other calendars, a ``CFDatetimeCoder`` or ``time_unit`` given, floats) is left
   CF-encoded for xarray's own decoder; tests check each case against that decoder.
-- :func:`in_memory_indexes`: the pandas indexes of in-memory dimension coordinates, built from a
-  ``pandas.Index`` as xarray's default index creation would build them (xarray does not build an index a
-  Dataset already has). xarray does not tell a backend about ``create_default_indexes=False``, so these
-  indexes are there even then (xarray's docs allow backends their own indexes; ``ds.drop_indexes``
-  removes them); lazy dimension coordinates are left to xarray.
+- :func:`default_indexes`: the pandas indexes of dimension coordinates, built from a ``pandas.Index`` as
+  xarray's default index creation would build them (xarray does not build an index a Dataset already
+  has); a coordinate stored lazily is read for it, as xarray reads it. xarray does not tell a backend
+  about ``create_default_indexes=False``, so these indexes are there even then (xarray's docs allow
+  backends their own indexes; ``ds.drop_indexes`` removes them).
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ _MARKER = re.compile(r"timedelta64\[(s|ms|us|ns)\]")
 _STANDARD_CALENDARS = frozenset({"standard", "gregorian", "proleptic_gregorian"})
 #: attributes that make xarray's mask/scale coders or bounds handling act on a variable: left to xarray
 _OTHER_CODING = frozenset({"_FillValue", "missing_value", "scale_factor", "add_offset", "_Unsigned", "bounds"})
-#: a reference date within datetime64[ns] (years 1678-2261) that numpy and pandas read alike
-_REF_DATE = re.compile(r"(1[6-9]\d\d|2[0-2]\d\d)-\d\d-\d\d([ T]\d\d:\d\d(:\d\d(\.\d{1,9})?)?)?")
+#: an ISO reference date that numpy and pandas read alike (its year checked against datetime64[ns] apart)
+_REF_DATE = re.compile(r"(\d{4})-\d\d-\d\d([ T]\d\d:\d\d(:\d\d(\.\d{1,9})?)?)?")
+_NS_YEARS = range(1678, 2262)  # whole years inside datetime64[ns]
 _INT64 = 2**63
 
 
@@ -107,9 +108,13 @@ def _datetime(var: xr.Variable) -> xr.Variable | None:
     if calendar is not None and calendar not in _STANDARD_CALENDARS:
         return None
     unit, ref = (part.strip() for part in units.split(" since "))
-    if unit not in _UNITS or not _REF_DATE.fullmatch(ref):
+    found = _REF_DATE.fullmatch(ref)
+    if unit not in _UNITS or found is None or int(found.group(1)) not in _NS_YEARS:
         return None
-    origin = int(np.datetime64(ref.replace(" ", "T"), "ns").astype(np.int64))
+    try:
+        origin = int(np.datetime64(ref.replace(" ", "T"), "ns").astype(np.int64))
+    except ValueError:  # not a real date or time (month 13, hour 25): xarray says what is wrong
+        return None
     ns = _scaled(np.asarray(var._data), _ticks(_UNITS[unit], "ns"), origin)
     return None if ns is None else _decoded(var, ns.view("M8[ns]"), (), ("units", "calendar"))
 
