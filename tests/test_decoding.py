@@ -178,3 +178,14 @@ def test_chunks_still_give_dask() -> None:
     with xr.open_dataset(xt.sample_path("era_pl.tgm"), engine="tensogram", chunks={}) as ds:
         assert all(v.chunks is not None for v in ds.data_vars.values())
         assert ds.valid_time.chunks is not None  # a decoded coordinate in memory is chunked as xarray chunks it
+
+
+def test_create_default_indexes_false_keeps_the_store_indexes() -> None:
+    """xarray does not pass ``create_default_indexes`` to backends: the store's indexes stay (docs/performance.md
+    says so) and ``drop_indexes`` removes them. If xarray ever passes the flag, this test says to honour it."""
+    path = xt.sample_path("era_pl.tgm")
+    with xr.open_dataset(path, engine="tensogram", create_default_indexes=False) as ds:
+        assert set(ds.xindexes) == {"step", "level", "latitude", "longitude"}
+        bare = ds.drop_indexes(list(ds.xindexes))
+        assert not bare.xindexes
+        assert bare["step"].dtype == np.dtype("m8[ns]") and bare.sizes == ds.sizes
