@@ -25,7 +25,8 @@ from xarray.coding.common import SerializationWarning
 from xarray.coding.strings import check_vlen_dtype
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
-from ..errors import InvalidNameError, NoSuchVariableError, UnsupportedError, XarrayTensogramError
+from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError
+from .encoding import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
     "CF_ENCODING_KEYS",
@@ -34,13 +35,8 @@ __all__ = [
     "check_dtypes",
     "encode_dataset",
     "refuse_unlimited_dims",
-    "validate_encoding",
 ]
 
-#: encoding keys xarray's CF encoder consumes (what ``to_netcdf`` honours for every backend)
-CF_ENCODING_KEYS = frozenset(
-    {"dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units", "calendar", "_Unsigned"}
-)
 #: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
 _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
 
@@ -49,16 +45,19 @@ _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "c
 class EncodedDataset:
     """A Dataset as CF-encoded variables, ready for one format's writer.
 
-    ``options`` holds, per variable, the writer options left after CF encoding (what the user gave,
-    or what the variable was read with). ``coordinate_only`` lists the coordinates that no data
-    variable's ``coordinates`` attribute names: formats without Dataset attributes mark them on
-    the variable itself (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
+    ``options`` holds, per variable, the writer's own options left after CF encoding (what the user gave,
+    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding`).
+    ``coordinate_only`` lists the coordinates that no data variable's ``coordinates`` attribute names:
+    formats without Dataset attributes mark them on the variable itself
+    (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
     """
 
     variables: dict[str, xr.Variable]
     attrs: dict[str, Any]
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     coordinate_only: list[str] = field(default_factory=list)
+    #: per variable, the codecs its ``encoding=`` entry chose (by codec key), parameters checked and completed
+    codecs: dict[str, dict[str, CodecSetting]] = field(default_factory=dict)
 
 
 def as_dataset(obj: xr.Dataset | xr.DataArray) -> xr.Dataset:
@@ -93,32 +92,6 @@ def _check_names(ds: xr.Dataset) -> None:
             raise InvalidNameError(f"Invalid name for Dataset attribute {key!r}: must be a non-empty string")
 
 
-def validate_encoding(
-    ds: xr.Dataset, encoding: Mapping[Any, Any] | None, accepted: Iterable[str]
-) -> dict[str, dict[str, Any]]:
-    """The user's ``encoding=`` checked against the variables and the keys a writer accepts.
-
-    One function, so that a codec registry with declared parameters can replace ``accepted`` later.
-    """
-    allowed = frozenset(accepted) | CF_ENCODING_KEYS
-    out: dict[str, dict[str, Any]] = {}
-    for name, enc in (encoding or {}).items():
-        if name not in ds.variables:
-            raise NoSuchVariableError(
-                f"encoding given for {name!r}, which is not a variable of the Dataset; variables: "
-                f"{sorted(map(str, ds.variables))}"
-            )
-        if not isinstance(enc, Mapping):
-            raise XarrayTensogramError(f"encoding for {name!r} must be castable to a dictionary, got {enc!r}")
-        unknown = sorted(set(map(str, enc)) - allowed)
-        if unknown:
-            raise UnsupportedError(
-                f"unexpected encoding parameters for variable {name!r}: {unknown}; accepted: {sorted(allowed)}"
-            )
-        out[str(name)] = dict(enc)
-    return out
-
-
 def _warn_dask_objects(ds: xr.Dataset) -> None:
     """Object arrays held by Dask are computed to find a dtype the file can hold: warned as ``to_netcdf`` warns."""
     for name, var in ds.variables.items():
@@ -145,11 +118,13 @@ def _read_from_file(encoding: Mapping[Any, Any]) -> bool:
 def encode_dataset(
     obj: xr.Dataset | xr.DataArray,
     encoding: Mapping[Any, Any] | None,
-    accepted: Iterable[str],
+    keys: EncodingKeys,
     *,
     default_fill: bool = True,
+    in_effect: InEffect | None = None,
 ) -> EncodedDataset:
-    """Check names and ``encoding=``, then CF-encode every variable with xarray's own encoder.
+    """Check names and ``encoding=`` (against ``keys``, the format's codecs and options:
+    :func:`~.encoding.check_encoding`), then CF-encode every variable with xarray's own encoder.
 
     ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none when
     they were read from a file (their encoding says how), so that a file read and written back unchanged
@@ -158,8 +133,7 @@ def encode_dataset(
     _check_names(ds)
     if encoding is not None and None in encoding:
         encoding = {(NONE_VAR_NAME if k is None else k): v for k, v in encoding.items()}
-    accepted = frozenset(accepted)
-    user = validate_encoding(ds, encoding, accepted)
+    user, codecs = check_encoding(ds, encoding, keys, in_effect)
     _warn_dask_objects(ds)
     try:
         variables, attrs = conventions.encode_dataset_coordinates(ds)
@@ -183,11 +157,15 @@ def encode_dataset(
                 var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
     attrs = dict(attrs)  # xarray's encoder may hand back ds.attrs itself: popping must not change the Dataset
     global_coords = str(attrs.pop("coordinates", "") or "").split()
-    options = {
-        name: {k: v for k, v in var.encoding.items() if k in accepted and k not in _PROVENANCE_KEYS}
+    options = {  # a provenance key (``chunks`` as read) counts only when the user gave it
+        name: {
+            k: v
+            for k, v in var.encoding.items()
+            if k in keys.options and (k not in _PROVENANCE_KEYS or k in user.get(name, {}))
+        }
         for name, var in names.items()
     }
-    return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords)
+    return EncodedDataset(names, {str(k): v for k, v in attrs.items()}, options, global_coords, codecs)
 
 
 def as_characters(var: xr.Variable) -> xr.Variable:

@@ -18,20 +18,19 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..codecs import simple_packing, zstd
+from ..codecs import simple_packing
 from ..codecs.bitmaps import RLE
 from ..codecs.optional import available
 from ..conventions import COORDINATE_ROLE_KEY, DTYPE_KEY, LAYOUT_KEY, TGM_COORDINATE_NAMES
-from ..errors import UnsupportedError
-from ..formats.tensogram.compression import descriptor_defaults, descriptor_key, float64_only, param_owner
+from ..errors import TensogramMappingWarning, UnsupportedError
+from ..formats.tensogram.compression import (
+    float64_only,
+)
 from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
     OBJECT_DTYPES,
-    PIPELINE_PARAMS,
-    PIPELINE_VALUES,
     EncodedMessage,
     ObjectInput,
-    check_pipeline,
     encode_message,
     encode_message_parts,
     write_messages,
@@ -44,7 +43,6 @@ from ..grib import (
     refresh_repro,
 )
 from .common import (
-    CF_ENCODING_KEYS,
     EncodedDataset,
     as_characters,
     as_dataset,
@@ -55,10 +53,12 @@ from .common import (
     string_payload,
     with_attr_types,
 )
+from .encoding import warn_codecs_unused
 from .existing import check_mode
 from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
+from .tensogram_pipeline import ENCODING, pipeline_in_effect, resolve_pipeline
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
 
@@ -80,72 +80,10 @@ CF_ATTRS = frozenset(
         "grid_mapping",
     }
 )
-#: encoding keys accepted per variable (short names map to the descriptor's prefixed names)
-_ENCODING_ALIASES = {
-    "bits_per_value": "sp_bits_per_value",
-    "decimal_scale_factor": "sp_decimal_scale_factor",
-    "reference_value": "sp_reference_value",
-    "binary_scale_factor": "sp_binary_scale_factor",
-    "level": "zstd_level",
-    "rate": "zfp_rate",
-    "precision": "zfp_precision",
-    "tolerance": "zfp_tolerance",
-}
-#: every descriptor key a user may set: the stages, their parameters, the per-object packing values, the byte order
-_DESCRIPTOR_KEYS = frozenset(
-    {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
-)
+
+
 #: the writer's mask-method options, one per kind of non-finite value
 _MASK_KEYS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
-
-
-# -- pipelines: explicit encoding= > the pipeline the variable was read with > defaults --------------
-_STAGES = tuple(PIPELINE_VALUES)
-
-
-def _owned(key: str, desc: Mapping[str, Any]) -> bool:
-    """A parameter of a stage not in use is dropped (the codec registry says which stage owns it)."""
-    owner = param_owner(key)
-    return owner is None or bool(desc.get(owner[0], "none") == owner[1])
-
-
-def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
-    """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
-    (a netCDF ``compression: gzip`` is not ours), parameters of stages not in use are dropped."""
-    plain = {k: v for k, v in _user_pipeline(var_encoding)[0].items() if k in PIPELINE_PARAMS or k in _STAGES}
-    desc: dict[str, Any] = {}
-    for stage in _STAGES:
-        value = var_encoding.get(f"tensogram_{stage}", plain.get(stage))
-        if isinstance(value, str) and value in PIPELINE_VALUES[stage]:
-            desc[stage] = value
-    for key in PIPELINE_PARAMS:
-        if key in plain and _owned(key, desc):
-            desc[key] = plain[key]
-    return desc
-
-
-def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    desc: dict[str, Any] = {}
-    for k, v in encoding.items():
-        k2 = _ENCODING_ALIASES.get(k, k)
-        if k2 in _DESCRIPTOR_KEYS:
-            desc[k2] = v
-    level = descriptor_key(zstd.CODEC, "level")
-    if desc.get("compression") == zstd.CODEC.name and level in desc:
-        desc[level] = int(desc[level])
-    return desc, encoding.get("mask_method")
-
-
-def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """Descriptor options for one variable: ``user`` (``encoding=``) overrides the source pipeline as a whole
-    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs."""
-    explicit, mask_method = _user_pipeline(user)
-    desc = {} if any(s in explicit for s in _STAGES) else _source_pipeline(var_encoding)
-    desc.update(explicit)
-    check_pipeline(desc)
-    for key, value in descriptor_defaults(desc).items():
-        desc.setdefault(key, value)
-    return desc, mask_method
 
 
 def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) -> dict[str, Any]:
@@ -157,20 +95,6 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
         key = f"cf.{k}" if k in lifted and "." not in k else k
         set_path(entry, key, py_value(v))
     return entry
-
-
-_WRITER_OPTIONS = frozenset(_DESCRIPTOR_KEYS | set(_ENCODING_ALIASES) | {"mask_method"})
-
-
-def _check_user_encoding(ds: xr.Dataset, encoding: Mapping[str, Mapping[str, Any]]) -> None:
-    for name, enc in encoding.items():
-        unknown = set(enc) - _WRITER_OPTIONS - CF_ENCODING_KEYS
-        if unknown:
-            raise UnsupportedError(
-                f"unexpected encoding parameters for variable {name!r}: {sorted(unknown)}; accepted: "
-                f"{sorted(_WRITER_OPTIONS)}"
-            )
-        check_pipeline(_user_pipeline(enc)[0])
 
 
 # -- objects ------------------------------------------------------------------------------------------
@@ -530,8 +454,8 @@ def to_tensogram(
     encoding
         ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
         ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
-        ``szip``, ``blosc2``, ``zfp``) and their parameters. By default each variable's own
-        ``.encoding`` (the pipeline it was read with).
+        ``szip``, ``blosc2``, ``zfp``) with their parameters, and ``to_netcdf``'s CF keys, checked against
+        the codec registry (:mod:`.encoding`). By default the pipeline each variable was read with.
     hash
         ``"xxh3"`` or ``None``.
     layout
@@ -551,7 +475,9 @@ def to_tensogram(
     Raises
     ------
     UnsupportedError
-        An unknown pipeline value (the message lists the valid ones) or an unsupported dtype.
+        An unknown ``encoding=`` key or value (naming the variable, listing the valid ones); a dtype.
+    EncodeError
+        A codec parameter outside its valid values (naming the variable and the parameter).
     NoSuchDirectoryError
         The target's directory does not exist.
 
@@ -562,13 +488,9 @@ def to_tensogram(
     ds = as_dataset(ds)
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
-    cf = encode_dataset(ds, encoding, _WRITER_OPTIONS, default_fill=False)  # names, MultiIndex, CF, as to_netcdf
+    cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
-    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
-    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
-    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
-    _check_user_encoding(ds, encoding or {})
-    _check_coordinate_names(ds)
+    _check_storable(ds, cf)
     if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
         netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
         return write_messages(path, netcdf, mode=mode)
@@ -576,6 +498,16 @@ def to_tensogram(
         ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
     )
     return write_messages(path, messages, mode=mode)
+
+
+def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
+    """Refuse what a ``.tgm`` cannot hold (before a byte is written); warn of codecs asked for strings."""
+    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
+    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
+    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
+    _check_coordinate_names(ds)
+    in_metadata = [n for n, v in cf.variables.items() if v.dtype.kind in "OUST"]
+    warn_codecs_unused(cf.codecs, in_metadata, "strings are kept in metadata", TensogramMappingWarning)
 
 
 @xr.register_dataset_accessor("tensogram")  # type: ignore[no-untyped-call]  # unannotated in xarray

@@ -15,20 +15,22 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from ..codecs.base import PASSTHROUGH
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
-from ..formats.tetr.model import DTYPE_CODES
+from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
 from .common import (
     EncodedDataset,
+    as_dataset,
     attr_types,
     check_dtypes,
     encode_dataset,
@@ -37,6 +39,7 @@ from .common import (
     role_marked,
     string_payload,
 )
+from .encoding import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
@@ -93,14 +96,17 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
     return tuple(var.shape)
 
 
-def _codec(var: xr.Variable, compression: str | None) -> str:
-    """``compression`` when given, else the codec the variable was read with, else raw."""
-    if compression is None:
-        compression = var.encoding.get("tetr_codec", "raw")
-    codec = {"none": "raw", **{name: name for name in CODECS.values()}}.get(str(compression))  # the format's table
-    if codec is None:
-        raise ValueError(f"compression must be one of None, 'raw', 'zstd'; got {compression!r}")
-    return codec
+def _codec(var: xr.Variable | None, compression: str | None) -> str:
+    """``compression=`` when given, else the codec the variable was read with (a file of mixed tiles: its
+    compressed codec), else raw: a name of the format's codec table."""
+    value = compression
+    if value is None:
+        read = (var.encoding if var is not None else {}).get("tetr_codec", PASSTHROUGH.name)
+        value = CODECS[1] if read == "mixed" else read
+    found = _COMPRESSION.lookup(value)
+    if found is None:
+        raise UnsupportedError(f"compression must be None or one of {', '.join(CODEC_OBJECTS)}; got {compression!r}")
+    return found[0]
 
 
 def _values(var: xr.Variable) -> Any:
@@ -147,8 +153,14 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
     return meta or None
 
 
-#: per-variable writer options (``encoding={name: {...}}``), beside the CF keys every writer takes
-OPTIONS = frozenset({"compression", "chunks", "chunksizes"})
+_COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
+#: what ``encoding={name: {...}}`` takes for .tet, beside the CF keys every writer takes: the codec of the
+#: format's table with its parameters (zstd ``level``), and the tile shape (``chunks``, netCDF's ``chunksizes``)
+ENCODING = EncodingKeys(
+    ".tet",
+    (_COMPRESSION,),
+    {"chunks": Option("the tile shape (one size per axis)"), "chunksizes": Option("netCDF's name for `chunks`")},
+)
 _DTYPES = frozenset(dt for _, dt in DTYPE_CODES.values())
 _DTYPE_NAMES = [name for name, _ in DTYPE_CODES.values()] + ["bool"]
 
@@ -234,7 +246,7 @@ def _dataset_write(
     source: xr.Variable,
     options: Mapping[str, Any],
     chunks: ChunksLike,
-    compression: str | None,
+    codec: CodecSetting,
     labels: Mapping[str, list[str]],
 ) -> DatasetWrite:
     if var.dtype.kind in "USOT":
@@ -262,10 +274,11 @@ def _dataset_write(
         name,
         _values(var),
         _chunk_shape(tile_source, name, given if given is not None else chunks),
-        _codec(source, options.get("compression", compression)),
+        codec.vocabulary,
         dim_names=_dim_names(source, dims) if dims else None,
         coords=_axis_labels(source, dims, labels),
         attrs=_string_attrs(xr.Variable((), 0, typed), name) or None,
+        codec_params=dict(codec.params) or None,
     )
 
 
@@ -298,8 +311,10 @@ def to_tetr(
         ``"w"`` (replace) or ``"a"`` (add variables to an existing file, rewritten atomically; a variable
         that exists or a dim whose size clashes is refused before anything is written).
     encoding
-        ``{variable: {...}}``: the CF keys of ``to_netcdf`` and ``compression`` (``"raw"``/``"zstd"``) and
-        ``chunks`` (the tile shape) per variable.
+        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with
+        its parameters (zstd ``level``) and ``chunks`` (the tile shape) per variable, checked against the
+        codec registry before anything is written (an unknown key or an invalid value is refused, naming
+        the variable).
     chunks
         The tile shape: one size for every axis (int), one per axis (tuple), or ``{dim: size}``. By
         default the tile shape the variable was read with, else its Dask chunks, else one tile.
@@ -321,30 +336,71 @@ def to_tetr(
     UnsupportedError
         A variable the format cannot hold (strings other than labels, complex, int8, an empty axis), an
         unknown encoding key (the message lists the accepted ones), a MultiIndex.
+    EncodeError
+        A codec parameter outside its valid values (naming the variable and the parameter).
     """
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tet")
-    encoded = encode_dataset(ds, encoding, OPTIONS, default_fill=False)
+    source_ds = as_dataset(ds)
+    _codec(None, compression)  # the file-wide choice is checked before anything else
+    in_effect = _in_effect(source_ds, compression)
+    encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
-    source_ds = ds if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name if ds.name is not None else "data")
-    labels = _label_coords(source_ds, encoded)
-    variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}
-    strings = {k: v for k, v in variables.items() if v.dtype.kind in "USOT"}
-    writes = [
-        _dataset_write(
-            name, var, source_ds.variables.get(name, var), encoded.options.get(name, {}), chunks, compression, labels
-        )
-        for name, var in variables.items()
-        if name not in strings
-    ]
-    _host_strings(writes, strings)
+    writes = _dataset_writes(source_ds, encoded, chunks, in_effect)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
     if mode == "a" and os.path.exists(path):
         writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
     write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
     return os.path.getsize(path)
+
+
+InEffect = Callable[[str, Mapping[str, Any]], dict[str, str]]
+
+
+def _in_effect(source_ds: xr.Dataset, compression: str | None) -> InEffect:
+    """The codec of a variable whose ``encoding=`` entry names none: ``compression=``, else as it was read."""
+
+    def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:
+        return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
+
+    return in_effect
+
+
+def _setting(encoded: EncodedDataset, name: str, in_effect: InEffect) -> CodecSetting:
+    """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
+    chosen = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
+    if chosen is not None:
+        return chosen
+    vocabulary = in_effect(name, {})[_COMPRESSION.key]
+    return CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
+
+
+def _dataset_writes(
+    source_ds: xr.Dataset, encoded: EncodedDataset, chunks: ChunksLike, in_effect: InEffect
+) -> list[DatasetWrite]:
+    """One dataset per variable, each with its own codec and parameters; strings in labels or footer attrs."""
+    labels = _label_coords(source_ds, encoded)
+    variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}
+    strings = {k: v for k, v in variables.items() if v.dtype.kind in "USOT"}
+    writes = [
+        _dataset_write(
+            name,
+            var,
+            source_ds.variables.get(name, var),
+            encoded.options.get(name, {}),
+            chunks,
+            _setting(encoded, name, in_effect),
+            labels,
+        )
+        for name, var in variables.items()
+        if name not in strings
+    ]
+    _host_strings(writes, strings)
+    where = "strings are kept in the footer (labels or an attribute), which is not compressed"
+    warn_codecs_unused(encoded.codecs, [*labels, *strings], where, TetrMappingWarning)
+    return writes
 
 
 def _execution_hint(ds: xr.Dataset) -> tuple[int, int]:

@@ -19,14 +19,16 @@ import numpy as np
 import xarray as xr
 
 from ..codecs import cbor
+from ..codecs.base import PASSTHROUGH, Codec
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
-from ..formats.ztensor.compression import RAW, V01_ENCODINGS
+from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from .common import (
     EncodedDataset,
+    as_dataset,
     check_dtypes,
     encode_dataset,
     recast_bools,
@@ -36,20 +38,22 @@ from .common import (
     warn_dropped,
     with_attr_types,
 )
+from .encoding import CodecKey, EncodingKeys, Option
 from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
 
-#: per-variable writer options (``encoding={name: {...}}``), beside the CF keys every writer takes
-OPTIONS = frozenset({"compression", "checksum"})
-#: the format's table (``formats/ztensor/compression.py``): raw is stored as no compression
-_COMPRESSED = tuple(n for n in V01_ENCODINGS if n != RAW)
-_COMPRESSIONS: dict[str | None, str | None] = {
-    None: None,
-    "none": None,
-    **{n: (None if n == RAW else n) for n in V01_ENCODINGS},
-}
+#: the format's table (``formats/ztensor/compression.py``): what v0.1 can write; raw is stored as no compression
+_COMPRESSION = CodecKey(
+    "compression",
+    {n: ENCODINGS[n] for n in V01_ENCODINGS},
+    readable=tuple(n for n in ENCODINGS if n not in V01_ENCODINGS),
+)
+_COMPRESSED = tuple(n for n, c in _COMPRESSION.codecs.items() if c is not PASSTHROUGH)
 _CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
+#: what ``encoding={name: {...}}`` takes for .zt, beside the CF keys every writer takes: the tensor's codec
+#: with its parameters (zstd ``level``) and its checksum
+ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": Option("the tensor's checksum", tuple(_CHECKSUMS))})
 
 
 def _cbor_value(value: Any) -> Any:
@@ -95,17 +99,22 @@ def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]
     return name, np.asarray(var.values), custom
 
 
-def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, str | None]]:
-    out: dict[str, dict[str, str | None]] = {}
-    for name, opts in encoded.options.items():
-        chosen: dict[str, str | None] = {}
-        for key, table in (("compression", _COMPRESSIONS), ("checksum", _CHECKSUMS)):
-            if key in opts:
-                if opts[key] not in table:
-                    raise UnsupportedError(
-                        f"variable {name!r}: {key} {opts[key]!r} is not one of {sorted(map(str, table))}"
-                    )
-                chosen[key] = table[opts[key]]
+def _stored_as(vocabulary: str, codec: Codec) -> str | None:
+    """The v0.1 writer's ``compression`` for a codec of the table (None: raw)."""
+    return None if codec is PASSTHROUGH else vocabulary
+
+
+def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
+    """What ``encoding=`` chose per tensor: its compression with the codec's parameters, its checksum."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in encoded.variables:
+        chosen: dict[str, Any] = {}
+        setting = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
+        if setting is not None:
+            chosen.update(compression=_stored_as(setting.vocabulary, setting.codec), params=dict(setting.params))
+        checksum = encoded.options.get(name, {}).get("checksum", "")
+        if checksum in _CHECKSUMS:
+            chosen["checksum"] = _CHECKSUMS[checksum]
         if chosen:
             out[name] = chosen
     return out
@@ -147,8 +156,9 @@ def to_ztensor(
         or a dim whose size clashes is refused before anything is written).
     encoding
         ``{variable: {...}}``: the CF keys of ``to_netcdf`` (``dtype``, ``_FillValue``,
-        ``scale_factor``, ``add_offset``, ``units``, ``calendar``, ``_Unsigned``, ``missing_value``)
-        and ``compression``/``checksum`` per tensor.
+        ``scale_factor``, ``add_offset``, ``units``, ``calendar``, ``_Unsigned``, ``missing_value``),
+        ``compression`` (``"raw"``/``"zstd"``) with its parameters (zstd ``level``) and ``checksum`` per
+        tensor, checked against the codec registry before anything is written.
     compression
         ``"raw"`` or ``"zstd"`` for every tensor; by default what the variables were read with.
     checksum
@@ -166,28 +176,30 @@ def to_ztensor(
     UnsupportedError
         A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (the message lists
         the valid ones), a MultiIndex.
+    EncodeError
+        A codec parameter outside its valid values (naming the variable and the parameter).
     """
     ds = _from_mapping(ds)
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
-    encoded = encode_dataset(ds, encoding, OPTIONS)
+    source = as_dataset(ds).variables
+    comp, check = _file_codecs(source, compression, checksum)
+    encoded = encode_dataset(ds, encoding, ENCODING, in_effect=lambda name, enc: {_COMPRESSION.key: comp})
     recast_bools(encoded, "bool")
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
-    source = ds.variables if isinstance(ds, xr.Dataset) else ds.to_dataset(name=ds.name or "data").variables
-    comp, check = _file_codecs(source, compression, checksum)
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
+    per_tensor = _per_tensor(encoded)
     if mode == "a" and os.path.exists(path):
-        old = _existing_items(path, encoded, items)
+        old, as_stored = _existing_items(path, encoded, items)
         kept = {n for n, _, _ in old}
         items = old + [item for item in items if item[0] not in kept]
+        per_tensor = {**per_tensor, **as_stored}
     warn_dropped(
         encoded.attrs,
         f"{os.fspath(path)!r}: zTensor v0.1 has no file-level metadata; Dataset attributes not written",
         ZTensorMappingWarning,
     )
-    write_ztensor_v01(
-        path, items, compression=_COMPRESSIONS[comp], checksum=_CHECKSUMS[check], per_tensor=_per_tensor(encoded)
-    )
+    write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=per_tensor)
     return os.path.getsize(path)
 
 
@@ -210,14 +222,15 @@ def _from_mapping(ds: xr.Dataset | xr.DataArray | Mapping[str, Any]) -> xr.Datas
 def _file_codecs(
     source: Mapping[Hashable, xr.Variable], compression: str | None, checksum: str | None
 ) -> tuple[str | None, str | None]:
-    """The compression and checksum of every tensor: as given, else what the variables were read with."""
-    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if compression is None else compression
-    check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
-    if comp not in _COMPRESSIONS or check not in _CHECKSUMS:
+    """The compression (None: raw) and checksum of every tensor: as given, else what the variables were read with."""
+    found = _COMPRESSION.lookup(compression) if compression is not None else None
+    if (compression is not None and found is None) or checksum not in _CHECKSUMS:
         raise UnsupportedError(
-            f"compression must be one of None, 'raw', 'zstd' and checksum one of None, 'none', 'crc32c', "
-            f"'sha256'; got {compression!r}, {checksum!r}"
+            f"compression must be None or one of {', '.join(map(repr, _COMPRESSION.codecs))} and checksum one of "
+            f"None, 'none', 'crc32c', 'sha256'; got {compression!r}, {checksum!r}"
         )
+    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if found is None else _stored_as(*found)
+    check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
     return comp, check
 
 
@@ -241,9 +254,12 @@ def _meta(item: Item) -> bytes:
     return cbor.dumps({k: v for k, v in item[2].items() if k != COORDINATE_ROLE_KEY}, canonical=True)
 
 
-def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]) -> list[Item]:
+def _existing_items(
+    path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]
+) -> tuple[list[Item], dict[str, dict[str, Any]]]:
     """The tensors of the file being appended to, after checking the new variables fit beside them (a
-    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
+    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once), and
+    the compression and checksum each is stored with (kept as they are; the zstd level is not recorded)."""
     with open_ztensor(path) as zf:
         if zf.version != "0.1" and not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
@@ -259,4 +275,11 @@ def _existing_items(path: str | os.PathLike[str], encoded: EncodedDataset, new: 
         unchanged = {item[0] for item in new if item[0] in by_name and _same(by_name[item[0]], item)}
         fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
         check_append(os.fspath(path), [t.name for t in zf.tensors], dims, fresh)
-        return old
+        as_stored = {
+            t.name: {
+                "compression": t.encoding if t.encoding in _COMPRESSED else None,
+                "checksum": _CHECKSUMS.get((t.checksum or "none").partition(":")[0]),
+            }
+            for t in zf.tensors
+        }
+        return old, as_stored

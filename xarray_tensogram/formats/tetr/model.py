@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...catalog import chunk_counts
+from ...codecs import zstd
+from ...codecs.base import PASSTHROUGH, Codec
 
 MAGIC = b"TETR"
 INDEX_MAGIC = b"TIDX"
@@ -36,8 +38,12 @@ DTYPE_CODES: dict[int, tuple[str, np.dtype]] = {
     10: ("u64", np.dtype("<u8")),
 }
 _CODE_OF: dict[np.dtype, int] = {dt: code for code, (_, dt) in DTYPE_CODES.items()}
-CODECS = {0: "raw", 1: "zstd"}
+#: THE table: a chunk index entry's ``codec`` (spec §4.5) -> (its name, the codec object that encodes/decodes it)
+CODEC_TABLE: dict[int, tuple[str, Codec]] = {0: ("raw", PASSTHROUGH), 1: ("zstd", zstd.CODEC)}
+CODECS = {code: name for code, (name, _) in CODEC_TABLE.items()}
 _CODEC_OF = {name: code for code, name in CODECS.items()}
+#: a codec's name in the file vocabulary -> the codec object
+CODEC_OBJECTS: dict[str, Codec] = dict(CODEC_TABLE.values())
 
 #: ``MetadataLimitsV1::DEFAULT`` of the reference
 LIMITS = {

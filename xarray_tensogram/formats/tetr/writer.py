@@ -13,7 +13,6 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ...catalog import chunk_counts
-from ...codecs import zstd
 from ...errors import (
     LimitExceededError,
     UnsupportedError,
@@ -23,6 +22,7 @@ from .footer import encode_footer
 from .model import (
     _CODE_OF,
     _CODEC_OF,
+    CODEC_OBJECTS,
     DTYPE_CODES,
     ENTRY,
     FLAG_FOOTER,
@@ -45,12 +45,14 @@ class DatasetWrite:
     data: np.ndarray
     #: tile shape (default: the whole array as one tile)
     chunk_shape: Sequence[int] | None = None
-    #: "raw" or "zstd"
+    #: a name of the format's codec table (``CODECS``: raw or zstd); every tile of the dataset uses it
     codec: str = "raw"
     dim_names: Sequence[str] | None = None
     #: axis key (dim name or decimal axis number) -> labels (strings)
     coords: Mapping[str, Sequence[str]] | None = None
     attrs: Mapping[str, str] | None = None
+    #: the codec's parameters for this dataset (zstd ``level``); those not given come from the file-wide ones
+    codec_params: Mapping[str, Any] | None = None
 
     def wire_dtype(self) -> tuple[int, Any]:
         """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do.
@@ -137,7 +139,8 @@ def _check_dataset(d: DatasetWrite, data: np.ndarray) -> tuple[int, ...]:
     if len(chunk) != data.ndim or min(chunk) < 1:
         raise ValueError(f"dataset {d.name!r}: chunk_shape {list(chunk)} must be {data.ndim} positive extents")
     if d.codec not in _CODEC_OF:
-        raise UnsupportedError(f"dataset {d.name!r}: codec {d.codec!r}, expected 'raw' or 'zstd'")
+        raise UnsupportedError(f"dataset {d.name!r}: codec {d.codec!r}, expected one of {', '.join(_CODEC_OF)}")
+    CODEC_OBJECTS[d.codec].resolve(d.codec_params or {}, what=f"dataset {d.name!r}: ")  # before a byte is written
     return chunk
 
 
@@ -165,6 +168,8 @@ def write_tetr(
     (``file_metadata``, or a dataset's ``dim_names``/``coords``/``attrs``); ``footer=True`` forces
     one with a ``metadata`` object even when it is empty, ``footer=False`` omits it.
     ``execution`` is the TIDX hint ``(memory_budget_percent_bps, memory_budget_bytes)``.
+    ``zstd_level`` is the level of zstd tiles whose :class:`DatasetWrite` gives none (``codec_params``): the
+    format records no level, so each dataset may have its own (spec §4.5: the codec is per chunk).
     Paths are written atomically; file objects are written in place. The index precedes the
     payloads, so zstd tiles are compressed (and held, compressed) before anything is written;
     raw tiles are cut from the array again while writing.
@@ -225,10 +230,12 @@ def _index_entries(
     k = 0
     for i, (d, _code, data, chunk) in enumerate(prepared):
         codec = _CODEC_OF[d.codec]
+        encoder = CODEC_OBJECTS[d.codec]
+        params = {"level": zstd_level, **(d.codec_params or {})}
         tiles: Iterator[tuple[tuple[int, ...], Any]] = _tiles(data, chunk) if codec else _tile_boxes(data, chunk)
         for coords, tile in tiles:
             raw_len = tile.nbytes
-            payload = zstd.compress(tile.data, level=zstd_level) if codec else None
+            payload = encoder.encode(tile.data, params)[0] if codec else None
             size = len(payload) if payload is not None else raw_len
             entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
             stored.append(payload)

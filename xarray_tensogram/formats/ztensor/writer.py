@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import cbor, zstd
+from ...codecs import cbor
+from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
-from .compression import RAW
+from .compression import ENCODINGS, RAW, V01_ENCODINGS
 from .containers import MAGIC_V01
 
 __all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
@@ -99,7 +100,8 @@ def write_ztensor_v01(
     *,
     compression: str | None = None,
     checksum: str | None = None,
-    per_tensor: Mapping[str, Mapping[str, str | None]] | None = None,
+    per_tensor: Mapping[str, Mapping[str, Any]] | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> None:
     """Write a v0.1 file atomically.
 
@@ -108,11 +110,13 @@ def write_ztensor_v01(
     ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
     ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
     keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
-    ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names.
+    ``params`` are the compression codec's parameters (zstd ``level``, 3 by default; v0.1 records no level,
+    so each tensor may have its own). ``per_tensor`` overrides ``compression``/``checksum``/``params``
+    for the tensors it names.
     """
-    _check_options(compression, checksum)
+    _check_options(compression, checksum, params or {})
     for opts in (per_tensor or {}).values():
-        _check_options(opts.get("compression", compression), opts.get("checksum", checksum))
+        _check_options(opts.get("compression", compression), opts.get("checksum", checksum), opts.get("params", {}))
     items = _items(tensors)
     entries = []
     with atomic_write(path) as f:
@@ -129,6 +133,7 @@ def write_ztensor_v01(
                     opts.get("compression", compression),
                     opts.get("checksum", checksum),
                     pos,
+                    {**(params or {}), **opts.get("params", {})},
                 )
             )
             pos = entries[-1][1]
@@ -137,11 +142,17 @@ def write_ztensor_v01(
         f.write(struct.pack("<Q", len(index)))
 
 
-def _check_options(compression: str | None, checksum: str | None) -> None:
-    if compression not in (None, zstd.CODEC.name):
-        raise ValueError(f"compression must be None or {zstd.CODEC.name!r}, got {compression!r}")
+#: what a v0.1 tensor's ``encoding`` may name when writing (raw is ``compression=None``)
+_COMPRESSED = {n: c for n, c in ENCODINGS.items() if n in V01_ENCODINGS and c is not PASSTHROUGH}
+
+
+def _check_options(compression: str | None, checksum: str | None, params: Mapping[str, Any]) -> None:
+    if compression is not None and compression not in _COMPRESSED:
+        raise ValueError(f"compression must be None or one of {', '.join(map(repr, _COMPRESSED))}, got {compression!r}")
     if checksum not in (None, "crc32c", "sha256"):
         raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
+    if compression is not None:
+        _COMPRESSED[compression].resolve(params, what="compression: ")
 
 
 def _write_tensor(
@@ -152,11 +163,12 @@ def _write_tensor(
     compression: str | None,
     checksum: str | None,
     pos: int,
+    params: Mapping[str, Any],
 ) -> tuple[bytes, int]:
     """Write one aligned blob at ``pos``; returns its index entry and the position after it."""
     dtype_name = v01_dtype_name(arr.dtype)
     data = _stored_bytes(arr)
-    blob: bytes | memoryview = zstd.compress(data, level=3) if compression else data
+    blob: bytes | memoryview = _COMPRESSED[compression].encode(data, params)[0] if compression else data
     offset = (pos + 63) // 64 * 64
     f.write(b"\x00" * (offset - pos))
     f.write(blob)
@@ -168,7 +180,7 @@ def _write_tensor(
         ("dtype", dtype_name),
         ("layout", "dense"),
         ("shape", [int(s) for s in arr.shape]),
-        ("encoding", zstd.CODEC.name if compression else RAW),
+        ("encoding", compression or RAW),
     ]
     if not compression and arr.dtype.itemsize > 1:
         fields.append(("data_endianness", "little"))

@@ -1,0 +1,122 @@
+"""A ``.tgm`` variable's pipeline: explicit ``encoding=`` > the pipeline it was read with > defaults.
+
+The pipeline stages (``encoding``, ``filter``, ``compression``) are ``encoding=`` keys whose values name the
+codecs of Tensogram's one table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
+parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the
+name, the codec's own (``level``). :data:`ENCODING` is what the one check of ``encoding=``
+(:mod:`.encoding`) holds a ``.tgm`` entry to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import xarray as xr
+
+from ..codecs import zstd
+from ..codecs.base import PASSTHROUGH
+from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
+from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
+from .encoding import CodecKey, EncodingKeys, InEffect, Option
+
+__all__ = ["ENCODING", "pipeline_in_effect", "resolve_pipeline"]
+
+_STAGES = tuple(PIPELINE_VALUES)
+
+
+def _codec_key(stage: str) -> CodecKey:
+    """A pipeline stage as an ``encoding=`` key: the codecs of Tensogram's table that can be written there, their
+    parameters under the descriptor's names (``zstd_level``) and, where no other codec uses it, their own."""
+    table = STAGES[stage]
+    return CodecKey(
+        stage,
+        {n: table[n] for n in PIPELINE_VALUES[stage]},
+        readable=tuple(n for n in table if n not in PIPELINE_VALUES[stage]),
+        spellings=lambda codec, p: (descriptor_key(codec, p.name), *((p.name,) if p.name in _ENCODING_ALIASES else ())),
+    )
+
+
+def _plain_names() -> dict[str, str]:
+    """A parameter's own name (``level``) -> its descriptor key (``zstd_level``), where only one codec has it."""
+    owners: dict[str, set[str]] = {}
+    for stage, values in PIPELINE_VALUES.items():
+        for codec in (STAGES[stage][n] for n in values):
+            for p in codec.params:
+                if not p.derived:
+                    owners.setdefault(p.name, set()).add(descriptor_key(codec, p.name))
+    return {name: keys.pop() for name, keys in owners.items() if len(keys) == 1}
+
+
+#: encoding keys accepted per variable under a parameter's own name (short names map to the descriptor's)
+_ENCODING_ALIASES = _plain_names()
+#: every descriptor key a user may set: the stages, their parameters, the per-object packing values, the byte order
+_DESCRIPTOR_KEYS = frozenset(
+    {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
+)
+
+
+def _owned(key: str, desc: Mapping[str, Any]) -> bool:
+    """A parameter of a stage not in use is dropped (the codec registry says which stage owns it)."""
+    owner = param_owner(key)
+    return owner is None or bool(desc.get(owner[0], "none") == owner[1])
+
+
+def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
+    """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
+    (a netCDF ``compression: gzip`` is not ours), parameters of stages not in use are dropped."""
+    plain = {k: v for k, v in _user_pipeline(var_encoding)[0].items() if k in PIPELINE_PARAMS or k in _STAGES}
+    desc: dict[str, Any] = {}
+    for stage in _STAGES:
+        value = var_encoding.get(f"tensogram_{stage}", plain.get(stage))
+        if isinstance(value, str) and value in PIPELINE_VALUES[stage]:
+            desc[stage] = value
+    for key in PIPELINE_PARAMS:
+        if key in plain and _owned(key, desc):
+            desc[key] = plain[key]
+    return desc
+
+
+def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    desc: dict[str, Any] = {}
+    for k, v in encoding.items():
+        k2 = _ENCODING_ALIASES.get(k, k)
+        if k2 in _DESCRIPTOR_KEYS:
+            desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v  # None: no codec, as in to_netcdf
+    level = descriptor_key(zstd.CODEC, "level")
+    if desc.get("compression") == zstd.CODEC.name and level in desc:
+        desc[level] = int(desc[level])
+    return desc, encoding.get("mask_method")
+
+
+def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Descriptor options for one variable: ``user`` (``encoding=``) overrides the source pipeline as a whole
+    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs."""
+    explicit, mask_method = _user_pipeline(user)
+    desc = {} if any(s in explicit for s in _STAGES) else _source_pipeline(var_encoding)
+    desc.update(explicit)
+    check_pipeline(desc)
+    for key, value in descriptor_defaults(desc).items():
+        desc.setdefault(key, value)
+    return desc, mask_method
+
+
+#: what ``encoding={name: {...}}`` takes for .tgm, beside the CF keys every writer takes: the codec of each
+#: pipeline stage with its parameters, the byte order and how NaN/Inf positions are stored
+ENCODING = EncodingKeys(
+    ".tgm",
+    tuple(_codec_key(stage) for stage in _STAGES),
+    {
+        "byte_order": Option("byte order of the stored values", ("little", "big")),
+        "mask_method": Option("how NaN/Inf positions are stored", (None, *MASK_METHODS)),
+    },
+)
+
+
+def pipeline_in_effect(ds: xr.Dataset) -> InEffect:
+    """The stages a variable keeps when its ``encoding=`` entry names none (the pipeline it was read with)."""
+
+    def in_effect(name: str, enc: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {} if any(s in enc for s in _STAGES) else _source_pipeline(ds.variables[name].encoding)
+
+    return in_effect
