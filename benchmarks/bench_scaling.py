@@ -10,7 +10,9 @@ memory touched before each run (``run_all._warm``):
   variables' shapes in a thread pool of N (``run_all.bare_decode``);
 - ``load``: ``ds.load()`` without Dask (one thread), for reference.
 
-N runs over 1, 2, 4, ... up to the machine's cores (``--threads`` picks others). The files:
+N runs over 1, 2, 4, ... up to the machine's cores (``--threads`` picks others). The process's CPU time of
+each step is recorded too: on one thread it is the step's work without the waits that other jobs on a
+shared machine add to the wall time, and its ratios are printed beside the wall-clock ones. The files:
 
 - ``.tgm``: ``--objects`` objects of 721 x 1440 float32 (4 per message, the ERA cube of ``run_all``);
 - ``.tet``: one ``--tet-side``\\ :sup:`2` float32 variable in 256 x 256 tiles;
@@ -21,12 +23,14 @@ runs in about two minutes on 2 cores. Storage units stay the same size (4 MiB ob
 256 KiB tiles); only their number changes.
 
 GIL: each format is also loaded with ``chunks={}`` on one thread while every call into
-``zstandard``'s decompressor is timed (it releases the GIL), and every read through our lazy array.
-Per task, what is left of the task's time is Python holding the GIL (and copies, allocation),
-split into our reader's part (lazy array minus decoder) and Dask's (scheduling, the final copy or
-concatenation of the chunks); ``share`` is the held time over the decoder's. Only the held part is
-serialised, so it bounds the speed-up on many threads at about ``(1 + share) / share`` (21 at 5 %).
-The bare decoder is measured the same way.
+``zstandard``'s decompressor is timed (it releases the GIL), every ``preadv`` of a payload into a buffer
+(it releases the GIL too) and every read through our lazy array. Per task, what is left of the task's
+time is Python holding the GIL (and copies, allocation), split into our reader's part (lazy array minus
+decoder and reads) and Dask's (scheduling, and apart from it its
+final copy of every chunk into the result, ``dask.array.core.finalize``, which runs after the last task);
+``share`` is the held time over the decoder's. Only the held part and the final copy are serialised, so
+they bound the speed-up on many threads at about ``(1 + share) / share`` (21 at 5 %). The bare decoder
+writes into its result directly and has no final copy; it is measured the same way.
 
 Run::
 
@@ -118,19 +122,21 @@ def measure_file(path: Path, fmt: str, thread_counts: Sequence[int], repeat: int
             }
             if n == 1:
                 steps["load"] = (lambda ds: ds.load(), lambda: ra.open_xr(path))
-            times: dict[str, list[float]] = {k: [] for k in steps}
+            times: dict[str, list[tuple[float, float]]] = {k: [] for k in steps}
             for step in steps.values():
                 ra._once(*step)  # warm-up
             for _ in range(repeat):
                 for k, step in steps.items():  # alternated: A, B, C, A, B, C, ...
-                    times[k].append(ra._once(*step))
-            med = {k: statistics.median(v) for k, v in times.items()}
-            row = {"format": fmt, "threads": n, "decoded_mib": decoded / MIB, "tasks": tasks, **med}
+                    times[k].append(ra._once_with_cpu(*step))
+            med = {k: statistics.median(t[0] for t in v) for k, v in times.items()}
+            cpu = {f"{k} cpu": statistics.median(t[1] for t in v) for k, v in times.items()}
+            row = {"format": fmt, "threads": n, "decoded_mib": decoded / MIB, "tasks": tasks, **med, **cpu}
             rows.append(row)
             print(
                 f"  {fmt} {n:3d} threads: ours {{}} {med['ours {}']:.3f} s, auto {med['ours auto']:.3f} s, "
                 f"bare {med['bare']:.3f} s  ({{}}: {med['bare'] / med['ours {}']:.2f}, "
-                f"auto: {med['bare'] / med['ours auto']:.2f} of bare)",
+                f"auto: {med['bare'] / med['ours auto']:.2f} of bare; CPU time: "
+                f"{cpu['bare cpu'] / cpu['ours {} cpu']:.2f}, {cpu['bare cpu'] / cpu['ours auto cpu']:.2f})",
                 flush=True,
             )
     finally:
@@ -210,6 +216,51 @@ def timed_backend(clock: _Clock) -> Iterator[None]:
 
 
 @contextmanager
+def timed_reads(clock: _Clock) -> Iterator[None]:
+    """Every ``preadv`` of payload bytes from a local file into a buffer (``LocalFileSource.read_into``) timed
+    meanwhile: the copy out of the page cache that the bare decoder, holding its payloads, does not make
+    (``os.preadv`` releases the GIL). Payloads decoded from the memory map pay their page faults in the decoder."""
+    from xarray_tensogram.io.local import LocalFileSource
+
+    real = LocalFileSource.read_into
+
+    def timed(self: Any, offset: int, out: Any, *, what: str = "data") -> None:
+        t0 = time.perf_counter()
+        try:
+            real(self, offset, out, what=what)
+        finally:
+            clock.add(time.perf_counter() - t0)
+
+    LocalFileSource.read_into = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LocalFileSource.read_into = real  # type: ignore[method-assign]
+
+
+@contextmanager
+def timed_dask_finalize(clock: _Clock) -> Iterator[None]:
+    """Dask's last step of a compute, timed meanwhile: the copy of every chunk into the result (one
+    ``concatenate3`` per array, or ``.copy()`` of a single chunk), serial, after all tasks have run."""
+    import dask.array.core as dac
+
+    real = dac.finalize
+
+    def timed(results: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return real(results)
+        finally:
+            clock.add(time.perf_counter() - t0)
+
+    dac.finalize = timed
+    try:
+        yield
+    finally:
+        dac.finalize = real
+
+
+@contextmanager
 def timed_zstandard(clock: _Clock) -> Iterator[None]:
     """Every ``zstandard.ZstdDecompressor()`` made meanwhile times its decompress and stream reads."""
     import zstandard
@@ -249,41 +300,58 @@ def gil_share(path: Path, fmt: str, repeat: int) -> dict[str, Any]:
         "ours": (dask_load(1), lambda: ra.open_xr(path, chunks={})),
         "bare": (lambda _: ra.bare_decode(payloads, shapes, threads=1), None),
     }
-    runs: dict[str, list[tuple[float, float, float, int]]] = {k: [] for k in sides}
+    runs: dict[str, list[tuple[float, float, float, int, float, float]]] = {k: [] for k in sides}
     for _ in range(repeat):
         for k, (fn, setup) in sides.items():
-            clock, ours = _Clock(), _Clock()
+            clock, ours, final, reads = _Clock(), _Clock(), _Clock(), _Clock()
             arg = setup() if setup else None
             gc.collect()
             ra._warm()
-            with timed_zstandard(clock), timed_backend(ours):
+            with timed_zstandard(clock), timed_backend(ours), timed_dask_finalize(final), timed_reads(reads):
                 t0 = time.perf_counter()
                 fn(arg)
                 total = time.perf_counter() - t0
-            runs[k].append((total, ours.inside, clock.inside, clock.calls))
+            runs[k].append((total, ours.inside, clock.inside, clock.calls, final.inside, reads.inside))
     for k, rs in runs.items():
-        total = statistics.median(r[0] for r in rs)
-        reader = statistics.median(r[1] for r in rs)
-        inside = statistics.median(r[2] for r in rs)
         n = tasks if k == "ours" else len(payloads)
-        out[k] = {
-            "per_task_ms": 1e3 * total / n,
-            "decoder_ms": 1e3 * inside / n,
-            "gil_ms": 1e3 * (total - inside) / n,
-            # ours: the part of the held time spent in our reader, the rest is Dask's (scheduling, assembly)
-            "reader_python_ms": 1e3 * (reader - inside) / n if reader else 0.0,
-            "dask_ms": 1e3 * (total - reader) / n if reader else 0.0,
-            "share": (total - inside) / inside if inside else float("nan"),
-            "decoder_calls": rs[0][3],
-        }
+        out[k] = _gil_row(rs, n)
     o, b = out["ours"], out["bare"]
     print(
         f"  {fmt} GIL per task ({tasks} tasks): ours {o['per_task_ms']:.2f} ms = decoder {o['decoder_ms']:.2f} + "
-        f"held {o['gil_ms']:.2f} ms ({100 * o['share']:.1f} %: our reader {o['reader_python_ms']:.2f}, Dask "
-        f"{o['dask_ms']:.2f}); bare held {b['gil_ms']:.2f} ms ({100 * b['share']:.1f} %)",
+        f"rest {o['gil_ms']:.2f} ms ({100 * o['share']:.1f} %: our reader {o['reader_python_ms']:.2f} of which "
+        f"reading the payload {o['read_ms']:.2f}, Dask "
+        f"{o['dask_ms']:.2f} of which its final copy {o['dask_copy_ms']:.2f}); bare held {b['gil_ms']:.2f} ms "
+        f"({100 * b['share']:.1f} %)",
         flush=True,
     )
     return out
+
+
+def _gil_row(rs: Sequence[tuple[float, float, float, int, float, float]], n: int) -> dict[str, Any]:
+    """Medians of (total, in our lazy array, in the decoder, decoder calls, in Dask's final copy, in payload
+    reads) per task."""
+    total = statistics.median(r[0] for r in rs)
+    reader = statistics.median(r[1] for r in rs)
+    inside = statistics.median(r[2] for r in rs)
+    final = statistics.median(r[4] for r in rs)
+    read = statistics.median(r[5] for r in rs)
+    return {
+        "per_task_ms": 1e3 * total / n,
+        "decoder_ms": 1e3 * inside / n,
+        "gil_ms": 1e3 * (total - inside) / n,
+        # ours: the part of the held time spent in our reader, the rest is Dask's (scheduling, assembly)
+        "reader_python_ms": 1e3 * (reader - inside) / n if reader else 0.0,
+        # of it, reading the compressed payload into a buffer (preadv, without the GIL)
+        "read_ms": 1e3 * read / n,
+        # of it, what holds the GIL: our Python around the chunk
+        "reader_held_ms": 1e3 * (reader - inside - read) / n if reader else 0.0,
+        "dask_ms": 1e3 * (total - reader) / n if reader else 0.0,
+        # Dask's copy of the chunks into the result (serial, after the tasks; numpy releases the GIL in it)
+        "dask_copy_ms": 1e3 * final / n,
+        "share": (total - inside) / inside if inside else float("nan"),
+        "share_without_copy": (total - inside - final) / inside if inside else float("nan"),
+        "decoder_calls": rs[0][3],
+    }
 
 
 # ================================================================================================
@@ -300,13 +368,17 @@ def thread_counts(text: str | None) -> list[int]:
 
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
-    print("\n| file | threads | ours {} | ours auto | bare | {} / bare | auto / bare | ds.load() (no Dask) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| file | threads | ours {} | ours auto | bare | {} / bare | auto / bare | ds.load() (no Dask) "
+        "| CPU time: {} / bare, auto / bare |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         load = f"{r['load']:.3f} s" if "load" in r else ""
         print(
             f"| .{r['format']} | {r['threads']} | {r['ours {}']:.3f} s | {r['ours auto']:.3f} s | {r['bare']:.3f} s "
-            f"| {r['bare'] / r['ours {}']:.2f} | {r['bare'] / r['ours auto']:.2f} | {load} |"
+            f"| {r['bare'] / r['ours {}']:.2f} | {r['bare'] / r['ours auto']:.2f} | {load} "
+            f"| {r['bare cpu'] / r['ours {} cpu']:.2f}, {r['bare cpu'] / r['ours auto cpu']:.2f} |"
         )
     by_fmt: dict[str, list[dict[str, Any]]] = {}
     for r in rows:

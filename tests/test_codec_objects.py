@@ -83,3 +83,32 @@ def test_simple_packing_and_zfp_objects_round_trip_within_their_precision() -> N
     stream, _ = zfp.CODEC.encode(values.tobytes(), {"mode": "fixed_accuracy", "tolerance": 1e-3})
     got = zfp.CODEC.decode(stream, values.nbytes, {"mode": "fixed_accuracy", "tolerance": 1e-3})
     assert np.abs(np.asarray(got) - values).max() <= 1e-3
+
+
+def test_zstd_decodes_in_many_threads_at_once_as_zstandard_does() -> None:
+    # each thread keeps its own decompressor: payloads of different sizes and levels, decoded concurrently
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    raws = [np.round(rng.normal(size=n), 1).astype(np.float32).tobytes() for n in (10, 70_000, 300_000) * 8]
+    payloads = [zstandard.ZstdCompressor(level=1 + i % 5).compress(r) for i, r in enumerate(raws)]
+
+    def ours(i: int) -> bytes:
+        out = np.empty(len(raws[i]), dtype=np.uint8)
+        zstd.decompress_into(payloads[i], out)
+        return out.tobytes()
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(ours, [i for _ in range(3) for i in range(len(payloads))]))
+    expected = [zstandard.ZstdDecompressor().decompress(p) for p in payloads] * 3
+    assert got == expected
+
+
+def test_zstd_does_not_keep_a_decompressor_after_a_large_window() -> None:
+    # a frame needing a 16 MiB window is decoded right, and no thread holds that buffer afterwards
+    raw = np.random.default_rng(4).integers(0, 4, size=20 << 20, dtype=np.uint8).tobytes()
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=24)
+    payload = zstandard.ZstdCompressor(compression_params=params).compress(raw)
+    assert zstandard.get_frame_parameters(payload).window_size > zstd._KEEP_WINDOW
+    assert zstd.decompress(payload, len(raw)).tobytes() == raw
+    assert zstd._THREAD.decompressor is None

@@ -97,3 +97,34 @@ def test_out_of_bounds_array_index_raises():
     spec = ArraySpec((5,), a.dtype, (2,), SliceReader(a, (2,)))
     with pytest.raises(IndexError):
         read_outer(spec, (np.array([7]),))
+
+
+@st.composite
+def basic_cases(draw):
+    ndim = draw(st.integers(0, 3))
+    shape = tuple(draw(st.lists(st.integers(1, 7), min_size=ndim, max_size=ndim)))
+    chunks = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    key = []
+    for size in shape:
+        if draw(st.booleans()):
+            key.append(draw(st.integers(-size, size - 1)))
+        else:
+            bound = st.one_of(st.none(), st.integers(-size - 2, size + 2))
+            key.append(slice(draw(bound), draw(bound), draw(st.sampled_from([None, 1, 2, -1, -3]))))
+    return shape, chunks, tuple(key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(basic_cases())
+def test_lazy_array_basic_keys_equal_numpy(case):
+    # xarray hands BASIC keys (a Dask task's chunk, a whole load) straight to the indexer: numpy is the oracle
+    from xarray.core import indexing
+
+    from xarray_tensogram.array import LazyChunkedArray
+
+    shape, chunks, key = case
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    lazy = LazyChunkedArray(ArraySpec(shape, a.dtype, chunks, SliceReader(a, chunks)))
+    got = lazy[indexing.BasicIndexer(key)]
+    np.testing.assert_array_equal(got, a[key])
+    assert got.shape == a[key].shape and got.dtype == a.dtype

@@ -23,8 +23,6 @@ from .outer import plan_axis, read_outer
 
 __all__ = ["LazyChunkedArray", "plan_axis", "read_outer"]
 
-_ALL = slice(None)
-
 
 class LazyChunkedArray(BackendArray):
     """Lazy, picklable, lock-free view of an :class:`ArraySpec` for xarray."""
@@ -35,9 +33,10 @@ class LazyChunkedArray(BackendArray):
         self.dtype = spec.dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        if type(key) is indexing.BasicIndexer and all(k == _ALL for k in key.tuple):
-            # a full load (what ``.load()`` asks for): no indexer to split, the result is the array itself
-            return self._getitem_outer(key.tuple)
+        if type(key) is indexing.BasicIndexer:
+            # integers and slices (a Dask task's chunk, a full ``.load()``): OUTER indexing with them is basic
+            # indexing, so the key goes to the indexer as is, without xarray's decomposition and its adapters
+            return read_outer(self.spec, key.tuple)
         values: np.ndarray = indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.OUTER, self._getitem_outer
         )

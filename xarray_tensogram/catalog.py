@@ -211,8 +211,11 @@ def stack_specs(
     read; ``template`` (a spec of the same shape, dtype and chunks as every member) then stands in for
     them here. Without a template, every member must be a built spec, and they are checked against each other.
     """
-    values = list(members.values()) if isinstance(members, Mapping) else list(members)
-    present = [m for m in values if m is not None]
+    if template is not None and isinstance(members, Mapping):  # members given lazily: none is built here
+        present: list[Any] = [True] if members else []
+    else:
+        values = list(members.values()) if isinstance(members, Mapping) else list(members)
+        present = [m for m in values if m is not None]
     if not present:
         raise ValueError("cannot stack an empty set of arrays")
     if template is None:
@@ -224,7 +227,12 @@ def stack_specs(
             if m.shape != template.shape or m.dtype != template.dtype or m.chunk_shape != template.chunk_shape:
                 raise ValueError("stacked members must share shape, dtype and chunk shape")
     stack_shape = tuple(int(s) for s in stack_shape)
-    reader = StackedReader(stack_shape, dict(members) if isinstance(members, Mapping) else tuple(members))
+    held: tuple[Member | None, ...] | dict[int, Member]
+    if isinstance(members, Mapping):  # a dict of its own kind (members packed, built when read) is kept as it is
+        held = members if isinstance(members, dict) and type(members) is not dict else dict(members)
+    else:
+        held = tuple(members)
+    reader = StackedReader(stack_shape, held)
     return ArraySpec(
         shape=stack_shape + template.shape,
         dtype=template.dtype,

@@ -17,9 +17,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..io import ByteSource
+from ..codecs.base import Codec
+from ..io import ByteSource, LocalFileSource
+from ..io.local import scratch_buffer
 
-__all__ = ["read_raw_rows", "read_row_band", "read_span", "row_byte_span"]
+__all__ = ["READ_MAX", "compressed_payload", "read_raw_rows", "read_row_band", "read_span", "row_byte_span"]
 
 
 def read_row_band(
@@ -69,6 +71,26 @@ def read_span(source: ByteSource, offset: int, length: int, what: str, *, zero_c
         if view is not None:
             return view
     return source.read(offset, length, what=what)
+
+
+#: payloads of codecs without ``mapped_input`` (up to READ_MAX bytes) a local file hands over through a
+#: per-thread buffer filled by ``preadv`` rather than through the memory map: the map's page faults, and the
+#: ``madvise`` that gives its pages back (a TLB flush on every core running one of the process's threads),
+#: cost more, and vary more with the machine's load and with the number of threads, than copying the bytes
+READ_MAX = 16 << 20
+
+
+def compressed_payload(
+    source: ByteSource, offset: int, length: int, codec: Codec, what: str = "payload"
+) -> tuple[bytes | memoryview, bool]:
+    """The stored payload of a chunk to decode, and whether it is a view of the memory map (then to be given
+    back with ``source.release(offset, length)`` once decoded). The buffer of a local file read is this
+    thread's scratch buffer: valid until the thread's next read."""
+    if not codec.capabilities.mapped_input and isinstance(source, LocalFileSource) and length <= READ_MAX:
+        buf = scratch_buffer(length)
+        source.read_into(offset, buf, what=what)
+        return buf.data, False
+    return read_span(source, offset, length, what), True
 
 
 def read_raw_rows(

@@ -306,7 +306,7 @@ def tensogram_groups(
     data = [o for o in selected if o.name not in drop]
     coords = [c for c in coords if c.obj.name not in drop]
     name_keys = set(NAME_KEYS) | ({variable_key} if variable_key else set())
-    extra = tfile[messages[0]].metadata.get("_extra_") if messages else None
+    extra = tfile[messages[0]].decoded_metadata().get("_extra_") if messages else None
     kw = {
         "dim_names": dim_names,
         "name_keys": name_keys,

@@ -29,7 +29,7 @@ from ...mars import (
 )
 from ...params import TABLE_ATTRS, table_attributes
 from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
-from .collect import TgObject
+from .collect import MessageMembers, TgObject
 from .hypercube import (
     MARS_TIME_KEYS,
     MESSAGE_SOURCE,
@@ -177,12 +177,9 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
     spec: ArraySpec
     if cube.dims:
         # members are built on first read (all share the template's shape, dtype and chunks: one group)
-        members = iter(cube.members.items())
-        flat0, o0 = next(members)
-        template = o0.spec()
-        spec = stack_specs(
-            cube.shape, {flat0: template, **{flat: o.spec for flat, o in members}}, fill_value=fill, template=template
-        )
+        template = first.spec()
+        members = MessageMembers.of(cube.members) or {flat: o.spec for flat, o in cube.members.items()}
+        spec = stack_specs(cube.shape, members, fill_value=fill, template=template)
     else:
         spec = cube.members[0].spec()
     attrs, lifted = _attributes(cube, first)

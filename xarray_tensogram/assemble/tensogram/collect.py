@@ -21,7 +21,7 @@ import numpy as np
 from ...catalog import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
 from ...formats.tensogram.encoding import pipeline_encoding
-from ...formats.tensogram.objects import Message, descriptor_params_batch, is_local
+from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
 from .keys import SCALARS, hashable
 from .producer import CoordinateRole, Producer
 from .producers import GribKeys, producer_for
@@ -43,7 +43,12 @@ _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
 
 @dataclass(slots=True)  # 40,000 of them for an archive of 10,000 messages: no per-instance dict
 class TgObject:
-    """One data object with everything the later stages need (no payload is read)."""
+    """One data object with everything the later stages need (no payload is read).
+
+    An open of an archive holds one per object until the Dataset is built, and every pass of the garbage
+    collector walks what they hold: their flat key maps hold only scalars (maps the collector does not
+    track), and the callables that build an object's lazy array or its encoding are made when asked for.
+    """
 
     msg: int
     obj: int
@@ -52,7 +57,8 @@ class TgObject:
     global_keys: dict[str, Any]  # the message's global metadata, flattened (stacking only)
     shape: tuple[int, ...]
     dtype: np.dtype
-    spec: Callable[[], ArraySpec]
+    message: Message
+    spec_options: Mapping[str, Any]  # the open's options of every lazy array (one map, shared)
     frame_hash: int | None = None  # xxh3 of the data frame when it has one (compares coordinates cheaply)
     remote_frame: int | None = None  # the data frame's length, for remote sources only
     #: the producer whose layout the object follows (None: the generic rules), see ``producer.py``
@@ -68,10 +74,20 @@ class TgObject:
     selected: bool = True
     extra: dict[str, Any] = field(default_factory=dict)  # the message's raw _extra_ (file-level hints)
     merged: dict[str, Any] = field(default_factory=dict, repr=False)  # global keys, then own keys over them
-    pipeline: Callable[[], dict[str, Any]] | None = None  # the object's pipeline as writer options (encoding)
 
     def __post_init__(self) -> None:
         self.merged = {**self.global_keys, **self.keys} if self.global_keys else self.keys
+
+    @property
+    def spec(self) -> Callable[[], ArraySpec]:
+        """What builds the object's :class:`ArraySpec` when a read first needs it."""
+        return ObjectSpec(self.message, self.obj, self.spec_options)
+
+    @property
+    def pipeline(self) -> Callable[[], dict[str, Any]] | None:
+        """The object's pipeline as writer options (encoding); None for remote files (its descriptor would
+        cost a request per object)."""
+        return partial(pipeline_encoding, self.message, self.obj) if self.remote_frame is None else None
 
     def value(self, key: str) -> Any:
         """A dotted key's value: the object's own metadata first, then the message's global metadata."""
@@ -98,6 +114,62 @@ class ObjectSpec:
 
     def __call__(self) -> ArraySpec:
         return self.message.array_spec(self.j, **self.options)
+
+
+class MessageMembers(dict[int, Any]):
+    """``{flat index: member}`` of a stacked variable whose members are objects of messages.
+
+    Object ``j`` of ``messages[k]`` is held as the int ``k << 32 | j`` and made into the callable that builds
+    its spec (an :class:`ObjectSpec`) when asked for: an open Dataset of an archive of 100,000 messages would
+    otherwise hold 400,000 small objects that every pass of the garbage collector walks; ints are not
+    walked. The metadata cache keeps its entries the same way (``metadata_cache._PackedMembers``).
+    """
+
+    def __init__(self, messages: Sequence[Message], options: Mapping[str, Any], items: Any = ()) -> None:
+        super().__init__(items)
+        self.messages = tuple(messages)
+        self.options = options
+
+    @staticmethod
+    def of(members: Mapping[int, TgObject]) -> MessageMembers | None:
+        """The members of a cube of objects opened with the same options (None otherwise)."""
+        options = next(iter(members.values())).spec_options
+        at: dict[int, int] = {}  # message index -> its position in ``messages``
+        messages: list[Message] = []
+        packed = {}
+        for flat, o in members.items():
+            if o.spec_options is not options:
+                return None
+            k = at.get(o.msg)
+            if k is None:
+                k = at[o.msg] = len(messages)
+                messages.append(o.message)
+            packed[flat] = k << 32 | o.obj
+        return MessageMembers(messages, options, packed)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MessageMembers, (self.messages, dict(self.options), list(dict.items(self)))
+
+    def get(self, flat: int, default: Any = None) -> Any:  # values built on access
+        value = dict.get(self, flat, default)
+        if type(value) is int:
+            return ObjectSpec(self.messages[value >> 32], value & 0xFFFFFFFF, self.options)
+        return value
+
+    def __getitem__(self, flat: int) -> Any:
+        value = self.get(flat, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(flat)
+        return value
+
+    def values(self) -> Any:  # the members as built (a list, not a view)
+        return [self[flat] for flat in self]
+
+    def items(self) -> Any:  # the members as built (a list, not a view)
+        return [(flat, self[flat]) for flat in self]
+
+
+_ABSENT = object()
 
 
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
@@ -199,6 +271,25 @@ def _own_entry(base: Sequence[Any], j: int) -> dict[str, Any]:
     return {k: v for k, v in own.items() if k != "_reserved_"} if "_reserved_" in own else own
 
 
+def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry
+    (without ``_reserved_``), with the objects' geometries worked out while the metadata is at hand.
+
+    The decoded metadata is dropped afterwards: held for every message of an archive until the objects
+    are built, its 25 or so maps and lists per message were what the garbage collector walked most.
+    """
+    meta = msg.decoded_metadata()
+    base = meta.get("base") or []
+    for j in range(len(msg)):
+        msg.object_geometry(j, base)
+    extra = meta.get("_extra_")
+    return (
+        extra if isinstance(extra, dict) else {},
+        _global_keys(meta),
+        [_own_entry(base, j) for j in range(len(msg))],
+    )
+
+
 def collect_objects(
     tfile: Any, messages: Sequence[int], *, verify_hash: bool, range_threshold: float
 ) -> list[TgObject]:
@@ -211,28 +302,43 @@ def collect_objects(
     """
     objects: list[TgObject] = []
     local = bool(messages) and is_local(tfile[messages[0]].source)
-    owned = []  # (message, its metadata, each object's own base entry)
-    wanted: list[tuple[Any, int]] = []  # the objects whose descriptor params are read
+    # per message and per object, as columns: a record per message would be one more object for the
+    # garbage collector to walk while the open runs
+    held: list[Message] = []
+    extras: list[dict[str, Any]] = []  # each message's raw _extra_
+    global_keys: list[dict[str, Any]] = []  # each message's global keys, flattened
+    owned: list[dict[str, Any]] = []  # each object's own base entry
+    # the objects whose descriptor params are read
+    wanted_messages: list[Message] = []
+    wanted_js: list[int] = []
     for m in messages:
         msg = tfile[m]
-        meta = msg.metadata
-        base = meta.get("base") or []
-        owns = [_own_entry(base, j) for j in range(len(msg.objects))]
-        owned.append((msg, meta, owns))
-        wanted += [(msg, j) for j, own in enumerate(owns) if local or not own]
-    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
-    # the answers come in the order of ``wanted``, which the loop below walks again
-    found = iter(descriptor_params_batch(wanted))
-    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
-    for msg, meta, owns in owned:
-        m = msg.index
-        extra = meta.get("_extra_") if isinstance(meta.get("_extra_"), dict) else {}
-        gkeys = _global_keys(meta)
+        extra, gkeys, owns = _message_entries(msg)
+        held.append(msg)
+        extras.append(extra)
+        global_keys.append(gkeys)
+        owned += owns
         for j, own in enumerate(owns):
+            if local or not own:
+                wanted_messages.append(msg)
+                wanted_js.append(j)
+    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
+    # the answers come in the order asked, which the loop below walks again
+    params_column, hashes_column = descriptor_params_columns(wanted_messages, wanted_js)
+    del wanted_messages, wanted_js
+    found = 0
+    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
+    at = 0  # position in ``owned``
+    for m, msg, extra, gkeys in zip(messages, held, extras, global_keys, strict=True):
+        for j, own in enumerate(owned[at : at + len(msg)]):
             # a damaged frame gives no params: its values report the damage when read
-            params, frame_hash = (next(found) if local or not own else None) or ({}, 0)
+            params: dict[str, Any] | None = None
+            frame_hash: int | None = None
+            if local or not own:
+                params, frame_hash = params_column[found], hashes_column[found]
+                found += 1
             entry = deep_merge(params, own) if params else own
-            shape, dtype = msg.object_geometry(j)
+            shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
             producer = producer_for(entry, extra)
             sections = producer.sections if producer is not None else ()
             keys = flat_keys(entry, skip=sections)
@@ -246,16 +352,17 @@ def collect_objects(
                     global_keys=gkeys,
                     shape=shape,
                     dtype=dtype,
+                    message=msg,
+                    spec_options=spec_options,
                     extra=extra,
                     producer=producer,
                     view=view,
                     level=producer.level(view if view is not None else keys) if producer is not None else None,
-                    spec=ObjectSpec(msg, j, spec_options),
                     frame_hash=frame_hash or None,
-                    remote_frame=None if local else msg.objects[j].frame_length,
-                    pipeline=partial(pipeline_encoding, msg, j) if local else None,
+                    remote_frame=None if local else msg.ref(j).frame_length,
                 )
             )
+        at += len(msg)
     return objects
 
 

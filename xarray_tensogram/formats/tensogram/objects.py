@@ -41,9 +41,10 @@ from .framing import (
     Preamble,
     parse_frame_header,
 )
+from .metadata import message_metadata
 
 
-@dataclass
+@dataclass(slots=True)  # one per object of an archive: no per-instance dict
 class ObjectRef:
     """Where one data object lives: its data frame (absolute offset, length) and any preceder entry."""
 
@@ -336,59 +337,6 @@ def is_local(source: ByteSource) -> bool:
     return type(source).__name__ in ("LocalFileSource", "BytesSource")
 
 
-def normalise_metadata(meta: dict[str, Any], n_objects: int) -> dict[str, Any]:
-    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name
-    the place (the caller prefixes it)."""
-    out: dict[str, Any] = {}
-    extra = meta.get("_extra_", {})
-    if extra is None:
-        extra = {}
-    if not isinstance(extra, dict):
-        raise MetadataError("_extra_ is not a map")
-    extra = dict(extra)
-    for key, value in meta.items():
-        if not isinstance(key, str):
-            raise MetadataError(f"top-level metadata key {key!r} is not text")
-        if key in ("base", "_extra_", "_reserved_"):
-            continue
-        if key in extra:
-            raise MetadataError(f"ambiguous metadata: key {key!r} is both top-level and in _extra_")
-        extra[key] = value
-    base = meta.get("base", [])
-    if base is None:
-        base = []
-    if not isinstance(base, list) or not all(isinstance(b, dict) for b in base):
-        raise MetadataError("'base' is not a list of maps")
-    if len(base) > n_objects:
-        raise MetadataError(f"'base' has {len(base)} entries for {n_objects} objects")
-    base = [dict(b) for b in base] + [{} for _ in range(n_objects - len(base))]
-    reserved = meta.get("_reserved_", {})
-    out["version"] = 3
-    out["base"] = base
-    out["_extra_"] = extra
-    out["_reserved_"] = reserved if isinstance(reserved, dict) else {}
-    return out
-
-
-def message_metadata(raw: bytes, objects: Sequence[ObjectRef], where: str) -> dict[str, Any]:
-    """A message's metadata from its metadata frame's CBOR: normalised, preceders merged into ``base``."""
-    meta = cbor.loads(raw, where=where)
-    try:
-        if not isinstance(meta, dict):
-            raise MetadataError(f"metadata is a {type(meta).__name__}, expected a map")
-        return with_preceders(normalise_metadata(meta, len(objects)), objects)
-    except MetadataError as exc:
-        raise type(exc)(f"{where}{exc}") from None
-
-
-def with_preceders(meta: dict[str, Any], objects: Sequence[ObjectRef]) -> dict[str, Any]:
-    """Preceder metadata (one base entry written just before a data frame) merged over ``base``."""
-    for j, ref in enumerate(objects):
-        if ref.preceder:
-            meta["base"][j].update(ref.preceder)
-    return meta
-
-
 class Message:
     """One Tensogram message: metadata, object locations and lazy access to descriptors and values."""
 
@@ -399,40 +347,60 @@ class Message:
         offset: int,
         length: int,
         preamble: Preamble,
-        metadata: dict[str, Any],
-        objects: list[ObjectRef],
+        metadata: dict[str, Any] | None,
+        objects: Sequence[ObjectRef],
         metadata_cbor: bytes | None = None,
     ) -> None:
         self.source = source
         self.index = index
         self.offset = offset
         self.length = length
-        self.preamble = preamble
+        # what an open of an archive keeps per message is made of few containers the garbage collector
+        # walks: the preamble as a plain tuple, the metadata as its CBOR bytes (``metadata=None``),
+        # the objects' locations as tuples of ints, the readers and geometries only once asked for
+        self._preamble = (preamble.magic, preamble.version, preamble.flags, preamble.reserved, preamble.total_length)
+        if metadata is None and metadata_cbor is None:
+            raise ValueError("a Message needs its metadata or the CBOR bytes of its metadata frame")
         self._metadata: dict[str, Any] | None = metadata
         self._metadata_cbor = metadata_cbor  # to decode it again after release_metadata()
-        self.objects = objects
-        self._readers: list[ObjectReader | None] = [None] * len(objects)
-        self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] = {}
+        self._refs = tuple((r.frame_offset, r.frame_length, r.preceder) for r in objects)
+        self._readers: list[ObjectReader | None] | None = None
+        self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] | None = None
 
     def __repr__(self) -> str:
-        return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self.objects)} objects)>"
+        return f"<tensogram Message {self.index} at {self.offset} ({self.length} bytes, {len(self._refs)} objects)>"
+
+    @property
+    def preamble(self) -> Preamble:
+        return Preamble(*self._preamble)
+
+    @property
+    def objects(self) -> list[ObjectRef]:
+        """Where each data object lives (made from the tuples the message keeps)."""
+        return [ObjectRef(*t) for t in self._refs]
+
+    def ref(self, j: int) -> ObjectRef:
+        """Where data object ``j`` lives."""
+        return ObjectRef(*self._refs[j])
 
     @property
     def metadata(self) -> dict[str, Any]:
         """Global metadata (``version``, ``base``, ``_extra_``, ``_reserved_``) after preceder merge."""
         if self._metadata is None:
-            assert self._metadata_cbor is not None  # release_metadata() keeps the CBOR
-            self._metadata = message_metadata(self._metadata_cbor, self.objects, _where(self.index))
+            self._metadata = self.decoded_metadata()
         return self._metadata
 
-    def release_metadata(self) -> None:
-        """Drop the decoded metadata (decoded again from its CBOR bytes if asked for).
+    def decoded_metadata(self) -> dict[str, Any]:
+        """:attr:`metadata`, decoded from its CBOR bytes when the message does not hold it, without holding it
+        (an open walks every message's metadata once: kept, it would weigh on every garbage collection)."""
+        if self._metadata is not None:
+            return self._metadata
+        assert self._metadata_cbor is not None  # the constructor and release_metadata() keep the CBOR
+        return message_metadata(self._metadata_cbor, self.objects, _where(self.index))
 
-        An open Dataset of an archive holds its messages for the lazy reads. Their decoded metadata,
-        some 25 small dicts and lists per message, is not needed once the Dataset is built, and every
-        pass of Python's cyclic garbage collector would walk it (half a second per 10,000 messages
-        on our machine). The CBOR bytes it came from are not containers.
-        """
+    def release_metadata(self) -> None:
+        """Drop the decoded metadata (decoded again from its CBOR bytes if asked for): an open Dataset holds
+        its messages, and every pass of the garbage collector would walk their metadata's maps and lists."""
         if self._metadata_cbor is not None:
             self._metadata = None
 
@@ -442,28 +410,35 @@ class Message:
         return entries
 
     def __len__(self) -> int:
-        return len(self.objects)
+        return len(self._refs)
 
     def _reader(self, j: int) -> ObjectReader:
-        if not 0 <= j < len(self.objects):
-            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
+        if not 0 <= j < len(self._refs):
+            raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
+        if self._readers is None:
+            self._readers = [None] * len(self._refs)
         r = self._readers[j]
         if r is None:
             shape, dtype = self.object_geometry(j)
             # the low-level API reads exactly the rows asked for (range_threshold 1)
-            r = ObjectReader(self.source, self.objects[j], _where(self.index, j), shape, dtype, range_threshold=1.0)
+            r = ObjectReader(self.source, self.ref(j), _where(self.index, j), shape, dtype, range_threshold=1.0)
             self._readers[j] = r
         return r
 
-    def object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
-        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it."""
+    def object_geometry(self, j: int, base: Sequence[Any] | None = None) -> tuple[tuple[int, ...], np.dtype]:
+        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it.
+
+        ``base``: the message's ``base`` entries when the caller holds them (see :meth:`decoded_metadata`).
+        """
+        if self._geometry is None:
+            self._geometry = {}
         geometry = self._geometry.get(j)
         if geometry is None:
-            geometry = self._geometry[j] = self._object_geometry(j)
+            geometry = self._geometry[j] = self._object_geometry(j, self.base if base is None else base)
         return geometry
 
-    def _object_geometry(self, j: int) -> tuple[tuple[int, ...], np.dtype]:
-        tensor = (self.base[j].get("_reserved_") or {}).get("tensor") if j < len(self.base) else None
+    def _object_geometry(self, j: int, base: Sequence[Any]) -> tuple[tuple[int, ...], np.dtype]:
+        tensor = (base[j].get("_reserved_") or {}).get("tensor") if j < len(base) else None
         if isinstance(tensor, dict) and isinstance(tensor.get("shape"), list) and tensor.get("dtype") in DTYPES:
             try:
                 geometry = _reserved_geometry(tensor["dtype"], tuple(tensor["shape"]))
@@ -484,12 +459,12 @@ class Message:
 
     def descriptor(self, j: int) -> dict[str, Any]:
         """Descriptor of object ``j`` (read from its data frame on first use)."""
-        if not 0 <= j < len(self.objects):
-            raise IndexError(f"message {self.index} has {len(self.objects)} objects, no object {j}")
-        r = self._readers[j]
+        if not 0 <= j < len(self._refs):
+            raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
+        r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
-        lay = read_frame_layout(self.source, self.objects[j], _where(self.index, j))
+        lay = read_frame_layout(self.source, self.ref(j), _where(self.index, j))
         return lay.descriptor
 
     def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
@@ -511,7 +486,7 @@ class Message:
     @property
     def descriptors(self) -> list[dict[str, Any]]:
         """All descriptors (reads each data frame's footer and descriptor once)."""
-        return [self.descriptor(j) for j in range(len(self.objects))]
+        return [self.descriptor(j) for j in range(len(self._refs))]
 
     def read_object(self, j: int, *, verify_hash: bool = False, rows: slice | None = None) -> np.ndarray:
         """Decode object ``j``: shape from its descriptor, native byte order, NaN/Inf restored.
@@ -532,7 +507,7 @@ class Message:
         shape, dtype = self.object_geometry(j)
         reader = ObjectReader(
             self.source,
-            self.objects[j],
+            self.ref(j),
             _where(self.index, j),
             shape,
             dtype,
@@ -547,19 +522,33 @@ class Message:
 def descriptor_params_batch(
     objects: Sequence[tuple[Message, int]], *, lenient: bool = True
 ) -> list[tuple[dict[str, Any], int] | None]:
-    """:meth:`Message.descriptor_params` of objects of any messages of one file, with two batched reads
-    (all footers, then all descriptors): an open does this for every object of the file, so the
-    per-object work is kept to the footer check and a lookup of descriptors already known to be plain.
-    ``lenient``: a damaged frame gives ``None`` instead of raising."""
-    if not objects:
-        return []
-    source = objects[0][0].source
+    """:meth:`Message.descriptor_params` of objects of any messages of one file (see
+    :func:`descriptor_params_columns`). ``lenient``: a damaged frame gives ``None`` instead of raising."""
+    params, hashes = descriptor_params_columns([m for m, _j in objects], [j for _m, j in objects], lenient=lenient)
+    return [None if h is None else ({} if p is None else p, h) for p, h in zip(params, hashes, strict=True)]
+
+
+def descriptor_params_columns(
+    messages: Sequence[Message], js: Sequence[int], *, lenient: bool = True
+) -> tuple[list[dict[str, Any] | None], list[int | None]]:
+    """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (None: none) and their
+    frames' xxh3 (0 when absent; None: a damaged frame, with ``lenient``), with two batched reads (all footers,
+    then all descriptors).
+
+    An open does this for every object of the file, so the per-object work is kept to the footer check and
+    a lookup of descriptors already known to be plain, and the answer is two columns of scalars: not one
+    pair per object that the garbage collector would walk until the open is over.
+    """
     refs = []
-    for msg, j in objects:
-        if not 0 <= j < len(msg.objects):
-            raise IndexError(f"message {msg.index} has {len(msg.objects)} objects, no object {j}")
-        refs.append(msg.objects[j])
-    out: list[tuple[dict[str, Any], int] | None] = [None] * len(refs)
+    for msg, j in zip(messages, js, strict=True):
+        if not 0 <= j < len(msg):
+            raise IndexError(f"message {msg.index} has {len(msg)} objects, no object {j}")
+        refs.append(msg.ref(j))
+    params: list[dict[str, Any] | None] = [None] * len(refs)
+    hashes: list[int | None] = [None] * len(refs)
+    if not refs:
+        return params, hashes
+    source = messages[0].source
     tails = source.read_ranges(
         [(r.frame_offset + max(r.frame_length, 20) - 20, 20) for r in refs], what="data frame footer"
     )
@@ -569,14 +558,14 @@ def descriptor_params_batch(
         cbor_offset = int.from_bytes(tail[:8], "big")
         try:
             if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
-                msg, j = objects[i]
                 raise CorruptFileError(
-                    f"{describe(source.name, _where(msg.index, j), off)}data frame of {length} bytes has a "
-                    f"bad footer (descriptor offset {cbor_offset})"
+                    f"{describe(source.name, _where(messages[i].index, js[i]), off)}data frame of {length} bytes "
+                    f"has a bad footer (descriptor offset {cbor_offset})"
                 )
             if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
-                msg, j = objects[i]
-                out[i] = pipeline.params_of(read_frame_layout(source, ref, _where(msg.index, j)).descriptor, tail)
+                desc = read_frame_layout(source, ref, _where(messages[i].index, js[i])).descriptor
+                found, hashes[i] = pipeline.params_of(desc, tail)
+                params[i] = found or None
             else:
                 wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
         except XarrayTensogramError:
@@ -586,13 +575,13 @@ def descriptor_params_batch(
     plain = pipeline.PLAIN_DESCRIPTORS
     for (i, o, _n), raw in zip(wanted, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
-            out[i] = {}, int.from_bytes(tails[i][8:16], "big")
+            hashes[i] = int.from_bytes(tails[i][8:16], "big")
             continue
         try:
             # only the free-form params are used here (the frame is fully checked when it is read)
-            out[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
+            found, hashes[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
+            params[i] = found or None
         except MetadataError as exc:
             if not lenient:  # the error names the place; built only when needed
-                msg, j = objects[i]
-                raise type(exc)(f"{describe(source.name, _where(msg.index, j), o)}{exc}") from None
-    return out
+                raise type(exc)(f"{describe(source.name, _where(messages[i].index, js[i]), o)}{exc}") from None
+    return params, hashes

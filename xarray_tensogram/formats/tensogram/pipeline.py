@@ -25,7 +25,7 @@ from ...errors import (
 )
 from ...io import ByteSource, LocalFileSource
 from ...io.local import scratch_buffer
-from .._chunks import read_span, row_byte_span
+from .._chunks import compressed_payload, row_byte_span
 from . import masks as mask_codec
 from .compression import STAGES, decompress, stage_codec
 from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
@@ -373,7 +373,7 @@ def decode_into(
         _unpack_streamed(source, offset, desc, out.reshape(-1))
         return
     codec = stage_codec("compression", compression, where)
-    payload, mapped = _compressed_payload(source, offset, length, codec)
+    payload, mapped = compressed_payload(source, offset, length, codec)
     try:
         if codec.capabilities.decode_into and not packed and out.flags.c_contiguous:
             codec.decode_into(payload, out, {}, where)
@@ -396,21 +396,6 @@ def decode_into(
         del payload
         if mapped:
             source.release(offset, length)
-
-
-#: payloads of codecs without ``mapped_input`` (up to READ_MAX bytes) a local file hands over through a
-#: per-thread buffer filled by ``preadv`` rather than through the memory map: for lz4 the map's page faults
-#: (and their release) cost more, and vary more with the machine's load, than copying the bytes
-READ_MAX = 16 << 20
-
-
-def _compressed_payload(source: ByteSource, offset: int, length: int, codec: Codec) -> tuple[bytes | memoryview, bool]:
-    """The stored payload, and whether it is a view of the memory map (to be released after decoding)."""
-    if not codec.capabilities.mapped_input and isinstance(source, LocalFileSource) and length <= READ_MAX:
-        buf = scratch_buffer(length)
-        source.read_into(offset, buf, what="payload")
-        return buf.data, False
-    return read_span(source, offset, length, "payload"), True
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident

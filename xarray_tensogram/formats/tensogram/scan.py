@@ -42,7 +42,8 @@ from .framing import (
     parse_preamble,
     phase_of,
 )
-from .objects import Message, ObjectRef, _where, is_local, normalise_metadata, with_preceders
+from .metadata import normalise_metadata, with_preceders
+from .objects import Message, ObjectRef, _where, is_local
 
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
@@ -323,11 +324,12 @@ class MessageScanner:
             data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
         elif index_map is not None and not jumped:
             self._check_index_matches(index_map, data, pos, where)
-        try:
-            meta = with_preceders(normalise_metadata(metadata, len(data)), data)
+        try:  # checked here, so that a message with bad metadata is skipped as damaged
+            with_preceders(normalise_metadata(metadata, len(data)), data)
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
-        return Message(self.source, index, pos, end - pos, pre, meta, data, metadata_cbor), end
+        # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
+        return Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor), end
 
     def _check_frame(
         self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str

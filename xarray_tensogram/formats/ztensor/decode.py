@@ -29,7 +29,7 @@ from ...errors import (
     UnsupportedError,
 )
 from ...io import ByteSource
-from .._chunks import read_raw_rows, read_row_band, read_span
+from .._chunks import compressed_payload, read_raw_rows, read_row_band, read_span
 from .compression import ENCODINGS
 from .model import Part, TensorInfo, logical_dtype
 
@@ -379,12 +379,13 @@ class TensorReader:
         if (main.decoded_length not in (None, expected)) or expected > zstd.max_output(main.length):
             return False
         source = self._source(main)
-        payload = self._stored(main, "data", zero_copy=True)
+        payload, mapped = compressed_payload(source, main.offset, main.length, zstd.CODEC, f"tensor {info.name!r}")
         try:
             zstd.decompress_into(payload, out, where=f"{self._where}part 'data': ")
         finally:
             del payload
-            source.release(main.offset, main.length)
+            if mapped:
+                source.release(main.offset, main.length)
         return True
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
