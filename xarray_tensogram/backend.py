@@ -24,9 +24,11 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
-from .assemble.common import drop_storage_spec
+from .assemble.common import STORAGE_SPEC_KEY, drop_storage_spec
+from .assemble.group import RawGroup
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
+from .decoding import decode_times_in_memory, default_indexes
 from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
 from .formats import registry
 from .formats.base import FormatFile
@@ -82,17 +84,17 @@ class TensogramDataStore(AbstractDataStore):
 
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
-    def __init__(self, raw: xr.Dataset, shared: _SharedFile) -> None:
-        # the spec assembly kept in each lazy variable's encoding is for the layers above, not the user
-        self.variables: dict[str, xr.Variable] = {str(k): drop_storage_spec(v) for k, v in raw.variables.items()}
-        self.coord_names = frozenset(str(k) for k in raw.coords)
-        self.attrs = dict(raw.attrs)
-        self.encoding = dict(raw.encoding)
+    def __init__(self, raw: RawGroup, shared: _SharedFile) -> None:
+        self.variables = raw.variables
+        self.coord_names = raw.coord_names
+        self.attrs = raw.attrs
+        self.encoding = raw.encoding
         self._shared = shared
         self._closed = False
 
     def get_variables(self) -> dict[str, xr.Variable]:
-        return dict(self.variables)
+        # the spec assembly kept in each lazy variable's encoding is for the layers below, not the user
+        return {k: drop_storage_spec(v) for k, v in self.variables.items()}
 
     def get_attrs(self) -> dict[str, Any]:
         return dict(self.attrs)
@@ -113,21 +115,40 @@ class TensogramDataStore(AbstractDataStore):
 
     def decode(self, decoders: Mapping[str, Any], drop: frozenset[str]) -> xr.Dataset:
         """The Dataset xarray's ``StoreBackendEntrypoint`` would build, with assembly's coordinates as
-        coordinates: CF decoding through ``xarray.conventions.decode_cf_variables``."""
+        coordinates: CF decoding through ``xarray.conventions.decode_cf_variables``.
+
+        The CF times and dimension coordinates already in memory come decoded and indexed as xarray would
+        decode and index them (:mod:`~xarray_tensogram.decoding`), so that an open without ``chunks`` never
+        imports Dask; lazy variables are decoded by xarray alone."""
         with close_on_error(self):
             variables, attrs, cf_coords = conventions.decode_cf_variables(
-                self.get_variables(), self.get_attrs(), drop_variables=list(drop) or None, **decoders
+                decode_times_in_memory(self.variables, decoders),
+                self.get_attrs(),
+                drop_variables=list(drop) or None,
+                **decoders,
             )
+            variables = {k: _without_spec(v, self.variables[k]) for k, v in variables.items()}
             coord_names = set(cf_coords) | self.coord_names
             coords = {k: v for k, v in variables.items() if k in coord_names or v.dims == (k,)}
             data = {(None if k == NONE_VAR_NAME else k): v for k, v in variables.items() if k not in coords}
-            ds = xr.Dataset(data, coords=xr.Coordinates(coords, indexes={}), attrs=attrs)
+            ds = xr.Dataset(data, coords=default_indexes(coords), attrs=attrs)
             ds.set_close(self.close)
             ds.encoding = self.get_encoding()
             return ds
 
 
-def _select_group(groups: Mapping[str, xr.Dataset], group: str | None, name: str) -> str:
+def _without_spec(decoded: xr.Variable, raw: xr.Variable) -> xr.Variable:
+    """A decoded variable without the storage spec in its encoding (a copy only where xarray's decoder handed
+    the raw variable back as it was; its other results are new variables with encodings of their own)."""
+    if STORAGE_SPEC_KEY not in decoded.encoding:
+        return decoded
+    if decoded is raw:
+        return drop_storage_spec(raw)
+    del decoded.encoding[STORAGE_SPEC_KEY]
+    return decoded
+
+
+def _select_group(groups: Mapping[str, RawGroup], group: str | None, name: str) -> str:
     """The key of the group to open: the one asked for, or the only one there is."""
     if group is None:
         if len(groups) == 1:
@@ -170,7 +191,7 @@ def _check_applies(spec: FormatSpec, values: Mapping[str, Any], name: str) -> No
 class _Opened(NamedTuple):
     """An open file, its raw groups and every open option's value."""
 
-    groups: dict[str, xr.Dataset]
+    groups: dict[str, RawGroup]
     file: FormatFile[Any]
     spec: FormatSpec
     values: dict[str, Any]
@@ -191,7 +212,7 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     return _Opened(groups, f, registry.get(name), values)
 
 
-def _open_now(filename_or_obj: Any, values: dict[str, Any]) -> tuple[dict[str, xr.Dataset], FormatFile[Any], str]:
+def _open_now(filename_or_obj: Any, values: dict[str, Any]) -> tuple[dict[str, RawGroup], FormatFile[Any], str]:
     """Sniff, open the format's file, assemble every group; the groups, the file and the format's name."""
     source = open_source(filename_or_obj, values["storage_options"])
     with close_on_error(source):
@@ -218,7 +239,7 @@ def open_raw_groups(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.
     """
     given = {k: v for k, v in options.items() if v is not None}
     opened = _open(filename_or_obj, given, declared.names(*_NOT_XARRAY))
-    return opened.groups, opened.file
+    return {k: g.to_dataset() for k, g in opened.groups.items()}, opened.file
 
 
 _NOT_XARRAY = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
@@ -253,7 +274,7 @@ def _decode_groups(opened: _Opened, keep: str | None) -> dict[str, xr.Dataset]:
         if keep is not None:
             groups = {"/": groups[_select_group(groups, keep, opened.file.name)]}
         elif "/" not in groups:  # the root holds the attributes all groups share
-            groups = {"/": xr.Dataset(attrs=dict(next(iter(groups.values())).attrs)), **groups}
+            groups = {"/": RawGroup({}, attrs=dict(next(iter(groups.values())).attrs)), **groups}
     shared = _SharedFile(opened.file, len(groups))
     decoders = _decoders(opened.values)
     drop = opened.values["drop_variables"]

@@ -64,7 +64,7 @@ ENV_DIR = "XARRAY_TENSOGRAM_CACHE_DIR"
 MAGIC = b"XTGMCACHE1\n"
 EDGE = 1 << 16  # bytes hashed at each end of the file
 
-Groups = dict[str, Any]  # group path -> raw xr.Dataset (this module does not need xarray itself)
+Groups = dict[str, Any]  # group path -> raw group (assemble.group.RawGroup; this module does not need xarray itself)
 Opened = tuple[Groups, FormatFile[Any], str]  # the groups, the open file, the format's name
 
 #: entries kept per cache directory; beyond them the least recently used are deleted when one is stored

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -135,6 +136,13 @@ def generic_dim_names(
     return names
 
 
+@functools.cache
+def _whole(ndim: int) -> indexing.BasicIndexer:
+    """The key selecting a whole array of ``ndim`` axes, made once per rank: indexers are immutable, and
+    making one checks every axis (a quarter of assembling a ``.zt`` of 200 tensors)."""
+    return indexing.BasicIndexer((slice(None),) * ndim)
+
+
 def lazy_variable(
     dims: Sequence[Hashable],
     spec: ArraySpec,
@@ -150,15 +158,17 @@ def lazy_variable(
     near ``array.chunk-size``, each read by one task in one pass (:func:`~xarray_tensogram.outer.read_outer`).
     Nothing here imports Dask.
     """
-    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec))
-    enc = {k: v for k, v in (encoding or {}).items() if k != "preferred_chunks"}
+    dims = tuple(dims)
+    enc = dict(encoding) if encoding else {}
     enc[STORAGE_SPEC_KEY] = spec
-    unit = (max(1, min(c, n)) for c, n in zip(spec.chunk_shape, spec.shape, strict=True))  # a tile may overhang
-    enc["preferred_chunks"] = dict(zip(dims, unit, strict=True))
+    # one unit per axis; a tile may overhang the array (min), an empty axis still has a unit of 1 (max)
+    units = zip(dims, spec.chunk_shape, spec.shape, strict=True)
+    enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in units}
     enc.setdefault("dtype", spec.dtype)
-    var = xr.Variable(tuple(dims), data, attrs=typed_attrs(attrs or {}))
-    var.encoding = enc
-    return var
+    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec), _whole(len(dims)))
+    # fastpath (as xarray's own CF coders build variables): the lazy array is taken as it is, which is what
+    # xarray's checks would conclude for it anyway
+    return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc, fastpath=True)
 
 
 def _typed(value: Any, kind: str) -> Any:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import xarray as xr
-
 from ..formats.registry import FormatSpec, load
 from ..options import keywords_of
+from .group import RawGroup, as_raw_group
 
 __all__ = ["assemble", "options_taken"]
 
@@ -22,8 +21,9 @@ def options_taken(spec: FormatSpec) -> frozenset[str]:
     return keywords_of(load(spec.assembler)) | keywords_of(spec.open)
 
 
-def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, xr.Dataset]:
-    """Raw (CF-encoded) Datasets of every group of the open file ``f``: ``{"/": ds}`` for one group.
+def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, RawGroup]:
+    """Raw (CF-encoded) groups of the open file ``f``: ``{"/": group}`` for one group. The assembly function
+    returns a :class:`RawGroup` or a Dataset (or a dict of them by group path).
 
     ``values`` holds every open option (see :func:`xarray_tensogram.options.resolve`); the assembly
     function gets those it takes as keywords.
@@ -33,4 +33,4 @@ def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, x
     if kwargs.get("drop_variables", ()) is None:
         kwargs["drop_variables"] = frozenset()
     out = function(f, **kwargs)
-    return out if isinstance(out, dict) else {"/": out}
+    return {k: as_raw_group(g) for k, g in out.items()} if isinstance(out, dict) else {"/": as_raw_group(out)}

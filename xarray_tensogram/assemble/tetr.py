@@ -45,6 +45,7 @@ from .common import (
     unique_names,
     with_cf_coordinates,
 )
+from .group import raw_dataset
 
 __all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
 
@@ -173,12 +174,22 @@ def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
     return attrs
 
 
+def _same_labels(a: xr.Variable, b: xr.Variable) -> bool:
+    """``a.equals(b)`` for labels in memory, without xarray's "is this a Dask array?" (which imports Dask)."""
+    if a.dims != b.dims or a.shape != b.shape:
+        return False
+    try:
+        return bool(np.array_equal(a.values, b.values, equal_nan=True))
+    except TypeError:  # labels NaN cannot be among (strings)
+        return bool(np.array_equal(a.values, b.values))
+
+
 def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], var: str) -> None:
     """Keep the first coordinate of a dim; a different one from a later variable is dropped with a warning."""
     for dim, c in new.items():
         if dim not in coords:
             coords[dim] = c
-        elif not coords[dim].equals(c):  # type: ignore[no-untyped-call]  # xarray leaves Variable.equals unannotated
+        elif not _same_labels(coords[dim], c):
             warnings.warn(
                 f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
                 TetrMappingWarning,
@@ -261,7 +272,7 @@ def tetr_to_dataset(
     variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
     attrs = with_cf_coordinates(_dataset_attrs(tfile), coord_names & set(variables))
-    ds: xr.Dataset = xr.Dataset(variables, coords=coords, attrs=attrs)
+    ds = raw_dataset(variables, coords, attrs)
     ds.encoding["tetr_layout_version"] = tfile.layout_version
     ds.encoding["tetr_execution"] = dict(tfile.execution)
     return ds

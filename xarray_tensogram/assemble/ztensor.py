@@ -1,4 +1,4 @@
-"""zTensor file -> xarray Dataset: one variable per tensor (writing: ``write/ztensor.py``).
+"""zTensor file -> raw group of xarray Variables: one per tensor (writing: ``write/ztensor.py``).
 
 Names are the tensor names (dots kept; duplicates, legal in v0.1, get ``_1``
 suffixes with a warning). Dims come from the ``dim_names`` kwarg, else the
@@ -32,6 +32,7 @@ from .common import (
     unique_names,
     with_cf_coordinates,
 )
+from .group import RawGroup
 
 __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 
@@ -105,8 +106,8 @@ def ztensor_to_dataset(
     drop_variables: frozenset[str] | set[str] = frozenset(),
     verify_hash: bool,
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-) -> xr.Dataset:
-    """A raw Dataset of lazy variables, one per tensor (no CF decoding applied here).
+) -> RawGroup:
+    """The raw group of lazy variables, one per tensor (no CF decoding applied here).
 
     zTensor's format record names this function: its keywords are the open options zTensor files take."""
     names = unique_names(t.name for t in zfile.tensors)
@@ -166,6 +167,6 @@ def ztensor_to_dataset(
         }
         variables[var] = lazy_variable(dims, spec, _attrs(info), encoding)
     attrs = with_cf_coordinates(flatten_attrs(zfile.attrs), coord_names & set(variables))
-    ds: xr.Dataset = xr.Dataset(variables, attrs=attrs)
-    ds.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
-    return ds
+    group = RawGroup.of(variables, {}, attrs)
+    group.encoding["ztensor_version"] = zfile.version if zfile.dialect is None else f"{zfile.version} ({zfile.dialect})"
+    return group

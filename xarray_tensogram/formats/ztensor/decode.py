@@ -8,9 +8,10 @@ what the metadata promises, never by what a stream claims.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -102,10 +103,11 @@ class TensorReader:
     data_start: int = 64
     verify: bool = False
     rows_per_chunk: int = 0
-    _where: str = field(default="", repr=False)
 
-    def __post_init__(self) -> None:
-        self._where = self.info.where(self.sources[None].name)
+    @functools.cached_property
+    def _where(self) -> str:
+        """What messages name (file and tensor): made on first use, not for each tensor of every open."""
+        return self.info.where(self.sources[None].name)
 
     # -- parts ----------------------------------------------------------------------------------
     def _source(self, part: Part) -> ByteSource:

@@ -82,7 +82,8 @@ class ZTensorFile(FormatFile[TensorInfo]):
         """
         info = self.tensor(key)
         rows = auto_rows_per_chunk(info) if rows_per_chunk is None else rows_per_chunk
-        return self.reader(key, verify=verify, rows_per_chunk=rows).spec()
+        reader = TensorReader(self._sources, info, self._data_end, self._data_start, verify=verify, rows_per_chunk=rows)
+        return reader.spec()
 
     # -- lifetime ---------------------------------------------------------------------------------
     def close(self) -> None:
