@@ -160,7 +160,10 @@ def plot(rows: Sequence[Row], path: Path, title: str) -> None:
         ax.text(r.ratio, yi, f" {r.ratio:.2f}", va="center", fontsize=8)
     ax.set_yticks(y, labels, fontsize=8)
     ax.axvline(1.0, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("ratio to the reference point (higher is better; black tick = target)")
+    # log scale: the cached opens are hundreds of times their budget, the rest sit around 1
+    ax.set_xscale("log")
+    ax.set_xlim(min(0.05, min(ratios) / 2), max(2.0, max(ratios) * 3))
+    ax.set_xlabel("ratio to the reference point, log scale (higher is better, tick = target)", fontsize=8)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
