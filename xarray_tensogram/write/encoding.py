@@ -1,4 +1,4 @@
-"""The one check of a writer's ``encoding=``: per variable, against the codec registry (issue 23).
+"""The one check of a writer's ``encoding=``: per variable, against the codec registry.
 
 Each writer declares its :class:`EncodingKeys`: the keys whose value names a codec of its format's one
 table (``compression``; for ``.tgm`` also ``encoding`` and ``filter``), each holding only the codecs the
