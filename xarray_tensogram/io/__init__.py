@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .atomic import atomic_write
-from .base import ByteSource, SourceLike
+from .base import ByteSource, RangeColumns, SourceLike
 from .local import LocalFileSource
 from .memory import BytesSource, FileObjectSource
 from .remote import FsspecSource, _from_fsspec_object, is_remote_url
@@ -30,6 +30,7 @@ __all__ = [
     "FileObjectSource",
     "FsspecSource",
     "LocalFileSource",
+    "RangeColumns",
     "SourceLike",
     "atomic_write",
     "is_remote_url",

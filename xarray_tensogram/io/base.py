@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO, Union
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 from ..errors import (
     TruncatedFileError,
@@ -17,6 +17,29 @@ if TYPE_CHECKING:
 
 
 SourceLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, "ByteSource"]
+
+
+class RangeColumns(Sequence[tuple[int, int]]):
+    """``(offset, length)`` ranges for :meth:`ByteSource.read_ranges` kept as two columns of ints; each pair is
+    made when it is read, so that a batch of thousands of ranges (an open reads two per object) is two lists,
+    not thousands of tuples alive at once that count towards the garbage collector's next pass."""
+
+    __slots__ = ("lengths", "offsets")
+
+    def __init__(self, offsets: list[int], lengths: list[int]) -> None:
+        self.offsets = offsets
+        self.lengths = lengths
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, i: Any) -> Any:  # an int gives a pair, a slice a list of pairs (as a list's would)
+        if isinstance(i, slice):
+            return list(zip(self.offsets[i], self.lengths[i], strict=True))
+        return self.offsets[i], self.lengths[i]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.offsets, self.lengths, strict=True)
 
 
 class ByteSource(ABC):

@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 #: top-level metadata keys that are not global user metadata
+#: the one empty map that every message without ``_extra_`` or global keys shares (read only): two maps fewer
+#: per message alive while the open runs, each counted towards the garbage collector's next pass
+_NONE: dict[str, Any] = {}
 _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
 
 
@@ -182,36 +185,56 @@ _ABSENT = object()
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
     """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped, and
     the top-level sections named in ``skip``)."""
+    return _flat_keys_rebuildable(entry, prefix, skip)[0]
+
+
+def _flat_keys_rebuildable(
+    entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
+) -> tuple[dict[str, Any], bool]:
+    """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
+    without dots, nor ``_reserved_``; values scalars or non-empty maps of the same): found in the same walk,
+    so that an open does not walk every object's metadata twice."""
     out: dict[str, Any] = {}
     if skip and any(k in entry for k in skip):
         entry = {k: v for k, v in entry.items() if k not in skip}
-    _flatten_into(entry, prefix, out)
-    return out
+    return out, _flatten_into(entry, prefix, out)
 
 
-def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
-    # runs over every key of every object (about 50 per GRIB-converted object): written for speed
+def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> bool:
+    # runs over every key of every object (about 50 per GRIB-converted object): written for speed;
+    # returns whether the keys written give ``entry`` back (see _flat_keys_rebuildable)
     scalars = SCALARS
     types = set(map(type, entry.values()))
     if dict not in types and "_reserved_" not in entry:
-        names = _prefixed(prefix, tuple(entry))
+        keys = tuple(entry)
+        names = _prefixed(prefix, keys)
         if names is not None:  # no nested map: keys and values copied in C, lists made hashable in place
             out.update(zip(names, entry.values(), strict=True))
             if not scalars.issuperset(types):
                 for name, v in zip(names, entry.values(), strict=True):
                     if type(v) not in scalars:
                         out[name] = hashable(v)
-            return
+                return False
+            return _plain_keys(keys)
+    rebuildable = True
     for k, v in entry.items():
         if k == "_reserved_":
+            rebuildable = False
             continue
-        key = prefix + k if type(k) is str else f"{prefix}{k}"
+        if type(k) is str:
+            key = prefix + k
+            rebuildable = rebuildable and "." not in k
+        else:
+            key = f"{prefix}{k}"
+            rebuildable = False
         if type(v) in scalars:
             out[key] = v
         elif isinstance(v, dict) and v:
-            _flatten_into(v, key + ".", out)
+            rebuildable = _flatten_into(v, key + ".", out) and rebuildable and type(v) is dict
         else:
             out[key] = hashable(v)
+            rebuildable = False
+    return rebuildable
 
 
 def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
@@ -226,17 +249,6 @@ def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
 def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
     # objects of a file repeat the same few key sets: each is joined once
     return tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
-
-
-def _rebuildable(entry: Mapping[str, Any]) -> bool:
-    """Whether :func:`flat_keys` of ``entry`` gives it back through :func:`_rebuilt`: text keys without dots
-    (nor ``_reserved_``), and values that are scalars or non-empty maps of the same (no lists)."""
-    if not _plain_keys(tuple(entry)):
-        return False
-    types = set(map(type, entry.values()))
-    if SCALARS.issuperset(types):  # a map of scalars (a section's leaves): checked in C
-        return True
-    return all(type(v) in SCALARS or (type(v) is dict and v and _rebuildable(v)) for v in entry.values())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -297,7 +309,7 @@ def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
     extra: Mapping[str, Any] = meta["_extra_"] if isinstance(meta.get("_extra_"), dict) else {}
     top = {k: v for k, v in meta.items() if k not in _FRAME_KEYS and isinstance(k, str)}
     if not top and not extra:
-        return {}
+        return _NONE
     merged = deep_merge(top, {k: v for k, v in extra.items() if k != "dim_names"})
     return flat_keys(merged)
 
@@ -320,7 +332,7 @@ def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list
         msg.object_geometry(j, base)
     extra = meta.get("_extra_")
     return (
-        extra if isinstance(extra, dict) else {},
+        extra if isinstance(extra, dict) and extra else _NONE,
         _global_keys(meta),
         [_own_entry(base, j) for j in range(len(msg))],
     )
@@ -420,13 +432,13 @@ def _collected(
     shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
     producer = producer_for(entry, extra)
     sections = producer.sections if producer is not None else ()
-    keys = flat_keys(entry, skip=sections)
+    keys, rebuildable = _flat_keys_rebuildable(entry, skip=sections)
     view = producer.keys_view(keys, entry) if producer is not None and sections else None
     return TgObject(
         msg=m,
         obj=j,
         # a producer's view reads its sections from the nested map: kept then
-        nested=entry if producer is not None or not _rebuildable(entry) else None,
+        nested=entry if producer is not None or not rebuildable else None,
         keys=keys,
         global_keys=gkeys,
         shape=shape,

@@ -26,7 +26,7 @@ from ...errors import (
     XarrayTensogramError,
     describe,
 )
-from ...io import ByteSource
+from ...io import ByteSource, RangeColumns
 from .._chunks import read_row_band
 from . import pipeline
 from .compression import stage_codec
@@ -544,19 +544,27 @@ def descriptor_params_columns(
     a lookup of descriptors already known to be plain, and the answer is two columns of scalars: not one
     pair per object that the garbage collector would walk until the open is over.
     """
-    refs = []  # (offset, length) of each frame: an ObjectRef per object would cost more than the rest
+    # (offset, length) of each frame and the ranges read, as columns of ints: a tuple per object would be
+    # thousands of containers alive at once, each counted towards the garbage collector's next pass
+    offsets: list[int] = []
+    lengths: list[int] = []
     for msg, j in zip(messages, js, strict=True):
         if not 0 <= j < len(msg):
             raise IndexError(f"message {msg.index} has {len(msg)} objects, no object {j}")
-        refs.append(msg.frame(j))
-    params: list[dict[str, Any] | None] = [None] * len(refs)
-    hashes: list[int | None] = [None] * len(refs)
-    if not refs:
+        offset, length = msg.frame(j)
+        offsets.append(offset)
+        lengths.append(length)
+    params: list[dict[str, Any] | None] = [None] * len(offsets)
+    hashes: list[int | None] = [None] * len(offsets)
+    if not offsets:
         return params, hashes
     source = messages[0].source
-    tails = source.read_ranges([(o + max(n, 20) - 20, 20) for o, n in refs], what="data frame footer")
-    wanted: list[tuple[int, int, int]] = []  # (position in objects, descriptor offset, length)
-    for i, ((off, length), tail) in enumerate(zip(refs, tails, strict=True)):
+    footers = RangeColumns([o + max(n, 20) - 20 for o, n in zip(offsets, lengths, strict=True)], [20] * len(offsets))
+    tails = source.read_ranges(footers, what="data frame footer")
+    del footers
+    wanted = RangeColumns([], [])  # descriptors to read (offsets and lengths), with their objects' positions
+    positions: list[int] = []
+    for i, (off, length, tail) in enumerate(zip(offsets, lengths, tails, strict=True)):
         cbor_offset = int.from_bytes(tail[:8], "big")
         try:
             if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
@@ -570,13 +578,15 @@ def descriptor_params_columns(
                 found, hashes[i] = pipeline.params_of(desc, tail)
                 params[i] = found or None
             else:
-                wanted.append((i, off + cbor_offset, length - 20 - cbor_offset))
+                positions.append(i)
+                wanted.offsets.append(off + cbor_offset)
+                wanted.lengths.append(length - 20 - cbor_offset)
         except XarrayTensogramError:
             if not lenient:
                 raise
-    raws = source.read_ranges([(o, n) for _i, o, n in wanted], what="descriptor")
+    raws = source.read_ranges(wanted, what="descriptor")
     plain = pipeline.PLAIN_DESCRIPTORS
-    for (i, o, _n), raw in zip(wanted, raws, strict=True):
+    for i, o, raw in zip(positions, wanted.offsets, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
             hashes[i] = int.from_bytes(tails[i][8:16], "big")
             continue
