@@ -45,7 +45,7 @@ import numpy as np
 import xxhash
 
 from ._version import __version__
-from .assemble.tensogram.collect import ObjectSpec
+from .assemble.tensogram.collect import MessageMembers, ObjectSpec
 from .catalog import ArraySpec, StackedReader
 from .errors import MetadataCacheWarning, UnsupportedOptionError
 from .formats.base import FormatFile
@@ -339,38 +339,6 @@ def _stack(
     others: dict[int, Any],
 ) -> StackedReader:
     packed = (pairs[:, 0] << 32) | pairs[:, 1] if len(pairs) else pairs[:, 0]
-    members = _PackedMembers(table, options, zip(flats.tolist(), packed.tolist(), strict=True))
+    members = MessageMembers(table.message, options, zip(flats.tolist(), packed.tolist(), strict=True))
     members.update(others)
     return StackedReader(stack_shape, members)
-
-
-class _PackedMembers(dict[int, Any]):
-    """``{flat index: member}`` of a stacked variable read back from the cache.
-
-    A member of message ``m``, object ``j`` is held as the int ``m << 32 | j`` and made into the callable
-    an uncached open holds (an :class:`ObjectSpec`) when asked for: 400,000 ints are
-    one allocation each and invisible to the garbage collector, 400,000 callables are not.
-    """
-
-    def __init__(self, table: CachedMessages, options: dict[str, Any], items: Any = ()) -> None:
-        super().__init__(items)
-        self.table = table
-        self.options = options
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return _PackedMembers, (self.table, self.options, list(dict.items(self)))
-
-    def get(self, flat: int, default: Any = None) -> Any:
-        value = dict.get(self, flat, default)
-        if type(value) is int:
-            return ObjectSpec(self.table.message(value >> 32), value & 0xFFFFFFFF, self.options)
-        return value
-
-    def __getitem__(self, flat: int) -> Any:
-        value = self.get(flat, _ABSENT)
-        if value is _ABSENT:
-            raise KeyError(flat)
-        return value
-
-
-_ABSENT = object()

@@ -132,12 +132,13 @@ class MessageMembers(dict[int, Any]):
     Object ``j`` of ``messages[k]`` is held as the int ``k << 32 | j`` and made into the callable that builds
     its spec (an :class:`ObjectSpec`) when asked for: an open Dataset of an archive of 100,000 messages would
     otherwise hold 400,000 small objects that every pass of the garbage collector walks; ints are not
-    walked. The metadata cache keeps its entries the same way (``metadata_cache._PackedMembers``).
+    walked. ``message`` gives message ``k``: the open's own messages, or the metadata cache's table,
+    which parses a message when first asked for (the cache reads its entries back into this class).
     """
 
-    def __init__(self, messages: Sequence[Message], options: Mapping[str, Any], items: Any = ()) -> None:
+    def __init__(self, message: Callable[[int], Message], options: Mapping[str, Any], items: Any = ()) -> None:
         super().__init__(items)
-        self.messages = tuple(messages)
+        self.message = message
         self.options = options
 
     @staticmethod
@@ -155,15 +156,15 @@ class MessageMembers(dict[int, Any]):
                 k = at[o.msg] = len(messages)
                 messages.append(o.message)
             packed[flat] = k << 32 | o.obj
-        return MessageMembers(messages, options, packed)
+        return MessageMembers(tuple(messages).__getitem__, options, packed)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return MessageMembers, (self.messages, dict(self.options), list(dict.items(self)))
+        return MessageMembers, (self.message, dict(self.options), list(dict.items(self)))
 
     def get(self, flat: int, default: Any = None) -> Any:  # values built on access
         value = dict.get(self, flat, default)
         if type(value) is int:
-            return ObjectSpec(self.messages[value >> 32], value & 0xFFFFFFFF, self.options)
+            return ObjectSpec(self.message(value >> 32), value & 0xFFFFFFFF, self.options)
         return value
 
     def __getitem__(self, flat: int) -> Any:
