@@ -27,6 +27,7 @@ from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
+from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
 from .common import (
     EncodedDataset,
@@ -38,6 +39,7 @@ from .common import (
     refuse_unlimited_dims,
     role_marked,
     string_payload,
+    warn_dropped,
 )
 from .encoding import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
@@ -135,10 +137,24 @@ def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
 
 
 def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
+    """``history=`` when given; else the rows that show as the Dataset's ``history`` attribute (those read
+    from the file, ``tetr_history``, kept as they were where their line is unchanged); else the rows read.
+    A line no row can hold (empty, over 1024 bytes) is dropped with a warning naming it."""
     if history is not None:
         return list(history)
     text = ds.attrs.get(HISTORY_JSON_ATTR)
-    return list(json.loads(text)) if isinstance(text, str) and text else []
+    read = list(json.loads(text)) if isinstance(text, str) and text else []
+    if "history" not in ds.attrs:
+        return read
+    rows, dropped = history_rows(_attr_string(ds.attrs["history"]), read)
+    warn_dropped(
+        dropped,
+        "lines of the Dataset attribute 'history' that a .tet history row cannot hold (1 to "
+        f"{LIMITS['string']} bytes), not written",
+        TetrMappingWarning,
+        stacklevel=4,
+    )
+    return rows
 
 
 def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
@@ -321,8 +337,9 @@ def to_tetr(
     compression
         ``"raw"`` or ``"zstd"``; by default the codec the variable was read with, else raw.
     history
-        History rows (dicts or ``(op, source, at)``); by default the rows read from the file
-        (``tetr_history``).
+        History rows (dicts or ``(op, source, at)``); by default the rows that show as the Dataset's
+        ``history`` attribute (one per line: the rows read from the file, ``tetr_history``, where their
+        line is unchanged, else rows parsed from the lines), so an edited history is written as edited.
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 
