@@ -139,7 +139,7 @@ def _data_object(
         hole = np.asarray(var.isel(where).values)
         if hole.dtype.kind == "f" and np.isnan(hole).all():
             return None  # a hole in the original hypercube stays a hole
-    if var.dtype.kind in "OUST":
+    if cf.dtype.kind in "OUST":
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
     entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf)
@@ -247,13 +247,14 @@ def _coordinate_objects(
 
 
 def _string_coords(
-    ds: xr.Dataset, skip_coords: set[Hashable], encoding: Mapping[str, Mapping[str, Any]]
+    ds: xr.Dataset, skip_coords: set[Hashable], encoding: Mapping[str, Mapping[str, Any]], cf: EncodedDataset
 ) -> dict[str, Any]:
     """String variables (no object form in Tensogram) kept in metadata, in the layout hint; as characters
-    (``S1``) where their encoding asks for it, as ``to_netcdf`` stores them."""
+    (``S1``) where their encoding asks for it, as ``to_netcdf`` stores them. Object arrays of dates
+    (cftime) are not strings: xarray's encoder made them numbers (``cf``), written as objects."""
     out = {}
     for cname, var in ds.variables.items():
-        if cname in skip_coords or var.dtype.kind not in "OUST":
+        if cname in skip_coords or cf.variables[str(cname)].dtype.kind not in "OUST":
             continue
         coord = var.copy(deep=False)
         coord.encoding = {**var.encoding, **encoding.get(str(cname), {})}
@@ -302,7 +303,9 @@ def _check_append(
     data = []
     for sel in message_combos(ds, mdims):
         for name, var in ds.data_vars.items():
-            if var.dtype.kind in "OUST" or any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
+            if cf.variables[str(name)].dtype.kind in "OUST" or any(
+                sel[m.name] != 0 for m in mdims if m.name not in var.dims
+            ):
                 continue
             desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
             entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)])
@@ -312,7 +315,7 @@ def _check_append(
         (str(e["name"]), e, np.asarray(obj.data))
         for e, obj in _coordinate_objects(ds, split, skip_coords, cf.variables, frozenset())
     ]
-    strings = _string_coords(ds, skip_coords, encoding)
+    strings = _string_coords(ds, skip_coords, encoding, cf)
     return check_tensogram_append(path, cf.variables, split, data, coords, strings)
 
 
@@ -339,7 +342,7 @@ def _iter_messages(
     global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
         extra["coordinates"] = " ".join(global_coords)
-    strings = _string_coords(ds, skip_coords, encoding)
+    strings = _string_coords(ds, skip_coords, encoding, cf)
     if strings:
         hint = hint or {}
         hint["coords"] = {**strings, **(hint.get("coords") or {})}

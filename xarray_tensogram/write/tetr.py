@@ -200,7 +200,8 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
         if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]
             continue
-        if values.dtype.kind in "USO" and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
+        text = values.dtype.kind in "US" or (values.dtype.kind == "O" and all(isinstance(v, str) for v in values))
+        if text and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:  # cftime: numbers
             out[str(dim)] = spelled
     return out
 
