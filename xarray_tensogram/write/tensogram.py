@@ -480,8 +480,7 @@ def to_tensogram(
 
     The mapping of the reader is inverted: dimensions built from metadata keys split the data into
     one message per combination, with one object per variable; the other coordinates are written as
-    coordinate objects in the first message, and each message's grid (the coordinates along its
-    objects' axes) in every message, so that any message opened alone has its grid.
+    coordinate objects in the first message, each message's grid in every message.
 
     Parameters
     ----------
@@ -510,8 +509,7 @@ def to_tensogram(
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
     grid
-        ``False`` writes the grid coordinates in the first message only (smaller files: a message then
-        opened alone, or a copy without the first message, has no grid).
+        ``False``: the grid in the first message only (smaller; later messages alone have no grid).
 
     Returns
     -------

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from xarray.coding.times import contains_cftime_datetimes
+from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import STEP_UNITS, TIME_UNITS
 
