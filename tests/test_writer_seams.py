@@ -63,6 +63,18 @@ def test_cftime_dates_are_written_as_cf_numbers_with_their_calendar(fmt: str, ca
     assert _open(path)["time"].values[3] == ds["time"].values[3]
 
 
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_dask_held_cftime_dates_are_encoded_without_a_warning(fmt: str, tmp_path: Path) -> None:
+    """Dask-held cftime dates are not an object array of unknown type (``to_netcdf`` does not warn either)."""
+    pytest.importorskip("dask")
+    ds = _calendar_dataset("noleap")
+    path = tmp_path / f"d.{fmt}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        WRITERS[fmt](ds.chunk(2), path)
+    xr.testing.assert_identical(_open(path, **CFTIME), ds)
+
+
 @pytest.mark.parametrize("calendar", ["noleap", "360_day"])
 def test_cftime_message_dim_round_trips(calendar: str, tmp_path: Path) -> None:
     """A cftime dim that splits .tgm messages: one message per date, the dates back as written."""
