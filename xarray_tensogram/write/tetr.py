@@ -319,8 +319,9 @@ def to_tetr(
     Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
     any), attrs to string ``attrs`` (CF-encoded first, like netCDF writers), index coordinates read from
     footer labels (and string ones) to ``coords`` labels, ``tool``/``library_version``/``created_at``
-    Dataset attrs to the file metadata, ``history`` to the history rows (other Dataset attrs have no place
-    in the format: a warning names them). A Dataset read from a ``.tet`` file and left unchanged is written back byte for byte.
+    Dataset attrs to the file metadata, ``history`` to the history rows (other Dataset attrs have no
+    place in the format: a warning names them). A Dataset read from a ``.tet`` file and left unchanged is
+    written back byte for byte.
 
     Parameters
     ----------
