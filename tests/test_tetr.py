@@ -615,6 +615,62 @@ def test_dataset_round_trip_keeps_names_dims_coords_attrs(compression: str | Non
     back.close()
 
 
+_ROWS = [
+    {"op": "convert", "source": "nc", "at": "1700000000", "parents": ["in.nc"], "params": {"method": "x"}},
+    {"op": "write", "source": "test", "at": "1700000100"},
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "kept"),
+    [
+        pytest.param(lambda h: h + "\n2026-01-02T03:04:05Z: regrid cdo remapbil", [0, 1], id="appended"),
+        pytest.param(lambda h: h.splitlines()[1] + "\n" + h.splitlines()[0], [1, 0], id="reordered"),
+        pytest.param(lambda h: "Mon Jan  1 00:00:00 2024: ncks -O a.nc b.nc\nhand-made", [], id="replaced-free-text"),
+        pytest.param(lambda h: "1700000000: write test", [], id="unix-seconds-as-text"),
+    ],
+)
+def test_to_tetr_writes_the_edited_history(edit: Any, kept: list[int], tmp_path: Path) -> None:
+    """An opened .tet whose ``history`` attribute was edited is written with the edited history (not the rows it
+    was read with); rows whose line is unchanged keep their parents and params."""
+    to_tetr(_sample_dataset(), tmp_path / "a.tet", history=_ROWS)
+    with xr.open_dataset(tmp_path / "a.tet", engine="tensogram") as ds:
+        edited = ds.copy()
+        edited.attrs["history"] = edit(ds.attrs["history"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            to_tetr(edited, tmp_path / "b.tet")
+    with xr.open_dataset(tmp_path / "b.tet", engine="tensogram") as back:
+        assert back.attrs["history"] == edited.attrs["history"]
+        rows = json.loads(back.attrs["tetr_history"])
+    assert rows[: len(kept)] == [_ROWS[i] for i in kept]  # unchanged lines: their rows, parents and params kept
+    assert len(rows) == len(edited.attrs["history"].split("\n"))
+
+
+def test_to_tetr_writes_a_history_built_in_memory(tmp_path: Path) -> None:
+    """A Dataset's own ``history`` (netCDF style, no rows behind it) is written, not dropped: read back equal."""
+    ds = _sample_dataset()
+    ds.attrs["history"] = "Tue Feb  6 10:00:00 2024: cdo -f nc copy in.grb out.nc\n2024-02-07T00:00:00Z: edit me"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        to_tetr(ds, tmp_path / "m.tet")
+    with xr.open_dataset(tmp_path / "m.tet", engine="tensogram") as back:
+        assert back.attrs["history"] == ds.attrs["history"]
+    with open_tetr(tmp_path / "m.tet") as t:  # the ISO line is a structured row, as the reference writes them
+        assert t.history[1] == {"op": "edit", "source": "me", "at": "1707264000"}
+
+
+def test_to_tetr_warns_of_history_lines_no_row_holds(tmp_path: Path) -> None:
+    """A line over the format's string limit (or empty) has no row: a warning names it, the others are written."""
+    ds = _sample_dataset()
+    long = "x" * 2000
+    ds.attrs["history"] = f"2024-02-07T00:00:00Z: edit me\n{long}"
+    with pytest.warns(TetrMappingWarning, match=r"'history'.*xxxxx"):
+        to_tetr(ds, tmp_path / "w.tet")
+    with xr.open_dataset(tmp_path / "w.tet", engine="tensogram") as back:
+        assert back.attrs["history"] == "2024-02-07T00:00:00Z: edit me"
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=arrays_and_tiles())
 def test_to_tetr_open_dataset_round_trip(case: tuple[np.ndarray, tuple[int, ...], str], tmp_path: Path) -> None:

@@ -90,7 +90,6 @@ _expect(
     {
         "test_roundtrip_object_dtype": _MIXED,
         "test_roundtrip_stringdtype_nulls": ("StringDType with None: refused (no null strings)", LIMIT),
-        "test_roundtrip_cftime_datetime_data": ("cftime objects: refused (CF-encoding them is not wired)", LIMIT),
         "test_roundtrip_boolean_dtype": ("a 2-D coordinate named like its own dim: refused", LIMIT),
         "test_roundtrip_bytes_with_fill_value": ("bytes with NaN: refused", LIMIT),
         "test_encoding_unlimited_dims": _UNLIMITED,

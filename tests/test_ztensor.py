@@ -710,6 +710,50 @@ def test_to_ztensor_mapping_and_engine_guess(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ds["a"].values, np.arange(3))
 
 
+def _checkpoint() -> dict[str, np.ndarray]:
+    """Twelve unrelated tensors, as an ML checkpoint holds them: shapes that share no dim, a 0-d one, a bool."""
+    rng = np.random.default_rng(3)
+    return {
+        "encoder.w": rng.random((7, 5)).astype("f4"),
+        "encoder.b": rng.random(5).astype("f4"),
+        "decoder.w": rng.random((5, 7)),
+        "decoder.h": rng.random((2, 3, 4)).astype("f2"),
+        "step": np.asarray(1234, "i8"),
+        "mask": rng.random((4, 3)) > 0.5,
+        "q8": np.arange(-4, 4, dtype="i1"),
+        "u8": np.arange(6, dtype="u1").reshape(2, 3),
+        "i16": np.arange(5, dtype="i2"),
+        "u32": np.arange(11, dtype="u4"),
+        "i64": np.arange(6, dtype="i8").reshape(3, 2),
+        "u64": np.array([0, 2**63 + 5], dtype="u8"),
+    }
+
+
+@needs_ref
+def test_to_ztensor_checkpoint_of_unrelated_tensors(tmp_path: Path) -> None:
+    """Each tensor of a mapping keeps its own shape and dtype, with dims of its own: the reference reader and
+    ours give every value back."""
+    tensors = _checkpoint()
+    path = tmp_path / "ckpt.zt"
+    to_ztensor(tensors, path)
+    with ref.Reader(str(path)) as reader, xr.open_dataset(path, engine="tensogram") as ours:
+        for name, original in tensors.items():
+            theirs = reader.read_tensor(name, to="numpy")
+            assert theirs.dtype == original.dtype, name
+            np.testing.assert_array_equal(theirs.reshape(original.shape), original, err_msg=name)
+            assert ours[name].dtype == original.dtype and ours[name].shape == original.shape, name
+            assert ours[name].dims == tuple(f"{name}.dim_{i}" for i in range(original.ndim)), name
+            np.testing.assert_array_equal(ours[name].values, original, err_msg=name)
+
+
+def test_to_ztensor_mapping_with_clashing_dataarrays_is_refused(tmp_path: Path) -> None:
+    """DataArrays keep the dims they name: one dim with two sizes is a package error naming the tensors."""
+    clash = {"a": xr.DataArray(np.zeros(3), dims="x"), "b": xr.DataArray(np.zeros(4), dims="x")}
+    with pytest.raises(XarrayTensogramError, match=r"\['a', 'b'\].*distinct dim names"):
+        to_ztensor(clash, tmp_path / "clash.zt")
+    assert not (tmp_path / "clash.zt").exists()
+
+
 def test_sample_ships_with_the_package() -> None:
     from importlib import resources
 

@@ -13,7 +13,6 @@ full rows as JSON in ``tetr_history``. The backend applies CF decoding and
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import re
 import warnings
@@ -33,6 +32,7 @@ from ..conventions import (
 )
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
+from ..formats.tetr.history import history_text
 from .common import (
     check_dim_names,
     check_requested_dims,
@@ -158,18 +158,10 @@ def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     return attrs
 
 
-def _history_line(row: Mapping[str, Any]) -> str:
-    """``time: op source``; Unix-second timestamps are shown as ISO 8601 UTC."""
-    at = row["at"]
-    with contextlib.suppress(ValueError, OverflowError, OSError):  # not a Unix timestamp: shown as stored
-        at = _dt.datetime.fromtimestamp(int(at), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"{at}: {row['op']} {row['source']}"
-
-
 def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
     attrs: dict[str, Any] = dict(tfile.metadata)
     if tfile.history:
-        attrs["history"] = "\n".join(_history_line(r) for r in tfile.history)
+        attrs["history"] = history_text(tfile.history)
         attrs[HISTORY_JSON_ATTR] = json.dumps(tfile.history, ensure_ascii=False, separators=(",", ":"))
     return attrs
 

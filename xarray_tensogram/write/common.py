@@ -23,6 +23,7 @@ from xarray import conventions
 from xarray.coding import strings
 from xarray.coding.common import SerializationWarning
 from xarray.coding.strings import check_vlen_dtype
+from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
 from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError
@@ -93,9 +94,12 @@ def _check_names(ds: xr.Dataset) -> None:
 
 
 def _warn_dask_objects(ds: xr.Dataset) -> None:
-    """Object arrays held by Dask are computed to find a dtype the file can hold: warned as ``to_netcdf`` warns."""
+    """Object arrays held by Dask are computed to find a dtype the file can hold: warned as ``to_netcdf`` warns
+    (not cftime dates, which xarray's encoder makes numbers)."""
     for name, var in ds.variables.items():
-        if var.dtype.kind == "O" and var.chunks is not None and check_vlen_dtype(var.dtype) is None:  # type: ignore[no-untyped-call]  # unannotated in xarray
+        if var.dtype.kind != "O" or var.chunks is None or contains_cftime_datetimes(var):
+            continue
+        if check_vlen_dtype(var.dtype) is None:  # type: ignore[no-untyped-call]  # unannotated in xarray
             warnings.warn(
                 f"variable {name} has data in the form of a dask array with dtype=object, which means it is being "
                 "loaded into memory to determine a data type that can be safely stored on disk. To avoid this, "

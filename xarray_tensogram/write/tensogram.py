@@ -12,7 +12,7 @@ other attributes. Per-variable pipelines come from xarray's usual ``encoding=``.
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,7 +139,7 @@ def _data_object(
         hole = np.asarray(var.isel(where).values)
         if hole.dtype.kind == "f" and np.isnan(hole).all():
             return None  # a hole in the original hypercube stays a hole
-    if var.dtype.kind in "OUST":
+    if cf.dtype.kind in "OUST":
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
     entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf)
@@ -226,12 +226,15 @@ def _coordinate_objects(
     split: set[str],
     skip_coords: set[Hashable],
     cf: Mapping[str, xr.Variable],
-    in_file: frozenset[str],
+    in_file: Collection[Hashable],
+    only: Collection[Hashable] | None = None,
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
-    """Coordinates not along message dims, written once (in the first message) as objects, CF-encoded
-    (``cf``) as to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
+    """Coordinates not along message dims (``only`` those, when given) as objects, CF-encoded (``cf``) as
+    to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
     for cname, coord in ds.coords.items():
         if cname in skip_coords or cname in in_file or any(d in split for d in coord.dims):
+            continue
+        if only is not None and cname not in only:
             continue
         encoded = with_attr_types(cf.get(str(cname), coord.variable), python_too=False)
         values = np.asarray(encoded.values)
@@ -247,13 +250,14 @@ def _coordinate_objects(
 
 
 def _string_coords(
-    ds: xr.Dataset, skip_coords: set[Hashable], encoding: Mapping[str, Mapping[str, Any]]
+    ds: xr.Dataset, skip_coords: set[Hashable], encoding: Mapping[str, Mapping[str, Any]], cf: EncodedDataset
 ) -> dict[str, Any]:
     """String variables (no object form in Tensogram) kept in metadata, in the layout hint; as characters
-    (``S1``) where their encoding asks for it, as ``to_netcdf`` stores them."""
+    (``S1``) where their encoding asks for it, as ``to_netcdf`` stores them. Object arrays of dates
+    (cftime) are not strings: xarray's encoder made them numbers (``cf``), written as objects."""
     out = {}
     for cname, var in ds.variables.items():
-        if cname in skip_coords or var.dtype.kind not in "OUST":
+        if cname in skip_coords or cf.variables[str(cname)].dtype.kind not in "OUST":
             continue
         coord = var.copy(deep=False)
         coord.encoding = {**var.encoding, **encoding.get(str(cname), {})}
@@ -302,7 +306,9 @@ def _check_append(
     data = []
     for sel in message_combos(ds, mdims):
         for name, var in ds.data_vars.items():
-            if var.dtype.kind in "OUST" or any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
+            if cf.variables[str(name)].dtype.kind in "OUST" or any(
+                sel[m.name] != 0 for m in mdims if m.name not in var.dims
+            ):
                 continue
             desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
             entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)])
@@ -312,7 +318,7 @@ def _check_append(
         (str(e["name"]), e, np.asarray(obj.data))
         for e, obj in _coordinate_objects(ds, split, skip_coords, cf.variables, frozenset())
     ]
-    strings = _string_coords(ds, skip_coords, encoding)
+    strings = _string_coords(ds, skip_coords, encoding, cf)
     return check_tensogram_append(path, cf.variables, split, data, coords, strings)
 
 
@@ -326,6 +332,7 @@ def _iter_messages(
     mask_method: str | None,
     cf: EncodedDataset,
     in_file: frozenset[str] = frozenset(),
+    grid: bool = True,
 ) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
@@ -339,7 +346,7 @@ def _iter_messages(
     global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
         extra["coordinates"] = " ".join(global_coords)
-    strings = _string_coords(ds, skip_coords, encoding)
+    strings = _string_coords(ds, skip_coords, encoding, cf)
     if strings:
         hint = hint or {}
         hint["coords"] = {**strings, **(hint.get("coords") or {})}
@@ -374,9 +381,8 @@ def _iter_messages(
             )
             if made is not None:
                 pairs.append(made)
-        if first:
-            pairs.extend(_coordinate_objects(ds, {m.name for m in mdims}, skip_coords, cf.variables, in_file))
-            first = False
+        pairs.extend(_message_coords(ds, mdims, sel, skip_coords, cf.variables, in_file, first=first, grid=grid))
+        first = False
         if not pairs:
             if not wrote_any and sel == last_combo:
                 # a Dataset without variables: one message without objects keeps its attributes
@@ -391,6 +397,41 @@ def _iter_messages(
             reserved=reserved,
             **mask_kw,
         )
+
+
+def _grid_names(ds: xr.Dataset, mdims: Sequence[MessageDim], sel: Mapping[str, int]) -> set[Hashable]:
+    """The grid of the message at ``sel``: the coordinates (of one or more dims, none of them a message dim) that
+    run along the axes of a data variable the message holds (latitude, longitude, a level axis...)."""
+    split = {m.name for m in mdims}
+    held = [
+        set(v.dims) for v in ds.data_vars.values() if not any(sel[m.name] != 0 for m in mdims if m.name not in v.dims)
+    ]
+    return {
+        c
+        for c, coord in ds.coords.items()
+        if coord.ndim and not split.intersection(coord.dims) and any(set(coord.dims) <= dims for dims in held)
+    }
+
+
+def _message_coords(
+    ds: xr.Dataset,
+    mdims: Sequence[MessageDim],
+    sel: Mapping[str, int],
+    skip_coords: set[Hashable],
+    cf: Mapping[str, xr.Variable],
+    in_file: frozenset[str],
+    *,
+    first: bool,
+    grid: bool,
+) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
+    """The coordinate objects of the message at ``sel``: every coordinate not along message dims in the first
+    message; with ``grid``, each message's grid again in every later one (and in an appended first message,
+    even where the file has it), so that each message describes itself, as in files converted from GRIB."""
+    split = {m.name for m in mdims}
+    names = _grid_names(ds, mdims, sel) if grid and mdims else set()
+    if first:
+        return _coordinate_objects(ds, split, skip_coords, cf, in_file - names)
+    return _coordinate_objects(ds, split, skip_coords, cf, (), only=names)
 
 
 def _default_mask(mask_method: str | None) -> str:
@@ -433,12 +474,13 @@ def to_tensogram(
     reserved: Mapping[str, Any] | None = None,
     mask_method: str | None = None,
     unlimited_dims: Iterable[Hashable] | None = None,
+    grid: bool = True,
 ) -> int:
     """Write a Dataset as Tensogram v3 messages.
 
     The mapping of the reader is inverted: dimensions built from metadata keys split the data into
     one message per combination, with one object per variable; the other coordinates are written as
-    coordinate objects in the first message.
+    coordinate objects in the first message, each message's grid in every message.
 
     Parameters
     ----------
@@ -466,6 +508,8 @@ def to_tensogram(
         How NaN/Inf positions are stored (``roaring``, ``rle``, ``none``, ``zstd``, ``lz4``, ``blosc2``).
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
+    grid
+        ``False``: the grid in the first message only (smaller; later messages alone have no grid).
 
     Returns
     -------
@@ -495,7 +539,7 @@ def to_tensogram(
         netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
         return write_messages(path, netcdf, mode=mode)
     messages = _iter_messages(
-        ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file
+        ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file, grid=grid
     )
     return write_messages(path, messages, mode=mode)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import STEP_UNITS, TIME_UNITS
 
@@ -95,6 +96,11 @@ def _mars_step_fits(name: str, values: np.ndarray) -> bool:
     return bool((secs == values).all() and (secs.astype(np.int64) % 3600 == 0).all())
 
 
+def _is_time(coord: xr.DataArray) -> bool:
+    """Datetimes or time deltas (numpy's, or cftime dates of any calendar): CF-encoded to numbers with units."""
+    return coord.dtype.kind in "Mm" or bool(contains_cftime_datetimes(coord.variable))
+
+
 def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any] | None]:
     """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
     coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
@@ -113,11 +119,7 @@ def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any] | N
         attrs["units"] = STEP_UNITS
     else:
         source = name
-        var = (
-            xr.conventions.encode_cf_variable(coord.variable, name=name)
-            if values.dtype.kind in "Mm"
-            else coord.variable
-        )
+        var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
         encoded, attrs = np.asarray(var.values), dict(var.attrs)
     keys = [
         key_value(source, values[i]) if source != name else [(name, py_value(encoded[i]))] for i in range(len(values))
@@ -139,7 +141,7 @@ def py_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
 def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
     coord = ds.coords[name]
-    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if coord.dtype.kind in "Mm" else coord.variable
+    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
     values = np.asarray(var.values)
     return {
         "dims": [str(d) for d in var.dims],

@@ -27,6 +27,7 @@ from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
+from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
 from .common import (
     EncodedDataset,
@@ -38,6 +39,7 @@ from .common import (
     refuse_unlimited_dims,
     role_marked,
     string_payload,
+    warn_dropped,
 )
 from .encoding import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
@@ -135,10 +137,24 @@ def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
 
 
 def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
+    """``history=`` when given; else the rows that show as the Dataset's ``history`` attribute (those read
+    from the file, ``tetr_history``, kept as they were where their line is unchanged); else the rows read.
+    A line no row can hold (empty, over 1024 bytes) is dropped with a warning naming it."""
     if history is not None:
         return list(history)
     text = ds.attrs.get(HISTORY_JSON_ATTR)
-    return list(json.loads(text)) if isinstance(text, str) and text else []
+    read = list(json.loads(text)) if isinstance(text, str) and text else []
+    if "history" not in ds.attrs:
+        return read
+    rows, dropped = history_rows(_attr_string(ds.attrs["history"]), read)
+    warn_dropped(
+        dropped,
+        "lines of the Dataset attribute 'history' that a .tet history row cannot hold (1 to "
+        f"{LIMITS['string']} bytes), not written",
+        TetrMappingWarning,
+        stacklevel=4,
+    )
+    return rows
 
 
 def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
@@ -184,9 +200,14 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
         if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]
             continue
-        if values.dtype.kind in "USO" and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
+        if _is_text(values) and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
             out[str(dim)] = spelled
     return out
+
+
+def _is_text(values: np.ndarray) -> bool:
+    """Strings (not cftime dates, which xarray's encoder makes numbers with a calendar)."""
+    return values.dtype.kind in "US" or (values.dtype.kind == "O" and all(isinstance(v, str) for v in values))
 
 
 def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
@@ -298,8 +319,9 @@ def to_tetr(
     Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
     any), attrs to string ``attrs`` (CF-encoded first, like netCDF writers), index coordinates read from
     footer labels (and string ones) to ``coords`` labels, ``tool``/``library_version``/``created_at``
-    Dataset attrs to the file metadata (other Dataset attrs have no place in the format: a warning names
-    them). A Dataset read from a ``.tet`` file and left unchanged is written back byte for byte.
+    Dataset attrs to the file metadata, ``history`` to the history rows (other Dataset attrs have no
+    place in the format: a warning names them). A Dataset read from a ``.tet`` file and left unchanged is
+    written back byte for byte.
 
     Parameters
     ----------
@@ -321,8 +343,9 @@ def to_tetr(
     compression
         ``"raw"`` or ``"zstd"``; by default the codec the variable was read with, else raw.
     history
-        History rows (dicts or ``(op, source, at)``); by default the rows read from the file
-        (``tetr_history``).
+        History rows (dicts or ``(op, source, at)``); by default the rows that show as the Dataset's
+        ``history`` attribute (one per line: the rows read from the file, ``tetr_history``, where their
+        line is unchanged, else rows parsed from the lines), so an edited history is written as edited.
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 

@@ -22,7 +22,7 @@ from ..codecs import cbor
 from ..codecs.base import PASSTHROUGH, Codec
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
-from ..errors import UnsupportedError, ZTensorMappingWarning
+from ..errors import UnsupportedError, XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
@@ -148,7 +148,8 @@ def to_ztensor(
     Parameters
     ----------
     ds
-        A Dataset, a DataArray, or a mapping of names to arrays or DataArrays.
+        A Dataset, a DataArray, or a mapping of names to arrays or DataArrays (a checkpoint of unrelated
+        tensors: each plain array is written with its own shape and dims ``<name>.dim_0``, ...).
     path
         The target file (written atomically, with the permissions ``open(path, "w")`` would give).
     mode
@@ -204,19 +205,22 @@ def to_ztensor(
 
 
 def _from_mapping(ds: xr.Dataset | xr.DataArray | Mapping[str, Any]) -> xr.Dataset | xr.DataArray:
-    """A mapping of names to arrays as a Dataset (dims ``dim_0``, ``dim_1``, ... where none are given)."""
+    """A mapping of names to arrays (an ML checkpoint: unrelated tensors) as a Dataset. A plain array gets
+    dims of its own, ``<name>.dim_0``, ``<name>.dim_1``, ..., so tensors of any shapes sit side by side
+    (shared generic names would have to agree in size); a DataArray keeps the dims it names."""
     if isinstance(ds, (xr.Dataset, xr.DataArray)):
         return ds
-    return xr.Dataset(
-        {
-            str(k): v
-            if isinstance(v, (xr.DataArray, xr.Variable))
-            else ((), v)
-            if np.ndim(v) == 0
-            else ([f"dim_{i}" for i in range(np.ndim(v))], v)
-            for k, v in ds.items()
-        }
-    )
+    variables = {
+        str(k): v if isinstance(v, (xr.DataArray, xr.Variable)) else ([f"{k}.dim_{i}" for i in range(np.ndim(v))], v)
+        for k, v in ds.items()
+    }
+    try:
+        return xr.Dataset(variables)
+    except ValueError as exc:  # DataArrays that name one dim with two sizes
+        raise XarrayTensogramError(
+            f"the tensors {list(variables)} cannot be written as one file: {exc}; give the DataArrays "
+            "distinct dim names, or pass plain arrays (each gets dims of its own)"
+        ) from None
 
 
 def _file_codecs(
