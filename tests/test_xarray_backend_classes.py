@@ -34,6 +34,9 @@ PROVENANCE_ATTRS = ("tensogram_wire_version",)
 class _TensogramWriterBase(xb.CFEncodedBase):
     engine = "tensogram"
     writer: Any = None
+    #: what xarray's classes read to know which dtypes the format stores: "NETCDF4" stores every integer
+    #: width, uint8 included, as all three formats do (None would mean netCDF-3 and skip the uint8 cases)
+    file_format = "NETCDF4"
 
     @contextlib.contextmanager
     def create_store(self) -> Iterator[Any]:
