@@ -8,10 +8,16 @@ the bounding region of the positions it must supply.
 
 No lock: chunk readers are thread-safe, so Dask's threaded scheduler decodes
 chunks in parallel, and the array pickles (its spec holds paths, not handles).
+
+``await ds.load_async()`` reads through :meth:`LazyChunkedArray.async_getitem`: a selection is split along
+its outermost axis that spans several chunks, and each part is read by the same synchronous indexer in
+asyncio's thread pool, so the parts of every variable of one load are read at once. Decoding releases the
+GIL, and a remote file's byte ranges are fetched by fsspec's own event loop, so the threads overlap both.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
@@ -19,7 +25,7 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from .catalog import ArraySpec
-from .outer import plan_axis, read_outer
+from .outer import ChunkSelection, plan_axis, read_outer
 
 __all__ = ["LazyChunkedArray", "plan_axis", "read_outer"]
 
@@ -44,3 +50,44 @@ class LazyChunkedArray(BackendArray):
 
     def _getitem_outer(self, key: tuple[Any, ...]) -> np.ndarray:
         return read_outer(self.spec, key)
+
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        """``self[key]`` for xarray's ``load_async``: the same values, the chunk reads run concurrently."""
+        if type(key) is indexing.BasicIndexer:
+            return await _read_concurrently(self.spec, key.tuple)
+        values: np.ndarray = await indexing.async_explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._async_getitem_outer
+        )
+        return values
+
+    async def _async_getitem_outer(self, key: tuple[Any, ...]) -> np.ndarray:
+        return await _read_concurrently(self.spec, key)
+
+
+async def _read_concurrently(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
+    """:func:`read_outer` of ``key``, one thread per chunk along the outermost axis that spans several chunks
+    (each part still read as one box across the other axes); a key within one chunk is one read."""
+    key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
+    plans = [plan_axis(k, n, c) for k, n, c in zip(key, spec.shape, spec.chunk_shape, strict=True)]
+    axis = next((i for i, p in enumerate(plans) if len(p.parts) > 1), None)
+    if axis is None:
+        return await asyncio.to_thread(read_outer, spec, key)
+    chunk = spec.chunk_shape[axis]
+    parts = plans[axis].parts
+    keys = [(*key[:axis], _global_index(part, chunk), *key[axis + 1 :]) for part in parts]
+    blocks = await asyncio.gather(*(asyncio.to_thread(read_outer, spec, k) for k in keys))
+    at = axis - sum(p.squeeze for p in plans[:axis])  # the axis in the result, after the integer-indexed ones
+    shape = blocks[0].shape
+    out = np.empty((*shape[:at], plans[axis].length, *shape[at + 1 :]), dtype=spec.dtype)
+    for part, block in zip(parts, blocks, strict=True):
+        out[(slice(None),) * at + (part.out_selection,)] = block
+    return out
+
+
+def _global_index(part: ChunkSelection, chunk: int) -> slice | np.ndarray:
+    """The positions of the whole array that one chunk's part of an axis selects, in output order."""
+    start = part.chunk_index * chunk + part.read_region.start
+    if isinstance(part.local_selection, slice):  # a step-1 run: the whole read region
+        return slice(start, part.chunk_index * chunk + part.read_region.stop)
+    positions: np.ndarray = start + np.asarray(part.local_selection)
+    return positions
