@@ -25,6 +25,7 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from .catalog import ArraySpec
+from .errors import LimitExceededError
 from .outer import ChunkSelection, plan_axis, read_outer
 
 __all__ = ["LazyChunkedArray", "plan_axis", "read_outer"]
@@ -66,21 +67,25 @@ class LazyChunkedArray(BackendArray):
 
 async def _read_concurrently(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     """:func:`read_outer` of ``key``, one thread per chunk along the outermost axis that spans several chunks
-    (each part still read as one box across the other axes); a key within one chunk is one read."""
+    (each part still read as one box across the other axes, and written into its place of the result as soon
+    as it is read); a key within one chunk is one read."""
     key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
     plans = [plan_axis(k, n, c) for k, n, c in zip(key, spec.shape, spec.chunk_shape, strict=True)]
     axis = next((i for i, p in enumerate(plans) if len(p.parts) > 1), None)
     if axis is None:
         return await asyncio.to_thread(read_outer, spec, key)
-    chunk = spec.chunk_shape[axis]
-    parts = plans[axis].parts
-    keys = [(*key[:axis], _global_index(part, chunk), *key[axis + 1 :]) for part in parts]
-    blocks = await asyncio.gather(*(asyncio.to_thread(read_outer, spec, k) for k in keys))
+    shape = tuple(p.length for p in plans if not p.squeeze)
+    try:
+        out = np.empty(shape, dtype=spec.dtype)
+    except (MemoryError, ValueError) as exc:
+        raise LimitExceededError(f"selection of shape {shape} ({spec.dtype}) cannot be allocated: {exc}") from None
     at = axis - sum(p.squeeze for p in plans[:axis])  # the axis in the result, after the integer-indexed ones
-    shape = blocks[0].shape
-    out = np.empty((*shape[:at], plans[axis].length, *shape[at + 1 :]), dtype=spec.dtype)
-    for part, block in zip(parts, blocks, strict=True):
-        out[(slice(None),) * at + (part.out_selection,)] = block
+
+    def read_part(part: ChunkSelection) -> None:  # parts fill disjoint places of ``out``
+        part_key = (*key[:axis], _global_index(part, spec.chunk_shape[axis]), *key[axis + 1 :])
+        out[(slice(None),) * at + (part.out_selection,)] = read_outer(spec, part_key)
+
+    await asyncio.gather(*(asyncio.to_thread(read_part, part) for part in plans[axis].parts))
     return out
 
 
