@@ -10,14 +10,16 @@ No lock: chunk readers are thread-safe, so Dask's threaded scheduler decodes
 chunks in parallel, and the array pickles (its spec holds paths, not handles).
 
 ``await ds.load_async()`` reads through :meth:`LazyChunkedArray.async_getitem`: a selection is split along
-its outermost axis that spans several chunks, and each part is read by the same synchronous indexer in
-asyncio's thread pool, so the parts of every variable of one load are read at once. Decoding releases the
-GIL, and a remote file's byte ranges are fetched by fsspec's own event loop, so the threads overlap both.
+its outermost axis that spans several chunks into runs of neighbouring chunks (as many runs as asyncio's
+default thread pool has workers, at most), and each run is read by the same synchronous indexer in that
+pool, so the runs of every variable of one load are read at once. Decoding releases the GIL, and a remote
+file's byte ranges are fetched by fsspec's own event loop, so the threads overlap both.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import numpy as np
@@ -65,10 +67,14 @@ class LazyChunkedArray(BackendArray):
         return await _read_concurrently(self.spec, key)
 
 
+#: parts a selection is split into at most: the workers of asyncio's default thread pool (as Python sizes it)
+PARTS = min(32, (os.cpu_count() or 1) + 4)
+
+
 async def _read_concurrently(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
-    """:func:`read_outer` of ``key``, one thread per chunk along the outermost axis that spans several chunks
-    (each part still read as one box across the other axes, and written into its place of the result as soon
-    as it is read); a key within one chunk is one read."""
+    """:func:`read_outer` of ``key`` in up to :data:`PARTS` threads: the chunks along the outermost axis that
+    spans several are shared out in runs of neighbours, each run read as one box across the other axes and
+    written into its place of the result as soon as it is read; a key within one chunk is one read."""
     key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
     plans = [plan_axis(k, n, c) for k, n, c in zip(key, spec.shape, spec.chunk_shape, strict=True)]
     axis = next((i for i, p in enumerate(plans) if len(p.parts) > 1), None)
@@ -81,18 +87,27 @@ async def _read_concurrently(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarra
         raise LimitExceededError(f"selection of shape {shape} ({spec.dtype}) cannot be allocated: {exc}") from None
     at = axis - sum(p.squeeze for p in plans[:axis])  # the axis in the result, after the integer-indexed ones
 
-    def read_part(part: ChunkSelection) -> None:  # parts fill disjoint places of ``out``
-        part_key = (*key[:axis], _global_index(part, spec.chunk_shape[axis]), *key[axis + 1 :])
-        out[(slice(None),) * at + (part.out_selection,)] = read_outer(spec, part_key)
+    def read_run(index: Any, target: Any) -> None:  # runs fill disjoint places of ``out``
+        out[(slice(None),) * at + (target,)] = read_outer(spec, (*key[:axis], index, *key[axis + 1 :]))
 
-    await asyncio.gather(*(asyncio.to_thread(read_part, part) for part in plans[axis].parts))
+    runs = _runs(plans[axis].parts, spec.chunk_shape[axis])
+    await asyncio.gather(*(asyncio.to_thread(read_run, index, target) for index, target in runs))
     return out
 
 
-def _global_index(part: ChunkSelection, chunk: int) -> slice | np.ndarray:
-    """The positions of the whole array that one chunk's part of an axis selects, in output order."""
-    start = part.chunk_index * chunk + part.read_region.start
-    if isinstance(part.local_selection, slice):  # a step-1 run: the whole read region
-        return slice(start, part.chunk_index * chunk + part.read_region.stop)
-    positions: np.ndarray = start + np.asarray(part.local_selection)
-    return positions
+def _runs(parts: list[ChunkSelection], chunk: int) -> list[tuple[Any, Any]]:
+    """``parts`` (one per chunk along an axis) shared out in up to :data:`PARTS` runs of neighbours: per run,
+    the positions of the whole array it selects and where they go in the result (slices for step-1 runs)."""
+    size = -(-len(parts) // PARTS)
+    out: list[tuple[Any, Any]] = []
+    for i in range(0, len(parts), size):
+        run = parts[i : i + size]
+        if all(isinstance(p.local_selection, slice) for p in run):  # step-1: neighbouring chunks are contiguous
+            first, last = run[0], run[-1]
+            lo = first.chunk_index * chunk + first.read_region.start
+            hi = last.chunk_index * chunk + last.read_region.stop
+            out.append((slice(lo, hi), slice(first.out_selection.start, last.out_selection.stop)))
+            continue
+        positions = [p.chunk_index * chunk + p.read_region.start + np.asarray(p.local_selection) for p in run]
+        out.append((np.concatenate(positions), np.concatenate([np.asarray(p.out_selection) for p in run])))
+    return out
