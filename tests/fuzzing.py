@@ -25,6 +25,9 @@ ALLOC_FACTOR = 8
 
 @dataclass
 class FuzzStats:
+    """What the cases of one format's fuzz suite met, for the session's closing summary (``report``)."""
+
+    name: str
     cases: int = 0
     errors: int = 0
     successes: int = 0
@@ -32,6 +35,26 @@ class FuzzStats:
     peak_bytes: int = 0
     slowest: float = 0.0
     error_types: dict = field(default_factory=dict)
+
+
+#: every suite's stats, by format name: printed at the end of the session by conftest's terminal summary
+STATS: dict[str, FuzzStats] = {}
+
+
+def fuzz_stats(name: str) -> FuzzStats:
+    """The stats of the ``name`` suite (one object per name, shared by its tests)."""
+    return STATS.setdefault(name, FuzzStats(name))
+
+
+def report(write_line: Callable[[str], object]) -> None:
+    """One line per suite that ran cases: the counts, the worst allocation ratio, the slowest case (figures
+    for notes; each case is checked by ``run_case`` itself, so this is a summary, not a test)."""
+    for s in STATS.values():
+        if s.cases:
+            write_line(
+                f"[fuzz {s.name}] cases={s.cases} errors={s.errors} ok={s.successes} peak_alloc={s.peak_bytes}B "
+                f"worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
+            )
 
 
 def run_case(exercise: Callable[[bytes], object], data: bytes, legit_chunk: int, stats: FuzzStats, label: str) -> None:

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzzing import LONG, SPECIAL_VALUES, FuzzStats, run_case, with_field
+from fuzzing import LONG, SPECIAL_VALUES, fuzz_stats, run_case, with_field
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.formats.tensogram.framing import align8, parse_frame_header
 
 tensogram = pytest.importorskip("tensogram")
 
-STATS: dict[str, FuzzStats] = {}
+STATS = fuzz_stats("tensogram")
 
 
 def _desc(shape, dtype="float32", **kw):
@@ -75,10 +75,6 @@ def exercise(data: bytes) -> None:
         ds.load()
 
 
-def _stats(name: str) -> FuzzStats:
-    return STATS.setdefault(name, FuzzStats())
-
-
 @pytest.mark.parametrize("name", list(FILES))
 def test_valid_files_read(name):
     data, _ = FILES[name]
@@ -90,7 +86,7 @@ def test_truncation_at_every_offset(name):
     data, legit = FILES[name]
     step = 1 if LONG or len(data) < 1200 else 3
     for cut in range(0, len(data), step):
-        run_case(exercise, data[:cut], legit, _stats("tensogram"), f"{name} truncated at {cut}")
+        run_case(exercise, data[:cut], legit, STATS, f"{name} truncated at {cut}")
 
 
 @pytest.mark.parametrize("name", list(FILES))
@@ -102,7 +98,7 @@ def test_random_byte_flips(name, data):
     b = bytearray(raw)
     for _ in range(n):
         b[data.draw(st.integers(0, len(b) - 1))] = data.draw(st.integers(0, 255))
-    run_case(exercise, bytes(b), legit, _stats("tensogram"), f"{name} with flipped bytes")
+    run_case(exercise, bytes(b), legit, STATS, f"{name} with flipped bytes")
 
 
 def _field_positions(data: bytes) -> list[tuple[int, int]]:
@@ -129,7 +125,7 @@ def test_length_and_offset_fields(name):
                 exercise,
                 with_field(data, off, width, value, "big"),
                 legit,
-                _stats("tensogram"),
+                STATS,
                 f"{name}: field at {off} set to {value}",
             )
 
@@ -234,14 +230,14 @@ WEIRD_DESCRIPTORS = [
 def test_weird_metadata(meta):
     desc = cbor2.dumps(GOOD_DESC, canonical=True)
     data = _message([_frame(1, meta), _data_frame(desc, PAYLOAD)])
-    run_case(exercise, data, 64, _stats("tensogram"), f"metadata {meta[:20]!r}")
+    run_case(exercise, data, 64, STATS, f"metadata {meta[:20]!r}")
 
 
 @pytest.mark.parametrize("desc", WEIRD_DESCRIPTORS, ids=range(len(WEIRD_DESCRIPTORS)))
 def test_weird_descriptors(desc):
     meta = cbor2.dumps({"base": [{"name": "x"}]})
     data = _message([_frame(1, meta), _data_frame(cbor2.dumps(desc, canonical=True), PAYLOAD)])
-    run_case(exercise, data, 64, _stats("tensogram"), f"descriptor {desc}")
+    run_case(exercise, data, 64, STATS, f"descriptor {desc}")
 
 
 @pytest.mark.parametrize("name", ["buffered_raw", "buffered_zstd_masks", "streaming"])
@@ -260,16 +256,6 @@ def test_shuffled_frames(name):
             exercise,
             _message([frames[i] for i in order]),
             legit,
-            _stats("tensogram"),
+            STATS,
             f"{name} frames in order {order.tolist()}",
-        )
-
-
-def test_report_fuzz_counts(capsys):
-    """Print the number of cases and the worst allocation ratio (for the closing note)."""
-    s = _stats("tensogram")
-    with capsys.disabled():
-        print(
-            f"\n[fuzz tensogram] cases={s.cases} errors={s.errors} ok={s.successes} "
-            f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
         )

@@ -22,14 +22,14 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzzing import LONG, SPECIAL_VALUES, FuzzStats, run_case, with_field
+from fuzzing import LONG, SPECIAL_VALUES, fuzz_stats, run_case, with_field
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.errors import LimitExceededError, XarrayTensogramError
 from xarray_tensogram.formats.tetr import DatasetWrite, open_tetr, write_tetr
 from xarray_tensogram.write.tetr import to_tetr
 
 DATA = Path(__file__).parent / "data" / "tetr"
-STATS = FuzzStats()
+STATS = fuzz_stats("tetr")
 
 
 def _written(arrays, **kw) -> bytes:
@@ -449,13 +449,3 @@ def test_zstd_tile_cannot_promise_more_than_its_payload_can_hold():
     with pytest.raises(LimitExceededError, match=r"raw_byte_len 1099511627776.*zstd"):
         open_tetr(bytes(data))
     run_case(exercise, bytes(data), 64, STATS, "zstd tile promising 2**40 bytes")
-
-
-def test_report_fuzz_counts(capsys):
-    """Print the number of cases and the worst allocation ratio (for the closing note)."""
-    s = STATS
-    with capsys.disabled():
-        print(
-            f"\n[fuzz tetr] cases={s.cases} errors={s.errors} ok={s.successes} "
-            f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
-        )

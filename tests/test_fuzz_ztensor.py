@@ -28,7 +28,7 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzzing import LONG, SPECIAL_VALUES, FuzzStats, run_case, with_field
+from fuzzing import LONG, SPECIAL_VALUES, fuzz_stats, run_case, with_field
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.codecs.checksums import xxh3_64
 from xarray_tensogram.errors import LimitExceededError, MetadataError, MissingHashError, XarrayTensogramError
@@ -37,7 +37,7 @@ from xarray_tensogram.write.ztensor import to_ztensor
 
 DATA = Path(__file__).parent / "data" / "ztensor"
 MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
-STATS = FuzzStats()
+STATS = fuzz_stats("ztensor")
 
 
 # -- valid files ---------------------------------------------------------------------------------------
@@ -621,13 +621,3 @@ def test_manifest_size_limit_is_named(tmp_path):
         f.write(struct.pack("<Q", (1 << 30) + 1))
     with pytest.raises(LimitExceededError, match="limit of 1073741824"):
         open_ztensor(path)
-
-
-def test_report_fuzz_counts(capsys):
-    """Print the number of cases and the worst allocation ratio (for the closing note)."""
-    s = STATS
-    with capsys.disabled():
-        print(
-            f"\n[fuzz ztensor] cases={s.cases} errors={s.errors} ok={s.successes} "
-            f"peak_alloc={s.peak_bytes}B worst_ratio={s.peak_ratio:.2f} slowest={s.slowest:.3f}s {s.error_types}"
-        )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+import numpy as np
 import xarray as xr
 from xarray import conventions
 from xarray.backends import BackendEntrypoint
@@ -122,7 +123,7 @@ class TensogramDataStore(AbstractDataStore):
         imports Dask; lazy variables are decoded by xarray alone."""
         with close_on_error(self):
             variables, attrs, cf_coords = conventions.decode_cf_variables(
-                decode_times_in_memory(self.variables, decoders),
+                decode_times_in_memory(_unsigned_fills_on_disk(self.variables), decoders),
                 self.get_attrs(),
                 drop_variables=list(drop) or None,
                 **decoders,
@@ -135,6 +136,36 @@ class TensogramDataStore(AbstractDataStore):
             ds.set_close(self.close)
             ds.encoding = self.get_encoding()
             return ds
+
+
+_FILL_ATTRS = ("_FillValue", "missing_value")
+
+
+def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, xr.Variable]:
+    """``variables`` with the fill values of ``_Unsigned`` integers in the stored dtype.
+
+    xarray's decoder reads the fill of an ``_Unsigned`` variable as netCDF and Zarr hand it over: in the
+    stored dtype (``np.uint8(255)``), and fails on the plain number (``255``) that a format keeping its
+    attributes as JSON or CBOR gives back. A value the stored dtype cannot hold is left for xarray to judge."""
+    out = dict(variables)
+    for name, var in variables.items():
+        if "_Unsigned" not in var.attrs or var.dtype.kind not in "iu":
+            continue
+        typed = {k: _in_dtype(var.attrs[k], var.dtype) for k in _FILL_ATTRS if k in var.attrs}
+        if any(v is not var.attrs[k] for k, v in typed.items()):
+            out[name] = var.copy(deep=False)  # a new attrs dict: the raw variable may be cached
+            out[name].attrs = {**var.attrs, **typed}
+    return out
+
+
+def _in_dtype(value: Any, dtype: np.dtype) -> Any:
+    """An integer ``value`` as a scalar of ``dtype`` where it fits; anything else as it is."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return value
+    try:
+        return dtype.type(int(value))
+    except OverflowError:
+        return value
 
 
 def _without_spec(decoded: xr.Variable, raw: xr.Variable) -> xr.Variable:
