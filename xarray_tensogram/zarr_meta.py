@@ -18,7 +18,16 @@ import xarray as xr
 
 from .errors import ZarrMappingWarning
 
-__all__ = ["array_document", "default_fill", "group_document", "json_attr", "nested_attrs", "zarr_attrs", "zarr_names"]
+__all__ = [
+    "array_document",
+    "default_fill",
+    "group_document",
+    "json_attr",
+    "nested_attrs",
+    "zarr_attrs",
+    "zarr_dtype",
+    "zarr_names",
+]
 
 
 def json_attr(value: Any) -> Any:
@@ -49,7 +58,7 @@ def default_fill(dtype: np.dtype, fill: Any) -> Any:
     """The Zarr fill value: the variable's own, else NaN for floats, else None (Zarr's default for the type)."""
     if fill is not None:
         return fill
-    return np.nan if dtype.kind in "fc" else None
+    return np.nan if dtype.kind == "f" else None
 
 
 def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,6 +117,35 @@ def zarr_names(names: Sequence[str], where: str) -> dict[str, str]:
             stacklevel=5,
         )
     return renamed
+
+
+#: how small float types that Zarr v3 has no data type for are widened (exactly: every value is a float32)
+_WIDENED = ("bfloat16", "float8", "float6", "float4")
+
+
+def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
+    """The dtype the Zarr store serves ``dtype`` in: itself where Zarr has a data type for it, float32 for
+    the small float types of ml_dtypes (exact, with a warning), else None (the variable is left out, with a
+    warning)."""
+    from zarr.core.dtype import parse_data_type
+
+    try:
+        parse_data_type(dtype, zarr_format=3)
+        return dtype
+    except (ValueError, TypeError):
+        pass
+    if dtype.name.startswith(_WIDENED):
+        served = np.dtype("float32")
+        message = f"it is served as {served}, which holds every value exactly"
+    else:
+        served, message = None, "it is left out of the Zarr store"
+    warnings.warn(
+        f"{where}: Zarr has no data type for {dtype.name}; {message} (open the file with engine='tensogram' "
+        f"for the stored dtype)",
+        ZarrMappingWarning,
+        stacklevel=5,
+    )
+    return served
 
 
 def _to_json(doc: Mapping[str, Any]) -> bytes:

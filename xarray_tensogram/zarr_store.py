@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -64,7 +64,7 @@ class _Array:
             ]
         else:
             assert self.spec is not None
-            block = np.empty(extent, self.dtype)
+            block = np.empty(extent, self.spec.dtype)
             try:
                 if not read_chunk_into(self.spec.reader, coords, region, block):
                     block = np.asarray(self.spec.reader.read_chunk(coords, region))
@@ -100,18 +100,19 @@ def _chunk_key(path: str, coords: tuple[int, ...]) -> str:
 class _Layout:
     """The key space of one opened file: ``zarr.json`` documents and the arrays whose chunks are read lazily."""
 
-    def __init__(self) -> None:
+    def __init__(self, where: str) -> None:
+        self.where = where  # the file, for messages
         self.documents: dict[str, bytes] = {}
         self.arrays: dict[str, _Array] = {}
 
-    def add_group(self, path: str, raw: xr.Dataset, attrs: Mapping[str, Any], where: str) -> None:
+    def add_group(self, path: str, raw: xr.Dataset, attrs: Mapping[str, Any]) -> None:
         """The group at ``path`` ("" for the root) and its variables, names Zarr cannot hold renamed."""
         from xarray.conventions import encode_dataset_coordinates
 
         from .zarr_meta import group_document, nested_attrs
 
         names = [str(n) for n in (*raw.variables, *raw.dims)]
-        renamed = _renames(names, where)
+        renamed = _renames(names, f"{self.where}, group {path or '/'!r}")
         variables, _ = encode_dataset_coordinates(raw.rename(renamed) if renamed else raw)
         self.documents[_join(path, "zarr.json")] = group_document(nested_attrs(attrs))
         for name, var in variables.items():
@@ -119,7 +120,7 @@ class _Layout:
 
     def add_array(self, path: str, var: xr.Variable) -> None:
         from .assemble.common import storage_spec
-        from .zarr_meta import array_document, default_fill, nested_attrs, zarr_attrs
+        from .zarr_meta import array_document, default_fill, nested_attrs, zarr_attrs, zarr_dtype
 
         spec = storage_spec(var)
         attrs, fill = zarr_attrs(var)
@@ -130,11 +131,15 @@ class _Layout:
             if values.dtype.kind == "O":
                 values = values.astype(str)
             array = _Array(values.shape, tuple(max(1, s) for s in values.shape), values.dtype, fill, values=values)
+        served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
+        if served is None:
+            return
+        array = replace(array, dtype=served)
         zfill = default_fill(array.dtype, array.fill)
         self.documents[_join(path, "zarr.json")] = array_document(
             array.shape, array.dtype, array.chunk_shape, zfill, nested_attrs(attrs), var.dims
         )
-        self.arrays[path] = _Array(array.shape, array.chunk_shape, array.dtype, zfill, array.spec, array.values)
+        self.arrays[path] = replace(array, fill=zfill)
 
     def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
         """The array and grid coordinates a chunk key names, or None when it names no chunk of this file."""
@@ -188,7 +193,7 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
     from .backend import _select_group, open_raw_groups
     from .io import open_source
 
-    layout = _Layout()
+    layout = _Layout(f"file {path_or_url!s}")
     with open_source(path_or_url, options.get("storage_options")) as src:
         empty = src.size == 0
     if empty:  # an empty .tgm (no message written yet) is an empty group, as in tensogram-zarr
@@ -196,13 +201,12 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         return layout, None
     groups, f = open_raw_groups(path_or_url, **{**options, "group": None})
     try:
-        where = f"{path_or_url!s}"
         if options.get("group") is not None:
-            groups = {"/": groups[_select_group(groups, options["group"], where)]}
+            groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
             layout.documents["zarr.json"] = _empty_group(next(iter(groups.values())).attrs)
         for name, raw in groups.items():
-            layout.add_group(name.strip("/"), raw, raw.attrs, where)
+            layout.add_group(name.strip("/"), raw, raw.attrs)
     except BaseException:
         f.close()
         raise
