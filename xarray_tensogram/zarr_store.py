@@ -30,6 +30,7 @@ from zarr.core.buffer import Buffer, BufferPrototype
 
 from . import options as declared
 from .catalog import ArraySpec, MissingChunk, chunk_counts, chunk_extent, full_region, read_chunk_into
+from .errors import NotATensorFileError
 
 __all__ = ["TensogramStore"]
 
@@ -194,12 +195,14 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
     from .io import open_source
 
     layout = _Layout(f"file {path_or_url!s}")
-    with open_source(path_or_url, options.get("storage_options")) as src:
-        empty = src.size == 0
-    if empty:  # an empty .tgm (no message written yet) is an empty group, as in tensogram-zarr
-        layout.documents["zarr.json"] = _empty_group()
+    try:
+        groups, f = open_raw_groups(path_or_url, **{**options, "group": None})
+    except NotATensorFileError:
+        with open_source(path_or_url, options.get("storage_options")) as src:
+            if src.size:
+                raise
+        layout.documents["zarr.json"] = _empty_group()  # an empty .tgm (no message yet): an empty group
         return layout, None
-    groups, f = open_raw_groups(path_or_url, **{**options, "group": None})
     try:
         if options.get("group") is not None:
             groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
