@@ -191,7 +191,7 @@ def _renames(names: list[str], where: str) -> dict[str, str]:
 
 def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
     """The key space of the file, and the open file to close with the store (None for an empty file)."""
-    from .backend import _select_group, open_raw_groups
+    from .backend import _normalise_drop, _select_group, open_raw_groups
     from .io import open_source
 
     layout = _Layout(f"file {path_or_url!s}")
@@ -208,8 +208,9 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
             groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
             layout.documents["zarr.json"] = _empty_group(next(iter(groups.values())).attrs)
+        drop = _normalise_drop(options.get("drop_variables"))
         for name, raw in groups.items():
-            layout.add_group(name.strip("/"), raw, raw.attrs)
+            layout.add_group(name.strip("/"), raw.drop_vars(drop & set(raw.variables)), raw.attrs)
     except BaseException:
         f.close()
         raise
