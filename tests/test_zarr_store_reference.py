@@ -28,10 +28,10 @@ import pytest
 zarr = pytest.importorskip("zarr", reason="the Zarr store tests need zarr (the 'zarr' extra)")
 tensogram = pytest.importorskip("tensogram")
 
-from servers import RangeHTTPServer  # noqa: E402 - after the importorskip above
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest  # noqa: E402
 from zarr.core.buffer import default_buffer_prototype  # noqa: E402
 
+from servers import RangeHTTPServer  # noqa: E402 - after the importorskip above
 from xarray_tensogram import TensogramStore, XarrayTensogramError, ZarrMappingWarning  # noqa: E402
 
 PROTO = default_buffer_prototype()

@@ -21,7 +21,7 @@ import asyncio
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import xarray as xr
@@ -138,7 +138,7 @@ class _Layout:
         array = replace(array, dtype=served)
         zfill = default_fill(array.dtype, array.fill)
         self.documents[_join(path, "zarr.json")] = array_document(
-            array.shape, array.dtype, array.chunk_shape, zfill, nested_attrs(attrs), var.dims
+            array.shape, array.dtype, array.chunk_shape, zfill, nested_attrs(attrs), [str(d) for d in var.dims]
         )
         self.arrays[path] = replace(array, fill=zfill)
 
@@ -205,7 +205,8 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         return layout, None
     try:
         if options.get("group") is not None:
-            groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
+            keys = cast("dict[str, Any]", groups)  # _select_group reads only the group names
+            groups = {"/": groups[_select_group(keys, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
             layout.documents["zarr.json"] = _empty_group(next(iter(groups.values())).attrs)
         drop = _normalise_drop(options.get("drop_variables"))
@@ -275,7 +276,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         return f"TensogramStore({self.path!r}{extra})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and (self.path, self.options) == (other.path, other.options)  # type: ignore[attr-defined]  # same type, checked first
+        if not isinstance(other, TensogramStore) or type(other) is not type(self):
+            return False
+        return (self.path, self.options) == (other.path, other.options)
 
     def __hash__(self) -> int:
         return hash((type(self), self.path, repr(sorted(self.options.items()))))
@@ -285,7 +288,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         return {"path": self.path, "options": self.options}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], **state["options"])  # type: ignore[misc]  # re-run the constructor
+        Store.__init__(self, read_only=True)
+        self.path, self.options = state["path"], state["options"]
+        self._layout, self._file = None, None
 
     async def _open(self) -> None:
         if self._is_open:
@@ -323,7 +328,8 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             data = await asyncio.to_thread(array.chunk_bytes, coords)
             if data is None:
                 return None
-        return prototype.buffer.from_bytes(_byte_slice(data, byte_range))
+        buffer: Buffer = prototype.buffer.from_bytes(_byte_slice(data, byte_range))
+        return buffer
 
     async def get_partial_values(
         self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
