@@ -304,6 +304,7 @@ def test_equality_repr_and_pickle() -> None:
     path = xt.sample_path("forecast.tgm")
     a, b = TensogramStore(path, message_index=[0, 1]), TensogramStore(path, message_index=[0, 1])
     assert a == b and hash(a) == hash(b)
+    assert TensogramStore(path, strict=False, message_index=None) == TensogramStore(path)  # the defaults
     assert a != TensogramStore(path) and a != TensogramStore(xt.sample_path("era_pl.tgm"), message_index=[0, 1])
     assert repr(a) == f"TensogramStore({path!r}, message_index=[0, 1])"
     c = pickle.loads(pickle.dumps(a))

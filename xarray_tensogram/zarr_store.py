@@ -18,6 +18,7 @@ only when ``xarray_tensogram.TensogramStore`` is first used. Writing is not supp
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -174,6 +175,13 @@ class _Layout:
                 yield _join(path, "c")
 
 
+def _differs(value: Any, default: Any) -> bool:
+    try:
+        return bool(value != default)
+    except (TypeError, ValueError):  # values without a plain truth value (arrays) count as given
+        return True
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}/{name}" if path else name
 
@@ -233,10 +241,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
 
     ``path_or_url``: a local path or an fsspec URL (``https://``, ``s3://``, ...); ``storage_options``
     go to fsspec. The other keywords are the open options of ``open_dataset`` other than xarray's CF
-    decoding switches (``message_index``, ``variable_key``, ``dim_names``, ``filter_by_keys``,
-    ``group``, ``verify_hash``, ``strict``, ``merge_objects``, ``range_threshold``, ...); a misspelt
-    one is an error. ``group=None`` serves every group of a file that has several as Zarr groups.
-    The store is read-only: ``set`` and ``delete`` raise ``ValueError``.
+    decoding switches, which ``xr.open_zarr`` applies (the signature lists them from their one
+    declaration); a misspelt one is an error. ``group=None`` serves every group of a file that has
+    several as Zarr groups. The store is read-only: ``set`` and ``delete`` raise ``ValueError``.
     """
 
     supports_writes = False
@@ -267,7 +274,8 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             "storage_options": storage_options,
         }
         self.path = path_or_url if isinstance(path_or_url, str) else str(path_or_url)
-        self.options = {k: v for k, v in given.items() if v is not None}
+        # an option given at its default is the option not given: the two stores are equal
+        self.options = {k: v for k, v in given.items() if v is not None and _differs(v, declared.by_name(k).default)}
         self._layout: _Layout | None = None
         self._file: Any = None
 
@@ -375,3 +383,23 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
                 seen.setdefault(key[len(base) :].split("/")[0])
         for name in seen:
             yield name
+
+
+def _signature() -> inspect.Signature:
+    """``(self, path_or_url, *, <each open option a store takes>, read_only=True)``, from the declaration of the
+    open options, so ``help()`` and IDEs show every option the store takes."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("path_or_url", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str | os.PathLike[str]"),
+    ]
+    params += [
+        inspect.Parameter(o.name, kw, default=o.default, annotation=o.annotation)
+        for o in declared.OPTIONS
+        if o.scope in _OPEN_SCOPES
+    ]
+    params.append(inspect.Parameter("read_only", kw, default=True, annotation="bool"))
+    return inspect.Signature(params, return_annotation="None")
+
+
+TensogramStore.__init__.__signature__ = _signature()  # type: ignore[attr-defined]  # functions take a __signature__
