@@ -388,3 +388,15 @@ def test_renamed_dimension_follows_its_variable(tmp_path: Path) -> None:
 def test_importing_the_package_does_not_import_zarr() -> None:
     code = "import sys, xarray_tensogram; assert 'zarr' not in sys.modules; xarray_tensogram.TensogramStore"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+
+
+@pytest.mark.parametrize("name", ["sample.tet", "sample.zt", "era_pl.tgm"])
+def test_remote_files_over_plain_http(name: str) -> None:
+    from servers import RangeHTTPServer
+
+    local = xt.sample_path(name)
+    with RangeHTTPServer() as server:
+        url = server.add(name, Path(local).read_bytes())
+        got = xr.open_zarr(TensogramStore(url), consolidated=False, chunks=None)
+        with xr.open_dataset(local, engine="tensogram") as ref:
+            xr.testing.assert_equal(got.drop_encoding(), ref.drop_encoding())
