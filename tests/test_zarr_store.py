@@ -278,7 +278,16 @@ def test_list_dir_and_list_prefix(forecast: Any) -> None:
 def test_exists_and_missing_keys(forecast: Any) -> None:
     for key in ("zarr.json", "2t/zarr.json", "2t/c/3/0/0", "time/c"):
         assert asyncio.run(forecast.exists(key)), key
-    for key in ("2t/c/4/0/0", "2t/c/0/0", "2t/c/a/0/0", "nothing/zarr.json", "2t", "2t/c"):
+    for key in (
+        "2t/c/4/0/0",
+        "2t/c/0/0",
+        "2t/c/a/0/0",
+        "2t/c/01/0/0",
+        "2t/c/-1/0/0",
+        "nothing/zarr.json",
+        "2t",
+        "2t/c",
+    ):
         assert not asyncio.run(forecast.exists(key)), key
         assert _get(forecast, key) is None, key
 

@@ -152,11 +152,11 @@ class _Layout:
             array = self.arrays.get("/".join(parts[:i]))
             if array is None or len(parts) - i - 1 != len(array.shape):
                 continue
-            try:
-                coords = tuple(int(p) for p in parts[i + 1 :])
-            except ValueError:
+            digits = parts[i + 1 :]
+            if not all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits):  # the key as Zarr writes it, only
                 return None
-            if all(0 <= c < n for c, n in zip(coords, array.grid, strict=True)):
+            coords = tuple(int(d) for d in digits)
+            if all(c < n for c, n in zip(coords, array.grid, strict=True)):
                 return array, coords
             return None
         return None
