@@ -153,7 +153,8 @@ class _Layout:
             if array is None or len(parts) - i - 1 != len(array.shape):
                 continue
             digits = parts[i + 1 :]
-            if not all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits):  # the key as Zarr writes it, only
+            canonical = all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits)
+            if not canonical:  # only the key as Zarr writes it names a chunk ("01" does not)
                 return None
             coords = tuple(int(d) for d in digits)
             if all(c < n for c, n in zip(coords, array.grid, strict=True)):
