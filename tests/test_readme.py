@@ -31,6 +31,7 @@ EXTRA_MODULES = {
     "remote": "fsspec",
     "ml": "ml_dtypes",
     "virtual": "virtualizarr",
+    "zarr": "zarr",
     "cfgrib": "cfgrib",  # not an extra of ours: the GRIB comparison opens the original with cfgrib
     "scipy": "scipy",  # in the test extra: the netCDF comparison opens the netCDF-3 original with scipy
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import samples
 from ._version import __version__
 from .errors import (
@@ -32,6 +34,7 @@ from .errors import (
     UnsupportedOptionError,
     VirtualMappingWarning,
     XarrayTensogramError,
+    ZarrMappingWarning,
     ZTensorMappingWarning,
 )
 from .formats.tensogram import open_tensogram
@@ -42,6 +45,9 @@ from .samples import paths as sample_paths
 from .write.tensogram import to_tensogram  # importing it also registers the ds.tensogram accessor
 from .write.tetr import to_tetr
 from .write.ztensor import to_ztensor
+
+if TYPE_CHECKING:
+    from .zarr_store import TensogramStore
 
 __all__ = [
     "CodecError",
@@ -64,6 +70,7 @@ __all__ = [
     "NotATensorFileError",
     "StorageOptionsError",
     "TensogramMappingWarning",
+    "TensogramStore",
     "TetrMappingWarning",
     "TruncatedFileError",
     "UnknownOptionError",
@@ -72,6 +79,7 @@ __all__ = [
     "VirtualMappingWarning",
     "XarrayTensogramError",
     "ZTensorMappingWarning",
+    "ZarrMappingWarning",
     "__version__",
     "open_tensogram",
     "open_tetr",
@@ -83,3 +91,12 @@ __all__ = [
     "to_tetr",
     "to_ztensor",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the Zarr store needs zarr (an optional extra): imported on first use, not with the package
+    if name == "TensogramStore":
+        from .zarr_store import TensogramStore
+
+        return TensogramStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

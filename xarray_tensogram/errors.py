@@ -39,6 +39,7 @@ __all__ = [
     "VirtualMappingWarning",
     "XarrayTensogramError",
     "ZTensorMappingWarning",
+    "ZarrMappingWarning",
     "describe",
 ]
 
@@ -184,6 +185,10 @@ def describe(source: str | None, where: str | None = None, offset: int | None = 
     if offset is not None:
         parts.append(f"byte {offset}")
     return (", ".join(parts) + ": ") if parts else ""
+
+
+class ZarrMappingWarning(UserWarning):
+    """A name was changed so that Zarr can hold it (in the Zarr store of a file)."""
 
 
 class VirtualMappingWarning(UserWarning):

@@ -32,6 +32,9 @@ from ..catalog import Unreferenced
 from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
+from ..zarr_meta import default_fill as _default_fill
+from ..zarr_meta import json_attr as _json_attr
+from ..zarr_meta import zarr_attrs as _zarr_attrs
 from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
 from .codecs import register
 
@@ -45,33 +48,6 @@ _OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Sco
 def _local_path(url: str) -> str:
     parsed = urlparse(url)
     return parsed.path if parsed.scheme == "file" else url
-
-
-def _json_attr(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_json_attr(v) for v in value]
-    return value
-
-
-def _zarr_attrs(var: xr.Variable) -> tuple[dict[str, Any], Any]:
-    """JSON attributes for the Zarr array, and its fill value (``_FillValue`` if the variable has one)."""
-    from xarray.backends.zarr import FillValueCoder
-
-    attrs = {k: _json_attr(v) for k, v in var.attrs.items() if k != "_FillValue"}
-    fill = var.attrs.get("_FillValue")
-    if fill is not None:
-        attrs["_FillValue"] = FillValueCoder.encode(fill, var.dtype)
-    return attrs, fill
-
-
-def _default_fill(dtype: np.dtype, fill: Any) -> Any:
-    if fill is not None:
-        return fill
-    return np.nan if dtype.kind == "f" else None
 
 
 def _inline_values(var: xr.Variable) -> np.ndarray:

@@ -1,0 +1,188 @@
+"""Zarr v3 metadata for the variables of an opened file: attributes, fill values, names, ``zarr.json`` documents.
+
+Shared by the two Zarr views of a file: the virtual parsers (chunks are byte ranges of the file, for
+VirtualiZarr) and :class:`~xarray_tensogram.zarr_store.TensogramStore` (chunks are decoded values). Both
+start from the raw, not yet CF-decoded Dataset of ``open_raw_groups``, so xarray's Zarr backend applies the
+same CF decoding as ``open_dataset`` does. zarr is imported only inside the functions that build documents.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .errors import ZarrMappingWarning
+
+__all__ = [
+    "array_document",
+    "default_fill",
+    "group_document",
+    "json_attr",
+    "nested_attrs",
+    "zarr_attrs",
+    "zarr_dtype",
+    "zarr_names",
+]
+
+
+def json_attr(value: Any) -> Any:
+    """An attribute value as JSON holds it (numpy arrays as lists, numpy scalars as Python ones)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [json_attr(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): json_attr(v) for k, v in value.items()}
+    return value
+
+
+def zarr_attrs(var: xr.Variable) -> tuple[dict[str, Any], Any]:
+    """JSON attributes for the Zarr array, and its fill value (``_FillValue`` if the variable has one)."""
+    from xarray.backends.zarr import FillValueCoder
+
+    attrs = {k: json_attr(v) for k, v in var.attrs.items() if k != "_FillValue"}
+    fill = var.attrs.get("_FillValue")
+    if fill is not None:
+        attrs["_FillValue"] = FillValueCoder.encode(fill, var.dtype)
+    return attrs, fill
+
+
+def default_fill(dtype: np.dtype, fill: Any) -> Any:
+    """The Zarr fill value: the variable's own, else NaN for floats, else None (Zarr's default for the type)."""
+    if fill is not None:
+        return fill
+    return np.nan if dtype.kind == "f" else None
+
+
+def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted keys (``mars.class``, as the backend flattens metadata maps for netCDF) nested again as JSON maps.
+
+    A dotted key stays flat where nesting would collide with a plain key (``mars`` next to ``mars.class``)
+    or where a part is empty (``a..b``): nothing is dropped or overwritten.
+    """
+    plain = {k for k in attrs if "." not in k}
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        parts = key.split(".")
+        prefixes = {".".join(parts[:i]) for i in range(1, len(parts))}
+        if len(parts) == 1 or "" in parts or prefixes & plain:
+            out[key] = value
+            continue
+        node = out
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):  # an earlier flat key of this name: keep this one flat
+                out[key] = value
+                break
+            node = child
+        else:
+            node[parts[-1]] = value
+    return out
+
+
+def _zarr_name(name: str) -> str:
+    """``name`` as a Zarr node name can hold it (no "/", not empty, no leading "__", not "." or "..")."""
+    fixed = name.replace("/", "_")
+    if fixed.startswith("__"):
+        fixed = "_" + fixed.lstrip("_")
+    return fixed if fixed not in ("", ".", "..") else fixed + "_"
+
+
+def zarr_names(names: Sequence[str], where: str) -> dict[str, str]:
+    """``{old: new}`` for the names Zarr cannot hold (containing "/", for instance), each with a warning naming
+    it; a new name that is taken gets a numbered suffix."""
+    taken = set(names)
+    renamed: dict[str, str] = {}
+    for name in names:
+        fixed = _zarr_name(name)
+        if fixed == name:
+            continue
+        candidate, n = fixed, 0
+        while candidate in taken:
+            n += 1
+            candidate = f"{fixed}_{n}"
+        taken.add(candidate)
+        renamed[name] = candidate
+        warnings.warn(
+            f"{where}: {name!r} is not a valid Zarr name; it is {candidate!r} in the Zarr store "
+            f"(open the file with engine='tensogram' for the original name)",
+            ZarrMappingWarning,
+            stacklevel=5,
+        )
+    return renamed
+
+
+#: how small float types that Zarr v3 has no data type for are widened (exactly: every value is a float32)
+_WIDENED = ("bfloat16", "float8", "float6", "float4")
+
+
+def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
+    """The dtype the Zarr store serves ``dtype`` in: itself where Zarr has a data type for it, float32 for
+    the small float types of ml_dtypes (exact, with a warning), else None (the variable is left out, with a
+    warning)."""
+    from zarr.core.dtype import parse_data_type
+
+    try:
+        parse_data_type(dtype, zarr_format=3)
+        return dtype
+    except (ValueError, TypeError):
+        pass
+    if dtype.name.startswith(_WIDENED):
+        served = np.dtype("float32")
+        message = f"it is served as {served}, which holds every value exactly"
+    else:
+        served, message = None, "it is left out of the Zarr store"
+    warnings.warn(
+        f"{where}: Zarr has no data type for {dtype.name}; {message} (open the file with engine='tensogram' "
+        f"for the stored dtype)",
+        ZarrMappingWarning,
+        stacklevel=5,
+    )
+    return served
+
+
+def _to_json(doc: Mapping[str, Any]) -> bytes:
+    return json.dumps(doc, indent=2, allow_nan=True).encode()
+
+
+def group_document(attrs: Mapping[str, Any]) -> bytes:
+    """The ``zarr.json`` of a group with ``attrs``."""
+    return _to_json({"zarr_format": 3, "node_type": "group", "attributes": json_attr(dict(attrs))})
+
+
+def array_document(
+    shape: Sequence[int],
+    dtype: np.dtype,
+    chunk_shape: Sequence[int],
+    fill: Any,
+    attrs: Mapping[str, Any],
+    dims: Sequence[str],
+) -> bytes:
+    """The ``zarr.json`` of an array whose chunks are its values in little-endian C order (``bytes`` codec),
+    under Zarr's default chunk keys (``c/0/1``). zarr's own metadata class writes it, so the data type and
+    fill value are spelled as zarr reads them."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.dtype import parse_data_type
+    from zarr.core.metadata.v3 import ArrayV3Metadata
+
+    zdtype = parse_data_type(dtype, zarr_format=3)
+    codec: dict[str, Any] = {"name": "bytes", "configuration": {"endian": "little"} if dtype.itemsize > 1 else {}}
+    meta = ArrayV3Metadata(
+        shape=tuple(shape),
+        data_type=zdtype,
+        chunk_grid={"name": "regular", "configuration": {"chunk_shape": list(chunk_shape)}},
+        chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
+        fill_value=zdtype.default_scalar() if fill is None else fill,
+        codecs=[codec],
+        attributes=json_attr(dict(attrs)),
+        dimension_names=[str(d) for d in dims],
+    )
+    data: bytes = meta.to_buffer_dict(default_buffer_prototype())["zarr.json"].to_bytes()
+    return data

@@ -1,0 +1,406 @@
+"""A read-only Zarr v3 store over a ``.tgm``, ``.tet`` or ``.zt`` file: ``zarr.open_group(TensogramStore(path))``.
+
+The store opens the file with the backend's own readers and assembly (so names, dims, coordinates and
+attributes are those of ``xr.open_dataset(path, engine="tensogram")``) and serves:
+
+- ``zarr.json`` of the root group, of each group of a file whose objects cannot share one Dataset, and of
+  each variable, built at open from metadata only;
+- ``<variable>/c/<i>/<j>...`` (Zarr's default chunk keys): one chunk per storage unit of the file (a
+  Tensogram object, a Tetration tile, a zTensor tensor), read on request by the same chunk reader that the
+  lazy array of ``open_dataset`` uses, and served decoded, in little-endian C order, under the ``bytes``
+  codec alone. Any codec the backend decodes is therefore readable through Zarr, and no payload byte is
+  read before a chunk is asked for.
+
+Nothing here needs VirtualiZarr; zarr is needed (the ``zarr`` extra), and the package imports this module
+only when ``xarray_tensogram.TensogramStore`` is first used. Writing is not supported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import numpy as np
+import xarray as xr
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.core.buffer import Buffer, BufferPrototype
+
+from . import options as declared
+from .catalog import ArraySpec, MissingChunk, chunk_counts, chunk_extent, full_region, read_chunk_into
+from .errors import NotATensorFileError
+
+__all__ = ["TensogramStore"]
+
+#: the open options a store takes: all but xarray's CF decoding switches (xarray applies those on top)
+_OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
+
+
+@dataclass(frozen=True)
+class _Array:
+    """One Zarr array of the store: its geometry and where its chunks come from (a lazy spec, or values
+    already in memory: coordinates built from metadata)."""
+
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    dtype: np.dtype
+    fill: Any
+    spec: ArraySpec | None = None
+    values: np.ndarray | None = None
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return chunk_counts(self.shape, self.chunk_shape)
+
+    def chunk_bytes(self, coords: tuple[int, ...]) -> bytes | None:
+        """The chunk at ``coords``, padded with the fill value to the full chunk shape as Zarr stores edge
+        chunks; None for a hole of a hypercube (Zarr then fills the chunk itself)."""
+        extent = chunk_extent(self.shape, self.chunk_shape, coords)
+        region = full_region(extent)
+        if self.values is not None:
+            block = self.values[
+                tuple(slice(c * n, c * n + e) for c, n, e in zip(coords, self.chunk_shape, extent, strict=True))
+            ]
+        else:
+            assert self.spec is not None
+            block = np.empty(extent, self.spec.dtype)
+            try:
+                if not read_chunk_into(self.spec.reader, coords, region, block):
+                    block = np.asarray(self.spec.reader.read_chunk(coords, region))
+            except MissingChunk:
+                return None
+        if extent != self.chunk_shape:
+            padded = np.full(self.chunk_shape, self.fill if self.fill is not None else 0, self.dtype)
+            padded[region] = block
+            block = padded
+        little = self.dtype.newbyteorder("<") if self.dtype.itemsize > 1 else self.dtype
+        return np.ascontiguousarray(block, dtype=little).tobytes()
+
+
+def _byte_slice(data: bytes, byte_range: ByteRequest | None) -> bytes:
+    """The bytes of ``data`` that ``byte_range`` asks for (Python slicing: a range past the end is cut)."""
+
+    if byte_range is None:
+        return data
+    if isinstance(byte_range, RangeByteRequest):
+        return data[byte_range.start : byte_range.end]
+    if isinstance(byte_range, OffsetByteRequest):
+        return data[byte_range.offset :]
+    if isinstance(byte_range, SuffixByteRequest):
+        return data[max(0, len(data) - byte_range.suffix) :]
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}: pass a zarr.abc.store ByteRequest or None")
+
+
+def _chunk_key(path: str, coords: tuple[int, ...]) -> str:
+    """Zarr's default chunk key (``c`` for a 0-d array, ``c/0/1`` for a 2-d one) under the array's path."""
+    return "/".join([*([path] if path else []), "c", *(str(c) for c in coords)])
+
+
+class _Layout:
+    """The key space of one opened file: ``zarr.json`` documents and the arrays whose chunks are read lazily."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where  # the file, for messages
+        self.documents: dict[str, bytes] = {}
+        self.arrays: dict[str, _Array] = {}
+
+    def add_group(self, path: str, raw: xr.Dataset, attrs: Mapping[str, Any]) -> None:
+        """The group at ``path`` ("" for the root) and its variables, names Zarr cannot hold renamed."""
+        from xarray.conventions import encode_dataset_coordinates
+
+        from .zarr_meta import group_document, nested_attrs
+
+        names = [str(n) for n in (*raw.variables, *raw.dims)]
+        renamed = _renames(names, f"{self.where}, group {path or '/'!r}")
+        variables, _ = encode_dataset_coordinates(raw.rename(renamed) if renamed else raw)
+        self.documents[_join(path, "zarr.json")] = group_document(nested_attrs(attrs))
+        for name, var in variables.items():
+            self.add_array(_join(path, str(name)), var)
+
+    def add_array(self, path: str, var: xr.Variable) -> None:
+        from .assemble.common import storage_spec
+        from .zarr_meta import array_document, default_fill, nested_attrs, zarr_attrs, zarr_dtype
+
+        spec = storage_spec(var)
+        attrs, fill = zarr_attrs(var)
+        if spec is not None:
+            array = _Array(spec.shape, spec.chunk_shape, spec.dtype, _fill(spec.fill_value, fill), spec=spec)
+        else:
+            values = np.asarray(var.values)
+            if values.dtype.kind == "O":
+                values = values.astype(str)
+            array = _Array(values.shape, tuple(max(1, s) for s in values.shape), values.dtype, fill, values=values)
+        served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
+        if served is None:
+            return
+        array = replace(array, dtype=served)
+        zfill = default_fill(array.dtype, array.fill)
+        self.documents[_join(path, "zarr.json")] = array_document(
+            array.shape, array.dtype, array.chunk_shape, zfill, nested_attrs(attrs), [str(d) for d in var.dims]
+        )
+        self.arrays[path] = replace(array, fill=zfill)
+
+    def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
+        """The array and grid coordinates a chunk key names, or None when it names no chunk of this file."""
+        parts = key.split("/")
+        for i, part in enumerate(parts):
+            if part != "c":
+                continue
+            array = self.arrays.get("/".join(parts[:i]))
+            if array is None or len(parts) - i - 1 != len(array.shape):
+                continue
+            digits = parts[i + 1 :]
+            canonical = all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits)
+            if not canonical:  # only the key as Zarr writes it names a chunk ("01" does not)
+                return None
+            coords = tuple(int(d) for d in digits)
+            if all(c < n for c, n in zip(coords, array.grid, strict=True)):
+                return array, coords
+            return None
+        return None
+
+    def keys(self) -> Iterator[str]:
+        yield from self.documents
+        for path, array in self.arrays.items():
+            for coords in np.ndindex(*array.grid):
+                yield _chunk_key(path, tuple(int(c) for c in coords))
+
+    def shallow_keys(self) -> Iterator[str]:
+        """Every key, except that an array's chunks are named only by their common ``<array>/c`` prefix."""
+        yield from self.documents
+        for path, array in self.arrays.items():
+            if math.prod(array.grid):
+                yield _join(path, "c")
+
+
+def _differs(value: Any, default: Any) -> bool:
+    try:
+        return bool(value != default)
+    except (TypeError, ValueError):  # values without a plain truth value (arrays) count as given
+        return True
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name
+
+
+def _fill(spec_fill: Any, attr_fill: Any) -> Any:
+    """The value a hypercube hole holds: the spec's, as the backend fills it, else the variable's ``_FillValue``."""
+    return attr_fill if spec_fill is None else spec_fill
+
+
+def _renames(names: list[str], where: str) -> dict[str, str]:
+    from .zarr_meta import zarr_names
+
+    return zarr_names(list(dict.fromkeys(names)), where)
+
+
+def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
+    """The key space of the file, and the open file to close with the store (None for an empty file)."""
+    from .backend import _normalise_drop, _select_group, open_raw_groups
+    from .io import open_source
+
+    layout = _Layout(f"file {path_or_url!s}")
+    try:
+        groups, f = open_raw_groups(path_or_url, **{**options, "group": None})
+    except NotATensorFileError:
+        with open_source(path_or_url, options.get("storage_options")) as src:
+            if src.size:
+                raise
+        layout.documents["zarr.json"] = _empty_group()  # an empty .tgm (no message yet): an empty group
+        return layout, None
+    try:
+        if options.get("group") is not None:
+            keys = cast("dict[str, Any]", groups)  # _select_group reads only the group names
+            groups = {"/": groups[_select_group(keys, options["group"], str(path_or_url))]}
+        if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
+            layout.documents["zarr.json"] = _empty_group(next(iter(groups.values())).attrs)
+        drop = _normalise_drop(options.get("drop_variables"))
+        for name, raw in groups.items():
+            layout.add_group(name.strip("/"), raw.drop_vars(drop & set(raw.variables)), raw.attrs)
+    except BaseException:
+        f.close()
+        raise
+    return layout, f
+
+
+def _empty_group(attrs: Mapping[str, Any] | None = None) -> bytes:
+    from .zarr_meta import group_document, nested_attrs
+
+    return group_document(nested_attrs(attrs or {}))
+
+
+class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a venv without zarr
+    """A read-only Zarr v3 store over a Tensogram ``.tgm``, Tetration ``.tet`` or zTensor ``.zt`` file.
+
+    ``zarr.open_group(TensogramStore(path))``, ``xr.open_zarr(TensogramStore(path))`` and
+    ``dask.array.from_zarr(TensogramStore(path), component=name)`` read the values that
+    ``xr.open_dataset(path, engine="tensogram")`` reads, one Zarr chunk per storage unit of the file.
+
+    ``path_or_url``: a local path or an fsspec URL (``https://``, ``s3://``, ...); ``storage_options``
+    go to fsspec. The other keywords are the open options of ``open_dataset`` other than xarray's CF
+    decoding switches, which ``xr.open_zarr`` applies (the signature lists them from their one
+    declaration); a misspelt one is an error. ``group=None`` serves every group of a file that has
+    several as Zarr groups. The store is read-only: ``set`` and ``delete`` raise ``ValueError``.
+    """
+
+    supports_writes = False
+    supports_deletes = False
+    supports_listing = True
+
+    def __init__(
+        self,
+        path_or_url: Any,
+        *,
+        message_index: int | Iterable[int] | slice | None = None,
+        variable_key: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        read_only: bool = True,
+        **options: Any,
+    ) -> None:
+        if not read_only:
+            raise ValueError(
+                f"TensogramStore({path_or_url!r}) is read-only: writing through Zarr is not supported; "
+                f"write with Dataset.tensogram.to_tensogram (or to_tetr / to_ztensor)"
+            )
+        declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*_OPEN_SCOPES))
+        super().__init__(read_only=True)
+        given = {
+            **options,
+            "message_index": message_index,
+            "variable_key": variable_key,
+            "storage_options": storage_options,
+        }
+        self.path = path_or_url if isinstance(path_or_url, str) else str(path_or_url)
+        # an option given at its default is the option not given: the two stores are equal
+        self.options = {k: v for k, v in given.items() if v is not None and _differs(v, declared.by_name(k).default)}
+        self._layout: _Layout | None = None
+        self._file: Any = None
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        return f"TensogramStore({self.path!r}{extra})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensogramStore) or type(other) is not type(self):
+            return False
+        return (self.path, self.options) == (other.path, other.options)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.path, repr(sorted(self.options.items()))))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Only the path and options: an unpickled store (in a Dask worker) reopens the file on first use."""
+        return {"path": self.path, "options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        Store.__init__(self, read_only=True)
+        self.path, self.options = state["path"], state["options"]
+        self._layout, self._file = None, None
+
+    async def _open(self) -> None:
+        if self._is_open:
+            raise ValueError("store is already open")
+        self._layout, self._file = _scan(self.path, self.options)  # metadata only: no payload byte is read
+        self._is_open = True
+
+    def close(self) -> None:
+        """Release the file; a later read reopens it."""
+        if self._file is not None:
+            self._file.close()
+        self._file = None
+        self._layout = None
+        super().close()
+
+    def _check_writable(self) -> None:
+        raise ValueError(
+            f"store was opened in read-only mode and does not support writing: {self!r} reads a file; "
+            f"write with Dataset.tensogram.to_tensogram (or to_tetr / to_ztensor) instead"
+        )
+
+    async def _keyspace(self) -> _Layout:
+        await self._ensure_open()
+        assert self._layout is not None
+        return self._layout
+
+    async def get(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None) -> Buffer | None:
+        layout = await self._keyspace()
+        data = layout.documents.get(key)
+        if data is None:
+            found = layout.find_chunk(key)
+            if found is None:
+                return None
+            array, coords = found
+            data = await asyncio.to_thread(array.chunk_bytes, coords)
+            if data is None:
+                return None
+        buffer: Buffer = prototype.buffer.from_bytes(_byte_slice(data, byte_range))
+        return buffer
+
+    async def get_partial_values(
+        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
+    ) -> list[Buffer | None]:
+        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
+
+    async def exists(self, key: str) -> bool:
+        layout = await self._keyspace()
+        return key in layout.documents or layout.find_chunk(key) is not None
+
+    async def getsize(self, key: str) -> int:
+        """The size of a key; a chunk's is known from its shape, without reading it."""
+        layout = await self._keyspace()
+        found = None if key in layout.documents else layout.find_chunk(key)
+        if found is None:
+            return int(await super().getsize(key))
+        array, _ = found
+        return math.prod(array.chunk_shape) * array.dtype.itemsize
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+
+    async def delete(self, key: str) -> None:
+        self._check_writable()
+
+    async def list(self) -> AsyncIterator[str]:
+        for key in list((await self._keyspace()).keys()):
+            yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        for key in list((await self._keyspace()).keys()):
+            if key.startswith(prefix):
+                yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        layout = await self._keyspace()
+        base = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
+        inside_chunks = any(base.startswith(_join(p, "c") + "/") for p in layout.arrays)
+        keys = layout.keys() if inside_chunks else layout.shallow_keys()
+        seen: dict[str, None] = {}
+        for key in keys:
+            if key.startswith(base) and key != base:
+                seen.setdefault(key[len(base) :].split("/")[0])
+        for name in seen:
+            yield name
+
+
+def _signature() -> inspect.Signature:
+    """``(self, path_or_url, *, <each open option a store takes>, read_only=True)``, from the declaration of the
+    open options, so ``help()`` and IDEs show every option the store takes."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("path_or_url", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str | os.PathLike[str]"),
+    ]
+    params += [
+        inspect.Parameter(o.name, kw, default=o.default, annotation=o.annotation)
+        for o in declared.OPTIONS
+        if o.scope in _OPEN_SCOPES
+    ]
+    params.append(inspect.Parameter("read_only", kw, default=True, annotation="bool"))
+    return inspect.Signature(params, return_annotation="None")
+
+
+TensogramStore.__init__.__signature__ = _signature()  # type: ignore[attr-defined]  # functions take a __signature__
