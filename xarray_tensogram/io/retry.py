@@ -161,10 +161,17 @@ class Retrying:
     counts: dict[str, int] = field(default_factory=dict)
     tries: int = 0
     started: float = field(default_factory=time.monotonic)
+    #: bytes still missing after the last try: a try that brought some counts as progress, not as a failure
+    missing: int | None = None
 
     def wait(self, fault: Fault, missing: int) -> float:
         """Seconds to wait before asking again for the ``missing`` bytes, or raise :class:`RemoteReadError`
-        (at once for a fault that retrying cannot fix)."""
+        (at once for a fault that retrying cannot fix). A try that brought bytes starts the count of tries and
+        the backoff afresh (a slow server that sends part of each answer is not failing); ``timeout`` still
+        bounds the whole range."""
+        if self.missing is not None and missing < self.missing:
+            self.tries = 0
+        self.missing = missing
         self.tries += 1
         elapsed = time.monotonic() - self.started
         delay = min(self.policy.max_delay, self.policy.backoff * 2 ** (self.tries - 1)) * (0.5 + random.random() / 2)
