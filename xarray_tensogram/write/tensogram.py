@@ -42,6 +42,7 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
+from ..io.lock import locks_target
 from .common import (
     EncodedDataset,
     as_characters,
@@ -421,6 +422,7 @@ def _netcdf_message(
     yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
 
 
+@locks_target  # appends and rewrites of one file run one after another
 def to_tensogram(
     ds: xr.Dataset | xr.DataArray,
     path: str | os.PathLike[str],

@@ -28,6 +28,7 @@ from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
+from ..io.lock import locks_target
 from .common import (
     EncodedDataset,
     as_dataset,
@@ -282,6 +283,7 @@ def _dataset_write(
     )
 
 
+@locks_target  # appends and rewrites of one file run one after another
 def to_tetr(
     ds: xr.Dataset | xr.DataArray,
     path: Any,

@@ -26,6 +26,7 @@ from ..errors import UnsupportedError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
+from ..io.lock import locks_target
 from .common import (
     EncodedDataset,
     as_dataset,
@@ -129,6 +130,7 @@ def _file_option(variables: Mapping[Hashable, xr.Variable], key: str, valid: tup
     return None
 
 
+@locks_target  # appends and rewrites of one file run one after another
 def to_ztensor(
     ds: xr.Dataset | xr.DataArray | Mapping[str, Any],
     path: str | os.PathLike[str],

@@ -1,0 +1,237 @@
+"""Advisory locks that make the writers of one file take turns, and let readers skip an append in progress.
+
+``to_tetr(mode="a")`` and ``to_ztensor(mode="a")`` read the file, add to what they read and replace the
+file; two of them at once would each replace the other's work. ``to_tensogram(mode="a")`` checks the
+file, then appends in place. So every writer holds :func:`write_lock` from before it reads the file
+until its commit, and concurrent writers (threads or processes) run one after another.
+
+The lock is ``flock`` on a sidecar ``.<name>.lock`` in the target's directory, not on the target itself:
+the target is replaced by rename (``.tet``, ``.zt``, ``mode="w"``), so a lock on its inode would be left
+behind on the old file, and a target that does not exist yet (the first append) has nothing to lock.
+The sidecar is removed by the writer that releases it; a writer that finds its lock file unlinked
+under it starts over, so the lock stays exclusive. A thread lock per file serialises the threads of one
+process too (they share the process's locks where ``flock`` is emulated with POSIX locks, e.g. on NFS).
+
+Readers take no lock. A ``.tgm`` append writes in place, so while it runs the file ends in a partial
+message; the appender writes the size the file had before it into the sidecar, and
+:func:`stat_committed` gives a reader that size while the sidecar exists: the file as it was before the
+append. An appender killed halfway leaves its note behind; readers still read up to it, and the next
+writer cuts the partial message off before it begins. ``.tet`` and ``.zt`` are replaced by rename, so
+readers see the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+from ..errors import WriteLockTimeoutError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: threads of one process are still serialised
+    fcntl = None  # type: ignore[assignment]  # the module or nothing
+
+__all__ = ["lock_path", "locks_target", "note_committed_size", "stat_committed", "write_lock"]
+
+#: seconds a writer waits for another writer of the same file (``$XARRAY_TENSOGRAM_LOCK_TIMEOUT`` overrides)
+LOCK_TIMEOUT = 600.0
+
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_GUARD = threading.Lock()
+_HELD = threading.local()
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def lock_path(path: str | os.PathLike[str]) -> str:
+    """The sidecar lock file of ``path``: ``.<name>.lock`` in the same directory."""
+    full = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.lock")
+
+
+def _timeout() -> float:
+    text = os.environ.get("XARRAY_TENSOGRAM_LOCK_TIMEOUT")
+    try:
+        return float(text) if text else LOCK_TIMEOUT
+    except ValueError:
+        return LOCK_TIMEOUT
+
+
+@contextlib.contextmanager
+def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> Iterator[None]:
+    """Hold the write lock of ``path`` (re-entrant within a thread); :class:`WriteLockTimeoutError` naming the
+    file after ``timeout`` seconds (default :data:`LOCK_TIMEOUT`) of waiting for another writer."""
+    sidecar = lock_path(path)
+    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    if sidecar in held:
+        yield
+        return
+    wait = _timeout() if timeout is None else timeout
+    deadline = time.monotonic() + wait
+    with _GUARD:
+        thread_lock = _THREAD_LOCKS.setdefault(sidecar, threading.Lock())
+    if not thread_lock.acquire(timeout=max(wait, 0.0)):
+        raise _timed_out(path, sidecar, wait)
+    held.add(sidecar)
+    fds: dict[str, int] = _HELD.__dict__.setdefault("fds", {})
+    try:
+        fd = _acquire(path, sidecar, deadline, wait)
+        if fd is not None:
+            fds[sidecar] = fd
+        try:
+            yield
+        finally:
+            fds.pop(sidecar, None)
+            _release(sidecar, fd)
+    finally:
+        held.discard(sidecar)
+        thread_lock.release()
+
+
+def _timed_out(path: str | os.PathLike[str], sidecar: str, wait: float) -> WriteLockTimeoutError:
+    return WriteLockTimeoutError(
+        f"{os.fspath(path)!r}: another writer has held this file's lock ({sidecar}) for more than {wait:g} s; "
+        "the lock is released when that writer finishes or dies. Wait for it, or set "
+        "XARRAY_TENSOGRAM_LOCK_TIMEOUT (seconds) to wait longer"
+    )
+
+
+def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: float) -> int | None:
+    """The locked sidecar's descriptor, or ``None`` where no lock can be taken (said in a warning)."""
+    if fcntl is None or not os.path.isdir(os.path.dirname(sidecar)):
+        return None  # no flock here; a missing directory is the writer's own error to report
+    pause = 0.001
+    while True:
+        try:
+            fd = os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:  # a read-only directory: the writer may still append to a writable file
+            _unlocked(path, f"cannot create {sidecar} ({exc.strerror})")
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() > deadline:
+                raise _timed_out(path, sidecar, wait) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+            continue
+        except OSError as exc:  # e.g. ENOLCK on a network filesystem without a lock manager
+            os.close(fd)
+            _unlocked(path, f"the filesystem refuses locks ({exc.strerror})")
+            return None
+        if _same_file(fd, sidecar):
+            _recover(path, fd)
+            return fd
+        os.close(fd)  # the previous holder removed it after we opened it: lock the new one
+
+
+def _note(fd: int) -> int | None:
+    text = os.pread(fd, 32, 0)
+    return int(text) if text.isdigit() else None
+
+
+def _recover(path: str | os.PathLike[str], fd: int) -> None:
+    """A note left in a lock file nobody held: an appender died halfway (killed, power lost). Cut the file back
+    to the size it noted, so the next append follows the last complete message, and clear the note."""
+    size = _note(fd)
+    if size is None:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if os.path.getsize(path) > size:
+            os.truncate(path, size)
+    os.ftruncate(fd, 0)
+
+
+def _same_file(fd: int, sidecar: str) -> bool:
+    try:
+        now = os.stat(sidecar)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+
+def _release(sidecar: str, fd: int | None) -> None:
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(sidecar)  # while still locked: the next writer re-creates it (see _acquire)
+    os.close(fd)
+
+
+def _unlocked(path: str | os.PathLike[str], why: str) -> None:
+    warnings.warn(
+        f"{os.fspath(path)!r}: writing without a lock: {why}; writers running at the same time are not serialised",
+        UserWarning,
+        stacklevel=5,
+    )
+
+
+def note_committed_size(path: str | os.PathLike[str], size: int) -> None:
+    """Before an in-place append: tell readers (:func:`stat_committed`) where the complete file ends.
+
+    Only under :func:`write_lock` (written through the locked descriptor: closing another one would drop a
+    POSIX lock); the sidecar is removed with the lock, so the note lasts no longer than the append.
+    """
+    fd = _HELD.__dict__.get("fds", {}).get(lock_path(path))
+    if fd is not None:
+        os.pwrite(fd, str(size).encode("ascii"), 0)
+
+
+def _append_note(path: str | os.PathLike[str]) -> int | None:
+    """The size noted by an append in progress or cut short, or ``None`` (no lock file, or no note in it)."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(lock_path(path), os.O_RDONLY)
+    except OSError:
+        return None  # no writer
+    try:
+        # a writer holding it, or one that died halfway through an append, left the size before that append;
+        # a lock file without a note is a writer that has not begun to append (or a rename-writer's)
+        return _note(fd)
+    finally:
+        os.close(fd)
+
+
+def stat_committed(path: str | os.PathLike[str]) -> tuple[os.stat_result, int]:
+    """``os.stat(path)`` and how much of the file a reader should read: all of it, or the size it had before an
+    append still in progress (a reader never sees a half-written message).
+
+    The note is read between two ``stat`` calls that must agree, so an append that began or ended meanwhile
+    is seen; a file that keeps changing is read as its last ``stat`` says.
+    """
+    for _ in range(50):
+        before = os.stat(path)
+        note = _append_note(path)
+        after = os.stat(path)
+        if (before.st_ino, before.st_size, before.st_mtime_ns) == (after.st_ino, after.st_size, after.st_mtime_ns):
+            return after, after.st_size if note is None else min(after.st_size, note)
+        time.sleep(0.001)
+    return after, after.st_size
+
+
+def locks_target(writer: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a writer ``f(ds, path, ...)``: it runs holding :func:`write_lock` of ``path``, from before it reads
+    an existing file (``mode="a"``) until its commit."""
+    signature = inspect.signature(writer)
+
+    @functools.wraps(writer)
+    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
+        path = signature.bind(*args, **kwargs).arguments["path"]
+        if not isinstance(path, (str, os.PathLike)):
+            return writer(*args, **kwargs)  # not a file path: the writer says what it accepts
+        with write_lock(path):
+            return writer(*args, **kwargs)
+
+    return locked
