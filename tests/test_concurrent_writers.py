@@ -217,7 +217,7 @@ def _append_with_file_size_limit(fmt: str, path: str, limit: int, result: object
         WRITERS[fmt](big, path, mode="a")
     except OSError as exc:
         result.put(f"OSError errno {exc.errno}")  # type: ignore[attr-defined]
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test with it
+    except BaseException as exc:  # reported to the parent, which fails the test with it
         result.put(f"{type(exc).__name__}: {exc}")  # type: ignore[attr-defined]
     else:
         result.put("no error")  # type: ignore[attr-defined]

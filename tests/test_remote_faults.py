@@ -10,6 +10,7 @@ n-th request. The values must equal those of the local file; a fault that persis
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from pathlib import Path
 
@@ -41,8 +42,10 @@ FIGURES: dict[str, tuple[int, int]] = {}
 def _print_figures():
     yield
     if FIGURES:
-        print(f"\nfault runs: {sum(f for f, _ in FIGURES.values())} retries, "
-              f"{sum(m for _, m in FIGURES.values())} bytes asked for again over {len(FIGURES)} runs")
+        print(
+            f"\nfault runs: {sum(f for f, _ in FIGURES.values())} retries, "
+            f"{sum(m for _, m in FIGURES.values())} bytes asked for again over {len(FIGURES)} runs"
+        )
 
 
 def _dataset() -> xr.Dataset:
@@ -110,7 +113,7 @@ def test_a_retry_asks_for_exactly_the_bytes_still_missing(server, files):
     starts = [int(r.removeprefix("bytes=").partition("-")[0]) for r in ranges]
     ends = {int(r.partition("-")[2]) for r in ranges}
     assert ends == {offset + length - 1}
-    assert starts[0] == offset and all(b > a for a, b in zip(starts, starts[1:]))
+    assert starts[0] == offset and all(b > a for a, b in itertools.pairwise(starts))
     assert server.traffic.nbytes == length  # nothing arrived twice
     assert src.counts["retries"] == len(ranges) - 1
 

@@ -44,9 +44,10 @@ class FsspecSource(ByteSource):
     and Last-Modified seen at the open, else :class:`~xarray_tensogram.errors.FileChangedError`
     (:mod:`~xarray_tensogram.io.http`).
 
-    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec filesystem is created lazily in
-    each process (and again after a fork), so a pickled source, e.g. inside a Dask task, reopens
-    the remote file in the worker without holding any connection across pickling.
+    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec
+    filesystem is created lazily in each process (and again after a fork), so a pickled source,
+    e.g. inside a Dask task, reopens the remote file in the worker without holding any connection
+    across pickling.
     """
 
     def __init__(
@@ -232,7 +233,10 @@ class FsspecSource(ByteSource):
             ends = [o + n for o, n in ranges]
             got = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
             # a range that failed or came back short is read again alone, with retries
-            out = [b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n) for (o, n), b in zip(ranges, got)]
+            out = [
+                b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n)
+                for (o, n), b in zip(ranges, got, strict=True)
+            ]
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(ranges)
         return list(out)

@@ -60,7 +60,12 @@ class RetryPolicy:
         bad = [k for k, v in given.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
         if bad:
             raise UnsupportedOptionError(f"retries: {bad} must be numbers >= 0 (given {given})")
-        return cls(**{**given, "retries": int(given.get("retries", cls.retries))})
+        return cls(
+            retries=int(given.get("retries", cls.retries)),
+            backoff=float(given.get("backoff", cls.backoff)),
+            max_delay=float(given.get("max_delay", cls.max_delay)),
+            timeout=float(given.get("timeout", cls.timeout)),
+        )
 
 
 def _status(exc: BaseException) -> int | None:
@@ -174,7 +179,8 @@ class Retrying:
         self.missing = missing
         self.tries += 1
         elapsed = time.monotonic() - self.started
-        delay = min(self.policy.max_delay, self.policy.backoff * 2 ** (self.tries - 1)) * (0.5 + random.random() / 2)
+        backoff = min(self.policy.max_delay, self.policy.backoff * 2.0 ** (self.tries - 1))
+        delay = backoff * (0.5 + random.random() / 2)  # jitter: many tasks do not retry in step
         if fault.retry_after is not None:
             delay = max(delay, fault.retry_after)
         if not fault.transient or self.tries > self.policy.retries or elapsed + delay > self.policy.timeout:
@@ -196,10 +202,12 @@ class Retrying:
         if self.tries > self.policy.retries:
             why = f"still failing after {self.tries} tries in {elapsed:.1f} s"
         else:
-            why = f"gave up after {self.tries} tries: the next wait ({delay:.1f} s) passes the {self.policy.timeout} s limit"
+            why = (
+                f"gave up after {self.tries} tries: the next wait ({delay:.1f} s) passes the "
+                f"{self.policy.timeout:g} s limit"
+            )
         return (
             f"{where}: {why}; last cause: {fault.cause}. The server or the network keeps failing: try again "
             f"later, or allow more with retries={{'retries': {max(self.policy.retries * 2, 8)}, "
             f"'timeout': {self.policy.timeout * 2:g}}}"
         )
-
