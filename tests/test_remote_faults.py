@@ -236,3 +236,34 @@ def test_faults_are_classified_through_the_chain_of_causes():
 def test_a_bad_retries_option_is_refused(bad):
     with pytest.raises(UnsupportedOptionError, match="retries"):
         RetryPolicy.of(bad)
+
+
+# -- virtual references over plain http:// --------------------------------------------------------------------------
+def _virtual(url: str) -> xr.Dataset:
+    pytest.importorskip("virtualizarr")
+    pytest.importorskip("obstore")
+    from xarray_tensogram.virtual.parsers import parser_for
+    from xarray_tensogram.virtual.refs import registry_for
+
+    store = parser_for(url)(url, registry_for([url]))
+    return xr.open_zarr(store, consolidated=False, zarr_format=3, chunks=None)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_virtual_references_over_plain_http_read_their_chunks_through_faults(server, expected, fmt):
+    ds = _virtual(server.url(f"f.{fmt}"))
+    server.faults = Faults(every=3, kind="503")  # obstore's own retries see these
+    got = ds.load()
+    assert server.faults.injected > 0
+    assert sorted(got.data_vars) == sorted(expected[fmt].data_vars)
+    for name in got.data_vars:
+        np.testing.assert_array_equal(got[name].values, expected[fmt][name].values, err_msg=name)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_virtual_references_to_a_file_replaced_on_the_server_raise_file_changed(server, files, fmt):
+    url = server.url(f"f.{fmt}")
+    ds = _virtual(url)
+    server.add(f"f.{fmt}", _replaced(files[fmt].read_bytes(), True))
+    with pytest.raises(FileChangedError, match=url.replace(".", r"\.")):
+        ds.load()

@@ -192,10 +192,13 @@ def _append_note(path: str | os.PathLike[str]) -> int | None:
     """The size noted by an append in progress or cut short, or ``None`` (no lock file, or no note in it)."""
     if fcntl is None:
         return None
+    sidecar = lock_path(path)
+    if not os.path.exists(sidecar):
+        return None  # no writer (and no lock file opened: readers open only the file they read)
     try:
-        fd = os.open(lock_path(path), os.O_RDONLY)
+        fd = os.open(sidecar, os.O_RDONLY)
     except OSError:
-        return None  # no writer
+        return None  # its writer just released it
     try:
         # a writer holding it, or one that died halfway through an append, left the size before that append;
         # a lock file without a note is a writer that has not begun to append (or a rename-writer's)
