@@ -23,14 +23,11 @@ readers see the old file or the new one.
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from collections.abc import Iterator
 
 from ..errors import WriteLockTimeoutError
 
@@ -39,7 +36,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: threads of one process are still serialised
     fcntl = None  # type: ignore[assignment]  # the module or nothing
 
-__all__ = ["lock_path", "locks_target", "note_committed_size", "stat_committed", "write_lock"]
+__all__ = ["lock_path", "note_committed_size", "stat_committed", "write_lock"]
 
 #: seconds a writer waits for another writer of the same file (``$XARRAY_TENSOGRAM_LOCK_TIMEOUT`` overrides)
 LOCK_TIMEOUT = 600.0
@@ -47,9 +44,6 @@ LOCK_TIMEOUT = 600.0
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
 _GUARD = threading.Lock()
 _HELD = threading.local()
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 def lock_path(path: str | os.PathLike[str]) -> str:
@@ -69,7 +63,14 @@ def _timeout() -> float:
 @contextlib.contextmanager
 def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> Iterator[None]:
     """Hold the write lock of ``path`` (re-entrant within a thread); :class:`WriteLockTimeoutError` naming the
-    file after ``timeout`` seconds (default :data:`LOCK_TIMEOUT`) of waiting for another writer."""
+    file after ``timeout`` seconds (default :data:`LOCK_TIMEOUT`) of waiting for another writer.
+
+    Writers hold it from before they read an existing file (``mode="a"``) until their commit, as a ``with``
+    block inside the writer (a decorator would add a frame, and the writers' warnings name their caller's line).
+    """
+    if not isinstance(path, (str, os.PathLike)):  # not a file path: the writer says what it accepts
+        yield
+        return
     sidecar = lock_path(path)
     held: set[str] = _HELD.__dict__.setdefault("paths", set())
     if sidecar in held:
@@ -222,19 +223,3 @@ def stat_committed(path: str | os.PathLike[str]) -> tuple[os.stat_result, int]:
             return after, after.st_size if note is None else min(after.st_size, note)
         time.sleep(0.001)
     return after, after.st_size
-
-
-def locks_target(writer: Callable[P, R]) -> Callable[P, R]:
-    """Decorate a writer ``f(ds, path, ...)``: it runs holding :func:`write_lock` of ``path``, from before it reads
-    an existing file (``mode="a"``) until its commit."""
-    signature = inspect.signature(writer)
-
-    @functools.wraps(writer)
-    def locked(*args: P.args, **kwargs: P.kwargs) -> R:
-        path = signature.bind(*args, **kwargs).arguments["path"]
-        if not isinstance(path, (str, os.PathLike)):
-            return writer(*args, **kwargs)  # not a file path: the writer says what it accepts
-        with write_lock(path):
-            return writer(*args, **kwargs)
-
-    return locked

@@ -69,9 +69,7 @@ class ChangeCheckedStore:
         self._check(path, result.meta)
         return result.bytes()
 
-    async def get_range_async(
-        self, path: str, *, start: int, end: int | None = None, length: int | None = None
-    ) -> Any:
+    async def get_range_async(self, path: str, *, start: int, end: int | None = None, length: int | None = None) -> Any:
         import obstore
 
         stop = end if end is not None else start + int(length or 0)

@@ -28,7 +28,7 @@ from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
-from ..io.lock import locks_target
+from ..io.lock import write_lock
 from .common import (
     EncodedDataset,
     as_dataset,
@@ -283,7 +283,6 @@ def _dataset_write(
     )
 
 
-@locks_target  # appends and rewrites of one file run one after another
 def to_tetr(
     ds: xr.Dataset | xr.DataArray,
     path: Any,
@@ -352,10 +351,11 @@ def to_tetr(
     writes = _dataset_writes(source_ds, encoded, chunks, in_effect)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
-    if mode == "a" and os.path.exists(path):
-        writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
-    write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
-    return os.path.getsize(path)
+    with write_lock(path):  # other writers of this file wait from the read of the file to the commit
+        if mode == "a" and os.path.exists(path):
+            writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
+        write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
+        return os.path.getsize(path)
 
 
 InEffect = Callable[[str, Mapping[str, Any]], dict[str, str]]
