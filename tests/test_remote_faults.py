@@ -170,20 +170,22 @@ def test_retries_zero_gives_up_at_the_first_fault(server):
         ds.load()
 
 
-def _replaced(data: bytes, same_size: bool) -> bytes:
-    if not same_size:
+def _replaced(data: bytes, how: str = "same-size") -> bytes:
+    if how == "grown":
         return data + b"\0" * 100
+    if how == "shrunk":
+        return data[: len(data) // 3]
     middle = len(data) // 2
     return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :]
 
 
-@pytest.mark.parametrize("same_size", [True, False], ids=["same-size", "grown"])
+@pytest.mark.parametrize("how", ["same-size", "grown", "shrunk"])
 @pytest.mark.parametrize("chunks", [None, {}], ids=["numpy", "dask"])
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_a_file_replaced_after_the_open_raises_file_changed(server, files, fmt, chunks, same_size):
+def test_a_file_replaced_after_the_open_raises_file_changed(server, files, fmt, chunks, how):
     url = server.url(f"f.{fmt}")
     ds = _open(url, chunks)
-    server.add(f"f.{fmt}", _replaced(files[fmt].read_bytes(), same_size))
+    server.add(f"f.{fmt}", _replaced(files[fmt].read_bytes(), how))
     with pytest.raises(FileChangedError, match=url.replace(".", r"\.")):
         ds.load()
 
@@ -192,7 +194,7 @@ def test_a_pickled_source_still_knows_the_file_it_opened(server, files):
     src = FsspecSource(server.url("f.tgm"), retries=FAST)
     copy = pickle.loads(pickle.dumps(src))
     assert copy.policy == src.policy and copy.stamp == src.stamp
-    server.add("f.tgm", _replaced(files["tgm"].read_bytes(), True))
+    server.add("f.tgm", _replaced(files["tgm"].read_bytes()))
     with pytest.raises(FileChangedError, match="ETag"):
         copy.read(500_000, 1000)
 
@@ -264,6 +266,6 @@ def test_virtual_references_over_plain_http_read_their_chunks_through_faults(ser
 def test_virtual_references_to_a_file_replaced_on_the_server_raise_file_changed(server, files, fmt):
     url = server.url(f"f.{fmt}")
     ds = _virtual(url)
-    server.add(f"f.{fmt}", _replaced(files[fmt].read_bytes(), True))
+    server.add(f"f.{fmt}", _replaced(files[fmt].read_bytes()))
     with pytest.raises(FileChangedError, match=url.replace(".", r"\.")):
         ds.load()

@@ -101,8 +101,8 @@ async def _get_into(session: Any, fs: Any, url: str, start: int, n: int, stamp: 
     async with session.get(fs.encode_url(url), headers=headers, **kw) as r:
         if r.status == 404:
             raise FileNotFoundError(f"{url}: the remote file disappeared (HTTP 404)")
-        if r.status == 412:
-            raise changed(url, "HTTP 412 Precondition Failed")
+        if r.status in (412, 416):  # a condition that held at the open fails, or the range lies past the end now
+            raise changed(url, f"HTTP {r.status} for bytes {start}-{start + n - 1}")
         r.raise_for_status()
         moved = stamp.changes(r.headers)
         if moved:
