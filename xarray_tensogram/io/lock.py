@@ -14,10 +14,11 @@ process too (they share the process's locks where ``flock`` is emulated with POS
 
 Readers take no lock. A ``.tgm`` append writes in place, so while it runs the file ends in a partial
 message; the appender writes the size the file had before it into the sidecar, and
-:func:`stat_committed` gives a reader that size while the sidecar exists: the file as it was before the
-append. An appender killed halfway leaves its note behind; readers still read up to it, and the next
-writer cuts the partial message off before it begins. ``.tet`` and ``.zt`` are replaced by rename, so
-readers see the old file or the new one.
+:func:`stat_committed` gives a reader that size while the lock is held: the file as it was before the
+append. An appender killed halfway leaves its note behind: readers then see the partial message (the
+``.tgm`` scanner skips it with a warning), and the next writer cuts it off before it begins (only if
+the file is the same inode and still longer). ``.tet`` and ``.zt`` are replaced by rename, so readers
+see the old file or the new one.
 """
 
 from __future__ import annotations
@@ -136,20 +137,25 @@ def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: 
         os.close(fd)  # the previous holder removed it after we opened it: lock the new one
 
 
-def _note(fd: int) -> int | None:
-    text = os.pread(fd, 32, 0)
-    return int(text) if text.isdigit() else None
+def _note(fd: int) -> tuple[int, int] | None:
+    """The ``(inode, size)`` an appender noted in its lock file (see :func:`note_committed_size`), if any."""
+    parts = os.pread(fd, 64, 0).split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
 
 
 def _recover(path: str | os.PathLike[str], fd: int) -> None:
-    """A note left in a lock file nobody held: an appender died halfway (killed, power lost). Cut the file back
-    to the size it noted, so the next append follows the last complete message, and clear the note."""
-    size = _note(fd)
-    if size is None:
+    """A note in a lock file nobody held: an appender died halfway (killed, power lost). Cut the file it appended
+    to (the same inode, still longer) back to the size it noted, so the next append follows the last complete
+    message rather than a partial one, and clear the note."""
+    note = _note(fd)
+    if note is None:
         return
     with contextlib.suppress(FileNotFoundError):
-        if os.path.getsize(path) > size:
-            os.truncate(path, size)
+        st = os.stat(path)
+        if st.st_ino == note[0] and st.st_size > note[1]:
+            os.truncate(path, note[1])
     os.ftruncate(fd, 0)
 
 
@@ -186,11 +192,15 @@ def note_committed_size(path: str | os.PathLike[str], size: int) -> None:
     """
     fd = _HELD.__dict__.get("fds", {}).get(lock_path(path))
     if fd is not None:
-        os.pwrite(fd, str(size).encode("ascii"), 0)
+        os.pwrite(fd, f"{os.stat(path).st_ino} {size}\n".encode("ascii"), 0)
 
 
-def _append_note(path: str | os.PathLike[str]) -> int | None:
-    """The size noted by an append in progress or cut short, or ``None`` (no lock file, or no note in it)."""
+def _append_note(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """The ``(inode, size)`` noted by an append in progress, or ``None`` (no writer, or none appending now).
+
+    A note in a lock file nobody holds is from an appender that died: readers do not trust it (the file
+    may have been replaced since), so they see its partial message, and the scanner says so.
+    """
     if fcntl is None:
         return None
     sidecar = lock_path(path)
@@ -201,11 +211,12 @@ def _append_note(path: str | os.PathLike[str]) -> int | None:
     except OSError:
         return None  # its writer just released it
     try:
-        # a writer holding it, or one that died halfway through an append, left the size before that append;
-        # a lock file without a note is a writer that has not begun to append (or a rename-writer's)
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # a writer holds it: its note, if it has begun to append
         return _note(fd)
     finally:
-        os.close(fd)
+        os.close(fd)  # (and the shared lock with it, when it was taken)
+    return None
 
 
 def stat_committed(path: str | os.PathLike[str]) -> tuple[os.stat_result, int]:
@@ -220,6 +231,7 @@ def stat_committed(path: str | os.PathLike[str]) -> tuple[os.stat_result, int]:
         note = _append_note(path)
         after = os.stat(path)
         if (before.st_ino, before.st_size, before.st_mtime_ns) == (after.st_ino, after.st_size, after.st_mtime_ns):
-            return after, after.st_size if note is None else min(after.st_size, note)
+            committed = note[1] if note is not None and note[0] == after.st_ino else after.st_size
+            return after, min(after.st_size, committed)
         time.sleep(0.001)
     return after, after.st_size
