@@ -192,6 +192,41 @@ def test_a_writer_killed_halfway_leaves_the_committed_file_and_the_next_append_w
     assert sorted(os.listdir(tmp_path)) == [path.name]
 
 
+def _rewrite_and_stop_before_the_rename(fmt: str, path: str, halfway: object) -> None:
+    """Append to a .tet/.zt (a rewrite under a temporary name), but stop before the rename, to be killed."""
+    import time
+
+    def stop(fd: int) -> None:
+        halfway.set()  # type: ignore[attr-defined]
+        time.sleep(60)
+
+    os.fsync = stop  # this process only: atomic_write syncs the temporary file just before renaming it
+    WRITERS[fmt](_variable(1), path, mode="a")
+
+
+@pytest.mark.parametrize("fmt", ["tet", "zt"])
+def test_a_writer_killed_before_its_rename_leaves_the_file_and_the_next_cleans_up(tmp_path, fmt):
+    path = tmp_path / f"killed.{fmt}"
+    _base(path, fmt)
+    committed = path.read_bytes()
+    halfway = _FORK.Event()
+    proc = _FORK.Process(target=_rewrite_and_stop_before_the_rename, args=(fmt, str(path), halfway))
+    proc.start()
+    assert halfway.wait(60)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(30)
+    assert path.read_bytes() == committed
+    left = sorted(os.listdir(tmp_path))
+    assert any(name.startswith(f".tmp-{path.name}-") for name in left), left  # the dead writer's temporary file
+    with xr.open_dataset(path, engine=ENGINE) as ds:
+        assert list(ds.data_vars) == ["base"]
+    WRITERS[fmt](_variable(2), path, mode="a")
+    with xr.open_dataset(path, engine=ENGINE) as ds:
+        assert sorted(ds.data_vars) == ["base", "v2"]
+        np.testing.assert_array_equal(ds["v2"].values, _values(2))
+    assert sorted(os.listdir(tmp_path)) == [path.name]  # the next writer removed what the dead one left
+
+
 @pytest.mark.parametrize("fmt", sorted(WRITERS))
 def test_a_writer_killed_while_holding_the_lock_does_not_block_the_next(tmp_path, fmt):
     path = tmp_path / f"dead.{fmt}"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 import warnings
@@ -37,7 +38,14 @@ try:
 except ImportError:  # pragma: no cover - Windows: threads of one process are still serialised
     fcntl = None  # type: ignore[assignment]  # the module or nothing
 
-__all__ = ["lock_path", "note_committed_size", "stat_committed", "write_lock"]
+__all__ = [
+    "lock_path",
+    "note_committed_size",
+    "remove_stale_temporaries",
+    "stat_committed",
+    "temp_prefix",
+    "write_lock",
+]
 
 #: seconds a writer waits for another writer of the same file (``$XARRAY_TENSOGRAM_LOCK_TIMEOUT`` overrides)
 LOCK_TIMEOUT = 600.0
@@ -51,6 +59,33 @@ def lock_path(path: str | os.PathLike[str]) -> str:
     """The sidecar lock file of ``path``: ``.<name>.lock`` in the same directory."""
     full = os.path.abspath(os.fspath(path))
     return os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.lock")
+
+
+def temp_prefix(path: str | os.PathLike[str]) -> str:
+    """How temporary files of ``path`` are named (``tempfile.mkstemp`` adds 8 of ``[a-z0-9_]``): here, so that the
+    writer that takes the lock can remove those of a writer that was killed (:func:`remove_stale_temporaries`)."""
+    return ".tmp-" + os.path.basename(os.fspath(path)) + "-"
+
+
+_RANDOM = re.compile(r"[a-z0-9_]{8}")
+
+
+def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[str]:
+    """Remove the temporary files a killed writer of ``path`` left next to it; their names.
+
+    Only for the holder of the write lock of ``path``: no other writer of it runs then, so every temporary
+    file of this target is a dead writer's.
+    """
+    directory = os.path.dirname(os.path.abspath(os.fspath(path)))
+    prefix = temp_prefix(path)
+    removed = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if name.startswith(prefix) and _RANDOM.fullmatch(name[len(prefix) :]):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, name))
+                    removed.append(name)
+    return removed
 
 
 def _timeout() -> float:
@@ -133,6 +168,7 @@ def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: 
             return None
         if _same_file(fd, sidecar):
             _recover(path, fd)
+            remove_stale_temporaries(path)
             return fd
         os.close(fd)  # the previous holder removed it after we opened it: lock the new one
 

@@ -381,7 +381,7 @@ def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | Enco
     """
     if mode == "w":
         total = 0
-        with write_lock(path), atomic_write(path) as f:
+        with atomic_write(path) as f:
             for m in messages:
                 total += _write_message(f, m)
         return total
