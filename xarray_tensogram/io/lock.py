@@ -149,7 +149,11 @@ def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: 
     pause = 0.001
     while True:
         try:
-            fd = os.open(sidecar, os.O_RDWR | os.O_CREAT, 0o666)
+            fd, created = _open_sidecar(sidecar)
+        except FileNotFoundError:
+            if not os.path.isdir(os.path.dirname(sidecar)):
+                return None  # the directory went away: the writer reports that itself
+            continue  # removed between our two tries to open it: try again
         except OSError as exc:  # a read-only directory: the writer may still append to a writable file
             _unlocked(path, f"cannot create {sidecar} ({exc.strerror})")
             return None
@@ -167,10 +171,19 @@ def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: 
             _unlocked(path, f"the filesystem refuses locks ({exc.strerror})")
             return None
         if _same_file(fd, sidecar):
-            _recover(path, fd)
-            remove_stale_temporaries(path)
+            if not created:  # a lock file that was there already: perhaps a writer died holding it
+                _recover(path, fd)
+                remove_stale_temporaries(path)
             return fd
         os.close(fd)  # the previous holder removed it after we opened it: lock the new one
+
+
+def _open_sidecar(sidecar: str) -> tuple[int, bool]:
+    """Open the lock file, creating it if needed; and whether this call created it (then no writer died with it)."""
+    try:
+        return os.open(sidecar, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        return os.open(sidecar, os.O_RDWR), False
 
 
 def _note(fd: int) -> tuple[int, int] | None:
