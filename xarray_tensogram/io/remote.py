@@ -241,11 +241,19 @@ class FsspecSource(ByteSource):
         self.read_calls += len(ranges)
         return list(out)
 
+    #: ranges of one :meth:`read_ranges` in flight at once (as fsspec's own batches of coroutines)
+    CONCURRENT = 128
+
     async def _get_ranges(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """Every range at once on fsspec's event loop, each with its own retries."""
-        tries = [Retrying(self.policy, self.url, o, n, self.counts) for o, n in ranges]
-        gets = [get_range(fs, path, o, n, self.stamp, r) for (o, n), r in zip(ranges, tries, strict=True)]
-        return list(await asyncio.gather(*gets))
+        """The ranges concurrently on fsspec's event loop (at most :attr:`CONCURRENT` at once), each retried alone."""
+        slots = asyncio.Semaphore(self.CONCURRENT)
+
+        async def one(offset: int, length: int) -> bytes:
+            async with slots:
+                retrying = Retrying(self.policy, self.url, offset, length, self.counts)
+                return await get_range(fs, path, offset, length, self.stamp, retrying)
+
+        return list(await asyncio.gather(*(one(o, n) for o, n in ranges)))
 
 
 def _short(exc: BaseException) -> str:
