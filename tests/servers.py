@@ -80,7 +80,8 @@ class Faults:
     (a ``GET`` sends its headers and half its body, then the connection is reset; a ``HEAD`` is reset
     before any answer) or ``"short"`` (a ``GET`` answers a correct 206 for the first half of the range
     only). ``always``: every request from now on is answered with this status. ``injected`` counts the
-    faults served and ``missing`` the payload bytes they withheld (what a client must ask for again).
+    faults served, ``missing`` the payload bytes they withheld (what a client must ask for again) and
+    ``asked`` the payload bytes the faulted requests asked for (what retrying whole ranges would cost).
     """
 
     every: int = 0
@@ -90,6 +91,7 @@ class Faults:
     seen: int = 0
     injected: int = 0
     missing: int = 0
+    asked: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def pick(self, method: str) -> str | None:
@@ -104,9 +106,10 @@ class Faults:
             self.injected += 1
             return self.kind
 
-    def withheld(self, nbytes: int) -> None:
+    def withheld(self, nbytes: int, of: int) -> None:
         with self.lock:
             self.missing += nbytes
+            self.asked += of
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -164,7 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = data[start : end + 1]
             fault = self._fault("GET", body)
             if fault == "short" and len(body) > 1:
-                self.server.faults.withheld(len(body) - len(body) // 2)
+                self.server.faults.withheld(len(body) - len(body) // 2, len(body))
                 body, end = body[: len(body) // 2], start + len(body) // 2 - 1
             elif fault not in (None, "short"):
                 return
@@ -199,7 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.traffic.record(method, self.path, self.headers.get("Range", ""), 0)
         size = len(body)
         if fault == "reset":
-            self.server.faults.withheld(size - size // 2)
+            self.server.faults.withheld(size - size // 2, size)
             if method == "GET" and size > 1:  # headers and half the body, then a reset
                 self.send_response(206)
                 self.send_header("Content-Length", str(size))
@@ -210,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.close()
             return fault
-        self.server.faults.withheld(size)
+        self.server.faults.withheld(size, size)
         self.send_response(int(fault))
         if self.server.faults.retry_after is not None:
             self.send_header("Retry-After", self.server.faults.retry_after)

@@ -34,18 +34,22 @@ pytestmark = pytest.mark.timeout(120)
 FORMATS = ("tgm", "tet", "zt")
 #: fast retries for the tests (the defaults wait 0.2 s, 0.4 s, ...)
 FAST = {"retries": 8, "backoff": 0.001, "max_delay": 0.01, "timeout": 30}
-#: what the runs saw, printed at the end (``-s``): faults served (each one retry), bytes withheld (asked again)
-FIGURES: dict[str, tuple[int, int]] = {}
+#: what the runs saw, printed at the end (``-s``): per run, the faults served (each one retry), the bytes
+#: they withheld (asked for again) and the bytes the faulted requests had asked for
+FIGURES: dict[str, tuple[int, int, int]] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _print_figures():
     yield
-    if FIGURES:
-        print(
-            f"\nfault runs: {sum(f for f, _ in FIGURES.values())} retries, "
-            f"{sum(m for _, m in FIGURES.values())} bytes asked for again over {len(FIGURES)} runs"
-        )
+    for kind in ("503", "429", "reset", "short"):
+        runs = [v for k, v in FIGURES.items() if k.split()[1] == kind]
+        if runs:
+            retries, again, asked = (sum(column) for column in zip(*runs, strict=True))
+            print(
+                f"\nfault runs {kind:>5}: {len(runs)} runs, {retries} retries, {again} bytes asked for again "
+                f"(the faulted requests had asked for {asked})"
+            )
 
 
 def _dataset() -> xr.Dataset:
@@ -97,6 +101,7 @@ def test_transient_faults_are_retried_and_values_equal_the_local_file(server, ex
     FIGURES[f"{fmt} {kind} {'dask' if chunks is not None else 'numpy'}"] = (
         server.faults.injected,
         server.faults.missing,
+        server.faults.asked,
     )
 
 
