@@ -240,9 +240,11 @@ def test_faults_are_classified_through_the_chain_of_causes():
 
 
 @pytest.mark.parametrize("bad", ["4", True, {"retry": 3}, {"timeout": -1}])
-def test_a_bad_retries_option_is_refused(bad):
+def test_a_bad_retries_option_is_refused(bad, files):
     with pytest.raises(UnsupportedOptionError, match="retries"):
         RetryPolicy.of(bad)
+    with pytest.raises(UnsupportedOptionError, match="retries"):  # for a local file too
+        xr.open_dataset(files["zt"], engine=ENGINE, retries=bad)
 
 
 # -- virtual references over plain http:// --------------------------------------------------------------------------

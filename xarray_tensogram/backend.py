@@ -33,7 +33,7 @@ from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionE
 from .formats import registry
 from .formats.base import FormatFile
 from .formats.registry import FormatSpec
-from .io import ByteSource, is_remote_url, open_source
+from .io import ByteSource, RetryPolicy, is_remote_url, open_source
 from .metadata_cache import open_cached
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
@@ -203,6 +203,7 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     declared.check_names(given, _where(filename_or_obj), allowed)
     values = declared.resolve(given)
     values["drop_variables"] = _normalise_drop(values["drop_variables"])
+    values["retries"] = RetryPolicy.of(values["retries"])  # a bad value is refused whatever the file
     # what the assembled groups depend on (in a stable order: the entry's key is made from it)
     keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache", "retries")}
     keyed["drop_variables"] = sorted(values["drop_variables"])

@@ -55,6 +55,7 @@ def open_source(
     :class:`~.retry.RetryPolicy`); fsspec ``OpenFile`` objects and open fsspec files are read by URL
     too, so they pickle.
     """
+    policy = RetryPolicy.of(retries)  # checked for every source, so that a bad value is refused for local files too
     if isinstance(source, ByteSource):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -67,9 +68,9 @@ def open_source(
         if is_remote_url(source):
             if source.startswith("file://") and not storage_options and "::" not in source:
                 return LocalFileSource(source[len("file://") :])
-            return FsspecSource(source, storage_options, retries=retries)
+            return FsspecSource(source, storage_options, retries=policy)
         return LocalFileSource(source)
-    remote = _from_fsspec_object(source, retries)
+    remote = _from_fsspec_object(source, policy)
     if remote is not None:
         return remote
     if hasattr(source, "read") and hasattr(source, "seek"):
