@@ -2,7 +2,10 @@
 
 * :class:`RangeHTTPServer`: a small threaded HTTP server (``http.server``) that serves
   files from memory, honours ``Range: bytes=a-b`` (206 Partial Content), answers
-  ``HEAD`` with the size, and counts every request and every payload byte it sends.
+  ``HEAD`` with the size, an ``ETag`` and a ``Last-Modified`` (both change when a file is
+  replaced), and counts every request and every payload byte it sends. Its :class:`Faults`
+  inject what real servers do now and then: a 503/429/500 or a connection reset on every
+  n-th request, bodies shorter than asked, or one status for every request from now on.
 * :class:`CountingMotoServer`: moto's S3-compatible server (``ThreadedMotoServer``)
   behind a WSGI middleware that counts requests and response bytes the same way.
 
@@ -12,7 +15,11 @@ stopped by the tests themselves.
 
 from __future__ import annotations
 
+import email.utils
+import hashlib
 import re
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,7 +27,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["CountingMotoServer", "RangeHTTPServer", "Traffic"]
+__all__ = ["CountingMotoServer", "Faults", "RangeHTTPServer", "Traffic"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -64,6 +71,47 @@ class Traffic:
         return f"{self.count} requests ({self.gets} GET, {self.heads} HEAD), {self.nbytes} bytes"
 
 
+@dataclass
+class Faults:
+    """What a :class:`RangeHTTPServer` does wrong, and how often it did it (thread-safe).
+
+    ``every``: every n-th request (``HEAD`` and ``GET``, counted together; 0: none) fails as ``kind``
+    says: ``"503"``, ``"429"`` or ``"500"`` (with ``Retry-After: retry_after`` when given), ``"reset"``
+    (a ``GET`` sends its headers and half its body, then the connection is reset; a ``HEAD`` is reset
+    before any answer) or ``"short"`` (a ``GET`` answers a correct 206 for the first half of the range
+    only). ``always``: every request from now on is answered with this status. ``injected`` counts the
+    faults served, ``missing`` the payload bytes they withheld (what a client must ask for again) and
+    ``asked`` the payload bytes the faulted requests asked for (what retrying whole ranges would cost).
+    """
+
+    every: int = 0
+    kind: str = "503"
+    retry_after: str | None = None
+    always: int | None = None
+    seen: int = 0
+    injected: int = 0
+    missing: int = 0
+    asked: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def pick(self, method: str) -> str | None:
+        """The fault for this request, if any (counted)."""
+        with self.lock:
+            self.seen += 1
+            if self.always is not None:
+                self.injected += 1
+                return str(self.always)
+            if not self.every or self.seen % self.every or (method == "HEAD" and self.kind == "short"):
+                return None
+            self.injected += 1
+            return self.kind
+
+    def withheld(self, nbytes: int, of: int) -> None:
+        with self.lock:
+            self.missing += nbytes
+            self.asked += of
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive, as real object stores
@@ -81,8 +129,11 @@ class _Handler(BaseHTTPRequestHandler):
         if data is None:
             self._not_found("HEAD")
             return
+        if self._fault("HEAD", b"") is not None:
+            return
         self.server.traffic.record("HEAD", self.path, "", 0)
         self.send_response(200)
+        self._validators()
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
@@ -114,19 +165,61 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             body = data[start : end + 1]
+            fault = self._fault("GET", body)
+            if fault == "short" and len(body) > 1:
+                self.server.faults.withheld(len(body) - len(body) // 2, len(body))
+                body, end = body[: len(body) // 2], start + len(body) // 2 - 1
+            elif fault not in (None, "short"):
+                return
             # record before anything is sent, so a client never sees a response that is not counted yet
             self.server.traffic.record("GET", self.path, rng, len(body))
             self.send_response(206)
+            self._validators()
             self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
         else:
             body = data
+            if self._fault("GET", body) not in (None, "short"):
+                return
             self.server.traffic.record("GET", self.path, rng, len(body))
             self.send_response(200)
+            self._validators()
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
         self.wfile.write(body)
+
+    def _validators(self) -> None:
+        etag, modified = self.server.stamps[self.path.split("?", 1)[0]]
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", modified)
+
+    def _fault(self, method: str, body: bytes) -> str | None:
+        """Serve the fault this request gets, if any: ``None`` when it gets none; ``"short"`` is left to the caller."""
+        fault = self.server.faults.pick(method)
+        if fault is None or fault == "short":
+            return fault
+        self.server.traffic.record(method, self.path, self.headers.get("Range", ""), 0)
+        size = len(body)
+        if fault == "reset":
+            self.server.faults.withheld(size - size // 2, size)
+            if method == "GET" and size > 1:  # headers and half the body, then a reset
+                self.send_response(206)
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                self.wfile.write(body[: size // 2])
+                self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return fault
+        self.server.faults.withheld(size, size)
+        self.send_response(int(fault))
+        if self.server.faults.retry_after is not None:
+            self.send_header("Retry-After", self.server.faults.retry_after)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return fault
 
     def _not_found(self, method: str) -> None:
         self.server.traffic.record(method, self.path, "", 0)
@@ -139,8 +232,19 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     files: dict[str, bytes]
+    stamps: dict[str, tuple[str, str]]
     traffic: Traffic
+    faults: Faults
     honour_ranges: bool
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a reset connection (a fault it served on purpose, or a client gone) is not news
+
+
+def _stamp(data: bytes, version: int) -> tuple[str, str]:
+    """``ETag`` and ``Last-Modified`` of one version of a file (a file replaced gets new ones)."""
+    etag = '"' + hashlib.sha256(data).hexdigest()[:16] + f'-{version}"'
+    return etag, email.utils.formatdate(1_700_000_000 + version, usegmt=True)
 
 
 class RangeHTTPServer:
@@ -148,14 +252,26 @@ class RangeHTTPServer:
 
     def __init__(self, files: dict[str, bytes] | None = None, *, honour_ranges: bool = True) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.files = dict(files or {})
+        self._server.files = {}
+        self._server.stamps = {}
         self._server.traffic = Traffic()
+        self._server.faults = Faults()
+        for name, data in (files or {}).items():
+            self.add(name, data)
         self._server.honour_ranges = honour_ranges
         self._thread: threading.Thread | None = None
 
     @property
     def traffic(self) -> Traffic:
         return self._server.traffic
+
+    @property
+    def faults(self) -> Faults:
+        return self._server.faults
+
+    @faults.setter
+    def faults(self, faults: Faults) -> None:
+        self._server.faults = faults
 
     @property
     def port(self) -> int:
@@ -165,7 +281,10 @@ class RangeHTTPServer:
         return f"http://127.0.0.1:{self.port}/{name.lstrip('/')}"
 
     def add(self, name: str, data: bytes) -> str:
-        self._server.files["/" + name.lstrip("/")] = bytes(data)
+        """Serve ``data`` as ``name`` (replacing a file of that name: new ETag and Last-Modified); its URL."""
+        key = "/" + name.lstrip("/")
+        self._server.stamps[key] = _stamp(data, len(self._server.stamps) + 1)
+        self._server.files[key] = bytes(data)
         return self.url(name)
 
     def start(self) -> RangeHTTPServer:

@@ -34,7 +34,7 @@ from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionE
 from .formats import registry
 from .formats.base import FormatFile
 from .formats.registry import FormatSpec
-from .io import ByteSource, is_remote_url, open_source
+from .io import ByteSource, RetryPolicy, is_remote_url, open_source
 from .metadata_cache import open_cached
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
@@ -234,8 +234,9 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     declared.check_names(given, _where(filename_or_obj), allowed)
     values = declared.resolve(given)
     values["drop_variables"] = _normalise_drop(values["drop_variables"])
+    values["retries"] = RetryPolicy.of(values["retries"])  # a bad value is refused whatever the file
     # what the assembled groups depend on (in a stable order: the entry's key is made from it)
-    keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache")}
+    keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache", "retries")}
     keyed["drop_variables"] = sorted(values["drop_variables"])
     groups, f, name = open_cached(
         filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
@@ -245,7 +246,7 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
 
 def _open_now(filename_or_obj: Any, values: dict[str, Any]) -> tuple[dict[str, RawGroup], FormatFile[Any], str]:
     """Sniff, open the format's file, assemble every group; the groups, the file and the format's name."""
-    source = open_source(filename_or_obj, values["storage_options"])
+    source = open_source(filename_or_obj, values["storage_options"], retries=values["retries"])
     with close_on_error(source):
         sniffed = registry.sniff(source)
         spec = sniffed or registry.default()

@@ -29,6 +29,7 @@ __all__ = [
     "NoSuchDirectoryError",
     "NoSuchVariableError",
     "NotATensorFileError",
+    "RemoteReadError",
     "StorageOptionsError",
     "TensogramMappingWarning",
     "TetrMappingWarning",
@@ -37,6 +38,7 @@ __all__ = [
     "UnsupportedError",
     "UnsupportedOptionError",
     "VirtualMappingWarning",
+    "WriteLockTimeoutError",
     "XarrayTensogramError",
     "ZTensorMappingWarning",
     "ZarrMappingWarning",
@@ -152,6 +154,15 @@ class StorageOptionsError(XarrayTensogramError, TypeError):
 
 class NoSuchDirectoryError(_OSErrorText, XarrayTensogramError, FileNotFoundError):
     """A writer's target lies in a directory that does not exist; also a :class:`FileNotFoundError`."""
+
+
+class RemoteReadError(_OSErrorText, XarrayTensogramError, OSError):
+    """A remote byte range could not be read: a fault that persisted through every retry, or one not worth
+    retrying (a 4xx answer). Also an :class:`OSError`, as the network errors it replaces are."""
+
+
+class WriteLockTimeoutError(_OSErrorText, XarrayTensogramError, TimeoutError):
+    """Another writer held the file's lock for longer than the writer would wait; also a :class:`TimeoutError`."""
 
 
 # -- warnings: reading went on, but something was skipped, renamed or ignored -----------------------

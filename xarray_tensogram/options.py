@@ -116,6 +116,15 @@ OPTIONS: tuple[OpenOption, ...] = (
         Scope.BACKEND,
     ),
     OpenOption(
+        "retries",
+        None,
+        "int | Mapping[str, float] | None",
+        "remote files: how often a byte range is asked for again after a transient fault (5xx, 429, a reset, "
+        "a short body), or a mapping of ``retries`` (default 4), ``backoff`` (0.2 s, doubled each time), "
+        "``max_delay`` (10 s) and ``timeout`` (60 s per range in all); 0 never retries",
+        Scope.BACKEND,
+    ),
+    OpenOption(
         "message_index",
         None,
         "int | Sequence[int] | slice | None",

@@ -9,7 +9,9 @@ Local files remember their size and modification time when opened; a payload
 read after the file changed in place raises :class:`FileChangedError` instead of
 returning bytes of the new file as if they were the old ones. A file replaced by
 rename keeps serving the old inode's bytes through the open descriptor (still
-consistent); a process that reopens the path (a Dask worker) then raises.
+consistent); a process that reopens the path (a Dask worker) then raises. Remote files retry
+transient faults (:mod:`.retry`) and check each HTTP answer against the open (:mod:`.http`);
+writers serialise on an advisory lock (:mod:`.lock`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .base import ByteSource, RangeColumns, SourceLike
 from .local import LocalFileSource
 from .memory import BytesSource, FileObjectSource
 from .remote import FsspecSource, _from_fsspec_object, is_remote_url
+from .retry import RetryPolicy
 
 __all__ = [
     "ByteSource",
@@ -31,6 +34,7 @@ __all__ = [
     "FsspecSource",
     "LocalFileSource",
     "RangeColumns",
+    "RetryPolicy",
     "SourceLike",
     "atomic_write",
     "is_remote_url",
@@ -38,13 +42,20 @@ __all__ = [
 ]
 
 
-def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = None) -> ByteSource:
+def open_source(
+    source: SourceLike,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    retries: RetryPolicy | int | Mapping[str, float] | None = None,
+) -> ByteSource:
     """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`.
 
     URLs (``s3://``, ``https://``, ``gs://``, ``file://``, chained ``simplecache::...``) are read
-    through fsspec with ``storage_options``; fsspec ``OpenFile`` objects and open fsspec files
-    are read by URL too, so they pickle.
+    through fsspec with ``storage_options``, retrying transient faults as ``retries`` says (see
+    :class:`~.retry.RetryPolicy`); fsspec ``OpenFile`` objects and open fsspec files are read by URL
+    too, so they pickle.
     """
+    policy = RetryPolicy.of(retries)  # checked for every source, so that a bad value is refused for local files too
     if isinstance(source, ByteSource):
         return source
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -57,9 +68,9 @@ def open_source(source: SourceLike, storage_options: Mapping[str, Any] | None = 
         if is_remote_url(source):
             if source.startswith("file://") and not storage_options and "::" not in source:
                 return LocalFileSource(source[len("file://") :])
-            return FsspecSource(source, storage_options)
+            return FsspecSource(source, storage_options, retries=policy)
         return LocalFileSource(source)
-    remote = _from_fsspec_object(source)
+    remote = _from_fsspec_object(source, policy)
     if remote is not None:
         return remote
     if hasattr(source, "read") and hasattr(source, "seek"):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import BinaryIO
 
 from ..errors import NoSuchDirectoryError
+from .lock import temp_prefix, write_lock
 
 
 def _umask() -> int:
@@ -35,7 +37,8 @@ class atomic_write:
 
     On any exception the temporary file is removed and the destination is left
     untouched, so a failed write never leaves a half-written file under the
-    final name. Usage::
+    final name. The write holds the target's write lock (:mod:`.lock`), which also
+    removes the temporary files of writers of this target that were killed. Usage::
 
         with atomic_write(path) as f:
             f.write(b"...")
@@ -45,6 +48,7 @@ class atomic_write:
         self.path = os.fspath(path)
         self._tmp: str | None = None
         self._f: BinaryIO | None = None
+        self._locked = contextlib.ExitStack()
 
     def __enter__(self) -> BinaryIO:
         import tempfile
@@ -52,9 +56,16 @@ class atomic_write:
         directory = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(directory):  # say so for the target, not for the temporary file
             raise NoSuchDirectoryError(f"cannot write {self.path!r}: the directory {directory!r} does not exist")
-        fd, self._tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(self.path) + "-", dir=directory)
-        os.fchmod(fd, _creation_mode(self.path))  # mkstemp makes 0600; open(path, "w") would not
-        self._f = os.fdopen(fd, "wb")
+        self._locked.enter_context(write_lock(self.path))  # it also removes a killed writer's temporary file
+        try:
+            fd, self._tmp = tempfile.mkstemp(prefix=temp_prefix(self.path), dir=directory)
+            os.fchmod(fd, _creation_mode(self.path))  # mkstemp makes 0600; open(path, "w") would not
+            self._f = os.fdopen(fd, "wb")
+        except BaseException:
+            if self._tmp is not None:
+                os.unlink(self._tmp)
+            self._locked.close()
+            raise
         return self._f
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -70,3 +81,4 @@ class atomic_write:
         finally:
             if self._tmp is not None and os.path.exists(self._tmp):
                 os.unlink(self._tmp)
+            self._locked.close()

@@ -20,6 +20,7 @@ from ..errors import (
     describe,
 )
 from .base import ByteSource
+from .lock import stat_committed
 
 #: mapped bytes of recent views a local file source keeps resident (older ones are released)
 RESIDENT_VIEW_BYTES = 64 << 20
@@ -38,7 +39,7 @@ class LocalFileSource(ByteSource):
         self._mmap: mmap.mmap | None = None
         self._views: collections.deque[tuple[int, int]] = collections.deque()
         self._view_bytes = 0
-        st = os.stat(self.path)
+        st, size = stat_committed(self.path)  # an append in progress is not read (see .lock)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryTensorError(f"{describe(self.path)}is a directory; give the path of a file in it")
         stamp = (st.st_size, st.st_mtime_ns)
@@ -48,7 +49,7 @@ class LocalFileSource(ByteSource):
                 f"(size/mtime {tuple(_stamp)} -> {stamp})"
             )
         self._stamp = stamp
-        self.size = st.st_size
+        self.size = size
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_reopen_local, (self.path, self._stamp))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import threading
@@ -11,12 +12,13 @@ from typing import Any
 from ..errors import (
     MissingCodecError,
     StorageOptionsError,
-    TruncatedFileError,
     XarrayTensogramError,
     describe,
 )
 from .base import ByteSource
+from .http import Stamp, get_range, is_http, run_on_loop
 from .local import LocalFileSource
+from .retry import Fault, Retrying, RetryPolicy, transient
 
 
 class FsspecSource(ByteSource):
@@ -36,51 +38,84 @@ class FsspecSource(ByteSource):
     costs a few requests instead of one per field. Unpickled copies (Dask tasks) do not do this;
     they fetch exactly the bytes of the chunk they read.
 
-    Holds only the URL, the options and the size: the fsspec filesystem is created lazily in
-    each process (and again after a fork), so a pickled source, e.g. inside a Dask task, reopens
-    the remote file in the worker without holding any connection across pickling.
+    Every range is retried on transient faults (5xx, 429 with ``Retry-After``, resets, short bodies)
+    as the ``retries`` policy says, asking again only for the bytes still missing
+    (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the size, ETag
+    and Last-Modified seen at the open, else :class:`~xarray_tensogram.errors.FileChangedError`
+    (:mod:`~xarray_tensogram.io.http`).
+
+    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec
+    filesystem is created lazily in each process (and again after a fork), so a pickled source,
+    e.g. inside a Dask task, reopens the remote file in the worker without holding any connection
+    across pickling.
     """
 
     def __init__(
-        self, url: str, storage_options: Mapping[str, Any] | None = None, *, _size: int | None = None, _fs: Any = None
+        self,
+        url: str,
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        retries: RetryPolicy | int | Mapping[str, float] | None = None,
+        _stamp: Stamp | None = None,
+        _fs: Any = None,
     ) -> None:
         super().__init__()
         self.url = url
         self.name = url
         self.storage_options = dict(storage_options or {})
+        self.policy = RetryPolicy.of(retries)
+        #: retries made and bytes asked for again by this instance (see :class:`~.retry.Retrying`)
+        self.counts: dict[str, int] = {"retries": 0, "bytes_refetched": 0}
         self._fs: Any = None
         self._path: str | None = None
         self._pid = -1
         self._lock = threading.Lock()
         #: cached (offset, bytes) blocks at the start and the end of the file (see the class doc)
         self._ends: list[tuple[int, bytes]] = []
-        self._cache_ends = _size is None
+        self._cache_ends = _stamp is None
         if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
             self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
-        if _size is not None:  # unpickled: the filesystem is created on the first read
-            self.size = int(_size)
-            return
+        if _stamp is None:
+            _stamp = self._stat()
+        self.stamp = _stamp
+        self.size = _stamp.size
+
+    def _stat(self) -> Stamp:
+        """Ask for the size (and the ETag and Last-Modified that later answers must still carry), retried."""
         fs, path = self._filesystem()
-        try:
-            size = fs.size(path)
-        except TypeError as exc:  # e.g. s3fs passes unknown options on to its session at the first request
-            raise self._rejected(exc) from exc
-        except FileNotFoundError as exc:
+        retrying = Retrying(self.policy, self.url, counts=self.counts)
+        while True:
+            try:
+                info = fs.info(path)
+                break
+            except Exception as exc:
+                fault = transient(exc)
+                if not fault.transient:
+                    raise self._open_error(exc) from exc
+            retrying.sleep(fault, 0)
+        size = info.get("size")
+        if size is None:
+            raise XarrayTensogramError(
+                f"{self.url}: the server does not report the file size (no Content-Length), so byte ranges "
+                "cannot be planned; use a 'simplecache::' URL to download the file first"
+            )
+        return Stamp.from_info(int(size), info)
+
+    def _open_error(self, exc: Exception) -> Exception:
+        """What an open that failed for good raises: the package's error, or the builtin that names the URL."""
+        if isinstance(exc, TypeError):  # e.g. s3fs passes unknown options on to its session at the first request
+            return self._rejected(exc)
+        if isinstance(exc, FileNotFoundError):
             if _refused_option(exc) is not None:  # fsspec's HTTP filesystem reports a refused option as missing
-                raise self._rejected(exc) from exc
+                return self._rejected(exc)
             reason = _short(exc)
             what = (
                 "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
             )
-            raise FileNotFoundError(f"{url}: {what} ({reason})") from exc
-        except PermissionError as exc:
-            raise PermissionError(f"{url}: access denied ({_short(exc)})") from exc
-        if size is None:
-            raise XarrayTensogramError(
-                f"{url}: the server does not report the file size (no Content-Length), so byte ranges "
-                "cannot be planned; use a 'simplecache::' URL to download the file first"
-            )
-        self.size = int(size)
+            return FileNotFoundError(f"{self.url}: {what} ({reason})")
+        if isinstance(exc, PermissionError):
+            return PermissionError(f"{self.url}: access denied ({_short(exc)})")
+        return exc
 
     def __repr__(self) -> str:
         return f"<FsspecSource {self.url!r} ({self.size} bytes)>"
@@ -125,7 +160,7 @@ class FsspecSource(ByteSource):
         return self._fs, fs_path
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen_fsspec, (self.url, self.storage_options, self.size))
+        return (_reopen_fsspec, (self.url, self.storage_options, self.stamp, self.policy))
 
     #: size of the head and tail blocks cached by the opening source
     END_BLOCK = 64 * 1024
@@ -151,13 +186,35 @@ class FsspecSource(ByteSource):
 
     def _fetch(self, offset: int, length: int) -> bytes:
         fs, path = self._filesystem()
+        retrying = Retrying(self.policy, self.url, offset, length, self.counts)
+        if is_http(fs):
+            data: bytes = run_on_loop(fs, get_range, fs, path, offset, length, self.stamp, retrying)
+            return data
+        body = bytearray()
+        while True:  # other filesystems: fsspec's reads, retried; a short body is kept and the rest asked for
+            start = offset + len(body)
+            try:
+                body += self._cat(fs, path, start, offset + length)
+            except Exception as exc:
+                fault = transient(exc)
+                if not fault.transient:
+                    raise
+            else:
+                if len(body) == length:
+                    return bytes(body)
+                fault = Fault(True, f"short body: {len(body)} of {length} bytes arrived")
+            retrying.sleep(fault, length - len(body))
+
+    def _cat(self, fs: Any, path: str, start: int, end: int) -> bytes:
         try:
-            data: bytes = fs.cat_file(path, start=offset, end=offset + length)
+            data: bytes = fs.cat_file(path, start=start, end=end)
         except FileNotFoundError as exc:
+            if transient(exc).transient:
+                raise
             raise FileNotFoundError(f"{self.url}: the remote file disappeared ({_short(exc)})") from exc
-        if len(data) > length:
+        if len(data) > end - start:
             raise XarrayTensogramError(
-                f"{describe(self.name, offset=offset)}asked for {length} bytes, the server sent {len(data)}: "
+                f"{describe(self.name, offset=start)}asked for {end - start} bytes, the server sent {len(data)}: "
                 "it ignores HTTP Range requests; use a 'simplecache::' URL to download the file first"
             )
         return data
@@ -167,23 +224,36 @@ class FsspecSource(ByteSource):
         if len(ranges) <= 1 or any(n == 0 for _o, n in ranges):
             return [self.read(o, n, what=what) for o, n in ranges]
         for o, n in ranges:
-            if o < 0 or n < 0 or o + n > self.size:
-                raise TruncatedFileError(
-                    f"{describe(self.name, offset=o)}{what} needs {n} bytes but the file is {self.size} bytes long"
-                )
+            self.check_range(o, n, what)
         fs, path = self._filesystem()
-        starts = [o for o, _ in ranges]
-        ends = [o + n for o, n in ranges]
-        out = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
-        for (o, _n), b in zip(ranges, out, strict=True):
-            if isinstance(b, BaseException):
-                raise XarrayTensogramError(f"{describe(self.name, offset=o)}range request failed: {_short(b)}")
+        if is_http(fs):
+            out = run_on_loop(fs, self._get_ranges, fs, path, ranges)
+        else:
+            starts = [o for o, _ in ranges]
+            ends = [o + n for o, n in ranges]
+            got = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+            # a range that failed or came back short is read again alone, with retries
+            out = [
+                b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n)
+                for (o, n), b in zip(ranges, got, strict=True)
+            ]
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(ranges)
-        for (o, n), b in zip(ranges, out, strict=True):
-            if len(b) != n:
-                raise TruncatedFileError(f"{describe(self.name, offset=o)}{what}: expected {n} bytes, got {len(b)}")
         return list(out)
+
+    #: ranges of one :meth:`read_ranges` in flight at once (as fsspec's own batches of coroutines)
+    CONCURRENT = 128
+
+    async def _get_ranges(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The ranges concurrently on fsspec's event loop (at most :attr:`CONCURRENT` at once), each retried alone."""
+        slots = asyncio.Semaphore(self.CONCURRENT)
+
+        async def one(offset: int, length: int) -> bytes:
+            async with slots:
+                retrying = Retrying(self.policy, self.url, offset, length, self.counts)
+                return await get_range(fs, path, offset, length, self.stamp, retrying)
+
+        return list(await asyncio.gather(*(one(o, n) for o, n in ranges)))
 
 
 def _short(exc: BaseException) -> str:
@@ -209,8 +279,8 @@ def _refused_option(exc: BaseException | None) -> str | None:
     return None
 
 
-def _reopen_fsspec(url: str, options: Mapping[str, Any], size: int) -> FsspecSource:
-    return FsspecSource(url, options, _size=size)
+def _reopen_fsspec(url: str, options: Mapping[str, Any], stamp: Stamp, policy: RetryPolicy) -> FsspecSource:
+    return FsspecSource(url, options, retries=policy, _stamp=stamp)
 
 
 def is_remote_url(s: str) -> bool:
@@ -218,7 +288,7 @@ def is_remote_url(s: str) -> bool:
     return "://" in s or "::" in s
 
 
-def _from_fsspec_object(obj: Any) -> ByteSource | None:
+def _from_fsspec_object(obj: Any, retries: RetryPolicy | int | Mapping[str, float] | None = None) -> ByteSource | None:
     """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``.
 
     It is rebuilt from the filesystem's URL and ``storage_options``, so it pickles by
@@ -232,4 +302,4 @@ def _from_fsspec_object(obj: Any) -> ByteSource | None:
         return LocalFileSource(path)
     if hasattr(fs, "fs") or protocol in ("simplecache", "filecache", "blockcache", "cached"):
         return None  # a caching wrapper: cannot be described by one URL; read through the file object
-    return FsspecSource(fs.unstrip_protocol(path), fs.storage_options, _fs=fs)
+    return FsspecSource(fs.unstrip_protocol(path), fs.storage_options, retries=retries, _fs=fs)

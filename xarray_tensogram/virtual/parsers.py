@@ -186,7 +186,7 @@ class _Parser:
         register()
         target = _local_path(url)
         mine = self.format()
-        with open_source(target, self.storage_options or None) as src:
+        with open_source(target, self.storage_options or None, retries=self.options.get("retries")) as src:
             found = format_registry.sniff(src) or format_registry.default()
         if found is not mine:
             parser = found.virtual_parser.rpartition(":")[2]
@@ -288,7 +288,8 @@ def parser_for(path: str | os.PathLike[str], **options: Any) -> _Parser:
     """The parser matching a file's magic (or extension), built with ``options``."""
     from ..io import open_source
 
-    with open_source(_local_path(os.fspath(path)), options.get("storage_options")) as src:
+    target, retries = _local_path(os.fspath(path)), options.get("retries")
+    with open_source(target, options.get("storage_options"), retries=retries) as src:
         spec = format_registry.sniff(src) or format_registry.default()
     parser: type[_Parser] = format_registry.load(spec.virtual_parser)
     return parser(**options)

@@ -23,6 +23,7 @@ import numpy as np
 import xarray as xr
 
 from ..errors import UnsupportedError, XarrayTensogramError
+from .checked import ChangeCheckedStore
 from .combine import check_combinable
 
 __all__ = ["combine_virtual", "kerchunk_refs", "local_registry", "open_virtual_dataset", "registry_for", "write_refs"]
@@ -66,22 +67,31 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
 
 def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None = None) -> Any:
     """An ObjectStoreRegistry able to read every URL: local files, ``http(s)://`` servers, ``s3://`` buckets
-    (configured from s3fs-style ``storage_options``: ``key``, ``secret``, ``anon``, ``client_kwargs.endpoint_url``)."""
+    (configured from s3fs-style ``storage_options``: ``key``, ``secret``, ``anon``, ``client_kwargs.endpoint_url``).
+
+    HTTP(S) files are asked for their version now (one ``HEAD`` each), and a chunk read from a file that
+    changed since raises :class:`~xarray_tensogram.errors.FileChangedError` (:mod:`.checked`)."""
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import HTTPStore, LocalStore
 
     registry: Any = ObjectStoreRegistry()
+    http: dict[str, ChangeCheckedStore] = {}
     seen: set[str] = set()
     for url in urls:
         parsed = urlparse(file_url(url))
         prefix = f"{parsed.scheme}://{parsed.netloc}"
+        if parsed.scheme in ("http", "https"):  # each file's version is noted now, and checked at every read
+            if prefix not in http:
+                options: Any = {"allow_http": True} if parsed.scheme == "http" else None
+                http[prefix] = ChangeCheckedStore(HTTPStore.from_url(prefix, client_options=options))
+                registry.register(prefix, http[prefix])
+            http[prefix].remember(parsed.path.lstrip("/"))
+            continue
         if prefix in seen:
             continue
         seen.add(prefix)
         if parsed.scheme == "file":
             registry.register("file://", LocalStore())
-        elif parsed.scheme in ("http", "https"):
-            registry.register(prefix, HTTPStore.from_url(prefix))
         elif parsed.scheme == "s3":
             registry.register(prefix, _s3_store(parsed.netloc, storage_options or {}))
         else:

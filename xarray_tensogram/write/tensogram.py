@@ -42,6 +42,7 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
+from ..io.lock import write_lock
 from .common import (
     EncodedDataset,
     as_characters,
@@ -533,15 +534,16 @@ def to_tensogram(
     check_mode(mode)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
-    in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
-    _check_storable(ds, cf)
-    if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
-        netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
-        return write_messages(path, netcdf, mode=mode)
-    messages = _iter_messages(
-        ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file, grid=grid
-    )
-    return write_messages(path, messages, mode=mode)
+    with write_lock(path):  # other writers of this file wait from the check of the file to the commit
+        in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
+        _check_storable(ds, cf)
+        if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
+            netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
+            return write_messages(path, netcdf, mode=mode)
+        messages = _iter_messages(
+            ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file, grid=grid
+        )
+        return write_messages(path, messages, mode=mode)
 
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:

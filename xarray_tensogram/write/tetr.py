@@ -29,6 +29,7 @@ from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
+from ..io.lock import write_lock
 from .common import (
     EncodedDataset,
     as_dataset,
@@ -373,10 +374,11 @@ def to_tetr(
     writes = _dataset_writes(source_ds, encoded, chunks, in_effect)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
-    if mode == "a" and os.path.exists(path):
-        writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
-    write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
-    return os.path.getsize(path)
+    with write_lock(path):  # other writers of this file wait from the read of the file to the commit
+        if mode == "a" and os.path.exists(path):
+            writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
+        write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
+        return os.path.getsize(path)
 
 
 InEffect = Callable[[str, Mapping[str, Any]], dict[str, str]]

@@ -26,6 +26,7 @@ from ..errors import UnsupportedError, XarrayTensogramError, ZTensorMappingWarni
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
+from ..io.lock import write_lock
 from .common import (
     EncodedDataset,
     as_dataset,
@@ -190,18 +191,19 @@ def to_ztensor(
     check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
     per_tensor = _per_tensor(encoded)
-    if mode == "a" and os.path.exists(path):
-        old, as_stored = _existing_items(path, encoded, items)
-        kept = {n for n, _, _ in old}
-        items = old + [item for item in items if item[0] not in kept]
-        per_tensor = {**per_tensor, **as_stored}
     warn_dropped(
         encoded.attrs,
         f"{os.fspath(path)!r}: zTensor v0.1 has no file-level metadata; Dataset attributes not written",
         ZTensorMappingWarning,
     )
-    write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=per_tensor)
-    return os.path.getsize(path)
+    with write_lock(path):  # other writers of this file wait from the read of the file to the commit
+        if mode == "a" and os.path.exists(path):
+            old, as_stored = _existing_items(path, encoded, items)
+            kept = {n for n, _, _ in old}
+            items = old + [item for item in items if item[0] not in kept]
+            per_tensor = {**per_tensor, **as_stored}
+        write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=per_tensor)
+        return os.path.getsize(path)
 
 
 def _from_mapping(ds: xr.Dataset | xr.DataArray | Mapping[str, Any]) -> xr.Dataset | xr.DataArray:

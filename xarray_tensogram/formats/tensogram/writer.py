@@ -25,6 +25,7 @@ from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
 from ...errors import UnsupportedError
 from ...io import atomic_write
+from ...io.lock import note_committed_size, write_lock
 from .encode import _NUMPY_TO_NAME as _WRITABLE
 from .encode import (
     PIPELINE_PARAMS,
@@ -386,9 +387,16 @@ def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | Enco
         return total
     if mode != "a":
         raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
+    with write_lock(path):
+        return _append(path, messages)
+
+
+def _append(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage]) -> int:
+    """Append under the write lock; on failure, truncate back (or remove a file this call created)."""
     existed = os.path.exists(path)
     with open(path, "ab") as f:
         start = f.tell()
+        note_committed_size(path, start)  # readers opening meanwhile read the file as it was
         try:
             total = 0
             for m in messages:

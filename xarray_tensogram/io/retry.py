@@ -1,0 +1,213 @@
+"""Retrying remote reads: which faults are worth another try, how long to wait, and when to give up.
+
+Object stores and HTTP servers fail for a moment all the time (a 503 while a node restarts, a 429
+when a client is throttled, a connection reset by a load balancer, a body cut short). One such fault
+among the thousands of range requests of a Dask computation must not end it, so every remote read
+is retried with bounded exponential backoff; a fault that persists, or one that retrying cannot fix
+(a 403, a 404), becomes a :class:`~xarray_tensogram.errors.RemoteReadError` naming the URL, the
+byte range, the cause and what to try. The policy is the ``retries`` open option.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from ..errors import RemoteReadError, UnsupportedOptionError
+
+__all__ = ["RetryPolicy", "Retrying", "transient"]
+
+#: HTTP answers that say "try again": request timeout, throttling, and server-side failures
+RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a remote read retries (the ``retries`` open option).
+
+    ``retries`` more tries after the first one, waiting ``backoff`` seconds before the first retry and
+    twice as long before each next one (at most ``max_delay``, with jitter so that many Dask tasks do
+    not retry in step), or what a ``Retry-After`` answer asks; a range still failing after ``timeout``
+    seconds in all gives up. ``retries=0`` turns retrying off.
+    """
+
+    retries: int = 4
+    backoff: float = 0.2
+    max_delay: float = 10.0
+    timeout: float = 60.0
+
+    @classmethod
+    def of(cls, value: RetryPolicy | int | Mapping[str, float] | None) -> RetryPolicy:
+        """The policy an open option's value asks for: ``None`` (the defaults), a number of retries, a mapping
+        of some of the fields (``{"retries": 8, "timeout": 120}``) or a policy."""
+        if value is None:
+            return cls()
+        if isinstance(value, RetryPolicy):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, Mapping)):
+            raise UnsupportedOptionError(
+                f"retries={value!r}: give a number of retries (e.g. 4), or a mapping of "
+                f"{', '.join(f.name for f in fields(cls))} (e.g. {{'retries': 8, 'timeout': 120}})"
+            )
+        given = {"retries": value} if isinstance(value, int) else dict(value)
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise UnsupportedOptionError(f"retries: unknown key(s) {unknown}; the keys are {names}")
+        bad = [k for k, v in given.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
+        if bad:
+            raise UnsupportedOptionError(f"retries: {bad} must be numbers >= 0 (given {given})")
+        return cls(
+            retries=int(given.get("retries", cls.retries)),
+            backoff=float(given.get("backoff", cls.backoff)),
+            max_delay=float(given.get("max_delay", cls.max_delay)),
+            timeout=float(given.get("timeout", cls.timeout)),
+        )
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status an error carries (aiohttp's ``status``, gcsfs's and others' ``code``)."""
+    for attr in ("status", "code", "status_code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (a number or an HTTP date), if the error carries one."""
+    headers = getattr(exc, "headers", None)
+    text = headers.get("Retry-After") if headers is not None and hasattr(headers, "get") else None
+    return retry_after_seconds(text)
+
+
+def retry_after_seconds(text: str | None) -> float | None:
+    """``Retry-After: 3`` or ``Retry-After: <HTTP date>`` as seconds from now (``None`` when absent or unreadable)."""
+    if not text:
+        return None
+    text = text.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _network_fault(exc: BaseException) -> bool:
+    """A dropped or reset connection, a timeout, a body cut short: the network's faults, not the file's."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    names = {t.__name__ for t in type(exc).__mro__}
+    return bool(
+        names
+        & {
+            "ClientConnectionError",  # aiohttp: refused, reset, server disconnected, OS errors on the socket
+            "ClientPayloadError",  # aiohttp: the body ended before its Content-Length
+            "ServerTimeoutError",
+            "IncompleteRead",  # http.client, urllib3
+            "ProtocolError",  # urllib3
+            "ReadTimeoutError",
+            "EndpointConnectionError",  # botocore
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why one try failed: whether another is worth it, the HTTP status if any, and a wait the server asked for."""
+
+    transient: bool
+    cause: str
+    status: int | None = None
+    retry_after: float | None = None
+    #: the error itself, chained to the package error that reports it
+    error: BaseException | None = None
+
+
+def transient(exc: BaseException) -> Fault:
+    """Classify an error raised by a remote read, looking through the chain of causes (fsspec wraps a
+    failed ``HEAD`` into a ``FileNotFoundError`` caused by the server's 503)."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            break
+        status = _status(seen)
+        if status is not None:
+            cause = f"HTTP {status} ({_first_line(seen)})"
+            return Fault(status in RETRY_STATUSES or status >= 500, cause, status, _retry_after(seen), exc)
+        if _network_fault(seen):
+            return Fault(True, f"{type(seen).__name__}: {_first_line(seen)}", error=exc)
+        seen = seen.__cause__ or seen.__context__
+    return Fault(False, f"{type(exc).__name__}: {_first_line(exc)}", error=exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+@dataclass
+class Retrying:
+    """The retry state of one byte range: counts tries, waits between them, raises when the policy is spent.
+
+    ``url``, ``offset`` and ``length`` only name the range in the error; ``counts`` (shared by a
+    source) add up the retries and the bytes asked for again, for tests and benchmarks.
+    """
+
+    policy: RetryPolicy
+    url: str
+    offset: int | None = None
+    length: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    tries: int = 0
+    started: float = field(default_factory=time.monotonic)
+    #: bytes still missing after the last try: a try that brought some counts as progress, not as a failure
+    missing: int | None = None
+
+    def wait(self, fault: Fault, missing: int) -> float:
+        """Seconds to wait before asking again for the ``missing`` bytes, or raise :class:`RemoteReadError`
+        (at once for a fault that retrying cannot fix). A try that brought bytes starts the count of tries and
+        the backoff afresh (a slow server that sends part of each answer is not failing); ``timeout`` still
+        bounds the whole range."""
+        if self.missing is not None and missing < self.missing:
+            self.tries = 0
+        self.missing = missing
+        self.tries += 1
+        elapsed = time.monotonic() - self.started
+        backoff = min(self.policy.max_delay, self.policy.backoff * 2.0 ** (self.tries - 1))
+        delay = backoff * (0.5 + random.random() / 2)  # jitter: many tasks do not retry in step
+        if fault.retry_after is not None:
+            delay = max(delay, fault.retry_after)
+        if not fault.transient or self.tries > self.policy.retries or elapsed + delay > self.policy.timeout:
+            raise RemoteReadError(self._message(fault, elapsed, delay)) from fault.error
+        self.counts["retries"] = self.counts.get("retries", 0) + 1
+        self.counts["bytes_refetched"] = self.counts.get("bytes_refetched", 0) + missing
+        return delay
+
+    def sleep(self, fault: Fault, missing: int) -> None:
+        time.sleep(self.wait(fault, missing))
+
+    def _message(self, fault: Fault, elapsed: float, delay: float) -> str:
+        if self.offset is None:
+            where = f"{self.url}: asking for the file's size"
+        else:
+            where = f"{self.url}: bytes {self.offset}-{self.offset + self.length - 1} ({self.length} bytes)"
+        if not fault.transient:
+            return f"{where}: the read failed: {fault.cause}; check the URL and the credentials (storage_options)"
+        if self.tries > self.policy.retries:
+            why = f"still failing after {self.tries} tries in {elapsed:.1f} s"
+        else:
+            why = (
+                f"gave up after {self.tries} tries: the next wait ({delay:.1f} s) passes the "
+                f"{self.policy.timeout:g} s limit"
+            )
+        return (
+            f"{where}: {why}; last cause: {fault.cause}. The server or the network keeps failing: try again "
+            f"later, or allow more with retries={{'retries': {max(self.policy.retries * 2, 8)}, "
+            f"'timeout': {self.policy.timeout * 2:g}}}"
+        )

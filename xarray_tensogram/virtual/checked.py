@@ -1,0 +1,78 @@
+"""An object store for virtual references that refuses bytes of a file changed since it was referenced.
+
+A virtual dataset names byte ranges inside files; if a file on the server is replaced after the
+references were made (or after the registry was built), reading those ranges would give pieces of
+another file as if they were the chunks. :class:`ChangeCheckedStore` wraps an obstore store: it
+remembers each file's ``ETag``, ``Last-Modified`` and size when the registry is built (one ``HEAD``
+per file) and compares every ranged ``GET``'s answer with them, raising
+:class:`~xarray_tensogram.errors.FileChangedError` naming the URL instead of returning the bytes.
+Transient faults are retried by obstore itself (its ``RetryConfig``: 5xx, 429, connection errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import FileChangedError
+
+__all__ = ["ChangeCheckedStore"]
+
+Stamp = tuple[Any, Any, Any]
+
+
+def _stamp(meta: Mapping[str, Any]) -> Stamp:
+    return meta.get("e_tag"), meta.get("last_modified"), meta.get("size")
+
+
+class ChangeCheckedStore:
+    """An obstore store (``store``) whose range reads check each file against what it was when first seen.
+
+    Everything but ``get_range`` / ``get_range_async`` is the wrapped store's; it pickles with the stamps,
+    so Dask workers check against the same versions.
+    """
+
+    def __init__(self, store: Any, stamps: Mapping[str, Stamp] | None = None) -> None:
+        self.store = store
+        self._stamps: dict[str, Stamp] = dict(stamps or {})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ChangeCheckedStore, (self.store, self._stamps))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("store", "_stamps"):  # not set yet (unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.store, name)
+
+    def remember(self, path: str) -> None:
+        """Note the version of ``path`` (relative to the store) that later reads must find."""
+        import obstore
+
+        self._stamps[path] = _stamp(obstore.head(self.store, path))
+
+    def _check(self, path: str, meta: Mapping[str, Any]) -> None:
+        seen = self._stamps.setdefault(path, _stamp(meta))
+        now = _stamp(meta)
+        if now != seen:
+            names = ("ETag", "Last-Modified", "size")
+            what = "; ".join(f"{n} {a} -> {b}" for n, a, b in zip(names, seen, now, strict=True) if a != b)
+            raise FileChangedError(
+                f"{str(self.store.url).rstrip('/')}/{path}: the file changed since the virtual references to it "
+                f"were opened ({what}); its chunks would come from another version. Make the references again"
+            )
+
+    def get_range(self, path: str, *, start: int, end: int | None = None, length: int | None = None) -> Any:
+        import obstore
+
+        stop = end if end is not None else start + int(length or 0)
+        result = obstore.get(self.store, path, options={"range": (start, stop)})
+        self._check(path, result.meta)
+        return result.bytes()
+
+    async def get_range_async(self, path: str, *, start: int, end: int | None = None, length: int | None = None) -> Any:
+        import obstore
+
+        stop = end if end is not None else start + int(length or 0)
+        result = await obstore.get_async(self.store, path, options={"range": (start, stop)})
+        self._check(path, result.meta)
+        return await result.bytes_async()
