@@ -23,8 +23,8 @@ pytest.importorskip("cfgrib")
 tensogram = pytest.importorskip("tensogram")
 
 import grib_corpus as gc  # noqa: E402 - after the pytest.importorskip above
-from xarray_tensogram import grib  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.producers.grib_converter import cfgrib_rules as grib  # noqa: E402 - after the pytest.importorskip above
 
 ENGINE = TensogramBackendEntrypoint
 

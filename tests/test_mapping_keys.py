@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from xarray_tensogram.assemble.tensogram.collect import GribKeys, flat_keys
 from xarray_tensogram.assemble.tensogram.hypercube import _varying_maps, _varying_nested
-from xarray_tensogram.grib import GRIB_SECTIONS
+from xarray_tensogram.producers.grib_converter.cfgrib_rules import GRIB_SECTIONS
 
 _KEYS = st.sampled_from(["level", "step", "units", "a.b", "pl", "x", "_reserved_"])
 _SCALARS = st.one_of(

@@ -18,7 +18,7 @@ import numpy as np
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from .catalog import ArraySpec
+from .array_spec import ArraySpec
 from .outer import plan_axis, read_outer
 
 __all__ = ["LazyChunkedArray", "plan_axis", "read_outer"]

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .catalog import ArraySpec, MissingChunk, read_chunk_into
+from .array_spec import ArraySpec, MissingChunk, read_chunk_into
 from .errors import LimitExceededError
 
 __all__ = ["AxisPlan", "ChunkSelection", "plan_axis", "read_outer"]

@@ -33,7 +33,7 @@ from ..conventions import (
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from ..formats.tetr.history import history_text
-from .common import (
+from ..raw_variables import (
     check_dim_names,
     check_requested_dims,
     generic_dim_names,

@@ -19,7 +19,7 @@ from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KE
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
-from .common import (
+from ..raw_variables import (
     check_dim_names,
     check_requested_dims,
     flatten_attrs,

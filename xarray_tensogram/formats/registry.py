@@ -26,7 +26,7 @@ from typing import Any
 
 from ..io import ByteSource, SourceLike
 from .base import FormatFile
-from .inspect import Table, VerifyPlan
+from .reports import Table, VerifyPlan
 
 __all__ = ["FormatSpec", "formats", "from_bytes", "from_extension", "get", "load", "sniff"]
 
@@ -66,9 +66,9 @@ class FormatSpec:
 #: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
 #: neither magic nor extension decides
 _MODULES = (
-    "xarray_tensogram.formats.tensogram.inspect",
+    "xarray_tensogram.formats.tensogram.record",
     "xarray_tensogram.formats.tetr",
-    "xarray_tensogram.formats.ztensor.inspect",
+    "xarray_tensogram.formats.ztensor.record",
 )
 _REGISTRY: dict[str, FormatSpec] = {}
 

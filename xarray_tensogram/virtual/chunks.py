@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import ArraySpec, ChunkRef, Unreferenced, byte_layout, zarr_bytes_codec
+from ..array_spec import ArraySpec, ChunkRef, Unreferenced, byte_layout, zarr_bytes_codec
 
 __all__ = ["ChunkRef", "VirtualArray", "bytes_codec", "plan_chunks"]
 

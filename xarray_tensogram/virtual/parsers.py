@@ -26,12 +26,12 @@ import numpy as np
 import xarray as xr
 
 from .. import options as declared
-from ..assemble.common import storage_spec
+from ..array_spec import Unreferenced
 from ..backend import open_raw_groups
-from ..catalog import Unreferenced
 from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
+from ..raw_variables import storage_spec
 from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
 from .codecs import register
 

@@ -35,14 +35,17 @@ from ..formats.tensogram.writer import (
     encode_message_parts,
     write_messages,
 )
-from ..grib import (
+from ..producers.grib_converter.cfgrib_rules import (
     GRIB_LEVEL_SOURCE,
     derived_name,
     entry_paths,
     level_keys,
     refresh_repro,
 )
-from .common import (
+from ..producers.netcdf_converter.write_layout import is_netcdf_layout, netcdf_objects
+from .encoding_check import warn_codecs_unused
+from .existing import check_mode
+from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
@@ -53,9 +56,6 @@ from .common import (
     string_payload,
     with_attr_types,
 )
-from .encoding import warn_codecs_unused
-from .existing import check_mode
-from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
 from .tensogram_pipeline import ENCODING, pipeline_in_effect, resolve_pipeline

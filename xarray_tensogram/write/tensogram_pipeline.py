@@ -18,7 +18,7 @@ from ..codecs import zstd
 from ..codecs.base import PASSTHROUGH
 from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
 from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
-from .encoding import CodecKey, EncodingKeys, InEffect, Option
+from .encoding_check import CodecKey, EncodingKeys, InEffect, Option
 
 __all__ = ["ENCODING", "pipeline_in_effect", "resolve_pipeline"]
 

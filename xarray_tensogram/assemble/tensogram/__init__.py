@@ -19,14 +19,14 @@ import numpy as np
 import xarray as xr
 
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
-from ..common import check_dim_names, flatten_attrs, memory_variable
+from ...producers.interface import Producer, derived
+from ...raw_variables import check_dim_names, flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
-from .producer import Producer, derived
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
@@ -44,7 +44,7 @@ def _same_values(a: TgObject, b: TgObject) -> bool:
         # remote file: frames of the same length with the same metadata are taken as the same coordinate
         # (comparing values would cost two requests per message; local files are always compared)
         return True
-    from ..common import lazy_variable
+    from ...raw_variables import lazy_variable
 
     dims = [f"d{i}" for i in range(len(a.shape))]
     return bool(

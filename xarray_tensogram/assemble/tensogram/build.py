@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...catalog import ArraySpec, stack_specs
+from ...array_spec import ArraySpec, stack_specs
 from ...errors import HypercubeError
 from ...mars import (
     NUMBER_ATTRS,
@@ -28,7 +28,8 @@ from ...mars import (
     step_hours,
 )
 from ...params import TABLE_ATTRS, table_attributes
-from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
+from ...producers.interface import LEVEL_PREFIX, Producer
+from ...raw_variables import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
 from .collect import MessageMembers, TgObject
 from .hypercube import (
     MARS_TIME_KEYS,
@@ -40,7 +41,6 @@ from .hypercube import (
     dim_value,
     key_of,
 )
-from .producer import LEVEL_PREFIX, Producer
 
 __all__ = ["CoordObject", "build_dataset"]
 

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec
+from ...array_spec import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
-from .keys import SCALARS, hashable
-from .producer import CoordinateRole, Producer
-from .producers import GribKeys, producer_for
+from ...producers import GribKeys, producer_for
+from ...producers.interface import CoordinateRole, Producer
+from ...producers.keys import SCALARS, hashable
 
 __all__ = [
     "GribKeys",

@@ -23,9 +23,9 @@ from typing import Any
 
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
+from ...producers.interface import LEVEL_PREFIX, Producer
 from .collect import TgObject, flat_keys, warn
 from .naming import COORDINATE_NAMES
-from .producer import LEVEL_PREFIX, Producer
 
 __all__ = [
     "MARS_TIME_KEYS",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout
+from ...array_spec import ArraySpec, ByteLayout
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
 from ...errors import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout, chunk_extent
+from ...array_spec import ArraySpec, ByteLayout, chunk_extent
 from ...codecs import zstd
 from ...errors import (
     CorruptFileError,

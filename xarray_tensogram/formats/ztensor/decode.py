@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout, Unreferenced
+from ...array_spec import ArraySpec, ByteLayout, Unreferenced
 from ...codecs import zstd
 from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64

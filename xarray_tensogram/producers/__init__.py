@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..producer import Producer
 from .anemoi import AnemoiOutput
 from .earthkit import EarthkitEncoder
 from .grib_converter import GribConverter, GribKeys
+from .interface import Producer
 from .netcdf_converter import NetcdfConverter
 
 __all__ = ["REGISTERED", "GribKeys", "producer_for"]

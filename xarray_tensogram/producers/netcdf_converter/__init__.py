@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 import xarray as xr
 
+from ..interface import Producer
 from ..keys import SectionKeys
-from ..netcdf import netcdf_groups
-from ..netcdf_layout import netcdf_map
-from ..producer import Producer
+from .objects import netcdf_map
+from .read_mapping import netcdf_groups
 
 __all__ = ["NetcdfConverter"]
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
-from ..common import netcdf_safe_value
+from ...raw_variables import netcdf_safe_value
 
 __all__ = ["NcInput", "NcObject", "NcVariable", "as_nc_object", "group_inputs", "netcdf_map", "restore_attrs"]
 

@@ -40,17 +40,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 import xarray as xr
 
-# the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
-from ...grib import GridCoords, LevelInfo
-from ..common import memory_variable
+from ..raw_variables import memory_variable
 
 __all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
 
 Keys = Mapping[str, Any]
 #: the stacking source of a producer's levels: ``grib:level:<LevelInfo.name>`` (one per kind of level)
 LEVEL_PREFIX = "grib:level:"
+
+
+@dataclass(frozen=True)
+class LevelInfo:
+    """One object's vertical level, named after its kind (GRIB's ``isobaricInhPa``, 850.0)."""
+
+    name: str
+    value: float
+
+
+@dataclass
+class GridCoords:
+    """Dims of the object's own axes and the coordinates computed for them (dims, values, attrs)."""
+
+    dims: list[str]
+    coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ import numpy as np
 import xarray as xr
 from xarray.core import indexing
 
-from ..array import LazyChunkedArray
-from ..catalog import ArraySpec
-from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
-from ..errors import DimensionNameError, describe
+from .array import LazyChunkedArray
+from .array_spec import ArraySpec
+from .conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
+from .errors import DimensionNameError, describe
 
 __all__ = [
     "STORAGE_SPEC_KEY",

@@ -21,10 +21,11 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ..interface import GridCoords, LevelInfo
 
 __all__ = [
     "GRIB_LEVEL_SOURCE",
@@ -194,14 +195,6 @@ def variable_name(keys: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LevelInfo:
-    """One object's vertical level, as cfgrib names it (``isobaricInhPa``, 850.0)."""
-
-    name: str
-    value: float
-
-
 def level_info(keys: Mapping[str, Any]) -> LevelInfo | None:
     """The level coordinate of a GRIB object: named after ``typeOfLevel``, value from ``levelist`` or ``level``."""
     type_of_level = _grib_key(keys, "typeOfLevel")
@@ -231,14 +224,6 @@ def level_order(name: str, values: Sequence[float]) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 # grids
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class GridCoords:
-    """Dims of the object's own axes and the coordinates computed for them (dims, values, attrs)."""
-
-    dims: list[str]
-    coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
 
 
 def _number(keys: Mapping[str, Any], name: str) -> float | None:
@@ -500,7 +485,7 @@ def refresh_repro(entry: dict[str, Any]) -> None:
     mars = entry.get("mars")
     if not isinstance(repro, dict) or not isinstance(mars, dict):
         return
-    from .mars import mars_datetime_seconds  # local: needed only when writing GRIB
+    from ...mars import mars_datetime_seconds  # local: needed only when writing GRIB
 
     for key in ("levelist", "step", "date", "time"):
         if key in mars:

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from .... import grib
-from ....mars import NUMBER_ATTRS
+from ...mars import NUMBER_ATTRS
+from ..interface import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
 from ..keys import SectionKeys
-from ..producer import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
+from . import cfgrib_rules as grib
 
 __all__ = ["GribConverter", "GribKeys"]
 

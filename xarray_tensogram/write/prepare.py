@@ -27,7 +27,7 @@ from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
 from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError
-from .encoding import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
+from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
     "CF_ENCODING_KEYS",

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..conventions import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_ENCODING_KEY, NETCDF_KEY
-from ..errors import EncodeError
+from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_ENCODING_KEY, NETCDF_KEY
+from ...errors import EncodeError
 
 __all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
 
