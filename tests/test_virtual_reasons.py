@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 import xarray_tensogram as xt
-from xarray_tensogram.array_spec import UNREFERENCED
+from xarray_tensogram.byte_layout import UNREFERENCED
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
@@ -40,7 +40,7 @@ def test_the_docs_list_exactly_the_reasons_the_code_gives() -> None:
 
 
 def test_an_undeclared_reason_is_refused() -> None:
-    from xarray_tensogram.array_spec import Unreferenced
+    from xarray_tensogram.byte_layout import Unreferenced
 
     with pytest.raises(ValueError, match="UNREFERENCED"):
         Unreferenced("because")

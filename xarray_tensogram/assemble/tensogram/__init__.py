@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ...dim_names import check_dim_names
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ...producers.interface import Producer, derived
-from ...raw_variables import check_dim_names, flatten_attrs, memory_variable
+from ...raw_variables import flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn

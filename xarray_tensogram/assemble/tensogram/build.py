@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from ...array_spec import ArraySpec, stack_specs
+from ...dim_names import generic_dim_names
 from ...errors import HypercubeError
 from ...mars import (
     NUMBER_ATTRS,
@@ -29,7 +30,7 @@ from ...mars import (
 )
 from ...params import TABLE_ATTRS, table_attributes
 from ...producers.interface import LEVEL_PREFIX, Producer
-from ...raw_variables import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
+from ...raw_variables import flatten_attrs, lazy_variable, memory_variable
 from .collect import MessageMembers, TgObject
 from .hypercube import (
     MARS_TIME_KEYS,

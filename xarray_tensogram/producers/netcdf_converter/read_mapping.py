@@ -31,8 +31,9 @@ import xarray as xr
 
 from ...array_spec import ArraySpec, stack_specs
 from ...conventions import NETCDF_ENCODING_KEY
+from ...dim_names import check_dim_names, requested_dims
 from ...errors import MetadataError, TensogramMappingWarning
-from ...raw_variables import check_dim_names, lazy_variable, requested_dims
+from ...raw_variables import lazy_variable
 from .concat import concat_specs
 from .objects import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
