@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import xarray as xr
+
 from .anemoi import AnemoiOutput
 from .earthkit import EarthkitEncoder
-from .grib_converter import GribConverter, GribKeys
+from .grib_converter import GribConverter
 from .interface import Producer
 from .netcdf_converter import NetcdfConverter
 
-__all__ = ["REGISTERED", "GribKeys", "producer_for"]
+__all__ = ["REGISTERED", "dataset_writer", "producer_for", "written_by"]
 
 #: every producer layout, in the order they are asked
 REGISTERED: tuple[Producer, ...] = (
@@ -38,3 +40,17 @@ def producer_for(entry: Mapping[str, Any], extra: Mapping[str, Any]) -> Producer
         if producer.recognises(entry, extra):
             return producer
     return None
+
+
+#: the answers of no producer in particular (DESIGN.md's generic rules), for variables none of them writes
+GENERIC = Producer()
+
+
+def written_by(encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> Producer:
+    """The producer whose layout a variable (its ``encoding`` as read, its attributes) is written in."""
+    return next((p for p in REGISTERED if p.writes(encoding, attrs)), GENERIC)
+
+
+def dataset_writer(ds: xr.Dataset) -> Producer | None:
+    """The producer that writes ``ds`` whole in its own layout (a Dataset it assembled itself), if any."""
+    return next((p for p in REGISTERED if p.assembles and p.writes_dataset(ds)), None)

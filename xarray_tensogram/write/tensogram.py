@@ -35,14 +35,8 @@ from ..formats.tensogram.writer import (
     encode_message_parts,
     write_messages,
 )
-from ..producers.grib_converter.cfgrib_rules import (
-    GRIB_LEVEL_SOURCE,
-    derived_name,
-    entry_paths,
-    level_keys,
-    refresh_repro,
-)
-from ..producers.netcdf_converter.write_layout import is_netcdf_layout, netcdf_objects
+from ..producers import dataset_writer, written_by
+from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
 from .existing import check_mode
 from .prepare import (
@@ -173,29 +167,17 @@ def object_entry(
     table = var.encoding.get("tensogram_table_attrs") or {}
     if table:  # units/long_name/standard_name the reader took from the parameter table: not the file's own
         attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
-    is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
-    if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
-        attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
-    entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
+    producer = written_by(var.encoding, attrs)  # the layout it was read in: its attributes at their paths
+    entry = _attrs_to_entry(producer.entry_attrs(attrs, var.encoding), var.encoding.get("tensogram_cf_attrs"))
     entry.update(_value_marks(cf.dtype, desc))
     for m in var_mdims:
-        i = sel[m.name]
-        pairs = (
-            level_keys(
-                ds[m.name].values[i] if m.name in ds.coords else i, bool(var.encoding.get("tensogram_grib_levelist"))
-            )
-            if m.source == GRIB_LEVEL_SOURCE
-            else m.keys[i]
-        )
-        for key, value in pairs:
+        for key, value in _dim_keys(ds, m, sel[m.name], producer, var.encoding):
             set_path(entry, key, value)
     for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
         if cname in ds.coords and ds[cname].ndim == 0:
             for key, value in key_value(src, ds[cname].values[()]):
                 set_path(entry, key, value)
-    if is_grib:
-        refresh_repro(entry)
-    if not is_grib or derived_name(entry) != name:  # a GRIB name follows from the short name
+    if producer.finish_entry(entry, str(name)):  # False: the producer's keys give the name
         set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
@@ -206,6 +188,16 @@ def object_entry(
     if aux:
         set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     return entry
+
+
+def _dim_keys(
+    ds: xr.Dataset, m: MessageDim, i: int, producer: Producer, encoding: Mapping[str, Any]
+) -> list[tuple[str, Any]]:
+    """The (dotted key, value) pairs of message dim ``m`` at ``i``: its keys, or the producer's for a source of
+    its own (a level)."""
+    if m.source not in producer.own_sources:
+        return m.keys[i]
+    return producer.source_keys(m.source, ds[m.name].values[i] if m.name in ds.coords else i, encoding)
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
@@ -439,20 +431,21 @@ def _default_mask(mask_method: str | None) -> str:
     return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
 
 
-def _netcdf_message(
+def _layout_message(
     ds: xr.Dataset,
+    producer: Producer,
     encoding: Mapping[str, Mapping[str, Any]],
     mask_method: str | None,
     **kw: Any,
 ) -> Iterator[bytes | EncodedMessage]:
-    """A Dataset read from a netCDF conversion: one message in the converter's layout (its file split)."""
+    """A Dataset a producer assembled whole: one message of its objects, in its layout."""
     mask_kw: dict[str, Any] = {
         "allow_nan": True,
         "allow_inf": True,
         **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method)),
     }
     base, objects = [], []
-    for o in netcdf_objects(ds, py_value):
+    for o in producer.objects(ds, py_value):
         desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
         values = _object_values(o.values, desc, o.entry)
         desc["shape"] = list(values.shape)
@@ -535,9 +528,9 @@ def to_tensogram(
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
     _check_storable(ds, cf)
-    if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
-        netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
-        return write_messages(path, netcdf, mode=mode)
+    if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
+        one = _layout_message(ds, whole, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
+        return write_messages(path, one, mode=mode)
     messages = _iter_messages(
         ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file, grid=grid
     )

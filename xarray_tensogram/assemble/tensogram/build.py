@@ -282,7 +282,7 @@ def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
         out[name] = new
     elif existing.dims != new.dims or not np.array_equal(existing.values, new.values):
         raise HypercubeError(
-            f"GRIB fields disagree on coordinate {name!r} (different grids or levels in one group); "
+            f"fields disagree on coordinate {name!r} (different grids or levels in one group); "
             f"open them separately with filter_by_keys={{'mars.grid': ...}} or {{'mars.area': ...}}"
         )
 

@@ -22,12 +22,11 @@ from ...array_spec import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
-from ...producers import GribKeys, producer_for
+from ...producers import producer_for
 from ...producers.interface import CoordinateRole, Producer
 from ...producers.keys import SCALARS, hashable
 
 __all__ = [
-    "GribKeys",
     "ObjectSpec",
     "TensogramMappingWarning",
     "TgObject",
@@ -461,7 +460,7 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 
 def _filter_value(o: TgObject, key: str) -> Any:
-    """An object's producer may answer keys of its own world (GRIB: cfgrib's ``typeOfLevel``, ``shortName``)."""
+    """An object's producer may answer keys of its own world (cfgrib's ``typeOfLevel``, ``shortName``)."""
     value = o.value(key)
     return o.producer.filter_value(o.all_keys(), key) if value is None and o.producer is not None else value
 
