@@ -108,6 +108,17 @@ def test_producers_sit_below_assembly_and_the_writers() -> None:
     assert f"{PACKAGE}.producers" in GRAPH[f"{PACKAGE}.assemble.tensogram.collect"]  # the finder sees the edge
 
 
+def test_assembly_and_the_writers_name_no_producer() -> None:
+    """The mapping stages and the writers ask the producers through the interface and the registry only: no
+    producer's own module (its read mapping, its write layout) is imported there (DESIGN.md's layer map)."""
+    shared = {f"{PACKAGE}.producers", f"{PACKAGE}.producers.interface", f"{PACKAGE}.producers.keys"}
+    asking = _edges("assemble", "producers") + _edges("write", "producers")
+    assert asking  # the stages and the writer do ask
+    assert [e for e in asking if e.split(" -> ")[1] not in shared] == []
+    producers = ("producers.grib_converter", "producers.netcdf_converter", "producers.anemoi", "producers.earthkit")
+    assert _edges("producers.interface", *producers) == []
+
+
 def _cycles() -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
