@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 from ...raw_variables import netcdf_safe_value
+from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 
 __all__ = ["NcInput", "NcObject", "NcVariable", "as_nc_object", "group_inputs", "netcdf_map", "restore_attrs"]
 

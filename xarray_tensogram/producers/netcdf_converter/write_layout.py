@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_ENCODING_KEY, NETCDF_KEY
+from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import EncodeError
 from ..interface import LayoutObject as NetcdfObject
+from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_KEY
 
 __all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
 
