@@ -208,7 +208,7 @@ def tetr_to_dataset(
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
     Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
-    :func:`~xarray_tensogram.assemble.common.lazy_variable`).
+    :func:`~xarray_tensogram.raw_variables.lazy_variable`).
     """
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]

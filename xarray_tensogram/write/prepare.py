@@ -47,7 +47,7 @@ class EncodedDataset:
     """A Dataset as CF-encoded variables, ready for one format's writer.
 
     ``options`` holds, per variable, the writer's own options left after CF encoding (what the user gave,
-    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding`).
+    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding_check`).
     ``coordinate_only`` lists the coordinates that no data variable's ``coordinates`` attribute names:
     formats without Dataset attributes mark them on the variable itself
     (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).

@@ -490,7 +490,7 @@ def to_tensogram(
         ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
         ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
         ``szip``, ``blosc2``, ``zfp``) with their parameters, and ``to_netcdf``'s CF keys, checked against
-        the codec registry (:mod:`.encoding`). By default the pipeline each variable was read with.
+        the codec registry (:mod:`.encoding_check`). By default the pipeline each variable was read with.
     hash
         ``"xxh3"`` or ``None``.
     layout

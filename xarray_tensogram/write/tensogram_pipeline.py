@@ -4,7 +4,7 @@ The pipeline stages (``encoding``, ``filter``, ``compression``) are ``encoding=`
 codecs of Tensogram's one table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
 parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the
 name, the codec's own (``level``). :data:`ENCODING` is what the one check of ``encoding=``
-(:mod:`.encoding`) holds a ``.tgm`` entry to.
+(:mod:`.encoding_check`) holds a ``.tgm`` entry to.
 """
 
 from __future__ import annotations
