@@ -17,7 +17,7 @@ from .grib_converter import GribConverter
 from .interface import Producer
 from .netcdf_converter import NetcdfConverter
 
-__all__ = ["REGISTERED", "dataset_writer", "producer_for", "written_by"]
+__all__ = ["REGISTERED", "SOURCE_OWNERS", "dataset_writer", "producer_for", "written_by"]
 
 #: every producer layout, in the order they are asked
 REGISTERED: tuple[Producer, ...] = (
@@ -44,6 +44,10 @@ def producer_for(entry: Mapping[str, Any], extra: Mapping[str, Any]) -> Producer
 
 #: the answers of no producer in particular (DESIGN.md's generic rules), for variables none of them writes
 GENERIC = Producer()
+
+
+#: stacking sources that are no metadata key -> the producer whose levels (or other own dims) they are
+SOURCE_OWNERS: dict[str, Producer] = {s: p for p in reversed(REGISTERED) for s in p.own_sources}
 
 
 def written_by(encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> Producer:

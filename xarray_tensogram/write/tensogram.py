@@ -35,7 +35,7 @@ from ..formats.tensogram.writer import (
     encode_message_parts,
     write_messages,
 )
-from ..producers import dataset_writer, written_by
+from ..producers import SOURCE_OWNERS, dataset_writer, written_by
 from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
 from .existing import check_mode
@@ -171,7 +171,7 @@ def object_entry(
     entry = _attrs_to_entry(producer.entry_attrs(attrs, var.encoding), var.encoding.get("tensogram_cf_attrs"))
     entry.update(_value_marks(cf.dtype, desc))
     for m in var_mdims:
-        for key, value in _dim_keys(ds, m, sel[m.name], producer, var.encoding):
+        for key, value in _dim_keys(ds, m, sel[m.name], var.encoding):
             set_path(entry, key, value)
     for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
         if cname in ds.coords and ds[cname].ndim == 0:
@@ -190,14 +190,13 @@ def object_entry(
     return entry
 
 
-def _dim_keys(
-    ds: xr.Dataset, m: MessageDim, i: int, producer: Producer, encoding: Mapping[str, Any]
-) -> list[tuple[str, Any]]:
-    """The (dotted key, value) pairs of message dim ``m`` at ``i``: its keys, or the producer's for a source of
-    its own (a level)."""
-    if m.source not in producer.own_sources:
+def _dim_keys(ds: xr.Dataset, m: MessageDim, i: int, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The (dotted key, value) pairs of message dim ``m`` at ``i``: its keys, or for a source that is no key (a
+    producer's level) the keys its producer says it stands for."""
+    owner = SOURCE_OWNERS.get(m.source)
+    if owner is None:
         return m.keys[i]
-    return producer.source_keys(m.source, ds[m.name].values[i] if m.name in ds.coords else i, encoding)
+    return owner.source_keys(m.source, ds[m.name].values[i] if m.name in ds.coords else i, encoding)
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
