@@ -1,6 +1,6 @@
 """The producers whose layouts the mapping knows (see :mod:`.interface` for the interface).
 
-A new producer is a module here with a :class:`~..producer.Producer` subclass and one line in
+A new producer is a module or folder here with a :class:`~.interface.Producer` subclass and one line in
 :data:`REGISTERED`. Order matters only where two could recognise the same object: the first wins.
 """
 

@@ -51,7 +51,7 @@ import xarray as xr
 
 from ..raw_variables import memory_variable
 
-__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LayoutObject", "LevelInfo", "Producer", "derived"]
+__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "WrittenObject", "derived"]
 
 Keys = Mapping[str, Any]
 #: the stacking source of a producer's levels: ``level:<LevelInfo.name>`` (one per kind of level)
@@ -201,13 +201,13 @@ class Producer:
         in this layout (:meth:`objects`) unless the caller asks for message dims."""
         return False
 
-    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[LayoutObject]:
+    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
         """Every variable of ``ds`` as an object of this layout (``plain``: numpy values to what CBOR holds)."""
         raise NotImplementedError(f"the {self.label} producer writes no whole Dataset")
 
 
 @dataclass
-class LayoutObject:
+class WrittenObject:
     """One variable as a producer's object (:meth:`Producer.objects`): its base entry and encoded values."""
 
     name: str

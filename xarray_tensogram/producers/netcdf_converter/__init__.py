@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import xarray as xr
 
-from ..interface import LayoutObject, Producer
+from ..interface import Producer, WrittenObject
 from ..keys import SectionKeys
 from .objects import netcdf_map
 from .read_mapping import netcdf_groups
@@ -57,5 +57,5 @@ class NetcdfConverter(Producer):
     def writes_dataset(self, ds: xr.Dataset) -> bool:
         return is_netcdf_layout(ds)
 
-    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[LayoutObject]:
+    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
         return netcdf_objects(ds, plain)

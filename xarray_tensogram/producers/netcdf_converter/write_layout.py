@@ -20,7 +20,7 @@ import xarray as xr
 
 from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import EncodeError
-from ..interface import LayoutObject as NetcdfObject
+from ..interface import WrittenObject as NetcdfObject
 from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_KEY
 
 __all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
