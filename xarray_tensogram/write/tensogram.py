@@ -417,7 +417,7 @@ def _message_coords(
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """The coordinate objects of the message at ``sel``: every coordinate not along message dims in the first
     message; with ``grid``, each message's grid again in every later one (and in an appended first message,
-    even where the file has it), so that each message describes itself, as in files converted from GRIB."""
+    even where the file has it), so that each message describes itself, as converted files do."""
     split = {m.name for m in mdims}
     names = _grid_names(ds, mdims, sel) if grid and mdims else set()
     if first:

@@ -201,7 +201,7 @@ def _flat_keys_rebuildable(
 
 
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> bool:
-    # runs over every key of every object (about 50 per GRIB-converted object): written for speed;
+    # runs over every key of every object (about 50 per object of some producers): written for speed;
     # returns whether the keys written give ``entry`` back (see _flat_keys_rebuildable)
     scalars = SCALARS
     types = set(map(type, entry.values()))

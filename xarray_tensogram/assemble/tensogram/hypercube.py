@@ -393,7 +393,7 @@ def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
     """The dotted keys (under ``prefix``) whose value differs between nested maps, as
     :func:`_varying_keys` would find them in the flattened maps, without flattening them.
 
-    GRIB sections hold some 50 keys per object: they are compared column by column (one
+    A producer's sections hold some 50 keys per object: they are compared column by column (one
     ``itemgetter`` per map, ``tuple.count`` per key, both in C), and only the maps that differ
     are descended into. Maps of different key sets fall back to flattening.
     """
