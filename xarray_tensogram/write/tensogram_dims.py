@@ -190,7 +190,7 @@ def not_objects(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> set[Hashable]:
     scalar_keys: dict[str, str] = {}
     for var in ds.data_vars.values():
         scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
-    # coordinates computed from metadata (a producer's grids and levels) are not objects of their own
+    # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
     derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
     # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
     mars = {m.source for m in mdims} | set(scalar_keys.values())
