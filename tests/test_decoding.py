@@ -19,9 +19,9 @@ import xarray as xr
 from xarray import conventions
 
 import xarray_tensogram as xt
-from xarray_tensogram.assemble.common import memory_variable
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.decoding import decode_times_in_memory
+from xarray_tensogram.raw_variables import memory_variable
 
 SAMPLES = ["era_pl.tgm", "forecast.tgm", "grib_pl.tgm", "sample.tet", "sample.zt"]
 DEFAULT = {"decode_times": True, "decode_timedelta": None, "use_cftime": None}

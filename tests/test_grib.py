@@ -23,8 +23,9 @@ pytest.importorskip("cfgrib")
 tensogram = pytest.importorskip("tensogram")
 
 import grib_corpus as gc  # noqa: E402 - after the pytest.importorskip above
-from xarray_tensogram import grib  # noqa: E402 - after the pytest.importorskip above
 from xarray_tensogram.backend import TensogramBackendEntrypoint  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.producers.grib_converter import cfgrib_rules as grib  # noqa: E402 - after the pytest.importorskip above
+from xarray_tensogram.producers.grib_converter import write_layout  # noqa: E402 - after the pytest.importorskip above
 
 ENGINE = TensogramBackendEntrypoint
 
@@ -112,8 +113,8 @@ def test_attributes_round_trip_to_paths() -> None:
     attrs, paths = grib.cf_attributes(flat)
     assert attrs["units"] == "K" and attrs["long_name"] == "Temperature"
     assert attrs["GRIB_Ni"] == 16 and attrs["GRIB_statistics.max"] == 3.5 and attrs["mars.class"] == "od"
-    assert grib.entry_paths(attrs, paths) == flat
-    assert grib.entry_paths(attrs, None) == flat  # without the record: by name
+    assert write_layout.entry_paths(attrs, paths) == flat
+    assert write_layout.entry_paths(attrs, None) == flat  # without the record: by name
 
 
 def test_level_order_as_cfgrib() -> None:

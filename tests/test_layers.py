@@ -57,6 +57,10 @@ def _in(module: str, layer: str) -> bool:
     return module == f"{PACKAGE}.{layer}" or module.startswith(f"{PACKAGE}.{layer}.")
 
 
+#: the layers above the lazy array, top to bottom below the command line (DESIGN.md's layer map)
+ABOVE_ARRAY = ("backend", "cli", "assemble", "write", "producers", "raw_variables", "dim_names")
+
+
 def _edges(src_layer: str, *dst_layers: str) -> list[str]:
     return sorted(
         f"{a} -> {b}" for a, bs in GRAPH.items() if _in(a, src_layer) for b in bs if any(_in(b, d) for d in dst_layers)
@@ -70,21 +74,22 @@ def test_the_graph_sees_local_and_relative_imports() -> None:
 
 
 def test_codecs_do_not_import_formats_or_anything_above() -> None:
-    assert _edges("codecs", "formats", "outer", "catalog", "array", "assemble", "write", "backend", "cli") == []
+    assert _edges("codecs", "formats", "outer", "array_spec", "byte_layout", "array", *ABOVE_ARRAY) == []
 
 
-def test_the_indexer_and_the_catalog_sit_below_the_formats() -> None:
-    # formats use read_outer and ArraySpec, so neither may import a format, xarray's array or anything above
-    assert _edges("outer", "formats", "array", "assemble", "write", "backend", "cli") == []
-    assert _edges("catalog", "formats", "outer", "array", "assemble", "write", "backend", "cli") == []
+def test_the_indexer_and_the_lazy_spec_sit_below_the_formats() -> None:
+    # formats use read_outer, ArraySpec and ByteLayout, so none may import a format, xarray's array or anything above
+    assert _edges("outer", "formats", "array", *ABOVE_ARRAY) == []
+    assert _edges("array_spec", "formats", "outer", "array", *ABOVE_ARRAY) == []
+    assert _edges("byte_layout", "array_spec", "formats", "outer", "array", *ABOVE_ARRAY) == []
 
 
 def test_formats_do_not_import_upper_layers() -> None:
-    assert _edges("formats", "array", "assemble", "write", "backend", "cli") == []
+    assert _edges("formats", "array", *ABOVE_ARRAY) == []
 
 
 def test_io_and_errors_import_nothing_above_them() -> None:
-    assert _edges("io", "codecs", "formats", "array", "assemble", "write", "backend", "cli") == []
+    assert _edges("io", "codecs", "formats", "array", *ABOVE_ARRAY) == []
     assert sorted(GRAPH[f"{PACKAGE}.errors"]) == []
 
 
@@ -92,6 +97,26 @@ def test_assemble_and_writers_do_not_import_the_backend_or_cli() -> None:
     assert _edges("assemble", "backend", "cli", "write") == []
     assert _edges("write", "backend", "cli") == []
     assert _edges("write", "assemble") == []
+
+
+def test_producers_sit_below_assembly_and_the_writers() -> None:
+    """assemble/ and write/ both ask producers/ (DESIGN.md's layer map); producers ask neither, and the raw
+    variables they build from sit below them."""
+    assert _edges("producers", "assemble", "write", "backend", "cli") == []
+    assert _edges("raw_variables", "producers", "assemble", "write", "backend", "cli") == []
+    assert _edges("dim_names", "producers", "assemble", "write", "backend", "cli") == []
+    assert f"{PACKAGE}.producers" in GRAPH[f"{PACKAGE}.assemble.tensogram.collect"]  # the finder sees the edge
+
+
+def test_assembly_and_the_writers_name_no_producer() -> None:
+    """The mapping stages and the writers ask the producers through the interface and the registry only: no
+    producer's own module (its read mapping, its write layout) is imported there (DESIGN.md's layer map)."""
+    shared = {f"{PACKAGE}.producers", f"{PACKAGE}.producers.interface", f"{PACKAGE}.producers.keys"}
+    asking = _edges("assemble", "producers") + _edges("write", "producers")
+    assert asking  # the stages and the writer do ask
+    assert [e for e in asking if e.split(" -> ")[1] not in shared] == []
+    producers = ("producers.grib_converter", "producers.netcdf_converter", "producers.anemoi", "producers.earthkit")
+    assert _edges("producers.interface", *producers) == []
 
 
 def _cycles() -> list[list[str]]:
@@ -153,7 +178,7 @@ def _reader_classes() -> set[str]:
 
 
 def test_the_virtual_layer_imports_no_format_reader() -> None:
-    """The virtual parsers ask a spec's reader for its byte layout (``catalog.ByteRangeReader``) and find a
+    """The virtual parsers ask a spec's reader for its byte layout (``byte_layout.ByteRangeReader``) and find a
     format through its record: no reader class of any format is imported there, and the planner knows no
     format at all."""
     readers = _reader_classes()

@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.catalog import ArraySpec, MissingChunk, stack_specs
+from xarray_tensogram.array_spec import ArraySpec, MissingChunk, stack_specs
 
 
 class SliceReader:

@@ -1,6 +1,6 @@
 """The mapping's two shortcuts over nested metadata agree with plain flattening.
 
-GRIB-converted objects keep their ``grib_repro``/``grib`` sections nested (``collect.GribKeys``), and
+GRIB-converted objects keep their ``grib_repro``/``grib`` sections nested (``producers.grib_converter.GribKeys``), and
 the hypercube compares those sections column by column (``_varying_nested``). Both are checked
 here against the straightforward path they replace: flatten every map with ``flat_keys``, then
 compare the flattened maps item by item (``_varying_maps``). Random nested metadata from
@@ -15,9 +15,10 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from xarray_tensogram.assemble.tensogram.collect import GribKeys, flat_keys
+from xarray_tensogram.assemble.tensogram.collect import flat_keys
 from xarray_tensogram.assemble.tensogram.hypercube import _varying_maps, _varying_nested
-from xarray_tensogram.grib import GRIB_SECTIONS
+from xarray_tensogram.producers.grib_converter import GribKeys
+from xarray_tensogram.producers.grib_converter.cfgrib_rules import GRIB_SECTIONS
 
 _KEYS = st.sampled_from(["level", "step", "units", "a.b", "pl", "x", "_reserved_"])
 _SCALARS = st.one_of(

@@ -302,7 +302,7 @@ def _contributing_section(title: str) -> str:
     return " ".join(text[start : end if end > 0 else None].split())
 
 
-@pytest.mark.parametrize("title", ["Adding a format", "Adding an open option"])
+@pytest.mark.parametrize("title", ["Adding a format", "Adding an open option", "Adding a producer"])
 def test_the_steps_contributing_names_exist(title: str) -> None:
     section = _contributing_section(title)
     paths = re.findall(r"`((?:xarray_tensogram|tests)/[^`]+)`", section)

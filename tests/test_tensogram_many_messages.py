@@ -19,8 +19,8 @@ import xarray as xr
 from conftest_tensogram import assert_metadata_matches
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.array import LazyChunkedArray
+from xarray_tensogram.array_spec import ArraySpec, StackedReader
 from xarray_tensogram.assemble.tensogram.collect import MessageMembers
-from xarray_tensogram.catalog import ArraySpec, StackedReader
 from xarray_tensogram.formats.tensogram.objects import ObjectRef
 
 tensogram = pytest.importorskip("tensogram")

@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 import xarray_tensogram as xt
-from xarray_tensogram.catalog import UNREFERENCED
+from xarray_tensogram.byte_layout import UNREFERENCED
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
@@ -40,14 +40,14 @@ def test_the_docs_list_exactly_the_reasons_the_code_gives() -> None:
 
 
 def test_an_undeclared_reason_is_refused() -> None:
-    from xarray_tensogram.catalog import Unreferenced
+    from xarray_tensogram.byte_layout import Unreferenced
 
     with pytest.raises(ValueError, match="UNREFERENCED"):
         Unreferenced("because")
 
 
 def test_the_spec_kept_for_the_parsers_does_not_reach_the_user() -> None:
-    from xarray_tensogram.assemble.common import STORAGE_SPEC_KEY
+    from xarray_tensogram.raw_variables import STORAGE_SPEC_KEY
 
     for name in ("forecast.tgm", "sample.tet", "sample.zt"):
         with xr.open_dataset(xt.sample_path(name), engine="tensogram") as ds:

@@ -24,7 +24,7 @@ import xarray_tensogram as xt
 from xarray_tensogram.codecs.registry import CODECS
 from xarray_tensogram.errors import EncodeError, UnsupportedError
 from xarray_tensogram.write import tensogram_pipeline, tetr, ztensor
-from xarray_tensogram.write.encoding import CF_ENCODING_KEYS, markdown_table
+from xarray_tensogram.write.encoding_check import CF_ENCODING_KEYS, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = {"tgm": xt.to_tensogram, "tet": xt.to_tetr, "zt": xt.to_ztensor}

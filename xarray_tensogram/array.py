@@ -1,6 +1,6 @@
 """The one lazy array of the package, shared by every format.
 
-:class:`LazyChunkedArray` wraps an :class:`~xarray_tensogram.catalog.ArraySpec`.
+:class:`LazyChunkedArray` wraps an :class:`~xarray_tensogram.array_spec.ArraySpec`.
 It supports xarray's OUTER indexing through :func:`~xarray_tensogram.outer.read_outer`
 (the package's one indexer, one layer down so that format readers use it too):
 only the chunks a key touches are read, and each chunk reader is asked only for
@@ -26,7 +26,7 @@ import numpy as np
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-from .catalog import ArraySpec
+from .array_spec import ArraySpec
 from .errors import LimitExceededError
 from .outer import ChunkSelection, plan_axis, read_outer
 

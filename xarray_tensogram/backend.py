@@ -25,7 +25,6 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
-from .assemble.common import STORAGE_SPEC_KEY, drop_storage_spec
 from .assemble.group import RawGroup
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
@@ -36,6 +35,7 @@ from .formats.base import FormatFile
 from .formats.registry import FormatSpec
 from .io import ByteSource, RetryPolicy, is_remote_url, open_source
 from .metadata_cache import open_cached
+from .raw_variables import STORAGE_SPEC_KEY, drop_storage_spec
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .io import ByteSource
 
 from .cli_dump import CliError, cmd_dump
-from .formats.inspect import count, shape_text
+from .formats.reports import count, shape_text
 from .progress import PROG, progress
 
 __all__ = ["main", "sample_paths"]

@@ -45,8 +45,8 @@ import numpy as np
 import xxhash
 
 from ._version import __version__
+from .array_spec import ArraySpec, StackedReader
 from .assemble.tensogram.collect import MessageMembers, ObjectSpec
-from .catalog import ArraySpec, StackedReader
 from .errors import MetadataCacheWarning, UnsupportedOptionError
 from .formats.base import FormatFile
 from .formats.tensogram.objects import Message

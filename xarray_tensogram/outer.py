@@ -1,4 +1,4 @@
-"""OUTER indexing of an :class:`~xarray_tensogram.catalog.ArraySpec`: the package's one indexer.
+"""OUTER indexing of an :class:`~xarray_tensogram.array_spec.ArraySpec`: the package's one indexer.
 
 Each axis of a key takes an integer, a slice or an integer array. The key is
 mapped onto the spec's chunk grid; only the chunks the key touches are read, and
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .catalog import ArraySpec, MissingChunk, read_chunk_into
+from .array_spec import ArraySpec, MissingChunk, read_chunk_into
 from .errors import LimitExceededError
 
 __all__ = ["AxisPlan", "ChunkSelection", "plan_axis", "read_outer"]

@@ -30,7 +30,7 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Sto
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from . import options as declared
-from .catalog import ArraySpec, MissingChunk, chunk_counts, chunk_extent, full_region, read_chunk_into
+from .array_spec import ArraySpec, MissingChunk, chunk_counts, chunk_extent, full_region, read_chunk_into
 from .errors import NotATensorFileError
 
 __all__ = ["TensogramStore"]
@@ -121,7 +121,7 @@ class _Layout:
             self.add_array(_join(path, str(name)), var)
 
     def add_array(self, path: str, var: xr.Variable) -> None:
-        from .assemble.common import storage_spec
+        from .raw_variables import storage_spec
         from .zarr_meta import array_document, default_fill, nested_attrs, zarr_attrs, zarr_dtype
 
         spec = storage_spec(var)

@@ -23,7 +23,7 @@ __all__ = ["RawGroup", "as_raw_group", "raw_dataset"]
 class RawGroup:
     """One group as assembly produced it: raw (CF-encoded) variables, which of them are coordinates, attributes
     and the group's encoding. The lazy variables keep their storage spec in ``encoding``
-    (:data:`~xarray_tensogram.assemble.common.STORAGE_SPEC_KEY`)."""
+    (:data:`~xarray_tensogram.raw_variables.STORAGE_SPEC_KEY`)."""
 
     variables: dict[str, xr.Variable]
     coord_names: frozenset[str] = frozenset()

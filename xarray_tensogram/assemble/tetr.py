@@ -30,21 +30,11 @@ from ..conventions import (
     TETR_HISTORY_ATTR,
     TETR_LABELS_ENCODING,
 )
+from ..dim_names import check_dim_names, check_requested_dims, generic_dim_names, requested_dims, unique_names
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from ..formats.tetr.history import history_text
-from .common import (
-    check_dim_names,
-    check_requested_dims,
-    generic_dim_names,
-    lazy_variable,
-    memory_variable,
-    requested_dims,
-    strings_from_payload,
-    typed_attrs,
-    unique_names,
-    with_cf_coordinates,
-)
+from ..raw_variables import lazy_variable, memory_variable, strings_from_payload, typed_attrs, with_cf_coordinates
 from .group import raw_dataset
 
 __all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
@@ -218,7 +208,7 @@ def tetr_to_dataset(
     """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
 
     Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
-    :func:`~xarray_tensogram.assemble.common.lazy_variable`).
+    :func:`~xarray_tensogram.raw_variables.lazy_variable`).
     """
     names = unique_names(d.name for d in tfile.datasets)
     renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..catalog import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
+from ..array_spec import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
-from .common import drop_storage_spec, lazy_variable, memory_variable, storage_spec
+from ..raw_variables import drop_storage_spec, lazy_variable, memory_variable, storage_spec
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 

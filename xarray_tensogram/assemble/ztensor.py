@@ -16,20 +16,16 @@ from typing import Any
 import xarray as xr
 
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
+from ..dim_names import check_dim_names, check_requested_dims, generic_dim_names, requested_dims, unique_names
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
-from .common import (
-    check_dim_names,
-    check_requested_dims,
+from ..raw_variables import (
     flatten_attrs,
-    generic_dim_names,
     lazy_variable,
     memory_variable,
-    requested_dims,
     strings_from_payload,
     typed_attrs,
-    unique_names,
     with_cf_coordinates,
 )
 from .group import RawGroup

@@ -4,7 +4,7 @@ A record says what a format is called, how its files start (magic bytes) and
 end (extensions), how to open one, how ``ls``, ``info`` and ``verify`` see it,
 and (by import path, loaded only when used) its assembly function, writer and
 virtual Zarr parser (where its chunks are stored each chunk reader says itself:
-``byte_layout`` of ``catalog.ByteRangeReader``). The open options a format honours are the
+``byte_layout`` of ``byte_layout.ByteRangeReader``). The open options a format honours are the
 keywords its reader and assembly function take (see ``options.py``). The backend and the CLI dispatch through
 :func:`get`, :func:`sniff` and :func:`from_bytes`, never by name in an
 ``if/elif``. Adding a format: write its folder under ``formats/`` with a
@@ -26,7 +26,7 @@ from typing import Any
 
 from ..io import ByteSource, SourceLike
 from .base import FormatFile
-from .inspect import Table, VerifyPlan
+from .reports import Table, VerifyPlan
 
 __all__ = ["FormatSpec", "formats", "from_bytes", "from_extension", "get", "load", "sniff"]
 
@@ -66,9 +66,9 @@ class FormatSpec:
 #: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
 #: neither magic nor extension decides
 _MODULES = (
-    "xarray_tensogram.formats.tensogram.inspect",
+    "xarray_tensogram.formats.tensogram.record",
     "xarray_tensogram.formats.tetr",
-    "xarray_tensogram.formats.ztensor.inspect",
+    "xarray_tensogram.formats.ztensor.record",
 )
 _REGISTRY: dict[str, FormatSpec] = {}
 

@@ -1,12 +1,12 @@
 """Where each storage chunk of a raw variable lives, and which Zarr v3 codecs decode it.
 
 Each format's chunk reader describes its own stored chunks (``byte_layout``, the
-:class:`~xarray_tensogram.catalog.ByteRangeReader` protocol); the transforms of the catalog (stacks, casts,
+:class:`~xarray_tensogram.byte_layout.ByteRangeReader` protocol); the transforms of the lazy spec (stacks, casts,
 transposes) describe theirs from their inner spec's. This module only turns that description into a
 :class:`VirtualArray` with absolute chunk paths: it knows no format. Standard codecs (``bytes``, ``zstd``,
 ``numcodecs.shuffle``) are used where they express the stored bytes exactly, so readers without this package
 can read those arrays; the package's own codecs (``codecs.py``) only where they cannot. Where no byte ranges
-can express the chunks, the result is an :class:`~xarray_tensogram.catalog.Unreferenced` with the reason, and
+can express the chunks, the result is an :class:`~xarray_tensogram.byte_layout.Unreferenced` with the reason, and
 the parser inlines the decoded values.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..catalog import ArraySpec, ChunkRef, Unreferenced, byte_layout, zarr_bytes_codec
+from ..array_spec import ArraySpec
+from ..byte_layout import ChunkRef, Unreferenced, byte_layout, zarr_bytes_codec
 
 __all__ = ["ChunkRef", "VirtualArray", "bytes_codec", "plan_chunks"]
 

@@ -79,7 +79,7 @@ class TensogramFrameCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped:
         raise CodecError("the Tensogram frame codec only decodes: write .tgm files with xarray_tensogram.to_tensogram")
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        from ..catalog import cast_values
+        from ..array_spec import cast_values
 
         values = decode_tensogram_frame(np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8))
         if self.astype:

@@ -10,7 +10,7 @@ Variables that have no byte range in the file (coordinates built from metadata: 
 layouts) are *inlined*: their encoded values live in the store itself, and
 :meth:`TensogramManifestStore.to_virtual_dataset` always loads them, so kerchunk references and
 Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a key of
-``catalog.UNREFERENCED``). Where a chunk is stored, each format's chunk reader says itself (``byte_layout``).
+``byte_layout.UNREFERENCED``). Where a chunk is stored, each format's chunk reader says itself (``byte_layout``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ import numpy as np
 import xarray as xr
 
 from .. import options as declared
-from ..assemble.common import storage_spec
 from ..backend import open_raw_groups
-from ..catalog import Unreferenced
+from ..byte_layout import Unreferenced
 from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
+from ..raw_variables import storage_spec
 from ..zarr_meta import default_fill as _default_fill
 from ..zarr_meta import json_attr as _json_attr
 from ..zarr_meta import zarr_attrs as _zarr_attrs
@@ -108,7 +108,7 @@ def _store_class() -> type:
 
         @property
         def inline_reasons(self) -> dict[str, str]:
-            """Why each inlined variable has no byte ranges: a key of ``catalog.UNREFERENCED``."""
+            """Why each inlined variable has no byte ranges: a key of ``byte_layout.UNREFERENCED``."""
             return dict(self._reasons)
 
         async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:

@@ -35,15 +35,12 @@ from ..formats.tensogram.writer import (
     encode_message_parts,
     write_messages,
 )
-from ..grib import (
-    GRIB_LEVEL_SOURCE,
-    derived_name,
-    entry_paths,
-    level_keys,
-    refresh_repro,
-)
 from ..io.lock import write_lock
-from .common import (
+from ..producers import SOURCE_OWNERS, dataset_writer, written_by
+from ..producers.interface import Producer
+from .encoding_check import warn_codecs_unused
+from .existing import check_mode
+from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
@@ -54,9 +51,6 @@ from .common import (
     string_payload,
     with_attr_types,
 )
-from .encoding import warn_codecs_unused
-from .existing import check_mode
-from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
 from .tensogram_pipeline import ENCODING, pipeline_in_effect, resolve_pipeline
@@ -174,29 +168,17 @@ def object_entry(
     table = var.encoding.get("tensogram_table_attrs") or {}
     if table:  # units/long_name/standard_name the reader took from the parameter table: not the file's own
         attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
-    is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
-    if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
-        attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
-    entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
+    producer = written_by(var.encoding, attrs)  # the layout it was read in: its attributes at their paths
+    entry = _attrs_to_entry(producer.entry_attrs(attrs, var.encoding), var.encoding.get("tensogram_cf_attrs"))
     entry.update(_value_marks(cf.dtype, desc))
     for m in var_mdims:
-        i = sel[m.name]
-        pairs = (
-            level_keys(
-                ds[m.name].values[i] if m.name in ds.coords else i, bool(var.encoding.get("tensogram_grib_levelist"))
-            )
-            if m.source == GRIB_LEVEL_SOURCE
-            else m.keys[i]
-        )
-        for key, value in pairs:
+        for key, value in _dim_keys(ds, m, sel[m.name], var.encoding):
             set_path(entry, key, value)
     for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
         if cname in ds.coords and ds[cname].ndim == 0:
             for key, value in key_value(src, ds[cname].values[()]):
                 set_path(entry, key, value)
-    if is_grib:
-        refresh_repro(entry)
-    if not is_grib or derived_name(entry) != name:  # a GRIB name follows from the short name
+    if producer.finish_entry(entry, str(name)):  # False: the producer's keys give the name
         set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
     split = {m.name for m in mdims}
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
@@ -207,6 +189,15 @@ def object_entry(
     if aux:
         set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     return entry
+
+
+def _dim_keys(ds: xr.Dataset, m: MessageDim, i: int, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The (dotted key, value) pairs of message dim ``m`` at ``i``: its keys, or for a source that is no key (a
+    producer's level) the keys its producer says it stands for."""
+    owner = SOURCE_OWNERS.get(m.source)
+    if owner is None:
+        return m.keys[i]
+    return owner.source_keys(m.source, ds[m.name].values[i] if m.name in ds.coords else i, encoding)
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
@@ -427,7 +418,7 @@ def _message_coords(
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """The coordinate objects of the message at ``sel``: every coordinate not along message dims in the first
     message; with ``grid``, each message's grid again in every later one (and in an appended first message,
-    even where the file has it), so that each message describes itself, as in files converted from GRIB."""
+    even where the file has it), so that each message describes itself, as converted files do."""
     split = {m.name for m in mdims}
     names = _grid_names(ds, mdims, sel) if grid and mdims else set()
     if first:
@@ -440,20 +431,21 @@ def _default_mask(mask_method: str | None) -> str:
     return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
 
 
-def _netcdf_message(
+def _layout_message(
     ds: xr.Dataset,
+    producer: Producer,
     encoding: Mapping[str, Mapping[str, Any]],
     mask_method: str | None,
     **kw: Any,
 ) -> Iterator[bytes | EncodedMessage]:
-    """A Dataset read from a netCDF conversion: one message in the converter's layout (its file split)."""
+    """A Dataset a producer assembled whole: one message of its objects, in its layout."""
     mask_kw: dict[str, Any] = {
         "allow_nan": True,
         "allow_inf": True,
         **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method)),
     }
     base, objects = [], []
-    for o in netcdf_objects(ds, py_value):
+    for o in producer.objects(ds, py_value):
         desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
         values = _object_values(o.values, desc, o.entry)
         desc["shape"] = list(values.shape)
@@ -479,9 +471,8 @@ def to_tensogram(
 ) -> int:
     """Write a Dataset as Tensogram v3 messages.
 
-    The mapping of the reader is inverted: dimensions built from metadata keys split the data into
-    one message per combination, with one object per variable; the other coordinates are written as
-    coordinate objects in the first message, each message's grid in every message.
+    The reader's mapping inverted: metadata-key dimensions split the data into one message per combination,
+    one object per variable; other coordinates go to the first message, the grid to every message.
 
     Parameters
     ----------
@@ -498,7 +489,7 @@ def to_tensogram(
         ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
         ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
         ``szip``, ``blosc2``, ``zfp``) with their parameters, and ``to_netcdf``'s CF keys, checked against
-        the codec registry (:mod:`.encoding`). By default the pipeline each variable was read with.
+        the codec registry (:mod:`.encoding_check`). By default the pipeline each variable was read with.
     hash
         ``"xxh3"`` or ``None``.
     layout
@@ -537,9 +528,9 @@ def to_tensogram(
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
         in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
         _check_storable(ds, cf)
-        if message_dims is None and is_netcdf_layout(ds):  # read from a netCDF conversion: keep its layout
-            netcdf = _netcdf_message(ds, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
-            return write_messages(path, netcdf, mode=mode)
+        if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
+            one = _layout_message(ds, whole, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
+            return write_messages(path, one, mode=mode)
         messages = _iter_messages(
             ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file, grid=grid
         )

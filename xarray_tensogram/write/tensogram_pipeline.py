@@ -4,7 +4,7 @@ The pipeline stages (``encoding``, ``filter``, ``compression``) are ``encoding=`
 codecs of Tensogram's one table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
 parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the
 name, the codec's own (``level``). :data:`ENCODING` is what the one check of ``encoding=``
-(:mod:`.encoding`) holds a ``.tgm`` entry to.
+(:mod:`.encoding_check`) holds a ``.tgm`` entry to.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..codecs import zstd
 from ..codecs.base import PASSTHROUGH
 from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
 from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
-from .encoding import CodecKey, EncodingKeys, InEffect, Option
+from .encoding_check import CodecKey, EncodingKeys, InEffect, Option
 
 __all__ = ["ENCODING", "pipeline_in_effect", "resolve_pipeline"]
 

@@ -30,7 +30,9 @@ from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
-from .common import (
+from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
+from .existing import check_append, check_mode
+from .prepare import (
     EncodedDataset,
     as_dataset,
     attr_types,
@@ -42,8 +44,6 @@ from .common import (
     string_payload,
     warn_dropped,
 )
-from .encoding import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
-from .existing import check_append, check_mode
 
 __all__ = ["to_tetr"]
 

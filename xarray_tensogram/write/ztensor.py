@@ -27,7 +27,9 @@ from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from ..io.lock import write_lock
-from .common import (
+from .encoding_check import CodecKey, EncodingKeys, Option
+from .existing import check_append, check_mode
+from .prepare import (
     EncodedDataset,
     as_dataset,
     check_dtypes,
@@ -39,8 +41,6 @@ from .common import (
     warn_dropped,
     with_attr_types,
 )
-from .encoding import CodecKey, EncodingKeys, Option
-from .existing import check_append, check_mode
 
 __all__ = ["to_ztensor"]
 

@@ -6,8 +6,8 @@
 4. :mod:`.hypercube` — objects stacked along independent metadata keys;
 5. :mod:`.build` — the Dataset (or one per group, for real conflicts only).
 
-Producers' layouts (the GRIB converter, anemoi-inference, earthkit-data) plug in through one
-interface, :mod:`.producer`; :mod:`.producers` registers them.
+Producers' layouts plug in through one interface (:mod:`xarray_tensogram.producers.interface`);
+:mod:`xarray_tensogram.producers` registers them, one module or folder each.
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ...dim_names import check_dim_names
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
-from ..common import check_dim_names, flatten_attrs, memory_variable
+from ...producers.interface import Producer, derived
+from ...raw_variables import flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
-from .producer import Producer, derived
 
 __all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
@@ -44,7 +45,7 @@ def _same_values(a: TgObject, b: TgObject) -> bool:
         # remote file: frames of the same length with the same metadata are taken as the same coordinate
         # (comparing values would cost two requests per message; local files are always compared)
         return True
-    from ..common import lazy_variable
+    from ...raw_variables import lazy_variable
 
     dims = [f"d{i}" for i in range(len(a.shape))]
     return bool(
@@ -144,7 +145,7 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
 def _producer_grids(
     by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
 ) -> dict[str, xr.Variable]:
-    """Grid dims (GRIB: latitude/longitude, or values) and their coordinates from a producer's metadata,
+    """Grid dims (latitude/longitude, or values) and their coordinates from a producer's metadata,
     unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
     out: dict[str, xr.Variable] = {}
     if dim_names is not None:
@@ -280,7 +281,7 @@ def tensogram_groups(
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
     whole = _assembling_producer(objects)
-    if whole is not None:  # a layout that says everything (the netCDF converter's) builds the Datasets itself
+    if whole is not None:  # a layout that says everything builds the Datasets itself
         apply_filter(objects, filter_by_keys, tfile.name)
         groups = whole.assemble(
             objects,

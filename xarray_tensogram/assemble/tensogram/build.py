@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...catalog import ArraySpec, stack_specs
+from ...array_spec import ArraySpec, stack_specs
+from ...dim_names import generic_dim_names
 from ...errors import HypercubeError
 from ...mars import (
     NUMBER_ATTRS,
@@ -28,7 +29,8 @@ from ...mars import (
     step_hours,
 )
 from ...params import TABLE_ATTRS, table_attributes
-from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
+from ...producers.interface import LEVEL_PREFIX, Producer
+from ...raw_variables import flatten_attrs, lazy_variable, memory_variable
 from .collect import MessageMembers, TgObject
 from .hypercube import (
     MARS_TIME_KEYS,
@@ -40,7 +42,6 @@ from .hypercube import (
     dim_value,
     key_of,
 )
-from .producer import LEVEL_PREFIX, Producer
 
 __all__ = ["CoordObject", "build_dataset"]
 
@@ -281,7 +282,7 @@ def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
         out[name] = new
     elif existing.dims != new.dims or not np.array_equal(existing.values, new.values):
         raise HypercubeError(
-            f"GRIB fields disagree on coordinate {name!r} (different grids or levels in one group); "
+            f"fields disagree on coordinate {name!r} (different grids or levels in one group); "
             f"open them separately with filter_by_keys={{'mars.grid': ...}} or {{'mars.area': ...}}"
         )
 

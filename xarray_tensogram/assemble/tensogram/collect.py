@@ -18,16 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec
+from ...array_spec import ArraySpec
 from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
-from .keys import SCALARS, hashable
-from .producer import CoordinateRole, Producer
-from .producers import GribKeys, producer_for
+from ...producers import producer_for
+from ...producers.interface import CoordinateRole, Producer
+from ...producers.keys import SCALARS, hashable
 
 __all__ = [
-    "GribKeys",
     "ObjectSpec",
     "TensogramMappingWarning",
     "TgObject",
@@ -202,7 +201,7 @@ def _flat_keys_rebuildable(
 
 
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> bool:
-    # runs over every key of every object (about 50 per GRIB-converted object): written for speed;
+    # runs over every key of every object (about 50 per object of some producers): written for speed;
     # returns whether the keys written give ``entry`` back (see _flat_keys_rebuildable)
     scalars = SCALARS
     types = set(map(type, entry.values()))
@@ -461,7 +460,7 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 
 def _filter_value(o: TgObject, key: str) -> Any:
-    """An object's producer may answer keys of its own world (GRIB: cfgrib's ``typeOfLevel``, ``shortName``)."""
+    """An object's producer may answer keys of its own world (cfgrib's ``typeOfLevel``, ``shortName``)."""
     value = o.value(key)
     return o.producer.filter_value(o.all_keys(), key) if value is None and o.producer is not None else value
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..common import _dim_names_problem, requested_dims
+from ...dim_names import _dim_names_problem, requested_dims
 from .collect import warn
 
 __all__ = ["AxisNames", "parse_file_hint", "parse_object_hint", "resolve_axes"]

@@ -2,7 +2,7 @@
 
 Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``,
 ``levelist``, ``number``, the other ``mars`` keys, then any other key (including the message's
-global metadata). Keys the object's producer says restate others (``grib_repro.*``) are never
+global metadata). Keys the object's producer says restate others are never
 candidates. A candidate becomes a dimension only if the variable name and the dimensions
 already chosen do not determine it; a dependent key becomes a coordinate along the dimensions
 that determine it (or an attribute when it is constant within a variable). The plan is made from
@@ -23,9 +23,9 @@ from typing import Any
 
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
+from ...producers.interface import LEVEL_PREFIX, Producer
 from .collect import TgObject, flat_keys, warn
 from .naming import COORDINATE_NAMES
-from .producer import LEVEL_PREFIX, Producer
 
 __all__ = [
     "MARS_TIME_KEYS",
@@ -44,7 +44,7 @@ STEP_KEY = "mars.step"
 MESSAGE_SOURCE = "tensogram.message"
 OBJECT_SOURCE = "tensogram.object"
 MARS_TIME_KEYS = ("mars.date", "mars.time")
-NEVER_STACKED = ("grib_repro.", "grib.", "_reserved_.")
+NEVER_STACKED = ("_reserved_.",)
 #: keys that describe structure, never stacked nor kept as attributes
 STRUCTURAL = frozenset({"dim_names", "coordinates", "cf.coordinates"})
 DIM_NAMES = {
@@ -176,7 +176,7 @@ def _candidates(
         keys = [TIME_SOURCE] + [k for k in keys if k not in MARS_TIME_KEYS]
     # an object without MARS time or step does not make them vary (a field with no time beside a cube)
     levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
-    if levels:  # a producer's level (GRIB: named after typeOfLevel), which mars.levelist restates
+    if levels:  # a producer's level (named after its kind), which mars.levelist restates
         keys = [k for k in keys if k != "mars.levelist"] + levels
     # a key whose items are equal in every object cannot vary: the exact test runs on the rest only
     maybe = _varying_keys(objs, memo) if objs else set()
@@ -393,7 +393,7 @@ def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
     """The dotted keys (under ``prefix``) whose value differs between nested maps, as
     :func:`_varying_keys` would find them in the flattened maps, without flattening them.
 
-    GRIB sections hold some 50 keys per object: they are compared column by column (one
+    A producer's sections hold some 50 keys per object: they are compared column by column (one
     ``itemgetter`` per map, ``tuple.count`` per key, both in C), and only the maps that differ
     are descended into. Maps of different key sets fall back to flattening.
     """

@@ -64,7 +64,7 @@ def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:
     found_key = False
     for o in objects:
         role = o.producer.coordinate(o.all_keys(), o.shape) if o.producer is not None else None
-        if role is not None:  # a coordinate whatever its name says (anemoi's grid_latitude)
+        if role is not None:  # a coordinate whatever its name says (a grid object named grid_latitude)
             o.name, o.name_key, o.is_coord, o.role = role.name, None, True, role
             continue
         default, default_key = _first_name(o, NAME_KEYS)

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout
+from ...array_spec import ArraySpec
+from ...byte_layout import ByteLayout
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
 from ...errors import (
@@ -308,8 +309,7 @@ class ObjectReader:
         """This object as one Zarr chunk (:mod:`.zarr_layout`)."""
         from .zarr_layout import object_layout
 
-        lay = self.layout()
-        frame = (self.ref.frame_offset, self.ref.frame_length)
+        lay, frame = self.layout(), (self.ref.frame_offset, self.ref.frame_length)
         return object_layout(spec, lay.descriptor, frame, (lay.region_start, lay.region_length))
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:

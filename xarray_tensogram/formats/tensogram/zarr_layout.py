@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...catalog import ArraySpec, ByteLayout, ChunkRef, zarr_bytes_codec
+from ...array_spec import ArraySpec
+from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
 from ...codecs.base import PASSTHROUGH
 
 __all__ = ["FRAME_CODEC_ID", "object_layout"]

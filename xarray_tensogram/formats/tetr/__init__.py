@@ -18,9 +18,9 @@ payload offsets, missing tiles, metadata limits). No xarray or dask here.
 from __future__ import annotations
 
 from .footer import encode_footer
-from .inspect import FORMAT
 from .model import CODECS, DTYPE_CODES, LIMITS, TetrDataset
 from .reader import TetrFile, TetrTileReader, open_tetr
+from .record import FORMAT
 from .writer import DatasetWrite, write_tetr
 
 __all__ = [

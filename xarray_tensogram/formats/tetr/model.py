@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...catalog import chunk_counts
+from ...array_spec import chunk_counts
 from ...codecs import zstd
 from ...codecs.base import PASSTHROUGH, Codec
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout, chunk_extent
+from ...array_spec import ArraySpec, chunk_extent
+from ...byte_layout import ByteLayout
 from ...codecs import zstd
 from ...errors import (
     CorruptFileError,
@@ -36,7 +37,7 @@ from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
 
 @dataclass(frozen=True, eq=False)
 class TetrTileReader:
-    """The :class:`~xarray_tensogram.catalog.ChunkReader` of one dataset: thread-safe and picklable.
+    """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset: thread-safe and picklable.
 
     Holds the byte source (pickled as a path) and the dataset's index rows only.
     Raw tiles are read by byte range (a region of leading-axis rows reads only

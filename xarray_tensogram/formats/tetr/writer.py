@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ...catalog import chunk_counts
+from ...array_spec import chunk_counts
 from ...errors import (
     LimitExceededError,
     UnsupportedError,

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout, ChunkRef, chunk_counts, chunk_extent, zarr_bytes_codec
+from ...array_spec import ArraySpec, chunk_counts, chunk_extent
+from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
 from ...codecs import zstd
 
 __all__ = ["TILE_CODEC_ID", "tiles_layout"]

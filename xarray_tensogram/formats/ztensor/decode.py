@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...catalog import ArraySpec, ByteLayout, Unreferenced
+from ...array_spec import ArraySpec
+from ...byte_layout import ByteLayout, Unreferenced
 from ...codecs import zstd
 from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64

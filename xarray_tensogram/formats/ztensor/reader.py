@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import ArraySpec
+from ...array_spec import ArraySpec
 from ...io import ByteSource, SourceLike, open_source
 from ..base import FormatFile
 from .containers import parse_container

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ...catalog import ArraySpec, ByteLayout, ChunkRef, Unreferenced, zarr_bytes_codec
+from ...array_spec import ArraySpec
+from ...byte_layout import ByteLayout, ChunkRef, Unreferenced, zarr_bytes_codec
 from .compression import ENCODINGS
 from .model import TensorInfo
 

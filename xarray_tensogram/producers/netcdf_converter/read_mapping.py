@@ -29,12 +29,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...catalog import ArraySpec, stack_specs
+from ...array_spec import ArraySpec, stack_specs
 from ...conventions import NETCDF_ENCODING_KEY
+from ...dim_names import check_dim_names, requested_dims
 from ...errors import MetadataError, TensogramMappingWarning
-from ..common import check_dim_names, lazy_variable, requested_dims
-from .netcdf_concat import concat_specs
-from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
+from ...raw_variables import lazy_variable
+from .concat import concat_specs
+from .objects import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
 __all__ = ["netcdf_groups"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...catalog import ArraySpec, Region
+from ...array_spec import ArraySpec, Region
 from ...outer import read_outer
 
 __all__ = ["ConcatReader", "concat_specs"]

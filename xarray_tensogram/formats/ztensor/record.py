@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import partial
 
 from ...errors import MissingHashError
-from ..inspect import CheckItem, Table, VerifyPlan, count, shape_text, short_text
 from ..registry import FormatSpec
+from ..reports import CheckItem, Table, VerifyPlan, count, shape_text, short_text
 from .containers import MAGIC_V01, MAGIC_V1, MAGIC_V2
 from .reader import ZTensorFile, open_ztensor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..producer import Producer
+from .interface import Producer
 
 __all__ = ["EarthkitEncoder"]
 

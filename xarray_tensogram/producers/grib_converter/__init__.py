@@ -1,7 +1,8 @@
 """ECMWF's GRIB converter (``tensogram-grib``): objects open as cfgrib opens the GRIB messages.
 
-The GRIB facts (names, grids, levels, attributes) live in :mod:`xarray_tensogram.grib`, which
-the writer shares; this module only answers the mapping stages' questions with them.
+The GRIB facts (names, grids, levels, attributes) live in :mod:`.cfgrib_rules`, their way back into
+the converter's metadata in :mod:`.write_layout`; this module answers the mapping stages' and the
+writer's questions with them.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from .... import grib
-from ....mars import NUMBER_ATTRS
+from ...mars import NUMBER_ATTRS
+from ..interface import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
 from ..keys import SectionKeys
-from ..producer import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
+from . import cfgrib_rules as grib
+from .write_layout import derived_name, entry_paths, level_keys, refresh_repro
 
 __all__ = ["GribConverter", "GribKeys"]
 
@@ -37,6 +39,7 @@ class GribConverter(Producer):
     #: keys that vary with step or level restate them (``stepRange``, ``level``): dropped, as cfgrib does
     dependent_coordinates: ClassVar[bool] = False
     level_source: ClassVar[str] = grib.GRIB_LEVEL_SOURCE
+    own_sources: ClassVar[frozenset[str]] = frozenset({grib.GRIB_LEVEL_SOURCE})
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
         return grib.is_grib_entry(entry)
@@ -85,3 +88,17 @@ class GribConverter(Producer):
 
     def filter_value(self, keys: Keys, key: str) -> Any:
         return grib.filter_value(keys, key)  # cfgrib's undotted keys: typeOfLevel, shortName
+
+    def writes(self, encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> bool:
+        return "tensogram_attr_paths" in encoding or any(str(k).startswith("GRIB_") for k in attrs)
+
+    def entry_attrs(self, attrs: Mapping[str, Any], encoding: Mapping[str, Any]) -> dict[str, Any]:
+        """GRIB_*/units/long_name back to grib_repro.* (and grib.*)."""
+        return entry_paths(attrs, encoding.get("tensogram_attr_paths"))
+
+    def source_keys(self, source: str, value: Any, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        return level_keys(value, bool(encoding.get("tensogram_grib_levelist")))  # the level: its only own source
+
+    def finish_entry(self, entry: dict[str, Any], name: str) -> bool:
+        refresh_repro(entry)
+        return derived_name(entry) != name  # a GRIB name follows from the short name

@@ -1,7 +1,7 @@
 """Hashable metadata values, and a view of an object's dotted keys that leaves big sections nested.
 
-Shared by stage 1 (:mod:`.collect`, which flattens every object's metadata) and the producers
-(:mod:`.producers`) whose objects carry sections of many keys that never make a dimension.
+Shared by stage 1 (``assemble/tensogram/collect.py``, which flattens every object's metadata) and the producers
+(:mod:`xarray_tensogram.producers`) whose objects carry sections of many keys that never make a dimension.
 """
 
 from __future__ import annotations

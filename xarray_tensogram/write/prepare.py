@@ -27,7 +27,7 @@ from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
 from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError
-from .encoding import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
+from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
     "CF_ENCODING_KEYS",
@@ -47,7 +47,7 @@ class EncodedDataset:
     """A Dataset as CF-encoded variables, ready for one format's writer.
 
     ``options`` holds, per variable, the writer's own options left after CF encoding (what the user gave,
-    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding`).
+    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding_check`).
     ``coordinate_only`` lists the coordinates that no data variable's ``coordinates`` attribute names:
     formats without Dataset attributes mark them on the variable itself
     (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).

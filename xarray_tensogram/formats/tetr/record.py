@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..inspect import CheckItem, Table, VerifyPlan, count, shape_text
 from ..registry import FormatSpec
+from ..reports import CheckItem, Table, VerifyPlan, count, shape_text
 from .model import CODECS, MAGIC
 from .reader import TetrFile, TetrTileReader, open_tetr
 

@@ -2,20 +2,22 @@
 
 Its objects carry a ``netcdf`` map with ``_dims`` and ``_file`` (``specs/tensogram-from-netcdf.md``),
 which say everything the generic stages would guess, so this producer builds the Datasets itself
-(:mod:`..netcdf`) when every object of the file is the converter's.
+(:mod:`.read_mapping`) when every object of the file is the converter's, and writes such a Dataset
+back as the converter's file split (:mod:`.write_layout`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import xarray as xr
 
+from ..interface import Producer, WrittenObject
 from ..keys import SectionKeys
-from ..netcdf import netcdf_groups
-from ..netcdf_layout import netcdf_map
-from ..producer import Producer
+from .objects import netcdf_map
+from .read_mapping import netcdf_groups
+from .write_layout import is_netcdf_layout, netcdf_objects
 
 __all__ = ["NetcdfConverter"]
 
@@ -39,7 +41,7 @@ class NetcdfConverter(Producer):
     label: ClassVar[str] = "netcdf"
     entry_keys: ClassVar[frozenset[str]] = frozenset({"netcdf"})
     assembles: ClassVar[bool] = True
-    #: the attribute maps stay nested (read as a whole by :mod:`..netcdf`; flattening them per object,
+    #: the attribute maps stay nested (read as a whole by :mod:`.read_mapping`; flattening them per object,
     #: ``_file``'s registry and the global attributes included, was most of an open's cost)
     sections: ClassVar[tuple[str, ...]] = ("netcdf", "cf")
 
@@ -51,3 +53,9 @@ class NetcdfConverter(Producer):
 
     def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
         return netcdf_groups(objects, **options)
+
+    def writes_dataset(self, ds: xr.Dataset) -> bool:
+        return is_netcdf_layout(ds)
+
+    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
+        return netcdf_objects(ds, plain)

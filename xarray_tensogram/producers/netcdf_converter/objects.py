@@ -9,7 +9,7 @@ one object into a :class:`NcObject` (name, dims, attributes with their types res
 objects of a file into the netCDF files they came from (:class:`NcInput`): a ``.tgm`` may concatenate
 several conversions, and nothing but their metadata marks where one ends.
 
-Nothing here builds xarray objects: :mod:`.netcdf` does, from these.
+Nothing here builds xarray objects: :mod:`.read_mapping` does, from these.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...conventions import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
-from ..common import netcdf_safe_value
+from ...raw_variables import netcdf_safe_value
+from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 
 __all__ = ["NcInput", "NcObject", "NcVariable", "as_nc_object", "group_inputs", "netcdf_map", "restore_attrs"]
 
@@ -116,7 +116,7 @@ class NcVariable:
 
 @dataclass
 class NcInput:
-    """The objects of one converted netCDF file (or of several, once :mod:`.netcdf` combined them)."""
+    """The objects of one converted netCDF file (or of several, once :mod:`.read_mapping` combined them)."""
 
     file_map: dict[str, Any]
     variables: dict[str, NcVariable] = field(default_factory=dict)

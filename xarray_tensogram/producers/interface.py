@@ -1,8 +1,7 @@
 """One interface for the layouts of the producers that write ``.tgm`` files (DESIGN.md "Files from real producers").
 
-ECMWF's producers (the GRIB converter, anemoi-inference's output plugin, earthkit-data's encoder,
-the netCDF converter) each lay their objects out in their own way, and their users expect what
-they know from the producer's world (cfgrib's names and levels, a grid coordinate, ...). A
+Each producer of ``.tgm`` files lays its objects out in its own way, and its users expect what
+they know from the producer's world (names, levels, a grid coordinate, ...). A
 producer is recognised from an object's own metadata (and its message's ``_extra_``) when the
 objects are collected, and the mapping stages then ask the object's producer a few questions.
 Every question has a default answer here, "nothing special": the generic rules of DESIGN.md
@@ -21,36 +20,58 @@ Stage 4 (:mod:`.hypercube`)
     :meth:`Producer.restates` (keys that restate others: never a dimension or a coordinate),
     :meth:`Producer.level_order`, :attr:`Producer.dependent_coordinates`.
 Stages 2-5 at once
-    :meth:`Producer.assemble`, for a layout that says everything the stages would guess (the netCDF
-    converter's names, dims and attributes): when every object of the file is its own, it builds the
+    :meth:`Producer.assemble`, for a layout that says everything the stages would guess (names, dims
+    and typed attributes): when every object of the file is its own, it builds the
     raw Datasets itself (:attr:`Producer.assembles`).
 Stage 5 (:mod:`.build`)
     :meth:`Producer.dim_attrs` (attributes of a stacked dimension's coordinate),
     :meth:`Producer.attributes` (a variable's attributes and encoding) and
     :meth:`Producer.scalar_coordinates`.
 
-A new producer is one module in :mod:`.producers` with a subclass of :class:`Producer`, plus one
-line in that package's ``REGISTERED`` tuple. Producers are asked in that order; the first that
-recognises an object owns it.
+Writing (``write/tensogram.py``), the same producer puts its layout back
+    :meth:`Producer.writes` picks the producer of a variable (its encoding as read, its attributes);
+    :meth:`Producer.entry_attrs` (attributes at their metadata paths), :meth:`Producer.source_keys`
+    (the keys a value of a stacking source of its own stands for), :meth:`Producer.finish_entry`
+    (keys that follow from the others). A layout that says everything (:attr:`Producer.assembles`)
+    writes a whole Dataset in one message: :meth:`Producer.writes_dataset`, :meth:`Producer.objects`.
+
+A new producer is one module or folder in :mod:`xarray_tensogram.producers` with a subclass of
+:class:`Producer`, plus one line in that package's ``REGISTERED`` tuple. Producers are asked in that
+order; the first that recognises an object (or writes a variable) owns it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
 import xarray as xr
 
-# the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
-from ...grib import GridCoords, LevelInfo
-from ..common import memory_variable
+from ..raw_variables import memory_variable
 
-__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
+__all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "WrittenObject", "derived"]
 
 Keys = Mapping[str, Any]
-#: the stacking source of a producer's levels: ``grib:level:<LevelInfo.name>`` (one per kind of level)
-LEVEL_PREFIX = "grib:level:"
+#: the stacking source of a producer's levels: ``level:<LevelInfo.name>`` (one per kind of level)
+LEVEL_PREFIX = "level:"
+
+
+@dataclass(frozen=True)
+class LevelInfo:
+    """One object's vertical level, named after its kind (``isobaricInhPa``, 850.0)."""
+
+    name: str
+    value: float
+
+
+@dataclass
+class GridCoords:
+    """Dims of the object's own axes and the coordinates computed for them (dims, values, attrs)."""
+
+    dims: list[str]
+    coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,9 +106,12 @@ class Producer:
     dependent_coordinates: ClassVar[bool] = True
     #: the metadata key a level dimension (:meth:`level`) stands for when the writer writes it back
     level_source: ClassVar[str] = "mars.levelist"
-    #: whether :meth:`grid`'s coordinates follow again from the metadata a written file keeps (GRIB's
+    #: whether :meth:`grid`'s coordinates follow again from the metadata a written file keeps (a grid
     #: from ``mars.area``): then they are not written as objects; else the writer writes them
     writer_rederives_grid: ClassVar[bool] = True
+    #: stacking sources that are no metadata key (a :attr:`level_source` of its own): the writer asks
+    #: :meth:`source_keys` for the keys their values stand for
+    own_sources: ClassVar[frozenset[str]] = frozenset()
     #: whether :meth:`assemble` builds the Datasets of a file whose objects are all this producer's
     assembles: ClassVar[bool] = False
 
@@ -151,3 +175,42 @@ class Producer:
         ``{"/": ds}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
         ``filter_by_keys``, ``drop_variables``. None: the generic stages build them."""
         return None
+
+    # -- writing: a Dataset read through this producer, written back in its layout ------------------------------
+
+    def writes(self, encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> bool:
+        """Whether a variable (its ``encoding`` as read, its CF-encoded ``attrs``) is written in this layout."""
+        return False
+
+    def entry_attrs(self, attrs: Mapping[str, Any], encoding: Mapping[str, Any]) -> dict[str, Any]:
+        """A variable's attributes keyed by the metadata paths they are written at (the inverse of
+        :meth:`attributes`)."""
+        return dict(attrs)
+
+    def source_keys(self, source: str, value: Any, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        """The (dotted key, value) pairs a value of a stacking ``source`` of :attr:`own_sources` stands for."""
+        raise NotImplementedError(f"the {self.label} producer has no stacking source of its own")
+
+    def finish_entry(self, entry: dict[str, Any], name: str) -> bool:
+        """Complete an object's base entry (in place) once its keys are set, with the keys that follow from
+        them; whether the variable's ``name`` must still be written (False: the entry's keys give it)."""
+        return True
+
+    def writes_dataset(self, ds: xr.Dataset) -> bool:
+        """Whether ``ds`` was read whole through :meth:`assemble`, and is written back as one message of objects
+        in this layout (:meth:`objects`) unless the caller asks for message dims."""
+        return False
+
+    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
+        """Every variable of ``ds`` as an object of this layout (``plain``: numpy values to what CBOR holds)."""
+        raise NotImplementedError(f"the {self.label} producer writes no whole Dataset")
+
+
+@dataclass
+class WrittenObject:
+    """One variable as a producer's object (:meth:`Producer.objects`): its base entry and encoded values."""
+
+    name: str
+    entry: dict[str, Any]
+    values: np.ndarray
+    encoding: Mapping[str, Any]  # the variable's encoding as read (its pipeline)

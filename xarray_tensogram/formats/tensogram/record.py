@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import partial
 
 from ...errors import MissingCodecError, MissingHashError
-from ..inspect import CheckItem, Table, VerifyPlan, count, flat_keys, shape_text, short_text
 from ..registry import FormatSpec
+from ..reports import CheckItem, Table, VerifyPlan, count, flat_keys, shape_text, short_text
 from .framing import MAGIC
 from .reader import Message, TensogramFile, open_tensogram, read_frame_layout
 

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ....mars import PRESSURE_LEVEL_ATTRS
-from ..producer import CoordinateRole, GridCoords, Keys, Producer
+from ..mars import PRESSURE_LEVEL_ATTRS
+from .interface import CoordinateRole, GridCoords, Keys, Producer
 
 __all__ = ["AnemoiOutput"]
 

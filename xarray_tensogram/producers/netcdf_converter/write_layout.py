@@ -13,14 +13,15 @@ The values are CF-encoded by xarray's own encoder, as ``to_netcdf`` would write 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from ..conventions import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_ENCODING_KEY, NETCDF_KEY
-from ..errors import EncodeError
+from ...conventions import NETCDF_ENCODING_KEY
+from ...errors import EncodeError
+from ..interface import WrittenObject as NetcdfObject
+from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_KEY
 
 __all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
 
@@ -65,16 +66,6 @@ def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
     named = {d["name"] for d in out}
     out += [{"name": str(n), "len": int(s), "unlimited": n in unlimited} for n, s in ds.sizes.items() if n not in named]
     return out
-
-
-@dataclass
-class NetcdfObject:
-    """One variable as the converter's object: its base entry and CF-encoded values."""
-
-    name: str
-    entry: dict[str, Any]
-    values: np.ndarray
-    encoding: Mapping[str, Any]  # the variable's encoding as read (its pipeline)
 
 
 def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[NetcdfObject]:

@@ -8,11 +8,10 @@ ecCodes namespaces). No latitude or longitude objects are written: the grid is m
 This module turns those keys into what cfgrib gives for the same GRIB messages: cfgrib-style
 variable names (``2t`` -> ``t2m``), ``latitude``/``longitude`` coordinates computed from the grid
 description, a level coordinate named after ``typeOfLevel`` and attributes (``units``,
-``long_name``, the rest ``GRIB_``-prefixed). It sits below both ``assemble/`` and ``write/``,
-which both use it. Pure functions on the *flattened* keys of one object
+``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the *flattened* keys of one object
 (``{"mars.param": 167, "grib_repro.shortName": "2t", ...}``); no ecCodes at runtime. The mapping
-stages in ``assemble/tensogram/`` call them; the writer calls :func:`entry_paths` and
-:func:`refresh_repro` to turn such a Dataset back into converter-shaped metadata.
+stages ask the converter's producer (:mod:`.`), which answers with them; :mod:`.write_layout` is the
+way back, from such a Dataset to converter-shaped metadata.
 """
 
 from __future__ import annotations
@@ -21,10 +20,11 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from ..interface import GridCoords, LevelInfo
 
 __all__ = [
     "GRIB_LEVEL_SOURCE",
@@ -34,8 +34,6 @@ __all__ = [
     "LevelInfo",
     "cf_attributes",
     "cfgrib_name",
-    "derived_name",
-    "entry_paths",
     "filter_value",
     "gaussian_latitudes",
     "grid_coordinates",
@@ -44,9 +42,7 @@ __all__ = [
     "is_stackable",
     "level_coordinate_attrs",
     "level_info",
-    "level_keys",
     "level_order",
-    "refresh_repro",
     "variable_name",
 ]
 
@@ -194,14 +190,6 @@ def variable_name(keys: Mapping[str, Any]) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LevelInfo:
-    """One object's vertical level, as cfgrib names it (``isobaricInhPa``, 850.0)."""
-
-    name: str
-    value: float
-
-
 def level_info(keys: Mapping[str, Any]) -> LevelInfo | None:
     """The level coordinate of a GRIB object: named after ``typeOfLevel``, value from ``levelist`` or ``level``."""
     type_of_level = _grib_key(keys, "typeOfLevel")
@@ -231,14 +219,6 @@ def level_order(name: str, values: Sequence[float]) -> list[float]:
 # ---------------------------------------------------------------------------------------------
 # grids
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class GridCoords:
-    """Dims of the object's own axes and the coordinates computed for them (dims, values, attrs)."""
-
-    dims: list[str]
-    coords: dict[str, tuple[tuple[str, ...], np.ndarray, dict[str, str]]] = field(default_factory=dict)
 
 
 def _number(keys: Mapping[str, Any], name: str) -> float | None:
@@ -433,94 +413,3 @@ def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, s
         if grib_name in out and cf_name not in out:
             out[cf_name] = out[grib_name]
     return out, paths
-
-
-def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) -> dict[str, Any]:
-    """The inverse of :func:`cf_attributes`: attributes keyed by their metadata paths again.
-
-    Uses the recorded paths when the Dataset came from a converted file; otherwise ``GRIB_X``
-    means ``grib_repro.X`` and ``GRIB_<ns>.X`` means ``grib.<ns>.X``. ``units``/``long_name``
-    that merely repeat ``GRIB_units``/``GRIB_name`` are not written twice.
-    """
-    recorded = dict(recorded or {})
-    out: dict[str, Any] = {}
-    for key, value in attrs.items():
-        if key in recorded:
-            out[recorded[key]] = value
-        elif key.startswith("GRIB_"):
-            rest = key[len("GRIB_") :]
-            out[(_GRIB if "." in rest else _REPRO) + rest] = value
-        elif key in ("units", "long_name") and ("GRIB_units" in attrs or "GRIB_name" in attrs):
-            continue
-        else:
-            out[key] = value
-    return out
-
-
-def _as_int(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
-    days, rest = divmod(int(seconds), 86400)
-    date = np.datetime64("1970-01-01", "D") + np.timedelta64(days, "D")
-    return int(str(date).replace("-", "")), (rest // 3600) * 100 + (rest % 3600) // 60
-
-
-def level_keys(value: Any, levelist: bool) -> list[tuple[str, Any]]:
-    """Metadata paths a value of a GRIB level dimension stands for (``grib_repro.level``, ``mars.levelist``)."""
-    number = _as_int(float(value))
-    return [("grib_repro.level", number)] + ([("mars.levelist", number)] if levelist else [])
-
-
-def derived_name(entry: Mapping[str, Any]) -> str | None:
-    """The name :func:`variable_name` gives a converter-shaped base entry (nested dicts), else ``None``."""
-    flat: dict[str, Any] = {}
-    for section in ("mars", "grib_repro"):
-        part = entry.get(section)
-        if isinstance(part, Mapping):
-            flat.update({f"{section}.{k}": v for k, v in part.items()})
-    parameter = entry.get("grib", {}).get("parameter") if isinstance(entry.get("grib"), Mapping) else None
-    if isinstance(parameter, Mapping):
-        flat.update({f"grib.parameter.{k}": v for k, v in parameter.items()})
-    return variable_name(flat) if is_grib(flat) else None
-
-
-def refresh_repro(entry: dict[str, Any]) -> None:
-    """Give an entry's ``grib_repro`` the keys that follow from its ``mars`` date/time/step/level (in place).
-
-    Keys that vary with step and level are not attributes of the opened Dataset (they are not
-    constant), so the writer derives them again from the MARS keys of each object; keys that
-    are present (constant attributes) are kept. Only steps in hours of instantaneous fields are
-    rebuilt (``stepRange``, ``endStep``, validity date and time).
-    """
-    repro = entry.get("grib_repro")
-    mars = entry.get("mars")
-    if not isinstance(repro, dict) or not isinstance(mars, dict):
-        return
-    from .mars import mars_datetime_seconds  # local: needed only when writing GRIB
-
-    for key in ("levelist", "step", "date", "time"):
-        if key in mars:
-            mars[key] = _as_int(mars[key])
-    if "level" in repro:
-        repro["level"] = _as_int(repro["level"])
-    elif "levelist" in mars:
-        repro["level"] = mars["levelist"]
-    if "level" in repro:
-        for key in ("topLevel", "bottomLevel"):
-            repro.setdefault(key, repro["level"])
-    if "date" in mars:
-        repro.setdefault("dataDate", mars["date"])
-        repro.setdefault("dataTime", mars.get("time", 0))
-    step = mars.get("step")
-    if isinstance(step, int) and repro.get("stepType", "instant") == "instant" and repro.get("stepUnits", 1) == 1:
-        for key, value in (("startStep", step), ("endStep", step), ("stepRange", str(step))):
-            repro.setdefault(key, value)
-        start = mars_datetime_seconds(mars.get("date"), mars.get("time", 0))
-        if start is not None:
-            date, time = _yyyymmdd_hhmm(start + 3600 * step)
-            repro.setdefault("validityDate", date)
-            repro.setdefault("validityTime", time)

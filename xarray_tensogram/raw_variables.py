@@ -1,4 +1,10 @@
-"""Helpers shared by the per-format assembly steps: netCDF-safe attrs, dim names, lazy variables."""
+"""The raw variables every assembly hands on, lazy or in memory, and their netCDF-safe attributes.
+
+A raw variable is what a format's assembly (and a producer's read mapping) gives the data store before
+xarray's CF decoding: a lazy one wraps an :class:`ArraySpec` in the one lazy array (:func:`lazy_variable`),
+a small one holds its values (:func:`memory_variable`); attribute values are made netCDF-safe (nested maps
+flattened to dotted keys, typed values restored) so that ``to_netcdf`` of an opened Dataset works.
+"""
 
 from __future__ import annotations
 
@@ -12,24 +18,18 @@ import numpy as np
 import xarray as xr
 from xarray.core import indexing
 
-from ..array import LazyChunkedArray
-from ..catalog import ArraySpec
-from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
-from ..errors import DimensionNameError, describe
+from .array import LazyChunkedArray
+from .array_spec import ArraySpec
+from .conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 
 __all__ = [
     "STORAGE_SPEC_KEY",
-    "check_dim_names",
-    "check_requested_dims",
     "drop_storage_spec",
     "flatten_attrs",
-    "generic_dim_names",
     "lazy_variable",
     "memory_variable",
     "netcdf_safe_value",
-    "requested_dims",
     "storage_spec",
-    "unique_names",
 ]
 
 #: ``encoding`` key under which :func:`lazy_variable` keeps a raw variable's :class:`ArraySpec` for the layers
@@ -90,50 +90,6 @@ def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int =
 
     walk(mapping, prefix, 0)
     return out
-
-
-def unique_names(names: Iterable[str]) -> list[str]:
-    """Make names unique by suffixing ``_1``, ``_2`` ... to repeats, keeping first occurrences."""
-    seen: dict[str, int] = {}
-    taken = set()
-    out = []
-    for n in names:
-        if n not in taken:
-            out.append(n)
-            taken.add(n)
-            seen.setdefault(n, 0)
-            continue
-        i = seen.get(n, 0)
-        while True:
-            i += 1
-            cand = f"{n}_{i}"
-            if cand not in taken:
-                break
-        seen[n] = i
-        out.append(cand)
-        taken.add(cand)
-    return out
-
-
-def generic_dim_names(
-    shape: Sequence[int], taken_sizes: dict[str, int] | None = None, prefix: str = "dim"
-) -> list[str]:
-    """``dim_0``, ``dim_1`` ... made unique where the same generic name is already used with another size.
-
-    ``taken_sizes`` maps dim names already in the Dataset to their sizes; it is updated.
-    """
-    taken_sizes = {} if taken_sizes is None else taken_sizes
-    names = []
-    for axis, size in enumerate(shape):
-        base = f"{prefix}_{axis}"
-        name = base
-        k = 0
-        while (name in taken_sizes and taken_sizes[name] != size) or name in names:
-            k += 1
-            name = f"{base}_{k}"
-        taken_sizes[name] = size
-        names.append(name)
-    return names
 
 
 @functools.cache
@@ -245,112 +201,8 @@ def drop_storage_spec(var: xr.Variable) -> xr.Variable:
     return out
 
 
-def requested_dims(
-    dim_names: Any, var: str, rank: int, source: str | None = None, *, coordinate: bool = False
-) -> list[str] | None:
-    """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None.
-
-    A list is for every data variable (not for ``coordinate`` variables, which keep their names);
-    a dict for the variables it names.
-    """
-    if dim_names is None:
-        return None
-    wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else (None if coordinate else dim_names)
-    if wanted is None or len(wanted) != rank:
-        return None
-    return list(wanted)
-
-
-def check_requested_dims(
-    dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int], source: str | None = None
-) -> None:
-    """Requested dims must agree with the sizes earlier variables gave the same names."""
-    clash = [(d, sizes[d], n) for d, n in zip(dims, shape, strict=True) if sizes.get(d, n) != n]
-    if clash:
-        d, had, n = clash[0]
-        raise DimensionNameError(
-            f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
-            f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
-            f"there, {n} here"
-        )
-
-
-def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
-    """What is wrong with a list of dim names for a variable of ``rank`` (None: nothing)."""
-    if len(wanted) != rank:
-        return f"{_entries(len(wanted))} for {rank} ax{'is' if rank == 1 else 'es'}"
-    if not all(isinstance(d, str) for d in wanted):
-        return "names that are not strings"
-    if any(d == "" for d in wanted):
-        return "an empty name"
-    if len(set(wanted)) != len(wanted):
-        return "a duplicate name"
-    return None
-
-
-def _entries(n: int) -> str:
-    return f"{n} entr{'y' if n == 1 else 'ies'}"
-
-
-def _check_one(wanted: Any, var: str, rank: int, what: str, source: str | None, axes_note: str) -> None:
-    """One list of names for one variable: strings, distinct, not empty, one per axis."""
-    if isinstance(wanted, str) or not isinstance(wanted, Sequence):
-        raise DimensionNameError(f"{describe(source)}{what} must be a list of dimension names, got {wanted!r}")
-    if len(wanted) != rank:
-        raise DimensionNameError(
-            f"{describe(source)}{what} has {_entries(len(wanted))} {list(wanted)!r}, but variable {var!r} has "
-            f"{rank} {'axis' if rank == 1 else 'axes'}{axes_note}: give one name per axis"
-            + ("" if what != "dim_names" else ", or a dict {variable: [names]} for variables of other ranks")
-        )
-    problem = _dim_names_problem(list(wanted), rank)
-    if problem:
-        raise DimensionNameError(
-            f"{describe(source)}{what}: {list(wanted)!r} has {problem} (variable {var!r} has {rank} axes); "
-            f"give distinct, non-empty names"
-        )
-
-
-def check_dim_names(
-    dim_names: Any,
-    data: Mapping[str, int],
-    source: str | None = None,
-    coords: Mapping[str, int] | None = None,
-    axes_note: str = "",
-) -> None:
-    """The one rule for the ``dim_names`` open option, for every format, checked before anything is built.
-
-    ``data`` and ``coords`` map the file's data and coordinate variables to their stored ranks. A list
-    names the axes of every data variable, so each must have that many axes (coordinates keep their
-    names); a dict ``{variable: [names]}`` names the variables it lists, data or coordinate. Anything
-    else (a wrong count, a key that is no variable, a duplicate or empty name) is a
-    :class:`DimensionNameError` naming the file, the variable, its axes and what to do. ``axes_note``
-    says what the stored axes are where a variable has more (Tensogram's dims stacked from messages).
-    """
-    if dim_names is None:
-        return
-    coords = coords or {}
-    if isinstance(dim_names, Mapping):
-        known = {**coords, **data}
-        unknown = [k for k in dim_names if k not in known]
-        if unknown:
-            raise DimensionNameError(
-                f"{describe(source)}dim_names names {unknown!r}, which the file does not hold; "
-                f"its variables: {', '.join(map(repr, known)) or 'none'}"
-            )
-        for var, wanted in dim_names.items():
-            _check_one(wanted, var, known[var], f"dim_names for {var!r}", source, axes_note)
-        return
-    if isinstance(dim_names, str) or not isinstance(dim_names, Sequence):
-        raise DimensionNameError(
-            f"{describe(source)}dim_names must be a list of dimension names or a dict {{variable: [names]}}, "
-            f"got {dim_names!r}"
-        )
-    for var, rank in data.items():
-        _check_one(dim_names, var, rank, "dim_names", source, axes_note)
-
-
 def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:
-    """The dims and values of a string variable a writer kept in metadata (``write.common.string_payload``);
+    """The dims and values of a string variable a writer kept in metadata (``write.prepare.string_payload``);
     raises KeyError/TypeError/ValueError when malformed."""
     dims = [str(d) for d in spec["dims"]]
     dtype = np.dtype(str(spec["dtype"]))

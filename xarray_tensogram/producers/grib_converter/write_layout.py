@@ -1,0 +1,110 @@
+"""The GRIB converter's layout written back: a Dataset opened from its files, as converter-shaped metadata.
+
+The inverse of :mod:`.cfgrib_rules`: cfgrib-style attributes go back to their metadata paths
+(``GRIB_X`` -> ``grib_repro.X``), a level dimension's values to ``grib_repro.level`` (and
+``mars.levelist``), and the ``grib_repro`` keys that follow from each object's MARS date, time, step
+and level are derived again, so that the reference's GRIB export takes the written file as converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ...mars import mars_datetime_seconds
+from .cfgrib_rules import GRIB_PREFIXES, is_grib, variable_name
+
+__all__ = ["derived_name", "entry_paths", "level_keys", "refresh_repro"]
+
+_REPRO, _GRIB = GRIB_PREFIXES
+
+
+def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) -> dict[str, Any]:
+    """The inverse of :func:`cf_attributes`: attributes keyed by their metadata paths again.
+
+    Uses the recorded paths when the Dataset came from a converted file; otherwise ``GRIB_X``
+    means ``grib_repro.X`` and ``GRIB_<ns>.X`` means ``grib.<ns>.X``. ``units``/``long_name``
+    that merely repeat ``GRIB_units``/``GRIB_name`` are not written twice.
+    """
+    recorded = dict(recorded or {})
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if key in recorded:
+            out[recorded[key]] = value
+        elif key.startswith("GRIB_"):
+            rest = key[len("GRIB_") :]
+            out[(_GRIB if "." in rest else _REPRO) + rest] = value
+        elif key in ("units", "long_name") and ("GRIB_units" in attrs or "GRIB_name" in attrs):
+            continue
+        else:
+            out[key] = value
+    return out
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
+    days, rest = divmod(int(seconds), 86400)
+    date = np.datetime64("1970-01-01", "D") + np.timedelta64(days, "D")
+    return int(str(date).replace("-", "")), (rest // 3600) * 100 + (rest % 3600) // 60
+
+
+def level_keys(value: Any, levelist: bool) -> list[tuple[str, Any]]:
+    """Metadata paths a value of a GRIB level dimension stands for (``grib_repro.level``, ``mars.levelist``)."""
+    number = _as_int(float(value))
+    return [("grib_repro.level", number)] + ([("mars.levelist", number)] if levelist else [])
+
+
+def derived_name(entry: Mapping[str, Any]) -> str | None:
+    """The name :func:`variable_name` gives a converter-shaped base entry (nested dicts), else ``None``."""
+    flat: dict[str, Any] = {}
+    for section in ("mars", "grib_repro"):
+        part = entry.get(section)
+        if isinstance(part, Mapping):
+            flat.update({f"{section}.{k}": v for k, v in part.items()})
+    parameter = entry.get("grib", {}).get("parameter") if isinstance(entry.get("grib"), Mapping) else None
+    if isinstance(parameter, Mapping):
+        flat.update({f"grib.parameter.{k}": v for k, v in parameter.items()})
+    return variable_name(flat) if is_grib(flat) else None
+
+
+def refresh_repro(entry: dict[str, Any]) -> None:
+    """Give an entry's ``grib_repro`` the keys that follow from its ``mars`` date/time/step/level (in place).
+
+    Keys that vary with step and level are not attributes of the opened Dataset (they are not
+    constant), so the writer derives them again from the MARS keys of each object; keys that
+    are present (constant attributes) are kept. Only steps in hours of instantaneous fields are
+    rebuilt (``stepRange``, ``endStep``, validity date and time).
+    """
+    repro = entry.get("grib_repro")
+    mars = entry.get("mars")
+    if not isinstance(repro, dict) or not isinstance(mars, dict):
+        return
+    for key in ("levelist", "step", "date", "time"):
+        if key in mars:
+            mars[key] = _as_int(mars[key])
+    if "level" in repro:
+        repro["level"] = _as_int(repro["level"])
+    elif "levelist" in mars:
+        repro["level"] = mars["levelist"]
+    if "level" in repro:
+        for key in ("topLevel", "bottomLevel"):
+            repro.setdefault(key, repro["level"])
+    if "date" in mars:
+        repro.setdefault("dataDate", mars["date"])
+        repro.setdefault("dataTime", mars.get("time", 0))
+    step = mars.get("step")
+    if isinstance(step, int) and repro.get("stepType", "instant") == "instant" and repro.get("stepUnits", 1) == 1:
+        for key, value in (("startStep", step), ("endStep", step), ("stepRange", str(step))):
+            repro.setdefault(key, value)
+        start = mars_datetime_seconds(mars.get("date"), mars.get("time", 0))
+        if start is not None:
+            date, time = _yyyymmdd_hhmm(start + 3600 * step)
+            repro.setdefault("validityDate", date)
+            repro.setdefault("validityTime", time)
