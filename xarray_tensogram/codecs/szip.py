@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, EncodeError, MissingCodecError
-from .base import Buffer, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param
 from .optional import require
 
 __all__ = ["CODEC", "decode", "szip_decode", "szip_encode"]
@@ -69,6 +69,8 @@ def _libaec() -> ctypes.CDLL:
     lib.aec_encode_count_offsets.restype = ctypes.c_int
     lib.aec_encode_get_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t]
     lib.aec_encode_get_offsets.restype = ctypes.c_int
+    lib.aec_buffer_seek.argtypes = [p, ctypes.c_size_t]
+    lib.aec_buffer_seek.restype = ctypes.c_int
     return lib
 
 
@@ -162,6 +164,72 @@ def decode(
         raise CodecError(f"{where}{exc}") from None
 
 
+def sample_bytes(bits_per_sample: int, flags: int) -> int:
+    """Bytes libaec gives each decoded sample (3 only with AEC_DATA_3BYTE)."""
+    if bits_per_sample > 16:
+        return 3 if bits_per_sample <= 24 and flags & 2 else 4
+    return 2 if bits_per_sample > 8 else 1
+
+
+def _rsi_geometry(params: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """Decoded bytes per reference sample interval, and the recorded bit offset of each interval."""
+    per = int(params["rsi"]) * int(params["block_size"])
+    return per * sample_bytes(int(params["bits_per_sample"]), int(params["flags"])), list(params["block_offsets"])
+
+
+#: stored bytes read past the start of the next interval (libaec fills its bit accumulator ahead)
+_LOOKAHEAD = 16
+
+
+def decode_span(
+    piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+) -> np.ndarray:
+    """Decoded bytes ``[lo, hi)`` from the intervals that hold them: libaec's decoder started at the first
+    interval's recorded bit offset (``aec_buffer_seek``, as ``aec_decode_range`` does) and stopped once
+    byte ``hi`` is out."""
+    rsi_bytes, offsets = _rsi_geometry(params)
+    first = lo // rsi_bytes
+    if first >= len(offsets):
+        raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
+    bits, flags = int(params["bits_per_sample"]), int(params["flags"])
+    width = sample_bytes(bits, flags)
+    start_out = first * rsi_bytes
+    want = min(total, hi) - start_out
+    want += -want % width
+    src = np.frombuffer(piece.data.cast("B") if isinstance(piece, np.ndarray) else piece, dtype=np.uint8)
+    skip = offsets[first] // 8 - base
+    if skip < 0 or skip > src.size:
+        raise CodecError(f"{where}szip stored bytes from {base} do not hold interval {first}")
+    src = src[skip:]
+    dst = np.empty(max(want, 1), dtype=np.uint8)
+    lib = _libaec()
+    strm = _AecStream()
+    strm.next_in = src.ctypes.data if src.size else None
+    strm.avail_in = src.size
+    strm.next_out = dst.ctypes.data
+    strm.avail_out = want
+    strm.bits_per_sample, strm.block_size, strm.rsi, strm.flags = (
+        bits,
+        int(params["block_size"]),
+        int(params["rsi"]),
+        flags,
+    )
+    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
+        raise CodecError(f"{where}libaec refused parameters bits={bits} rsi={params['rsi']} flags={flags}")
+    try:
+        if lib.aec_buffer_seek(ctypes.byref(strm), offsets[first] % 8) != AEC_OK:
+            raise CodecError(f"{where}szip interval {first} starts past the stored bytes")
+        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
+        got = strm.total_out
+    finally:
+        lib.aec_decode_end(ctypes.byref(strm))
+    if got < hi - start_out:
+        raise CodecError(
+            f"{where}szip intervals from {first} decode to {got} bytes (libaec code {code}), expected {hi - start_out}"
+        )
+    return dst[lo - start_out : hi - start_out]
+
+
 class Szip(Codec):
     """CCSDS 121.0 (libaec) streams; the encoder records the bit offset of each reference sample interval."""
 
@@ -174,6 +242,32 @@ class Szip(Codec):
         Param("block_offsets", list, doc="bit offset of each RSI", recorded=True, derived=True),
     )
     max_ratio = 16384
+    capabilities = Capabilities(partial_decode=True)
+
+    def decodes_range(self, params: Mapping[str, Any]) -> bool:
+        """Only streams whose interval offsets were recorded (``block_offsets``) decode in part."""
+        offsets = params.get("block_offsets")
+        return (
+            isinstance(offsets, list)
+            and len(offsets) > 0
+            and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+            and all(isinstance(params.get(k), int) for k in ("rsi", "block_size", "bits_per_sample", "flags"))
+            and 1 <= int(params["bits_per_sample"]) <= 32
+            and int(params["rsi"]) * int(params["block_size"]) > 0
+        )
+
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
+        rsi_bytes, offsets = _rsi_geometry(params)
+        first, last = lo // rsi_bytes, max(lo, hi - 1) // rsi_bytes
+        start = min(offsets[min(first, len(offsets) - 1)] // 8, stored)
+        stop = offsets[last + 1] // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
+        return start, min(stop, stored)
+
+    def decode_range(
+        self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        require("imagecodecs", f"{where}szip decompression")
+        return decode_span(piece, base, lo, hi, total, params, where)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
