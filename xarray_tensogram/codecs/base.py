@@ -168,8 +168,9 @@ class Codec:
         """All of ``out``'s values from ``encoded``."""
         raise UnsupportedError(f"{self.name} is not an array->bytes codec")
 
-    def decodes_range(self, params: Mapping[str, Any]) -> bool:
-        """Whether a stream with these parameters can be decoded in part (some need recorded offsets or a mode)."""
+    def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
+        """Whether a stream with these parameters, decoding to ``total`` bytes, can be decoded in part (some need
+        recorded offsets or a mode)."""
         return self.capabilities.partial_decode
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:

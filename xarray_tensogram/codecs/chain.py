@@ -36,7 +36,7 @@ class RawValues(Codec):
 
     name = "bytes"
     role = Role.ARRAY_BYTES
-    capabilities = Capabilities(decode_into=True, partial_decode=True)
+    capabilities = Capabilities(partial_decode=True)
 
     def element_span(self, start: int, stop: int, params: Mapping[str, Any]) -> tuple[int, int, int]:
         width = np.dtype(params["dtype"]).itemsize
@@ -96,8 +96,8 @@ class Chain:
         active = self._active
         return (
             len(active) <= 1
-            and self.values.codec.decodes_range(self.values.params)
-            and all(s.codec.decodes_range(s.params) for s in active)
+            and self.values.codec.decodes_range(self.values.params, self.count)
+            and all(s.codec.decodes_range(s.params, self.encoded_nbytes) for s in active)
         )
 
     @property

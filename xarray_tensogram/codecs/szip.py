@@ -174,8 +174,18 @@ def sample_bytes(bits_per_sample: int, flags: int) -> int:
 def _rsi_geometry(params: Mapping[str, Any]) -> tuple[int, list[int]]:
     """Decoded bytes per reference sample interval, and the recorded bit offset of each interval."""
     per = int(params["rsi"]) * int(params["block_size"])
-    return per * sample_bytes(int(params["bits_per_sample"]), int(params["flags"])), list(params["block_offsets"])
+    return per * sample_bytes(int(params["bits_per_sample"]), int(params["flags"])), params["block_offsets"]
 
+
+def _bit_offset(offsets: list[Any], i: int, where: str = "") -> int:
+    """Recorded offset ``i``, checked (the list is not checked as a whole: a point reads one or two)."""
+    offset = offsets[i]
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise CodecError(f"{where}szip_block_offsets[{i}] is {offset!r}, not a bit offset")
+    return offset
+
+
+_AEC_RESTRICTED = 32
 
 #: stored bytes read past the start of the next interval (libaec fills its bit accumulator ahead)
 _LOOKAHEAD = 16
@@ -191,13 +201,14 @@ def decode_span(
     first = lo // rsi_bytes
     if first >= len(offsets):
         raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
+    offset = _bit_offset(offsets, first, where)
     bits, flags = int(params["bits_per_sample"]), int(params["flags"])
     width = sample_bytes(bits, flags)
     start_out = first * rsi_bytes
     want = min(total, hi) - start_out
     want += -want % width
     src = np.frombuffer(piece.data.cast("B") if isinstance(piece, np.ndarray) else piece, dtype=np.uint8)
-    skip = offsets[first] // 8 - base
+    skip = offset // 8 - base
     if skip < 0 or skip > src.size:
         raise CodecError(f"{where}szip stored bytes from {base} do not hold interval {first}")
     src = src[skip:]
@@ -217,7 +228,7 @@ def decode_span(
     if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
         raise CodecError(f"{where}libaec refused parameters bits={bits} rsi={params['rsi']} flags={flags}")
     try:
-        if lib.aec_buffer_seek(ctypes.byref(strm), offsets[first] % 8) != AEC_OK:
+        if lib.aec_buffer_seek(ctypes.byref(strm), offset % 8) != AEC_OK:
             raise CodecError(f"{where}szip interval {first} starts past the stored bytes")
         code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
         got = strm.total_out
@@ -244,23 +255,25 @@ class Szip(Codec):
     max_ratio = 16384
     capabilities = Capabilities(partial_decode=True)
 
-    def decodes_range(self, params: Mapping[str, Any]) -> bool:
-        """Only streams whose interval offsets were recorded (``block_offsets``) decode in part."""
-        offsets = params.get("block_offsets")
-        return (
+    def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
+        """Only streams with one recorded bit offset per interval (``block_offsets``) decode in part, and not
+        restricted coding (``AEC_RESTRICTED``), whose intervals the recorded offsets do not locate."""
+        offsets = params.get("block_offsets")  # each is checked when a range starts from it
+        if not (
             isinstance(offsets, list)
-            and len(offsets) > 0
-            and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
             and all(isinstance(params.get(k), int) for k in ("rsi", "block_size", "bits_per_sample", "flags"))
             and 1 <= int(params["bits_per_sample"]) <= 32
             and int(params["rsi"]) * int(params["block_size"]) > 0
-        )
+            and not int(params["flags"]) & _AEC_RESTRICTED
+        ):
+            return False
+        return total > 0 and len(offsets) == -(-total // _rsi_geometry(params)[0])
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
         rsi_bytes, offsets = _rsi_geometry(params)
         first, last = lo // rsi_bytes, max(lo, hi - 1) // rsi_bytes
-        start = min(offsets[min(first, len(offsets) - 1)] // 8, stored)
-        stop = offsets[last + 1] // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
+        start = min(_bit_offset(offsets, min(first, len(offsets) - 1)) // 8, stored)
+        stop = _bit_offset(offsets, last + 1) // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
         return start, min(stop, stored)
 
     def decode_range(

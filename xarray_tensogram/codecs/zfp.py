@@ -71,7 +71,7 @@ class Zfp(Codec):
     max_ratio = 512
     capabilities = Capabilities(partial_decode=True)
 
-    def decodes_range(self, params: Mapping[str, Any]) -> bool:
+    def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
         """Fixed-rate streams only: every block then takes the same number of bits."""
         rate = params.get("rate")
         return params.get("mode") == "fixed_rate" and isinstance(rate, (int, float)) and not isinstance(rate, bool)
