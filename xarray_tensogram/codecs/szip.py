@@ -113,38 +113,47 @@ def szip_encode(
     return payload, [int(offsets[i]) for i in range(min(n_rsi, count.value))]
 
 
-def szip_decode(payload: bytes, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int) -> bytes:
+def _run_decoder(
+    src: np.ndarray, want: int, bits: int, block_size: int, rsi: int, flags: int, seek: int = 0
+) -> tuple[np.ndarray, int, int]:
+    """libaec's streaming decoder over ``src`` (``seek`` bits skipped) into a fresh array of ``want`` bytes:
+    the array, the bytes it wrote and libaec's return code. No copy of the input or the output."""
+    lib = _libaec()
+    dst = np.empty(max(want, 1), dtype=np.uint8)
+    strm = _AecStream()
+    strm.next_in = src.ctypes.data if src.size else None
+    strm.avail_in = src.size
+    strm.next_out = dst.ctypes.data
+    strm.avail_out = want
+    strm.bits_per_sample, strm.block_size, strm.rsi, strm.flags = bits, block_size, rsi, flags
+    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
+        raise CodecError(f"libaec refused parameters bits={bits} block={block_size} rsi={rsi} flags={flags}")
+    try:
+        if seek and lib.aec_buffer_seek(ctypes.byref(strm), seek) != AEC_OK:
+            raise CodecError(f"szip stream ends before bit {seek}")
+        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
+        return dst[:want], int(strm.total_out), int(code)
+    finally:
+        lib.aec_decode_end(ctypes.byref(strm))
+
+
+def szip_decode(
+    payload: Buffer, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int
+) -> np.ndarray:
     """Decode exactly ``expected`` bytes with libaec's streaming decoder (output buffer of that size).
 
     Like the reference, decoding stops when the output is full; padding after the last
     sample (PAD_RSI, trailing bits) is not an error.
     """
-    lib = _libaec()
-    src = ctypes.create_string_buffer(bytes(payload), max(1, len(payload)))
-    dst = ctypes.create_string_buffer(max(1, expected))
-    strm = _AecStream()
-    strm.next_in = ctypes.cast(src, ctypes.c_void_p)
-    strm.avail_in = len(payload)
-    strm.next_out = ctypes.cast(dst, ctypes.c_void_p)
-    strm.avail_out = expected
-    strm.bits_per_sample = bits_per_sample
-    strm.block_size = block_size
-    strm.rsi = rsi
-    strm.flags = flags
-    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
-        raise CodecError(f"libaec refused parameters bits={bits_per_sample} block={block_size} rsi={rsi} flags={flags}")
-    try:
-        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
-        got = strm.total_out
-    finally:
-        lib.aec_decode_end(ctypes.byref(strm))
+    src = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
+    out, got, code = _run_decoder(src, expected, bits_per_sample, block_size, rsi, flags)
     if got != expected:
         raise CodecError(f"szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
-    return dst.raw[:expected]
+    return out
 
 
 def decode(
-    payload: bytes | memoryview,
+    payload: Buffer,
     expected: int,
     bits_per_sample: int,
     block_size: int,
@@ -152,14 +161,14 @@ def decode(
     flags: int,
     *,
     where: str = "",
-) -> bytes:
+) -> np.ndarray:
     """Checked :func:`szip_decode`: parameters in libaec's ranges, output no larger than the payload can hold."""
     require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
     CODEC.check_ratio(len(payload), expected, where)
     if not (1 <= bits_per_sample <= 32) or block_size <= 0 or not (1 <= rsi <= 4096):
         raise CodecError(f"{where}invalid szip parameters bits={bits_per_sample} block_size={block_size} rsi={rsi}")
     try:
-        return szip_decode(bytes(payload), expected, bits_per_sample, block_size, rsi, flags)
+        return szip_decode(payload, expected, bits_per_sample, block_size, rsi, flags)
     except CodecError as exc:
         raise CodecError(f"{where}{exc}") from None
 
@@ -211,29 +220,11 @@ def decode_span(
     skip = offset // 8 - base
     if skip < 0 or skip > src.size:
         raise CodecError(f"{where}szip stored bytes from {base} do not hold interval {first}")
-    src = src[skip:]
-    dst = np.empty(max(want, 1), dtype=np.uint8)
-    lib = _libaec()
-    strm = _AecStream()
-    strm.next_in = src.ctypes.data if src.size else None
-    strm.avail_in = src.size
-    strm.next_out = dst.ctypes.data
-    strm.avail_out = want
-    strm.bits_per_sample, strm.block_size, strm.rsi, strm.flags = (
-        bits,
-        int(params["block_size"]),
-        int(params["rsi"]),
-        flags,
-    )
-    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
-        raise CodecError(f"{where}libaec refused parameters bits={bits} rsi={params['rsi']} flags={flags}")
+    block_size, rsi = int(params["block_size"]), int(params["rsi"])
     try:
-        if lib.aec_buffer_seek(ctypes.byref(strm), offset % 8) != AEC_OK:
-            raise CodecError(f"{where}szip interval {first} starts past the stored bytes")
-        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
-        got = strm.total_out
-    finally:
-        lib.aec_decode_end(ctypes.byref(strm))
+        dst, got, code = _run_decoder(src[skip:], want, bits, block_size, rsi, flags, offset % 8)
+    except CodecError as exc:
+        raise CodecError(f"{where}{exc}") from None
     if got < hi - start_out:
         raise CodecError(
             f"{where}szip intervals from {first} decode to {got} bytes (libaec code {code}), expected {hi - start_out}"
