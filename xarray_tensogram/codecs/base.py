@@ -150,6 +150,14 @@ class Codec:
         (``capabilities.prefix_decode``)."""
         raise UnsupportedError(f"{where}{self.name} cannot decode a prefix of its stream")
 
+    def max_output(self, stored: int) -> int | None:
+        """The most decoded bytes ``stored`` bytes can give, known before reading them (None: no bound)."""
+        return None if self.max_ratio is None else self.max_ratio * max(stored, 1) + 4096
+
+    def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        """A stream whose decoded size nobody recorded, refused past ``cap`` bytes."""
+        raise UnsupportedError(f"{where}{self.name} needs its decoded size")
+
     # array->bytes codecs (values <-> the bytes holding them) also answer these four
 
     def encoded_nbytes(self, count: int, params: Mapping[str, Any]) -> int:
@@ -217,6 +225,15 @@ class Passthrough(Codec):
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
         return lo, hi
+
+    def max_output(self, stored: int) -> int | None:
+        return stored
+
+    def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        n = payload.nbytes if isinstance(payload, np.ndarray) else len(payload)
+        if n > cap:
+            raise CodecError(f"{where}{n} uncompressed bytes are more than the {cap} the tensor can hold")
+        return payload
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
