@@ -40,7 +40,6 @@ __all__ = [
     "encoded_length",
     "row_byte_range",
     "split_masks",
-    "supports_row_ranges",
     "validate_descriptor",
 ]
 
@@ -151,16 +150,6 @@ def element_count(desc: Mapping[str, Any]) -> int:
 def encoded_length(desc: Mapping[str, Any]) -> int:
     """Bytes entering the filter/compression stage (= payload size when both are none)."""
     return chain_of(desc).encoded_nbytes
-
-
-def supports_row_ranges(desc: Mapping[str, Any]) -> bool:
-    """True when a leading-axis row range can be read as a byte range of the payload."""
-    return (
-        _compressor(desc).capabilities.byte_ranges
-        and desc["filter"] == "none"
-        and desc["dtype"] != "bitmask"
-        and len(desc["shape"]) >= 1
-    )
 
 
 def _compressor(desc: Mapping[str, Any]) -> Any:
