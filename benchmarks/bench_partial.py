@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tensogram  # the reference: writes the data and is the speed reference
@@ -90,9 +91,9 @@ def alternate(ours: Callable[[], object], ref: Callable[[], object] | None, repe
     return statistics.median(a), statistics.median(b) if b else float("nan")
 
 
-def _ref_ranges(f: object, ranges: list[tuple[int, int]]) -> Callable[[], object]:
+def _ref_ranges(f: Any, ranges: list[tuple[int, int]]) -> Callable[[], object]:
     def run() -> object:
-        return [f.file_decode_range(i, 0, ranges, join=True) for i in range(STEPS)]  # type: ignore[attr-defined]
+        return [f.file_decode_range(i, 0, ranges, join=True) for i in range(STEPS)]
 
     return run
 
