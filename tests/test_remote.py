@@ -209,7 +209,7 @@ def test_era_request_counts(kind, comp, http, s3, era_files):
         # cached head block of the file)
         assert STEPS - 2 <= again.gets <= STEPS, again.requests
         if comp == "none":  # uncompressed: only the row holding the point is fetched
-            assert again.nbytes <= STEPS * NX * 4 and all(r[3] == NX * 4 for r in again.requests)
+            assert again.nbytes <= STEPS * NX * 4 and all(r[3] <= NX * 4 for r in again.requests)
         print(
             f"\n[{kind} {comp}] file {size} bytes, {STEPS} messages x 4 objects of {NY}x{NX} float32\n"
             f"  open:              {opened.summary()}\n"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import CodecError, EncodeError, UnsupportedError
 
-__all__ = ["PASSTHROUGH", "Buffer", "Capabilities", "Codec", "Param", "Passthrough", "check_size"]
+__all__ = ["PASSTHROUGH", "Buffer", "Capabilities", "Codec", "Param", "Passthrough", "Role", "check_size"]
 
 #: what decoders take (a slice of a mapped file stays a memoryview) and give back
 Buffer = bytes | memoryview | np.ndarray
@@ -61,6 +62,15 @@ class Param:
         return {int: "an integer", float: "a number", str: "text", bool: "true or false"}.get(self.kind, str(self.kind))
 
 
+class Role(Enum):
+    """Where a codec sits in a chain (zarr-python's three kinds): values to values, values to the bytes that
+    hold them, bytes to bytes. A chain is array->array stages, one array->bytes stage, bytes->bytes stages."""
+
+    ARRAY_ARRAY = "array->array"
+    ARRAY_BYTES = "array->bytes"
+    BYTES_BYTES = "bytes->bytes"
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a codec can do beyond ``decode``/``encode``."""
@@ -75,12 +85,17 @@ class Capabilities:
     encode: bool = True
     #: decoding from a memory map pays (else the payload is better read into a buffer first)
     mapped_input: bool = True
+    #: partial decode: any byte range of the output decodes from part of the stored bytes
+    #: (:meth:`Codec.stored_span` says which part, :meth:`Codec.decode_range` decodes it), where
+    #: :meth:`Codec.decodes_range` accepts the parameters
+    partial_decode: bool = False
 
 
 class Codec:
     """Base of every codec object. Subclasses set the class attributes and override what they support."""
 
     name: ClassVar[str]
+    role: ClassVar[Role] = Role.BYTES_BYTES
     params: ClassVar[tuple[Param, ...]] = ()
     capabilities: ClassVar[Capabilities] = Capabilities()
     #: largest decoded/stored ratio the codec reaches on real data, generously (None: no useful bound)
@@ -135,6 +150,48 @@ class Codec:
         (``capabilities.prefix_decode``)."""
         raise UnsupportedError(f"{where}{self.name} cannot decode a prefix of its stream")
 
+    def max_output(self, stored: int) -> int | None:
+        """The most decoded bytes ``stored`` bytes can give, known before reading them (None: no bound)."""
+        return None if self.max_ratio is None else self.max_ratio * max(stored, 1) + 4096
+
+    def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        """A stream whose decoded size nobody recorded, refused past ``cap`` bytes."""
+        raise UnsupportedError(f"{where}{self.name} needs its decoded size")
+
+    # array->bytes codecs (values <-> the bytes holding them) also answer these four
+
+    def encoded_nbytes(self, count: int, params: Mapping[str, Any]) -> int:
+        """Bytes holding ``count`` values."""
+        raise UnsupportedError(f"{self.name} is not an array->bytes codec")
+
+    def element_span(self, start: int, stop: int, params: Mapping[str, Any]) -> tuple[int, int, int]:
+        """Bytes ``[lo, hi)`` holding values ``[start, stop)``, and the bit offset of the first in byte ``lo``."""
+        raise UnsupportedError(f"{self.name} is not an array->bytes codec")
+
+    def decode_values(self, encoded: Buffer, count: int, params: Mapping[str, Any], bit_offset: int = 0) -> np.ndarray:
+        """``count`` values, flat and in native byte order, from bytes starting ``bit_offset`` bits in."""
+        raise UnsupportedError(f"{self.name} is not an array->bytes codec")
+
+    def decode_values_into(self, encoded: Buffer, out: np.ndarray, params: Mapping[str, Any]) -> None:
+        """All of ``out``'s values from ``encoded``."""
+        raise UnsupportedError(f"{self.name} is not an array->bytes codec")
+
+    def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
+        """Whether a stream with these parameters, decoding to ``total`` bytes, can be decoded in part (some need
+        recorded offsets or a mode)."""
+        return self.capabilities.partial_decode
+
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
+        """The stored bytes ``[a, b)`` (of ``stored``) that decoded bytes ``[lo, hi)`` (of ``total``) need."""
+        return 0, stored
+
+    def decode_range(
+        self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        """Decoded bytes ``[lo, hi)`` of a stream that decodes to ``total`` bytes, from ``piece``: its stored
+        bytes from offset ``base`` on, covering :meth:`stored_span` (``capabilities.partial_decode``)."""
+        raise UnsupportedError(f"{where}{self.name} cannot decode part of its stream")
+
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         """Encode ``data``; return the bytes and the parameters worked out while encoding (to be recorded)."""
         raise UnsupportedError(f"writing {self.name} is not supported")
@@ -155,7 +212,7 @@ class Passthrough(Codec):
     """No compression: the stored bytes are the decoded bytes (a slice of them is a byte range)."""
 
     name = "none"
-    capabilities = Capabilities(decode_into=True, prefix_decode=True, byte_ranges=True)
+    capabilities = Capabilities(decode_into=True, prefix_decode=True, byte_ranges=True, partial_decode=True)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         check_size(payload, expected, "uncompressed", where)
@@ -165,6 +222,26 @@ class Passthrough(Codec):
         flat = out.reshape(-1).view(np.uint8)
         check_size(payload, flat.size, "uncompressed", where)
         flat[...] = np.frombuffer(payload, dtype=np.uint8)
+
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
+        return lo, hi
+
+    def max_output(self, stored: int) -> int | None:
+        return stored
+
+    def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        n = payload.nbytes if isinstance(payload, np.ndarray) else len(payload)
+        if n > cap:
+            raise CodecError(f"{where}{n} uncompressed bytes are more than the {cap} the tensor can hold")
+        return payload
+
+    def decode_range(
+        self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        view = piece.data.cast("B") if isinstance(piece, np.ndarray) else memoryview(piece)
+        if base > lo or len(view) < hi - base:
+            raise CodecError(f"{where}stored bytes {base}..{base + len(view)} do not hold bytes {lo}..{hi}")
+        return view[lo - base : hi - base]
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         return bytes(data), {}

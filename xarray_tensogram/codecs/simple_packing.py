@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Buffer, Capabilities, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param, Role
 from .bits import pack_fields, unpack_fields
 
 __all__ = ["CODEC", "compute_params", "decode", "decode_into", "encode", "packed_nbytes"]
@@ -57,9 +57,13 @@ def decode_into(
         out[...] = float(reference)
         return
     factor = _decode_factor(binary_scale, decimal_scale)
+    raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
     if bit_offset == 0 and bits in (8, 16, 32):
-        raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
         q: np.ndarray = raw[: count * (bits // 8)].view(f">u{bits // 8}").reshape(out.shape)
+    elif bit_offset == 0 and bits == 24 and raw.size >= 3 * count:
+        # GRIB's usual width: three byte columns shifted together (no per-position loop, no uint64 step)
+        b = raw[: 3 * count].reshape(count, 3)
+        q = ((b[:, 0].astype(np.uint32) << 16) | (b[:, 1].astype(np.uint32) << 8) | b[:, 2]).reshape(out.shape)
     else:
         q = unpack_fields(payload, count, bits, bit_offset).reshape(out.shape)
     np.multiply(q, factor, out=out, casting="unsafe")  # integers below 2**53 convert to float64 exactly
@@ -100,16 +104,20 @@ def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, d
 
 
 class SimplePacking(Codec):
-    """GRIB simple packing of float64 values into ``bits_per_value``-bit integers."""
+    """GRIB simple packing of float64 values into ``bits_per_value``-bit integers.
+
+    An array->bytes codec (values to a big-endian bit stream); any run of values decodes from the bits that
+    hold it alone (partial decode over the bit range)."""
 
     name = "simple_packing"
+    role = Role.ARRAY_BYTES
     params = (
         Param("bits_per_value", int, 16, bounds=(0, 64), doc="bits per packed value"),
         Param("decimal_scale_factor", int, 0, bounds=(-308, 308), doc="D of v = R + 2**E * 10**-D * q"),
         Param("reference_value", float, doc="R (worked out from the values)", recorded=True),
         Param("binary_scale_factor", int, bounds=(-256, 256), doc="E (worked out from the values)", recorded=True),
     )
-    capabilities = Capabilities(decode_into=True)
+    capabilities = Capabilities(decode_into=True, partial_decode=True)
 
     @staticmethod
     def _packing(params: Mapping[str, Any]) -> tuple[int, float, int, int]:
@@ -125,6 +133,19 @@ class SimplePacking(Codec):
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
         decode_into(out, payload, *self._packing(params))
+
+    def encoded_nbytes(self, count: int, params: Mapping[str, Any]) -> int:
+        return packed_nbytes(count, int(params["bits_per_value"]))
+
+    def element_span(self, start: int, stop: int, params: Mapping[str, Any]) -> tuple[int, int, int]:
+        bits = int(params["bits_per_value"])
+        return start * bits // 8, (stop * bits + 7) // 8, start * bits % 8
+
+    def decode_values(self, encoded: Buffer, count: int, params: Mapping[str, Any], bit_offset: int = 0) -> np.ndarray:
+        return decode(encoded, count, *self._packing(params), bit_offset)
+
+    def decode_values_into(self, encoded: Buffer, out: np.ndarray, params: Mapping[str, Any]) -> None:
+        decode_into(out, encoded, *self._packing(params))
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         values = np.frombuffer(data, dtype=np.float64) if not isinstance(data, np.ndarray) else data

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, EncodeError, MissingCodecError
-from .base import Buffer, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param
 from .optional import require
 
 __all__ = ["CODEC", "decode", "szip_decode", "szip_encode"]
@@ -69,6 +69,8 @@ def _libaec() -> ctypes.CDLL:
     lib.aec_encode_count_offsets.restype = ctypes.c_int
     lib.aec_encode_get_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t]
     lib.aec_encode_get_offsets.restype = ctypes.c_int
+    lib.aec_buffer_seek.argtypes = [p, ctypes.c_size_t]
+    lib.aec_buffer_seek.restype = ctypes.c_int
     return lib
 
 
@@ -111,38 +113,47 @@ def szip_encode(
     return payload, [int(offsets[i]) for i in range(min(n_rsi, count.value))]
 
 
-def szip_decode(payload: bytes, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int) -> bytes:
+def _run_decoder(
+    src: np.ndarray, want: int, bits: int, block_size: int, rsi: int, flags: int, seek: int = 0
+) -> tuple[np.ndarray, int, int]:
+    """libaec's streaming decoder over ``src`` (``seek`` bits skipped) into a fresh array of ``want`` bytes:
+    the array, the bytes it wrote and libaec's return code. No copy of the input or the output."""
+    lib = _libaec()
+    dst = np.empty(max(want, 1), dtype=np.uint8)
+    strm = _AecStream()
+    strm.next_in = src.ctypes.data if src.size else None
+    strm.avail_in = src.size
+    strm.next_out = dst.ctypes.data
+    strm.avail_out = want
+    strm.bits_per_sample, strm.block_size, strm.rsi, strm.flags = bits, block_size, rsi, flags
+    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
+        raise CodecError(f"libaec refused parameters bits={bits} block={block_size} rsi={rsi} flags={flags}")
+    try:
+        if seek and lib.aec_buffer_seek(ctypes.byref(strm), seek) != AEC_OK:
+            raise CodecError(f"szip stream ends before bit {seek}")
+        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
+        return dst[:want], int(strm.total_out), int(code)
+    finally:
+        lib.aec_decode_end(ctypes.byref(strm))
+
+
+def szip_decode(
+    payload: Buffer, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int
+) -> np.ndarray:
     """Decode exactly ``expected`` bytes with libaec's streaming decoder (output buffer of that size).
 
     Like the reference, decoding stops when the output is full; padding after the last
     sample (PAD_RSI, trailing bits) is not an error.
     """
-    lib = _libaec()
-    src = ctypes.create_string_buffer(bytes(payload), max(1, len(payload)))
-    dst = ctypes.create_string_buffer(max(1, expected))
-    strm = _AecStream()
-    strm.next_in = ctypes.cast(src, ctypes.c_void_p)
-    strm.avail_in = len(payload)
-    strm.next_out = ctypes.cast(dst, ctypes.c_void_p)
-    strm.avail_out = expected
-    strm.bits_per_sample = bits_per_sample
-    strm.block_size = block_size
-    strm.rsi = rsi
-    strm.flags = flags
-    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
-        raise CodecError(f"libaec refused parameters bits={bits_per_sample} block={block_size} rsi={rsi} flags={flags}")
-    try:
-        code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
-        got = strm.total_out
-    finally:
-        lib.aec_decode_end(ctypes.byref(strm))
+    src = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
+    out, got, code = _run_decoder(src, expected, bits_per_sample, block_size, rsi, flags)
     if got != expected:
         raise CodecError(f"szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
-    return dst.raw[:expected]
+    return out
 
 
 def decode(
-    payload: bytes | memoryview,
+    payload: Buffer,
     expected: int,
     bits_per_sample: int,
     block_size: int,
@@ -150,16 +161,75 @@ def decode(
     flags: int,
     *,
     where: str = "",
-) -> bytes:
+) -> np.ndarray:
     """Checked :func:`szip_decode`: parameters in libaec's ranges, output no larger than the payload can hold."""
     require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
     CODEC.check_ratio(len(payload), expected, where)
     if not (1 <= bits_per_sample <= 32) or block_size <= 0 or not (1 <= rsi <= 4096):
         raise CodecError(f"{where}invalid szip parameters bits={bits_per_sample} block_size={block_size} rsi={rsi}")
     try:
-        return szip_decode(bytes(payload), expected, bits_per_sample, block_size, rsi, flags)
+        return szip_decode(payload, expected, bits_per_sample, block_size, rsi, flags)
     except CodecError as exc:
         raise CodecError(f"{where}{exc}") from None
+
+
+def sample_bytes(bits_per_sample: int, flags: int) -> int:
+    """Bytes libaec gives each decoded sample (3 only with AEC_DATA_3BYTE)."""
+    if bits_per_sample > 16:
+        return 3 if bits_per_sample <= 24 and flags & 2 else 4
+    return 2 if bits_per_sample > 8 else 1
+
+
+def _rsi_geometry(params: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """Decoded bytes per reference sample interval, and the recorded bit offset of each interval."""
+    per = int(params["rsi"]) * int(params["block_size"])
+    return per * sample_bytes(int(params["bits_per_sample"]), int(params["flags"])), params["block_offsets"]
+
+
+def _bit_offset(offsets: list[Any], i: int, where: str = "") -> int:
+    """Recorded offset ``i``, checked (the list is not checked as a whole: a point reads one or two)."""
+    offset = offsets[i]
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise CodecError(f"{where}szip_block_offsets[{i}] is {offset!r}, not a bit offset")
+    return offset
+
+
+_AEC_RESTRICTED = 32
+
+#: stored bytes read past the start of the next interval (libaec fills its bit accumulator ahead)
+_LOOKAHEAD = 16
+
+
+def decode_span(
+    piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+) -> np.ndarray:
+    """Decoded bytes ``[lo, hi)`` from the intervals that hold them: libaec's decoder started at the first
+    interval's recorded bit offset (``aec_buffer_seek``, as ``aec_decode_range`` does) and stopped once
+    byte ``hi`` is out."""
+    rsi_bytes, offsets = _rsi_geometry(params)
+    first = lo // rsi_bytes
+    if first >= len(offsets):
+        raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
+    offset = _bit_offset(offsets, first, where)
+    bits, flags = int(params["bits_per_sample"]), int(params["flags"])
+    width = sample_bytes(bits, flags)
+    start_out = first * rsi_bytes
+    want = min(total, hi) - start_out
+    want += -want % width
+    src = np.frombuffer(piece.data.cast("B") if isinstance(piece, np.ndarray) else piece, dtype=np.uint8)
+    skip = offset // 8 - base
+    if skip < 0 or skip > src.size:
+        raise CodecError(f"{where}szip stored bytes from {base} do not hold interval {first}")
+    block_size, rsi = int(params["block_size"]), int(params["rsi"])
+    try:
+        dst, got, code = _run_decoder(src[skip:], want, bits, block_size, rsi, flags, offset % 8)
+    except CodecError as exc:
+        raise CodecError(f"{where}{exc}") from None
+    if got < hi - start_out:
+        raise CodecError(
+            f"{where}szip intervals from {first} decode to {got} bytes (libaec code {code}), expected {hi - start_out}"
+        )
+    return dst[lo - start_out : hi - start_out]
 
 
 class Szip(Codec):
@@ -174,6 +244,34 @@ class Szip(Codec):
         Param("block_offsets", list, doc="bit offset of each RSI", recorded=True, derived=True),
     )
     max_ratio = 16384
+    capabilities = Capabilities(partial_decode=True)
+
+    def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
+        """Only streams with one recorded bit offset per interval (``block_offsets``) decode in part, and not
+        restricted coding (``AEC_RESTRICTED``), whose intervals the recorded offsets do not locate."""
+        offsets = params.get("block_offsets")  # each is checked when a range starts from it
+        if not (
+            isinstance(offsets, list)
+            and all(isinstance(params.get(k), int) for k in ("rsi", "block_size", "bits_per_sample", "flags"))
+            and 1 <= int(params["bits_per_sample"]) <= 32
+            and int(params["rsi"]) * int(params["block_size"]) > 0
+            and not int(params["flags"]) & _AEC_RESTRICTED
+        ):
+            return False
+        return total > 0 and len(offsets) == -(-total // _rsi_geometry(params)[0])
+
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
+        rsi_bytes, offsets = _rsi_geometry(params)
+        first, last = lo // rsi_bytes, max(lo, hi - 1) // rsi_bytes
+        start = min(_bit_offset(offsets, min(first, len(offsets) - 1)) // 8, stored)
+        stop = _bit_offset(offsets, last + 1) // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
+        return start, min(stop, stored)
+
+    def decode_range(
+        self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        require("imagecodecs", f"{where}szip decompression")
+        return decode_span(piece, base, lo, hi, total, params, where)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload

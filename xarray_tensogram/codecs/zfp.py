@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, EncodeError, UnsupportedError
-from .base import Buffer, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param
 from .optional import require
 
 __all__ = ["CODEC", "MODES", "compress", "decompress"]
@@ -43,6 +43,21 @@ def compress(values: np.ndarray, mode: str, parameter: float) -> bytes:
     return out
 
 
+def block_bits(rate: float) -> int:
+    """Bits of each 4-value block of a 1-d fixed-rate stream of doubles (zfp's ``zfp_stream_set_rate``, unaligned)."""
+    return max(int(np.floor(4 * float(rate) + 0.5)), 12)
+
+
+def _shifted(stream: np.ndarray, shift: int, nbytes: int) -> bytes:
+    """``nbytes`` of a zfp bit stream (bits taken least significant first) starting ``shift`` bits into
+    ``stream``, padded with zero words so the decoder never reads past the buffer."""
+    head = np.zeros(nbytes + 1, dtype=np.uint8)
+    take = stream[: nbytes + 1]
+    head[: take.size] = take
+    head = ((head[:-1] >> shift) | (head[1:] << (8 - shift))).astype(np.uint8) if shift else head[:-1]
+    return head.tobytes() + bytes(-nbytes % 8 + 16)
+
+
 class Zfp(Codec):
     """Header-less 1-d zfp streams of float64 values, in one fixed mode with its one parameter."""
 
@@ -54,6 +69,33 @@ class Zfp(Codec):
         Param("tolerance", float, doc="absolute error bound (fixed_accuracy)"),
     )
     max_ratio = 512
+    capabilities = Capabilities(partial_decode=True)
+
+    def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
+        """Fixed-rate streams only: every block then takes the same number of bits."""
+        rate = params.get("rate")
+        return params.get("mode") == "fixed_rate" and isinstance(rate, (int, float)) and not isinstance(rate, bool)
+
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
+        bits = block_bits(params["rate"])
+        first, last = lo // 32, max(lo, hi - 1) // 32
+        return min(first * bits // 8, stored), min(((last + 1) * bits + 7) // 8 + 1, stored)
+
+    def decode_range(
+        self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
+    ) -> Buffer:
+        """Doubles of the 4-value blocks holding bytes ``[lo, hi)``, decoded from those blocks' bits alone."""
+        zfpy = require("zfpy", f"{where}zfp decompression")
+        bits = block_bits(params["rate"])
+        first, last = lo // 32, max(lo, hi - 1) // 32
+        count = min((last + 1) * 4, total // 8) - first * 4
+        src = np.frombuffer(_view(piece), dtype=np.uint8)[first * bits // 8 - base :]
+        stream = _shifted(src, first * bits % 8, ((last + 1 - first) * bits + 7) // 8)
+        try:
+            values: np.ndarray = zfpy._decompress(stream, zfpy.type_double, [count], rate=float(params["rate"]))
+        except Exception as exc:
+            raise CodecError(f"{where}zfp stream is corrupt: {exc}") from exc
+        return values.view(np.uint8)[lo - first * 32 : hi - first * 32]
 
     def resolve(self, given: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
         """Only the parameter of the chosen mode gets its default (the others stay unset)."""

@@ -271,6 +271,12 @@ class Zstd(Codec):
     ) -> Buffer:
         return decompress_prefix(_bytes_like(payload), prefix, total, where=where)
 
+    def max_output(self, stored: int) -> int | None:
+        return max_output(stored)
+
+    def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
+        return decompress_capped(_bytes_like(payload), cap, where=where)
+
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         return compress(_bytes_like(data), int(params.get("level", 3))), {}
 

@@ -21,7 +21,16 @@ from ..codecs.base import Codec
 from ..io import ByteSource, LocalFileSource
 from ..io.local import scratch_buffer
 
-__all__ = ["READ_MAX", "compressed_payload", "read_raw_rows", "read_row_band", "read_span", "row_byte_span"]
+__all__ = [
+    "READ_MAX",
+    "box_runs",
+    "compressed_payload",
+    "gather_runs",
+    "read_raw_rows",
+    "read_row_band",
+    "read_span",
+    "row_byte_span",
+]
 
 
 def read_row_band(
@@ -47,6 +56,51 @@ def read_row_band(
     if any(r != slice(0, n) for r, n in zip(rest, shape[1:], strict=True)):
         within = (slice(None), *rest)
         block = block[within]
+    return block
+
+
+def box_runs(shape: Sequence[int], box: Sequence[slice], merge_gap: int, max_runs: int) -> list[tuple[int, int]] | None:
+    """The C-order element runs ``[start, stop)`` of a box (step-1 slices) of an array of ``shape``, runs less
+    than ``merge_gap`` elements apart joined; None for a scalar or a box of more than ``max_runs`` rows."""
+    if not shape:
+        return None
+    spans = [s.indices(n)[:2] for s, n in zip(box, shape, strict=True)]
+    if any(b <= a for a, b in spans):
+        return []
+    rows = math.prod(b - a for a, b in spans[:-1])
+    if rows > max_runs:
+        return None
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+    if rows == 1:  # a point, or a run along the last axis
+        first = sum(a * s for (a, _b), s in zip(spans, strides, strict=True))
+        return [(first, first + spans[-1][1] - spans[-1][0])]
+    starts = np.zeros(1, dtype=np.int64)
+    for (a, b), stride in zip(spans[:-1], strides[:-1], strict=True):
+        starts = (starts[:, None] + np.arange(a, b, dtype=np.int64) * stride).reshape(-1)
+    starts += spans[-1][0]
+    length = spans[-1][1] - spans[-1][0]
+    cut = np.flatnonzero(starts[1:] - (starts[:-1] + length) >= merge_gap) + 1
+    firsts = np.concatenate(([0], cut))
+    lasts = np.concatenate((cut - 1, [starts.size - 1]))
+    return [(int(starts[f]), int(starts[e]) + length) for f, e in zip(firsts, lasts, strict=True)]
+
+
+def gather_runs(
+    shape: Sequence[int], box: Sequence[slice], runs: Sequence[tuple[int, int]], values: Sequence[np.ndarray]
+) -> np.ndarray:
+    """The box of an array of ``shape`` from the decoded ``values`` of its :func:`box_runs`."""
+    spans = [s.indices(n)[:2] for s, n in zip(box, shape, strict=True)]
+    box_shape = tuple(max(0, b - a) for a, b in spans)
+    if not runs:
+        return np.empty(box_shape, dtype=values[0].dtype if values else np.float64)
+    if len(runs) == 1 and runs[0][1] - runs[0][0] == math.prod(box_shape):
+        return values[0].reshape(box_shape)  # the run is the box
+    flat = np.ravel_multi_index(np.ix_(*(np.arange(a, b) for a, b in spans)), tuple(shape)).reshape(-1)
+    firsts = np.array([r[0] for r in runs], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([r[1] - r[0] for r in runs])))[:-1]
+    which = np.searchsorted(firsts, flat, side="right") - 1
+    joined = values[0] if len(values) == 1 else np.concatenate(values)
+    block: np.ndarray = joined[offsets[which] + flat - firsts[which]].reshape(box_shape)
     return block
 
 

@@ -122,7 +122,7 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
         raise CodecError("the Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr")
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        from ..codecs import zstd
+        from ..formats.tetr.model import tile_codec
 
         data = memoryview(buf).cast("B")
         dtype = np.dtype(self.dtype)
@@ -134,7 +134,12 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
             skip, stored, raw, codec, shape = entry
         payload = data[skip : skip + stored]
         where = f"Tetration tile of {len(data)} referenced bytes: "
-        flat = zstd.decompress(payload, int(raw), where=where) if codec == 1 else np.frombuffer(payload, dtype=np.uint8)
+        stage = tile_codec(codec)
+        flat = (
+            np.frombuffer(payload, np.uint8)
+            if stage.capabilities.byte_ranges
+            else stage.decode(payload, int(raw), {}, where)
+        )
         if len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
         tile = np.frombuffer(flat, dtype=dtype).reshape(shape)

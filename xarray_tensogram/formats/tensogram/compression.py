@@ -11,22 +11,24 @@ and flags, the byte order of zfp/sz3 output, the bit count in front of an rle/ro
 
 from __future__ import annotations
 
+import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ...codecs import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
 from ...codecs.base import PASSTHROUGH, Buffer, Codec, check_size
+from ...codecs.chain import RAW, Chain, Stage, native_order
 from ...errors import CodecError, MetadataError, UnsupportedError
-from .dtypes import dtype_width
+from .dtypes import dtype_width, numpy_dtype
 
 __all__ = [
     "MASK_METHODS",
     "STAGES",
+    "chain_of",
     "codec_params",
-    "decompress",
     "descriptor_defaults",
     "descriptor_key",
     "float64_only",
@@ -165,83 +167,119 @@ def szip_flags(desc: Params, bits: int) -> int:
     return flags
 
 
-def _szip(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
-    szip.CODEC.check_ratio(len(payload), expected, where)
+def _szip_params(desc: Params, where: str) -> dict[str, Any]:
+    """szip's parameters: the descriptor's, its sample width and flags (spec §13.4) and interval offsets."""
     bits = szip_sample_bits(desc)
     params = codec_params(desc, szip.CODEC, where, required=("block_size", "rsi", "flags"))
     params.update(bits_per_sample=bits, flags=szip_flags(desc, bits))
-    # libaec's streaming decoder, stopped when the expected output is full, as the reference calls it
-    return szip.CODEC.decode(payload, expected, params, where)
+    return params
 
 
-def _zfp(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
-    packed = _packed(desc)
-    if packed:
-        # after simple_packing the reference still decodes prod(shape) doubles (reading zeros past a
-        # shorter stream) and hands on all of them; later stages use the leading bytes
-        shape = desc.get("shape") or []
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        zfp.CODEC.check_ratio(len(payload), 8 * n, where)
-        payload = bytes(payload) + bytes(8 * n + 4096)  # zeros past the stream, never out of bounds
-        want = 8 * n
-    else:
-        zfp.CODEC.check_ratio(len(payload), expected, where)
-        want = expected
-    mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
-    params = codec_params(desc, zfp.CODEC, where, required=("mode", zfp.MODES.get(str(mode), "mode")))
-    out = _float64_in_declared_order(zfp.CODEC.decode(payload, want, params, where), desc)
-    if packed:
-        if len(out) < expected:
-            raise CodecError(f"{where}zfp stream decodes to {len(out)} bytes, at least {expected} needed")
-        return out
-    check_size(out, expected, zfp.CODEC.name, where)
-    return out
-
-
-def _float64_in_declared_order(values: Buffer, desc: Params) -> bytes:
+def _float64_in_declared_order(values: Buffer, desc: Params) -> Buffer:
     """zfp and sz3 decode to float64 values; like the reference, hand them on in the descriptor's byte order."""
     # after simple_packing the bytes are a bit stream with no byte order: the codec's native doubles go on as is
     declared = desc.get("byte_order", "little") if not _packed(desc) else ("little" if np.little_endian else "big")
-    dtype = np.dtype("<f8") if declared == "little" else np.dtype(">f8")
-    return np.ascontiguousarray(values, dtype=dtype).tobytes()
+    raw = values.reshape(-1).view(np.uint8) if isinstance(values, np.ndarray) else np.frombuffer(values, np.uint8)
+    if declared == ("little" if np.little_endian else "big"):
+        return raw
+    return raw.view(np.float64).astype(">f8" if declared == "big" else "<f8").view(np.uint8)
 
 
-def _sz3(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
-    sz3.CODEC.check_ratio(len(payload), expected, where)
-    out = _float64_in_declared_order(sz3.CODEC.decode(payload, expected, {}, where), desc)
-    check_size(out, expected, sz3.CODEC.name, where)
-    return out
+class _Float64Out(Codec):
+    """zfp or sz3 as a descriptor decides them: float64 output in the declared byte order. After simple_packing
+    (``padded``, zfp) the reference decodes ``prod(shape)`` doubles from a zero-padded stream and later stages
+    use the leading bytes (then no partial decode)."""
+
+    name = "float64 output"
+
+    def __init__(self, inner: Codec, desc: Params, *, padded: bool = False) -> None:
+        self.inner, self.desc, self.packed = inner, desc, padded and _packed(desc)
+
+    def check_ratio(self, payload_len: int, expected: int, where: str = "") -> None:
+        self.inner.check_ratio(payload_len, expected, where)
+
+    def decodes_range(self, params: Params, total: int) -> bool:
+        return not self.packed and self.inner.decodes_range(params, total)
+
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Params) -> tuple[int, int]:
+        return self.inner.stored_span(lo, hi, total, stored, params)
+
+    def decode_range(
+        self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Params, where: str = ""
+    ) -> Buffer:
+        decoded = self.inner.decode_range(piece, base, lo & ~7, (hi + 7) & ~7, total, params, where)
+        out = np.frombuffer(_float64_in_declared_order(decoded, self.desc), dtype=np.uint8)
+        return out[lo & 7 : (lo & 7) + hi - lo]
+
+    def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
+        want = expected
+        if self.packed:
+            shape = self.desc.get("shape") or []
+            want = 8 * (int(np.prod(shape, dtype=np.int64)) if shape else 1)
+            self.inner.check_ratio(len(payload), want, where)
+            payload = bytes(payload) + bytes(want + 4096)  # zeros past the stream, never out of bounds
+        else:
+            self.inner.check_ratio(len(payload), expected, where)
+        out = _float64_in_declared_order(self.inner.decode(payload, want, params, where), self.desc)
+        n = len(out) if not isinstance(out, np.ndarray) else out.nbytes
+        if self.packed and n < expected:
+            raise CodecError(f"{where}{self.inner.name} stream decodes to {n} bytes, at least {expected} needed")
+        if not self.packed:
+            check_size(out, expected, self.inner.name, where)
+        return out
 
 
-def _bitmask(codec: Codec) -> Callable[[Buffer, int, Params, str], Buffer]:
+class _Bitmap(Codec):
     """rle/roaring compression of a bitmask object: a big-endian u32 bit count, then the bitmap."""
 
-    def decode(payload: Buffer, expected: int, desc: Params, where: str) -> Buffer:
+    name = "bitmap"
+
+    def __init__(self, inner: Codec) -> None:
+        self.inner = inner
+
+    def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
         view = memoryview(payload.data if isinstance(payload, np.ndarray) else payload).cast("B")
         if len(view) < 4:
-            raise CodecError(f"{where}{codec.name} payload lacks its 4-byte bit count")
+            raise CodecError(f"{where}{self.inner.name} payload lacks its 4-byte bit count")
         nbits = struct.unpack(">I", view[:4])[0]
         if nbits != 8 * expected:
-            raise CodecError(f"{where}{codec.name} payload holds {nbits} bits, expected {8 * expected}")
-        return bytes(codec.decode(view[4:], expected, {"bits": nbits}, where))
-
-    return decode
+            raise CodecError(f"{where}{self.inner.name} payload holds {nbits} bits, expected {8 * expected}")
+        return bytes(self.inner.decode(view[4:], expected, {"bits": nbits}, where))
 
 
-#: codecs whose parameters the descriptor decides beyond their own keys
-_ADAPTED: dict[Codec, Callable[[Buffer, int, Params, str], Buffer]] = {
-    szip.CODEC: _szip,
-    zfp.CODEC: _zfp,
-    sz3.CODEC: _sz3,
-    bitmaps.RLE: _bitmask(bitmaps.RLE),
-    bitmaps.ROARING: _bitmask(bitmaps.ROARING),
-}
+def _compression_stage(desc: Params, where: str) -> Stage:
+    """The bytes->bytes stage of the descriptor's ``compression``, with what the descriptor decides for it."""
+    codec = stage_codec("compression", desc["compression"], where)
+    if codec is szip.CODEC:
+        return Stage(codec, _szip_params(desc, where))
+    if codec is zfp.CODEC:
+        mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
+        required = ("mode", zfp.MODES.get(str(mode), "mode"))
+        return Stage(_Float64Out(codec, desc, padded=True), codec_params(desc, codec, where, required=required))
+    if codec is sz3.CODEC:
+        return Stage(_Float64Out(codec, desc), {})
+    if codec in (bitmaps.RLE, bitmaps.ROARING):
+        return Stage(_Bitmap(codec))
+    return Stage(codec, codec_params(desc, codec, where))
 
 
-def decompress(name: str, payload: Buffer, expected: int, desc: Params, where: str = "") -> Buffer:
-    """Decode ``payload`` with compressor ``name`` into exactly ``expected`` bytes."""
-    codec = stage_codec("compression", name, where)
-    adapted = _ADAPTED.get(codec)
-    if adapted is not None:
-        return adapted(payload, expected, desc, where)
-    return codec.decode(payload, expected, codec_params(desc, codec, where), where)
+def _values_stage(desc: Params, where: str) -> tuple[Stage, int]:
+    """The array->bytes stage of the descriptor's ``encoding`` and dtype, and the element count it decodes."""
+    count = math.prod(desc["shape"])
+    if desc["encoding"] == simple_packing.CODEC.name:
+        params = codec_params(desc, simple_packing.CODEC, where)
+        params.setdefault("decimal_scale_factor", 0)
+        return Stage(simple_packing.CODEC, params), count
+    if desc["dtype"] == "bitmask":
+        return Stage(RAW, {"dtype": np.dtype(np.uint8)}), (count + 7) // 8
+    return Stage(RAW, {"dtype": native_order(numpy_dtype(desc["dtype"]), desc.get("byte_order", "little"))}), count
+
+
+def chain_of(desc: Params, where: str = "") -> Chain:
+    """The codec chain of a validated descriptor: its encoding, then its filter and compression stages."""
+    values, count = _values_stage(desc, where)
+    stages = []
+    if desc["filter"] == shuffle.CODEC.name:
+        stages.append(Stage(shuffle.CODEC, {"element_size": desc.get("shuffle_element_size")}))
+    stages.append(_compression_stage(desc, where))
+    return Chain(values, tuple(stages), count)

@@ -17,6 +17,7 @@ import numpy as np
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout
 from ...codecs import cbor
+from ...codecs.chain import Chain
 from ...codecs.checksums import xxh3_64
 from ...errors import (
     CorruptFileError,
@@ -30,7 +31,7 @@ from ...errors import (
 from ...io import ByteSource, RangeColumns
 from .._chunks import read_row_band
 from . import pipeline
-from .compression import stage_codec
+from .compression import chain_of, stage_codec
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
     DATA_FRAME,
@@ -65,6 +66,11 @@ class FrameLayout:
     hash_value: int
     body_start: int
     body_length: int
+
+    @functools.cached_property
+    def chain(self) -> Chain:
+        """The descriptor's codec chain, worked out once per object."""
+        return chain_of(self.descriptor)
 
 
 def _where(msg_index: int, obj: int | None = None) -> str:
@@ -192,6 +198,9 @@ class ObjectReader:
             return np.frombuffer(view, dtype=np.uint8)
         return self.source.read_array(offset, length, what=what)
 
+    def _fetch_frame(self) -> np.ndarray:
+        return self._fetch(self.ref.frame_offset, self.ref.frame_length, "data frame")
+
     def read_verified_frame(self) -> np.ndarray:
         """Read the whole data frame and check its xxh3 before anything in it is trusted."""
         off, length = self.ref.frame_offset, self.ref.frame_length
@@ -213,10 +222,7 @@ class ObjectReader:
         try:
             return self._read(rows)
         except MemoryError:
-            raise LimitExceededError(
-                f"{describe(self.source.name, self.where, self.ref.frame_offset)}decoding shape {list(self.shape)} "
-                f"({self.dtype}) needs more memory than is available"
-            ) from None
+            raise self._too_big() from None
 
     def _read(self, rows: slice | None = None) -> np.ndarray:
         self.source.check_unchanged()
@@ -225,10 +231,8 @@ class ObjectReader:
         partial = rows is not None and bool(self.shape) and rows.indices(self.shape[0])[:2] != (0, self.shape[0])
         if self.verify_hash or (self._layout is None and not partial and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
-            if self.verify_hash:
-                frame = self.read_verified_frame()
-            else:
-                frame = self._fetch(self.ref.frame_offset, self.ref.frame_length, "data frame")
+            whole = self.read_verified_frame if self.verify_hash else self._fetch_frame
+            frame = whole()
             lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
@@ -239,28 +243,12 @@ class ObjectReader:
         lay = self.layout()
         desc = lay.descriptor
         where = describe(self.source.name, self.where)
-        if rows is not None and pipeline.supports_row_ranges(desc):
-            start, stop, step = rows.indices(desc["shape"][0])
-            if step == 1 and stop > start:
-                payload_len, found = pipeline.split_masks(lay.region_length, desc, where)
-                expected = pipeline.encoded_length(desc)
-                if payload_len != expected:
-                    raise CorruptFileError(
-                        f"{where}uncompressed payload is {payload_len} bytes, descriptor implies {expected}"
-                    )
-                lo, hi, bit_offset = pipeline.row_byte_range(desc, start, stop)
-                ranges = [(lay.region_start + lo, hi - lo)]
-                ranges += [(lay.region_start + o, n) for (o, n, _m, _p) in found.values()]
-                parts = self.source.read_ranges(ranges, what="payload rows")
-                masks = None
-                if found:
-                    count = pipeline.element_count(desc)
-                    masks = {}
-                    for (kind, (_o, _n, method, params)), blob in zip(found.items(), parts[1:], strict=True):
-                        from .masks import decode_mask
-
-                        masks[kind] = decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
-                return pipeline.decode_rows(parts[0], desc, start, stop, bit_offset, masks, where)
+        partial_rows = rows is not None and desc["dtype"] != "bitmask" and len(desc["shape"]) > 0
+        start, stop, step = rows.indices(desc["shape"][0]) if partial_rows and rows is not None else (0, 0, 0)
+        if step > 0 and stop > start:  # rows decoded from their own stored bytes, where the chain allows
+            block = self._decode_box((slice(start, stop), *(slice(0, n) for n in desc["shape"][1:])), 1.0)
+            if block is not None:
+                return block[::step]
         region = self._fetch(lay.region_start, lay.region_length, "payload")
         if rows is not None and pipeline.supports_leading_prefix(desc):
             start, stop, step = rows.indices(desc["shape"][0])
@@ -272,6 +260,24 @@ class ObjectReader:
                 return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
         out = pipeline.decode_full(region, desc, where)
         return out if rows is None else out[rows]
+
+    def _decode_box(self, box: tuple[slice, ...], fraction: float) -> np.ndarray | None:
+        """The box decoded from its elements' stored bytes alone (:func:`.pipeline.decode_box`), or None."""
+        lay = self.layout()
+        start = lay.region_start
+
+        def fetch(spans: list[tuple[int, int]]) -> list[Any]:  # a local file's map, else one ranged request
+            views = [self.source.view(start + o, n) for o, n in spans]
+            if all(v is not None for v in views):
+                return views
+            return list(self.source.read_ranges([(start + o, n) for o, n in spans], what="payload elements"))
+
+        where = describe(self.source.name, self.where)
+        return pipeline.decode_box(lay.descriptor, box, lay.region_length, fetch, fraction, where, lay.chain)
+
+    def _too_big(self) -> LimitExceededError:
+        needs = f"decoding shape {list(self.shape)} ({self.dtype}) needs more memory than is available"
+        return LimitExceededError(describe(self.source.name, self.where, self.ref.frame_offset) + needs)
 
     def _wants_partial(self, rows: slice) -> bool:
         """A range read pays off only below ``range_threshold`` of the object's leading axis."""
@@ -290,19 +296,10 @@ class ObjectReader:
             return False
         self.source.check_unchanged()
         try:
-            pipeline.decode_into(
-                self.source,
-                lay.region_start,
-                lay.region_length,
-                lay.descriptor,
-                out,
-                describe(self.source.name, self.where),
-            )
+            where = describe(self.source.name, self.where)
+            pipeline.decode_into(self.source, lay.region_start, lay.region_length, lay.descriptor, out, where)
         except MemoryError:
-            raise LimitExceededError(
-                f"{describe(self.source.name, self.where, self.ref.frame_offset)}decoding shape {list(self.shape)} "
-                f"({self.dtype}) needs more memory than is available"
-            ) from None
+            raise self._too_big() from None
         return True
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
@@ -313,14 +310,16 @@ class ObjectReader:
         return object_layout(spec, lay.descriptor, frame, (lay.region_start, lay.region_length))
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
-        return read_row_band(
-            coords,
-            region,
-            self.shape,
-            self.rows_per_chunk,
-            self.read,
-            lambda start, stop: self.read(slice(start, stop)),
-        )
+        """A box narrower than the object decodes only its elements where the chain allows; rows use :meth:`read`."""
+        narrow = len(self.shape) > 1 and any(r != slice(0, n) for r, n in zip(region[1:], self.shape[1:], strict=True))
+        if narrow and not self.verify_hash and self.range_threshold > 0:
+            first = coords[0] * (self.rows_per_chunk or self.shape[0])
+            self.source.check_unchanged()
+            box = (slice(first + region[0].start, first + region[0].stop), *region[1:])
+            if (block := self._decode_box(box, self.range_threshold)) is not None:
+                return block
+        rows = self.rows_per_chunk
+        return read_row_band(coords, region, self.shape, rows, self.read, lambda a, b: self.read(slice(a, b)))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,14 +8,13 @@ byte range when the pipeline allows it (no compression, no filter).
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ...codecs import shuffle, simple_packing
-from ...codecs.base import PASSTHROUGH, Capabilities, Codec
+from ...codecs.base import PASSTHROUGH, Buffer, Capabilities, Codec
+from ...codecs.chain import RAW, Chain
 from ...errors import (
     CodecError,
     CorruptFileError,
@@ -25,12 +24,13 @@ from ...errors import (
 )
 from ...io import ByteSource, LocalFileSource
 from ...io.local import scratch_buffer
-from .._chunks import compressed_payload, row_byte_span
+from .._chunks import box_runs, compressed_payload, gather_runs
 from . import masks as mask_codec
-from .compression import STAGES, decompress, stage_codec
-from .dtypes import DTYPES, decoded_length, dtype_width, numpy_dtype
+from .compression import STAGES, chain_of
+from .dtypes import DTYPES
 
 __all__ = [
+    "decode_box",
     "decode_full",
     "decode_into",
     "decode_masks",
@@ -40,7 +40,6 @@ __all__ = [
     "encoded_length",
     "row_byte_range",
     "split_masks",
-    "supports_row_ranges",
     "validate_descriptor",
 ]
 
@@ -150,20 +149,7 @@ def element_count(desc: Mapping[str, Any]) -> int:
 
 def encoded_length(desc: Mapping[str, Any]) -> int:
     """Bytes entering the filter/compression stage (= payload size when both are none)."""
-    n = element_count(desc)
-    if desc["encoding"] == "simple_packing":
-        return simple_packing.packed_nbytes(n, int(desc["sp_bits_per_value"]))
-    return decoded_length(desc["dtype"], n)
-
-
-def supports_row_ranges(desc: Mapping[str, Any]) -> bool:
-    """True when a leading-axis row range can be read as a byte range of the payload."""
-    return (
-        _compressor(desc).capabilities.byte_ranges
-        and desc["filter"] == "none"
-        and desc["dtype"] != "bitmask"
-        and len(desc["shape"]) >= 1
-    )
+    return chain_of(desc).encoded_nbytes
 
 
 def _compressor(desc: Mapping[str, Any]) -> Any:
@@ -186,9 +172,9 @@ def supports_leading_prefix(desc: Mapping[str, Any]) -> bool:
 
 def row_byte_range(desc: Mapping[str, Any], start: int, stop: int) -> tuple[int, int, int]:
     """Byte range ``[lo, hi)`` of the payload holding rows ``start:stop`` and the bit offset of the first."""
-    packed = desc["encoding"] == "simple_packing"
-    bits = int(desc["sp_bits_per_value"]) if packed else 8 * dtype_width(desc["dtype"])
-    return row_byte_span(start, stop, math.prod(desc["shape"][1:]), bits)
+    values = chain_of(desc).values
+    row = math.prod(desc["shape"][1:])
+    return values.codec.element_span(start * row, stop * row, values.params)
 
 
 def split_masks(
@@ -248,42 +234,12 @@ def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarr
             bits[m, :] = pattern
 
 
-def _byteorder_native(raw: np.ndarray | bytes | memoryview, dtype_name: str, byte_order: str, count: int) -> np.ndarray:
-    nd = numpy_dtype(dtype_name)
-    arr = np.frombuffer(raw, dtype=nd.newbyteorder("<" if byte_order == "little" else ">"), count=count)
-    if arr.dtype.isnative or nd.itemsize == 1:
-        return arr.view(nd).copy() if not arr.flags.writeable else arr.view(nd)
-    return arr.astype(nd)
-
-
 def decode_values(
     encoded: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], count: int, where: str, bit_offset: int = 0
 ) -> np.ndarray:
-    """Encoded bytes (after decompress/unshuffle) -> flat native-order values."""
-    if desc["encoding"] == "simple_packing":
-        return simple_packing.decode(
-            encoded,
-            count,
-            int(desc["sp_bits_per_value"]),
-            float(desc["sp_reference_value"]),
-            int(desc["sp_binary_scale_factor"]),
-            int(desc.get("sp_decimal_scale_factor", 0)),
-            bit_offset,
-        )
-    dtype_name = desc["dtype"]
-    if dtype_name == "bitmask":
-        bits: np.ndarray = np.frombuffer(encoded, dtype=np.uint8).copy()
-        return bits
-    return _byteorder_native(encoded, dtype_name, desc.get("byte_order", "little"), count)
-
-
-def unshuffle(data: bytes | memoryview | np.ndarray, element_size: Any, where: str) -> np.ndarray:
-    raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1)
-    if not isinstance(element_size, int) or element_size <= 0:
-        raise MetadataError(f"{where}shuffle_element_size {element_size!r} must be a positive integer")
-    if raw.size % element_size:
-        raise CodecError(f"{where}shuffled payload of {raw.size} bytes is not a multiple of {element_size}")
-    return shuffle.unshuffle(raw, element_size)
+    """Encoded bytes (after decompress/unshuffle) -> flat native-order values (the chain's array->bytes stage)."""
+    values = chain_of(desc, where).values
+    return values.codec.decode_values(encoded, count, values.params, bit_offset)
 
 
 def decode_masks(
@@ -297,24 +253,25 @@ def decode_masks(
 
 def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], where: str = "") -> np.ndarray:
     """Decode a whole object from its payload region (payload + mask blobs)."""
-    count = element_count(desc)
     payload_len, found = split_masks(len(region), desc, where)
     view = region.data if isinstance(region, np.ndarray) else memoryview(region)  # zero-copy, either way
     payload = view[:payload_len]
-    expected = encoded_length(desc)
-    compression = desc["compression"]
-    if compression == "none" and desc["filter"] == "none" and len(payload) != expected:
-        raise CodecError(f"{where}uncompressed payload is {len(payload)} bytes, descriptor implies {expected}")
-    encoded = decompress(compression, payload, expected, desc, where)
-    if desc["filter"] == "shuffle":
-        encoded = unshuffle(encoded, desc.get("shuffle_element_size"), where)
-    values = decode_values(encoded, desc, count, where)
+    chain = chain_of(desc, where)
+    if chain.stored_is_encoded and len(payload) != chain.encoded_nbytes:
+        raise CodecError(
+            f"{where}uncompressed payload is {len(payload)} bytes, descriptor implies {chain.encoded_nbytes}"
+        )
+    values = chain.decode(payload, where)
     if found:
-        restore_masks(values, desc["dtype"], decode_masks(view, found, count, where), where)
+        restore_masks(values, desc["dtype"], decode_masks(view, found, element_count(desc), where), where)
     if desc["dtype"] == "bitmask":
         return values
     shaped: np.ndarray = values.reshape(desc["shape"])
     return shaped
+
+
+def _wrong_size(length: int, chain: Chain, where: str) -> None:
+    raise CodecError(f"{where}uncompressed payload is {length} bytes, descriptor implies {chain.encoded_nbytes}")
 
 
 def decode_rows(
@@ -338,16 +295,12 @@ def decode_rows(
 def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``.
 
-    No filter and no NaN/Inf masks; plain values already in native byte order, or simple_packing
-    (float64 out). Other pipelines go through :func:`decode_full` and a copy.
+    No filter and no NaN/Inf masks; the chain's values need no cast (native byte order, or simple_packing's
+    float64). Other pipelines go through :func:`decode_full` and a copy.
     """
     if desc["filter"] != "none" or desc.get("masks") or desc["dtype"] == "bitmask":
         return False
-    if desc["encoding"] == "simple_packing":
-        return bool(dtype == np.float64)
-    nd = numpy_dtype(desc["dtype"])
-    native = nd.itemsize == 1 or desc.get("byte_order", "little") == sys.byteorder
-    return bool(native and nd == dtype)
+    return chain_of(desc).decodes_into(dtype)
 
 
 def decode_into(
@@ -361,48 +314,83 @@ def decode_into(
     released afterwards, so the file's pages do not stay in this process's resident memory (lz4
     payloads of local files are read into a small per-thread buffer instead).
     """
-    expected = encoded_length(desc)
-    compression = desc["compression"]
-    if compression == "none" and length != expected:
-        raise CodecError(f"{where}uncompressed payload is {length} bytes, descriptor implies {expected}")
-    packed = desc["encoding"] == "simple_packing"
-    if compression == "none" and not packed:
-        source.read_into(offset, out, what="payload")
-        return
-    if compression == "none" and isinstance(source, LocalFileSource) and out.flags.c_contiguous:
-        _unpack_streamed(source, offset, desc, out.reshape(-1))
-        return
-    codec = stage_codec("compression", compression, where)
-    payload, mapped = compressed_payload(source, offset, length, codec)
-    try:
-        if codec.capabilities.decode_into and not packed and out.flags.c_contiguous:
-            codec.decode_into(payload, out, {}, where)
-            return
-        encoded = payload if compression == "none" else decompress(compression, payload, expected, desc, where)
-        if packed:
-            simple_packing.decode_into(
-                out,
-                encoded,
-                int(desc["sp_bits_per_value"]),
-                float(desc["sp_reference_value"]),
-                int(desc["sp_binary_scale_factor"]),
-                int(desc.get("sp_decimal_scale_factor", 0)),
+    chain = chain_of(desc, where)
+    if chain.stored_is_encoded:
+        if length != chain.encoded_nbytes:
+            raise CodecError(
+                f"{where}uncompressed payload is {length} bytes, descriptor implies {chain.encoded_nbytes}"
             )
-        else:
-            if len(encoded) != out.nbytes:
-                raise CodecError(f"{where}{compression} output is {len(encoded)} bytes, expected {out.nbytes}")
-            np.copyto(out, np.frombuffer(encoded, dtype=out.dtype).reshape(out.shape))
+        if chain.values.codec is RAW:
+            source.read_into(offset, out, what="payload")
+            return
+        if isinstance(source, LocalFileSource) and out.flags.c_contiguous:
+            _unpack_streamed(source, offset, chain, out.reshape(-1))
+            return
+    payload, mapped = compressed_payload(source, offset, length, chain.compressors[-1].codec)
+    try:
+        chain.decode_into(payload, out, where)
     finally:
         del payload
         if mapped:
             source.release(offset, length)
 
 
+#: element runs closer than this are decoded as one (a szip interval of 128 blocks of 16 holds 2048 values)
+MERGE_GAP = 4096
+#: boxes of more rows than this are decoded whole
+MAX_RUNS = 4096
+
+#: reads the payload region's byte spans ``(offset, length)`` (region-relative), one buffer each
+Fetch = Callable[[list[tuple[int, int]]], Sequence[Buffer]]
+
+
+def decode_box(
+    desc: Mapping[str, Any],
+    box: tuple[slice, ...],
+    region_len: int,
+    fetch: Fetch,
+    fraction: float,
+    where: str = "",
+    chain: Chain | None = None,
+) -> np.ndarray | None:
+    """A box of the object (step-1 slices) decoded from the stored bytes of its element runs alone, when its
+    chain allows partial decode and the runs hold less than ``fraction`` of the object; None otherwise (the
+    caller decodes the whole object). Only those bytes (and any NaN/Inf mask blobs) are fetched."""
+    if desc["dtype"] == "bitmask":
+        return None
+    chain = chain or chain_of(desc, where)
+    shape = desc["shape"]
+    runs = box_runs(shape, box, MERGE_GAP, MAX_RUNS) if chain.partial else None
+    if runs is None or sum(b - a for a, b in runs) >= fraction * chain.count:
+        return None
+    payload_len, found = split_masks(region_len, desc, where)
+    if chain.stored_is_encoded and payload_len != chain.encoded_nbytes:
+        _wrong_size(payload_len, chain, where)
+    for stage in chain.compressors:  # a payload that cannot hold what the descriptor claims is refused first
+        stage.codec.check_ratio(payload_len, chain.encoded_nbytes, where)
+    spans = [chain.stored_span(a, b, payload_len) for a, b in runs]
+    parts = fetch([(lo, hi - lo) for lo, hi in spans] + [(o, n) for (o, n, _m, _p) in found.values()])
+    values = [
+        chain.decode_range(part, lo, a, b, where) for part, (lo, _hi), (a, b) in zip(parts, spans, runs, strict=False)
+    ]
+    if found:
+        count = element_count(desc)
+        blobs = [bytes(p) if isinstance(p, np.ndarray) else p for p in parts[len(spans) :]]
+        masks = {
+            kind: mask_codec.decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
+            for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
+        }
+        for (a, b), part in zip(runs, values, strict=True):
+            restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
+    block: np.ndarray = gather_runs(shape, box, runs, values)
+    return block
+
+
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident
 STREAM_BLOCK = 1 << 20
 
 
-def _unpack_streamed(source: LocalFileSource, offset: int, desc: Mapping[str, Any], flat: np.ndarray) -> None:
+def _unpack_streamed(source: LocalFileSource, offset: int, chain: Chain, flat: np.ndarray) -> None:
     """Unpack an uncompressed simple_packing payload of a local file into ``flat``, block by block.
 
     Each block is read with ``preadv`` into a small per-thread buffer and unpacked while it is still
@@ -410,12 +398,8 @@ def _unpack_streamed(source: LocalFileSource, offset: int, desc: Mapping[str, An
     map would fault every page in and a whole-payload read would write it all out and read it back.
     Blocks hold a multiple of 8 values, so every block starts on a byte boundary whatever the width.
     """
-    bits = int(desc["sp_bits_per_value"])
-    params = (
-        float(desc["sp_reference_value"]),
-        int(desc["sp_binary_scale_factor"]),
-        int(desc.get("sp_decimal_scale_factor", 0)),
-    )
+    codec, params = chain.values.codec, chain.values.params
+    bits = int(params["bits_per_value"])
     count = flat.size
     per = max(8, STREAM_BLOCK * 8 // max(bits, 1) // 8 * 8)  # values per block
     for first in range(0, count, per):
@@ -424,4 +408,4 @@ def _unpack_streamed(source: LocalFileSource, offset: int, desc: Mapping[str, An
         buf = scratch_buffer(hi - lo)
         if hi > lo:
             source.read_into(offset + lo, buf, what="payload")
-        simple_packing.decode_into(flat[first:last], buf, bits, *params)
+        codec.decode_values_into(buf, flat[first:last], params)

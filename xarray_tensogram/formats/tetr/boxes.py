@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...codecs import zstd
 from ...errors import CodecError, describe
 from ...io import ByteSource
 from ...io.local import scratch_buffer
 from ...outer import plan_axis
+from .model import tile_codec
 
 __all__ = ["AxisPart", "plan_box_axis", "read_box_into"]
 
@@ -85,7 +85,7 @@ def _plan_tiles(parts: Sequence[list[AxisPart]], entries: np.ndarray, table: np.
         extent = tuple(p.extent for p in combo)
         local = tuple(p.local for p in combo)
         offset, length = offsets[k], stored[k]
-        if codecs[k] == 0:  # raw: only the leading-axis rows the box needs
+        if tile_codec(codecs[k]).capabilities.byte_ranges:  # raw: only the leading-axis rows the box needs
             row_bytes = math.prod(extent[1:]) * itemsize
             offset += local[0].start * row_bytes
             length = (local[0].stop - local[0].start) * row_bytes
@@ -177,8 +177,8 @@ def _strips(tiles: list[_Tile]) -> Iterator[list[_Tile]]:
         if strip:
             last = strip[-1]
             if (
-                t.codec == 0
-                and last.codec == 0
+                tile_codec(t.codec).capabilities.byte_ranges
+                and tile_codec(last.codec).capabilities.byte_ranges
                 and t.extent == last.extent
                 and t.coords[:-1] == last.coords[:-1]
                 and t.coords[-1] == last.coords[-1] + 1
@@ -208,17 +208,21 @@ def _copy_strip(strip: list[_Tile], payload: Any, dtype: np.dtype, out: np.ndarr
 def _decode_tile(t: _Tile, payload: Any, dtype: np.dtype, out: np.ndarray, path: str, name: str) -> None:
     """One tile into ``out[t.out]``: a copy for raw rows, a decode (into place or via scratch) for zstd."""
     dst = out[t.out]
-    if t.codec == 0:
+    codec = tile_codec(t.codec)
+    if codec.capabilities.byte_ranges:
         rows = np.frombuffer(payload, dtype=dtype).reshape((t.local[0].stop - t.local[0].start, *t.extent[1:]))
         within = (slice(None), *t.local[1:])
         np.copyto(dst, rows[within])
         return
     try:
-        if _whole(t) and dst.flags.c_contiguous:
-            zstd.decompress_into(payload, dst)
+        if _whole(t) and dst.flags.c_contiguous and codec.capabilities.decode_into:
+            codec.decode_into(payload, dst, {})
             return
         buf = scratch_buffer(math.prod(t.extent) * dtype.itemsize, "decode")
-        zstd.decompress_into(payload, buf)
+        if codec.capabilities.decode_into:
+            codec.decode_into(payload, buf, {})
+        else:
+            buf[...] = np.frombuffer(codec.decode(payload, buf.size, {}), dtype=np.uint8)
         np.copyto(dst, buf.view(dtype).reshape(t.extent)[t.local])
     except CodecError as exc:
         where = describe(path, f"dataset {name!r} tile {list(t.coords)}", t.offset)

@@ -45,6 +45,12 @@ _CODEC_OF = {name: code for code, name in CODECS.items()}
 #: a codec's name in the file vocabulary -> the codec object
 CODEC_OBJECTS: dict[str, Codec] = dict(CODEC_TABLE.values())
 
+
+def tile_codec(code: int) -> Codec:
+    """The codec object of a chunk index entry's ``codec`` (the layout checks refuse unknown ones first)."""
+    return CODEC_TABLE[int(code)][1]
+
+
 #: ``MetadataLimitsV1::DEFAULT`` of the reference
 LIMITS = {
     "inline_json": 65536,

@@ -10,7 +10,6 @@ import numpy as np
 
 from ...array_spec import ArraySpec, chunk_extent
 from ...byte_layout import ByteLayout
-from ...codecs import zstd
 from ...errors import (
     CorruptFileError,
     LimitExceededError,
@@ -32,7 +31,7 @@ from .layout import (
     _read_footer,
     _read_index,
 )
-from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
+from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8, tile_codec
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +79,8 @@ class TetrTileReader:
             else tuple(slice(0, n) for n in extent)
         )
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
-        if int(e["codec"]) == 0:
+        codec = tile_codec(e["codec"])
+        if codec.capabilities.byte_ranges:
             # only the bytes of the leading-axis rows the region needs
             rows = read_raw_rows(
                 self.source,
@@ -93,9 +93,8 @@ class TetrTileReader:
             )
             within = (slice(None), *region[1:])
             return rows[within]
-        payload = self._stored(e)
-        flat = zstd.decompress(payload, int(e["raw"]), where=where)
-        return flat.view(self.dtype).reshape(extent)[region]
+        flat = np.frombuffer(codec.decode(self._stored(e), int(e["raw"]), {}, where), dtype=self.dtype)
+        return flat.reshape(extent)[region]
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
         """Decode a whole tile straight into ``out`` (a view of the final array, usually not contiguous):
@@ -108,18 +107,19 @@ class TetrTileReader:
             return False
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
         offset, stored = int(e["offset"]), int(e["stored"])
-        if int(e["codec"]) == 0:
+        codec = tile_codec(e["codec"])
+        if codec.capabilities.byte_ranges:
             if stored != out.nbytes:
                 return False  # let read_chunk report the inconsistency
             self.source.read_into(offset, out, what=f"{where}raw tile")
             return True
         payload = self._stored(e)
         try:
-            if out.flags.c_contiguous and int(e["raw"]) == out.nbytes:
-                zstd.decompress_into(payload, out, where=where)
+            if codec.capabilities.decode_into and out.flags.c_contiguous and int(e["raw"]) == out.nbytes:
+                codec.decode_into(payload, out, {}, where)
             else:
-                flat = zstd.decompress(payload, int(e["raw"]), where=where)
-                np.copyto(out, flat.view(self.dtype).reshape(extent))
+                flat = np.frombuffer(codec.decode(payload, int(e["raw"]), {}, where), dtype=self.dtype)
+                np.copyto(out, flat.reshape(extent))
         finally:
             del payload
             self.source.release(offset, stored)

@@ -17,8 +17,7 @@ import numpy as np
 
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, Unreferenced
-from ...codecs import zstd
-from ...codecs.base import PASSTHROUGH
+from ...codecs.base import Codec
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
 from ...errors import (
     CodecError,
@@ -90,6 +89,21 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
         raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
 
 
+def _codec(encoding: str, where: str) -> Codec:
+    """The codec object of a part's ``encoding`` (:data:`.compression.ENCODINGS`, the format's one table)."""
+    codec = ENCODINGS.get(encoding)
+    if codec is None:
+        raise UnsupportedError(f"{where}encoding {encoding!r} is not supported (known: {', '.join(ENCODINGS)})")
+    return codec
+
+
+def _check_output_bound(codec: Codec, stored: int, size: int, where: str) -> None:
+    """Refuse a declared decoded size the stored bytes cannot give, before allocating it."""
+    bound = codec.max_output(stored)
+    if bound is not None and size > bound:
+        raise LimitExceededError(f"{where}{stored} {codec.name} bytes cannot decode to the {size} bytes declared")
+
+
 @dataclass
 class TensorReader:
     """Picklable, thread-safe reader of one tensor; the lazy array's chunk reader for zTensor.
@@ -143,31 +157,25 @@ class TensorReader:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
         if self.verify and not part.digest_of_decoded and part.digest is not None:  # None: refused just above
             verify_digest(part.digest, stored, where)
-        codec = ENCODINGS.get(part.encoding)
-        if codec is PASSTHROUGH:
+        codec = _codec(part.encoding, where)
+        if codec.capabilities.byte_ranges:  # stored as they are
             if expected is not None and len(stored) != expected:
                 raise CorruptFileError(
                     f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}"
                 )
             raw = np.frombuffer(stored, dtype=np.uint8)
-        elif codec is zstd.CODEC:
+        else:
             size = part.decoded_length if part.decoded_length is not None else expected
             if size is not None and expected is not None and size != expected:
                 raise CorruptFileError(
                     f"{where}declared decoded length {size} differs from the {expected} bytes the shape needs"
                 )
+            bound = codec.max_output(len(stored))
             if size is None:
-                raw = zstd.decompress_capped(stored, min(cap, zstd.max_output(len(stored))), where=where)
+                raw = np.frombuffer(codec.decode_capped(stored, min(cap, bound or cap), {}, where), np.uint8)
             else:
-                if size > zstd.max_output(len(stored)):
-                    raise LimitExceededError(
-                        f"{where}{len(stored)} zstd bytes cannot decode to the {size} bytes declared"
-                    )
-                raw = zstd.decompress(stored, size, where=where)
-        else:
-            raise UnsupportedError(
-                f"{where}encoding {part.encoding!r} is not supported (known: raw, zstd, zt.zstd-seekable/1)"
-            )
+                _check_output_bound(codec, len(stored), size, where)
+                raw = np.frombuffer(codec.decode(stored, size, {}, where), np.uint8)
         if self.verify and part.digest_of_decoded and part.digest is not None:  # None was refused above
             verify_digest(part.digest, raw, where)
         storage = part.storage
@@ -286,7 +294,7 @@ class TensorReader:
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
         """v0.1 ``sparsecoo``/``sparsecsr``: the sparse structure packed into the single blob (spec 1.9)."""
         part = self.info.parts["data"]
-        if part.encoding != "raw":
+        if not _codec(part.encoding, self._where).capabilities.byte_ranges:
             stored = self._decode_part("data", None, max(self.info.size * 8 * max(len(self.info.shape), 1), 64))
         else:
             stored = self._decode_part("data", None, part.length)
@@ -369,20 +377,23 @@ class TensorReader:
             return False
         expected = info.size * main.storage.itemsize
         self._check_bounds(main, "data")
-        if main.encoding == "raw":
+        codec = _codec(main.encoding, self._where)
+        if codec.capabilities.byte_ranges:
             if main.length != expected:
                 return False  # read_chunk reports it
             row_bytes = expected // info.shape[0]
             self._source(main).read_into(main.offset + start * row_bytes, out, what=f"tensor {info.name!r}")
             return True
-        if main.encoding != zstd.CODEC.name or (start, stop) != (0, info.shape[0]) or not out.flags.c_contiguous:
+        # a codec named by its own name (not a framing of it, as seekable zstd is) decodes straight into ``out``
+        whole = (start, stop) == (0, info.shape[0]) and out.flags.c_contiguous and main.encoding == codec.name
+        if not (whole and codec.capabilities.decode_into) or main.decoded_length not in (None, expected):
             return False
-        if (main.decoded_length not in (None, expected)) or expected > zstd.max_output(main.length):
+        if expected > (codec.max_output(main.length) or expected):
             return False
         source = self._source(main)
-        payload, mapped = compressed_payload(source, main.offset, main.length, zstd.CODEC, f"tensor {info.name!r}")
+        payload, mapped = compressed_payload(source, main.offset, main.length, codec, f"tensor {info.name!r}")
         try:
-            zstd.decompress_into(payload, out, where=f"{self._where}part 'data': ")
+            codec.decode_into(payload, out, {}, f"{self._where}part 'data': ")
         finally:
             del payload
             if mapped:
@@ -417,18 +428,16 @@ class TensorReader:
             return
         expected = info.size * ratio * main.storage.itemsize
         where = f"{self._where}part {next(iter(info.parts))!r}: "
-        if main.encoding == "raw" and main.length != expected:
+        codec = _codec(main.encoding, where)
+        if codec.capabilities.byte_ranges and main.length != expected:
             raise CorruptFileError(f"{where}stored size is {main.length} bytes, the shape and dtype need {expected}")
-        if main.encoding != "raw":
+        if not codec.capabilities.byte_ranges:
             if main.decoded_length is not None and main.decoded_length != expected:
                 raise CorruptFileError(
                     f"{where}declared decoded length {main.decoded_length} differs from the "
                     f"{expected} bytes the shape needs"
                 )
-            if expected > zstd.max_output(main.length):
-                raise LimitExceededError(
-                    f"{where}{main.length} zstd bytes cannot decode to the {expected} bytes declared"
-                )
+            _check_output_bound(codec, main.length, expected, where)
 
     def spec(self) -> ArraySpec:
         info = self.info

@@ -1,0 +1,181 @@
+"""Codec chains (as zarr-python's ``CodecPipeline``): the stages that turn stored bytes back into values.
+
+A :class:`Chain` is what a format's table makes of one payload's file vocabulary: array->array stages
+(none yet: Tensogram's mask restoring stays with its format), one array->bytes stage (:data:`RAW` values in
+a byte order, or simple_packing's bit fields) and bytes->bytes stages in encode order (a filter, a
+compressor). The chain answers every read path the same way, so a capability is added once for every codec
+and every format:
+
+- :meth:`Chain.decode`: the whole payload;
+- :meth:`Chain.decode_into`: the whole payload into a caller's array, without an intermediate array where the
+  stages allow it;
+- :meth:`Chain.decode_range`: elements ``[start, stop)`` only, when every stage decodes part of its stream
+  (:attr:`Chain.partial`); :meth:`Chain.stored_span` says which stored bytes they need, so a remote read
+  fetches only those. Otherwise the whole payload is decoded and sliced.
+
+Bytes->bytes stages are taken to decode to the array->bytes stage's size (a filter keeps the size, and a
+chain has at most one compressor), so no stage needs the sizes in between recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import CodecError
+from .base import PASSTHROUGH, Buffer, Capabilities, Codec, Role, check_size
+
+__all__ = ["RAW", "Chain", "RawValues", "Stage", "native_order"]
+
+
+class RawValues(Codec):
+    """Values stored as they are, in the byte order of the ``dtype`` parameter (zarr's ``bytes`` codec)."""
+
+    name = "bytes"
+    role = Role.ARRAY_BYTES
+    capabilities = Capabilities(partial_decode=True)
+
+    def element_span(self, start: int, stop: int, params: Mapping[str, Any]) -> tuple[int, int, int]:
+        width = np.dtype(params["dtype"]).itemsize
+        return start * width, stop * width, 0
+
+    def encoded_nbytes(self, count: int, params: Mapping[str, Any]) -> int:
+        return count * int(np.dtype(params["dtype"]).itemsize)
+
+    def decode_values(self, encoded: Buffer, count: int, params: Mapping[str, Any], bit_offset: int = 0) -> np.ndarray:
+        stored = np.dtype(params["dtype"])
+        arr = np.frombuffer(encoded, dtype=stored, count=count)
+        native = stored.newbyteorder("=")
+        if arr.dtype.isnative or stored.itemsize == 1:
+            view: np.ndarray = arr.view(native)
+            return view if view.flags.writeable else view.copy()
+        converted: np.ndarray = arr.astype(native)
+        return converted
+
+    def decode_values_into(self, encoded: Buffer, out: np.ndarray, params: Mapping[str, Any]) -> None:
+        out[...] = self.decode_values(encoded, out.size, params).reshape(out.shape)
+
+
+RAW = RawValues()
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One codec of a chain with the parameters the format read for it."""
+
+    codec: Codec
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The stages of one payload, and what they can do together (see the module docstring)."""
+
+    #: the array->bytes stage: values <-> the bytes holding them
+    values: Stage
+    #: bytes->bytes stages in encode order (the stored bytes are the last one's output)
+    compressors: tuple[Stage, ...] = ()
+    #: number of elements the payload holds
+    count: int = 0
+
+    @property
+    def encoded_nbytes(self) -> int:
+        """Bytes between the array->bytes stage and the first bytes->bytes stage."""
+        return int(self.values.codec.encoded_nbytes(self.count, self.values.params))
+
+    @property
+    def _active(self) -> tuple[Stage, ...]:
+        return tuple(s for s in self.compressors if s.codec is not PASSTHROUGH)
+
+    @property
+    def partial(self) -> bool:
+        """Whether an element range decodes from part of the stored bytes (every stage allows it)."""
+        active = self._active
+        return (
+            len(active) <= 1
+            and self.values.codec.decodes_range(self.values.params, self.count)
+            and all(s.codec.decodes_range(s.params, self.encoded_nbytes) for s in active)
+        )
+
+    @property
+    def stored_is_encoded(self) -> bool:
+        """No bytes->bytes stage changes the bytes: the stored bytes are the array->bytes stage's output."""
+        return not self._active
+
+    def decode_bytes(self, payload: Buffer, where: str = "") -> Buffer:
+        """The array->bytes stage's input: every bytes->bytes stage undone."""
+        expected = self.encoded_nbytes
+        data: Buffer = payload
+        for stage in reversed(self.compressors):
+            data = stage.codec.decode(data, expected, stage.params, where)
+        return data
+
+    def decode(self, payload: Buffer, where: str = "") -> np.ndarray:
+        """All the values, flat, in native byte order."""
+        encoded = self.decode_bytes(payload, where)
+        values: np.ndarray = self.values.codec.decode_values(encoded, self.count, self.values.params)
+        return values
+
+    def decodes_into(self, dtype: np.dtype) -> bool:
+        """Whether :meth:`decode_into` writes an array of ``dtype`` without a cast."""
+        codec, params = self.values.codec, self.values.params
+        if codec is RAW:
+            stored = np.dtype(params["dtype"])
+            return bool(stored.newbyteorder("=") == dtype and (stored.isnative or stored.itemsize == 1))
+        return bool(dtype == np.float64)
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, where: str = "") -> None:
+        """All the values into ``out`` (writable, of :meth:`decodes_into`'s dtype): a compressor that can
+        decode into a buffer writes raw native values straight into ``out``."""
+        active = self._active
+        if (
+            self.values.codec is RAW
+            and len(active) == 1
+            and active[0].codec.capabilities.decode_into
+            and out.flags.c_contiguous
+            and self.decodes_into(out.dtype)
+        ):
+            active[0].codec.decode_into(payload, out, active[0].params, where)
+            return
+        encoded = self.decode_bytes(payload, where)
+        if self.values.codec is RAW:
+            check_size(encoded, out.nbytes, "payload", where)
+        self.values.codec.decode_values_into(encoded, out, self.values.params)
+
+    def stored_span(self, start: int, stop: int, stored: int) -> tuple[int, int]:
+        """Stored bytes ``[a, b)`` (of ``stored``) that elements ``[start, stop)`` need (:attr:`partial` only)."""
+        lo, hi, _bit = self.values.codec.element_span(start, stop, self.values.params)
+        active = self._active
+        if not active:
+            return lo, hi
+        stage = active[0]
+        return stage.codec.stored_span(lo, hi, self.encoded_nbytes, stored, stage.params)
+
+    def decode_range(self, piece: Buffer, base: int, start: int, stop: int, where: str = "") -> np.ndarray:
+        """Values ``[start, stop)``, flat, from ``piece`` (stored bytes from offset ``base``, covering
+        :meth:`stored_span`); only for :attr:`partial` chains."""
+        if stop <= start:
+            return np.empty(0, dtype=self._native_dtype())
+        lo, hi, bit = self.values.codec.element_span(start, stop, self.values.params)
+        active = self._active
+        stage = active[0] if active else Stage(PASSTHROUGH)
+        encoded = stage.codec.decode_range(piece, base, lo, hi, self.encoded_nbytes, stage.params, where)
+        if len(memoryview(encoded).cast("B") if not isinstance(encoded, np.ndarray) else encoded.data) != hi - lo:
+            raise CodecError(f"{where}{stage.codec.name} range decodes to the wrong size, expected {hi - lo} bytes")
+        values: np.ndarray = self.values.codec.decode_values(encoded, stop - start, self.values.params, bit)
+        return values
+
+    def _native_dtype(self) -> np.dtype:
+        if self.values.codec is RAW:
+            native: np.dtype = np.dtype(self.values.params["dtype"]).newbyteorder("=")
+            return native
+        return np.dtype(np.float64)
+
+
+def native_order(dtype: np.dtype | str, byte_order: str) -> np.dtype:
+    """``dtype`` in the byte order ``little``/``big`` (what :data:`RAW` takes as its ``dtype`` parameter)."""
+    nd: np.dtype = np.dtype(dtype)
+    return nd if nd.itemsize == 1 else nd.newbyteorder("<" if byte_order == "little" else ">")
