@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .io import ByteSource
 
 from .cli_dump import CliError, cmd_dump
+from .errors import install_hint
 from .formats.inspect import count, shape_text
 from .progress import PROG, progress
 
@@ -506,7 +507,7 @@ def _run_refs(args: argparse.Namespace) -> None:
         from .virtual.cli import cmd_refs
     except ImportError as exc:
         raise CliError(
-            f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})", status=1
+            f"'refs' needs the virtual extra ({exc}); {install_hint('virtual')}", status=1
         ) from None
     cmd_refs(
         args.files,

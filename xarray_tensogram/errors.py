@@ -40,6 +40,7 @@ __all__ = [
     "XarrayTensogramError",
     "ZTensorMappingWarning",
     "describe",
+    "install_hint",
 ]
 
 
@@ -184,6 +185,18 @@ def describe(source: str | None, where: str | None = None, offset: int | None = 
     if offset is not None:
         parts.append(f"byte {offset}")
     return (", ".join(parts) + ": ") if parts else ""
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of the package's extras, for messages about a missing optional package.
+
+    The package is on no package index, so ``pip install "xarray-tensogram[codecs]"`` cannot work:
+    the hint names the two installs that do, from a checkout of the sources or from a built wheel.
+    """
+    return (
+        f"install the {extra!r} extra of xarray-tensogram: pip install \".[{extra}]\" in a checkout of its "
+        f"sources, or pip install \"<path to the xarray_tensogram wheel>[{extra}]\""
+    )
 
 
 class VirtualMappingWarning(UserWarning):
