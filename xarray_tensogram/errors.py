@@ -190,7 +190,7 @@ def describe(source: str | None, where: str | None = None, offset: int | None = 
 def install_hint(extra: str) -> str:
     """How to install one of the package's extras, for messages about a missing optional package.
 
-    The package is on no package index, so ``pip install "xarray-tensogram[codecs]"`` cannot work:
+    The package is on no package index (installing it by name finds nothing), so an install by name cannot work:
     the hint names the two installs that do, from a checkout of the sources or from a built wheel.
     """
     return (
