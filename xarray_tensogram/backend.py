@@ -325,9 +325,8 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
-    # xarray shows "Learn more at <url>"; no hosted page exists yet, so this is the documentation's
-    # path in the source tree, as in pyproject's project.urls (the reference project's URL misled)
-    url = "docs/index.md"
+    # no `url`: xarray shows it as "Learn more at <url>", and this project has no hosted page yet (a
+    # path in the source tree means nothing to an installed package; the reference project's URL misled)
     # derived from the declaration: xarray fills it from the signature only for engines it looks up by
     # name, and needs it (decode_cf=False) when the engine class itself is passed
     open_dataset_parameters = ("filename_or_obj", *declared.names())
