@@ -50,7 +50,7 @@ from xarray_tensogram.formats.tensogram import CorruptMessageWarning
 #: damaged inputs warn by design; tests that check the warning record it explicitly
 pytestmark = pytest.mark.filterwarnings("ignore::xarray_tensogram.formats.tensogram.CorruptMessageWarning")
 
-#: reader bugs reported to the lead and not fixed yet: test name -> reason (strict xfail)
+#: known reader bugs not fixed yet: test name -> reason (each test runs as a strict xfail until fixed)
 KNOWN_READER_BUGS: dict[str, str] = {}
 
 

@@ -43,7 +43,7 @@ from xarray_tensogram.formats.tensogram import CorruptMessageWarning
 
 SHAPE = (5, 7)
 
-#: reader bugs reported to the lead and not fixed yet: test name -> reason (strict xfail)
+#: known reader bugs not fixed yet: test name -> reason (each test runs as a strict xfail until fixed)
 _ZFP_SHUFFLE_REASON = (
     "simple_packing + shuffle + zfp (a combination writers should not emit, spec §12): the reference's zfp stage "
     "decodes prod(shape) doubles (35 here, reading zeros past the 17-double stream), unshuffles all 280 bytes and "
