@@ -85,3 +85,68 @@ def test_object_local_names_of_different_messages_do_not_clash(tmp_path: Path) -
     with xr.open_dataset(path, engine="tensogram") as ds:
         assert ds["a"].dims[0] == "obj_0_dim_0" and ds["b"].dims[0] == "obj_0_dim_0_1"
         np.testing.assert_array_equal(ds["b"].values, b)
+
+
+# -- one hint-conflict rule in every path (the reference backend's TestHintedNameConflict and
+#    TestMergePathDimResolution, checked with warnings where it checks log records) ----------------------
+PATHS = [
+    pytest.param(lambda p: xr.open_dataset(p, engine="tensogram"), id="merge"),
+    pytest.param(lambda p: xr.open_dataset(p, engine="tensogram", merge_objects=False), id="one-message"),
+    pytest.param(lambda p: xr.open_datatree(p, engine="tensogram").to_dataset(), id="datatree"),
+    pytest.param(lambda p: xr.open_groups(p, engine="tensogram")["/"], id="groups"),
+]
+
+
+def _opened(open_: Any, path: Path) -> tuple[xr.Dataset, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = open_(path)
+    return ds, [str(w.message) for w in caught if issubclass(w.category, TensogramMappingWarning)]
+
+
+@pytest.mark.parametrize("open_", PATHS)
+def test_one_hinted_name_at_two_sizes_falls_back_with_a_warning(tmp_path: Path, open_: Any) -> None:
+    """Two objects hinted ``time`` at sizes 4 and 7: not two groups, one Dataset with object-local names."""
+    a, b = np.arange(4.0), np.arange(7.0)
+    path = _write(
+        tmp_path / "t.tgm", [{"name": "a", "dim_names": ["time"]}, {"name": "b", "dim_names": ["time"]}], [a, b]
+    )
+    ds, said = _opened(open_, path)
+    with ds:
+        assert (ds["a"].dims, ds["b"].dims) == (("obj_0_dim_0",), ("obj_1_dim_0",))
+        np.testing.assert_array_equal(ds["b"].values, b)
+    assert len(said) == 1 and "sizes 4 or 7 'time'" in said[0] and "'obj_1_dim_0'" in said[0]
+
+
+@pytest.mark.parametrize("open_", PATHS)
+def test_a_hint_clashing_with_a_coordinate_renames_only_that_axis(tmp_path: Path, open_: Any) -> None:
+    lat, legit, wrong = np.linspace(-90, 90, 5), np.arange(35.0).reshape(5, 7), np.ones(7)
+    entries = [{"name": "latitude"}, {"name": "legit"}, {"name": "wrong", "dim_names": ["latitude"]}]
+    ds, said = _opened(open_, _write(tmp_path / "c.tgm", entries, [lat, legit, wrong]))
+    with ds:
+        assert ds["legit"].dims[0] == "latitude" and ds["wrong"].dims == ("obj_2_dim_0",)
+        assert ds["latitude"].shape == (5,)
+        np.testing.assert_array_equal(ds["legit"].sel(latitude=lat[2]).values, legit[2])
+    assert len(said) == 1 and "'wrong' axis 0 (size 7)" in said[0] and "the coordinate 'latitude' has size 5" in said[0]
+
+
+@pytest.mark.parametrize("where", ["entry", "extra"])
+def test_hints_that_differ_between_messages_are_ignored_with_a_warning(tmp_path: Path, where: str) -> None:
+    """Message 0 says (x, y), message 1 (p, q): the file contradicts itself, so neither is used."""
+    arrays = [np.ones((3, 4)), np.full((3, 4), 2.0)]
+    parts = []
+    for names, arr in zip([["x", "y"], ["p", "q"]], arrays, strict=True):
+        entry = {"name": "temp", "step": len(parts)}
+        meta = (
+            {"base": [{**entry, "dim_names": names}]}
+            if where == "entry"
+            else {"base": [entry], "_extra_": {"dim_names": names}}
+        )
+        parts.append(tensogram.encode(meta, [({"type": "ntensor", "shape": [3, 4], "dtype": "float64"}, arr)]))
+    path = tmp_path / "m.tgm"
+    path.write_bytes(b"".join(parts))
+    ds, said = _opened(PATHS[0].values[0], path)
+    with ds:
+        assert ds["temp"].dims == ("step", "dim_0", "dim_1")
+        np.testing.assert_array_equal(ds["temp"].values, np.stack(arrays))
+    assert len(said) == 1 and "differ between messages" in said[0] and "['p', 'q']" in said[0]

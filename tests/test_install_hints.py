@@ -22,7 +22,11 @@ else:  # pragma: no cover - Python 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
-USER_TEXT = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "xarray_tensogram").rglob("*.py"))]
+USER_TEXT = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "xarray_tensogram").rglob("*.py")),
+]
 
 
 @pytest.mark.parametrize("extra", sorted({"codecs", "remote", "virtual"} | {e for _, e in OPTIONAL_MODULES.values()}))

@@ -1085,7 +1085,7 @@ def test_missing_codec_packages(no_codec_packages):
             assert msg.metadata["base"][0]["name"] == name
             assert msg.descriptors[0]["dtype"] in ("float64", "int32")
             if name in NEEDS_EXTRA:
-                with pytest.raises(MissingCodecError, match=r"xarray-tensogram\[codecs\]") as info:
+                with pytest.raises(MissingCodecError, match=r'pip install "\.\[codecs\]"') as info:
                     msg.read_object(0)
                 assert isinstance(info.value, ImportError) and isinstance(info.value, XarrayTensogramError)
                 with pytest.raises(MissingCodecError):

@@ -51,7 +51,10 @@ def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
     """No known magic or extension and the default format (whose reader may skip leading junk)
     found nothing: say plainly that this is none of the formats."""
     what = "the file is empty" if source.size == 0 else "unknown magic and extension"
-    return NotATensorFileError(f"{describe(source.name)}not a {_titles()} file ({what})")
+    other = registry.other_format(source)
+    return NotATensorFileError(
+        f"{describe(source.name)}not a {_titles()} file" + (f": {other}" if other else f" ({what})")
+    )
 
 
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:

@@ -9,6 +9,8 @@ dataset/chunk, tensor) and the byte offset, and say what was expected.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "CodecError",
     "CorruptFileError",
@@ -39,6 +41,8 @@ __all__ = [
     "VirtualMappingWarning",
     "XarrayTensogramError",
     "ZTensorMappingWarning",
+    "byte_text",
+    "closest",
     "describe",
     "install_hint",
 ]
@@ -187,6 +191,42 @@ def describe(source: str | None, where: str | None = None, offset: int | None = 
     return (", ".join(parts) + ": ") if parts else ""
 
 
+def byte_text(data: bytes) -> str:
+    """Bytes as a message shows them, without Python's ``b'...'`` literal: ``'THST'`` when they are
+    printable ASCII, else their hex digits (``hex 89 48 44 46``)."""
+    if data and all(32 <= c < 127 for c in data):
+        return repr(data.decode("ascii"))
+    return f"hex {data.hex(' ')}" if data else "no bytes"
+
+
+def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The candidate nearest a misspelt ``name`` (for "did you mean ...?"), or None when none is near.
+
+    difflib's similarity decides which candidates are near enough (``cutoff``); among those the fewest
+    edits win, a swap of two neighbouring characters counting as one edit: ``mars.stpe`` is one edit
+    from ``mars.step`` and two from ``mars.type``, which difflib alone ranks equal (and then picks the
+    later in alphabetical order). Every suggestion of the package comes from here.
+    """
+    import difflib
+
+    pool = list(dict.fromkeys(candidates))
+    near = difflib.get_close_matches(name, pool, n=max(1, len(pool)), cutoff=cutoff)
+    return min(near, key=lambda c: _edits(name, c)) if near else None  # ties keep difflib's order
+
+
+def _edits(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of neighbours turning ``a`` into ``b``."""
+    previous, row = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a[i - 1] != b[j - 1]))
+            if previous is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous[j - 2] + 1)
+        previous, row = row, current
+    return row[len(b)]
+
+
 def install_hint(extra: str) -> str:
     """How to install one of the package's extras, for messages about a missing optional package.
 
@@ -194,8 +234,8 @@ def install_hint(extra: str) -> str:
     the hint names the two installs that do, from a checkout of the sources or from a built wheel.
     """
     return (
-        f"install the {extra!r} extra of xarray-tensogram: pip install \".[{extra}]\" in a checkout of its "
-        f"sources, or pip install \"<path to the xarray_tensogram wheel>[{extra}]\""
+        f'install the {extra!r} extra of xarray-tensogram: pip install ".[{extra}]" in a checkout of its '
+        f'sources, or pip install "<path to the xarray_tensogram wheel>[{extra}]"'
     )
 
 

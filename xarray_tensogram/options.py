@@ -15,7 +15,6 @@ Tensogram's assembly. This module imports nothing of the package but the error c
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import inspect
@@ -23,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UnknownOptionError
+from .errors import UnknownOptionError, closest
 
 __all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "resolve", "signature"]
 
@@ -188,8 +187,8 @@ def check_names(given: Iterable[str], where: str, allowed: Iterable[str] | None 
         return
     hints = []
     for k in unknown:
-        close = difflib.get_close_matches(k, valid, n=1, cutoff=0.6)
-        hints.append(f"{k!r} (did you mean {close[0]!r}?)" if close else repr(k))
+        close = closest(k, valid)
+        hints.append(f"{k!r} (did you mean {close!r}?)" if close else repr(k))
     raise UnknownOptionError(
         f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
         f"the options are: {', '.join(valid)}"

@@ -106,9 +106,7 @@ class FsspecSource(ByteSource):
                     try:
                         import fsspec
                     except ImportError as exc:  # pragma: no cover - depends on environment
-                        raise MissingCodecError(
-                            f"reading {self.url!r} needs fsspec; {install_hint('remote')}"
-                        ) from exc
+                        raise MissingCodecError(f"reading {self.url!r} needs fsspec; {install_hint('remote')}") from exc
                     try:
                         fs, path = fsspec.core.url_to_fs(self.url, **self.storage_options)
                     except ImportError as exc:

@@ -55,6 +55,7 @@ from .common import (
 )
 from .encoding import warn_codecs_unused
 from .existing import check_mode
+from .keywords import checked_keywords
 from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
@@ -421,6 +422,7 @@ def _netcdf_message(
     yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
 
 
+@checked_keywords
 def to_tensogram(
     ds: xr.Dataset | xr.DataArray,
     path: str | os.PathLike[str],
@@ -486,7 +488,7 @@ def to_tensogram(
     >>> xt.to_tensogram(ds, "out.tgm", encoding={"t": {"compression": "zstd"}})  # doctest: +SKIP
     """
     ds = as_dataset(ds)
-    check_mode(mode)
+    check_mode(mode, path)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()

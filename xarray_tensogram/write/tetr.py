@@ -41,6 +41,7 @@ from .common import (
 )
 from .encoding import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
+from .keywords import checked_keywords
 
 __all__ = ["to_tetr"]
 
@@ -282,6 +283,7 @@ def _dataset_write(
     )
 
 
+@checked_keywords
 def to_tetr(
     ds: xr.Dataset | xr.DataArray,
     path: Any,
@@ -339,7 +341,7 @@ def to_tetr(
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
-    check_mode(mode)
+    check_mode(mode, path)
     refuse_unlimited_dims(unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else

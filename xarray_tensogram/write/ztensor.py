@@ -40,6 +40,7 @@ from .common import (
 )
 from .encoding import CodecKey, EncodingKeys, Option
 from .existing import check_append, check_mode
+from .keywords import checked_keywords
 
 __all__ = ["to_ztensor"]
 
@@ -129,6 +130,7 @@ def _file_option(variables: Mapping[Hashable, xr.Variable], key: str, valid: tup
     return None
 
 
+@checked_keywords
 def to_ztensor(
     ds: xr.Dataset | xr.DataArray | Mapping[str, Any],
     path: str | os.PathLike[str],
@@ -180,7 +182,7 @@ def to_ztensor(
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
     ds = _from_mapping(ds)
-    check_mode(mode)
+    check_mode(mode, path)
     refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
     source = as_dataset(ds).variables
     comp, check = _file_codecs(source, compression, checksum)
