@@ -135,8 +135,8 @@ def resolve_axes(
             elif not gen:
                 hinted.setdefault(name, []).append((v, k, size))
     for name, claims in hinted.items():
-        sizes = fixed.get(name, set()) | {size for _v, _k, size in claims}
-        if len(sizes) > 1:
+        sizes = {size for _v, _k, size in claims}
+        if (sizes - fixed[name]) if fixed.get(name) else len(sizes) > 1:
             owner = f"the coordinate {name!r}" if name in coords else f"the dim_names argument's {name!r}"
             _rename_hinted(out, name, claims, (owner, fixed.get(name, set())), local, where)
     conflicts = _explicit_sizes(out, variables)
