@@ -138,3 +138,44 @@ def test_api_signatures_are_wrapped(site: Path) -> None:
     lines = [line for sig in signatures for line in html.unescape(re.sub(r"<[^>]+>", "", sig)).splitlines()]
     assert max(map(len, lines)) <= 100, max(lines, key=len)
     assert any(line.startswith("    ") for line in lines)  # parameters on lines of their own
+
+
+def _section(api_html: str, name: str) -> str:
+    """The visible text of one object's entry on the API page, up to the next entry."""
+    import html
+
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", api_html)))
+    start = text.index(f" {name} ¶")
+    nxt = re.search(r" \w+ ¶", text[start + len(name) + 3 :])
+    return text[start : start + len(name) + 3 + (nxt.start() if nxt else len(text))]
+
+
+def test_api_page_shows_no_sphinx_target_syntax_or_private_bases(site: Path) -> None:
+    import html
+
+    text = html.unescape(re.sub(r"<[^>]+>", " ", (site / "api.html").read_text(encoding="utf-8")))
+    assert "~xarray_tensogram" not in text  # :class:`~a.b.C` is shown as C, as Sphinx shows it
+    assert "UnknownOptionError" in text
+    assert not re.findall(r"Bases: _\w+", text)
+
+
+def test_open_dataset_options_are_rendered_from_their_declaration(site: Path) -> None:
+    from xarray_tensogram import options
+
+    api = (site / "api.html").read_text(encoding="utf-8")
+    for method in ("open_dataset", "open_datatree", "open_groups_as_dict"):
+        entry = _section(api, method)
+        assert "** options" not in entry and "**options" not in entry, method
+        signature = entry[: entry.index(")")]
+        for o in options.OPTIONS:
+            assert f"{o.name} :" in signature, (method, o.name)
+    entry = _section(api, "open_dataset")
+    for o in options.OPTIONS:  # one parameter entry per option, with its declared text
+        assert re.sub(r"``", "", o.doc)[:30] in entry.replace(" ,", ",").replace("  ", " "), o.name
+
+
+def test_api_entries_say_what_they_refer_to(site: Path) -> None:
+    api = (site / "api.html").read_text(encoding="utf-8")
+    refs = _section(api, "kerchunk_refs")
+    assert "as the module says" not in refs and "fill_value" in refs
+    assert "refs" in _section(api, "main").split("Returns", 1)[0].replace("kerchunk_refs", "")

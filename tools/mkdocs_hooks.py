@@ -47,9 +47,14 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     return markdown
 
 
+#: Sphinx's ``~`` before a dotted target: show only its last part (``~xarray_tensogram.errors.X`` -> ``X``)
+TILDE_HTML = re.compile(r"<code>~(?:\w+\.)*(\w+)</code>")
+
+
 def strip_roles(html: str) -> str:
-    """``:meth:<code>read_object</code>`` (a role mkdocstrings leaves as text) becomes the code alone."""
-    return ROLE_HTML.sub(r"\1", html)
+    """``:meth:<code>read_object</code>`` (a role mkdocstrings leaves as text) becomes the code alone, and
+    ``:class:<code>~a.b.Error</code>`` becomes ``<code>Error</code>``, as Sphinx would show it."""
+    return TILDE_HTML.sub(r"<code>\1</code>", ROLE_HTML.sub(r"\1", html))
 
 
 def on_page_content(html: str, page: Any, **kwargs: Any) -> str:

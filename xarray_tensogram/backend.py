@@ -13,6 +13,7 @@ take them as ``**options`` and present the declared signature to xarray, ``help(
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
@@ -313,8 +314,11 @@ def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _declared_signature(method: _Method) -> _Method:
-    """Present the declared options as the method's signature (what xarray reads to know the parameters)."""
+    """Present the declared options as the method's signature (what xarray reads to know the parameters),
+    and a docstring entry ``**options`` followed by "The open options" as one entry per declared option."""
     method.__dict__["__signature__"] = declared.signature()
+    entry = re.compile(r"^( *)\*\*options\n\1    The open options[^\n]*\n", re.M)
+    method.__doc__ = entry.sub(lambda m: declared.numpydoc_entries(m.group(1)) + "\n", method.__doc__ or "")
     return method
 
 
@@ -418,9 +422,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         Parameters
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
-            As for :meth:`open_dataset`.
-        **options
-            As for :meth:`open_dataset`.
+            As for :meth:`open_dataset`, and so are the keyword arguments (the declared open options).
 
         Returns
         -------
@@ -436,9 +438,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         Parameters
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
-            As for :meth:`open_dataset`.
-        **options
-            As for :meth:`open_dataset`.
+            As for :meth:`open_dataset`, and so are the keyword arguments (the declared open options).
 
         Returns
         -------

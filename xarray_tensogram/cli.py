@@ -445,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ----------
     argv : sequence of str, optional
         The arguments without the program name; default ``sys.argv[1:]``. No arguments runs the
-        main job on the bundled samples; otherwise ``info``, ``ls``, ``dump`` or ``verify``.
+        main job on the bundled samples; otherwise ``info``, ``ls``, ``dump``, ``verify`` or ``refs``
+        (kerchunk references of one or more files, with the ``virtual`` extra).
 
     Returns
     -------

@@ -24,7 +24,7 @@ from typing import Any
 
 from .errors import UnknownOptionError, closest
 
-__all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "resolve", "signature"]
+__all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "numpydoc_entries", "resolve", "signature"]
 
 
 class Scope(enum.Enum):
@@ -221,3 +221,13 @@ def signature(first: str = "filename_or_obj") -> inspect.Signature:
         for o in OPTIONS
     ]
     return inspect.Signature(params, return_annotation="xr.Dataset")
+
+
+def numpydoc_entries(indent: str = "") -> str:
+    """The declared options as numpydoc ``Parameters`` entries, for a docstring (and the API page) built
+    from the declaration rather than a ``**options`` line."""
+    lines = []
+    for o in OPTIONS:
+        lines.append(f"{indent}{o.name} : {o.annotation}, default {o.default!r}")
+        lines.append(f"{indent}    {o.doc}")
+    return "\n".join(lines)
