@@ -69,15 +69,13 @@ def _png_outputs(notebook: Path) -> list[str]:
     ]
 
 
-def _xarray_reprs(notebook: Path) -> int:
-    """How many xarray reprs the outputs hold (printed or displayed), each counted once."""
+def _xarray_reprs(notebook: Path) -> tuple[int, int]:
+    """How many xarray objects the outputs display (with an HTML repr) and how many reprs they print as text."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    texts = [
-        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
-        for cell in cells
-        for out in cell.get("outputs", [])
-    ]
-    return sum(text.count("<xarray.") for text in texts)
+    outputs = [out for cell in cells for out in cell.get("outputs", [])]
+    shown = sum("xr-wrap" in "".join(out.get("data", {}).get("text/html", "")) for out in outputs)
+    printed = sum("".join(out.get("text", "")).count("<xarray.") for out in outputs)
+    return shown, printed
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
@@ -92,11 +90,22 @@ def test_notebook_page_holds_its_plots(site: Path, notebook: Path) -> None:
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_page_shows_each_dataset_once(site: Path, notebook: Path) -> None:
-    """xarray's HTML repr hides a text copy that the theme's CSS un-hides: one form only."""
+def test_notebook_page_shows_each_dataset_once_as_html(site: Path, notebook: Path) -> None:
+    """A displayed Dataset is xarray's HTML repr (its text form wraps long lines on a page), without the
+    hidden text copy that the theme's CSS would un-hide; printed reprs stay the text they are."""
     page = (site / "notebooks" / f"{notebook.stem}.html").read_text(encoding="utf-8")
-    assert page.count("&lt;xarray.") == _xarray_reprs(notebook) > 0
-    assert "xr-text-repr-fallback" not in page
+    shown, printed = _xarray_reprs(notebook)
+    assert shown + printed > 0
+    assert page.count('<div class="xr-wrap"') == shown
+    assert page.count("&lt;xarray.") == printed
+    assert not re.search(r"<pre class=[\"']xr-text-repr-fallback", page)
+
+
+def test_xarray_reprs_keep_their_layout(site: Path) -> None:
+    """The site's stylesheet takes the theme's list styles off xarray's repr (else rows get bullets)."""
+    css = (site / "stylesheets" / "xarray.css").read_text(encoding="utf-8")
+    assert ".xr-wrap li" in css and "list-style: none" in css
+    assert 'href="../stylesheets/xarray.css"' in (site / "notebooks" / "quickstart.html").read_text(encoding="utf-8")
 
 
 def test_api_reference_documents_the_accessor(site: Path) -> None:
