@@ -93,6 +93,7 @@ PATHS = [
     pytest.param(lambda p: xr.open_dataset(p, engine="tensogram"), id="merge"),
     pytest.param(lambda p: xr.open_dataset(p, engine="tensogram", merge_objects=False), id="one-message"),
     pytest.param(lambda p: xr.open_datatree(p, engine="tensogram").to_dataset(), id="datatree"),
+    pytest.param(lambda p: xr.open_datatree(p, engine="tensogram", merge_objects=False).to_dataset(), id="tree-one"),
     pytest.param(lambda p: xr.open_groups(p, engine="tensogram")["/"], id="groups"),
 ]
 
@@ -104,18 +105,22 @@ def _opened(open_: Any, path: Path) -> tuple[xr.Dataset, list[str]]:
     return ds, [str(w.message) for w in caught if issubclass(w.category, TensogramMappingWarning)]
 
 
-@pytest.mark.parametrize("open_", PATHS)
-def test_one_hinted_name_at_two_sizes_falls_back_with_a_warning(tmp_path: Path, open_: Any) -> None:
-    """Two objects hinted ``time`` at sizes 4 and 7: not two groups, one Dataset with object-local names."""
+@pytest.mark.parametrize("merge_objects", [True, False])
+def test_hinted_names_that_only_disagree_among_themselves_are_groups(tmp_path: Path, merge_objects: bool) -> None:
+    """Two objects hinted ``time`` at sizes 4 and 7, no coordinate: two grids, each keeping the file's
+    names (the reference backend renames both instead; a deliberate difference: nothing says which size
+    is wrong, so neither name is dropped)."""
     a, b = np.arange(4.0), np.arange(7.0)
     path = _write(
         tmp_path / "t.tgm", [{"name": "a", "dim_names": ["time"]}, {"name": "b", "dim_names": ["time"]}], [a, b]
     )
-    ds, said = _opened(open_, path)
-    with ds:
-        assert (ds["a"].dims, ds["b"].dims) == (("obj_0_dim_0",), ("obj_1_dim_0",))
-        np.testing.assert_array_equal(ds["b"].values, b)
-    assert len(said) == 1 and "sizes 4 or 7 'time'" in said[0] and "'obj_1_dim_0'" in said[0]
+    with pytest.raises(GroupSelectionError, match="grid_4, grid_7"):
+        xr.open_dataset(path, engine="tensogram", merge_objects=merge_objects)
+    tree, said = _opened(lambda p: xr.open_datatree(p, engine="tensogram", merge_objects=merge_objects), path)
+    with tree:
+        assert tree["grid_4"]["a"].dims == ("time",) and tree["grid_7"]["b"].dims == ("time",)
+        np.testing.assert_array_equal(tree["grid_7"]["b"].values, b)
+    assert not said
 
 
 @pytest.mark.parametrize("open_", PATHS)
@@ -127,7 +132,8 @@ def test_a_hint_clashing_with_a_coordinate_renames_only_that_axis(tmp_path: Path
         assert ds["legit"].dims[0] == "latitude" and ds["wrong"].dims == ("obj_2_dim_0",)
         assert ds["latitude"].shape == (5,)
         np.testing.assert_array_equal(ds["legit"].sel(latitude=lat[2]).values, legit[2])
-    assert len(said) == 1 and "'wrong' axis 0 (size 7)" in said[0] and "the coordinate 'latitude' has size 5" in said[0]
+    assert len(said) == 1 and "'wrong' axis 0 (size 7)" in said[0]
+    assert "conflicts with coord 'latitude' of size 5" in said[0]
 
 
 @pytest.mark.parametrize("where", ["entry", "extra"])
@@ -149,4 +155,5 @@ def test_hints_that_differ_between_messages_are_ignored_with_a_warning(tmp_path:
     with ds:
         assert ds["temp"].dims == ("step", "dim_0", "dim_1")
         np.testing.assert_array_equal(ds["temp"].values, np.stack(arrays))
-    assert len(said) == 1 and "differ between messages" in said[0] and "['p', 'q']" in said[0]
+    what = "per-object dim_names of 'temp'" if where == "entry" else "_extra_.dim_names"
+    assert len(said) == 1 and f"inconsistent {what} between messages" in said[0] and "['p', 'q']" in said[0]

@@ -23,7 +23,7 @@ from ..common import check_dim_names, flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
-from .dims import AxisNames, consistent_hint, parse_file_hint, parse_object_hint, resolve_axes
+from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
 from .producer import Producer, derived
@@ -179,14 +179,17 @@ def _build_group(
     if any(len({(o.shape, o.dtype) for o in v}) > 1 for v in by_name.values()):
         return None
     shapes = {n: v[0].shape for n, v in by_name.items()}
-    first = data[0] if data else None
-    raw_file_hint = consistent_hint([o.extra.get("dim_names") for o in data], "_extra_.dim_names", repr(file_name))
-    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes.values()], file_name) if first else None
+    file_hints = [o.extra.get("dim_names") for o in data]
+    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
+    if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
+        return None  # messages that disagree on hints: split by grid first; a group that cannot split warns
+    raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
+    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes.values()], file_name) if data else None
     hints = {
         n: (
             shapes[n],
             parse_object_hint(
-                consistent_hint([o.entry.get("dim_names") for o in v], f"the dim_names of {n!r}", repr(file_name)),
+                consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name)),
                 len(shapes[n]),
                 _where(v[0]),
             ),
@@ -204,6 +207,7 @@ def _build_group(
         coord_dims=csizes,
         obj_index={n: v[0].obj for n, v in by_name.items()},
         where=repr(file_name),
+        rename_conflicts=only_group,
     )
     if conflicts:
         if only_group:

@@ -19,7 +19,7 @@ from typing import Any
 from ..common import _dim_names_problem, requested_dims
 from .collect import warn
 
-__all__ = ["AxisNames", "consistent_hint", "parse_file_hint", "parse_object_hint", "resolve_axes"]
+__all__ = ["AxisNames", "consistent_hint", "distinct_hints", "parse_file_hint", "parse_object_hint", "resolve_axes"]
 
 
 @dataclass
@@ -111,16 +111,18 @@ def resolve_axes(
     coord_dims: Mapping[str, set[int]] | None = None,
     obj_index: Mapping[str, int] | None = None,
     where: str = "",
+    rename_conflicts: bool = False,
 ) -> tuple[dict[str, AxisNames], dict[str, set[int]]]:
     """Axis names of every variable ``{name: (shape, object hint)}``, and the names the user's
     ``dim_names`` claims at several sizes (``{}`` when the variables can share one Dataset).
 
     One rule for the file's own hints, in every path (one message or many, one group or several): a
-    hinted name is kept where it agrees with every other claim on it; where it names axes of different
-    sizes, or a coordinate's (or the user's) dimension at another size, the hint is wrong in the file
-    and each hinted axis of another size gets its object-local name (``obj_<i>_dim_<k>``, as the
-    reference backend names it), with one warning per name. Names from the user's ``dim_names`` are
-    never renamed: their conflicts are the caller's errors.
+    hinted name that names a coordinate's (or the user's) dimension at another size is wrong in the
+    file, and each such axis gets its object-local name (``obj_<i>_dim_<k>``, as the reference backend
+    names it), with one warning per name. Hinted names that only disagree among themselves are a
+    conflict of grids: the caller splits the variables into groups, and renames them the same way only
+    in a group that cannot be split further (``rename_conflicts``). Names from the user's ``dim_names``
+    are never renamed: their conflicts are the caller's errors.
     """
     local = _LocalNames(obj_index or {}, {v: shape for v, (shape, _hint) in variables.items()})
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
@@ -136,23 +138,29 @@ def resolve_axes(
                 hinted.setdefault(name, []).append((v, k, size))
     for name, claims in hinted.items():
         sizes = {size for _v, _k, size in claims}
-        if (sizes - fixed[name]) if fixed.get(name) else len(sizes) > 1:
-            owner = f"the coordinate {name!r}" if name in coords else f"the dim_names argument's {name!r}"
+        if (sizes - fixed[name]) if fixed.get(name) else (rename_conflicts and len(sizes) > 1):
+            owner = f"coord {name!r}" if name in coords else f"the dim_names argument's {name!r}"
             _rename_hinted(out, name, claims, (owner, fixed.get(name, set())), local, where)
     conflicts = _explicit_sizes(out, variables)
     _rename_clashing_generic(out, variables, coords, coord_sizes, local)
     return out, conflicts
 
 
-def consistent_hint(hints: Sequence[Any], what: str, where: str) -> Any:
-    """The one ``dim_names`` hint the objects of a variable (or the messages of a file) give, or None with
-    a warning when they give several: the file contradicts itself, so its axes get generated names."""
+def distinct_hints(hints: Sequence[Any]) -> list[Any]:
+    """The different ``dim_names`` hints given (absent ones not counted), in order."""
     distinct: list[Any] = []
     for h in hints:
         if h is not None and h not in distinct:
             distinct.append(h)
+    return distinct
+
+
+def consistent_hint(hints: Sequence[Any], what: str, where: str) -> Any:
+    """The one ``dim_names`` hint the objects of a variable (or the messages of a file) give, or None with
+    a warning when they give several: the file contradicts itself, so its axes get generated names."""
+    distinct = distinct_hints(hints)
     if len(distinct) > 1:
-        warn(f"{where}: {what} differ between messages ({', '.join(map(repr, distinct[:4]))}); ignored")
+        warn(f"{where}: inconsistent {what} between messages ({', '.join(map(repr, distinct[:4]))}); ignored")
         return None
     return distinct[0] if distinct else None
 
@@ -214,7 +222,7 @@ def _rename_hinted(
         axes.names[k], axes.generic[k] = local.name(v, k), True
         new.append(axes.names[k])
     sizes = {size for _v, _k, size in renamed}
-    why = f"but {owner} has size {_sizes(fixed)}" if fixed else "which one Dataset cannot hold"
+    why = f"which conflicts with {owner} of size {_sizes(fixed)}" if fixed else "which one Dataset cannot hold"
     axes_text = ", ".join(f"{v!r} axis {k} (size {size})" for v, k, size in renamed)
     warn(
         f"{where}: the file's dim_names hints name axes of {'size' if len(sizes) == 1 else 'sizes'} "
