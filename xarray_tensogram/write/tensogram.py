@@ -482,10 +482,6 @@ def to_tensogram(
         A codec parameter outside its valid values (naming the variable and the parameter).
     NoSuchDirectoryError
         The target's directory does not exist.
-
-    Examples
-    --------
-    >>> xt.to_tensogram(ds, "out.tgm", encoding={"t": {"compression": "zstd"}})  # doctest: +SKIP
     """
     ds = as_dataset(ds)
     check_mode(mode, path)
