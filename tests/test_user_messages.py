@@ -178,3 +178,14 @@ def test_info_counts_dask_chunks_as_ls_does(capsys, sample: str) -> None:
     with xr.open_dataset(path, engine="tensogram", chunks={}) as ds:
         from_dask = sum(v.data.npartitions for v in ds.data_vars.values())
     assert f"in {from_dask} Dask chunk" in out and from_ls == from_dask
+
+
+def test_writer_warnings_point_at_the_users_call(tmp_path: Path) -> None:
+    """The keyword check wraps each writer: its warnings still name the line that called the writer."""
+    ds = xr.Dataset({"t": ("x", np.zeros(3, "f4"))}, attrs={"title": "t"})
+    for writer, name in ((xt.to_ztensor, "a.zt"), (xt.to_tetr, "a.tet")):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            writer(ds, tmp_path / name)  # type: ignore[operator]
+        dropped = [w for w in said if "title" in str(w.message)]
+        assert dropped and all(w.filename == __file__ for w in dropped), [(w.filename, w.lineno) for w in said]

@@ -45,6 +45,7 @@ __all__ = [
     "closest",
     "describe",
     "install_hint",
+    "user_stacklevel",
 ]
 
 
@@ -225,6 +226,21 @@ def _edits(a: str, b: str) -> int:
                 current[j] = min(current[j], previous[j - 2] + 1)
         previous, row = row, current
     return row[len(b)]
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package (the user's call),
+    for ``warnings.warn`` called by the function that calls this one: right however many of the
+    package's frames lie between (a decorator such as the writers' keyword check adds one), as pandas'
+    ``find_stack_level`` does."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def install_hint(extra: str) -> str:

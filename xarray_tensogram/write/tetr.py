@@ -25,7 +25,7 @@ from ..codecs.base import PASSTHROUGH
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
-from ..errors import TetrMappingWarning, UnsupportedError
+from ..errors import TetrMappingWarning, UnsupportedError, user_stacklevel
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
 from .common import (
@@ -128,7 +128,7 @@ def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
             warnings.warn(
                 f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
                 TetrMappingWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
             continue
         out[str(key)] = text
@@ -149,7 +149,7 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
         warnings.warn(
             f"Dataset attributes {dropped} have no place in a .tet file and are not written",
             TetrMappingWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return meta or None
 
