@@ -1,7 +1,7 @@
 """GRIB test corpus: messages built from ecCodes' own samples, converted the way ECMWF's converter does.
 
 The reference wheels are built without the GRIB converter, so :func:`convert` re-does what
-``tensogram-grib`` 0.24.0 writes (``/work/shared/specs/tensogram-from-grib.md``): one float64
+``tensogram-grib`` 0.24.0 writes (see ``docs/mapping.md``, "Files from ECMWF's GRIB converter"): one float64
 ``ntensor`` per GRIB message, shaped ``[Nj, Ni]`` or ``[numberOfPoints]``, whose ``base[i]``
 holds ``mars`` (the ecCodes ``mars`` namespace with native types and sentinels dropped, plus
 ``grid`` and, for standard-scan regular_ll grids, ``area``) and ``grib_repro`` (the

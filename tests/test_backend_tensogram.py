@@ -912,7 +912,7 @@ def test_entrypoint_metadata_and_guess_can_open(tmp_path, monkeypatch):
     ep = ENGINE()
     assert ep.supports_groups is True
     assert ep.description
-    assert "ecmwf" not in ep.url  # no hosted page of this project yet; the reference project is not its home
+    assert ep.url == ""  # no hosted page of this project yet; the reference project is not its home
     for kw in (
         "variable_key",
         "dim_names",

@@ -69,15 +69,13 @@ def _png_outputs(notebook: Path) -> list[str]:
     ]
 
 
-def _xarray_reprs(notebook: Path) -> int:
-    """How many xarray reprs the outputs hold (printed or displayed), each counted once."""
+def _xarray_reprs(notebook: Path) -> tuple[int, int]:
+    """How many xarray objects the outputs display (with an HTML repr) and how many reprs they print as text."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    texts = [
-        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
-        for cell in cells
-        for out in cell.get("outputs", [])
-    ]
-    return sum(text.count("<xarray.") for text in texts)
+    outputs = [out for cell in cells for out in cell.get("outputs", [])]
+    shown = sum("xr-wrap" in "".join(out.get("data", {}).get("text/html", "")) for out in outputs)
+    printed = sum("".join(out.get("text", "")).count("<xarray.") for out in outputs)
+    return shown, printed
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
@@ -92,11 +90,22 @@ def test_notebook_page_holds_its_plots(site: Path, notebook: Path) -> None:
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_page_shows_each_dataset_once(site: Path, notebook: Path) -> None:
-    """xarray's HTML repr hides a text copy that the theme's CSS un-hides: one form only."""
+def test_notebook_page_shows_each_dataset_once_as_html(site: Path, notebook: Path) -> None:
+    """A displayed Dataset is xarray's HTML repr (its text form wraps long lines on a page), without the
+    hidden text copy that the theme's CSS would un-hide; printed reprs stay the text they are."""
     page = (site / "notebooks" / f"{notebook.stem}.html").read_text(encoding="utf-8")
-    assert page.count("&lt;xarray.") == _xarray_reprs(notebook) > 0
-    assert "xr-text-repr-fallback" not in page
+    shown, printed = _xarray_reprs(notebook)
+    assert shown + printed > 0
+    assert page.count('<div class="xr-wrap"') == shown
+    assert page.count("&lt;xarray.") == printed
+    assert not re.search(r"<pre class=[\"']xr-text-repr-fallback", page)
+
+
+def test_xarray_reprs_keep_their_layout(site: Path) -> None:
+    """The site's stylesheet takes the theme's list styles off xarray's repr (else rows get bullets)."""
+    css = (site / "stylesheets" / "xarray.css").read_text(encoding="utf-8")
+    assert ".xr-wrap li" in css and "list-style: none" in css
+    assert 'href="../stylesheets/xarray.css"' in (site / "notebooks" / "quickstart.html").read_text(encoding="utf-8")
 
 
 def test_api_reference_documents_the_accessor(site: Path) -> None:
@@ -104,15 +113,15 @@ def test_api_reference_documents_the_accessor(site: Path) -> None:
     assert "TensogramAccessor" in api and "to_tgm" in api
 
 
-def test_project_and_engine_urls_point_at_the_docs() -> None:
-    """No hosted site exists yet: both name the documentation's path in the source tree, which exists."""
+def test_project_and_engine_urls_are_absolute_or_absent() -> None:
+    """No hosted site exists yet: a relative path (``docs/index.md``) means nothing in an installed wheel."""
     from xarray_tensogram.backend import TensogramBackendEntrypoint
 
     tomllib = pytest.importorskip("tomllib", reason="the standard library's TOML reader needs Python 3.11")
-    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
-    assert urls["Documentation"] == TensogramBackendEntrypoint.url
-    for url in urls.values():
-        assert (ROOT / url).is_file(), url
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"].get("urls", {})
+    for url in [*urls.values(), TensogramBackendEntrypoint.url]:
+        assert url == "" or re.match(r"https://[\w.-]+\.\w+/", url), url
+    assert "Learn more at" not in repr(TensogramBackendEntrypoint())  # xarray's engine listing shows no bare path
 
 
 #: a reference to the project's tracker ("issue 15", "issues 3 and 6"), which readers cannot follow
@@ -138,3 +147,44 @@ def test_api_signatures_are_wrapped(site: Path) -> None:
     lines = [line for sig in signatures for line in html.unescape(re.sub(r"<[^>]+>", "", sig)).splitlines()]
     assert max(map(len, lines)) <= 100, max(lines, key=len)
     assert any(line.startswith("    ") for line in lines)  # parameters on lines of their own
+
+
+def _section(api_html: str, name: str) -> str:
+    """The visible text of one object's entry on the API page, up to the next entry."""
+    import html
+
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", api_html)))
+    start = text.index(f" {name} ¶")
+    nxt = re.search(r" \w+ ¶", text[start + len(name) + 3 :])
+    return text[start : start + len(name) + 3 + (nxt.start() if nxt else len(text))]
+
+
+def test_api_page_shows_no_sphinx_target_syntax_or_private_bases(site: Path) -> None:
+    import html
+
+    text = html.unescape(re.sub(r"<[^>]+>", " ", (site / "api.html").read_text(encoding="utf-8")))
+    assert "~xarray_tensogram" not in text  # :class:`~a.b.C` is shown as C, as Sphinx shows it
+    assert "UnknownOptionError" in text
+    assert not re.findall(r"Bases: _\w+", text)
+
+
+def test_open_dataset_options_are_rendered_from_their_declaration(site: Path) -> None:
+    from xarray_tensogram import options
+
+    api = (site / "api.html").read_text(encoding="utf-8")
+    for method in ("open_dataset", "open_datatree", "open_groups_as_dict"):
+        entry = _section(api, method)
+        assert "** options" not in entry and "**options" not in entry, method
+        signature = entry[: entry.index(")")]
+        for o in options.OPTIONS:
+            assert f"{o.name} :" in signature, (method, o.name)
+    entry = _section(api, "open_dataset")
+    for o in options.OPTIONS:  # one parameter entry per option, with its declared text
+        assert re.sub(r"``", "", o.doc)[:30] in entry.replace(" ,", ",").replace("  ", " "), o.name
+
+
+def test_api_entries_say_what_they_refer_to(site: Path) -> None:
+    api = (site / "api.html").read_text(encoding="utf-8")
+    refs = _section(api, "kerchunk_refs")
+    assert "as the module says" not in refs and "fill_value" in refs
+    assert "refs" in _section(api, "main").split("Returns", 1)[0].replace("kerchunk_refs", "")

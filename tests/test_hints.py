@@ -85,3 +85,75 @@ def test_object_local_names_of_different_messages_do_not_clash(tmp_path: Path) -
     with xr.open_dataset(path, engine="tensogram") as ds:
         assert ds["a"].dims[0] == "obj_0_dim_0" and ds["b"].dims[0] == "obj_0_dim_0_1"
         np.testing.assert_array_equal(ds["b"].values, b)
+
+
+# -- one hint-conflict rule in every path (the reference backend's TestHintedNameConflict and
+#    TestMergePathDimResolution, checked with warnings where it checks log records) ----------------------
+PATHS = [
+    pytest.param(lambda p: xr.open_dataset(p, engine="tensogram"), id="merge"),
+    pytest.param(lambda p: xr.open_dataset(p, engine="tensogram", merge_objects=False), id="one-message"),
+    pytest.param(lambda p: xr.open_datatree(p, engine="tensogram").to_dataset(), id="datatree"),
+    pytest.param(lambda p: xr.open_datatree(p, engine="tensogram", merge_objects=False).to_dataset(), id="tree-one"),
+    pytest.param(lambda p: xr.open_groups(p, engine="tensogram")["/"], id="groups"),
+]
+
+
+def _opened(open_: Any, path: Path) -> tuple[xr.Dataset, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = open_(path)
+    return ds, [str(w.message) for w in caught if issubclass(w.category, TensogramMappingWarning)]
+
+
+@pytest.mark.parametrize("merge_objects", [True, False])
+def test_hinted_names_that_only_disagree_among_themselves_are_groups(tmp_path: Path, merge_objects: bool) -> None:
+    """Two objects hinted ``time`` at sizes 4 and 7, no coordinate: two grids, each keeping the file's
+    names (the reference backend renames both instead; a deliberate difference: nothing says which size
+    is wrong, so neither name is dropped)."""
+    a, b = np.arange(4.0), np.arange(7.0)
+    path = _write(
+        tmp_path / "t.tgm", [{"name": "a", "dim_names": ["time"]}, {"name": "b", "dim_names": ["time"]}], [a, b]
+    )
+    with pytest.raises(GroupSelectionError, match="grid_4, grid_7"):
+        xr.open_dataset(path, engine="tensogram", merge_objects=merge_objects)
+    tree, said = _opened(lambda p: xr.open_datatree(p, engine="tensogram", merge_objects=merge_objects), path)
+    with tree:
+        assert tree["grid_4"]["a"].dims == ("time",) and tree["grid_7"]["b"].dims == ("time",)
+        np.testing.assert_array_equal(tree["grid_7"]["b"].values, b)
+    assert not said
+
+
+@pytest.mark.parametrize("open_", PATHS)
+def test_a_hint_clashing_with_a_coordinate_renames_only_that_axis(tmp_path: Path, open_: Any) -> None:
+    lat, legit, wrong = np.linspace(-90, 90, 5), np.arange(35.0).reshape(5, 7), np.ones(7)
+    entries = [{"name": "latitude"}, {"name": "legit"}, {"name": "wrong", "dim_names": ["latitude"]}]
+    ds, said = _opened(open_, _write(tmp_path / "c.tgm", entries, [lat, legit, wrong]))
+    with ds:
+        assert ds["legit"].dims[0] == "latitude" and ds["wrong"].dims == ("obj_2_dim_0",)
+        assert ds["latitude"].shape == (5,)
+        np.testing.assert_array_equal(ds["legit"].sel(latitude=lat[2]).values, legit[2])
+    assert len(said) == 1 and "'wrong' axis 0 (size 7)" in said[0]
+    assert "conflicts with coord 'latitude' of size 5" in said[0]
+
+
+@pytest.mark.parametrize("where", ["entry", "extra"])
+def test_hints_that_differ_between_messages_are_ignored_with_a_warning(tmp_path: Path, where: str) -> None:
+    """Message 0 says (x, y), message 1 (p, q): the file contradicts itself, so neither is used."""
+    arrays = [np.ones((3, 4)), np.full((3, 4), 2.0)]
+    parts = []
+    for names, arr in zip([["x", "y"], ["p", "q"]], arrays, strict=True):
+        entry = {"name": "temp", "step": len(parts)}
+        meta = (
+            {"base": [{**entry, "dim_names": names}]}
+            if where == "entry"
+            else {"base": [entry], "_extra_": {"dim_names": names}}
+        )
+        parts.append(tensogram.encode(meta, [({"type": "ntensor", "shape": [3, 4], "dtype": "float64"}, arr)]))
+    path = tmp_path / "m.tgm"
+    path.write_bytes(b"".join(parts))
+    ds, said = _opened(PATHS[0].values[0], path)
+    with ds:
+        assert ds["temp"].dims == ("step", "dim_0", "dim_1")
+        np.testing.assert_array_equal(ds["temp"].values, np.stack(arrays))
+    what = "per-object dim_names of 'temp'" if where == "entry" else "_extra_.dim_names"
+    assert len(said) == 1 and f"inconsistent {what} between messages" in said[0] and "['p', 'q']" in said[0]

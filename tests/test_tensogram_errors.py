@@ -50,7 +50,7 @@ from xarray_tensogram.formats.tensogram import CorruptMessageWarning
 #: damaged inputs warn by design; tests that check the warning record it explicitly
 pytestmark = pytest.mark.filterwarnings("ignore::xarray_tensogram.formats.tensogram.CorruptMessageWarning")
 
-#: reader bugs reported to the lead and not fixed yet: test name -> reason (strict xfail)
+#: known reader bugs not fixed yet: test name -> reason (each test runs as a strict xfail until fixed)
 KNOWN_READER_BUGS: dict[str, str] = {}
 
 
@@ -1085,7 +1085,7 @@ def test_missing_codec_packages(no_codec_packages):
             assert msg.metadata["base"][0]["name"] == name
             assert msg.descriptors[0]["dtype"] in ("float64", "int32")
             if name in NEEDS_EXTRA:
-                with pytest.raises(MissingCodecError, match=r"xarray-tensogram\[codecs\]") as info:
+                with pytest.raises(MissingCodecError, match=r'pip install "\.\[codecs\]"') as info:
                     msg.read_object(0)
                 assert isinstance(info.value, ImportError) and isinstance(info.value, XarrayTensogramError)
                 with pytest.raises(MissingCodecError):

@@ -43,7 +43,7 @@ from xarray_tensogram.formats.tensogram import CorruptMessageWarning
 
 SHAPE = (5, 7)
 
-#: reader bugs reported to the lead and not fixed yet: test name -> reason (strict xfail)
+#: known reader bugs not fixed yet: test name -> reason (each test runs as a strict xfail until fixed)
 _ZFP_COMPLEX_REASON = (
     "complex128 + zfp after shuffle or in big-endian order: the reference refuses the message (zfp stream "
     "length 144 inconsistent with 35 values); ours decodes values that are not those encoded (1e268 for 40)"

@@ -8,7 +8,7 @@ cover the parameters of IFS, ERA5 (single and pressure levels) and AIFS outputs:
 tables 128 (1-260), 140 (ocean waves), 162 (vertical integrals), 228, 235 (mean rates) and 260 (WMO-shared
 parameters ECMWF numbers from 260001). A ``paramId`` ecCodes does not know is skipped.
 
-    /work/venv/bin/python tools/make_param_table.py
+    pip install ".[test]" && python tools/make_param_table.py   # from the checkout's root
 
 The header line records the ecCodes version. Run again when ecCodes is upgraded.
 """

@@ -1,14 +1,14 @@
-"""Write small ``.tgm`` files with the real producers, for tests/data/producers/ (issue 24).
+"""Write small ``.tgm`` files with the real producers, for tests/data/producers/.
 
 Two producers, each in an environment of its own (their dependencies conflict: anemoi-inference
 0.10 wants earthkit-data < 1, tensogram-earthkit wants earthkit-data >= 1.0.2):
 
 ``anemoi``   -- ``tensogram-anemoi`` 0.24.0 (PyPI) with ``anemoi-inference<0.11`` and torch 2.13.0 (CPU)::
 
-    python -m venv /work/venvs/producers
-    /work/venvs/producers/bin/pip install torch==2.13.0
-    /work/venvs/producers/bin/pip install tensogram==0.24.0 tensogram-anemoi==0.24.0 "anemoi-inference<0.11"
-    /work/venvs/producers/bin/python tools/make_producer_files.py anemoi
+    python -m venv ../venv-anemoi         # any directory outside the checkout
+    ../venv-anemoi/bin/pip install torch==2.13.0
+    ../venv-anemoi/bin/pip install tensogram==0.24.0 tensogram-anemoi==0.24.0 "anemoi-inference<0.11"
+    ../venv-anemoi/bin/python tools/make_producer_files.py anemoi
 
   The plugin is created through anemoi-inference's own output registry (its entry point) and
   driven as ``anemoi.inference.runners.default`` drives an output: ``open(initial_state)``,
@@ -20,10 +20,11 @@ Two producers, each in an environment of its own (their dependencies conflict: a
 
 ``earthkit`` -- ``tensogram-earthkit`` from the tensogram repository's 0.24.0 tag (not on PyPI)::
 
-    git -C tensogram archive 0.24.0 python/tensogram-earthkit | tar -x -C src
-    python -m venv /work/venvs/earthkit
-    /work/venvs/earthkit/bin/pip install tensogram==0.24.0 src/python/tensogram-earthkit
-    /work/venvs/earthkit/bin/python tools/make_producer_files.py earthkit
+    git clone https://github.com/ecmwf/tensogram ../tensogram
+    mkdir -p ../src && git -C ../tensogram archive 0.24.0 python/tensogram-earthkit | tar -x -C ../src
+    python -m venv ../venv-earthkit
+    ../venv-earthkit/bin/pip install tensogram==0.24.0 ../src/python/tensogram-earthkit
+    ../venv-earthkit/bin/python tools/make_producer_files.py earthkit
 
   A small GRIB file is built with ecCodes from its own samples (kept beside the output as the
   oracle), read with ``earthkit.data.from_source("file", ...)`` and written with

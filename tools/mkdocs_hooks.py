@@ -3,10 +3,11 @@
 * The placeholder ``<!-- benchmark-scripts -->`` in ``benchmarks.md`` is replaced at build time,
   so the page cannot drift from the scripts (a new script appears without editing the docs).
 * The notebooks are converted with ``tools/jupyter/jupyter_nbconvert_config.json``: kernels start
-  without ipykernel's start-up log (a warning about its local TCP transport), and an output that has
-  a plain-text form is shown as that text. xarray's HTML repr carries its text repr as a hidden
-  fallback, and the theme's typography un-hides it and unstyles the HTML, so each Dataset was shown
-  twice; images still come first.
+  without ipykernel's start-up log (a warning about its local TCP transport), and images, then HTML
+  come first, so a Dataset is shown as xarray's HTML repr (the text repr wraps its long lines on a
+  page). xarray's HTML repr carries its text repr as a hidden fallback, which the theme's typography
+  un-hides: the fallback is removed here, and ``docs/stylesheets/xarray.css`` takes the theme's list
+  styles off the repr.
 * The package's docstrings are numpydoc, which uses Sphinx roles (``:func:`to_tensogram```);
   mkdocstrings renders them as raw text, so the API pages get them as plain code instead.
 """
@@ -47,11 +48,21 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     return markdown
 
 
+#: Sphinx's ``~`` before a dotted target: show only its last part (``~xarray_tensogram.errors.X`` -> ``X``)
+TILDE_HTML = re.compile(r"<code>~(?:\w+\.)*(\w+)</code>")
+
+
 def strip_roles(html: str) -> str:
-    """``:meth:<code>read_object</code>`` (a role mkdocstrings leaves as text) becomes the code alone."""
-    return ROLE_HTML.sub(r"\1", html)
+    """``:meth:<code>read_object</code>`` (a role mkdocstrings leaves as text) becomes the code alone, and
+    ``:class:<code>~a.b.Error</code>`` becomes ``<code>Error</code>``, as Sphinx would show it."""
+    return TILDE_HTML.sub(r"<code>\1</code>", ROLE_HTML.sub(r"\1", html))
+
+
+#: the text copy xarray puts in its HTML repr for front ends without its CSS (hidden by that CSS)
+TEXT_FALLBACK = re.compile(r"<pre class=['\"]xr-text-repr-fallback['\"]>.*?</pre>", re.S)
 
 
 def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
-    """Sphinx roles that the docstrings rendered as raw text are dropped, keeping their code."""
-    return strip_roles(html)
+    """Sphinx roles that the docstrings rendered as raw text are dropped, keeping their code; xarray's
+    HTML reprs lose their hidden text copy, so each Dataset is shown once, as HTML."""
+    return TEXT_FALLBACK.sub("", strip_roles(html))

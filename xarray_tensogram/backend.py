@@ -13,6 +13,7 @@ take them as ``**options`` and present the declared signature to xarray, ``help(
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
@@ -52,7 +53,10 @@ def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
     """No known magic or extension and the default format (whose reader may skip leading junk)
     found nothing: say plainly that this is none of the formats."""
     what = "the file is empty" if source.size == 0 else "unknown magic and extension"
-    return NotATensorFileError(f"{describe(source.name)}not a {_titles()} file ({what})")
+    other = registry.other_format(source)
+    return NotATensorFileError(
+        f"{describe(source.name)}not a {_titles()} file" + (f": {other}" if other else f" ({what})")
+    )
 
 
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
@@ -342,8 +346,11 @@ def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _declared_signature(method: _Method) -> _Method:
-    """Present the declared options as the method's signature (what xarray reads to know the parameters)."""
+    """Present the declared options as the method's signature (what xarray reads to know the parameters),
+    and a docstring entry ``**options`` followed by "The open options" as one entry per declared option."""
     method.__dict__["__signature__"] = declared.signature()
+    entry = re.compile(r"^( *)\*\*options\n\1    The open options[^\n]*\n", re.M)
+    method.__doc__ = entry.sub(lambda m: declared.numpydoc_entries(m.group(1)) + "\n", method.__doc__ or "")
     return method
 
 
@@ -357,9 +364,8 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
-    # xarray shows "Learn more at <url>"; no hosted page exists yet, so this is the documentation's
-    # path in the source tree, as in pyproject's project.urls (the reference project's URL misled)
-    url = "docs/index.md"
+    # no `url`: xarray shows it as "Learn more at <url>", and this project has no hosted page yet (a
+    # path in the source tree means nothing to an installed package; the reference project's URL misled)
     # derived from the declaration: xarray fills it from the signature only for engines it looks up by
     # name, and needs it (decode_cf=False) when the engine class itself is passed
     open_dataset_parameters = ("filename_or_obj", *declared.names())
@@ -448,9 +454,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         Parameters
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
-            As for :meth:`open_dataset`.
-        **options
-            As for :meth:`open_dataset`.
+            As for :meth:`open_dataset`, and so are the keyword arguments (the declared open options).
 
         Returns
         -------
@@ -466,9 +470,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         Parameters
         ----------
         filename_or_obj : str, os.PathLike, bytes or binary file object
-            As for :meth:`open_dataset`.
-        **options
-            As for :meth:`open_dataset`.
+            As for :meth:`open_dataset`, and so are the keyword arguments (the declared open options).
 
         Returns
         -------

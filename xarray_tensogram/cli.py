@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .io import ByteSource
 
 from .cli_dump import CliError, cmd_dump
+from .errors import install_hint
 from .formats.reports import count, shape_text
 from .progress import PROG, progress
 
@@ -83,8 +84,9 @@ def _format(source: Any) -> Any:
 
     spec = registry.sniff(source)
     if spec is None:
+        what = registry.other_format(source) or "unknown magic and extension"
         raise NotATensorFileError(
-            f"{describe(source.name)}not a Tensogram, Tetration or zTensor file (unknown magic and extension); "
+            f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what}); "
             "this command reads .tgm, .tet and .zt files only"
         )
     return spec
@@ -147,7 +149,9 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
         ds = datasets["/"]
         print(
             f"sizes:    {size} bytes in the file ({_human(size)}), {ds.nbytes} bytes decoded "
-            f"({_human(ds.nbytes)}), {len(ds.data_vars)} variables, {_chunk_count(ds)} Dask chunks with chunks={{}}"
+            f"({_human(ds.nbytes)}), {count(len(ds.data_vars), 'data variable')} in "
+            f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
+            "(as 'ls' counts them; coordinates not counted)"
         )
         print(ds)
     finally:
@@ -155,17 +159,15 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
             ds.close()
 
 
-def _chunk_count(ds: xr.Dataset) -> int:
-    """How many Dask chunks ``chunks={}`` gives: the product over each variable's preferred chunks."""
-    nchunks = 0
-    for var in ds.variables.values():
-        chunks = var.encoding.get("preferred_chunks")
-        if chunks:
-            n = 1
-            for dim, c in chunks.items():
-                n *= -(-ds.sizes[dim] // max(1, int(c)))
-            nchunks += n
-    return nchunks
+def _n_chunks(var: Any) -> int | None:
+    """How many Dask chunks ``chunks={}`` gives one variable (its storage units), None without preferred chunks."""
+    chunks = var.encoding.get("preferred_chunks")
+    if not chunks:
+        return None
+    n = 1
+    for dim, size in var.sizes.items():
+        n *= -(-int(size) // max(1, int(chunks.get(dim, size)))) if size else 0
+    return n
 
 
 # -- ls ------------------------------------------------------------------------------------------------
@@ -220,9 +222,7 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
     for name, var in ds.data_vars.items():
         chunks = var.encoding.get("preferred_chunks") or {}
         chunk = [int(chunks.get(d, n)) for d, n in var.sizes.items()]
-        n_chunks = 1
-        for c, n in zip(chunk, var.shape, strict=True):
-            n_chunks *= -(-int(n) // max(1, c)) if n else 0
+        n_chunks = _n_chunks(var)
         dims = ", ".join(f"{d}: {n}" for d, n in var.sizes.items()) or "scalar"
         rows.append(
             ([group] if group else [])
@@ -231,7 +231,7 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
                 dims,
                 str(var.dtype),
                 shape_text(chunk) if chunks else "-",
-                n_chunks if chunks else "-",
+                "-" if n_chunks is None else n_chunks,
                 _dims_origin(var),
             ]
         )
@@ -428,6 +428,10 @@ def _one_line_warning(
 
 
 def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror and type(exc).__module__ == "builtins":
+        # "[Errno 2] No such file or directory: 'x.tgm'" -> "'x.tgm': No such file or directory"
+        where = f"{exc.filename!r}: " if exc.filename is not None else ""
+        return f"{where}{exc.strerror}"
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, (CliError, OSError)) or type(exc).__module__.startswith("xarray_tensogram"):
         return text
@@ -441,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ----------
     argv : sequence of str, optional
         The arguments without the program name; default ``sys.argv[1:]``. No arguments runs the
-        main job on the bundled samples; otherwise ``info``, ``ls``, ``dump`` or ``verify``.
+        main job on the bundled samples; otherwise ``info``, ``ls``, ``dump``, ``verify`` or ``refs``
+        (kerchunk references of one or more files, with the ``virtual`` extra).
 
     Returns
     -------
@@ -505,9 +510,7 @@ def _run_refs(args: argparse.Namespace) -> None:
 
         from .virtual.cli import cmd_refs
     except ImportError as exc:
-        raise CliError(
-            f"'refs' needs the virtual extra: pip install 'xarray-tensogram[virtual]' ({exc})", status=1
-        ) from None
+        raise CliError(f"'refs' needs the virtual extra ({exc}); {install_hint('virtual')}", status=1) from None
     cmd_refs(
         args.files,
         args.output,

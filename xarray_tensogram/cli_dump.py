@@ -66,6 +66,29 @@ def _parse_sel(items: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
+def _no_dimension(da: Any, dim: str) -> CliError:
+    from .errors import closest
+
+    close = closest(dim, map(str, da.dims))
+    hint = f" (did you mean {close!r}?)" if close else ""
+    dims = ", ".join(map(str, da.dims)) or "none"
+    return CliError(f"{da.name!r} has no dimension {dim!r}{hint}; its dimensions: {dims}")
+
+
+def _check_isel(da: Any, selection: dict[str, Any]) -> None:
+    """Each ``--isel`` dimension exists and each index is inside it (slices always are), said in words."""
+    for dim, index in selection.items():
+        if dim not in da.dims:
+            raise _no_dimension(da, dim)
+        n = da.sizes[dim]
+        bad = [i for i in (index if isinstance(index, list) else [index]) if isinstance(i, int) and not -n <= i < n]
+        if bad:
+            where = f"0..{n - 1} or {-n}..-1" if n else "none: the dimension is empty"
+            raise CliError(
+                f"--isel {dim}={bad[0]}: out of range: {dim} of {da.name!r} has {n} elements (indices {where})"
+            )
+
+
 def _label(coord: Any, text: str, dim: str) -> Any:
     """One ``--sel`` label converted to the coordinate's type (numbers, dates, time deltas, text)."""
     import numpy as np
@@ -93,8 +116,7 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
 
     for dim, texts in sel.items():
         if dim not in da.dims:
-            dims = ", ".join(map(str, da.dims)) or "none"
-            raise CliError(f"{da.name!r} has no dimension {dim!r}; its dimensions: {dims}")
+            raise _no_dimension(da, dim)
         if dim not in da.coords:
             raise CliError(f"--sel {dim}=...: {dim!r} has no coordinate labels; use --isel {dim}=INDEX")
         coord = da.coords[dim]
@@ -128,16 +150,8 @@ def cmd_dump(
         if var not in ds.variables:
             raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")
         da = ds[var]
-        unknown = [d for d in selection if d not in da.dims]
-        if unknown:
-            raise CliError(
-                f"{var!r} has no dimension {unknown[0]!r}; its dimensions: {', '.join(map(str, da.dims)) or 'none'}"
-            )
-        try:
-            da = da.isel(selection)
-        except IndexError as exc:
-            raise CliError(f"--isel out of range for {var!r} {dict(ds[var].sizes)}: {exc}") from None
-        da = _select_labels(da, labels)
+        _check_isel(da, selection)
+        da = _select_labels(da.isel(selection), labels)
         values = da.values
         dims = ", ".join(f"{d}: {n}" for d, n in da.sizes.items()) or "scalar"
         print(f"{var} ({dims}) {values.dtype}")

@@ -9,6 +9,8 @@ dataset/chunk, tensor) and the byte offset, and say what was expected.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "CodecError",
     "CorruptFileError",
@@ -42,7 +44,11 @@ __all__ = [
     "XarrayTensogramError",
     "ZTensorMappingWarning",
     "ZarrMappingWarning",
+    "byte_text",
+    "closest",
     "describe",
+    "install_hint",
+    "user_stacklevel",
 ]
 
 
@@ -200,6 +206,69 @@ def describe(source: str | None, where: str | None = None, offset: int | None = 
 
 class ZarrMappingWarning(UserWarning):
     """A name was changed so that Zarr can hold it (in the Zarr store of a file)."""
+
+
+def byte_text(data: bytes) -> str:
+    """Bytes as a message shows them, without Python's ``b'...'`` literal: ``'THST'`` when they are
+    printable ASCII, else their hex digits (``hex 89 48 44 46``)."""
+    if data and all(32 <= c < 127 for c in data):
+        return repr(data.decode("ascii"))
+    return f"hex {data.hex(' ')}" if data else "no bytes"
+
+
+def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The candidate nearest a misspelt ``name`` (for "did you mean ...?"), or None when none is near.
+
+    difflib's similarity decides which candidates are near enough (``cutoff``); among those the fewest
+    edits win, a swap of two neighbouring characters counting as one edit: ``mars.stpe`` is one edit
+    from ``mars.step`` and two from ``mars.type``, which difflib alone ranks equal (and then picks the
+    later in alphabetical order). Every suggestion of the package comes from here.
+    """
+    import difflib
+
+    pool = list(dict.fromkeys(candidates))
+    near = difflib.get_close_matches(name, pool, n=max(1, len(pool)), cutoff=cutoff)
+    return min(near, key=lambda c: _edits(name, c)) if near else None  # ties keep difflib's order
+
+
+def _edits(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of neighbours turning ``a`` into ``b``."""
+    previous, row = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (a[i - 1] != b[j - 1]))
+            if previous is not None and i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous[j - 2] + 1)
+        previous, row = row, current
+    return row[len(b)]
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside this package (the user's call),
+    for ``warnings.warn`` called by the function that calls this one: right however many of the
+    package's frames lie between (a decorator such as the writers' keyword check adds one), as pandas'
+    ``find_stack_level`` does."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def install_hint(extra: str) -> str:
+    """How to install one of the package's extras, for messages about a missing optional package.
+
+    The package is on no package index (installing it by name finds nothing), so an install by name cannot work:
+    the hint names the two installs that do, from a checkout of the sources or from a built wheel.
+    """
+    return (
+        f'install the {extra!r} extra of xarray-tensogram: pip install ".[{extra}]" in a checkout of its '
+        f'sources, or pip install "<path to the xarray_tensogram wheel>[{extra}]"'
+    )
 
 
 class VirtualMappingWarning(UserWarning):

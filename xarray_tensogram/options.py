@@ -15,7 +15,6 @@ Tensogram's assembly. This module imports nothing of the package but the error c
 
 from __future__ import annotations
 
-import difflib
 import enum
 import functools
 import inspect
@@ -23,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UnknownOptionError
+from .errors import UnknownOptionError, closest
 
-__all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "resolve", "signature"]
+__all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "numpydoc_entries", "resolve", "signature"]
 
 
 class Scope(enum.Enum):
@@ -197,8 +196,8 @@ def check_names(given: Iterable[str], where: str, allowed: Iterable[str] | None 
         return
     hints = []
     for k in unknown:
-        close = difflib.get_close_matches(k, valid, n=1, cutoff=0.6)
-        hints.append(f"{k!r} (did you mean {close[0]!r}?)" if close else repr(k))
+        close = closest(k, valid)
+        hints.append(f"{k!r} (did you mean {close!r}?)" if close else repr(k))
     raise UnknownOptionError(
         f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
         f"the options are: {', '.join(valid)}"
@@ -231,3 +230,13 @@ def signature(first: str = "filename_or_obj") -> inspect.Signature:
         for o in OPTIONS
     ]
     return inspect.Signature(params, return_annotation="xr.Dataset")
+
+
+def numpydoc_entries(indent: str = "") -> str:
+    """The declared options as numpydoc ``Parameters`` entries, for a docstring (and the API page) built
+    from the declaration rather than a ``**options`` line."""
+    lines = []
+    for o in OPTIONS:
+        lines.append(f"{indent}{o.name} : {o.annotation}, default {o.default!r}")
+        lines.append(f"{indent}    {o.doc}")
+    return "\n".join(lines)

@@ -6,7 +6,7 @@ import importlib
 from functools import cache
 from types import ModuleType
 
-from ..errors import MissingCodecError
+from ..errors import MissingCodecError, install_hint
 
 #: module name -> (pip package, extra that provides it), where the package is not named as its top module
 #: or comes with another extra than ``codecs``
@@ -28,8 +28,7 @@ def require(module: str, what: str) -> ModuleType:
     except ImportError as exc:
         package, extra = OPTIONAL_MODULES.get(module, (module.split(".")[0], "codecs"))
         raise MissingCodecError(
-            f"{what} needs the optional package {package!r}, which is not installed: "
-            f"pip install 'xarray-tensogram[{extra}]'"
+            f"{what} needs the optional package {package!r}, which is not installed; {install_hint(extra)}"
         ) from exc
 
 

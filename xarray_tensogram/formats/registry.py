@@ -122,6 +122,27 @@ def sniff(source: ByteSource) -> FormatSpec | None:
     return from_bytes(head) or from_extension(source.name)
 
 
+#: files of other formats that reach this engine by mistake: magic, what the file is, what opens it
+_OTHER_FORMATS = (
+    (b"CDF\x01", "a netCDF-3 file", 'engine="netcdf4" or engine="scipy"'),
+    (b"CDF\x02", "a netCDF-3 (64-bit offset) file", 'engine="netcdf4" or engine="scipy"'),
+    (b"CDF\x05", "a netCDF-3 (64-bit data) file", 'engine="netcdf4"'),
+    (b"\x89HDF\r\n\x1a\n", "a netCDF-4/HDF5 file", 'engine="netcdf4" or engine="h5netcdf"'),
+    (b"GRIB", "a GRIB file", 'engine="cfgrib" (or convert it to .tgm with tensogram convert-grib)'),
+)
+
+
+def other_format(source: ByteSource) -> str | None:
+    """``"it is a netCDF-4/HDF5 file: open it with engine=..."`` when the magic of a file none of the
+    formats reads is one a user would hand to this engine by mistake, else None."""
+    n = min(max(len(m) for m, _, _ in _OTHER_FORMATS), source.size)
+    head = source.read(0, n, what="magic") if n else b""
+    for magic, what, engine in _OTHER_FORMATS:
+        if head.startswith(magic):
+            return f"it is {what}; open it with {engine}"
+    return None
+
+
 def open_file(
     spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
 ) -> FormatFile[Any]:

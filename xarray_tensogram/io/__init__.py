@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .atomic import atomic_write
+from .atomic import atomic_write, check_target
 from .base import ByteSource, RangeColumns, SourceLike
 from .local import LocalFileSource
 from .memory import BytesSource, FileObjectSource
@@ -37,6 +37,7 @@ __all__ = [
     "RetryPolicy",
     "SourceLike",
     "atomic_write",
+    "check_target",
     "is_remote_url",
     "open_source",
 ]

@@ -6,7 +6,7 @@ import contextlib
 import os
 from typing import BinaryIO
 
-from ..errors import NoSuchDirectoryError
+from ..errors import IsADirectoryTensorError, NoSuchDirectoryError
 from .lock import temp_prefix, write_lock
 
 
@@ -32,6 +32,17 @@ def _creation_mode(path: str) -> int:
         return 0o666 & ~_umask()
 
 
+def check_target(path: str | os.PathLike[str]) -> None:
+    """Refuse a target no file can be written to, naming it: a writer calls this before it encodes
+    anything (and :class:`atomic_write` again), so the error names the user's path, not a temporary file."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise NoSuchDirectoryError(f"cannot write {path!r}: the directory {directory!r} does not exist")
+    if os.path.isdir(path):
+        raise IsADirectoryTensorError(f"cannot write {path!r}: it is a directory; give the path of a file in it")
+
+
 class atomic_write:
     """Write a file under a temporary name in the same directory, then rename it into place.
 
@@ -53,9 +64,8 @@ class atomic_write:
     def __enter__(self) -> BinaryIO:
         import tempfile
 
+        check_target(self.path)  # say so for the target, not for the temporary file
         directory = os.path.dirname(os.path.abspath(self.path))
-        if not os.path.isdir(directory):  # say so for the target, not for the temporary file
-            raise NoSuchDirectoryError(f"cannot write {self.path!r}: the directory {directory!r} does not exist")
         self._locked.enter_context(write_lock(self.path))  # it also removes a killed writer's temporary file
         try:
             fd, self._tmp = tempfile.mkstemp(prefix=temp_prefix(self.path), dir=directory)

@@ -14,6 +14,7 @@ from ..errors import (
     StorageOptionsError,
     XarrayTensogramError,
     describe,
+    install_hint,
 )
 from .base import ByteSource
 from .http import Stamp, get_range, is_http, run_on_loop
@@ -140,15 +141,13 @@ class FsspecSource(ByteSource):
                     try:
                         import fsspec
                     except ImportError as exc:  # pragma: no cover - depends on environment
-                        raise MissingCodecError(
-                            f"reading {self.url!r} needs fsspec: pip install 'xarray-tensogram[remote]'"
-                        ) from exc
+                        raise MissingCodecError(f"reading {self.url!r} needs fsspec; {install_hint('remote')}") from exc
                     try:
                         fs, path = fsspec.core.url_to_fs(self.url, **self.storage_options)
                     except ImportError as exc:
                         raise MissingCodecError(
                             f"reading {self.url!r} needs an fsspec driver that is not installed ({exc}); "
-                            "pip install 'xarray-tensogram[remote]' and the driver for this protocol (e.g. s3fs)"
+                            f"{install_hint('remote')}, and the driver for this protocol (e.g. s3fs)"
                         ) from exc
                     except ValueError as exc:
                         raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc

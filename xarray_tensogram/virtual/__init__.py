@@ -1,6 +1,6 @@
 """Virtual Zarr: ``.tgm``, ``.tet`` and ``.zt`` files as Zarr stores whose chunks are byte ranges of the files.
 
-Needs the ``virtual`` extra (``pip install "xarray-tensogram[virtual]"``). See the README section
+Needs the ``virtual`` extra (``pip install ".[virtual]"`` in a checkout of the sources). See the README section
 "Virtual Zarr" for the workflow: parsers for VirtualiZarr, kerchunk references (JSON or Parquet),
 Icechunk repositories.
 """

@@ -1,6 +1,6 @@
 """Kerchunk references for virtual datasets, written so that round trips stay identical.
 
-VirtualiZarr's kerchunk writer is used, then two of its habits are corrected:
+VirtualiZarr's kerchunk writer is used, then three of its habits are corrected:
 
 * the chunk of a 0-d array is keyed ``name/`` instead of ``name/0``;
 * a loaded zero-size array gets chunks of size 0 (Zarr needs at least 1);
@@ -167,7 +167,14 @@ def _fix_scalar_keys(refs: dict[str, Any]) -> None:
 
 
 def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
-    """Kerchunk references (version 1, as a dict) of a virtual dataset, corrected as the module says."""
+    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset.
+
+    VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
+    array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
+    1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
+    NaN for other floating-point arrays and ``null`` otherwise (xarray's Zarr v2 reader masks any fill
+    value, so integer arrays would otherwise come back as floats).
+    """
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]
     _fix_scalar_keys(inner)

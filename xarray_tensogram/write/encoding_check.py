@@ -21,7 +21,7 @@ from typing import Any
 import xarray as xr
 
 from ..codecs.base import PASSTHROUGH, Codec, Param
-from ..errors import NoSuchVariableError, UnsupportedError, XarrayTensogramError
+from ..errors import NoSuchVariableError, UnsupportedError, XarrayTensogramError, user_stacklevel
 
 __all__ = [
     "CF_ENCODING_KEYS",
@@ -226,7 +226,8 @@ def warn_codecs_unused(
     for name in names:
         keys = sorted(settings.get(name, {}))
         if keys:
-            warnings.warn(f"variable {name!r}: {why}; its encoding {keys} does not apply to it", category, stacklevel=4)
+            text = f"variable {name!r}: {why}; its encoding {keys} does not apply to it"
+            warnings.warn(text, category, stacklevel=user_stacklevel())
 
 
 # -- the docs table (docs/writing.md holds its output; a test keeps them equal) ----------------------

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 import xarray as xr
 
 from ..errors import XarrayTensogramError
+from ..io import check_target
 
 __all__ = ["MODES", "check_append", "check_mode"]
 
 MODES = ("w", "a")
 
 
-def check_mode(mode: str) -> None:
+def check_mode(mode: str, path: str | os.PathLike[str]) -> None:
+    """The mode, and a target a file can be written to: checked before anything is encoded."""
     if mode not in MODES:
         raise XarrayTensogramError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    check_target(path)
 
 
 def check_append(

@@ -26,7 +26,7 @@ from xarray.coding.strings import check_vlen_dtype
 from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
-from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError
+from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError, user_stacklevel
 from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
@@ -105,7 +105,7 @@ def _warn_dask_objects(ds: xr.Dataset) -> None:
                 "loaded into memory to determine a data type that can be safely stored on disk. To avoid this, "
                 "coerce this variable to a fixed-size dtype with astype() before saving it.",
                 SerializationWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
 
 
@@ -220,11 +220,11 @@ def role_marked(encoded: EncodedDataset) -> dict[str, xr.Variable]:
     return out
 
 
-def warn_dropped(items: Iterable[str], what: str, category: type[Warning], stacklevel: int = 3) -> None:
-    """One warning naming every dropped item (never silently)."""
+def warn_dropped(items: Iterable[str], what: str, category: type[Warning]) -> None:
+    """One warning naming every dropped item (never silently), at the user's call."""
     dropped = list(items)
     if dropped:
-        warnings.warn(f"{what}: {dropped}", category, stacklevel=stacklevel)
+        warnings.warn(f"{what}: {dropped}", category, stacklevel=user_stacklevel())
 
 
 def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:

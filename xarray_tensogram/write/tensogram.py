@@ -40,6 +40,7 @@ from ..producers import SOURCE_OWNERS, dataset_writer, written_by
 from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
 from .existing import check_mode
+from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_characters,
@@ -455,6 +456,7 @@ def _layout_message(
     yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
 
 
+@checked_keywords
 def to_tensogram(
     ds: xr.Dataset | xr.DataArray,
     path: str | os.PathLike[str],
@@ -516,13 +518,9 @@ def to_tensogram(
         A codec parameter outside its valid values (naming the variable and the parameter).
     NoSuchDirectoryError
         The target's directory does not exist.
-
-    Examples
-    --------
-    >>> xt.to_tensogram(ds, "out.tgm", encoding={"t": {"compression": "zstd"}})  # doctest: +SKIP
     """
     ds = as_dataset(ds)
-    check_mode(mode)
+    check_mode(mode, path)
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit

@@ -25,13 +25,14 @@ from ..codecs.base import PASSTHROUGH
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
-from ..errors import TetrMappingWarning, UnsupportedError
+from ..errors import TetrMappingWarning, UnsupportedError, user_stacklevel
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
+from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_dataset,
@@ -130,7 +131,7 @@ def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
             warnings.warn(
                 f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
                 TetrMappingWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
             continue
         out[str(key)] = text
@@ -153,7 +154,6 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
         "lines of the Dataset attribute 'history' that a .tet history row cannot hold (1 to "
         f"{LIMITS['string']} bytes), not written",
         TetrMappingWarning,
-        stacklevel=4,
     )
     return rows
 
@@ -165,7 +165,7 @@ def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
         warnings.warn(
             f"Dataset attributes {dropped} have no place in a .tet file and are not written",
             TetrMappingWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return meta or None
 
@@ -304,6 +304,7 @@ def _dataset_write(
     )
 
 
+@checked_keywords
 def to_tetr(
     ds: xr.Dataset | xr.DataArray,
     path: Any,
@@ -363,7 +364,7 @@ def to_tetr(
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
-    check_mode(mode)
+    check_mode(mode, path)
     refuse_unlimited_dims(unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else

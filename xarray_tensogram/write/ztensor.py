@@ -29,6 +29,7 @@ from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, EncodingKeys, Option
 from .existing import check_append, check_mode
+from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_dataset,
@@ -130,6 +131,7 @@ def _file_option(variables: Mapping[Hashable, xr.Variable], key: str, valid: tup
     return None
 
 
+@checked_keywords
 def to_ztensor(
     ds: xr.Dataset | xr.DataArray | Mapping[str, Any],
     path: str | os.PathLike[str],
@@ -182,7 +184,7 @@ def to_ztensor(
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
     ds = _from_mapping(ds)
-    check_mode(mode)
+    check_mode(mode, path)
     refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
     source = as_dataset(ds).variables
     comp, check = _file_codecs(source, compression, checksum)

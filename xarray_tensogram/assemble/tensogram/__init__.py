@@ -25,7 +25,7 @@ from ...raw_variables import flatten_attrs, memory_variable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_dataset
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
-from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
+from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
 
@@ -180,18 +180,20 @@ def _build_group(
     if any(len({(o.shape, o.dtype) for o in v}) > 1 for v in by_name.values()):
         return None
     shapes = {n: v[0].shape for n, v in by_name.items()}
-    first = data[0] if data else None
-    file_hint = (
-        parse_file_hint(first.extra.get("dim_names"), [len(s) for s in shapes.values()], file_name)
-        if first is not None
-        else None
-    )
+    file_hints = [o.extra.get("dim_names") for o in data]
+    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
+    if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
+        return None  # messages that disagree on hints: split by grid first; a group that cannot split warns
+    raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
+    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes.values()], file_name) if data else None
     hints = {
         n: (
             shapes[n],
-            parse_object_hint(v[0].entry.get("dim_names"), len(shapes[n]), _where(v[0]))
-            if "dim_names" in v[0].entry
-            else None,
+            parse_object_hint(
+                consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name)),
+                len(shapes[n]),
+                _where(v[0]),
+            ),
         )
         for n, v in by_name.items()
     }

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...array_spec import ArraySpec
-from ...errors import TensogramMappingWarning, XarrayTensogramError, describe
+from ...errors import TensogramMappingWarning, XarrayTensogramError, closest, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
 from ...producers import producer_for
@@ -492,14 +492,12 @@ def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] 
 
 def _closest_key(key: str, existing: Sequence[str]) -> str | None:
     """The existing dotted key nearest a misspelt one, whole or by its last part (``levelst`` -> ``mars.levelist``)."""
-    import difflib
-
-    whole = difflib.get_close_matches(key, existing, n=1, cutoff=0.75)
+    whole = closest(key, existing, cutoff=0.75)
     if whole:
-        return whole[0]
+        return whole
     last = {k.rsplit(".", 1)[-1]: k for k in existing}
-    part = difflib.get_close_matches(key.rsplit(".", 1)[-1], list(last), n=1, cutoff=0.75)
-    return last[part[0]] if part else None
+    part = closest(key.rsplit(".", 1)[-1], last, cutoff=0.75)
+    return last[part] if part else None
 
 
 def warn(text: str) -> None:

@@ -5,8 +5,9 @@ object's ``dim_names`` entry > the file's ``_extra_.dim_names`` (a list, or a ma
 with sizes as ints or strings) > a 1-D coordinate of matching size > ``dim_<axis>``. Malformed
 hints in a file are ignored with a warning. Generated names whose sizes clash become object-local,
 ``obj_<i>_dim_<k>`` as in the reference backend (only the clashing axes); a hinted name that is a
-coordinate's dim at another size is renamed the same way, with a warning; any other explicit name
-with two sizes is a conflict the caller resolves with groups.
+coordinate's dim at another size, or that names axes of several sizes, is renamed the same way,
+with a warning (one rule, :func:`resolve_axes`); the user's names with two sizes are a conflict the
+caller resolves with groups.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from ...dim_names import _dim_names_problem, requested_dims
 from .collect import warn
 
-__all__ = ["AxisNames", "parse_file_hint", "parse_object_hint", "resolve_axes"]
+__all__ = ["AxisNames", "consistent_hint", "distinct_hints", "parse_file_hint", "parse_object_hint", "resolve_axes"]
 
 
 @dataclass
@@ -112,38 +113,56 @@ def resolve_axes(
     where: str = "",
     rename_conflicts: bool = False,
 ) -> tuple[dict[str, AxisNames], dict[str, set[int]]]:
-    """Axis names of every variable ``{name: (shape, object hint)}``, and the explicit names claimed at
-    several sizes (``{}`` when the variables can share one Dataset).
+    """Axis names of every variable ``{name: (shape, object hint)}``, and the names the user's
+    ``dim_names`` claims at several sizes (``{}`` when the variables can share one Dataset).
 
-    A name from the file's own hints that is a coordinate's dim at another size is wrong in the file:
-    the axis gets an object-local name (``obj_<i>_dim_<k>``, as the reference backend names it) with a
-    warning giving both sizes. So do hinted names claimed at several sizes when ``rename_conflicts``
-    (a group that cannot be split further). Names from the user's ``dim_names`` are never renamed:
-    their conflicts are the caller's errors.
+    One rule for the file's own hints, in every path (one message or many, one group or several): a
+    hinted name that names a coordinate's (or the user's) dimension at another size is wrong in the
+    file, and each such axis gets its object-local name (``obj_<i>_dim_<k>``, as the reference backend
+    names it), with one warning per name. Hinted names that only disagree among themselves are a
+    conflict of grids: the caller splits the variables into groups, and renames them the same way only
+    in a group that cannot be split further (``rename_conflicts``). Names from the user's ``dim_names``
+    are never renamed: their conflicts are the caller's errors.
     """
     local = _LocalNames(obj_index or {}, {v: shape for v, (shape, _hint) in variables.items()})
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
     user = {v for v, (shape, _hint) in variables.items() if requested_dims(dim_names, v, len(shape)) is not None}
     coords = coord_dims or {}
+    hinted: dict[str, list[tuple[str, int, int]]] = {}  # name -> (variable, axis, size) named by a file hint
+    fixed: dict[str, set[int]] = {n: set(s) for n, s in coords.items()}  # sizes a hint must agree with
     for v, axes in out.items():
-        if v in user:
-            continue
         for k, (name, gen, size) in enumerate(zip(axes.names, axes.generic, variables[v][0], strict=True)):
-            if not gen and name in coords and size not in coords[name]:
-                new = local.name(v, k)
-                warn(
-                    f"{where}: variable {v!r} names axis {k} (size {size}) {name!r} in the file's dim_names "
-                    f"hints, but the coordinate {name!r} has size {_sizes(coords[name])}; that axis is named "
-                    f"{new!r} instead"
-                )
-                axes.names[k], axes.generic[k] = new, True
+            if v in user:
+                fixed.setdefault(name, set()).add(size)
+            elif not gen:
+                hinted.setdefault(name, []).append((v, k, size))
+    for name, claims in hinted.items():
+        sizes = {size for _v, _k, size in claims}
+        if (sizes - fixed[name]) if fixed.get(name) else (rename_conflicts and len(sizes) > 1):
+            owner = f"coord {name!r}" if name in coords else f"the dim_names argument's {name!r}"
+            _rename_hinted(out, name, claims, (owner, fixed.get(name, set())), local, where)
     conflicts = _explicit_sizes(out, variables)
-    if rename_conflicts:
-        for name in [n for n in conflicts if not any(n in out[v].names for v in user)]:
-            _rename_everywhere(out, variables, name, coords, local, where)
-        conflicts = _explicit_sizes(out, variables)
     _rename_clashing_generic(out, variables, coords, coord_sizes, local)
     return out, conflicts
+
+
+def distinct_hints(hints: Sequence[Any]) -> list[Any]:
+    """The different ``dim_names`` hints given (absent ones not counted), in order."""
+    distinct: list[Any] = []
+    for h in hints:
+        if h is not None and h not in distinct:
+            distinct.append(h)
+    return distinct
+
+
+def consistent_hint(hints: Sequence[Any], what: str, where: str) -> Any:
+    """The one ``dim_names`` hint the objects of a variable (or the messages of a file) give, or None with
+    a warning when they give several: the file contradicts itself, so its axes get generated names."""
+    distinct = distinct_hints(hints)
+    if len(distinct) > 1:
+        warn(f"{where}: inconsistent {what} between messages ({', '.join(map(repr, distinct[:4]))}); ignored")
+        return None
+    return distinct[0] if distinct else None
 
 
 def _sizes(sizes: set[int]) -> str:
@@ -184,25 +203,31 @@ class _LocalNames:
         return new
 
 
-def _rename_everywhere(
+def _rename_hinted(
     out: Mapping[str, AxisNames],
-    variables: Mapping[str, tuple[tuple[int, ...], Any]],
     name: str,
-    coords: Mapping[str, set[int]],
+    claims: Sequence[tuple[str, int, int]],
+    fixed_by: tuple[str, set[int]],
     local: _LocalNames,
     where: str,
 ) -> None:
-    """A hinted name claimed at several sizes: every axis that claims it (but at a coordinate's size)
-    gets its object-local name, with one warning giving the sizes."""
-    sizes: set[int] = set()
-    for v, axes in out.items():
-        for k, (n, size) in enumerate(zip(axes.names, variables[v][0], strict=True)):
-            if n == name and size not in coords.get(name, set()):
-                axes.names[k], axes.generic[k] = local.name(v, k), True
-                sizes.add(size)
+    """The hint-conflict rule's action: every axis the file's hints name ``name`` at a size other than
+    ``fixed`` (a coordinate's or the user's; all of them when nothing fixes the size) gets its
+    object-local name, with one warning naming the axes, their sizes and their new names."""
+    owner, fixed = fixed_by
+    renamed = [(v, k, size) for v, k, size in claims if size not in fixed]
+    new = []
+    for v, k, _size in renamed:
+        axes = out[v]
+        axes.names[k], axes.generic[k] = local.name(v, k), True
+        new.append(axes.names[k])
+    sizes = {size for _v, _k, size in renamed}
+    why = f"which conflicts with {owner} of size {_sizes(fixed)}" if fixed else "which one Dataset cannot hold"
+    axes_text = ", ".join(f"{v!r} axis {k} (size {size})" for v, k, size in renamed)
     warn(
-        f"{where}: the file's dim_names hints name axes of sizes {_sizes(sizes)} {name!r}, which one Dataset "
-        f"cannot hold; those axes are named obj_<object>_dim_<axis> instead"
+        f"{where}: the file's dim_names hints name axes of {'size' if len(sizes) == 1 else 'sizes'} "
+        f"{_sizes(sizes)} {name!r} ({axes_text}), {why}; {'that axis is' if len(new) == 1 else 'those axes are'} "
+        f"named {', '.join(map(repr, new))} instead"
     )
 
 

@@ -24,7 +24,7 @@ def info(f: TensogramFile) -> list[str]:
         f"content:  {count(len(f), 'message')}, {count(objects, 'object')}",
     ]
     if f.skipped:
-        lines.append(f"damaged:  {len(f.skipped)} damaged byte ranges skipped (run 'verify')")
+        lines.append(f"damaged:  {count(len(f.skipped), 'damaged byte range')} skipped (run 'verify')")
     return lines
 
 

@@ -93,6 +93,7 @@ class MessageScanner:
         self.name = source.name
         self.strict = strict
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
+        self._warnings: list[str] = []  # said once the scan ends, only if it found a message (else the error says it)
         lookahead = 0 if is_local(source) else 65536
         self._window = _Window(source, lookahead)
 
@@ -186,13 +187,14 @@ class MessageScanner:
             raise NotATensorFileError(
                 f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)"
             )
+        for text in self._warnings:
+            warnings.warn(text, CorruptMessageWarning, stacklevel=3)
+        self._warnings.clear()
         return messages
 
     def _report(self, start: int, end: int, reason: str, what: str = "damaged message") -> None:
         self.skipped.append((start, end, reason))
-        warnings.warn(
-            f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}", CorruptMessageWarning, stacklevel=4
-        )
+        self._warnings.append(f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}")
 
     def _trailing(self, start: int, size: int) -> None:
         """Report bytes ``start..size`` after the last message, which hold no message magic.

@@ -20,6 +20,7 @@ from ...errors import (
     MetadataError,
     TruncatedFileError,
     UnsupportedError,
+    byte_text,
     describe,
 )
 from ...io import ByteSource
@@ -75,8 +76,9 @@ def _read_footer(
             need = _tiles_end(src, index_offset, index_length) + 16
             raise TruncatedFileError(
                 f"{describe(src.name, 'superblock', 12)}file truncated or its footer damaged: the history flag "
-                f"promises a THST footer at the end, the last 4 bytes are {tail[-4:]!r}; the tiles and the footer "
-                f"tail need more than {need - 1} bytes, the file has {size}"
+                f"promises a THST footer at the end, the last 4 bytes are {byte_text(tail[-4:])}, not "
+                f"{byte_text(FOOTER_MAGIC)}; the tiles and the footer tail need more than {need - 1} bytes, "
+                f"the file has {size}"
             )
         return none
     json_len, version, _ = FOOTER_TAIL.unpack(tail)
@@ -203,7 +205,7 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
         raise CorruptFileError(f"{where}chunk_index_length {length} is shorter than the 32-byte TIDX header")
     magic, version, count, bps, _r, budget, _r2 = INDEX_HEADER.unpack(src.read(offset, 32, what="TIDX header"))
     if magic != INDEX_MAGIC:
-        raise CorruptFileError(f"{where}index magic {magic!r}, expected {INDEX_MAGIC!r}")
+        raise CorruptFileError(f"{where}index magic {byte_text(magic)}, expected {byte_text(INDEX_MAGIC)}")
     if version != 1:
         raise UnsupportedError(f"{where}index version {version}, expected 1")
     if 32 + 104 * count != length:  # length already fits the file: the allocation below is justified

@@ -15,6 +15,7 @@ from ...errors import (
     LimitExceededError,
     TruncatedFileError,
     UnsupportedError,
+    byte_text,
     describe,
 )
 from ...io import ByteSource, SourceLike, open_source
@@ -175,7 +176,9 @@ class TetrFile(FormatFile[TetrDataset]):
             )
         magic, version, count, flags, index_off, index_len = SUPERBLOCK.unpack(src.read(0, 32, what="superblock"))
         if magic != MAGIC:
-            raise CorruptFileError(f"{describe(src.name, 'superblock', 0)}magic {magic!r}, expected {MAGIC!r}")
+            raise CorruptFileError(
+                f"{describe(src.name, 'superblock', 0)}magic {byte_text(magic)}, expected {byte_text(MAGIC)}"
+            )
         if version != 1:
             raise UnsupportedError(f"{describe(src.name, 'superblock', 4)}layout_version {version}, expected 1")
         if index_off + index_len > src.size:

@@ -26,6 +26,7 @@ from ...errors import (
     MetadataError,
     TruncatedFileError,
     UnsupportedError,
+    byte_text,
     describe,
 )
 from ...io import ByteSource, LocalFileSource
@@ -89,7 +90,7 @@ def parse_container(source: ByteSource) -> Container:
     if version == "2":
         return _parse_v2(source)
     raise CorruptFileError(
-        f"{describe(source.name, offset=0)}magic {head!r} is not a zTensor magic "
+        f"{describe(source.name, offset=0)}magic {byte_text(head)} is not a zTensor magic "
         "(expected ZTEN0001, ZTEN1000 or \\x89ZT2\\r\\n\\x1a\\n)"
     )
 

@@ -2,7 +2,7 @@
 
 A few KB: a 2-m temperature field on a small lat/lon grid, its coordinates and a
 wind-speed field, each with ``dim_names`` and units as custom keys.
-Run: ``python benchmarks/make_samples_ztensor.py``.
+Run: ``python tools/make_sample_zt.py``.
 """
 
 from __future__ import annotations

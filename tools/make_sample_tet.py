@@ -4,7 +4,7 @@ Two datasets with footer ``dim_names``, ``coords`` labels and ``attrs``, tiled s
 that edge tiles are clipped, one raw and one zstd-compressed, plus a history row
 and file metadata. Deterministic: running it again gives the same bytes.
 
-    python benchmarks/make_samples_tetr.py
+    python tools/make_sample_tet.py
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main() -> None:
     write_tetr(
         OUT,
         build(),
-        history=[{"op": "write", "source": "benchmarks/make_samples_tetr.py", "at": "1704067200"}],
+        history=[{"op": "write", "source": "tools/make_sample_tet.py", "at": "1704067200"}],
         file_metadata={"tool": "xarray-tensogram", "library_version": __version__, "created_at": "1704067200"},
     )
     print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
