@@ -15,7 +15,6 @@ __all__ = [
     "NETCDF_ATTR_TYPES",
     "NETCDF_CF_ATTRIBUTES",
     "NETCDF_CONVERTER_KEYS",
-    "NETCDF_ENCODING_KEY",
     "NETCDF_KEY",
     "SCALAR_KEY",
     "STEP_UNITS",
@@ -86,9 +85,6 @@ NETCDF_CF_ATTRIBUTES = (
     "flag_values",
     "flag_meanings",
 )
-#: variable encoding entry the reader leaves for the writer: the file's dimension registry (``_file``) and
-#: whether the conversion wrote ``cf`` maps, so ``to_tensogram`` gives the objects the converter's layout back
-NETCDF_ENCODING_KEY = "tensogram_netcdf"
 #: per-variable key (a ``.zt`` custom key, a ``.tet`` attr) marking a coordinate that no data variable's
 #: CF ``coordinates`` attribute names, in formats without Dataset attributes to list it
 COORDINATE_ROLE_KEY = "xarray_role"

@@ -1,7 +1,7 @@
 """Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram.py).
 
 Dims that the backend built from metadata keys (recorded in each variable's
-``encoding["tensogram_message_keys"]``, e.g. ``step`` from ``mars.step``) split
+layout record, :class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) split
 the data into one message per combination of their values; ``message_dims=``
 adds more for Datasets that did not come from a ``.tgm`` file. Each message has
 one object per variable, whose base entry carries the key values at their
@@ -42,6 +42,7 @@ from ..grib import (
     level_keys,
     refresh_repro,
 )
+from ..layout_record import MISSING_OBJECTS_ATTR, WIRE_VERSION_ATTR, LayoutRecord
 from .common import (
     EncodedDataset,
     as_characters,
@@ -57,7 +58,17 @@ from .encoding import warn_codecs_unused
 from .existing import check_mode
 from .netcdf_layout import is_netcdf_layout, netcdf_objects
 from .tensogram_append import check_tensogram_append
-from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
+from .tensogram_dims import (
+    MessageDim,
+    dependent_value,
+    key_value,
+    message_combos,
+    not_objects,
+    plan_dims,
+    py_attrs,
+    py_value,
+    set_path,
+)
 from .tensogram_pipeline import ENCODING, pipeline_in_effect, resolve_pipeline
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
@@ -90,7 +101,7 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
     for k, v in attrs.items():
-        if k == "tensogram_missing_objects":
+        if k == MISSING_OBJECTS_ATTR:
             continue
         key = f"cf.{k}" if k in lifted and "." not in k else k
         set_path(entry, key, py_value(v))
@@ -135,7 +146,7 @@ def _data_object(
     the variable as xarray's CF encoder wrote it); None for a hole."""
     where = {m.name: sel[m.name] for m in mdims if m.name in var.dims}
     desc, var_mask = resolve_pipeline(var.encoding, user)
-    if var.attrs.get("tensogram_missing_objects"):
+    if var.attrs.get(MISSING_OBJECTS_ATTR):
         hole = np.asarray(var.isel(where).values)
         if hole.dtype.kind == "f" and np.isnan(hole).all():
             return None  # a hole in the original hypercube stays a hole
@@ -162,50 +173,63 @@ def object_entry(
 ) -> dict[str, Any]:
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
-    var_mdims = [m for m in mdims if m.name in var.dims]
     if cf.dtype.kind in "OUSTMm" or cf.dtype.kind == "c":
         raise UnsupportedError(
             f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
             "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
         )
-    typed = with_attr_types(cf, python_too=False)
-    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written below, once
-    table = var.encoding.get("tensogram_table_attrs") or {}
-    if table:  # units/long_name/standard_name the reader took from the parameter table: not the file's own
-        attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
-    is_grib = "tensogram_attr_paths" in var.encoding or any(str(k).startswith("GRIB_") for k in attrs)
-    if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
-        attrs = entry_paths(attrs, var.encoding.get("tensogram_attr_paths"))
-    entry = _attrs_to_entry(attrs, var.encoding.get("tensogram_cf_attrs"))
+    record = LayoutRecord.of(var.encoding, name)
+    entry, is_grib = _attribute_entry(cf, record)
     entry.update(_value_marks(cf.dtype, desc))
-    for m in var_mdims:
-        i = sel[m.name]
-        pairs = (
-            level_keys(
-                ds[m.name].values[i] if m.name in ds.coords else i, bool(var.encoding.get("tensogram_grib_levelist"))
-            )
-            if m.source == GRIB_LEVEL_SOURCE
-            else m.keys[i]
-        )
-        for key, value in pairs:
-            set_path(entry, key, value)
-    for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
-        if cname in ds.coords and ds[cname].ndim == 0:
-            for key, value in key_value(src, ds[cname].values[()]):
-                set_path(entry, key, value)
+    var_mdims = [m for m in mdims if m.name in var.dims]
+    for key, value in _message_keys(ds, var, sel, var_mdims, record):
+        set_path(entry, key, value)
     if is_grib:
         refresh_repro(entry)
     if not is_grib or derived_name(entry) != name:  # a GRIB name follows from the short name
-        set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
-    split = {m.name for m in mdims}
+        set_path(entry, record.name_key or "name", name)
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
+    split = {m.name for m in mdims}
     listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
     aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
     if aux:
         set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
     return entry
+
+
+def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], bool]:
+    """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``, the parameter
+    table's left out), and whether they are the GRIB converter's."""
+    typed = with_attr_types(cf, python_too=False)
+    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written by object_entry, once
+    table = record.table_attrs or {}  # units/long_name/standard_name the reader took from the parameter table
+    attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
+    is_grib = record.attr_paths is not None or any(str(k).startswith("GRIB_") for k in attrs)
+    if is_grib:  # GRIB hook: GRIB_*/units/long_name back to grib_repro.* (and grib.*)
+        attrs = entry_paths(attrs, record.attr_paths)
+    return _attrs_to_entry(attrs, record.cf_attrs), is_grib
+
+
+def _message_keys(
+    ds: xr.Dataset, var: xr.DataArray, sel: Mapping[str, int], var_mdims: Sequence[MessageDim], record: LayoutRecord
+) -> Iterator[tuple[str, Any]]:
+    """The (dotted key, value) pairs of the object at ``sel``: its message dims' keys, the scalar keys and the
+    keys the reader made coordinates along the message dims (``dependent_keys``)."""
+    for m in var_mdims:
+        if m.source == GRIB_LEVEL_SOURCE:
+            value = ds[m.name].values[sel[m.name]] if m.name in ds.coords else sel[m.name]
+            yield from level_keys(value, bool(record.grib_levelist))
+        else:
+            yield from m.keys[sel[m.name]]
+    for cname, src in (record.scalar_keys or {}).items():
+        if cname in ds.coords and ds[cname].ndim == 0:
+            yield from key_value(src, ds[cname].values[()])
+    for cname, src in (record.dependent_keys or {}).items():
+        coord = ds.coords.get(cname)
+        if coord is not None and set(coord.dims) <= set(sel):
+            yield src, dependent_value(coord, sel)
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
@@ -237,7 +261,7 @@ def _coordinate_objects(
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
-        cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
+        cf_attrs = list(LayoutRecord.of(coord.encoding, cname).cf_attrs or CF_ATTRS)
         entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
         entry["name"] = cname
@@ -334,7 +358,7 @@ def _iter_messages(
     skip_coords = not_objects(ds, mdims)
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
-        if k != "tensogram_wire_version":
+        if k != WIRE_VERSION_ATTR:
             set_path(extra, k, py_value(v))
     global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it

@@ -1,9 +1,10 @@
 """Which dims of a Dataset split ``.tgm`` messages, and the metadata keys each message carries.
 
-Dims the reader built from metadata keys (``encoding["tensogram_message_keys"]``, e.g. ``step`` from
-``mars.step``) come first; ``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the
-reader restore the Dataset as written. Values become keys as the reader reads them back (MARS date/time
-and step where they fit, CF-encoded values otherwise).
+Dims the reader built from metadata keys (each variable's
+:class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) come first;
+``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the reader restore the Dataset
+as written. Values become keys as the reader reads them back (MARS date/time and step where they fit,
+CF-encoded values otherwise).
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ import numpy as np
 import xarray as xr
 
 from ..conventions import STEP_UNITS, TIME_UNITS
+from ..layout_record import LayoutRecord
 
-__all__ = ["MessageDim", "key_value", "message_combos", "not_objects", "plan_dims", "py_attrs", "py_value", "set_path"]
+__all__ = [
+    "MessageDim",
+    "dependent_value",
+    "key_value",
+    "message_combos",
+    "not_objects",
+    "plan_dims",
+    "py_attrs",
+    "py_value",
+    "set_path",
+]
 
 
 def py_value(value: Any) -> Any:
@@ -149,27 +161,40 @@ def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     }
 
 
+def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], set[str]]:
+    """The dims the layout records say were stacked from messages, and the scalar keys that have become dims
+    since (``time`` of a concatenation along it): both are split into messages, each value one message.
+    Also the names of those the reader would not give back as they are (scalar keys made dims, length 1)."""
+    dims: dict[str, MessageDim] = {}
+    changed: set[str] = set()
+    for name, var in ds.data_vars.items():
+        record = LayoutRecord.of(var.encoding, name)
+        scalar = record.scalar_keys or {}
+        for d, src in [*(record.message_keys or {}).items(), *scalar.items()]:
+            if d in var.dims and d not in dims:
+                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
+                dims[d] = MessageDim(d, src, [key_value(src, v) for v in values])
+                if d in scalar or len(values) == 1:
+                    changed.add(d)
+    return list(dims.values()), changed
+
+
 def plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[MessageDim], dict[str, Any] | None]:
     """Dims recorded as message keys on read come first; ``message_dims=`` adds more.
 
-    Returns the dims and the layout hint (None when no ``message_dims=`` dim was split)."""
-    dims: list[MessageDim] = []
-    for var in ds.data_vars.values():
-        for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():
-            if d in var.dims and d not in [m.name for m in dims]:
-                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
-                dims.append(MessageDim(d, src, [key_value(src, v) for v in values]))
+    Returns the dims and the layout hint (None when the reader gets the Dataset back without one)."""
+    dims, changed = _recorded_dims(ds)
     hint_coords: dict[str, Any] = {}
     for d in message_dims or ():
         if d not in ds.dims:
             raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset; dimensions: {list(ds.dims)}")
-        if d in [m.name for m in dims]:
-            continue
-        mdim, hint = _user_dim(ds, d)
-        dims.append(mdim)
-        if hint is not None:
-            hint_coords[d] = hint
-    if not any(m.source == m.name or m.name in hint_coords for m in dims):
+        if d not in [m.name for m in dims]:
+            mdim, hint_coords[d] = _user_dim(ds, d)
+            dims.append(mdim)
+    # a recorded dim of length 1 does not vary, so the reader would make a scalar of it, and a scalar key made a
+    # dim would come back with the attributes of a stacked dim: the hint keeps them as they are
+    hint_coords.update({d: _user_dim(ds, d)[1] for d in changed})
+    if not hint_coords and not any(m.source == m.name for m in dims):
         return dims, None
     split = {m.name for m in dims}
     for c in ds.coords:
@@ -185,15 +210,27 @@ def plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[
 
 def not_objects(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> set[Hashable]:
     """Coordinates that are not objects of their own: message dims, metadata keys, what the reader rebuilds."""
-    scalar_keys: dict[str, str] = {}
-    for var in ds.data_vars.values():
-        scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
+    split = {m.name for m in mdims}
+    records = [LayoutRecord.of(var.encoding, name) for name, var in ds.data_vars.items()]
+    scalar_keys = {c: s for r in records for c, s in (r.scalar_keys or {}).items() if c in ds.coords}
+    # keys that vary along the message dims, written into each object's metadata
+    dependent = {c for r in records for c in r.dependent_keys or {} if c in ds.coords and set(ds[c].dims) <= split}
     # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
-    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
+    derived = {c for c in ds.coords if LayoutRecord.of(ds[c].encoding, c).derived}
     # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
     mars = {m.source for m in mdims} | set(scalar_keys.values())
     rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
-    return {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
+    return split | rebuilt | set(scalar_keys) | derived | dependent
+
+
+def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
+    """The metadata value a coordinate the reader made of a varying key holds at ``sel`` (along message dims).
+
+    The reader marks the cells of missing objects NaN (numbers: the coordinate is float then) or ``""``; a whole
+    number in such a coordinate was an integer key."""
+    value = py_value(coord.isel({d: sel[d] for d in coord.dims}).values)
+    has_holes = coord.dtype.kind == "f" and bool(np.isnan(coord.values).any())
+    return int(value) if has_holes and isinstance(value, float) and value.is_integer() else value
 
 
 def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict[str, int]]:

@@ -18,6 +18,7 @@ import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
 from ...errors import HypercubeError
+from ...layout_record import MISSING_OBJECTS_ATTR, WIRE_VERSION_ATTR, LayoutRecord
 from ...mars import (
     NUMBER_ATTRS,
     PRESSURE_LEVEL_ATTRS,
@@ -157,7 +158,7 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
     return lift_cf(attrs, lifted), lifted
 
 
-def _add_table_attributes(first: TgObject, attrs: dict[str, Any], encoding: dict[str, Any]) -> None:
+def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: LayoutRecord) -> None:
     """units/long_name/standard_name from the parameter table (``params.py``) where the object names a
     known parameter and lacks them: the file's own attributes always win."""
     if all(k in attrs for k in TABLE_ATTRS):
@@ -166,10 +167,10 @@ def _add_table_attributes(first: TgObject, attrs: dict[str, Any], encoding: dict
     added = {k: v for k, v in table.items() if k not in attrs}
     if added:
         attrs.update(added)
-        encoding["tensogram_table_attrs"] = added  # not the file's: the writer leaves them out
+        record.table_attrs = added  # not the file's: the writer leaves them out
 
 
-def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.Variable:
+def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str], dependent: dict[str, str]) -> xr.Variable:
     first = cube.objects[0]
     stack = [dim_of[s] for s in cube.dims]
     holes = math.prod(cube.shape) - len(cube.members)
@@ -184,7 +185,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         spec = cube.members[0].spec()
     attrs, lifted = _attributes(cube, first)
     if holes:
-        attrs["tensogram_missing_objects"] = holes
+        attrs[MISSING_OBJECTS_ATTR] = holes
         if fill is not None and first.dtype.kind in "iu":
             attrs["_FillValue"] = first.dtype.type(fill)
     scalar = {
@@ -193,21 +194,21 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         if v not in cube.dims
         and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))
     }
-    encoding = {
-        # what the writer needs to turn this variable back into messages
-        "tensogram_message_keys": {
+    record = LayoutRecord(  # what the writer needs to turn this variable back into messages
+        message_keys={
             dim_of[s]: first.producer.level_source if s.startswith(LEVEL_PREFIX) and first.producer else s
             for s in cube.dims
             if not s.startswith("tensogram.")
         },
-        "tensogram_scalar_keys": scalar,
-        "tensogram_name_key": first.name_key or "name",
-        "tensogram_cf_attrs": lifted,
-        **(first.pipeline() if first.pipeline else {}),
-    }
+        scalar_keys=scalar,
+        dependent_keys=dependent,
+        name_key=first.name_key or "name",
+        cf_attrs=lifted,
+    )
     if first.producer is not None:
-        attrs = first.producer.attributes(first.all_keys(), attrs, encoding, cube.dims)
-    _add_table_attributes(first, attrs, encoding)
+        attrs = first.producer.attributes(first.all_keys(), attrs, record, cube.dims)
+    _add_table_attributes(first, attrs, record)
+    encoding = {**record.to_encoding(), **(first.pipeline() if first.pipeline else {})}
     # preferred_chunks: one object (1 along the stacked dims), set by lazy_variable
     return lazy_variable(stack + inner, spec, attrs, encoding)
 
@@ -272,7 +273,7 @@ def _coordinate_variables(
         attrs = lift_cf(flatten_attrs(own), lifted)
         if o.role is not None:
             attrs = {**o.role.attrs, **attrs}  # the producer's attributes, the file's over them
-        out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, {"tensogram_cf_attrs": lifted}))
+        out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, LayoutRecord(cf_attrs=lifted).to_encoding()))
 
 
 def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
@@ -316,19 +317,17 @@ def build_dataset(
     disagree: set[str] = set()
     scalars: dict[str, xr.Variable] = {}
     for vname, cube in plan.variables.items():
-        variables[vname] = _variable(cube, axes[vname], dim_of)
         stack = [dim_of[s] for s in cube.dims]
         for d in stack:
             if d not in out:
                 out[d] = _dim_coordinate(d, plan.sources[d], plan.values[d], cube.objects[0])
-        dependent: dict[str, str] = {}
+        dependent: dict[str, str] = {}  # the writer puts these keys back into each object's metadata
         for key, dets in cube.dependent.items():
             cv = _dependent_coordinate(cube, key, dets, plan, dim_of)
             name = key if key not in out or bool(out[key].equals(cv)) else f"{vname}.{key}"  # type: ignore[no-untyped-call]  # Variable.equals: unannotated in xarray
             out[name] = cv
             dependent[name] = key
-        # the writer puts these keys back into each object's metadata
-        variables[vname].encoding["tensogram_dependent_keys"] = dependent
+        variables[vname] = _variable(cube, axes[vname], dim_of, dependent)
         _scalar_mars_coords(cube.objects[0], stack, out)
         producer = cube.objects[0].producer
         if producer is not None:
@@ -343,5 +342,5 @@ def build_dataset(
     # no indexes here: xarray builds them once, after CF decoding, from the store's variables
     ds = xr.Dataset(variables, coords=xr.Coordinates(out, indexes={}))
     ds.attrs = dict(global_attrs)
-    ds.attrs["tensogram_wire_version"] = 3
+    ds.attrs[WIRE_VERSION_ATTR] = 3
     return ds

@@ -30,8 +30,8 @@ import numpy as np
 import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
-from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import MetadataError, TensogramMappingWarning
+from ...layout_record import LayoutRecord
 from ..common import check_dim_names, lazy_variable, requested_dims
 from .netcdf_concat import concat_specs
 from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
@@ -74,8 +74,7 @@ def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
 def _encoding(var: NcVariable, inp: NcInput) -> dict[str, Any]:
     first = var.first
     return {
-        NETCDF_ENCODING_KEY: {"file": inp.file_map, "cf": first.has_cf},
-        "tensogram_name_key": "name",
+        **LayoutRecord(netcdf={"file": inp.file_map, "cf": first.has_cf}, name_key="name").to_encoding(),
         **(first.obj.pipeline() if first.obj.pipeline else {}),
     }
 

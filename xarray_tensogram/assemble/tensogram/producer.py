@@ -44,6 +44,7 @@ import xarray as xr
 
 # the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
 from ...grib import GridCoords, LevelInfo
+from ...layout_record import LayoutRecord
 from ..common import memory_variable
 
 __all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
@@ -66,7 +67,7 @@ class CoordinateRole:
 def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
     var = memory_variable(tuple(dims), values, dict(attrs))
-    var.encoding = {"tensogram_derived": True}
+    var.encoding = LayoutRecord(derived=True).to_encoding()
     return var
 
 
@@ -131,9 +132,9 @@ class Producer:
         return None
 
     def attributes(
-        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+        self, keys: Keys, attrs: dict[str, Any], record: LayoutRecord, stacked: Sequence[str]
     ) -> dict[str, Any]:
-        """A variable's attributes (and entries the writer needs in ``encoding``), from its first object;
+        """A variable's attributes (and the producer's fields of its layout ``record``), from its first object;
         ``stacked``: the metadata keys (stacking sources, :data:`LEVEL_PREFIX` for levels) of its dims."""
         return attrs
 

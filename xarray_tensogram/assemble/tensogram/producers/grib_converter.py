@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from .... import grib
+from ....layout_record import LayoutRecord
 from ....mars import NUMBER_ATTRS
 from ..keys import SectionKeys
 from ..producer import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
@@ -63,14 +64,14 @@ class GribConverter(Producer):
         return grib.level_coordinate_attrs(dim) if source.startswith(LEVEL_PREFIX) else None
 
     def attributes(
-        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+        self, keys: Keys, attrs: dict[str, Any], record: LayoutRecord, stacked: Sequence[str]
     ) -> dict[str, Any]:
         """units/long_name and GRIB_* attributes as cfgrib gives them; where the writer puts them back."""
         attrs, paths = grib.cf_attributes(attrs)
         if paths:
-            encoding["tensogram_attr_paths"] = paths
+            record.attr_paths = paths
         if any(s.startswith(LEVEL_PREFIX) for s in stacked) and "mars.levelist" in keys:
-            encoding["tensogram_grib_levelist"] = True
+            record.grib_levelist = True
         return attrs
 
     def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
