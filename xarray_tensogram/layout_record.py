@@ -81,7 +81,7 @@ class LayoutRecord:
             if value is None:
                 continue
             kind = _KINDS[f.name]
-            if not isinstance(value, kind) or (kind is dict and not all(isinstance(k, str) for k in value)):
+            if not isinstance(value, kind) or (isinstance(value, dict) and not all(isinstance(k, str) for k in value)):
                 raise EncodeError(
                     f"variable {name!r}: encoding[{LAYOUT_PREFIX + f.name!r}] must be a {_KIND_WORDS[kind]}, got "
                     f"{value!r}; remove it (the writer then takes message_dims= and its defaults)"

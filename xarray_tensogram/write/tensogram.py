@@ -67,6 +67,7 @@ from .tensogram_dims import (
     plan_dims,
     py_attrs,
     py_value,
+    scalar_keys,
     set_path,
 )
 from .tensogram_pipeline import ENCODING, pipeline_in_effect, resolve_pipeline
@@ -215,17 +216,18 @@ def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, A
 def _message_keys(
     ds: xr.Dataset, var: xr.DataArray, sel: Mapping[str, int], var_mdims: Sequence[MessageDim], record: LayoutRecord
 ) -> Iterator[tuple[str, Any]]:
-    """The (dotted key, value) pairs of the object at ``sel``: its message dims' keys, the scalar keys and the
-    keys the reader made coordinates along the message dims (``dependent_keys``)."""
+    """The (dotted key, value) pairs of the object at ``sel``: its message dims' keys, the scalar keys (a message
+    dim selected down to one value among them) and the keys the reader made coordinates along the message dims
+    (``dependent_keys``)."""
     for m in var_mdims:
         if m.source == GRIB_LEVEL_SOURCE:
             value = ds[m.name].values[sel[m.name]] if m.name in ds.coords else sel[m.name]
             yield from level_keys(value, bool(record.grib_levelist))
         else:
             yield from m.keys[sel[m.name]]
-    for cname, src in (record.scalar_keys or {}).items():
-        if cname in ds.coords and ds[cname].ndim == 0:
-            yield from key_value(src, ds[cname].values[()])
+    for cname, src in scalar_keys(ds, record).items():
+        value = ds[cname].values[()]
+        yield from level_keys(value, bool(record.grib_levelist)) if src == GRIB_LEVEL_SOURCE else key_value(src, value)
     for cname, src in (record.dependent_keys or {}).items():
         coord = ds.coords.get(cname)
         if coord is not None and set(coord.dims) <= set(sel):

@@ -30,6 +30,7 @@ __all__ = [
     "plan_dims",
     "py_attrs",
     "py_value",
+    "scalar_keys",
     "set_path",
 ]
 
@@ -212,15 +213,22 @@ def not_objects(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> set[Hashable]:
     """Coordinates that are not objects of their own: message dims, metadata keys, what the reader rebuilds."""
     split = {m.name for m in mdims}
     records = [LayoutRecord.of(var.encoding, name) for name, var in ds.data_vars.items()]
-    scalar_keys = {c: s for r in records for c, s in (r.scalar_keys or {}).items() if c in ds.coords}
+    scalars = {c: s for r in records for c, s in scalar_keys(ds, r).items()}
     # keys that vary along the message dims, written into each object's metadata
     dependent = {c for r in records for c in r.dependent_keys or {} if c in ds.coords and set(ds[c].dims) <= split}
     # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
     derived = {c for c in ds.coords if LayoutRecord.of(ds[c].encoding, c).derived}
-    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
-    mars = {m.source for m in mdims} | set(scalar_keys.values())
-    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
-    return split | rebuilt | set(scalar_keys) | derived | dependent
+    # valid_time is rebuilt by the reader from MARS time and step keys; without both it is written like any other
+    mars = {m.source for m in mdims} | set(scalars.values())
+    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} <= mars else set()
+    return split | rebuilt | set(scalars) | derived | dependent
+
+
+def scalar_keys(ds: xr.Dataset, record: LayoutRecord) -> dict[str, str]:
+    """The scalar coordinates of ``ds`` a variable's ``record`` says are metadata keys -> those keys: its scalar
+    keys, and its message dims selected down to one value (``isel(step=0)``: every message holds that step)."""
+    recorded = {**(record.message_keys or {}), **(record.scalar_keys or {})}
+    return {c: s for c, s in recorded.items() if c in ds.coords and ds[c].ndim == 0}
 
 
 def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
@@ -228,7 +236,7 @@ def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
 
     The reader marks the cells of missing objects NaN (numbers: the coordinate is float then) or ``""``; a whole
     number in such a coordinate was an integer key."""
-    value = py_value(coord.isel({d: sel[d] for d in coord.dims}).values)
+    value = py_value(coord.isel({d: sel[str(d)] for d in coord.dims}).values)
     has_holes = coord.dtype.kind == "f" and bool(np.isnan(coord.values).any())
     return int(value) if has_holes and isinstance(value, float) and value.is_integer() else value
 
