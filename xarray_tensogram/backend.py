@@ -24,7 +24,6 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
-from .assemble.common import STORAGE_SPEC_KEY, drop_storage_spec
 from .assemble.group import RawGroup
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
@@ -93,8 +92,7 @@ class TensogramDataStore(AbstractDataStore):
         self._closed = False
 
     def get_variables(self) -> dict[str, xr.Variable]:
-        # the spec assembly kept in each lazy variable's encoding is for the layers below, not the user
-        return {k: drop_storage_spec(v) for k, v in self.variables.items()}
+        return dict(self.variables)
 
     def get_attrs(self) -> dict[str, Any]:
         return dict(self.attrs)
@@ -127,7 +125,6 @@ class TensogramDataStore(AbstractDataStore):
                 drop_variables=list(drop) or None,
                 **decoders,
             )
-            variables = {k: _without_spec(v, self.variables[k]) for k, v in variables.items()}
             coord_names = set(cf_coords) | self.coord_names
             coords = {k: v for k, v in variables.items() if k in coord_names or v.dims == (k,)}
             data = {(None if k == NONE_VAR_NAME else k): v for k, v in variables.items() if k not in coords}
@@ -135,17 +132,6 @@ class TensogramDataStore(AbstractDataStore):
             ds.set_close(self.close)
             ds.encoding = self.get_encoding()
             return ds
-
-
-def _without_spec(decoded: xr.Variable, raw: xr.Variable) -> xr.Variable:
-    """A decoded variable without the storage spec in its encoding (a copy only where xarray's decoder handed
-    the raw variable back as it was; its other results are new variables with encodings of their own)."""
-    if STORAGE_SPEC_KEY not in decoded.encoding:
-        return decoded
-    if decoded is raw:
-        return drop_storage_spec(raw)
-    del decoded.encoding[STORAGE_SPEC_KEY]
-    return decoded
 
 
 def _select_group(groups: Mapping[str, RawGroup], group: str | None, name: str) -> str:

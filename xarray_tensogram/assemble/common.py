@@ -21,7 +21,6 @@ __all__ = [
     "STORAGE_SPEC_KEY",
     "check_dim_names",
     "check_requested_dims",
-    "drop_storage_spec",
     "flatten_attrs",
     "generic_dim_names",
     "lazy_variable",
@@ -32,8 +31,8 @@ __all__ = [
     "unique_names",
 ]
 
-#: ``encoding`` key under which :func:`lazy_variable` keeps a raw variable's :class:`ArraySpec` for the layers
-#: above (read by :func:`storage_spec`; the data store removes it before xarray decodes)
+#: the ``encoding`` key under which earlier releases kept a raw variable's :class:`ArraySpec`: the spec now
+#: belongs to the lazy array (:func:`storage_spec`), and no variable's ``encoding`` holds this key
 STORAGE_SPEC_KEY = "xarray_tensogram_spec"
 
 
@@ -160,7 +159,6 @@ def lazy_variable(
     """
     dims = tuple(dims)
     enc = dict(encoding) if encoding else {}
-    enc[STORAGE_SPEC_KEY] = spec
     # one unit per axis; a tile may overhang the array (min), an empty axis still has a unit of 1 (max)
     units = zip(dims, spec.chunk_shape, spec.shape, strict=True)
     enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in units}
@@ -223,26 +221,19 @@ def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, A
 
 
 def storage_spec(var: xr.Variable) -> ArraySpec | None:
-    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable`, else None.
+    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable` and not indexed since, else None.
 
     Lets assembly transform a raw variable's spec and the virtual Zarr parsers map it back to its storage
-    chunks. The spec travels in the variable's public ``encoding`` (:data:`STORAGE_SPEC_KEY`) rather than
-    being dug out of xarray's private wrappers (``Variable._data``, ``LazilyIndexedArray.key``), whose
-    layout changes between xarray releases. Indexing keeps ``encoding``, so a spec whose shape is not the
-    variable's is ignored, and assembly drops the key from any variable it indexes without a new spec
-    (:func:`drop_storage_spec`); the data store removes it before xarray decodes, so users never see it.
+    chunks. The spec belongs to the lazy array (:class:`LazyChunkedArray`), never to ``encoding``, which
+    xarray hands on to every view of a variable: a variable indexed, transposed or reshaped since holds
+    another wrapper or another key, so it is never taken for the whole spec. The wrappers are read
+    where xarray's own backends read them (``Variable._data``, ``LazilyIndexedArray.array`` and ``.key``).
     """
-    spec = var.encoding.get(STORAGE_SPEC_KEY)
-    return spec if isinstance(spec, ArraySpec) and spec.shape == var.shape else None
-
-
-def drop_storage_spec(var: xr.Variable) -> xr.Variable:
-    """``var`` (a shallow copy) without the spec in its encoding: for variables indexed or held in memory."""
-    if STORAGE_SPEC_KEY not in var.encoding:
-        return var
-    out: xr.Variable = var.copy(deep=False)
-    out.encoding = {k: v for k, v in var.encoding.items() if k != STORAGE_SPEC_KEY}
-    return out
+    data = var._data
+    if not isinstance(data, indexing.LazilyIndexedArray) or not isinstance(data.array, LazyChunkedArray):
+        return None
+    whole = data.key.tuple == _whole(var.ndim).tuple and data.array.spec.shape == var.shape
+    return data.array.spec if whole else None
 
 
 def requested_dims(

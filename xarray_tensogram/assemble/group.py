@@ -22,8 +22,8 @@ __all__ = ["RawGroup", "as_raw_group", "raw_dataset"]
 @dataclass
 class RawGroup:
     """One group as assembly produced it: raw (CF-encoded) variables, which of them are coordinates, attributes
-    and the group's encoding. The lazy variables keep their storage spec in ``encoding``
-    (:data:`~xarray_tensogram.assemble.common.STORAGE_SPEC_KEY`)."""
+    and the group's encoding. A lazy variable's storage spec is its lazy array's
+    (:func:`~xarray_tensogram.assemble.common.storage_spec`)."""
 
     variables: dict[str, xr.Variable]
     coord_names: frozenset[str] = frozenset()

@@ -21,7 +21,7 @@ import xarray as xr
 
 from ..catalog import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
-from .common import drop_storage_spec, lazy_variable, memory_variable, storage_spec
+from .common import lazy_variable, memory_variable, storage_spec
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
@@ -51,18 +51,12 @@ def _reorder(ds: xr.Dataset, coords: Mapping[str, Any]) -> xr.Dataset:
 
 
 def _lazy_specs(ds: xr.Dataset, before: xr.Dataset, dim: str, perm: list[int]) -> xr.Dataset:
-    """Data variables reordered along a stacked dim stay specs (their objects renumbered), not indexed views;
-    the other indexed variables lose their (now stale) spec."""
-    for vname, var in before.variables.items():
-        if dim not in var.dims:
-            continue
-        spec = storage_spec(var)
+    """Data variables reordered along a stacked dim stay specs (their objects renumbered), not indexed views."""
+    for vname, var in before.data_vars.items():
+        spec = storage_spec(var.variable) if dim in var.dims else None
         moved = permute_stacked(spec, var.dims.index(dim), perm) if spec is not None else None
-        if moved is not None and vname in before.data_vars:
+        if moved is not None:
             ds = ds.assign({vname: lazy_variable(var.dims, moved, var.attrs, var.encoding)})
-        elif spec is not None:
-            plain = drop_storage_spec(ds.variables[vname])
-            ds = ds.assign({vname: plain}) if vname in ds.data_vars else ds.assign_coords({vname: plain})
     return ds
 
 

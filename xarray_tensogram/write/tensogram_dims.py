@@ -162,12 +162,15 @@ def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     }
 
 
-def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], set[str]]:
+def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], dict[str, Any]]:
     """The dims the layout records say were stacked from messages, and the scalar keys that have become dims
     since (``time`` of a concatenation along it): both are split into messages, each value one message.
-    Also the names of those the reader would not give back as they are (scalar keys made dims, length 1)."""
+
+    Also the hint entries of the coordinates the reader would not give back as they are: a dim of length 1
+    (it does not vary, so the reader makes a scalar of it), a scalar key made a dim and a message dim
+    selected down to a scalar (the reader gives stacked dims and scalar keys attributes of their own)."""
     dims: dict[str, MessageDim] = {}
-    changed: set[str] = set()
+    hints: dict[str, Any] = {}
     for name, var in ds.data_vars.items():
         record = LayoutRecord.of(var.encoding, name)
         scalar = record.scalar_keys or {}
@@ -176,25 +179,23 @@ def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], set[str]]:
                 values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
                 dims[d] = MessageDim(d, src, [key_value(src, v) for v in values])
                 if d in scalar or len(values) == 1:
-                    changed.add(d)
-    return list(dims.values()), changed
+                    hints[d] = _user_dim(ds, d)[1]
+            elif d not in scalar and d in ds.coords and ds[d].ndim == 0:
+                hints[d] = _aux_hint(ds, d)
+    return list(dims.values()), hints
 
 
 def plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[MessageDim], dict[str, Any] | None]:
     """Dims recorded as message keys on read come first; ``message_dims=`` adds more.
 
     Returns the dims and the layout hint (None when the reader gets the Dataset back without one)."""
-    dims, changed = _recorded_dims(ds)
-    hint_coords: dict[str, Any] = {}
+    dims, hint_coords = _recorded_dims(ds)
     for d in message_dims or ():
         if d not in ds.dims:
             raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset; dimensions: {list(ds.dims)}")
         if d not in [m.name for m in dims]:
             mdim, hint_coords[d] = _user_dim(ds, d)
             dims.append(mdim)
-    # a recorded dim of length 1 does not vary, so the reader would make a scalar of it, and a scalar key made a
-    # dim would come back with the attributes of a stacked dim: the hint keeps them as they are
-    hint_coords.update({d: _user_dim(ds, d)[1] for d in changed})
     if not hint_coords and not any(m.source == m.name for m in dims):
         return dims, None
     split = {m.name for m in dims}

@@ -46,22 +46,6 @@ from .producer import LEVEL_PREFIX, Producer
 __all__ = ["CoordObject", "build_dataset"]
 
 
-#: MARS time and step as cfgrib gives them, the same as dims and as scalars (a Dataset selected down to one step
-#: and written back reads back with the step as a scalar key: its attributes stay those of the dim)
-_TIME_ATTRS = {
-    "standard_name": "forecast_reference_time",
-    "long_name": "initial time of forecast",
-    "units": TIME_UNITS,
-    "calendar": "proleptic_gregorian",
-}
-_STEP_ATTRS = {
-    "standard_name": "forecast_period",
-    "long_name": "time since forecast_reference_time",
-    "units": STEP_UNITS,
-    "dtype": STEP_UNITS_DTYPE,
-}
-
-
 @dataclass
 class CoordObject:
     """A coordinate object and the dims it goes on (``None``: matched to the data later)."""
@@ -111,12 +95,30 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
     if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return memory_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
-        return memory_variable((dim,), np.asarray(values, dtype=np.int64), _TIME_ATTRS)
+        return memory_variable(
+            (dim,),
+            np.asarray(values, dtype=np.int64),
+            {
+                "standard_name": "forecast_reference_time",
+                "long_name": "initial time of forecast",
+                "units": TIME_UNITS,
+                "calendar": "proleptic_gregorian",
+            },
+        )
     if source == STEP_KEY and all(isinstance(v, float) for v in values):
         arr = np.asarray(values, dtype=np.float64)
         if np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
-        return memory_variable((dim,), arr, _STEP_ATTRS)
+        return memory_variable(
+            (dim,),
+            arr,
+            {
+                "standard_name": "forecast_period",
+                "long_name": "time since forecast_reference_time",
+                "units": STEP_UNITS,
+                "dtype": STEP_UNITS_DTYPE,
+            },
+        )
     if source == MESSAGE_SOURCE:
         return memory_variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
     return _values_variable((dim,), values, {"long_name": source})
@@ -215,12 +217,18 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr
     if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
         secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
         if secs is not None:
-            coords["time"] = memory_variable((), np.int64(secs), _TIME_ATTRS)
+            coords["time"] = memory_variable(
+                (),
+                np.int64(secs),
+                {"standard_name": "forecast_reference_time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
+            )
     if "step" not in stack_dims and "step" not in coords and STEP_KEY in o.keys:
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
             val = np.int64(h) if float(h).is_integer() else np.float64(h)
-            coords["step"] = memory_variable((), val, _STEP_ATTRS)
+            coords["step"] = memory_variable(
+                (), val, {"standard_name": "forecast_period", "units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
+            )
 
 
 def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
