@@ -70,9 +70,9 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
             continue
         seen[(o.name, o.shape)] = o
         dims = list(o.role.dims) if o.role is not None else None
-        if len(o.shape) == 1 and dims is None:
-            hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
-            dims = hint or [o.name]
+        if o.shape and dims is None:  # its own dim_names, else a 1-D coordinate is its own dim
+            hint = parse_object_hint(o.entry["dim_names"], len(o.shape), _where(o)) if "dim_names" in o.entry else None
+            dims = hint or ([o.name] if len(o.shape) == 1 else None)
         out.append(CoordObject(o, dims))
     return out
 
@@ -101,7 +101,8 @@ def _coords_for(
     out = []
     for c in coords:
         if c.dims is None or len(c.obj.shape) != 1:
-            if not c.obj.shape or only_group or _fits_trailing(c.obj.shape, axes, shapes):
+            named = c.dims is not None and all(n in used.get(d, ()) for d, n in zip(c.dims, c.obj.shape, strict=True))
+            if not c.obj.shape or only_group or named or _fits_trailing(c.obj.shape, axes, shapes):
                 out.append(c)
             continue
         d, n = c.dims[0], c.obj.shape[0]
