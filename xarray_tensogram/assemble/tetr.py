@@ -45,9 +45,9 @@ from .common import (
     unique_names,
     with_cf_coordinates,
 )
-from .group import raw_dataset
+from .group import RawGroup
 
-__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
+__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group", "tetr_to_dataset"]
 
 HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
 FILE_KEYS = TETR_FILE_KEYS
@@ -223,7 +223,17 @@ def tetr_to_dataset(
     drop_variables: frozenset[str] | set[str] = frozenset(),
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
 ) -> xr.Dataset:
-    """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
+    """:func:`tetr_group` as a Dataset without indexes (for callers inspecting assembly's output)."""
+    return tetr_group(tfile, drop_variables=drop_variables, dim_names=dim_names).to_dataset()
+
+
+def tetr_group(
+    tfile: TetrFile,
+    *,
+    drop_variables: frozenset[str] | set[str] = frozenset(),
+    dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+) -> RawGroup:
+    """The raw group of lazy variables, one per dataset (no CF decoding applied here).
 
     Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
     :func:`~xarray_tensogram.assemble.common.lazy_variable`).
@@ -272,7 +282,6 @@ def tetr_to_dataset(
     variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
     attrs = with_cf_coordinates(_dataset_attrs(tfile), coord_names & set(variables))
-    ds = raw_dataset(variables, coords, attrs)
-    ds.encoding["tetr_layout_version"] = tfile.layout_version
-    ds.encoding["tetr_execution"] = dict(tfile.execution)
-    return ds
+    group = RawGroup.of(variables, coords, attrs)
+    group.encoding.update(tetr_layout_version=tfile.layout_version, tetr_execution=dict(tfile.execution))
+    return group

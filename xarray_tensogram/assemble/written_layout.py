@@ -6,7 +6,7 @@ dims (stacked dims come first on read), the order and attributes of the message
 dims' coordinates (read back sorted, from metadata keys) and the coordinates
 that live along message dims without being one (e.g. a ``lead`` time along
 ``time``). The writer records them under ``_extra_["xarray_layout"]``; this
-module applies them to the raw (still CF-encoded) Dataset. Anything in the hint
+module applies them to the raw (still CF-encoded) group. Anything in the hint
 that no longer fits the file (messages appended or filtered away) is ignored,
 so a stale hint never makes a file unreadable.
 """
@@ -22,6 +22,7 @@ import xarray as xr
 from ..catalog import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
 from .common import lazy_variable, memory_variable, storage_spec
+from .group import RawGroup
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
@@ -38,26 +39,31 @@ def _permutation(current: np.ndarray, wanted: list[Any]) -> list[int] | None:
     return perm if len(set(perm)) == len(perm) else None
 
 
-def _reorder(ds: xr.Dataset, coords: Mapping[str, Any]) -> xr.Dataset:
-    """Put each message dim's values back in the written order."""
+def _reorder(group: RawGroup, coords: Mapping[str, Any]) -> None:
+    """Put each message dim's values back in the written order: data variables stay specs (their objects
+    renumbered), the others are indexed views."""
+    sizes = group.sizes()
     for name, spec in coords.items():
         match = spec.get("match") if isinstance(spec, Mapping) else None
-        if match is None or name not in ds.dims or name not in ds.coords:
+        if match is None or name not in sizes or name not in group.coord_names:
             continue
-        perm = _permutation(np.asarray(ds[name].values), list(match))
-        if perm is not None and perm != list(range(len(perm))):
-            ds = _lazy_specs(ds.isel({name: perm}), ds, name, perm)
-    return ds
+        perm = _permutation(np.asarray(group.variables[name].values), list(match))
+        if perm is None or perm == list(range(len(perm))):
+            continue
+        for vname, var in list(group.variables.items()):
+            if name in var.dims:
+                group.put(
+                    vname, _permuted(var, name, perm, vname in group.data_names), coordinate=vname in group.coord_names
+                )
 
 
-def _lazy_specs(ds: xr.Dataset, before: xr.Dataset, dim: str, perm: list[int]) -> xr.Dataset:
-    """Data variables reordered along a stacked dim stay specs (their objects renumbered), not indexed views."""
-    for vname, var in before.data_vars.items():
-        spec = storage_spec(var.variable) if dim in var.dims else None
-        moved = permute_stacked(spec, var.dims.index(dim), perm) if spec is not None else None
-        if moved is not None:
-            ds = ds.assign({vname: lazy_variable(var.dims, moved, var.attrs, var.encoding)})
-    return ds
+def _permuted(var: xr.Variable, dim: str, perm: list[int], data: bool) -> xr.Variable:
+    spec = storage_spec(var) if data else None
+    moved = permute_stacked(spec, var.dims.index(dim), perm) if spec is not None else None
+    if moved is not None:
+        return lazy_variable(var.dims, moved, var.attrs, var.encoding)
+    out: xr.Variable = var.isel({dim: perm})
+    return out
 
 
 def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variable | None:
@@ -76,10 +82,9 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
     return memory_variable(dims, values, attrs)
 
 
-def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
+def _recorded_dtypes(group: RawGroup) -> None:
     """Variables that a lossy stage widened to float64 come back in the dtype they were written from."""
-    for name in list(ds.variables):
-        var = ds.variables[name]
+    for name, var in list(group.variables.items()):
         wanted = var.attrs.get(DTYPE_KEY)
         if wanted is None:
             continue
@@ -96,73 +101,70 @@ def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
         else:  # values assembly holds in memory
             new = memory_variable(var.dims, cast_values(np.asarray(var.values), dtype), attrs)
             new.encoding = {**var.encoding, "dtype": dtype}
-        ds = ds.assign({name: new}) if name in ds.data_vars else ds.assign_coords({name: new})
-    return ds
+        group.put(name, new, coordinate=name in group.coord_names)
 
 
-def _expand_single(ds: xr.Dataset, coords: Mapping[str, Any], dims: Mapping[str, Any]) -> xr.Dataset:
+def _expand_single(group: RawGroup, coords: Mapping[str, Any], dims: Mapping[str, Any]) -> None:
     """A message dim of length 1 did not vary, so the reader made no dim of it: put it back (lazily)."""
     for name, spec in coords.items():
-        if not isinstance(spec, Mapping) or len(spec.get("match") or ()) != 1 or name in ds.dims:
+        if not isinstance(spec, Mapping) or len(spec.get("match") or ()) != 1 or name in group.sizes():
             continue
-        ds = ds.drop_vars([name], errors="ignore")
+        group.drop([name])
         for vname, order in dims.items():
-            if vname not in ds.data_vars or not isinstance(order, list) or name not in order:
-                continue
-            var = ds.variables[vname]
-            attrs = {k: v for k, v in var.attrs.items() if k != name}
-            spec = storage_spec(var)
-            if spec is not None:  # lazy: one more stacked axis of the spec
-                new = lazy_variable((name, *var.dims), with_leading_axis(spec), attrs, var.encoding)
-            else:  # values in memory (stacked variables are specs, see _lazy_specs)
-                new = var.set_dims((name, *var.dims), (1, *var.shape))  # type: ignore[no-untyped-call]  # unannotated in xarray
-                new.attrs = attrs
-            ds = ds.assign({vname: new})
-    return ds
+            if vname in group.data_names and isinstance(order, list) and name in order:
+                group.put(vname, _with_leading_dim(group.variables[vname], name), coordinate=False)
+
+
+def _with_leading_dim(var: xr.Variable, name: str) -> xr.Variable:
+    attrs = {k: v for k, v in var.attrs.items() if k != name}
+    spec = storage_spec(var)
+    if spec is not None:  # lazy: one more stacked axis of the spec
+        return lazy_variable((name, *var.dims), with_leading_axis(spec), attrs, var.encoding)
+    new: xr.Variable = var.set_dims((name, *var.dims), (1, *var.shape))  # type: ignore[no-untyped-call]  # unannotated in xarray
+    new.attrs = attrs
+    return new
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Dataset:
-    """The raw Dataset with the hint of ``extra`` applied (and the hint itself removed from the attrs)."""
+def restore_written_layout(group: RawGroup, extra: Mapping[str, Any]) -> RawGroup:
+    """The raw group with the hint of ``extra`` applied (and the hint itself removed from the attrs)."""
     hint = extra.get(LAYOUT_KEY)
-    ds.attrs = {k: v for k, v in ds.attrs.items() if k != LAYOUT_KEY and not k.startswith(LAYOUT_KEY + ".")}
-    ds = _recorded_dtypes(ds)
+    group.attrs = {k: v for k, v in group.attrs.items() if k != LAYOUT_KEY and not k.startswith(LAYOUT_KEY + ".")}
+    _recorded_dtypes(group)
     if not isinstance(hint, Mapping):
-        return ds
+        return group
     coords, dims = _mapping(hint.get("coords")), _mapping(hint.get("dims"))
-    marked = _timedelta_markers(ds)
-    ds = _reorder(ds, coords)
-    ds = _expand_single(ds, coords, dims)
+    marked = _timedelta_markers(group.variables)
+    _reorder(group, coords)
+    _expand_single(group, coords, dims)
     for name, spec in coords.items():
-        var = _coordinate(spec, ds.sizes) if isinstance(spec, Mapping) else None
-        if var is not None and name in marked and "dtype" not in var.attrs:
-            units, marker = marked[name]
-            if var.attrs.get("units") == units:
-                var.attrs["dtype"] = marker
-        if var is not None and spec.get("role") == "data":  # a string data variable kept in metadata
-            ds = ds.assign({name: var})
-        elif var is not None:
-            ds = ds.assign_coords({name: var})
+        var = _coordinate(spec, group.sizes()) if isinstance(spec, Mapping) else None
+        if var is None:
+            continue
+        if name in marked and "dtype" not in var.attrs and var.attrs.get("units") == marked[name][0]:
+            var.attrs["dtype"] = marked[name][1]
+        group.put(name, var, coordinate=spec.get("role") != "data")  # "data": a string variable kept in metadata
     names = hint.get("coord_names")
     if isinstance(names, list):
-        ds = ds.drop_vars([c for c in ds.coords if c not in names])
+        group.drop([c for c in group.coord_names if c not in names])
     for name, order in dims.items():
-        if name in ds.data_vars and isinstance(order, list) and set(order) == set(ds[name].dims):
-            ds = ds.assign({name: _transposed(ds.variables[name], order)})
-    return ds
+        var = group.variables.get(name)
+        if name in group.data_names and isinstance(order, list) and var is not None and set(order) == set(var.dims):
+            group.put(name, _transposed(var, order), coordinate=False)
+    return group
 
 
-def _timedelta_markers(ds: xr.Dataset) -> dict[Any, tuple[Any, str]]:
+def _timedelta_markers(variables: Mapping[str, xr.Variable]) -> dict[Any, tuple[Any, str]]:
     """(units, ``dtype`` marker) of the assembled coordinates that xarray decodes to timedelta64 (MARS ``step``).
 
     The hint records a coordinate's attributes as the user had them, without the marker (xarray's decoder
     popped it); a hint coordinate in the same units keeps it, so it still decodes by default.
     """
     out: dict[Any, tuple[Any, str]] = {}
-    for name, var in ds.variables.items():
+    for name, var in variables.items():
         marker = var.attrs.get("dtype")
         if isinstance(marker, str) and marker.startswith("timedelta64"):
             out[name] = (var.attrs.get("units"), marker)

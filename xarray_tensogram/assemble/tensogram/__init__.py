@@ -19,9 +19,11 @@ import numpy as np
 import xarray as xr
 
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
+from ...outer import read_outer
 from ..common import check_dim_names, flatten_attrs, memory_variable
+from ..group import RawGroup
 from ..written_layout import restore_written_layout
-from .build import CoordObject, add_same, build_dataset
+from .build import CoordObject, add_same, build_group
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
@@ -44,13 +46,9 @@ def _same_values(a: TgObject, b: TgObject) -> bool:
         # remote file: frames of the same length with the same metadata are taken as the same coordinate
         # (comparing values would cost two requests per message; local files are always compared)
         return True
-    from ..common import lazy_variable
-
-    dims = [f"d{i}" for i in range(len(a.shape))]
+    whole = (slice(None),) * len(a.shape)
     return bool(
-        np.array_equal(
-            lazy_variable(dims, a.spec()).values, lazy_variable(dims, b.spec()).values, equal_nan=a.dtype.kind in "fc"
-        )
+        np.array_equal(read_outer(a.spec(), whole), read_outer(b.spec(), whole), equal_nan=a.dtype.kind in "fc")
     )
 
 
@@ -172,7 +170,7 @@ def _build_group(
     only_group: bool,
     file_name: str,
     extra: Mapping[str, Any],
-) -> xr.Dataset | None:
+) -> RawGroup | None:
     """One group's Dataset, or None when its variables cannot share one (the caller splits them)."""
     by_name: dict[str, list[TgObject]] = {}
     for o in data:
@@ -219,7 +217,7 @@ def _build_group(
     plan = plan_hypercube(by_name, name_keys, strict=strict)
     mine = _coords_for(coords, axes, shapes, only_group)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
-    return build_dataset(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
+    return build_group(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
 
 
 def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
@@ -266,8 +264,8 @@ def tensogram_groups(
     filter_by_keys: Mapping[str, Any] | None = None,
     drop_variables: Iterable[str] = (),
     message_index: Any = None,
-) -> dict[str, xr.Dataset]:
-    """All groups of a Tensogram file as raw (CF-encoded) Datasets: ``{"/": ds}`` unless variables
+) -> dict[str, RawGroup]:
+    """All groups of a Tensogram file as raw (CF-encoded) group records: ``{"/": group}`` unless variables
     really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes).
 
     Tensogram's format record names this function: its keywords are the open options Tensogram

@@ -1,4 +1,4 @@
-"""Stage 5: turn a plan into an ``xr.Dataset`` of lazy, CF-encoded variables.
+"""Stage 5: turn a plan into the group record of lazy, CF-encoded variables (:class:`~..group.RawGroup`).
 
 Stacked dimensions get coordinates (MARS time/step CF-encoded as cfgrib users know them, plus
 ``valid_time``); dependent keys become coordinates along the dimensions that determine them;
@@ -30,6 +30,7 @@ from ...mars import (
 )
 from ...params import TABLE_ATTRS, table_attributes
 from ..common import flatten_attrs, generic_dim_names, lazy_variable, memory_variable
+from ..group import RawGroup
 from .collect import MessageMembers, TgObject
 from .hypercube import (
     MARS_TIME_KEYS,
@@ -43,7 +44,7 @@ from .hypercube import (
 )
 from .producer import LEVEL_PREFIX, Producer
 
-__all__ = ["CoordObject", "build_dataset"]
+__all__ = ["CoordObject", "build_group"]
 
 
 @dataclass
@@ -303,14 +304,14 @@ def _producer_scalars(
             disagree.add(name)
 
 
-def build_dataset(
+def build_group(
     plan: CubePlan,
     axes: Mapping[str, list[str]],
     coords: Sequence[CoordObject],
     global_attrs: Mapping[str, Any],
     grid_coords: Mapping[str, xr.Variable] | None = None,
-) -> xr.Dataset:
-    """The raw (CF-encoded) Dataset of one group."""
+) -> RawGroup:
+    """The raw (CF-encoded) variables of one group."""
     dim_of = {s: d for d, s in plan.sources.items()}
     variables: dict[str, xr.Variable] = {}
     out: dict[str, xr.Variable] = dict(grid_coords or {})
@@ -339,8 +340,4 @@ def build_dataset(
             out[name] = var
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
-    # no indexes here: xarray builds them once, after CF decoding, from the store's variables
-    ds = xr.Dataset(variables, coords=xr.Coordinates(out, indexes={}))
-    ds.attrs = dict(global_attrs)
-    ds.attrs[WIRE_VERSION_ATTR] = 3
-    return ds
+    return RawGroup.of(variables, out, {**global_attrs, WIRE_VERSION_ATTR: 3})

@@ -46,6 +46,7 @@ import xarray as xr
 from ...grib import GridCoords, LevelInfo
 from ...layout_record import LayoutRecord
 from ..common import memory_variable
+from ..group import RawGroup
 
 __all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
 
@@ -147,8 +148,8 @@ class Producer:
         """The value ``filter_by_keys`` compares for a key the object does not have under that name."""
         return None
 
-    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
-        """The raw (CF-encoded) Datasets of a file whose objects (``collect.TgObject``) are all this producer's,
-        ``{"/": ds}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, RawGroup] | None:
+        """The raw (CF-encoded) groups of a file whose objects (``collect.TgObject``) are all this producer's,
+        ``{"/": group}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
         ``filter_by_keys``, ``drop_variables``. None: the generic stages build them."""
         return None

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import xarray as xr
-
+from ...group import RawGroup
 from ..keys import SectionKeys
 from ..netcdf import netcdf_groups
 from ..netcdf_layout import netcdf_map
@@ -49,5 +48,5 @@ class NetcdfConverter(Producer):
     def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
         return NetcdfKeys(flat, entry)
 
-    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, RawGroup] | None:
         return netcdf_groups(objects, **options)
