@@ -20,6 +20,7 @@ them), declared here too.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -90,17 +91,13 @@ class LayoutRecord:
         return cls(**values)
 
 
-#: the type each field holds in ``encoding`` (checked by :meth:`LayoutRecord.of`)
-_KINDS: dict[str, type] = {
-    "message_keys": dict,
-    "scalar_keys": dict,
-    "dependent_keys": dict,
-    "name_key": str,
-    "cf_attrs": list,
-    "table_attrs": dict,
-    "attr_paths": dict,
-    "grib_levelist": bool,
-    "derived": bool,
-    "netcdf": dict,
-}
+def _container(hint: Any) -> type:
+    """``dict`` for ``dict[str, str] | None``: the type an ``encoding`` entry of the field must have."""
+    arg = next(a for a in typing.get_args(hint) if a is not type(None))
+    kind: type = typing.get_origin(arg) or arg
+    return kind
+
+
+#: the type each field holds in ``encoding`` (checked by :meth:`LayoutRecord.of`), from the declaration above
+_KINDS = {name: _container(hint) for name, hint in typing.get_type_hints(LayoutRecord).items()}
 _KIND_WORDS = {dict: "dict with string keys", str: "string", list: "list", bool: "bool"}
