@@ -194,3 +194,26 @@ def test_the_record_read_is_the_record_written(sample: str) -> None:
         assert {k: v for k, v in var.encoding.items() if k.startswith("tensogram_") and k in record.to_encoding()} == (
             record.to_encoding()
         )
+
+
+def _stacked_files() -> list[Path]:
+    data = Path(__file__).parent / "data"
+    return [Path(p) for p in xt.sample_paths() if p.endswith(".tgm")] + sorted((data / "producers").glob("*.tgm"))
+
+
+@pytest.mark.parametrize("selection", [[0], 0, [-1]], ids=["first", "scalar", "last"])
+@pytest.mark.parametrize("source", _stacked_files(), ids=lambda p: p.name)
+def test_every_message_dim_selected_down_to_one_value_comes_back(source: Path, selection: Any, tmp_path: Path) -> None:
+    """Keys that vary along the dim are constant in the written file: they do not come back as attributes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # some producer files warn on reading (tested with the reader)
+        with xr.open_dataset(source, engine="tensogram") as ds:
+            original = ds.load()
+    stacked = {d for n, v in original.data_vars.items() for d in LayoutRecord.of(v.encoding, n).message_keys or {}}
+    assert stacked, "every file here has dims stacked from messages"
+    for dim in sorted(stacked & set(original.dims)):
+        one = original.isel({dim: selection})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            back = _write_back(one, tmp_path / f"{dim}.tgm")
+        xr.testing.assert_identical(back, one)

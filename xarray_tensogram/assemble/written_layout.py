@@ -154,7 +154,17 @@ def restore_written_layout(group: RawGroup, extra: Mapping[str, Any]) -> RawGrou
         var = group.variables.get(name)
         if name in group.data_names and isinstance(order, list) and var is not None and set(order) == set(var.dims):
             group.put(name, _transposed(var, order), coordinate=False)
+    _written_attrs(group, _mapping(hint.get("attrs")))
     return group
+
+
+def _written_attrs(group: RawGroup, names: Mapping[str, Any]) -> None:
+    """Data variables keep the attributes the writer had (a key that varied along a message dim is constant in
+    a file of one value along it: read alone, it would become an attribute)."""
+    for name, kept in names.items():
+        var = group.variables.get(name)
+        if name in group.data_names and isinstance(kept, list) and var is not None:
+            var.attrs = {k: v for k, v in var.attrs.items() if k in kept or k == "coordinates"}
 
 
 def _timedelta_markers(variables: Mapping[str, xr.Variable]) -> dict[Any, tuple[Any, str]]:

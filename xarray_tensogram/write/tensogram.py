@@ -356,6 +356,7 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = plan_dims(ds, message_dims)
+    hint = _with_attr_names(hint, ds, cf)
     default_mask = _default_mask(mask_method)
     skip_coords = not_objects(ds, mdims)
     extra: dict[str, Any] = {}
@@ -417,6 +418,14 @@ def _iter_messages(
             reserved=reserved,
             **mask_kw,
         )
+
+
+def _with_attr_names(hint: dict[str, Any] | None, ds: xr.Dataset, cf: EncodedDataset) -> dict[str, Any] | None:
+    """The hint with each data variable's attribute names (CF-encoded): keys that vary along a message dim are
+    constant in a file of one value along it, so the reader would make attributes of them; it keeps these."""
+    if hint is None:
+        return None
+    return {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
 
 
 def _default_mask(mask_method: str | None) -> str:
