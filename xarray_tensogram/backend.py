@@ -24,7 +24,7 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
-from .assemble.group import RawGroup
+from .assemble.group import RawGroup, xarray_variable
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
 from .decoding import decode_times_in_memory, default_indexes
@@ -84,7 +84,7 @@ class TensogramDataStore(AbstractDataStore):
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
     def __init__(self, raw: RawGroup, shared: _SharedFile) -> None:
-        self.variables = raw.variables
+        self.variables = {k: xarray_variable(v) for k, v in raw.variables.items()}
         self.coord_names = raw.coord_names
         self.attrs = raw.attrs
         self.encoding = raw.encoding

@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
-from xarray.core import indexing
 
-from ..array import LazyChunkedArray
 from ..catalog import ArraySpec
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from ..errors import DimensionNameError, describe
+from .group import RawVariable, memory_variable, storage_spec
 
 __all__ = [
     "STORAGE_SPEC_KEY",
+    "array_variable",
     "check_dim_names",
     "check_requested_dims",
     "flatten_attrs",
@@ -135,20 +133,13 @@ def generic_dim_names(
     return names
 
 
-@functools.cache
-def _whole(ndim: int) -> indexing.BasicIndexer:
-    """The key selecting a whole array of ``ndim`` axes, made once per rank: indexers are immutable, and
-    making one checks every axis (a quarter of assembling a ``.zt`` of 200 tensors)."""
-    return indexing.BasicIndexer((slice(None),) * ndim)
-
-
 def lazy_variable(
     dims: Sequence[Hashable],
     spec: ArraySpec,
     attrs: Mapping[str, Any] | None = None,
     encoding: Mapping[str, Any] | None = None,
-) -> xr.Variable:
-    """An ``xr.Variable`` backed by the one lazy array; ``encoding["preferred_chunks"]`` is the spec's chunk.
+) -> RawVariable:
+    """A raw variable read lazily through ``spec``; ``encoding["preferred_chunks"]`` is the spec's chunk.
 
     The one place the preferred chunk is decided: exactly one storage unit (a Tensogram object, 1 along
     the dims stacked from messages; a Tetration tile; a zTensor tensor, or a row band of a raw one over
@@ -163,10 +154,7 @@ def lazy_variable(
     units = zip(dims, spec.chunk_shape, spec.shape, strict=True)
     enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in units}
     enc.setdefault("dtype", spec.dtype)
-    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec), _whole(len(dims)))
-    # fastpath (as xarray's own CF coders build variables): the lazy array is taken as it is, which is what
-    # xarray's checks would conclude for it anyway
-    return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc, fastpath=True)
+    return RawVariable(tuple(str(d) for d in dims), spec, typed_attrs(attrs) if attrs else {}, enc)
 
 
 def _typed(value: Any, kind: str) -> Any:
@@ -208,32 +196,9 @@ def typed_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
-    """An ``xr.Variable`` of values already in memory (coordinates, labels), wrapped the way backends wrap data.
-
-    ``xr.Variable(dims, ndarray)`` asks whether the array is a Dask array, which imports ``dask.array``
-    (about 0.6 s, on every first open, Dask wanted or not); xarray's CF decoders rebuild each variable
-    from its ``_data`` and would ask again. An indexing adapter around the array is not asked, so an
-    open without ``chunks`` never imports Dask.
-    """
-    data = indexing.NumpyIndexingAdapter(np.asarray(values))  # type: ignore[no-untyped-call]  # unannotated in xarray
-    return xr.Variable(tuple(dims), data, dict(attrs or {}))
-
-
-def storage_spec(var: xr.Variable) -> ArraySpec | None:
-    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable` and not indexed since, else None.
-
-    Lets assembly transform a raw variable's spec and the virtual Zarr parsers map it back to its storage
-    chunks. The spec belongs to the lazy array (:class:`LazyChunkedArray`), never to ``encoding``, which
-    xarray hands on to every view of a variable: a variable indexed, transposed or reshaped since holds
-    another wrapper or another key, so it is never taken for the whole spec. The wrappers are read
-    where xarray's own backends read them (``Variable._data``, ``LazilyIndexedArray.array`` and ``.key``).
-    """
-    data = var._data
-    if not isinstance(data, indexing.LazilyIndexedArray) or not isinstance(data.array, LazyChunkedArray):
-        return None
-    whole = data.key.tuple == _whole(var.ndim).tuple and data.array.spec.shape == var.shape
-    return data.array.spec if whole else None
+def array_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> RawVariable:
+    """A raw variable of values already in memory (coordinates, labels)."""
+    return RawVariable(tuple(str(d) for d in dims), np.asarray(values), dict(attrs or {}))
 
 
 def requested_dims(

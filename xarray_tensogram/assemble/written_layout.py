@@ -14,15 +14,15 @@ so a stale hint never makes a file unreadable.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ..catalog import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
-from .common import lazy_variable, memory_variable, storage_spec
-from .group import RawGroup
+from .common import array_variable, lazy_variable
+from .group import RawGroup, RawVariable
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
@@ -52,21 +52,20 @@ def _reorder(group: RawGroup, coords: Mapping[str, Any]) -> None:
             continue
         for vname, var in list(group.variables.items()):
             if name in var.dims:
-                group.put(
-                    vname, _permuted(var, name, perm, vname in group.data_names), coordinate=vname in group.coord_names
-                )
+                group.put(vname, _permuted(var, name, perm), coordinate=vname in group.coord_names)
 
 
-def _permuted(var: xr.Variable, dim: str, perm: list[int], data: bool) -> xr.Variable:
-    spec = storage_spec(var) if data else None
-    moved = permute_stacked(spec, var.dims.index(dim), perm) if spec is not None else None
+def _permuted(var: RawVariable, dim: str, perm: list[int]) -> RawVariable:
+    """``var`` reordered along ``dim``: a stack's objects renumbered, else values in memory (a lazy coordinate
+    along a stacked dim, which the writer never makes, is read)."""
+    axis = var.dims.index(dim)
+    moved = permute_stacked(var.spec, axis, perm) if var.spec is not None else None
     if moved is not None:
-        return lazy_variable(var.dims, moved, var.attrs, var.encoding)
-    out: xr.Variable = var.isel({dim: perm})
-    return out
+        return replace(var, data=moved)
+    return replace(var, data=np.take(var.values, perm, axis=axis), index=None)
 
 
-def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variable | None:
+def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> RawVariable | None:
     if "values" not in spec:
         return None  # a dim without coordinate: only its order was recorded
     dims = [str(d) for d in spec.get("dims", ())]
@@ -79,7 +78,7 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
     if values.shape != tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)):
         return None  # (a dim no object has takes its size from the values)
     attrs = dict(spec.get("attrs") or {})
-    return memory_variable(dims, values, attrs)
+    return array_variable(dims, values, attrs)
 
 
 def _recorded_dtypes(group: RawGroup) -> None:
@@ -95,12 +94,9 @@ def _recorded_dtypes(group: RawGroup) -> None:
             continue
         if dtype.kind not in "fiu" or var.dtype.kind != "f":
             continue
-        spec = storage_spec(var)
-        if spec is not None:  # lazy: the cast is a transform of the spec
-            new = lazy_variable(var.dims, cast_spec(spec, dtype), attrs, {**var.encoding, "dtype": dtype})
-        else:  # values assembly holds in memory
-            new = memory_variable(var.dims, cast_values(np.asarray(var.values), dtype), attrs)
-            new.encoding = {**var.encoding, "dtype": dtype}
+        # lazy: the cast is a transform of the spec; else values assembly holds in memory
+        data = cast_spec(var.spec, dtype) if var.spec is not None else cast_values(np.asarray(var.values), dtype)
+        new = replace(var, data=data, attrs=attrs, encoding={**var.encoding, "dtype": dtype}, index=None)
         group.put(name, new, coordinate=name in group.coord_names)
 
 
@@ -115,14 +111,11 @@ def _expand_single(group: RawGroup, coords: Mapping[str, Any], dims: Mapping[str
                 group.put(vname, _with_leading_dim(group.variables[vname], name), coordinate=False)
 
 
-def _with_leading_dim(var: xr.Variable, name: str) -> xr.Variable:
+def _with_leading_dim(var: RawVariable, name: str) -> RawVariable:
     attrs = {k: v for k, v in var.attrs.items() if k != name}
-    spec = storage_spec(var)
-    if spec is not None:  # lazy: one more stacked axis of the spec
-        return lazy_variable((name, *var.dims), with_leading_axis(spec), attrs, var.encoding)
-    new: xr.Variable = var.set_dims((name, *var.dims), (1, *var.shape))  # type: ignore[no-untyped-call]  # unannotated in xarray
-    new.attrs = attrs
-    return new
+    if var.spec is not None:  # lazy: one more stacked axis of the spec
+        return lazy_variable((name, *var.dims), with_leading_axis(var.spec), attrs, var.encoding)
+    return replace(var, dims=(name, *var.dims), data=var.values[np.newaxis], attrs=attrs, index=None)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -167,7 +160,7 @@ def _written_attrs(group: RawGroup, names: Mapping[str, Any]) -> None:
             var.attrs = {k: v for k, v in var.attrs.items() if k in kept or k == "coordinates"}
 
 
-def _timedelta_markers(variables: Mapping[str, xr.Variable]) -> dict[Any, tuple[Any, str]]:
+def _timedelta_markers(variables: Mapping[str, RawVariable]) -> dict[Any, tuple[Any, str]]:
     """(units, ``dtype`` marker) of the assembled coordinates that xarray decodes to timedelta64 (MARS ``step``).
 
     The hint records a coordinate's attributes as the user had them, without the marker (xarray's decoder
@@ -181,11 +174,9 @@ def _timedelta_markers(variables: Mapping[str, xr.Variable]) -> dict[Any, tuple[
     return out
 
 
-def _transposed(var: xr.Variable, order: list[Any]) -> xr.Variable:
+def _transposed(var: RawVariable, order: list[Any]) -> RawVariable:
     """``var`` with its dims in ``order``: a transform of its spec when it has one."""
-    spec = storage_spec(var)
-    if spec is None:
-        moved: xr.Variable = var.transpose(*order)
-        return moved
     axes = [var.dims.index(d) for d in order]
-    return lazy_variable(order, transpose_spec(spec, axes), var.attrs, var.encoding)
+    if var.spec is None:
+        return replace(var, dims=tuple(order), data=np.transpose(var.values, axes), index=None)
+    return lazy_variable(order, transpose_spec(var.spec, axes), var.attrs, var.encoding)

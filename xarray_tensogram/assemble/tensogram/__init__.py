@@ -16,12 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
 from ...outer import read_outer
-from ..common import check_dim_names, flatten_attrs, memory_variable
-from ..group import RawGroup
+from ..common import array_variable, check_dim_names, flatten_attrs
+from ..group import RawGroup, RawVariable
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_group
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
@@ -142,10 +141,10 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
 
 def _producer_grids(
     by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
-) -> dict[str, xr.Variable]:
+) -> dict[str, RawVariable]:
     """Grid dims (GRIB: latitude/longitude, or values) and their coordinates from a producer's metadata,
     unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
-    out: dict[str, xr.Variable] = {}
+    out: dict[str, RawVariable] = {}
     if dim_names is not None:
         return out
     for name, objs in by_name.items():
@@ -156,7 +155,7 @@ def _producer_grids(
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
         for cname, (dims, values, attrs) in grid.coords.items():
             rederived = first.producer is not None and first.producer.writer_rederives_grid
-            add_same(cname, derived(dims, values, attrs) if rederived else memory_variable(dims, values, attrs), out)
+            add_same(cname, derived(dims, values, attrs) if rederived else array_variable(dims, values, attrs), out)
     return out
 
 

@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ...catalog import ArraySpec, stack_specs
 from ...errors import MetadataError, TensogramMappingWarning
 from ...layout_record import LayoutRecord
 from ..common import check_dim_names, lazy_variable, requested_dims
-from ..group import RawGroup
+from ..group import RawGroup, RawVariable
 from .netcdf_concat import concat_specs
 from .netcdf_layout import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
@@ -98,7 +97,7 @@ def _check(var: NcVariable, where: str) -> None:
             )
 
 
-def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> xr.Variable:
+def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
     pieces = _pieces(var.objects)
     specs = [p.spec() for p in pieces]
     spec = specs[0] if len(specs) == 1 else concat_specs(specs)
@@ -126,7 +125,7 @@ def _group(inp: NcInput, dim_names: Any, where: str) -> RawGroup:
     other variable as data, in the file's order (as xarray's netCDF readers keep it); xarray's decoding
     then reads ``coordinates`` attributes."""
     unlimited = inp.unlimited
-    variables: dict[str, xr.Variable] = {}
+    variables: dict[str, RawVariable] = {}
     for name, var in inp.variables.items():
         _check(var, where)
         dims = _dims(var, unlimited)

@@ -40,13 +40,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import xarray as xr
-
 # the two shapes of answer are declared beside the GRIB rules, which the writer shares (it may not import assemble/)
 from ...grib import GridCoords, LevelInfo
 from ...layout_record import LayoutRecord
-from ..common import memory_variable
-from ..group import RawGroup
+from ..common import array_variable
+from ..group import RawGroup, RawVariable
 
 __all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "derived"]
 
@@ -65,9 +63,9 @@ class CoordinateRole:
     attrs: Mapping[str, str] = field(default_factory=dict)
 
 
-def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
+def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> RawVariable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
-    var = memory_variable(tuple(dims), values, dict(attrs))
+    var = array_variable(tuple(dims), values, dict(attrs))
     var.encoding = LayoutRecord(derived=True).to_encoding()
     return var
 
@@ -139,7 +137,7 @@ class Producer:
         ``stacked``: the metadata keys (stacking sources, :data:`LEVEL_PREFIX` for levels) of its dims."""
         return attrs
 
-    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
+    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, RawVariable]:
         """Scalar coordinates of a variable (none named like its stacked ``dims``): a Dataset keeps one where every
         variable that has it agrees on its value; where they differ, each variable's attributes hold it."""
         return {}

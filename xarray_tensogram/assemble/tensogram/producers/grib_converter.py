@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-import xarray as xr
 
 from .... import grib
 from ....layout_record import LayoutRecord
 from ....mars import NUMBER_ATTRS
+from ...group import RawVariable
 from ..keys import SectionKeys
 from ..producer import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
 
@@ -74,7 +74,7 @@ class GribConverter(Producer):
             record.grib_levelist = True
         return attrs
 
-    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
+    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, RawVariable]:
         """A constant level named after typeOfLevel, a constant ensemble member ``number``, as in cfgrib."""
         out = {}
         if level is not None and level.name not in dims:
