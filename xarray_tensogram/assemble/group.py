@@ -1,12 +1,15 @@
 """What assembly hands the data store for one group: variables, coordinate names, attributes, encoding.
 
-A plain record rather than an ``xr.Dataset`` (cfgrib's pattern: only the backend module builds xarray's
-containers). Building a Dataset merges and copies every variable (about 10 us each, 2 ms for a ``.zt`` of
-200 tensors) only for the store to take the variables out again, and a Dataset made during assembly would
-build indexes, reading lazy coordinates before CF decoding. Indexes are the data store's to make once the
-variables are decoded, as xarray's own stores leave them to ``open_dataset``. The assembly stages that
-change a group after it is built (restoring a written layout) work on this record too;
-:meth:`RawGroup.to_dataset` is for the consumers outside the data store that work on Datasets.
+Plain records rather than xarray objects (cfgrib's pattern): each :class:`RawVariable` holds its dims, a
+lazy :class:`~xarray_tensogram.catalog.ArraySpec` or values in memory, its attributes and the encoding a
+user should see, so the spec belongs to the variable and never rides in ``encoding``. Building a Dataset
+during assembly would merge and copy every variable (about 10 us each, 2 ms for a ``.zt`` of 200 tensors)
+only for the store to take them out again, and would build indexes, reading lazy coordinates before CF
+decoding; indexes are the data store's to make once the variables are decoded, as xarray's own stores
+leave them to ``open_dataset``. The assembly stages that change a group after it is built (restoring a
+written layout) work on these records too. :func:`xarray_variable` is the one place a record becomes an
+``xr.Variable``: the data store calls it, and :meth:`RawGroup.to_dataset` for the consumers that work on
+raw Datasets (the virtual Zarr parsers).
 """
 
 from __future__ import annotations
