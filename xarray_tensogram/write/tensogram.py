@@ -192,12 +192,17 @@ def object_entry(
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
-    split = {m.name for m in mdims}
-    listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
-    aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
+    aux = _aux_coordinates(ds, cf, skip_coords, {m.name for m in mdims})
     if aux:
-        set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
+        set_path(entry, "cf.coordinates", " ".join(aux))
     return entry
+
+
+def _aux_coordinates(ds: xr.Dataset, cf: xr.Variable, skip_coords: set[Hashable], split: set[str]) -> list[str]:
+    """The coordinates a variable lists (as xarray's encoder wrote them, or ``encoding=`` said) that are objects
+    of the file, none along the message dims."""
+    listed = str(cf.attrs.get("coordinates", "")).split()
+    return [c for c in listed if c not in skip_coords and c in ds.variables and not set(ds[c].dims) & split]
 
 
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], bool]:
