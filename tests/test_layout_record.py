@@ -217,3 +217,25 @@ def test_every_message_dim_selected_down_to_one_value_comes_back(source: Path, s
             warnings.simplefilter("ignore")
             back = _write_back(one, tmp_path / f"{dim}.tgm")
         xr.testing.assert_identical(back, one)
+
+
+@pytest.mark.parametrize("mask_and_scale", [True, False])
+def test_missing_objects_of_integers_stay_missing(mask_and_scale: bool, tmp_path: Path) -> None:
+    """Integer holes: NaN once decoded, the reader's fill value with ``mask_and_scale=False``; either way the
+    hole is not written as an object of fill values."""
+    messages = []
+    for step in range(3):
+        params = [p for p in ("a", "b") if (p, step) != ("b", 1)]
+        base = [{"mars": {"param": p, "step": step, "date": 20240101, "time": 0}} for p in params]
+        values = [np.arange(12, dtype=np.int16).reshape(3, 4) + step for _ in params]
+        objects = [({"type": "ntensor", "shape": [3, 4], "dtype": "int16"}, v) for v in values]
+        messages.append(bytes(tensogram.encode({"base": base}, objects)))
+    (tmp_path / "ints.tgm").write_bytes(b"".join(messages))
+    with xr.open_dataset(tmp_path / "ints.tgm", engine="tensogram", mask_and_scale=mask_and_scale) as ds:
+        original = ds.load()
+    assert original["b"].attrs[MISSING_OBJECTS_ATTR] == 1
+    xt.to_tensogram(original, tmp_path / "back.tgm")
+    with xr.open_dataset(tmp_path / "back.tgm", engine="tensogram", mask_and_scale=mask_and_scale) as back:
+        xr.testing.assert_identical(back.load(), original)
+    written = sorted((e["mars"]["param"], e["mars"]["step"]) for e in _data_entries(tmp_path / "back.tgm"))
+    assert written == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 2)]

@@ -147,10 +147,8 @@ def _data_object(
     the variable as xarray's CF encoder wrote it); None for a hole."""
     where = {m.name: sel[m.name] for m in mdims if m.name in var.dims}
     desc, var_mask = resolve_pipeline(var.encoding, user)
-    if var.attrs.get(MISSING_OBJECTS_ATTR):
-        hole = np.asarray(var.isel(where).values)
-        if hole.dtype.kind == "f" and np.isnan(hole).all():
-            return None  # a hole in the original hypercube stays a hole
+    if _is_hole(var, where):
+        return None  # a hole in the original hypercube stays a hole
     if var.dtype.kind in "OUST":
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
@@ -160,6 +158,17 @@ def _data_object(
     desc["shape"] = list(values.shape)
     desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
     return entry, ObjectInput(values, desc)
+
+
+def _is_hole(var: xr.DataArray, where: Mapping[str, int]) -> bool:
+    """Whether the cell at ``where`` of a variable read with missing objects is one of them: all NaN, or all the
+    fill value the reader put there (integers opened with ``mask_and_scale=False``)."""
+    if not var.attrs.get(MISSING_OBJECTS_ATTR):
+        return False
+    cell = np.asarray(var.isel(where).values)
+    fill = var.attrs.get("_FillValue")
+    nan = cell.dtype.kind == "f" and bool(np.isnan(cell).all())
+    return nan or (fill is not None and bool((cell == fill).all()))
 
 
 def object_entry(
