@@ -211,7 +211,7 @@ def _aux_coordinates(ds: xr.Dataset, cf: xr.Variable, skip_coords: set[Hashable]
     """The coordinates a variable lists (as xarray's encoder wrote them, or ``encoding=`` said) that are objects
     of the file, none along the message dims."""
     listed = str(cf.attrs.get("coordinates", "")).split()
-    return [c for c in listed if c not in skip_coords and c in ds.variables and not set(ds[c].dims) & split]
+    return [c for c in listed if c not in skip_coords and c in ds.variables and not set(ds.variables[c].dims) & split]
 
 
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], bool]:
@@ -240,7 +240,7 @@ def _message_keys(
         else:
             yield from m.keys[sel[m.name]]
     for cname, src in scalar_keys(ds, record).items():
-        value = ds[cname].values[()]
+        value = ds.variables[cname].values[()]
         yield from level_keys(value, bool(record.grib_levelist)) if src == GRIB_LEVEL_SOURCE else key_value(src, value)
     for cname, src in (record.dependent_keys or {}).items():
         coord = ds.coords.get(cname)

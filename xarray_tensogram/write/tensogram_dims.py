@@ -216,9 +216,10 @@ def not_objects(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> set[Hashable]:
     records = [LayoutRecord.of(var.encoding, name) for name, var in ds.data_vars.items()]
     scalars = {c: s for r in records for c, s in scalar_keys(ds, r).items()}
     # keys that vary along the message dims, written into each object's metadata
-    dependent = {c for r in records for c in r.dependent_keys or {} if c in ds.coords and set(ds[c].dims) <= split}
+    dependent = {c for r in records for c in r.dependent_keys or {} if c in ds.coords}
+    dependent = {c for c in dependent if set(ds.variables[c].dims) <= split}
     # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
-    derived = {c for c in ds.coords if LayoutRecord.of(ds[c].encoding, c).derived}
+    derived = {c for c in ds.coords if LayoutRecord.of(ds.variables[c].encoding, c).derived}
     # valid_time is rebuilt by the reader from MARS time and step keys; without both it is written like any other
     mars = {m.source for m in mdims} | set(scalars.values())
     rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} <= mars else set()
@@ -229,7 +230,7 @@ def scalar_keys(ds: xr.Dataset, record: LayoutRecord) -> dict[str, str]:
     """The scalar coordinates of ``ds`` a variable's ``record`` says are metadata keys -> those keys: its scalar
     keys, and its message dims selected down to one value (``isel(step=0)``: every message holds that step)."""
     recorded = {**(record.message_keys or {}), **(record.scalar_keys or {})}
-    return {c: s for c, s in recorded.items() if c in ds.coords and ds[c].ndim == 0}
+    return {c: s for c, s in recorded.items() if c in ds.coords and ds.variables[c].ndim == 0}
 
 
 def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
