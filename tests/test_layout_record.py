@@ -239,3 +239,23 @@ def test_missing_objects_of_integers_stay_missing(mask_and_scale: bool, tmp_path
         xr.testing.assert_identical(back.load(), original)
     written = sorted((e["mars"]["param"], e["mars"]["step"]) for e in _data_entries(tmp_path / "back.tgm"))
     assert written == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 2)]
+
+
+def test_a_key_some_objects_lack_stays_absent_from_them(tmp_path: Path) -> None:
+    """The reader shows a key that only some objects have as a coordinate with empty cells; written back, the
+    objects without it still lack it (no empty string, no NaN in their metadata)."""
+    messages = []
+    for step in range(3):
+        mars: dict[str, Any] = {"param": "a", "step": step, "date": 20240101, "time": 0}
+        if step != 1:
+            mars.update(origin=f"run{step}", number=step)
+        obj = ({"type": "ntensor", "shape": [2, 2], "dtype": "float32"}, np.full((2, 2), step, dtype=np.float32))
+        messages.append(bytes(tensogram.encode({"base": [{"mars": mars}]}, [obj])))
+    (tmp_path / "keys.tgm").write_bytes(b"".join(messages))
+    original = _open(tmp_path / "keys.tgm")
+    assert original["mars.origin"].values.tolist() == ["run0", "", "run2"]
+    back = _write_back(original, tmp_path / "back.tgm")
+    xr.testing.assert_identical(back, original)
+    entries = sorted(_data_entries(tmp_path / "back.tgm"), key=lambda e: e["mars"]["step"])
+    keys = [(e["mars"].get("origin"), e["mars"].get("number")) for e in entries]
+    assert keys == [("run0", 0), (None, None), ("run2", 2)]

@@ -244,8 +244,9 @@ def _message_keys(
         yield from level_keys(value, bool(record.grib_levelist)) if src == GRIB_LEVEL_SOURCE else key_value(src, value)
     for cname, src in (record.dependent_keys or {}).items():
         coord = ds.coords.get(cname)
-        if coord is not None and set(coord.dims) <= set(sel):
-            yield src, dependent_value(coord, sel)
+        value = dependent_value(coord, sel) if coord is not None and set(coord.dims) <= set(sel) else None
+        if value is not None:
+            yield src, value
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:

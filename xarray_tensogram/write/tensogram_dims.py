@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -234,11 +235,14 @@ def scalar_keys(ds: xr.Dataset, record: LayoutRecord) -> dict[str, str]:
 
 
 def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
-    """The metadata value a coordinate the reader made of a varying key holds at ``sel`` (along message dims).
+    """The metadata value a coordinate the reader made of a varying key holds at ``sel`` (along message dims);
+    None where the object had no such key.
 
-    The reader marks the cells of missing objects NaN (numbers: the coordinate is float then) or ``""``; a whole
-    number in such a coordinate was an integer key."""
+    The reader marks the cells of objects without the key (or of missing objects) NaN (numbers: the coordinate
+    is float then) or ``""``; a whole number in a coordinate with such cells was an integer key."""
     value = py_value(coord.isel({d: sel[str(d)] for d in coord.dims}).values)
+    if value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
     has_holes = coord.dtype.kind == "f" and bool(np.isnan(coord.values).any())
     return int(value) if has_holes and isinstance(value, float) and value.is_integer() else value
 
