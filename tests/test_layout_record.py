@@ -259,3 +259,15 @@ def test_a_key_some_objects_lack_stays_absent_from_them(tmp_path: Path) -> None:
     entries = sorted(_data_entries(tmp_path / "back.tgm"), key=lambda e: e["mars"]["step"])
     keys = [(e["mars"].get("origin"), e["mars"].get("number")) for e in entries]
     assert keys == [("run0", 0), (None, None), ("run2", 2)]
+
+
+def test_per_step_files_combine_again_with_open_mfdataset(tmp_path: Path) -> None:
+    """What docs/writing.md promises: one file per step, each with a ``step`` dim of length 1, combine by coords."""
+    pytest.importorskip("dask")
+    original = _open(xt.sample_path("forecast.tgm"))
+    paths = []
+    for i in range(original.sizes["step"]):
+        paths.append(tmp_path / f"step_{i}.tgm")
+        xt.to_tensogram(original.isel(step=[i]), paths[-1])
+    with xr.open_mfdataset(paths[::-1], engine="tensogram", combine="by_coords") as combined:
+        xr.testing.assert_identical(combined.load(), original)
