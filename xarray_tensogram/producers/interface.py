@@ -22,7 +22,7 @@ Stage 4 (:mod:`.hypercube`)
 Stages 2-5 at once
     :meth:`Producer.assemble`, for a layout that says everything the stages would guess (names, dims
     and typed attributes): when every object of the file is its own, it builds the
-    raw Datasets itself (:attr:`Producer.assembles`).
+    raw groups itself (:attr:`Producer.assembles`).
 Stage 5 (:mod:`.build`)
     :meth:`Producer.dim_attrs` (attributes of a stacked dimension's coordinate),
     :meth:`Producer.attributes` (a variable's attributes and its layout record) and
