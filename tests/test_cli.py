@@ -564,7 +564,7 @@ def per_step_files(tmp_path: Path) -> list[Path]:
     with xr.open_dataset(TGM, engine=ENGINE) as ds:
         for i in range(ds.sizes["step"]):
             paths.append(tmp_path / f"step_{i}.tgm")
-            xt.to_tensogram(ds.isel(step=[i]), paths[-1])
+            xt.to_tensogram(ds.isel(step=i), paths[-1])
     return paths
 
 

@@ -26,7 +26,6 @@ from xarray.backends.common import AbstractDataStore, datatree_from_dict_with_io
 from xarray.core.utils import close_on_error
 
 from . import options as declared
-from .assemble.group import RawGroup
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
 from .decoding import decode_times_in_memory, default_indexes
@@ -36,7 +35,7 @@ from .formats.base import FormatFile
 from .formats.registry import FormatSpec
 from .io import ByteSource, RetryPolicy, is_remote_url, open_source
 from .metadata_cache import open_cached
-from .raw_variables import STORAGE_SPEC_KEY, drop_storage_spec
+from .raw_variables import RawGroup, xarray_variable
 
 __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "open_raw_groups"]
 
@@ -90,7 +89,7 @@ class TensogramDataStore(AbstractDataStore):
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
     def __init__(self, raw: RawGroup, shared: _SharedFile) -> None:
-        self.variables = raw.variables
+        self.variables = {k: xarray_variable(v) for k, v in raw.variables.items()}
         self.coord_names = raw.coord_names
         self.attrs = raw.attrs
         self.encoding = raw.encoding
@@ -98,8 +97,7 @@ class TensogramDataStore(AbstractDataStore):
         self._closed = False
 
     def get_variables(self) -> dict[str, xr.Variable]:
-        # the spec assembly kept in each lazy variable's encoding is for the layers below, not the user
-        return {k: drop_storage_spec(v) for k, v in self.variables.items()}
+        return dict(self.variables)
 
     def get_attrs(self) -> dict[str, Any]:
         return dict(self.attrs)
@@ -132,7 +130,6 @@ class TensogramDataStore(AbstractDataStore):
                 drop_variables=list(drop) or None,
                 **decoders,
             )
-            variables = {k: _without_spec(v, self.variables[k]) for k, v in variables.items()}
             coord_names = set(cf_coords) | self.coord_names
             coords = {k: v for k, v in variables.items() if k in coord_names or v.dims == (k,)}
             data = {(None if k == NONE_VAR_NAME else k): v for k, v in variables.items() if k not in coords}
@@ -170,17 +167,6 @@ def _in_dtype(value: Any, dtype: np.dtype) -> Any:
         return dtype.type(int(value))
     except OverflowError:
         return value
-
-
-def _without_spec(decoded: xr.Variable, raw: xr.Variable) -> xr.Variable:
-    """A decoded variable without the storage spec in its encoding (a copy only where xarray's decoder handed
-    the raw variable back as it was; its other results are new variables with encodings of their own)."""
-    if STORAGE_SPEC_KEY not in decoded.encoding:
-        return decoded
-    if decoded is raw:
-        return drop_storage_spec(raw)
-    del decoded.encoding[STORAGE_SPEC_KEY]
-    return decoded
 
 
 def _select_group(groups: Mapping[str, RawGroup], group: str | None, name: str) -> str:

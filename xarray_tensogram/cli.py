@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 from .cli_dump import CliError, cmd_dump
 from .errors import install_hint
 from .formats.reports import count, shape_text
+from .layout_record import LayoutRecord
 from .progress import PROG, progress
 
 __all__ = ["main", "sample_paths"]
@@ -205,10 +206,11 @@ def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[t
 def _dims_origin(var: Any) -> str:
     """Where a variable's dims and name come from, from what the backend records in ``encoding``."""
     enc = var.encoding
-    parts = [f"{dim} <- {key}" for dim, key in (enc.get("tensogram_message_keys") or {}).items()]
-    parts += [f"{dim} <- {key}" for dim, key in (enc.get("tensogram_scalar_keys") or {}).items()]
-    if enc.get("tensogram_name_key"):
-        parts.append(f"name <- {enc['tensogram_name_key']}")
+    record = LayoutRecord.of(enc, var.name)
+    parts = [f"{dim} <- {key}" for dim, key in (record.message_keys or {}).items()]
+    parts += [f"{dim} <- {key}" for dim, key in (record.scalar_keys or {}).items()]
+    if record.name_key:
+        parts.append(f"name <- {record.name_key}")
     if "tetr_chunk_shape" in enc:
         parts.append(f"tiles {shape_text(enc['tetr_chunk_shape'])} ({enc.get('tetr_codec', '?')})")
     if "ztensor_encoding" in enc:

@@ -12,7 +12,6 @@ __all__ = [
     "COORDINATE_ROLE_KEY",
     "DTYPE_KEY",
     "LAYOUT_KEY",
-    "NETCDF_ENCODING_KEY",
     "SCALAR_KEY",
     "STEP_UNITS",
     "STEP_UNITS_DTYPE",
@@ -45,9 +44,6 @@ TETR_FILE_KEYS = ("tool", "library_version", "created_at")
 #: zTensor custom key holding a tensor's dimension names
 ZTENSOR_DIM_NAMES_KEY = "dim_names"
 
-#: variable encoding entry the reader leaves for the writer: the file's dimension registry (``_file``) and
-#: whether the conversion wrote ``cf`` maps, so ``to_tensogram`` gives the objects the converter's layout back
-NETCDF_ENCODING_KEY = "tensogram_netcdf"
 #: per-variable key (a ``.zt`` custom key, a ``.tet`` attr) marking a coordinate that no data variable's
 #: CF ``coordinates`` attribute names, in formats without Dataset attributes to list it
 COORDINATE_ROLE_KEY = "xarray_role"

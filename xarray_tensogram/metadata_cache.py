@@ -61,10 +61,10 @@ MIN_ITEMS = 1000
 MIN_BYTES = 1 << 20
 ENV_DIR = "XARRAY_TENSOGRAM_CACHE_DIR"
 #: first bytes of every entry; the number changes when the entry layout does
-MAGIC = b"XTGMCACHE1\n"
+MAGIC = b"XTGMCACHE2\n"
 EDGE = 1 << 16  # bytes hashed at each end of the file
 
-Groups = dict[str, Any]  # group path -> raw group (assemble.group.RawGroup; this module does not need xarray itself)
+Groups = dict[str, Any]  # group path -> raw group (raw_variables.RawGroup of RawVariables)
 Opened = tuple[Groups, FormatFile[Any], str]  # the groups, the open file, the format's name
 
 #: entries kept per cache directory; beyond them the least recently used are deleted when one is stored

@@ -1,9 +1,19 @@
-"""The raw variables every assembly hands on, lazy or in memory, and their netCDF-safe attributes.
+"""The raw variables and groups every assembly hands on, lazy or in memory, and their netCDF-safe attributes.
 
 A raw variable is what a format's assembly (and a producer's read mapping) gives the data store before
-xarray's CF decoding: a lazy one wraps an :class:`ArraySpec` in the one lazy array (:func:`lazy_variable`),
-a small one holds its values (:func:`memory_variable`); attribute values are made netCDF-safe (nested maps
-flattened to dotted keys, typed values restored) so that ``to_netcdf`` of an opened Dataset works.
+xarray's CF decoding: a plain :class:`RawVariable` record (cfgrib's pattern) holding its dims, a lazy
+:class:`ArraySpec` (:func:`lazy_variable`) or values in memory (:func:`array_variable`), its attributes and
+the encoding a user should see, so the spec belongs to the variable and never rides in ``encoding``. A
+:class:`RawGroup` is one group of them. Building xarray objects during assembly would merge and copy every
+variable (about 10 us each, 2 ms for a ``.zt`` of 200 tensors) only for the store to take them out again,
+and would build indexes, reading lazy coordinates before CF decoding; indexes are the data store's to make
+once the variables are decoded, as xarray's own stores leave them to ``open_dataset``. The assembly stages
+that change a group after it is built (restoring a written layout) work on these records too.
+:func:`xarray_variable` is the one place a record becomes an ``xr.Variable``: the data store calls it, and
+:meth:`RawGroup.to_dataset` for the consumers that work on raw Datasets (the virtual Zarr parsers, the Zarr
+store). Attribute values are made netCDF-safe (nested maps flattened to dotted keys, typed values restored)
+so that ``to_netcdf`` of an opened Dataset works. The records sit here, below the producers, whose read
+mappings build them too.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import contextlib
 import functools
 import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,19 +32,23 @@ from xarray.core import indexing
 from .array import LazyChunkedArray
 from .array_spec import ArraySpec
 from .conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
+from .outer import read_outer
 
 __all__ = [
     "STORAGE_SPEC_KEY",
-    "drop_storage_spec",
+    "RawGroup",
+    "RawVariable",
+    "array_variable",
     "flatten_attrs",
     "lazy_variable",
     "memory_variable",
     "netcdf_safe_value",
     "storage_spec",
+    "xarray_variable",
 ]
 
-#: ``encoding`` key under which :func:`lazy_variable` keeps a raw variable's :class:`ArraySpec` for the layers
-#: above (read by :func:`storage_spec`; the data store removes it before xarray decodes)
+#: the ``encoding`` key under which earlier releases kept a raw variable's :class:`ArraySpec`: the spec now
+#: belongs to the lazy array (:func:`storage_spec`), and no variable's ``encoding`` holds this key
 STORAGE_SPEC_KEY = "xarray_tensogram_spec"
 
 
@@ -92,6 +107,57 @@ def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int =
     return out
 
 
+@dataclass
+class RawVariable:
+    """One raw (CF-encoded) variable: its dims, its data (a lazy :class:`ArraySpec`, or values in memory), its
+    attributes and the encoding a user should see. ``index``: a lazy selection of a spec, integers only (a
+    0-d variable stored with one element)."""
+
+    dims: tuple[str, ...]
+    data: ArraySpec | np.ndarray
+    attrs: dict[str, Any] = field(default_factory=dict)
+    encoding: dict[str, Any] = field(default_factory=dict)
+    index: tuple[int, ...] | None = None
+
+    @property
+    def spec(self) -> ArraySpec | None:
+        """The whole lazy array, when the variable is one (a selection of a spec is not)."""
+        return self.data if isinstance(self.data, ArraySpec) and self.index is None else None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return () if self.index is not None else tuple(self.data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.data.dtype)
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return dict(zip(self.dims, self.shape, strict=True))
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values (read from the file for a lazy variable: for checks at open of small coordinates only)."""
+        if not isinstance(self.data, ArraySpec):
+            return self.data
+        key = self.index if self.index is not None else (slice(None),) * len(self.data.shape)
+        return np.asarray(read_outer(self.data, key))
+
+    def equals(self, other: RawVariable) -> bool:
+        """Same dims and values, NaN equal to NaN (as ``xr.Variable.equals``)."""
+        if self.dims != other.dims or self.shape != other.shape:
+            return False
+        try:
+            return bool(np.array_equal(self.values, other.values, equal_nan=True))
+        except TypeError:  # values NaN cannot be among (strings)
+            return bool(np.array_equal(self.values, other.values))
+
+
 @functools.cache
 def _whole(ndim: int) -> indexing.BasicIndexer:
     """The key selecting a whole array of ``ndim`` axes, made once per rank: indexers are immutable, and
@@ -99,13 +165,54 @@ def _whole(ndim: int) -> indexing.BasicIndexer:
     return indexing.BasicIndexer((slice(None),) * ndim)
 
 
+def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
+    """An ``xr.Variable`` of values already in memory, wrapped the way backends wrap data.
+
+    ``xr.Variable(dims, ndarray)`` asks whether the array is a Dask array, which imports ``dask.array``
+    (about 0.6 s, on every first open, Dask wanted or not); xarray's CF decoders rebuild each variable
+    from its ``_data`` and would ask again. An indexing adapter around the array is not asked, so an
+    open without ``chunks`` never imports Dask.
+    """
+    data = indexing.NumpyIndexingAdapter(np.asarray(values))  # type: ignore[no-untyped-call]  # unannotated in xarray
+    return xr.Variable(tuple(dims), data, dict(attrs or {}))
+
+
+def xarray_variable(raw: RawVariable) -> xr.Variable:
+    """The ``xr.Variable`` of a raw variable: the one lazy array over its spec, or its values in memory."""
+    if not isinstance(raw.data, ArraySpec):
+        var = memory_variable(raw.dims, raw.data, raw.attrs)
+        var.encoding = dict(raw.encoding)
+        return var
+    key = _whole(len(raw.data.shape)) if raw.index is None else indexing.BasicIndexer(raw.index)
+    data = indexing.LazilyIndexedArray(LazyChunkedArray(raw.data), key)
+    # fastpath (as xarray's own CF coders build variables): the lazy array is taken as it is, which is what
+    # xarray's checks would conclude for it anyway
+    return xr.Variable(raw.dims, data, dict(raw.attrs), dict(raw.encoding), fastpath=True)
+
+
+def storage_spec(var: xr.Variable) -> ArraySpec | None:
+    """The :class:`ArraySpec` behind a variable made by :func:`xarray_variable` and not indexed since, else None.
+
+    Lets the virtual Zarr parsers, which work on Datasets, map a variable back to its storage chunks. The
+    spec belongs to the lazy array (:class:`LazyChunkedArray`), never to ``encoding``, which xarray hands on
+    to every view of a variable: a variable indexed, transposed or reshaped since holds another wrapper or
+    another key, so it is never taken for the whole spec. The wrappers are read where xarray's own backends
+    read them (``Variable._data``, ``LazilyIndexedArray.array`` and ``.key``).
+    """
+    data = var._data
+    if not isinstance(data, indexing.LazilyIndexedArray) or not isinstance(data.array, LazyChunkedArray):
+        return None
+    whole = data.key.tuple == _whole(var.ndim).tuple and data.array.spec.shape == var.shape
+    return data.array.spec if whole else None
+
+
 def lazy_variable(
     dims: Sequence[Hashable],
     spec: ArraySpec,
     attrs: Mapping[str, Any] | None = None,
     encoding: Mapping[str, Any] | None = None,
-) -> xr.Variable:
-    """An ``xr.Variable`` backed by the one lazy array; ``encoding["preferred_chunks"]`` is the spec's chunk.
+) -> RawVariable:
+    """A raw variable read lazily through ``spec``; ``encoding["preferred_chunks"]`` is the spec's chunk.
 
     The one place the preferred chunk is decided: exactly one storage unit (a Tensogram object, 1 along
     the dims stacked from messages; a Tetration tile; a zTensor tensor, or a row band of a raw one over
@@ -116,15 +223,11 @@ def lazy_variable(
     """
     dims = tuple(dims)
     enc = dict(encoding) if encoding else {}
-    enc[STORAGE_SPEC_KEY] = spec
     # one unit per axis; a tile may overhang the array (min), an empty axis still has a unit of 1 (max)
     units = zip(dims, spec.chunk_shape, spec.shape, strict=True)
     enc["preferred_chunks"] = {d: max(1, min(c, n)) for d, c, n in units}
     enc.setdefault("dtype", spec.dtype)
-    data = indexing.LazilyIndexedArray(LazyChunkedArray(spec), _whole(len(dims)))
-    # fastpath (as xarray's own CF coders build variables): the lazy array is taken as it is, which is what
-    # xarray's checks would conclude for it anyway
-    return xr.Variable(dims, data, typed_attrs(attrs) if attrs else {}, enc, fastpath=True)
+    return RawVariable(tuple(str(d) for d in dims), spec, typed_attrs(attrs) if attrs else {}, enc)
 
 
 def _typed(value: Any, kind: str) -> Any:
@@ -166,39 +269,57 @@ def typed_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
-    """An ``xr.Variable`` of values already in memory (coordinates, labels), wrapped the way backends wrap data.
-
-    ``xr.Variable(dims, ndarray)`` asks whether the array is a Dask array, which imports ``dask.array``
-    (about 0.6 s, on every first open, Dask wanted or not); xarray's CF decoders rebuild each variable
-    from its ``_data`` and would ask again. An indexing adapter around the array is not asked, so an
-    open without ``chunks`` never imports Dask.
-    """
-    data = indexing.NumpyIndexingAdapter(np.asarray(values))  # type: ignore[no-untyped-call]  # unannotated in xarray
-    return xr.Variable(tuple(dims), data, dict(attrs or {}))
+def array_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> RawVariable:
+    """A raw variable of values already in memory (coordinates, labels)."""
+    return RawVariable(tuple(str(d) for d in dims), np.asarray(values), dict(attrs or {}))
 
 
-def storage_spec(var: xr.Variable) -> ArraySpec | None:
-    """The :class:`ArraySpec` behind a variable built by :func:`lazy_variable`, else None.
+@dataclass
+class RawGroup:
+    """One group as assembly produced it: raw (CF-encoded) variables in order, which of them are coordinates,
+    attributes and the group's encoding."""
 
-    Lets assembly transform a raw variable's spec and the virtual Zarr parsers map it back to its storage
-    chunks. The spec travels in the variable's public ``encoding`` (:data:`STORAGE_SPEC_KEY`) rather than
-    being dug out of xarray's private wrappers (``Variable._data``, ``LazilyIndexedArray.key``), whose
-    layout changes between xarray releases. Indexing keeps ``encoding``, so a spec whose shape is not the
-    variable's is ignored, and assembly drops the key from any variable it indexes without a new spec
-    (:func:`drop_storage_spec`); the data store removes it before xarray decodes, so users never see it.
-    """
-    spec = var.encoding.get(STORAGE_SPEC_KEY)
-    return spec if isinstance(spec, ArraySpec) and spec.shape == var.shape else None
+    variables: dict[str, RawVariable]
+    coord_names: frozenset[str] = frozenset()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    encoding: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls, variables: Mapping[str, RawVariable], coords: Mapping[str, RawVariable], attrs: Mapping[str, Any]
+    ) -> RawGroup:
+        """``coords`` and the dimension coordinates among ``variables`` as coordinates, the others as data."""
+        names = set(coords) | {k for k, v in variables.items() if v.dims == (k,)}
+        return cls({**coords, **variables}, frozenset(names), dict(attrs))
 
-def drop_storage_spec(var: xr.Variable) -> xr.Variable:
-    """``var`` (a shallow copy) without the spec in its encoding: for variables indexed or held in memory."""
-    if STORAGE_SPEC_KEY not in var.encoding:
-        return var
-    out: xr.Variable = var.copy(deep=False)
-    out.encoding = {k: v for k, v in var.encoding.items() if k != STORAGE_SPEC_KEY}
-    return out
+    @property
+    def data_names(self) -> list[str]:
+        """The data variables' names, in order."""
+        return [k for k in self.variables if k not in self.coord_names]
+
+    def sizes(self) -> dict[str, int]:
+        """Every dim's length."""
+        return {str(d): int(n) for v in self.variables.values() for d, n in v.sizes.items()}
+
+    def put(self, name: str, var: RawVariable, *, coordinate: bool) -> None:
+        """Add or replace a variable (a replaced one keeps its place), as a coordinate or as data."""
+        self.variables[name] = var
+        self.coord_names = self.coord_names | {name} if coordinate else self.coord_names - {name}
+
+    def to_dataset(self) -> xr.Dataset:
+        """The group as a Dataset without indexes, for consumers that work on Datasets (the virtual parsers,
+        callers inspecting assembly's output); the data store builds its own, decoded."""
+        coords = {k: xarray_variable(v) for k, v in self.variables.items() if k in self.coord_names}
+        data = {k: xarray_variable(v) for k, v in self.variables.items() if k not in self.coord_names}
+        ds = xr.Dataset(data, coords=xr.Coordinates(coords, indexes={}), attrs=dict(self.attrs))
+        ds.encoding = dict(self.encoding)
+        return ds
+
+    def drop(self, names: Iterable[str]) -> None:
+        """Remove the variables named (those it does not hold are ignored)."""
+        gone = set(names)
+        self.variables = {k: v for k, v in self.variables.items() if k not in gone}
+        self.coord_names = self.coord_names - gone
 
 
 def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..formats.registry import FormatSpec, load
 from ..options import keywords_of
-from .group import RawGroup, as_raw_group
+from ..raw_variables import RawGroup
 
 __all__ = ["assemble", "options_taken"]
 
@@ -23,7 +23,7 @@ def options_taken(spec: FormatSpec) -> frozenset[str]:
 
 def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, RawGroup]:
     """Raw (CF-encoded) groups of the open file ``f``: ``{"/": group}`` for one group. The assembly function
-    returns a :class:`RawGroup` or a Dataset (or a dict of them by group path).
+    returns a :class:`RawGroup` (or a dict of them by group path).
 
     ``values`` holds every open option (see :func:`xarray_tensogram.options.resolve`); the assembly
     function gets those it takes as keywords.
@@ -33,4 +33,5 @@ def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, R
     if kwargs.get("drop_variables", ()) is None:
         kwargs["drop_variables"] = frozenset()
     out = function(f, **kwargs)
-    return {k: as_raw_group(g) for k, g in out.items()} if isinstance(out, dict) else {"/": as_raw_group(out)}
+    groups: dict[str, RawGroup] = out if isinstance(out, dict) else {"/": out}
+    return groups

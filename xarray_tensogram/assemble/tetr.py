@@ -17,6 +17,7 @@ import json
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,17 @@ from ..dim_names import check_dim_names, check_requested_dims, generic_dim_names
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from ..formats.tetr.history import history_text
-from ..raw_variables import lazy_variable, memory_variable, strings_from_payload, typed_attrs, with_cf_coordinates
-from .group import raw_dataset
+from ..raw_variables import (
+    RawGroup,
+    RawVariable,
+    array_variable,
+    lazy_variable,
+    strings_from_payload,
+    typed_attrs,
+    with_cf_coordinates,
+)
 
-__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_to_dataset"]
+__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group", "tetr_to_dataset"]
 
 HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
 FILE_KEYS = TETR_FILE_KEYS
@@ -95,7 +103,7 @@ def labels_to_values(labels: Sequence[str]) -> np.ndarray:
         return np.asarray(list(labels), dtype=str)
 
 
-def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, xr.Variable]:
+def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, RawVariable]:
     """One coordinate variable per labelled axis whose label count matches the axis length."""
     out = {}
     for axis, dim in enumerate(dims):
@@ -110,7 +118,7 @@ def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, xr.Variable]:
                 stacklevel=4,
             )
             continue
-        out[dim] = memory_variable((dim,), labels_to_values(labels))
+        out[dim] = array_variable((dim,), labels_to_values(labels))
         out[dim].encoding[TETR_LABELS_ENCODING] = list(labels)
     return out
 
@@ -156,22 +164,12 @@ def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
     return attrs
 
 
-def _same_labels(a: xr.Variable, b: xr.Variable) -> bool:
-    """``a.equals(b)`` for labels in memory, without xarray's "is this a Dask array?" (which imports Dask)."""
-    if a.dims != b.dims or a.shape != b.shape:
-        return False
-    try:
-        return bool(np.array_equal(a.values, b.values, equal_nan=True))
-    except TypeError:  # labels NaN cannot be among (strings)
-        return bool(np.array_equal(a.values, b.values))
-
-
-def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], var: str) -> None:
+def _add_coords(coords: dict[str, RawVariable], new: Mapping[str, RawVariable], var: str) -> None:
     """Keep the first coordinate of a dim; a different one from a later variable is dropped with a warning."""
     for dim, c in new.items():
         if dim not in coords:
             coords[dim] = c
-        elif not _same_labels(coords[dim], c):
+        elif not coords[dim].equals(c):
             warnings.warn(
                 f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
                 TetrMappingWarning,
@@ -179,14 +177,14 @@ def _add_coords(coords: dict[str, xr.Variable], new: Mapping[str, xr.Variable], 
             )
 
 
-def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> xr.Variable | None:
+def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> RawVariable | None:
     """A string variable ``to_tetr`` kept as JSON in a footer attr of dataset ``host``; None (warned) if malformed."""
     try:
         spec = json.loads(text)
         dims, values = strings_from_payload(spec)
         attrs = dict(spec.get("attrs") or {})
         role = attrs.pop(COORDINATE_ROLE_KEY, None)
-        var = memory_variable(dims, values, typed_attrs(attrs))
+        var = array_variable(dims, values, typed_attrs(attrs))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         warnings.warn(
             f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
@@ -205,7 +203,17 @@ def tetr_to_dataset(
     drop_variables: frozenset[str] | set[str] = frozenset(),
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
 ) -> xr.Dataset:
-    """A raw Dataset of lazy variables, one per dataset (no CF decoding applied here).
+    """:func:`tetr_group` as a Dataset without indexes (for callers inspecting assembly's output)."""
+    return tetr_group(tfile, drop_variables=drop_variables, dim_names=dim_names).to_dataset()
+
+
+def tetr_group(
+    tfile: TetrFile,
+    *,
+    drop_variables: frozenset[str] | set[str] = frozenset(),
+    dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+) -> RawGroup:
+    """The raw group of lazy variables, one per dataset (no CF decoding applied here).
 
     Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
     :func:`~xarray_tensogram.raw_variables.lazy_variable`).
@@ -223,10 +231,10 @@ def tetr_to_dataset(
     ranks = {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True) if var not in coord_ranks}
     check_dim_names(dim_names, ranks, tfile.name, coord_ranks)
     sizes: dict[str, int] = {}
-    variables: dict[str, xr.Variable] = {}
-    coords: dict[str, xr.Variable] = {}
+    variables: dict[str, RawVariable] = {}
+    coords: dict[str, RawVariable] = {}
     coord_names: set[str] = set()
-    strings: dict[str, xr.Variable] = {}
+    strings: dict[str, RawVariable] = {}
     for d, var in zip(tfile.datasets, names, strict=True):
         if var in drop_variables:
             continue
@@ -248,13 +256,11 @@ def tetr_to_dataset(
             coord_names.add(var)
         scalar = attrs.pop(SCALAR_KEY, None) == "1" and d.shape == (1,)
         variables[var] = lazy_variable(dims, tfile.array_spec(d.dataset_id), attrs, encoding)
-        if scalar:  # a 0-d variable, stored with one element
-            variables[var] = variables[var].isel({dims[0]: 0})
-            variables[var].encoding = {k: v for k, v in encoding.items() if k != "preferred_chunks"}
+        if scalar:  # a 0-d variable, stored with one element: its element, selected lazily
+            variables[var] = replace(variables[var], dims=(), index=(0,), encoding=encoding)
     variables.update({k: v for k, v in strings.items() if k not in drop_variables})
     coords = {k: v for k, v in coords.items() if k not in variables and k not in drop_variables}
     attrs = with_cf_coordinates(_dataset_attrs(tfile), coord_names & set(variables))
-    ds = raw_dataset(variables, coords, attrs)
-    ds.encoding["tetr_layout_version"] = tfile.layout_version
-    ds.encoding["tetr_execution"] = dict(tfile.execution)
-    return ds
+    group = RawGroup.of(variables, coords, attrs)
+    group.encoding.update(tetr_layout_version=tfile.layout_version, tetr_execution=dict(tfile.execution))
+    return group

@@ -6,7 +6,7 @@ dims (stacked dims come first on read), the order and attributes of the message
 dims' coordinates (read back sorted, from metadata keys) and the coordinates
 that live along message dims without being one (e.g. a ``lead`` time along
 ``time``). The writer records them under ``_extra_["xarray_layout"]``; this
-module applies them to the raw (still CF-encoded) Dataset. Anything in the hint
+module applies them to the raw (still CF-encoded) group. Anything in the hint
 that no longer fits the file (messages appended or filtered away) is ignored,
 so a stale hint never makes a file unreadable.
 """
@@ -14,14 +14,14 @@ so a stale hint never makes a file unreadable.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ..array_spec import cast_spec, cast_values, permute_stacked, transpose_spec, with_leading_axis
 from ..conventions import DTYPE_KEY, LAYOUT_KEY
-from ..raw_variables import drop_storage_spec, lazy_variable, memory_variable, storage_spec
+from ..raw_variables import RawGroup, RawVariable, array_variable, lazy_variable
 
 __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
@@ -38,35 +38,33 @@ def _permutation(current: np.ndarray, wanted: list[Any]) -> list[int] | None:
     return perm if len(set(perm)) == len(perm) else None
 
 
-def _reorder(ds: xr.Dataset, coords: Mapping[str, Any]) -> xr.Dataset:
-    """Put each message dim's values back in the written order."""
+def _reorder(group: RawGroup, coords: Mapping[str, Any]) -> None:
+    """Put each message dim's values back in the written order: data variables stay specs (their objects
+    renumbered), the others are indexed views."""
+    sizes = group.sizes()
     for name, spec in coords.items():
         match = spec.get("match") if isinstance(spec, Mapping) else None
-        if match is None or name not in ds.dims or name not in ds.coords:
+        if match is None or name not in sizes or name not in group.coord_names:
             continue
-        perm = _permutation(np.asarray(ds[name].values), list(match))
-        if perm is not None and perm != list(range(len(perm))):
-            ds = _lazy_specs(ds.isel({name: perm}), ds, name, perm)
-    return ds
-
-
-def _lazy_specs(ds: xr.Dataset, before: xr.Dataset, dim: str, perm: list[int]) -> xr.Dataset:
-    """Data variables reordered along a stacked dim stay specs (their objects renumbered), not indexed views;
-    the other indexed variables lose their (now stale) spec."""
-    for vname, var in before.variables.items():
-        if dim not in var.dims:
+        perm = _permutation(np.asarray(group.variables[name].values), list(match))
+        if perm is None or perm == list(range(len(perm))):
             continue
-        spec = storage_spec(var)
-        moved = permute_stacked(spec, var.dims.index(dim), perm) if spec is not None else None
-        if moved is not None and vname in before.data_vars:
-            ds = ds.assign({vname: lazy_variable(var.dims, moved, var.attrs, var.encoding)})
-        elif spec is not None:
-            plain = drop_storage_spec(ds.variables[vname])
-            ds = ds.assign({vname: plain}) if vname in ds.data_vars else ds.assign_coords({vname: plain})
-    return ds
+        for vname, var in list(group.variables.items()):
+            if name in var.dims:
+                group.put(vname, _permuted(var, name, perm), coordinate=vname in group.coord_names)
 
 
-def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variable | None:
+def _permuted(var: RawVariable, dim: str, perm: list[int]) -> RawVariable:
+    """``var`` reordered along ``dim``: a stack's objects renumbered, else values in memory (a lazy coordinate
+    along a stacked dim, which the writer never makes, is read)."""
+    axis = var.dims.index(dim)
+    moved = permute_stacked(var.spec, axis, perm) if var.spec is not None else None
+    if moved is not None:
+        return replace(var, data=moved)
+    return replace(var, data=np.take(var.values, perm, axis=axis), index=None)
+
+
+def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> RawVariable | None:
     if "values" not in spec:
         return None  # a dim without coordinate: only its order was recorded
     dims = [str(d) for d in spec.get("dims", ())]
@@ -79,13 +77,12 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> xr.Variabl
     if values.shape != tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)):
         return None  # (a dim no object has takes its size from the values)
     attrs = dict(spec.get("attrs") or {})
-    return memory_variable(dims, values, attrs)
+    return array_variable(dims, values, attrs)
 
 
-def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
+def _recorded_dtypes(group: RawGroup) -> None:
     """Variables that a lossy stage widened to float64 come back in the dtype they were written from."""
-    for name in list(ds.variables):
-        var = ds.variables[name]
+    for name, var in list(group.variables.items()):
         wanted = var.attrs.get(DTYPE_KEY)
         if wanted is None:
             continue
@@ -96,90 +93,89 @@ def _recorded_dtypes(ds: xr.Dataset) -> xr.Dataset:
             continue
         if dtype.kind not in "fiu" or var.dtype.kind != "f":
             continue
-        spec = storage_spec(var)
-        if spec is not None:  # lazy: the cast is a transform of the spec
-            new = lazy_variable(var.dims, cast_spec(spec, dtype), attrs, {**var.encoding, "dtype": dtype})
-        else:  # values assembly holds in memory
-            new = memory_variable(var.dims, cast_values(np.asarray(var.values), dtype), attrs)
-            new.encoding = {**var.encoding, "dtype": dtype}
-        ds = ds.assign({name: new}) if name in ds.data_vars else ds.assign_coords({name: new})
-    return ds
+        # lazy: the cast is a transform of the spec; else values assembly holds in memory
+        data = cast_spec(var.spec, dtype) if var.spec is not None else cast_values(np.asarray(var.values), dtype)
+        new = replace(var, data=data, attrs=attrs, encoding={**var.encoding, "dtype": dtype}, index=None)
+        group.put(name, new, coordinate=name in group.coord_names)
 
 
-def _expand_single(ds: xr.Dataset, coords: Mapping[str, Any], dims: Mapping[str, Any]) -> xr.Dataset:
+def _expand_single(group: RawGroup, coords: Mapping[str, Any], dims: Mapping[str, Any]) -> None:
     """A message dim of length 1 did not vary, so the reader made no dim of it: put it back (lazily)."""
     for name, spec in coords.items():
-        if not isinstance(spec, Mapping) or len(spec.get("match") or ()) != 1 or name in ds.dims:
+        if not isinstance(spec, Mapping) or len(spec.get("match") or ()) != 1 or name in group.sizes():
             continue
-        ds = ds.drop_vars([name], errors="ignore")
+        group.drop([name])
         for vname, order in dims.items():
-            if vname not in ds.data_vars or not isinstance(order, list) or name not in order:
-                continue
-            var = ds.variables[vname]
-            attrs = {k: v for k, v in var.attrs.items() if k != name}
-            spec = storage_spec(var)
-            if spec is not None:  # lazy: one more stacked axis of the spec
-                new = lazy_variable((name, *var.dims), with_leading_axis(spec), attrs, var.encoding)
-            else:  # values in memory (stacked variables are specs, see _lazy_specs)
-                new = var.set_dims((name, *var.dims), (1, *var.shape))  # type: ignore[no-untyped-call]  # unannotated in xarray
-                new.attrs = attrs
-            ds = ds.assign({vname: new})
-    return ds
+            if vname in group.data_names and isinstance(order, list) and name in order:
+                group.put(vname, _with_leading_dim(group.variables[vname], name), coordinate=False)
+
+
+def _with_leading_dim(var: RawVariable, name: str) -> RawVariable:
+    attrs = {k: v for k, v in var.attrs.items() if k != name}
+    if var.spec is not None:  # lazy: one more stacked axis of the spec
+        return lazy_variable((name, *var.dims), with_leading_axis(var.spec), attrs, var.encoding)
+    return replace(var, dims=(name, *var.dims), data=var.values[np.newaxis], attrs=attrs, index=None)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def restore_written_layout(ds: xr.Dataset, extra: Mapping[str, Any]) -> xr.Dataset:
-    """The raw Dataset with the hint of ``extra`` applied (and the hint itself removed from the attrs)."""
+def restore_written_layout(group: RawGroup, extra: Mapping[str, Any]) -> RawGroup:
+    """The raw group with the hint of ``extra`` applied (and the hint itself removed from the attrs)."""
     hint = extra.get(LAYOUT_KEY)
-    ds.attrs = {k: v for k, v in ds.attrs.items() if k != LAYOUT_KEY and not k.startswith(LAYOUT_KEY + ".")}
-    ds = _recorded_dtypes(ds)
+    group.attrs = {k: v for k, v in group.attrs.items() if k != LAYOUT_KEY and not k.startswith(LAYOUT_KEY + ".")}
+    _recorded_dtypes(group)
     if not isinstance(hint, Mapping):
-        return ds
+        return group
     coords, dims = _mapping(hint.get("coords")), _mapping(hint.get("dims"))
-    marked = _timedelta_markers(ds)
-    ds = _reorder(ds, coords)
-    ds = _expand_single(ds, coords, dims)
+    marked = _timedelta_markers(group.variables)
+    _reorder(group, coords)
+    _expand_single(group, coords, dims)
     for name, spec in coords.items():
-        var = _coordinate(spec, ds.sizes) if isinstance(spec, Mapping) else None
-        if var is not None and name in marked and "dtype" not in var.attrs:
-            units, marker = marked[name]
-            if var.attrs.get("units") == units:
-                var.attrs["dtype"] = marker
-        if var is not None and spec.get("role") == "data":  # a string data variable kept in metadata
-            ds = ds.assign({name: var})
-        elif var is not None:
-            ds = ds.assign_coords({name: var})
+        var = _coordinate(spec, group.sizes()) if isinstance(spec, Mapping) else None
+        if var is None:
+            continue
+        if name in marked and "dtype" not in var.attrs and var.attrs.get("units") == marked[name][0]:
+            var.attrs["dtype"] = marked[name][1]
+        group.put(name, var, coordinate=spec.get("role") != "data")  # "data": a string variable kept in metadata
     names = hint.get("coord_names")
     if isinstance(names, list):
-        ds = ds.drop_vars([c for c in ds.coords if c not in names])
+        group.drop([c for c in group.coord_names if c not in names])
     for name, order in dims.items():
-        if name in ds.data_vars and isinstance(order, list) and set(order) == set(ds[name].dims):
-            ds = ds.assign({name: _transposed(ds.variables[name], order)})
-    return ds
+        var = group.variables.get(name)
+        if name in group.data_names and isinstance(order, list) and var is not None and set(order) == set(var.dims):
+            group.put(name, _transposed(var, order), coordinate=False)
+    _written_attrs(group, _mapping(hint.get("attrs")))
+    return group
 
 
-def _timedelta_markers(ds: xr.Dataset) -> dict[Any, tuple[Any, str]]:
+def _written_attrs(group: RawGroup, names: Mapping[str, Any]) -> None:
+    """Data variables keep the attributes the writer had (a key that varied along a message dim is constant in
+    a file of one value along it: read alone, it would become an attribute)."""
+    for name, kept in names.items():
+        var = group.variables.get(name)
+        if name in group.data_names and isinstance(kept, list) and var is not None:
+            var.attrs = {k: v for k, v in var.attrs.items() if k in kept or k == "coordinates"}
+
+
+def _timedelta_markers(variables: Mapping[str, RawVariable]) -> dict[Any, tuple[Any, str]]:
     """(units, ``dtype`` marker) of the assembled coordinates that xarray decodes to timedelta64 (MARS ``step``).
 
     The hint records a coordinate's attributes as the user had them, without the marker (xarray's decoder
     popped it); a hint coordinate in the same units keeps it, so it still decodes by default.
     """
     out: dict[Any, tuple[Any, str]] = {}
-    for name, var in ds.variables.items():
+    for name, var in variables.items():
         marker = var.attrs.get("dtype")
         if isinstance(marker, str) and marker.startswith("timedelta64"):
             out[name] = (var.attrs.get("units"), marker)
     return out
 
 
-def _transposed(var: xr.Variable, order: list[Any]) -> xr.Variable:
+def _transposed(var: RawVariable, order: list[Any]) -> RawVariable:
     """``var`` with its dims in ``order``: a transform of its spec when it has one."""
-    spec = storage_spec(var)
-    if spec is None:
-        moved: xr.Variable = var.transpose(*order)
-        return moved
     axes = [var.dims.index(d) for d in order]
-    return lazy_variable(order, transpose_spec(spec, axes), var.attrs, var.encoding)
+    if var.spec is None:
+        return replace(var, dims=tuple(order), data=np.transpose(var.values, axes), index=None)
+    return lazy_variable(order, transpose_spec(var.spec, axes), var.attrs, var.encoding)

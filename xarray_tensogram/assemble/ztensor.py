@@ -13,22 +13,21 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import xarray as xr
-
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
 from ..dim_names import check_dim_names, check_requested_dims, generic_dim_names, requested_dims, unique_names
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
 from ..raw_variables import (
+    RawGroup,
+    RawVariable,
+    array_variable,
     flatten_attrs,
     lazy_variable,
-    memory_variable,
     strings_from_payload,
     typed_attrs,
     with_cf_coordinates,
 )
-from .group import RawGroup
 
 __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 
@@ -70,7 +69,7 @@ def _attrs(info: TensorInfo) -> dict[str, Any]:
     return attrs
 
 
-def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
+def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
     """A string variable ``to_ztensor`` kept in metadata (on a zero-size placeholder tensor), or None."""
     spec = info.attrs.get(STRINGS_KEY)
     if not isinstance(spec, Mapping):
@@ -93,7 +92,7 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> xr.Variable | None:
         )
         return None
     sizes.update(zip(dims, shape, strict=True))
-    return memory_variable(dims, values, typed_attrs(_attrs(info)))
+    return array_variable(dims, values, typed_attrs(_attrs(info)))
 
 
 def ztensor_to_dataset(
@@ -119,7 +118,7 @@ def ztensor_to_dataset(
     coords = {var: 1 for t, var in zip(zfile.tensors, names, strict=True) if _file_dims(t, quiet=True) == [var]}
     check_dim_names(dim_names, {v: r for v, r in ranks.items() if v not in coords}, zfile.name, coords)
     sizes: dict[str, int] = {}
-    variables: dict[str, xr.Variable] = {}
+    variables: dict[str, RawVariable] = {}
     coord_names: set[str] = set()
     for info, var in zip(zfile.tensors, names, strict=True):
         if var in drop_variables:

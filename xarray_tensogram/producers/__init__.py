@@ -11,6 +11,7 @@ from typing import Any
 
 import xarray as xr
 
+from ..layout_record import LayoutRecord
 from .anemoi import AnemoiOutput
 from .earthkit import EarthkitEncoder
 from .grib_converter import GribConverter
@@ -50,9 +51,9 @@ GENERIC = Producer()
 SOURCE_OWNERS: dict[str, Producer] = {s: p for p in reversed(REGISTERED) for s in p.own_sources}
 
 
-def written_by(encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> Producer:
-    """The producer whose layout a variable (its ``encoding`` as read, its attributes) is written in."""
-    return next((p for p in REGISTERED if p.writes(encoding, attrs)), GENERIC)
+def written_by(record: LayoutRecord, attrs: Mapping[str, Any]) -> Producer:
+    """The producer whose layout a variable (its layout ``record`` as read, its attributes) is written in."""
+    return next((p for p in REGISTERED if p.writes(record, attrs)), GENERIC)
 
 
 def dataset_writer(ds: xr.Dataset) -> Producer | None:

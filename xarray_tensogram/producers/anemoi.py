@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..layout_record import LayoutRecord
 from ..mars import PRESSURE_LEVEL_ATTRS
 from .interface import CoordinateRole, GridCoords, Keys, Producer
 
@@ -60,7 +61,7 @@ class AnemoiOutput(Producer):
         return key in _NAME_KEYS
 
     def attributes(
-        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+        self, keys: Keys, attrs: dict[str, Any], record: LayoutRecord, stacked: Sequence[str]
     ) -> dict[str, Any]:
         """``name`` and ``anemoi.variable`` equal to the parameter (surface fields) repeat the variable's name."""
         param = self.variable_name(keys)

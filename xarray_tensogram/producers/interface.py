@@ -22,14 +22,14 @@ Stage 4 (:mod:`.hypercube`)
 Stages 2-5 at once
     :meth:`Producer.assemble`, for a layout that says everything the stages would guess (names, dims
     and typed attributes): when every object of the file is its own, it builds the
-    raw Datasets itself (:attr:`Producer.assembles`).
+    raw groups itself (:attr:`Producer.assembles`).
 Stage 5 (:mod:`.build`)
     :meth:`Producer.dim_attrs` (attributes of a stacked dimension's coordinate),
-    :meth:`Producer.attributes` (a variable's attributes and encoding) and
+    :meth:`Producer.attributes` (a variable's attributes and its layout record) and
     :meth:`Producer.scalar_coordinates`.
 
 Writing (``write/tensogram.py``), the same producer puts its layout back
-    :meth:`Producer.writes` picks the producer of a variable (its encoding as read, its attributes);
+    :meth:`Producer.writes` picks the producer of a variable (its layout record as read, its attributes);
     :meth:`Producer.entry_attrs` (attributes at their metadata paths), :meth:`Producer.source_keys`
     (the keys a value of a stacking source of its own stands for), :meth:`Producer.finish_entry`
     (keys that follow from the others). A layout that says everything (:attr:`Producer.assembles`)
@@ -49,7 +49,8 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from ..raw_variables import memory_variable
+from ..layout_record import LayoutRecord
+from ..raw_variables import RawGroup, RawVariable, array_variable
 
 __all__ = ["LEVEL_PREFIX", "CoordinateRole", "GridCoords", "LevelInfo", "Producer", "WrittenObject", "derived"]
 
@@ -84,10 +85,10 @@ class CoordinateRole:
     attrs: Mapping[str, str] = field(default_factory=dict)
 
 
-def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> xr.Variable:
+def derived(dims: Sequence[str], values: Any, attrs: Mapping[str, Any]) -> RawVariable:
     """A coordinate computed from metadata (a grid, a level): the writer does not write it as an object."""
-    var = memory_variable(tuple(dims), values, dict(attrs))
-    var.encoding = {"tensogram_derived": True}
+    var = array_variable(tuple(dims), values, dict(attrs))
+    var.encoding = LayoutRecord(derived=True).to_encoding()
     return var
 
 
@@ -155,13 +156,13 @@ class Producer:
         return None
 
     def attributes(
-        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+        self, keys: Keys, attrs: dict[str, Any], record: LayoutRecord, stacked: Sequence[str]
     ) -> dict[str, Any]:
-        """A variable's attributes (and entries the writer needs in ``encoding``), from its first object;
+        """A variable's attributes (and the producer's fields of its layout ``record``), from its first object;
         ``stacked``: the metadata keys (stacking sources, :data:`LEVEL_PREFIX` for levels) of its dims."""
         return attrs
 
-    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
+    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, RawVariable]:
         """Scalar coordinates of a variable (none named like its stacked ``dims``): a Dataset keeps one where every
         variable that has it agrees on its value; where they differ, each variable's attributes hold it."""
         return {}
@@ -170,24 +171,24 @@ class Producer:
         """The value ``filter_by_keys`` compares for a key the object does not have under that name."""
         return None
 
-    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
-        """The raw (CF-encoded) Datasets of a file whose objects (``collect.TgObject``) are all this producer's,
-        ``{"/": ds}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, RawGroup] | None:
+        """The raw (CF-encoded) groups of a file whose objects (``collect.TgObject``) are all this producer's,
+        ``{"/": group}`` or one per group; ``options``: ``file_name``, ``variable_key``, ``dim_names``,
         ``filter_by_keys``, ``drop_variables``. None: the generic stages build them."""
         return None
 
     # -- writing: a Dataset read through this producer, written back in its layout ------------------------------
 
-    def writes(self, encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> bool:
-        """Whether a variable (its ``encoding`` as read, its CF-encoded ``attrs``) is written in this layout."""
+    def writes(self, record: LayoutRecord, attrs: Mapping[str, Any]) -> bool:
+        """Whether a variable (its layout ``record`` as read, its CF-encoded ``attrs``) is written in this layout."""
         return False
 
-    def entry_attrs(self, attrs: Mapping[str, Any], encoding: Mapping[str, Any]) -> dict[str, Any]:
+    def entry_attrs(self, attrs: Mapping[str, Any], record: LayoutRecord) -> dict[str, Any]:
         """A variable's attributes keyed by the metadata paths they are written at (the inverse of
         :meth:`attributes`)."""
         return dict(attrs)
 
-    def source_keys(self, source: str, value: Any, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    def source_keys(self, source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:
         """The (dotted key, value) pairs a value of a stacking ``source`` of :attr:`own_sources` stands for."""
         raise NotImplementedError(f"the {self.label} producer has no stacking source of its own")
 

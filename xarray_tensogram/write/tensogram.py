@@ -1,7 +1,7 @@
 """Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram.py).
 
 Dims that the backend built from metadata keys (recorded in each variable's
-``encoding["tensogram_message_keys"]``, e.g. ``step`` from ``mars.step``) split
+layout record, :class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) split
 the data into one message per combination of their values; ``message_dims=``
 adds more for Datasets that did not come from a ``.tgm`` file. Each message has
 one object per variable, whose base entry carries the key values at their
@@ -36,7 +36,8 @@ from ..formats.tensogram.writer import (
     write_messages,
 )
 from ..io.lock import write_lock
-from ..producers import SOURCE_OWNERS, dataset_writer, written_by
+from ..layout_record import MISSING_OBJECTS_ATTR, WIRE_VERSION_ATTR, LayoutRecord
+from ..producers import dataset_writer, written_by
 from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
 from .existing import check_mode
@@ -53,7 +54,16 @@ from .prepare import (
     with_attr_types,
 )
 from .tensogram_append import check_tensogram_append
-from .tensogram_dims import MessageDim, key_value, message_combos, not_objects, plan_dims, py_attrs, py_value, set_path
+from .tensogram_dims import (
+    MessageDim,
+    message_combos,
+    message_keys,
+    not_objects,
+    plan_dims,
+    py_attrs,
+    py_value,
+    set_path,
+)
 from .tensogram_pipeline import ENCODING, pipeline_in_effect, resolve_pipeline
 
 __all__ = ["TensogramAccessor", "to_tensogram"]
@@ -86,7 +96,7 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
     for k, v in attrs.items():
-        if k == "tensogram_missing_objects":
+        if k == MISSING_OBJECTS_ATTR:
             continue
         key = f"cf.{k}" if k in lifted and "." not in k else k
         set_path(entry, key, py_value(v))
@@ -131,10 +141,8 @@ def _data_object(
     the variable as xarray's CF encoder wrote it); None for a hole."""
     where = {m.name: sel[m.name] for m in mdims if m.name in var.dims}
     desc, var_mask = resolve_pipeline(var.encoding, user)
-    if var.attrs.get("tensogram_missing_objects"):
-        hole = np.asarray(var.isel(where).values)
-        if hole.dtype.kind == "f" and np.isnan(hole).all():
-            return None  # a hole in the original hypercube stays a hole
+    if _is_hole(var, where):
+        return None  # a hole in the original hypercube stays a hole
     if cf.dtype.kind in "OUST":
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
@@ -144,6 +152,17 @@ def _data_object(
     desc["shape"] = list(values.shape)
     desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
     return entry, ObjectInput(values, desc)
+
+
+def _is_hole(var: xr.DataArray, where: Mapping[str, int]) -> bool:
+    """Whether the cell at ``where`` of a variable read with missing objects is one of them: all NaN, or all the
+    fill value the reader put there (integers opened with ``mask_and_scale=False``)."""
+    if not var.attrs.get(MISSING_OBJECTS_ATTR):
+        return False
+    cell = np.asarray(var.isel(where).values)
+    fill = var.attrs.get("_FillValue")
+    nan = cell.dtype.kind == "f" and bool(np.isnan(cell).all())
+    return nan or (fill is not None and bool((cell == fill).all()))
 
 
 def object_entry(
@@ -158,47 +177,44 @@ def object_entry(
 ) -> dict[str, Any]:
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
-    var_mdims = [m for m in mdims if m.name in var.dims]
     if cf.dtype.kind in "OUSTMm" or cf.dtype.kind == "c":
         raise UnsupportedError(
             f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
             "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
         )
-    typed = with_attr_types(cf, python_too=False)
-    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written below, once
-    table = var.encoding.get("tensogram_table_attrs") or {}
-    if table:  # units/long_name/standard_name the reader took from the parameter table: not the file's own
-        attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
-    producer = written_by(var.encoding, attrs)  # the layout it was read in: its attributes at their paths
-    entry = _attrs_to_entry(producer.entry_attrs(attrs, var.encoding), var.encoding.get("tensogram_cf_attrs"))
+    record = LayoutRecord.of(var.encoding, name)
+    entry, producer = _attribute_entry(cf, record)
     entry.update(_value_marks(cf.dtype, desc))
-    for m in var_mdims:
-        for key, value in _dim_keys(ds, m, sel[m.name], var.encoding):
-            set_path(entry, key, value)
-    for cname, src in (var.encoding.get("tensogram_scalar_keys") or {}).items():
-        if cname in ds.coords and ds[cname].ndim == 0:
-            for key, value in key_value(src, ds[cname].values[()]):
-                set_path(entry, key, value)
+    var_mdims = [m for m in mdims if m.name in var.dims]
+    for key, value in message_keys(ds, sel, var_mdims, record):
+        set_path(entry, key, value)
     if producer.finish_entry(entry, str(name)):  # False: the producer's keys give the name
-        set_path(entry, var.encoding.get("tensogram_name_key") or "name", name)
-    split = {m.name for m in mdims}
+        set_path(entry, record.name_key or "name", name)
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
-    listed = str(cf.attrs.get("coordinates", "")).split()  # as xarray's encoder wrote it (or encoding= said)
-    aux = [c for c in listed if c not in skip_coords and c in ds.variables and not any(d in split for d in ds[c].dims)]
+    aux = _aux_coordinates(ds, cf, skip_coords, {m.name for m in mdims})
     if aux:
-        set_path(entry, "cf.coordinates", " ".join(str(c) for c in aux))
+        set_path(entry, "cf.coordinates", " ".join(aux))
     return entry
 
 
-def _dim_keys(ds: xr.Dataset, m: MessageDim, i: int, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The (dotted key, value) pairs of message dim ``m`` at ``i``: its keys, or for a source that is no key (a
-    producer's level) the keys its producer says it stands for."""
-    owner = SOURCE_OWNERS.get(m.source)
-    if owner is None:
-        return m.keys[i]
-    return owner.source_keys(m.source, ds[m.name].values[i] if m.name in ds.coords else i, encoding)
+def _aux_coordinates(ds: xr.Dataset, cf: xr.Variable, skip_coords: set[Hashable], split: set[str]) -> list[str]:
+    """The coordinates a variable lists (as xarray's encoder wrote them, or ``encoding=`` said) that are objects
+    of the file, none along the message dims."""
+    listed = str(cf.attrs.get("coordinates", "")).split()
+    return [c for c in listed if c not in skip_coords and c in ds.variables and not set(ds.variables[c].dims) & split]
+
+
+def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], Producer]:
+    """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``, the parameter
+    table's left out), and the producer whose layout it was read in (its attributes at their paths)."""
+    typed = with_attr_types(cf, python_too=False)
+    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written by object_entry, once
+    table = record.table_attrs or {}  # units/long_name/standard_name the reader took from the parameter table
+    attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
+    producer = written_by(record, attrs)
+    return _attrs_to_entry(producer.entry_attrs(attrs, record), record.cf_attrs), producer
 
 
 def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> None:
@@ -233,7 +249,7 @@ def _coordinate_objects(
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
-        cf_attrs = list(coord.encoding.get("tensogram_cf_attrs") or CF_ATTRS)
+        cf_attrs = list(LayoutRecord.of(coord.encoding, cname).cf_attrs or CF_ATTRS)
         entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
         entry["name"] = cname
@@ -330,11 +346,12 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = plan_dims(ds, message_dims)
+    hint = _with_attr_names(hint, ds, cf)
     default_mask = _default_mask(mask_method)
     skip_coords = not_objects(ds, mdims)
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
-        if k != "tensogram_wire_version":
+        if k != WIRE_VERSION_ATTR:
             set_path(extra, k, py_value(v))
     global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
@@ -425,6 +442,14 @@ def _message_coords(
     if first:
         return _coordinate_objects(ds, split, skip_coords, cf, in_file - names)
     return _coordinate_objects(ds, split, skip_coords, cf, (), only=names)
+
+
+def _with_attr_names(hint: dict[str, Any] | None, ds: xr.Dataset, cf: EncodedDataset) -> dict[str, Any] | None:
+    """The hint with each data variable's attribute names (CF-encoded): keys that vary along a message dim are
+    constant in a file of one value along it, so the reader would make attributes of them; it keeps these."""
+    if hint is None:
+        return None
+    return {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
 
 
 def _default_mask(mask_method: str | None) -> str:

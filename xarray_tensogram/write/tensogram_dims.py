@@ -1,15 +1,17 @@
 """Which dims of a Dataset split ``.tgm`` messages, and the metadata keys each message carries.
 
-Dims the reader built from metadata keys (``encoding["tensogram_message_keys"]``, e.g. ``step`` from
-``mars.step``) come first; ``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the
-reader restore the Dataset as written. Values become keys as the reader reads them back (MARS date/time
-and step where they fit, CF-encoded values otherwise).
+Dims the reader built from metadata keys (each variable's
+:class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) come first;
+``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the reader restore the Dataset
+as written. Values become keys as the reader reads them back (MARS date/time and step where they fit,
+CF-encoded values otherwise).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +21,22 @@ import xarray as xr
 from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import STEP_UNITS, TIME_UNITS
+from ..layout_record import LayoutRecord
+from ..producers import SOURCE_OWNERS
 
-__all__ = ["MessageDim", "key_value", "message_combos", "not_objects", "plan_dims", "py_attrs", "py_value", "set_path"]
+__all__ = [
+    "MessageDim",
+    "dependent_value",
+    "key_value",
+    "message_combos",
+    "message_keys",
+    "not_objects",
+    "plan_dims",
+    "py_attrs",
+    "py_value",
+    "scalar_keys",
+    "set_path",
+]
 
 
 def py_value(value: Any) -> Any:
@@ -151,27 +167,41 @@ def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     }
 
 
+def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], dict[str, Any]]:
+    """The dims the layout records say were stacked from messages, and the scalar keys that have become dims
+    since (``time`` of a concatenation along it): both are split into messages, each value one message.
+
+    Also the hint entries of the coordinates the reader would not give back as they are: a dim of length 1
+    (it does not vary, so the reader makes a scalar of it), a scalar key made a dim and a message dim
+    selected down to a scalar (the reader gives stacked dims and scalar keys attributes of their own)."""
+    dims: dict[str, MessageDim] = {}
+    hints: dict[str, Any] = {}
+    for name, var in ds.data_vars.items():
+        record = LayoutRecord.of(var.encoding, name)
+        scalar = record.scalar_keys or {}
+        for d, src in [*(record.message_keys or {}).items(), *scalar.items()]:
+            if d in var.dims and d not in dims:
+                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
+                dims[d] = MessageDim(d, src, [key_value(src, v) for v in values])
+                if d in scalar or len(values) == 1:
+                    hints[d] = _user_dim(ds, d)[1]
+            elif d not in scalar and d in ds.coords and ds[d].ndim == 0:
+                hints[d] = _aux_hint(ds, d)
+    return list(dims.values()), hints
+
+
 def plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[MessageDim], dict[str, Any] | None]:
     """Dims recorded as message keys on read come first; ``message_dims=`` adds more.
 
-    Returns the dims and the layout hint (None when no ``message_dims=`` dim was split)."""
-    dims: list[MessageDim] = []
-    for var in ds.data_vars.values():
-        for d, src in (var.encoding.get("tensogram_message_keys") or {}).items():
-            if d in var.dims and d not in [m.name for m in dims]:
-                values = ds[d].values if d in ds.coords else np.arange(ds.sizes[d])
-                dims.append(MessageDim(d, src, [key_value(src, v) for v in values]))
-    hint_coords: dict[str, Any] = {}
+    Returns the dims and the layout hint (None when the reader gets the Dataset back without one)."""
+    dims, hint_coords = _recorded_dims(ds)
     for d in message_dims or ():
         if d not in ds.dims:
             raise ValueError(f"message_dims: {d!r} is not a dimension of the Dataset; dimensions: {list(ds.dims)}")
-        if d in [m.name for m in dims]:
-            continue
-        mdim, hint = _user_dim(ds, d)
-        dims.append(mdim)
-        if hint is not None:
-            hint_coords[d] = hint
-    if not any(m.source == m.name or m.name in hint_coords for m in dims):
+        if d not in [m.name for m in dims]:
+            mdim, hint_coords[d] = _user_dim(ds, d)
+            dims.append(mdim)
+    if not hint_coords and not any(m.source == m.name for m in dims):
         return dims, None
     split = {m.name for m in dims}
     for c in ds.coords:
@@ -187,15 +217,38 @@ def plan_dims(ds: xr.Dataset, message_dims: Sequence[str] | None) -> tuple[list[
 
 def not_objects(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> set[Hashable]:
     """Coordinates that are not objects of their own: message dims, metadata keys, what the reader rebuilds."""
-    scalar_keys: dict[str, str] = {}
-    for var in ds.data_vars.values():
-        scalar_keys.update(var.encoding.get("tensogram_scalar_keys") or {})
+    split = {m.name for m in mdims}
+    records = [LayoutRecord.of(var.encoding, name) for name, var in ds.data_vars.items()]
+    scalars = {c: s for r in records for c, s in scalar_keys(ds, r).items()}
+    # keys that vary along the message dims, written into each object's metadata
+    dependent = {c for r in records for c in r.dependent_keys or {} if c in ds.coords}
+    dependent = {c for c in dependent if set(ds.variables[c].dims) <= split}
     # coordinates computed from metadata (GRIB grids and levels) are not objects of their own
-    derived = {c for c in ds.coords if ds[c].encoding.get("tensogram_derived")}
-    # valid_time is rebuilt by the reader from MARS time and step keys; without them it is written like any other
-    mars = {m.source for m in mdims} | set(scalar_keys.values())
-    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} & mars else set()
-    return {m.name for m in mdims} | rebuilt | set(scalar_keys) | derived
+    derived = {c for c in ds.coords if LayoutRecord.of(ds.variables[c].encoding, c).derived}
+    # valid_time is rebuilt by the reader from MARS time and step keys; without both it is written like any other
+    mars = {m.source for m in mdims} | set(scalars.values())
+    rebuilt = {"valid_time"} if {"mars.step", "mars.date+mars.time"} <= mars else set()
+    return split | rebuilt | set(scalars) | derived | dependent
+
+
+def scalar_keys(ds: xr.Dataset, record: LayoutRecord) -> dict[str, str]:
+    """The scalar coordinates of ``ds`` a variable's ``record`` says are metadata keys -> those keys: its scalar
+    keys, and its message dims selected down to one value (``isel(step=0)``: every message holds that step)."""
+    recorded = {**(record.message_keys or {}), **(record.scalar_keys or {})}
+    return {c: s for c, s in recorded.items() if c in ds.coords and ds.variables[c].ndim == 0}
+
+
+def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
+    """The metadata value a coordinate the reader made of a varying key holds at ``sel`` (along message dims);
+    None where the object had no such key.
+
+    The reader marks the cells of objects without the key (or of missing objects) NaN (numbers: the coordinate
+    is float then) or ``""``; a whole number in a coordinate with such cells was an integer key."""
+    value = py_value(coord.isel({d: sel[str(d)] for d in coord.dims}).values)
+    if value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    has_holes = coord.dtype.kind == "f" and bool(np.isnan(coord.values).any())
+    return int(value) if has_holes and isinstance(value, float) and value.is_integer() else value
 
 
 def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict[str, int]]:
@@ -203,3 +256,31 @@ def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict
     ranges = [range(ds.sizes[m.name]) for m in mdims]
     for combo in itertools.product(*ranges) if mdims else [()]:
         yield {m.name: i for m, i in zip(mdims, combo, strict=True)}
+
+
+def _source_keys(source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:
+    """The (dotted key, value) pairs a value of a stacking ``source`` stands for: the key itself, or for a
+    source that is no key (a producer's level) the keys its producer says it stands for."""
+    owner = SOURCE_OWNERS.get(source)
+    return key_value(source, value) if owner is None else owner.source_keys(source, value, record)
+
+
+def message_keys(
+    ds: xr.Dataset, sel: Mapping[str, int], var_mdims: Sequence[MessageDim], record: LayoutRecord
+) -> Iterator[tuple[str, Any]]:
+    """The (dotted key, value) pairs of the object at ``sel``: its message dims' keys, the scalar keys (a message
+    dim selected down to one value among them) and the keys the reader made coordinates along the message dims
+    (``dependent_keys``)."""
+    for m in var_mdims:
+        if m.source in SOURCE_OWNERS:  # a producer's own source (its levels): the keys its values stand for
+            value = ds[m.name].values[sel[m.name]] if m.name in ds.coords else sel[m.name]
+            yield from _source_keys(m.source, value, record)
+        else:
+            yield from m.keys[sel[m.name]]
+    for cname, src in scalar_keys(ds, record).items():
+        yield from _source_keys(src, ds.variables[cname].values[()], record)
+    for cname, src in (record.dependent_keys or {}).items():
+        coord = ds.coords.get(cname)
+        value = dependent_value(coord, sel) if coord is not None and set(coord.dims) <= set(sel) else None
+        if value is not None:
+            yield src, value

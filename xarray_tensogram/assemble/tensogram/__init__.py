@@ -16,14 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ...dim_names import check_dim_names
 from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
+from ...outer import read_outer
 from ...producers.interface import Producer, derived
-from ...raw_variables import flatten_attrs, memory_variable
+from ...raw_variables import RawGroup, RawVariable, array_variable, flatten_attrs
 from ..written_layout import restore_written_layout
-from .build import CoordObject, add_same, build_dataset
+from .build import CoordObject, add_same, build_group
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
@@ -45,13 +45,9 @@ def _same_values(a: TgObject, b: TgObject) -> bool:
         # remote file: frames of the same length with the same metadata are taken as the same coordinate
         # (comparing values would cost two requests per message; local files are always compared)
         return True
-    from ...raw_variables import lazy_variable
-
-    dims = [f"d{i}" for i in range(len(a.shape))]
+    whole = (slice(None),) * len(a.shape)
     return bool(
-        np.array_equal(
-            lazy_variable(dims, a.spec()).values, lazy_variable(dims, b.spec()).values, equal_nan=a.dtype.kind in "fc"
-        )
+        np.array_equal(read_outer(a.spec(), whole), read_outer(b.spec(), whole), equal_nan=a.dtype.kind in "fc")
     )
 
 
@@ -71,9 +67,9 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
             continue
         seen[(o.name, o.shape)] = o
         dims = list(o.role.dims) if o.role is not None else None
-        if len(o.shape) == 1 and dims is None:
-            hint = parse_object_hint(o.entry.get("dim_names"), 1, _where(o)) if "dim_names" in o.entry else None
-            dims = hint or [o.name]
+        if o.shape and dims is None:  # its own dim_names, else a 1-D coordinate is its own dim
+            hint = parse_object_hint(o.entry["dim_names"], len(o.shape), _where(o)) if "dim_names" in o.entry else None
+            dims = hint or ([o.name] if len(o.shape) == 1 else None)
         out.append(CoordObject(o, dims))
     return out
 
@@ -102,7 +98,8 @@ def _coords_for(
     out = []
     for c in coords:
         if c.dims is None or len(c.obj.shape) != 1:
-            if not c.obj.shape or only_group or _fits_trailing(c.obj.shape, axes, shapes):
+            named = c.dims is not None and all(n in used.get(d, ()) for d, n in zip(c.dims, c.obj.shape, strict=True))
+            if not c.obj.shape or only_group or named or _fits_trailing(c.obj.shape, axes, shapes):
                 out.append(c)
             continue
         d, n = c.dims[0], c.obj.shape[0]
@@ -144,10 +141,10 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
 
 def _producer_grids(
     by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
-) -> dict[str, xr.Variable]:
+) -> dict[str, RawVariable]:
     """Grid dims (latitude/longitude, or values) and their coordinates from a producer's metadata,
     unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
-    out: dict[str, xr.Variable] = {}
+    out: dict[str, RawVariable] = {}
     if dim_names is not None:
         return out
     for name, objs in by_name.items():
@@ -158,7 +155,7 @@ def _producer_grids(
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
         for cname, (dims, values, attrs) in grid.coords.items():
             rederived = first.producer is not None and first.producer.writer_rederives_grid
-            add_same(cname, derived(dims, values, attrs) if rederived else memory_variable(dims, values, attrs), out)
+            add_same(cname, derived(dims, values, attrs) if rederived else array_variable(dims, values, attrs), out)
     return out
 
 
@@ -172,7 +169,7 @@ def _build_group(
     only_group: bool,
     file_name: str,
     extra: Mapping[str, Any],
-) -> xr.Dataset | None:
+) -> RawGroup | None:
     """One group's Dataset, or None when its variables cannot share one (the caller splits them)."""
     by_name: dict[str, list[TgObject]] = {}
     for o in data:
@@ -221,7 +218,7 @@ def _build_group(
     plan = plan_hypercube(by_name, name_keys, strict=strict)
     mine = _coords_for(coords, axes, shapes, only_group)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
-    return build_dataset(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
+    return build_group(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
 
 
 def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
@@ -268,8 +265,8 @@ def tensogram_groups(
     filter_by_keys: Mapping[str, Any] | None = None,
     drop_variables: Iterable[str] = (),
     message_index: Any = None,
-) -> dict[str, xr.Dataset]:
-    """All groups of a Tensogram file as raw (CF-encoded) Datasets: ``{"/": ds}`` unless variables
+) -> dict[str, RawGroup]:
+    """All groups of a Tensogram file as raw (CF-encoded) group records: ``{"/": group}`` unless variables
     really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes).
 
     Tensogram's format record names this function: its keywords are the open options Tensogram

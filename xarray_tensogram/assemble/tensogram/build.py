@@ -1,4 +1,4 @@
-"""Stage 5: turn a plan into an ``xr.Dataset`` of lazy, CF-encoded variables.
+"""Stage 5: turn a plan into the group record of lazy, CF-encoded variables (:class:`~..raw_variables.RawGroup`).
 
 Stacked dimensions get coordinates (MARS time/step CF-encoded as cfgrib users know them, plus
 ``valid_time``); dependent keys become coordinates along the dimensions that determine them;
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ...array_spec import ArraySpec, stack_specs
 from ...dim_names import generic_dim_names
 from ...errors import HypercubeError
+from ...layout_record import MISSING_OBJECTS_ATTR, WIRE_VERSION_ATTR, LayoutRecord
 from ...mars import (
     NUMBER_ATTRS,
     PRESSURE_LEVEL_ATTRS,
@@ -30,7 +30,7 @@ from ...mars import (
 )
 from ...params import TABLE_ATTRS, table_attributes
 from ...producers.interface import LEVEL_PREFIX, Producer
-from ...raw_variables import flatten_attrs, lazy_variable, memory_variable
+from ...raw_variables import RawGroup, RawVariable, array_variable, flatten_attrs, lazy_variable
 from .collect import MessageMembers, TgObject
 from .hypercube import (
     MARS_TIME_KEYS,
@@ -43,7 +43,7 @@ from .hypercube import (
     key_of,
 )
 
-__all__ = ["CoordObject", "build_dataset"]
+__all__ = ["CoordObject", "build_group"]
 
 
 @dataclass
@@ -69,7 +69,7 @@ def lift_cf(attrs: dict[str, Any], lifted: list[str] | None = None) -> dict[str,
 
 def _values_variable(
     dims: Sequence[str], values: Sequence[Any], attrs: dict[str, Any], shape: tuple[int, ...] | None = None
-) -> xr.Variable:
+) -> RawVariable:
     """Numbers as a numeric array (NaN for missing), anything else as text ("" for missing)."""
     shape = (len(values),) if shape is None else shape
     present = [v for v in values if v is not None]
@@ -78,24 +78,24 @@ def _values_variable(
             arr = np.asarray(values)
         else:
             arr = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
-        return memory_variable(tuple(dims), arr.reshape(shape), attrs)
+        return array_variable(tuple(dims), arr.reshape(shape), attrs)
     text = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
-    return memory_variable(tuple(dims), text.reshape(shape), attrs)
+    return array_variable(tuple(dims), text.reshape(shape), attrs)
 
 
-def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> xr.Variable:
+def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> RawVariable:
     """The coordinate of a stacked dim; ``first``: the first object of a variable stacked along it."""
     attrs = first.producer.dim_attrs(dim, source, first.all_keys()) if first.producer is not None else None
     if attrs is None and source == "mars.levelist" and first.value("mars.levtype") == "pl":
         attrs = dict(PRESSURE_LEVEL_ATTRS)
     if source.startswith(LEVEL_PREFIX):
-        return memory_variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
+        return array_variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
     if attrs is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return memory_variable((dim,), np.asarray(values), attrs)
+        return array_variable((dim,), np.asarray(values), attrs)
     if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return memory_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
+        return array_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
     if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
-        return memory_variable(
+        return array_variable(
             (dim,),
             np.asarray(values, dtype=np.int64),
             {
@@ -109,7 +109,7 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
         arr = np.asarray(values, dtype=np.float64)
         if np.all(arr == np.round(arr)):
             arr = arr.astype(np.int64)
-        return memory_variable(
+        return array_variable(
             (dim,),
             arr,
             {
@@ -120,13 +120,13 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
             },
         )
     if source == MESSAGE_SOURCE:
-        return memory_variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
+        return array_variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
     return _values_variable((dim,), values, {"long_name": source})
 
 
 def _dependent_coordinate(
     cube: VarCube, key: str, dims: Sequence[str], plan: CubePlan, dim_of: Mapping[str, str]
-) -> xr.Variable:
+) -> RawVariable:
     """Values of a dependent key along the (source) dims that determine it; missing cells are empty."""
     names = [dim_of[s] for s in dims]
     shape = tuple(len(plan.values[d]) for d in names)
@@ -158,7 +158,7 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
     return lift_cf(attrs, lifted), lifted
 
 
-def _add_table_attributes(first: TgObject, attrs: dict[str, Any], encoding: dict[str, Any]) -> None:
+def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: LayoutRecord) -> None:
     """units/long_name/standard_name from the parameter table (``params.py``) where the object names a
     known parameter and lacks them: the file's own attributes always win."""
     if all(k in attrs for k in TABLE_ATTRS):
@@ -167,10 +167,10 @@ def _add_table_attributes(first: TgObject, attrs: dict[str, Any], encoding: dict
     added = {k: v for k, v in table.items() if k not in attrs}
     if added:
         attrs.update(added)
-        encoding["tensogram_table_attrs"] = added  # not the file's: the writer leaves them out
+        record.table_attrs = added  # not the file's: the writer leaves them out
 
 
-def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.Variable:
+def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str], dependent: dict[str, str]) -> RawVariable:
     first = cube.objects[0]
     stack = [dim_of[s] for s in cube.dims]
     holes = math.prod(cube.shape) - len(cube.members)
@@ -185,7 +185,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         spec = cube.members[0].spec()
     attrs, lifted = _attributes(cube, first)
     if holes:
-        attrs["tensogram_missing_objects"] = holes
+        attrs[MISSING_OBJECTS_ATTR] = holes
         if fill is not None and first.dtype.kind in "iu":
             attrs["_FillValue"] = first.dtype.type(fill)
     scalar = {
@@ -194,30 +194,30 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str]) -> xr.
         if v not in cube.dims
         and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))
     }
-    encoding = {
-        # what the writer needs to turn this variable back into messages
-        "tensogram_message_keys": {
+    record = LayoutRecord(  # what the writer needs to turn this variable back into messages
+        message_keys={
             dim_of[s]: first.producer.level_source if s.startswith(LEVEL_PREFIX) and first.producer else s
             for s in cube.dims
             if not s.startswith("tensogram.")
         },
-        "tensogram_scalar_keys": scalar,
-        "tensogram_name_key": first.name_key or "name",
-        "tensogram_cf_attrs": lifted,
-        **(first.pipeline() if first.pipeline else {}),
-    }
+        scalar_keys=scalar,
+        dependent_keys=dependent,
+        name_key=first.name_key or "name",
+        cf_attrs=lifted,
+    )
     if first.producer is not None:
-        attrs = first.producer.attributes(first.all_keys(), attrs, encoding, cube.dims)
-    _add_table_attributes(first, attrs, encoding)
+        attrs = first.producer.attributes(first.all_keys(), attrs, record, cube.dims)
+    _add_table_attributes(first, attrs, record)
+    encoding = {**record.to_encoding(), **(first.pipeline() if first.pipeline else {})}
     # preferred_chunks: one object (1 along the stacked dims), set by lazy_variable
     return lazy_variable(stack + inner, spec, attrs, encoding)
 
 
-def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr.Variable]) -> None:
+def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, RawVariable]) -> None:
     if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
         secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
         if secs is not None:
-            coords["time"] = memory_variable(
+            coords["time"] = array_variable(
                 (),
                 np.int64(secs),
                 {"standard_name": "forecast_reference_time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
@@ -226,12 +226,12 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, xr
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
             val = np.int64(h) if float(h).is_integer() else np.float64(h)
-            coords["step"] = memory_variable(
+            coords["step"] = array_variable(
                 (), val, {"standard_name": "forecast_period", "units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
             )
 
 
-def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
+def _add_valid_time(coords: dict[str, RawVariable]) -> None:
     t, s = coords.get("time"), coords.get("step")
     if t is None or s is None or t.attrs.get("units") != TIME_UNITS or s.attrs.get("units") != STEP_UNITS:
         return
@@ -247,14 +247,14 @@ def _add_valid_time(coords: dict[str, xr.Variable]) -> None:
         values, dims = tv + sv, t.dims
     else:
         values, dims = np.int64(tv + sv), ()
-    coords["valid_time"] = memory_variable(
+    coords["valid_time"] = array_variable(
         dims,
         values,
         {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
     )
 
 
-def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]) -> list[str] | None:
+def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, RawVariable]) -> list[str] | None:
     for v in variables.values():
         if v.ndim >= len(shape) and tuple(v.shape[-len(shape) :]) == shape:
             return [str(d) for d in v.dims[-len(shape) :]]
@@ -262,7 +262,7 @@ def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, xr.Variable]
 
 
 def _coordinate_variables(
-    coords: Sequence[CoordObject], variables: Mapping[str, xr.Variable], out: dict[str, xr.Variable]
+    coords: Sequence[CoordObject], variables: Mapping[str, RawVariable], out: dict[str, RawVariable]
 ) -> None:
     taken = {str(d): n for v in variables.values() for d, n in zip(v.dims, v.shape, strict=True)}
     for c in coords:
@@ -273,10 +273,10 @@ def _coordinate_variables(
         attrs = lift_cf(flatten_attrs(own), lifted)
         if o.role is not None:
             attrs = {**o.role.attrs, **attrs}  # the producer's attributes, the file's over them
-        out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, {"tensogram_cf_attrs": lifted}))
+        out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, LayoutRecord(cf_attrs=lifted).to_encoding()))
 
 
-def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
+def add_same(name: str, new: RawVariable, out: dict[str, RawVariable]) -> None:
     existing = out.get(name)
     if existing is None:
         out[name] = new
@@ -288,7 +288,7 @@ def add_same(name: str, new: xr.Variable, out: dict[str, xr.Variable]) -> None:
 
 
 def _producer_scalars(
-    o: TgObject, producer: Producer, stack: list[str], scalars: dict[str, xr.Variable], disagree: set[str]
+    o: TgObject, producer: Producer, stack: list[str], scalars: dict[str, RawVariable], disagree: set[str]
 ) -> None:
     """The scalar coordinates a producer gives a variable: kept while every variable agrees on the value;
     where two differ the coordinate is dropped, and each variable's attributes hold its own value."""
@@ -303,33 +303,31 @@ def _producer_scalars(
             disagree.add(name)
 
 
-def build_dataset(
+def build_group(
     plan: CubePlan,
     axes: Mapping[str, list[str]],
     coords: Sequence[CoordObject],
     global_attrs: Mapping[str, Any],
-    grid_coords: Mapping[str, xr.Variable] | None = None,
-) -> xr.Dataset:
-    """The raw (CF-encoded) Dataset of one group."""
+    grid_coords: Mapping[str, RawVariable] | None = None,
+) -> RawGroup:
+    """The raw (CF-encoded) variables of one group."""
     dim_of = {s: d for d, s in plan.sources.items()}
-    variables: dict[str, xr.Variable] = {}
-    out: dict[str, xr.Variable] = dict(grid_coords or {})
+    variables: dict[str, RawVariable] = {}
+    out: dict[str, RawVariable] = dict(grid_coords or {})
     disagree: set[str] = set()
-    scalars: dict[str, xr.Variable] = {}
+    scalars: dict[str, RawVariable] = {}
     for vname, cube in plan.variables.items():
-        variables[vname] = _variable(cube, axes[vname], dim_of)
         stack = [dim_of[s] for s in cube.dims]
         for d in stack:
             if d not in out:
                 out[d] = _dim_coordinate(d, plan.sources[d], plan.values[d], cube.objects[0])
-        dependent: dict[str, str] = {}
+        dependent: dict[str, str] = {}  # the writer puts these keys back into each object's metadata
         for key, dets in cube.dependent.items():
             cv = _dependent_coordinate(cube, key, dets, plan, dim_of)
-            name = key if key not in out or bool(out[key].equals(cv)) else f"{vname}.{key}"  # type: ignore[no-untyped-call]  # Variable.equals: unannotated in xarray
+            name = key if key not in out or out[key].equals(cv) else f"{vname}.{key}"
             out[name] = cv
             dependent[name] = key
-        # the writer puts these keys back into each object's metadata
-        variables[vname].encoding["tensogram_dependent_keys"] = dependent
+        variables[vname] = _variable(cube, axes[vname], dim_of, dependent)
         _scalar_mars_coords(cube.objects[0], stack, out)
         producer = cube.objects[0].producer
         if producer is not None:
@@ -341,8 +339,4 @@ def build_dataset(
             out[name] = var
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
-    # no indexes here: xarray builds them once, after CF decoding, from the store's variables
-    ds = xr.Dataset(variables, coords=xr.Coordinates(out, indexes={}))
-    ds.attrs = dict(global_attrs)
-    ds.attrs["tensogram_wire_version"] = 3
-    return ds
+    return RawGroup.of(variables, out, {**global_attrs, WIRE_VERSION_ATTR: 3})

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...array_spec import ArraySpec
+from ...conventions import LAYOUT_KEY
 from ...errors import TensogramMappingWarning, XarrayTensogramError, closest, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
@@ -310,7 +311,8 @@ def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
     top = {k: v for k, v in meta.items() if k not in _FRAME_KEYS and isinstance(k, str)}
     if not top and not extra:
         return _NONE
-    merged = deep_merge(top, {k: v for k, v in extra.items() if k != "dim_names"})
+    # the writer's layout hint says how to restore the Dataset (written_layout.py): no key of the objects
+    merged = deep_merge(top, {k: v for k, v in extra.items() if k not in ("dim_names", LAYOUT_KEY)})
     return flat_keys(merged)
 
 

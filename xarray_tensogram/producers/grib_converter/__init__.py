@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-import xarray as xr
 
+from ...layout_record import LayoutRecord
 from ...mars import NUMBER_ATTRS
+from ...raw_variables import RawVariable
 from ..interface import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
 from ..keys import SectionKeys
 from . import cfgrib_rules as grib
@@ -66,17 +67,17 @@ class GribConverter(Producer):
         return grib.level_coordinate_attrs(dim) if source.startswith(LEVEL_PREFIX) else None
 
     def attributes(
-        self, keys: Keys, attrs: dict[str, Any], encoding: dict[str, Any], stacked: Sequence[str]
+        self, keys: Keys, attrs: dict[str, Any], record: LayoutRecord, stacked: Sequence[str]
     ) -> dict[str, Any]:
         """units/long_name and GRIB_* attributes as cfgrib gives them; where the writer puts them back."""
         attrs, paths = grib.cf_attributes(attrs)
         if paths:
-            encoding["tensogram_attr_paths"] = paths
+            record.attr_paths = paths
         if any(s.startswith(LEVEL_PREFIX) for s in stacked) and "mars.levelist" in keys:
-            encoding["tensogram_grib_levelist"] = True
+            record.grib_levelist = True
         return attrs
 
-    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, xr.Variable]:
+    def scalar_coordinates(self, keys: Keys, level: LevelInfo | None, dims: Sequence[str]) -> dict[str, RawVariable]:
         """A constant level named after typeOfLevel, a constant ensemble member ``number``, as in cfgrib."""
         out = {}
         if level is not None and level.name not in dims:
@@ -89,15 +90,15 @@ class GribConverter(Producer):
     def filter_value(self, keys: Keys, key: str) -> Any:
         return grib.filter_value(keys, key)  # cfgrib's undotted keys: typeOfLevel, shortName
 
-    def writes(self, encoding: Mapping[str, Any], attrs: Mapping[str, Any]) -> bool:
-        return "tensogram_attr_paths" in encoding or any(str(k).startswith("GRIB_") for k in attrs)
+    def writes(self, record: LayoutRecord, attrs: Mapping[str, Any]) -> bool:
+        return record.attr_paths is not None or any(str(k).startswith("GRIB_") for k in attrs)
 
-    def entry_attrs(self, attrs: Mapping[str, Any], encoding: Mapping[str, Any]) -> dict[str, Any]:
+    def entry_attrs(self, attrs: Mapping[str, Any], record: LayoutRecord) -> dict[str, Any]:
         """GRIB_*/units/long_name back to grib_repro.* (and grib.*)."""
-        return entry_paths(attrs, encoding.get("tensogram_attr_paths"))
+        return entry_paths(attrs, record.attr_paths)
 
-    def source_keys(self, source: str, value: Any, encoding: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        return level_keys(value, bool(encoding.get("tensogram_grib_levelist")))  # the level: its only own source
+    def source_keys(self, source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:
+        return level_keys(value, bool(record.grib_levelist))  # the level: its only own source
 
     def finish_entry(self, entry: dict[str, Any], name: str) -> bool:
         refresh_repro(entry)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import xarray as xr
 
+from ...raw_variables import RawGroup
 from ..interface import Producer, WrittenObject
 from ..keys import SectionKeys
 from .objects import netcdf_map
@@ -51,7 +52,7 @@ class NetcdfConverter(Producer):
     def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
         return NetcdfKeys(flat, entry)
 
-    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, xr.Dataset] | None:
+    def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, RawGroup] | None:
         return netcdf_groups(objects, **options)
 
     def writes_dataset(self, ds: xr.Dataset) -> bool:

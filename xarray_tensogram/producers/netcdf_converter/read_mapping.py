@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ...array_spec import ArraySpec, stack_specs
-from ...conventions import NETCDF_ENCODING_KEY
 from ...dim_names import check_dim_names, requested_dims
 from ...errors import MetadataError, TensogramMappingWarning
-from ...raw_variables import lazy_variable
+from ...layout_record import LayoutRecord
+from ...raw_variables import RawGroup, RawVariable, lazy_variable
 from .concat import concat_specs
 from .objects import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
 
@@ -75,8 +74,7 @@ def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
 def _encoding(var: NcVariable, inp: NcInput) -> dict[str, Any]:
     first = var.first
     return {
-        NETCDF_ENCODING_KEY: {"file": inp.file_map, "cf": first.has_cf},
-        "tensogram_name_key": "name",
+        **LayoutRecord(netcdf={"file": inp.file_map, "cf": first.has_cf}, name_key="name").to_encoding(),
         **(first.obj.pipeline() if first.obj.pipeline else {}),
     }
 
@@ -99,7 +97,7 @@ def _check(var: NcVariable, where: str) -> None:
             )
 
 
-def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> xr.Variable:
+def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
     pieces = _pieces(var.objects)
     specs = [p.spec() for p in pieces]
     spec = specs[0] if len(specs) == 1 else concat_specs(specs)
@@ -122,23 +120,21 @@ def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None
             )
 
 
-def _dataset(inp: NcInput, dim_names: Any, where: str) -> xr.Dataset:
-    """One input's raw Dataset: index coordinates (1-D, named after their dimension) as coordinates, every
-    other variable as data, in the file's order; xarray's decoding then reads ``coordinates`` attributes."""
+def _group(inp: NcInput, dim_names: Any, where: str) -> RawGroup:
+    """One input's raw group: index coordinates (1-D, named after their dimension) as coordinates, every
+    other variable as data, in the file's order (as xarray's netCDF readers keep it); xarray's decoding
+    then reads ``coordinates`` attributes."""
     unlimited = inp.unlimited
-    variables: dict[str, xr.Variable] = {}
+    variables: dict[str, RawVariable] = {}
     for name, var in inp.variables.items():
         _check(var, where)
         dims = _dims(var, unlimited)
         variables[name] = _variable(var, inp, requested_dims(dim_names, name, len(dims), where) or dims)
     _warn_missing_coordinates(inp, set(inp.variables), where)
-    # the file's variable order, as xarray's netCDF readers keep it: all variables go in as coordinates (no
-    # indexes here: xarray builds them once, after CF decoding), then all but the index ones become data
-    every = xr.Dataset(coords=xr.Coordinates(variables, indexes={}), attrs=inp.global_attrs)
-    ds: xr.Dataset = every.reset_coords([n for n, v in variables.items() if v.dims != (n,)])
-    if unlimited is not None and unlimited in ds.dims:
-        ds.encoding["unlimited_dims"] = {unlimited}  # as xarray's netCDF backends record it
-    return ds
+    group = RawGroup.of(variables, {}, inp.global_attrs)
+    if unlimited is not None and unlimited in group.sizes():
+        group.encoding["unlimited_dims"] = {unlimited}  # as xarray's netCDF backends record it
+    return group
 
 
 # -- several converted files in one .tgm: open_mfdataset's combine ------------------------------------
@@ -263,9 +259,9 @@ def netcdf_groups(
     dim_names: Any = None,
     filter_by_keys: Mapping[str, Any] | None = None,
     drop_variables: Iterable[str] = (),
-) -> dict[str, xr.Dataset]:
-    """The raw (CF-encoded) Dataset of a converted file (``objects``: its ``collect.TgObject`` s, filtered):
-    ``{"/": ds}``, or ``{"input_<i>": ds}`` for concatenated conversions that cannot share one Dataset."""
+) -> dict[str, RawGroup]:
+    """The raw (CF-encoded) group of a converted file (``objects``: its ``collect.TgObject`` s, filtered):
+    ``{"/": group}``, or ``{"input_<i>": group}`` for concatenated conversions that cannot share one Dataset."""
     named = []
     for o in objects:
         value = o.value(variable_key) if variable_key else None
@@ -284,7 +280,7 @@ def netcdf_groups(
     inputs = _combine(group_inputs(named))
     ranks = {n: len(_dims(v, inp.unlimited)) for inp in inputs for n, v in inp.variables.items()}
     check_dim_names(dim_names, ranks, file_name)
-    built = [_dataset(inp, dim_names, file_name) for inp in inputs]
+    built = [_group(inp, dim_names, file_name) for inp in inputs]
     if len(built) <= 1:  # none: every variable dropped
-        return {"/": built[0] if built else xr.Dataset()}
-    return {f"input_{i}": ds for i, ds in enumerate(built)}
+        return {"/": built[0] if built else RawGroup({})}
+    return {f"input_{i}": group for i, group in enumerate(built)}

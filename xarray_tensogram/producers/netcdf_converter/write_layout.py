@@ -1,6 +1,7 @@
 """A Dataset opened from a netCDF conversion, written back in the converter's layout.
 
-The reader leaves ``encoding["tensogram_netcdf"]`` on each variable of a file that ECMWF's
+The reader's layout record (:class:`~xarray_tensogram.layout_record.LayoutRecord`) holds ``netcdf`` for
+each variable of a file that ECMWF's
 ``tensogram convert-netcdf`` wrote (the file's dimension registry ``_file``, and whether the conversion
 had ``--cf``). :func:`netcdf_objects` gives such a Dataset back the converter's own layout
 (``specs/tensogram-from-netcdf.md``), as its file split writes it: one object per variable, named by
@@ -18,8 +19,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...conventions import NETCDF_ENCODING_KEY
 from ...errors import EncodeError
+from ...layout_record import LayoutRecord
 from ..interface import WrittenObject as NetcdfObject
 from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_KEY
 
@@ -30,7 +31,7 @@ _DTYPE_TAGS = {np.dtype(name): tag for tag, name in NETCDF_ATTR_TYPES.items()}
 
 def is_netcdf_layout(ds: xr.Dataset) -> bool:
     """Whether ``ds`` was opened from a netCDF conversion (a variable carries the reader's record of it)."""
-    return any(NETCDF_ENCODING_KEY in v.encoding for v in ds.variables.values())
+    return any(LayoutRecord.of(v.encoding, n).netcdf is not None for n, v in ds.variables.items())
 
 
 def attribute_types(attrs: Mapping[Hashable, Any]) -> dict[str, str]:
@@ -52,9 +53,9 @@ def attribute_types(attrs: Mapping[Hashable, Any]) -> dict[str, str]:
 def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
     """The ``_file`` dimension registry: the one read, lengths as the Dataset has them now, new dims appended."""
     recorded: list[Any] = []
-    for v in ds.variables.values():
-        found = v.encoding.get(NETCDF_ENCODING_KEY)
-        if isinstance(found, Mapping) and isinstance(found.get("file"), Mapping):
+    for n, v in ds.variables.items():
+        found = LayoutRecord.of(v.encoding, n).netcdf
+        if found is not None and isinstance(found.get("file"), Mapping):
             recorded = list(found["file"].get("dims") or [])
             break
     out = []
@@ -94,9 +95,9 @@ def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[NetcdfOb
             netcdf["_global"] = {str(k): plain(v) for k, v in global_attrs.items()}
             netcdf["_global_types"] = attribute_types(global_attrs)
         entry: dict[str, Any] = {"name": str(name), NETCDF_KEY: netcdf}
-        recorded = ds.variables[name].encoding.get(NETCDF_ENCODING_KEY)
+        recorded = LayoutRecord.of(ds.variables[name].encoding, name).netcdf
         cf = {k: attrs[k] for k in NETCDF_CF_ATTRIBUTES if k in attrs}
-        if isinstance(recorded, Mapping) and recorded.get("cf") and cf:
+        if recorded is not None and recorded.get("cf") and cf:
             entry["cf"] = cf
         out.append(NetcdfObject(str(name), entry, values, ds.variables[name].encoding))
     return out
