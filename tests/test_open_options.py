@@ -140,3 +140,16 @@ def test_cli_info_of_a_file_with_several_groups(tmp_path: Path, capsys: pytest.C
         nbytes = sum(node.dataset.nbytes for node in tree.subtree)
     assert f"{nbytes} bytes decoded" in out
     assert np.isfinite(nbytes)
+
+
+@pytest.mark.parametrize("path", [TGM, TET, ZT])
+@pytest.mark.parametrize(("name", "value"), [("storage_options", {"anon": True}), ("retries", 0), ("retries", 8)])
+def test_remote_only_options_on_a_local_file_are_named(path: str, name: str, value: Any) -> None:
+    """Options that only act on remote URLs are not dropped silently for a local file: a warning names them."""
+    with pytest.warns(errors.IgnoredOptionWarning, match=f"{name}=.*local file"):
+        xr.open_dataset(path, engine="tensogram", **{name: value}).close()
+
+
+def test_default_remote_options_on_a_local_file_are_quiet(recwarn: pytest.WarningsRecorder) -> None:
+    xr.open_dataset(TGM, engine="tensogram", storage_options={}, retries=None).close()
+    assert not [w for w in recwarn if issubclass(w.category, errors.IgnoredOptionWarning)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
@@ -29,7 +30,14 @@ from . import options as declared
 from .assemble.registry import assemble, options_taken
 from .conventions import NONE_VAR_NAME
 from .decoding import decode_times_in_memory, default_indexes
-from .errors import GroupSelectionError, NotATensorFileError, UnsupportedOptionError, describe
+from .errors import (
+    GroupSelectionError,
+    IgnoredOptionWarning,
+    NotATensorFileError,
+    UnsupportedOptionError,
+    describe,
+    user_stacklevel,
+)
 from .formats import registry
 from .formats.base import FormatFile
 from .formats.registry import FormatSpec
@@ -225,6 +233,7 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     values = declared.resolve(given)
     values["drop_variables"] = _normalise_drop(values["drop_variables"])
     values["retries"] = RetryPolicy.of(values["retries"])  # a bad value is refused whatever the file
+    _warn_remote_only(filename_or_obj, given)
     # what the assembled groups depend on (in a stable order: the entry's key is made from it)
     keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache", "retries")}
     keyed["drop_variables"] = sorted(values["drop_variables"])
@@ -232,6 +241,20 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
         filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
     )
     return _Opened(groups, f, registry.get(name), values)
+
+
+def _warn_remote_only(filename_or_obj: Any, given: Mapping[str, Any]) -> None:
+    """``storage_options`` and ``retries`` act on remote URLs only: given for a local path, say they do nothing."""
+    if not isinstance(filename_or_obj, (str, os.PathLike)) or is_remote_url(os.fsdecode(filename_or_obj)):
+        return
+    for name in ("storage_options", "retries"):
+        if given.get(name) not in (None, {}):
+            warnings.warn(
+                f"{name}={given[name]!r} has no effect on the local file {os.fsdecode(filename_or_obj)!r}: "
+                "it applies to remote URLs only (s3://, https://, ...)",
+                IgnoredOptionWarning,
+                stacklevel=user_stacklevel(),
+            )
 
 
 def _open_now(filename_or_obj: Any, values: dict[str, Any]) -> tuple[dict[str, RawGroup], FormatFile[Any], str]:

@@ -20,6 +20,7 @@ __all__ = [
     "FileChangedError",
     "GroupSelectionError",
     "HypercubeError",
+    "IgnoredOptionWarning",
     "IntegrityError",
     "InvalidNameError",
     "IsADirectoryTensorError",
@@ -186,6 +187,11 @@ class ZTensorMappingWarning(UserWarning):
 
 class TensogramMappingWarning(UserWarning):
     """A Tensogram hint was ignored, a ``variable_key`` matched nothing, or objects were duplicates."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """An open option was given that has no effect on this source (``storage_options`` or ``retries`` for a
+    local file): the open went on without it."""
 
 
 class MetadataCacheWarning(UserWarning):
