@@ -452,6 +452,41 @@ def tgm_many(n: int) -> Path:
     return _atomic(DATA / f"many_{n}x4.tgm", write)
 
 
+def operational_base(step: int) -> list[dict[str, Any]]:
+    """One message's ``base`` as operational files carry it: per object 8 MARS keys and ``dim_names``."""
+    return [
+        {
+            "mars": {
+                "class": "od",
+                "type": "fc",
+                "stream": "oper",
+                "expver": "0001",
+                "date": 20240101,
+                "time": 0,
+                "step": step,
+                "param": p,
+            },
+            "dim_names": ["latitude", "longitude"],
+        }
+        for p in PARAMS
+    ]
+
+
+def tgm_many_operational(n: int) -> Path:
+    """n messages x 4 small objects (16 x 16 float32), each object with 8 MARS keys and ``dim_names``, as
+    operational files are made (the reference encoder, one message per step): one hypercube along step."""
+    import tensogram
+
+    def write(tmp: Path) -> None:
+        values = np.arange(256, dtype=np.float32).reshape(16, 16)
+        desc = {"type": "ntensor", "shape": [16, 16], "dtype": "float32"}
+        with open(tmp, "wb") as f:
+            for s in range(n):
+                f.write(bytes(tensogram.encode({"base": operational_base(s)}, [(desc, values)] * 4)))
+
+    return _atomic(DATA / f"many_{n}x4_operational.tgm", write)
+
+
 # ================================================================================================
 # sections
 # ================================================================================================

@@ -193,7 +193,7 @@ def _flat_keys_rebuildable(
     entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
 ) -> tuple[dict[str, Any], bool]:
     """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
-    without dots, nor ``_reserved_``; values scalars or non-empty maps of the same): found in the same walk,
+    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same): found in the same walk,
     so that an open does not walk every object's metadata twice."""
     out: dict[str, Any] = {}
     if skip and any(k in entry for k in skip):
@@ -211,12 +211,13 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) ->
         names = _prefixed(prefix, keys)
         if names is not None:  # no nested map: keys and values copied in C, lists made hashable in place
             out.update(zip(names, entry.values(), strict=True))
+            rebuildable = True
             if not scalars.issuperset(types):
                 for name, v in zip(names, entry.values(), strict=True):
                     if type(v) not in scalars:
-                        out[name] = hashable(v)
-                return False
-            return _plain_keys(keys)
+                        out[name], kept = _frozen(v)
+                        rebuildable = rebuildable and kept
+            return rebuildable and _plain_keys(keys)
     rebuildable = True
     for k, v in entry.items():
         if k == "_reserved_":
@@ -233,9 +234,24 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) ->
         elif isinstance(v, dict) and v:
             rebuildable = _flatten_into(v, key + ".", out) and rebuildable and type(v) is dict
         else:
-            out[key] = hashable(v)
-            rebuildable = False
+            out[key], kept = _frozen(v)
+            rebuildable = rebuildable and kept
     return rebuildable
+
+
+def _frozen(v: Any) -> tuple[Any, bool]:
+    """``hashable(v)``, and whether :func:`_rebuilt` gives ``v`` back from it: a list of scalars (dim names,
+    shapes) becomes a tuple that :func:`_rebuilt` makes a list again; the same tuple of names is shared by
+    every object that has it (one tuple for an archive's ``dim_names``, not one per object)."""
+    if type(v) is list and SCALARS.issuperset(map(type, v)):
+        flat = tuple(v)
+        return (_shared_names(flat) if all(type(x) is str for x in flat) else flat), True
+    return hashable(v), False
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return names  # the first equal tuple seen (text only: (1,) and (True,) are equal keys, not equal values)
 
 
 def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
@@ -259,14 +275,15 @@ def _plain_keys(keys: tuple[Any, ...]) -> bool:
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
-    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_rebuildable`)."""
+    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flat_keys_rebuildable`):
+    tuples there were lists of scalars (:func:`_frozen`)."""
     out: dict[str, Any] = {}
     for key, value in keys.items():
         *path, last = key.split(".")
         node = out
         for part in path:
             node = node.setdefault(part, {})
-        node[last] = value
+        node[last] = list(value) if type(value) is tuple else value
     return out
 
 
