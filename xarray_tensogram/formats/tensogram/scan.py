@@ -48,14 +48,12 @@ from .objects import Message, ObjectRef, _where, is_local
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
-#: bytes read at once for metadata: from a remote source, and from a local file
+#: bytes read at once for metadata from a remote source
 REMOTE_BLOCK = 65536
-LOCAL_BLOCK = 32768
 
 
 class _Window:
-    """Serves small metadata reads from one larger block: few requests for remote sources, and for local
-    files few system calls (an archive's messages are small: one block holds the frames of several)."""
+    """Serves small metadata reads from one larger block (few requests for remote sources)."""
 
     def __init__(self, source: ByteSource, lookahead: int) -> None:
         self.source = source
@@ -107,8 +105,8 @@ class MessageScanner:
         self.name = source.name
         self.strict = strict
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
-        # remote: a request per block; local: a system call per block, small enough to reuse the heap
-        self._window = _Window(source, LOCAL_BLOCK if is_local(source) else REMOTE_BLOCK)
+        # remote: a request per block; local: exactly what is asked for (an open reads no payload byte)
+        self._window = _Window(source, 0 if is_local(source) else REMOTE_BLOCK)
 
     # -- scanning -----------------------------------------------------------------------------
     def _read(self, offset: int, length: int, what: str) -> bytes:
