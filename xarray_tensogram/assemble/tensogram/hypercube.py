@@ -478,6 +478,32 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
     return out
 
 
+def _cube_keys(
+    cube: VarCube, overall: set[str], memo: dict[tuple[int, ...], set[str]], names: frozenset[str], name_keys: set[str]
+) -> None:
+    """Set the keys that vary within one variable (``overall``: those that vary in its group) and, for each
+    that is no dimension, the dimensions that determine it."""
+    cube.varying = _varying_keys(cube.objects, memo, among=overall)
+    producer = cube.objects[0].producer
+    if producer is not None:
+        for section in producer.sections:  # the producer's nested sections are compared nested
+            cube.varying |= _varying_nested([o.entry.get(section) for o in cube.objects], section + ".")
+        if not producer.dependent_coordinates:
+            return
+    cols = _Columns(cube.objects, names)
+    for k in sorted(cube.varying):
+        if (
+            k in cube.dims
+            or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims)
+            or k in name_keys
+            or k in STRUCTURAL
+            or k.endswith(".dim_names")
+            or (producer is not None and producer.restates(k))
+        ):
+            continue
+        cube.dependent[k] = _minimal_determinants(cols, cube.dims, k)
+
+
 def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
     """The stacking plan of one group of variables (see the module docstring)."""
     names: frozenset[str] = frozenset()
@@ -498,25 +524,7 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
 
     overall = _varying_keys([o for v in by_name.values() for o in v], memo)  # known: the candidates' walk
     for cube in cubes.values():
-        cube.varying = _varying_keys(cube.objects, memo, among=overall)
-        producer = cube.objects[0].producer
-        if producer is not None:
-            for section in producer.sections:  # the producer's nested sections are compared nested
-                cube.varying |= _varying_nested([o.entry.get(section) for o in cube.objects], section + ".")
-            if not producer.dependent_coordinates:
-                continue
-        cols = _Columns(cube.objects, names)
-        for k in sorted(cube.varying):
-            if (
-                k in cube.dims
-                or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims)
-                or k in name_keys
-                or k in STRUCTURAL
-                or k.endswith(".dim_names")
-                or (producer is not None and producer.restates(k))
-            ):
-                continue
-            cube.dependent[k] = _minimal_determinants(cols, cube.dims, k)
+        _cube_keys(cube, overall, memo, names, name_keys)
     sources = {
         DIM_NAMES.get(s, s[len(LEVEL_PREFIX) :] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
         for s in chosen
