@@ -455,15 +455,14 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
     if len(nodes) < 2 and type(first) is dict:
         return set()
     # same key sets: every map a dict of the first's size that has all of the first's keys
-    if not names or not all(type(n) is dict and len(n) == len(names) for n in nodes):
+    if not names or set(map(type, nodes)) != {dict} or set(map(len, nodes)) != {len(names)}:
         return None
-    getter = operator.itemgetter(*names)
-    try:
-        rows = [getter(n) for n in nodes] if len(names) > 1 else [(getter(n),) for n in nodes]
+    try:  # one C loop per map, one tuple per key
+        rows = list(map(operator.itemgetter(*names), nodes))
     except KeyError:
         return None
     out: set[str] = set()
-    for name, column in zip(names, zip(*rows, strict=True), strict=True):
+    for name, column in zip(names, zip(*rows, strict=True) if len(names) > 1 else [tuple(rows)], strict=True):
         c0 = column[0]
         if name == "_reserved_" or column.count(c0) == len(column):
             continue
