@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import operator
 import os
 import pickle
 import sys
@@ -337,17 +338,20 @@ def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members:
 def _packed_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: MessageMembers) -> Any:
     """:func:`_compact_stack` of members an open packed as ints (every member an object of a message): read
     from the ints as columns, without building each member's spec (None: another kind of member is there)."""
-    if not members or not all(type(v) is int for v in dict.values(members)):
+    if not members or set(map(type, dict.values(members))) != {int}:
         return None
     packed = np.fromiter(dict.values(members), np.int64, len(members))
     positions = packed >> 32
-    messages = [members.message(k) for k in range(int(positions.max()) + 1)]
-    if not all(type(m) is Message for m in messages):
+    messages = list(map(members.message, range(int(positions.max()) + 1)))
+    if set(map(type, messages)) != {Message}:
         return None
-    index = np.array([m.index for m in messages], np.int64)
+    index = np.fromiter(map(_index_of, messages), np.int64, len(messages))
     pairs = np.stack([index[positions], packed & 0xFFFFFFFF], axis=1)
     flats = np.fromiter(dict.keys(members), np.int64, len(members))
     return _stack, (stack_shape, table, flats, pairs, dict(members.options), {})
+
+
+_index_of = operator.attrgetter("index")
 
 
 def _stack(
