@@ -193,8 +193,8 @@ def _flat_keys_rebuildable(
     entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
 ) -> tuple[dict[str, Any], bool]:
     """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
-    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same): found in the same walk,
-    so that an open does not walk every object's metadata twice."""
+    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same): found in
+    the same walk, so that an open does not walk every object's metadata twice."""
     out: dict[str, Any] = {}
     if skip and any(k in entry for k in skip):
         entry = {k: v for k, v in entry.items() if k not in skip}
