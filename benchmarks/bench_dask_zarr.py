@@ -8,9 +8,9 @@ Alternated in one process, medians of ``--repeat`` runs after a warm-up:
 - ``open``: ``xr.open_dataset(p, engine="tensogram", chunks={})`` against ``xr.open_zarr(z, chunks={})``,
   closed again, with both packages imported and warm (an open in a running session);
 - ``first open``: the same in a fresh process each time (``--fresh`` pairs), alternated, xarray and numpy
-  imported before the clock starts; our engine is passed as its class (as xarray's built-in Zarr engine
-  is found without loading every installed engine's entry point), so both sides count their own package's
-  import, Dask's and the open;
+  imported before the clock starts, every module's bytecode cached; our engine is passed as its class (as
+  xarray's built-in Zarr engine is found without loading every installed engine's entry point), so both
+  sides count their own package's import, Dask's and the open;
 - ``load, N threads``: ``ds.load()`` of the Dask-backed Dataset with Dask's threaded scheduler on N
   workers (open not timed), against Zarr's and against the bare decoder (``zstandard`` into one fresh
   array per variable on N threads, ``run_all.bare_decode``). Memory is warmed before every step
@@ -135,14 +135,23 @@ print(json.dumps(time.perf_counter() - t0))
 
 
 def first_opens(tgm: Path, store: Path, pairs: int) -> dict[str, list[float]]:
+    """Fresh-process opens, alternated, after one untimed run of each that leaves every module's bytecode
+    cached (``PYTHONDONTWRITEBYTECODE`` is dropped: an installed package has its bytecode, so compiling our
+    sources on every start would be measured against an installed Zarr that does not)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     out: dict[str, list[float]] = {"ours": [], "zarr": []}
-    for r in range(pairs):
+    for r in range(-1, pairs):
         for kind in ("ours", "zarr") if r % 2 == 0 else ("zarr", "ours"):
             path = tgm if kind == "ours" else store
             done = subprocess.run(
-                [sys.executable, "-c", _FIRST_OPEN, kind, str(path)], capture_output=True, text=True, check=True
+                [sys.executable, "-c", _FIRST_OPEN, kind, str(path)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
             )
-            out[kind].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            if r >= 0:
+                out[kind].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return out
 
 
