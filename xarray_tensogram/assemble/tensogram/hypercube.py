@@ -457,12 +457,12 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
     # same key sets: every map a dict of the first's size that has all of the first's keys
     if not names or set(map(type, nodes)) != {dict} or set(map(len, nodes)) != {len(names)}:
         return None
-    try:  # one C loop per map, one tuple per key
-        rows = list(map(operator.itemgetter(*names), nodes))
+    try:  # a column per key, each read in one C loop: no tuple per map for the garbage collector to count
+        columns = [list(map(operator.itemgetter(name), nodes)) for name in names]
     except KeyError:
         return None
     out: set[str] = set()
-    for name, column in zip(names, zip(*rows, strict=True) if len(names) > 1 else [tuple(rows)], strict=True):
+    for name, column in zip(names, columns, strict=True):
         c0 = column[0]
         if name == "_reserved_" or column.count(c0) == len(column):
             continue
