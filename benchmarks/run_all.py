@@ -452,6 +452,41 @@ def tgm_many(n: int) -> Path:
     return _atomic(DATA / f"many_{n}x4.tgm", write)
 
 
+def operational_base(step: int) -> list[dict[str, Any]]:
+    """One message's ``base`` as operational files carry it: per object 8 MARS keys and ``dim_names``."""
+    return [
+        {
+            "mars": {
+                "class": "od",
+                "type": "fc",
+                "stream": "oper",
+                "expver": "0001",
+                "date": 20240101,
+                "time": 0,
+                "step": step,
+                "param": p,
+            },
+            "dim_names": ["latitude", "longitude"],
+        }
+        for p in PARAMS
+    ]
+
+
+def tgm_many_operational(n: int) -> Path:
+    """n messages x 4 small objects (16 x 16 float32), each object with 8 MARS keys and ``dim_names``, as
+    operational files are made (the reference encoder, one message per step): one hypercube along step."""
+    import tensogram
+
+    def write(tmp: Path) -> None:
+        values = np.arange(256, dtype=np.float32).reshape(16, 16)
+        desc = {"type": "ntensor", "shape": [16, 16], "dtype": "float32"}
+        with open(tmp, "wb") as f:
+            for s in range(n):
+                f.write(bytes(tensogram.encode({"base": operational_base(s)}, [(desc, values)] * 4)))
+
+    return _atomic(DATA / f"many_{n}x4_operational.tgm", write)
+
+
 # ================================================================================================
 # sections
 # ================================================================================================
@@ -641,6 +676,7 @@ def section_open(sz: Sizes, rows: list[Row], timeout: float) -> None:
                 Row(".tgm", "raw", f"{label}, metadata cache", seconds(t["cached"]), "1.00 s", 1 / t["cached"], 1.0)
             )
             print(f"  open {n} from the metadata cache: {rows[-1].ours}", flush=True)
+    section_open_operational(sz, rows, timeout)
     section_first_open(sz, rows, timeout)
     import ztensor
 
@@ -682,6 +718,50 @@ def section_open(sz: Sizes, rows: list[Row], timeout: float) -> None:
 
 
 FIRST_OPEN_SAMPLES = ("era_pl.tgm", "sample.tet", "sample.zt")
+
+
+def section_open_operational(sz: Sizes, rows: list[Row], timeout: float) -> None:
+    """Archives made the way operational files are (8 MARS keys and ``dim_names`` per object): our uncached
+    open, the open that writes the metadata cache, the cached open, and the reference's metadata walk
+    (``TensogramFile`` + ``file_decode_metadata`` of every message, in Rust), each in child processes
+    alternated twice (medians of the child's runs). Budgets: 1 s per 10,000 messages, linear."""
+    for n in sz.open_counts:
+        path = tgm_many_operational(n)
+        per = timeout * max(1, n // 25000)
+        ours: list[dict[str, Any]] = []
+        ref: list[float] = []
+        for r in range(2):
+            for kind in ("open", "refwalk") if r % 2 == 0 else ("refwalk", "open"):
+                got = child([kind, str(path), str(max(1, sz.repeat // 2))], per)
+                if got is not None and kind == "open":
+                    ours.append(got)
+                elif got is not None:
+                    ref.append(got["walk"])
+        label = f"open {n} msgs x 4 obj, 8 MARS keys + dim_names"
+        budget = n * 1e-4
+        if not ours or not ref:
+            rows.append(Row(".tgm", "raw", label, f"> {per:.0f} s", seconds(budget), 0.0, 1.0, "timed out"))
+            continue
+        walk = statistics.median(ref)
+        for what, key in (("", "open"), (", writing the metadata cache", "writing"), (", metadata cache", "cached")):
+            t = statistics.median(o[key] for o in ours)
+            note = f"reference metadata walk {seconds(walk)}"
+            rows.append(Row(".tgm", "raw", label + what, seconds(t), seconds(budget), budget / t, 1.0, note))
+            print(f"  {label}{what}: {seconds(t)} ({note})", flush=True)
+
+
+def _reference_walk(path: Path, repeat: int) -> dict[str, Any]:
+    """The reference's metadata walk: every message's metadata decoded in Rust, its ``base`` made Python maps."""
+    import tensogram
+
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        with tensogram.TensogramFile.open(str(path)) as f:
+            for i in range(len(f)):
+                f.file_decode_metadata(i).base  # noqa: B018 - the maps the walk hands to Python
+        times.append(time.perf_counter() - t0)
+    return {"walk": statistics.median(times)}
 
 
 def section_first_open(sz: Sizes, rows: list[Row], timeout: float) -> None:
@@ -932,6 +1012,13 @@ def run_child(args: list[str]) -> dict[str, Any]:
                 held = (_rss() - before) / sum(int(np.prod(v.shape[:-2])) for v in ds.data_vars.values())
             ds.close()
             del ds
+        writing = []
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory() as fresh:  # the open that stores an entry
+                gc.collect()
+                t0 = time.perf_counter()
+                open_xr(path, metadata_cache=fresh).close()
+                writing.append(time.perf_counter() - t0)
         with tempfile.TemporaryDirectory() as cache:
             open_xr(path, metadata_cache=cache).close()  # stores the entry
             cached = []
@@ -939,7 +1026,14 @@ def run_child(args: list[str]) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 open_xr(path, metadata_cache=cache).close()
                 cached.append(time.perf_counter() - t0)
-        return {"open": statistics.median(times), "cached": statistics.median(cached), "rss_per_object": held}
+        return {
+            "open": statistics.median(times),
+            "writing": statistics.median(writing),
+            "cached": statistics.median(cached),
+            "rss_per_object": held,
+        }
+    if kind == "refwalk":
+        return _reference_walk(Path(args[1]), int(args[2]))
     if kind == "rss":
         ds = open_xr(Path(args[1]))
         decoded = sum(v.nbytes for v in ds.data_vars.values())
@@ -973,6 +1067,7 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--png", default=None, help="bar chart of the ratios (PNG)")
     parser.add_argument("--markdown", default=None, help="write the README table (ratios) to this file")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per child process")
+    parser.add_argument("--open-counts", default=None, help="messages of the open rows, e.g. 1000,10000")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -981,6 +1076,8 @@ def main(argv: Iterable[str] | None = None) -> None:
     sz = Sizes.quick() if args.quick else Sizes()
     if args.repeat:
         sz = Sizes(**{**sz.__dict__, "repeat": args.repeat})
+    if args.open_counts:
+        sz = Sizes(**{**sz.__dict__, "open_counts": tuple(int(n) for n in args.open_counts.split(","))})
     load0 = os.getloadavg()[0]
     print(
         f"{os.cpu_count()} CPUs, load average {load0:.1f} at start; medians of {sz.repeat} alternated runs"
@@ -993,6 +1090,7 @@ def main(argv: Iterable[str] | None = None) -> None:
         "dask": lambda: section_dask(sz, rows),
         "scaling": lambda: section_scaling(sz, rows),
         "open": lambda: section_open(sz, rows, args.timeout),
+        "open-operational": lambda: section_open_operational(sz, rows, args.timeout),
         "memory": lambda: section_memory(sz, rows, args.timeout),
         "writer": lambda: section_writer(sz, rows),
     }

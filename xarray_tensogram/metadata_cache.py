@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import operator
 import os
 import pickle
 import sys
@@ -314,6 +315,10 @@ def _message(table: CachedMessages, index: int) -> Message:
 
 
 def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: dict[int, Any]) -> Any:
+    if type(members) is MessageMembers:
+        found = _packed_stack(table, stack_shape, members)
+        if found is not None:
+            return found
     flats: list[int] = []
     coords: list[tuple[int, int]] = []
     others: dict[int, Any] = {}
@@ -328,6 +333,25 @@ def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members:
         coords.append(found[:2])
     pairs = np.array(coords, np.int64).reshape(-1, 2)
     return _stack, (stack_shape, table, np.array(flats, np.int64), pairs, options or {}, others)
+
+
+def _packed_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: MessageMembers) -> Any:
+    """:func:`_compact_stack` of members an open packed as ints (every member an object of a message): read
+    from the ints as columns, without building each member's spec (None: another kind of member is there)."""
+    if not members or set(map(type, dict.values(members))) != {int}:
+        return None
+    packed = np.fromiter(dict.values(members), np.int64, len(members))
+    positions = packed >> 32
+    messages = list(map(members.message, range(int(positions.max()) + 1)))
+    if set(map(type, messages)) != {Message}:
+        return None
+    index = np.fromiter(map(_index_of, messages), np.int64, len(messages))
+    pairs = np.stack([index[positions], packed & 0xFFFFFFFF], axis=1)
+    flats = np.fromiter(dict.keys(members), np.int64, len(members))
+    return _stack, (stack_shape, table, flats, pairs, dict(members.options), {})
+
+
+_index_of = operator.attrgetter("index")
 
 
 def _stack(

@@ -193,8 +193,8 @@ def _flat_keys_rebuildable(
     entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
 ) -> tuple[dict[str, Any], bool]:
     """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
-    without dots, nor ``_reserved_``; values scalars or non-empty maps of the same): found in the same walk,
-    so that an open does not walk every object's metadata twice."""
+    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same): found in
+    the same walk, so that an open does not walk every object's metadata twice."""
     out: dict[str, Any] = {}
     if skip and any(k in entry for k in skip):
         entry = {k: v for k, v in entry.items() if k not in skip}
@@ -207,16 +207,15 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) ->
     scalars = SCALARS
     types = set(map(type, entry.values()))
     if dict not in types and "_reserved_" not in entry:
-        keys = tuple(entry)
-        names = _prefixed(prefix, keys)
+        names, rebuildable = _prefixed(prefix, tuple(entry))
         if names is not None:  # no nested map: keys and values copied in C, lists made hashable in place
             out.update(zip(names, entry.values(), strict=True))
             if not scalars.issuperset(types):
                 for name, v in zip(names, entry.values(), strict=True):
                     if type(v) not in scalars:
-                        out[name] = hashable(v)
-                return False
-            return _plain_keys(keys)
+                        out[name], kept = _frozen(v)
+                        rebuildable = rebuildable and kept
+            return rebuildable
     rebuildable = True
     for k, v in entry.items():
         if k == "_reserved_":
@@ -233,40 +232,56 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) ->
         elif isinstance(v, dict) and v:
             rebuildable = _flatten_into(v, key + ".", out) and rebuildable and type(v) is dict
         else:
-            out[key] = hashable(v)
-            rebuildable = False
+            out[key], kept = _frozen(v)
+            rebuildable = rebuildable and kept
     return rebuildable
 
 
-def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
-    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text or not hashable)."""
+def _frozen(v: Any) -> tuple[Any, bool]:
+    """``hashable(v)``, and whether :func:`_rebuilt` gives ``v`` back from it: a list of scalars (dim names,
+    shapes) becomes a tuple that :func:`_rebuilt` makes a list again; the same tuple of names is shared by
+    every object that has it (one tuple for an archive's ``dim_names``, not one per object)."""
+    types = set(map(type, v)) if type(v) is list else None
+    if types is not None and SCALARS.issuperset(types):
+        return (_shared_names(tuple(v)) if types == _TEXT else tuple(v)), True
+    return hashable(v), False
+
+
+_TEXT = {str}
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return names  # the first equal tuple seen (text only: (1,) and (True,) are equal keys, not equal values)
+
+
+def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[tuple[str, ...] | None, bool]:
+    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text or not hashable), and
+    whether they are plain (text without dots, not ``_reserved_``: :func:`_rebuilt` gives them back)."""
     try:
         return _prefixed_cached(prefix, keys)
     except TypeError:  # an unhashable key cannot come from CBOR maps, but stay safe
-        return None
+        return None, False
 
 
 @functools.lru_cache(maxsize=4096)
-def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[str, ...] | None:
-    # objects of a file repeat the same few key sets: each is joined once
-    return tuple(prefix + k for k in keys) if all(type(k) is str for k in keys) else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _plain_keys(keys: tuple[Any, ...]) -> bool:
-    # objects of a file repeat the same few key sets: each is checked once
-    return all(type(k) is str and "." not in k and k != "_reserved_" for k in keys)
+def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[tuple[str, ...] | None, bool]:
+    # objects of a file repeat the same few key sets: each is joined and checked once
+    if not all(type(k) is str for k in keys):
+        return None, False
+    return tuple(prefix + k for k in keys), all("." not in k and k != "_reserved_" for k in keys)
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
-    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_rebuildable`)."""
+    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flat_keys_rebuildable`):
+    tuples there were lists of scalars (:func:`_frozen`)."""
     out: dict[str, Any] = {}
     for key, value in keys.items():
         *path, last = key.split(".")
         node = out
         for part in path:
             node = node.setdefault(part, {})
-        node[last] = value
+        node[last] = list(value) if type(value) is tuple else value
     return out
 
 

@@ -142,15 +142,35 @@ class _Columns:
     def raw(self, key: str) -> list[Any]:
         col = self._raw.get(key)
         if col is None:
-            dup = self.dup_names
-            col = self._raw[key] = [dim_value(o, key, dup) for o in self.objs]
+            col = self._raw[key] = _column(self.objs, key, self.dup_names)
         return col
 
     def keyed(self, key: str) -> list[Any]:
         col = self._keyed.get(key)
-        if col is None:
-            col = self._keyed[key] = [_key(v) for v in self.raw(key)]
+        if col is None:  # _key inlined: this runs once per object and key
+            col = self._keyed[key] = [("nan",) if type(v) is float and v != v else v for v in self.raw(key)]
         return col
+
+
+def _column(objs: Sequence[TgObject], source: str, dup_names: frozenset[str]) -> list[Any]:
+    """:func:`dim_value` of every object, worked out per column where the source is a key or two."""
+    if source == TIME_SOURCE:
+        return list(map(_time_value, _key_column(objs, "mars.date"), _key_column(objs, "mars.time")))
+    if source == STEP_KEY:
+        return list(map(_step_value, _key_column(objs, source)))
+    if source.startswith(LEVEL_PREFIX) or source in (MESSAGE_SOURCE, OBJECT_SOURCE):
+        return [dim_value(o, source, dup_names) for o in objs]
+    return _key_column(objs, source)
+
+
+def _key_column(objs: Sequence[TgObject], key: str) -> list[Any]:
+    """``o.value(key)`` of every object (the producer's view asked only where the merged keys lack it)."""
+    col = [o.merged.get(key) for o in objs]
+    if None in col:
+        for i, v in enumerate(col):
+            if v is None and objs[i].view is not None:
+                col[i] = objs[i].value(key)
+    return col
 
 
 def _candidates(
@@ -345,14 +365,19 @@ def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
     ) + (" ..." if len(dups) > 10 else "")
 
 
-def _varying_keys(objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]] | None = None) -> set[str]:
+def _varying_keys(
+    objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]] | None = None, among: set[str] | None = None
+) -> set[str]:
     """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
 
     Objects with the same keys (the usual case) are compared column by column; otherwise each
     object's items are compared with the first's as sets (values are hashable, see ``flat_keys``).
     Either way the per-key work runs in C. ``memo`` keeps the answer per set of objects: a group of
-    one variable asks twice (candidates, then the variable).
+    one variable asks twice (candidates, then the variable). ``among``: the keys that vary between
+    objects of which these are some (no other key can vary here): only those are compared.
     """
+    if among is not None:
+        return _varying_among([o.merged for o in objs], among)
     if memo is not None:
         ident = tuple(map(id, objs))
         known = memo.get(ident)
@@ -389,6 +414,22 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
     return varying
 
 
+def _varying_among(maps: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> set[str]:
+    """Those of ``keys`` whose value (or presence) differs between ``maps`` (NaN equal to NaN): a column each."""
+    out: set[str] = set()
+    if not maps:
+        return out
+    for k in keys:
+        column = [m.get(k, _ABSENT) for m in maps]
+        c0 = column[0]
+        if column.count(c0) != len(column) and (type(c0) is not float or c0 == c0 or any(v == v for v in column)):
+            out.add(k)
+    return out
+
+
+_ABSENT = object()
+
+
 def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
     """The dotted keys (under ``prefix``) whose value differs between nested maps, as
     :func:`_varying_keys` would find them in the flattened maps, without flattening them.
@@ -414,15 +455,14 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
     if len(nodes) < 2 and type(first) is dict:
         return set()
     # same key sets: every map a dict of the first's size that has all of the first's keys
-    if not names or not all(type(n) is dict and len(n) == len(names) for n in nodes):
+    if not names or set(map(type, nodes)) != {dict} or set(map(len, nodes)) != {len(names)}:
         return None
-    getter = operator.itemgetter(*names)
-    try:
-        rows = [getter(n) for n in nodes] if len(names) > 1 else [(getter(n),) for n in nodes]
+    try:  # a column per key, each read in one C loop: no tuple per map for the garbage collector to count
+        columns = [list(map(operator.itemgetter(name), nodes)) for name in names]
     except KeyError:
         return None
     out: set[str] = set()
-    for name, column in zip(names, zip(*rows, strict=True), strict=True):
+    for name, column in zip(names, columns, strict=True):
         c0 = column[0]
         if name == "_reserved_" or column.count(c0) == len(column):
             continue
@@ -435,6 +475,32 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
         else:
             out |= _varying_maps([flat_keys({name: v}, prefix) for v in column])
     return out
+
+
+def _cube_keys(
+    cube: VarCube, overall: set[str], memo: dict[tuple[int, ...], set[str]], names: frozenset[str], name_keys: set[str]
+) -> None:
+    """Set the keys that vary within one variable (``overall``: those that vary in its group) and, for each
+    that is no dimension, the dimensions that determine it."""
+    cube.varying = _varying_keys(cube.objects, memo, among=overall)
+    producer = cube.objects[0].producer
+    if producer is not None:
+        for section in producer.sections:  # the producer's nested sections are compared nested
+            cube.varying |= _varying_nested([o.entry.get(section) for o in cube.objects], section + ".")
+        if not producer.dependent_coordinates:
+            return
+    cols = _Columns(cube.objects, names)
+    for k in sorted(cube.varying):
+        if (
+            k in cube.dims
+            or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims)
+            or k in name_keys
+            or k in STRUCTURAL
+            or k.endswith(".dim_names")
+            or (producer is not None and producer.restates(k))
+        ):
+            continue
+        cube.dependent[k] = _minimal_determinants(cols, cube.dims, k)
 
 
 def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
@@ -455,26 +521,9 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
         if dups:
             chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names, memo)
 
+    overall = _varying_keys([o for v in by_name.values() for o in v], memo)  # known: the candidates' walk
     for cube in cubes.values():
-        cube.varying = _varying_keys(cube.objects, memo)
-        producer = cube.objects[0].producer
-        if producer is not None:
-            for section in producer.sections:  # the producer's nested sections are compared nested
-                cube.varying |= _varying_nested([o.entry.get(section) for o in cube.objects], section + ".")
-            if not producer.dependent_coordinates:
-                continue
-        cols = _Columns(cube.objects, names)
-        for k in sorted(cube.varying):
-            if (
-                k in cube.dims
-                or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims)
-                or k in name_keys
-                or k in STRUCTURAL
-                or k.endswith(".dim_names")
-                or (producer is not None and producer.restates(k))
-            ):
-                continue
-            cube.dependent[k] = _minimal_determinants(cols, cube.dims, k)
+        _cube_keys(cube, overall, memo, names, name_keys)
     sources = {
         DIM_NAMES.get(s, s[len(LEVEL_PREFIX) :] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
         for s in chosen

@@ -36,9 +36,16 @@ def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | Non
 def _referenced(objects: Sequence[TgObject]) -> set[str]:
     """Names that objects use as a dimension or list in a ``coordinates`` attribute."""
     names: set[str] = set()
+    seen: set[tuple[str, ...]] = set()  # the objects of an archive share a few tuples of dim names
     for o in objects:
-        dims = o.nested.get("dim_names") if o.nested is not None else None  # else no list in it
-        if isinstance(dims, list):
+        # without the nested map, a tuple in the flat keys was a list of scalars (collect._frozen)
+        dims = o.nested.get("dim_names") if o.nested is not None else o.keys.get("dim_names")
+        if type(dims) is tuple:
+            if dims in seen:
+                dims = None
+            else:
+                seen.add(dims)
+        if isinstance(dims, (list, tuple)):
             names.update(d for d in dims if isinstance(d, str))
         for key in ("coordinates", "cf.coordinates"):
             value = o.keys.get(key)

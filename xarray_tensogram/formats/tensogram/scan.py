@@ -48,6 +48,8 @@ from .objects import Message, ObjectRef, _where, is_local
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
+#: bytes read at once for metadata from a remote source
+REMOTE_BLOCK = 65536
 
 
 class _Window:
@@ -59,27 +61,37 @@ class _Window:
         self.blocks: list[tuple[int, bytes]] = []  # the last two blocks read (header and postamble)
         self.pinned: tuple[int, bytes] = (0, b"")  # kept until the next pin: a postamble and what follows it
 
+    def _held(self, offset: int, end: int) -> tuple[int, bytes] | None:
+        for block in (self.pinned, *self.blocks):
+            if block[0] <= offset and end <= block[0] + len(block[1]):
+                return block
+        return None
+
     def pin(self, offset: int, length: int, extra: int, what: str) -> bytes:
         """Read ``length`` bytes and up to ``extra`` more after them (as far as the file goes), keep them
         for later reads, and return the first ``length``."""
         want = max(length, min(max(length + extra, self.lookahead), self.source.size - offset))
-        block = self.source.read(offset, want, what=what)
-        self.blocks = [self.pinned, *self.blocks[:1]]  # this message's start is in the previous pin
-        self.pinned = (offset, block)
-        return block[:length]
+        block = self._held(offset, offset + min(length + extra, want))
+        if block is None:
+            block = (offset, self.source.read(offset, want, what=what))
+        if block is not self.pinned:
+            self.blocks = [self.pinned, *self.blocks[:1]]  # this message's start is in the previous pin
+            self.pinned = block
+        start, data = block
+        return data[offset - start : offset - start + length]
 
     def read(self, offset: int, length: int, what: str) -> bytes:
         end = offset + length
-        for start, data in (self.pinned, *self.blocks):
-            if start <= offset and end <= start + len(data):
-                return data[offset - start : end - start]
+        block = self._held(offset, end)
+        if block is not None:
+            return block[1][offset - block[0] : end - block[0]]
         want = max(length, self.lookahead)
         want = min(want, self.source.size - offset) if offset < self.source.size else length
         if want < length:
             want = length
-        block = self.source.read(offset, want, what=what)
-        self.blocks = [(offset, block), *self.blocks[:1]]
-        return block[:length]
+        data = self.source.read(offset, want, what=what)
+        self.blocks = [(offset, data), *self.blocks[:1]]
+        return data[:length]
 
 
 class MessageScanner:
@@ -94,8 +106,8 @@ class MessageScanner:
         self.strict = strict
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
         self._warnings: list[str] = []  # said once the scan ends, only if it found a message (else the error says it)
-        lookahead = 0 if is_local(source) else 65536
-        self._window = _Window(source, lookahead)
+        # remote: a request per block; local: exactly what is asked for (an open reads no payload byte)
+        self._window = _Window(source, 0 if is_local(source) else REMOTE_BLOCK)
 
     # -- scanning -----------------------------------------------------------------------------
     def _read(self, offset: int, length: int, what: str) -> bytes:
