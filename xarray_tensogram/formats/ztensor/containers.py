@@ -91,15 +91,10 @@ def parse_container(source: ByteSource) -> Container:
     )
 
 
-def _u64(data: bytes) -> int:
-    value: int = struct.unpack("<Q", data)[0]
-    return value
-
-
 def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int]:
     """The CBOR blob followed by ``footer`` trailing bytes, the first 8 of which are its u64 LE length."""
     size = source.size
-    length = _u64(source.read(size - footer, 8, what=f"{what} length"))
+    length = int.from_bytes(source.read(size - footer, 8, what=f"{what} length"), "little")
     room = size - footer - 8
     if length > room:
         raise TruncatedFileError(
@@ -129,16 +124,8 @@ def _is_text(v: Any) -> bool:
     return isinstance(v, str)
 
 
-def _is_map(v: Any) -> bool:
-    return isinstance(v, dict)
-
-
 def _is_array(v: Any) -> bool:
     return isinstance(v, list)
-
-
-def _is_anything(v: Any) -> bool:
-    return True
 
 
 def _maybe(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -213,20 +200,12 @@ _V01_FIELDS = _Fields(
     _Field("checksum", _maybe(_is_text), _V01_TEXT),
 )
 #: what a v0.1 tensor may hold and this reader cannot decode: a problem deferred to reading it
+_V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
 _V01_SUPPORTED = _Fields(
-    _Field(
-        "dtype", _one_of(*LONG_DTYPE_NAMES), f"dtype {{value!r}} is not a v0.1 dtype ({', '.join(LONG_DTYPE_NAMES)})"
-    ),
-    _Field(
-        "encoding",
-        _one_of(*V01_ENCODINGS),
-        f"encoding {{value!r}} is not supported (v0.1 knows {' and '.join(V01_ENCODINGS)})",
-    ),
-    _Field(
-        "layout",
-        _one_of("dense", "sparsecoo", "sparsecsr"),
-        "layout {value!r} is not supported (v0.1 knows dense, sparsecoo and sparsecsr)",
-    ),
+    *(
+        _Field(key, _one_of(*known), f"{key} {{value!r}} is not supported (v0.1 knows {', '.join(known)})")
+        for key, known in (("dtype", LONG_DTYPE_NAMES), ("encoding", V01_ENCODINGS), ("layout", _V01_LAYOUTS))
+    )
 )
 _V01_STANDARD = frozenset(_V01_FIELDS.keys)
 
@@ -266,25 +245,16 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
         raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
     big_endian = endianness == "big" and encoding == "raw"
     part = Part(
-        offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, digest=v["checksum"], big_endian=big_endian
+        offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, None, v["checksum"], False, big_endian
     )
     custom = {k: value for k, value in entry.items() if k not in _V01_STANDARD}
     if not all(type(k) is str for k in custom):
         raise MetadataError(f"{where}index keys must be text")
     if custom:
         check_free_values(custom, where)
+    problem, dtype = _V01_SUPPORTED.failure(v), v["dtype"]
     return TensorInfo(
-        i,
-        name,
-        v["dtype"],
-        shape,
-        v["layout"],
-        encoding,
-        v["checksum"],
-        custom,
-        {"data": part},
-        problem=_V01_SUPPORTED.failure(v),
-        data_endianness=endianness,
+        i, name, dtype, shape, v["layout"], encoding, part.digest, custom, {"data": part}, None, problem, endianness
     )
 
 
@@ -299,14 +269,11 @@ _V1_OFFSETS = "needs unsigned 'offset' and 'length'"
 _V1_COMPONENT = _Fields(
     _Field("offset", _is_uint, _V1_OFFSETS),
     _Field("length", _is_uint, _V1_OFFSETS),
-    _Field("encoding", _is_anything, "", "raw"),
     _Field("uncompressed_length", _maybe(_is_uint), "'uncompressed_length' must be an unsigned integer, got {value!r}"),
     _Field("digest", _maybe(_is_text), "'digest' must be text, got {value!r}"),
     _Field("type", _maybe(_is_text), "'type' must be text, got {value!r}"),
 )
-_V1_SUPPORTED = _Fields(
-    _Field("encoding", _one_of(*V01_ENCODINGS), "has unsupported encoding {value!r}"),
-)
+_V1_SUPPORTED = _Fields(_Field("encoding", _one_of(*V01_ENCODINGS), "has unsupported encoding {value!r}", "raw"))
 _V1_SPARSE = {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
 
 
@@ -368,16 +335,10 @@ def _v1_component(cname: str, comp: Any, where: str, tensor_dtype: Any) -> tuple
     spelled = comp.get("dtype", tensor_dtype if cname in ("data", "values") else "u64")
     short = LONG_DTYPE_NAMES.get(spelled, spelled) if isinstance(spelled, str) else ""
     known = short in STORAGE_DTYPES
-    problem = (None if known else f"has unknown dtype {spelled!r}") or _V1_SUPPORTED.failure(v)
-    part = Part(
-        v["offset"],
-        v["length"],
-        short if known else "u8",
-        v["encoding"],
-        v["uncompressed_length"],
-        v["digest"],
-        ltype=v["type"],
-    )
+    problem = (None if known else f"has unknown dtype {spelled!r}") or _V1_SUPPORTED.failure(comp)
+    storage = short if known else "u8"
+    encoding = comp.get("encoding", "raw")
+    part = Part(v["offset"], v["length"], storage, encoding, v["uncompressed_length"], v["digest"], ltype=v["type"])
     return cname, part, problem and f"component {cname!r} {problem}"
 
 
@@ -555,6 +516,7 @@ _V2_OBJECT = _Fields(
     _Field("parts", lambda v: isinstance(v, dict) and bool(v), _V2_NEEDS),
     _Field("attributes", _map_or_empty, "'attributes' must be a map"),
 )
+_V2_PRESENCE = "'decoded_length' must be present exactly when 'encoding' is"
 _V2_DTYPES = tuple(d for d in STORAGE_DTYPES if d != "bool")
 _DIGEST = re.compile(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})")
 _V2_PART = _Fields(
@@ -564,8 +526,7 @@ _V2_PART = _Fields(
         "'blob' must be [offset, length], got {value!r}",
     ),
     _Field("dtype", lambda d: d in _V2_DTYPES, "dtype {value!r} is not a v2 storage dtype"),
-    _Field("encoding", _is_anything, ""),
-    _Field("decoded_length", _maybe(_is_uint), "'decoded_length' must be present exactly when 'encoding' is"),
+    _Field("decoded_length", _maybe(_is_uint), _V2_PRESENCE),
     _Field(
         "digest",
         _maybe(lambda d: _is_text(d) and _DIGEST.fullmatch(d) is not None),
@@ -574,9 +535,7 @@ _V2_PART = _Fields(
     _Field("shard", _maybe(_is_text), "shard {value!r} is not in the manifest's shard table"),
     _Field("type", _maybe(_is_text), "'type' must be text"),
 )
-_V2_SUPPORTED = _Fields(
-    _Field("encoding", _one_of(None, SEEKABLE_ZSTD), "has unsupported encoding {value!r}"),
-)
+_V2_SUPPORTED = _Fields(_Field("encoding", _one_of(None, SEEKABLE_ZSTD), "has unsupported encoding {value!r}"))
 
 
 def _v2_object(
@@ -604,26 +563,18 @@ def _v2_part(pname: str, p: Any, where: str, shards: Mapping[str, ByteSource | N
     if not isinstance(p, dict):
         raise MetadataError(f"{pwhere}must be a map")
     v = _V2_PART.checked(p, pwhere)
-    encoding, shard = v["encoding"], v["shard"]
+    encoding, shard = p.get("encoding"), v["shard"]
     if (encoding is None) != (v["decoded_length"] is None):
-        raise MetadataError(pwhere + _V2_PART.fields[3].message)
+        raise MetadataError(pwhere + _V2_PRESENCE)
     if shard is not None and shard not in shards:
         raise MetadataError(f"{pwhere}shard {shard!r} is not in the manifest's shard table")
     unreadable = shard is not None and shards[shard] is None
-    problem = _V2_SUPPORTED.failure(v) or (
+    problem = _V2_SUPPORTED.failure(p) or (
         f"lives in shard {shard!r}, which can only be opened next to a local file" if unreadable else None
     )
     offset, length = v["blob"]
     part = Part(
-        offset,
-        length,
-        v["dtype"],
-        encoding or "raw",
-        v["decoded_length"],
-        v["digest"],
-        True,
-        shard=shard,
-        ltype=v["type"],
+        offset, length, v["dtype"], encoding or "raw", v["decoded_length"], v["digest"], True, False, shard, v["type"]
     )
     return pname, part, problem and f"part {pname!r} {problem}"
 
@@ -639,16 +590,7 @@ def _tensor(
 ) -> TensorInfo:
     """A v1 or v2 object: its main part names its encoding and digest (and dtype, unless ``dtype`` does)."""
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
+    problem, dtype = problem or _dtype_problem(main), dtype or main.dtype
     return TensorInfo(
-        0,
-        name,
-        dtype or main.dtype,
-        shape,
-        layout,
-        main.encoding,
-        main.digest,
-        dict(attrs or {}),
-        parts,
-        logical_type=main.ltype,
-        problem=problem or _dtype_problem(main),
+        0, name, dtype, shape, layout, main.encoding, main.digest, dict(attrs or {}), parts, main.ltype, problem
     )
