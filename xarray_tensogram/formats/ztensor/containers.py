@@ -10,6 +10,7 @@ not hide the others.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import os
 import re
@@ -318,12 +319,8 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
     v = _V1_OBJECT.checked(obj, where)
     tensor_dtype = obj.get("dtype") if legacy else None
     read = [_v1_component(str(cname), comp, where, tensor_dtype) for cname, comp in v["components"].items()]
-    parts = {cname: part for cname, part, _ in read}
-    fmt = v["format"]
-    problem = next((p for _, _, p in read if p), None) or _layout_problem(fmt, parts, _V1_SPARSE)
-    if problem is None and fmt not in ("dense", *_V1_SPARSE):
-        problem = _single_part_fallback(fmt, parts, shape)
-    return _tensor(name, str(tensor_dtype) if legacy else None, shape, fmt, parts, v["attributes"], problem)
+    dtype = str(tensor_dtype) if legacy else None
+    return _tensor(name, dtype, shape, v["format"], read, v["attributes"], _V1_SPARSE, fallback=True)
 
 
 def _v1_component(cname: str, comp: Any, where: str, tensor_dtype: Any) -> tuple[str, Part, str | None]:
@@ -342,23 +339,29 @@ def _v1_component(cname: str, comp: Any, where: str, tensor_dtype: Any) -> tuple
     return cname, part, problem and f"component {cname!r} {problem}"
 
 
-def _layout_problem(layout: str, parts: Mapping[str, Part], needed: Mapping[str, tuple[str, ...]]) -> str | None:
-    if layout == "dense" and "data" not in parts:
-        return "dense layout without a 'data' part"
-    missing = [p for p in needed.get(layout, ()) if p not in parts]
-    return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
-
-
-def _single_part_fallback(fmt: str, parts: Mapping[str, Part], shape: tuple[int, ...]) -> str | None:
-    """Unknown v1 formats: expose a lone raw component when it has exactly the dense size."""
-    if len(parts) == 1:
-        part = next(iter(parts.values()))
-        count = 1
-        for s in shape:
-            count *= s
-        if part.encoding == "raw" and part.length == count * part.storage.itemsize:
-            return None
-    return f"format {fmt!r} is not supported (known: dense, sparse_csr, sparse_coo)"
+def _layout_problem(
+    layout: str,
+    parts: Mapping[str, Part],
+    sparse: Mapping[str, tuple[str, ...]],
+    shape: tuple[int, ...],
+    fallback: bool,
+) -> str | None:
+    """What keeps ``parts`` from making a tensor of ``layout``. With ``fallback`` (v1), an unknown layout made
+    of one raw part of exactly the dense size reads as dense."""
+    if layout == "dense":
+        return None if "data" in parts else "dense layout without a 'data' part"
+    if layout in sparse:
+        missing = [p for p in sparse[layout] if p not in parts]
+        return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
+    lone = next(iter(parts.values()))
+    if (
+        fallback
+        and len(parts) == 1
+        and lone.encoding == "raw"
+        and lone.length == math.prod(shape) * lone.storage.itemsize
+    ):
+        return None
+    return f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
 
 
 def _dtype_problem(part: Part) -> str | None:
@@ -549,12 +552,7 @@ def _v2_object(
     shape = check_shape(obj.get("shape"), where)
     v = _V2_OBJECT.checked(obj, where)
     read = [_v2_part(str(pname), p, where, shards) for pname, p in v["parts"].items()]
-    parts = {pname: part for pname, part, _ in read}
-    layout = v["layout"]
-    problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, _V2_SPARSE)
-    if problem is None and layout not in ("dense", *_V2_SPARSE):
-        problem = f"layout profile {layout!r} is not supported (known: dense, {', '.join(_V2_SPARSE)})"
-    return _tensor(name, None, shape, layout, parts, v["attributes"], problem)
+    return _tensor(name, None, shape, v["layout"], read, v["attributes"], _V2_SPARSE, fallback=False)
 
 
 def _v2_part(pname: str, p: Any, where: str, shards: Mapping[str, ByteSource | None]) -> tuple[str, Part, str | None]:
@@ -584,11 +582,15 @@ def _tensor(
     dtype: str | None,
     shape: tuple[int, ...],
     layout: str,
-    parts: dict[str, Part],
+    read: list[tuple[str, Part, str | None]],
     attrs: Any,
-    problem: str | None,
+    sparse: Mapping[str, tuple[str, ...]],
+    fallback: bool,
 ) -> TensorInfo:
-    """A v1 or v2 object: its main part names its encoding and digest (and dtype, unless ``dtype`` does)."""
+    """A v1 or v2 object from its parts as read (name, part, problem). Its main part names its encoding and
+    digest, and its dtype unless ``dtype`` does."""
+    parts = {pname: part for pname, part, _ in read}
+    problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, sparse, shape, fallback)
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
     problem, dtype = problem or _dtype_problem(main), dtype or main.dtype
     return TensorInfo(
