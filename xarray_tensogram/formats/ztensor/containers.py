@@ -248,7 +248,7 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
     part = Part(
         offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, None, v["checksum"], False, big_endian
     )
-    custom = {k: value for k, value in entry.items() if k not in _V01_STANDARD}
+    custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
     if not all(type(k) is str for k in custom):
         raise MetadataError(f"{where}index keys must be text")
     if custom:
