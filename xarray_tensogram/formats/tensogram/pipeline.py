@@ -113,12 +113,7 @@ def _is_number(v: Any) -> bool:
 
 #: what simple_packing reads from the descriptor: key, default, test, message when the test fails
 _SIMPLE_PACKING_KEYS: tuple[tuple[str, Any, Callable[[Any], bool], str], ...] = (
-    (
-        "sp_bits_per_value",
-        None,
-        lambda v: isinstance(v, int) and 0 <= v <= 64,
-        "{key} {v!r} is not an integer in 0..64",
-    ),
+    ("sp_bits_per_value", None, lambda v: isinstance(v, int) and 0 <= v <= 64, "{key} {v!r} is not an int in 0..64"),
     ("sp_reference_value", None, _is_number, "simple_packing needs a numeric {key}"),
     ("sp_binary_scale_factor", None, _is_number, "simple_packing needs a numeric {key}"),
     ("sp_binary_scale_factor", None, lambda v: -321 < v < 321, "{key} {v} out of range"),  # |int(v)| <= 320

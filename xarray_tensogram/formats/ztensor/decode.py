@@ -334,23 +334,13 @@ class TensorReader:
         main = info.main_part
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         expected = info.size * ratio * main.storage.itemsize
-        if main.length != expected:
-            raise CorruptFileError(
-                f"{self._where}stored size is {main.length} bytes, the shape and dtype need {expected}"
-            )
+        where = f"{self._where}part 'data': "
+        _decoded_size(_codec(main.encoding, where), main, main.length, expected, where)
         self._check_bounds(main, "data")
-        row_elements = expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0
-        flat = read_raw_rows(
-            self._source(main),
-            main.offset,
-            (info.shape[0], row_elements),
-            main.storage,
-            start,
-            stop,
-            f"tensor {info.name!r} rows {start}:{stop}",
-            zero_copy=True,
-        ).reshape(-1)
-        return self._to_logical(flat, out_dtype, main).reshape((stop - start, *info.shape[1:]))
+        grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
+        what = f"tensor {info.name!r} rows {start}:{stop}"
+        flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what, zero_copy=True)
+        return self._to_logical(flat.reshape(-1), out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
         """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``.
