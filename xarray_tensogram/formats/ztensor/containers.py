@@ -186,6 +186,9 @@ class _Fields:
         return (message if value is not _MISSING else "required key {key!r} is missing").format(key=key, value=value)
 
 
+_FILE_ATTRIBUTES = _Fields(_Field("attributes", _map_or_empty, "file 'attributes' must be a map"))
+
+
 # -- v0.1 -------------------------------------------------------------------------------------------
 _V01_TEXT = "key {key!r} must be text, got {value!r}"
 _V01_UINT = "key {key!r} must be an unsigned integer, got {value!r}"
@@ -304,9 +307,7 @@ def _parse_v1(source: ByteSource) -> Container:
     objects = root.get("tensors" if legacy else "objects")
     if not isinstance(objects, dict):
         raise MetadataError(f"{where}manifest needs a map {'tensors' if legacy else 'objects'!r} of objects")
-    attrs = root.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise MetadataError(f"{where}file 'attributes' must be a map")
+    attrs = _FILE_ATTRIBUTES.checked(root, where)["attributes"] or {}
     infos = [_v1_object(source, name, obj, legacy, where) for name, obj in objects.items()]
     return Container("1", dialect, _ordered(infos), dict(attrs), 64, start)
 
@@ -429,9 +430,7 @@ def _parse_v2(source: ByteSource) -> Container:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
         raise MetadataError(f"{where}manifest must be a map with an 'objects' map")
-    attrs = root.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise MetadataError(f"{where}file 'attributes' must be a map")
+    attrs = _FILE_ATTRIBUTES.checked(root, where)["attributes"] or {}
     shards = _v2_shards(source, root.get("shards"), where)
     infos = [_v2_object(source, name, obj, shards, where) for name, obj in root["objects"].items()]
     _check_disjoint(
