@@ -34,6 +34,7 @@ from ...io import ByteSource, LocalFileSource
 from .compression import SEEKABLE_ZSTD, V01_ENCODINGS
 from .model import (
     LONG_DTYPE_NAMES,
+    MAX_RANK,
     STORAGE_DTYPES,
     Part,
     TensorInfo,
@@ -121,12 +122,9 @@ def _is_uint(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-def _is_text(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-def _is_array(v: Any) -> bool:
-    return isinstance(v, list)
+#: tests run in C (``isinstance`` and tuple membership): large indexes are checked key by key
+_is_text: Callable[[Any], bool] = str.__instancecheck__
+_is_array: Callable[[Any], bool] = list.__instancecheck__
 
 
 def _maybe(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -135,7 +133,7 @@ def _maybe(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 
 def _one_of(*values: Any) -> Callable[[Any], bool]:
-    return lambda v: v in values
+    return values.__contains__
 
 
 def _map_or_empty(v: Any) -> bool:
@@ -171,11 +169,14 @@ class _Fields:
 
     def checked(self, entry: Mapping[Any, Any], where: str) -> dict[str, Any]:
         """The values of the fields in ``entry`` (their defaults when absent); MetadataError for the first bad one."""
-        values = list(map(entry.get, self.keys, self.defaults))
-        message = self._message(values)
+        message = self.failure(entry)
         if message is not None:
             raise MetadataError(where + message)
-        return dict(zip(self.keys, values, strict=True))
+        return self.values(entry)
+
+    def values(self, entry: Mapping[Any, Any]) -> dict[str, Any]:
+        """The values of the fields in ``entry``, their defaults when absent (unchecked)."""
+        return dict(zip(self.keys, map(entry.get, self.keys, self.defaults), strict=True))
 
     def _message(self, values: list[Any]) -> str | None:
         if all(map(_call, self.tests, values)):
@@ -236,14 +237,14 @@ def _parse_v01(source: ByteSource) -> Container:
 
 
 def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> TensorInfo:
-    """One index entry: its keys checked by :data:`_V01_FIELDS`, free-form keys kept as attributes."""
-    entry_where = describe(source.name, f"v0.1 index entry {i}", idx_start)
-    if type(entry) is not dict:
-        raise MetadataError(f"{entry_where}expected a map with text keys")
-    v = _V01_FIELDS.checked(entry, entry_where)
-    name, offset, encoding, endianness = v["name"], v["offset"], v["encoding"], v["data_endianness"]
-    where = describe(source.name, f"tensor {i} {name!r}")
-    shape = check_shape(v["shape"], where)
+    """One index entry, free-form keys kept as attributes; messages are built only on failure (large indexes)."""
+    message = _V01_FIELDS.failure(entry) if type(entry) is dict else "expected a map with text keys"
+    if message is not None:
+        raise MetadataError(describe(source.name, f"v0.1 index entry {i}", idx_start) + message)
+    v = _V01_FIELDS.values(entry)
+    name, offset, encoding, endianness, shape = v["name"], v["offset"], v["encoding"], v["data_endianness"], v["shape"]
+    if len(shape) > MAX_RANK or not all(map(_is_uint, shape)):
+        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
     if offset < 64 or offset % 64:
         reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
         raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
@@ -252,13 +253,13 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
         offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, None, v["checksum"], False, big_endian
     )
     custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
-    if not all(type(k) is str for k in custom):
-        raise MetadataError(f"{where}index keys must be text")
+    if custom and not all(type(k) is str for k in custom):
+        raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
     if custom:
-        check_free_values(custom, where)
-    problem, dtype = _V01_SUPPORTED.failure(v), v["dtype"]
+        check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
+    problem, dtype, layout = _V01_SUPPORTED.failure(v), v["dtype"], v["layout"]
     return TensorInfo(
-        i, name, dtype, shape, v["layout"], encoding, part.digest, custom, {"data": part}, None, problem, endianness
+        i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, None, problem, endianness
     )
 
 
