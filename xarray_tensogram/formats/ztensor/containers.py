@@ -163,20 +163,22 @@ class _Fields:
         self.defaults = tuple(f.default for f in fields)
         self.tests = tuple(f.ok for f in fields)
 
+    def read(self, entry: Mapping[Any, Any]) -> tuple[dict[str, Any], str | None]:
+        """The values of the fields in ``entry`` (their defaults when absent), and the message of the first
+        that fails its test (None: all pass)."""
+        values = list(map(entry.get, self.keys, self.defaults))
+        return dict(zip(self.keys, values, strict=True)), self._message(values)
+
     def failure(self, entry: Mapping[Any, Any]) -> str | None:
         """The message of the first field whose value in ``entry`` fails its test, else None."""
-        return self._message(list(map(entry.get, self.keys, self.defaults)))
+        return self.read(entry)[1]
 
     def checked(self, entry: Mapping[Any, Any], where: str) -> dict[str, Any]:
         """The values of the fields in ``entry`` (their defaults when absent); MetadataError for the first bad one."""
-        message = self.failure(entry)
+        values, message = self.read(entry)
         if message is not None:
             raise MetadataError(where + message)
-        return self.values(entry)
-
-    def values(self, entry: Mapping[Any, Any]) -> dict[str, Any]:
-        """The values of the fields in ``entry``, their defaults when absent (unchecked)."""
-        return dict(zip(self.keys, map(entry.get, self.keys, self.defaults), strict=True))
+        return values
 
     def _message(self, values: list[Any]) -> str | None:
         if all(map(_call, self.tests, values)):
@@ -238,10 +240,9 @@ def _parse_v01(source: ByteSource) -> Container:
 
 def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> TensorInfo:
     """One index entry, free-form keys kept as attributes; messages are built only on failure (large indexes)."""
-    message = _V01_FIELDS.failure(entry) if type(entry) is dict else "expected a map with text keys"
+    v, message = _V01_FIELDS.read(entry) if type(entry) is dict else ({}, "expected a map with text keys")
     if message is not None:
         raise MetadataError(describe(source.name, f"v0.1 index entry {i}", idx_start) + message)
-    v = _V01_FIELDS.values(entry)
     name, offset, encoding, endianness, shape = v["name"], v["offset"], v["encoding"], v["data_endianness"], v["shape"]
     if len(shape) > MAX_RANK or not all(map(_is_uint, shape)):
         check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
