@@ -1,4 +1,5 @@
-"""The code checks, run as tests of the suite: ruff (lint and format), ``mypy --strict`` and the size limits.
+"""The code checks, run as tests of the suite: ruff (lint and format), ``mypy --strict``, the size limits and
+a bound on complex functions (radon).
 
 Their configuration lives in ``pyproject.toml`` ([tool.ruff], [tool.mypy]); the tools come with the
 ``test`` extra. Each test runs the tool from the repository root in a subprocess, with this
@@ -68,3 +69,24 @@ def test_package_size_limits() -> None:
                         f"{where}:{node.lineno}: {node.name}() of {length} lines (at most {MAX_FUNCTION_LINES})"
                     )
     assert not over, "split by job:\n" + "\n".join(over)
+
+
+#: functions (and methods, classes) that radon grades D or worse: cyclomatic complexity over 20, what
+#: ``radon cc -s -n D xarray_tensogram`` lists. The project's target is 8; this bound only goes down: lower it
+#: when a change makes such a function simple (not split into pieces that pass data back and forth).
+MAX_COMPLEX_FUNCTIONS = 16
+
+
+def test_complex_functions_bounded() -> None:
+    """At most MAX_COMPLEX_FUNCTIONS blocks of the package graded D or worse, so no change adds one."""
+    from radon.complexity import cc_rank, cc_visit
+
+    graded = []
+    for path in sorted((ROOT / "xarray_tensogram").rglob("*.py")):
+        for block in cc_visit(path.read_text(encoding="utf-8")):
+            if cc_rank(block.complexity) in "DEF":
+                graded.append(f"{path.relative_to(ROOT)}:{block.lineno} {block.fullname} {block.complexity}")
+    assert len(graded) <= MAX_COMPLEX_FUNCTIONS, (
+        f"{len(graded)} blocks graded D or worse (at most {MAX_COMPLEX_FUNCTIONS}); make the new one simpler:\n"
+        + "\n".join(graded)
+    )

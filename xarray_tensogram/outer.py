@@ -123,21 +123,26 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
         out = np.empty(out_shape, dtype=spec.dtype)
     except (MemoryError, ValueError) as exc:
         raise LimitExceededError(f"selection of shape {out_shape} ({spec.dtype}) cannot be allocated: {exc}") from None
-    if out.size:
-        for combo in itertools.product(*(p.parts for p in plans)):
-            coords = tuple(part.chunk_index for part in combo)
-            target = _as_outer(tuple(part.out_selection for part in combo), out_shape)
-            region = tuple(part.read_region for part in combo)
-            try:
-                within = (*target, ...)
-                if direct and _whole_region(combo) and read_chunk_into(spec.reader, coords, region, out[within]):
-                    continue  # decoded straight into the output
-                block = spec.reader.read_chunk(coords, region)
-            except MissingChunk:
-                out[target] = _fill_for(spec.dtype, spec.fill_value)
-                continue
-            out[target] = _take_outer(block, tuple(part.local_selection for part in combo))
+    for combo in itertools.product(*(p.parts for p in plans)):  # none when the selection is empty
+        _chunk_into(spec, combo, out, direct)
     return out.reshape(kept_shape) if len(kept_shape) != len(out_shape) else out
+
+
+def _chunk_into(spec: ArraySpec, combo: tuple[ChunkSelection, ...], out: np.ndarray, direct: bool) -> None:
+    """Write what one chunk contributes to ``out``: decoded straight into it where the reader can, else read
+    and copied; the fill value where the chunk is missing."""
+    coords = tuple(part.chunk_index for part in combo)
+    target = _as_outer(tuple(part.out_selection for part in combo), out.shape)
+    region = tuple(part.read_region for part in combo)
+    within = (*target, ...)
+    try:
+        if direct and _whole_region(combo) and read_chunk_into(spec.reader, coords, region, out[within]):
+            return
+        block = spec.reader.read_chunk(coords, region)
+    except MissingChunk:
+        out[target] = _fill_for(spec.dtype, spec.fill_value)
+        return
+    out[target] = _take_outer(block, tuple(part.local_selection for part in combo))
 
 
 def _read_box(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray | None:
@@ -179,11 +184,8 @@ def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple
     """The block of a key that maps onto one chunk region in order, when the reader's array can be used as is."""
     if not all(len(p.parts) == 1 for p in plans) or 0 in out_shape:
         return None
-    parts = [p.parts[0] for p in plans]
-    if not all(
-        isinstance(p.out_selection, slice) and isinstance(p.local_selection, slice) and p.local_selection == slice(None)
-        for p in parts
-    ):
+    parts = tuple(p.parts[0] for p in plans)
+    if not _whole_region(parts):
         return None
     try:
         block = spec.reader.read_chunk(tuple(p.chunk_index for p in parts), tuple(p.read_region for p in parts))

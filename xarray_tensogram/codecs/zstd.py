@@ -65,63 +65,47 @@ def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
     reader silently accepts a frame whose last block never comes). The bound lets the caller refuse
     a descriptor that promises more than the stream can hold before anything is allocated.
     """
-    buf = memoryview(payload).cast("B") if not isinstance(payload, memoryview) else payload.cast("B")
-    n = len(buf)
-    pos = 0
-    bound = 0
-    if n == 0:
+    buf = memoryview(payload).cast("B")
+    if not buf:
         raise CodecError(f"{where}empty zstd stream")
-    while pos < n:
-        if pos + 4 > n:
-            raise CodecError(f"{where}zstd stream truncated at byte {pos} (frame magic expected)")
-        magic = int.from_bytes(buf[pos : pos + 4], "little")
-        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
-            if pos + 8 > n:
-                raise CodecError(f"{where}zstd skippable frame truncated at byte {pos}")
-            size = int.from_bytes(buf[pos + 4 : pos + 8], "little")
-            pos += 8 + size
-            if pos > n:
-                raise CodecError(f"{where}zstd skippable frame runs past the payload")
-            continue
-        if magic != _FRAME_MAGIC:
+    pos = bound = 0
+    while pos < len(buf):
+        magic = _header(buf, pos, 4, "frame magic", where)
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame: a size, then that many bytes
+            pos += 8 + _header(buf, pos + 4, 4, "skippable frame size", where)
+        elif magic == _FRAME_MAGIC:
+            pos, blocks = _frame(buf, pos + 4, where)
+            bound += blocks
+        else:
             raise CodecError(f"{where}byte {pos}: not a zstd frame (magic {magic:08x})")
-        pos += 4
-        if pos >= n:
-            raise CodecError(f"{where}zstd frame header truncated")
-        fhd = buf[pos]
-        fcs_flag, single, checksum, dict_flag = fhd >> 6, (fhd >> 5) & 1, (fhd >> 2) & 1, fhd & 3
-        if fhd & 0x08:
-            raise CodecError(f"{where}zstd frame header has the reserved bit set")
-        header = 1 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
-        pos += header
-        while True:
-            if pos + 3 > n:
-                raise CodecError(f"{where}zstd frame truncated at byte {pos} (block header expected)")
-            bh = int.from_bytes(buf[pos : pos + 3], "little")
-            last, btype, bsize = bh & 1, (bh >> 1) & 3, bh >> 3
-            pos += 3
-            if btype == 0:  # raw
-                pos += bsize
-                bound += bsize
-            elif btype == 1:  # RLE
-                pos += 1
-                bound += bsize
-            elif btype == 2:  # compressed
-                if bsize > _BLOCK_MAX:
-                    raise CodecError(f"{where}zstd block of {bsize} bytes exceeds the format's 128 KiB")
-                pos += bsize
-                bound += _BLOCK_MAX
-            else:
-                raise CodecError(f"{where}zstd block of reserved type at byte {pos - 3}")
-            if pos > n:
-                raise CodecError(f"{where}zstd block runs past the end of the payload (truncated stream)")
-            if last:
-                break
-        if checksum:
-            pos += 4
-            if pos > n:
-                raise CodecError(f"{where}zstd frame checksum truncated")
+    if pos > len(buf):
+        raise CodecError(f"{where}zstd stream runs past the end of the payload (truncated stream)")
     return bound
+
+
+def _frame(buf: memoryview, pos: int, where: str) -> tuple[int, int]:
+    """The end of the frame whose header starts at ``pos``, and the most its blocks decode to."""
+    fhd = _header(buf, pos, 1, "frame header", where)
+    if fhd & 0x08:
+        raise CodecError(f"{where}zstd frame header has the reserved bit set")
+    single = (fhd >> 5) & 1
+    pos += 2 - single + (0, 1, 2, 4)[fhd & 3] + (single, 2, 4, 8)[fhd >> 6]
+    bound = last = 0
+    while not last:
+        bh = _header(buf, pos, 3, "block header", where)
+        last, btype, bsize = bh & 1, (bh >> 1) & 3, bh >> 3
+        if btype == 3 or (btype == 2 and bsize > _BLOCK_MAX):
+            raise CodecError(f"{where}zstd block at byte {pos} is of reserved type or over the format's 128 KiB")
+        pos += 3 + (1 if btype == 1 else bsize)  # an RLE block stores one byte
+        bound += _BLOCK_MAX if btype == 2 else bsize
+    return pos + 4 * ((fhd >> 2) & 1), bound  # the optional 4-byte checksum
+
+
+def _header(buf: memoryview, pos: int, width: int, what: str, where: str) -> int:
+    """The little-endian integer of ``width`` bytes at ``pos``; CodecError when the stream ends first."""
+    if pos + width > len(buf):
+        raise CodecError(f"{where}zstd stream truncated at byte {pos} ({what} expected)")
+    return int.from_bytes(buf[pos : pos + width], "little")
 
 
 #: a thread keeps its decompressor only while the frames it decodes need at most this much window

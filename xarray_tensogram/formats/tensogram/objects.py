@@ -198,16 +198,15 @@ class ObjectReader:
             return np.frombuffer(view, dtype=np.uint8)
         return self.source.read_array(offset, length, what=what)
 
-    def _fetch_frame(self) -> np.ndarray:
-        return self._fetch(self.ref.frame_offset, self.ref.frame_length, "data frame")
-
-    def read_verified_frame(self) -> np.ndarray:
-        """Read the whole data frame and check its xxh3 before anything in it is trusted."""
+    def _read_frame(self) -> np.ndarray:
+        """Read the whole data frame; with ``verify_hash``, check its xxh3 before anything in it is trusted."""
         off, length = self.ref.frame_offset, self.ref.frame_length
+        frame = self._fetch(off, length, "data frame")
+        if not self.verify_hash:
+            return frame
         w = describe(self.source.name, self.where, off)
         if length < 36:
             raise CorruptFileError(f"{w}data frame length {length} is below the minimum 36")
-        frame = self._fetch(off, length, "data frame")
         flags = int.from_bytes(bytes(frame[6:8]), "big")
         if not flags & FLAG_HASH_PRESENT:
             raise MissingHashError(f"{w}verify_hash requested but the data frame carries no hash")
@@ -226,40 +225,42 @@ class ObjectReader:
 
     def _read(self, rows: slice | None = None) -> np.ndarray:
         self.source.check_unchanged()
-        if rows is not None and self.shape and not self._wants_partial(rows):
+        if rows is not None and not (self.shape and self._wants_partial(rows)):
             return self._read(None)[rows]
-        partial = rows is not None and bool(self.shape) and rows.indices(self.shape[0])[:2] != (0, self.shape[0])
-        if self.verify_hash or (self._layout is None and not partial and self.ref.frame_length <= (64 << 20)):
+        if self.verify_hash or (self._layout is None and rows is None and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
-            whole = self.read_verified_frame if self.verify_hash else self._fetch_frame
-            frame = whole()
+            frame = self._read_frame()
             lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
-            lo = lay.region_start - self.ref.frame_offset
-            region = frame[lo : lo + lay.region_length]
-            out = pipeline.decode_full(region, lay.descriptor, describe(self.source.name, self.where))
-            return out if rows is None else out[rows]
-        lay = self.layout()
-        desc = lay.descriptor
-        where = describe(self.source.name, self.where)
-        partial_rows = rows is not None and desc["dtype"] != "bitmask" and len(desc["shape"]) > 0
-        start, stop, step = rows.indices(desc["shape"][0]) if partial_rows and rows is not None else (0, 0, 0)
-        if step > 0 and stop > start:  # rows decoded from their own stored bytes, where the chain allows
-            block = self._decode_box((slice(start, stop), *(slice(0, n) for n in desc["shape"][1:])), 1.0)
-            if block is not None:
-                return block[::step]
-        region = self._fetch(lay.region_start, lay.region_length, "payload")
-        if rows is not None and pipeline.supports_leading_prefix(desc):
-            start, stop, step = rows.indices(desc["shape"][0])
-            if step == 1 and stop > start:
-                # decompress only up to the last requested row (the stream's tail is not checked)
-                codec = stage_codec("compression", desc["compression"], where)
-                hi = pipeline.row_byte_range(desc, 0, stop)[1]
-                prefix = codec.decode_prefix(region.data, hi, pipeline.encoded_length(desc), {}, where)
-                return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
-        out = pipeline.decode_full(region, desc, where)
+            region = frame[lay.region_start - self.ref.frame_offset :][: lay.region_length]
+        elif rows is not None and (block := self._decode_rows(rows)) is not None:
+            return block
+        else:
+            lay = self.layout()
+            region = self._fetch(lay.region_start, lay.region_length, "payload")
+        out = pipeline.decode_full(region, lay.descriptor, describe(self.source.name, self.where))
         return out if rows is None else out[rows]
+
+    def _decode_rows(self, rows: slice) -> np.ndarray | None:
+        """Rows ``rows`` decoded from only the stored bytes they need, where the chain allows: their own
+        elements, or the stream up to the last of them. None: the whole payload has to be decoded."""
+        desc = self.layout().descriptor
+        where = describe(self.source.name, self.where)
+        start, stop, step = rows.indices(desc["shape"][0]) if desc["shape"] else (0, 0, 0)
+        if step <= 0 or stop <= start:
+            return None
+        box = (slice(start, stop), *(slice(0, n) for n in desc["shape"][1:]))
+        if desc["dtype"] != "bitmask" and (block := self._decode_box(box, 1.0)) is not None:
+            return block[::step]
+        if step != 1 or not pipeline.supports_leading_prefix(desc):
+            return None
+        # decompress only up to the last requested row (the stream's tail is not checked)
+        region = self._fetch(self.layout().region_start, self.layout().region_length, "payload")
+        hi = pipeline.row_byte_range(desc, 0, stop)[1]
+        codec = stage_codec("compression", desc["compression"], where)
+        prefix = codec.decode_prefix(region.data, hi, pipeline.encoded_length(desc), {}, where)
+        return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
 
     def _decode_box(self, box: tuple[slice, ...], fraction: float) -> np.ndarray | None:
         """The box decoded from its elements' stored bytes alone (:func:`.pipeline.decode_box`), or None."""

@@ -103,13 +103,31 @@ def params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[st
     return params, int.from_bytes(tail[8:16], "big")
 
 
+#: descriptor keys whose value must be one this decoder knows (UnsupportedError otherwise)
+_KNOWN_VALUES = (("dtype", DTYPES), ("encoding", ENCODINGS), ("filter", FILTERS))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: what simple_packing reads from the descriptor: key, default, test, message when the test fails
+_SIMPLE_PACKING_KEYS: tuple[tuple[str, Any, Callable[[Any], bool], str], ...] = (
+    ("sp_bits_per_value", None, lambda v: isinstance(v, int) and 0 <= v <= 64, "{key} {v!r} is not an int in 0..64"),
+    ("sp_reference_value", None, _is_number, "simple_packing needs a numeric {key}"),
+    ("sp_binary_scale_factor", None, _is_number, "simple_packing needs a numeric {key}"),
+    ("sp_binary_scale_factor", None, lambda v: -321 < v < 321, "{key} {v} out of range"),  # |int(v)| <= 320
+    ("sp_decimal_scale_factor", 0, lambda v: isinstance(v, int) and abs(v) <= 308, "{key} {v!r} out of range"),
+)
+
+
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
     """Check the keys the decoder needs; return the descriptor."""
     if not isinstance(desc, dict):
         raise MetadataError(f"{where}descriptor is a {type(desc).__name__}, expected a CBOR map")
-    for key in REQUIRED_KEYS:
-        if key not in desc:
-            raise MetadataError(f"{where}descriptor lacks the required key {key!r}")
+    missing = [key for key in REQUIRED_KEYS if key not in desc]
+    if missing:
+        raise MetadataError(f"{where}descriptor lacks the required key {missing[0]!r}")
     shape = desc["shape"]
     if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
         raise MetadataError(f"{where}descriptor shape {shape!r} is not a list of non-negative integers")
@@ -117,29 +135,17 @@ def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
         raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
     if math.prod(shape) >= 2**64:
         raise MetadataError(f"{where}shape {shape} has an element count that overflows u64")
-    if desc["dtype"] not in DTYPES:
-        raise UnsupportedError(f"{where}unknown dtype {desc['dtype']!r}")
-    if desc["encoding"] not in ENCODINGS:
-        raise UnsupportedError(f"{where}unknown encoding {desc['encoding']!r}")
-    if desc["filter"] not in FILTERS:
-        raise UnsupportedError(f"{where}unknown filter {desc['filter']!r}")
+    for key, known in _KNOWN_VALUES:
+        if desc[key] not in known:
+            raise UnsupportedError(f"{where}unknown {key} {desc[key]!r}")
     if not isinstance(desc["compression"], str):
         raise MetadataError(f"{where}compression {desc['compression']!r} is not text")
-    if desc["encoding"] == "simple_packing":
-        bits = desc.get("sp_bits_per_value")
-        if not isinstance(bits, int) or not 0 <= bits <= 64:
-            raise MetadataError(f"{where}sp_bits_per_value {bits!r} is not an integer in 0..64")
-        for key in ("sp_reference_value", "sp_binary_scale_factor"):
-            if not isinstance(desc.get(key), (int, float)) or isinstance(desc.get(key), bool):
-                raise MetadataError(f"{where}simple_packing needs a numeric {key}")
-        if abs(int(desc["sp_binary_scale_factor"])) > 256 + 64:
-            raise MetadataError(f"{where}sp_binary_scale_factor {desc['sp_binary_scale_factor']} out of range")
-        dsf = desc.get("sp_decimal_scale_factor", 0)
-        if not isinstance(dsf, int) or abs(dsf) > 308:
-            raise MetadataError(f"{where}sp_decimal_scale_factor {dsf!r} out of range")
-    bo = desc.get("byte_order", "little")
-    if bo not in ("little", "big"):
-        raise MetadataError(f"{where}byte_order {bo!r} is neither 'little' nor 'big'")
+    checks = _SIMPLE_PACKING_KEYS if desc["encoding"] == "simple_packing" else ()
+    for key, default, ok, message in checks:
+        if not ok(desc.get(key, default)):
+            raise MetadataError(where + message.format(key=key, v=desc.get(key, default)))
+    if desc.get("byte_order", "little") not in ("little", "big"):
+        raise MetadataError(f"{where}byte_order {desc['byte_order']!r} is neither 'little' nor 'big'")
     return desc
 
 

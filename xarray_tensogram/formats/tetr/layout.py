@@ -100,35 +100,26 @@ def _read_footer(
     _check_count(top["history"], "history", "history", prefix)
     history = [_history_row(r, i, prefix) for i, r in enumerate(top["history"])]
     meta, spill = top.get("metadata"), None
-    ref = top.get("metadata_ref")
-    if ref is not None:
-        if not (
-            isinstance(ref, dict)
-            and all(
-                isinstance(ref.get(k), int) and not isinstance(ref.get(k), bool) and ref[k] >= 0
-                for k in ("offset", "len")
-            )
-        ):
-            raise MetadataError(f"{prefix}metadata_ref must be {{'offset': u64, 'len': u64}}, got {ref!r}")
-        off, n = ref["offset"], ref["len"]
-        if off + n > size:
-            raise CorruptFileError(
-                f"{describe(src.name, 'metadata spill', off)}metadata_ref [{off}, {off + n}) is "
-                f"outside the {size}-byte file"
-            )
-        if n > LIMITS["spill"]:
-            raise LimitExceededError(
-                f"{describe(src.name, 'metadata spill', off)}{n} bytes, the limit is {LIMITS['spill']}"
-            )
-        meta = _parse_json(
-            src.read(off, n, what="metadata spill"), "metadata spill", describe(src.name, "metadata spill", off)
-        )
-        spill = (off, n)
-        start -= n
+    if top.get("metadata_ref") is not None:
+        meta, spill = _spill(src, top["metadata_ref"], prefix)
+        start -= spill[1]
         if start < 0:
-            raise CorruptFileError(f"{prefix}metadata spill of {n} bytes does not fit before the footer")
+            raise CorruptFileError(f"{prefix}metadata spill of {spill[1]} bytes does not fit before the footer")
     file_meta, datasets = _metadata(meta, prefix)
     return _Footer(history, file_meta, datasets, start, True, spill)
+
+
+def _spill(src: ByteSource, ref: Any, prefix: str) -> tuple[Any, tuple[int, int]]:
+    """The metadata JSON a footer's ``metadata_ref`` points at, and its span ``(offset, length)``."""
+    if not (isinstance(ref, dict) and all(type(ref.get(k)) is int and ref[k] >= 0 for k in ("offset", "len"))):
+        raise MetadataError(f"{prefix}metadata_ref must be {{'offset': u64, 'len': u64}}, got {ref!r}")
+    off, n = ref["offset"], ref["len"]
+    where = describe(src.name, "metadata spill", off)
+    if off + n > src.size:
+        raise CorruptFileError(f"{where}metadata_ref [{off}, {off + n}) is outside the {src.size}-byte file")
+    if n > LIMITS["spill"]:
+        raise LimitExceededError(f"{where}{n} bytes, the limit is {LIMITS['spill']}")
+    return _parse_json(src.read(off, n, what="metadata spill"), "metadata spill", where), (off, n)
 
 
 def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], int]:

@@ -10,12 +10,14 @@ not hide the others.
 from __future__ import annotations
 
 import itertools
+import math
+import operator
 import os
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
@@ -30,7 +32,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
-from .compression import V01_ENCODINGS
+from .compression import SEEKABLE_ZSTD, V01_ENCODINGS
 from .model import (
     LONG_DTYPE_NAMES,
     MAX_RANK,
@@ -51,11 +53,8 @@ MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
 MAX_MANIFEST = 1 << 30
 V2_MAX_DEPTH = 32
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,63}")
-_V01_REQUIRED: dict[str, type] = {"name": str, "offset": int, "size": int, "dtype": str, "shape": list, "encoding": str}
-_V01_STANDARD = frozenset(
-    {"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"}
-)
-_V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
+_MISSING: Any = object()
+_call: Callable[[Callable[[Any], bool], Any], bool] = getattr(operator, "call", lambda test, value: test(value))
 
 
 @dataclass
@@ -95,15 +94,10 @@ def parse_container(source: ByteSource) -> Container:
     )
 
 
-def _u64(data: bytes) -> int:
-    value: int = struct.unpack("<Q", data)[0]
-    return value
-
-
 def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int]:
     """The CBOR blob followed by ``footer`` trailing bytes, the first 8 of which are its u64 LE length."""
     size = source.size
-    length = _u64(source.read(size - footer, 8, what=f"{what} length"))
+    length = int.from_bytes(source.read(size - footer, 8, what=f"{what} length"), "little")
     room = size - footer - 8
     if length > room:
         raise TruncatedFileError(
@@ -129,7 +123,101 @@ def _is_uint(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
+#: tests run in C (``isinstance`` and tuple membership): large indexes are checked key by key
+_is_text: Callable[[Any], bool] = str.__instancecheck__
+_is_array: Callable[[Any], bool] = list.__instancecheck__
+
+
+def _maybe(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """``test``, or the key absent (None)."""
+    return lambda v: v is None or test(v)
+
+
+def _one_of(*values: Any) -> Callable[[Any], bool]:
+    return values.__contains__
+
+
+def _map_or_empty(v: Any) -> bool:
+    """``attributes``: a map, or anything false (read as no attributes)."""
+    return isinstance(v or {}, dict)
+
+
+class _Field(NamedTuple):
+    """One key of an index or manifest map: the test its value must pass, and what to say when it does not."""
+
+    key: str
+    ok: Callable[[Any], bool]
+    message: str  #: formatted with ``key`` and ``value``
+    default: Any = None  #: ``_MISSING``: the key is required
+
+
+class _Fields:
+    """The keys one container generation declares for one kind of map, and the one path that checks them.
+
+    :meth:`checked` fails the open; :meth:`failure` gives a tensor's deferred problem. The happy path runs
+    the tests in C (``map``); messages are built only on failure, which keeps large indexes fast to open.
+    """
+
+    def __init__(self, *fields: _Field) -> None:
+        self.fields = fields
+        self.keys = tuple(f.key for f in fields)
+        self.defaults = tuple(f.default for f in fields)
+        self.tests = tuple(f.ok for f in fields)
+
+    def read(self, entry: Mapping[Any, Any]) -> tuple[dict[str, Any], str | None]:
+        """The values of the fields in ``entry`` (their defaults when absent), and the message of the first
+        that fails its test (None: all pass)."""
+        values = list(map(entry.get, self.keys, self.defaults))
+        return dict(zip(self.keys, values, strict=True)), self._message(values)
+
+    def failure(self, entry: Mapping[Any, Any]) -> str | None:
+        """The message of the first field whose value in ``entry`` fails its test, else None."""
+        return self.read(entry)[1]
+
+    def checked(self, entry: Mapping[Any, Any], where: str) -> dict[str, Any]:
+        """The values of the fields in ``entry`` (their defaults when absent); MetadataError for the first bad one."""
+        values, message = self.read(entry)
+        if message is not None:
+            raise MetadataError(where + message)
+        return values
+
+    def _message(self, values: list[Any]) -> str | None:
+        if all(map(_call, self.tests, values)):
+            return None
+        key, value, message = next(
+            (f.key, v, f.message) for f, v in zip(self.fields, values, strict=True) if not f.ok(v)
+        )
+        return (message if value is not _MISSING else "required key {key!r} is missing").format(key=key, value=value)
+
+
+_FILE_ATTRIBUTES = _Fields(_Field("attributes", _map_or_empty, "file 'attributes' must be a map"))
+
+
 # -- v0.1 -------------------------------------------------------------------------------------------
+_V01_TEXT = "key {key!r} must be text, got {value!r}"
+_V01_UINT = "key {key!r} must be an unsigned integer, got {value!r}"
+_V01_FIELDS = _Fields(
+    _Field("name", _is_text, _V01_TEXT, _MISSING),
+    _Field("offset", _is_uint, _V01_UINT, _MISSING),
+    _Field("size", _is_uint, _V01_UINT, _MISSING),
+    _Field("dtype", _is_text, _V01_TEXT, _MISSING),
+    _Field("shape", _is_array, "key {key!r} must be an array, got {value!r}", _MISSING),
+    _Field("encoding", _is_text, _V01_TEXT, _MISSING),
+    _Field("layout", _is_text, _V01_TEXT, "dense"),
+    _Field("data_endianness", _one_of(None, "little", "big"), "key {key!r} must be 'little' or 'big', got {value!r}"),
+    _Field("checksum", _maybe(_is_text), _V01_TEXT),
+)
+#: what a v0.1 tensor may hold and this reader cannot decode: a problem deferred to reading it
+_V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
+_V01_SUPPORTED = _Fields(
+    *(
+        _Field(key, _one_of(*known), f"{key} {{value!r}} is not supported (v0.1 knows {', '.join(known)})")
+        for key, known in (("dtype", LONG_DTYPE_NAMES), ("encoding", V01_ENCODINGS), ("layout", _V01_LAYOUTS))
+    )
+)
+_V01_STANDARD = frozenset(_V01_FIELDS.keys)
+
+
 def _parse_v01(source: ByteSource) -> Container:
     if source.size < 17:
         # The 0.1.4 reader accepts 16 bytes (magic and a zero index length) as empty, but no writer makes
@@ -152,90 +240,50 @@ def _parse_v01(source: ByteSource) -> Container:
 
 
 def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> TensorInfo:
-    """One index entry. The happy path does a handful of type tests; messages are built only on failure."""
-    if type(entry) is not dict:
-        raise MetadataError(f"{describe(source.name, f'v0.1 index entry {i}', idx_start)}expected a map with text keys")
-    try:
-        name, offset, size = entry["name"], entry["offset"], entry["size"]
-        dtype, shape, encoding = entry["dtype"], entry["shape"], entry["encoding"]
-    except KeyError as exc:
-        raise MetadataError(
-            f"{describe(source.name, f'v0.1 index entry {i}', idx_start)}required key {exc.args[0]!r} is missing"
-        ) from None
-    if not (
-        type(name) is str
-        and type(offset) is int
-        and type(size) is int
-        and type(dtype) is str
-        and type(shape) is list
-        and type(encoding) is str
-        and offset >= 0
-        and size >= 0
-    ):
-        _v01_type_error(source, i, entry, idx_start)
-    if len(shape) > MAX_RANK or not all(type(s) is int and s >= 0 for s in shape):
+    """One index entry, free-form keys kept as attributes; messages are built only on failure (large indexes)."""
+    v, message = _V01_FIELDS.read(entry) if type(entry) is dict else ({}, "expected a map with text keys")
+    if message is not None:
+        raise MetadataError(describe(source.name, f"v0.1 index entry {i}", idx_start) + message)
+    name, offset, encoding, endianness, shape = v["name"], v["offset"], v["encoding"], v["data_endianness"], v["shape"]
+    if len(shape) > MAX_RANK or not all(map(_is_uint, shape)):
         check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
     if offset < 64 or offset % 64:
         reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
         raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
-    layout = entry.get("layout", "dense")
-    endianness = entry.get("data_endianness")
-    checksum = entry.get("checksum")
-    if (
-        type(layout) is not str
-        or endianness not in (None, "little", "big")
-        or not (checksum is None or type(checksum) is str)
-    ):
-        raise MetadataError(
-            f"{describe(source.name, f'tensor {i} {name!r}')}layout and checksum must be text and data_endianness "
-            f"'little' or 'big'; got {layout!r}, {checksum!r}, {endianness!r}"
-        )
-    problem = None
-    if dtype not in LONG_DTYPE_NAMES:
-        problem = f"dtype {dtype!r} is not a v0.1 dtype ({', '.join(LONG_DTYPE_NAMES)})"
-    elif encoding not in V01_ENCODINGS:
-        problem = f"encoding {encoding!r} is not supported (v0.1 knows {' and '.join(V01_ENCODINGS)})"
-    elif layout not in _V01_LAYOUTS:
-        problem = f"layout {layout!r} is not supported (v0.1 knows dense, sparsecoo and sparsecsr)"
+    big_endian = endianness == "big" and encoding == "raw"
     part = Part(
-        offset,
-        size,
-        LONG_DTYPE_NAMES.get(dtype, "u8"),
-        encoding,
-        digest=checksum,
-        big_endian=(endianness == "big" and encoding == "raw"),
+        offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, None, v["checksum"], False, big_endian
     )
-    custom = {} if entry.keys() <= _V01_STANDARD else {k: v for k, v in entry.items() if k not in _V01_STANDARD}
+    custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
+    if custom and not all(type(k) is str for k in custom):
+        raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
     if custom:
-        if not all(type(k) is str for k in custom):
-            raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
         check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
+    problem, dtype, layout = _V01_SUPPORTED.failure(v), v["dtype"], v["layout"]
     return TensorInfo(
-        i,
-        name,
-        dtype,
-        tuple(shape),
-        layout,
-        encoding,
-        checksum,
-        custom,
-        {"data": part},
-        problem=problem,
-        data_endianness=endianness,
+        i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, None, problem, endianness
     )
-
-
-def _v01_type_error(source: ByteSource, i: int, entry: dict[str, Any], idx_start: int) -> None:
-    where = describe(source.name, f"v0.1 index entry {i}", idx_start)
-    for key, typ in _V01_REQUIRED.items():
-        value = entry[key]
-        if type(value) is not typ or (typ is int and isinstance(value, int) and value < 0):
-            raise MetadataError(
-                f"{where}key {key!r} must be {'an unsigned integer' if typ is int else typ.__name__}, got {value!r}"
-            )
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
+_V1_NEEDS = "needs a text 'format' and a non-empty map 'components'"
+_V1_OBJECT = _Fields(
+    _Field("format", _is_text, _V1_NEEDS, "dense"),
+    _Field("components", lambda v: isinstance(v, dict) and bool(v), _V1_NEEDS),
+    _Field("attributes", _map_or_empty, "'attributes' must be a map"),
+)
+_V1_OFFSETS = "needs unsigned 'offset' and 'length'"
+_V1_COMPONENT = _Fields(
+    _Field("offset", _is_uint, _V1_OFFSETS),
+    _Field("length", _is_uint, _V1_OFFSETS),
+    _Field("uncompressed_length", _maybe(_is_uint), "'uncompressed_length' must be an unsigned integer, got {value!r}"),
+    _Field("digest", _maybe(_is_text), "'digest' must be text, got {value!r}"),
+    _Field("type", _maybe(_is_text), "'type' must be text, got {value!r}"),
+)
+_V1_SUPPORTED = _Fields(_Field("encoding", _one_of(*V01_ENCODINGS), "has unsupported encoding {value!r}", "raw"))
+_V1_SPARSE = {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
+
+
 def _parse_v1(source: ByteSource) -> Container:
     size = source.size
     footer = 16 if source.read(size - 8, 8, what="footer magic") == MAGIC_V1 else 8
@@ -262,9 +310,7 @@ def _parse_v1(source: ByteSource) -> Container:
     objects = root.get("tensors" if legacy else "objects")
     if not isinstance(objects, dict):
         raise MetadataError(f"{where}manifest needs a map {'tensors' if legacy else 'objects'!r} of objects")
-    attrs = root.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise MetadataError(f"{where}file 'attributes' must be a map")
+    attrs = _FILE_ATTRIBUTES.checked(root, where)["attributes"] or {}
     infos = [_v1_object(source, name, obj, legacy, where) for name, obj in objects.items()]
     return Container("1", dialect, _ordered(infos), dict(attrs), 64, start)
 
@@ -274,76 +320,52 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
         raise MetadataError(f"{mwhere}object {name!r} must be a map under a text name")
     where = describe(source.name, f"object {name!r}")
     shape = check_shape(obj.get("shape"), where)
-    fmt = obj.get("format", "dense")
-    components = obj.get("components")
-    if not isinstance(fmt, str) or not isinstance(components, dict) or not components:
-        raise MetadataError(f"{where}needs a text 'format' and a non-empty map 'components'")
+    v = _V1_OBJECT.checked(obj, where)
     tensor_dtype = obj.get("dtype") if legacy else None
-    parts: dict[str, Part] = {}
-    problem = None
-    for cname, comp in components.items():
-        if not isinstance(comp, dict) or not _is_uint(comp.get("offset")) or not _is_uint(comp.get("length")):
-            raise MetadataError(f"{where}component {cname!r} needs unsigned 'offset' and 'length'")
-        spelled = comp.get("dtype", tensor_dtype if cname in ("data", "values") else "u64")
-        short = LONG_DTYPE_NAMES.get(spelled, spelled) if isinstance(spelled, str) else None
-        if short not in STORAGE_DTYPES:
-            problem = problem or f"component {cname!r} has unknown dtype {spelled!r}"
-            short = "u8"
-        encoding = comp.get("encoding", "raw")
-        if encoding not in V01_ENCODINGS:
-            problem = problem or f"component {cname!r} has unsupported encoding {encoding!r}"
-        ulen = comp.get("uncompressed_length")
-        digest = comp.get("digest")
-        if (ulen is not None and not _is_uint(ulen)) or (digest is not None and not isinstance(digest, str)):
-            raise MetadataError(f"{where}component {cname!r}: bad 'uncompressed_length' or 'digest'")
-        ltype = comp.get("type")
-        if ltype is not None and not isinstance(ltype, str):
-            raise MetadataError(f"{where}component {cname!r}: 'type' must be text, got {ltype!r}")
-        parts[str(cname)] = Part(comp["offset"], comp["length"], short, encoding, ulen, digest, ltype=ltype)
-    problem = problem or _layout_problem(
-        fmt, parts, {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
-    )
-    if problem is None and fmt not in ("dense", "sparse_csr", "sparse_coo"):
-        problem = _single_part_fallback(fmt, parts, shape)
-    main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
-    if problem is None:
-        problem = _dtype_problem(main)
-    attrs = obj.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise MetadataError(f"{where}'attributes' must be a map")
-    spelled = tensor_dtype if legacy else main.dtype
-    return TensorInfo(
-        0,
-        name,
-        str(spelled),
-        shape,
-        fmt,
-        main.encoding,
-        main.digest,
-        attrs,
-        parts,
-        logical_type=main.ltype,
-        problem=problem,
-    )
+    read = [_v1_component(str(cname), comp, where, tensor_dtype) for cname, comp in v["components"].items()]
+    dtype = str(tensor_dtype) if legacy else None
+    return _tensor(name, dtype, shape, v["format"], read, v["attributes"], _V1_SPARSE, fallback=True)
 
 
-def _layout_problem(layout: str, parts: Mapping[str, Part], needed: Mapping[str, tuple[str, ...]]) -> str | None:
-    if layout == "dense" and "data" not in parts:
-        return "dense layout without a 'data' part"
-    missing = [p for p in needed.get(layout, ()) if p not in parts]
-    return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
+def _v1_component(cname: str, comp: Any, where: str, tensor_dtype: Any) -> tuple[str, Part, str | None]:
+    """One component as a part, and what keeps it from being decoded (None: nothing)."""
+    pwhere = f"{where}component {cname!r}: "
+    if not isinstance(comp, dict):
+        raise MetadataError(pwhere + _V1_OFFSETS)
+    v = _V1_COMPONENT.checked(comp, pwhere)
+    spelled = comp.get("dtype", tensor_dtype if cname in ("data", "values") else "u64")
+    short = LONG_DTYPE_NAMES.get(spelled, spelled) if isinstance(spelled, str) else ""
+    known = short in STORAGE_DTYPES
+    problem = (None if known else f"has unknown dtype {spelled!r}") or _V1_SUPPORTED.failure(comp)
+    storage = short if known else "u8"
+    encoding = comp.get("encoding", "raw")
+    part = Part(v["offset"], v["length"], storage, encoding, v["uncompressed_length"], v["digest"], ltype=v["type"])
+    return cname, part, problem and f"component {cname!r} {problem}"
 
 
-def _single_part_fallback(fmt: str, parts: Mapping[str, Part], shape: tuple[int, ...]) -> str | None:
-    """Unknown v1 formats: expose a lone raw component when it has exactly the dense size."""
-    if len(parts) == 1:
-        part = next(iter(parts.values()))
-        count = 1
-        for s in shape:
-            count *= s
-        if part.encoding == "raw" and part.length == count * part.storage.itemsize:
-            return None
-    return f"format {fmt!r} is not supported (known: dense, sparse_csr, sparse_coo)"
+def _layout_problem(
+    layout: str,
+    parts: Mapping[str, Part],
+    sparse: Mapping[str, tuple[str, ...]],
+    shape: tuple[int, ...],
+    fallback: bool,
+) -> str | None:
+    """What keeps ``parts`` from making a tensor of ``layout``. With ``fallback`` (v1), an unknown layout made
+    of one raw part of exactly the dense size reads as dense."""
+    if layout == "dense":
+        return None if "data" in parts else "dense layout without a 'data' part"
+    if layout in sparse:
+        missing = [p for p in sparse[layout] if p not in parts]
+        return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
+    lone = next(iter(parts.values()))
+    if (
+        fallback
+        and len(parts) == 1
+        and lone.encoding == "raw"
+        and lone.length == math.prod(shape) * lone.storage.itemsize
+    ):
+        return None
+    return f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
 
 
 def _dtype_problem(part: Part) -> str | None:
@@ -363,7 +385,8 @@ def _ordered(infos: list[TensorInfo]) -> list[TensorInfo]:
 
 
 # -- v2 ---------------------------------------------------------------------------------------------
-def _parse_v2(source: ByteSource) -> Container:
+def _v2_manifest_bytes(source: ByteSource) -> tuple[bytes, int]:
+    """The manifest the 40-byte footer points at, checked against the footer's xxh3, and its offset."""
     size = source.size
     if size < 48:
         raise TruncatedFileError(
@@ -390,9 +413,18 @@ def _parse_v2(source: ByteSource) -> Container:
             f"{fwhere}manifest length {m_len} exceeds the limit of {MAX_MANIFEST} bytes (MAX_MANIFEST)"
         )
     raw = source.read(m_off, m_len, what="v2 manifest")
-    where = describe(source.name, "v2 manifest", m_off)
     if xxh3_64(raw) != m_hash:
-        raise IntegrityError(f"{where}manifest xxh3 {xxh3_64(raw):016x} differs from the footer's {m_hash:016x}")
+        raise IntegrityError(
+            f"{describe(source.name, 'v2 manifest', m_off)}manifest xxh3 {xxh3_64(raw):016x} differs from the "
+            f"footer's {m_hash:016x}"
+        )
+    return raw, m_off
+
+
+def _parse_v2(source: ByteSource) -> Container:
+    size = source.size
+    raw, m_off = _v2_manifest_bytes(source)
+    where = describe(source.name, "v2 manifest", m_off)
     root = decode_cbor(raw, where)
     check_free_values(root, where, V2_MAX_DEPTH)
     # cbor2's canonical form (streamed, memory ~ its output) equals RFC 8949 bytewise order unless a map mixes
@@ -401,14 +433,12 @@ def _parse_v2(source: ByteSource) -> Container:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
         raise MetadataError(f"{where}manifest must be a map with an 'objects' map")
-    attrs = root.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise MetadataError(f"{where}file 'attributes' must be a map")
+    attrs = _FILE_ATTRIBUTES.checked(root, where)["attributes"] or {}
     shards = _v2_shards(source, root.get("shards"), where)
     infos = [_v2_object(source, name, obj, shards, where) for name, obj in root["objects"].items()]
     _check_disjoint(
         source,
-        [(m_off, m_len)] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None],
+        [(m_off, len(raw))] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None],
         size,
     )
     opened = {k: v for k, v in shards.items() if v is not None}
@@ -484,7 +514,33 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
     return out
 
 
-_V2_LAYOUTS = {"zt.sparse_csr/1": ("values", "indices", "indptr"), "zt.sparse_coo/1": ("values", "coords")}
+_V2_SPARSE = {"zt.sparse_csr/1": ("values", "indices", "indptr"), "zt.sparse_coo/1": ("values", "coords")}
+_V2_NEEDS = "needs a text 'layout' and a non-empty map 'parts'"
+_V2_OBJECT = _Fields(
+    _Field("layout", _is_text, _V2_NEEDS, "dense"),
+    _Field("parts", lambda v: isinstance(v, dict) and bool(v), _V2_NEEDS),
+    _Field("attributes", _map_or_empty, "'attributes' must be a map"),
+)
+_V2_PRESENCE = "'decoded_length' must be present exactly when 'encoding' is"
+_V2_DTYPES = tuple(d for d in STORAGE_DTYPES if d != "bool")
+_DIGEST = re.compile(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})")
+_V2_PART = _Fields(
+    _Field(
+        "blob",
+        lambda b: _is_array(b) and len(b) == 2 and all(map(_is_uint, b)),
+        "'blob' must be [offset, length], got {value!r}",
+    ),
+    _Field("dtype", lambda d: d in _V2_DTYPES, "dtype {value!r} is not a v2 storage dtype"),
+    _Field("decoded_length", _maybe(_is_uint), _V2_PRESENCE),
+    _Field(
+        "digest",
+        _maybe(lambda d: _is_text(d) and _DIGEST.fullmatch(d) is not None),
+        "digest {value!r} is not xxh3:<16 hex> or sha256:<64 hex>",
+    ),
+    _Field("shard", _maybe(_is_text), "shard {value!r} is not in the manifest's shard table"),
+    _Field("type", _maybe(_is_text), "'type' must be text"),
+)
+_V2_SUPPORTED = _Fields(_Field("encoding", _one_of(None, SEEKABLE_ZSTD), "has unsupported encoding {value!r}"))
 
 
 def _v2_object(
@@ -496,65 +552,49 @@ def _v2_object(
     if not isinstance(obj, dict):
         raise MetadataError(f"{where}must be a map")
     shape = check_shape(obj.get("shape"), where)
-    layout = obj.get("layout", "dense")
-    parts_in = obj.get("parts")
-    if not isinstance(layout, str) or not isinstance(parts_in, dict) or not parts_in:
-        raise MetadataError(f"{where}needs a text 'layout' and a non-empty map 'parts'")
-    parts: dict[str, Part] = {}
-    problem = None
-    for pname, p in parts_in.items():
-        pwhere = f"{where}part {pname!r}: "
-        if not isinstance(p, dict):
-            raise MetadataError(f"{pwhere}must be a map")
-        blob = p.get("blob")
-        if not (isinstance(blob, list) and len(blob) == 2 and all(_is_uint(b) for b in blob)):
-            raise MetadataError(f"{pwhere}'blob' must be [offset, length], got {blob!r}")
-        dtype = p.get("dtype")
-        if not isinstance(dtype, str) or dtype not in STORAGE_DTYPES or dtype == "bool":
-            raise MetadataError(f"{pwhere}dtype {dtype!r} is not a v2 storage dtype")
-        encoding = p.get("encoding")
-        dlen = p.get("decoded_length")
-        if (encoding is None) != (dlen is None) or (dlen is not None and not _is_uint(dlen)):
-            raise MetadataError(f"{pwhere}'decoded_length' must be present exactly when 'encoding' is")
-        if encoding is not None and encoding != "zt.zstd-seekable/1":
-            problem = problem or f"part {pname!r} has unsupported encoding {encoding!r}"
-        digest = p.get("digest")
-        if digest is not None and (
-            not isinstance(digest, str) or not re.fullmatch(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})", digest)
-        ):
-            raise MetadataError(f"{pwhere}digest {digest!r} is not xxh3:<16 hex> or sha256:<64 hex>")
-        shard = p.get("shard")
-        if shard is not None:
-            if not isinstance(shard, str) or shard not in shards:
-                raise MetadataError(f"{pwhere}shard {shard!r} is not in the manifest's shard table")
-            if shards[shard] is None:
-                problem = (
-                    problem or f"part {pname!r} lives in shard {shard!r}, which can only be opened next to a local file"
-                )
-        ltype = p.get("type")
-        if ltype is not None and not isinstance(ltype, str):
-            raise MetadataError(f"{pwhere}'type' must be text")
-        parts[str(pname)] = Part(
-            blob[0], blob[1], dtype, encoding or "raw", dlen, digest, True, shard=shard, ltype=ltype
-        )
-    problem = problem or _layout_problem(layout, parts, _V2_LAYOUTS)
-    if problem is None and layout != "dense" and layout not in _V2_LAYOUTS:
-        problem = f"layout profile {layout!r} is not supported (known: dense, {', '.join(_V2_LAYOUTS)})"
+    v = _V2_OBJECT.checked(obj, where)
+    read = [_v2_part(str(pname), p, where, shards) for pname, p in v["parts"].items()]
+    return _tensor(name, None, shape, v["layout"], read, v["attributes"], _V2_SPARSE, fallback=False)
+
+
+def _v2_part(pname: str, p: Any, where: str, shards: Mapping[str, ByteSource | None]) -> tuple[str, Part, str | None]:
+    """One part, and what keeps it from being decoded (None: nothing)."""
+    pwhere = f"{where}part {pname!r}: "
+    if not isinstance(p, dict):
+        raise MetadataError(f"{pwhere}must be a map")
+    v = _V2_PART.checked(p, pwhere)
+    encoding, shard = p.get("encoding"), v["shard"]
+    if (encoding is None) != (v["decoded_length"] is None):
+        raise MetadataError(pwhere + _V2_PRESENCE)
+    if shard is not None and shard not in shards:
+        raise MetadataError(f"{pwhere}shard {shard!r} is not in the manifest's shard table")
+    unreadable = shard is not None and shards[shard] is None
+    problem = _V2_SUPPORTED.failure(p) or (
+        f"lives in shard {shard!r}, which can only be opened next to a local file" if unreadable else None
+    )
+    offset, length = v["blob"]
+    part = Part(
+        offset, length, v["dtype"], encoding or "raw", v["decoded_length"], v["digest"], True, False, shard, v["type"]
+    )
+    return pname, part, problem and f"part {pname!r} {problem}"
+
+
+def _tensor(
+    name: str,
+    dtype: str | None,
+    shape: tuple[int, ...],
+    layout: str,
+    read: list[tuple[str, Part, str | None]],
+    attrs: Any,
+    sparse: Mapping[str, tuple[str, ...]],
+    fallback: bool,
+) -> TensorInfo:
+    """A v1 or v2 object from its parts as read (name, part, problem). Its main part names its encoding and
+    digest, and its dtype unless ``dtype`` does."""
+    parts = {pname: part for pname, part, _ in read}
+    problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, sparse, shape, fallback)
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
-    problem = problem or _dtype_problem(main)
-    attrs = obj.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise MetadataError(f"{where}'attributes' must be a map")
+    problem, dtype = problem or _dtype_problem(main), dtype or main.dtype
     return TensorInfo(
-        0,
-        name,
-        main.dtype,
-        shape,
-        layout,
-        main.encoding,
-        main.digest,
-        attrs,
-        parts,
-        logical_type=main.ltype,
-        problem=problem,
+        0, name, dtype, shape, layout, main.encoding, main.digest, dict(attrs or {}), parts, main.ltype, problem
     )

@@ -18,6 +18,7 @@ import numpy as np
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, Unreferenced
 from ...codecs.base import Codec
+from ...codecs.chain import native_order
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
 from ...errors import (
     CodecError,
@@ -97,11 +98,21 @@ def _codec(encoding: str, where: str) -> Codec:
     return codec
 
 
-def _check_output_bound(codec: Codec, stored: int, size: int, where: str) -> None:
-    """Refuse a declared decoded size the stored bytes cannot give, before allocating it."""
+def _decoded_size(codec: Codec, part: Part, stored: int, expected: int | None, where: str) -> int | None:
+    """The bytes ``part`` decodes to (None: unknown, capped while decoding), refused where it contradicts the
+    ``expected`` size or exceeds what ``stored`` bytes of ``codec`` can give, before anything is allocated."""
+    size: int | None = stored
+    if codec.capabilities.byte_ranges:  # stored as they are
+        wrong = f"stored size is {stored} bytes, the shape and dtype need {expected}"
+    else:
+        size = part.decoded_length if part.decoded_length is not None else expected
+        wrong = f"declared decoded length {size} differs from the {expected} bytes the shape needs"
+    if size is not None and expected is not None and size != expected:
+        raise CorruptFileError(where + wrong)
     bound = codec.max_output(stored)
-    if bound is not None and size > bound:
+    if size is not None and bound is not None and size > bound:
         raise LimitExceededError(f"{where}{stored} {codec.name} bytes cannot decode to the {size} bytes declared")
+    return size
 
 
 @dataclass
@@ -155,38 +166,22 @@ class TensorReader:
         stored = self._stored(part, name, zero_copy)
         if self.verify and part.digest is None:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
-        if self.verify and not part.digest_of_decoded and part.digest is not None:  # None: refused just above
-            verify_digest(part.digest, stored, where)
+        digest = part.digest if self.verify else None
+        if digest is not None and not part.digest_of_decoded:
+            verify_digest(digest, stored, where)
         codec = _codec(part.encoding, where)
-        if codec.capabilities.byte_ranges:  # stored as they are
-            if expected is not None and len(stored) != expected:
-                raise CorruptFileError(
-                    f"{where}stored size is {len(stored)} bytes, the shape and dtype need {expected}"
-                )
-            raw = np.frombuffer(stored, dtype=np.uint8)
+        size = _decoded_size(codec, part, len(stored), expected, where)
+        if size is None:
+            decoded = codec.decode_capped(stored, min(cap, codec.max_output(len(stored)) or cap), {}, where)
         else:
-            size = part.decoded_length if part.decoded_length is not None else expected
-            if size is not None and expected is not None and size != expected:
-                raise CorruptFileError(
-                    f"{where}declared decoded length {size} differs from the {expected} bytes the shape needs"
-                )
-            bound = codec.max_output(len(stored))
-            if size is None:
-                raw = np.frombuffer(codec.decode_capped(stored, min(cap, bound or cap), {}, where), np.uint8)
-            else:
-                _check_output_bound(codec, len(stored), size, where)
-                raw = np.frombuffer(codec.decode(stored, size, {}, where), np.uint8)
-        if self.verify and part.digest_of_decoded and part.digest is not None:  # None was refused above
-            verify_digest(part.digest, raw, where)
-        storage = part.storage
-        if len(raw) % storage.itemsize:
-            raise CorruptFileError(f"{where}{len(raw)} bytes is not a whole number of {storage} elements")
-        if part.big_endian and storage.itemsize > 1:
-            native: np.ndarray = raw.view(storage.newbyteorder(">")).astype(storage.newbyteorder("="))
-            return native
-        if storage.itemsize > 1 and not _LITTLE:  # pragma: no cover - big-endian hosts
-            return raw.view(storage).astype(storage.newbyteorder("="))
-        return raw.view(storage)
+            decoded = codec.decode(stored, size, {}, where)
+        raw = np.frombuffer(decoded, np.uint8)
+        if digest is not None and part.digest_of_decoded:
+            verify_digest(digest, raw, where)
+        if len(raw) % part.storage.itemsize:
+            raise CorruptFileError(f"{where}{len(raw)} bytes is not a whole number of {part.storage} elements")
+        values = raw.view(native_order(part.storage, "big" if part.big_endian else "little"))
+        return values if values.dtype.isnative else values.astype(values.dtype.newbyteorder("="))
 
     # -- whole tensors --------------------------------------------------------------------------
     def read(self) -> np.ndarray:
@@ -339,66 +334,63 @@ class TensorReader:
         main = info.main_part
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         expected = info.size * ratio * main.storage.itemsize
-        if main.length != expected:
-            raise CorruptFileError(
-                f"{self._where}stored size is {main.length} bytes, the shape and dtype need {expected}"
-            )
+        where = f"{self._where}part 'data': "
+        _decoded_size(_codec(main.encoding, where), main, main.length, expected, where)
         self._check_bounds(main, "data")
-        row_elements = expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0
-        flat = read_raw_rows(
-            self._source(main),
-            main.offset,
-            (info.shape[0], row_elements),
-            main.storage,
-            start,
-            stop,
-            f"tensor {info.name!r} rows {start}:{stop}",
-            zero_copy=True,
-        ).reshape(-1)
-        return self._to_logical(flat, out_dtype, main).reshape((stop - start, *info.shape[1:]))
+        grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
+        what = f"tensor {info.name!r} rows {start}:{stop}"
+        flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what, zero_copy=True)
+        return self._to_logical(flat.reshape(-1), out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
         """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``.
 
-        Raw little-endian values: one ``preadv`` of the band's bytes into ``out``. zstd: the whole tensor
-        decoded into ``out`` when it is contiguous. Anything else (sparse, logical dtypes, verification,
-        big-endian data) returns False and goes through :meth:`read_chunk`.
+        Raw little-endian values: one ``preadv`` of the band's bytes into ``out``. A codec that decodes into a
+        buffer: the whole tensor decoded into ``out`` when it is contiguous. Anything else (sparse, logical
+        dtypes, verification, big-endian data) returns False and goes through :meth:`read_chunk`.
         """
-        info = self.info
-        if self.verify or info.problem is not None or not info.shape or info.layout != "dense" or len(info.parts) != 1:
+        info, main = self.info, self.info.main_part
+        if not self._plain(out.dtype) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
             return False
-        main = info.main_part
-        if main.big_endian or main.ltype is not None or main.storage != out.dtype or not _LITTLE:
-            return False
-        band = self.rows_per_chunk or info.shape[0]
-        start = coords[0] * band + region[0].start
-        stop = coords[0] * band + region[0].stop
-        if any(r != slice(0, n) for r, n in zip(region[1:], info.shape[1:], strict=True)) or stop <= start:
-            return False
+        first = coords[0] * (self.rows_per_chunk or info.shape[0])
+        start, stop = first + region[0].start, first + region[0].stop
         expected = info.size * main.storage.itemsize
         self._check_bounds(main, "data")
-        codec = _codec(main.encoding, self._where)
-        if codec.capabilities.byte_ranges:
-            if main.length != expected:
-                return False  # read_chunk reports it
-            row_bytes = expected // info.shape[0]
-            self._source(main).read_into(main.offset + start * row_bytes, out, what=f"tensor {info.name!r}")
+        where = f"{self._where}part 'data': "
+        codec = _codec(main.encoding, where)
+        _decoded_size(codec, main, main.length, expected, where)
+        source = self._source(main)
+        if codec.capabilities.byte_ranges and stop > start:
+            source.read_into(main.offset + start * (expected // info.shape[0]), out, what=f"tensor {info.name!r}")
             return True
         # a codec named by its own name (not a framing of it, as seekable zstd is) decodes straight into ``out``
         whole = (start, stop) == (0, info.shape[0]) and out.flags.c_contiguous and main.encoding == codec.name
-        if not (whole and codec.capabilities.decode_into) or main.decoded_length not in (None, expected):
+        if not (whole and codec.capabilities.decode_into):
             return False
-        if expected > (codec.max_output(main.length) or expected):
-            return False
-        source = self._source(main)
         payload, mapped = compressed_payload(source, main.offset, main.length, codec, f"tensor {info.name!r}")
         try:
-            codec.decode_into(payload, out, {}, f"{self._where}part 'data': ")
+            codec.decode_into(payload, out, {}, where)
         finally:
             del payload
             if mapped:
                 source.release(main.offset, main.length)
         return True
+
+    def _plain(self, dtype: np.dtype) -> bool:
+        """Whether the tensor is dense values of ``dtype`` in one part, with nothing to verify, convert or
+        reorder: what :meth:`read_chunk_into` can place straight into a caller's buffer."""
+        info, main = self.info, self.info.main_part
+        return (
+            not self.verify
+            and info.problem is None
+            and bool(info.shape)
+            and info.layout == "dense"
+            and len(info.parts) == 1
+            and not main.big_endian
+            and main.ltype is None
+            and main.storage == dtype
+            and _LITTLE
+        )
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
         """This tensor as one Zarr chunk, where Zarr can decode it (:mod:`.zarr_layout`)."""
@@ -428,16 +420,7 @@ class TensorReader:
             return
         expected = info.size * ratio * main.storage.itemsize
         where = f"{self._where}part {next(iter(info.parts))!r}: "
-        codec = _codec(main.encoding, where)
-        if codec.capabilities.byte_ranges and main.length != expected:
-            raise CorruptFileError(f"{where}stored size is {main.length} bytes, the shape and dtype need {expected}")
-        if not codec.capabilities.byte_ranges:
-            if main.decoded_length is not None and main.decoded_length != expected:
-                raise CorruptFileError(
-                    f"{where}declared decoded length {main.decoded_length} differs from the "
-                    f"{expected} bytes the shape needs"
-                )
-            _check_output_bound(codec, main.length, expected, where)
+        _decoded_size(_codec(main.encoding, where), main, main.length, expected, where)
 
     def spec(self) -> ArraySpec:
         info = self.info
