@@ -200,6 +200,13 @@ def test_chain_ranges_equal_the_whole_decode(name, data):
     assert got.tobytes() == whole[start:stop].tobytes()
 
 
+def test_runs_merge_within_what_a_restart_costs():
+    """Runs closer than one szip interval are decoded as one; zfp fixed-rate restarts after 8 blocks."""
+    assert CHAINS["sp24-szip"][0].merge_gap() == 8 * 16  # rsi x block_size values
+    assert CHAINS["zfp16.0"][0].merge_gap() == 32
+    assert Chain(Stage(RAW, {"dtype": np.dtype("<f4")}), (), 10).merge_gap() == 8192
+
+
 def test_chains_without_recorded_offsets_or_fixed_rate_decode_whole():
     stage = Stage(RAW, {"dtype": np.dtype("<f8")})
     assert not Chain(stage, (Stage(szip.CODEC, {"rsi": 8, "block_size": 16, "flags": 8}),), 10).partial

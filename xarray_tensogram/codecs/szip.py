@@ -297,6 +297,10 @@ class Szip(Codec):
         stop = _bit_offset(offsets, last + 1) // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
         return start, min(stop, stored)
 
+    def merge_gap(self, params: Mapping[str, Any]) -> int:
+        """One interval: a restart decodes from its interval's start, and initialises libaec again."""
+        return _rsi_geometry(params)[0]
+
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:

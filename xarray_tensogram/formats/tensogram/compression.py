@@ -210,6 +210,9 @@ class _Float64Out(Codec):
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Params) -> tuple[int, int]:
         return self.inner.stored_span(lo, hi, total, stored, params)
 
+    def merge_gap(self, params: Params) -> int:
+        return self.inner.merge_gap(params)
+
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Params, where: str = ""
     ) -> Buffer:
