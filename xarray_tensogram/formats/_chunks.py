@@ -95,6 +95,15 @@ def gather_runs(
         return np.empty(box_shape, dtype=values[0].dtype if values else np.float64)
     if len(runs) == 1 and runs[0][1] - runs[0][0] == math.prod(box_shape):
         return values[0].reshape(box_shape)  # the run is the box
+    if len(runs) == 1:  # one run from the box's first element to its last: the box is a strided view of it
+        run = values[0]
+        strides = [math.prod(shape[i + 1 :]) * run.itemsize for i in range(len(shape))]
+        start = sum(a * s for (a, _b), s in zip(spans, strides, strict=True)) // run.itemsize - runs[0][0]
+        last = start + sum((b - a - 1) * s for (a, b), s in zip(spans, strides, strict=True)) // run.itemsize
+        if start >= 0 and last < run.size:  # as_strided reads no further than the run
+            view = np.lib.stride_tricks.as_strided(run[start:], box_shape, strides, writeable=False)
+            copied: np.ndarray = view.copy()
+            return copied
     flat = np.ravel_multi_index(np.ix_(*(np.arange(a, b) for a, b in spans)), tuple(shape)).reshape(-1)
     firsts = np.array([r[0] for r in runs], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum([r[1] - r[0] for r in runs])))[:-1]
