@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from xarray_tensogram import open_tensogram
 from xarray_tensogram.codecs import blosc2, simple_packing, szip, zfp
 from xarray_tensogram.codecs.chain import RAW, Chain, Stage
-from xarray_tensogram.errors import CodecError
+from xarray_tensogram.errors import CodecError, EncodeError
 from xarray_tensogram.formats.tensogram import pipeline
 from xarray_tensogram.formats.tensogram.reader import TensogramFile
 from xarray_tensogram.formats.tensogram.writer import encode_message
@@ -332,3 +332,13 @@ def test_zfp_of_reinterpreted_complex_is_refused_whole_and_in_part(tmp_path, ord
         for key in [(30, 48), (slice(20, 30), slice(40, 50)), (slice(None), slice(None))]:
             with pytest.raises(CodecError, match="zfp coded the complex128 values"):
                 var[key].load()
+
+
+@pytest.mark.parametrize("extra", [{"byte_order": "big"}, {"filter": "shuffle", "shuffle_element_size": 8}])
+def test_zfp_of_reinterpreted_bytes_is_not_written(extra):
+    """The reference writes these and every decoder then returns values unrelated to the input (1e303 for
+    big-endian doubles): this package's writer refuses them."""
+    desc = {"type": "ntensor", "shape": [5, 7], "dtype": "float64", "compression": "zfp"}
+    desc.update(zfp_mode="fixed_rate", zfp_rate=16.0, **extra)
+    with pytest.raises(EncodeError, match="zfp compresses"):
+        encode_message({}, [(desc, np.random.default_rng(0).normal(size=(5, 7)))])
