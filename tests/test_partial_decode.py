@@ -16,10 +16,13 @@ import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xarray_tensogram import open_tensogram
 from xarray_tensogram.codecs import blosc2, simple_packing, szip, zfp
 from xarray_tensogram.codecs.chain import RAW, Chain, Stage
+from xarray_tensogram.errors import CodecError, EncodeError
 from xarray_tensogram.formats.tensogram import pipeline
 from xarray_tensogram.formats.tensogram.reader import TensogramFile
+from xarray_tensogram.formats.tensogram.writer import encode_message
 from xarray_tensogram.io import BytesSource
 from xarray_tensogram.outer import read_outer
 
@@ -199,6 +202,13 @@ def test_chain_ranges_equal_the_whole_decode(name, data):
     assert got.tobytes() == whole[start:stop].tobytes()
 
 
+def test_runs_merge_within_what_a_restart_costs():
+    """Runs closer than one szip interval are decoded as one; zfp fixed-rate restarts after 8 blocks."""
+    assert CHAINS["sp24-szip"][0].merge_gap() == 8 * 16  # rsi x block_size values
+    assert CHAINS["zfp16.0"][0].merge_gap() == 32
+    assert Chain(Stage(RAW, {"dtype": np.dtype("<f4")}), (), 10).merge_gap() == 8192
+
+
 def test_chains_without_recorded_offsets_or_fixed_rate_decode_whole():
     stage = Stage(RAW, {"dtype": np.dtype("<f8")})
     assert not Chain(stage, (Stage(szip.CODEC, {"rsi": 8, "block_size": 16, "flags": 8}),), 10).partial
@@ -247,3 +257,88 @@ def test_random_boxes_equal_the_reference_decoder(written, data):
     with xr.open_dataset(path, engine="tensogram") as ds:
         got = ds[next(iter(ds.data_vars))][tuple(key)].values
     assert got.tobytes() == oracle[tuple(key)].tobytes()
+
+
+# ------------------------------------------------------------------ streams that cannot be trusted, or the oracle
+def _write_one(path, desc: dict, data) -> None:
+    with tensogram.TensogramFile.create(str(path)) as f:
+        f.append({"base": [{"mars": {"param": "t"}}]}, [(desc, data)])
+
+
+@pytest.mark.parametrize("dtype,block,rsi", [("float32", 16, 1), ("uint16", 8, 1), ("int32", 8, 4), ("uint16", 16, 2)])
+def test_szip_pad_rsi_selections_equal_the_original(tmp_path, dtype, block, rsi, monkeypatch):
+    """szip flag PAD_RSI: the reference encoder writes the intervals unpadded and its own decoder misreads
+    them, so the original is the oracle. Points, windows and rows decode from their intervals alone."""
+    rng = np.random.default_rng(11)
+    values = (np.cumsum(rng.normal(size=SHAPE), axis=1) * 40 + 500).astype(dtype)
+    desc = {"type": "ntensor", "shape": list(SHAPE), "dtype": dtype, "compression": "szip"}
+    desc.update(szip_rsi=rsi, szip_block_size=block, szip_flags=8 | 32)
+    _write_one(tmp_path / "pad.tgm", desc, values)
+
+    def whole(*args, **kwargs):
+        raise AssertionError("a selection decoded the whole object")
+
+    monkeypatch.setattr(pipeline, "decode_full", whole)
+    with xr.open_dataset(tmp_path / "pad.tgm", engine="tensogram") as ds:
+        var = ds[next(iter(ds.data_vars))]
+        assert var.dtype == values.dtype
+        for key in [(30, 48), (0, 0), (-1, -1), (slice(20, 30), slice(40, 50)), (slice(10, 13), slice(None))]:
+            assert var[key].values.tobytes() == values[key].tobytes(), key
+    monkeypatch.undo()
+    with xr.open_dataset(tmp_path / "pad.tgm", engine="tensogram") as ds:
+        assert ds[next(iter(ds.data_vars))].values.tobytes() == values.tobytes()
+
+
+def test_szip_padded_streams_keep_their_flag():
+    """This package's writer pads the intervals as flag 32 says: its byte-aligned offsets keep the flag, and
+    the reference decoder and ours both read the original back."""
+    values = (np.cumsum(np.random.default_rng(1).normal(size=(40, 13)), axis=1) * 50).astype("int32")
+    desc = {"type": "ntensor", "shape": [40, 13], "dtype": "int32", "compression": "szip"}
+    buf = encode_message({}, [({**desc, "szip_block_size": 8, "szip_rsi": 1, "szip_flags": 40}, values)])
+    with open_tensogram(buf) as f:
+        assert all(o % 8 == 0 for o in f[0].descriptors[0]["szip_block_offsets"])
+        assert f[0].read_object(0).tobytes() == values.tobytes()
+        assert f[0].read_object(0, rows=slice(17, 19)).tobytes() == values[17:19].tobytes()
+    assert np.asarray(tensogram.decode(buf).objects[0][1]).tobytes() == values.tobytes()
+
+
+def test_szip_pad_rsi_without_offsets_is_refused():
+    """Without the recorded offsets nothing tells a padded stream from the reference's unpadded one."""
+    values = np.arange(4000, dtype="<u2").tobytes()
+    params = {"rsi": 1, "block_size": 8, "flags": 8 | 32, "bits_per_sample": 16}
+    stream, recorded = szip.CODEC.encode(values, {**params, "flags": 8})  # unpadded, as the reference writes
+    assert any(o % 8 for o in recorded["block_offsets"])
+    assert bytes(szip.CODEC.decode(stream, len(values), {**params, **recorded})) == values
+    with pytest.raises(CodecError, match="PAD_RSI"):
+        szip.CODEC.decode(stream, len(values), params, "object 3: ")
+    assert not Chain(Stage(RAW, {"dtype": np.dtype("<u2")}), (Stage(szip.CODEC, params),), 2000).partial
+
+
+@pytest.mark.parametrize("order,filt", [("big", "none"), ("little", "shuffle")])
+def test_zfp_of_reinterpreted_complex_is_refused_whole_and_in_part(tmp_path, order, filt):
+    """complex128 zfp streams coded from byte-swapped or shuffled bytes cannot give back the values (the
+    reference refuses them too): every read path refuses, none returns other values."""
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=SHAPE) + 1j * rng.normal(size=SHAPE)
+    desc = {"type": "ntensor", "shape": list(SHAPE), "dtype": "complex128", "compression": "zfp"}
+    desc.update(zfp_mode="fixed_rate", zfp_rate=16.0, byte_order=order, filter=filt)
+    if filt == "shuffle":
+        desc["shuffle_element_size"] = 16
+    _write_one(tmp_path / "z.tgm", desc, values.astype("<c16" if order == "little" else ">c16").tobytes())
+    with tensogram.TensogramFile.open(str(tmp_path / "z.tgm")) as f, pytest.raises(ValueError, match="zfp stream"):
+        f.file_decode_object(0, 0)
+    with xr.open_dataset(tmp_path / "z.tgm", engine="tensogram") as ds:
+        var = ds[next(iter(ds.data_vars))]
+        for key in [(30, 48), (slice(20, 30), slice(40, 50)), (slice(None), slice(None))]:
+            with pytest.raises(CodecError, match="zfp coded the complex128 values"):
+                var[key].load()
+
+
+@pytest.mark.parametrize("extra", [{"byte_order": "big"}, {"filter": "shuffle", "shuffle_element_size": 8}])
+def test_zfp_of_reinterpreted_bytes_is_not_written(extra):
+    """The reference writes these and every decoder then returns values unrelated to the input (1e303 for
+    big-endian doubles): this package's writer refuses them."""
+    desc = {"type": "ntensor", "shape": [5, 7], "dtype": "float64", "compression": "zfp"}
+    desc.update(zfp_mode="fixed_rate", zfp_rate=16.0, **extra)
+    with pytest.raises(EncodeError, match="zfp compresses"):
+        encode_message({}, [(desc, np.random.default_rng(0).normal(size=(5, 7)))])

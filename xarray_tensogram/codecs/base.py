@@ -18,7 +18,10 @@ import numpy as np
 
 from ..errors import CodecError, EncodeError, UnsupportedError
 
-__all__ = ["PASSTHROUGH", "Buffer", "Capabilities", "Codec", "Param", "Passthrough", "Role", "check_size"]
+__all__ = ["MERGE_GAP", "PASSTHROUGH", "Buffer", "Capabilities", "Codec", "Param", "Passthrough", "Role", "check_size"]
+
+#: :meth:`Codec.merge_gap` of codecs that declare none (4096 float64 values)
+MERGE_GAP = 32768
 
 #: what decoders take (a slice of a mapped file stays a memoryview) and give back
 Buffer = bytes | memoryview | np.ndarray
@@ -191,6 +194,11 @@ class Codec:
         """Decoded bytes ``[lo, hi)`` of a stream that decodes to ``total`` bytes, from ``piece``: its stored
         bytes from offset ``base`` on, covering :meth:`stored_span` (``capabilities.partial_decode``)."""
         raise UnsupportedError(f"{where}{self.name} cannot decode part of its stream")
+
+    def merge_gap(self, params: Mapping[str, Any]) -> int:
+        """Decoded bytes between two wanted ranges below which one partial decode of both costs less than two
+        (a restart decodes from the start of a block again, and pays a call into the library)."""
+        return MERGE_GAP
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         """Encode ``data``; return the bytes and the parameters worked out while encoding (to be recorded)."""

@@ -8,29 +8,59 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Param, check_size
+from .base import Buffer, Capabilities, Codec, Param
 from .optional import require
 
-__all__ = ["CODEC", "INNER_CODECS", "compress", "decompress"]
+__all__ = ["CODEC", "INNER_CODECS", "compress", "decompress", "decompress_into"]
 
 #: largest chunk appended to a super-chunk at once (blosc2 chunks are limited to 2 GiB)
 MAX_CHUNK = 256 * 1024 * 1024
 
 
-def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -> bytes:
-    """Decode a cframe into exactly ``expected`` bytes; the frame's own size is checked before its chunks."""
+def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -> memoryview:
+    """Decode a cframe into exactly ``expected`` bytes; the frame's own size is checked before allocating."""
+    sc = _frame(payload, expected, where)
+    out = memoryview(bytearray(expected))
+    _fill(sc, out, where)
+    return out
+
+
+def decompress_into(payload: bytes | memoryview, out: memoryview, *, where: str = "") -> None:
+    """Decode a cframe into ``out`` (writable bytes), which it must fill exactly: each chunk is decompressed
+    in place from the frame's own bytes (no copy of the frame, none of the output)."""
+    _fill(_frame(payload, out.nbytes, where), out, where)
+
+
+def _frame(payload: bytes | memoryview, expected: int, where: str) -> Any:
+    """The super-chunk over the frame's bytes (not copied), refused unless it holds ``expected`` bytes."""
     blosc2 = require("blosc2", f"{where}blosc2 decompression")
     try:
-        sc = blosc2.schunk_from_cframe(bytes(payload), copy=True)
-        if sc.nbytes != expected:
-            raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {expected}")
-        out = b"".join(sc.decompress_chunk(i) for i in range(sc.nchunks))
+        sc = blosc2.schunk_from_cframe(payload, copy=False)
+    except Exception as exc:
+        raise CodecError(f"{where}blosc2 frame is corrupt: {exc}") from exc
+    if sc.nbytes != expected:
+        raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {expected}")
+    return sc
+
+
+def _fill(sc: Any, out: memoryview, where: str) -> None:
+    """Each chunk of ``sc`` decompressed into its place in ``out``, which the chunks must fill exactly."""
+    blosc2 = require("blosc2", f"{where}blosc2 decompression")
+    expected, done = out.nbytes, 0
+    try:
+        for i in range(sc.nchunks):
+            size = blosc2.get_cbuffer_sizes(sc.get_lazychunk(i))[0]  # from the chunk's 32-byte header
+            if done + size > expected:
+                raise CodecError(f"{where}blosc2 frame chunks hold more than the {expected} bytes it promises")
+            if size:  # blosc2 writes exactly the size the header gives, or fails
+                sc.decompress_chunk(i, out[done : done + size])
+            done += size
     except CodecError:
         raise
     except Exception as exc:
         raise CodecError(f"{where}blosc2 frame is corrupt: {exc}") from exc
-    check_size(out, expected, "blosc2", where)
-    return out
+    if done != expected:
+        raise CodecError(f"{where}blosc2 payload decodes to {done} bytes, expected {expected}")
 
 
 def compress(
@@ -73,7 +103,7 @@ def decompress_span(payload: bytes | memoryview, lo: int, hi: int, total: int, *
             raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {total}")
         size = sc.typesize
         if -(-hi // size) * size > total:
-            return decompress(payload, total, where=where)[lo:hi]
+            return bytes(decompress(payload, total, where=where)[lo:hi])
         data = bytes(sc.get_slice(lo // size, -(-hi // size)))
     except CodecError:
         raise
@@ -86,7 +116,7 @@ class Blosc2(Codec):
     """Blosc2 contiguous frames; a byte range decodes from the blocks that hold it."""
 
     name = "blosc2"
-    capabilities = Capabilities(partial_decode=True)
+    capabilities = Capabilities(partial_decode=True, decode_into=True)
     params = (
         Param("codec", str, "lz4", choices=INNER_CODECS, doc="the compressor inside the frame"),
         Param("clevel", int, 5, bounds=(0, 9), doc="compression level"),
@@ -96,6 +126,9 @@ class Blosc2(Codec):
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         return decompress(_view(payload), expected, where=where)
+
+    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
+        decompress_into(_view(payload), out.reshape(-1).view(np.uint8).data, where=where)
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""

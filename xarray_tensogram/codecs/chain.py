@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import PASSTHROUGH, Buffer, Capabilities, Codec, Role, check_size
+from .base import MERGE_GAP, PASSTHROUGH, Buffer, Capabilities, Codec, Role, check_size
 
 __all__ = ["RAW", "Chain", "RawValues", "Stage", "native_order"]
 
@@ -144,6 +144,13 @@ class Chain:
         if self.values.codec is RAW:
             check_size(encoded, out.nbytes, "payload", where)
         self.values.codec.decode_values_into(encoded, out, self.values.params)
+
+    def merge_gap(self) -> int:
+        """Elements between two wanted runs below which one :meth:`decode_range` of both costs less than two
+        (the bytes->bytes stage's :meth:`Codec.merge_gap`, in elements)."""
+        active = self._active
+        gap = active[0].codec.merge_gap(active[0].params) if active else MERGE_GAP
+        return max(1, gap * self.count // max(self.encoded_nbytes, 1))
 
     def stored_span(self, start: int, stop: int, stored: int) -> tuple[int, int]:
         """Stored bytes ``[a, b)`` (of ``stored``) that elements ``[start, stop)`` need (:attr:`partial` only)."""

@@ -26,6 +26,9 @@ __all__ = ["CODEC", "decode", "szip_decode", "szip_encode"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
+#: libaec flag bits this module reasons about (libaec.h)
+AEC_RESTRICTED = 16
+AEC_PAD_RSI = 32
 
 
 class _AecStream(ctypes.Structure):
@@ -194,7 +197,34 @@ def _bit_offset(offsets: list[Any], i: int, where: str = "") -> int:
     return offset
 
 
-_AEC_RESTRICTED = 32
+def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
+    """The libaec flags that decode the stream: ``flags`` without ``AEC_PAD_RSI`` when the recorded interval
+    offsets show the stream is not padded.
+
+    The reference tensogram encoder records ``flags`` with PAD_RSI (32) but writes every interval unpadded:
+    decoding with the flag misreads every interval after the first (libaec then fails or returns other
+    values). A padded stream starts every interval on a byte boundary, so one recorded offset that is not a
+    multiple of 8 proves the stream unpadded. When all are, both readings skip nothing and agree. Without a
+    full list of offsets nothing tells them apart, and a stream of several intervals is refused.
+    """
+    flags = int(params["flags"])
+    rsi_bytes = int(params["rsi"]) * int(params["block_size"]) * sample_bytes(int(params["bits_per_sample"]), flags)
+    intervals = -(-total // rsi_bytes) if rsi_bytes > 0 else 0
+    if not flags & AEC_PAD_RSI or intervals <= 1:
+        return flags  # no interval boundary: the padding changes nothing
+    offsets = params.get("block_offsets")
+    if isinstance(offsets, list):
+        for i in range(len(offsets)):
+            if _bit_offset(offsets, i, where) % 8:
+                return flags & ~AEC_PAD_RSI
+        if len(offsets) == intervals:
+            return flags
+    raise CodecError(
+        f"{where}szip stream with flag PAD_RSI (32) and {intervals} intervals has no full szip_block_offsets "
+        f"list ({intervals} expected): writers disagree on whether such streams are padded (the reference "
+        "encoder writes them unpadded), so its values cannot be told; re-encode it without flag 32"
+    )
+
 
 #: stored bytes read past the start of the next interval (libaec fills its bit accumulator ahead)
 _LOOKAHEAD = 16
@@ -211,7 +241,7 @@ def decode_span(
     if first >= len(offsets):
         raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
     offset = _bit_offset(offsets, first, where)
-    bits, flags = int(params["bits_per_sample"]), int(params["flags"])
+    bits, flags = int(params["bits_per_sample"]), stream_flags(params, total, where)
     width = sample_bytes(bits, flags)
     start_out = first * rsi_bytes
     want = min(total, hi) - start_out
@@ -255,7 +285,7 @@ class Szip(Codec):
             and all(isinstance(params.get(k), int) for k in ("rsi", "block_size", "bits_per_sample", "flags"))
             and 1 <= int(params["bits_per_sample"]) <= 32
             and int(params["rsi"]) * int(params["block_size"]) > 0
-            and not int(params["flags"]) & _AEC_RESTRICTED
+            and not int(params["flags"]) & AEC_RESTRICTED
         ):
             return False
         return total > 0 and len(offsets) == -(-total // _rsi_geometry(params)[0])
@@ -267,6 +297,10 @@ class Szip(Codec):
         stop = _bit_offset(offsets, last + 1) // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
         return start, min(stop, stored)
 
+    def merge_gap(self, params: Mapping[str, Any]) -> int:
+        """One interval: a restart decodes from its interval's start, and initialises libaec again."""
+        return _rsi_geometry(params)[0]
+
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
@@ -275,8 +309,9 @@ class Szip(Codec):
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
-        p = {k: int(params[k]) for k in ("bits_per_sample", "block_size", "rsi", "flags")}
-        return decode(view, expected, p["bits_per_sample"], p["block_size"], p["rsi"], p["flags"], where=where)
+        p = {k: int(params[k]) for k in ("bits_per_sample", "block_size", "rsi")}
+        flags = stream_flags(params, expected, where)
+        return decode(view, expected, p["bits_per_sample"], p["block_size"], p["rsi"], flags, where=where)
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         p = self.resolve(params)

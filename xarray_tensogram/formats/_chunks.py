@@ -95,6 +95,10 @@ def gather_runs(
         return np.empty(box_shape, dtype=values[0].dtype if values else np.float64)
     if len(runs) == 1 and runs[0][1] - runs[0][0] == math.prod(box_shape):
         return values[0].reshape(box_shape)  # the run is the box
+    if len(runs) == 1:
+        strided = _strided_box(shape, spans, runs[0][0], values[0])
+        if strided is not None:
+            return strided
     flat = np.ravel_multi_index(np.ix_(*(np.arange(a, b) for a, b in spans)), tuple(shape)).reshape(-1)
     firsts = np.array([r[0] for r in runs], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum([r[1] - r[0] for r in runs])))[:-1]
@@ -102,6 +106,21 @@ def gather_runs(
     joined = values[0] if len(values) == 1 else np.concatenate(values)
     block: np.ndarray = joined[offsets[which] + flat - firsts[which]].reshape(box_shape)
     return block
+
+
+def _strided_box(
+    shape: Sequence[int], spans: Sequence[tuple[int, int]], first: int, run: np.ndarray
+) -> np.ndarray | None:
+    """The box ``spans`` copied out of one decoded run from element ``first`` that holds it whole: the box is
+    a strided view of the run (no index arrays); None where the run does not reach the box's last element."""
+    strides = [math.prod(shape[i + 1 :]) * run.itemsize for i in range(len(shape))]
+    start = sum(a * s for (a, _b), s in zip(spans, strides, strict=True)) // run.itemsize - first
+    last = start + sum((b - a - 1) * s for (a, b), s in zip(spans, strides, strict=True)) // run.itemsize
+    if start < 0 or last >= run.size:  # as_strided must read no further than the run
+        return None
+    view = np.lib.stride_tricks.as_strided(run[start:], tuple(b - a for a, b in spans), strides, writeable=False)
+    copied: np.ndarray = view.copy()
+    return copied
 
 
 def row_byte_span(start: int, stop: int, row_elements: int, bits_per_element: int) -> tuple[int, int, int]:

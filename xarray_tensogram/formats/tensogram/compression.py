@@ -192,8 +192,14 @@ class _Float64Out(Codec):
 
     name = "float64 output"
 
-    def __init__(self, inner: Codec, desc: Params, *, padded: bool = False) -> None:
+    def __init__(self, inner: Codec, desc: Params, *, padded: bool = False, refusal: str | None = None) -> None:
         self.inner, self.desc, self.packed = inner, desc, padded and _packed(desc)
+        #: why this stream cannot give back the values written (None: it can)
+        self.refusal = refusal
+
+    def _refuse(self, where: str) -> None:
+        if self.refusal:
+            raise CodecError(f"{where}{self.refusal}")
 
     def check_ratio(self, payload_len: int, expected: int, where: str = "") -> None:
         self.inner.check_ratio(payload_len, expected, where)
@@ -204,14 +210,19 @@ class _Float64Out(Codec):
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Params) -> tuple[int, int]:
         return self.inner.stored_span(lo, hi, total, stored, params)
 
+    def merge_gap(self, params: Params) -> int:
+        return self.inner.merge_gap(params)
+
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Params, where: str = ""
     ) -> Buffer:
+        self._refuse(where)
         decoded = self.inner.decode_range(piece, base, lo & ~7, (hi + 7) & ~7, total, params, where)
         out = np.frombuffer(_float64_in_declared_order(decoded, self.desc), dtype=np.uint8)
         return out[lo & 7 : (lo & 7) + hi - lo]
 
     def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
+        self._refuse(where)
         want = expected
         if self.packed:
             shape = self.desc.get("shape") or []
@@ -227,6 +238,30 @@ class _Float64Out(Codec):
         if not self.packed:
             check_size(out, expected, self.inner.name, where)
         return out
+
+
+def _zfp_refusal(desc: Params) -> str | None:
+    """Why a zfp stage cannot give back the values of ``desc`` (None: it can).
+
+    zfp codes native-order doubles, and the reference decodes ``prod(shape)`` of them. A complex128 payload
+    holds two per element, so the reference refuses it; ours decodes them only where the doubles coded were
+    the values' own parts. After a shuffle filter or in the other byte order the lossy coder was handed
+    reinterpreted bytes, and its rounding of those turns into values unrelated to the ones written.
+    """
+    if dtype_width(str(desc["dtype"])) <= 8:
+        return None
+    native = "little" if np.little_endian else "big"
+    if desc.get("filter") == shuffle.CODEC.name:
+        problem = "after the shuffle filter"
+    elif desc.get("byte_order", "little") != native:
+        problem = f"in {desc.get('byte_order')}-endian order"
+    else:
+        return None
+    return (
+        f"zfp coded the {desc['dtype']} values {problem}, as reinterpreted bytes: its lossy rounding makes them "
+        "unrecoverable (the reference decoder refuses this object too); write complex values with zfp only "
+        f"in {native}-endian order without a filter"
+    )
 
 
 class _Bitmap(Codec):
@@ -255,7 +290,8 @@ def _compression_stage(desc: Params, where: str) -> Stage:
     if codec is zfp.CODEC:
         mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
         required = ("mode", zfp.MODES.get(str(mode), "mode"))
-        return Stage(_Float64Out(codec, desc, padded=True), codec_params(desc, codec, where, required=required))
+        params = codec_params(desc, codec, where, required=required)
+        return Stage(_Float64Out(codec, desc, padded=True, refusal=_zfp_refusal(desc)), params)
     if codec is sz3.CODEC:
         return Stage(_Float64Out(codec, desc), {})
     if codec in (bitmaps.RLE, bitmaps.ROARING):

@@ -378,6 +378,16 @@ def _zfp_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) ->
     mode = params.get("mode")
     if mode not in zfp.MODES or zfp.MODES[mode] not in params:
         raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+    native = "little" if np.little_endian else "big"
+    swapped = desc.get("byte_order", "little") != native and desc.get("encoding") != simple_packing.CODEC.name
+    if desc["filter"] != PASSTHROUGH.name or swapped:
+        # zfp would round reinterpreted bytes, not values: the reference writes such objects, and every
+        # decoder then returns values unrelated to the ones given (or refuses them)
+        why = f"after the {desc['filter']!r} filter" if not swapped else f"in {desc.get('byte_order')!r} byte order"
+        raise EncodeError(
+            f"zfp compresses {native}-endian float64 values: {why} it would round reinterpreted bytes and "
+            f"destroy the values (write with byte_order={native!r} and no filter)"
+        )
     if len(encoded) % 8:  # the reference refuses it too ("data length ... is not a multiple of 8")
         raise EncodeError(
             f"zfp compresses float64 values: a payload of {len(encoded)} bytes is not a whole number of them "

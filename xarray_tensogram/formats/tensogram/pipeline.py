@@ -341,8 +341,6 @@ def decode_into(
             source.release(offset, length)
 
 
-#: element runs closer than this are decoded as one (a szip interval of 128 blocks of 16 holds 2048 values)
-MERGE_GAP = 4096
 #: boxes of more rows than this are decoded whole
 MAX_RUNS = 4096
 
@@ -366,7 +364,7 @@ def decode_box(
         return None
     chain = chain or chain_of(desc, where)
     shape = desc["shape"]
-    runs = box_runs(shape, box, MERGE_GAP, MAX_RUNS) if chain.partial else None
+    runs = box_runs(shape, box, chain.merge_gap(), MAX_RUNS) if chain.partial else None
     if runs is None or sum(b - a for a, b in runs) >= fraction * chain.count:
         return None
     payload_len, found = split_masks(region_len, desc, where)
