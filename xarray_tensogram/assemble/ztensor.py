@@ -95,7 +95,7 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
     return array_variable(dims, values, typed_attrs(_attrs(info)))
 
 
-def _dims(info: TensorInfo, var: str, requested: list[str] | None, sizes: Mapping[str, int], fname: str) -> list[str]:
+def _dims(info: TensorInfo, var: str, requested: list[str] | None, sizes: dict[str, int], fname: str) -> list[str]:
     """A tensor's dims: those asked for (checked against ``sizes``), else those the file stores where they fit
     the other variables' sizes, else generic names."""
     if requested is not None:
@@ -122,14 +122,7 @@ def ztensor_to_dataset(
     """The raw group of lazy variables, one per tensor (no CF decoding applied here).
 
     zTensor's format record names this function: its keywords are the open options zTensor files take."""
-    names = unique_names(t.name for t in zfile.tensors)
-    renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
-    if renamed:
-        warnings.warn(
-            f"{zfile.name!r}: duplicate tensor names renamed: " + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed),
-            ZTensorMappingWarning,
-            stacklevel=2,
-        )
+    names = unique_names((t.name for t in zfile.tensors), zfile.name, "tensor", ZTensorMappingWarning)
     ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
     # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
     coords = {var: 1 for t, var in zip(zfile.tensors, names, strict=True) if _file_dims(t, quiet=True) == [var]}
