@@ -221,6 +221,17 @@ def _build_group(
     return build_group(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
 
 
+def _grouped(data: list[TgObject], coords: list[CoordObject], **kw: Any) -> dict[str, RawGroup]:
+    """``{"/": group}``, or where the variables really conflict one group per grid shape (``"/"`` when only
+    one of them is left)."""
+    one = _build_group(data, coords, only_group=False, **kw)
+    if one is not None:
+        return {"/": one}
+    built = {label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()}
+    out = {k: v for k, v in built.items() if v is not None}
+    return {"/": next(iter(out.values()))} if len(out) == 1 else out
+
+
 def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
     """Fallback for real conflicts: one group per grid shape (and dtype, when a name has several)."""
     by_shape: dict[tuple[int, ...], list[TgObject]] = {}
@@ -253,6 +264,13 @@ def _assembling_producer(objects: Sequence[TgObject]) -> Producer | None:
     return first
 
 
+def _range_threshold(value: Any) -> float:
+    """The ``range_threshold`` option as a float, checked: a number from 0 to 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def tensogram_groups(
     tfile: Any,
     *,
@@ -271,14 +289,9 @@ def tensogram_groups(
 
     Tensogram's format record names this function: its keywords are the open options Tensogram
     files take (defaults in :mod:`xarray_tensogram.options`)."""
-    if (
-        isinstance(range_threshold, bool)
-        or not isinstance(range_threshold, (int, float))
-        or not 0 <= range_threshold <= 1
-    ):
-        raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
+    fraction = _range_threshold(range_threshold)
     messages = select_messages(len(tfile), message_index, merge_objects)
-    objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
+    objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=fraction)
     whole = _assembling_producer(objects)
     if whole is not None:  # a layout that says everything builds the Datasets itself
         apply_filter(objects, filter_by_keys, tfile.name)
@@ -307,22 +320,11 @@ def tensogram_groups(
     coords = [c for c in coords if c.obj.name not in drop]
     name_keys = set(NAME_KEYS) | ({variable_key} if variable_key else set())
     extra = tfile[messages[0]].decoded_metadata().get("_extra_") if messages else None
-    kw = {
-        "dim_names": dim_names,
-        "name_keys": name_keys,
-        "strict": strict,
-        "file_name": tfile.name,
-        "extra": extra if isinstance(extra, dict) else {},
-    }
-    one = _build_group(data, coords, only_group=False, **kw)
-    if one is not None:
-        out = {"/": restore_written_layout(one, kw["extra"])}
-    else:
-        built = {
-            label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()
-        }
-        out = {k: restore_written_layout(v, kw["extra"]) for k, v in built.items() if v is not None}
-        out = {"/": next(iter(out.values()))} if len(out) == 1 else out
+    extra = extra if isinstance(extra, dict) else {}
+    grouped = _grouped(
+        data, coords, dim_names=dim_names, name_keys=name_keys, strict=strict, file_name=tfile.name, extra=extra
+    )
+    out = {k: restore_written_layout(v, extra) for k, v in grouped.items()}
     # the Datasets hold what they need: decoded metadata would only weigh on every garbage collection
     for message in tfile:
         message.release_metadata()
