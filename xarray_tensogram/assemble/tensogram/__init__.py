@@ -159,6 +159,25 @@ def _producer_grids(
     return out
 
 
+def _dim_hints(
+    data: Sequence[TgObject], by_name: Mapping[str, list[TgObject]], file_name: str, only_group: bool
+) -> tuple[list[str] | dict[int, str] | None, dict[str, tuple[tuple[int, ...], list[str] | None]]] | None:
+    """The dims the messages name (``_extra_.dim_names``) and those each variable's objects name (its shape
+    with its ``dim_names``), parsed; None where messages disagree and the group may still be split."""
+    file_hints = [o.extra.get("dim_names") for o in data]
+    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
+    if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
+        return None
+    shapes = [v[0].shape for v in by_name.values()]
+    raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
+    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes], file_name) if data else None
+    hints = {}
+    for n, v in by_name.items():
+        raw = consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name))
+        hints[n] = (v[0].shape, parse_object_hint(raw, len(v[0].shape), _where(v[0])))
+    return file_hint, hints
+
+
 def _build_group(
     data: list[TgObject],
     coords: list[CoordObject],
@@ -177,23 +196,10 @@ def _build_group(
     if any(len({(o.shape, o.dtype) for o in v}) > 1 for v in by_name.values()):
         return None
     shapes = {n: v[0].shape for n, v in by_name.items()}
-    file_hints = [o.extra.get("dim_names") for o in data]
-    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
-    if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
+    parsed = _dim_hints(data, by_name, file_name, only_group)
+    if parsed is None:
         return None  # messages that disagree on hints: split by grid first; a group that cannot split warns
-    raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
-    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes.values()], file_name) if data else None
-    hints = {
-        n: (
-            shapes[n],
-            parse_object_hint(
-                consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name)),
-                len(shapes[n]),
-                _where(v[0]),
-            ),
-        )
-        for n, v in by_name.items()
-    }
+    file_hint, hints = parsed
     csizes = _coord_sizes(coords)
     if any(len(s) > 1 for s in csizes.values()) and not only_group:
         return None
