@@ -83,6 +83,31 @@ def _values_variable(
     return array_variable(tuple(dims), text.reshape(shape), attrs)
 
 
+#: the coordinate of a dim stacked along a known source: the type all its values must have, and its attributes
+_STACKED: dict[str, tuple[type, Mapping[str, str]]] = {
+    "mars.number": (int, NUMBER_ATTRS),  # as cfgrib
+    TIME_SOURCE: (
+        int,
+        {
+            "standard_name": "forecast_reference_time",
+            "long_name": "initial time of forecast",
+            "units": TIME_UNITS,
+            "calendar": "proleptic_gregorian",
+        },
+    ),
+    STEP_KEY: (
+        float,  # hours: whole ones stored as integers
+        {
+            "standard_name": "forecast_period",
+            "long_name": "time since forecast_reference_time",
+            "units": STEP_UNITS,
+            "dtype": STEP_UNITS_DTYPE,
+        },
+    ),
+    MESSAGE_SOURCE: (int, {"long_name": "message index in the file"}),
+}
+
+
 def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> RawVariable:
     """The coordinate of a stacked dim; ``first``: the first object of a variable stacked along it."""
     attrs = first.producer.dim_attrs(dim, source, first.all_keys()) if first.producer is not None else None
@@ -92,35 +117,11 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
         return array_variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
     if attrs is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return array_variable((dim,), np.asarray(values), attrs)
-    if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return array_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
-    if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
-        return array_variable(
-            (dim,),
-            np.asarray(values, dtype=np.int64),
-            {
-                "standard_name": "forecast_reference_time",
-                "long_name": "initial time of forecast",
-                "units": TIME_UNITS,
-                "calendar": "proleptic_gregorian",
-            },
-        )
-    if source == STEP_KEY and all(isinstance(v, float) for v in values):
-        arr = np.asarray(values, dtype=np.float64)
-        if np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        return array_variable(
-            (dim,),
-            arr,
-            {
-                "standard_name": "forecast_period",
-                "long_name": "time since forecast_reference_time",
-                "units": STEP_UNITS,
-                "dtype": STEP_UNITS_DTYPE,
-            },
-        )
-    if source == MESSAGE_SOURCE:
-        return array_variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
+    kind, known = _STACKED.get(source, (type(None), None))
+    if known is not None and all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
+        arr = np.asarray(values, dtype=np.float64 if kind is float else np.int64)
+        whole = bool(np.all(arr == np.round(arr)))
+        return array_variable((dim,), arr.astype(np.int64) if whole else arr, dict(known))
     return _values_variable((dim,), values, {"long_name": source})
 
 
