@@ -171,30 +171,30 @@ def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: Layout
         record.table_attrs = added  # not the file's: the writer leaves them out
 
 
+#: the scalar coordinates a variable not stacked along them has: dim -> (source, the key an object needs)
+_SCALAR_SOURCES = {"time": (TIME_SOURCE, "mars.date"), "step": (STEP_KEY, STEP_KEY)}
+
+
+def _stacked_spec(cube: VarCube, fill: Any) -> ArraySpec:
+    """The variable's values: its one object's, or its objects' stacked along the cube's dims."""
+    if not cube.dims:
+        return cube.members[0].spec()
+    # members are built on first read (all share the template's shape, dtype and chunks: one group)
+    members = MessageMembers.of(cube.members) or {flat: o.spec for flat, o in cube.members.items()}
+    return stack_specs(cube.shape, members, fill_value=fill, template=cube.objects[0].spec())
+
+
 def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str], dependent: dict[str, str]) -> RawVariable:
     first = cube.objects[0]
     stack = [dim_of[s] for s in cube.dims]
     holes = math.prod(cube.shape) - len(cube.members)
     fill = _fill_value(first, holes)
-    spec: ArraySpec
-    if cube.dims:
-        # members are built on first read (all share the template's shape, dtype and chunks: one group)
-        template = first.spec()
-        members = MessageMembers.of(cube.members) or {flat: o.spec for flat, o in cube.members.items()}
-        spec = stack_specs(cube.shape, members, fill_value=fill, template=template)
-    else:
-        spec = cube.members[0].spec()
     attrs, lifted = _attributes(cube, first)
     if holes:
         attrs[MISSING_OBJECTS_ATTR] = holes
         if fill is not None and first.dtype.kind in "iu":
             attrs["_FillValue"] = first.dtype.type(fill)
-    scalar = {
-        k: v
-        for k, v in (("time", TIME_SOURCE), ("step", STEP_KEY))
-        if v not in cube.dims
-        and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))
-    }
+    scalar = {dim: s for dim, (s, key) in _SCALAR_SOURCES.items() if s not in cube.dims and key in first.keys}
     record = LayoutRecord(  # what the writer needs to turn this variable back into messages
         message_keys={
             dim_of[s]: first.producer.level_source if s.startswith(LEVEL_PREFIX) and first.producer else s
@@ -211,7 +211,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str], depend
     _add_table_attributes(first, attrs, record)
     encoding = {**record.to_encoding(), **(first.pipeline() if first.pipeline else {})}
     # preferred_chunks: one object (1 along the stacked dims), set by lazy_variable
-    return lazy_variable(stack + inner, spec, attrs, encoding)
+    return lazy_variable(stack + inner, _stacked_spec(cube, fill), attrs, encoding)
 
 
 def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, RawVariable]) -> None:
