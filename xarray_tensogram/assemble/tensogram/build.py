@@ -238,19 +238,9 @@ def _add_valid_time(coords: dict[str, RawVariable]) -> None:
         return
     tv = t.values.astype(np.int64)
     sv = np.round(s.values.astype(np.float64) * 3600).astype(np.int64)
-    values: Any
-    dims: tuple[Any, ...]
-    if t.ndim and s.ndim:
-        values, dims = tv[:, None] + sv[None, :], (t.dims[0], s.dims[0])
-    elif s.ndim:
-        values, dims = tv + sv, s.dims
-    elif t.ndim:
-        values, dims = tv + sv, t.dims
-    else:
-        values, dims = np.int64(tv + sv), ()
-    coords["valid_time"] = array_variable(
-        dims,
-        values,
+    coords["valid_time"] = array_variable(  # along time, step, both or none
+        t.dims + s.dims,
+        np.add.outer(tv, sv),
         {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
     )
 

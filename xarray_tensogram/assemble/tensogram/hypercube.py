@@ -149,7 +149,7 @@ class _Columns:
 
     def keyed(self, key: str) -> list[Any]:
         col = self._keyed.get(key)
-        if col is None:  # _key inlined: this runs once per object and key
+        if col is None:  # key_of inlined: this runs once per object and key
             col = self._keyed[key] = [("nan",) if type(v) is float and v != v else v for v in self.raw(key)]
         return col
 
@@ -232,10 +232,6 @@ def _numeric(v: Any) -> bool:
 
 def key_of(v: Any) -> Any:
     """A value as the plan indexes it (NaN made comparable)."""
-    return _key(v)
-
-
-def _key(v: Any) -> Any:
     return ("nan",) if type(v) is float and v != v else v
 
 
@@ -267,7 +263,7 @@ def _choose(cols: _Columns, candidates: Sequence[str]) -> list[str]:
 
 
 def _sorted_unique(values: Iterable[Any]) -> list[Any]:
-    distinct = list(dict.fromkeys(_key(v) for v in values))
+    distinct = list(dict.fromkeys(key_of(v) for v in values))
     try:
         return sorted(distinct)
     except TypeError:
