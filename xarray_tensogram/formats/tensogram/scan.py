@@ -339,10 +339,7 @@ class MessageScanner:
         end = self._message_end(cur, body_end, where)
         if metadata is None:
             raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
-        if index_map is not None and not data:
-            data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
-        elif index_map is not None and not jumped:
-            self._check_index_matches(index_map, data, pos, where)
+        data = self._data_frames(index_map, data, jumped, pos, where, end)
         try:  # checked here, so that a message with bad metadata is skipped as damaged
             check_metadata(metadata, len(data))  # preceders are merged into maps, which cannot fail
         except MetadataError as exc:  # the place is only formatted when there is an error to report
@@ -433,7 +430,17 @@ class MessageScanner:
             refs.append(ObjectRef(pos + o, n))
         return refs
 
-    def _check_index_matches(self, index_map: Any, data: list[ObjectRef], pos: int, where: str) -> None:
+    def _data_frames(
+        self, index_map: Any, data: list[ObjectRef], jumped: bool, pos: int, where: str, end: int
+    ) -> list[ObjectRef]:
+        """The message's data frames: the index's where none were walked, else those walked (or taken from the
+        index while walking: ``jumped``), with a warning where a walked body and its index disagree."""
+        if index_map is None:
+            return data
+        if not data:
+            return self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
+        if jumped:
+            return data
         refs = self._objects_from_index(pos, index_map, where, self.source.size)
         if [(r.frame_offset, r.frame_length) for r in refs] != [(r.frame_offset, r.frame_length) for r in data]:
             warnings.warn(
@@ -442,6 +449,7 @@ class MessageScanner:
                 CorruptMessageWarning,
                 stacklevel=5,
             )
+        return data
 
     def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, where: str) -> list[ObjectRef]:
         """Preceder frames sit in gaps before indexed data frames; read them (rare)."""
