@@ -146,9 +146,7 @@ def _default_nan_fill(source: xr.Variable | None, fill: Any) -> bool:
     """Whether ``fill`` is the NaN xarray adds to a float read from a file that asked for no fill."""
     if source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs:
         return False  # asked for (or a variable the encoder made)
-    if not _read_from_file(source.encoding):
-        return False
-    return isinstance(fill, (float, np.floating)) and bool(np.isnan(fill))
+    return _read_from_file(source.encoding) and isinstance(fill, (float, np.floating)) and bool(np.isnan(fill))
 
 
 def encode_dataset(
