@@ -74,10 +74,7 @@ def _values_variable(
     shape = (len(values),) if shape is None else shape
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        if len(present) == len(values):
-            arr = np.asarray(values)
-        else:
-            arr = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+        arr = np.asarray(values if len(present) == len(values) else [np.nan if v is None else v for v in values])
         return array_variable(tuple(dims), arr.reshape(shape), attrs)
     text = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
     return array_variable(tuple(dims), text.reshape(shape), attrs)

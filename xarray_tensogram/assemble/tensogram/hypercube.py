@@ -219,11 +219,8 @@ def _rest_order(key: str, cols: _Columns) -> tuple[bool, bool, bool]:
     does not become the dimension."""
     if key.startswith("mars."):
         return (False, False, False)
-    return (
-        True,
-        key.rsplit(".", 1)[-1].lower() not in COORDINATE_NAMES,
-        not all(_numeric(v) for v in cols.raw(key)),
-    )
+    named = key.rsplit(".", 1)[-1].lower() in COORDINATE_NAMES
+    return (True, not named, not all(map(_numeric, cols.raw(key))))
 
 
 def _numeric(v: Any) -> bool:
