@@ -6,6 +6,7 @@ anything is built, and name unnamed axes ``dim_0``, ``dim_1`` ... made unique wh
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -14,26 +15,24 @@ from .errors import DimensionNameError, describe
 __all__ = ["check_dim_names", "check_requested_dims", "generic_dim_names", "requested_dims", "unique_names"]
 
 
-def unique_names(names: Iterable[str]) -> list[str]:
-    """Make names unique by suffixing ``_1``, ``_2`` ... to repeats, keeping first occurrences."""
-    seen: dict[str, int] = {}
-    taken = set()
+def unique_names(names: Iterable[str], source: str, what: str, category: type[Warning]) -> list[str]:
+    """Make names unique by suffixing ``_1``, ``_2`` ... to repeats, keeping first occurrences; one warning
+    (``category``) names every ``what`` (``"tensor"``, ``"dataset"``) of ``source`` renamed."""
+    taken: set[str] = set()
+    last: dict[str, int] = {}  # name -> the last suffix tried for it
     out = []
+    renamed = []
     for n in names:
-        if n not in taken:
-            out.append(n)
-            taken.add(n)
-            seen.setdefault(n, 0)
-            continue
-        i = seen.get(n, 0)
-        while True:
-            i += 1
-            cand = f"{n}_{i}"
-            if cand not in taken:
-                break
-        seen[n] = i
+        cand = n
+        while cand in taken:
+            last[n] = last.get(n, 0) + 1
+            cand = f"{n}_{last[n]}"
+        if cand != n:
+            renamed.append(f"{n!r} -> {cand!r}")
         out.append(cand)
         taken.add(cand)
+    if renamed:
+        warnings.warn(f"{source!r}: duplicate {what} names renamed: " + ", ".join(renamed), category, stacklevel=3)
     return out
 
 

@@ -59,24 +59,22 @@ def netcdf_safe_value(value: Any) -> Any:
     become ints; ``None`` becomes an empty string; bytes become hex; anything else
     (mixed lists, nested lists) is serialised as compact JSON.
     """
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (str, int, float, np.integer, np.floating)):
-        if isinstance(value, int) and not isinstance(value, bool) and not (-(2**63) <= value < 2**64):
-            return str(value)
-        return value
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):  # beyond 64 bits no netCDF integer holds it
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, (str, float, np.integer, np.floating)):
+        return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
-    if isinstance(value, (list, tuple)):
-        if value and all(isinstance(v, str) for v in value):
+    if isinstance(value, (list, tuple)) and value:
+        if all(isinstance(v, str) for v in value):
             return list(value)
-        if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            if all(isinstance(v, int) for v in value) and all(-(2**63) <= v < 2**63 for v in value):
-                return np.asarray(value, dtype=np.int64)
-            if all(isinstance(v, (int, float)) for v in value):
-                return np.asarray(value, dtype=np.float64)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            ints = all(isinstance(v, int) and -(2**63) <= v < 2**63 for v in value)
+            return np.asarray(value, dtype=np.int64 if ints else np.float64)
     return json.dumps(value, default=_json_default, separators=(",", ":"), sort_keys=True)
 
 

@@ -177,24 +177,28 @@ def _add_coords(coords: dict[str, RawVariable], new: Mapping[str, RawVariable], 
             )
 
 
-def _hosted_strings(name: str, text: str, coord_names: set[str], host: str) -> RawVariable | None:
-    """A string variable ``to_tetr`` kept as JSON in a footer attr of dataset ``host``; None (warned) if malformed."""
-    try:
-        spec = json.loads(text)
-        dims, values = strings_from_payload(spec)
-        attrs = dict(spec.get("attrs") or {})
-        role = attrs.pop(COORDINATE_ROLE_KEY, None)
-        var = array_variable(dims, values, typed_attrs(attrs))
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        warnings.warn(
-            f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
-            TetrMappingWarning,
-            stacklevel=4,
-        )
-        return None
-    if role == "coordinate":
-        coord_names.add(name)
-    return var
+def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> dict[str, RawVariable]:
+    """The string variables ``to_tetr`` kept as JSON in footer attrs of dataset ``host``, popped from ``attrs``
+    (a malformed one is skipped with a warning)."""
+    out = {}
+    for key in [k for k in attrs if k.startswith(STRINGS_KEY + ":")]:
+        name = key[len(STRINGS_KEY) + 1 :]
+        try:
+            spec = json.loads(attrs.pop(key))
+            dims, values = strings_from_payload(spec)
+            var_attrs = dict(spec.get("attrs") or {})
+            role = var_attrs.pop(COORDINATE_ROLE_KEY, None)
+            out[name] = array_variable(dims, values, typed_attrs(var_attrs))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            warnings.warn(
+                f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
+                TetrMappingWarning,
+                stacklevel=3,
+            )
+            continue
+        if role == "coordinate":
+            coord_names.add(name)
+    return out
 
 
 def tetr_to_dataset(
@@ -218,14 +222,7 @@ def tetr_group(
     Chunks: ``encoding["preferred_chunks"]`` is one tile (``encoding["tetr_chunk_shape"]``, see
     :func:`~xarray_tensogram.raw_variables.lazy_variable`).
     """
-    names = unique_names(d.name for d in tfile.datasets)
-    renamed = [(d.name, n) for d, n in zip(tfile.datasets, names, strict=True) if d.name != n]
-    if renamed:
-        warnings.warn(
-            f"{tfile.name!r}: duplicate dataset names renamed: " + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed),
-            TetrMappingWarning,
-            stacklevel=2,
-        )
+    names = unique_names((d.name for d in tfile.datasets), tfile.name, "dataset", TetrMappingWarning)
     # a dataset whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
     coord_ranks = {var: 1 for d, var in zip(tfile.datasets, names, strict=True) if list(d.dim_names or ()) == [var]}
     ranks = {var: d.ndim for d, var in zip(tfile.datasets, names, strict=True) if var not in coord_ranks}
@@ -248,10 +245,7 @@ def tetr_group(
         if generated:
             encoding["tetr_generated_dims"] = list(dims)
         attrs = _attrs_of(d)
-        for key in [k for k in attrs if k.startswith(STRINGS_KEY + ":")]:
-            hosted = _hosted_strings(key[len(STRINGS_KEY) + 1 :], attrs.pop(key), coord_names, d.name)
-            if hosted is not None:
-                strings[key[len(STRINGS_KEY) + 1 :]] = hosted
+        strings.update(_hosted_strings(attrs, coord_names, d.name))
         if attrs.pop(COORDINATE_ROLE_KEY, None) == "coordinate":
             coord_names.add(var)
         scalar = attrs.pop(SCALAR_KEY, None) == "1" and d.shape == (1,)

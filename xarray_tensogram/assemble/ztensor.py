@@ -50,7 +50,7 @@ def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     warnings.warn(
         f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
         ZTensorMappingWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
     return None
 
@@ -95,6 +95,23 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
     return array_variable(dims, values, typed_attrs(_attrs(info)))
 
 
+def _dims(info: TensorInfo, var: str, requested: list[str] | None, sizes: dict[str, int], fname: str) -> list[str]:
+    """A tensor's dims: those asked for (checked against ``sizes``), else those the file stores where they fit
+    the other variables' sizes, else generic names."""
+    if requested is not None:
+        check_requested_dims(requested, var, info.shape, sizes, fname)
+        return requested
+    dims = _file_dims(info)
+    if dims is not None and not _fits(dims, info.shape, sizes):
+        warnings.warn(
+            f"tensor {info.name!r}: dim_names {dims} clash with other variables' sizes; using generic names",
+            ZTensorMappingWarning,
+            stacklevel=3,
+        )
+        dims = None
+    return dims if dims is not None else generic_dim_names(info.shape, sizes)
+
+
 def ztensor_to_dataset(
     zfile: ZTensorFile,
     *,
@@ -105,14 +122,7 @@ def ztensor_to_dataset(
     """The raw group of lazy variables, one per tensor (no CF decoding applied here).
 
     zTensor's format record names this function: its keywords are the open options zTensor files take."""
-    names = unique_names(t.name for t in zfile.tensors)
-    renamed = [(t.name, n) for t, n in zip(zfile.tensors, names, strict=True) if t.name != n]
-    if renamed:
-        warnings.warn(
-            f"{zfile.name!r}: duplicate tensor names renamed: " + ", ".join(f"{a!r} -> {b!r}" for a, b in renamed),
-            ZTensorMappingWarning,
-            stacklevel=2,
-        )
+    names = unique_names((t.name for t in zfile.tensors), zfile.name, "tensor", ZTensorMappingWarning)
     ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
     # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
     coords = {var: 1 for t, var in zip(zfile.tensors, names, strict=True) if _file_dims(t, quiet=True) == [var]}
@@ -139,20 +149,8 @@ def ztensor_to_dataset(
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
-        dims = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
-        if dims is not None:
-            check_requested_dims(dims, var, info.shape, sizes, zfile.name)
-        if dims is None:
-            dims = _file_dims(info)
-            if dims is not None and not _fits(dims, info.shape, sizes):
-                warnings.warn(
-                    f"tensor {info.name!r}: dim_names {dims} clash with other variables' sizes; using generic names",
-                    ZTensorMappingWarning,
-                    stacklevel=2,
-                )
-                dims = None
-        if dims is None:
-            dims = generic_dim_names(info.shape, sizes)
+        requested = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
+        dims = _dims(info, var, requested, sizes, zfile.name)
         sizes.update(zip(dims, info.shape, strict=False))
         encoding = {
             "ztensor_dtype": info.dtype,

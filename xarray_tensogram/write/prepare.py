@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +119,36 @@ def _read_from_file(encoding: Mapping[Any, Any]) -> bool:
     return any(k in encoding for k in _READ_MARKERS) or any(str(k).startswith(_READ_PREFIXES) for k in encoding)
 
 
+def _cf_encode(
+    ds: xr.Dataset, user: Mapping[str, Mapping[str, Any]], default_fill: bool
+) -> tuple[dict[str, xr.Variable], dict[Hashable, Any]]:
+    """The variables (by name) and attributes as xarray's CF encoder makes them for ``to_netcdf``, its
+    failures raised as ours; ``default_fill``: see :func:`encode_dataset`."""
+    try:
+        variables, attrs = conventions.encode_dataset_coordinates(ds)
+        for name, enc in user.items():
+            variables[name].encoding = dict(enc)
+        variables, attrs = conventions.cf_encoder(variables, attrs)
+    except XarrayTensogramError:
+        raise
+    except NotImplementedError as exc:  # a MultiIndex, as to_netcdf refuses it
+        raise UnsupportedError(f"{exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
+    names = {str(k): as_characters(v) for k, v in variables.items()}
+    for name, var in names.items():
+        if not default_fill and _default_nan_fill(ds.variables.get(name), var.attrs.get("_FillValue")):
+            var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
+    return names, dict(attrs)  # xarray's encoder may hand back ds.attrs itself: popping must not change it
+
+
+def _default_nan_fill(source: xr.Variable | None, fill: Any) -> bool:
+    """Whether ``fill`` is the NaN xarray adds to a float read from a file that asked for no fill."""
+    if source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs:
+        return False  # asked for (or a variable the encoder made)
+    return _read_from_file(source.encoding) and isinstance(fill, (float, np.floating)) and bool(np.isnan(fill))
+
+
 def encode_dataset(
     obj: xr.Dataset | xr.DataArray,
     encoding: Mapping[Any, Any] | None,
@@ -139,27 +169,7 @@ def encode_dataset(
         encoding = {(NONE_VAR_NAME if k is None else k): v for k, v in encoding.items()}
     user, codecs = check_encoding(ds, encoding, keys, in_effect)
     _warn_dask_objects(ds)
-    try:
-        variables, attrs = conventions.encode_dataset_coordinates(ds)
-        for name, enc in user.items():
-            variables[name].encoding = dict(enc)
-        variables, attrs = conventions.cf_encoder(variables, attrs)
-    except NotImplementedError as exc:  # a MultiIndex, as to_netcdf refuses it
-        raise UnsupportedError(f"{exc}") from None
-    except (ValueError, TypeError, OverflowError) as exc:
-        if isinstance(exc, XarrayTensogramError):
-            raise
-        raise XarrayTensogramError(f"CF encoding failed: {exc}") from exc
-    names = {str(k): as_characters(v) for k, v in variables.items()}
-    if not default_fill:
-        for name, var in names.items():
-            source = ds.variables.get(name)
-            fill = var.attrs.get("_FillValue")
-            explicit = source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs
-            explicit = explicit or (source is not None and not _read_from_file(source.encoding))
-            if not explicit and isinstance(fill, (float, np.floating)) and np.isnan(fill):
-                var.attrs = {k: v for k, v in var.attrs.items() if k != "_FillValue"}
-    attrs = dict(attrs)  # xarray's encoder may hand back ds.attrs itself: popping must not change the Dataset
+    names, attrs = _cf_encode(ds, user, default_fill)
     global_coords = str(attrs.pop("coordinates", "") or "").split()
     options = {  # a provenance key (``chunks`` as read) counts only when the user gave it
         name: {

@@ -132,15 +132,18 @@ def _data_object(
     var: xr.DataArray,
     sel: Mapping[str, int],
     mdims: Sequence[MessageDim],
-    user: Mapping[str, Any],
+    encoding: Mapping[str, Mapping[str, Any]],
     default_mask: str,
     skip_coords: set[Hashable],
-    cf: xr.Variable,
+    encoded: EncodedDataset,
 ) -> tuple[dict[str, Any], ObjectInput] | None:
-    """The base entry and object of one variable in the message at ``sel`` (values and attrs from ``cf``,
-    the variable as xarray's CF encoder wrote it); None for a hole."""
+    """The base entry and object of one variable in the message at ``sel`` (values and attrs as xarray's CF
+    encoder wrote them); None for a variable the message does not hold, or a hole."""
+    if not _in_message(var, sel, mdims):
+        return None
+    cf = encoded.variables[str(name)]
     where = {m.name: sel[m.name] for m in mdims if m.name in var.dims}
-    desc, var_mask = resolve_pipeline(var.encoding, user)
+    desc, var_mask = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
     if _is_hole(var, where):
         return None  # a hole in the original hypercube stays a hole
     if cf.dtype.kind in "OUST":
@@ -315,9 +318,7 @@ def _check_append(
     data = []
     for sel in message_combos(ds, mdims):
         for name, var in ds.data_vars.items():
-            if cf.variables[str(name)].dtype.kind in "OUST" or any(
-                sel[m.name] != 0 for m in mdims if m.name not in var.dims
-            ):
+            if cf.variables[str(name)].dtype.kind in "OUST" or not _in_message(var, sel, mdims):
                 continue
             desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
             entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)])
@@ -346,9 +347,49 @@ def _iter_messages(
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
     (so a Dask-backed Dataset is computed one message at a time)."""
     mdims, hint = plan_dims(ds, message_dims)
-    hint = _with_attr_names(hint, ds, cf)
     default_mask = _default_mask(mask_method)
     skip_coords = not_objects(ds, mdims)
+    extra = _message_extra(ds, cf, skip_coords, _with_attr_names(hint, ds, cf), encoding)
+    wrote_any = False
+    for i, sel in enumerate(message_combos(ds, mdims)):
+        objects = (
+            _data_object(ds, n, v, sel, mdims, encoding, default_mask, skip_coords, cf) for n, v in ds.data_vars.items()
+        )
+        pairs = [p for p in objects if p is not None]
+        pairs.extend(_message_coords(ds, mdims, sel, skip_coords, cf.variables, in_file, first=i == 0, grid=grid))
+        if pairs:
+            wrote_any = True
+            yield encode_message_parts(
+                {"base": [p[0] for p in pairs], "_extra_": extra},
+                [p[1] for p in pairs],
+                hash=hash,
+                layout=layout,
+                reserved=reserved,
+                allow_nan=True,
+                allow_inf=True,
+                nan_mask_method=default_mask,
+                pos_inf_mask_method=default_mask,
+                neg_inf_mask_method=default_mask,
+            )
+    if not wrote_any and all(ds.sizes[m.name] for m in mdims):
+        # a Dataset without variables: one message without objects keeps its attributes
+        yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
+
+
+def _in_message(var: xr.DataArray, sel: Mapping[str, int], mdims: Sequence[MessageDim]) -> bool:
+    """Whether the message at ``sel`` holds ``var``: one not along a message dim is in the first message along it."""
+    return all(sel[m.name] == 0 for m in mdims if m.name not in var.dims)
+
+
+def _message_extra(
+    ds: xr.Dataset,
+    cf: EncodedDataset,
+    skip_coords: set[Hashable],
+    hint: dict[str, Any] | None,
+    encoding: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The message-level metadata every message repeats: the Dataset's attributes, the CF ``coordinates``
+    attribute, and the layout hint (with the string coordinates kept in metadata)."""
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != WIRE_VERSION_ATTR:
@@ -362,60 +403,14 @@ def _iter_messages(
         hint["coords"] = {**strings, **(hint.get("coords") or {})}
     if hint is not None:
         extra[LAYOUT_KEY] = hint
-    mask_kw: dict[str, Any] = {
-        "allow_nan": True,
-        "allow_inf": True,
-        "nan_mask_method": default_mask,
-        "pos_inf_mask_method": default_mask,
-        "neg_inf_mask_method": default_mask,
-    }
-    first = True
-    wrote_any = False
-    ranges = [range(ds.sizes[m.name]) for m in mdims]
-    last_combo = {m.name: r[-1] for m, r in zip(mdims, ranges, strict=True)} if all(len(r) for r in ranges) else None
-    for sel in message_combos(ds, mdims):
-        pairs = []
-        for name, var in ds.data_vars.items():
-            if any(sel[m.name] != 0 for m in mdims if m.name not in var.dims):
-                continue
-            made = _data_object(
-                ds,
-                name,
-                var,
-                sel,
-                mdims,
-                encoding.get(str(name), {}),
-                default_mask,
-                skip_coords,
-                cf.variables[str(name)],
-            )
-            if made is not None:
-                pairs.append(made)
-        pairs.extend(_message_coords(ds, mdims, sel, skip_coords, cf.variables, in_file, first=first, grid=grid))
-        first = False
-        if not pairs:
-            if not wrote_any and sel == last_combo:
-                # a Dataset without variables: one message without objects keeps its attributes
-                yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
-            continue
-        wrote_any = True
-        yield encode_message_parts(
-            {"base": [p[0] for p in pairs], "_extra_": extra},
-            [p[1] for p in pairs],
-            hash=hash,
-            layout=layout,
-            reserved=reserved,
-            **mask_kw,
-        )
+    return extra
 
 
 def _grid_names(ds: xr.Dataset, mdims: Sequence[MessageDim], sel: Mapping[str, int]) -> set[Hashable]:
     """The grid of the message at ``sel``: the coordinates (of one or more dims, none of them a message dim) that
     run along the axes of a data variable the message holds (latitude, longitude, a level axis...)."""
     split = {m.name for m in mdims}
-    held = [
-        set(v.dims) for v in ds.data_vars.values() if not any(sel[m.name] != 0 for m in mdims if m.name not in v.dims)
-    ]
+    held = [set(v.dims) for v in ds.data_vars.values() if _in_message(v, sel, mdims)]
     return {
         c
         for c, coord in ds.coords.items()

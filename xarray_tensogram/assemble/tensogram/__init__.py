@@ -159,6 +159,25 @@ def _producer_grids(
     return out
 
 
+def _dim_hints(
+    data: Sequence[TgObject], by_name: Mapping[str, list[TgObject]], file_name: str, only_group: bool
+) -> tuple[list[str] | dict[int, str] | None, dict[str, tuple[tuple[int, ...], list[str] | None]]] | None:
+    """The dims the messages name (``_extra_.dim_names``) and those each variable's objects name (its shape
+    with its ``dim_names``), parsed; None where messages disagree and the group may still be split."""
+    file_hints = [o.extra.get("dim_names") for o in data]
+    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
+    if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
+        return None
+    shapes = [v[0].shape for v in by_name.values()]
+    raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
+    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes], file_name) if data else None
+    hints = {}
+    for n, v in by_name.items():
+        raw = consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name))
+        hints[n] = (v[0].shape, parse_object_hint(raw, len(v[0].shape), _where(v[0])))
+    return file_hint, hints
+
+
 def _build_group(
     data: list[TgObject],
     coords: list[CoordObject],
@@ -177,23 +196,10 @@ def _build_group(
     if any(len({(o.shape, o.dtype) for o in v}) > 1 for v in by_name.values()):
         return None
     shapes = {n: v[0].shape for n, v in by_name.items()}
-    file_hints = [o.extra.get("dim_names") for o in data]
-    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
-    if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
+    parsed = _dim_hints(data, by_name, file_name, only_group)
+    if parsed is None:
         return None  # messages that disagree on hints: split by grid first; a group that cannot split warns
-    raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
-    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes.values()], file_name) if data else None
-    hints = {
-        n: (
-            shapes[n],
-            parse_object_hint(
-                consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name)),
-                len(shapes[n]),
-                _where(v[0]),
-            ),
-        )
-        for n, v in by_name.items()
-    }
+    file_hint, hints = parsed
     csizes = _coord_sizes(coords)
     if any(len(s) > 1 for s in csizes.values()) and not only_group:
         return None
@@ -219,6 +225,17 @@ def _build_group(
     mine = _coords_for(coords, axes, shapes, only_group)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
     return build_group(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
+
+
+def _grouped(data: list[TgObject], coords: list[CoordObject], **kw: Any) -> dict[str, RawGroup]:
+    """``{"/": group}``, or where the variables really conflict one group per grid shape (``"/"`` when only
+    one of them is left)."""
+    one = _build_group(data, coords, only_group=False, **kw)
+    if one is not None:
+        return {"/": one}
+    built = {label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()}
+    out = {k: v for k, v in built.items() if v is not None}
+    return {"/": next(iter(out.values()))} if len(out) == 1 else out
 
 
 def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
@@ -253,6 +270,13 @@ def _assembling_producer(objects: Sequence[TgObject]) -> Producer | None:
     return first
 
 
+def _range_threshold(value: Any) -> float:
+    """The ``range_threshold`` option as a float, checked: a number from 0 to 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def tensogram_groups(
     tfile: Any,
     *,
@@ -271,14 +295,9 @@ def tensogram_groups(
 
     Tensogram's format record names this function: its keywords are the open options Tensogram
     files take (defaults in :mod:`xarray_tensogram.options`)."""
-    if (
-        isinstance(range_threshold, bool)
-        or not isinstance(range_threshold, (int, float))
-        or not 0 <= range_threshold <= 1
-    ):
-        raise XarrayTensogramError(f"range_threshold must be a number from 0 to 1, got {range_threshold!r}")
+    fraction = _range_threshold(range_threshold)
     messages = select_messages(len(tfile), message_index, merge_objects)
-    objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=float(range_threshold))
+    objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=fraction)
     whole = _assembling_producer(objects)
     if whole is not None:  # a layout that says everything builds the Datasets itself
         apply_filter(objects, filter_by_keys, tfile.name)
@@ -307,22 +326,11 @@ def tensogram_groups(
     coords = [c for c in coords if c.obj.name not in drop]
     name_keys = set(NAME_KEYS) | ({variable_key} if variable_key else set())
     extra = tfile[messages[0]].decoded_metadata().get("_extra_") if messages else None
-    kw = {
-        "dim_names": dim_names,
-        "name_keys": name_keys,
-        "strict": strict,
-        "file_name": tfile.name,
-        "extra": extra if isinstance(extra, dict) else {},
-    }
-    one = _build_group(data, coords, only_group=False, **kw)
-    if one is not None:
-        out = {"/": restore_written_layout(one, kw["extra"])}
-    else:
-        built = {
-            label: _build_group(objs, coords, only_group=True, **kw) for label, objs in _shape_groups(data).items()
-        }
-        out = {k: restore_written_layout(v, kw["extra"]) for k, v in built.items() if v is not None}
-        out = {"/": next(iter(out.values()))} if len(out) == 1 else out
+    extra = extra if isinstance(extra, dict) else {}
+    grouped = _grouped(
+        data, coords, dim_names=dim_names, name_keys=name_keys, strict=strict, file_name=tfile.name, extra=extra
+    )
+    out = {k: restore_written_layout(v, extra) for k, v in grouped.items()}
     # the Datasets hold what they need: decoded metadata would only weigh on every garbage collection
     for message in tfile:
         message.release_metadata()

@@ -74,13 +74,35 @@ def _values_variable(
     shape = (len(values),) if shape is None else shape
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        if len(present) == len(values):
-            arr = np.asarray(values)
-        else:
-            arr = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
+        arr = np.asarray(values if len(present) == len(values) else [np.nan if v is None else v for v in values])
         return array_variable(tuple(dims), arr.reshape(shape), attrs)
     text = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
     return array_variable(tuple(dims), text.reshape(shape), attrs)
+
+
+#: the coordinate of a dim stacked along a known source: the type all its values must have, and its attributes
+_STACKED: dict[str, tuple[type, Mapping[str, str]]] = {
+    "mars.number": (int, NUMBER_ATTRS),  # as cfgrib
+    TIME_SOURCE: (
+        int,
+        {
+            "standard_name": "forecast_reference_time",
+            "long_name": "initial time of forecast",
+            "units": TIME_UNITS,
+            "calendar": "proleptic_gregorian",
+        },
+    ),
+    STEP_KEY: (
+        float,  # hours: whole ones stored as integers
+        {
+            "standard_name": "forecast_period",
+            "long_name": "time since forecast_reference_time",
+            "units": STEP_UNITS,
+            "dtype": STEP_UNITS_DTYPE,
+        },
+    ),
+    MESSAGE_SOURCE: (int, {"long_name": "message index in the file"}),
+}
 
 
 def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -> RawVariable:
@@ -92,35 +114,11 @@ def _dim_coordinate(dim: str, source: str, values: list[Any], first: TgObject) -
         return array_variable((dim,), np.asarray(values, dtype=np.float64), attrs or {})
     if attrs is not None and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         return array_variable((dim,), np.asarray(values), attrs)
-    if source == "mars.number" and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return array_variable((dim,), np.asarray(values, dtype=np.int64), dict(NUMBER_ATTRS))  # as cfgrib
-    if source == TIME_SOURCE and all(isinstance(v, int) for v in values):
-        return array_variable(
-            (dim,),
-            np.asarray(values, dtype=np.int64),
-            {
-                "standard_name": "forecast_reference_time",
-                "long_name": "initial time of forecast",
-                "units": TIME_UNITS,
-                "calendar": "proleptic_gregorian",
-            },
-        )
-    if source == STEP_KEY and all(isinstance(v, float) for v in values):
-        arr = np.asarray(values, dtype=np.float64)
-        if np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        return array_variable(
-            (dim,),
-            arr,
-            {
-                "standard_name": "forecast_period",
-                "long_name": "time since forecast_reference_time",
-                "units": STEP_UNITS,
-                "dtype": STEP_UNITS_DTYPE,
-            },
-        )
-    if source == MESSAGE_SOURCE:
-        return array_variable((dim,), np.asarray(values, dtype=np.int64), {"long_name": "message index in the file"})
+    kind, known = _STACKED.get(source, (type(None), None))
+    if known is not None and all(isinstance(v, kind) and not isinstance(v, bool) for v in values):
+        arr = np.asarray(values, dtype=np.float64 if kind is float else np.int64)
+        whole = bool(np.all(arr == np.round(arr)))
+        return array_variable((dim,), arr.astype(np.int64) if whole else arr, dict(known))
     return _values_variable((dim,), values, {"long_name": source})
 
 
@@ -170,30 +168,30 @@ def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: Layout
         record.table_attrs = added  # not the file's: the writer leaves them out
 
 
+#: the scalar coordinates a variable not stacked along them has: dim -> (source, the key an object needs)
+_SCALAR_SOURCES = {"time": (TIME_SOURCE, "mars.date"), "step": (STEP_KEY, STEP_KEY)}
+
+
+def _stacked_spec(cube: VarCube, fill: Any) -> ArraySpec:
+    """The variable's values: its one object's, or its objects' stacked along the cube's dims."""
+    if not cube.dims:
+        return cube.members[0].spec()
+    # members are built on first read (all share the template's shape, dtype and chunks: one group)
+    members = MessageMembers.of(cube.members) or {flat: o.spec for flat, o in cube.members.items()}
+    return stack_specs(cube.shape, members, fill_value=fill, template=cube.objects[0].spec())
+
+
 def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str], dependent: dict[str, str]) -> RawVariable:
     first = cube.objects[0]
     stack = [dim_of[s] for s in cube.dims]
     holes = math.prod(cube.shape) - len(cube.members)
     fill = _fill_value(first, holes)
-    spec: ArraySpec
-    if cube.dims:
-        # members are built on first read (all share the template's shape, dtype and chunks: one group)
-        template = first.spec()
-        members = MessageMembers.of(cube.members) or {flat: o.spec for flat, o in cube.members.items()}
-        spec = stack_specs(cube.shape, members, fill_value=fill, template=template)
-    else:
-        spec = cube.members[0].spec()
     attrs, lifted = _attributes(cube, first)
     if holes:
         attrs[MISSING_OBJECTS_ATTR] = holes
         if fill is not None and first.dtype.kind in "iu":
             attrs["_FillValue"] = first.dtype.type(fill)
-    scalar = {
-        k: v
-        for k, v in (("time", TIME_SOURCE), ("step", STEP_KEY))
-        if v not in cube.dims
-        and ((v == STEP_KEY and STEP_KEY in first.keys) or (v == TIME_SOURCE and "mars.date" in first.keys))
-    }
+    scalar = {dim: s for dim, (s, key) in _SCALAR_SOURCES.items() if s not in cube.dims and key in first.keys}
     record = LayoutRecord(  # what the writer needs to turn this variable back into messages
         message_keys={
             dim_of[s]: first.producer.level_source if s.startswith(LEVEL_PREFIX) and first.producer else s
@@ -210,7 +208,7 @@ def _variable(cube: VarCube, inner: list[str], dim_of: Mapping[str, str], depend
     _add_table_attributes(first, attrs, record)
     encoding = {**record.to_encoding(), **(first.pipeline() if first.pipeline else {})}
     # preferred_chunks: one object (1 along the stacked dims), set by lazy_variable
-    return lazy_variable(stack + inner, spec, attrs, encoding)
+    return lazy_variable(stack + inner, _stacked_spec(cube, fill), attrs, encoding)
 
 
 def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, RawVariable]) -> None:
@@ -237,19 +235,9 @@ def _add_valid_time(coords: dict[str, RawVariable]) -> None:
         return
     tv = t.values.astype(np.int64)
     sv = np.round(s.values.astype(np.float64) * 3600).astype(np.int64)
-    values: Any
-    dims: tuple[Any, ...]
-    if t.ndim and s.ndim:
-        values, dims = tv[:, None] + sv[None, :], (t.dims[0], s.dims[0])
-    elif s.ndim:
-        values, dims = tv + sv, s.dims
-    elif t.ndim:
-        values, dims = tv + sv, t.dims
-    else:
-        values, dims = np.int64(tv + sv), ()
-    coords["valid_time"] = array_variable(
-        dims,
-        values,
+    coords["valid_time"] = array_variable(  # along time, step, both or none
+        t.dims + s.dims,
+        np.add.outer(tv, sv),
         {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
     )
 

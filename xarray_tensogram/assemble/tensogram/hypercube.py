@@ -44,7 +44,8 @@ STEP_KEY = "mars.step"
 MESSAGE_SOURCE = "tensogram.message"
 OBJECT_SOURCE = "tensogram.object"
 MARS_TIME_KEYS = ("mars.date", "mars.time")
-NEVER_STACKED = ("_reserved_.",)
+#: a producer's level is a source of its own (the keys are its producer's), never a key of the metadata
+_NEVER_STACKED = ("_reserved_.", LEVEL_PREFIX)
 #: keys that describe structure, never stacked nor kept as attributes
 STRUCTURAL = frozenset({"dim_names", "coordinates", "cf.coordinates"})
 DIM_NAMES = {
@@ -55,6 +56,7 @@ DIM_NAMES = {
     MESSAGE_SOURCE: "message",
     OBJECT_SOURCE: "object",
 }
+_COMPUTED_FROM = dict.fromkeys(MARS_TIME_KEYS, TIME_SOURCE)
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 #: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
 _OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
@@ -147,7 +149,7 @@ class _Columns:
 
     def keyed(self, key: str) -> list[Any]:
         col = self._keyed.get(key)
-        if col is None:  # _key inlined: this runs once per object and key
+        if col is None:  # key_of inlined: this runs once per object and key
             col = self._keyed[key] = [("nan",) if type(v) is float and v != v else v for v in self.raw(key)]
         return col
 
@@ -178,50 +180,47 @@ def _candidates(
 ) -> list[str]:
     """Keys whose values differ between objects, in the order the module docstring gives."""
     seen: dict[str, Any] = {}
-    producers: set[Producer] = set()
     for o in objs:
         seen.update(o.merged)  # only the keys (in first-seen order) are used
-        if o.producer is not None:
-            producers.add(o.producer)
+    producers = {o.producer for o in objs if o.producer is not None}
+    levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
+    restated = skip | {"mars.levelist"} if levels else skip  # a producer's level restates mars.levelist
     keys = [
-        k
+        _COMPUTED_FROM.get(k, k)  # MARS date and time make one source
         for k in seen
-        if k not in skip
-        and k not in STRUCTURAL
-        and not k.endswith(".dim_names")
-        and not k.startswith(NEVER_STACKED)
+        if k not in restated
+        and not _structural(k)
+        and not k.startswith(_NEVER_STACKED)
         and not any(p.restates(k) for p in producers)
     ]
-    if any(k in keys for k in MARS_TIME_KEYS):
-        keys = [TIME_SOURCE] + [k for k in keys if k not in MARS_TIME_KEYS]
-    # an object without MARS time or step does not make them vary (a field with no time beside a cube)
-    levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
-    if levels:  # a producer's level (named after its kind), which mars.levelist restates
-        keys = [k for k in keys if k != "mars.levelist"] + levels
-    # a key whose items are equal in every object cannot vary: the exact test runs on the rest only
-    maybe = _varying_keys(objs, memo) if objs else set()
-    varying = [
-        k
-        for k in keys
-        if (
-            k in maybe and len(set(cols.keyed(k))) > 1
-            if not _forced(k) and not _computed(k)
-            else len({v for v in cols.keyed(k) if v is not None}) > 1
-        )
-    ]
-    first = [k for k in _FIRST if k in varying] + [k for k in levels if k in varying]
-    mars = [k for k in varying if k.startswith("mars.") and k not in first]
-    varying = [k for k in varying if not k.startswith(LEVEL_PREFIX) or k in first]
-    others = [k for k in varying if k not in first and k not in mars]
-    # files store keys in no meaningful order (CBOR maps are often sorted): among other keys, those named
-    # like a coordinate come first, then numeric ones, so that a text label does not become the dimension
-    others.sort(
-        key=lambda k: (
-            k.rsplit(".", 1)[-1].lower() not in COORDINATE_NAMES,
-            not all(_numeric(v) for v in cols.raw(k)),
-        )
-    )
-    return first + mars + others
+    maybe = _varying_keys(objs, memo)
+    varying = [k for k in dict.fromkeys(keys + levels) if _varies(k, cols, maybe)]
+    first = [k for k in (*_FIRST, *levels) if k in varying]
+    return first + sorted((k for k in varying if k not in first), key=lambda k: _rest_order(k, cols))
+
+
+def _structural(key: str) -> bool:
+    """Keys that describe structure: never stacked, nor kept as attributes or dependent coordinates."""
+    return key in STRUCTURAL or key.endswith(".dim_names")
+
+
+def _varies(key: str, cols: _Columns, maybe: set[str]) -> bool:
+    """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
+    every object, tested exactly here). An object without MARS time, step or a level does not make them
+    vary (a field with no time beside a cube)."""
+    if _forced(key) or _computed(key):
+        return len({v for v in cols.keyed(key) if v is not None}) > 1
+    return key in maybe and len(set(cols.keyed(key))) > 1
+
+
+def _rest_order(key: str, cols: _Columns) -> tuple[bool, bool, bool]:
+    """The other ``mars`` keys first, in the files' order. Files store other keys in no meaningful order (CBOR
+    maps are often sorted): those named like a coordinate come first, then numeric ones, so that a text label
+    does not become the dimension."""
+    if key.startswith("mars."):
+        return (False, False, False)
+    named = key.rsplit(".", 1)[-1].lower() in COORDINATE_NAMES
+    return (True, not named, not all(map(_numeric, cols.raw(key))))
 
 
 def _numeric(v: Any) -> bool:
@@ -230,10 +229,6 @@ def _numeric(v: Any) -> bool:
 
 def key_of(v: Any) -> Any:
     """A value as the plan indexes it (NaN made comparable)."""
-    return _key(v)
-
-
-def _key(v: Any) -> Any:
     return ("nan",) if type(v) is float and v != v else v
 
 
@@ -265,7 +260,7 @@ def _choose(cols: _Columns, candidates: Sequence[str]) -> list[str]:
 
 
 def _sorted_unique(values: Iterable[Any]) -> list[Any]:
-    distinct = list(dict.fromkeys(_key(v) for v in values))
+    distinct = list(dict.fromkeys(key_of(v) for v in values))
     try:
         return sorted(distinct)
     except TypeError:
@@ -495,8 +490,7 @@ def _cube_keys(
             k in cube.dims
             or (k in MARS_TIME_KEYS and TIME_SOURCE in cube.dims)
             or k in name_keys
-            or k in STRUCTURAL
-            or k.endswith(".dim_names")
+            or _structural(k)
             or (producer is not None and producer.restates(k))
         ):
             continue

@@ -143,20 +143,8 @@ class MessageScanner:
         pos = 0
         self.source.check_unchanged()
         size = self.source.size
-        if size == 0:
-            raise NotATensorFileError(
-                f"{describe(self.name, offset=0)}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}"
-            )
         if size < MIN_MESSAGE:
-            head = self._read(0, min(size, len(MAGIC)), "magic")
-            cls = TruncatedFileError if MAGIC.startswith(head) or head == MAGIC else NotATensorFileError
-            raise cls(
-                f"{describe(self.name, offset=0)}file truncated: a Tensogram message needs at least {MIN_MESSAGE} "
-                f"bytes, this file has {size}"
-                if cls is TruncatedFileError
-                else f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing) "
-                f"in {size} bytes"
-            )
+            raise self._too_small(size)
         while pos < size:
             # the magic, the preamble and the first frame header in one read
             if (
@@ -189,20 +177,37 @@ class MessageScanner:
             messages.append(msg)
             pos = end
         if not messages:
-            if self.skipped:  # the reason already names the file, the message and the byte
-                if isinstance(first_error, TruncatedFileError):
-                    raise TruncatedFileError(
-                        f"{first_error} (no complete Tensogram message in the file: it was cut short; "
-                        "copy or download it again)"
-                    )
-                raise CorruptFileError(f"{self.skipped[0][2]} (no readable Tensogram message in the file)")
-            raise NotATensorFileError(
-                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)"
-            )
+            raise self._no_message(first_error)
         for text in self._warnings:
             warnings.warn(text, CorruptMessageWarning, stacklevel=3)
         self._warnings.clear()
         return messages
+
+    def _too_small(self, size: int) -> XarrayTensogramError:
+        """Why a file smaller than one message holds none: empty, cut short (what it holds starts the magic)
+        or no Tensogram file at all."""
+        where = describe(self.name, offset=0)
+        if size == 0:
+            return NotATensorFileError(f"{where}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}")
+        head = self._read(0, min(size, len(MAGIC)), "magic")
+        if MAGIC.startswith(head):
+            return TruncatedFileError(
+                f"{where}file truncated: a Tensogram message needs at least {MIN_MESSAGE} bytes, this file has {size}"
+            )
+        return NotATensorFileError(f"{where}no Tensogram message found (magic TENSOGRM missing) in {size} bytes")
+
+    def _no_message(self, first_error: XarrayTensogramError | None) -> XarrayTensogramError:
+        """Why a scan found no readable message (each skipped range's reason names the file, message and byte)."""
+        if not self.skipped:
+            return NotATensorFileError(
+                f"{describe(self.name, offset=0)}no Tensogram message found (magic TENSOGRM missing)"
+            )
+        if isinstance(first_error, TruncatedFileError):
+            return TruncatedFileError(
+                f"{first_error} (no complete Tensogram message in the file: it was cut short; "
+                "copy or download it again)"
+            )
+        return CorruptFileError(f"{self.skipped[0][2]} (no readable Tensogram message in the file)")
 
     def _report(self, start: int, end: int, reason: str, what: str = "damaged message") -> None:
         self.skipped.append((start, end, reason))
@@ -334,10 +339,7 @@ class MessageScanner:
         end = self._message_end(cur, body_end, where)
         if metadata is None:
             raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
-        if index_map is not None and not data:
-            data = self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
-        elif index_map is not None and not jumped:
-            self._check_index_matches(index_map, data, pos, where)
+        data = self._data_frames(index_map, data, jumped, pos, where, end)
         try:  # checked here, so that a message with bad metadata is skipped as damaged
             check_metadata(metadata, len(data))  # preceders are merged into maps, which cannot fail
         except MetadataError as exc:  # the place is only formatted when there is an error to report
@@ -428,7 +430,17 @@ class MessageScanner:
             refs.append(ObjectRef(pos + o, n))
         return refs
 
-    def _check_index_matches(self, index_map: Any, data: list[ObjectRef], pos: int, where: str) -> None:
+    def _data_frames(
+        self, index_map: Any, data: list[ObjectRef], jumped: bool, pos: int, where: str, end: int
+    ) -> list[ObjectRef]:
+        """The message's data frames: the index's where none were walked, else those walked (or taken from the
+        index while walking: ``jumped``), with a warning where a walked body and its index disagree."""
+        if index_map is None:
+            return data
+        if not data:
+            return self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
+        if jumped:
+            return data
         refs = self._objects_from_index(pos, index_map, where, self.source.size)
         if [(r.frame_offset, r.frame_length) for r in refs] != [(r.frame_offset, r.frame_length) for r in data]:
             warnings.warn(
@@ -437,6 +449,7 @@ class MessageScanner:
                 CorruptMessageWarning,
                 stacklevel=5,
             )
+        return data
 
     def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, where: str) -> list[ObjectRef]:
         """Preceder frames sit in gaps before indexed data frames; read them (rare)."""
