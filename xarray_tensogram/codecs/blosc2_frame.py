@@ -11,13 +11,12 @@ stored uncompressed, other flags) is fetched whole, which is still correct.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..errors import CodecError
 from .base import Fetch
-from .optional import require
 
 __all__ = ["sparse_frame"]
 
@@ -51,35 +50,49 @@ class _Frame:
         for (a, n), part in zip(spans, self.fetch(spans), strict=True):
             self.buf[a : a + n] = np.frombuffer(part, dtype=np.uint8, count=n)
 
+    def header(self) -> tuple[int, int, int] | None:
+        """Fetch the frame header: its size, the chunk section's size and the chunks' decoded size (None:
+        chunks of variable size, or not a contiguous frame)."""
+        self.get([(0, HEAD)])
+        head = self.buf
+        if self.stored < 0x3E or bytes(head[2:10]) != _MAGIC:
+            raise self.fail("no b2frame header")
+        header_size, frame_size, cbytes = _be(head, 0x0B, 4), _be(head, 0x10, 8), _be(head, 0x27, 8)
+        if frame_size != self.stored or not 0x3E <= header_size <= header_size + cbytes < self.stored:
+            raise self.fail(f"header says {frame_size} bytes, {header_size}-byte header, {cbytes} in chunks")
+        chunksize = _be(head, 0x3A, 4)
+        if head[0x19] & 0x40 or head[0x1A] & 0x0F or chunksize <= 0:
+            return None
+        if header_size > HEAD:
+            self.get([(HEAD, header_size)])
+        return header_size, cbytes, chunksize
+
     def fail(self, what: str) -> CodecError:
         return CodecError(f"{self.where}blosc2 frame is corrupt: {what}")
 
 
 def sparse_frame(
-    fetch: Fetch, ranges: Sequence[tuple[int, int]], total: int, stored: int, where: str = ""
+    fetch: Fetch,
+    ranges: Sequence[tuple[int, int]],
+    total: int,
+    stored: int,
+    decompress: Callable[[bytes], bytes],
+    where: str = "",
 ) -> np.ndarray | None:
     """The frame's bytes as far as decoding the decoded byte ``ranges`` (of ``total``) needs them, fetched
-    through ``fetch``, with zeros elsewhere; None when the frame's chunks are not of one fixed size."""
-    blosc2 = require("blosc2", f"{where}blosc2 decompression")
+    through ``fetch``, with zeros elsewhere; None when the frame's chunks are not of one fixed size.
+    ``decompress`` decodes one blosc2 chunk (the offsets chunk)."""
     f = _Frame(fetch, stored, where)
-    f.get([(0, HEAD)])
-    head = f.buf
-    if stored < 0x3E or bytes(head[2:10]) != _MAGIC:
-        raise f.fail("no b2frame header")
-    header_size, frame_size, cbytes = _be(head, 0x0B, 4), _be(head, 0x10, 8), _be(head, 0x27, 8)
-    if frame_size != stored or not 0x3E <= header_size <= header_size + cbytes < stored:
-        raise f.fail(f"header says {frame_size} bytes, {header_size}-byte header, {cbytes} in chunks")
-    if head[0x19] & 0x40 or head[0x1A] & 0x0F:  # chunks of variable size, or not a contiguous frame
+    layout = f.header()
+    if layout is None:
         return None
-    chunksize = _be(head, 0x3A, 4)
-    if header_size > HEAD:
-        f.get([(HEAD, header_size)])
+    header_size, cbytes, chunksize = layout
     f.get([(header_size + cbytes, stored)])  # the offsets chunk and the trailer
     try:
-        offsets = np.frombuffer(blosc2.decompress(f.buf[header_size + cbytes :].tobytes()), dtype="<i8")
+        offsets = np.frombuffer(decompress(f.buf[header_size + cbytes :].tobytes()), dtype="<i8")
     except Exception as exc:
         raise f.fail(f"its offsets chunk does not decode ({exc})") from exc
-    if chunksize <= 0 or len(offsets) != -(-total // chunksize):
+    if len(offsets) != -(-total // chunksize):
         return None
     wanted = sorted({0} | {i for lo, hi in ranges if hi > lo for i in range(lo // chunksize, -(-hi // chunksize))})
     starts = {i: header_size + int(offsets[i]) for i in wanted if offsets[i] >= 0}  # < 0: a run of one value

@@ -273,8 +273,7 @@ class ObjectReader:
                 return views
             return list(self.source.read_ranges([(start + o, n) for o, n in spans], what="payload elements"))
 
-        where = describe(self.source.name, self.where)
-        remote = not is_local(self.source)
+        where, remote = describe(self.source.name, self.where), not is_local(self.source)
         return pipeline.decode_box(lay.descriptor, box, lay.region_length, fetch, fraction, where, lay.chain, remote)
 
     def _too_big(self) -> LimitExceededError:

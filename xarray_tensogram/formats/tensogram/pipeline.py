@@ -8,12 +8,12 @@ byte range when the pipeline allows it (no compression, no filter).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ...codecs.base import PASSTHROUGH, Capabilities, Codec, Fetch
+from ...codecs.base import PASSTHROUGH, Buffer, Capabilities, Codec, Fetch
 from ...codecs.chain import RAW, Chain
 from ...errors import (
     CodecError,
@@ -381,19 +381,36 @@ def decode_box(
             chain.decode_range(p, lo, a, b, where) for p, (lo, _hi), (a, b) in zip(parts, spans, runs, strict=False)
         ]
         parts = parts[len(spans) :]
-    elif found:
-        parts = fetch(mask_spans)
+    else:
+        parts = fetch(mask_spans) if found else []
     if found:
-        count = element_count(desc)
-        blobs = [bytes(p) if isinstance(p, np.ndarray) else p for p in parts]
-        masks = {
-            kind: mask_codec.decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
-            for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
-        }
-        for (a, b), part in zip(runs, values, strict=True):
-            restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
+        _restore_run_masks(desc, found, parts, runs, values, where)
     block: np.ndarray = gather_runs(shape, box, runs, values)
     return block
+
+
+def _restore_run_masks(
+    desc: Mapping[str, Any],
+    found: dict[str, tuple[int, int, str, Any]],
+    blobs: Sequence[Buffer],
+    runs: Sequence[tuple[int, int]],
+    values: Sequence[np.ndarray],
+    where: str,
+) -> None:
+    """NaN/Inf restored in each run's ``values`` from the fetched mask ``blobs`` (in ``found``'s order)."""
+    count = element_count(desc)
+    masks = {
+        kind: mask_codec.decode_mask(
+            method,
+            bytes(blob) if isinstance(blob, np.ndarray) else blob,
+            count,
+            params,
+            where=f"{where}mask {kind!r}: ",
+        )
+        for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
+    }
+    for (a, b), part in zip(runs, values, strict=True):
+        restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident
