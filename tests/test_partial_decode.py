@@ -455,3 +455,23 @@ def test_blosc2_remote_reads_of_damaged_frames_raise_codec_errors(damage):
     fetch = lambda spans: [bad[o : o + n] for o, n in spans]  # noqa: E731 - a one-line source
     with pytest.raises(CodecError, match="object 2: blosc2"):
         blosc2.CODEC.read_ranges(fetch, [(8000, 8008)], values.nbytes, len(bad), {}, "object 2: ")
+
+
+def test_blosc2_point_over_http_fetches_only_its_block(monkeypatch):
+    """End to end over HTTP range requests: a point of a reference-written blosc2 object (one chunk of
+    several blocks) transfers a fraction of the frame, and equals the reference decoder's value."""
+    pytest.importorskip("aiohttp")
+    from servers import RangeHTTPServer
+
+    buf, oracle = _b2_object(monkeypatch, None, False)
+    server = RangeHTTPServer({"/b.tgm": buf}).start()
+    try:
+        with xr.open_dataset(server.url("b.tgm"), engine="tensogram") as ds:
+            var = ds[next(iter(ds.data_vars))]
+            server.traffic.reset()
+            got = var[360, 360].values
+            point = server.traffic.snapshot()
+    finally:
+        server.stop()
+    assert got.tobytes() == oracle[360, 360].tobytes()
+    assert point.nbytes < len(buf) / 4, point.summary()

@@ -95,6 +95,7 @@ def sparse_frame(
     if len(offsets) != -(-total // chunksize):
         return None
     wanted = sorted({0} | {i for lo, hi in ranges if hi > lo for i in range(lo // chunksize, -(-hi // chunksize))})
+    wanted = wanted if len(offsets) else []
     starts = {i: header_size + int(offsets[i]) for i in wanted if offsets[i] >= 0}  # < 0: a run of one value
     if any(not header_size <= s < header_size + cbytes for s in starts.values()):
         raise f.fail("a chunk offset lies outside its chunk section")
