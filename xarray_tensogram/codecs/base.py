@@ -9,7 +9,7 @@ names in one table. The registry (:mod:`.registry`) holds one object per name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ClassVar
@@ -18,13 +18,27 @@ import numpy as np
 
 from ..errors import CodecError, EncodeError, UnsupportedError
 
-__all__ = ["MERGE_GAP", "PASSTHROUGH", "Buffer", "Capabilities", "Codec", "Param", "Passthrough", "Role", "check_size"]
+__all__ = [
+    "MERGE_GAP",
+    "PASSTHROUGH",
+    "Buffer",
+    "Capabilities",
+    "Codec",
+    "Fetch",
+    "Param",
+    "Passthrough",
+    "Role",
+    "check_size",
+]
 
 #: :meth:`Codec.merge_gap` of codecs that declare none (4096 float64 values)
 MERGE_GAP = 32768
 
 #: what decoders take (a slice of a mapped file stays a memoryview) and give back
 Buffer = bytes | memoryview | np.ndarray
+
+#: reads byte spans ``(offset, length)`` of a stored stream, one buffer each (a remote source: concurrently)
+Fetch = Callable[[list[tuple[int, int]]], Sequence[Buffer]]
 
 
 @dataclass(frozen=True)
@@ -194,6 +208,20 @@ class Codec:
         """Decoded bytes ``[lo, hi)`` of a stream that decodes to ``total`` bytes, from ``piece``: its stored
         bytes from offset ``base`` on, covering :meth:`stored_span` (``capabilities.partial_decode``)."""
         raise UnsupportedError(f"{where}{self.name} cannot decode part of its stream")
+
+    def read_ranges(
+        self,
+        fetch: Fetch,
+        ranges: Sequence[tuple[int, int]],
+        total: int,
+        stored: int,
+        params: Mapping[str, Any],
+        where: str = "",
+    ) -> list[Buffer] | None:
+        """Decoded byte ``ranges`` of a stream of ``stored`` bytes (decoding to ``total``), read through
+        ``fetch`` in dependent steps, for a stream that holds its own index (worth it over a network, where
+        :meth:`stored_span` would name the whole stream). None: the codec reads no index of its own."""
+        return None
 
     def merge_gap(self, params: Mapping[str, Any]) -> int:
         """Decoded bytes between two wanted ranges below which one partial decode of both costs less than two

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Param
+from .base import Buffer, Capabilities, Codec, Fetch, Param
+from .blosc2_frame import sparse_frame
 from .optional import require
 
 __all__ = ["CODEC", "INNER_CODECS", "compress", "decompress", "decompress_into"]
@@ -93,9 +94,12 @@ def compress(
 INNER_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
 
 
-def decompress_span(payload: bytes | memoryview, lo: int, hi: int, total: int, *, where: str = "") -> bytes:
+def decompress_span(
+    payload: bytes | memoryview, lo: int, hi: int, total: int, *, whole: bool = True, where: str = ""
+) -> bytes:
     """Decoded bytes ``[lo, hi)`` of a cframe of ``total`` bytes: blosc2 decodes only the blocks of the chunks
-    holding them (a range reaching into a last, partial element is cut from the whole frame)."""
+    holding them (a range reaching into a last, partial element is cut from the whole frame, or refused
+    without ``whole``: the frame holds only the blocks of the range)."""
     blosc2 = require("blosc2", f"{where}blosc2 decompression")
     try:
         sc = blosc2.schunk_from_cframe(payload, copy=False)
@@ -103,6 +107,8 @@ def decompress_span(payload: bytes | memoryview, lo: int, hi: int, total: int, *
             raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {total}")
         size = sc.typesize
         if -(-hi // size) * size > total:
+            if not whole:
+                raise CodecError(f"{where}blosc2 frame of {total} bytes does not hold whole {size}-byte items")
             return bytes(decompress(payload, total, where=where)[lo:hi])
         data = bytes(sc.get_slice(lo // size, -(-hi // size)))
     except CodecError:
@@ -136,6 +142,21 @@ class Blosc2(Codec):
         if base:  # stored_span is the whole frame: its chunk offsets sit in its trailer
             raise CodecError(f"{where}blosc2 decodes a range from its whole frame, got bytes from {base} on")
         return decompress_span(_view(piece), lo, hi, total, where=where)
+
+    def read_ranges(
+        self,
+        fetch: Fetch,
+        ranges: Sequence[tuple[int, int]],
+        total: int,
+        stored: int,
+        params: Mapping[str, Any],
+        where: str = "",
+    ) -> list[Buffer] | None:
+        blosc2 = require("blosc2", f"{where}blosc2 decompression")
+        frame = sparse_frame(fetch, ranges, total, stored, blosc2.decompress, where)  # index first, then blocks
+        if frame is None:
+            return None
+        return [decompress_span(frame.data, lo, hi, total, whole=False, where=where) for lo, hi in ranges]
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         p = self.resolve(params)

@@ -19,14 +19,14 @@ chain has at most one compressor), so no stage needs the sizes in between record
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import CodecError
-from .base import MERGE_GAP, PASSTHROUGH, Buffer, Capabilities, Codec, Role, check_size
+from .base import MERGE_GAP, PASSTHROUGH, Buffer, Capabilities, Codec, Fetch, Role, check_size
 
 __all__ = ["RAW", "Chain", "RawValues", "Stage", "native_order"]
 
@@ -174,6 +174,26 @@ class Chain:
             raise CodecError(f"{where}{stage.codec.name} range decodes to the wrong size, expected {hi - lo} bytes")
         values: np.ndarray = self.values.codec.decode_values(encoded, stop - start, self.values.params, bit)
         return values
+
+    def read_ranges(
+        self, fetch: Fetch, runs: Sequence[tuple[int, int]], stored: int, where: str = ""
+    ) -> list[np.ndarray] | None:
+        """Values of each element run ``[start, stop)``, flat, read through ``fetch`` by a compressor that reads
+        its own index first (:meth:`Codec.read_ranges`); None where none does (use :meth:`stored_span`)."""
+        active = self._active
+        if len(active) != 1 or not self.partial:
+            return None
+        stage, values = active[0], self.values
+        spans = [values.codec.element_span(a, b, values.params) for a, b in runs]
+        ranges = [(lo, hi) for lo, hi, _bit in spans]
+        parts = stage.codec.read_ranges(fetch, ranges, self.encoded_nbytes, stored, stage.params, where)
+        if parts is None:
+            return None
+        out = []
+        for part, (lo, hi, bit), (a, b) in zip(parts, spans, runs, strict=True):
+            check_size(part, hi - lo, stage.codec.name, where)
+            out.append(values.codec.decode_values(part, b - a, values.params, bit))
+        return out
 
     def _native_dtype(self) -> np.dtype:
         if self.values.codec is RAW:

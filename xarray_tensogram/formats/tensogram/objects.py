@@ -273,8 +273,8 @@ class ObjectReader:
                 return views
             return list(self.source.read_ranges([(start + o, n) for o, n in spans], what="payload elements"))
 
-        where = describe(self.source.name, self.where)
-        return pipeline.decode_box(lay.descriptor, box, lay.region_length, fetch, fraction, where, lay.chain)
+        where, remote = describe(self.source.name, self.where), not is_local(self.source)
+        return pipeline.decode_box(lay.descriptor, box, lay.region_length, fetch, fraction, where, lay.chain, remote)
 
     def _too_big(self) -> LimitExceededError:
         needs = f"decoding shape {list(self.shape)} ({self.dtype}) needs more memory than is available"

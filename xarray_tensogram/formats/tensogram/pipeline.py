@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs.base import PASSTHROUGH, Buffer, Capabilities, Codec
+from ...codecs.base import PASSTHROUGH, Buffer, Capabilities, Codec, Fetch
 from ...codecs.chain import RAW, Chain
 from ...errors import (
     CodecError,
@@ -344,9 +344,6 @@ def decode_into(
 #: boxes of more rows than this are decoded whole
 MAX_RUNS = 4096
 
-#: reads the payload region's byte spans ``(offset, length)`` (region-relative), one buffer each
-Fetch = Callable[[list[tuple[int, int]]], Sequence[Buffer]]
-
 
 def decode_box(
     desc: Mapping[str, Any],
@@ -356,10 +353,13 @@ def decode_box(
     fraction: float,
     where: str = "",
     chain: Chain | None = None,
+    remote: bool = False,
 ) -> np.ndarray | None:
     """A box of the object (step-1 slices) decoded from the stored bytes of its element runs alone, when its
     chain allows partial decode and the runs hold less than ``fraction`` of the object; None otherwise (the
-    caller decodes the whole object). Only those bytes (and any NaN/Inf mask blobs) are fetched."""
+    caller decodes the whole object). ``fetch`` reads the payload region's spans ``(offset, length)``. Only
+    those bytes (and any NaN/Inf mask blobs) are fetched; ``remote``: a compressor that keeps its index in
+    its stream (blosc2) reads the index first, then the blocks, rather than the whole stream."""
     if desc["dtype"] == "bitmask":
         return None
     chain = chain or chain_of(desc, where)
@@ -372,22 +372,45 @@ def decode_box(
         _wrong_size(payload_len, chain, where)
     for stage in chain.compressors:  # a payload that cannot hold what the descriptor claims is refused first
         stage.codec.check_ratio(payload_len, chain.encoded_nbytes, where)
-    spans = [chain.stored_span(a, b, payload_len) for a, b in runs]
-    parts = fetch([(lo, hi - lo) for lo, hi in spans] + [(o, n) for (o, n, _m, _p) in found.values()])
-    values = [
-        chain.decode_range(part, lo, a, b, where) for part, (lo, _hi), (a, b) in zip(parts, spans, runs, strict=False)
-    ]
+    mask_spans = [(o, n) for (o, n, _m, _p) in found.values()]
+    values = chain.read_ranges(fetch, runs, payload_len, where) if remote else None
+    if values is None:
+        spans = [chain.stored_span(a, b, payload_len) for a, b in runs]
+        parts = fetch([(lo, hi - lo) for lo, hi in spans] + mask_spans)
+        values = [
+            chain.decode_range(p, lo, a, b, where) for p, (lo, _hi), (a, b) in zip(parts, spans, runs, strict=False)
+        ]
+        parts = parts[len(spans) :]
+    else:
+        parts = fetch(mask_spans) if found else []
     if found:
-        count = element_count(desc)
-        blobs = [bytes(p) if isinstance(p, np.ndarray) else p for p in parts[len(spans) :]]
-        masks = {
-            kind: mask_codec.decode_mask(method, blob, count, params, where=f"{where}mask {kind!r}: ")
-            for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
-        }
-        for (a, b), part in zip(runs, values, strict=True):
-            restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
+        _restore_run_masks(desc, found, parts, runs, values, where)
     block: np.ndarray = gather_runs(shape, box, runs, values)
     return block
+
+
+def _restore_run_masks(
+    desc: Mapping[str, Any],
+    found: dict[str, tuple[int, int, str, Any]],
+    blobs: Sequence[Buffer],
+    runs: Sequence[tuple[int, int]],
+    values: Sequence[np.ndarray],
+    where: str,
+) -> None:
+    """NaN/Inf restored in each run's ``values`` from the fetched mask ``blobs`` (in ``found``'s order)."""
+    count = element_count(desc)
+    masks = {
+        kind: mask_codec.decode_mask(
+            method,
+            bytes(blob) if isinstance(blob, np.ndarray) else blob,
+            count,
+            params,
+            where=f"{where}mask {kind!r}: ",
+        )
+        for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
+    }
+    for (a, b), part in zip(runs, values, strict=True):
+        restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident
