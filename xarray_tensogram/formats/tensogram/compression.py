@@ -240,27 +240,32 @@ class _Float64Out(Codec):
         return out
 
 
-def _zfp_refusal(desc: Params) -> str | None:
-    """Why a zfp stage cannot give back the values of ``desc`` (None: it can).
+def lossy_refusal(desc: Params, codec: str) -> str | None:
+    """Why a zfp or sz3 stage cannot give back the values of ``desc`` (None: it can).
 
-    zfp codes native-order doubles, and the reference decodes ``prod(shape)`` of them. A complex128 payload
-    holds two per element, so the reference refuses it; ours decodes them only where the doubles coded were
-    the values' own parts. After a shuffle filter or in the other byte order the lossy coder was handed
-    reinterpreted bytes, and its rounding of those turns into values unrelated to the ones written.
+    Both code native-order doubles: the values' own only for float64 (complex128: its parts) in native
+    order with no filter and no packing before them. Otherwise the lossy coder was handed bytes that
+    were not the values (swapped, shuffled, a packed bit stream, other elements read as doubles), and
+    its rounding of those turns into values unrelated to the ones written. Measured with the reference
+    encoder and decoder: errors of 1e6 to 1e308 (or past the mode's tolerance) for each such case, which
+    the reference decoder returns as values or refuses.
     """
-    if dtype_width(str(desc["dtype"])) <= 8:
-        return None
     native = "little" if np.little_endian else "big"
-    if desc.get("filter") == shuffle.CODEC.name:
+    if _packed(desc):
+        problem = "after simple_packing, on the packed bit stream"
+    elif desc.get("filter") == shuffle.CODEC.name:
         problem = "after the shuffle filter"
     elif desc.get("byte_order", "little") != native:
         problem = f"in {desc.get('byte_order')}-endian order"
+    elif desc["dtype"] not in ("float64", "complex128"):
+        problem = "as float64 bytes"
     else:
         return None
     return (
-        f"zfp coded the {desc['dtype']} values {problem}, as reinterpreted bytes: its lossy rounding makes them "
-        "unrecoverable (the reference decoder refuses this object too); write complex values with zfp only "
-        f"in {native}-endian order without a filter"
+        f"{codec} coded the {desc['dtype']} values {problem}: its lossy rounding ran on bytes that were not the "
+        "values, so what it decodes cannot be trusted (the reference decoder returns unrelated values or "
+        f"refuses). Re-encode from the source with {codec} on float64 values in {native}-endian order, "
+        "before any filter or packing"
     )
 
 
@@ -291,9 +296,9 @@ def _compression_stage(desc: Params, where: str) -> Stage:
         mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
         required = ("mode", zfp.MODES.get(str(mode), "mode"))
         params = codec_params(desc, codec, where, required=required)
-        return Stage(_Float64Out(codec, desc, padded=True, refusal=_zfp_refusal(desc)), params)
+        return Stage(_Float64Out(codec, desc, padded=True, refusal=lossy_refusal(desc, codec.name)), params)
     if codec is sz3.CODEC:
-        return Stage(_Float64Out(codec, desc), {})
+        return Stage(_Float64Out(codec, desc, refusal=lossy_refusal(desc, codec.name)), {})
     if codec in (bitmaps.RLE, bitmaps.ROARING):
         return Stage(_Bitmap(codec))
     return Stage(codec, codec_params(desc, codec, where))
