@@ -175,27 +175,16 @@ def _szip_params(desc: Params, where: str) -> dict[str, Any]:
     return params
 
 
-def _float64_in_declared_order(values: Buffer, desc: Params) -> Buffer:
-    """zfp and sz3 decode to float64 values; like the reference, hand them on in the descriptor's byte order."""
-    # after simple_packing the bytes are a bit stream with no byte order: the codec's native doubles go on as is
-    declared = desc.get("byte_order", "little") if not _packed(desc) else ("little" if np.little_endian else "big")
-    raw = values.reshape(-1).view(np.uint8) if isinstance(values, np.ndarray) else np.frombuffer(values, np.uint8)
-    if declared == ("little" if np.little_endian else "big"):
-        return raw
-    return raw.view(np.float64).astype(">f8" if declared == "big" else "<f8").view(np.uint8)
-
-
 class _Float64Out(Codec):
-    """zfp or sz3 as a descriptor decides them: float64 output in the declared byte order. After simple_packing
-    (``padded``, zfp) the reference decodes ``prod(shape)`` doubles from a zero-padded stream and later stages
-    use the leading bytes (then no partial decode)."""
+    """zfp or sz3 as a descriptor decides them: native float64 output, or a refusal (see :func:`lossy_refusal`)
+    where the coder was handed bytes that were not the values."""
 
     name = "float64 output"
 
-    def __init__(self, inner: Codec, desc: Params, *, padded: bool = False, refusal: str | None = None) -> None:
-        self.inner, self.desc, self.packed = inner, desc, padded and _packed(desc)
+    def __init__(self, inner: Codec, desc: Params) -> None:
+        self.inner = inner
         #: why this stream cannot give back the values written (None: it can)
-        self.refusal = refusal
+        self.refusal = lossy_refusal(desc, inner.name)
 
     def _refuse(self, where: str) -> None:
         if self.refusal:
@@ -205,7 +194,7 @@ class _Float64Out(Codec):
         self.inner.check_ratio(payload_len, expected, where)
 
     def decodes_range(self, params: Params, total: int) -> bool:
-        return not self.packed and self.inner.decodes_range(params, total)
+        return self.inner.decodes_range(params, total)
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Params) -> tuple[int, int]:
         return self.inner.stored_span(lo, hi, total, stored, params)
@@ -218,25 +207,16 @@ class _Float64Out(Codec):
     ) -> Buffer:
         self._refuse(where)
         decoded = self.inner.decode_range(piece, base, lo & ~7, (hi + 7) & ~7, total, params, where)
-        out = np.frombuffer(_float64_in_declared_order(decoded, self.desc), dtype=np.uint8)
+        out = (
+            decoded.reshape(-1).view(np.uint8) if isinstance(decoded, np.ndarray) else np.frombuffer(decoded, np.uint8)
+        )
         return out[lo & 7 : (lo & 7) + hi - lo]
 
     def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
         self._refuse(where)
-        want = expected
-        if self.packed:
-            shape = self.desc.get("shape") or []
-            want = 8 * (int(np.prod(shape, dtype=np.int64)) if shape else 1)
-            self.inner.check_ratio(len(payload), want, where)
-            payload = bytes(payload) + bytes(want + 4096)  # zeros past the stream, never out of bounds
-        else:
-            self.inner.check_ratio(len(payload), expected, where)
-        out = _float64_in_declared_order(self.inner.decode(payload, want, params, where), self.desc)
-        n = len(out) if not isinstance(out, np.ndarray) else out.nbytes
-        if self.packed and n < expected:
-            raise CodecError(f"{where}{self.inner.name} stream decodes to {n} bytes, at least {expected} needed")
-        if not self.packed:
-            check_size(out, expected, self.inner.name, where)
+        self.inner.check_ratio(len(payload), expected, where)
+        out = self.inner.decode(payload, expected, params, where)
+        check_size(out, expected, self.inner.name, where)
         return out
 
 
@@ -296,9 +276,9 @@ def _compression_stage(desc: Params, where: str) -> Stage:
         mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
         required = ("mode", zfp.MODES.get(str(mode), "mode"))
         params = codec_params(desc, codec, where, required=required)
-        return Stage(_Float64Out(codec, desc, padded=True, refusal=lossy_refusal(desc, codec.name)), params)
+        return Stage(_Float64Out(codec, desc), params)
     if codec is sz3.CODEC:
-        return Stage(_Float64Out(codec, desc, refusal=lossy_refusal(desc, codec.name)), {})
+        return Stage(_Float64Out(codec, desc), {})
     if codec in (bitmaps.RLE, bitmaps.ROARING):
         return Stage(_Bitmap(codec))
     return Stage(codec, codec_params(desc, codec, where))
