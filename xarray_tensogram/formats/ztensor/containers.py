@@ -9,6 +9,7 @@ not hide the others.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -166,26 +167,40 @@ def _parse_v01(source: ByteSource) -> Container:
         raise type(exc)(f"{exc} (the {source.size}-byte file may be truncated or have bytes appended)") from exc
     if not isinstance(index, list):
         raise MetadataError(f"{where}the index must be a CBOR array of tensor maps, got {type(index).__name__}")
-    rows = _V01_FIELDS.rows(index, lambda i: describe(source.name, f"v0.1 index entry {i}", idx_start))
-    problems = _V01_SUPPORTED.failures(index)
-    shapes = [v[4] for v in rows]  # all at once: a single test in C for the usual index of valid shapes
-    shapes_ok = max(map(len, shapes), default=0) <= MAX_RANK and uints(list(itertools.chain.from_iterable(shapes)))
-    tensors = [
-        _v01_entry(source, *args, shapes_ok) for args in zip(itertools.count(), index, rows, problems, strict=False)
-    ]
+    columns = _V01_FIELDS.columns(index, lambda i: describe(source.name, f"v0.1 index entry {i}", idx_start))
+    offsets, shapes = columns[1], columns[4]
+    # the usual index passes these tests at once, in C; else each entry is tested in turn, the first bad one named
+    placed = (
+        max(map(len, shapes), default=0) <= MAX_RANK
+        and uints(list(itertools.chain.from_iterable(shapes)))
+        and min(offsets, default=64) >= 64
+        and not any(map((63).__and__, offsets))
+    )
+    entry = functools.partial(_v01_entry, source, placed)
+    tensors = list(map(entry, itertools.count(), index, _V01_SUPPORTED.failures(index), *columns))
     return Container("0.1", None, tensors, {}, 64, idx_start)
 
 
-def _v01_entry(
-    source: ByteSource, i: int, entry: dict[Any, Any], v: tuple[Any, ...], problem: str | None, shapes_ok: bool
+def _v01_entry(  # one parameter per index field: the index is read a column at a time
+    source: ByteSource,
+    placed: bool,
+    i: int,
+    entry: dict[Any, Any],
+    problem: str | None,
+    name: str,
+    offset: int,
+    size: int,
+    dtype: str,
+    shape: list[int],
+    encoding: str,
+    layout: str,
+    endianness: str | None,
+    checksum: str | None,
 ) -> TensorInfo:
-    """One index entry from its checked field values (``_V01_FIELDS`` order), free-form keys kept as attributes."""
-    name, offset, size, dtype, shape, encoding, layout, endianness, checksum = v
-    if not shapes_ok and (len(shape) > MAX_RANK or not uints(shape)):
-        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
-    if offset < 64 or offset % 64:
-        reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
-        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
+    """One index entry from its checked field values (``_V01_FIELDS`` order), free-form keys kept as attributes.
+    Unless the whole index is known ``placed`` well, its shape and offset are checked here."""
+    if not placed:
+        _v01_place(source, i, name, shape, offset)
     big_endian = endianness == "big" and encoding == "raw"
     part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, None, checksum, False, big_endian)
     custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
@@ -196,6 +211,15 @@ def _v01_entry(
     return TensorInfo(
         i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, None, problem, endianness
     )
+
+
+def _v01_place(source: ByteSource, i: int, name: str, shape: list[Any], offset: int) -> None:
+    """A v0.1 tensor's shape is one, and its offset lies past the header on a 64-byte boundary."""
+    if len(shape) > MAX_RANK or not uints(shape):
+        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
+    if offset < 64 or offset % 64:
+        reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
+        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
 
 
 # -- v1 ---------------------------------------------------------------------------------------------

@@ -77,20 +77,20 @@ class Fields:
         self.tests = tuple(f.ok for f in fields)
         self.column_tests = tuple(f.column_ok or _all_pass(f.ok) for f in fields)
 
-    def rows(self, entries: list[Any], where: Callable[[int], str]) -> list[tuple[Any, ...]]:
-        """Each entry's field values in declaration order (defaults where absent). The tests run per field
-        across all entries, in C; only when one fails are entries read one by one, to name the first bad
-        one in a MetadataError (``where(i)`` prefixes it)."""
+    def columns(self, entries: list[Any], where: Callable[[int], str]) -> list[list[Any]]:
+        """Each field's values across ``entries``, in declaration order (defaults where absent). The tests run
+        per field across all entries, in C; only when one fails are entries read one by one, to name the
+        first bad one in a MetadataError (``where(i)`` prefixes it)."""
         if set(map(type, entries)) <= {dict}:
             columns = self._columns(entries)
             if all(map(_call, self.column_tests, columns)):
-                return list(zip(*columns, strict=True))
-        out = []
+                return columns
+        rows = []
         for i, entry in enumerate(entries):  # one failed: read them in order to name the first bad one
             if type(entry) is not dict:
                 raise MetadataError(where(i) + "expected a map with text keys")
-            out.append(tuple(self.checked(entry, where(i)).values()))
-        return out
+            rows.append(tuple(self.checked(entry, where(i)).values()))
+        return list(map(list, zip(*rows, strict=True)))
 
     def failures(self, entries: list[dict[Any, Any]]) -> list[str | None]:
         """:meth:`failure` of each entry, tested per field across all entries first (the usual: none fails)."""
