@@ -116,7 +116,11 @@ def _check_refused(buf: bytes) -> None:
 
     with open_tensogram(buf) as f:
         msg = f[0]
-        for kw in ({}, {"rows": slice(1, 3)}, {"rows": slice(4, 5)}):
+        shape = msg.descriptors[0]["shape"]
+        if not math.prod(shape):
+            return  # no values to be wrong
+        cases = [{}] + ([{"rows": slice(0, 1)}, {"rows": slice(shape[0] - 1, shape[0])}] if shape else [])
+        for kw in cases:
             with pytest.raises(CodecError, match=f"object 0.*{LOST}.*Re-encode from the source"):
                 msg.read_object(0, **kw)
         try:
@@ -925,8 +929,9 @@ def test_random_pipelines_match_reference(
     )
     if buf is None:  # the reference refuses this combination: ours was checked to refuse it too
         return
-    if byte_order == "big" and comp in LOSSY:
-        return  # covered case by case in test_pipeline_matrix (byte order after zfp/sz3)
+    if _values_lost(d):
+        _check_refused(buf)
+        return
     try:
         ref_msg = tensogram.decode(buf)
     except (KeyboardInterrupt, SystemExit):
