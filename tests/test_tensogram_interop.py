@@ -91,6 +91,51 @@ def _assert_encoded_values(out: np.ndarray, original: np.ndarray, d: dict, atol:
         assert_same_array(out, expected.astype(expected.dtype.newbyteorder("=")), d["dtype"])
 
 
+#: what ours says for a zfp/sz3 stage that was handed bytes other than the values (see _values_lost)
+LOST = "lossy rounding ran on bytes that were not the values"
+
+
+def _values_lost(d: dict) -> bool:
+    """zfp/sz3 code native float64 (complex128: its parts); handed anything else (a packed bit stream,
+    shuffled or byte-swapped bytes, other elements read as doubles) the reference encoder writes a stream
+    whose decode is unrelated to the input (measured in test_reference_loses_the_values): ours refuses."""
+    native = "little" if np.little_endian else "big"
+    return d.get("compression") in LOSSY and (
+        d.get("encoding") == "simple_packing"
+        or d.get("filter") == "shuffle"
+        or d.get("byte_order", "little") != native
+        or d["dtype"] not in ("float64", "complex128")
+    )
+
+
+def _check_refused(buf: bytes) -> None:
+    """Every read path of ours refuses the object with a CodecError naming it and saying what to do:
+    whole, by rows, hash-verified, and a virtual reference's frame codec."""
+    from xarray_tensogram.errors import CodecError
+    from xarray_tensogram.virtual.codecs import TensogramFrameCodec
+
+    with open_tensogram(buf) as f:
+        msg = f[0]
+        shape = msg.descriptors[0]["shape"]
+        if not math.prod(shape):
+            return  # no values to be wrong
+        cases = [{}] + ([{"rows": slice(0, 1)}, {"rows": slice(shape[0] - 1, shape[0])}] if shape else [])
+        for kw in cases:
+            with pytest.raises(CodecError, match=f"object 0.*{LOST}.*Re-encode from the source"):
+                msg.read_object(0, **kw)
+        try:
+            msg.read_object(0, verify_hash=True)
+        except MissingHashError:
+            pass  # no hash to verify: nothing more to read
+        except CodecError as exc:
+            assert LOST in str(exc)
+        else:
+            pytest.fail("hash-verified read returned values lost at encoding time")
+        ref = msg.objects[0]
+    with pytest.raises(CodecError, match=LOST):
+        TensogramFrameCodec().decode(buf[ref.frame_offset : ref.frame_offset + ref.frame_length])
+
+
 def _check_one(
     buf: bytes,
     dtype: str,
@@ -101,7 +146,12 @@ def _check_one(
     rows: bool = True,
     verify: bool = True,
 ) -> None:
-    """Ours versus the reference on a one-message, one-object buffer."""
+    """Ours versus the reference on a one-message, one-object buffer (or ours refusing values lost at
+    encoding time, which the reference returns as garbage)."""
+    with open_tensogram(buf) as f:
+        if _values_lost(f[0].descriptors[0]):
+            _check_refused(buf)
+            return
     try:
         ref_msg = tensogram.decode(buf)
     except (KeyboardInterrupt, SystemExit):
@@ -879,8 +929,9 @@ def test_random_pipelines_match_reference(
     )
     if buf is None:  # the reference refuses this combination: ours was checked to refuse it too
         return
-    if byte_order == "big" and comp in LOSSY:
-        return  # covered case by case in test_pipeline_matrix (byte order after zfp/sz3)
+    if _values_lost(d):
+        _check_refused(buf)
+        return
     try:
         ref_msg = tensogram.decode(buf)
     except (KeyboardInterrupt, SystemExit):
@@ -894,3 +945,71 @@ def test_random_pipelines_match_reference(
         if ref.ndim:
             s = slice(*rows)
             assert_same_array(f[0].read_object(0, rows=s), ref[s], dtype)
+
+
+# ------------------------------------------------------------------ zfp/sz3 handed bytes other than the values
+ZFP_ACC = {"compression": "zfp", "zfp_mode": "fixed_accuracy", "zfp_tolerance": 1e-3}
+SZ3_ABS = {"compression": "sz3", "sz3_error_bound_mode": "abs", "sz3_error_bound": 1e-3}
+LOST_CASES = {
+    "zfp-float64-big": ("float64", {**ZFP_ACC, "byte_order": "big"}),
+    "zfp-float64-shuffle": ("float64", {**ZFP_ACC, "filter": "shuffle", "shuffle_element_size": 8}),
+    "sz3-float64-big": ("float64", {**SZ3_ABS, "byte_order": "big"}),
+    "sz3-float64-shuffle": ("float64", {**SZ3_ABS, "filter": "shuffle", "shuffle_element_size": 8}),
+    "zfp-complex64": ("complex64", ZFP_ACC),
+    "zfp-int64": ("int64", ZFP_ACC),
+    "zfp-uint64": ("uint64", ZFP_ACC),
+    "zfp-packed": ("float64", {**ZFP_ACC, "encoding": "simple_packing", "sp_bits_per_value": 16}),
+}
+
+
+def _lost_case(name: str) -> tuple[bytes, np.ndarray, float]:
+    """A message the reference encoder writes for ``name``: its bytes, what was encoded, the tolerance."""
+    dtype, kw = LOST_CASES[name]
+    rng = np.random.default_rng(7)
+    smooth = np.cumsum(rng.standard_normal((40, 13)), axis=1)
+    values = {
+        "float64": smooth,
+        "complex64": (smooth + 1j * smooth[::-1]).astype("c8"),
+        "int64": (smooth * 1000).astype("i8"),
+        "uint64": (np.abs(smooth) * 1000).astype("u8"),
+    }[dtype]
+    d = desc(values.shape, dtype, **kw)
+    if "encoding" in kw:  # what the packing alone gives back: the values zfp was meant to keep
+        packing = {k: v for k, v in d.items() if not k.startswith("zfp") and k != "compression"}
+        expected = tensogram.decode(tensogram.encode({}, [(packing, values)])).objects[0][1]
+        return tensogram.encode({}, [(d, values)]), expected, 1e-3
+    return tensogram.encode({}, [(d, wire_bytes(values, dtype, kw.get("byte_order", "little")))]), values, 1e-3
+
+
+@pytest.mark.parametrize("name", list(LOST_CASES))
+def test_reference_loses_the_values(name):
+    """Measured: the reference encoder accepts these and its decoder returns values far outside the mode's
+    promised tolerance (or refuses): the values were lost at encoding time. Ours refuses on every path."""
+    buf, expected, tol = _lost_case(name)
+    try:
+        ref = tensogram.decode(buf).objects[0][1]
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:
+        ref = None  # refused by the reference too
+    if ref is not None:
+        err = float(np.max(np.abs(ref.astype(complex) - expected.astype(complex))))
+        assert not err <= 10 * tol, f"{name}: the reference decodes within {err}: the values are not lost"
+    _check_refused(buf)
+
+
+@pytest.mark.parametrize("comp", [ZFP_ACC, SZ3_ABS], ids=["zfp", "sz3"])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_lossy_on_native_values_still_decodes(dtype, comp):
+    """float64 and complex128 (two doubles each) in native order with no filter keep the mode's tolerance."""
+    rng = np.random.default_rng(8)
+    values = np.cumsum(rng.standard_normal((40, 13)), axis=1)
+    if dtype == "complex128":
+        values = values + 1j * values[::-1]
+    buf = tensogram.encode({}, [(desc(values.shape, dtype, **comp), wire_bytes(values, dtype, "little"))])
+    with open_tensogram(buf) as f:
+        ours = f[0].read_object(0)
+        part = f[0].read_object(0, rows=slice(3, 9))
+    tol = 1e-3 * (1 + 1e-9) * (2**0.5 if dtype == "complex128" else 1)
+    assert np.max(np.abs(ours - values)) <= tol
+    assert np.max(np.abs(part - values[3:9])) <= tol

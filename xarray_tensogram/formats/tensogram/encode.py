@@ -18,7 +18,15 @@ from ...codecs import blosc2, simple_packing, szip, zfp
 from ...codecs.base import PASSTHROUGH, Codec, Param
 from ...codecs.bitmaps import RLE, ROARING
 from ...errors import EncodeError, UnsupportedError
-from .compression import STAGES, codec_params, descriptor_key, stage_codec, szip_flags, szip_sample_bits
+from .compression import (
+    STAGES,
+    codec_params,
+    descriptor_key,
+    lossy_refusal,
+    stage_codec,
+    szip_flags,
+    szip_sample_bits,
+)
 from .dtypes import DTYPES, dtype_width
 from .masks import DEFAULT_MASK_METHOD, encode_mask
 
@@ -378,20 +386,13 @@ def _zfp_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) ->
     mode = params.get("mode")
     if mode not in zfp.MODES or zfp.MODES[mode] not in params:
         raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
-    native = "little" if np.little_endian else "big"
-    swapped = desc.get("byte_order", "little") != native and desc.get("encoding") != simple_packing.CODEC.name
-    if desc["filter"] != PASSTHROUGH.name or swapped:
-        # zfp would round reinterpreted bytes, not values: the reference writes such objects, and every
-        # decoder then returns values unrelated to the ones given (or refuses them)
-        why = f"after the {desc['filter']!r} filter" if not swapped else f"in {desc.get('byte_order')!r} byte order"
-        raise EncodeError(
-            f"zfp compresses {native}-endian float64 values: {why} it would round reinterpreted bytes and "
-            f"destroy the values (write with byte_order={native!r} and no filter)"
-        )
+    refusal = lossy_refusal(desc, zfp.CODEC.name)
+    if refusal:  # the reference writes such objects, and every decoder then returns unrelated values
+        raise EncodeError(f"not written: {refusal}")
     if len(encoded) % 8:  # the reference refuses it too ("data length ... is not a multiple of 8")
         raise EncodeError(
             f"zfp compresses float64 values: a payload of {len(encoded)} bytes is not a whole number of them "
-            "(use dtype float64, or simple_packing before zfp)"
+            "(use dtype float64)"
         )
     return params
 

@@ -9,15 +9,15 @@ not hide the others.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-import operator
 import os
 import re
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
@@ -33,6 +33,7 @@ from ...errors import (
 )
 from ...io import ByteSource, LocalFileSource
 from .compression import SEEKABLE_ZSTD, V01_ENCODINGS
+from .fields import MISSING, Field, Fields, is_array, is_text, is_uint, map_or_empty, maybe, one_of, uints
 from .model import (
     LONG_DTYPE_NAMES,
     MAX_RANK,
@@ -53,8 +54,6 @@ MAGIC_V2 = b"\x89ZT2\r\n\x1a\n"
 MAX_MANIFEST = 1 << 30
 V2_MAX_DEPTH = 32
 _SHARD_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9._\-]{0,63}")
-_MISSING: Any = object()
-_call: Callable[[Callable[[Any], bool], Any], bool] = getattr(operator, "call", lambda test, value: test(value))
 
 
 @dataclass
@@ -119,100 +118,33 @@ def _index_bytes(source: ByteSource, footer: int, what: str) -> tuple[bytes, int
     return source.read(start, length, what=what), start
 
 
-def _is_uint(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-#: tests run in C (``isinstance`` and tuple membership): large indexes are checked key by key
-_is_text: Callable[[Any], bool] = str.__instancecheck__
-_is_array: Callable[[Any], bool] = list.__instancecheck__
-
-
-def _maybe(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """``test``, or the key absent (None)."""
-    return lambda v: v is None or test(v)
-
-
-def _one_of(*values: Any) -> Callable[[Any], bool]:
-    return values.__contains__
-
-
-def _map_or_empty(v: Any) -> bool:
-    """``attributes``: a map, or anything false (read as no attributes)."""
-    return isinstance(v or {}, dict)
-
-
-class _Field(NamedTuple):
-    """One key of an index or manifest map: the test its value must pass, and what to say when it does not."""
-
-    key: str
-    ok: Callable[[Any], bool]
-    message: str  #: formatted with ``key`` and ``value``
-    default: Any = None  #: ``_MISSING``: the key is required
-
-
-class _Fields:
-    """The keys one container generation declares for one kind of map, and the one path that checks them.
-
-    :meth:`checked` fails the open; :meth:`failure` gives a tensor's deferred problem. The happy path runs
-    the tests in C (``map``); messages are built only on failure, which keeps large indexes fast to open.
-    """
-
-    def __init__(self, *fields: _Field) -> None:
-        self.fields = fields
-        self.keys = tuple(f.key for f in fields)
-        self.defaults = tuple(f.default for f in fields)
-        self.tests = tuple(f.ok for f in fields)
-
-    def read(self, entry: Mapping[Any, Any]) -> tuple[dict[str, Any], str | None]:
-        """The values of the fields in ``entry`` (their defaults when absent), and the message of the first
-        that fails its test (None: all pass)."""
-        values = list(map(entry.get, self.keys, self.defaults))
-        return dict(zip(self.keys, values, strict=True)), self._message(values)
-
-    def failure(self, entry: Mapping[Any, Any]) -> str | None:
-        """The message of the first field whose value in ``entry`` fails its test, else None."""
-        return self.read(entry)[1]
-
-    def checked(self, entry: Mapping[Any, Any], where: str) -> dict[str, Any]:
-        """The values of the fields in ``entry`` (their defaults when absent); MetadataError for the first bad one."""
-        values, message = self.read(entry)
-        if message is not None:
-            raise MetadataError(where + message)
-        return values
-
-    def _message(self, values: list[Any]) -> str | None:
-        if all(map(_call, self.tests, values)):
-            return None
-        key, value, message = next(
-            (f.key, v, f.message) for f, v in zip(self.fields, values, strict=True) if not f.ok(v)
-        )
-        return (message if value is not _MISSING else "required key {key!r} is missing").format(key=key, value=value)
-
-
-_FILE_ATTRIBUTES = _Fields(_Field("attributes", _map_or_empty, "file 'attributes' must be a map"))
+_FILE_ATTRIBUTES = Fields(Field("attributes", map_or_empty, "file 'attributes' must be a map"))
 
 
 # -- v0.1 -------------------------------------------------------------------------------------------
 _V01_TEXT = "key {key!r} must be text, got {value!r}"
 _V01_UINT = "key {key!r} must be an unsigned integer, got {value!r}"
-_V01_FIELDS = _Fields(
-    _Field("name", _is_text, _V01_TEXT, _MISSING),
-    _Field("offset", _is_uint, _V01_UINT, _MISSING),
-    _Field("size", _is_uint, _V01_UINT, _MISSING),
-    _Field("dtype", _is_text, _V01_TEXT, _MISSING),
-    _Field("shape", _is_array, "key {key!r} must be an array, got {value!r}", _MISSING),
-    _Field("encoding", _is_text, _V01_TEXT, _MISSING),
-    _Field("layout", _is_text, _V01_TEXT, "dense"),
-    _Field("data_endianness", _one_of(None, "little", "big"), "key {key!r} must be 'little' or 'big', got {value!r}"),
-    _Field("checksum", _maybe(_is_text), _V01_TEXT),
+_V01_FIELDS = Fields(
+    Field("name", is_text, _V01_TEXT, MISSING),
+    Field("offset", is_uint, _V01_UINT, MISSING, uints),
+    Field("size", is_uint, _V01_UINT, MISSING, uints),
+    Field("dtype", is_text, _V01_TEXT, MISSING),
+    Field("shape", is_array, "key {key!r} must be an array, got {value!r}", MISSING),
+    Field("encoding", is_text, _V01_TEXT, MISSING),
+    Field("layout", is_text, _V01_TEXT, "dense"),
+    Field("data_endianness", one_of(None, "little", "big"), "key {key!r} must be 'little' or 'big', got {value!r}"),
+    Field("checksum", maybe(is_text), _V01_TEXT),
 )
 #: what a v0.1 tensor may hold and this reader cannot decode: a problem deferred to reading it
 _V01_LAYOUTS = ("dense", "sparsecoo", "sparsecsr")
-_V01_SUPPORTED = _Fields(
+_V01_SUPPORTED = Fields(
     *(
-        _Field(key, _one_of(*known), f"{key} {{value!r}} is not supported (v0.1 knows {', '.join(known)})")
-        for key, known in (("dtype", LONG_DTYPE_NAMES), ("encoding", V01_ENCODINGS), ("layout", _V01_LAYOUTS))
+        Field(key, one_of(*known), f"{key} {{value!r}} is not supported (v0.1 knows {', '.join(known)})", default)
+        for key, known, default in (
+            ("dtype", LONG_DTYPE_NAMES, None),
+            ("encoding", V01_ENCODINGS, None),
+            ("layout", _V01_LAYOUTS, "dense"),
+        )
     )
 )
 _V01_STANDARD = frozenset(_V01_FIELDS.keys)
@@ -235,52 +167,77 @@ def _parse_v01(source: ByteSource) -> Container:
         raise type(exc)(f"{exc} (the {source.size}-byte file may be truncated or have bytes appended)") from exc
     if not isinstance(index, list):
         raise MetadataError(f"{where}the index must be a CBOR array of tensor maps, got {type(index).__name__}")
-    tensors = [_v01_entry(source, i, e, idx_start) for i, e in enumerate(index)]
+    columns = _V01_FIELDS.columns(index, lambda i: describe(source.name, f"v0.1 index entry {i}", idx_start))
+    offsets, shapes = columns[1], columns[4]
+    # the usual index passes these tests at once, in C; else each entry is tested in turn, the first bad one named
+    placed = (
+        max(map(len, shapes), default=0) <= MAX_RANK
+        and uints(list(itertools.chain.from_iterable(shapes)))
+        and min(offsets, default=64) >= 64
+        and not any(map((63).__and__, offsets))
+    )
+    entry = functools.partial(_v01_entry, source, placed)
+    tensors = list(map(entry, itertools.count(), index, _V01_SUPPORTED.failures(index), *columns))
     return Container("0.1", None, tensors, {}, 64, idx_start)
 
 
-def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> TensorInfo:
-    """One index entry, free-form keys kept as attributes; messages are built only on failure (large indexes)."""
-    v, message = _V01_FIELDS.read(entry) if type(entry) is dict else ({}, "expected a map with text keys")
-    if message is not None:
-        raise MetadataError(describe(source.name, f"v0.1 index entry {i}", idx_start) + message)
-    name, offset, encoding, endianness, shape = v["name"], v["offset"], v["encoding"], v["data_endianness"], v["shape"]
-    if len(shape) > MAX_RANK or not all(map(_is_uint, shape)):
-        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
-    if offset < 64 or offset % 64:
-        reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
-        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
+def _v01_entry(  # one parameter per index field: the index is read a column at a time
+    source: ByteSource,
+    placed: bool,
+    i: int,
+    entry: dict[Any, Any],
+    problem: str | None,
+    name: str,
+    offset: int,
+    size: int,
+    dtype: str,
+    shape: list[int],
+    encoding: str,
+    layout: str,
+    endianness: str | None,
+    checksum: str | None,
+) -> TensorInfo:
+    """One index entry from its checked field values (``_V01_FIELDS`` order), free-form keys kept as attributes.
+    Unless the whole index is known ``placed`` well, its shape and offset are checked here."""
+    if not placed:
+        _v01_place(source, i, name, shape, offset)
     big_endian = endianness == "big" and encoding == "raw"
-    part = Part(
-        offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, None, v["checksum"], False, big_endian
-    )
+    part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, None, checksum, False, big_endian)
     custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
     if custom and not all(type(k) is str for k in custom):
         raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
     if custom:
         check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
-    problem, dtype, layout = _V01_SUPPORTED.failure(v), v["dtype"], v["layout"]
     return TensorInfo(
         i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, None, problem, endianness
     )
 
 
+def _v01_place(source: ByteSource, i: int, name: str, shape: list[Any], offset: int) -> None:
+    """A v0.1 tensor's shape is one, and its offset lies past the header on a 64-byte boundary."""
+    if len(shape) > MAX_RANK or not uints(shape):
+        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
+    if offset < 64 or offset % 64:
+        reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
+        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
+
+
 # -- v1 ---------------------------------------------------------------------------------------------
 _V1_NEEDS = "needs a text 'format' and a non-empty map 'components'"
-_V1_OBJECT = _Fields(
-    _Field("format", _is_text, _V1_NEEDS, "dense"),
-    _Field("components", lambda v: isinstance(v, dict) and bool(v), _V1_NEEDS),
-    _Field("attributes", _map_or_empty, "'attributes' must be a map"),
+_V1_OBJECT = Fields(
+    Field("format", is_text, _V1_NEEDS, "dense"),
+    Field("components", lambda v: isinstance(v, dict) and bool(v), _V1_NEEDS),
+    Field("attributes", map_or_empty, "'attributes' must be a map"),
 )
 _V1_OFFSETS = "needs unsigned 'offset' and 'length'"
-_V1_COMPONENT = _Fields(
-    _Field("offset", _is_uint, _V1_OFFSETS),
-    _Field("length", _is_uint, _V1_OFFSETS),
-    _Field("uncompressed_length", _maybe(_is_uint), "'uncompressed_length' must be an unsigned integer, got {value!r}"),
-    _Field("digest", _maybe(_is_text), "'digest' must be text, got {value!r}"),
-    _Field("type", _maybe(_is_text), "'type' must be text, got {value!r}"),
+_V1_COMPONENT = Fields(
+    Field("offset", is_uint, _V1_OFFSETS),
+    Field("length", is_uint, _V1_OFFSETS),
+    Field("uncompressed_length", maybe(is_uint), "'uncompressed_length' must be an unsigned integer, got {value!r}"),
+    Field("digest", maybe(is_text), "'digest' must be text, got {value!r}"),
+    Field("type", maybe(is_text), "'type' must be text, got {value!r}"),
 )
-_V1_SUPPORTED = _Fields(_Field("encoding", _one_of(*V01_ENCODINGS), "has unsupported encoding {value!r}", "raw"))
+_V1_SUPPORTED = Fields(Field("encoding", one_of(*V01_ENCODINGS), "has unsupported encoding {value!r}", "raw"))
 _V1_SPARSE = {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
 
 
@@ -494,7 +451,7 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
             raise MetadataError(
                 f"{where}shard name {name!r} is not a plain file name ([A-Za-z0-9._-], not starting with '.')"
             )
-        if not isinstance(entry, dict) or not _is_uint(entry.get("size")):
+        if not isinstance(entry, dict) or not is_uint(entry.get("size")):
             raise MetadataError(f"{where}shard {name!r} needs an unsigned 'size'")
         if not isinstance(source, LocalFileSource):
             out[name] = None
@@ -516,31 +473,31 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
 
 _V2_SPARSE = {"zt.sparse_csr/1": ("values", "indices", "indptr"), "zt.sparse_coo/1": ("values", "coords")}
 _V2_NEEDS = "needs a text 'layout' and a non-empty map 'parts'"
-_V2_OBJECT = _Fields(
-    _Field("layout", _is_text, _V2_NEEDS, "dense"),
-    _Field("parts", lambda v: isinstance(v, dict) and bool(v), _V2_NEEDS),
-    _Field("attributes", _map_or_empty, "'attributes' must be a map"),
+_V2_OBJECT = Fields(
+    Field("layout", is_text, _V2_NEEDS, "dense"),
+    Field("parts", lambda v: isinstance(v, dict) and bool(v), _V2_NEEDS),
+    Field("attributes", map_or_empty, "'attributes' must be a map"),
 )
 _V2_PRESENCE = "'decoded_length' must be present exactly when 'encoding' is"
 _V2_DTYPES = tuple(d for d in STORAGE_DTYPES if d != "bool")
 _DIGEST = re.compile(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})")
-_V2_PART = _Fields(
-    _Field(
+_V2_PART = Fields(
+    Field(
         "blob",
-        lambda b: _is_array(b) and len(b) == 2 and all(map(_is_uint, b)),
+        lambda b: is_array(b) and len(b) == 2 and all(map(is_uint, b)),
         "'blob' must be [offset, length], got {value!r}",
     ),
-    _Field("dtype", lambda d: d in _V2_DTYPES, "dtype {value!r} is not a v2 storage dtype"),
-    _Field("decoded_length", _maybe(_is_uint), _V2_PRESENCE),
-    _Field(
+    Field("dtype", lambda d: d in _V2_DTYPES, "dtype {value!r} is not a v2 storage dtype"),
+    Field("decoded_length", maybe(is_uint), _V2_PRESENCE),
+    Field(
         "digest",
-        _maybe(lambda d: _is_text(d) and _DIGEST.fullmatch(d) is not None),
+        maybe(lambda d: is_text(d) and _DIGEST.fullmatch(d) is not None),
         "digest {value!r} is not xxh3:<16 hex> or sha256:<64 hex>",
     ),
-    _Field("shard", _maybe(_is_text), "shard {value!r} is not in the manifest's shard table"),
-    _Field("type", _maybe(_is_text), "'type' must be text"),
+    Field("shard", maybe(is_text), "shard {value!r} is not in the manifest's shard table"),
+    Field("type", maybe(is_text), "'type' must be text"),
 )
-_V2_SUPPORTED = _Fields(_Field("encoding", _one_of(None, SEEKABLE_ZSTD), "has unsupported encoding {value!r}"))
+_V2_SUPPORTED = Fields(Field("encoding", one_of(None, SEEKABLE_ZSTD), "has unsupported encoding {value!r}"))
 
 
 def _v2_object(
