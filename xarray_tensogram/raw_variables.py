@@ -35,7 +35,6 @@ from .conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from .outer import read_outer
 
 __all__ = [
-    "STORAGE_SPEC_KEY",
     "RawGroup",
     "RawVariable",
     "array_variable",
@@ -47,9 +46,6 @@ __all__ = [
     "xarray_variable",
 ]
 
-#: the ``encoding`` key under which earlier releases kept a raw variable's :class:`ArraySpec`: the spec now
-#: belongs to the lazy array (:func:`storage_spec`), and no variable's ``encoding`` holds this key
-STORAGE_SPEC_KEY = "xarray_tensogram_spec"
 
 
 def netcdf_safe_value(value: Any) -> Any:
