@@ -40,19 +40,13 @@ from .errors import install_hint
 from .formats.reports import count, shape_text
 from .layout_record import LayoutRecord
 from .progress import PROG, progress
+from .samples import paths as sample_paths
 
-__all__ = ["main", "sample_paths"]
+__all__ = ["main"]
 
 #: verify shows a progress bar (when tqdm is installed) from this many items or bytes on
 PROGRESS_ITEMS = 200
 PROGRESS_BYTES = 64 << 20
-
-
-def sample_paths() -> list[str]:
-    """Paths of the bundled samples (kept for old notebooks; use :func:`xarray_tensogram.sample_paths`)."""
-    from .samples import paths
-
-    return paths()
 
 
 # -- helpers -------------------------------------------------------------------------------------------

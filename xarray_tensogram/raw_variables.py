@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 
-
 def netcdf_safe_value(value: Any) -> Any:
     """Convert a metadata value into something netCDF attributes can hold.
 
