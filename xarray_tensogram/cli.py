@@ -39,7 +39,7 @@ from .cli_dump import CliError, cmd_dump
 from .errors import install_hint
 from .formats.reports import count, shape_text
 from .layout_record import LayoutRecord
-from .progress import PROG, progress
+from .progress import PROG, add_progress_flags, progress
 from .samples import paths as sample_paths
 
 __all__ = ["main"]
@@ -382,16 +382,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor")
-    bar = p.add_mutually_exclusive_group()
-    bar.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="show a progress bar even when stderr is not a terminal (needs tqdm); "
-        "by default a bar is shown for large files on a terminal only",
-    )
-    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    add_progress_flags(p, "a bar is shown for large files on a terminal only")
     p.add_argument(
         "--strict",
         action="store_true",
