@@ -476,17 +476,9 @@ class Message:
         """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
         descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
         only, never payload bytes; the frame is checked in full when its values are read."""
-        found = self.descriptor_params_many([j], lenient=False)[0]
+        found = descriptor_params_batch([(self, j)], lenient=False)[0]
         assert found is not None  # lenient=False raises instead
         return found
-
-    def descriptor_params_many(
-        self, js: Sequence[int], *, lenient: bool = True
-    ) -> list[tuple[dict[str, Any], int] | None]:
-        """:meth:`descriptor_params` of several objects with two batched reads (all footers, then all
-        descriptors). ``lenient``: a damaged frame gives ``None`` (its values report the damage when read)
-        instead of raising."""
-        return descriptor_params_batch([(self, j) for j in js], lenient=lenient)
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:
