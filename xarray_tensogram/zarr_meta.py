@@ -148,13 +148,10 @@ def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
     return served
 
 
-def _to_json(doc: Mapping[str, Any]) -> bytes:
-    return json.dumps(doc, indent=2, allow_nan=True).encode()
-
-
 def group_document(attrs: Mapping[str, Any]) -> bytes:
     """The ``zarr.json`` of a group with ``attrs``."""
-    return _to_json({"zarr_format": 3, "node_type": "group", "attributes": json_attr(dict(attrs))})
+    doc = {"zarr_format": 3, "node_type": "group", "attributes": json_attr(dict(attrs))}
+    return json.dumps(doc, indent=2, allow_nan=True).encode()
 
 
 def array_document(
