@@ -64,8 +64,6 @@ class FrameLayout:
     region_length: int
     hash_present: bool
     hash_value: int
-    body_start: int
-    body_length: int
 
     @functools.cached_property
     def chain(self) -> Chain:
@@ -141,8 +139,6 @@ def read_frame_layout(
         region_length=region_length,
         hash_present=bool(hdr.flags & FLAG_HASH_PRESENT),
         hash_value=hash_value,
-        body_start=off + 16,
-        body_length=length - 36,
     )
 
 
