@@ -31,11 +31,10 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import xarray as xr
-
     from .io import ByteSource
 
 from .cli_dump import CliError, cmd_dump
+from .cli_dump import open_dataset as _open
 from .errors import install_hint
 from .formats.reports import count, shape_text
 from .layout_record import LayoutRecord
@@ -50,16 +49,6 @@ PROGRESS_BYTES = 64 << 20
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def _open(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
-    import xarray as xr
-
-    from .backend import TensogramBackendEntrypoint
-
-    if storage_options:
-        kwargs["storage_options"] = storage_options
-    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kwargs)
-
-
 def _storage_kwargs(storage_options: dict[str, Any] | None) -> dict[str, Any]:
     """``storage_options=`` only when some are given (the default stays the backend's)."""
     return {"storage_options": storage_options} if storage_options else {}
