@@ -22,6 +22,7 @@ __all__ = [
     "array_document",
     "default_fill",
     "group_document",
+    "inline_values",
     "json_attr",
     "nested_attrs",
     "zarr_attrs",
@@ -59,6 +60,12 @@ def default_fill(dtype: np.dtype, fill: Any) -> Any:
     if fill is not None:
         return fill
     return np.nan if dtype.kind == "f" else None
+
+
+def inline_values(var: xr.Variable) -> np.ndarray:
+    """The values of a variable served from memory (object strings as fixed-width text, as Zarr holds them)."""
+    values = np.asarray(var.values)
+    return values.astype(str) if values.dtype.kind == "O" else values
 
 
 def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
