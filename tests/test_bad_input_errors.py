@@ -11,8 +11,8 @@ import pytest
 import xarray as xr
 
 import xarray_tensogram as xt
-from xarray_tensogram import errors
-from xarray_tensogram.cli import main, sample_paths
+from xarray_tensogram import errors, sample_paths
+from xarray_tensogram.cli import main
 
 ENGINE = "tensogram"
 SAMPLE = {p.rsplit(".", 1)[1]: p for p in sample_paths()}

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from xarray_tensogram import sample_paths
 from xarray_tensogram.backend import TensogramBackendEntrypoint as ENGINE
-from xarray_tensogram.cli import main, sample_paths
+from xarray_tensogram.cli import main
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,7 +21,13 @@ from xarray import conventions
 import xarray_tensogram as xt
 from xarray_tensogram.backend import TensogramBackendEntrypoint
 from xarray_tensogram.decoding import decode_times_in_memory
-from xarray_tensogram.raw_variables import memory_variable
+from xarray_tensogram.raw_variables import RawVariable, xarray_variable
+
+
+def memory_variable(dims: tuple[str, ...], values: Any, attrs: dict[str, Any]) -> xr.Variable:
+    """The variable a backend makes of values in memory."""
+    return xarray_variable(RawVariable(dims, np.asarray(values), attrs))
+
 
 SAMPLES = ["era_pl.tgm", "forecast.tgm", "grib_pl.tgm", "sample.tet", "sample.zt"]
 DEFAULT = {"decode_times": True, "decode_timedelta": None, "use_cftime": None}

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xarray_tensogram.array import read_outer
-from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_to_dataset
+from xarray_tensogram.assemble.tetr import TetrMappingWarning, tetr_group
 from xarray_tensogram.codecs import zstd
 from xarray_tensogram.errors import (
     CodecError,
@@ -47,6 +47,13 @@ DATA = Path(__file__).parent / "data" / "tetr"
 MANIFEST = json.loads((DATA / "MANIFEST.json").read_text())
 VALID = {f["file"]: f for f in MANIFEST["files"] if f["valid"]}
 CORRUPT = {f["file"]: f for f in MANIFEST["files"] if not f["valid"]}
+
+
+def tetr_to_dataset(t: Any, **kwargs: Any) -> xr.Dataset:
+    """Assembly's raw group as a Dataset without indexes (no CF decoding)."""
+    return tetr_group(t, **kwargs).to_dataset()
+
+
 REFERENCE_SUMS = dict(reversed(line.split()) for line in (DATA / "reference" / "SHA256SUMS").read_text().splitlines())
 
 #: the manifest's selfcheck codes -> the package error each must raise (at open or at read)

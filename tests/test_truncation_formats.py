@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xarray_tensogram.cli import main, sample_paths
+from xarray_tensogram import sample_paths
+from xarray_tensogram.cli import main
 from xarray_tensogram.errors import MissingHashError, TruncatedFileError, XarrayTensogramError
 from xarray_tensogram.formats.tetr import open_tetr
 from xarray_tensogram.formats.ztensor import open_ztensor

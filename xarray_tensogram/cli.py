@@ -31,41 +31,24 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import xarray as xr
-
     from .io import ByteSource
 
 from .cli_dump import CliError, cmd_dump
+from .cli_dump import open_dataset as _open
 from .errors import install_hint
 from .formats.reports import count, shape_text
 from .layout_record import LayoutRecord
-from .progress import PROG, progress
+from .progress import PROG, add_progress_flags, progress
+from .samples import paths as sample_paths
 
-__all__ = ["main", "sample_paths"]
+__all__ = ["main"]
 
 #: verify shows a progress bar (when tqdm is installed) from this many items or bytes on
 PROGRESS_ITEMS = 200
 PROGRESS_BYTES = 64 << 20
 
 
-def sample_paths() -> list[str]:
-    """Paths of the bundled samples (kept for old notebooks; use :func:`xarray_tensogram.sample_paths`)."""
-    from .samples import paths
-
-    return paths()
-
-
 # -- helpers -------------------------------------------------------------------------------------------
-def _open(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
-    import xarray as xr
-
-    from .backend import TensogramBackendEntrypoint
-
-    if storage_options:
-        kwargs["storage_options"] = storage_options
-    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kwargs)
-
-
 def _storage_kwargs(storage_options: dict[str, Any] | None) -> dict[str, Any]:
     """``storage_options=`` only when some are given (the default stays the backend's)."""
     return {"storage_options": storage_options} if storage_options else {}
@@ -388,16 +371,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor")
-    bar = p.add_mutually_exclusive_group()
-    bar.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="show a progress bar even when stderr is not a terminal (needs tqdm); "
-        "by default a bar is shown for large files on a terminal only",
-    )
-    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    add_progress_flags(p, "a bar is shown for large files on a terminal only")
     p.add_argument(
         "--strict",
         action="store_true",

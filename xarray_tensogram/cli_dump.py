@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CliError", "cmd_dump"]
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["CliError", "cmd_dump", "open_dataset"]
 
 
 class CliError(Exception):
@@ -21,7 +24,8 @@ class CliError(Exception):
         self.status = status
 
 
-def _open(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+def open_dataset(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
+    """``xr.open_dataset`` with this package's engine, for every command (xarray imported on first use)."""
     import xarray as xr
 
     from .backend import TensogramBackendEntrypoint
@@ -145,7 +149,7 @@ def cmd_dump(
 
     selection = _parse_isel(isel)
     labels = _parse_sel(sel)
-    ds = _open(path, storage_options, **({"group": group} if group else {}))
+    ds = open_dataset(path, storage_options, **({"group": group} if group else {}))
     try:
         if var not in ds.variables:
             raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")

@@ -57,9 +57,7 @@ def generic_dim_names(
     return names
 
 
-def requested_dims(
-    dim_names: Any, var: str, rank: int, source: str | None = None, *, coordinate: bool = False
-) -> list[str] | None:
+def requested_dims(dim_names: Any, var: str, rank: int, *, coordinate: bool = False) -> list[str] | None:
     """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None.
 
     A list is for every data variable (not for ``coordinate`` variables, which keep their names);

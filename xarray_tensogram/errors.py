@@ -9,7 +9,7 @@ dataset/chunk, tensor) and the byte offset, and say what was expected.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "CodecError",
@@ -49,6 +49,7 @@ __all__ = [
     "closest",
     "describe",
     "install_hint",
+    "unknown_names",
     "user_stacklevel",
 ]
 
@@ -235,6 +236,17 @@ def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | 
     pool = list(dict.fromkeys(candidates))
     near = difflib.get_close_matches(name, pool, n=max(1, len(pool)), cutoff=cutoff)
     return min(near, key=lambda c: _edits(name, c)) if near else None  # ties keep difflib's order
+
+
+def unknown_names(given: Iterable[str], valid: Sequence[str], noun: str) -> str | None:
+    """``unknown options 'a' (did you mean 'b'?), 'c'``: the names of ``given`` not in ``valid``, each with
+    the closest valid one, for the one message of an open option or writer keyword misspelt; None when
+    all are valid."""
+    unknown = [k for k in given if k not in valid]
+    if not unknown:
+        return None
+    hints = [f"{k!r} (did you mean {close!r}?)" if (close := closest(k, valid)) else repr(k) for k in unknown]
+    return f"unknown {noun}{'s' if len(unknown) > 1 else ''} {', '.join(hints)}"
 
 
 def _edits(a: str, b: str) -> int:

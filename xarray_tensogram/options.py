@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UnknownOptionError, closest
+from .errors import UnknownOptionError, unknown_names
 
 __all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "numpydoc_entries", "resolve", "signature"]
 
@@ -191,17 +191,9 @@ def check_names(given: Iterable[str], where: str, allowed: Iterable[str] | None 
     virtual parsers take no CF decoding switches).
     """
     valid = list(allowed) if allowed is not None else list(_BY_NAME)
-    unknown = [k for k in given if k not in valid]
-    if not unknown:
-        return
-    hints = []
-    for k in unknown:
-        close = closest(k, valid)
-        hints.append(f"{k!r} (did you mean {close!r}?)" if close else repr(k))
-    raise UnknownOptionError(
-        f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
-        f"the options are: {', '.join(valid)}"
-    )
+    unknown = unknown_names(given, valid, "option")
+    if unknown:
+        raise UnknownOptionError(f"{where}: {unknown}; the options are: {', '.join(valid)}")
 
 
 def resolve(given: Mapping[str, Any]) -> dict[str, Any]:

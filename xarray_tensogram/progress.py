@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["PROG", "progress", "show_progress"]
+__all__ = ["PROG", "add_progress_flags", "progress", "show_progress"]
 
 PROG = "xarray-tensogram"
 
@@ -24,6 +24,19 @@ def show_progress(enabled: bool | None, large: bool) -> bool:
     if enabled is not None:
         return enabled
     return large and sys.stderr.isatty()
+
+
+def add_progress_flags(parser: Any, default: str) -> None:
+    """``--progress``/``--no-progress`` on a subcommand; ``default`` says when a bar shows without either."""
+    bar = parser.add_mutually_exclusive_group()
+    bar.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help=f"show a progress bar even when stderr is not a terminal (needs tqdm); by default {default}",
+    )
+    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
 
 
 def progress(items: Sequence[Any], enabled: bool | None, large: bool, desc: str, unit: str) -> Iterator[Any]:

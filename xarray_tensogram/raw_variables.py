@@ -35,21 +35,15 @@ from .conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY
 from .outer import read_outer
 
 __all__ = [
-    "STORAGE_SPEC_KEY",
     "RawGroup",
     "RawVariable",
     "array_variable",
     "flatten_attrs",
     "lazy_variable",
-    "memory_variable",
     "netcdf_safe_value",
     "storage_spec",
     "xarray_variable",
 ]
-
-#: the ``encoding`` key under which earlier releases kept a raw variable's :class:`ArraySpec`: the spec now
-#: belongs to the lazy array (:func:`storage_spec`), and no variable's ``encoding`` holds this key
-STORAGE_SPEC_KEY = "xarray_tensogram_spec"
 
 
 def netcdf_safe_value(value: Any) -> Any:
@@ -163,24 +157,17 @@ def _whole(ndim: int) -> indexing.BasicIndexer:
     return indexing.BasicIndexer((slice(None),) * ndim)
 
 
-def memory_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, Any] | None = None) -> xr.Variable:
-    """An ``xr.Variable`` of values already in memory, wrapped the way backends wrap data.
-
-    ``xr.Variable(dims, ndarray)`` asks whether the array is a Dask array, which imports ``dask.array``
-    (about 0.6 s, on every first open, Dask wanted or not); xarray's CF decoders rebuild each variable
-    from its ``_data`` and would ask again. An indexing adapter around the array is not asked, so an
-    open without ``chunks`` never imports Dask.
-    """
-    data = indexing.NumpyIndexingAdapter(np.asarray(values))  # type: ignore[no-untyped-call]  # unannotated in xarray
-    return xr.Variable(tuple(dims), data, dict(attrs or {}))
-
-
 def xarray_variable(raw: RawVariable) -> xr.Variable:
-    """The ``xr.Variable`` of a raw variable: the one lazy array over its spec, or its values in memory."""
+    """The ``xr.Variable`` of a raw variable: the one lazy array over its spec, or its values in memory.
+
+    Values in memory are wrapped the way backends wrap data: ``xr.Variable(dims, ndarray)`` asks whether
+    the array is a Dask array, which imports ``dask.array`` (about 0.6 s, on every first open, Dask wanted
+    or not); xarray's CF decoders rebuild each variable from its ``_data`` and would ask again. An indexing
+    adapter around the array is not asked, so an open without ``chunks`` never imports Dask.
+    """
     if not isinstance(raw.data, ArraySpec):
-        var = memory_variable(raw.dims, raw.data, raw.attrs)
-        var.encoding = dict(raw.encoding)
-        return var
+        values = indexing.NumpyIndexingAdapter(np.asarray(raw.data))  # type: ignore[no-untyped-call]  # unannotated in xarray
+        return xr.Variable(raw.dims, values, dict(raw.attrs), dict(raw.encoding))
     key = _whole(len(raw.data.shape)) if raw.index is None else indexing.BasicIndexer(raw.index)
     data = indexing.LazilyIndexedArray(LazyChunkedArray(raw.data), key)
     # fastpath (as xarray's own CF coders build variables): the lazy array is taken as it is, which is what

@@ -22,6 +22,7 @@ __all__ = [
     "array_document",
     "default_fill",
     "group_document",
+    "inline_values",
     "json_attr",
     "nested_attrs",
     "zarr_attrs",
@@ -59,6 +60,12 @@ def default_fill(dtype: np.dtype, fill: Any) -> Any:
     if fill is not None:
         return fill
     return np.nan if dtype.kind == "f" else None
+
+
+def inline_values(var: xr.Variable) -> np.ndarray:
+    """The values of a variable served from memory (object strings as fixed-width text, as Zarr holds them)."""
+    values = np.asarray(var.values)
+    return values.astype(str) if values.dtype.kind == "O" else values
 
 
 def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,13 +155,10 @@ def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
     return served
 
 
-def _to_json(doc: Mapping[str, Any]) -> bytes:
-    return json.dumps(doc, indent=2, allow_nan=True).encode()
-
-
 def group_document(attrs: Mapping[str, Any]) -> bytes:
     """The ``zarr.json`` of a group with ``attrs``."""
-    return _to_json({"zarr_format": 3, "node_type": "group", "attributes": json_attr(dict(attrs))})
+    doc = {"zarr_format": 3, "node_type": "group", "attributes": json_attr(dict(attrs))}
+    return json.dumps(doc, indent=2, allow_nan=True).encode()
 
 
 def array_document(

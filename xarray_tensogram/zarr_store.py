@@ -122,16 +122,14 @@ class _Layout:
 
     def add_array(self, path: str, var: xr.Variable) -> None:
         from .raw_variables import storage_spec
-        from .zarr_meta import array_document, default_fill, nested_attrs, zarr_attrs, zarr_dtype
+        from .zarr_meta import array_document, default_fill, inline_values, nested_attrs, zarr_attrs, zarr_dtype
 
         spec = storage_spec(var)
         attrs, fill = zarr_attrs(var)
         if spec is not None:
             array = _Array(spec.shape, spec.chunk_shape, spec.dtype, _fill(spec.fill_value, fill), spec=spec)
         else:
-            values = np.asarray(var.values)
-            if values.dtype.kind == "O":
-                values = values.astype(str)
+            values = inline_values(var)
             array = _Array(values.shape, tuple(max(1, s) for s in values.shape), values.dtype, fill, values=values)
         served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
         if served is None:

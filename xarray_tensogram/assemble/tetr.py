@@ -21,7 +21,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from ..conventions import (
     COORDINATE_ROLE_KEY,
@@ -45,7 +44,7 @@ from ..raw_variables import (
     with_cf_coordinates,
 )
 
-__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group", "tetr_to_dataset"]
+__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group"]
 
 HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
 FILE_KEYS = TETR_FILE_KEYS
@@ -199,16 +198,6 @@ def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> 
         if role == "coordinate":
             coord_names.add(name)
     return out
-
-
-def tetr_to_dataset(
-    tfile: TetrFile,
-    *,
-    drop_variables: frozenset[str] | set[str] = frozenset(),
-    dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
-) -> xr.Dataset:
-    """:func:`tetr_group` as a Dataset without indexes (for callers inspecting assembly's output)."""
-    return tetr_group(tfile, drop_variables=drop_variables, dim_names=dim_names).to_dataset()
 
 
 def tetr_group(

@@ -78,21 +78,14 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
         dims, values = strings_from_payload(spec)
         shape = values.shape
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        warnings.warn(
-            f"tensor {info.name!r}: malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor",
-            ZTensorMappingWarning,
-            stacklevel=3,
-        )
-        return None
-    if len(dims) != len(shape) or not _fits(dims, shape, sizes):
-        warnings.warn(
-            f"tensor {info.name!r}: string values of shape {shape} do not fit dims {dims}; read as the placeholder",
-            ZTensorMappingWarning,
-            stacklevel=3,
-        )
-        return None
-    sizes.update(zip(dims, shape, strict=True))
-    return array_variable(dims, values, typed_attrs(_attrs(info)))
+        problem = f"malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor"
+    else:
+        if len(dims) == len(shape) and _fits(dims, shape, sizes):
+            sizes.update(zip(dims, shape, strict=True))
+            return array_variable(dims, values, typed_attrs(_attrs(info)))
+        problem = f"string values of shape {shape} do not fit dims {dims}; read as the placeholder"
+    warnings.warn(f"tensor {info.name!r}: {problem}", ZTensorMappingWarning, stacklevel=3)
+    return None
 
 
 def _dims(info: TensorInfo, var: str, requested: list[str] | None, sizes: dict[str, int], fname: str) -> list[str]:

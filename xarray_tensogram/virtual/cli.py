@@ -7,6 +7,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ..progress import add_progress_flags
+
 __all__ = ["add_refs_command", "cmd_refs"]
 
 
@@ -32,16 +34,7 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
         default=None,
         help="fsspec storage_options for URLs, as JSON (s3: key, secret, anon, client_kwargs.endpoint_url)",
     )
-    bar = p.add_mutually_exclusive_group()
-    bar.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="show a progress bar even when stderr is not a terminal (needs tqdm); "
-        "by default a bar is shown for several files on a terminal only",
-    )
-    bar.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    add_progress_flags(p, "a bar is shown for several files on a terminal only")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
 

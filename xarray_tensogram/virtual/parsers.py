@@ -33,6 +33,7 @@ from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
 from ..raw_variables import storage_spec
 from ..zarr_meta import default_fill as _default_fill
+from ..zarr_meta import inline_values
 from ..zarr_meta import json_attr as _json_attr
 from ..zarr_meta import zarr_attrs as _zarr_attrs
 from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
@@ -48,13 +49,6 @@ _OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Sco
 def _local_path(url: str) -> str:
     parsed = urlparse(url)
     return parsed.path if parsed.scheme == "file" else url
-
-
-def _inline_values(var: xr.Variable) -> np.ndarray:
-    values = np.asarray(var.values)
-    if values.dtype.kind == "O":
-        values = values.astype(str)
-    return values
 
 
 def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
@@ -236,7 +230,7 @@ class _Parser:
             name = str(name)
             plan = self._plan(url, name, var)
             if isinstance(plan, Unreferenced):
-                values = _inline_values(var)
+                values = inline_values(var)
                 if not _check_zarr_dtype(name, values.dtype):
                     continue
                 reasons[name] = plan.reason

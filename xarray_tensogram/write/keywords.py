@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from ..errors import UnknownOptionError, closest
+from ..errors import UnknownOptionError, unknown_names
 
 __all__ = ["checked_keywords"]
 
@@ -27,16 +27,9 @@ def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        unknown = [k for k in kwargs if k not in keywords]
+        unknown = unknown_names(kwargs, keywords, "keyword")
         if unknown:
-            hints = []
-            for k in unknown:
-                close = closest(k, keywords)
-                hints.append(f"{k!r} (did you mean {close!r}?)" if close else repr(k))
-            raise UnknownOptionError(
-                f"{func.__name__}(): unknown keyword{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
-                f"its keywords are: {', '.join(shown)}"
-            )
+            raise UnknownOptionError(f"{func.__name__}(): {unknown}; its keywords are: {', '.join(shown)}")
         return func(*args, **kwargs)
 
     return wrapper

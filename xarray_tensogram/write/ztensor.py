@@ -27,6 +27,7 @@ from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
 from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from ..io.lock import write_lock
+from ..zarr_meta import json_attr
 from .encoding_check import CodecKey, EncodingKeys, Option
 from .existing import check_append, check_mode
 from .keywords import checked_keywords
@@ -58,19 +59,6 @@ _CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
 ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": Option("the tensor's checksum", tuple(_CHECKSUMS))})
 
 
-def _cbor_value(value: Any) -> Any:
-    """Attribute values as plain CBOR-encodable Python objects."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_cbor_value(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): _cbor_value(v) for k, v in value.items()}
-    return value
-
-
 def _stored(dtype: np.dtype) -> bool:
     if dtype.kind in "USOT":
         return True  # kept in metadata
@@ -86,7 +74,7 @@ def _custom_fields(var: xr.Variable) -> dict[str, Any]:
     for key, value in var.attrs.items():
         key = str(key)
         stored = f"cf.{key}" if key in RESERVED_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
-        custom[stored] = _cbor_value(value)
+        custom[stored] = json_attr(value)  # plain values, as CBOR holds them
     if var.dims:
         custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
     return custom

@@ -99,7 +99,7 @@ def _coords_for(
     for c in coords:
         if c.dims is None or len(c.obj.shape) != 1:
             named = c.dims is not None and all(n in used.get(d, ()) for d, n in zip(c.dims, c.obj.shape, strict=True))
-            if not c.obj.shape or only_group or named or _fits_trailing(c.obj.shape, axes, shapes):
+            if not c.obj.shape or only_group or named or _fits_trailing(c.obj.shape, shapes):
                 out.append(c)
             continue
         d, n = c.dims[0], c.obj.shape[0]
@@ -116,9 +116,7 @@ def _coords_for(
     return out
 
 
-def _fits_trailing(
-    shape: tuple[int, ...], axes: Mapping[str, AxisNames], shapes: Mapping[str, tuple[int, ...]]
-) -> bool:
+def _fits_trailing(shape: tuple[int, ...], shapes: Mapping[str, tuple[int, ...]]) -> bool:
     return any(len(s) >= len(shape) and s[-len(shape) :] == shape for s in shapes.values())
 
 

@@ -31,7 +31,6 @@ from .dtypes import DTYPES, dtype_width
 from .masks import DEFAULT_MASK_METHOD, encode_mask
 
 __all__ = [
-    "PIPELINE_KEYS",
     "PIPELINE_PARAMS",
     "PIPELINE_VALUES",
     "EncodeError",
@@ -41,7 +40,6 @@ __all__ = [
     "encoding_from_descriptor",
 ]
 
-PIPELINE_KEYS = ("encoding", "filter", "compression")
 _NUMPY_TO_NAME = {
     "float16": "float16",
     "float32": "float32",

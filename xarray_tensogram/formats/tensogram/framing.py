@@ -85,10 +85,6 @@ class FrameHeader:
     length: int
 
     @property
-    def footer_size(self) -> int:
-        return 20 if self.frame_type == DATA_FRAME else 12
-
-    @property
     def min_length(self) -> int:
         return 36 if self.frame_type == DATA_FRAME else 28
 

@@ -64,8 +64,6 @@ class FrameLayout:
     region_length: int
     hash_present: bool
     hash_value: int
-    body_start: int
-    body_length: int
 
     @functools.cached_property
     def chain(self) -> Chain:
@@ -141,8 +139,6 @@ def read_frame_layout(
         region_length=region_length,
         hash_present=bool(hdr.flags & FLAG_HASH_PRESENT),
         hash_value=hash_value,
-        body_start=off + 16,
-        body_length=length - 36,
     )
 
 
@@ -476,17 +472,9 @@ class Message:
         """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
         descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
         only, never payload bytes; the frame is checked in full when its values are read."""
-        found = self.descriptor_params_many([j], lenient=False)[0]
+        found = descriptor_params_batch([(self, j)], lenient=False)[0]
         assert found is not None  # lenient=False raises instead
         return found
-
-    def descriptor_params_many(
-        self, js: Sequence[int], *, lenient: bool = True
-    ) -> list[tuple[dict[str, Any], int] | None]:
-        """:meth:`descriptor_params` of several objects with two batched reads (all footers, then all
-        descriptors). ``lenient``: a damaged frame gives ``None`` (its values report the damage when read)
-        instead of raising."""
-        return descriptor_params_batch([(self, j) for j in js], lenient=lenient)
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:

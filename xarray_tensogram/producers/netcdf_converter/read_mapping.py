@@ -129,7 +129,7 @@ def _group(inp: NcInput, dim_names: Any, where: str) -> RawGroup:
     for name, var in inp.variables.items():
         _check(var, where)
         dims = _dims(var, unlimited)
-        variables[name] = _variable(var, inp, requested_dims(dim_names, name, len(dims), where) or dims)
+        variables[name] = _variable(var, inp, requested_dims(dim_names, name, len(dims)) or dims)
     _warn_missing_coordinates(inp, set(inp.variables), where)
     group = RawGroup.of(variables, {}, inp.global_attrs)
     if unlimited is not None and unlimited in group.sizes():
