@@ -157,13 +157,20 @@ def _producer_grids(
     return out
 
 
+def _object_hints(objects: Sequence[TgObject]) -> list[Any]:
+    """The different per-object ``dim_names`` hints of a variable's objects, as lists: found among the tuples
+    the objects share before any is made a list (one list per object would be garbage the collector walks)."""
+    shared = distinct_hints([o.own_value("dim_names") for o in objects])
+    return distinct_hints([list(h) if type(h) is tuple else h for h in shared])
+
+
 def _dim_hints(
     data: Sequence[TgObject], by_name: Mapping[str, list[TgObject]], file_name: str, only_group: bool
 ) -> tuple[list[str] | dict[int, str] | None, dict[str, tuple[tuple[int, ...], list[str] | None]]] | None:
     """The dims the messages name (``_extra_.dim_names``) and those each variable's objects name (its shape
     with its ``dim_names``), parsed; None where messages disagree and the group may still be split."""
     file_hints = [o.extra.get("dim_names") for o in data]
-    object_hints = {n: [o.entry.get("dim_names") for o in v] for n, v in by_name.items()}
+    object_hints = {n: _object_hints(v) for n, v in by_name.items()}
     if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
         return None
     shapes = [v[0].shape for v in by_name.values()]

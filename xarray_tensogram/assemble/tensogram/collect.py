@@ -88,6 +88,16 @@ class TgObject:
         """The object's nested metadata: base[i] over descriptor params, without ``_reserved_``."""
         return self.nested if self.nested is not None else _rebuilt(self.keys)
 
+    def own_value(self, key: str) -> Any:
+        """``entry.get(key)`` without rebuilding the nested map, lists of scalars as the tuples :attr:`keys` holds
+        (shared by the objects that have the same): asked once per object of an archive, for ``dim_names``."""
+        if self.nested is not None:
+            return self.nested.get(key)
+        if key in self.keys:  # a flattened top-level value, as _rebuilt would give it back (but for tuples)
+            return self.keys[key]
+        prefix = key + "."
+        return self.entry.get(key) if any(k.startswith(prefix) for k in self.keys) else None
+
     @property
     def spec(self) -> Callable[[], ArraySpec]:
         """What builds the object's :class:`ArraySpec` when a read first needs it."""
