@@ -113,6 +113,22 @@ class Chain:
             data = stage.codec.decode(data, expected, stage.params, where)
         return data
 
+    def max_output(self, stored: int) -> int | None:
+        """The most bytes ``stored`` bytes decode to through the bytes->bytes stages (None: no bound)."""
+        size: int | None = stored
+        for stage in reversed(self.compressors):
+            size = None if size is None else stage.codec.max_output(size)
+        return size
+
+    def decode_capped(self, payload: Buffer, cap: int, where: str = "") -> Buffer:
+        """Like :meth:`decode_bytes` for a payload whose decoded size nobody records: at most ``cap`` bytes
+        (less where a stage's :meth:`max_output` bounds it lower)."""
+        data: Buffer = payload
+        for stage in reversed(self.compressors):
+            bound = stage.codec.max_output(len(data))
+            data = stage.codec.decode_capped(data, min(cap, bound if bound is not None else cap), stage.params, where)
+        return data
+
     def decode(self, payload: Buffer, where: str = "") -> np.ndarray:
         """All the values, flat, in native byte order."""
         encoded = self.decode_bytes(payload, where)

@@ -32,7 +32,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
-from .compression import SEEKABLE_ZSTD, V01_ENCODINGS
+from .compression import SEEKABLE_ZSTD, V01_ENCODINGS, stores_values
 from .model import (
     LONG_DTYPE_NAMES,
     MAX_RANK,
@@ -250,7 +250,7 @@ def _v01_entry(source: ByteSource, i: int, entry: Any, idx_start: int) -> Tensor
     if offset < 64 or offset % 64:
         reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
         raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
-    big_endian = endianness == "big" and encoding == "raw"
+    big_endian = endianness == "big" and stores_values(encoding)
     part = Part(
         offset, v["size"], LONG_DTYPE_NAMES.get(v["dtype"], "u8"), encoding, None, v["checksum"], False, big_endian
     )
@@ -361,7 +361,7 @@ def _layout_problem(
     if (
         fallback
         and len(parts) == 1
-        and lone.encoding == "raw"
+        and stores_values(lone.encoding)
         and lone.length == math.prod(shape) * lone.storage.itemsize
     ):
         return None
