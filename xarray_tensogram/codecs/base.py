@@ -103,6 +103,8 @@ class Codec:
     capabilities: ClassVar[Capabilities] = Capabilities()
     #: largest decoded/stored ratio the codec reaches on real data, generously (None: no useful bound)
     max_ratio: ClassVar[int | None] = None
+    #: what an array->bytes codec decodes to whatever the stored dtype (None: the stored dtype itself)
+    decoded_dtype: ClassVar[np.dtype | None] = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

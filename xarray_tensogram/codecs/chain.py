@@ -141,7 +141,7 @@ class Chain:
         if codec is RAW:
             stored = np.dtype(params["dtype"])
             return bool(stored.newbyteorder("=") == dtype and (stored.isnative or stored.itemsize == 1))
-        return bool(dtype == np.float64)
+        return bool(dtype == self._native_dtype())
 
     def decode_into(self, payload: Buffer, out: np.ndarray, where: str = "") -> None:
         """All the values into ``out`` (writable, of :meth:`decodes_into`'s dtype): a compressor that can
@@ -192,10 +192,11 @@ class Chain:
         return values
 
     def _native_dtype(self) -> np.dtype:
-        if self.values.codec is RAW:
-            native: np.dtype = np.dtype(self.values.params["dtype"]).newbyteorder("=")
-            return native
-        return np.dtype(np.float64)
+        fixed = self.values.codec.decoded_dtype
+        if fixed is not None:
+            return fixed
+        native: np.dtype = np.dtype(self.values.params["dtype"]).newbyteorder("=")
+        return native
 
 
 def native_order(dtype: np.dtype | str, byte_order: str) -> np.dtype:
