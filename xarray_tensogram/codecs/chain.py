@@ -161,6 +161,19 @@ class Chain:
             check_size(encoded, out.nbytes, "payload", where)
         self.values.codec.decode_values_into(encoded, out, self.values.params)
 
+    def zarr(self) -> list[dict[str, Any]] | None:
+        """The Zarr v3 codecs after ``bytes`` that decode the stored bytes (each stage's :meth:`Codec.zarr`);
+        None when Zarr cannot (a stage it has no codec for, or values not stored as they are)."""
+        if self.values.codec is not RAW:
+            return None
+        entries: list[dict[str, Any]] = []
+        for stage in self.compressors:
+            zarr = stage.codec.zarr(stage.params)
+            if zarr is None:
+                return None
+            entries += zarr
+        return entries
+
     def merge_gap(self) -> int:
         """Elements between two wanted runs below which one :meth:`decode_range` of both costs less than two
         (the bytes->bytes stage's :meth:`Codec.merge_gap`, in elements)."""
