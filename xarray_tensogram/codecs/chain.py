@@ -19,6 +19,7 @@ chain has at most one compressor), so no stage needs the sizes in between record
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,8 +87,9 @@ class Chain:
         """Bytes between the array->bytes stage and the first bytes->bytes stage."""
         return int(self.values.codec.encoded_nbytes(self.count, self.values.params))
 
-    @property
+    @functools.cached_property
     def _active(self) -> tuple[Stage, ...]:
+        """The stages that change the bytes (asked on every tile of a read: worked out once)."""
         return tuple(s for s in self.compressors if s.codec is not PASSTHROUGH)
 
     @property
@@ -137,24 +139,32 @@ class Chain:
 
     def decodes_into(self, dtype: np.dtype) -> bool:
         """Whether :meth:`decode_into` writes an array of ``dtype`` without a cast."""
-        codec, params = self.values.codec, self.values.params
-        if codec is RAW:
-            stored = np.dtype(params["dtype"])
-            return bool(stored.newbyteorder("=") == dtype and (stored.isnative or stored.itemsize == 1))
-        return bool(dtype == self._native_dtype())
+        into = self._into_dtype
+        return into is not None and bool(into == dtype)
+
+    @functools.cached_property
+    def _direct(self) -> Stage | None:
+        """The one stage that decodes raw values straight into a caller's buffer, if the chain has one."""
+        active = self._active
+        if self.values.codec is RAW and len(active) == 1 and active[0].codec.capabilities.decode_into:
+            return active[0]
+        return None
+
+    @functools.cached_property
+    def _into_dtype(self) -> np.dtype | None:
+        """The one dtype :meth:`decode_into` writes without a cast (None: values stored in a swapped byte
+        order); asked for every tile of a read, so worked out once."""
+        if self.values.codec is RAW:
+            stored = np.dtype(self.values.params["dtype"])
+            return stored.newbyteorder("=") if stored.isnative or stored.itemsize == 1 else None
+        return self._native_dtype()
 
     def decode_into(self, payload: Buffer, out: np.ndarray, where: str = "") -> None:
         """All the values into ``out`` (writable, of :meth:`decodes_into`'s dtype): a compressor that can
         decode into a buffer writes raw native values straight into ``out``."""
-        active = self._active
-        if (
-            self.values.codec is RAW
-            and len(active) == 1
-            and active[0].codec.capabilities.decode_into
-            and out.flags.c_contiguous
-            and self.decodes_into(out.dtype)
-        ):
-            active[0].codec.decode_into(payload, out, active[0].params, where)
+        direct = self._direct
+        if direct is not None and out.flags.c_contiguous and self.decodes_into(out.dtype):
+            direct.codec.decode_into(payload, out, direct.params, where)
             return
         encoded = self.decode_bytes(payload, where)
         if self.values.codec is RAW:

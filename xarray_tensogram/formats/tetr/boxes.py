@@ -85,19 +85,29 @@ def _plan_tiles(
     rows = entries[block.reshape(-1)]
     offsets, stored, codecs = rows["offset"].tolist(), rows["stored"].tolist(), rows["codec"].tolist()
     tiles = []
+    # each tile's chain, and the stored bytes of one leading-axis row where the chain stores values as they
+    # are (0 otherwise): few distinct ones (edge extents, a codec or two), so worked out once each
+    chains: dict[tuple[int, tuple[int, ...]], tuple[Chain, int]] = {}
     for k, combo in enumerate(itertools.product(*parts)):
         extent = tuple(p.extent for p in combo)
         local = tuple(p.local for p in combo)
         offset, length = offsets[k], stored[k]
-        chain = tile_chain(codecs[k], dtype, math.prod(extent))
-        if chain.stored_is_encoded:  # values as they are: only the leading-axis rows the box needs
-            row = math.prod(extent[1:])
-            lo, hi = chain.stored_span(local[0].start * row, local[0].stop * row, length)
-            offset, length = offset + lo, hi - lo
+        chain, row_bytes = chains.get((codecs[k], extent)) or chains.setdefault(
+            (codecs[k], extent), _tile_plan(codecs[k], dtype, extent)
+        )
+        if row_bytes:  # only the leading-axis rows the box needs
+            offset += local[0].start * row_bytes
+            length = (local[0].stop - local[0].start) * row_bytes
         tiles.append(
             _Tile(tuple(p.tile for p in combo), tuple(p.out for p in combo), local, extent, chain, offset, length)
         )
     return tiles
+
+
+def _tile_plan(code: int, dtype: np.dtype, extent: tuple[int, ...]) -> tuple[Chain, int]:
+    chain = tile_chain(code, dtype, math.prod(extent))
+    row = math.prod(extent[1:])
+    return chain, chain.stored_span(0, row, row * dtype.itemsize)[1] if chain.stored_is_encoded else 0
 
 
 def _runs(tiles: list[_Tile]) -> list[_Run]:

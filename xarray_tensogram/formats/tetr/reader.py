@@ -60,7 +60,7 @@ class TetrTileReader:
         return entry
 
     def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
-        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec)`` (0 raw, 1 zstd)."""
+        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec code)``."""
         e = self._entry(tuple(int(c) for c in coords))
         return int(e["offset"]), int(e["stored"]), int(e["raw"]), int(e["codec"])
 
