@@ -3,6 +3,8 @@ the chain a part's encoding makes (what every read path asks)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ...codecs import zstd
@@ -26,12 +28,21 @@ V01_ENCODINGS = (RAW, zstd.CODEC.name)
 def part_chain(encoding: str, dtype: np.dtype, count: int, where: str = "") -> Chain:
     """The chain of a part of ``count`` elements of ``dtype`` (in the part's byte order) stored with
     ``encoding``; an encoding outside :data:`ENCODINGS` is refused naming the known ones."""
-    codec = ENCODINGS.get(encoding)
-    if codec is None:
+    if not isinstance(encoding, str) or encoding not in ENCODINGS:
         raise UnsupportedError(f"{where}encoding {encoding!r} is not supported (known: {', '.join(ENCODINGS)})")
-    return Chain(Stage(RAW_VALUES, {"dtype": dtype}), (Stage(codec),), count)
+    return _chain(encoding, np.dtype(dtype), count)
 
 
-def stores_values(encoding: str) -> bool:
+@lru_cache(maxsize=1024)
+def _chain(encoding: str, dtype: np.dtype, count: int) -> Chain:
+    """One chain per part geometry (an open asks one for each of thousands of tensors)."""
+    return Chain(Stage(RAW_VALUES, {"dtype": dtype}), (Stage(ENCODINGS[encoding]),), count)
+
+
+#: the encodings whose parts hold their values as they are (byte ranges of them read directly)
+_AS_STORED = frozenset(word for word in ENCODINGS if part_chain(word, np.dtype("u1"), 0).stored_is_encoded)
+
+
+def stores_values(encoding: object) -> bool:
     """Whether parts of ``encoding`` hold their values as they are (byte ranges of them read directly)."""
-    return encoding in ENCODINGS and part_chain(encoding, np.dtype("u1"), 0).stored_is_encoded
+    return isinstance(encoding, str) and encoding in _AS_STORED
