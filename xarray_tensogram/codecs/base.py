@@ -117,6 +117,8 @@ class Codec:
     capabilities: ClassVar[Capabilities] = Capabilities()
     #: largest decoded/stored ratio the codec reaches on real data, generously (None: no useful bound)
     max_ratio: ClassVar[int | None] = None
+    #: what an array->bytes codec decodes to whatever the stored dtype (None: the stored dtype itself)
+    decoded_dtype: ClassVar[np.dtype | None] = None
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -170,6 +172,12 @@ class Codec:
     def max_output(self, stored: int) -> int | None:
         """The most decoded bytes ``stored`` bytes can give, known before reading them (None: no bound)."""
         return None if self.max_ratio is None else self.max_ratio * max(stored, 1) + 4096
+
+    def fits_output(self, decoded: np.ndarray, stored: np.ndarray) -> np.ndarray:
+        """Element-wise ``decoded <= max_output(stored)`` over ``uint64`` arrays: an index's claimed sizes
+        checked at once, before anything is allocated."""
+        bounds = [self.max_output(int(s)) for s in stored]
+        return np.array([b is None or int(d) <= b for d, b in zip(decoded, bounds, strict=True)], dtype=bool)
 
     def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         """A stream whose decoded size nobody recorded, refused past ``cap`` bytes."""

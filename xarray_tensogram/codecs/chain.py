@@ -19,6 +19,7 @@ chain has at most one compressor), so no stage needs the sizes in between record
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,8 +87,9 @@ class Chain:
         """Bytes between the array->bytes stage and the first bytes->bytes stage."""
         return int(self.values.codec.encoded_nbytes(self.count, self.values.params))
 
-    @property
+    @functools.cached_property
     def _active(self) -> tuple[Stage, ...]:
+        """The stages that change the bytes (asked on every tile of a read: worked out once)."""
         return tuple(s for s in self.compressors if s.codec is not PASSTHROUGH)
 
     @property
@@ -113,6 +115,22 @@ class Chain:
             data = stage.codec.decode(data, expected, stage.params, where)
         return data
 
+    def max_output(self, stored: int) -> int | None:
+        """The most bytes ``stored`` bytes decode to through the bytes->bytes stages (None: no bound)."""
+        size: int | None = stored
+        for stage in reversed(self.compressors):
+            size = None if size is None else stage.codec.max_output(size)
+        return size
+
+    def decode_capped(self, payload: Buffer, cap: int, where: str = "") -> Buffer:
+        """Like :meth:`decode_bytes` for a payload whose decoded size nobody records: at most ``cap`` bytes
+        (less where a stage's :meth:`max_output` bounds it lower)."""
+        data: Buffer = payload
+        for stage in reversed(self.compressors):
+            bound = stage.codec.max_output(len(data))
+            data = stage.codec.decode_capped(data, min(cap, bound if bound is not None else cap), stage.params, where)
+        return data
+
     def decode(self, payload: Buffer, where: str = "") -> np.ndarray:
         """All the values, flat, in native byte order."""
         encoded = self.decode_bytes(payload, where)
@@ -121,29 +139,50 @@ class Chain:
 
     def decodes_into(self, dtype: np.dtype) -> bool:
         """Whether :meth:`decode_into` writes an array of ``dtype`` without a cast."""
-        codec, params = self.values.codec, self.values.params
-        if codec is RAW:
-            stored = np.dtype(params["dtype"])
-            return bool(stored.newbyteorder("=") == dtype and (stored.isnative or stored.itemsize == 1))
-        return bool(dtype == np.float64)
+        into = self._into_dtype
+        return into is not None and bool(into == dtype)
+
+    @functools.cached_property
+    def _direct(self) -> Stage | None:
+        """The one stage that decodes raw values straight into a caller's buffer, if the chain has one."""
+        active = self._active
+        if self.values.codec is RAW and len(active) == 1 and active[0].codec.capabilities.decode_into:
+            return active[0]
+        return None
+
+    @functools.cached_property
+    def _into_dtype(self) -> np.dtype | None:
+        """The one dtype :meth:`decode_into` writes without a cast (None: values stored in a swapped byte
+        order); asked for every tile of a read, so worked out once."""
+        if self.values.codec is RAW:
+            stored = np.dtype(self.values.params["dtype"])
+            return stored.newbyteorder("=") if stored.isnative or stored.itemsize == 1 else None
+        return self._native_dtype()
 
     def decode_into(self, payload: Buffer, out: np.ndarray, where: str = "") -> None:
         """All the values into ``out`` (writable, of :meth:`decodes_into`'s dtype): a compressor that can
         decode into a buffer writes raw native values straight into ``out``."""
-        active = self._active
-        if (
-            self.values.codec is RAW
-            and len(active) == 1
-            and active[0].codec.capabilities.decode_into
-            and out.flags.c_contiguous
-            and self.decodes_into(out.dtype)
-        ):
-            active[0].codec.decode_into(payload, out, active[0].params, where)
+        direct = self._direct
+        if direct is not None and out.flags.c_contiguous and self.decodes_into(out.dtype):
+            direct.codec.decode_into(payload, out, direct.params, where)
             return
         encoded = self.decode_bytes(payload, where)
         if self.values.codec is RAW:
             check_size(encoded, out.nbytes, "payload", where)
         self.values.codec.decode_values_into(encoded, out, self.values.params)
+
+    def zarr(self) -> list[dict[str, Any]] | None:
+        """The Zarr v3 codecs after ``bytes`` that decode the stored bytes (each stage's :meth:`Codec.zarr`);
+        None when Zarr cannot (a stage it has no codec for, or values not stored as they are)."""
+        if self.values.codec is not RAW:
+            return None
+        entries: list[dict[str, Any]] = []
+        for stage in self.compressors:
+            zarr = stage.codec.zarr(stage.params)
+            if zarr is None:
+                return None
+            entries += zarr
+        return entries
 
     def merge_gap(self) -> int:
         """Elements between two wanted runs below which one :meth:`decode_range` of both costs less than two
@@ -196,10 +235,11 @@ class Chain:
         return out
 
     def _native_dtype(self) -> np.dtype:
-        if self.values.codec is RAW:
-            native: np.dtype = np.dtype(self.values.params["dtype"]).newbyteorder("=")
-            return native
-        return np.dtype(np.float64)
+        fixed = self.values.codec.decoded_dtype
+        if fixed is not None:
+            return fixed
+        native: np.dtype = np.dtype(self.values.params["dtype"]).newbyteorder("=")
+        return native
 
 
 def native_order(dtype: np.dtype | str, byte_order: str) -> np.dtype:

@@ -111,6 +111,7 @@ class SimplePacking(Codec):
 
     name = "simple_packing"
     role = Role.ARRAY_BYTES
+    decoded_dtype = np.dtype(np.float64)
     params = (
         Param("bits_per_value", int, 16, bounds=(0, 64), doc="bits per packed value"),
         Param("decimal_scale_factor", int, 0, bounds=(-308, 308), doc="D of v = R + 2**E * 10**-D * q"),

@@ -258,6 +258,10 @@ class Zstd(Codec):
     def max_output(self, stored: int) -> int | None:
         return max_output(stored)
 
+    def fits_output(self, decoded: np.ndarray, stored: np.ndarray) -> np.ndarray:
+        fits: np.ndarray = fits_output_bound(decoded, stored)
+        return fits
+
     def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         return decompress_capped(_bytes_like(payload), cap, where=where)
 

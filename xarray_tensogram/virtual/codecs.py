@@ -122,7 +122,7 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
         raise CodecError("the Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr")
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        from ..formats.tetr.model import tile_codec
+        from ..formats.tetr.model import tile_chain
 
         data = memoryview(buf).cast("B")
         dtype = np.dtype(self.dtype)
@@ -134,13 +134,9 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
             skip, stored, raw, codec, shape = entry
         payload = data[skip : skip + stored]
         where = f"Tetration tile of {len(data)} referenced bytes: "
-        stage = tile_codec(codec)
-        flat = (
-            np.frombuffer(payload, np.uint8)
-            if stage.capabilities.byte_ranges
-            else stage.decode(payload, int(raw), {}, where)
-        )
-        if len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+        count, odd = divmod(int(raw), dtype.itemsize)
+        flat = payload if odd else tile_chain(int(codec), dtype, count).decode_bytes(payload, where)
+        if odd or len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
         tile = np.frombuffer(flat, dtype=dtype).reshape(shape)
         if list(shape) != self.chunk_shape:

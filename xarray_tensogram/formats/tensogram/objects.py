@@ -31,7 +31,7 @@ from ...errors import (
 from ...io import ByteSource, RangeColumns
 from .._chunks import read_row_band
 from . import pipeline
-from .compression import chain_of, stage_codec
+from .compression import STAGES, chain_of, stage_codec
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
     DATA_FRAME,
@@ -454,8 +454,8 @@ class Message:
         shape = tuple(int(s) for s in desc["shape"])
         if desc["dtype"] == "bitmask":
             return ((math.prod(shape) + 7) // 8,), np.dtype(np.uint8)
-        if desc.get("encoding") == "simple_packing":
-            return shape, np.dtype(np.float64)
+        if (fixed := getattr(STAGES["encoding"].get(str(desc.get("encoding"))), "decoded_dtype", None)) is not None:
+            return shape, fixed  # what the encoding stage decodes to (simple_packing: float64)
         return shape, numpy_dtype(desc["dtype"])
 
     def descriptor(self, j: int) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from typing import Any
 
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
-from ...codecs.base import PASSTHROUGH
 
 __all__ = ["FRAME_CODEC_ID", "object_layout"]
 
@@ -22,19 +21,12 @@ FRAME_CODEC_ID = "xarray_tensogram.tgm_frame"
 
 def _standard_codecs(desc: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The standard Zarr codecs after ``bytes`` of an object, or None when only the frame codec decodes it:
-    the codec objects of Tensogram's table say how Zarr spells them."""
-    from .compression import STAGES, codec_params
+    the object's chain (the codec objects of Tensogram's table) says how Zarr spells them."""
+    from .compression import chain_of
 
-    if STAGES["encoding"].get(desc["encoding"]) is not PASSTHROUGH or desc.get("masks") or desc["dtype"] == "bitmask":
+    if desc.get("masks") or desc["dtype"] == "bitmask":
         return None
-    entries: list[dict[str, Any]] = []
-    for stage in ("filter", "compression"):
-        codec = STAGES[stage].get(desc[stage])
-        zarr = codec.zarr(codec_params(desc, codec)) if codec is not None else None
-        if zarr is None:
-            return None
-        entries += zarr
-    return entries
+    return chain_of(desc).zarr()
 
 
 def object_layout(

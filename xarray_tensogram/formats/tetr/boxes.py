@@ -18,11 +18,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...codecs.chain import Chain
 from ...errors import CodecError, describe
 from ...io import ByteSource
 from ...io.local import scratch_buffer
 from ...outer import plan_axis
-from .model import tile_codec
+from .model import tile_chain
 
 __all__ = ["AxisPart", "plan_box_axis", "read_box_into"]
 
@@ -52,7 +53,8 @@ class _Tile(NamedTuple):
     out: tuple[slice, ...]
     local: tuple[slice, ...]
     extent: tuple[int, ...]
-    codec: int
+    #: what decodes the tile (:func:`.model.tile_chain`)
+    chain: Chain
     offset: int  # first byte to fetch (raw: the first needed row)
     length: int  # bytes to fetch
 
@@ -75,24 +77,37 @@ def plan_box_axis(start: int, stop: int, tile: int, size: int) -> list[AxisPart]
     ]
 
 
-def _plan_tiles(parts: Sequence[list[AxisPart]], entries: np.ndarray, table: np.ndarray, itemsize: int) -> list[_Tile]:
+def _plan_tiles(
+    parts: Sequence[list[AxisPart]], entries: np.ndarray, table: np.ndarray, dtype: np.dtype
+) -> list[_Tile]:
     """Every tile of the box in C order of the grid, with its byte range (raw tiles: only the rows needed)."""
     block = table[tuple(slice(p[0].tile, p[-1].tile + 1) for p in parts)]
     rows = entries[block.reshape(-1)]
     offsets, stored, codecs = rows["offset"].tolist(), rows["stored"].tolist(), rows["codec"].tolist()
     tiles = []
+    # each tile's chain, and the stored bytes of one leading-axis row where the chain stores values as they
+    # are (0 otherwise): few distinct ones (edge extents, a codec or two), so worked out once each
+    chains: dict[tuple[int, tuple[int, ...]], tuple[Chain, int]] = {}
     for k, combo in enumerate(itertools.product(*parts)):
         extent = tuple(p.extent for p in combo)
         local = tuple(p.local for p in combo)
         offset, length = offsets[k], stored[k]
-        if tile_codec(codecs[k]).capabilities.byte_ranges:  # raw: only the leading-axis rows the box needs
-            row_bytes = math.prod(extent[1:]) * itemsize
+        chain, row_bytes = chains.get((codecs[k], extent)) or chains.setdefault(
+            (codecs[k], extent), _tile_plan(codecs[k], dtype, extent)
+        )
+        if row_bytes:  # only the leading-axis rows the box needs
             offset += local[0].start * row_bytes
             length = (local[0].stop - local[0].start) * row_bytes
         tiles.append(
-            _Tile(tuple(p.tile for p in combo), tuple(p.out for p in combo), local, extent, codecs[k], offset, length)
+            _Tile(tuple(p.tile for p in combo), tuple(p.out for p in combo), local, extent, chain, offset, length)
         )
     return tiles
+
+
+def _tile_plan(code: int, dtype: np.dtype, extent: tuple[int, ...]) -> tuple[Chain, int]:
+    chain = tile_chain(code, dtype, math.prod(extent))
+    row = math.prod(extent[1:])
+    return chain, chain.stored_span(0, row, row * dtype.itemsize)[1] if chain.stored_is_encoded else 0
 
 
 def _runs(tiles: list[_Tile]) -> list[_Run]:
@@ -152,7 +167,7 @@ def read_box_into(
     parts = [plan_box_axis(s.start, s.stop, c, n) for s, c, n in zip(box, chunk_shape, shape, strict=True)]
     if out.size == 0 or any(not p for p in parts):
         return
-    tiles = _plan_tiles(parts, entries, table, dtype.itemsize)
+    tiles = _plan_tiles(parts, entries, table, dtype)
     for run, data in _fetched(source, _runs(tiles), f"tiles of {name!r}"):
         pos = 0
         for strip in _strips(run.tiles):
@@ -177,8 +192,8 @@ def _strips(tiles: list[_Tile]) -> Iterator[list[_Tile]]:
         if strip:
             last = strip[-1]
             if (
-                tile_codec(t.codec).capabilities.byte_ranges
-                and tile_codec(last.codec).capabilities.byte_ranges
+                t.chain.stored_is_encoded
+                and last.chain.stored_is_encoded
                 and t.extent == last.extent
                 and t.coords[:-1] == last.coords[:-1]
                 and t.coords[-1] == last.coords[-1] + 1
@@ -208,22 +223,18 @@ def _copy_strip(strip: list[_Tile], payload: Any, dtype: np.dtype, out: np.ndarr
 def _decode_tile(t: _Tile, payload: Any, dtype: np.dtype, out: np.ndarray, path: str, name: str) -> None:
     """One tile into ``out[t.out]``: a copy for raw rows, a decode (into place or via scratch) for zstd."""
     dst = out[t.out]
-    codec = tile_codec(t.codec)
-    if codec.capabilities.byte_ranges:
+    if t.chain.stored_is_encoded:
         rows = np.frombuffer(payload, dtype=dtype).reshape((t.local[0].stop - t.local[0].start, *t.extent[1:]))
         within = (slice(None), *t.local[1:])
         np.copyto(dst, rows[within])
         return
     try:
-        if _whole(t) and dst.flags.c_contiguous and codec.capabilities.decode_into:
-            codec.decode_into(payload, dst, {})
+        if _whole(t) and dst.flags.c_contiguous:
+            t.chain.decode_into(payload, dst)
             return
-        buf = scratch_buffer(math.prod(t.extent) * dtype.itemsize, "decode")
-        if codec.capabilities.decode_into:
-            codec.decode_into(payload, buf, {})
-        else:
-            buf[...] = np.frombuffer(codec.decode(payload, buf.size, {}), dtype=np.uint8)
-        np.copyto(dst, buf.view(dtype).reshape(t.extent)[t.local])
+        tile = scratch_buffer(math.prod(t.extent) * dtype.itemsize, "decode").view(dtype).reshape(t.extent)
+        t.chain.decode_into(payload, tile)
+        np.copyto(dst, tile[t.local])
     except CodecError as exc:
         where = describe(path, f"dataset {name!r} tile {list(t.coords)}", t.offset)
         raise CodecError(f"{where}{exc}") from exc

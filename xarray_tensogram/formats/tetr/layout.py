@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import zstd
 from ...errors import (
     CorruptFileError,
     LimitExceededError,
@@ -26,6 +25,7 @@ from ...errors import (
 from ...io import ByteSource
 from .footer import _check_count, _history_row, _metadata, _parse_json, _where_footer
 from .model import (
+    CODEC_TABLE,
     CODECS,
     DTYPE_CODES,
     ENTRY,
@@ -203,33 +203,50 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
         raise CorruptFileError(f"{where}entry_count {count} needs {32 + 104 * count} bytes, the region has {length}")
     entries = src.read_array(offset + 32, 104 * count, what="chunk index entries").view(ENTRY)
     codec_ok = np.isin(entries["codec"], list(CODECS))
-    raw_ok = (entries["codec"] != 0) | (entries["raw"] == entries["stored"])
-    # zstd cannot expand more than one 128 KiB block per 4 stored bytes: bound raw_byte_len before allocating
-    zstd_ok = (entries["codec"] != 1) | zstd.fits_output_bound(entries["raw"], entries["stored"])
+    raw_ok, bound_ok = _size_checks(entries)
     span_ok = (entries["offset"] <= np.uint64(payload_end)) & (
         entries["stored"] <= np.uint64(payload_end) - np.minimum(entries["offset"], np.uint64(payload_end))
     )
-    bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & zstd_ok))
+    bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & bound_ok))
     if bad.size:
         k = int(bad[0])
         e = entries[k]
         at = describe(src.name, f"chunk index entry {k}", offset + 32 + 104 * k)
         if not codec_ok[k]:
-            raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected 0 (raw) or 1 (zstd)")
+            known = " or ".join(f"{code} ({name})" for code, name in CODECS.items())
+            raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected {known}")
+        name, codec = CODEC_TABLE[int(e["codec"])]
         if not raw_ok[k]:
             raise CorruptFileError(
-                f"{at}raw codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}"
+                f"{at}{name} codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}"
             )
         if span_ok[k]:
             raise LimitExceededError(
                 f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
-                f"zstd (at most one {zstd.BLOCK_MAX}-byte block per 4 stored bytes)"
+                f"{name} (at most {codec.max_output(int(e['stored']))} bytes)"
             )
         raise CorruptFileError(
             f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
             f"the payload region, which ends at byte {payload_end}"
         )
     return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
+
+
+def _size_checks(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per entry: a codec that stores values as they are stores raw_byte_len bytes; any other cannot decode
+    to more than its output bound (e.g. zstd: one 128 KiB block per 4 stored bytes), checked before
+    allocating."""
+    raw_ok = np.ones(len(entries), dtype=bool)
+    bound_ok = np.ones(len(entries), dtype=bool)
+    for code, (_name, codec) in CODEC_TABLE.items():
+        mine = entries["codec"] == code
+        if not mine.any():
+            continue
+        if codec.capabilities.byte_ranges:
+            raw_ok[mine] = entries["raw"][mine] == entries["stored"][mine]
+        else:
+            bound_ok[mine] = codec.fits_output(entries["raw"][mine], entries["stored"][mine])
+    return raw_ok, bound_ok
 
 
 def _tile_bytes(ds: TetrDataset, coords: np.ndarray) -> np.ndarray:

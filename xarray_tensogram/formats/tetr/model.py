@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from ...array_spec import chunk_counts
 from ...codecs import zstd
 from ...codecs.base import PASSTHROUGH, Codec
+from ...codecs.chain import RAW, Chain, Stage
 
 MAGIC = b"TETR"
 INDEX_MAGIC = b"TIDX"
@@ -46,9 +48,12 @@ _CODEC_OF = {name: code for code, name in CODECS.items()}
 CODEC_OBJECTS: dict[str, Codec] = dict(CODEC_TABLE.values())
 
 
-def tile_codec(code: int) -> Codec:
-    """The codec object of a chunk index entry's ``codec`` (the layout checks refuse unknown ones first)."""
-    return CODEC_TABLE[int(code)][1]
+@lru_cache(maxsize=4096)
+def tile_chain(code: int, dtype: np.dtype, count: int) -> Chain:
+    """The chain every read path asks about a tile of ``count`` elements of ``dtype`` stored with ``code``:
+    the values as they are (little-endian) through the entry's codec (none for raw tiles); the layout checks
+    refuse unknown codes first."""
+    return Chain(Stage(RAW, {"dtype": dtype}), (Stage(CODEC_TABLE[int(code)][1]),), count)
 
 
 #: ``MetadataLimitsV1::DEFAULT`` of the reference

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from .layout import (
     _read_footer,
     _read_index,
 )
-from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8, tile_codec
+from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8, tile_chain
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +60,7 @@ class TetrTileReader:
         return entry
 
     def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
-        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec)`` (0 raw, 1 zstd)."""
+        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec code)``."""
         e = self._entry(tuple(int(c) for c in coords))
         return int(e["offset"]), int(e["stored"]), int(e["raw"]), int(e["codec"])
 
@@ -80,8 +81,8 @@ class TetrTileReader:
             else tuple(slice(0, n) for n in extent)
         )
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
-        codec = tile_codec(e["codec"])
-        if codec.capabilities.byte_ranges:
+        chain = tile_chain(int(e["codec"]), self.dtype, math.prod(extent))
+        if chain.stored_is_encoded:
             # only the bytes of the leading-axis rows the region needs
             rows = read_raw_rows(
                 self.source,
@@ -94,8 +95,7 @@ class TetrTileReader:
             )
             within = (slice(None), *region[1:])
             return rows[within]
-        flat = np.frombuffer(codec.decode(self._stored(e), int(e["raw"]), {}, where), dtype=self.dtype)
-        return flat.reshape(extent)[region]
+        return chain.decode(self._stored(e), where).reshape(extent)[region]
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
         """Decode a whole tile straight into ``out`` (a view of the final array, usually not contiguous):
@@ -108,19 +108,15 @@ class TetrTileReader:
             return False
         where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
         offset, stored = int(e["offset"]), int(e["stored"])
-        codec = tile_codec(e["codec"])
-        if codec.capabilities.byte_ranges:
+        chain = tile_chain(int(e["codec"]), self.dtype, math.prod(extent))
+        if chain.stored_is_encoded:
             if stored != out.nbytes:
                 return False  # let read_chunk report the inconsistency
             self.source.read_into(offset, out, what=f"{where}raw tile")
             return True
         payload = self._stored(e)
         try:
-            if codec.capabilities.decode_into and out.flags.c_contiguous and int(e["raw"]) == out.nbytes:
-                codec.decode_into(payload, out, {}, where)
-            else:
-                flat = np.frombuffer(codec.decode(payload, int(e["raw"]), {}, where), dtype=self.dtype)
-                np.copyto(out, flat.reshape(extent))
+            chain.decode_into(payload, out, where)
         finally:
             del payload
             self.source.release(offset, stored)

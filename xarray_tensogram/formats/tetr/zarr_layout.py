@@ -8,6 +8,7 @@ gets a byte range of a length no other tile has, which is how the codec tells th
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -16,14 +17,14 @@ import numpy as np
 
 from ...array_spec import ArraySpec, chunk_counts, chunk_extent
 from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
-from ...codecs import zstd
+from .model import tile_chain
 
 __all__ = ["TILE_CODEC_ID", "tiles_layout"]
 
 #: the numcodecs/zarr id of the package's codec decoding clipped and mixed-codec tiles (``virtual/codecs.py``)
 TILE_CODEC_ID = "xarray_tensogram.tet_tile"
 
-#: a tile: grid coordinates, offset, stored bytes, raw bytes, codec (0 raw, 1 zstd), clipped at an edge
+#: a tile: grid coordinates, offset, stored bytes, raw bytes, codec (:data:`.model.CODEC_TABLE`), clipped at an edge
 _Tile = tuple[tuple[int, ...], int, int, int, int, bool]
 
 
@@ -56,9 +57,9 @@ def tiles_layout(spec: ArraySpec, tile_range: Callable[[tuple[int, ...]], tuple[
         shapes[tuple(coords)] = list(extent)
     full_codecs = Counter(t[4] for t in tiles if not t[5]) or Counter(t[4] for t in tiles)
     default = full_codecs.most_common(1)[0][0] if full_codecs else 0
-    if all(not t[5] and t[4] == default for t in tiles):
-        standard = zstd.CODEC.zarr({}) if default == 1 else []
-        codecs = (zarr_bytes_codec(spec.dtype), *(standard or []))
+    standard = tile_chain(default, spec.dtype, math.prod(spec.chunk_shape)).zarr()
+    if standard is not None and all(not t[5] and t[4] == default for t in tiles):
+        codecs = (zarr_bytes_codec(spec.dtype), *standard)
         return ByteLayout(spec.chunk_shape, codecs, tuple(ChunkRef(t[0], t[1], t[2]) for t in tiles))
     refs, special = _unique_ranges(tiles, default)
     for ref in refs:

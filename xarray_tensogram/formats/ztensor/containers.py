@@ -32,7 +32,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource, LocalFileSource
-from .compression import SEEKABLE_ZSTD, V01_ENCODINGS
+from .compression import SEEKABLE_ZSTD, V01_ENCODINGS, stores_values
 from .fields import MISSING, Field, Fields, is_array, is_text, is_uint, map_or_empty, maybe, one_of, uints
 from .model import (
     LONG_DTYPE_NAMES,
@@ -201,7 +201,7 @@ def _v01_entry(  # one parameter per index field: the index is read a column at 
     Unless the whole index is known ``placed`` well, its shape and offset are checked here."""
     if not placed:
         _v01_place(source, i, name, shape, offset)
-    big_endian = endianness == "big" and encoding == "raw"
+    big_endian = endianness == "big" and stores_values(encoding)
     part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, None, checksum, False, big_endian)
     custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
     if custom and not all(type(k) is str for k in custom):
@@ -318,7 +318,7 @@ def _layout_problem(
     if (
         fallback
         and len(parts) == 1
-        and lone.encoding == "raw"
+        and stores_values(lone.encoding)
         and lone.length == math.prod(shape) * lone.storage.itemsize
     ):
         return None

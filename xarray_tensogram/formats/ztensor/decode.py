@@ -11,14 +11,13 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, Unreferenced
-from ...codecs.base import Codec
-from ...codecs.chain import native_order
+from ...codecs.chain import Chain, native_order
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
 from ...errors import (
     CodecError,
@@ -31,7 +30,7 @@ from ...errors import (
 )
 from ...io import ByteSource
 from .._chunks import compressed_payload, read_raw_rows, read_row_band, read_span
-from .compression import ENCODINGS
+from .compression import part_chain
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = [
@@ -90,28 +89,28 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
         raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
 
 
-def _codec(encoding: str, where: str) -> Codec:
-    """The codec object of a part's ``encoding`` (:data:`.compression.ENCODINGS`, the format's one table)."""
-    codec = ENCODINGS.get(encoding)
-    if codec is None:
-        raise UnsupportedError(f"{where}encoding {encoding!r} is not supported (known: {', '.join(ENCODINGS)})")
-    return codec
+def _byte_chain(part: Part, nbytes: int, where: str) -> Chain:
+    """The chain of ``part`` as ``nbytes`` bytes (:func:`.compression.part_chain`): what the stored bytes
+    decode to, before they are viewed as the part's dtype."""
+    return part_chain(part.encoding, np.dtype("u1"), nbytes, where)
 
 
-def _decoded_size(codec: Codec, part: Part, stored: int, expected: int | None, where: str) -> int | None:
+def _decoded_size(chain: Chain, part: Part, stored: int, expected: int | None, where: str) -> int | None:
     """The bytes ``part`` decodes to (None: unknown, capped while decoding), refused where it contradicts the
-    ``expected`` size or exceeds what ``stored`` bytes of ``codec`` can give, before anything is allocated."""
+    ``expected`` size or exceeds what ``stored`` bytes through ``chain`` can give, before anything is
+    allocated."""
     size: int | None = stored
-    if codec.capabilities.byte_ranges:  # stored as they are
+    if chain.stored_is_encoded:  # stored as they are
         wrong = f"stored size is {stored} bytes, the shape and dtype need {expected}"
     else:
         size = part.decoded_length if part.decoded_length is not None else expected
         wrong = f"declared decoded length {size} differs from the {expected} bytes the shape needs"
     if size is not None and expected is not None and size != expected:
         raise CorruptFileError(where + wrong)
-    bound = codec.max_output(stored)
+    bound = chain.max_output(stored)
     if size is not None and bound is not None and size > bound:
-        raise LimitExceededError(f"{where}{stored} {codec.name} bytes cannot decode to the {size} bytes declared")
+        names = "+".join(s.codec.name for s in chain.compressors)
+        raise LimitExceededError(f"{where}{stored} {names} bytes cannot decode to the {size} bytes declared")
     return size
 
 
@@ -169,12 +168,12 @@ class TensorReader:
         digest = part.digest if self.verify else None
         if digest is not None and not part.digest_of_decoded:
             verify_digest(digest, stored, where)
-        codec = _codec(part.encoding, where)
-        size = _decoded_size(codec, part, len(stored), expected, where)
+        chain = _byte_chain(part, 0, where)
+        size = _decoded_size(chain, part, len(stored), expected, where)
         if size is None:
-            decoded = codec.decode_capped(stored, min(cap, codec.max_output(len(stored)) or cap), {}, where)
+            decoded = chain.decode_capped(stored, cap, where)
         else:
-            decoded = codec.decode(stored, size, {}, where)
+            decoded = replace(chain, count=size).decode_bytes(stored, where)
         raw = np.frombuffer(decoded, np.uint8)
         if digest is not None and part.digest_of_decoded:
             verify_digest(digest, raw, where)
@@ -289,7 +288,7 @@ class TensorReader:
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
         """v0.1 ``sparsecoo``/``sparsecsr``: the sparse structure packed into the single blob (spec 1.9)."""
         part = self.info.parts["data"]
-        if not _codec(part.encoding, self._where).capabilities.byte_ranges:
+        if not _byte_chain(part, 0, self._where).stored_is_encoded:
             stored = self._decode_part("data", None, max(self.info.size * 8 * max(len(self.info.shape), 1), 64))
         else:
             stored = self._decode_part("data", None, part.length)
@@ -335,7 +334,7 @@ class TensorReader:
         out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
         expected = info.size * ratio * main.storage.itemsize
         where = f"{self._where}part 'data': "
-        _decoded_size(_codec(main.encoding, where), main, main.length, expected, where)
+        _decoded_size(_byte_chain(main, expected, where), main, main.length, expected, where)
         self._check_bounds(main, "data")
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
         what = f"tensor {info.name!r} rows {start}:{stop}"
@@ -357,19 +356,18 @@ class TensorReader:
         expected = info.size * main.storage.itemsize
         self._check_bounds(main, "data")
         where = f"{self._where}part 'data': "
-        codec = _codec(main.encoding, where)
-        _decoded_size(codec, main, main.length, expected, where)
+        chain = part_chain(main.encoding, main.storage, info.size, where)
+        _decoded_size(chain, main, main.length, expected, where)
         source = self._source(main)
-        if codec.capabilities.byte_ranges and stop > start:
+        if chain.stored_is_encoded and stop > start:
             source.read_into(main.offset + start * (expected // info.shape[0]), out, what=f"tensor {info.name!r}")
             return True
-        # a codec named by its own name (not a framing of it, as seekable zstd is) decodes straight into ``out``
-        whole = (start, stop) == (0, info.shape[0]) and out.flags.c_contiguous and main.encoding == codec.name
-        if not (whole and codec.capabilities.decode_into):
+        if (start, stop) != (0, info.shape[0]) or not out.flags.c_contiguous:
             return False
+        codec = chain.compressors[-1].codec  # how it takes its input (a memory map or a read buffer)
         payload, mapped = compressed_payload(source, main.offset, main.length, codec, f"tensor {info.name!r}")
         try:
-            codec.decode_into(payload, out, {}, where)
+            chain.decode_into(payload, out, where)
         finally:
             del payload
             if mapped:
@@ -420,7 +418,7 @@ class TensorReader:
             return
         expected = info.size * ratio * main.storage.itemsize
         where = f"{self._where}part {next(iter(info.parts))!r}: "
-        _decoded_size(_codec(main.encoding, where), main, main.length, expected, where)
+        _decoded_size(_byte_chain(main, expected, where), main, main.length, expected, where)
 
     def spec(self) -> ArraySpec:
         info = self.info

@@ -21,6 +21,7 @@ import numpy as np
 from ...codecs import cbor as cbor_codec
 from ...codecs.optional import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
+from .compression import stores_values
 
 __all__ = [
     "LONG_DTYPE_NAMES",
@@ -249,7 +250,7 @@ class TensorInfo:
             self.problem is None
             and self.layout == "dense"
             and len(self.parts) == 1
-            and self.main_part.encoding == "raw"
+            and stores_values(self.main_part.encoding)
             and not self.main_part.big_endian
         )
 

@@ -7,7 +7,7 @@ import math
 
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, ChunkRef, Unreferenced, zarr_bytes_codec
-from .compression import ENCODINGS
+from .compression import ENCODINGS, part_chain
 from .model import TensorInfo
 
 __all__ = ["tensor_layout"]
@@ -17,8 +17,8 @@ def tensor_layout(info: TensorInfo, spec: ArraySpec) -> ByteLayout | Unreference
     if info.problem is not None or info.layout != "dense" or len(info.parts) != 1:
         return Unreferenced("layout")
     part = info.main_part
-    codec = ENCODINGS.get(part.encoding)
-    zarr = codec.zarr({}) if codec is not None else None
+    known = part.encoding in ENCODINGS
+    zarr = part_chain(part.encoding, part.storage, math.prod(spec.shape)).zarr() if known else None
     if zarr is None or info.numpy_dtype != part.storage.newbyteorder("="):
         return Unreferenced("codec")
     chunk_shape = tuple(max(1, s) for s in spec.shape)
