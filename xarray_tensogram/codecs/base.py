@@ -28,6 +28,7 @@ __all__ = [
     "Param",
     "Passthrough",
     "Role",
+    "as_bytes",
     "check_size",
 ]
 
@@ -243,6 +244,11 @@ class Codec:
     def zarr(self, params: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """The Zarr v3 codec entries (after the bytes codec) that decode these bytes; None when Zarr cannot."""
         return None
+
+
+def as_bytes(data: Buffer) -> bytes | memoryview:
+    """``data`` as bytes a library reads in place (an array's own buffer, not copied)."""
+    return data.data.cast("B") if isinstance(data, np.ndarray) else data
 
 
 def check_size(data: Buffer, expected: int, codec: str, where: str = "") -> None:

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, EncodeError, MissingCodecError
-from .base import Buffer, Capabilities, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param, as_bytes
 from .optional import require
 
-__all__ = ["CODEC", "decode", "szip_decode", "szip_encode"]
+__all__ = ["CODEC", "szip_encode"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
@@ -57,47 +57,40 @@ def _libaec() -> ctypes.CDLL:
     if not candidates:
         raise MissingCodecError("szip encoding needs the libaec library bundled with imagecodecs, which was not found")
     lib = ctypes.CDLL(candidates[0])
-    p = ctypes.POINTER(_AecStream)
-    for name in ("aec_encode_init", "aec_encode_enable_offsets", "aec_encode_end"):
-        getattr(lib, name).argtypes = [p]
-        getattr(lib, name).restype = ctypes.c_int
-    for name in ("aec_decode_init", "aec_decode_end"):
-        getattr(lib, name).argtypes = [p]
-        getattr(lib, name).restype = ctypes.c_int
-    lib.aec_decode.argtypes = [p, ctypes.c_int]
-    lib.aec_decode.restype = ctypes.c_int
-    lib.aec_encode.argtypes = [p, ctypes.c_int]
-    lib.aec_encode.restype = ctypes.c_int
-    lib.aec_encode_count_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t)]
-    lib.aec_encode_count_offsets.restype = ctypes.c_int
-    lib.aec_encode_get_offsets.argtypes = [p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t]
-    lib.aec_encode_get_offsets.restype = ctypes.c_int
-    lib.aec_buffer_seek.argtypes = [p, ctypes.c_size_t]
-    lib.aec_buffer_seek.restype = ctypes.c_int
+    strm, size, sizes = ctypes.POINTER(_AecStream), ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)
+    for name, args in (
+        *((n, [strm]) for n in ("aec_encode_init", "aec_encode_enable_offsets", "aec_encode_end")),
+        *((n, [strm]) for n in ("aec_decode_init", "aec_decode_end")),
+        *((n, [strm, ctypes.c_int]) for n in ("aec_encode", "aec_decode")),
+        ("aec_encode_count_offsets", [strm, sizes]),
+        ("aec_encode_get_offsets", [strm, sizes, size]),
+        ("aec_buffer_seek", [strm, size]),
+    ):
+        getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int
     return lib
 
 
-def szip_encode(
-    data: bytes, bits_per_sample: int, block_size: int, rsi: int, flags: int, sample_bytes: int
-) -> tuple[bytes, list[int]]:
-    """Encode ``data``; return the libaec stream and the RSI bit offsets (truncated as the reference does)."""
+def _stream(lib: ctypes.CDLL, init: str, src: Any, n_in: int, dst: Any, n_out: int, p: Mapping[str, int]) -> Any:
+    """A libaec stream from ``n_in`` bytes at ``src`` to ``n_out`` at ``dst``, set up by ``aec_{init}_init``."""
+    strm = _AecStream(next_in=src, avail_in=n_in, next_out=dst, avail_out=n_out, **p)
+    if getattr(lib, f"aec_{init}_init")(ctypes.byref(strm)) != AEC_OK:
+        given = " ".join(f"{k}={v}" for k, v in p.items())
+        raise CodecError(f"libaec refused parameters {given}")
+    return strm
+
+
+def szip_encode(data: bytes, p: Mapping[str, int], width: int) -> tuple[bytes, list[int]]:
+    """Encode ``data`` (samples of ``width`` bytes) with libaec parameters ``p``; return the stream and the RSI
+    bit offsets (truncated as the reference does)."""
     if not data:
         return b"", []  # the reference writes an empty payload for an empty object
     lib = _libaec()
     src = ctypes.create_string_buffer(bytes(data), len(data))
-    cap = len(data) + len(data) // 2 + 1024 + block_size * rsi * 8
+    cap = len(data) + len(data) // 2 + 1024 + p["block_size"] * p["rsi"] * 8
     dst = ctypes.create_string_buffer(cap)
-    strm = _AecStream()
-    strm.next_in = ctypes.cast(src, ctypes.c_void_p)
-    strm.avail_in = len(data)
-    strm.next_out = ctypes.cast(dst, ctypes.c_void_p)
-    strm.avail_out = cap
-    strm.bits_per_sample = bits_per_sample
-    strm.block_size = block_size
-    strm.rsi = rsi
-    strm.flags = flags
-    if lib.aec_encode_init(ctypes.byref(strm)) != AEC_OK:
-        raise CodecError(f"libaec refused parameters bits={bits_per_sample} block={block_size} rsi={rsi} flags={flags}")
+    strm = _stream(
+        lib, "encode", ctypes.cast(src, ctypes.c_void_p), len(data), ctypes.cast(dst, ctypes.c_void_p), cap, p
+    )
     try:
         if lib.aec_encode_enable_offsets(ctypes.byref(strm)) != AEC_OK:
             raise CodecError("libaec could not record RSI offsets")
@@ -111,69 +104,29 @@ def szip_encode(
         payload = dst.raw[: strm.total_out]
     finally:
         lib.aec_encode_end(ctypes.byref(strm))
-    samples = len(data) // sample_bytes if sample_bytes else 0
-    n_rsi = -(-samples // (rsi * block_size)) if samples else 0
+    n_rsi = -(-(len(data) // width) // (p["rsi"] * p["block_size"]))
     return payload, [int(offsets[i]) for i in range(min(n_rsi, count.value))]
 
 
 def _run_decoder(
-    src: np.ndarray, want: int, bits: int, block_size: int, rsi: int, flags: int, seek: int = 0
+    src: np.ndarray, want: int, p: Mapping[str, int], where: str, seek: int = 0
 ) -> tuple[np.ndarray, int, int]:
-    """libaec's streaming decoder over ``src`` (``seek`` bits skipped) into a fresh array of ``want`` bytes:
-    the array, the bytes it wrote and libaec's return code. No copy of the input or the output."""
+    """libaec's streaming decoder over ``src`` (``seek`` bits skipped) into a fresh array of ``want`` bytes,
+    stopping once it is full (padding after the last sample is no error, as in the reference): the array, the
+    bytes it wrote and libaec's return code. No copy of the input or the output."""
     lib = _libaec()
     dst = np.empty(max(want, 1), dtype=np.uint8)
-    strm = _AecStream()
-    strm.next_in = src.ctypes.data if src.size else None
-    strm.avail_in = src.size
-    strm.next_out = dst.ctypes.data
-    strm.avail_out = want
-    strm.bits_per_sample, strm.block_size, strm.rsi, strm.flags = bits, block_size, rsi, flags
-    if lib.aec_decode_init(ctypes.byref(strm)) != AEC_OK:
-        raise CodecError(f"libaec refused parameters bits={bits} block={block_size} rsi={rsi} flags={flags}")
+    try:
+        strm = _stream(lib, "decode", src.ctypes.data if src.size else None, src.size, dst.ctypes.data, want, p)
+    except CodecError as exc:
+        raise CodecError(f"{where}{exc}") from None
     try:
         if seek and lib.aec_buffer_seek(ctypes.byref(strm), seek) != AEC_OK:
-            raise CodecError(f"szip stream ends before bit {seek}")
+            raise CodecError(f"{where}szip stream ends before bit {seek}")
         code = lib.aec_decode(ctypes.byref(strm), AEC_FLUSH)
         return dst[:want], int(strm.total_out), int(code)
     finally:
         lib.aec_decode_end(ctypes.byref(strm))
-
-
-def szip_decode(
-    payload: Buffer, expected: int, bits_per_sample: int, block_size: int, rsi: int, flags: int
-) -> np.ndarray:
-    """Decode exactly ``expected`` bytes with libaec's streaming decoder (output buffer of that size).
-
-    Like the reference, decoding stops when the output is full; padding after the last
-    sample (PAD_RSI, trailing bits) is not an error.
-    """
-    src = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
-    out, got, code = _run_decoder(src, expected, bits_per_sample, block_size, rsi, flags)
-    if got != expected:
-        raise CodecError(f"szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
-    return out
-
-
-def decode(
-    payload: Buffer,
-    expected: int,
-    bits_per_sample: int,
-    block_size: int,
-    rsi: int,
-    flags: int,
-    *,
-    where: str = "",
-) -> np.ndarray:
-    """Checked :func:`szip_decode`: parameters in libaec's ranges, output no larger than the payload can hold."""
-    require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
-    CODEC.check_ratio(len(payload), expected, where)
-    if not (1 <= bits_per_sample <= 32) or block_size <= 0 or not (1 <= rsi <= 4096):
-        raise CodecError(f"{where}invalid szip parameters bits={bits_per_sample} block_size={block_size} rsi={rsi}")
-    try:
-        return szip_decode(payload, expected, bits_per_sample, block_size, rsi, flags)
-    except CodecError as exc:
-        raise CodecError(f"{where}{exc}") from None
 
 
 def sample_bytes(bits_per_sample: int, flags: int) -> int:
@@ -230,36 +183,13 @@ def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
 _LOOKAHEAD = 16
 
 
-def decode_span(
-    piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
-) -> np.ndarray:
-    """Decoded bytes ``[lo, hi)`` from the intervals that hold them: libaec's decoder started at the first
-    interval's recorded bit offset (``aec_buffer_seek``, as ``aec_decode_range`` does) and stopped once
-    byte ``hi`` is out."""
-    rsi_bytes, offsets = _rsi_geometry(params)
-    first = lo // rsi_bytes
-    if first >= len(offsets):
-        raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
-    offset = _bit_offset(offsets, first, where)
-    bits, flags = int(params["bits_per_sample"]), stream_flags(params, total, where)
-    width = sample_bytes(bits, flags)
-    start_out = first * rsi_bytes
-    want = min(total, hi) - start_out
-    want += -want % width
-    src = np.frombuffer(piece.data.cast("B") if isinstance(piece, np.ndarray) else piece, dtype=np.uint8)
-    skip = offset // 8 - base
-    if skip < 0 or skip > src.size:
-        raise CodecError(f"{where}szip stored bytes from {base} do not hold interval {first}")
-    block_size, rsi = int(params["block_size"]), int(params["rsi"])
-    try:
-        dst, got, code = _run_decoder(src[skip:], want, bits, block_size, rsi, flags, offset % 8)
-    except CodecError as exc:
-        raise CodecError(f"{where}{exc}") from None
-    if got < hi - start_out:
-        raise CodecError(
-            f"{where}szip intervals from {first} decode to {got} bytes (libaec code {code}), expected {hi - start_out}"
-        )
-    return dst[lo - start_out : hi - start_out]
+def _libaec_params(params: Mapping[str, Any], flags: int) -> dict[str, int]:
+    return {
+        "bits_per_sample": int(params["bits_per_sample"]),
+        "block_size": int(params["block_size"]),
+        "rsi": int(params["rsi"]),
+        "flags": flags,
+    }
 
 
 class Szip(Codec):
@@ -304,25 +234,54 @@ class Szip(Codec):
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
+        """Decoded bytes ``[lo, hi)`` from the intervals that hold them: libaec's decoder started at the first
+        interval's recorded bit offset (``aec_buffer_seek``, as ``aec_decode_range`` does) and stopped once
+        byte ``hi`` is out."""
         require("imagecodecs", f"{where}szip decompression")
-        return decode_span(piece, base, lo, hi, total, params, where)
+        rsi_bytes, offsets = _rsi_geometry(params)
+        first = lo // rsi_bytes
+        if first >= len(offsets):
+            raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
+        offset = _bit_offset(offsets, first, where)
+        p = _libaec_params(params, stream_flags(params, total, where))
+        width = sample_bytes(p["bits_per_sample"], p["flags"])
+        start_out = first * rsi_bytes
+        want = min(total, hi) - start_out
+        want += -want % width
+        src = np.frombuffer(as_bytes(piece), dtype=np.uint8)
+        skip = offset // 8 - base
+        if skip < 0 or skip > src.size:
+            raise CodecError(f"{where}szip stored bytes from {base} do not hold interval {first}")
+        dst, got, code = _run_decoder(src[skip:], want, p, where, offset % 8)
+        if got < hi - start_out:
+            raise CodecError(
+                f"{where}szip intervals from {first} decode to {got} bytes (libaec code {code}), "
+                f"expected {hi - start_out}"
+            )
+        return dst[lo - start_out : hi - start_out]
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
-        p = {k: int(params[k]) for k in ("bits_per_sample", "block_size", "rsi")}
-        flags = stream_flags(params, expected, where)
-        return decode(view, expected, p["bits_per_sample"], p["block_size"], p["rsi"], flags, where=where)
+        """Exactly ``expected`` bytes (an output buffer of that size), parameters in libaec's ranges and no more
+        output than the payload can hold."""
+        require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
+        p = _libaec_params(params, stream_flags(params, expected, where))
+        self.check_ratio(len(payload), expected, where)
+        if not (1 <= p["bits_per_sample"] <= 32) or p["block_size"] <= 0 or not (1 <= p["rsi"] <= 4096):
+            given = f"bits={p['bits_per_sample']} block_size={p['block_size']} rsi={p['rsi']}"
+            raise CodecError(f"{where}invalid szip parameters {given}")
+        out, got, code = _run_decoder(np.frombuffer(as_bytes(payload), dtype=np.uint8), expected, p, where)
+        if got != expected:
+            raise CodecError(f"{where}szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
+        return out
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
-        p = self.resolve(params)
-        bits, flags = int(p["bits_per_sample"]), int(p["flags"])
-        sample_bytes = 4 if (16 < bits <= 24 and not flags & 2) else (bits + 7) // 8  # libaec's sample width
-        raw = bytes(data.data.cast("B")) if isinstance(data, np.ndarray) else bytes(data)
-        if len(raw) % sample_bytes:  # a partial last sample: the reference refuses it, and could not decode it
-            raise EncodeError(
-                f"szip: a payload of {len(raw)} bytes is not a whole number of {sample_bytes}-byte samples"
-            )
-        payload, offsets = szip_encode(raw, bits, int(p["block_size"]), int(p["rsi"]), flags, sample_bytes)
+        resolved = self.resolve(params)
+        p = _libaec_params(resolved, int(resolved["flags"]))
+        width = sample_bytes(p["bits_per_sample"], p["flags"])
+        raw = bytes(as_bytes(data))
+        if len(raw) % width:  # a partial last sample: the reference refuses it, and could not decode it
+            raise EncodeError(f"szip: a payload of {len(raw)} bytes is not a whole number of {width}-byte samples")
+        payload, offsets = szip_encode(raw, p, width)
         return payload, {"block_offsets": offsets}
 
 
