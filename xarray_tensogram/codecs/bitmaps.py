@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Codec, Param
+from .base import Buffer, Codec, Param, as_bytes
 from .optional import require
 
 __all__ = ["RLE", "ROARING", "rle_decode", "rle_encode", "roaring_decode", "roaring_encode", "unpack"]
@@ -107,48 +107,34 @@ class _Bitmap(Codec):
     (default: all of them), ``encode`` takes packed bytes and the same ``bits``."""
 
     params = (Param("bits", int, bounds=(0, 2**63), doc="number of bits", derived=True),)
-
-    def _decode_bits(self, payload: Buffer, n: int, where: str) -> np.ndarray:
-        raise NotImplementedError
-
-    def _encode_bits(self, bits: np.ndarray) -> bytes:
-        raise NotImplementedError
+    #: (stored bytes, bit count, where) -> booleans, and back
+    decode_bits: ClassVar[Callable[[bytes | memoryview, int, str], np.ndarray]]
+    encode_bits: ClassVar[Callable[[np.ndarray], bytes]]
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         n = int(params.get("bits", 8 * expected))
         if (n + 7) // 8 != expected:
             raise CodecError(f"{where}{self.name} bitmap of {n} bits cannot fill {expected} bytes")
-        view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
-        return np.packbits(self._decode_bits(view, n, where))
+        return np.packbits(type(self).decode_bits(as_bytes(payload), n, where))
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
-        raw = np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8)
+        raw = np.frombuffer(as_bytes(data), dtype=np.uint8)
         n = int(params.get("bits", 8 * raw.size))
-        return self._encode_bits(np.unpackbits(raw.reshape(-1), count=n).astype(bool)), {}
+        return type(self).encode_bits(np.unpackbits(raw, count=n).astype(bool)), {}
 
 
 class Rle(_Bitmap):
     """Run lengths of alternating values (LEB128), starting with a run of zeros."""
 
     name = "rle"
-
-    def _decode_bits(self, payload: Buffer, n: int, where: str) -> np.ndarray:
-        return rle_decode(payload, n, where)  # type: ignore[arg-type]  # a view or bytes, never an array here
-
-    def _encode_bits(self, bits: np.ndarray) -> bytes:
-        return rle_encode(bits)
+    decode_bits, encode_bits = rle_decode, rle_encode
 
 
 class Roaring(_Bitmap):
     """A serialised roaring bitmap of the set positions (needs ``pyroaring``)."""
 
     name = "roaring"
-
-    def _decode_bits(self, payload: Buffer, n: int, where: str) -> np.ndarray:
-        return roaring_decode(payload, n, where)  # type: ignore[arg-type]  # a view or bytes, never an array here
-
-    def _encode_bits(self, bits: np.ndarray) -> bytes:
-        return roaring_encode(bits, "roaring encoding")
+    decode_bits, encode_bits = roaring_decode, roaring_encode
 
 
 RLE = Rle()

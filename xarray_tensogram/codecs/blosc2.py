@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Fetch, Param
+from .base import Buffer, Capabilities, Codec, Fetch, Param, as_bytes
 from .blosc2_frame import sparse_frame
 from .optional import require
 
@@ -131,17 +131,17 @@ class Blosc2(Codec):
     )
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        return decompress(_view(payload), expected, where=where)
+        return decompress(as_bytes(payload), expected, where=where)
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        decompress_into(_view(payload), out.reshape(-1).view(np.uint8).data, where=where)
+        decompress_into(as_bytes(payload), out.reshape(-1).view(np.uint8).data, where=where)
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
         if base:  # stored_span is the whole frame: its chunk offsets sit in its trailer
             raise CodecError(f"{where}blosc2 decodes a range from its whole frame, got bytes from {base} on")
-        return decompress_span(_view(piece), lo, hi, total, where=where)
+        return decompress_span(as_bytes(piece), lo, hi, total, where=where)
 
     def read_ranges(
         self,
@@ -161,17 +161,13 @@ class Blosc2(Codec):
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         p = self.resolve(params)
         out = compress(
-            _view(data),
+            as_bytes(data),
             codec=p["codec"],
             clevel=p["clevel"],
             typesize=p.get("typesize", 1),
             bitshuffle=p["bitshuffle"],
         )
         return out, {}
-
-
-def _view(data: Buffer) -> bytes | memoryview:
-    return data.data.cast("B") if isinstance(data, np.ndarray) else data
 
 
 CODEC = Blosc2()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, check_size
+from .base import Buffer, Capabilities, Codec, as_bytes, check_size
 from .optional import available, require
 
 __all__ = ["CODEC", "compress", "decompress", "decompress_into"]
@@ -77,17 +77,13 @@ class Lz4(Codec):
     max_ratio = 255
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        return decompress(_view(payload), expected, where=where)
+        return decompress(as_bytes(payload), expected, where=where)
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        decompress_into(_view(payload), out, where=where)
+        decompress_into(as_bytes(payload), out, where=where)
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
-        return compress(_view(data)), {}
-
-
-def _view(data: Buffer) -> bytes | memoryview:
-    return data.data.cast("B") if isinstance(data, np.ndarray) else data
+        return compress(as_bytes(data)), {}
 
 
 CODEC = Lz4()

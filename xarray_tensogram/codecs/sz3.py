@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param, as_bytes
 from .optional import require
 
 __all__ = ["CODEC", "decompress"]
@@ -42,8 +42,7 @@ class Sz3(Codec):
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         if expected % 8:
             raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
-        view = payload.data.cast("B") if isinstance(payload, np.ndarray) else payload
-        return decompress(view, expected // 8, where=where)
+        return decompress(as_bytes(payload), expected // 8, where=where)
 
 
 CODEC = Sz3()

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, EncodeError, UnsupportedError
-from .base import Buffer, Capabilities, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param, as_bytes
 from .optional import require
 
 __all__ = ["CODEC", "MODES", "compress", "decompress"]
@@ -93,7 +93,7 @@ class Zfp(Codec):
         bits = block_bits(params["rate"])
         first, last = lo // 32, max(lo, hi - 1) // 32
         count = min((last + 1) * 4, total // 8) - first * 4
-        src = np.frombuffer(_view(piece), dtype=np.uint8)[first * bits // 8 - base :]
+        src = np.frombuffer(as_bytes(piece), dtype=np.uint8)[first * bits // 8 - base :]
         stream = _shifted(src, first * bits % 8, ((last + 1 - first) * bits + 7) // 8)
         try:
             values: np.ndarray = zfpy._decompress(stream, zfpy.type_double, [count], rate=float(params["rate"]))
@@ -118,16 +118,12 @@ class Zfp(Codec):
         mode = params.get("mode")
         if mode not in MODES:
             raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
-        return decompress(_view(payload), expected // 8, str(mode), params[MODES[str(mode)]], where=where)
+        return decompress(as_bytes(payload), expected // 8, str(mode), params[MODES[str(mode)]], where=where)
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
         p = self.resolve(params)
-        values = np.frombuffer(_view(data), dtype=np.float64)
+        values = np.frombuffer(as_bytes(data), dtype=np.float64)
         return compress(values, p["mode"], p[MODES[p["mode"]]]), {}
-
-
-def _view(data: Buffer) -> bytes | memoryview:
-    return data.data.cast("B") if isinstance(data, np.ndarray) else data
 
 
 CODEC = Zfp()

@@ -16,7 +16,7 @@ import numpy as np
 import zstandard
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Param
+from .base import Buffer, Capabilities, Codec, Param, as_bytes
 
 __all__ = [
     "BLOCK_MAX",
@@ -34,7 +34,6 @@ __all__ = [
 _FRAME_MAGIC = 0xFD2FB528
 #: largest zstd block (the format's limit on what one block decodes to)
 BLOCK_MAX = 128 * 1024
-_BLOCK_MAX = BLOCK_MAX
 #: smallest stored block that can decode to BLOCK_MAX bytes (a 3-byte header and one RLE byte)
 _MIN_BLOCK_BYTES = 4
 
@@ -94,10 +93,10 @@ def _frame(buf: memoryview, pos: int, where: str) -> tuple[int, int]:
     while not last:
         bh = _header(buf, pos, 3, "block header", where)
         last, btype, bsize = bh & 1, (bh >> 1) & 3, bh >> 3
-        if btype == 3 or (btype == 2 and bsize > _BLOCK_MAX):
+        if btype == 3 or (btype == 2 and bsize > BLOCK_MAX):
             raise CodecError(f"{where}zstd block at byte {pos} is of reserved type or over the format's 128 KiB")
         pos += 3 + (1 if btype == 1 else bsize)  # an RLE block stores one byte
-        bound += _BLOCK_MAX if btype == 2 else bsize
+        bound += BLOCK_MAX if btype == 2 else bsize
     return pos + 4 * ((fhd >> 2) & 1), bound  # the optional 4-byte checksum
 
 
@@ -160,9 +159,7 @@ def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, w
     Used to read leading rows of a compressed object; as with the reference's range decode, the
     part of the stream after those bytes is not checked.
     """
-    bound = frames_bound(payload, where=where)
-    if total > bound:
-        raise CodecError(f"{where}zstd stream can decode to at most {bound} bytes, but {total} are expected")
+    _check_bound(payload, total, where)
     out = np.empty(prefix, dtype=np.uint8)
     got, _extra = _fill(payload, out, where, probe_extra=False)
     if got != prefix:
@@ -245,15 +242,15 @@ class Zstd(Codec):
     capabilities = Capabilities(decode_into=True, prefix_decode=True, mapped_input=False)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        return decompress(_bytes_like(payload), expected, where=where)
+        return decompress(as_bytes(payload), expected, where=where)
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        decompress_into(_bytes_like(payload), out, where=where)
+        decompress_into(as_bytes(payload), out, where=where)
 
     def decode_prefix(
         self, payload: Buffer, prefix: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
-        return decompress_prefix(_bytes_like(payload), prefix, total, where=where)
+        return decompress_prefix(as_bytes(payload), prefix, total, where=where)
 
     def max_output(self, stored: int) -> int | None:
         return max_output(stored)
@@ -263,17 +260,13 @@ class Zstd(Codec):
         return fits
 
     def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        return decompress_capped(_bytes_like(payload), cap, where=where)
+        return decompress_capped(as_bytes(payload), cap, where=where)
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
-        return compress(_bytes_like(data), int(params.get("level", 3))), {}
+        return compress(as_bytes(data), int(params.get("level", 3))), {}
 
     def zarr(self, params: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         return [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}]
-
-
-def _bytes_like(data: Buffer) -> bytes | memoryview:
-    return data.data.cast("B") if isinstance(data, np.ndarray) else data
 
 
 CODEC = Zstd()
