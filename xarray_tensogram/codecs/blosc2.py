@@ -100,19 +100,14 @@ def decompress_span(
     """Decoded bytes ``[lo, hi)`` of a cframe of ``total`` bytes: blosc2 decodes only the blocks of the chunks
     holding them (a range reaching into a last, partial element is cut from the whole frame, or refused
     without ``whole``: the frame holds only the blocks of the range)."""
-    blosc2 = require("blosc2", f"{where}blosc2 decompression")
+    sc = _frame(payload, total, where)
+    size = sc.typesize
+    if -(-hi // size) * size > total:
+        if not whole:
+            raise CodecError(f"{where}blosc2 frame of {total} bytes does not hold whole {size}-byte items")
+        return bytes(decompress(payload, total, where=where)[lo:hi])
     try:
-        sc = blosc2.schunk_from_cframe(payload, copy=False)
-        if sc.nbytes != total:
-            raise CodecError(f"{where}blosc2 frame holds {sc.nbytes} bytes, expected {total}")
-        size = sc.typesize
-        if -(-hi // size) * size > total:
-            if not whole:
-                raise CodecError(f"{where}blosc2 frame of {total} bytes does not hold whole {size}-byte items")
-            return bytes(decompress(payload, total, where=where)[lo:hi])
         data = bytes(sc.get_slice(lo // size, -(-hi // size)))
-    except CodecError:
-        raise
     except Exception as exc:
         raise CodecError(f"{where}blosc2 frame is corrupt: {exc}") from exc
     return data[lo % size : lo % size + hi - lo]

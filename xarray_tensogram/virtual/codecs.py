@@ -40,14 +40,6 @@ TGM_FRAME_ID = FRAME_CODEC_ID  # declared by the format whose layouts name it
 TET_TILE_ID = TILE_CODEC_ID
 
 
-def _little_bytes(values: np.ndarray) -> bytes:
-    """Values as C-order little-endian bytes (what the Zarr ``bytes`` codec with ``endian: little`` reads)."""
-    arr = np.ascontiguousarray(values)
-    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
-        arr = arr.astype(arr.dtype.newbyteorder("<"))
-    return arr.tobytes()
-
-
 def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = "virtual chunk") -> np.ndarray:
     """Decode one whole data-object frame (header, descriptor, payload, masks, footer) to its values."""
     from ..formats.tensogram import pipeline
@@ -62,36 +54,52 @@ def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = 
     return pipeline.decode_full(region, lay.descriptor, f"{where}: ")
 
 
-class TensogramFrameCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec is Any
+class _DecodingCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec is Any
+    """A numcodecs codec that only decodes: a chunk's referenced bytes -> its values as little-endian bytes
+    (what the Zarr ``bytes`` codec with ``endian: little`` reads). Its configuration is its attributes."""
+
+    codec_id: str
+    #: the refusal to encode, naming what writes these files
+    writer: str
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **{k: v for k, v in vars(self).items() if v is not None}}
+
+    def encode(self, buf: Any) -> Any:
+        raise CodecError(f"the {self.writer}")
+
+    def values(self, data: memoryview) -> np.ndarray:
+        raise NotImplementedError
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        arr = np.ascontiguousarray(self.values(memoryview(buf).cast("B")))
+        if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        if out is None:
+            return arr.tobytes()
+        np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = arr.reshape(-1).view(np.uint8)
+        return out
+
+
+class TensogramFrameCodec(_DecodingCodec):
     """numcodecs codec: a Tensogram data-object frame -> the object's values (little-endian bytes)."""
 
     codec_id = TGM_FRAME_ID
+    writer = "Tensogram frame codec only decodes: write .tgm files with xarray_tensogram.to_tensogram"
 
     def __init__(self, astype: str | None = None) -> None:
         #: the dtype the values are handed out in, when it differs from the object's (a cast after decoding:
         #: integers rounded and clipped, as the backend reads them)
         self.astype = astype
 
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, **({"astype": self.astype} if self.astype else {})}
-
-    def encode(self, buf: Any) -> Any:
-        raise CodecError("the Tensogram frame codec only decodes: write .tgm files with xarray_tensogram.to_tensogram")
-
-    def decode(self, buf: Any, out: Any = None) -> Any:
+    def values(self, data: memoryview) -> np.ndarray:
         from ..array_spec import cast_values
 
-        values = decode_tensogram_frame(np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8))
-        if self.astype:
-            values = cast_values(values, np.dtype(self.astype))
-        raw = _little_bytes(values)
-        if out is not None:
-            np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = np.frombuffer(raw, dtype=np.uint8)
-            return out
-        return raw
+        values = decode_tensogram_frame(np.frombuffer(data, dtype=np.uint8))
+        return cast_values(values, np.dtype(self.astype)) if self.astype else values
 
 
-class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec is Any
+class TetrTileCodec(_DecodingCodec):
     """numcodecs codec: a Tetration tile (raw or zstd, possibly clipped) -> the full chunk (little-endian bytes).
 
     ``special`` maps the length of a special tile's byte range (as a string: JSON keys) to
@@ -100,6 +108,7 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
     """
 
     codec_id = TET_TILE_ID
+    writer = "Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr"
 
     def __init__(
         self, dtype: str, chunk_shape: list[int], codec: int = 0, special: dict[str, list[Any]] | None = None
@@ -109,22 +118,9 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
         self.codec = int(codec)
         self.special = {str(k): list(v) for k, v in (special or {}).items()}
 
-    def get_config(self) -> dict[str, Any]:
-        return {
-            "id": self.codec_id,
-            "dtype": self.dtype,
-            "chunk_shape": self.chunk_shape,
-            "codec": self.codec,
-            "special": self.special,
-        }
-
-    def encode(self, buf: Any) -> Any:
-        raise CodecError("the Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr")
-
-    def decode(self, buf: Any, out: Any = None) -> Any:
+    def values(self, data: memoryview) -> np.ndarray:
         from ..formats.tetr.model import tile_chain
 
-        data = memoryview(buf).cast("B")
         dtype = np.dtype(self.dtype)
         full_bytes = int(np.prod(self.chunk_shape, dtype=np.int64)) * dtype.itemsize
         entry = self.special.get(str(len(data)))
@@ -139,15 +135,11 @@ class TetrTileCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec
         if odd or len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
         tile = np.frombuffer(flat, dtype=dtype).reshape(shape)
-        if list(shape) != self.chunk_shape:
-            padded = np.zeros(self.chunk_shape, dtype=dtype)  # the padding lies outside the array: never seen
-            padded[tuple(slice(0, n) for n in shape)] = tile
-            tile = padded
-        raw_out = _little_bytes(tile)
-        if out is not None:
-            np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = np.frombuffer(raw_out, dtype=np.uint8)
-            return out
-        return raw_out
+        if list(shape) == self.chunk_shape:
+            return tile
+        padded = np.zeros(self.chunk_shape, dtype=dtype)  # the padding lies outside the array: never seen
+        padded[tuple(slice(0, n) for n in shape)] = tile
+        return padded
 
 
 # -- Zarr v3 ------------------------------------------------------------------------------------------
