@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..progress import add_progress_flags
@@ -38,16 +38,6 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
 
-def _bar(enabled: bool | None, count: int) -> Any:
-    """A progress-bar wrapper over the files, by the command line's one rule (a terminal, several files)."""
-    from ..progress import progress
-
-    def wrap(items: Iterable[Any]) -> Iterator[Any]:
-        yield from progress(list(items), enabled, count >= 2, "refs", "file")
-
-    return wrap
-
-
 def cmd_refs(
     files: Sequence[str],
     output: str,
@@ -58,7 +48,11 @@ def cmd_refs(
     progress: bool | None = None,
 ) -> None:
     """Build one virtual dataset from ``files`` and write its kerchunk references to ``output``."""
+    from ..progress import progress as bar
     from .refs import combine_virtual, write_refs
+
+    def each(items: Iterable[Any]) -> Iterable[Any]:  # a bar on a terminal for several files (the CLI's rule)
+        return bar(list(items), progress, len(files) >= 2, "refs", "file")
 
     options: dict[str, Any] = {}
     if group is not None:
@@ -70,6 +64,6 @@ def cmd_refs(
         warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
         warnings.filterwarnings("ignore", message=".*fastparquet.*")
         warnings.filterwarnings("ignore", message=".*future.infer_string.*")
-        vds = combine_virtual(list(files), concat_dim=concat_dim, progress=_bar(progress, len(files)), **options)
+        vds = combine_virtual(list(files), concat_dim=concat_dim, progress=each, **options)
         write_refs(vds, output)
     print(f"{output}: {len(vds.data_vars)} variables, {len(files)} file{'s' if len(files) != 1 else ''}")

@@ -55,25 +55,19 @@ def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
     """True when Zarr can hold a variable of this name and dtype; else warn that it is left out."""
     from zarr.core.dtype import parse_data_type
 
-    if not name or "/" in name or name.startswith("__"):
+    problem = "a name Zarr cannot hold" if not name or "/" in name or name.startswith("__") else None
+    if problem is None:
+        try:
+            parse_data_type(dtype, zarr_format=3)
+        except Exception:
+            problem = f"dtype {dtype}, which Zarr cannot hold"
+    if problem is not None:
         warnings.warn(
-            f"variable {name!r} has a name Zarr cannot hold; it is left out of the virtual dataset "
-            f"(open it with engine='tensogram')",
+            f"variable {name!r} has {problem}; it is left out of the virtual dataset (open it with engine='tensogram')",
             VirtualMappingWarning,
             stacklevel=4,
         )
-        return False
-    try:
-        parse_data_type(dtype, zarr_format=3)
-    except Exception:
-        warnings.warn(
-            f"variable {name!r} has dtype {dtype}, which Zarr cannot hold; it is left out of the "
-            f"virtual dataset (open it with engine='tensogram')",
-            VirtualMappingWarning,
-            stacklevel=4,
-        )
-        return False
-    return True
+    return problem is None
 
 
 @functools.cache
@@ -130,12 +124,6 @@ def _store_class() -> type:
             return vds
 
     return TensogramManifestStore
-
-
-def __getattr__(name: str) -> Any:
-    if name == "TensogramManifestStore":
-        return _store_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _manifest(plan: VirtualArray, url: str) -> Any:
@@ -200,14 +188,6 @@ class _Parser:
                 return groups[cand]
         raise GroupSelectionError(f"{url!r} holds groups {', '.join(groups)}; pass group='<name>' to the parser")
 
-    def _resolver(self, url: str) -> Any:
-        def resolve(shard: str | None) -> str:
-            if shard is None:
-                return url
-            return url.rsplit("/", 1)[0] + "/" + shard
-
-        return resolve
-
     def _plan(self, url: str, name: str, var: xr.Variable) -> VirtualArray | Unreferenced:
         """The byte ranges of a raw variable, or why it is inlined."""
         if var.dims == (name,):  # dimension coordinates: every open loads them for its index anyway
@@ -217,7 +197,7 @@ class _Parser:
             return Unreferenced("no-storage")
         if 0 in spec.shape:  # VirtualiZarr cannot write references to zero-size arrays
             return Unreferenced("empty")
-        return plan_chunks(spec, self._resolver(url))
+        return plan_chunks(spec, lambda shard: url if shard is None else url.rsplit("/", 1)[0] + "/" + shard)
 
     def _store(self, url: str, raw: xr.Dataset, registry: Any) -> Any:
         from virtualizarr.manifests import ManifestArray, ManifestGroup

@@ -51,13 +51,13 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
 
     client = dict(options.get("client_kwargs") or {})
     endpoint = client.get("endpoint_url") or options.get("endpoint_url")
-    config: Any = {}  # an obstore S3Config (a TypedDict)
+    config: Any = {  # an obstore S3Config (a TypedDict)
+        name: options[key]
+        for key, name in (("key", "access_key_id"), ("secret", "secret_access_key"))
+        if options.get(key)
+    }
     if endpoint:
         config["endpoint"] = endpoint
-    if options.get("key"):
-        config["access_key_id"] = options["key"]
-    if options.get("secret"):
-        config["secret_access_key"] = options["secret"]
     if options.get("anon"):
         config["skip_signature"] = True
     config["region"] = client.get("region_name") or options.get("region_name") or "us-east-1"
@@ -161,23 +161,13 @@ def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
     return value
 
 
-def _fix_scalar_keys(refs: dict[str, Any]) -> None:
-    for key in [k for k in refs if k.endswith("/") and not k.endswith("//")]:
-        refs[key + "0"] = refs.pop(key)
-
-
 def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
-    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset.
-
-    VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
-    array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
-    1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
-    NaN for other floating-point arrays and ``null`` otherwise (xarray's Zarr v2 reader masks any fill
-    value, so integer arrays would otherwise come back as floats).
-    """
+    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same
+    Dataset: VirtualiZarr's, with the three corrections the module docstring lists."""
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]
-    _fix_scalar_keys(inner)
+    for key in [k for k in inner if k.endswith("/") and not k.endswith("//")]:  # a 0-d array's chunk
+        inner[key + "0"] = inner.pop(key)
     _fix_fill_values(inner)
     return dict(refs)
 
