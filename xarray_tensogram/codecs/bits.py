@@ -25,14 +25,6 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
     if bit_offset == 0 and bits in (8, 16, 32, 64):
         width = bits // 8
         return raw[: count * width].view(f">u{width}").astype(np.uint64)
-    if bit_offset == 0 and bits % 8 == 0 and bits > 57:
-        width = bits // 8
-        need = count * width
-        fields = raw[:need].reshape(count, width).astype(np.uint64)
-        out = np.zeros(count, dtype=np.uint64)
-        for k in range(width):  # loop over bytes of a field, not over elements
-            out = (out << np.uint64(8)) | fields[:, k]
-        return out
     if bit_offset == 0 and bits <= 57:
         return _unpack_periodic(raw, count, bits)
     buf = np.concatenate([raw, np.zeros(16, dtype=np.uint8)])
@@ -41,7 +33,7 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
     shift = (starts & 7).astype(np.uint64)
     hi = _gather_u64(buf, byte_index)
     if bits <= 57:
-        head: np.ndarray = (hi << shift) >> np.uint64(64 - bits) if bits < 64 else hi
+        head: np.ndarray = (hi << shift) >> np.uint64(64 - bits)
         return head
     lo = _gather_u64(buf, byte_index + 8)
     # combine: the 64-bit window starting at bit `shift`

@@ -134,10 +134,9 @@ def _decompressor(payload: bytes | memoryview) -> zstandard.ZstdDecompressor:
     return kept
 
 
-def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, probe_extra: bool) -> tuple[int, bytes]:
-    """Stream-decode into ``out`` until it is full; with ``probe_extra``, also read one more byte."""
-    got = 0
-    extra = b""
+def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, exact: bool) -> int:
+    """Stream-decode into ``out`` until it is full; with ``exact``, the stream must end there (else refused)."""
+    got, extra = 0, b""
     try:
         with _decompressor(payload).stream_reader(payload, read_across_frames=True) as reader:
             view = out.data  # the array's own buffer: readinto fills it in place
@@ -146,11 +145,14 @@ def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, probe_ext
                 if n == 0:
                     break
                 got += n
-            if probe_extra and got == out.size:
+            if exact and got == out.size:
                 extra = reader.read(1)
     except zstandard.ZstdError as exc:
         raise CodecError(f"{where}zstd stream is corrupt or truncated: {exc}") from exc
-    return got, extra
+    if exact and (got != out.size or extra):
+        more = " or more" if extra else ""
+        raise CodecError(f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {out.size}")
+    return got
 
 
 def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, where: str = "") -> np.ndarray:
@@ -161,7 +163,7 @@ def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, w
     """
     _check_bound(payload, total, where)
     out = np.empty(prefix, dtype=np.uint8)
-    got, _extra = _fill(payload, out, where, probe_extra=False)
+    got = _fill(payload, out, where, exact=False)
     if got != prefix:
         raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
     return out
@@ -179,7 +181,7 @@ def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = 
         raise CodecError(f"{where}negative decoded size {expected_size}")
     _check_bound(payload, expected_size, where)
     out = np.empty(expected_size, dtype=np.uint8)
-    _fill_exactly(payload, out, where)
+    _fill(payload, out, where, exact=True)
     return out
 
 
@@ -193,20 +195,13 @@ def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str 
         raise ValueError("decompress_into needs a writable C-contiguous output array")
     flat = out.reshape(-1).view(np.uint8)
     _check_bound(payload, flat.size, where)
-    _fill_exactly(payload, flat, where)
+    _fill(payload, flat, where, exact=True)
 
 
 def _check_bound(payload: bytes | memoryview, expected_size: int, where: str) -> None:
     bound = frames_bound(payload, where=where)
     if expected_size > bound:
         raise CodecError(f"{where}zstd stream can decode to at most {bound} bytes, but {expected_size} are expected")
-
-
-def _fill_exactly(payload: bytes | memoryview, out: np.ndarray, where: str) -> None:
-    got, extra = _fill(payload, out, where, probe_extra=True)
-    if got != out.size or extra:
-        more = " or more" if extra else ""
-        raise CodecError(f"{where}zstd stream decodes to {got + len(extra)}{more} bytes, expected exactly {out.size}")
 
 
 def decompress_capped(payload: bytes | memoryview, cap: int, *, where: str = "") -> np.ndarray:
