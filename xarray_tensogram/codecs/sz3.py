@@ -11,21 +11,7 @@ from ..errors import CodecError
 from .base import Buffer, Capabilities, Codec, Param, as_bytes
 from .optional import require
 
-__all__ = ["CODEC", "decompress"]
-
-
-def decompress(payload: bytes | memoryview, n: int, *, where: str = "") -> np.ndarray:
-    """Decode ``n`` float64 values; a stream too short to hold them is refused before allocating."""
-    sz = require("pysz", f"{where}sz3 decompression").sz
-    CODEC.check_ratio(len(payload), 8 * n, where)
-    if n == 0:
-        return np.empty(0, dtype=np.float64)
-    try:
-        arr, _cfg = sz.decompress(np.frombuffer(payload, np.uint8), np.float64, (n,))
-    except Exception as exc:
-        raise CodecError(f"{where}sz3 stream is corrupt: {exc}") from exc
-    out: np.ndarray = arr
-    return out
+__all__ = ["CODEC"]
 
 
 class Sz3(Codec):
@@ -42,7 +28,17 @@ class Sz3(Codec):
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         if expected % 8:
             raise CodecError(f"{where}sz3 decodes float64 values but {expected} bytes are expected")
-        return decompress(as_bytes(payload), expected // 8, where=where)
+        sz = require("pysz", f"{where}sz3 decompression").sz
+        view = as_bytes(payload)
+        self.check_ratio(len(view), expected, where)  # a stream too short for the values: refused before allocating
+        if expected == 0:
+            return np.empty(0, dtype=np.float64)
+        try:
+            values, _cfg = sz.decompress(np.frombuffer(view, np.uint8), np.float64, (expected // 8,))
+        except Exception as exc:
+            raise CodecError(f"{where}sz3 stream is corrupt: {exc}") from exc
+        out: np.ndarray = values
+        return out
 
 
 CODEC = Sz3()

@@ -265,11 +265,12 @@ class Szip(Codec):
         output than the payload can hold."""
         require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
         p = _libaec_params(params, stream_flags(params, expected, where))
-        self.check_ratio(len(payload), expected, where)
+        view = as_bytes(payload)
+        self.check_ratio(len(view), expected, where)
         if not (1 <= p["bits_per_sample"] <= 32) or p["block_size"] <= 0 or not (1 <= p["rsi"] <= 4096):
             given = f"bits={p['bits_per_sample']} block_size={p['block_size']} rsi={p['rsi']}"
             raise CodecError(f"{where}invalid szip parameters {given}")
-        out, got, code = _run_decoder(np.frombuffer(as_bytes(payload), dtype=np.uint8), expected, p, where)
+        out, got, code = _run_decoder(np.frombuffer(view, dtype=np.uint8), expected, p, where)
         if got != expected:
             raise CodecError(f"{where}szip stream decodes to {got} bytes (libaec code {code}), expected {expected}")
         return out

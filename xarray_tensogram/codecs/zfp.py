@@ -11,36 +11,20 @@ from ..errors import CodecError, EncodeError, UnsupportedError
 from .base import Buffer, Capabilities, Codec, Param, as_bytes
 from .optional import require
 
-__all__ = ["CODEC", "MODES", "compress", "decompress"]
+__all__ = ["CODEC", "MODES"]
 
 #: zfp mode -> the keyword python-zfpy takes for its parameter
 MODES = {"fixed_rate": "rate", "fixed_precision": "precision", "fixed_accuracy": "tolerance"}
 
 
-def decompress(payload: bytes | memoryview, n: int, mode: str, parameter: float, *, where: str = "") -> np.ndarray:
-    """Decode ``n`` float64 values from a 1-d zfp stream compressed with ``mode`` and its ``parameter``."""
+def _decompress(stream: bytes, count: int, where: str, **mode: float) -> np.ndarray:
+    """``count`` float64 values of a header-less 1-d zfp stream written in ``mode`` (python-zfpy's keyword)."""
     zfpy = require("zfpy", f"{where}zfp decompression")
     try:
-        key = MODES[mode]
-    except KeyError:
-        raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}") from None
-    if n == 0:
-        return np.empty(0, dtype=np.float64)
-    kwargs: dict[str, Any] = {key: parameter}
-    try:
-        arr: np.ndarray = zfpy._decompress(bytes(payload), zfpy.type_double, [n], **kwargs)
+        values: np.ndarray = zfpy._decompress(stream, zfpy.type_double, [count], **mode)
     except Exception as exc:
         raise CodecError(f"{where}zfp stream is corrupt: {exc}") from exc
-    return arr
-
-
-def compress(values: np.ndarray, mode: str, parameter: float) -> bytes:
-    """A header-less 1-d zfp stream of float64 ``values`` (empty input gives empty bytes)."""
-    zfpy = require("zfpy", "zfp compression")
-    if values.size == 0:
-        return b""
-    out: bytes = zfpy.compress_numpy(values, write_header=False, **{MODES[mode]: parameter})
-    return out
+    return values
 
 
 def block_bits(rate: float) -> int:
@@ -89,16 +73,12 @@ class Zfp(Codec):
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
         """Doubles of the 4-value blocks holding bytes ``[lo, hi)``, decoded from those blocks' bits alone."""
-        zfpy = require("zfpy", f"{where}zfp decompression")
         bits = block_bits(params["rate"])
         first, last = lo // 32, max(lo, hi - 1) // 32
         count = min((last + 1) * 4, total // 8) - first * 4
         src = np.frombuffer(as_bytes(piece), dtype=np.uint8)[first * bits // 8 - base :]
         stream = _shifted(src, first * bits % 8, ((last + 1 - first) * bits + 7) // 8)
-        try:
-            values: np.ndarray = zfpy._decompress(stream, zfpy.type_double, [count], rate=float(params["rate"]))
-        except Exception as exc:
-            raise CodecError(f"{where}zfp stream is corrupt: {exc}") from exc
+        values = _decompress(stream, count, where, rate=float(params["rate"]))
         return values.view(np.uint8)[lo - first * 32 : hi - first * 32]
 
     def resolve(self, given: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
@@ -115,15 +95,23 @@ class Zfp(Codec):
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         if expected % 8:
             raise CodecError(f"{where}zfp decodes float64 values but {expected} bytes are expected")
-        mode = params.get("mode")
-        if mode not in MODES:
-            raise UnsupportedError(f"{where}unknown zfp_mode {mode!r}")
-        return decompress(as_bytes(payload), expected // 8, str(mode), params[MODES[str(mode)]], where=where)
+        key = MODES.get(str(params.get("mode")))
+        if key is None:
+            raise UnsupportedError(f"{where}unknown zfp_mode {params.get('mode')!r}")
+        require("zfpy", f"{where}zfp decompression")
+        if expected == 0:
+            return np.empty(0, dtype=np.float64)
+        return _decompress(bytes(as_bytes(payload)), expected // 8, where, **{key: params[key]})
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        """A header-less 1-d zfp stream of the float64 values (empty input gives empty bytes)."""
         p = self.resolve(params)
+        zfpy = require("zfpy", "zfp compression")
         values = np.frombuffer(as_bytes(data), dtype=np.float64)
-        return compress(values, p["mode"], p[MODES[p["mode"]]]), {}
+        if values.size == 0:
+            return b"", {}
+        key = MODES[p["mode"]]
+        return zfpy.compress_numpy(values, write_header=False, **{key: p[key]}), {}
 
 
 CODEC = Zfp()
