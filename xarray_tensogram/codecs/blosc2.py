@@ -12,24 +12,12 @@ from .base import Buffer, Capabilities, Codec, Fetch, Param, as_bytes
 from .blosc2_frame import sparse_frame
 from .optional import require
 
-__all__ = ["CODEC", "INNER_CODECS", "compress", "decompress", "decompress_into"]
+__all__ = ["CODEC", "INNER_CODECS", "MAX_CHUNK"]
 
 #: largest chunk appended to a super-chunk at once (blosc2 chunks are limited to 2 GiB)
 MAX_CHUNK = 256 * 1024 * 1024
-
-
-def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -> memoryview:
-    """Decode a cframe into exactly ``expected`` bytes; the frame's own size is checked before allocating."""
-    sc = _frame(payload, expected, where)
-    out = memoryview(bytearray(expected))
-    _fill(sc, out, where)
-    return out
-
-
-def decompress_into(payload: bytes | memoryview, out: memoryview, *, where: str = "") -> None:
-    """Decode a cframe into ``out`` (writable bytes), which it must fill exactly: each chunk is decompressed
-    in place from the frame's own bytes (no copy of the frame, none of the output)."""
-    _fill(_frame(payload, out.nbytes, where), out, where)
+#: the compressors inside a blosc2 frame (blosc2's own vocabulary, not codecs of this package)
+INNER_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
 
 
 def _frame(payload: bytes | memoryview, expected: int, where: str) -> Any:
@@ -44,10 +32,14 @@ def _frame(payload: bytes | memoryview, expected: int, where: str) -> Any:
     return sc
 
 
-def _fill(sc: Any, out: memoryview, where: str) -> None:
-    """Each chunk of ``sc`` decompressed into its place in ``out``, which the chunks must fill exactly."""
+def _fill(payload: bytes | memoryview, expected: int, where: str, out: memoryview | None = None) -> memoryview:
+    """The frame's ``expected`` bytes, each chunk decompressed in place into ``out`` (else a new buffer, made
+    once the frame's own size is checked) from the frame's own bytes: no copy of the frame, none of the
+    output; the chunks must fill it exactly."""
+    sc = _frame(payload, expected, where)
     blosc2 = require("blosc2", f"{where}blosc2 decompression")
-    expected, done = out.nbytes, 0
+    out = memoryview(bytearray(expected)) if out is None else out
+    done = 0
     try:
         for i in range(sc.nchunks):
             size = blosc2.get_cbuffer_sizes(sc.get_lazychunk(i))[0]  # from the chunk's 32-byte header
@@ -62,41 +54,10 @@ def _fill(sc: Any, out: memoryview, where: str) -> None:
         raise CodecError(f"{where}blosc2 frame is corrupt: {exc}") from exc
     if done != expected:
         raise CodecError(f"{where}blosc2 payload decodes to {done} bytes, expected {expected}")
+    return out
 
 
-def compress(
-    data: bytes | memoryview, *, codec: str = "lz4", clevel: int = 5, typesize: int = 1, bitshuffle: bool = False
-) -> bytes:
-    """One single-threaded cframe, in chunks of at most :data:`MAX_CHUNK` bytes (whole elements).
-
-    ``bitshuffle`` replaces blosc2's default byte shuffle with a bit shuffle (as bitmaps want).
-    """
-    blosc2 = require("blosc2", "blosc2 compression")
-    extra = {}
-    if bitshuffle:
-        extra["filters"] = [blosc2.Filter.BITSHUFFLE] + [blosc2.Filter.NOFILTER] * 5
-    cparams = blosc2.CParams(
-        codec=getattr(blosc2.Codec, codec.upper()),
-        clevel=clevel,
-        typesize=typesize,
-        nthreads=1,
-        splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT,
-        **extra,
-    )
-    chunk = MAX_CHUNK - MAX_CHUNK % typesize
-    sc = blosc2.SChunk(chunksize=min(max(len(data), 1), chunk), cparams=cparams)
-    for start in range(0, len(data), chunk):
-        sc.append_data(data[start : start + chunk])
-    return bytes(sc.to_cframe())
-
-
-#: the compressors inside a blosc2 frame (blosc2's own vocabulary, not codecs of this package)
-INNER_CODECS = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
-
-
-def decompress_span(
-    payload: bytes | memoryview, lo: int, hi: int, total: int, *, whole: bool = True, where: str = ""
-) -> bytes:
+def _span(payload: bytes | memoryview, lo: int, hi: int, total: int, *, whole: bool, where: str) -> bytes:
     """Decoded bytes ``[lo, hi)`` of a cframe of ``total`` bytes: blosc2 decodes only the blocks of the chunks
     holding them (a range reaching into a last, partial element is cut from the whole frame, or refused
     without ``whole``: the frame holds only the blocks of the range)."""
@@ -105,7 +66,7 @@ def decompress_span(
     if -(-hi // size) * size > total:
         if not whole:
             raise CodecError(f"{where}blosc2 frame of {total} bytes does not hold whole {size}-byte items")
-        return bytes(decompress(payload, total, where=where)[lo:hi])
+        return bytes(_fill(payload, total, where)[lo:hi])
     try:
         data = bytes(sc.get_slice(lo // size, -(-hi // size)))
     except Exception as exc:
@@ -126,17 +87,17 @@ class Blosc2(Codec):
     )
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        return decompress(as_bytes(payload), expected, where=where)
+        return _fill(as_bytes(payload), expected, where)
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        decompress_into(as_bytes(payload), out.reshape(-1).view(np.uint8).data, where=where)
+        _fill(as_bytes(payload), out.nbytes, where, out.reshape(-1).view(np.uint8).data)
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
         if base:  # stored_span is the whole frame: its chunk offsets sit in its trailer
             raise CodecError(f"{where}blosc2 decodes a range from its whole frame, got bytes from {base} on")
-        return decompress_span(as_bytes(piece), lo, hi, total, where=where)
+        return _span(as_bytes(piece), lo, hi, total, whole=True, where=where)
 
     def read_ranges(
         self,
@@ -151,18 +112,28 @@ class Blosc2(Codec):
         frame = sparse_frame(fetch, ranges, total, stored, blosc2.decompress, where)  # index first, then blocks
         if frame is None:
             return None
-        return [decompress_span(frame.data, lo, hi, total, whole=False, where=where) for lo, hi in ranges]
+        return [_span(frame.data, lo, hi, total, whole=False, where=where) for lo, hi in ranges]
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
-        p = self.resolve(params)
-        out = compress(
-            as_bytes(data),
-            codec=p["codec"],
+        """One single-threaded cframe, in chunks of at most :data:`MAX_CHUNK` bytes (whole elements);
+        ``bitshuffle`` replaces blosc2's default byte shuffle with a bit shuffle (as bitmaps want)."""
+        p, raw = self.resolve(params), as_bytes(data)
+        blosc2 = require("blosc2", "blosc2 compression")
+        typesize = p.get("typesize", 1)
+        extra = {"filters": [blosc2.Filter.BITSHUFFLE] + [blosc2.Filter.NOFILTER] * 5} if p["bitshuffle"] else {}
+        cparams = blosc2.CParams(
+            codec=getattr(blosc2.Codec, p["codec"].upper()),
             clevel=p["clevel"],
-            typesize=p.get("typesize", 1),
-            bitshuffle=p["bitshuffle"],
+            typesize=typesize,
+            nthreads=1,
+            splitmode=blosc2.SplitMode.FORWARD_COMPAT_SPLIT,
+            **extra,
         )
-        return out, {}
+        chunk = MAX_CHUNK - MAX_CHUNK % typesize
+        sc = blosc2.SChunk(chunksize=min(max(len(raw), 1), chunk), cparams=cparams)
+        for start in range(0, len(raw), chunk):
+            sc.append_data(raw[start : start + chunk])
+        return bytes(sc.to_cframe()), {}
 
 
 CODEC = Blosc2()

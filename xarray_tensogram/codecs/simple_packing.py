@@ -15,15 +15,7 @@ import numpy as np
 from .base import Buffer, Capabilities, Codec, Param, Role
 from .bits import pack_fields, unpack_fields
 
-__all__ = ["CODEC", "compute_params", "decode", "decode_into", "encode", "packed_nbytes"]
-
-
-def packed_nbytes(count: int, bits: int) -> int:
-    return (count * bits + 7) // 8
-
-
-def _decode_factor(E: int, D: int) -> float:
-    return (2.0**E) * (10.0 ** (-D))
+__all__ = ["CODEC", "compute_params", "decode", "decode_into", "encode"]
 
 
 def decode(
@@ -56,7 +48,7 @@ def decode_into(
     if bits == 0:
         out[...] = float(reference)
         return
-    factor = _decode_factor(binary_scale, decimal_scale)
+    factor = (2.0**binary_scale) * (10.0 ** (-decimal_scale))
     raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
     if bit_offset == 0 and bits in (8, 16, 32):
         q: np.ndarray = raw[: count * (bits // 8)].view(f">u{bits // 8}").reshape(out.shape)
@@ -130,13 +122,13 @@ class SimplePacking(Codec):
         )
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        return decode(payload, expected // 8, *self._packing(params))
+        return self.decode_values(payload, expected // 8, params)
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        decode_into(out, payload, *self._packing(params))
+        self.decode_values_into(payload, out, params)
 
     def encoded_nbytes(self, count: int, params: Mapping[str, Any]) -> int:
-        return packed_nbytes(count, int(params["bits_per_value"]))
+        return (count * int(params["bits_per_value"]) + 7) // 8
 
     def element_span(self, start: int, stop: int, params: Mapping[str, Any]) -> tuple[int, int, int]:
         bits = int(params["bits_per_value"])
