@@ -200,7 +200,7 @@ class Codec:
 
     def decode_values_into(self, encoded: Buffer, out: np.ndarray, params: Mapping[str, Any]) -> None:
         """All of ``out``'s values from ``encoded``."""
-        raise UnsupportedError(f"{self.name} is not an array->bytes codec")
+        out[...] = self.decode_values(encoded, out.size, params).reshape(out.shape)
 
     def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
         """Whether a stream with these parameters, decoding to ``total`` bytes, can be decoded in part (some need

@@ -56,9 +56,6 @@ class RawValues(Codec):
         converted: np.ndarray = arr.astype(native)
         return converted
 
-    def decode_values_into(self, encoded: Buffer, out: np.ndarray, params: Mapping[str, Any]) -> None:
-        out[...] = self.decode_values(encoded, out.size, params).reshape(out.shape)
-
 
 RAW = RawValues()
 

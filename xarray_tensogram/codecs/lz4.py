@@ -12,7 +12,7 @@ from ..errors import CodecError
 from .base import Buffer, Capabilities, Codec, as_bytes, check_size
 from .optional import available, require
 
-__all__ = ["CODEC", "compress", "decompress", "decompress_into"]
+__all__ = ["CODEC", "decompress", "decompress_into"]
 
 
 def _check_prefix(payload: bytes | memoryview, expected: int, where: str) -> None:
@@ -63,12 +63,6 @@ def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str 
         raise CodecError(f"{where}lz4 payload decodes to {got} bytes, expected {flat.size}")
 
 
-def compress(data: bytes | memoryview) -> bytes:
-    """One size-prefixed block, as the reference writers emit it."""
-    out: bytes = require("lz4.block", "lz4 compression").compress(bytes(data), store_size=True)
-    return out
-
-
 class Lz4(Codec):
     """Size-prefixed LZ4 blocks. Zarr's lz4 codec frames blocks differently, so Zarr cannot read these."""
 
@@ -83,7 +77,8 @@ class Lz4(Codec):
         decompress_into(as_bytes(payload), out, where=where)
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
-        return compress(as_bytes(data)), {}
+        """One size-prefixed block, as the reference writers emit it."""
+        return require("lz4.block", "lz4 compression").compress(bytes(as_bytes(data)), store_size=True), {}
 
 
 CODEC = Lz4()

@@ -64,15 +64,17 @@ class ChangeCheckedStore:
     def get_range(self, path: str, *, start: int, end: int | None = None, length: int | None = None) -> Any:
         import obstore
 
-        stop = end if end is not None else start + int(length or 0)
-        result = obstore.get(self.store, path, options={"range": (start, stop)})
+        result = obstore.get(self.store, path, options={"range": _span(start, end, length)})
         self._check(path, result.meta)
         return result.bytes()
 
     async def get_range_async(self, path: str, *, start: int, end: int | None = None, length: int | None = None) -> Any:
         import obstore
 
-        stop = end if end is not None else start + int(length or 0)
-        result = await obstore.get_async(self.store, path, options={"range": (start, stop)})
+        result = await obstore.get_async(self.store, path, options={"range": _span(start, end, length)})
         self._check(path, result.meta)
         return await result.bytes_async()
+
+
+def _span(start: int, end: int | None, length: int | None) -> tuple[int, int]:
+    return start, end if end is not None else start + int(length or 0)
