@@ -7,44 +7,30 @@ import numpy as np
 __all__ = ["pack_fields", "unpack_fields"]
 
 
-def _gather_u64(buf: np.ndarray, byte_index: np.ndarray) -> np.ndarray:
-    """Big-endian u64 words starting at each ``byte_index`` (buf must be padded by 8 bytes)."""
-    windows = np.lib.stride_tricks.as_strided(buf, shape=(buf.size - 7, 8), strides=(1, 1))
-    words: np.ndarray = windows[byte_index].view(">u8").reshape(-1).astype(np.uint64)
-    return words
-
-
 def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: int, bit_offset: int = 0) -> np.ndarray:
     """Read ``count`` unsigned big-endian fields of ``bits`` bits each, MSB first, packed back to back.
 
-    ``bit_offset`` is where the first field starts in ``payload``. Returns uint64.
+    ``bit_offset`` is where the first field starts in ``payload`` (missing bytes at the end read as zeros).
+    Returns uint64.
     """
     if count == 0 or bits == 0:
         return np.zeros(count, dtype=np.uint64)
     raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
-    if bit_offset == 0 and bits in (8, 16, 32, 64):
+    if bit_offset:  # the bytes shifted so that the first field starts at bit 0
+        shift, need = bit_offset % 8, (bit_offset % 8 + count * bits + 7) // 8
+        part = raw[bit_offset // 8 : bit_offset // 8 + need + 1]
+        src = np.zeros(need + 1, dtype=np.uint8)
+        src[: part.size] = part
+        raw = (src[:-1] << shift) | (src[1:] >> (8 - shift)) if shift else src[:-1]
+    if bits in (8, 16, 32, 64):
         width = bits // 8
         return raw[: count * width].view(f">u{width}").astype(np.uint64)
-    if bit_offset == 0 and bits <= 57:
-        return _unpack_periodic(raw, count, bits)
-    buf = np.concatenate([raw, np.zeros(16, dtype=np.uint8)])
-    starts = bit_offset + np.arange(count, dtype=np.int64) * bits
-    byte_index = starts >> 3
-    shift = (starts & 7).astype(np.uint64)
-    hi = _gather_u64(buf, byte_index)
     if bits <= 57:
-        head: np.ndarray = (hi << shift) >> np.uint64(64 - bits)
-        return head
-    lo = _gather_u64(buf, byte_index + 8)
-    # combine: the 64-bit window starting at bit `shift`
-    with np.errstate(over="ignore"):
-        nonzero = shift != 0
-        window: np.ndarray = hi.copy()
-        window[nonzero] = (hi[nonzero] << shift[nonzero]) | (lo[nonzero] >> (np.uint64(64) - shift[nonzero]))
-    if bits == 64:
-        return window
-    shifted: np.ndarray = window >> np.uint64(64 - bits)
-    return shifted
+        return _unpack_periodic(raw, count, bits)
+    # 58..63 bits: too wide for the periodic accumulators; a bit matrix, each row widened to 64 bits
+    matrix = np.zeros((count, 64), dtype=np.uint8)
+    matrix[:, 64 - bits :] = np.unpackbits(raw, count=count * bits).reshape(count, bits)
+    return np.packbits(matrix, axis=1).view(">u8").reshape(-1).astype(np.uint64)
 
 
 def _unpack_periodic(raw: np.ndarray, count: int, bits: int) -> np.ndarray:
