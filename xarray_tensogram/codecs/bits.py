@@ -15,7 +15,9 @@ def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: in
     """
     if count == 0 or bits == 0:
         return np.zeros(count, dtype=np.uint64)
-    raw = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
+    raw: np.ndarray = (
+        np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
+    )
     if bit_offset:  # the bytes shifted so that the first field starts at bit 0
         shift, need = bit_offset % 8, (bit_offset % 8 + count * bits + 7) // 8
         part = raw[bit_offset // 8 : bit_offset // 8 + need + 1]
