@@ -19,11 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..array_spec import ArraySpec
-from ..byte_layout import ChunkRef, Unreferenced, byte_layout, zarr_bytes_codec
+from ..byte_layout import ChunkRef, Unreferenced, byte_layout
 
-__all__ = ["ChunkRef", "VirtualArray", "bytes_codec", "plan_chunks"]
-
-bytes_codec = zarr_bytes_codec
+__all__ = ["ChunkRef", "VirtualArray", "plan_chunks"]
 
 
 @dataclass

@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 # TensogramFrameZarrCodec and TetrTileZarrCodec (zarr v3 classes) are built on first access (module __getattr__)
 __all__ = ["TensogramFrameCodec", "TetrTileCodec", "register"]
 
-TGM_FRAME_ID = FRAME_CODEC_ID  # declared by the format whose layouts name it
-TET_TILE_ID = TILE_CODEC_ID
-
 
 def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = "virtual chunk") -> np.ndarray:
     """Decode one whole data-object frame (header, descriptor, payload, masks, footer) to its values."""
@@ -84,7 +81,7 @@ class _DecodingCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Code
 class TensogramFrameCodec(_DecodingCodec):
     """numcodecs codec: a Tensogram data-object frame -> the object's values (little-endian bytes)."""
 
-    codec_id = TGM_FRAME_ID
+    codec_id = FRAME_CODEC_ID  # declared by the format whose layouts name it
     writer = "Tensogram frame codec only decodes: write .tgm files with xarray_tensogram.to_tensogram"
 
     def __init__(self, astype: str | None = None) -> None:
@@ -107,7 +104,7 @@ class TetrTileCodec(_DecodingCodec):
     default ``codec`` (0 raw, 1 zstd).
     """
 
-    codec_id = TET_TILE_ID
+    codec_id = TILE_CODEC_ID
     writer = "Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr"
 
     def __init__(
@@ -143,7 +140,7 @@ class TetrTileCodec(_DecodingCodec):
 
 
 # -- Zarr v3 ------------------------------------------------------------------------------------------
-def _zarr_codec_class(name: str, numcodec: type[Codec]) -> type:
+def _zarr_codec_class(numcodec: type[Codec]) -> type:
     """A zarr-python v3 bytes-to-bytes codec delegating to the numcodecs codec ``numcodec``.
 
     ``codec_config`` (the numcodecs form, with ``id``) is what VirtualiZarr writes into kerchunk
@@ -151,6 +148,8 @@ def _zarr_codec_class(name: str, numcodec: type[Codec]) -> type:
     """
     from zarr.abc.codec import BytesBytesCodec
     from zarr.core.buffer.cpu import as_numpy_array_wrapper
+
+    name = numcodec.codec_id
 
     @dataclass(frozen=True)
     class _Codec(BytesBytesCodec):  # type: ignore[misc, unused-ignore]  # Any where zarr is not installed
@@ -189,15 +188,18 @@ def _zarr_codec_class(name: str, numcodec: type[Codec]) -> type:
     return _Codec
 
 
+#: the zarr-python class of each numcodecs codec, by the name this module gives it
+_ZARR_CLASSES: dict[str, type[_DecodingCodec]] = {
+    "TensogramFrameZarrCodec": TensogramFrameCodec,
+    "TetrTileZarrCodec": TetrTileCodec,
+}
+
+
 def __getattr__(name: str) -> Any:
     # the zarr classes are built on first use, so importing this module does not import zarr
-    if name == "TensogramFrameZarrCodec":
-        cls = _zarr_codec_class(TGM_FRAME_ID, TensogramFrameCodec)
-    elif name == "TetrTileZarrCodec":
-        cls = _zarr_codec_class(TET_TILE_ID, TetrTileCodec)
-    else:
+    if name not in _ZARR_CLASSES:
         raise AttributeError(name)
-    globals()[name] = cls
+    cls = globals()[name] = _zarr_codec_class(_ZARR_CLASSES[name])
     return cls
 
 
@@ -206,10 +208,9 @@ def register() -> None:
     import numcodecs
     from zarr.registry import get_codec_class, register_codec
 
-    for codec in (TensogramFrameCodec, TetrTileCodec):
+    for attr, codec in _ZARR_CLASSES.items():
         numcodecs.register_codec(codec)
-    for name, attr in ((TGM_FRAME_ID, "TensogramFrameZarrCodec"), (TET_TILE_ID, "TetrTileZarrCodec")):
         try:
-            get_codec_class(name)
+            get_codec_class(codec.codec_id)
         except KeyError:
-            register_codec(name, __getattr__(attr))
+            register_codec(codec.codec_id, __getattr__(attr))

@@ -27,7 +27,7 @@ import xarray as xr
 
 from .. import options as declared
 from ..backend import open_raw_groups
-from ..byte_layout import Unreferenced
+from ..byte_layout import Unreferenced, zarr_bytes_codec
 from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
@@ -36,7 +36,7 @@ from ..zarr_meta import default_fill as _default_fill
 from ..zarr_meta import inline_values
 from ..zarr_meta import json_attr as _json_attr
 from ..zarr_meta import zarr_attrs as _zarr_attrs
-from .chunks import ChunkRef, VirtualArray, bytes_codec, plan_chunks
+from .chunks import ChunkRef, VirtualArray, plan_chunks
 from .codecs import register
 
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
@@ -215,7 +215,11 @@ class _Parser:
                     continue
                 reasons[name] = plan.reason
                 plan = VirtualArray(
-                    values.shape, values.dtype, tuple(max(1, s) for s in values.shape), [bytes_codec(values.dtype)], []
+                    values.shape,
+                    values.dtype,
+                    tuple(max(1, s) for s in values.shape),
+                    [zarr_bytes_codec(values.dtype)],
+                    [],
                 )
                 le = values.astype(values.dtype.newbyteorder("<")) if values.dtype.byteorder == ">" else values
                 inline[name] = np.ascontiguousarray(le).tobytes()
