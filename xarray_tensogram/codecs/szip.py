@@ -136,10 +136,10 @@ def sample_bytes(bits_per_sample: int, flags: int) -> int:
     return 2 if bits_per_sample > 8 else 1
 
 
-def _rsi_geometry(params: Mapping[str, Any]) -> tuple[int, list[int]]:
-    """Decoded bytes per reference sample interval, and the recorded bit offset of each interval."""
+def _rsi_bytes(params: Mapping[str, Any]) -> int:
+    """Decoded bytes per reference sample interval."""
     per = int(params["rsi"]) * int(params["block_size"])
-    return per * sample_bytes(int(params["bits_per_sample"]), int(params["flags"])), params["block_offsets"]
+    return per * sample_bytes(int(params["bits_per_sample"]), int(params["flags"]))
 
 
 def _bit_offset(offsets: list[Any], i: int, where: str = "") -> int:
@@ -160,8 +160,7 @@ def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
     multiple of 8 proves the stream unpadded. When all are, both readings skip nothing and agree. Without a
     full list of offsets nothing tells them apart, and a stream of several intervals is refused.
     """
-    flags = int(params["flags"])
-    rsi_bytes = int(params["rsi"]) * int(params["block_size"]) * sample_bytes(int(params["bits_per_sample"]), flags)
+    flags, rsi_bytes = int(params["flags"]), _rsi_bytes(params)
     intervals = -(-total // rsi_bytes) if rsi_bytes > 0 else 0
     if not flags & AEC_PAD_RSI or intervals <= 1:
         return flags  # no interval boundary: the padding changes nothing
@@ -184,12 +183,7 @@ _LOOKAHEAD = 16
 
 
 def _libaec_params(params: Mapping[str, Any], flags: int) -> dict[str, int]:
-    return {
-        "bits_per_sample": int(params["bits_per_sample"]),
-        "block_size": int(params["block_size"]),
-        "rsi": int(params["rsi"]),
-        "flags": flags,
-    }
+    return {k: int(params[k]) for k in ("bits_per_sample", "block_size", "rsi")} | {"flags": flags}
 
 
 class Szip(Codec):
@@ -218,10 +212,10 @@ class Szip(Codec):
             and not int(params["flags"]) & AEC_RESTRICTED
         ):
             return False
-        return total > 0 and len(offsets) == -(-total // _rsi_geometry(params)[0])
+        return total > 0 and len(offsets) == -(-total // _rsi_bytes(params))
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
-        rsi_bytes, offsets = _rsi_geometry(params)
+        rsi_bytes, offsets = _rsi_bytes(params), params["block_offsets"]
         first, last = lo // rsi_bytes, max(lo, hi - 1) // rsi_bytes
         start = min(_bit_offset(offsets, min(first, len(offsets) - 1)) // 8, stored)
         stop = _bit_offset(offsets, last + 1) // 8 + _LOOKAHEAD if last + 1 < len(offsets) else stored
@@ -229,7 +223,7 @@ class Szip(Codec):
 
     def merge_gap(self, params: Mapping[str, Any]) -> int:
         """One interval: a restart decodes from its interval's start, and initialises libaec again."""
-        return _rsi_geometry(params)[0]
+        return _rsi_bytes(params)
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
@@ -238,7 +232,7 @@ class Szip(Codec):
         interval's recorded bit offset (``aec_buffer_seek``, as ``aec_decode_range`` does) and stopped once
         byte ``hi`` is out."""
         require("imagecodecs", f"{where}szip decompression")
-        rsi_bytes, offsets = _rsi_geometry(params)
+        rsi_bytes, offsets = _rsi_bytes(params), params["block_offsets"]
         first = lo // rsi_bytes
         if first >= len(offsets):
             raise CodecError(f"{where}szip byte {lo} lies past the {len(offsets)} recorded intervals")
