@@ -154,7 +154,6 @@ class _Parser:
         declared.check_names(options, type(self).__name__, declared.names(*_OPEN_SCOPES))
         self.options = {k: v for k, v in options.items() if v is not None}
         self.group: str | None = self.options.get("group")
-        self.storage_options = dict(self.options.get("storage_options") or {})
 
     @classmethod
     def format(cls) -> FormatSpec:
@@ -163,13 +162,9 @@ class _Parser:
         return next(spec for spec in format_registry.formats().values() if spec.virtual_parser == ref)
 
     def __call__(self, url: str, registry: Any) -> Any:
-        from ..io import open_source
-
         register()
-        target = _local_path(url)
-        mine = self.format()
-        with open_source(target, self.storage_options or None, retries=self.options.get("retries")) as src:
-            found = format_registry.sniff(src) or format_registry.default()
+        target, mine = _local_path(url), self.format()
+        found = _sniff(target, self.options)
         if found is not mine:
             parser = found.virtual_parser.rpartition(":")[2]
             raise UnsupportedError(f"{url!r} is a {found.title} file, not {mine.title}: use {parser}")
@@ -264,10 +259,13 @@ class ZTensorParser(_Parser):
 
 def parser_for(path: str | os.PathLike[str], **options: Any) -> _Parser:
     """The parser matching a file's magic (or extension), built with ``options``."""
+    parser: type[_Parser] = format_registry.load(_sniff(_local_path(os.fspath(path)), options).virtual_parser)
+    return parser(**options)
+
+
+def _sniff(target: str, options: Mapping[str, Any]) -> FormatSpec:
+    """The format of the file at ``target`` (its magic, else its extension), read with the open ``options``."""
     from ..io import open_source
 
-    target, retries = _local_path(os.fspath(path)), options.get("retries")
-    with open_source(target, options.get("storage_options"), retries=retries) as src:
-        spec = format_registry.sniff(src) or format_registry.default()
-    parser: type[_Parser] = format_registry.load(spec.virtual_parser)
-    return parser(**options)
+    with open_source(target, options.get("storage_options") or None, retries=options.get("retries")) as src:
+        return format_registry.sniff(src) or format_registry.default()
