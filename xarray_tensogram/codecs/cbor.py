@@ -9,7 +9,7 @@ values other than false/true/null (inert objects that attributes carry as text).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from typing import Any
 
 import cbor2
@@ -39,19 +39,16 @@ REFUSED_NATIVE_TAGS = (0, 1, 4, 5, 28, 29, 30, 35, 36, 37, 52, 54, 100, 258, 260
 PLAIN_NATIVE_TAGS = (2, 3, 25, 256, 55799)
 
 
+def _refuse(number: int, *_args: Any) -> Any:
+    raise MetadataError(f"CBOR tag {number} is not allowed in metadata")
+
+
 def _refuse_tag(tag: Any, immutable: bool) -> Any:
     """Every tag cbor2 does not decode natively (cbor2 6 calls this with the tag and a flag)."""
-    raise MetadataError(f"CBOR tag {tag.tag} is not allowed in metadata")
+    return _refuse(tag.tag)
 
 
-def _refuser(number: int) -> Callable[[Any, bool], Any]:
-    def refuse(value: Any, immutable: bool) -> Any:
-        raise MetadataError(f"CBOR tag {number} is not allowed in metadata")
-
-    return refuse
-
-
-_SEMANTIC = {number: _refuser(number) for number in REFUSED_NATIVE_TAGS}
+_SEMANTIC = {number: functools.partial(_refuse, number) for number in REFUSED_NATIVE_TAGS}
 
 
 def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> Any:

@@ -25,7 +25,6 @@ __all__ = [
     "decompress",
     "decompress_capped",
     "decompress_into",
-    "decompress_prefix",
     "fits_output_bound",
     "frames_bound",
     "max_output",
@@ -155,20 +154,6 @@ def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, exact: bo
     return got
 
 
-def decompress_prefix(payload: bytes | memoryview, prefix: int, total: int, *, where: str = "") -> np.ndarray:
-    """The first ``prefix`` bytes of a stream that decodes to ``total`` bytes, without decoding the rest.
-
-    Used to read leading rows of a compressed object; as with the reference's range decode, the
-    part of the stream after those bytes is not checked.
-    """
-    _check_bound(payload, total, where)
-    out = np.empty(prefix, dtype=np.uint8)
-    got = _fill(payload, out, where, exact=False)
-    if got != prefix:
-        raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
-    return out
-
-
 def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = "") -> np.ndarray:
     """Decode one or more concatenated zstd frames into exactly ``expected_size`` bytes.
 
@@ -245,7 +230,15 @@ class Zstd(Codec):
     def decode_prefix(
         self, payload: Buffer, prefix: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
-        return decompress_prefix(as_bytes(payload), prefix, total, where=where)
+        """Used to read leading rows of a compressed object; as with the reference's range decode, the part of
+        the stream after those bytes is not checked."""
+        view = as_bytes(payload)
+        _check_bound(view, total, where)
+        out = np.empty(prefix, dtype=np.uint8)
+        got = _fill(view, out, where, exact=False)
+        if got != prefix:
+            raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
+        return out
 
     def max_output(self, stored: int) -> int | None:
         return max_output(stored)
