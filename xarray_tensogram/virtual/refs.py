@@ -132,20 +132,19 @@ def open_virtual_dataset(
 
 
 def _fix_fill_values(refs: dict[str, Any]) -> None:
+    def load(value: Any) -> dict[str, Any]:
+        return json.loads(value) if isinstance(value, str) else dict(value)
+
     for key in [k for k in refs if k.endswith("/.zarray") or k == ".zarray"]:
         prefix = key[: -len(".zarray")]
-        zarray = json.loads(refs[key]) if isinstance(refs[key], str) else dict(refs[key])
-        zattrs_raw = refs.get(prefix + ".zattrs", "{}")
-        zattrs = json.loads(zattrs_raw) if isinstance(zattrs_raw, str) else dict(zattrs_raw)
+        zarray, zattrs = load(refs[key]), load(refs.get(prefix + ".zattrs", "{}"))
         dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
         # loaded zero-size arrays are written with zero-size chunks, which Parquet references divide by
         zarray["chunks"] = [max(1, int(c)) for c in zarray.get("chunks", [])]
         if "_FillValue" in zattrs and dtype is not None:
             zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
-        elif dtype is not None and dtype.kind == "f":
-            zarray["fill_value"] = "NaN"
         else:
-            zarray["fill_value"] = None
+            zarray["fill_value"] = "NaN" if dtype is not None and dtype.kind == "f" else None
         refs[key] = json.dumps(zarray, separators=(",", ":"))
         refs[prefix + ".zattrs"] = json.dumps(zattrs, separators=(",", ":"))
 
@@ -162,8 +161,14 @@ def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
 
 
 def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
-    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same
-    Dataset: VirtualiZarr's, with the three corrections the module docstring lists."""
+    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset.
+
+    VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
+    array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
+    1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
+    NaN for other floating-point arrays and ``null`` otherwise (xarray's Zarr v2 reader masks any fill
+    value, so integer arrays would otherwise come back as floats).
+    """
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]
     for key in [k for k in inner if k.endswith("/") and not k.endswith("//")]:  # a 0-d array's chunk
