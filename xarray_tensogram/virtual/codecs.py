@@ -37,20 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["TensogramFrameCodec", "TetrTileCodec", "register"]
 
 
-def decode_tensogram_frame(frame: bytes | memoryview | np.ndarray, where: str = "virtual chunk") -> np.ndarray:
-    """Decode one whole data-object frame (header, descriptor, payload, masks, footer) to its values."""
-    from ..formats.tensogram import pipeline
-    from ..formats.tensogram.objects import ObjectRef, read_frame_layout
-    from ..io import BytesSource
-
-    data = frame.view(np.uint8).ravel() if isinstance(frame, np.ndarray) else np.frombuffer(frame, dtype=np.uint8)
-    source = BytesSource(b"", name=where)  # names the chunk in errors; the bytes come from `frame`
-    # both accept uint8 arrays (the reader passes memory-mapped views)
-    lay = read_frame_layout(source, ObjectRef(0, len(data)), where, frame_bytes=data)
-    region = data[lay.region_start : lay.region_start + lay.region_length]
-    return pipeline.decode_full(region, lay.descriptor, f"{where}: ")
-
-
 class _DecodingCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Codec is Any
     """A numcodecs codec that only decodes: a chunk's referenced bytes -> its values as little-endian bytes
     (what the Zarr ``bytes`` codec with ``endian: little`` reads). Its configuration is its attributes."""
@@ -90,9 +76,17 @@ class TensogramFrameCodec(_DecodingCodec):
         self.astype = astype
 
     def values(self, data: memoryview) -> np.ndarray:
+        """The values of one whole data-object frame (header, descriptor, payload, masks, footer)."""
         from ..array_spec import cast_values
+        from ..formats.tensogram import pipeline
+        from ..formats.tensogram.objects import ObjectRef, read_frame_layout
+        from ..io import BytesSource
 
-        values = decode_tensogram_frame(np.frombuffer(data, dtype=np.uint8))
+        frame, where = np.frombuffer(data, dtype=np.uint8), "virtual chunk"
+        source = BytesSource(b"", name=where)  # names the chunk in errors; the bytes come from `frame`
+        lay = read_frame_layout(source, ObjectRef(0, len(frame)), where, frame_bytes=frame)
+        region = frame[lay.region_start : lay.region_start + lay.region_length]
+        values = pipeline.decode_full(region, lay.descriptor, f"{where}: ")
         return cast_values(values, np.dtype(self.astype)) if self.astype else values
 
 
