@@ -47,13 +47,10 @@ def max_output(stored_length: int) -> int:
 
 
 def fits_output_bound(decoded: Any, stored: Any) -> Any:
-    """``decoded <= max_output(stored)``, element-wise for ``uint64`` arrays without overflowing."""
-    if isinstance(decoded, np.ndarray):
-        block, per_block, one = np.uint64(BLOCK_MAX), np.uint64(_MIN_BLOCK_BYTES), np.uint64(1)
-    else:
-        block, per_block, one = BLOCK_MAX, _MIN_BLOCK_BYTES, 1
-    blocks, quarter = decoded // block, stored // per_block
-    return (blocks <= quarter) | ((blocks == quarter + one) & (decoded % block == 0))
+    """``decoded <= max_output(stored)``, element-wise for ``uint64`` arrays (or integers) without overflowing."""
+    decoded, block = np.asarray(decoded, dtype=np.uint64), np.uint64(BLOCK_MAX)
+    blocks, quarter = decoded // block, np.asarray(stored, dtype=np.uint64) // np.uint64(_MIN_BLOCK_BYTES)
+    return (blocks <= quarter) | ((blocks == quarter + np.uint64(1)) & (decoded % block == 0))
 
 
 def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
