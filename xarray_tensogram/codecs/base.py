@@ -60,15 +60,8 @@ class Param:
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with ``value`` for this parameter (None: nothing)."""
-        if isinstance(value, (bool, np.bool_)) and self.kind is not bool:
-            return f"must be {self._kind_text()}, got {value!r}"
-        if self.kind is float:
-            ok = isinstance(value, (int, float, np.integer, np.floating))
-        elif self.kind is int:
-            ok = isinstance(value, (int, np.integer))
-        else:
-            ok = isinstance(value, self.kind)
-        if not ok:
+        accepted: Any = {float: (int, float, np.integer, np.floating), int: (int, np.integer)}.get(self.kind, self.kind)
+        if not isinstance(value, accepted) or (isinstance(value, (bool, np.bool_)) and self.kind is not bool):
             return f"must be {self._kind_text()}, got {value!r}"
         if self.choices and value not in self.choices:
             return f"must be one of {', '.join(map(repr, self.choices))}, got {value!r}"
