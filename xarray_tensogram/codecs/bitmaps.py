@@ -93,9 +93,9 @@ def roaring_decode(blob: bytes | memoryview, n: int, where: str = "") -> np.ndar
     return out
 
 
-def roaring_encode(bits: np.ndarray, what: str = "roaring encoding") -> bytes:
+def roaring_encode(bits: np.ndarray) -> bytes:
     """The set positions of ``bits`` as a run-optimised serialised roaring bitmap."""
-    pyroaring = require("pyroaring", what)
+    pyroaring = require("pyroaring", "roaring encoding")
     bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
     bm.run_optimize()
     out: bytes = bm.serialize()
