@@ -59,14 +59,14 @@ class SectionKeys(Mapping[str, Any]):
         if not key.startswith(self.prefixes):
             if key in self.sections:  # a section that is empty or not a map is a key of its own
                 value = self.entry.get(key, _MISSING)
-                value = _MISSING if isinstance(value, Mapping) and value else _frozen(value)
+                value = _MISSING if isinstance(value, Mapping) and value else hashable(value)
                 return default if value is _MISSING else value
             return self.flat.get(key, default)
         section, _, rest = key.partition(".")
         node = self.entry.get(section)
         value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
         if type(value) not in SCALARS:  # absent, nested deeper, or a list: the general walk
-            value = _frozen(_nested(node, rest))
+            value = hashable(_nested(node, rest))
         return default if value is _MISSING else value
 
     def __contains__(self, key: object) -> bool:
@@ -116,8 +116,3 @@ def _dotted(node: Any, prefix: str) -> Iterator[str]:
             yield from _dotted(v, f"{prefix}{k}.")
         else:
             yield f"{prefix}{k}"
-
-
-def _frozen(value: Any) -> Any:
-    """A value as ``collect.flat_keys`` holds it (lists as tuples); ``_MISSING`` passes through."""
-    return value if value is _MISSING else hashable(value)
