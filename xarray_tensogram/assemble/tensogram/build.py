@@ -54,17 +54,17 @@ class CoordObject:
     dims: list[str] | None
 
 
-def lift_cf(attrs: dict[str, Any], lifted: list[str] | None = None) -> dict[str, Any]:
-    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them (names recorded in ``lifted``)."""
+def lift_cf(attrs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them; and the names lifted."""
     out: dict[str, Any] = {}
+    lifted: list[str] = []
     for k, v in attrs.items():
         if k.startswith("cf.") and k.count(".") == 1:
             out[k[3:]] = v
-            if lifted is not None:
-                lifted.append(k[3:])
+            lifted.append(k[3:])
         else:
             out.setdefault(k, v)
-    return out
+    return out, lifted
 
 
 def _values_variable(
@@ -139,11 +139,9 @@ def _dependent_coordinate(
 
 
 def _fill_value(first: TgObject, holes: int) -> Any:
-    if not holes:
-        return None
-    if first.dtype.kind in "fc":
+    if holes and first.dtype.kind in "fc":
         return np.nan
-    if first.dtype.kind in "iu":
+    if holes and first.dtype.kind in "iu":
         return np.iinfo(first.dtype).max  # a sentinel CF decoding masks, so holes are not read as zeros
     return None
 
@@ -151,9 +149,9 @@ def _fill_value(first: TgObject, holes: int) -> Any:
 def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[str]]:
     attrs = flatten_attrs({k: v for k, v in first.entry.items() if k not in ("_reserved_", "dim_names")})
     drop = {o.name_key for o in cube.objects} | cube.varying | set(MARS_TIME_KEYS) | {STEP_KEY}
-    attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
-    lifted: list[str] = []
-    return lift_cf(attrs, lifted), lifted
+    return lift_cf(
+        {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
+    )
 
 
 def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: LayoutRecord) -> None:
@@ -256,9 +254,9 @@ def _coordinate_variables(
     for c in coords:
         o = c.obj
         dims = [] if not o.shape else c.dims or _match_trailing(o.shape, variables) or generic_dim_names(o.shape, taken)
-        lifted: list[str] = []
-        own = {k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")}
-        attrs = lift_cf(flatten_attrs(own), lifted)
+        attrs, lifted = lift_cf(
+            flatten_attrs({k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")})
+        )
         if o.role is not None:
             attrs = {**o.role.attrs, **attrs}  # the producer's attributes, the file's over them
         out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, LayoutRecord(cf_attrs=lifted).to_encoding()))
@@ -281,12 +279,10 @@ def _producer_scalars(
     """The scalar coordinates a producer gives a variable: kept while every variable agrees on the value;
     where two differ the coordinate is dropped, and each variable's attributes hold its own value."""
     for name, new in producer.scalar_coordinates(o.all_keys(), o.level, stack).items():
-        existing = scalars.get(name)
         if name in disagree:
             continue
-        if existing is None:
-            scalars[name] = new
-        elif not np.array_equal(existing.values, new.values):
+        existing = scalars.setdefault(name, new)
+        if existing is not new and not np.array_equal(existing.values, new.values):
             del scalars[name]
             disagree.add(name)
 
