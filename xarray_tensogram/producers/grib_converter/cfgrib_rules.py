@@ -54,37 +54,19 @@ GRIB_PREFIXES = (_REPRO, _GRIB)
 #: the entry sections those prefixes flatten from
 GRIB_SECTIONS = ("grib_repro", "grib")
 
-#: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``)
+#: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``), empty cells left out
+_LEVEL_COLUMNS = ("long_name", "units", "positive", "stored_direction", "standard_name")
 _LEVEL_ATTRS: dict[str, dict[str, str]] = {
-    "isobaricInhPa": {
-        "long_name": "pressure",
-        "units": "hPa",
-        "positive": "down",
-        "stored_direction": "decreasing",
-        "standard_name": "air_pressure",
-    },
-    "isobaricInPa": {
-        "long_name": "pressure",
-        "units": "Pa",
-        "positive": "down",
-        "stored_direction": "decreasing",
-        "standard_name": "air_pressure",
-    },
-    "isobaricLayer": {"long_name": "pressure", "units": "Pa", "positive": "down", "standard_name": "air_pressure"},
-    "heightAboveGround": {
-        "long_name": "height above the surface",
-        "units": "m",
-        "positive": "up",
-        "standard_name": "height",
-    },
-    "depthBelowLand": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
-    "depthBelowLandLayer": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
-    "hybrid": {
-        "long_name": "hybrid level",
-        "units": "1",
-        "positive": "down",
-        "standard_name": "atmosphere_hybrid_sigma_pressure_coordinate",
-    },
+    name: {k: v for k, v in zip(_LEVEL_COLUMNS, row, strict=True) if v}
+    for name, row in {
+        "isobaricInhPa": ("pressure", "hPa", "down", "decreasing", "air_pressure"),
+        "isobaricInPa": ("pressure", "Pa", "down", "decreasing", "air_pressure"),
+        "isobaricLayer": ("pressure", "Pa", "down", "", "air_pressure"),
+        "heightAboveGround": ("height above the surface", "m", "up", "", "height"),
+        "depthBelowLand": ("soil depth", "m", "down", "", "depth"),
+        "depthBelowLandLayer": ("soil depth", "m", "down", "", "depth"),
+        "hybrid": ("hybrid level", "1", "down", "", "atmosphere_hybrid_sigma_pressure_coordinate"),
+    }.items()
 }
 _LATITUDE_ATTRS = {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
 _LONGITUDE_ATTRS = {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
