@@ -133,7 +133,6 @@ class NcInput:
     file_map: dict[str, Any]
     variables: dict[str, NcVariable] = field(default_factory=dict)
     last_record: int = -1
-    messages: list[int] = field(default_factory=list)
 
     @property
     def unlimited(self) -> str | None:
@@ -165,8 +164,7 @@ class NcInput:
             )
         return not any(o.name in self.variables for o in message)
 
-    def add(self, message: Sequence[NcObject], index: int) -> None:
-        self.messages.append(index)
+    def add(self, message: Sequence[NcObject]) -> None:
         for o in message:
             var = self.variables.get(o.name)
             if var is None:
@@ -211,8 +209,8 @@ def group_inputs(objects: Iterable[NcObject]) -> list[NcInput]:
     for o in objects:
         by_message.setdefault(o.obj.msg, []).append(o)
     inputs: list[NcInput] = []
-    for index, message in by_message.items():
+    for message in by_message.values():
         if not inputs or not inputs[-1].takes(message):
             inputs.append(NcInput(dict(message[0].nc["_file"])))
-        inputs[-1].add(message, index)
+        inputs[-1].add(message)
     return inputs

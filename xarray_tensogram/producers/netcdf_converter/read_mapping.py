@@ -158,7 +158,7 @@ def _concat(a: NcInput, b: NcInput) -> NcInput | None:
             return None
     length = a.dim_sizes.get(dim, 0) + b.dim_sizes.get(dim, 0)
     registry = [{**d, "len": length} if d["name"] == dim else d for d in file_dims(a.file_map)]
-    return NcInput({"dims": registry}, merged, b.last_record, a.messages + b.messages)
+    return NcInput({"dims": registry}, merged, b.last_record)
 
 
 def _merge(a: NcInput, b: NcInput) -> NcInput | None:
@@ -181,9 +181,7 @@ def _merge(a: NcInput, b: NcInput) -> NcInput | None:
             return None
     registry = {d["name"]: d for d in file_dims(a.file_map)}
     registry.update({d["name"]: d for d in file_dims(b.file_map) if d["name"] not in registry})
-    return NcInput(
-        {"dims": list(registry.values())}, merged, max(a.last_record, b.last_record), a.messages + b.messages
-    )
+    return NcInput({"dims": list(registry.values())}, merged, max(a.last_record, b.last_record))
 
 
 def _combine(inputs: Sequence[NcInput]) -> list[NcInput]:
