@@ -16,9 +16,7 @@ Nothing here imports ``assemble/`` or the backend, and no xarray or dask.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,15 +144,9 @@ def other_format(source: ByteSource) -> str | None:
 def open_file(
     spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
 ) -> FormatFile[Any]:
-    """Open ``source`` as ``spec``, passing only the options its reader takes as keywords."""
-    takes = _keywords(spec.open)
-    kwargs = {k: v for k, v in options.items() if k in takes and k != "storage_options"}
-    return spec.open(source, storage_options=storage_options, **kwargs)
-
-
-@functools.cache
-def _keywords(function: Callable[..., Any]) -> frozenset[str]:
-    return frozenset(inspect.signature(function).parameters)
+    """Open ``source`` as ``spec``; ``options``: those of the open options its reader takes as keywords
+    (``options.keywords_of``)."""
+    return spec.open(source, storage_options=storage_options, **options)
 
 
 def load(ref: str) -> Any:
