@@ -57,16 +57,15 @@ class SectionKeys(Mapping[str, Any]):
 
     def get(self, key: str, default: Any = None) -> Any:
         if not key.startswith(self.prefixes):
-            if key in self.sections:  # a section that is empty or not a map is a key of its own
-                value = self.entry.get(key, _MISSING)
-                value = _MISSING if isinstance(value, Mapping) and value else hashable(value)
-                return default if value is _MISSING else value
-            return self.flat.get(key, default)
-        section, _, rest = key.partition(".")
-        node = self.entry.get(section)
-        value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
-        if type(value) not in SCALARS:  # absent, nested deeper, or a list: the general walk
-            value = hashable(_nested(node, rest))
+            if key not in self.sections:
+                return self.flat.get(key, default)
+            value = hashable(_nested(self.entry, key))  # a section that is empty or not a map is a key of its own
+        else:
+            section, _, rest = key.partition(".")
+            node = self.entry.get(section)
+            value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
+            if type(value) not in SCALARS:  # absent, nested deeper, or a list: the general walk
+                value = hashable(_nested(node, rest))
         return default if value is _MISSING else value
 
     def __contains__(self, key: object) -> bool:

@@ -95,13 +95,10 @@ def is_grib_entry(entry: Mapping[str, Any]) -> bool:
 def _grib_key(keys: Mapping[str, Any], name: str) -> Any:
     """A GRIB key from ``grib_repro`` or, failing that, from any ``grib.<namespace>``."""
     value = keys.get(_REPRO + name)
-    if value is not None:
-        return value
-    for ns in ("parameter", "vertical", "geography", "time", "ls", "statistics"):
-        value = keys.get(f"{_GRIB}{ns}.{name}")
-        if value is not None:
-            return value
-    return None
+    if value is None:
+        namespaces = ("parameter", "vertical", "geography", "time", "ls", "statistics")
+        value = next((v for ns in namespaces if (v := keys.get(f"{_GRIB}{ns}.{name}")) is not None), None)
+    return value
 
 
 def filter_value(keys: Mapping[str, Any], key: str) -> Any:
