@@ -85,20 +85,14 @@ def _axes_of(
             return AxisNames(list(cand), [False] * rank)
     names: list[str] = []
     generic: list[bool] = []
-    by_size: dict[int, list[str]] = {}
-    for cname, size in coord_sizes.items():
-        by_size.setdefault(size, []).append(cname)
     for axis, size in enumerate(shape):
         name = file_hint.get(size) if isinstance(file_hint, dict) else None
-        if name is None:
-            matches = [c for c in by_size.get(size, []) if c not in names]
+        if name is None:  # the one coordinate of this size not named yet
+            matches = [c for c, n in coord_sizes.items() if n == size and c not in names]
             name = matches[0] if len(matches) == 1 else None
-        if name is None or name in names:
-            names.append(f"dim_{axis}")
-            generic.append(True)
-        else:
-            names.append(name)
-            generic.append(False)
+        fresh = name if name is not None and name not in names else None
+        generic.append(fresh is None)
+        names.append(fresh if fresh is not None else f"dim_{axis}")
     return AxisNames(names, generic)
 
 
