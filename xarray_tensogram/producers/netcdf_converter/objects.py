@@ -42,9 +42,9 @@ _TAG_DTYPES = {tag: np.dtype(name) for tag, name in NETCDF_ATTR_TYPES.items()}
 def netcdf_map(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     """The object's ``netcdf`` map when the converter wrote it (``_dims`` a list, ``_file`` a map), else None."""
     nc = entry.get(NETCDF_KEY)
-    if isinstance(nc, dict) and isinstance(nc.get("_dims"), list) and isinstance(nc.get("_file"), dict):
-        return nc
-    return None
+    return (
+        nc if isinstance(nc, dict) and isinstance(nc.get("_dims"), list) and isinstance(nc.get("_file"), dict) else None
+    )
 
 
 def _restore(value: Any, tag: Any) -> Any:
