@@ -305,11 +305,8 @@ def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
     """``latitude``/``longitude`` dims: Gaussian latitudes from ``N``, longitudes from the corners."""
     nj, ni = shape
     n = _number(keys, "N")
-    lat1, lon1, lon2 = (
-        _corner(keys, "latitude", "First"),
-        _corner(keys, "longitude", "First"),
-        _corner(keys, "longitude", "Last"),
-    )
+    lat1, lon1 = _corner(keys, "latitude", "First"), _corner(keys, "longitude", "First")
+    lon2 = _corner(keys, "longitude", "Last")
     if n is None or lat1 is None or lon1 is None or lon2 is None:
         return None
     if not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or nj > 2 * n:
