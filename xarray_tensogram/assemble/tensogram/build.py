@@ -80,26 +80,16 @@ def _values_variable(
     return array_variable(tuple(dims), text.reshape(shape), attrs)
 
 
+#: CF time coordinates as cfgrib users know them: seconds since the epoch, hours decoded to timedelta64
+_TIME = {"units": TIME_UNITS, "calendar": "proleptic_gregorian"}
+_STEP = {"units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
 #: the coordinate of a dim stacked along a known source: the type all its values must have, and its attributes
 _STACKED: dict[str, tuple[type, Mapping[str, str]]] = {
     "mars.number": (int, NUMBER_ATTRS),  # as cfgrib
-    TIME_SOURCE: (
-        int,
-        {
-            "standard_name": "forecast_reference_time",
-            "long_name": "initial time of forecast",
-            "units": TIME_UNITS,
-            "calendar": "proleptic_gregorian",
-        },
-    ),
-    STEP_KEY: (
-        float,  # hours: whole ones stored as integers
-        {
-            "standard_name": "forecast_period",
-            "long_name": "time since forecast_reference_time",
-            "units": STEP_UNITS,
-            "dtype": STEP_UNITS_DTYPE,
-        },
+    TIME_SOURCE: (int, {"standard_name": "forecast_reference_time", "long_name": "initial time of forecast", **_TIME}),
+    STEP_KEY: (  # hours: whole ones stored as integers
+        float,
+        {"standard_name": "forecast_period", "long_name": "time since forecast_reference_time", **_STEP},
     ),
     MESSAGE_SOURCE: (int, {"long_name": "message index in the file"}),
 }
@@ -213,18 +203,12 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, Ra
     if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
         secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
         if secs is not None:
-            coords["time"] = array_variable(
-                (),
-                np.int64(secs),
-                {"standard_name": "forecast_reference_time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
-            )
+            coords["time"] = array_variable((), np.int64(secs), {"standard_name": "forecast_reference_time", **_TIME})
     if "step" not in stack_dims and "step" not in coords and STEP_KEY in o.keys:
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
             val = np.int64(h) if float(h).is_integer() else np.float64(h)
-            coords["step"] = array_variable(
-                (), val, {"standard_name": "forecast_period", "units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
-            )
+            coords["step"] = array_variable((), val, {"standard_name": "forecast_period", **_STEP})
 
 
 def _add_valid_time(coords: dict[str, RawVariable]) -> None:
@@ -236,7 +220,7 @@ def _add_valid_time(coords: dict[str, RawVariable]) -> None:
     coords["valid_time"] = array_variable(  # along time, step, both or none
         t.dims + s.dims,
         np.add.outer(tv, sv),
-        {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
+        {"standard_name": "time", "long_name": "time", **_TIME},
     )
 
 
