@@ -105,9 +105,7 @@ def _nested(node: Any, rest: str) -> Any:
     return _MISSING
 
 
-def _dotted(node: Any, prefix: str) -> Iterator[str]:
-    if not isinstance(node, Mapping):
-        return
+def _dotted(node: Mapping[str, Any], prefix: str) -> Iterator[str]:
     for k, v in node.items():
         if k == "_reserved_":
             continue
