@@ -175,7 +175,7 @@ def check_encoding(
     ds: xr.Dataset,
     encoding: Mapping[Hashable, Any] | None,
     spec: EncodingKeys,
-    in_effect: InEffect | None = None,
+    in_effect: InEffect,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, CodecSetting]]]:
     """The user's ``encoding=`` checked for ``spec``'s format: the entries as given, and per variable the codec
     settings it asks for (for each codec key that the entry names or gives parameters for).
@@ -198,7 +198,7 @@ def check_encoding(
             raise XarrayTensogramError(f"encoding for {name!r} must be castable to a dictionary, got {enc!r}")
         key = str(name)
         enc = {str(k): v for k, v in enc.items()}
-        chosen = _chosen(key, enc, spec, in_effect or (lambda name, entry: {}))
+        chosen = _chosen(key, enc, spec, in_effect)
         params = _params(key, enc, spec, chosen)
         settings[key] = {
             ck: CodecSetting(vocab, codec, codec.resolve(params.get(ck, {}), what=f"variable {key!r}: "))

@@ -151,7 +151,7 @@ def encode_dataset(
     keys: EncodingKeys,
     *,
     default_fill: bool = True,
-    in_effect: InEffect | None = None,
+    in_effect: InEffect,
 ) -> EncodedDataset:
     """Check names and ``encoding=`` (against ``keys``, the format's codecs and options:
     :func:`~.encoding.check_encoding`), then CF-encode every variable with xarray's own encoder.
