@@ -276,12 +276,12 @@ def build_group(
     axes: Mapping[str, list[str]],
     coords: Sequence[CoordObject],
     global_attrs: Mapping[str, Any],
-    grid_coords: Mapping[str, RawVariable] | None = None,
+    grid_coords: Mapping[str, RawVariable],
 ) -> RawGroup:
     """The raw (CF-encoded) variables of one group."""
     dim_of = {s: d for d, s in plan.sources.items()}
     variables: dict[str, RawVariable] = {}
-    out: dict[str, RawVariable] = dict(grid_coords or {})
+    out: dict[str, RawVariable] = dict(grid_coords)
     disagree: set[str] = set()
     scalars: dict[str, RawVariable] = {}
     for vname, cube in plan.variables.items():
