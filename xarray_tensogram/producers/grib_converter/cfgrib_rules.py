@@ -37,7 +37,6 @@ __all__ = [
     "filter_value",
     "gaussian_latitudes",
     "grid_coordinates",
-    "is_grib",
     "is_grib_entry",
     "level_coordinate_attrs",
     "level_info",
@@ -79,13 +78,8 @@ _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 # ---------------------------------------------------------------------------------------------
 
 
-def is_grib(keys: Mapping[str, Any]) -> bool:
-    """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` keys."""
-    return any(k.startswith(GRIB_PREFIXES) for k in keys)
-
-
 def is_grib_entry(entry: Mapping[str, Any]) -> bool:
-    """:func:`is_grib` on a nested ``base[i]`` entry, without looking at every key."""
+    """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` sections."""
     repro, other = entry.get("grib_repro"), entry.get("grib")
     if repro is None and other is None:  # the common answer, without an ABC isinstance per object
         return False
