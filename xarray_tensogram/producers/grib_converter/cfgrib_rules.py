@@ -30,8 +30,6 @@ __all__ = [
     "GRIB_LEVEL_SOURCE",
     "GRIB_PREFIXES",
     "GRIB_SECTIONS",
-    "GridCoords",
-    "LevelInfo",
     "cf_attributes",
     "cfgrib_name",
     "filter_value",
