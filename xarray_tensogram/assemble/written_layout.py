@@ -72,12 +72,11 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> RawVariabl
         values = np.asarray(spec.get("values"), dtype=np.dtype(str(spec.get("dtype"))))
     except (TypeError, ValueError):
         return None
-    if len(dims) != values.ndim:
-        return None
-    if values.shape != tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)):
+    if len(dims) != values.ndim or values.shape != tuple(
+        sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)
+    ):
         return None  # (a dim no object has takes its size from the values)
-    attrs = dict(spec.get("attrs") or {})
-    return array_variable(dims, values, attrs)
+    return array_variable(dims, values, dict(spec.get("attrs") or {}))
 
 
 def _recorded_dtypes(group: RawGroup) -> None:
@@ -165,12 +164,11 @@ def _timedelta_markers(variables: Mapping[str, RawVariable]) -> dict[Any, tuple[
     The hint records a coordinate's attributes as the user had them, without the marker (xarray's decoder
     popped it); a hint coordinate in the same units keeps it, so it still decodes by default.
     """
-    out: dict[Any, tuple[Any, str]] = {}
-    for name, var in variables.items():
-        marker = var.attrs.get("dtype")
-        if isinstance(marker, str) and marker.startswith("timedelta64"):
-            out[name] = (var.attrs.get("units"), marker)
-    return out
+    return {
+        name: (var.attrs.get("units"), marker)
+        for name, var in variables.items()
+        if isinstance(marker := var.attrs.get("dtype"), str) and marker.startswith("timedelta64")
+    }
 
 
 def _transposed(var: RawVariable, order: list[Any]) -> RawVariable:

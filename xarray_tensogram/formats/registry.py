@@ -1,24 +1,18 @@
 """The formats this package reads, one record each, and how a file is matched to one.
 
-A record says what a format is called, how its files start (magic bytes) and
-end (extensions), how to open one, how ``ls``, ``info`` and ``verify`` see it,
-and (by import path, loaded only when used) its assembly function, writer and
-virtual Zarr parser (where its chunks are stored each chunk reader says itself:
-``byte_layout`` of ``byte_layout.ByteRangeReader``). The open options a format honours are the
-keywords its reader and assembly function take (see ``options.py``). The backend and the CLI dispatch through
-:func:`get`, :func:`sniff` and :func:`from_bytes`, never by name in an
-``if/elif``. Adding a format: write its folder under ``formats/`` with a
-``FORMAT`` record (which also names its assembly function, writer and virtual
-Zarr parser by import path), and add one line to :data:`_MODULES`.
+A record (:class:`FormatSpec`) says what a format is called, how its files start and end, how to open
+one, how ``ls``, ``info`` and ``verify`` see it, and by import path (loaded only when used) its assembly
+function, writer and virtual Zarr parser. The open options a format honours are the keywords its reader
+and assembly function take (``options.py``). The backend and the CLI dispatch through :func:`get`,
+:func:`sniff` and :func:`from_bytes`, never by name in an ``if/elif``. Adding a format: its folder under
+``formats/`` with a ``FORMAT`` record, and one line in :data:`_MODULES`.
 
 Nothing here imports ``assemble/`` or the backend, and no xarray or dask.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
-import inspect
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,15 +140,9 @@ def other_format(source: ByteSource) -> str | None:
 def open_file(
     spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
 ) -> FormatFile[Any]:
-    """Open ``source`` as ``spec``, passing only the options its reader takes as keywords."""
-    takes = _keywords(spec.open)
-    kwargs = {k: v for k, v in options.items() if k in takes and k != "storage_options"}
-    return spec.open(source, storage_options=storage_options, **kwargs)
-
-
-@functools.cache
-def _keywords(function: Callable[..., Any]) -> frozenset[str]:
-    return frozenset(inspect.signature(function).parameters)
+    """Open ``source`` as ``spec``; ``options``: those of the open options its reader takes as keywords
+    (``options.keywords_of``)."""
+    return spec.open(source, storage_options=storage_options, **options)
 
 
 def load(ref: str) -> Any:

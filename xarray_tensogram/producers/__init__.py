@@ -37,10 +37,7 @@ def producer_for(entry: Mapping[str, Any], extra: Mapping[str, Any]) -> Producer
     """The producer of one object (its nested ``base[i]`` entry, its message's ``_extra_``), if any."""
     if _ENTRY_KEYS.isdisjoint(entry) and (not extra or _EXTRA_KEYS.isdisjoint(extra)):
         return None  # most objects of most files: one set test
-    for producer in REGISTERED:
-        if producer.recognises(entry, extra):
-            return producer
-    return None
+    return next((p for p in REGISTERED if p.recognises(entry, extra)), None)
 
 
 #: the answers of no producer in particular (DESIGN.md's generic rules), for variables none of them writes

@@ -21,15 +21,11 @@ from .interface import CoordinateRole, GridCoords, Keys, Producer
 __all__ = ["AnemoiOutput"]
 
 #: the grid objects' ``anemoi.variable`` values and the coordinate each one is (CF attributes as cfgrib's)
-_GRID = {
-    "latitude": CoordinateRole(
-        "latitude", ("values",), {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
-    ),
-    "longitude": CoordinateRole(
-        "longitude", ("values",), {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
-    ),
-}
 _GRID_DIM = "values"
+_GRID = {
+    name: CoordinateRole(name, (_GRID_DIM,), {"units": units, "standard_name": name, "long_name": name})
+    for name, units in (("latitude", "degrees_north"), ("longitude", "degrees_east"))
+}
 #: keys that hold the anemoi variable name (``t_500``): the parameter and the level say it
 _NAME_KEYS = ("name", "anemoi.variable")
 _LEVEL_DIM = "level"

@@ -1,39 +1,24 @@
 """One interface for the layouts of the producers that write ``.tgm`` files (DESIGN.md "Files from real producers").
 
-Each producer of ``.tgm`` files lays its objects out in its own way, and its users expect what
-they know from the producer's world (names, levels, a grid coordinate, ...). A
-producer is recognised from an object's own metadata (and its message's ``_extra_``) when the
-objects are collected, and the mapping stages then ask the object's producer a few questions.
-Every question has a default answer here, "nothing special": the generic rules of DESIGN.md
-apply. A producer overrides only what its layout needs.
+Each producer lays its objects out in its own way, and its users expect what they know from its world
+(names, levels, a grid coordinate, ...). A producer is recognised from an object's own metadata (and its
+message's ``_extra_``) when the objects are collected; the mapping stages then ask it a few questions.
+Every question has a default answer here, "nothing special" (DESIGN.md's generic rules); a producer
+overrides only what its layout needs. Who asks what:
 
-Stage 1 (:mod:`.collect`)
-    :meth:`Producer.recognises` picks the producer; :attr:`Producer.sections` names the metadata
-    sections it keeps nested (:meth:`Producer.keys_view` answers dotted keys from them);
-    :meth:`Producer.level` gives an object's vertical level as a dimension of its own kind.
-Stage 2 (:mod:`.naming`)
-    :meth:`Producer.variable_name` (the default name, when no ``variable_key`` is asked for) and
-    :meth:`Producer.coordinate` (an object that is a coordinate whatever its name says).
-Stage 3 (:mod:`.dims`, via ``__init__``)
-    :meth:`Producer.grid`: the dims of the object's own axes and coordinates computed for them.
-Stage 4 (:mod:`.hypercube`)
-    :meth:`Producer.restates` (keys that restate others: never a dimension or a coordinate),
-    :meth:`Producer.level_order`, :attr:`Producer.dependent_coordinates`.
-Stages 2-5 at once
-    :meth:`Producer.assemble`, for a layout that says everything the stages would guess (names, dims
-    and typed attributes): when every object of the file is its own, it builds the
-    raw groups itself (:attr:`Producer.assembles`).
-Stage 5 (:mod:`.build`)
-    :meth:`Producer.dim_attrs` (attributes of a stacked dimension's coordinate),
-    :meth:`Producer.attributes` (a variable's attributes and its layout record) and
-    :meth:`Producer.scalar_coordinates`.
-
-Writing (``write/tensogram.py``), the same producer puts its layout back
-    :meth:`Producer.writes` picks the producer of a variable (its layout record as read, its attributes);
-    :meth:`Producer.entry_attrs` (attributes at their metadata paths), :meth:`Producer.source_keys`
-    (the keys a value of a stacking source of its own stands for), :meth:`Producer.finish_entry`
-    (keys that follow from the others). A layout that says everything (:attr:`Producer.assembles`)
-    writes a whole Dataset in one message: :meth:`Producer.writes_dataset`, :meth:`Producer.objects`.
+- stage 1 (:mod:`.collect`): :meth:`~Producer.recognises`, :attr:`~Producer.sections` (kept nested,
+  read through :meth:`~Producer.keys_view`), :meth:`~Producer.level`;
+- stage 2 (:mod:`.naming`): :meth:`~Producer.variable_name`, :meth:`~Producer.coordinate`;
+- stage 3 (:mod:`.dims`, via ``__init__``): :meth:`~Producer.grid`;
+- stage 4 (:mod:`.hypercube`): :meth:`~Producer.restates`, :meth:`~Producer.level_order`,
+  :attr:`~Producer.dependent_coordinates`;
+- stage 5 (:mod:`.build`): :meth:`~Producer.dim_attrs`, :meth:`~Producer.attributes`,
+  :meth:`~Producer.scalar_coordinates`;
+- stages 2-5 at once: :meth:`~Producer.assemble`, for a layout that says everything the stages would
+  guess, when every object of the file is its own (:attr:`~Producer.assembles`);
+- writing (``write/tensogram.py``), the layout put back: :meth:`~Producer.writes`,
+  :meth:`~Producer.entry_attrs`, :meth:`~Producer.source_keys`, :meth:`~Producer.finish_entry`, and for
+  a whole Dataset in one message :meth:`~Producer.writes_dataset`, :meth:`~Producer.objects`.
 
 A new producer is one module or folder in :mod:`xarray_tensogram.producers` with a subclass of
 :class:`Producer`, plus one line in that package's ``REGISTERED`` tuple. Producers are asked in that

@@ -57,16 +57,15 @@ class SectionKeys(Mapping[str, Any]):
 
     def get(self, key: str, default: Any = None) -> Any:
         if not key.startswith(self.prefixes):
-            if key in self.sections:  # a section that is empty or not a map is a key of its own
-                value = self.entry.get(key, _MISSING)
-                value = _MISSING if isinstance(value, Mapping) and value else _frozen(value)
-                return default if value is _MISSING else value
-            return self.flat.get(key, default)
-        section, _, rest = key.partition(".")
-        node = self.entry.get(section)
-        value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
-        if type(value) not in SCALARS:  # absent, nested deeper, or a list: the general walk
-            value = _frozen(_nested(node, rest))
+            if key not in self.sections:
+                return self.flat.get(key, default)
+            value = hashable(_nested(self.entry, key))  # a section that is empty or not a map is a key of its own
+        else:
+            section, _, rest = key.partition(".")
+            node = self.entry.get(section)
+            value = node.get(rest, _MISSING) if type(node) is dict else _MISSING
+            if type(value) not in SCALARS:  # absent, nested deeper, or a list: the general walk
+                value = hashable(_nested(node, rest))
         return default if value is _MISSING else value
 
     def __contains__(self, key: object) -> bool:
@@ -106,9 +105,7 @@ def _nested(node: Any, rest: str) -> Any:
     return _MISSING
 
 
-def _dotted(node: Any, prefix: str) -> Iterator[str]:
-    if not isinstance(node, Mapping):
-        return
+def _dotted(node: Mapping[str, Any], prefix: str) -> Iterator[str]:
     for k, v in node.items():
         if k == "_reserved_":
             continue
@@ -116,8 +113,3 @@ def _dotted(node: Any, prefix: str) -> Iterator[str]:
             yield from _dotted(v, f"{prefix}{k}.")
         else:
             yield f"{prefix}{k}"
-
-
-def _frozen(value: Any) -> Any:
-    """A value as ``collect.flat_keys`` holds it (lists as tuples); ``_MISSING`` passes through."""
-    return value if value is _MISSING else hashable(value)

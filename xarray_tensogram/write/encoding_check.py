@@ -41,11 +41,6 @@ CF_ENCODING_KEYS = frozenset(
 )
 
 
-def plain_name(codec: Codec, param: Param) -> tuple[str, ...]:
-    """A parameter given under the codec's own name for it (``level``)."""
-    return (param.name,)
-
-
 @dataclass(frozen=True)
 class CodecKey:
     """An ``encoding=`` key whose value names a codec: the format's file vocabulary for it -> the codec object
@@ -54,8 +49,8 @@ class CodecKey:
     key: str
     codecs: Mapping[str, Codec]
     readable: tuple[str, ...] = ()
-    #: the keys a parameter of a codec may be given as
-    spellings: Callable[[Codec, Param], tuple[str, ...]] = plain_name
+    #: the keys a parameter of a codec may be given as (by default the codec's own name for it, ``level``)
+    spellings: Callable[[Codec, Param], tuple[str, ...]] = lambda codec, param: (param.name,)
 
     def lookup(self, value: Any) -> tuple[str, Codec] | None:
         """(vocabulary, codec) for a value: a table entry, a codec's own name, or None for no codec."""
@@ -114,10 +109,6 @@ class CodecSetting:
 
 #: the codec each codec key names for a variable when its ``encoding=`` entry does not (given the entry)
 InEffect = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
-
-
-def _no_fallback(name: str, enc: Mapping[str, Any]) -> Mapping[str, Any]:
-    return {}
 
 
 def _chosen(name: str, enc: Mapping[str, Any], spec: EncodingKeys, in_effect: InEffect) -> dict[str, tuple[str, Codec]]:
@@ -184,7 +175,7 @@ def check_encoding(
     ds: xr.Dataset,
     encoding: Mapping[Hashable, Any] | None,
     spec: EncodingKeys,
-    in_effect: InEffect | None = None,
+    in_effect: InEffect,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, CodecSetting]]]:
     """The user's ``encoding=`` checked for ``spec``'s format: the entries as given, and per variable the codec
     settings it asks for (for each codec key that the entry names or gives parameters for).
@@ -207,7 +198,7 @@ def check_encoding(
             raise XarrayTensogramError(f"encoding for {name!r} must be castable to a dictionary, got {enc!r}")
         key = str(name)
         enc = {str(k): v for k, v in enc.items()}
-        chosen = _chosen(key, enc, spec, in_effect or _no_fallback)
+        chosen = _chosen(key, enc, spec, in_effect)
         params = _params(key, enc, spec, chosen)
         settings[key] = {
             ck: CodecSetting(vocab, codec, codec.resolve(params.get(ck, {}), what=f"variable {key!r}: "))

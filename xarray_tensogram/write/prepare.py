@@ -11,6 +11,7 @@ Each format then checks that it can hold every encoded variable before it writes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -109,16 +110,6 @@ def _warn_dask_objects(ds: xr.Dataset) -> None:
             )
 
 
-#: encoding keys a reader leaves on the variables it read (ours, and xarray's for netCDF and Zarr)
-_READ_MARKERS = ("preferred_chunks", "source", "original_shape")
-_READ_PREFIXES = ("tensogram_", "tetr_", "ztensor_")
-
-
-def _read_from_file(encoding: Mapping[Any, Any]) -> bool:
-    """Whether a variable's encoding says a reader made it (so its bytes are worth keeping as read)."""
-    return any(k in encoding for k in _READ_MARKERS) or any(str(k).startswith(_READ_PREFIXES) for k in encoding)
-
-
 def _cf_encode(
     ds: xr.Dataset, user: Mapping[str, Mapping[str, Any]], default_fill: bool
 ) -> tuple[dict[str, xr.Variable], dict[Hashable, Any]]:
@@ -146,7 +137,12 @@ def _default_nan_fill(source: xr.Variable | None, fill: Any) -> bool:
     """Whether ``fill`` is the NaN xarray adds to a float read from a file that asked for no fill."""
     if source is None or "_FillValue" in source.encoding or "_FillValue" in source.attrs:
         return False  # asked for (or a variable the encoder made)
-    return _read_from_file(source.encoding) and isinstance(fill, (float, np.floating)) and bool(np.isnan(fill))
+    # the encoding keys a reader leaves on the variables it read (ours, and xarray's for netCDF and Zarr)
+    read = any(
+        k in ("preferred_chunks", "source", "original_shape") or str(k).startswith(("tensogram_", "tetr_", "ztensor_"))
+        for k in source.encoding
+    )
+    return read and isinstance(fill, (float, np.floating)) and bool(np.isnan(fill))
 
 
 def encode_dataset(
@@ -155,7 +151,7 @@ def encode_dataset(
     keys: EncodingKeys,
     *,
     default_fill: bool = True,
-    in_effect: InEffect | None = None,
+    in_effect: InEffect,
 ) -> EncodedDataset:
     """Check names and ``encoding=`` (against ``keys``, the format's codecs and options:
     :func:`~.encoding.check_encoding`), then CF-encode every variable with xarray's own encoder.
@@ -248,15 +244,11 @@ def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
                 out[str(key)] = value.dtype.str
         elif isinstance(value, bytes):  # read back as hex text where the reader flattens attrs for netCDF
             out[str(key)] = "py:bytes"
-        elif python_too and isinstance(value, bool):
-            out[str(key)] = "py:bool"
         elif python_too and isinstance(value, (int, float)):
-            out[str(key)] = "py:int" if isinstance(value, int) else "py:float"
+            out[str(key)] = "py:bool" if isinstance(value, bool) else "py:int" if isinstance(value, int) else "py:float"
         elif python_too and isinstance(value, (list, tuple)):
-            try:
+            with contextlib.suppress(TypeError, ValueError):
                 out[str(key)] = np.asarray(value).dtype.str
-            except (TypeError, ValueError):
-                continue
     return out
 
 

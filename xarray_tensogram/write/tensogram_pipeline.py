@@ -65,16 +65,10 @@ def _owned(key: str, desc: Mapping[str, Any]) -> bool:
 def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
     """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
     (a netCDF ``compression: gzip`` is not ours), parameters of stages not in use are dropped."""
-    plain = {k: v for k, v in _user_pipeline(var_encoding)[0].items() if k in PIPELINE_PARAMS or k in _STAGES}
-    desc: dict[str, Any] = {}
-    for stage in _STAGES:
-        value = var_encoding.get(f"tensogram_{stage}", plain.get(stage))
-        if isinstance(value, str) and value in PIPELINE_VALUES[stage]:
-            desc[stage] = value
-    for key in PIPELINE_PARAMS:
-        if key in plain and _owned(key, desc):
-            desc[key] = plain[key]
-    return desc
+    plain = _user_pipeline(var_encoding)[0]
+    stages = {stage: var_encoding.get(f"tensogram_{stage}", plain.get(stage)) for stage in _STAGES}
+    desc = {s: v for s, v in stages.items() if isinstance(v, str) and v in PIPELINE_VALUES[s]}
+    return {**desc, **{k: plain[k] for k in PIPELINE_PARAMS if k in plain and _owned(k, desc)}}
 
 
 def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:

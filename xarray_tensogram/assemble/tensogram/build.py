@@ -54,17 +54,17 @@ class CoordObject:
     dims: list[str] | None
 
 
-def lift_cf(attrs: dict[str, Any], lifted: list[str] | None = None) -> dict[str, Any]:
-    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them (names recorded in ``lifted``)."""
+def lift_cf(attrs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``cf.units`` -> ``units`` etc., so that xarray's CF decoding sees them; and the names lifted."""
     out: dict[str, Any] = {}
+    lifted: list[str] = []
     for k, v in attrs.items():
         if k.startswith("cf.") and k.count(".") == 1:
             out[k[3:]] = v
-            if lifted is not None:
-                lifted.append(k[3:])
+            lifted.append(k[3:])
         else:
             out.setdefault(k, v)
-    return out
+    return out, lifted
 
 
 def _values_variable(
@@ -80,26 +80,16 @@ def _values_variable(
     return array_variable(tuple(dims), text.reshape(shape), attrs)
 
 
+#: CF time coordinates as cfgrib users know them: seconds since the epoch, hours decoded to timedelta64
+_TIME = {"units": TIME_UNITS, "calendar": "proleptic_gregorian"}
+_STEP = {"units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
 #: the coordinate of a dim stacked along a known source: the type all its values must have, and its attributes
 _STACKED: dict[str, tuple[type, Mapping[str, str]]] = {
     "mars.number": (int, NUMBER_ATTRS),  # as cfgrib
-    TIME_SOURCE: (
-        int,
-        {
-            "standard_name": "forecast_reference_time",
-            "long_name": "initial time of forecast",
-            "units": TIME_UNITS,
-            "calendar": "proleptic_gregorian",
-        },
-    ),
-    STEP_KEY: (
-        float,  # hours: whole ones stored as integers
-        {
-            "standard_name": "forecast_period",
-            "long_name": "time since forecast_reference_time",
-            "units": STEP_UNITS,
-            "dtype": STEP_UNITS_DTYPE,
-        },
+    TIME_SOURCE: (int, {"standard_name": "forecast_reference_time", "long_name": "initial time of forecast", **_TIME}),
+    STEP_KEY: (  # hours: whole ones stored as integers
+        float,
+        {"standard_name": "forecast_period", "long_name": "time since forecast_reference_time", **_STEP},
     ),
     MESSAGE_SOURCE: (int, {"long_name": "message index in the file"}),
 }
@@ -139,11 +129,9 @@ def _dependent_coordinate(
 
 
 def _fill_value(first: TgObject, holes: int) -> Any:
-    if not holes:
-        return None
-    if first.dtype.kind in "fc":
+    if holes and first.dtype.kind in "fc":
         return np.nan
-    if first.dtype.kind in "iu":
+    if holes and first.dtype.kind in "iu":
         return np.iinfo(first.dtype).max  # a sentinel CF decoding masks, so holes are not read as zeros
     return None
 
@@ -151,9 +139,9 @@ def _fill_value(first: TgObject, holes: int) -> Any:
 def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[str]]:
     attrs = flatten_attrs({k: v for k, v in first.entry.items() if k not in ("_reserved_", "dim_names")})
     drop = {o.name_key for o in cube.objects} | cube.varying | set(MARS_TIME_KEYS) | {STEP_KEY}
-    attrs = {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
-    lifted: list[str] = []
-    return lift_cf(attrs, lifted), lifted
+    return lift_cf(
+        {k: v for k, v in attrs.items() if k not in drop and not any(k.startswith(p + ".") for p in cube.varying)}
+    )
 
 
 def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: LayoutRecord) -> None:
@@ -215,18 +203,12 @@ def _scalar_mars_coords(o: TgObject, stack_dims: list[str], coords: dict[str, Ra
     if "time" not in stack_dims and "time" not in coords and "mars.date" in o.keys:
         secs = mars_datetime_seconds(o.keys.get("mars.date"), o.keys.get("mars.time", 0))
         if secs is not None:
-            coords["time"] = array_variable(
-                (),
-                np.int64(secs),
-                {"standard_name": "forecast_reference_time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
-            )
+            coords["time"] = array_variable((), np.int64(secs), {"standard_name": "forecast_reference_time", **_TIME})
     if "step" not in stack_dims and "step" not in coords and STEP_KEY in o.keys:
         h = step_hours(o.keys.get(STEP_KEY))
         if h is not None:
             val = np.int64(h) if float(h).is_integer() else np.float64(h)
-            coords["step"] = array_variable(
-                (), val, {"standard_name": "forecast_period", "units": STEP_UNITS, "dtype": STEP_UNITS_DTYPE}
-            )
+            coords["step"] = array_variable((), val, {"standard_name": "forecast_period", **_STEP})
 
 
 def _add_valid_time(coords: dict[str, RawVariable]) -> None:
@@ -238,7 +220,7 @@ def _add_valid_time(coords: dict[str, RawVariable]) -> None:
     coords["valid_time"] = array_variable(  # along time, step, both or none
         t.dims + s.dims,
         np.add.outer(tv, sv),
-        {"standard_name": "time", "long_name": "time", "units": TIME_UNITS, "calendar": "proleptic_gregorian"},
+        {"standard_name": "time", "long_name": "time", **_TIME},
     )
 
 
@@ -256,9 +238,9 @@ def _coordinate_variables(
     for c in coords:
         o = c.obj
         dims = [] if not o.shape else c.dims or _match_trailing(o.shape, variables) or generic_dim_names(o.shape, taken)
-        lifted: list[str] = []
-        own = {k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")}
-        attrs = lift_cf(flatten_attrs(own), lifted)
+        attrs, lifted = lift_cf(
+            flatten_attrs({k: v for k, v in o.entry.items() if k not in ("_reserved_", "dim_names", "name")})
+        )
         if o.role is not None:
             attrs = {**o.role.attrs, **attrs}  # the producer's attributes, the file's over them
         out.setdefault(o.name, lazy_variable(dims, o.spec(), attrs, LayoutRecord(cf_attrs=lifted).to_encoding()))
@@ -281,12 +263,10 @@ def _producer_scalars(
     """The scalar coordinates a producer gives a variable: kept while every variable agrees on the value;
     where two differ the coordinate is dropped, and each variable's attributes hold its own value."""
     for name, new in producer.scalar_coordinates(o.all_keys(), o.level, stack).items():
-        existing = scalars.get(name)
         if name in disagree:
             continue
-        if existing is None:
-            scalars[name] = new
-        elif not np.array_equal(existing.values, new.values):
+        existing = scalars.setdefault(name, new)
+        if existing is not new and not np.array_equal(existing.values, new.values):
             del scalars[name]
             disagree.add(name)
 
@@ -296,12 +276,12 @@ def build_group(
     axes: Mapping[str, list[str]],
     coords: Sequence[CoordObject],
     global_attrs: Mapping[str, Any],
-    grid_coords: Mapping[str, RawVariable] | None = None,
+    grid_coords: Mapping[str, RawVariable],
 ) -> RawGroup:
     """The raw (CF-encoded) variables of one group."""
     dim_of = {s: d for d, s in plan.sources.items()}
     variables: dict[str, RawVariable] = {}
-    out: dict[str, RawVariable] = dict(grid_coords or {})
+    out: dict[str, RawVariable] = dict(grid_coords)
     disagree: set[str] = set()
     scalars: dict[str, RawVariable] = {}
     for vname, cube in plan.variables.items():

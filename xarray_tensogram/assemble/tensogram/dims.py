@@ -85,20 +85,14 @@ def _axes_of(
             return AxisNames(list(cand), [False] * rank)
     names: list[str] = []
     generic: list[bool] = []
-    by_size: dict[int, list[str]] = {}
-    for cname, size in coord_sizes.items():
-        by_size.setdefault(size, []).append(cname)
     for axis, size in enumerate(shape):
         name = file_hint.get(size) if isinstance(file_hint, dict) else None
-        if name is None:
-            matches = [c for c in by_size.get(size, []) if c not in names]
+        if name is None:  # the one coordinate of this size not named yet
+            matches = [c for c, n in coord_sizes.items() if n == size and c not in names]
             name = matches[0] if len(matches) == 1 else None
-        if name is None or name in names:
-            names.append(f"dim_{axis}")
-            generic.append(True)
-        else:
-            names.append(name)
-            generic.append(False)
+        fresh = name if name is not None and name not in names else None
+        generic.append(fresh is None)
+        names.append(fresh if fresh is not None else f"dim_{axis}")
     return AxisNames(names, generic)
 
 
@@ -108,10 +102,10 @@ def resolve_axes(
     file_hint: list[str] | dict[int, str] | None,
     coord_sizes: Mapping[str, int],
     *,
-    coord_dims: Mapping[str, set[int]] | None = None,
-    obj_index: Mapping[str, int] | None = None,
-    where: str = "",
-    rename_conflicts: bool = False,
+    coord_dims: Mapping[str, set[int]],
+    obj_index: Mapping[str, int],
+    where: str,
+    rename_conflicts: bool,
 ) -> tuple[dict[str, AxisNames], dict[str, set[int]]]:
     """Axis names of every variable ``{name: (shape, object hint)}``, and the names the user's
     ``dim_names`` claims at several sizes (``{}`` when the variables can share one Dataset).
@@ -124,12 +118,11 @@ def resolve_axes(
     in a group that cannot be split further (``rename_conflicts``). Names from the user's ``dim_names``
     are never renamed: their conflicts are the caller's errors.
     """
-    local = _LocalNames(obj_index or {}, {v: shape for v, (shape, _hint) in variables.items()})
+    local = _LocalNames(obj_index, {v: shape for v, (shape, _hint) in variables.items()})
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
     user = {v for v, (shape, _hint) in variables.items() if requested_dims(dim_names, v, len(shape)) is not None}
-    coords = coord_dims or {}
     hinted: dict[str, list[tuple[str, int, int]]] = {}  # name -> (variable, axis, size) named by a file hint
-    fixed: dict[str, set[int]] = {n: set(s) for n, s in coords.items()}  # sizes a hint must agree with
+    fixed: dict[str, set[int]] = {n: set(s) for n, s in coord_dims.items()}  # sizes a hint must agree with
     for v, axes in out.items():
         for k, (name, gen, size) in enumerate(zip(axes.names, axes.generic, variables[v][0], strict=True)):
             if v in user:
@@ -139,10 +132,10 @@ def resolve_axes(
     for name, claims in hinted.items():
         sizes = {size for _v, _k, size in claims}
         if (sizes - fixed[name]) if fixed.get(name) else (rename_conflicts and len(sizes) > 1):
-            owner = f"coord {name!r}" if name in coords else f"the dim_names argument's {name!r}"
+            owner = f"coord {name!r}" if name in coord_dims else f"the dim_names argument's {name!r}"
             _rename_hinted(out, name, claims, (owner, fixed.get(name, set())), local, where)
     conflicts = _explicit_sizes(out, variables)
-    _rename_clashing_generic(out, variables, coords, coord_sizes, local)
+    _rename_clashing_generic(out, variables, coord_dims, coord_sizes, local)
     return out, conflicts
 
 

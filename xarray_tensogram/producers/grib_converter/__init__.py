@@ -15,7 +15,7 @@ import numpy as np
 from ...layout_record import LayoutRecord
 from ...mars import NUMBER_ATTRS
 from ...raw_variables import RawVariable
-from ..interface import LEVEL_PREFIX, GridCoords, Keys, LevelInfo, Producer, derived
+from ..interface import LEVEL_PREFIX, Keys, LevelInfo, Producer, derived
 from ..keys import SectionKeys
 from . import cfgrib_rules as grib
 from .write_layout import derived_name, entry_paths, level_keys, refresh_repro
@@ -48,20 +48,14 @@ class GribConverter(Producer):
     def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
         return GribKeys(flat, entry)
 
-    def level(self, keys: Keys) -> LevelInfo | None:
-        return grib.level_info(keys)
-
-    def variable_name(self, keys: Keys) -> str | None:
-        return grib.variable_name(keys)  # cfgrib's name, never the numeric mars.param
-
-    def grid(self, keys: Keys, shape: tuple[int, ...]) -> GridCoords | None:
-        return grib.grid_coordinates(keys, shape)
+    level = staticmethod(grib.level_info)
+    variable_name = staticmethod(grib.variable_name)  # cfgrib's name, never the numeric mars.param
+    grid = staticmethod(grib.grid_coordinates)
+    level_order = staticmethod(grib.level_order)  # as cfgrib sorts them: decreasing pressure
+    filter_value = staticmethod(grib.filter_value)  # cfgrib's undotted keys: typeOfLevel, shortName
 
     def restates(self, key: str) -> bool:
-        return not grib.is_stackable(key)
-
-    def level_order(self, name: str, values: Sequence[float]) -> list[float]:
-        return grib.level_order(name, values)  # as cfgrib sorts them: decreasing pressure
+        return key.startswith(grib.GRIB_PREFIXES)  # grib_repro.level, stepRange ...: never a dim
 
     def dim_attrs(self, dim: str, source: str, keys: Keys) -> dict[str, str] | None:
         return grib.level_coordinate_attrs(dim) if source.startswith(LEVEL_PREFIX) else None
@@ -86,9 +80,6 @@ class GribConverter(Producer):
         if "number" not in dims and isinstance(number, int) and not isinstance(number, bool):
             out["number"] = derived((), np.int64(number), NUMBER_ATTRS)
         return out
-
-    def filter_value(self, keys: Keys, key: str) -> Any:
-        return grib.filter_value(keys, key)  # cfgrib's undotted keys: typeOfLevel, shortName
 
     def writes(self, record: LayoutRecord, attrs: Mapping[str, Any]) -> bool:
         return record.attr_paths is not None or any(str(k).startswith("GRIB_") for k in attrs)

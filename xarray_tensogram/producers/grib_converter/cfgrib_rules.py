@@ -20,7 +20,7 @@ import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,16 +30,12 @@ __all__ = [
     "GRIB_LEVEL_SOURCE",
     "GRIB_PREFIXES",
     "GRIB_SECTIONS",
-    "GridCoords",
-    "LevelInfo",
     "cf_attributes",
     "cfgrib_name",
     "filter_value",
     "gaussian_latitudes",
     "grid_coordinates",
-    "is_grib",
     "is_grib_entry",
-    "is_stackable",
     "level_coordinate_attrs",
     "level_info",
     "level_order",
@@ -55,37 +51,19 @@ GRIB_PREFIXES = (_REPRO, _GRIB)
 #: the entry sections those prefixes flatten from
 GRIB_SECTIONS = ("grib_repro", "grib")
 
-#: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``)
+#: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``), empty cells left out
+_LEVEL_COLUMNS = ("long_name", "units", "positive", "stored_direction", "standard_name")
 _LEVEL_ATTRS: dict[str, dict[str, str]] = {
-    "isobaricInhPa": {
-        "long_name": "pressure",
-        "units": "hPa",
-        "positive": "down",
-        "stored_direction": "decreasing",
-        "standard_name": "air_pressure",
-    },
-    "isobaricInPa": {
-        "long_name": "pressure",
-        "units": "Pa",
-        "positive": "down",
-        "stored_direction": "decreasing",
-        "standard_name": "air_pressure",
-    },
-    "isobaricLayer": {"long_name": "pressure", "units": "Pa", "positive": "down", "standard_name": "air_pressure"},
-    "heightAboveGround": {
-        "long_name": "height above the surface",
-        "units": "m",
-        "positive": "up",
-        "standard_name": "height",
-    },
-    "depthBelowLand": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
-    "depthBelowLandLayer": {"long_name": "soil depth", "units": "m", "positive": "down", "standard_name": "depth"},
-    "hybrid": {
-        "long_name": "hybrid level",
-        "units": "1",
-        "positive": "down",
-        "standard_name": "atmosphere_hybrid_sigma_pressure_coordinate",
-    },
+    name: {k: v for k, v in zip(_LEVEL_COLUMNS, row, strict=True) if v}
+    for name, row in {
+        "isobaricInhPa": ("pressure", "hPa", "down", "decreasing", "air_pressure"),
+        "isobaricInPa": ("pressure", "Pa", "down", "decreasing", "air_pressure"),
+        "isobaricLayer": ("pressure", "Pa", "down", "", "air_pressure"),
+        "heightAboveGround": ("height above the surface", "m", "up", "", "height"),
+        "depthBelowLand": ("soil depth", "m", "down", "", "depth"),
+        "depthBelowLandLayer": ("soil depth", "m", "down", "", "depth"),
+        "hybrid": ("hybrid level", "1", "down", "", "atmosphere_hybrid_sigma_pressure_coordinate"),
+    }.items()
 }
 _LATITUDE_ATTRS = {"units": "degrees_north", "standard_name": "latitude", "long_name": "latitude"}
 _LONGITUDE_ATTRS = {"units": "degrees_east", "standard_name": "longitude", "long_name": "longitude"}
@@ -98,34 +76,21 @@ _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 # ---------------------------------------------------------------------------------------------
 
 
-def is_grib(keys: Mapping[str, Any]) -> bool:
-    """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` keys."""
-    return any(k.startswith(GRIB_PREFIXES) for k in keys)
-
-
 def is_grib_entry(entry: Mapping[str, Any]) -> bool:
-    """:func:`is_grib` on a nested ``base[i]`` entry, without looking at every key."""
+    """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` sections."""
     repro, other = entry.get("grib_repro"), entry.get("grib")
     if repro is None and other is None:  # the common answer, without an ABC isinstance per object
         return False
     return isinstance(repro, Mapping) or isinstance(other, Mapping)
 
 
-def is_stackable(key: str) -> bool:
-    """``grib_repro.*`` and ``grib.*`` keys restate the MARS keys (``level``, ``stepRange`` ...): never a dim."""
-    return not key.startswith(GRIB_PREFIXES)
-
-
 def _grib_key(keys: Mapping[str, Any], name: str) -> Any:
     """A GRIB key from ``grib_repro`` or, failing that, from any ``grib.<namespace>``."""
     value = keys.get(_REPRO + name)
-    if value is not None:
-        return value
-    for ns in ("parameter", "vertical", "geography", "time", "ls", "statistics"):
-        value = keys.get(f"{_GRIB}{ns}.{name}")
-        if value is not None:
-            return value
-    return None
+    if value is None:
+        namespaces = ("parameter", "vertical", "geography", "time", "ls", "statistics")
+        value = next((v for ns in namespaces if (v := keys.get(f"{_GRIB}{ns}.{name}")) is not None), None)
+    return value
 
 
 def filter_value(keys: Mapping[str, Any], key: str) -> Any:
@@ -228,42 +193,47 @@ def _number(keys: Mapping[str, Any], name: str) -> float | None:
     return float(value)
 
 
-def _regular_axis(first: float, step: float, n: int) -> np.ndarray:
-    """``first + i * step``, with values rounded to the micro-degrees GRIB2 stores (no 1e-15 noise)."""
-    return np.round(first + np.arange(n, dtype=np.float64) * step, 6)
+def _corner(keys: Mapping[str, Any], axis: str, which: str) -> float | None:
+    """``latitudeOfFirstGridPointInDegrees`` and its three siblings."""
+    return _number(keys, f"{axis}Of{which}GridPointInDegrees")
+
+
+def _regular_axis(first: float, last: float, n: int) -> np.ndarray:
+    """``n`` values from ``first`` to ``last``, rounded to the micro-degrees GRIB2 stores (no 1e-15 noise)."""
+    if n == 1:
+        return np.array([first])
+    return np.round(first + np.arange(n, dtype=np.float64) * ((last - first) / (n - 1)), 6)
+
+
+def _latlon(
+    lat: np.ndarray, lon: np.ndarray, lat_attrs: Mapping[str, str] = _LATITUDE_ATTRS, along: str = ""
+) -> GridCoords:
+    """Grid coordinates: latitude and longitude dims (a regular grid), or both ``along`` one dim (a reduced grid)."""
+    lat_dim, lon_dim = (along, along) if along else ("latitude", "longitude")
+    return GridCoords(
+        list(dict.fromkeys((lat_dim, lon_dim))),
+        {"latitude": ((lat_dim,), lat, dict(lat_attrs)), "longitude": ((lon_dim,), lon, dict(_LONGITUDE_ATTRS))},
+    )
 
 
 def _regular_ll(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
     nj, ni = shape
     area = keys.get("mars.area")
     if isinstance(area, (list, tuple)) and len(area) == 4 and all(isinstance(v, (int, float)) for v in area):
-        north, west, south, east = (float(v) for v in area)
-        lat = _regular_axis(north, (south - north) / (nj - 1), nj) if nj > 1 else np.array([north])
-        lon = _regular_axis(west, (east - west) / (ni - 1), ni) if ni > 1 else np.array([west])
+        lat1, lon1, lat2, lon2 = (float(v) for v in area)  # north, west, south, east
     else:
-        lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
-        lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees")
-        lat2 = _number(keys, "latitudeOfLastGridPointInDegrees")
-        lon2 = _number(keys, "longitudeOfLastGridPointInDegrees")
-        if lat1 is None or lon1 is None or lat2 is None or lon2 is None:
+        corners = [_corner(keys, axis, which) for which in ("First", "Last") for axis in ("latitude", "longitude")]
+        if None in corners:
             return None
+        lat1, lon1, lat2, lon2 = cast(list[float], corners)
         i_negative = bool(_number(keys, "iScansNegatively"))
         if not i_negative and lon1 > lon2:
             lon1 -= 360.0  # a grid across the dateline / Greenwich: one monotone axis, as ecCodes gives it
         elif i_negative and lon1 < lon2:
             lon1 += 360.0
-        lat = _regular_axis(lat1, (lat2 - lat1) / (nj - 1), nj) if nj > 1 else np.array([lat1])
-        lon = _regular_axis(lon1, (lon2 - lon1) / (ni - 1), ni) if ni > 1 else np.array([lon1])
-    lat_attrs = dict(_LATITUDE_ATTRS)
-    if lat[0] > lat[-1]:
-        lat_attrs["stored_direction"] = "decreasing"  # as cfgrib marks north-to-south rows
-    return GridCoords(
-        ["latitude", "longitude"],
-        {
-            "latitude": (("latitude",), lat, lat_attrs),
-            "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
-        },
-    )
+    lat = _regular_axis(lat1, lat2, nj)
+    north_to_south = {"stored_direction": "decreasing"} if lat[0] > lat[-1] else {}  # as cfgrib marks them
+    return _latlon(lat, _regular_axis(lon1, lon2, ni), {**_LATITUDE_ATTRS, **north_to_south})
 
 
 def gaussian_latitudes(n: int) -> np.ndarray:
@@ -309,33 +279,26 @@ def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
     if len(pl) > 2 * n or sum(pl) != shape[0]:
         return None
     all_lats = gaussian_latitudes(int(n))
-    lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
+    lat1 = _corner(keys, "latitude", "First")
     start = 0 if lat1 is None else int(np.argmin(np.abs(all_lats - lat1)))
     if start + len(pl) > all_lats.size:
         return None
-    lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees") or 0.0
+    lon1 = _corner(keys, "longitude", "First") or 0.0
     counts = np.asarray(pl, dtype=np.int64)
     lat = np.repeat(all_lats[start : start + len(pl)], counts)
     # position of each point within its row, then lon = lon1 + i * 360 / pl (global rows)
     row_start = np.repeat(np.cumsum(counts) - counts, counts)
     index_in_row = np.arange(shape[0], dtype=np.int64) - row_start
     lon = lon1 + index_in_row * (360.0 / np.repeat(counts, counts))
-    return GridCoords(
-        ["values"],
-        {
-            "latitude": (("values",), lat, dict(_LATITUDE_ATTRS)),
-            "longitude": (("values",), lon, dict(_LONGITUDE_ATTRS)),
-        },
-    )
+    return _latlon(lat, lon, along="values")
 
 
 def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
     """``latitude``/``longitude`` dims: Gaussian latitudes from ``N``, longitudes from the corners."""
     nj, ni = shape
     n = _number(keys, "N")
-    lat1 = _number(keys, "latitudeOfFirstGridPointInDegrees")
-    lon1 = _number(keys, "longitudeOfFirstGridPointInDegrees")
-    lon2 = _number(keys, "longitudeOfLastGridPointInDegrees")
+    lat1, lon1 = _corner(keys, "latitude", "First"), _corner(keys, "longitude", "First")
+    lon2 = _corner(keys, "longitude", "Last")
     if n is None or lat1 is None or lon1 is None or lon2 is None:
         return None
     if not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or nj > 2 * n:
@@ -350,13 +313,7 @@ def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
     if lon1 > lon2:
         lon1 -= 360.0
     lon = lon1 + np.arange(ni, dtype=np.float64) * ((lon2 - lon1) / (ni - 1) if ni > 1 else 0.0)
-    return GridCoords(
-        ["latitude", "longitude"],
-        {
-            "latitude": (("latitude",), lats[start : start + nj].copy(), dict(_LATITUDE_ATTRS)),
-            "longitude": (("longitude",), lon, dict(_LONGITUDE_ATTRS)),
-        },
-    )
+    return _latlon(lats[start : start + nj].copy(), lon)
 
 
 #: grids cfgrib gives ``(y, x)`` dims with 2-D latitude/longitude from ecCodes (which we cannot compute)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...mars import mars_datetime_seconds
-from .cfgrib_rules import GRIB_PREFIXES, is_grib, variable_name
+from .cfgrib_rules import GRIB_PREFIXES, variable_name
 
 __all__ = ["derived_name", "entry_paths", "level_keys", "refresh_repro"]
 
@@ -63,15 +63,11 @@ def level_keys(value: Any, levelist: bool) -> list[tuple[str, Any]]:
 
 def derived_name(entry: Mapping[str, Any]) -> str | None:
     """The name :func:`variable_name` gives a converter-shaped base entry (nested dicts), else ``None``."""
-    flat: dict[str, Any] = {}
-    for section in ("mars", "grib_repro"):
-        part = entry.get(section)
-        if isinstance(part, Mapping):
-            flat.update({f"{section}.{k}": v for k, v in part.items()})
-    parameter = entry.get("grib", {}).get("parameter") if isinstance(entry.get("grib"), Mapping) else None
-    if isinstance(parameter, Mapping):
-        flat.update({f"grib.parameter.{k}": v for k, v in parameter.items()})
-    return variable_name(flat) if is_grib(flat) else None
+    grib = entry.get("grib")
+    parameter = grib.get("parameter") if isinstance(grib, Mapping) else None
+    parts = {"mars": entry.get("mars"), "grib_repro": entry.get("grib_repro"), "grib.parameter": parameter}
+    flat = {f"{s}.{k}": v for s, part in parts.items() if isinstance(part, Mapping) for k, v in part.items()}
+    return variable_name(flat) if any(not k.startswith("mars.") for k in flat) else None  # a GRIB key: its name
 
 
 def refresh_repro(entry: dict[str, Any]) -> None:

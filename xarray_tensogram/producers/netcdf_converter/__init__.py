@@ -8,13 +8,11 @@ back as the converter's file split (:mod:`.write_layout`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import xarray as xr
-
 from ...raw_variables import RawGroup
-from ..interface import Producer, WrittenObject
+from ..interface import Producer
 from ..keys import SectionKeys
 from .objects import netcdf_map
 from .read_mapping import netcdf_groups
@@ -55,8 +53,5 @@ class NetcdfConverter(Producer):
     def assemble(self, objects: Sequence[Any], **options: Any) -> dict[str, RawGroup] | None:
         return netcdf_groups(objects, **options)
 
-    def writes_dataset(self, ds: xr.Dataset) -> bool:
-        return is_netcdf_layout(ds)
-
-    def objects(self, ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
-        return netcdf_objects(ds, plain)
+    writes_dataset = staticmethod(is_netcdf_layout)
+    objects = staticmethod(netcdf_objects)

@@ -10,6 +10,7 @@ each (a read then touches only the rows it needs, by byte range where the payloa
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,11 +51,8 @@ class ConcatReader:
 def concat_specs(members: Sequence[ArraySpec]) -> ArraySpec:
     """Members of equal shape but for their first axis (and of one dtype), joined along it."""
     head = members[0]
-    starts, total = [], 0
-    for m in members:
-        starts.append(total)
-        total += m.shape[0]
     lengths = [m.shape[0] for m in members]
+    *starts, total = itertools.accumulate(lengths, initial=0)
     regular = all(n == lengths[0] for n in lengths[:-1]) and lengths[-1] <= lengths[0] and lengths[0] > 0
     rows = lengths[0] if regular else 1
     inner = head.chunk_shape[1:]

@@ -23,7 +23,17 @@ import numpy as np
 from ...raw_variables import netcdf_safe_value
 from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 
-__all__ = ["NcInput", "NcObject", "NcVariable", "as_nc_object", "group_inputs", "netcdf_map", "restore_attrs"]
+__all__ = [
+    "NcInput",
+    "NcObject",
+    "NcVariable",
+    "as_nc_object",
+    "file_dims",
+    "group_inputs",
+    "netcdf_map",
+    "restore_attrs",
+    "unlimited_dim",
+]
 
 #: numpy dtypes of the converter's attribute type tags
 _TAG_DTYPES = {tag: np.dtype(name) for tag, name in NETCDF_ATTR_TYPES.items()}
@@ -32,9 +42,9 @@ _TAG_DTYPES = {tag: np.dtype(name) for tag, name in NETCDF_ATTR_TYPES.items()}
 def netcdf_map(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     """The object's ``netcdf`` map when the converter wrote it (``_dims`` a list, ``_file`` a map), else None."""
     nc = entry.get(NETCDF_KEY)
-    if isinstance(nc, dict) and isinstance(nc.get("_dims"), list) and isinstance(nc.get("_file"), dict):
-        return nc
-    return None
+    return (
+        nc if isinstance(nc, dict) and isinstance(nc.get("_dims"), list) and isinstance(nc.get("_file"), dict) else None
+    )
 
 
 def _restore(value: Any, tag: Any) -> Any:
@@ -75,10 +85,6 @@ class NcObject:
     def attrs(self) -> dict[str, Any]:
         return restore_attrs(self.nc, self.nc.get("_attr_types"))
 
-    @property
-    def has_cf(self) -> bool:
-        return isinstance(self.obj.entry.get("cf"), dict)
-
 
 def as_nc_object(o: Any, name: str | None = None) -> NcObject:
     nc = netcdf_map(o.entry)
@@ -93,9 +99,15 @@ def as_nc_object(o: Any, name: str | None = None) -> NcObject:
     )
 
 
-def _file_dims(file_map: Mapping[str, Any]) -> list[dict[str, Any]]:
+def file_dims(file_map: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The entries of a ``_file`` dimension registry (each a map with a ``name``)."""
     dims = file_map.get("dims")
     return [d for d in dims if isinstance(d, dict) and isinstance(d.get("name"), str)] if isinstance(dims, list) else []
+
+
+def unlimited_dim(file_map: Mapping[str, Any]) -> str | None:
+    """The first unlimited dimension (the one the record split splits, converter.rs:586-594)."""
+    return next((str(d["name"]) for d in file_dims(file_map) if d.get("unlimited") is True), None)
 
 
 @dataclass
@@ -121,16 +133,14 @@ class NcInput:
     file_map: dict[str, Any]
     variables: dict[str, NcVariable] = field(default_factory=dict)
     last_record: int = -1
-    messages: list[int] = field(default_factory=list)
 
     @property
     def unlimited(self) -> str | None:
-        """The first unlimited dimension (the one the record split splits, converter.rs:586-594)."""
-        return next((str(d["name"]) for d in _file_dims(self.file_map) if d.get("unlimited") is True), None)
+        return unlimited_dim(self.file_map)
 
     @property
     def dim_sizes(self) -> dict[str, int]:
-        return {str(d["name"]): int(d["len"]) for d in _file_dims(self.file_map) if isinstance(d.get("len"), int)}
+        return {str(d["name"]): int(d["len"]) for d in file_dims(self.file_map) if isinstance(d.get("len"), int)}
 
     @property
     def global_attrs(self) -> dict[str, Any]:
@@ -154,8 +164,7 @@ class NcInput:
             )
         return not any(o.name in self.variables for o in message)
 
-    def add(self, message: Sequence[NcObject], index: int) -> None:
-        self.messages.append(index)
+    def add(self, message: Sequence[NcObject]) -> None:
         for o in message:
             var = self.variables.get(o.name)
             if var is None:
@@ -200,8 +209,8 @@ def group_inputs(objects: Iterable[NcObject]) -> list[NcInput]:
     for o in objects:
         by_message.setdefault(o.obj.msg, []).append(o)
     inputs: list[NcInput] = []
-    for index, message in by_message.items():
+    for message in by_message.values():
         if not inputs or not inputs[-1].takes(message):
             inputs.append(NcInput(dict(message[0].nc["_file"])))
-        inputs[-1].add(message, index)
+        inputs[-1].add(message)
     return inputs

@@ -21,9 +21,9 @@ Dataset comes out with and without ``--cf``.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,34 +34,9 @@ from ...errors import MetadataError, TensogramMappingWarning
 from ...layout_record import LayoutRecord
 from ...raw_variables import RawGroup, RawVariable, lazy_variable
 from .concat import concat_specs
-from .objects import NcInput, NcObject, NcVariable, as_nc_object, group_inputs, same_object
+from .objects import NcInput, NcObject, NcVariable, as_nc_object, file_dims, group_inputs, same_object, unlimited_dim
 
 __all__ = ["netcdf_groups"]
-
-
-@dataclass
-class _Piece:
-    """A run of a variable along the unlimited dimension: a whole object, or consecutive records."""
-
-    objects: list[NcObject]
-
-    def spec(self) -> ArraySpec:
-        first: ArraySpec = self.objects[0].obj.spec()
-        if self.objects[0].record is None:
-            return first
-        members: dict[int, Any] = {i: o.obj.spec for i, o in enumerate(self.objects)}
-        members[0] = first
-        return stack_specs((len(self.objects),), members, template=first)
-
-
-def _pieces(objects: Sequence[NcObject]) -> list[_Piece]:
-    out: list[_Piece] = []
-    for o in objects:
-        if o.record is not None and out and out[-1].objects[0].record is not None:
-            out[-1].objects.append(o)
-        else:
-            out.append(_Piece([o]))
-    return out
 
 
 def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
@@ -69,14 +44,6 @@ def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
     not recorded, and it is first in every classic-model file: spec "Record split")."""
     dims = list(var.first.dims)
     return [unlimited or "record", *dims] if var.is_record else dims
-
-
-def _encoding(var: NcVariable, inp: NcInput) -> dict[str, Any]:
-    first = var.first
-    return {
-        **LayoutRecord(netcdf={"file": inp.file_map, "cf": first.has_cf}, name_key="name").to_encoding(),
-        **(first.obj.pipeline() if first.obj.pipeline else {}),
-    }
 
 
 def _check(var: NcVariable, where: str) -> None:
@@ -98,11 +65,24 @@ def _check(var: NcVariable, where: str) -> None:
 
 
 def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
-    pieces = _pieces(var.objects)
-    specs = [p.spec() for p in pieces]
+    """The variable's runs along the unlimited dimension (a whole object, or consecutive records stacked),
+    joined end to end."""
+    specs: list[ArraySpec] = []
+    for records, group in itertools.groupby(var.objects, key=lambda o: o.record is not None):
+        run = list(group)
+        if not records:
+            specs += [o.obj.spec() for o in run]
+            continue
+        first = run[0].obj.spec()
+        members: dict[int, Any] = {0: first, **{i: o.obj.spec for i, o in enumerate(run[1:], 1)}}
+        specs.append(stack_specs((len(run),), members, template=first))
     spec = specs[0] if len(specs) == 1 else concat_specs(specs)
+    obj = var.first.obj
+    record = LayoutRecord(netcdf={"file": inp.file_map, "cf": isinstance(obj.entry.get("cf"), dict)}, name_key="name")
     # preferred_chunks: one object (1 along the stacked records), set by lazy_variable
-    return lazy_variable(dims, spec, var.first.attrs, _encoding(var, inp))
+    return lazy_variable(
+        dims, spec, var.first.attrs, {**record.to_encoding(), **(obj.pipeline() if obj.pipeline else {})}
+    )
 
 
 def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None:
@@ -149,12 +129,8 @@ def _same_attrs(a: NcVariable, b: NcVariable) -> bool:
 
 
 def _registry_without(inp: NcInput, dim: str | None) -> list[tuple[Any, Any, Any]]:
-    dims = inp.file_map.get("dims")
-    items = dims if isinstance(dims, list) else []
     return [
-        (d.get("name"), None if d.get("name") == dim else d.get("len"), d.get("unlimited"))
-        for d in items
-        if isinstance(d, dict)
+        (d["name"], None if d["name"] == dim else d.get("len"), d.get("unlimited")) for d in file_dims(inp.file_map)
     ]
 
 
@@ -180,15 +156,9 @@ def _concat(a: NcInput, b: NcInput) -> NcInput | None:
             merged[name] = va
         else:
             return None
-    sizes = a.dim_sizes
-    length = sizes.get(dim, 0) + b.dim_sizes.get(dim, 0)
-    file_map = {
-        "dims": [
-            {**d, "len": length} if isinstance(d, dict) and d.get("name") == dim else d
-            for d in a.file_map.get("dims", [])
-        ]
-    }
-    return NcInput(file_map, merged, b.last_record, a.messages + b.messages)
+    length = a.dim_sizes.get(dim, 0) + b.dim_sizes.get(dim, 0)
+    registry = [{**d, "len": length} if d["name"] == dim else d for d in file_dims(a.file_map)]
+    return NcInput({"dims": registry}, merged, b.last_record)
 
 
 def _merge(a: NcInput, b: NcInput) -> NcInput | None:
@@ -209,13 +179,9 @@ def _merge(a: NcInput, b: NcInput) -> NcInput | None:
             or not all(same_object(x, y) for x, y in zip(va.objects, vb.objects, strict=True))
         ):
             return None
-    registry = {d.get("name"): d for d in a.file_map.get("dims", []) if isinstance(d, dict)}
-    for d in b.file_map.get("dims", []):
-        if isinstance(d, dict):
-            registry.setdefault(d.get("name"), d)
-    return NcInput(
-        {"dims": list(registry.values())}, merged, max(a.last_record, b.last_record), a.messages + b.messages
-    )
+    registry = {d["name"]: d for d in file_dims(a.file_map)}
+    registry.update({d["name"]: d for d in file_dims(b.file_map) if d["name"] not in registry})
+    return NcInput({"dims": list(registry.values())}, merged, max(a.last_record, b.last_record))
 
 
 def _combine(inputs: Sequence[NcInput]) -> list[NcInput]:
@@ -241,13 +207,8 @@ def _keep_selected(objects: Sequence[NcObject]) -> list[NcObject]:
             listed = o.attrs.get("coordinates")
             if isinstance(listed, str):
                 needed.update(listed.split())
-        if o.record is not None and o.name in kept:
-            unlimited = next(
-                (d.get("name") for d in o.nc["_file"].get("dims", []) if isinstance(d, dict) and d.get("unlimited")),
-                None,
-            )
-            if unlimited is not None:
-                needed.add(str(unlimited))
+            if o.record is not None and (unlimited := unlimited_dim(o.nc["_file"])) is not None:
+                needed.add(unlimited)
     return [o for o in objects if o.name in needed]
 
 

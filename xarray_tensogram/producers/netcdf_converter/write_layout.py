@@ -22,6 +22,7 @@ import xarray as xr
 from ...errors import EncodeError
 from ...layout_record import LayoutRecord
 from ..interface import WrittenObject as NetcdfObject
+from .objects import file_dims
 from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_KEY
 
 __all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
@@ -52,17 +53,18 @@ def attribute_types(attrs: Mapping[Hashable, Any]) -> dict[str, str]:
 
 def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
     """The ``_file`` dimension registry: the one read, lengths as the Dataset has them now, new dims appended."""
-    recorded: list[Any] = []
-    for n, v in ds.variables.items():
-        found = LayoutRecord.of(v.encoding, n).netcdf
-        if found is not None and isinstance(found.get("file"), Mapping):
-            recorded = list(found["file"].get("dims") or [])
-            break
-    out = []
-    for d in recorded:
-        if isinstance(d, Mapping) and isinstance(d.get("name"), str):
-            size = ds.sizes.get(d["name"], d.get("len")) or 0
-            out.append({"name": d["name"], "len": int(size), "unlimited": bool(d.get("unlimited"))})
+    records = (LayoutRecord.of(v.encoding, n).netcdf for n, v in ds.variables.items())
+    recorded: Mapping[str, Any] = next(
+        (r["file"] for r in records if r is not None and isinstance(r.get("file"), Mapping)), {}
+    )
+    out = [
+        {
+            "name": d["name"],
+            "len": int(ds.sizes.get(d["name"], d.get("len")) or 0),
+            "unlimited": bool(d.get("unlimited")),
+        }
+        for d in file_dims(recorded)
+    ]
     unlimited = set(ds.encoding.get("unlimited_dims") or ())
     named = {d["name"] for d in out}
     out += [{"name": str(n), "len": int(s), "unlimited": n in unlimited} for n, s in ds.sizes.items() if n not in named]
