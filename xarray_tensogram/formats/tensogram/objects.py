@@ -31,7 +31,7 @@ from ...errors import (
 from ...io import ByteSource, RangeColumns
 from .._chunks import read_row_band
 from . import pipeline
-from .compression import STAGES, chain_of, stage_codec
+from .compression import STAGES, chain_of
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
     DATA_FRAME,
@@ -242,21 +242,16 @@ class ObjectReader:
         """Rows ``rows`` decoded from only the stored bytes they need, where the chain allows: their own
         elements, or the stream up to the last of them. None: the whole payload has to be decoded."""
         desc = self.layout().descriptor
-        where = describe(self.source.name, self.where)
         start, stop, step = rows.indices(desc["shape"][0]) if desc["shape"] else (0, 0, 0)
         if step <= 0 or stop <= start:
             return None
         box = (slice(start, stop), *(slice(0, n) for n in desc["shape"][1:]))
-        if desc["dtype"] != "bitmask" and (block := self._decode_box(box, 1.0)) is not None:
+        if (block := self._decode_box(box, 1.0)) is not None:
             return block[::step]
-        if step != 1 or not pipeline.supports_leading_prefix(desc):
+        if step != 1:
             return None
-        # decompress only up to the last requested row (the stream's tail is not checked)
         region = self._fetch(self.layout().region_start, self.layout().region_length, "payload")
-        hi = pipeline.row_byte_range(desc, 0, stop)[1]
-        codec = stage_codec("compression", desc["compression"], where)
-        prefix = codec.decode_prefix(region.data, hi, pipeline.encoded_length(desc), {}, where)
-        return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
+        return pipeline.decode_leading_rows(region, desc, start, stop, describe(self.source.name, self.where))
 
     def _decode_box(self, box: tuple[slice, ...], fraction: float) -> np.ndarray | None:
         """The box decoded from its elements' stored bytes alone (:func:`.pipeline.decode_box`), or None."""
