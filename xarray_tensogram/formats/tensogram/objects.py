@@ -82,20 +82,17 @@ def read_frame_layout(
     off, length = ref.frame_offset, ref.frame_length
     if length < 36:
         raise CorruptFileError(f"{describe(source.name, where, off)}data frame length {length} is below the minimum 36")
-    if frame_bytes is None:
-        # header and tail in one read when the frame is small, else two reads
-        if length <= 8192:
-            frame_bytes = source.read(off, length, what="data frame")
-        else:
-            head = source.read(off, FRAME_HEADER, what="data frame header")
-            tail_len = min(length - FRAME_HEADER, 4096)
-            tail = source.read(off + length - tail_len, tail_len, what="data frame footer")
-            frame_bytes = None
-    if frame_bytes is not None:
-        head = bytes(frame_bytes[:FRAME_HEADER])
-        tail_len = min(length - FRAME_HEADER, 4096)
-        tail = bytes(frame_bytes[length - tail_len :])
-    hdr = parse_frame_header(head)
+    if frame_bytes is None and length <= 8192:  # header and tail in one read when the frame is small
+        frame_bytes = source.read(off, length, what="data frame")
+    whole = frame_bytes
+
+    def part(lo: int, hi: int, what: str) -> bytes:
+        """Frame bytes ``[lo, hi)``: from the frame when it was read, else read."""
+        return bytes(whole[lo:hi]) if whole is not None else source.read(off + lo, hi - lo, what=what)
+
+    tail_start = length - min(length - FRAME_HEADER, 4096)  # frame-relative offset of tail[0]
+    hdr = parse_frame_header(part(0, FRAME_HEADER, "data frame header"))
+    tail = part(tail_start, length, "data frame footer")
     if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
         raise CorruptFileError(
             f"{describe(source.name, where, off)}expected a data frame (FR, type 9), "
@@ -113,23 +110,13 @@ def read_frame_layout(
         raise CorruptFileError(
             f"{describe(source.name, where, off + length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]"
         )
-    tail_start = length - tail_len  # frame-relative offset of tail[0]
     if hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
-        desc_lo, desc_hi = cbor_offset, length - 20
-        if frame_bytes is not None:
-            desc_bytes = bytes(frame_bytes[desc_lo:desc_hi])
-        elif desc_lo >= tail_start:
-            desc_bytes = tail[desc_lo - tail_start : desc_hi - tail_start]
-        else:
-            desc_bytes = source.read(off + desc_lo, desc_hi - desc_lo, what="descriptor")
-        descriptor = cbor.loads(desc_bytes, where=describe(source.name, where, off + desc_lo))
+        lo, hi = cbor_offset, length - 20
+        raw = tail[lo - tail_start : hi - tail_start] if lo >= tail_start else part(lo, hi, "descriptor")
+        descriptor = cbor.loads(raw, where=describe(source.name, where, off + lo))
         region_start, region_length = off + 16, cbor_offset - 16
     else:
-        body = (
-            bytes(frame_bytes[16 : length - 20])
-            if frame_bytes is not None
-            else source.read(off + 16, length - 36, what="frame body")
-        )
+        body = part(16, length - 20, "frame body")
         descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
         region_start, region_length = off + 16 + used, length - 36 - used
     descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
@@ -177,10 +164,9 @@ class ObjectReader:
         return lay
 
     def _check_geometry(self, desc: Mapping[str, Any]) -> None:
-        shape = tuple(desc["shape"])
-        if desc["dtype"] == "bitmask":
-            shape = ((math.prod(shape) + 7) // 8,)
-        if shape != self.shape or (numpy_dtype(desc["dtype"]) != self.dtype and desc["encoding"] != "simple_packing"):
+        shape, decoded = Message._geometry_of(desc)
+        fixed = STAGES["encoding"][desc["encoding"]].decoded_dtype  # simple_packing: float64 whatever the dtype
+        if shape != self.shape or (decoded != self.dtype and fixed is None):
             raise MetadataError(
                 f"{describe(self.source.name, self.where)}descriptor says shape {list(desc['shape'])} dtype "
                 f"{desc['dtype']}, the metadata promised {list(self.shape)} {self.dtype}"
@@ -467,9 +453,9 @@ class Message:
         """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
         descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
         only, never payload bytes; the frame is checked in full when its values are read."""
-        found = descriptor_params_batch([(self, j)], lenient=False)[0]
-        assert found is not None  # lenient=False raises instead
-        return found
+        params, hashes = descriptor_params_columns([self], [j], lenient=False)
+        assert hashes[0] is not None  # lenient=False raises instead
+        return params[0] or {}, hashes[0]
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:
@@ -505,15 +491,6 @@ class Message:
         )
         chunks = (rows_per_chunk or shape[0] or 1, *shape[1:]) if shape else ()
         return ArraySpec(shape, dtype, chunks, reader)
-
-
-def descriptor_params_batch(
-    objects: Sequence[tuple[Message, int]], *, lenient: bool = True
-) -> list[tuple[dict[str, Any], int] | None]:
-    """:meth:`Message.descriptor_params` of objects of any messages of one file (see
-    :func:`descriptor_params_columns`). ``lenient``: a damaged frame gives ``None`` instead of raising."""
-    params, hashes = descriptor_params_columns([m for m, _j in objects], [j for _m, j in objects], lenient=lenient)
-    return [None if h is None else ({} if p is None else p, h) for p, h in zip(params, hashes, strict=True)]
 
 
 def descriptor_params_columns(

@@ -202,7 +202,9 @@ def _decode_masks(
 ) -> dict[str, np.ndarray]:
     """The NaN/Inf masks of ``found`` as booleans over ``count`` elements, from their blobs (in its order)."""
     return {
-        kind: mask_codec.decode_mask(method, memoryview(blob), count, params, where=f"{where}mask {kind!r}: ")
+        kind: mask_codec.decode_mask(
+            method, blob.data if isinstance(blob, np.ndarray) else blob, count, params, where=f"{where}mask {kind!r}: "
+        )
         for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
     }
 
