@@ -88,10 +88,6 @@ CF_ATTRS = frozenset(
 )
 
 
-#: the writer's mask-method options, one per kind of non-finite value
-_MASK_KEYS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
-
-
 def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) -> dict[str, Any]:
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
@@ -119,11 +115,8 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
     """Values as the pipeline takes them: booleans as uint8 (CF ``dtype: bool``, which xarray decodes back),
     anything else float64 for simple_packing and zfp (the original dtype recorded under ``xarray_dtype``)."""
     entry.update(_value_marks(values.dtype, desc))
-    if values.dtype.kind == "b":
-        values = values.astype(np.uint8)
-    if float64_only(desc) and values.dtype != np.float64:
-        values = values.astype(np.float64)
-    return values
+    target = np.float64 if float64_only(desc) else np.uint8 if values.dtype.kind == "b" else values.dtype
+    return values.astype(target, copy=False)
 
 
 def _data_object(
@@ -150,7 +143,7 @@ def _data_object(
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
     entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf)
-    values = _object_values(values, desc, {})
+    values = _object_values(values, desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
     desc["shape"] = list(values.shape)
     desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
@@ -367,7 +360,7 @@ def _iter_messages(
                 reserved=reserved,
                 allow_nan=True,
                 allow_inf=True,
-                nan_mask_method=default_mask,
+                nan_mask_method=default_mask,  # for the coordinates (data objects name theirs)
                 pos_inf_mask_method=default_mask,
                 neg_inf_mask_method=default_mask,
             )
@@ -460,20 +453,15 @@ def _layout_message(
     **kw: Any,
 ) -> Iterator[bytes | EncodedMessage]:
     """A Dataset a producer assembled whole: one message of its objects, in its layout."""
-    mask_kw: dict[str, Any] = {
-        "allow_nan": True,
-        "allow_inf": True,
-        **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method)),
-    }
     base, objects = [], []
     for o in producer.objects(ds, py_value):
         desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
         values = _object_values(o.values, desc, o.entry)
         desc["shape"] = list(values.shape)
-        desc["_mask_method"] = var_mask or mask_kw["nan_mask_method"]
+        desc["_mask_method"] = var_mask or _default_mask(mask_method)
         base.append(o.entry)
         objects.append(ObjectInput(values, desc))
-    yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
+    yield encode_message_parts({"base": base}, objects, **kw, allow_nan=True, allow_inf=True)  # masks: per object
 
 
 @checked_keywords

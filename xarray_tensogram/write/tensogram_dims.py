@@ -97,19 +97,13 @@ class MessageDim:
     keys: list[list[tuple[str, Any]]]
 
 
-def _mars_time_fits(name: str, values: np.ndarray) -> bool:
-    """MARS date/time hold whole minutes of a ``time`` dim (the name the reader gives them)."""
-    if name != "time" or values.dtype.kind != "M" or np.isnat(values).any():
+def _whole(values: np.ndarray, kind: str, unit: int) -> bool:
+    """Datetimes (``kind`` ``M``) or time deltas (``m``) without NaT, all whole multiples of ``unit`` seconds: what
+    MARS date/time (whole minutes) and step (whole hours) hold."""
+    if values.dtype.kind != kind or np.isnat(values).any():
         return False
-    secs = values.astype("datetime64[s]")
-    return bool((secs == values).all() and (secs.astype(np.int64) % 60 == 0).all())
-
-
-def _mars_step_fits(name: str, values: np.ndarray) -> bool:
-    if name != "step" or values.dtype.kind != "m" or np.isnat(values).any():
-        return False
-    secs = values.astype("timedelta64[s]")
-    return bool((secs == values).all() and (secs.astype(np.int64) % 3600 == 0).all())
+    secs = values.astype("datetime64[s]" if kind == "M" else "timedelta64[s]")
+    return bool((secs == values).all() and (secs.astype(np.int64) % unit == 0).all())
 
 
 def _is_time(coord: xr.DataArray) -> bool:
@@ -127,10 +121,10 @@ def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any] | N
         }
     values = np.asarray(coord.values)
     attrs = dict(coord.attrs)
-    if _mars_time_fits(name, values):
+    if name == "time" and _whole(values, "M", 60):  # the names the reader gives MARS date/time and step
         source, encoded = "mars.date+mars.time", values.astype("datetime64[s]").astype(np.int64)
         attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
-    elif _mars_step_fits(name, values):
+    elif name == "step" and _whole(values, "m", 3600):
         source, encoded = "mars.step", values.astype("timedelta64[h]").astype(np.int64)
         attrs["units"] = STEP_UNITS
     else:
