@@ -111,54 +111,49 @@ def _is_time(coord: xr.DataArray) -> bool:
     return coord.dtype.kind in "Mm" or bool(contains_cftime_datetimes(coord.variable))
 
 
-def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any] | None]:
+def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any]]:
     """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
     coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
     if coord is None:
-        return MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), {
-            "dims": [name],
-            "match": list(range(ds.sizes[name])),
-        }
-    values = np.asarray(coord.values)
-    attrs = dict(coord.attrs)
+        n = ds.sizes[name]
+        return MessageDim(name, name, [[(name, i)] for i in range(n)]), {"dims": [name], "match": list(range(n))}
+    values, attrs = np.asarray(coord.values), dict(coord.attrs)
     if name == "time" and _whole(values, "M", 60):  # the names the reader gives MARS date/time and step
-        source, encoded = "mars.date+mars.time", values.astype("datetime64[s]").astype(np.int64)
-        attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
+        source = "mars.date+mars.time"
+        hint = _hint([name], values.astype("datetime64[s]").astype(np.int64), {**attrs, **_MARS_TIME_ATTRS})
     elif name == "step" and _whole(values, "m", 3600):
-        source, encoded = "mars.step", values.astype("timedelta64[h]").astype(np.int64)
-        attrs["units"] = STEP_UNITS
+        source = "mars.step"
+        hint = _hint([name], values.astype("timedelta64[h]").astype(np.int64), {**attrs, "units": STEP_UNITS})
     else:
-        source = name
-        var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
-        encoded, attrs = np.asarray(var.values), dict(var.attrs)
-    keys = [
-        key_value(source, values[i]) if source != name else [(name, py_value(encoded[i]))] for i in range(len(values))
-    ]
-    hint = {
-        "dims": [name],
-        "values": py_value(encoded),
-        "dtype": encoded.dtype.str,
-        "attrs": py_attrs(attrs),
-        "match": py_value(encoded),
-    }
+        source, hint = name, _aux_hint(ds, name)
+    hint["match"] = list(hint["values"])
+    keys = [key_value(source, v) for v in values] if source != name else [[(name, v)] for v in hint["values"]]
     return MessageDim(name, source, keys), hint
+
+
+#: the attributes of a ``time`` dim written as MARS date/time
+_MARS_TIME_ATTRS = {"units": TIME_UNITS, "calendar": "proleptic_gregorian"}
 
 
 def py_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k): py_value(v) for k, v in attrs.items()}
 
 
+def _hint(dims: Sequence[Hashable], values: np.ndarray, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A coordinate's hint entry: its dims, values, dtype and attributes, as the reader restores it."""
+    return {
+        "dims": [str(d) for d in dims],
+        "values": py_value(values),
+        "dtype": values.dtype.str,
+        "attrs": py_attrs(attrs),
+    }
+
+
 def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
     coord = ds.coords[name]
     var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
-    values = np.asarray(var.values)
-    return {
-        "dims": [str(d) for d in var.dims],
-        "values": py_value(values),
-        "dtype": values.dtype.str,
-        "attrs": py_attrs(var.attrs),
-    }
+    return _hint(var.dims, np.asarray(var.values), var.attrs)
 
 
 def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], dict[str, Any]]:

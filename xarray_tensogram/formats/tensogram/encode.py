@@ -70,9 +70,10 @@ PIPELINE_PARAMS = tuple(
 )
 
 
-def check_pipeline(desc: Mapping[str, Any]) -> None:
+def check_pipeline(desc: Mapping[str, Any], *, types: bool = False) -> None:
     """Refuse unknown stage names and parameter values outside the codecs' declared ones, with an error that
-    lists the valid ones."""
+    lists the valid ones; with ``types``, parameters of the wrong type or outside their declared range too
+    (:class:`EncodeError`, strict typing, spec §10.2)."""
     for stage, valid in PIPELINE_VALUES.items():
         value = desc.get(stage, "none")
         if value not in valid:
@@ -82,6 +83,9 @@ def check_pipeline(desc: Mapping[str, Any]) -> None:
     for key, (_codec, p) in _PARAMS.items():
         if key in desc and p.choices and desc[key] not in p.choices:
             raise UnsupportedError(f"unknown {key} {desc[key]!r}; valid values: {', '.join(map(str, p.choices))}")
+    for key, (_codec, p) in _PARAMS.items() if types else ():
+        if key in desc and not p.choices and (problem := p.problem(desc[key])):
+            raise EncodeError(f"descriptor parameter {key!r} {problem}")
 
 
 def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,15 +98,6 @@ def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
     out = {f"tensogram_{stage}": desc.get(stage, "none") for stage in PIPELINE_VALUES}
     out.update({k: desc[k] for k in PIPELINE_PARAMS if k in desc})
     return out
-
-
-def _check_param_types(desc: Mapping[str, Any]) -> None:
-    """Codec parameters of the wrong type or outside their declared range (strict typing, spec §10.2)."""
-    for key, (_codec, p) in _PARAMS.items():
-        if key in desc and not p.choices:
-            problem = p.problem(desc[key])
-            if problem:
-                raise EncodeError(f"descriptor parameter {key!r} {problem}")
 
 
 def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.ndarray]:
@@ -188,8 +183,7 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     ):
         raise EncodeError(f"shape {user['shape']!r} must be a list of non-negative integers")
     shape = [int(s) for s in user["shape"]]
-    check_pipeline(user)
-    _check_param_types(user)
+    check_pipeline(user, types=True)
     if user.get("byte_order", "little") not in ("little", "big"):
         raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
     desc: dict[str, Any] = {

@@ -63,7 +63,6 @@ class FrameLayout:
     region_start: int  # absolute offset of the payload region
     region_length: int
     hash_present: bool
-    hash_value: int
 
     @functools.cached_property
     def chain(self) -> Chain:
@@ -105,7 +104,6 @@ def read_frame_layout(
     if tail[-4:] != FRAME_END:
         raise CorruptFileError(f"{describe(source.name, where, off + length - 4)}data frame does not end with ENDF")
     cbor_offset = int.from_bytes(tail[-20:-12], "big")
-    hash_value = int.from_bytes(tail[-12:-4], "big")
     if not 16 <= cbor_offset <= length - 20:
         raise CorruptFileError(
             f"{describe(source.name, where, off + length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]"
@@ -125,7 +123,6 @@ def read_frame_layout(
         region_start=region_start,
         region_length=region_length,
         hash_present=bool(hdr.flags & FLAG_HASH_PRESENT),
-        hash_value=hash_value,
     )
 
 

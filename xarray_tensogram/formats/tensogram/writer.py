@@ -36,7 +36,18 @@ from .encode import (
     encode_object,
     encoding_from_descriptor,
 )
-from .framing import END_MAGIC, MAGIC, align8
+from .framing import (
+    DATA_FRAME,
+    END_MAGIC,
+    FOOTER_HASH,
+    FOOTER_INDEX,
+    FOOTER_METADATA,
+    HEADER_HASH,
+    HEADER_INDEX,
+    HEADER_METADATA,
+    MAGIC,
+    align8,
+)
 from .masks import DEFAULT_MASK_METHOD
 
 #: numpy dtype names an object can hold (the Tensogram dtype of each)
@@ -215,7 +226,7 @@ def _data_frame(region: Chunk, cbor: bytes, hashing: bool) -> _DataFrame:
         h = 0
     flags = 0x1 | (0x2 if hashing else 0)
     length = 16 + len(region) + len(cbor) + 20
-    header = b"FR" + struct.pack(">HHHQ", 9, 1, flags, length)
+    header = b"FR" + struct.pack(">HHHQ", DATA_FRAME, 1, flags, length)
     footer = struct.pack(">QQ", 16 + len(region), h) + b"ENDF"
     return _DataFrame([header, region, cbor, footer], length, h)
 
@@ -250,13 +261,13 @@ def _assemble_buffered(
     policy = "header" if policy == "auto" else policy
     header_hash = hashing and data_frames and policy in ("header", "both")
     footer_hash = hashing and data_frames and policy in ("footer", "both")
-    meta_frame = _frame(1, dumps_canonical(meta), hashing)
-    hash_frame = _frame(3, _hash_map(data_frames), hashing) if header_hash else b""
+    meta_frame = _frame(HEADER_METADATA, dumps_canonical(meta), hashing)
+    hash_frame = _frame(HEADER_HASH, _hash_map(data_frames), hashing) if header_hash else b""
     index_frame = b""
     if data_frames:  # the index holds the data frames' offsets, which its own length moves: iterate to a fixed point
         lengths, offsets = [f.length for f in data_frames], [0] * len(data_frames)
         for _ in range(4):
-            new = _frame(2, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
+            new = _frame(HEADER_INDEX, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
             if new == index_frame:
                 break
             index_frame = new
@@ -265,7 +276,7 @@ def _assemble_buffered(
     for f in (meta_frame, index_frame, hash_frame):
         head += _padded(f) if f else b""
     body, _offsets, first_footer = _body(data_frames, len(head))
-    tail = bytearray(_padded(_frame(5, _hash_map(data_frames), hashing)) if footer_hash else b"")
+    tail = bytearray(_padded(_frame(FOOTER_HASH, _hash_map(data_frames), hashing)) if footer_hash else b"")
     total = first_footer + len(tail) + 24
     tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
     flags = (
@@ -290,13 +301,13 @@ def _assemble_streaming(
     if policy in ("header", "both"):
         raise UnsupportedError("streaming messages hold hashes in the footer only")
     policy = "footer" if policy == "auto" else policy
-    head = bytearray(24) + _padded(_frame(1, dumps_canonical(header_meta), hashing))
+    head = bytearray(24) + _padded(_frame(HEADER_METADATA, dumps_canonical(header_meta), hashing))
     body, offsets, first_footer = _body(data_frames, len(head))
-    tail = bytearray(_padded(_frame(7, dumps_canonical(full_meta), hashing)))
+    tail = bytearray(_padded(_frame(FOOTER_METADATA, dumps_canonical(full_meta), hashing)))
     if hashing and policy != "none" and data_frames:
-        tail += _padded(_frame(5, _hash_map(data_frames), hashing))
+        tail += _padded(_frame(FOOTER_HASH, _hash_map(data_frames), hashing))
     index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
-    tail += _padded(_frame(6, dumps_canonical(index), hashing))
+    tail += _padded(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
     total = first_footer + len(tail) + 24 if backfill else 0
     tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
     flags = 0x01 | 0x02 | 0x08 | 0x40
