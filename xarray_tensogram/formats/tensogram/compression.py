@@ -27,6 +27,7 @@ from .dtypes import dtype_width, numpy_dtype
 __all__ = [
     "MASK_METHODS",
     "STAGES",
+    "chain_gives_values",
     "chain_of",
     "codec_params",
     "descriptor_defaults",
@@ -294,6 +295,13 @@ def _values_stage(desc: Params, where: str) -> tuple[Stage, int]:
     if desc["dtype"] == "bitmask":
         return Stage(RAW, {"dtype": np.dtype(np.uint8)}), (count + 7) // 8
     return Stage(RAW, {"dtype": native_order(numpy_dtype(desc["dtype"]), desc.get("byte_order", "little"))}), count
+
+
+def chain_gives_values(desc: Params) -> bool:
+    """Whether the chain's output is the object's values as they are: no NaN/Inf masks to restore over it (spec
+    §15) and no bitmask (whose chain gives its packed bytes). Only then does what the chain can do for part of
+    a payload (a prefix, a buffer, Zarr codecs) hold for the object."""
+    return not desc.get("masks") and desc["dtype"] != "bitmask"
 
 
 def chain_of(desc: Params, where: str = "") -> Chain:

@@ -26,7 +26,7 @@ from ...io import ByteSource, LocalFileSource
 from ...io.local import scratch_buffer
 from .._chunks import box_runs, compressed_payload, gather_runs
 from . import masks as mask_codec
-from .compression import STAGES, chain_of
+from .compression import STAGES, chain_gives_values, chain_of
 from .dtypes import DTYPES
 
 __all__ = [
@@ -238,7 +238,7 @@ def decode_leading_rows(
     chain's one bytes->bytes stage decodes a prefix (:attr:`.Chain.prefix_stage`); None otherwise."""
     chain = chain_of(desc, where)
     stage = chain.prefix_stage
-    if stage is None or desc.get("masks") or desc["dtype"] == "bitmask" or not desc["shape"]:
+    if stage is None or not chain_gives_values(desc) or not desc["shape"]:
         return None
     values, count = chain.values, stop * math.prod(desc["shape"][1:])
     hi = values.codec.element_span(0, count, values.params)[1]
@@ -251,7 +251,7 @@ def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``: no NaN/Inf
     masks, and the chain's values need no cast (:meth:`.Chain.decodes_into`). Other objects go through
     :func:`decode_full` and a copy."""
-    return not desc.get("masks") and desc["dtype"] != "bitmask" and chain_of(desc).decodes_into(dtype)
+    return chain_gives_values(desc) and chain_of(desc).decodes_into(dtype)
 
 
 def decode_into(

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
-from .compression import chain_of
+from .compression import chain_gives_values, chain_of
 
 __all__ = ["FRAME_CODEC_ID", "object_layout"]
 
@@ -29,10 +29,8 @@ def object_layout(
     chunk_shape = tuple(max(1, s) for s in spec.shape)
     frame_codecs = (zarr_bytes_codec(spec.dtype), {"name": FRAME_CODEC_ID, "configuration": {}})
     whole = ByteLayout(chunk_shape, frame_codecs, (ChunkRef(coords, *frame),), casts=True)
-    # the standard Zarr codecs after ``bytes``: what the object's chain says Zarr spells them (NaN/Inf masks and
-    # bitmasks have none)
-    plain = not descriptor.get("masks") and descriptor["dtype"] != "bitmask"
-    standard = chain_of(descriptor).zarr() if plain else None
+    # the standard Zarr codecs after ``bytes``: what the object's chain says Zarr spells them
+    standard = chain_of(descriptor).zarr() if chain_gives_values(descriptor) else None
     if standard is None:
         return whole
     big = str(descriptor.get("byte_order", "little")) == "big"
