@@ -78,12 +78,12 @@ def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
         date, time = _datetime_to_mars(value)
         return [("mars.date", date), ("mars.time", time)]
     if source == "mars.step":
-        if isinstance(value, (np.timedelta64,)) or (isinstance(value, np.generic) and value.dtype.kind == "m"):
+        if isinstance(value, np.generic) and value.dtype.kind == "m":
             hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
         else:
             hours = float(value)
         return [("mars.step", int(hours) if hours.is_integer() else hours)]
-    if isinstance(value, np.datetime64) or (isinstance(value, np.generic) and value.dtype.kind == "M"):
+    if isinstance(value, np.generic) and value.dtype.kind == "M":
         return [(source, str(np.asarray(value).astype("M8[s]")))]
     return [(source, py_value(value))]
 

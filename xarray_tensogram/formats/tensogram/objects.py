@@ -391,9 +391,12 @@ class Message:
     def __len__(self) -> int:
         return len(self._refs)
 
-    def _reader(self, j: int) -> ObjectReader:
+    def _check_index(self, j: int) -> None:
         if not 0 <= j < len(self._refs):
             raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
+
+    def _reader(self, j: int) -> ObjectReader:
+        self._check_index(j)
         if self._readers is None:
             self._readers = [None] * len(self._refs)
         r = self._readers[j]
@@ -438,8 +441,7 @@ class Message:
 
     def descriptor(self, j: int) -> dict[str, Any]:
         """Descriptor of object ``j`` (read from its data frame on first use)."""
-        if not 0 <= j < len(self._refs):
-            raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
+        self._check_index(j)
         r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
@@ -506,8 +508,7 @@ def descriptor_params_columns(
     offsets: list[int] = []
     lengths: list[int] = []
     for msg, j in zip(messages, js, strict=True):
-        if not 0 <= j < len(msg):
-            raise IndexError(f"message {msg.index} has {len(msg)} objects, no object {j}")
+        msg._check_index(j)
         offset, length = msg.frame(j)
         offsets.append(offset)
         lengths.append(length)
