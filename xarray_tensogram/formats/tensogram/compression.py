@@ -116,8 +116,9 @@ def float64_only(desc: Params) -> bool:
 
 
 def stage_codec(stage: str, value: Any, where: str = "") -> Codec:
-    """The codec a descriptor's ``stage`` names; an :class:`UnsupportedError` listing the valid ones otherwise."""
-    table = STAGES[stage]
+    """The codec a descriptor's ``stage`` (or a mask's ``mask method``) names; an :class:`UnsupportedError`
+    listing the valid ones otherwise."""
+    table = MASK_METHODS if stage == "mask method" else STAGES[stage]
     found = table.get(value) if isinstance(value, str) else None
     if found is None:
         raise UnsupportedError(f"{where}unknown {stage} {value!r} (known: {', '.join(table)})")

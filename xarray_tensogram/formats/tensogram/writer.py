@@ -117,12 +117,13 @@ def _frame(frame_type: int, body: bytes, hashing: bool) -> bytes:
 
 
 def _reserved(reserved: Mapping[str, Any] | None) -> dict[str, Any]:
-    r = dict(reserved or {})
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    r.setdefault("time", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    r.setdefault("uuid", str(uuidlib.uuid4()))
-    r.setdefault("encoder", dict(OUR_ENCODER))
-    return {"time": r["time"], "uuid": r["uuid"], "encoder": r["encoder"]}
+    r = reserved or {}
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "time": r.get("time", now),
+        "uuid": r.get("uuid", str(uuidlib.uuid4())),
+        "encoder": r.get("encoder", dict(OUR_ENCODER)),
+    }
 
 
 def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
