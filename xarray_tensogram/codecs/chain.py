@@ -104,6 +104,13 @@ class Chain:
         """No bytes->bytes stage changes the bytes: the stored bytes are the array->bytes stage's output."""
         return not self._active
 
+    @property
+    def prefix_stage(self) -> Stage | None:
+        """The one bytes->bytes stage that changes the bytes, when it decodes a prefix of its stream without the
+        rest (``capabilities.prefix_decode``): leading values then need only the stream up to them."""
+        active = self._active
+        return active[0] if len(active) == 1 and active[0].codec.capabilities.prefix_decode else None
+
     def decode_bytes(self, payload: Buffer, where: str = "") -> Buffer:
         """The array->bytes stage's input: every bytes->bytes stage undone."""
         expected = self.encoded_nbytes

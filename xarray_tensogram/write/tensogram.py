@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,10 +89,6 @@ CF_ATTRS = frozenset(
 )
 
 
-#: the writer's mask-method options, one per kind of non-finite value
-_MASK_KEYS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
-
-
 def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) -> dict[str, Any]:
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
@@ -119,38 +116,56 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
     """Values as the pipeline takes them: booleans as uint8 (CF ``dtype: bool``, which xarray decodes back),
     anything else float64 for simple_packing and zfp (the original dtype recorded under ``xarray_dtype``)."""
     entry.update(_value_marks(values.dtype, desc))
-    if values.dtype.kind == "b":
-        values = values.astype(np.uint8)
-    if float64_only(desc) and values.dtype != np.float64:
-        values = values.astype(np.float64)
-    return values
+    target = np.float64 if float64_only(desc) else np.uint8 if values.dtype.kind == "b" else values.dtype
+    return values.astype(target, copy=False)
+
+
+@dataclass
+class _Plan:
+    """What every object of one write is made of: the Dataset, its CF encoding (as ``to_netcdf``'s), the
+    caller's ``encoding=``, the dims that split messages with the layout hint, and the coordinates that are not
+    objects of their own (:func:`.not_objects`)."""
+
+    ds: xr.Dataset
+    cf: EncodedDataset
+    encoding: Mapping[str, Mapping[str, Any]]
+    mdims: list[MessageDim]
+    hint: dict[str, Any] | None
+    skip: set[Hashable]
+
+    @classmethod
+    def of(
+        cls, ds: xr.Dataset, message_dims: Sequence[str] | None, encoding: Mapping[str, Any], cf: EncodedDataset
+    ) -> _Plan:
+        mdims, hint = plan_dims(ds, message_dims)
+        return cls(ds, cf, encoding, mdims, hint, not_objects(ds, mdims))
+
+    @property
+    def split(self) -> set[str]:
+        return {m.name for m in self.mdims}
+
+    def holds(self, var: xr.DataArray, sel: Mapping[str, int]) -> bool:
+        """Whether the message at ``sel`` holds ``var``: one not along a message dim is in the first along it."""
+        return all(sel[m.name] == 0 for m in self.mdims if m.name not in var.dims)
 
 
 def _data_object(
-    ds: xr.Dataset,
-    name: Any,
-    var: xr.DataArray,
-    sel: Mapping[str, int],
-    mdims: Sequence[MessageDim],
-    encoding: Mapping[str, Mapping[str, Any]],
-    default_mask: str,
-    skip_coords: set[Hashable],
-    encoded: EncodedDataset,
+    plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int], default_mask: str
 ) -> tuple[dict[str, Any], ObjectInput] | None:
     """The base entry and object of one variable in the message at ``sel`` (values and attrs as xarray's CF
     encoder wrote them); None for a variable the message does not hold, or a hole."""
-    if not _in_message(var, sel, mdims):
+    if not plan.holds(var, sel):
         return None
-    cf = encoded.variables[str(name)]
-    where = {m.name: sel[m.name] for m in mdims if m.name in var.dims}
-    desc, var_mask = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
+    cf = plan.cf.variables[str(name)]
+    where = {m.name: sel[m.name] for m in plan.mdims if m.name in var.dims}
+    desc, var_mask = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
     if _is_hole(var, where):
         return None  # a hole in the original hypercube stays a hole
     if cf.dtype.kind in "OUST":
         return None  # kept in metadata (_string_coords)
     values = np.asarray(cf.isel(where).values)
-    entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf)
-    values = _object_values(values, desc, {})
+    entry = object_entry(plan, name, var, sel, desc)
+    values = _object_values(values, desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
     desc["shape"] = list(values.shape)
     desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
@@ -169,17 +184,11 @@ def _is_hole(var: xr.DataArray, where: Mapping[str, int]) -> bool:
 
 
 def object_entry(
-    ds: xr.Dataset,
-    name: Any,
-    var: xr.DataArray,
-    sel: Mapping[str, int],
-    mdims: Sequence[MessageDim],
-    desc: Mapping[str, Any],
-    skip_coords: set[Hashable],
-    cf: xr.Variable,
+    plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int], desc: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
+    cf = plan.cf.variables[str(name)]
     if cf.dtype.kind in "OUSTMm" or cf.dtype.kind == "c":
         raise UnsupportedError(
             f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
@@ -188,15 +197,15 @@ def object_entry(
     record = LayoutRecord.of(var.encoding, name)
     entry, producer = _attribute_entry(cf, record)
     entry.update(_value_marks(cf.dtype, desc))
-    var_mdims = [m for m in mdims if m.name in var.dims]
-    for key, value in message_keys(ds, sel, var_mdims, record):
+    var_mdims = [m for m in plan.mdims if m.name in var.dims]
+    for key, value in message_keys(plan.ds, sel, var_mdims, record):
         set_path(entry, key, value)
     if producer.finish_entry(entry, str(name)):  # False: the producer's keys give the name
         set_path(entry, record.name_key or "name", name)
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
-    aux = _aux_coordinates(ds, cf, skip_coords, {m.name for m in mdims})
+    aux = _aux_coordinates(plan.ds, cf, plan.skip, plan.split)
     if aux:
         set_path(entry, "cf.coordinates", " ".join(aux))
     return entry
@@ -234,21 +243,17 @@ def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> Non
 
 
 def _coordinate_objects(
-    ds: xr.Dataset,
-    split: set[str],
-    skip_coords: set[Hashable],
-    cf: Mapping[str, xr.Variable],
-    in_file: Collection[Hashable],
-    only: Collection[Hashable] | None = None,
+    plan: _Plan, in_file: Collection[Hashable], only: Collection[Hashable] | None = None
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims (``only`` those, when given) as objects, CF-encoded (``cf``) as
     to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
+    ds, split = plan.ds, plan.split
     for cname, coord in ds.coords.items():
-        if cname in skip_coords or cname in in_file or any(d in split for d in coord.dims):
+        if cname in plan.skip or cname in in_file or any(d in split for d in coord.dims):
             continue
         if only is not None and cname not in only:
             continue
-        encoded = with_attr_types(cf.get(str(cname), coord.variable), python_too=False)
+        encoded = with_attr_types(plan.cf.variables.get(str(cname), coord.variable), python_too=False)
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
@@ -261,18 +266,16 @@ def _coordinate_objects(
         yield entry, ObjectInput(values, {"shape": list(values.shape)})
 
 
-def _string_coords(
-    ds: xr.Dataset, skip_coords: set[Hashable], encoding: Mapping[str, Mapping[str, Any]], cf: EncodedDataset
-) -> dict[str, Any]:
+def _string_coords(plan: _Plan) -> dict[str, Any]:
     """String variables (no object form in Tensogram) kept in metadata, in the layout hint; as characters
     (``S1``) where their encoding asks for it, as ``to_netcdf`` stores them. Object arrays of dates
     (cftime) are not strings: xarray's encoder made them numbers (``cf``), written as objects."""
     out = {}
-    for cname, var in ds.variables.items():
-        if cname in skip_coords or cf.variables[str(cname)].dtype.kind not in "OUST":
+    for cname, var in plan.ds.variables.items():
+        if cname in plan.skip or plan.cf.variables[str(cname)].dtype.kind not in "OUST":
             continue
         coord = var.copy(deep=False)
-        coord.encoding = {**var.encoding, **encoding.get(str(cname), {})}
+        coord.encoding = {**var.encoding, **plan.encoding.get(str(cname), {})}
         coord = as_characters(coord)
         payload = string_payload(str(cname), coord)
         if np.dtype(payload["dtype"]).kind == "S" and not all(v.isascii() for v in payload["values"]):
@@ -286,7 +289,7 @@ def _string_coords(
             "dtype": payload["dtype"],
             "attrs": py_attrs(coord.attrs),
         }
-        if cname not in ds.coords:
+        if cname not in plan.ds.coords:
             out[str(cname)]["role"] = "data"
     return out
 
@@ -313,91 +316,63 @@ def _check_append(
     a byte is written; the coordinates the file already has unchanged, not to write again."""
     if not os.path.exists(path):
         return frozenset()
-    mdims, _ = plan_dims(ds, message_dims)
-    skip_coords = not_objects(ds, mdims)
+    plan = _Plan.of(ds, message_dims, encoding, cf)
     data = []
-    for sel in message_combos(ds, mdims):
+    for sel in message_combos(ds, plan.mdims):
         for name, var in ds.data_vars.items():
-            if cf.variables[str(name)].dtype.kind in "OUST" or not _in_message(var, sel, mdims):
+            if cf.variables[str(name)].dtype.kind in "OUST" or not plan.holds(var, sel):
                 continue
             desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
-            entry = object_entry(ds, name, var, sel, mdims, desc, skip_coords, cf.variables[str(name)])
-            data.append((str(name), entry))
-    split = {m.name for m in mdims}
-    coords = [
-        (str(e["name"]), e, np.asarray(obj.data))
-        for e, obj in _coordinate_objects(ds, split, skip_coords, cf.variables, frozenset())
-    ]
-    strings = _string_coords(ds, skip_coords, encoding, cf)
-    return check_tensogram_append(path, cf.variables, split, data, coords, strings)
+            data.append((str(name), object_entry(plan, name, var, sel, desc)))
+    coords = [(str(e["name"]), e, np.asarray(obj.data)) for e, obj in _coordinate_objects(plan, frozenset())]
+    return check_tensogram_append(path, cf.variables, plan.split, data, coords, _string_coords(plan))
 
 
 def _iter_messages(
-    ds: xr.Dataset,
-    message_dims: Sequence[str] | None,
-    encoding: Mapping[str, Mapping[str, Any]],
-    hash: str | None,
-    layout: str,
-    reserved: Mapping[str, Any] | None,
-    mask_method: str | None,
-    cf: EncodedDataset,
-    in_file: frozenset[str] = frozenset(),
-    grid: bool = True,
+    plan: _Plan, mask_method: str | None, in_file: frozenset[str], grid: bool, **kw: Any
 ) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
-    (so a Dask-backed Dataset is computed one message at a time)."""
-    mdims, hint = plan_dims(ds, message_dims)
-    default_mask = _default_mask(mask_method)
-    skip_coords = not_objects(ds, mdims)
-    extra = _message_extra(ds, cf, skip_coords, _with_attr_names(hint, ds, cf), encoding)
+    (so a Dask-backed Dataset is computed one message at a time); ``kw``: ``hash``, ``layout``, ``reserved``."""
+    ds, default_mask = plan.ds, _default_mask(mask_method)
+    extra = _message_extra(plan)
     wrote_any = False
-    for i, sel in enumerate(message_combos(ds, mdims)):
-        objects = (
-            _data_object(ds, n, v, sel, mdims, encoding, default_mask, skip_coords, cf) for n, v in ds.data_vars.items()
-        )
-        pairs = [p for p in objects if p is not None]
-        pairs.extend(_message_coords(ds, mdims, sel, skip_coords, cf.variables, in_file, first=i == 0, grid=grid))
+    for i, sel in enumerate(message_combos(ds, plan.mdims)):
+        pairs = [p for n, v in ds.data_vars.items() if (p := _data_object(plan, n, v, sel, default_mask)) is not None]
+        pairs.extend(_message_coords(plan, sel, in_file, first=i == 0, grid=grid))
         if pairs:
             wrote_any = True
             yield encode_message_parts(
                 {"base": [p[0] for p in pairs], "_extra_": extra},
                 [p[1] for p in pairs],
-                hash=hash,
-                layout=layout,
-                reserved=reserved,
+                **kw,
                 allow_nan=True,
                 allow_inf=True,
-                nan_mask_method=default_mask,
+                nan_mask_method=default_mask,  # for the coordinates (data objects name theirs)
                 pos_inf_mask_method=default_mask,
                 neg_inf_mask_method=default_mask,
             )
-    if not wrote_any and all(ds.sizes[m.name] for m in mdims):
+    if not wrote_any and all(ds.sizes[m.name] for m in plan.mdims):
         # a Dataset without variables: one message without objects keeps its attributes
-        yield encode_message({"_extra_": extra}, [], hash=hash, layout=layout, reserved=reserved)
+        yield encode_message({"_extra_": extra}, [], **kw)
 
 
-def _in_message(var: xr.DataArray, sel: Mapping[str, int], mdims: Sequence[MessageDim]) -> bool:
-    """Whether the message at ``sel`` holds ``var``: one not along a message dim is in the first message along it."""
-    return all(sel[m.name] == 0 for m in mdims if m.name not in var.dims)
-
-
-def _message_extra(
-    ds: xr.Dataset,
-    cf: EncodedDataset,
-    skip_coords: set[Hashable],
-    hint: dict[str, Any] | None,
-    encoding: Mapping[str, Mapping[str, Any]],
-) -> dict[str, Any]:
+def _message_extra(plan: _Plan) -> dict[str, Any]:
     """The message-level metadata every message repeats: the Dataset's attributes, the CF ``coordinates``
-    attribute, and the layout hint (with the string coordinates kept in metadata)."""
+    attribute, and the layout hint with the string coordinates kept in metadata and each data variable's
+    attribute names (CF-encoded): keys that vary along a message dim are constant in a file of one value along
+    it, so the reader would make attributes of them; it keeps these."""
+    ds, cf = plan.ds, plan.cf
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
         if k != WIRE_VERSION_ATTR:
             set_path(extra, k, py_value(v))
-    global_coords = [c for c in cf.coordinate_only if c not in skip_coords and c in ds.coords]
+    global_coords = [c for c in cf.coordinate_only if c not in plan.skip and c in ds.coords]
     if global_coords:  # coordinates no data variable names: the CF global attribute, as to_netcdf writes it
         extra["coordinates"] = " ".join(global_coords)
-    strings = _string_coords(ds, skip_coords, encoding, cf)
+    hint = plan.hint
+    if hint is not None:
+        hint = {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
+    strings = _string_coords(plan)
     if strings:
         hint = hint or {}
         hint["coords"] = {**strings, **(hint.get("coords") or {})}
@@ -406,45 +381,25 @@ def _message_extra(
     return extra
 
 
-def _grid_names(ds: xr.Dataset, mdims: Sequence[MessageDim], sel: Mapping[str, int]) -> set[Hashable]:
-    """The grid of the message at ``sel``: the coordinates (of one or more dims, none of them a message dim) that
-    run along the axes of a data variable the message holds (latitude, longitude, a level axis...)."""
-    split = {m.name for m in mdims}
-    held = [set(v.dims) for v in ds.data_vars.values() if _in_message(v, sel, mdims)]
-    return {
-        c
-        for c, coord in ds.coords.items()
-        if coord.ndim and not split.intersection(coord.dims) and any(set(coord.dims) <= dims for dims in held)
-    }
-
-
 def _message_coords(
-    ds: xr.Dataset,
-    mdims: Sequence[MessageDim],
-    sel: Mapping[str, int],
-    skip_coords: set[Hashable],
-    cf: Mapping[str, xr.Variable],
-    in_file: frozenset[str],
-    *,
-    first: bool,
-    grid: bool,
+    plan: _Plan, sel: Mapping[str, int], in_file: frozenset[str], *, first: bool, grid: bool
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """The coordinate objects of the message at ``sel``: every coordinate not along message dims in the first
     message; with ``grid``, each message's grid again in every later one (and in an appended first message,
-    even where the file has it), so that each message describes itself, as converted files do."""
-    split = {m.name for m in mdims}
-    names = _grid_names(ds, mdims, sel) if grid and mdims else set()
+    even where the file has it), so that each message describes itself, as converted files do. The grid: the
+    coordinates (of one or more dims, none of them a message dim) that run along the axes of a data variable
+    the message holds (latitude, longitude, a level axis...)."""
+    names: set[Hashable] = set()
+    if grid and plan.mdims:
+        held = [set(v.dims) for v in plan.ds.data_vars.values() if plan.holds(v, sel)]
+        names = {
+            c
+            for c, coord in plan.ds.coords.items()
+            if coord.ndim and not plan.split.intersection(coord.dims) and any(set(coord.dims) <= d for d in held)
+        }
     if first:
-        return _coordinate_objects(ds, split, skip_coords, cf, in_file - names)
-    return _coordinate_objects(ds, split, skip_coords, cf, (), only=names)
-
-
-def _with_attr_names(hint: dict[str, Any] | None, ds: xr.Dataset, cf: EncodedDataset) -> dict[str, Any] | None:
-    """The hint with each data variable's attribute names (CF-encoded): keys that vary along a message dim are
-    constant in a file of one value along it, so the reader would make attributes of them; it keeps these."""
-    if hint is None:
-        return None
-    return {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
+        return _coordinate_objects(plan, in_file - names)
+    return _coordinate_objects(plan, (), only=names)
 
 
 def _default_mask(mask_method: str | None) -> str:
@@ -460,20 +415,15 @@ def _layout_message(
     **kw: Any,
 ) -> Iterator[bytes | EncodedMessage]:
     """A Dataset a producer assembled whole: one message of its objects, in its layout."""
-    mask_kw: dict[str, Any] = {
-        "allow_nan": True,
-        "allow_inf": True,
-        **dict.fromkeys(_MASK_KEYS, _default_mask(mask_method)),
-    }
     base, objects = [], []
     for o in producer.objects(ds, py_value):
         desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
         values = _object_values(o.values, desc, o.entry)
         desc["shape"] = list(values.shape)
-        desc["_mask_method"] = var_mask or mask_kw["nan_mask_method"]
+        desc["_mask_method"] = var_mask or _default_mask(mask_method)
         base.append(o.entry)
         objects.append(ObjectInput(values, desc))
-    yield encode_message_parts({"base": base}, objects, **kw, **mask_kw)
+    yield encode_message_parts({"base": base}, objects, **kw, allow_nan=True, allow_inf=True)  # masks: per object
 
 
 @checked_keywords
@@ -546,13 +496,11 @@ def to_tensogram(
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
         in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
         _check_storable(ds, cf)
+        kw = {"hash": hash, "layout": layout, "reserved": reserved}
         if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
-            one = _layout_message(ds, whole, encoding or {}, mask_method, hash=hash, layout=layout, reserved=reserved)
-            return write_messages(path, one, mode=mode)
-        messages = _iter_messages(
-            ds, message_dims, encoding or {}, hash, layout, reserved, mask_method, cf=cf, in_file=in_file, grid=grid
-        )
-        return write_messages(path, messages, mode=mode)
+            return write_messages(path, _layout_message(ds, whole, encoding or {}, mask_method, **kw), mode=mode)
+        plan = _Plan.of(ds, message_dims, encoding or {}, cf)
+        return write_messages(path, _iter_messages(plan, mask_method, in_file, grid, **kw), mode=mode)
 
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:

@@ -78,12 +78,12 @@ def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
         date, time = _datetime_to_mars(value)
         return [("mars.date", date), ("mars.time", time)]
     if source == "mars.step":
-        if isinstance(value, (np.timedelta64,)) or (isinstance(value, np.generic) and value.dtype.kind == "m"):
+        if isinstance(value, np.generic) and value.dtype.kind == "m":
             hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
         else:
             hours = float(value)
         return [("mars.step", int(hours) if hours.is_integer() else hours)]
-    if isinstance(value, np.datetime64) or (isinstance(value, np.generic) and value.dtype.kind == "M"):
+    if isinstance(value, np.generic) and value.dtype.kind == "M":
         return [(source, str(np.asarray(value).astype("M8[s]")))]
     return [(source, py_value(value))]
 
@@ -97,19 +97,13 @@ class MessageDim:
     keys: list[list[tuple[str, Any]]]
 
 
-def _mars_time_fits(name: str, values: np.ndarray) -> bool:
-    """MARS date/time hold whole minutes of a ``time`` dim (the name the reader gives them)."""
-    if name != "time" or values.dtype.kind != "M" or np.isnat(values).any():
+def _whole(values: np.ndarray, kind: str, unit: int) -> bool:
+    """Datetimes (``kind`` ``M``) or time deltas (``m``) without NaT, all whole multiples of ``unit`` seconds: what
+    MARS date/time (whole minutes) and step (whole hours) hold."""
+    if values.dtype.kind != kind or np.isnat(values).any():
         return False
-    secs = values.astype("datetime64[s]")
-    return bool((secs == values).all() and (secs.astype(np.int64) % 60 == 0).all())
-
-
-def _mars_step_fits(name: str, values: np.ndarray) -> bool:
-    if name != "step" or values.dtype.kind != "m" or np.isnat(values).any():
-        return False
-    secs = values.astype("timedelta64[s]")
-    return bool((secs == values).all() and (secs.astype(np.int64) % 3600 == 0).all())
+    secs = values.astype("datetime64[s]" if kind == "M" else "timedelta64[s]")
+    return bool((secs == values).all() and (secs.astype(np.int64) % unit == 0).all())
 
 
 def _is_time(coord: xr.DataArray) -> bool:
@@ -117,54 +111,49 @@ def _is_time(coord: xr.DataArray) -> bool:
     return coord.dtype.kind in "Mm" or bool(contains_cftime_datetimes(coord.variable))
 
 
-def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any] | None]:
+def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any]]:
     """Keys for a ``message_dims=`` dim and its hint entry (values as the reader will see them, CF-encoded)."""
     coord = ds.coords[name] if name in ds.coords and ds.coords[name].dims == (name,) else None
     if coord is None:
-        return MessageDim(name, name, [[(name, i)] for i in range(ds.sizes[name])]), {
-            "dims": [name],
-            "match": list(range(ds.sizes[name])),
-        }
-    values = np.asarray(coord.values)
-    attrs = dict(coord.attrs)
-    if _mars_time_fits(name, values):
-        source, encoded = "mars.date+mars.time", values.astype("datetime64[s]").astype(np.int64)
-        attrs.update(units=TIME_UNITS, calendar="proleptic_gregorian")
-    elif _mars_step_fits(name, values):
-        source, encoded = "mars.step", values.astype("timedelta64[h]").astype(np.int64)
-        attrs["units"] = STEP_UNITS
+        n = ds.sizes[name]
+        return MessageDim(name, name, [[(name, i)] for i in range(n)]), {"dims": [name], "match": list(range(n))}
+    values, attrs = np.asarray(coord.values), dict(coord.attrs)
+    if name == "time" and _whole(values, "M", 60):  # the names the reader gives MARS date/time and step
+        source = "mars.date+mars.time"
+        hint = _hint([name], values.astype("datetime64[s]").astype(np.int64), {**attrs, **_MARS_TIME_ATTRS})
+    elif name == "step" and _whole(values, "m", 3600):
+        source = "mars.step"
+        hint = _hint([name], values.astype("timedelta64[h]").astype(np.int64), {**attrs, "units": STEP_UNITS})
     else:
-        source = name
-        var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
-        encoded, attrs = np.asarray(var.values), dict(var.attrs)
-    keys = [
-        key_value(source, values[i]) if source != name else [(name, py_value(encoded[i]))] for i in range(len(values))
-    ]
-    hint = {
-        "dims": [name],
-        "values": py_value(encoded),
-        "dtype": encoded.dtype.str,
-        "attrs": py_attrs(attrs),
-        "match": py_value(encoded),
-    }
+        source, hint = name, _aux_hint(ds, name)
+    hint["match"] = list(hint["values"])
+    keys = [key_value(source, v) for v in values] if source != name else [[(name, v)] for v in hint["values"]]
     return MessageDim(name, source, keys), hint
+
+
+#: the attributes of a ``time`` dim written as MARS date/time
+_MARS_TIME_ATTRS = {"units": TIME_UNITS, "calendar": "proleptic_gregorian"}
 
 
 def py_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k): py_value(v) for k, v in attrs.items()}
 
 
+def _hint(dims: Sequence[Hashable], values: np.ndarray, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A coordinate's hint entry: its dims, values, dtype and attributes, as the reader restores it."""
+    return {
+        "dims": [str(d) for d in dims],
+        "values": py_value(values),
+        "dtype": values.dtype.str,
+        "attrs": py_attrs(attrs),
+    }
+
+
 def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
     coord = ds.coords[name]
     var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
-    values = np.asarray(var.values)
-    return {
-        "dims": [str(d) for d in var.dims],
-        "values": py_value(values),
-        "dtype": values.dtype.str,
-        "attrs": py_attrs(var.attrs),
-    }
+    return _hint(var.dims, np.asarray(var.values), var.attrs)
 
 
 def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], dict[str, Any]]:

@@ -27,6 +27,7 @@ from .dtypes import dtype_width, numpy_dtype
 __all__ = [
     "MASK_METHODS",
     "STAGES",
+    "chain_gives_values",
     "chain_of",
     "codec_params",
     "descriptor_defaults",
@@ -115,8 +116,9 @@ def float64_only(desc: Params) -> bool:
 
 
 def stage_codec(stage: str, value: Any, where: str = "") -> Codec:
-    """The codec a descriptor's ``stage`` names; an :class:`UnsupportedError` listing the valid ones otherwise."""
-    table = STAGES[stage]
+    """The codec a descriptor's ``stage`` (or a mask's ``mask method``) names; an :class:`UnsupportedError`
+    listing the valid ones otherwise."""
+    table = MASK_METHODS if stage == "mask method" else STAGES[stage]
     found = table.get(value) if isinstance(value, str) else None
     if found is None:
         raise UnsupportedError(f"{where}unknown {stage} {value!r} (known: {', '.join(table)})")
@@ -294,6 +296,13 @@ def _values_stage(desc: Params, where: str) -> tuple[Stage, int]:
     if desc["dtype"] == "bitmask":
         return Stage(RAW, {"dtype": np.dtype(np.uint8)}), (count + 7) // 8
     return Stage(RAW, {"dtype": native_order(numpy_dtype(desc["dtype"]), desc.get("byte_order", "little"))}), count
+
+
+def chain_gives_values(desc: Params) -> bool:
+    """Whether the chain's output is the object's values as they are: no NaN/Inf masks to restore over it (spec
+    §15) and no bitmask (whose chain gives its packed bytes). Only then does what the chain can do for part of
+    a payload (a prefix, a buffer, Zarr codecs) hold for the object."""
+    return not desc.get("masks") and desc["dtype"] != "bitmask"
 
 
 def chain_of(desc: Params, where: str = "") -> Chain:

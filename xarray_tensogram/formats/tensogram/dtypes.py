@@ -6,7 +6,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 
-__all__ = ["DTYPES", "decoded_length", "dtype_width", "numpy_dtype"]
+__all__ = ["DTYPES", "dtype_width", "numpy_dtype"]
 
 #: name -> (numpy dtype as the reference decoder returns it, bytes per element, byte-swap unit)
 DTYPES: dict[str, tuple[str, int, int]] = {
@@ -43,9 +43,3 @@ def dtype_width(name: str, where: str = "") -> int:
 def numpy_dtype(name: str, where: str = "") -> np.dtype:
     """The native-order numpy dtype the reference decoder returns for ``name``."""
     return np.dtype(_lookup(name, where)[0])
-
-
-def decoded_length(name: str, count: int) -> int:
-    """Raw byte size of ``count`` elements before encoding (bitmask: ceil(n/8))."""
-    width = dtype_width(name)
-    return (count + 7) // 8 if name == "bitmask" else count * width

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,21 +40,8 @@ __all__ = [
     "encoding_from_descriptor",
 ]
 
-_NUMPY_TO_NAME = {
-    "float16": "float16",
-    "float32": "float32",
-    "float64": "float64",
-    "complex64": "complex64",
-    "complex128": "complex128",
-    "int8": "int8",
-    "uint8": "uint8",
-    "int16": "int16",
-    "uint16": "uint16",
-    "int32": "int32",
-    "uint32": "uint32",
-    "int64": "int64",
-    "uint64": "uint64",
-}
+#: numpy dtype name -> the Tensogram dtype of that name (bfloat16 and bitmask have no numpy dtype of their own)
+_NUMPY_TO_NAME = {name: name for name in DTYPES if name not in ("bfloat16", "bitmask")}
 
 
 @dataclass
@@ -83,9 +70,10 @@ PIPELINE_PARAMS = tuple(
 )
 
 
-def check_pipeline(desc: Mapping[str, Any]) -> None:
+def check_pipeline(desc: Mapping[str, Any], *, types: bool = False) -> None:
     """Refuse unknown stage names and parameter values outside the codecs' declared ones, with an error that
-    lists the valid ones."""
+    lists the valid ones; with ``types``, parameters of the wrong type or outside their declared range too
+    (:class:`EncodeError`, strict typing, spec §10.2)."""
     for stage, valid in PIPELINE_VALUES.items():
         value = desc.get(stage, "none")
         if value not in valid:
@@ -95,6 +83,9 @@ def check_pipeline(desc: Mapping[str, Any]) -> None:
     for key, (_codec, p) in _PARAMS.items():
         if key in desc and p.choices and desc[key] not in p.choices:
             raise UnsupportedError(f"unknown {key} {desc[key]!r}; valid values: {', '.join(map(str, p.choices))}")
+    for key, (_codec, p) in _PARAMS.items() if types else ():
+        if key in desc and not p.choices and (problem := p.problem(desc[key])):
+            raise EncodeError(f"descriptor parameter {key!r} {problem}")
 
 
 def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,23 +98,6 @@ def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
     out = {f"tensogram_{stage}": desc.get(stage, "none") for stage in PIPELINE_VALUES}
     out.update({k: desc[k] for k in PIPELINE_PARAMS if k in desc})
     return out
-
-
-def _check_param_types(desc: Mapping[str, Any]) -> None:
-    """Codec parameters of the wrong type or outside their declared range (strict typing, spec §10.2)."""
-    for key, (_codec, p) in _PARAMS.items():
-        if key in desc and not p.choices:
-            problem = p.problem(desc[key])
-            if problem:
-                raise EncodeError(f"descriptor parameter {key!r} {problem}")
-
-
-def _c_strides(shape: Sequence[int]) -> list[int]:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= s
-    return list(reversed(strides))
 
 
 def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.ndarray]:
@@ -181,7 +155,7 @@ def encode_object(
     user.pop("hash", None)
     override = user.pop("_mask_method", None)  # per-object choice from the xarray layer
     if override is not None:
-        mask_methods = {"nan": override, "pos_inf": override, "neg_inf": override}
+        mask_methods = dict.fromkeys(("nan", "inf+", "inf-"), override)
     desc = _descriptor(user, obj.data)
     raw, values = _raw_bytes(obj.data, desc)
     _check_element_count(raw, values, desc)
@@ -209,15 +183,14 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     ):
         raise EncodeError(f"shape {user['shape']!r} must be a list of non-negative integers")
     shape = [int(s) for s in user["shape"]]
-    check_pipeline(user)
-    _check_param_types(user)
+    check_pipeline(user, types=True)
     if user.get("byte_order", "little") not in ("little", "big"):
         raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
     desc: dict[str, Any] = {
         "type": user.pop("type", "ntensor"),
         "shape": shape,
         "ndim": len(shape),
-        "strides": [int(s) for s in user.pop("strides", _c_strides(shape))],
+        "strides": [int(s) for s in user.pop("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])],
         "dtype": name,
         "byte_order": user.pop("byte_order", "little"),
         "encoding": user.pop("encoding", "none"),
@@ -266,13 +239,8 @@ def _mask_non_finite(
                 )
             mask_bits[kind] = bits
     if mask_bits:
-        n = values.size
-        any_bad = np.zeros(n, dtype=bool)
-        for bits in mask_bits.values():
-            any_bad |= bits
-        width = len(raw) // n
-        zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(n, width).copy()
-        zeroed[any_bad] = 0  # flagged elements become all-zero bytes (both parts for complex)
+        zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(values.size, -1).copy()
+        zeroed[np.logical_or.reduce(list(mask_bits.values()))] = 0  # all-zero bytes (both parts for complex)
         raw = zeroed.tobytes()
     return raw, mask_bits
 
@@ -327,17 +295,14 @@ def _append_masks(
     if not mask_bits:
         return bytes(region)
     masks: dict[str, dict[str, Any]] = {}
-    for kind in ("nan", "inf+", "inf-"):
-        if kind not in mask_bits:
-            continue
-        method_key = {"nan": "nan", "inf+": "pos_inf", "inf-": "neg_inf"}[kind]
-        blob, method, params = encode_mask(
-            mask_bits[kind], mask_methods.get(method_key, DEFAULT_MASK_METHOD), small_mask_threshold
-        )
-        entry: dict[str, Any] = {"offset": len(region), "length": len(blob), "method": method}
-        if params:
-            entry["params"] = params
-        masks[kind] = entry
+    for kind, bits in mask_bits.items():  # nan, inf+, inf-: the reference's order
+        blob, method, params = encode_mask(bits, mask_methods.get(kind, DEFAULT_MASK_METHOD), small_mask_threshold)
+        masks[kind] = {
+            "offset": len(region),
+            "length": len(blob),
+            "method": method,
+            **({"params": params} if params else {}),
+        }
         region += blob
     desc["masks"] = masks
     return bytes(region)

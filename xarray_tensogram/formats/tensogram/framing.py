@@ -38,9 +38,9 @@ MIN_MESSAGE = PREAMBLE + POSTAMBLE
 HEADER_METADATA, HEADER_INDEX, HEADER_HASH = 1, 2, 3
 FOOTER_HASH, FOOTER_INDEX, FOOTER_METADATA = 5, 6, 7
 PRECEDER_FRAME, DATA_FRAME = 8, 9
-HEADER_TYPES = frozenset({1, 2, 3})
-BODY_TYPES = frozenset({8, 9})
-FOOTER_TYPES = frozenset({5, 6, 7})
+HEADER_TYPES = frozenset({HEADER_METADATA, HEADER_INDEX, HEADER_HASH})
+BODY_TYPES = frozenset({PRECEDER_FRAME, DATA_FRAME})
+FOOTER_TYPES = frozenset({FOOTER_HASH, FOOTER_INDEX, FOOTER_METADATA})
 METADATA_TYPES = frozenset({1, 7})
 INDEX_TYPES = frozenset({2, 6})
 
@@ -56,15 +56,12 @@ def align8(n: int) -> int:
     return (n + 7) & ~7
 
 
+_PHASES = {t: phase for phase, types in enumerate((HEADER_TYPES, BODY_TYPES, FOOTER_TYPES)) for t in types}
+
+
 def phase_of(frame_type: int) -> int:
     """0 = header, 1 = body, 2 = footer, -1 = invalid."""
-    if frame_type in HEADER_TYPES:
-        return 0
-    if frame_type in BODY_TYPES:
-        return 1
-    if frame_type in FOOTER_TYPES:
-        return 2
-    return -1
+    return _PHASES.get(frame_type, -1)
 
 
 @dataclass(frozen=True)

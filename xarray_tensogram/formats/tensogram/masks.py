@@ -13,8 +13,7 @@ import numpy as np
 
 from ...codecs import bitmaps, blosc2
 from ...codecs.base import PASSTHROUGH, Codec
-from ...errors import UnsupportedError
-from .compression import MASK_METHODS
+from .compression import MASK_METHODS, stage_codec
 
 __all__ = ["DEFAULT_MASK_METHOD", "MASK_METHODS", "decode_mask", "encode_mask"]
 
@@ -25,13 +24,6 @@ DEFAULT_MASK_METHOD = bitmaps.ROARING.name
 _BLOSC2_MASK = {"codec": blosc2.CODEC.param("codec").default, "clevel": 5, "bitshuffle": True}
 
 
-def _method(method: Any, where: str) -> Codec:
-    codec = MASK_METHODS.get(method) if isinstance(method, str) else None
-    if codec is None:
-        raise UnsupportedError(f"{where}unknown mask method {method!r} (known: {', '.join(MASK_METHODS)})")
-    return codec
-
-
 def _bits_param(codec: Codec, n: int) -> dict[str, Any]:
     return {"bits": n} if any(p.name == "bits" for p in codec.params) else {}
 
@@ -40,7 +32,7 @@ def decode_mask(
     method: str, blob: bytes | memoryview, n: int, params: Mapping[str, Any] | None = None, where: str = ""
 ) -> np.ndarray:
     """Decode one mask blob into a boolean array of ``n`` elements."""
-    codec = _method(method, where)
+    codec = stage_codec("mask method", method, where)
     if codec is PASSTHROUGH:
         return bitmaps.unpack(bytes(blob), n, where)
     packed = codec.decode(blob, (n + 7) // 8, _bits_param(codec, n), where)
@@ -51,7 +43,7 @@ def encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[by
     """The blob of a boolean mask, the method it was written with (``none`` when the packed bitmap is at most
     ``small_threshold`` bytes) and the ``params`` to record."""
     packed = np.packbits(bits).tobytes()
-    codec = PASSTHROUGH if small_threshold and len(packed) <= small_threshold else _method(method, "")
+    codec = PASSTHROUGH if small_threshold and len(packed) <= small_threshold else stage_codec("mask method", method)
     extra = dict(_BLOSC2_MASK) if codec is blosc2.CODEC else {}
     blob, _ = codec.encode(packed, {**_bits_param(codec, bits.size), **extra})
     recorded = {"codec": extra["codec"], "level": extra["clevel"]} if extra else None

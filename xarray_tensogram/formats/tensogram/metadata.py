@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ...codecs import cbor
 from ...errors import MetadataError
 
-__all__ = ["check_metadata", "message_metadata", "normalise_metadata", "with_preceders"]
+__all__ = ["check_metadata", "message_metadata", "normalise_metadata"]
 
 
 class _Preceded(Protocol):
@@ -66,19 +66,15 @@ def normalise_metadata(meta: dict[str, Any], n_objects: int, *, copy: bool = Tru
 
 
 def message_metadata(raw: bytes, objects: Sequence[_Preceded], where: str) -> dict[str, Any]:
-    """A message's metadata from its metadata frame's CBOR: normalised, preceders merged into ``base``."""
+    """A message's metadata from its metadata frame's CBOR: normalised, preceders merged over ``base``."""
     meta = cbor.loads(raw, where=where)
     try:
         if not isinstance(meta, dict):
             raise MetadataError(f"metadata is a {type(meta).__name__}, expected a map")
-        return with_preceders(normalise_metadata(meta, len(objects), copy=False), objects)
+        meta = normalise_metadata(meta, len(objects), copy=False)
     except MetadataError as exc:
         raise type(exc)(f"{where}{exc}") from None
-
-
-def with_preceders(meta: dict[str, Any], objects: Sequence[_Preceded]) -> dict[str, Any]:
-    """Preceder metadata (one base entry written just before a data frame) merged over ``base``."""
-    for j, ref in enumerate(objects):
+    for j, ref in enumerate(objects):  # preceder metadata (a base entry written just before a data frame)
         if ref.preceder:
             meta["base"][j].update(ref.preceder)
     return meta

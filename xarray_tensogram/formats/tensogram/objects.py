@@ -31,7 +31,7 @@ from ...errors import (
 from ...io import ByteSource, RangeColumns
 from .._chunks import read_row_band
 from . import pipeline
-from .compression import STAGES, chain_of, stage_codec
+from .compression import STAGES, chain_of
 from .dtypes import DTYPES, numpy_dtype
 from .framing import (
     DATA_FRAME,
@@ -63,7 +63,6 @@ class FrameLayout:
     region_start: int  # absolute offset of the payload region
     region_length: int
     hash_present: bool
-    hash_value: int
 
     @functools.cached_property
     def chain(self) -> Chain:
@@ -82,20 +81,17 @@ def read_frame_layout(
     off, length = ref.frame_offset, ref.frame_length
     if length < 36:
         raise CorruptFileError(f"{describe(source.name, where, off)}data frame length {length} is below the minimum 36")
-    if frame_bytes is None:
-        # header and tail in one read when the frame is small, else two reads
-        if length <= 8192:
-            frame_bytes = source.read(off, length, what="data frame")
-        else:
-            head = source.read(off, FRAME_HEADER, what="data frame header")
-            tail_len = min(length - FRAME_HEADER, 4096)
-            tail = source.read(off + length - tail_len, tail_len, what="data frame footer")
-            frame_bytes = None
-    if frame_bytes is not None:
-        head = bytes(frame_bytes[:FRAME_HEADER])
-        tail_len = min(length - FRAME_HEADER, 4096)
-        tail = bytes(frame_bytes[length - tail_len :])
-    hdr = parse_frame_header(head)
+    if frame_bytes is None and length <= 8192:  # header and tail in one read when the frame is small
+        frame_bytes = source.read(off, length, what="data frame")
+    whole = frame_bytes
+
+    def part(lo: int, hi: int, what: str) -> bytes:
+        """Frame bytes ``[lo, hi)``: from the frame when it was read, else read."""
+        return bytes(whole[lo:hi]) if whole is not None else source.read(off + lo, hi - lo, what=what)
+
+    tail_start = length - min(length - FRAME_HEADER, 4096)  # frame-relative offset of tail[0]
+    hdr = parse_frame_header(part(0, FRAME_HEADER, "data frame header"))
+    tail = part(tail_start, length, "data frame footer")
     if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
         raise CorruptFileError(
             f"{describe(source.name, where, off)}expected a data frame (FR, type 9), "
@@ -108,28 +104,17 @@ def read_frame_layout(
     if tail[-4:] != FRAME_END:
         raise CorruptFileError(f"{describe(source.name, where, off + length - 4)}data frame does not end with ENDF")
     cbor_offset = int.from_bytes(tail[-20:-12], "big")
-    hash_value = int.from_bytes(tail[-12:-4], "big")
     if not 16 <= cbor_offset <= length - 20:
         raise CorruptFileError(
             f"{describe(source.name, where, off + length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]"
         )
-    tail_start = length - tail_len  # frame-relative offset of tail[0]
     if hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
-        desc_lo, desc_hi = cbor_offset, length - 20
-        if frame_bytes is not None:
-            desc_bytes = bytes(frame_bytes[desc_lo:desc_hi])
-        elif desc_lo >= tail_start:
-            desc_bytes = tail[desc_lo - tail_start : desc_hi - tail_start]
-        else:
-            desc_bytes = source.read(off + desc_lo, desc_hi - desc_lo, what="descriptor")
-        descriptor = cbor.loads(desc_bytes, where=describe(source.name, where, off + desc_lo))
+        lo, hi = cbor_offset, length - 20
+        raw = tail[lo - tail_start : hi - tail_start] if lo >= tail_start else part(lo, hi, "descriptor")
+        descriptor = cbor.loads(raw, where=describe(source.name, where, off + lo))
         region_start, region_length = off + 16, cbor_offset - 16
     else:
-        body = (
-            bytes(frame_bytes[16 : length - 20])
-            if frame_bytes is not None
-            else source.read(off + 16, length - 36, what="frame body")
-        )
+        body = part(16, length - 20, "frame body")
         descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
         region_start, region_length = off + 16 + used, length - 36 - used
     descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
@@ -138,7 +123,6 @@ def read_frame_layout(
         region_start=region_start,
         region_length=region_length,
         hash_present=bool(hdr.flags & FLAG_HASH_PRESENT),
-        hash_value=hash_value,
     )
 
 
@@ -177,10 +161,9 @@ class ObjectReader:
         return lay
 
     def _check_geometry(self, desc: Mapping[str, Any]) -> None:
-        shape = tuple(desc["shape"])
-        if desc["dtype"] == "bitmask":
-            shape = ((math.prod(shape) + 7) // 8,)
-        if shape != self.shape or (numpy_dtype(desc["dtype"]) != self.dtype and desc["encoding"] != "simple_packing"):
+        shape, decoded = Message._geometry_of(desc)
+        fixed = STAGES["encoding"][desc["encoding"]].decoded_dtype  # simple_packing: float64 whatever the dtype
+        if shape != self.shape or (decoded != self.dtype and fixed is None):
             raise MetadataError(
                 f"{describe(self.source.name, self.where)}descriptor says shape {list(desc['shape'])} dtype "
                 f"{desc['dtype']}, the metadata promised {list(self.shape)} {self.dtype}"
@@ -242,21 +225,16 @@ class ObjectReader:
         """Rows ``rows`` decoded from only the stored bytes they need, where the chain allows: their own
         elements, or the stream up to the last of them. None: the whole payload has to be decoded."""
         desc = self.layout().descriptor
-        where = describe(self.source.name, self.where)
         start, stop, step = rows.indices(desc["shape"][0]) if desc["shape"] else (0, 0, 0)
         if step <= 0 or stop <= start:
             return None
         box = (slice(start, stop), *(slice(0, n) for n in desc["shape"][1:]))
-        if desc["dtype"] != "bitmask" and (block := self._decode_box(box, 1.0)) is not None:
+        if (block := self._decode_box(box, 1.0)) is not None:
             return block[::step]
-        if step != 1 or not pipeline.supports_leading_prefix(desc):
+        if step != 1:
             return None
-        # decompress only up to the last requested row (the stream's tail is not checked)
         region = self._fetch(self.layout().region_start, self.layout().region_length, "payload")
-        hi = pipeline.row_byte_range(desc, 0, stop)[1]
-        codec = stage_codec("compression", desc["compression"], where)
-        prefix = codec.decode_prefix(region.data, hi, pipeline.encoded_length(desc), {}, where)
-        return pipeline.decode_rows(prefix, desc, 0, stop, 0, None, where)[start:]
+        return pipeline.decode_leading_rows(region, desc, start, stop, describe(self.source.name, self.where))
 
     def _decode_box(self, box: tuple[slice, ...], fraction: float) -> np.ndarray | None:
         """The box decoded from its elements' stored bytes alone (:func:`.pipeline.decode_box`), or None."""
@@ -413,9 +391,12 @@ class Message:
     def __len__(self) -> int:
         return len(self._refs)
 
-    def _reader(self, j: int) -> ObjectReader:
+    def _check_index(self, j: int) -> None:
         if not 0 <= j < len(self._refs):
             raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
+
+    def _reader(self, j: int) -> ObjectReader:
+        self._check_index(j)
         if self._readers is None:
             self._readers = [None] * len(self._refs)
         r = self._readers[j]
@@ -460,8 +441,7 @@ class Message:
 
     def descriptor(self, j: int) -> dict[str, Any]:
         """Descriptor of object ``j`` (read from its data frame on first use)."""
-        if not 0 <= j < len(self._refs):
-            raise IndexError(f"message {self.index} has {len(self._refs)} objects, no object {j}")
+        self._check_index(j)
         r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
@@ -472,9 +452,9 @@ class Message:
         """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
         descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
         only, never payload bytes; the frame is checked in full when its values are read."""
-        found = descriptor_params_batch([(self, j)], lenient=False)[0]
-        assert found is not None  # lenient=False raises instead
-        return found
+        params, hashes = descriptor_params_columns([self], [j], lenient=False)
+        assert hashes[0] is not None  # lenient=False raises instead
+        return params[0] or {}, hashes[0]
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:
@@ -512,15 +492,6 @@ class Message:
         return ArraySpec(shape, dtype, chunks, reader)
 
 
-def descriptor_params_batch(
-    objects: Sequence[tuple[Message, int]], *, lenient: bool = True
-) -> list[tuple[dict[str, Any], int] | None]:
-    """:meth:`Message.descriptor_params` of objects of any messages of one file (see
-    :func:`descriptor_params_columns`). ``lenient``: a damaged frame gives ``None`` instead of raising."""
-    params, hashes = descriptor_params_columns([m for m, _j in objects], [j for _m, j in objects], lenient=lenient)
-    return [None if h is None else ({} if p is None else p, h) for p, h in zip(params, hashes, strict=True)]
-
-
 def descriptor_params_columns(
     messages: Sequence[Message], js: Sequence[int], *, lenient: bool = True
 ) -> tuple[list[dict[str, Any] | None], list[int | None]]:
@@ -537,8 +508,7 @@ def descriptor_params_columns(
     offsets: list[int] = []
     lengths: list[int] = []
     for msg, j in zip(messages, js, strict=True):
-        if not 0 <= j < len(msg):
-            raise IndexError(f"message {msg.index} has {len(msg)} objects, no object {j}")
+        msg._check_index(j)
         offset, length = msg.frame(j)
         offsets.append(offset)
         lengths.append(length)

@@ -1,8 +1,8 @@
 """Decode one Tensogram data object from its payload region and descriptor (spec §12-§15).
 
 Order: split off mask blobs -> decompress -> unshuffle -> decode (simple_packing)
--> byte order -> restore NaN/Inf. A leading-axis row range is decoded from a
-byte range when the pipeline allows it (no compression, no filter).
+-> byte order -> restore NaN/Inf. What part of a payload a read needs, the object's codec chain says
+(:mod:`.compression` makes it of the descriptor).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs.base import PASSTHROUGH, Buffer, Capabilities, Codec, Fetch
+from ...codecs.base import Buffer, Fetch
 from ...codecs.chain import RAW, Chain
 from ...errors import (
     CodecError,
@@ -26,36 +26,23 @@ from ...io import ByteSource, LocalFileSource
 from ...io.local import scratch_buffer
 from .._chunks import box_runs, compressed_payload, gather_runs
 from . import masks as mask_codec
-from .compression import STAGES, chain_of
+from .compression import STAGES, chain_gives_values, chain_of
 from .dtypes import DTYPES
 
 __all__ = [
     "decode_box",
     "decode_full",
     "decode_into",
-    "decode_masks",
-    "decode_rows",
+    "decode_leading_rows",
     "decodes_into",
     "element_count",
-    "encoded_length",
-    "row_byte_range",
     "split_masks",
     "validate_descriptor",
 ]
 
 MAX_RANK = 64
 REQUIRED_KEYS = ("type", "shape", "strides", "dtype", "encoding", "filter", "compression")
-ENCODINGS = tuple(STAGES["encoding"])
-FILTERS = tuple(STAGES["filter"])
 MASK_KINDS = ("nan", "inf+", "inf-")
-
-
-class _NoCodec(Codec):
-    name = "unknown"
-    capabilities = Capabilities(encode=False, mapped_input=True)
-
-
-_NO_CODEC = _NoCodec()
 
 
 #: descriptor keys that describe the tensor and its encoding pipeline (everything else is user metadata)
@@ -104,7 +91,7 @@ def params_of(desc: Any, tail: bytes, raw: bytes | None = None) -> tuple[dict[st
 
 
 #: descriptor keys whose value must be one this decoder knows (UnsupportedError otherwise)
-_KNOWN_VALUES = (("dtype", DTYPES), ("encoding", ENCODINGS), ("filter", FILTERS))
+_KNOWN_VALUES = (("dtype", DTYPES), ("encoding", tuple(STAGES["encoding"])), ("filter", tuple(STAGES["filter"])))
 
 
 def _is_number(v: Any) -> bool:
@@ -151,36 +138,6 @@ def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
 
 def element_count(desc: Mapping[str, Any]) -> int:
     return math.prod(desc["shape"])
-
-
-def encoded_length(desc: Mapping[str, Any]) -> int:
-    """Bytes entering the filter/compression stage (= payload size when both are none)."""
-    return chain_of(desc).encoded_nbytes
-
-
-def _compressor(desc: Mapping[str, Any]) -> Any:
-    """The compression codec of a validated descriptor (an unknown name reads as no capability at all)."""
-    return STAGES["compression"].get(desc["compression"]) or _NO_CODEC
-
-
-def supports_leading_prefix(desc: Mapping[str, Any]) -> bool:
-    """True when leading rows can be decoded from a prefix of a compressed stream (no filter, no masks)."""
-    codec = _compressor(desc)
-    return (
-        codec is not PASSTHROUGH
-        and codec.capabilities.prefix_decode
-        and desc["filter"] == "none"
-        and desc["dtype"] != "bitmask"
-        and not desc.get("masks")
-        and len(desc["shape"]) >= 1
-    )
-
-
-def row_byte_range(desc: Mapping[str, Any], start: int, stop: int) -> tuple[int, int, int]:
-    """Byte range ``[lo, hi)`` of the payload holding rows ``start:stop`` and the bit offset of the first."""
-    values = chain_of(desc).values
-    row = math.prod(desc["shape"][1:])
-    return values.codec.element_span(start * row, stop * row, values.params)
 
 
 def split_masks(
@@ -240,73 +197,61 @@ def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarr
             bits[m, :] = pattern
 
 
-def decode_values(
-    encoded: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], count: int, where: str, bit_offset: int = 0
-) -> np.ndarray:
-    """Encoded bytes (after decompress/unshuffle) -> flat native-order values (the chain's array->bytes stage)."""
-    values = chain_of(desc, where).values
-    return values.codec.decode_values(encoded, count, values.params, bit_offset)
-
-
-def decode_masks(
-    region: bytes | memoryview, found: dict[str, tuple[int, int, str, Any]], count: int, where: str
+def _decode_masks(
+    blobs: Sequence[Buffer], found: dict[str, tuple[int, int, str, Any]], count: int, where: str
 ) -> dict[str, np.ndarray]:
+    """The NaN/Inf masks of ``found`` as booleans over ``count`` elements, from their blobs (in its order)."""
     return {
-        kind: mask_codec.decode_mask(method, region[off : off + length], count, params, where=f"{where}mask {kind!r}: ")
-        for kind, (off, length, method, params) in found.items()
+        kind: mask_codec.decode_mask(
+            method, blob.data if isinstance(blob, np.ndarray) else blob, count, params, where=f"{where}mask {kind!r}: "
+        )
+        for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
     }
+
+
+def _check_stored(chain: Chain, length: int, where: str) -> None:
+    """A payload no bytes->bytes stage changes holds exactly the bytes the descriptor implies."""
+    if chain.stored_is_encoded and length != chain.encoded_nbytes:
+        raise CodecError(f"{where}uncompressed payload is {length} bytes, descriptor implies {chain.encoded_nbytes}")
 
 
 def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any], where: str = "") -> np.ndarray:
     """Decode a whole object from its payload region (payload + mask blobs)."""
     payload_len, found = split_masks(len(region), desc, where)
     view = region.data if isinstance(region, np.ndarray) else memoryview(region)  # zero-copy, either way
-    payload = view[:payload_len]
     chain = chain_of(desc, where)
-    if chain.stored_is_encoded and len(payload) != chain.encoded_nbytes:
-        raise CodecError(
-            f"{where}uncompressed payload is {len(payload)} bytes, descriptor implies {chain.encoded_nbytes}"
-        )
-    values = chain.decode(payload, where)
+    _check_stored(chain, payload_len, where)
+    values = chain.decode(view[:payload_len], where)
     if found:
-        restore_masks(values, desc["dtype"], decode_masks(view, found, element_count(desc), where), where)
+        blobs = [view[o : o + n] for o, n, _m, _p in found.values()]
+        restore_masks(values, desc["dtype"], _decode_masks(blobs, found, element_count(desc), where), where)
     if desc["dtype"] == "bitmask":
         return values
     shaped: np.ndarray = values.reshape(desc["shape"])
     return shaped
 
 
-def _wrong_size(length: int, chain: Chain, where: str) -> None:
-    raise CodecError(f"{where}uncompressed payload is {length} bytes, descriptor implies {chain.encoded_nbytes}")
-
-
-def decode_rows(
-    payload_bytes: bytes | memoryview | np.ndarray,
-    desc: Mapping[str, Any],
-    start: int,
-    stop: int,
-    bit_offset: int,
-    masks: dict[str, np.ndarray] | None,
-    where: str = "",
-) -> np.ndarray:
-    """Decode rows ``start:stop`` from the bytes :func:`row_byte_range` selected."""
-    row = math.prod(desc["shape"][1:])
-    count = (stop - start) * row
-    values = decode_values(payload_bytes, desc, count, where, bit_offset)
-    if masks:
-        restore_masks(values, desc["dtype"], {k: m[start * row : stop * row] for k, m in masks.items()}, where)
-    return values.reshape((stop - start, *desc["shape"][1:]))
+def decode_leading_rows(
+    region: np.ndarray, desc: Mapping[str, Any], start: int, stop: int, where: str = ""
+) -> np.ndarray | None:
+    """Rows ``start:stop`` decoded from the stream up to the last of them (its tail is not checked), where the
+    chain's one bytes->bytes stage decodes a prefix (:attr:`.Chain.prefix_stage`); None otherwise."""
+    chain = chain_of(desc, where)
+    stage = chain.prefix_stage
+    if stage is None or not chain_gives_values(desc) or not desc["shape"]:
+        return None
+    values, count = chain.values, stop * math.prod(desc["shape"][1:])
+    hi = values.codec.element_span(0, count, values.params)[1]
+    prefix = stage.codec.decode_prefix(region.data, hi, chain.encoded_nbytes, stage.params, where)
+    rows: np.ndarray = values.codec.decode_values(prefix, count, values.params).reshape((stop, *desc["shape"][1:]))
+    return rows[start:]
 
 
 def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
-    """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``.
-
-    No filter and no NaN/Inf masks; the chain's values need no cast (native byte order, or simple_packing's
-    float64). Other pipelines go through :func:`decode_full` and a copy.
-    """
-    if desc["filter"] != "none" or desc.get("masks") or desc["dtype"] == "bitmask":
-        return False
-    return chain_of(desc).decodes_into(dtype)
+    """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``: no NaN/Inf
+    masks, and the chain's values need no cast (:meth:`.Chain.decodes_into`). Other objects go through
+    :func:`decode_full` and a copy."""
+    return chain_gives_values(desc) and chain_of(desc).decodes_into(dtype)
 
 
 def decode_into(
@@ -321,17 +266,13 @@ def decode_into(
     payloads of local files are read into a small per-thread buffer instead).
     """
     chain = chain_of(desc, where)
-    if chain.stored_is_encoded:
-        if length != chain.encoded_nbytes:
-            raise CodecError(
-                f"{where}uncompressed payload is {length} bytes, descriptor implies {chain.encoded_nbytes}"
-            )
-        if chain.values.codec is RAW:
-            source.read_into(offset, out, what="payload")
-            return
-        if isinstance(source, LocalFileSource) and out.flags.c_contiguous:
-            _unpack_streamed(source, offset, chain, out.reshape(-1))
-            return
+    _check_stored(chain, length, where)
+    if chain.stored_is_encoded and chain.values.codec is RAW:
+        source.read_into(offset, out, what="payload")
+        return
+    if chain.stored_is_encoded and isinstance(source, LocalFileSource) and out.flags.c_contiguous:
+        _unpack_streamed(source, offset, chain, out.reshape(-1))
+        return
     payload, mapped = compressed_payload(source, offset, length, chain.compressors[-1].codec)
     try:
         chain.decode_into(payload, out, where)
@@ -368,8 +309,7 @@ def decode_box(
     if runs is None or sum(b - a for a, b in runs) >= fraction * chain.count:
         return None
     payload_len, found = split_masks(region_len, desc, where)
-    if chain.stored_is_encoded and payload_len != chain.encoded_nbytes:
-        _wrong_size(payload_len, chain, where)
+    _check_stored(chain, payload_len, where)
     for stage in chain.compressors:  # a payload that cannot hold what the descriptor claims is refused first
         stage.codec.check_ratio(payload_len, chain.encoded_nbytes, where)
     mask_spans = [(o, n) for (o, n, _m, _p) in found.values()]
@@ -384,33 +324,11 @@ def decode_box(
     else:
         parts = fetch(mask_spans) if found else []
     if found:
-        _restore_run_masks(desc, found, parts, runs, values, where)
+        masks = _decode_masks(parts, found, element_count(desc), where)
+        for (a, b), part in zip(runs, values, strict=True):
+            restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
     block: np.ndarray = gather_runs(shape, box, runs, values)
     return block
-
-
-def _restore_run_masks(
-    desc: Mapping[str, Any],
-    found: dict[str, tuple[int, int, str, Any]],
-    blobs: Sequence[Buffer],
-    runs: Sequence[tuple[int, int]],
-    values: Sequence[np.ndarray],
-    where: str,
-) -> None:
-    """NaN/Inf restored in each run's ``values`` from the fetched mask ``blobs`` (in ``found``'s order)."""
-    count = element_count(desc)
-    masks = {
-        kind: mask_codec.decode_mask(
-            method,
-            bytes(blob) if isinstance(blob, np.ndarray) else blob,
-            count,
-            params,
-            where=f"{where}mask {kind!r}: ",
-        )
-        for (kind, (_o, _n, method, params)), blob in zip(found.items(), blobs, strict=True)
-    }
-    for (a, b), part in zip(runs, values, strict=True):
-        restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident
@@ -418,7 +336,7 @@ STREAM_BLOCK = 1 << 20
 
 
 def _unpack_streamed(source: LocalFileSource, offset: int, chain: Chain, flat: np.ndarray) -> None:
-    """Unpack an uncompressed simple_packing payload of a local file into ``flat``, block by block.
+    """Unpack an uncompressed encoded payload (simple_packing) of a local file into ``flat``, block by block.
 
     Each block is read with ``preadv`` into a small per-thread buffer and unpacked while it is still
     in cache: the packed bytes cross memory once (as from a buffer already in memory), where a memory
@@ -426,12 +344,11 @@ def _unpack_streamed(source: LocalFileSource, offset: int, chain: Chain, flat: n
     Blocks hold a multiple of 8 values, so every block starts on a byte boundary whatever the width.
     """
     codec, params = chain.values.codec, chain.values.params
-    bits = int(params["bits_per_value"])
     count = flat.size
-    per = max(8, STREAM_BLOCK * 8 // max(bits, 1) // 8 * 8)  # values per block
+    per = max(8, STREAM_BLOCK * count // max(chain.encoded_nbytes, 1) // 8 * 8)  # values per block
     for first in range(0, count, per):
         last = min(count, first + per)
-        lo, hi = first * bits // 8, (last * bits + 7) // 8
+        lo, hi, _bit = codec.element_span(first, last, params)
         buf = scratch_buffer(hi - lo)
         if hi > lo:
             source.read_into(offset + lo, buf, what="payload")

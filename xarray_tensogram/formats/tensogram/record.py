@@ -36,7 +36,7 @@ def ls(f: TensogramFile, tiles: bool = False) -> list[Table]:
     keys = [k for k in _KEY_COLUMNS if any(k in e[2] for e in entries)]
     rows = []
     for m, j, flat in entries:
-        ref = m.objects[j]
+        ref = m.ref(j)
         lay = read_frame_layout(m.source, ref, f"message {m.index}, object {j}")
         d = lay.descriptor
         name = next((flat[k] for k in _NAME_KEYS if k in flat), f"object_{j}")

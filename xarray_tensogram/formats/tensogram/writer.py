@@ -36,7 +36,18 @@ from .encode import (
     encode_object,
     encoding_from_descriptor,
 )
-from .framing import END_MAGIC, MAGIC, align8
+from .framing import (
+    DATA_FRAME,
+    END_MAGIC,
+    FOOTER_HASH,
+    FOOTER_INDEX,
+    FOOTER_METADATA,
+    HEADER_HASH,
+    HEADER_INDEX,
+    HEADER_METADATA,
+    MAGIC,
+    align8,
+)
 from .masks import DEFAULT_MASK_METHOD
 
 #: numpy dtype names an object can hold (the Tensogram dtype of each)
@@ -105,17 +116,14 @@ def _frame(frame_type: int, body: bytes, hashing: bool) -> bytes:
     return b"FR" + struct.pack(">HHHQ", frame_type, 1, flags, 28 + len(body)) + body + struct.pack(">Q", h) + b"ENDF"
 
 
-def _pad(buf: bytearray) -> None:
-    buf.extend(b"\0" * (align8(len(buf)) - len(buf)))
-
-
 def _reserved(reserved: Mapping[str, Any] | None) -> dict[str, Any]:
-    r = dict(reserved or {})
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    r.setdefault("time", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    r.setdefault("uuid", str(uuidlib.uuid4()))
-    r.setdefault("encoder", dict(OUR_ENCODER))
-    return {"time": r["time"], "uuid": r["uuid"], "encoder": r["encoder"]}
+    r = reserved or {}
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "time": r.get("time", now),
+        "uuid": r.get("uuid", str(uuidlib.uuid4())),
+        "encoder": r.get("encoder", dict(OUR_ENCODER)),
+    }
 
 
 def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -154,22 +162,7 @@ def encode_message(
     The keywords are those of the reference ``tensogram.encode``. ``threads`` is accepted for
     compatibility and ignored: output always equals the reference's ``threads=0`` bytes.
     """
-    return encode_message_parts(
-        metadata,
-        objects,
-        hash=hash,
-        layout=layout,
-        backfill=backfill,
-        reserved=reserved,
-        allow_nan=allow_nan,
-        allow_inf=allow_inf,
-        nan_mask_method=nan_mask_method,
-        pos_inf_mask_method=pos_inf_mask_method,
-        neg_inf_mask_method=neg_inf_mask_method,
-        small_mask_threshold_bytes=small_mask_threshold_bytes,
-        aggregate_hash=aggregate_hash,
-        threads=threads,
-    ).tobytes()
+    return encode_message_parts(**locals()).tobytes()
 
 
 def encode_message_parts(
@@ -197,7 +190,7 @@ def encode_message_parts(
     base, extra = _split_metadata(metadata)
     if len(base) > len(objs) and layout == "buffered":
         raise EncodeError(f"metadata has {len(base)} base entries for {len(objs)} objects")
-    methods = {"nan": nan_mask_method, "pos_inf": pos_inf_mask_method, "neg_inf": neg_inf_mask_method}
+    methods = {"nan": nan_mask_method, "inf+": pos_inf_mask_method, "inf-": neg_inf_mask_method}
     encoded = [
         encode_object(
             o,
@@ -209,27 +202,16 @@ def encode_message_parts(
         for o in objs
     ]
     data_frames = [_data_frame(region, dumps_canonical(desc), hashing) for desc, region in encoded]
-    full_base = []
-    for i, (desc, _region) in enumerate(encoded):
-        entry = dict(base[i]) if i < len(base) else {}
-        entry["_reserved_"] = {
-            "tensor": {"ndim": desc["ndim"], "dtype": desc["dtype"], "shape": desc["shape"], "strides": desc["strides"]}
-        }
-        full_base.append(entry)
-    full_meta: dict[str, Any] = {}
-    if objs:
-        full_meta["base"] = full_base
+    tensors = [{k: desc[k] for k in ("ndim", "dtype", "shape", "strides")} for desc, _region in encoded]
+    full_base = [{**(base[i] if i < len(base) else {}), "_reserved_": {"tensor": t}} for i, t in enumerate(tensors)]
+    full_meta: dict[str, Any] = {"base": full_base} if objs else {}
     if extra:
         full_meta["_extra_"] = extra
     full_meta["_reserved_"] = _reserved(reserved)
     if layout == "buffered":
         return _assemble_buffered(full_meta, data_frames, hashing, aggregate_hash or "header")
     if layout == "streaming":
-        header_meta: dict[str, Any] = {}
-        if base:
-            header_meta["base"] = base
-        if extra:
-            header_meta["_extra_"] = extra
+        header_meta = {k: v for k, v in (("base", base), ("_extra_", extra)) if v}
         return _assemble_streaming(header_meta, full_meta, data_frames, hashing, aggregate_hash or "footer", backfill)
     raise UnsupportedError(f"layout {layout!r}: use 'buffered' or 'streaming'")
 
@@ -245,13 +227,29 @@ def _data_frame(region: Chunk, cbor: bytes, hashing: bool) -> _DataFrame:
         h = 0
     flags = 0x1 | (0x2 if hashing else 0)
     length = 16 + len(region) + len(cbor) + 20
-    header = b"FR" + struct.pack(">HHHQ", 9, 1, flags, length)
+    header = b"FR" + struct.pack(">HHHQ", DATA_FRAME, 1, flags, length)
     footer = struct.pack(">QQ", 16 + len(region), h) + b"ENDF"
     return _DataFrame([header, region, cbor, footer], length, h)
 
 
 def _padding(length: int) -> bytes:
     return b"\0" * (align8(length) - length)
+
+
+def _padded(frame: bytes) -> bytes:
+    return frame + _padding(len(frame))
+
+
+def _body(data_frames: list[_DataFrame], start: int) -> tuple[list[Chunk], list[int], int]:
+    """The data frames, each padded, as chunks from file offset ``start``: the chunks, the frames' offsets and
+    the offset after them."""
+    parts: list[Chunk] = []
+    offsets, pos = [], start
+    for df in data_frames:
+        offsets.append(pos)
+        parts += [*df.parts, _padding(df.length)]
+        pos += align8(df.length)
+    return parts, offsets, pos
 
 
 def _hash_map(data_frames: list[_DataFrame]) -> bytes:
@@ -264,50 +262,24 @@ def _assemble_buffered(
     policy = "header" if policy == "auto" else policy
     header_hash = hashing and data_frames and policy in ("header", "both")
     footer_hash = hashing and data_frames and policy in ("footer", "both")
-    meta_frame = _frame(1, dumps_canonical(meta), hashing)
-    hash_frame = _frame(3, _hash_map(data_frames), hashing) if header_hash else b""
-
-    def layout_with(index_frame: bytes) -> tuple[list[int], int]:
-        pos = 24 + align8(len(meta_frame))
-        if index_frame:
-            pos += align8(len(index_frame))
-        if hash_frame:
-            pos += align8(len(hash_frame))
-        offsets = []
-        for f in data_frames:
-            offsets.append(pos)
-            pos += align8(f.length)
-        return offsets, pos
-
+    meta_frame = _frame(HEADER_METADATA, dumps_canonical(meta), hashing)
+    hash_frame = _frame(HEADER_HASH, _hash_map(data_frames), hashing) if header_hash else b""
     index_frame = b""
-    if data_frames:
-        lengths = [f.length for f in data_frames]
-        index_frame = _frame(2, dumps_canonical({"lengths": lengths, "offsets": [0] * len(lengths)}), hashing)
-        for _ in range(3):
-            offsets, _end = layout_with(index_frame)
-            new = _frame(2, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
-            if len(new) == len(index_frame) and new == index_frame:
+    if data_frames:  # the index holds the data frames' offsets, which its own length moves: iterate to a fixed point
+        lengths, offsets = [f.length for f in data_frames], [0] * len(data_frames)
+        for _ in range(4):
+            new = _frame(HEADER_INDEX, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
+            if new == index_frame:
                 break
             index_frame = new
-    head = bytearray(b"\0" * 24)
+            offsets = _body(data_frames, 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame)))[1]
+    head = bytearray(24)
     for f in (meta_frame, index_frame, hash_frame):
-        if f:
-            head += f
-            _pad(head)
-    parts: list[Chunk] = [head]
-    pos = len(head)
-    for df in data_frames:
-        parts += df.parts
-        parts.append(_padding(df.length))
-        pos += align8(df.length)
-    first_footer = pos
-    tail = bytearray()
-    if footer_hash:
-        tail += _frame(5, _hash_map(data_frames), hashing)
-        _pad(tail)
-    total = pos + len(tail) + 24
+        head += _padded(f) if f else b""
+    body, _offsets, first_footer = _body(data_frames, len(head))
+    tail = bytearray(_padded(_frame(FOOTER_HASH, _hash_map(data_frames), hashing)) if footer_hash else b"")
+    total = first_footer + len(tail) + 24
     tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
-    parts.append(tail)
     flags = (
         0x1
         | (0x4 if data_frames else 0)
@@ -316,7 +288,7 @@ def _assemble_buffered(
         | (0x80 if hashing else 0)
     )
     head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
-    return EncodedMessage(parts, total)
+    return EncodedMessage([head, *body, tail], total)
 
 
 def _assemble_streaming(
@@ -330,34 +302,20 @@ def _assemble_streaming(
     if policy in ("header", "both"):
         raise UnsupportedError("streaming messages hold hashes in the footer only")
     policy = "footer" if policy == "auto" else policy
-    head = bytearray(b"\0" * 24)
-    head += _frame(1, dumps_canonical(header_meta), hashing)
-    _pad(head)
-    parts: list[Chunk] = [head]
-    pos = len(head)
-    offsets, lengths = [], []
-    for df in data_frames:
-        offsets.append(pos)
-        lengths.append(df.length)
-        parts += df.parts
-        parts.append(_padding(df.length))
-        pos += align8(df.length)
-    first_footer = pos
-    tail = bytearray(_frame(7, dumps_canonical(full_meta), hashing))
-    _pad(tail)
+    head = bytearray(24) + _padded(_frame(HEADER_METADATA, dumps_canonical(header_meta), hashing))
+    body, offsets, first_footer = _body(data_frames, len(head))
+    tail = bytearray(_padded(_frame(FOOTER_METADATA, dumps_canonical(full_meta), hashing)))
     if hashing and policy != "none" and data_frames:
-        tail += _frame(5, _hash_map(data_frames), hashing)
-        _pad(tail)
-    tail += _frame(6, dumps_canonical({"lengths": lengths, "offsets": offsets}), hashing)
-    _pad(tail)
-    total = pos + len(tail) + 24 if backfill else 0
+        tail += _padded(_frame(FOOTER_HASH, _hash_map(data_frames), hashing))
+    index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
+    tail += _padded(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
+    total = first_footer + len(tail) + 24 if backfill else 0
     tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
-    parts.append(tail)
     flags = 0x01 | 0x02 | 0x08 | 0x40
     if hashing:
         flags |= 0x80 | (0x20 if policy != "none" else 0)
     head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
-    return EncodedMessage(parts, pos + len(tail))
+    return EncodedMessage([head, *body, tail], first_footer + len(tail))
 
 
 def _write_message(f: Any, m: bytes | EncodedMessage) -> int:

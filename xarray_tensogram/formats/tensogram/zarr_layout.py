@@ -12,21 +12,12 @@ from typing import Any
 
 from ...array_spec import ArraySpec
 from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
+from .compression import chain_gives_values, chain_of
 
 __all__ = ["FRAME_CODEC_ID", "object_layout"]
 
 #: the numcodecs/zarr id of the package's codec decoding a whole data-object frame (``virtual/codecs.py``)
 FRAME_CODEC_ID = "xarray_tensogram.tgm_frame"
-
-
-def _standard_codecs(desc: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The standard Zarr codecs after ``bytes`` of an object, or None when only the frame codec decodes it:
-    the object's chain (the codec objects of Tensogram's table) says how Zarr spells them."""
-    from .compression import chain_of
-
-    if desc.get("masks") or desc["dtype"] == "bitmask":
-        return None
-    return chain_of(desc).zarr()
 
 
 def object_layout(
@@ -38,7 +29,8 @@ def object_layout(
     chunk_shape = tuple(max(1, s) for s in spec.shape)
     frame_codecs = (zarr_bytes_codec(spec.dtype), {"name": FRAME_CODEC_ID, "configuration": {}})
     whole = ByteLayout(chunk_shape, frame_codecs, (ChunkRef(coords, *frame),), casts=True)
-    standard = _standard_codecs(descriptor)
+    # the standard Zarr codecs after ``bytes``: what the object's chain says Zarr spells them
+    standard = chain_of(descriptor).zarr() if chain_gives_values(descriptor) else None
     if standard is None:
         return whole
     big = str(descriptor.get("byte_order", "little")) == "big"
