@@ -22,41 +22,24 @@ from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
 from .compression import ENCODINGS, RAW, V01_ENCODINGS
-from .containers import MAGIC_V01
+from .containers import MAGIC_V01, V01_KEYS
+from .model import LONG_DTYPE_NAMES
 
 __all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
 
-RESERVED_KEYS = frozenset(
-    {"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"}
-)
-_NAMES = {
-    "f8": "float64",
-    "f4": "float32",
-    "f2": "float16",
-    "i8": "int64",
-    "i4": "int32",
-    "i2": "int16",
-    "i1": "int8",
-    "u8": "uint64",
-    "u4": "uint32",
-    "u2": "uint16",
-    "u1": "uint8",
-    "b1": "bool",
-}
+#: the standard keys of a v0.1 index entry: a custom field may not take one of these names
+RESERVED_KEYS = V01_KEYS
 TensorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]
 
 
 def v01_dtype_name(dtype: np.dtype) -> str:
     """The v0.1 dtype string for a numpy dtype (bfloat16 through ml_dtypes), or TypeError."""
     dtype = np.dtype(dtype)
-    if dtype.name == "bfloat16":
-        return "bfloat16"
-    name = _NAMES.get(f"{dtype.kind}{dtype.itemsize}") if dtype.kind in "fiub" else None
-    if name is None:
+    if dtype.name not in LONG_DTYPE_NAMES or (dtype.kind not in "fiub" and dtype.name != "bfloat16"):
         raise TypeError(
-            f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(_NAMES.values())}, bfloat16)"
+            f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(LONG_DTYPE_NAMES)})"
         )
-    return name
+    return dtype.name
 
 
 def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
