@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,6 @@ from ...errors import (
 )
 from ...io import ByteSource, SourceLike, open_source
 from ...outer import read_outer
-from .._chunks import read_raw_rows, read_span
 from ..base import FormatFile
 from .boxes import read_box_into
 from .layout import (
@@ -33,7 +31,7 @@ from .layout import (
     _read_footer,
     _read_index,
 )
-from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8, tile_chain
+from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,56 +69,28 @@ class TetrTileReader:
         return tiles_layout(spec, self.tile_range)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
-        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``."""
-        coords = tuple(int(c) for c in coords)
-        e = self._entry(coords)
-        extent = chunk_extent(self.shape, self.chunk_shape, coords)
-        region = (
-            tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent, strict=False))
-            if region
-            else tuple(slice(0, n) for n in extent)
-        )
-        where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
-        chain = tile_chain(int(e["codec"]), self.dtype, math.prod(extent))
-        if chain.stored_is_encoded:
-            # only the bytes of the leading-axis rows the region needs
-            rows = read_raw_rows(
-                self.source,
-                int(e["offset"]),
-                extent,
-                self.dtype,
-                region[0].start,
-                max(region[0].start, region[0].stop),
-                f"{where}raw tile rows",
-            )
-            within = (slice(None), *region[1:])
-            return rows[within]
-        return chain.decode(self._stored(e), where).reshape(extent)[region]
+        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``: a box of one tile."""
+        box = self._tile_box(coords, region)
+        out = np.empty(tuple(max(s.stop - s.start, 0) for s in box), self.dtype)
+        self.read_box_into(box, out)
+        return out
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
-        """Decode a whole tile straight into ``out`` (a view of the final array, usually not contiguous):
-        raw tiles with one ``preadv`` of their rows, zstd tiles decoded in place when ``out`` is contiguous,
-        else decoded once and copied once."""
+        """``region`` of the tile at ``coords`` straight into ``out`` (a view of the final array, usually not
+        contiguous), as a box of one tile (:meth:`read_box_into`)."""
+        return self.read_box_into(self._tile_box(coords, region), out)
+
+    def _tile_box(self, coords: tuple[int, ...], region: tuple[slice, ...] | None) -> tuple[slice, ...]:
+        """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
         coords = tuple(int(c) for c in coords)
-        e = self._entry(coords)
+        self._entry(coords)
         extent = chunk_extent(self.shape, self.chunk_shape, coords)
-        if tuple(r.stop - r.start for r in region) != extent or out.dtype != self.dtype or not self.dtype.isnative:
-            return False
-        where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
-        offset, stored = int(e["offset"]), int(e["stored"])
-        chain = tile_chain(int(e["codec"]), self.dtype, math.prod(extent))
-        if chain.stored_is_encoded:
-            if stored != out.nbytes:
-                return False  # let read_chunk report the inconsistency
-            self.source.read_into(offset, out, what=f"{where}raw tile")
-            return True
-        payload = self._stored(e)
-        try:
-            chain.decode_into(payload, out, where)
-        finally:
-            del payload
-            self.source.release(offset, stored)
-        return True
+        region = tuple(region or ()) + tuple(slice(None) for _ in extent[len(region or ()) :])
+        box = []
+        for c, t, s, n in zip(coords, self.chunk_shape, region, extent, strict=False):
+            start, stop = s.indices(n)[:2]
+            box.append(slice(c * t + start, c * t + max(start, stop)))
+        return tuple(box)
 
     def read_box_into(self, box: tuple[slice, ...], out: np.ndarray) -> bool:
         """Fill ``out`` with ``values[box]`` (step-1 slices of the whole dataset) in one pass over the tiles the
@@ -133,9 +103,6 @@ class TetrTileReader:
             self.source, self.name, self.dtype, self.shape, self.chunk_shape, self.entries, self.table, box, out
         )
         return True
-
-    def _stored(self, e: np.void) -> bytes | memoryview:
-        return read_span(self.source, int(e["offset"]), int(e["stored"]), f"tile payload of {self.name!r}")
 
 
 # ==================================================================================================
