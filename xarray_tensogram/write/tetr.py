@@ -15,7 +15,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,19 +113,14 @@ def _codec(var: xr.Variable | None, compression: str | None) -> str:
     return found[0]
 
 
-def _values(var: xr.Variable) -> Any:
-    """Dask-backed values stay lazy (the format writer computes one tile at a time); others are loaded."""
-    return var.data if var.chunks is not None else np.asarray(var.values)
-
-
 def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
     """The dims, unless they are the generic names the reader made up for a file that had none."""
     return None if source.encoding.get("tetr_generated_dims") == dims else dims
 
 
-def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
+def _string_attrs(attrs: Mapping[str, Any], name: str) -> dict[str, str]:
     out = {}
-    for key, value in var.attrs.items():
+    for key, value in attrs.items():
         text = _attr_string(value)
         if not key or not text:
             warnings.warn(
@@ -271,12 +266,6 @@ def _dataset_write(
     codec: CodecSetting,
     labels: Mapping[str, list[str]],
 ) -> DatasetWrite:
-    if var.dtype.kind in "USOT":
-        raise UnsupportedError(
-            f"variable {name!r}: dtype {var.dtype} (strings) cannot be stored in a .tet file except as the labels "
-            f"of a 1-D index coordinate of at most {LIMITS['labels']} non-empty values that some variable uses; "
-            f"supported dtypes: {', '.join(_DTYPE_NAMES)}"
-        )
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
     attrs = dict(var.attrs)
@@ -294,12 +283,12 @@ def _dataset_write(
     given = options.get("chunks", options.get("chunksizes"))
     return DatasetWrite(
         name,
-        _values(var),
+        var.data if var.chunks is not None else np.asarray(var.values),  # Dask: computed one tile at a time
         _chunk_shape(tile_source, name, given if given is not None else chunks),
         codec.vocabulary,
         dim_names=_dim_names(source, dims) if dims else None,
         coords=_axis_labels(source, dims, labels),
-        attrs=_string_attrs(xr.Variable((), 0, typed), name) or None,
+        attrs=_string_attrs(typed, name) or None,
         codec_params=dict(codec.params) or None,
     )
 
@@ -368,11 +357,16 @@ def to_tetr(
     refuse_unlimited_dims(unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else
-    in_effect = _in_effect(source_ds, compression)
-    encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
+    encoded = encode_dataset(  # a variable whose entry names no codec: ``compression=``, else as it was read
+        ds,
+        encoding,
+        ENCODING,
+        default_fill=False,
+        in_effect=lambda name, enc: {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)},
+    )
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
-    writes = _dataset_writes(source_ds, encoded, chunks, in_effect)
+    writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
@@ -382,29 +376,17 @@ def to_tetr(
         return os.path.getsize(path)
 
 
-InEffect = Callable[[str, Mapping[str, Any]], dict[str, str]]
-
-
-def _in_effect(source_ds: xr.Dataset, compression: str | None) -> InEffect:
-    """The codec of a variable whose ``encoding=`` entry names none: ``compression=``, else as it was read."""
-
-    def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:
-        return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
-
-    return in_effect
-
-
-def _setting(encoded: EncodedDataset, name: str, in_effect: InEffect) -> CodecSetting:
+def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
     """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
     chosen = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
     if chosen is not None:
         return chosen
-    vocabulary = in_effect(name, {})[_COMPRESSION.key]
+    vocabulary = _codec(source_ds.variables.get(name), compression)
     return CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
 
 
 def _dataset_writes(
-    source_ds: xr.Dataset, encoded: EncodedDataset, chunks: ChunksLike, in_effect: InEffect
+    source_ds: xr.Dataset, encoded: EncodedDataset, chunks: ChunksLike, compression: str | None
 ) -> list[DatasetWrite]:
     """One dataset per variable, each with its own codec and parameters; strings in labels or footer attrs."""
     labels = _label_coords(source_ds, encoded)
@@ -417,7 +399,7 @@ def _dataset_writes(
             source_ds.variables.get(name, var),
             encoded.options.get(name, {}),
             chunks,
-            _setting(encoded, name, in_effect),
+            _setting(encoded, name, source_ds, compression),
             labels,
         )
         for name, var in variables.items()
