@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +55,15 @@ _SPARSE_COO = ("sparse_coo", "zt.sparse_coo/1")
 _SPARSE = ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
 
 
+#: a digest's algorithm -> (the digest of some bytes as the file spells it, whether hex text of that value can
+#: be such a digest)
+_DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
+    "crc32c": (lambda buf: f"0x{crc32c(buf):08X}", lambda text, value: 0 <= value <= 0xFFFFFFFF),
+    "sha256": (sha256_hex, lambda text, value: len(text) == 64),
+    "xxh3": (lambda buf: f"{xxh3_64(buf):016x}", lambda text, value: True),
+}
+
+
 def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str) -> None:
     """Check ``data`` against a ``crc32c:0x..``, ``sha256:..`` or ``xxh3:..`` string.
 
@@ -62,31 +72,19 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
     """
     algo, _, hexpart = digest.partition(":")
     algo = algo.lower()
-    buf = np.ascontiguousarray(data).data.cast("B") if isinstance(data, np.ndarray) else data
+    if algo not in _DIGESTS:
+        raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
+    show, fits = _DIGESTS[algo]
     try:
-        if algo == "crc32c":
-            expected = int(hexpart[2:] if hexpart[:2].lower() == "0x" else hexpart, 16)
-            if not 0 <= expected <= 0xFFFFFFFF or not hexpart:
-                raise ValueError(hexpart)
-            actual = crc32c(buf)
-            ok, shown = actual == expected, f"0x{actual:08X}"
-        elif algo == "sha256":
-            if len(hexpart) != 64:
-                raise ValueError(hexpart)
-            int(hexpart, 16)
-            shown = sha256_hex(buf)
-            ok = shown == hexpart.lower()
-        elif algo == "xxh3":
-            expected = int(hexpart, 16)
-            actual = xxh3_64(buf)
-            ok, shown = actual == expected, f"{actual:016x}"
-        else:
-            raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
+        expected = int(hexpart[2:] if algo == "crc32c" and hexpart[:2].lower() == "0x" else hexpart, 16)
+        if not fits(hexpart, expected):
+            raise ValueError(hexpart)
     except ValueError:
         raise MetadataError(
             f"{where}checksum {digest!r} is malformed: expected {algo}: followed by hex digits"
         ) from None
-    if not ok:
+    shown = show(np.ascontiguousarray(data).data.cast("B") if isinstance(data, np.ndarray) else data)
+    if int(shown, 16) != expected:
         raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
 
 
@@ -325,8 +323,8 @@ class TensorReader:
             full = self.read()
             return full if not info.shape else full[start:stop]
         main = info.main_part
-        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
-        expected = info.size * ratio * main.storage.itemsize
+        out_dtype, expected = self._geometry()
+        assert expected is not None  # a dense tensor
         _decoded_size(main, main.length, expected, f"{self._where}part 'data': ")
         self._check_bounds(main, "data")
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)

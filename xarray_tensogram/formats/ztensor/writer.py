@@ -35,11 +35,12 @@ TensorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]
 def v01_dtype_name(dtype: np.dtype) -> str:
     """The v0.1 dtype string for a numpy dtype (bfloat16 through ml_dtypes), or TypeError."""
     dtype = np.dtype(dtype)
-    if dtype.name not in LONG_DTYPE_NAMES or (dtype.kind not in "fiub" and dtype.name != "bfloat16"):
+    name: str = dtype.name
+    if name not in LONG_DTYPE_NAMES or (dtype.kind not in "fiub" and name != "bfloat16"):
         raise TypeError(
             f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(LONG_DTYPE_NAMES)})"
         )
-    return dtype.name
+    return name
 
 
 def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
