@@ -220,12 +220,6 @@ def _v01_place(source: ByteSource, i: int, name: str, shape: list[Any], offset: 
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
-_V1_NEEDS = "needs a text 'format' and a non-empty map 'components'"
-_V1_OBJECT = Fields(
-    Field("format", is_text, _V1_NEEDS, "dense"),
-    Field("components", lambda v: isinstance(v, dict) and bool(v), _V1_NEEDS),
-    Field("attributes", map_or_empty, "'attributes' must be a map"),
-)
 _V1_OFFSETS = "needs unsigned 'offset' and 'length'"
 _V1_COMPONENT = Fields(
     Field("offset", is_uint, _V1_OFFSETS),
@@ -246,7 +240,20 @@ class _Objects(NamedTuple):
     fallback: bool
 
 
-_V1 = _Objects(_V1_OBJECT, {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}, True)
+def _objects(layout: str, parts: str, sparse: Mapping[str, tuple[str, ...]], fallback: bool) -> _Objects:
+    needs = f"needs a text {layout!r} and a non-empty map {parts!r}"
+    fields = Fields(
+        Field(layout, is_text, needs, "dense"),
+        Field(parts, lambda v: isinstance(v, dict) and bool(v), needs),
+        Field("attributes", map_or_empty, "'attributes' must be a map"),
+    )
+    return _Objects(fields, sparse, fallback)
+
+
+#: the parts of each sparse layout, as v1 names it (v2: ``zt.<name>/1``)
+_SPARSE_PARTS = {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
+_V1 = _objects("format", "components", _SPARSE_PARTS, fallback=True)
+_V2 = _objects("layout", "parts", {f"zt.{k}/1": v for k, v in _SPARSE_PARTS.items()}, fallback=False)
 
 
 def _parse_v1(source: ByteSource) -> Container:
@@ -469,12 +476,6 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
     return out
 
 
-_V2_NEEDS = "needs a text 'layout' and a non-empty map 'parts'"
-_V2_OBJECT = Fields(
-    Field("layout", is_text, _V2_NEEDS, "dense"),
-    Field("parts", lambda v: isinstance(v, dict) and bool(v), _V2_NEEDS),
-    Field("attributes", map_or_empty, "'attributes' must be a map"),
-)
 _V2_PRESENCE = "'decoded_length' must be present exactly when 'encoding' is"
 _V2_DTYPES = tuple(d for d in STORAGE_DTYPES if d != "bool")
 _DIGEST = re.compile(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})")
@@ -495,8 +496,6 @@ _V2_PART = Fields(
     Field("type", maybe(is_text), "'type' must be text"),
 )
 _V2_SUPPORTED = Fields(Field("encoding", one_of(None, SEEKABLE_ZSTD), "has unsupported encoding {value!r}"))
-_V2_LAYOUTS = {"zt.sparse_csr/1": ("values", "indices", "indptr"), "zt.sparse_coo/1": ("values", "coords")}
-_V2 = _Objects(_V2_OBJECT, _V2_LAYOUTS, False)
 
 
 def _v2_object(
