@@ -186,18 +186,7 @@ class TetrFile(FormatFile[TetrDataset]):
         for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes, strict=True)):
             meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
             seen.add(name)
-            ds = TetrDataset(
-                name,
-                i,
-                code,
-                dtype,
-                shape,
-                chunk_shape,
-                "raw",
-                meta.get("dim_names"),
-                meta.get("coords"),
-                dict(meta.get("attrs", {})),
-            )
+            ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", **meta)  # attrs, dim_names, coords
             _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)
 
