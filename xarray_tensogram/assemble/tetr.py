@@ -34,6 +34,7 @@ from ..dim_names import check_dim_names, requested_dims, unique_names
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from ..formats.tetr.history import history_text
+from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE
 from ..raw_variables import (
     RawGroup,
     RawVariable,
@@ -49,9 +50,6 @@ __all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group"]
 
 HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
 FILE_KEYS = TETR_FILE_KEYS
-#: CF attributes that hold a number in the variable's dtype, stored as decimal strings in .tet
-_CF_VALUE_ATTRS = ("_FillValue", "missing_value", "valid_min", "valid_max")
-_CF_FLOAT_ATTRS = ("scale_factor", "add_offset")
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -130,10 +128,10 @@ def _number(text: str, dtype: np.dtype | None) -> Any:
 def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     """Footer attrs (all strings on disk); CF numeric attributes become numbers again."""
     attrs: dict[str, Any] = dict(d.attrs)
-    for key in _CF_VALUE_ATTRS:
+    for key in CF_IN_DATA_DTYPE:
         if key in attrs:
             attrs[key] = _number(attrs[key], d.dtype)
-    for key in _CF_FLOAT_ATTRS:
+    for key in CF_FLOAT64:
         if key in attrs:
             attrs[key] = _number(attrs[key], None)
     return attrs

@@ -28,7 +28,7 @@ from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError, user_stacklevel
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
-from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
+from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
@@ -213,18 +213,13 @@ def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
         return False
 
 
-#: CF attributes the reader turns back into numbers of the data's dtype (or float64) by itself
-_CF_IN_DATA_DTYPE = ("_FillValue", "missing_value", "valid_min", "valid_max")
-_CF_FLOAT64 = ("scale_factor", "add_offset")
-
-
 def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
     """``attrs`` with the types the footer's strings lose recorded, except where the reader restores them."""
     types = attr_types(attrs, python_too=True)
-    for key in _CF_IN_DATA_DTYPE:
+    for key in CF_IN_DATA_DTYPE:
         if key in types and types[key] in (stored.str, stored.newbyteorder("<").str):
             del types[key]
-    for key in _CF_FLOAT64:
+    for key in CF_FLOAT64:
         if types.get(key) in ("<f8", "py:float"):
             del types[key]
     return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)

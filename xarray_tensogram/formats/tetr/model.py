@@ -86,6 +86,9 @@ ENTRY = np.dtype(
 assert ENTRY.itemsize == 104
 
 _HISTORY_KEYS = ("op", "source", "at", "parents", "params")
+#: CF attributes whose footer strings a reader turns back into numbers: of the data's dtype, and float64
+CF_IN_DATA_DTYPE = ("_FillValue", "missing_value", "valid_min", "valid_max")
+CF_FLOAT64 = ("scale_factor", "add_offset")
 
 
 def _align8(n: int) -> int:
