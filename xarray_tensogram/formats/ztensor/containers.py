@@ -447,12 +447,7 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
         raise MetadataError(f"{where}'shards' must be a map")
     out: dict[str, ByteSource | None] = {}
     for name, entry in table.items():
-        if (
-            not isinstance(name, str)
-            or len(name.encode()) > 64
-            or not _SHARD_NAME.fullmatch(name)
-            or name in (".", "..")
-        ):
+        if not isinstance(name, str) or not _SHARD_NAME.fullmatch(name):  # ASCII, 1..64, not "." or ".."
             raise MetadataError(
                 f"{where}shard name {name!r} is not a plain file name ([A-Za-z0-9._-], not starting with '.')"
             )
