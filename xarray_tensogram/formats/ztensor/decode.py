@@ -143,21 +143,13 @@ class TensorReader:
                 f"{part.offset + part.length}), outside the data area [{start}, {end}) of a {src.size}-byte file"
             )
 
-    def _stored(self, part: Part, name: str, zero_copy: bool) -> memoryview | bytes:
-        self._check_bounds(part, name)
-        return read_span(
-            self._source(part),
-            part.offset,
-            part.length,
-            f"tensor {self.info.name!r} part {name!r}",
-            zero_copy=zero_copy,
-        )
-
     def _decode_part(self, name: str, expected: int | None, cap: int, *, zero_copy: bool = False) -> np.ndarray:
         """The decoded bytes of part ``name`` as a storage-dtype 1-D array (native byte order)."""
         part = self.info.parts[name]
         where = f"{self._where}part {name!r}: "
-        stored = self._stored(part, name, zero_copy)
+        self._check_bounds(part, name)
+        what = f"tensor {self.info.name!r} part {name!r}"
+        stored = read_span(self._source(part), part.offset, part.length, what, zero_copy=zero_copy)
         if self.verify and part.digest is None:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
         digest = part.digest if self.verify else None
