@@ -107,21 +107,11 @@ def write_ztensor_v01(
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            opts = (per_tensor or {}).get(name, {})
-            entries.append(
-                _write_tensor(
-                    f,
-                    name,
-                    np.asarray(value),
-                    custom,
-                    opts.get("compression", compression),
-                    opts.get("checksum", checksum),
-                    pos,
-                    {**(params or {}), **opts.get("params", {})},
-                )
-            )
-            pos = entries[-1][1]
-        index = cbor.head(4, len(entries)) + b"".join(e[0] for e in entries)
+            opts = {"compression": compression, "checksum": checksum, **(per_tensor or {}).get(name, {})}
+            opts["params"] = {**(params or {}), **opts.get("params", {})}
+            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **opts)
+            entries.append(entry)
+        index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
         f.write(struct.pack("<Q", len(index)))
 
@@ -141,12 +131,13 @@ def _check_options(compression: str | None, checksum: str | None, params: Mappin
 
 def _write_tensor(
     f: Any,
+    pos: int,
     name: str,
     arr: np.ndarray,
     custom: Mapping[str, Any],
+    *,
     compression: str | None,
     checksum: str | None,
-    pos: int,
     params: Mapping[str, Any],
 ) -> tuple[bytes, int]:
     """Write one aligned blob at ``pos``; returns its index entry and the position after it."""
