@@ -9,13 +9,8 @@ from typing import Any
 from ...errors import (
     LimitExceededError,
     MetadataError,
-    describe,
 )
 from .model import _HISTORY_KEYS, FOOTER_MAGIC, FOOTER_TAIL, LIMITS, MAX_JSON_DEPTH
-
-
-def _where_footer(name: str, offset: int) -> str:
-    return describe(name, "THST footer", offset)
 
 
 def _check_str(value: Any, what: str, prefix: str, *, limits: bool = True) -> str:

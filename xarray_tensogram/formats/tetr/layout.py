@@ -23,7 +23,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource
-from .footer import _check_count, _history_row, _metadata, _parse_json, _where_footer
+from .footer import _check_count, _history_row, _metadata, _parse_json
 from .model import (
     CODEC_TABLE,
     CODECS,
@@ -89,14 +89,15 @@ def _read_footer(
     json_len, version, _ = FOOTER_TAIL.unpack(tail)
     start = size - 16 - json_len
     if version != 1:
-        raise UnsupportedError(f"{_where_footer(src.name, size - 8)}history footer version {version}, expected 1")
-    if start < 0:
-        raise CorruptFileError(
-            f"{_where_footer(src.name, size - 16)}history_json_len {json_len} does not fit a {size}-byte file"
+        raise UnsupportedError(
+            f"{describe(src.name, 'THST footer', size - 8)}history footer version {version}, expected 1"
         )
+    if start < 0:
+        where = describe(src.name, "THST footer", size - 16)
+        raise CorruptFileError(f"{where}history_json_len {json_len} does not fit a {size}-byte file")
     if not flags & FLAG_FOOTER:
         return none
-    prefix = _where_footer(src.name, start)
+    prefix = describe(src.name, "THST footer", start)
     top = _parse_json(src.read(start, json_len, what="THST footer JSON"), "footer JSON", prefix)
     if not isinstance(top, dict):
         raise MetadataError(f"{prefix}footer JSON must be an object, got {type(top).__name__}")

@@ -154,9 +154,9 @@ class TetrFile(FormatFile[TetrDataset]):
         self.index_offset, self.index_length = index_off, index_len
         self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
         self.datasets: list[TetrDataset] = []
-        self._records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]] = []
+        records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]] = []
         if count:
-            self._records, blob_end = _parse_records(src, count)
+            records, blob_end = _parse_records(src, count)
             if index_off != _align8(blob_end):
                 raise CorruptFileError(
                     f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
@@ -172,18 +172,18 @@ class TetrFile(FormatFile[TetrDataset]):
         self.footer_present = footer.present
         self.metadata_spill = footer.spill
         if count:
-            self._build(footer)
+            self._build(records, footer)
 
-    def _build(self, footer: _Footer) -> None:
+    def _build(self, records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], footer: _Footer) -> None:
         src = self.source
         entries, self.execution = _read_index(src, self.index_offset, self.index_length, footer.payload_end)
-        dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(self._records)]
-        _check_entries(src, entries, len(self._records), self.index_offset)
+        dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(records)]
+        _check_entries(src, entries, len(records), self.index_offset)
         ids = entries["dataset_id"].astype(np.int64)
         order = np.argsort(ids, kind="stable")
-        bounds = np.searchsorted(ids[order], np.arange(len(self._records) + 1))
+        bounds = np.searchsorted(ids[order], np.arange(len(records) + 1))
         seen: set[str] = set()
-        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes, strict=True)):
+        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(records, dtypes, strict=True)):
             meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
             seen.add(name)
             ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", **meta)  # attrs, dim_names, coords
