@@ -22,6 +22,7 @@ from ...codecs import cbor as cbor_codec
 from ...codecs.optional import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 from .compression import stores_values
+from .fields import is_uint
 
 __all__ = [
     "LONG_DTYPE_NAMES",
@@ -146,9 +147,7 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
 
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
     """A shape must be a list of non-negative ints of rank <= 64."""
-    if not isinstance(shape, (list, tuple)) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
-    ):
+    if not isinstance(shape, (list, tuple)) or not all(map(is_uint, shape)):
         raise MetadataError(f"{where}shape must be an array of unsigned integers, got {shape!r}")
     if len(shape) > MAX_RANK:
         raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
@@ -215,10 +214,7 @@ class TensorInfo:
 
     @property
     def main_part(self) -> Part:
-        for key in ("data", "values"):
-            if key in self.parts:
-                return self.parts[key]
-        return next(iter(self.parts.values()))
+        return self.parts.get("data") or self.parts.get("values") or next(iter(self.parts.values()))
 
     @property
     def is_dense_raw(self) -> bool:
