@@ -115,9 +115,9 @@ class TetrDataset:
     coords: dict[str, list[str]] | None = None
     attrs: dict[str, str] = field(default_factory=dict)
     #: this dataset's index entries (structured ``ENTRY`` rows, index order); ``table[grid coords]`` -> row
-    #: both stay ``None`` until :func:`layout.assign_entries` fills them in (a file without an index)
-    entries: np.ndarray | None = field(default=None, repr=False)
-    table: np.ndarray | None = field(default=None, repr=False)
+    #: (both filled in by :func:`.layout._attach_tiles` when the file is opened)
+    entries: np.ndarray = field(default_factory=lambda: np.zeros(0, ENTRY), repr=False)
+    table: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
     @property
     def ndim(self) -> int:

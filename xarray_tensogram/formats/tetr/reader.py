@@ -201,7 +201,6 @@ class TetrFile(FormatFile[TetrDataset]):
     # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
         d = self.dataset(key)
-        assert d.entries is not None and d.table is not None, "every dataset of an opened file has its index"
         return TetrTileReader(self.source, d.name, d.dtype, d.shape, d.chunk_shape, d.entries, d.table)
 
     def array_spec(self, key: str | int) -> ArraySpec:
