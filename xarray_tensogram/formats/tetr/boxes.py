@@ -23,7 +23,7 @@ from ...errors import CodecError, describe
 from ...io import ByteSource
 from ...io.local import scratch_buffer
 from ...outer import plan_axis
-from .model import tile_chain
+from .model import TetrDataset, tile_chain
 
 __all__ = ["read_box_into"]
 
@@ -127,29 +127,20 @@ def _fetched(source: ByteSource, runs: list[_Run], what: str) -> Iterator[tuple[
         yield from zip(batch, source.read_ranges([(r.offset, r.length) for r in batch], what=what), strict=True)
 
 
-def read_box_into(
-    source: ByteSource,
-    name: str,
-    dtype: np.dtype,
-    shape: tuple[int, ...],
-    chunk_shape: tuple[int, ...],
-    entries: np.ndarray,
-    table: np.ndarray,
-    box: tuple[slice, ...],
-    out: np.ndarray,
-) -> None:
-    """Fill ``out`` (the box's shape, ``dtype``) with ``values[box]`` of one tiled dataset, reading only the
-    tiles (and for raw tiles only the rows) the box touches, each once."""
+def read_box_into(source: ByteSource, ds: TetrDataset, box: tuple[slice, ...], out: np.ndarray) -> None:
+    """Fill ``out`` (the box's shape, the dataset's dtype) with ``values[box]`` of dataset ``ds``, reading only
+    the tiles (and for raw tiles only the rows) the box touches, each once."""
+    dtype, name = ds.dtype, ds.name
     parts = [
         [
             (p.chunk_index, p.out_selection, p.read_region, min(c, n - p.chunk_index * c))
             for p in plan_axis(s, n, c).parts
         ]
-        for s, c, n in zip(box, chunk_shape, shape, strict=True)
+        for s, c, n in zip(box, ds.chunk_shape, ds.shape, strict=True)
     ]
     if out.size == 0 or any(not p for p in parts):
         return
-    tiles = _plan_tiles(parts, entries, table, dtype)
+    tiles = _plan_tiles(parts, ds.entries, ds.table, dtype)
     for run, data in _fetched(source, _runs(tiles), f"tiles of {name!r}"):
         pos = 0
         for strip in _strips(run.tiles):

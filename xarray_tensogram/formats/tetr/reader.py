@@ -38,23 +38,19 @@ from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
 class TetrTileReader:
     """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset: thread-safe and picklable.
 
-    Holds the byte source (pickled as a path) and the dataset's index rows only.
+    Holds the byte source (pickled as a path) and the dataset (its geometry and index rows).
     Raw tiles are read by byte range (a region of leading-axis rows reads only
     those rows); zstd tiles are decoded with output bounded by ``raw_byte_len``.
     """
 
     source: ByteSource
-    name: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    chunk_shape: tuple[int, ...]
-    entries: np.ndarray
-    table: np.ndarray
+    dataset: TetrDataset
 
     def _entry(self, coords: tuple[int, ...]) -> np.void:
-        if len(coords) != len(self.shape) or any(not 0 <= c < n for c, n in zip(coords, self.table.shape, strict=True)):
-            raise IndexError(f"tile {list(coords)} is outside the grid {list(self.table.shape)} of {self.name!r}")
-        entry: np.void = self.entries[int(self.table[tuple(coords)])]
+        d = self.dataset
+        if len(coords) != d.ndim or any(not 0 <= c < n for c, n in zip(coords, d.table.shape, strict=True)):
+            raise IndexError(f"tile {list(coords)} is outside the grid {list(d.table.shape)} of {d.name!r}")
+        entry: np.void = d.entries[int(d.table[tuple(coords)])]
         return entry
 
     def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -71,7 +67,7 @@ class TetrTileReader:
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
         """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``: a box of one tile."""
         box = self._tile_box(coords, region)
-        out = np.empty(tuple(max(s.stop - s.start, 0) for s in box), self.dtype)
+        out = np.empty(tuple(max(s.stop - s.start, 0) for s in box), self.dataset.dtype)
         self.read_box_into(box, out)
         return out
 
@@ -84,10 +80,10 @@ class TetrTileReader:
         """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
         coords = tuple(int(c) for c in coords)
         self._entry(coords)
-        extent = chunk_extent(self.shape, self.chunk_shape, coords)
+        extent = chunk_extent(self.dataset.shape, self.dataset.chunk_shape, coords)
         region = tuple(region or ()) + tuple(slice(None) for _ in extent[len(region or ()) :])
         box = []
-        for c, t, s, n in zip(coords, self.chunk_shape, region, extent, strict=False):
+        for c, t, s, n in zip(coords, self.dataset.chunk_shape, region, extent, strict=False):
             start, stop = s.indices(n)[:2]
             box.append(slice(c * t + start, c * t + max(start, stop)))
         return tuple(box)
@@ -96,12 +92,10 @@ class TetrTileReader:
         """Fill ``out`` with ``values[box]`` (step-1 slices of the whole dataset) in one pass over the tiles the
         box touches, each decoded straight into its part of ``out`` (see :mod:`.boxes`). Returns True: a box
         of any shape is served, so a Dask task of many tiles is one call."""
-        box = tuple(slice(*s.indices(n)[:2]) for s, n in zip(box, self.shape, strict=True))
-        if out.dtype != self.dtype or out.shape != tuple(max(s.stop - s.start, 0) for s in box):
+        box = tuple(slice(*s.indices(n)[:2]) for s, n in zip(box, self.dataset.shape, strict=True))
+        if out.dtype != self.dataset.dtype or out.shape != tuple(max(s.stop - s.start, 0) for s in box):
             return False
-        read_box_into(
-            self.source, self.name, self.dtype, self.shape, self.chunk_shape, self.entries, self.table, box, out
-        )
+        read_box_into(self.source, self.dataset, box, out)
         return True
 
 
@@ -201,7 +195,7 @@ class TetrFile(FormatFile[TetrDataset]):
     # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
         d = self.dataset(key)
-        return TetrTileReader(self.source, d.name, d.dtype, d.shape, d.chunk_shape, d.entries, d.table)
+        return TetrTileReader(self.source, d)
 
     def array_spec(self, key: str | int) -> ArraySpec:
         """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""
