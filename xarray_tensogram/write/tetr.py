@@ -52,10 +52,8 @@ __all__ = ["to_tetr"]
 
 def _attr_string(value: Any) -> str:
     """An attribute value as the decimal/text string .tet stores (lists and maps as compact JSON)."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist() if value.ndim else value.item()
-    if isinstance(value, np.generic):
-        value = value.item()
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()  # a 0-d array or a numpy scalar: its Python value
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
