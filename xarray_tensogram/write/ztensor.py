@@ -108,11 +108,7 @@ def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
 
 def _file_option(variables: Mapping[Hashable, xr.Variable], key: str, valid: tuple[str, ...]) -> str | None:
     """The value the variables were read with (any of them), if the v0.1 writer can write it."""
-    for var in variables.values():
-        value = var.encoding.get(key)
-        if value in valid:
-            return str(value)
-    return None
+    return next((str(v.encoding[key]) for v in variables.values() if v.encoding.get(key) in valid), None)
 
 
 @checked_keywords
