@@ -30,10 +30,11 @@ from ..conventions import (
     TETR_HISTORY_ATTR,
     TETR_LABELS_ENCODING,
 )
-from ..dim_names import check_dim_names, check_requested_dims, generic_dim_names, requested_dims, unique_names
+from ..dim_names import check_dim_names, requested_dims, unique_names
 from ..errors import TetrMappingWarning
 from ..formats.tetr import TetrDataset, TetrFile
 from ..formats.tetr.history import history_text
+from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE
 from ..raw_variables import (
     RawGroup,
     RawVariable,
@@ -43,42 +44,23 @@ from ..raw_variables import (
     typed_attrs,
     with_cf_coordinates,
 )
+from .stored_dims import stored_dims
 
 __all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group"]
 
 HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
 FILE_KEYS = TETR_FILE_KEYS
-#: CF attributes that hold a number in the variable's dtype, stored as decimal strings in .tet
-_CF_VALUE_ATTRS = ("_FillValue", "missing_value", "valid_min", "valid_max")
-_CF_FLOAT_ATTRS = ("scale_factor", "add_offset")
 
 
 # -- reading ----------------------------------------------------------------------------------------
-def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -> bool:
-    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape, strict=False))
-
-
 def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> tuple[list[str], bool]:
-    """Kwarg > footer ``dim_names`` (if usable) > generic names; ``sizes`` is updated.
-    The flag says whether the names were generated (so that writing back adds none)."""
-    dims = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
-    if dims is not None:
-        check_requested_dims(dims, var, d.shape, sizes, source)
-    if dims is None and d.dim_names is not None:
-        if len(d.dim_names) == d.ndim and _fits(d.dim_names, d.shape, sizes):
-            dims = list(d.dim_names)
-        else:
-            warnings.warn(
-                f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
-                f"or clash with other variables' sizes; using generic names",
-                TetrMappingWarning,
-                stacklevel=4,
-            )
-    generated = dims is None
-    if dims is None:
-        dims = generic_dim_names(d.shape, sizes)
-    sizes.update(zip(dims, d.shape, strict=False))
-    return dims, generated
+    """Kwarg > footer ``dim_names`` (if usable) > generic names (:func:`.stored_dims.stored_dims`)."""
+    misfit = (
+        f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
+        f"or clash with other variables' sizes; using generic names"
+    )
+    requested = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
+    return stored_dims(requested, d.dim_names, var, d.shape, sizes, source, misfit, TetrMappingWarning)
 
 
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?$")
@@ -146,10 +128,10 @@ def _number(text: str, dtype: np.dtype | None) -> Any:
 def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     """Footer attrs (all strings on disk); CF numeric attributes become numbers again."""
     attrs: dict[str, Any] = dict(d.attrs)
-    for key in _CF_VALUE_ATTRS:
+    for key in CF_IN_DATA_DTYPE:
         if key in attrs:
             attrs[key] = _number(attrs[key], d.dtype)
-    for key in _CF_FLOAT_ATTRS:
+    for key in CF_FLOAT64:
         if key in attrs:
             attrs[key] = _number(attrs[key], None)
     return attrs

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
-from ..dim_names import check_dim_names, check_requested_dims, generic_dim_names, requested_dims, unique_names
+from ..dim_names import check_dim_names, requested_dims, unique_names
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
 from ..formats.ztensor.model import TensorInfo
@@ -28,6 +28,7 @@ from ..raw_variables import (
     typed_attrs,
     with_cf_coordinates,
 )
+from .stored_dims import fits, stored_dims
 
 __all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
 
@@ -50,13 +51,9 @@ def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     warnings.warn(
         f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
         ZTensorMappingWarning,
-        stacklevel=4,
+        stacklevel=3,
     )
     return None
-
-
-def _fits(dims: Sequence[str], shape: Sequence[int], sizes: Mapping[str, int]) -> bool:
-    return len(set(dims)) == len(dims) and all(sizes.get(d, n) == n for d, n in zip(dims, shape, strict=False))
 
 
 def _attrs(info: TensorInfo) -> dict[str, Any]:
@@ -80,29 +77,12 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         problem = f"malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor"
     else:
-        if len(dims) == len(shape) and _fits(dims, shape, sizes):
+        if len(dims) == len(shape) and fits(dims, shape, sizes):
             sizes.update(zip(dims, shape, strict=True))
             return array_variable(dims, values, typed_attrs(_attrs(info)))
         problem = f"string values of shape {shape} do not fit dims {dims}; read as the placeholder"
     warnings.warn(f"tensor {info.name!r}: {problem}", ZTensorMappingWarning, stacklevel=3)
     return None
-
-
-def _dims(info: TensorInfo, var: str, requested: list[str] | None, sizes: dict[str, int], fname: str) -> list[str]:
-    """A tensor's dims: those asked for (checked against ``sizes``), else those the file stores where they fit
-    the other variables' sizes, else generic names."""
-    if requested is not None:
-        check_requested_dims(requested, var, info.shape, sizes, fname)
-        return requested
-    dims = _file_dims(info)
-    if dims is not None and not _fits(dims, info.shape, sizes):
-        warnings.warn(
-            f"tensor {info.name!r}: dim_names {dims} clash with other variables' sizes; using generic names",
-            ZTensorMappingWarning,
-            stacklevel=3,
-        )
-        dims = None
-    return dims if dims is not None else generic_dim_names(info.shape, sizes)
 
 
 def ztensor_to_dataset(
@@ -143,8 +123,9 @@ def ztensor_to_dataset(
             warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
             continue
         requested = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
-        dims = _dims(info, var, requested, sizes, zfile.name)
-        sizes.update(zip(dims, info.shape, strict=False))
+        stored = _file_dims(info) if requested is None else None
+        misfit = f"tensor {info.name!r}: dim_names {stored} clash with other variables' sizes; using generic names"
+        dims = stored_dims(requested, stored, var, info.shape, sizes, zfile.name, misfit, ZTensorMappingWarning)[0]
         encoding = {
             "ztensor_dtype": info.dtype,
             "ztensor_encoding": info.encoding,

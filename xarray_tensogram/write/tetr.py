@@ -11,11 +11,12 @@ written; a 0-d variable is stored with one element and marked (``xarray_scalar``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
 from ..errors import TetrMappingWarning, UnsupportedError, user_stacklevel
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
-from ..formats.tetr.model import CODEC_OBJECTS, DTYPE_CODES
+from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
 from .existing import check_append, check_mode
@@ -51,10 +52,8 @@ __all__ = ["to_tetr"]
 
 def _attr_string(value: Any) -> str:
     """An attribute value as the decimal/text string .tet stores (lists and maps as compact JSON)."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist() if value.ndim else value.item()
-    if isinstance(value, np.generic):
-        value = value.item()
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()  # a 0-d array or a numpy scalar: its Python value
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -113,19 +112,14 @@ def _codec(var: xr.Variable | None, compression: str | None) -> str:
     return found[0]
 
 
-def _values(var: xr.Variable) -> Any:
-    """Dask-backed values stay lazy (the format writer computes one tile at a time); others are loaded."""
-    return var.data if var.chunks is not None else np.asarray(var.values)
-
-
 def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
     """The dims, unless they are the generic names the reader made up for a file that had none."""
     return None if source.encoding.get("tetr_generated_dims") == dims else dims
 
 
-def _string_attrs(var: xr.Variable, name: str) -> dict[str, str]:
+def _string_attrs(attrs: Mapping[str, Any], name: str) -> dict[str, str]:
     out = {}
-    for key, value in var.attrs.items():
+    for key, value in attrs.items():
         text = _attr_string(value)
         if not key or not text:
             warnings.warn(
@@ -218,18 +212,13 @@ def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
         return False
 
 
-#: CF attributes the reader turns back into numbers of the data's dtype (or float64) by itself
-_CF_IN_DATA_DTYPE = ("_FillValue", "missing_value", "valid_min", "valid_max")
-_CF_FLOAT64 = ("scale_factor", "add_offset")
-
-
 def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
     """``attrs`` with the types the footer's strings lose recorded, except where the reader restores them."""
     types = attr_types(attrs, python_too=True)
-    for key in _CF_IN_DATA_DTYPE:
+    for key in CF_IN_DATA_DTYPE:
         if key in types and types[key] in (stored.str, stored.newbyteorder("<").str):
             del types[key]
-    for key in _CF_FLOAT64:
+    for key in CF_FLOAT64:
         if types.get(key) in ("<f8", "py:float"):
             del types[key]
     return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
@@ -271,12 +260,6 @@ def _dataset_write(
     codec: CodecSetting,
     labels: Mapping[str, list[str]],
 ) -> DatasetWrite:
-    if var.dtype.kind in "USOT":
-        raise UnsupportedError(
-            f"variable {name!r}: dtype {var.dtype} (strings) cannot be stored in a .tet file except as the labels "
-            f"of a 1-D index coordinate of at most {LIMITS['labels']} non-empty values that some variable uses; "
-            f"supported dtypes: {', '.join(_DTYPE_NAMES)}"
-        )
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
     attrs = dict(var.attrs)
@@ -294,12 +277,12 @@ def _dataset_write(
     given = options.get("chunks", options.get("chunksizes"))
     return DatasetWrite(
         name,
-        _values(var),
+        var.data if var.chunks is not None else np.asarray(var.values),  # Dask: computed one tile at a time
         _chunk_shape(tile_source, name, given if given is not None else chunks),
         codec.vocabulary,
         dim_names=_dim_names(source, dims) if dims else None,
         coords=_axis_labels(source, dims, labels),
-        attrs=_string_attrs(xr.Variable((), 0, typed), name) or None,
+        attrs=_string_attrs(typed, name) or None,
         codec_params=dict(codec.params) or None,
     )
 
@@ -368,11 +351,11 @@ def to_tetr(
     refuse_unlimited_dims(unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else
-    in_effect = _in_effect(source_ds, compression)
+    in_effect = functools.partial(_in_effect, source_ds, compression)
     encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
-    writes = _dataset_writes(source_ds, encoded, chunks, in_effect)
+    writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
@@ -382,29 +365,22 @@ def to_tetr(
         return os.path.getsize(path)
 
 
-InEffect = Callable[[str, Mapping[str, Any]], dict[str, str]]
-
-
-def _in_effect(source_ds: xr.Dataset, compression: str | None) -> InEffect:
+def _in_effect(source_ds: xr.Dataset, compression: str | None, name: str, enc: Mapping[str, Any]) -> dict[str, str]:
     """The codec of a variable whose ``encoding=`` entry names none: ``compression=``, else as it was read."""
-
-    def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:
-        return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
-
-    return in_effect
+    return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
 
-def _setting(encoded: EncodedDataset, name: str, in_effect: InEffect) -> CodecSetting:
+def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
     """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
     chosen = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
     if chosen is not None:
         return chosen
-    vocabulary = in_effect(name, {})[_COMPRESSION.key]
+    vocabulary = _codec(source_ds.variables.get(name), compression)
     return CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
 
 
 def _dataset_writes(
-    source_ds: xr.Dataset, encoded: EncodedDataset, chunks: ChunksLike, in_effect: InEffect
+    source_ds: xr.Dataset, encoded: EncodedDataset, chunks: ChunksLike, compression: str | None
 ) -> list[DatasetWrite]:
     """One dataset per variable, each with its own codec and parameters; strings in labels or footer attrs."""
     labels = _label_coords(source_ds, encoded)
@@ -417,7 +393,7 @@ def _dataset_writes(
             source_ds.variables.get(name, var),
             encoded.options.get(name, {}),
             chunks,
-            _setting(encoded, name, in_effect),
+            _setting(encoded, name, source_ds, compression),
             labels,
         )
         for name, var in variables.items()

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..codecs import cbor
-from ..codecs.base import PASSTHROUGH, Codec
+from ..codecs.base import PASSTHROUGH
 from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
 from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, XarrayTensogramError, ZTensorMappingWarning
@@ -89,11 +89,6 @@ def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]
     return name, np.asarray(var.values), custom
 
 
-def _stored_as(vocabulary: str, codec: Codec) -> str | None:
-    """The v0.1 writer's ``compression`` for a codec of the table (None: raw)."""
-    return None if codec is PASSTHROUGH else vocabulary
-
-
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
     """What ``encoding=`` chose per tensor: its compression with the codec's parameters, its checksum."""
     out: dict[str, dict[str, Any]] = {}
@@ -101,7 +96,8 @@ def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
         chosen: dict[str, Any] = {}
         setting = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
         if setting is not None:
-            chosen.update(compression=_stored_as(setting.vocabulary, setting.codec), params=dict(setting.params))
+            raw = setting.codec is PASSTHROUGH  # the v0.1 writer's compression None
+            chosen.update(compression=None if raw else setting.vocabulary, params=dict(setting.params))
         checksum = encoded.options.get(name, {}).get("checksum", "")
         if checksum in _CHECKSUMS:
             chosen["checksum"] = _CHECKSUMS[checksum]
@@ -112,11 +108,7 @@ def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
 
 def _file_option(variables: Mapping[Hashable, xr.Variable], key: str, valid: tuple[str, ...]) -> str | None:
     """The value the variables were read with (any of them), if the v0.1 writer can write it."""
-    for var in variables.values():
-        value = var.encoding.get(key)
-        if value in valid:
-            return str(value)
-    return None
+    return next((str(v.encoding[key]) for v in variables.values() if v.encoding.get(key) in valid), None)
 
 
 @checked_keywords
@@ -225,7 +217,10 @@ def _file_codecs(
             f"compression must be None or one of {', '.join(map(repr, _COMPRESSION.codecs))} and checksum one of "
             f"None, 'none', 'crc32c', 'sha256'; got {compression!r}, {checksum!r}"
         )
-    comp = _file_option(source, "ztensor_encoding", _COMPRESSED) if found is None else _stored_as(*found)
+    if found is None:
+        comp = _file_option(source, "ztensor_encoding", _COMPRESSED)
+    else:
+        comp = None if found[1] is PASSTHROUGH else found[0]
     check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
     return comp, check
 

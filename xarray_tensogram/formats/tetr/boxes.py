@@ -23,9 +23,9 @@ from ...errors import CodecError, describe
 from ...io import ByteSource
 from ...io.local import scratch_buffer
 from ...outer import plan_axis
-from .model import tile_chain
+from .model import TetrDataset, tile_chain
 
-__all__ = ["AxisPart", "plan_box_axis", "read_box_into"]
+__all__ = ["read_box_into"]
 
 #: a run of back-to-back tiles is fetched as one view or one range up to this many bytes
 RUN_BYTES = 8 << 20
@@ -33,17 +33,9 @@ RUN_BYTES = 8 << 20
 BATCH_BYTES = 64 << 20
 
 
-class AxisPart(NamedTuple):
-    """What one tile along one axis contributes to a box."""
-
-    #: tile index along the axis
-    tile: int
-    #: where its values go in the output
-    out: slice
-    #: which of its elements (local to the clipped tile)
-    local: slice
-    #: the clipped tile's extent along the axis
-    extent: int
+#: what one tile along one axis contributes to a box: its index, where its values go in the output, which of
+#: its elements (local to the clipped tile), and the clipped tile's extent along the axis
+_AxisPart = tuple[int, slice, slice, int]
 
 
 class _Tile(NamedTuple):
@@ -67,21 +59,11 @@ class _Run(NamedTuple):
     tiles: list[_Tile]
 
 
-def plan_box_axis(start: int, stop: int, tile: int, size: int) -> list[AxisPart]:
-    """The tiles of ``tile`` elements that ``start:stop`` (step 1, inside ``0:size``) touches along one axis:
-    the package's one axis planner (:func:`~xarray_tensogram.outer.plan_axis`), with each tile's clipped extent."""
-    plan = plan_axis(slice(start, stop), size, tile)
-    return [
-        AxisPart(p.chunk_index, p.out_selection, p.read_region, min(tile, size - p.chunk_index * tile))
-        for p in plan.parts
-    ]
-
-
 def _plan_tiles(
-    parts: Sequence[list[AxisPart]], entries: np.ndarray, table: np.ndarray, dtype: np.dtype
+    parts: Sequence[list[_AxisPart]], entries: np.ndarray, table: np.ndarray, dtype: np.dtype
 ) -> list[_Tile]:
     """Every tile of the box in C order of the grid, with its byte range (raw tiles: only the rows needed)."""
-    block = table[tuple(slice(p[0].tile, p[-1].tile + 1) for p in parts)]
+    block = table[tuple(slice(p[0][0], p[-1][0] + 1) for p in parts)]
     rows = entries[block.reshape(-1)]
     offsets, stored, codecs = rows["offset"].tolist(), rows["stored"].tolist(), rows["codec"].tolist()
     tiles = []
@@ -89,25 +71,19 @@ def _plan_tiles(
     # are (0 otherwise): few distinct ones (edge extents, a codec or two), so worked out once each
     chains: dict[tuple[int, tuple[int, ...]], tuple[Chain, int]] = {}
     for k, combo in enumerate(itertools.product(*parts)):
-        extent = tuple(p.extent for p in combo)
-        local = tuple(p.local for p in combo)
+        coords, out, local, extent = zip(*combo, strict=True)
         offset, length = offsets[k], stored[k]
-        chain, row_bytes = chains.get((codecs[k], extent)) or chains.setdefault(
-            (codecs[k], extent), _tile_plan(codecs[k], dtype, extent)
-        )
+        if (codecs[k], extent) not in chains:
+            chain = tile_chain(codecs[k], dtype, math.prod(extent))
+            row = math.prod(extent[1:])
+            row_bytes = chain.stored_span(0, row, row * dtype.itemsize)[1] if chain.stored_is_encoded else 0
+            chains[codecs[k], extent] = chain, row_bytes
+        chain, row_bytes = chains[codecs[k], extent]
         if row_bytes:  # only the leading-axis rows the box needs
             offset += local[0].start * row_bytes
             length = (local[0].stop - local[0].start) * row_bytes
-        tiles.append(
-            _Tile(tuple(p.tile for p in combo), tuple(p.out for p in combo), local, extent, chain, offset, length)
-        )
+        tiles.append(_Tile(coords, out, local, extent, chain, offset, length))
     return tiles
-
-
-def _tile_plan(code: int, dtype: np.dtype, extent: tuple[int, ...]) -> tuple[Chain, int]:
-    chain = tile_chain(code, dtype, math.prod(extent))
-    row = math.prod(extent[1:])
-    return chain, chain.stored_span(0, row, row * dtype.itemsize)[1] if chain.stored_is_encoded else 0
 
 
 def _runs(tiles: list[_Tile]) -> list[_Run]:
@@ -151,23 +127,20 @@ def _fetched(source: ByteSource, runs: list[_Run], what: str) -> Iterator[tuple[
         yield from zip(batch, source.read_ranges([(r.offset, r.length) for r in batch], what=what), strict=True)
 
 
-def read_box_into(
-    source: ByteSource,
-    name: str,
-    dtype: np.dtype,
-    shape: tuple[int, ...],
-    chunk_shape: tuple[int, ...],
-    entries: np.ndarray,
-    table: np.ndarray,
-    box: tuple[slice, ...],
-    out: np.ndarray,
-) -> None:
-    """Fill ``out`` (the box's shape, ``dtype``) with ``values[box]`` of one tiled dataset, reading only the
-    tiles (and for raw tiles only the rows) the box touches, each once."""
-    parts = [plan_box_axis(s.start, s.stop, c, n) for s, c, n in zip(box, chunk_shape, shape, strict=True)]
+def read_box_into(source: ByteSource, ds: TetrDataset, box: tuple[slice, ...], out: np.ndarray) -> None:
+    """Fill ``out`` (the box's shape, the dataset's dtype) with ``values[box]`` of dataset ``ds``, reading only
+    the tiles (and for raw tiles only the rows) the box touches, each once."""
+    dtype, name = ds.dtype, ds.name
+    parts = [
+        [
+            (p.chunk_index, p.out_selection, p.read_region, min(c, n - p.chunk_index * c))
+            for p in plan_axis(s, n, c).parts
+        ]
+        for s, c, n in zip(box, ds.chunk_shape, ds.shape, strict=True)
+    ]
     if out.size == 0 or any(not p for p in parts):
         return
-    tiles = _plan_tiles(parts, entries, table, dtype)
+    tiles = _plan_tiles(parts, ds.entries, ds.table, dtype)
     for run, data in _fetched(source, _runs(tiles), f"tiles of {name!r}"):
         pos = 0
         for strip in _strips(run.tiles):

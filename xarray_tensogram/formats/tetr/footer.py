@@ -9,13 +9,8 @@ from typing import Any
 from ...errors import (
     LimitExceededError,
     MetadataError,
-    describe,
 )
 from .model import _HISTORY_KEYS, FOOTER_MAGIC, FOOTER_TAIL, LIMITS, MAX_JSON_DEPTH
-
-
-def _where_footer(name: str, offset: int) -> str:
-    return describe(name, "THST footer", offset)
 
 
 def _check_str(value: Any, what: str, prefix: str, *, limits: bool = True) -> str:
@@ -36,6 +31,27 @@ def _check_count(items: Sized, limit_key: str, what: str, prefix: str) -> None:
         raise LimitExceededError(f"{prefix}{what} has {len(items)} entries, the limit is {LIMITS[limit_key]}")
 
 
+def _text_list(value: Any, what: str, item: str, p: str, limit: str | None, limits: bool = True) -> list[str]:
+    """A JSON array of strings (``what``, each an ``item``), at most ``LIMITS[limit]`` of them unless None."""
+    if not isinstance(value, list):
+        raise MetadataError(f"{p}{what} must be an array of strings")
+    if limit is not None:
+        _check_count(value, limit, what, p)
+    return [_check_str(v, item, p, limits=limits) for v in value]
+
+
+def _text_map(value: Any, what: str, item: str, p: str, limit: str | None, limits: bool = True) -> dict[str, str]:
+    """A JSON object of strings (``what``, keys and values of ``item``s), at most ``LIMITS[limit]`` entries."""
+    if not isinstance(value, dict):
+        raise MetadataError(f"{p}{what} must be an object of strings")
+    if limit is not None:
+        _check_count(value, limit, what, p)
+    return {
+        _check_str(k, f"{item} key", p, limits=limits): _check_str(v, f"{item} {k!r}", p, limits=limits)
+        for k, v in value.items()
+    }
+
+
 def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict[str, Any]:
     """One history row as a dict; legacy ``[op, source, at]`` triples are normalised.
 
@@ -43,7 +59,6 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
     (``limits=True``); reading accepts any strings.
     """
     p = f"{prefix}history row {i}: "
-    lim = {"limits": limits}
     if isinstance(row, list):
         if len(row) != 3:
             raise MetadataError(f"{p}a legacy row must be [op, source, at], got {len(row)} items")
@@ -57,23 +72,10 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
     for key in ("op", "source", "at"):
         if key not in row:
             raise MetadataError(f"{p}missing {key!r}")
-        out[key] = _check_str(row[key], key, p, **lim)
-    if row.get("parents") is not None:
-        parents = row["parents"]
-        if not isinstance(parents, list):
-            raise MetadataError(f"{p}parents must be an array of strings")
-        if limits:
-            _check_count(parents, "parents", "parents", p)
-        out["parents"] = [_check_str(v, "parent", p, **lim) for v in parents]
-    if row.get("params") is not None:
-        params = row["params"]
-        if not isinstance(params, dict):
-            raise MetadataError(f"{p}params must be an object of strings")
-        if limits:
-            _check_count(params, "params", "params", p)
-        out["params"] = {
-            _check_str(k, "param key", p, **lim): _check_str(v, f"param {k!r}", p, **lim) for k, v in params.items()
-        }
+        out[key] = _check_str(row[key], key, p, limits=limits)
+    for key, read, item in (("parents", _text_list, "parent"), ("params", _text_map, "param")):
+        if row.get(key) is not None:
+            out[key] = read(row[key], key, item, p, key if limits else None, limits)
     return out
 
 
@@ -83,18 +85,9 @@ def _dataset_meta(name: str, meta: Any, prefix: str) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise MetadataError(f"{p}expected an object, got {type(meta).__name__}")
     out: dict[str, Any] = {}
-    attrs = meta.get("attrs")
-    if attrs is not None:
-        if not isinstance(attrs, dict):
-            raise MetadataError(f"{p}attrs must be an object of strings")
-        _check_count(attrs, "attrs", "attrs", p)
-        out["attrs"] = {_check_str(k, "attr key", p): _check_str(v, f"attr {k!r}", p) for k, v in attrs.items()}
-    dims = meta.get("dim_names")
-    if dims is not None:
-        if not isinstance(dims, list):
-            raise MetadataError(f"{p}dim_names must be an array of strings")
-        _check_count(dims, "dim_names", "dim_names", p)
-        out["dim_names"] = [_check_str(d, "dim name", p) for d in dims]
+    for key, read, item in (("attrs", _text_map, "attr"), ("dim_names", _text_list, "dim name")):
+        if meta.get(key) is not None:
+            out[key] = read(meta[key], key, item, p, key)
     coords = meta.get("coords")
     if coords is not None:
         if not isinstance(coords, dict):
@@ -105,8 +98,9 @@ def _dataset_meta(name: str, meta: Any, prefix: str) -> dict[str, Any]:
             _check_str(axis, "coord axis key", p)
             if not isinstance(spec, dict) or not isinstance(spec.get("labels"), list):
                 raise MetadataError(f"{p}coords[{axis!r}] must be an object with a 'labels' array")
-            _check_count(spec["labels"], "labels", f"coords[{axis!r}].labels", p)
-            out["coords"][axis] = [_check_str(v, f"label of axis {axis!r}", p) for v in spec["labels"]]
+            out["coords"][axis] = _text_list(
+                spec["labels"], f"coords[{axis!r}].labels", f"label of axis {axis!r}", p, "labels"
+            )
     return out
 
 
@@ -165,12 +159,9 @@ def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
         "history to write: ",
         limits=True,
     )
-    out = {k: checked[k] for k in ("op", "source", "at")}
-    if checked.get("parents"):
-        out["parents"] = checked["parents"]
     if checked.get("params"):
-        out["params"] = dict(sorted(checked["params"].items(), key=lambda kv: kv[0].encode()))
-    return out
+        checked["params"] = _sorted_map(checked["params"])
+    return {k: v for k, v in checked.items() if v}  # op, source and at are never empty
 
 
 def _sorted_map(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ...errors import (
     describe,
 )
 from ...io import ByteSource
-from .footer import _check_count, _history_row, _metadata, _parse_json, _where_footer
+from .footer import _check_count, _history_row, _metadata, _parse_json
 from .model import (
     CODEC_TABLE,
     CODECS,
@@ -49,6 +49,11 @@ class _Footer:
     payload_end: int
     present: bool = False
     spill: tuple[int, int] | None = None
+
+
+def _entry_at(src: ByteSource, index_at: int, k: int) -> str:
+    """What messages name for entry ``k`` of the chunk index at ``index_at``."""
+    return describe(src.name, f"chunk index entry {k}", index_at + 32 + 104 * k)
 
 
 def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
@@ -84,14 +89,15 @@ def _read_footer(
     json_len, version, _ = FOOTER_TAIL.unpack(tail)
     start = size - 16 - json_len
     if version != 1:
-        raise UnsupportedError(f"{_where_footer(src.name, size - 8)}history footer version {version}, expected 1")
-    if start < 0:
-        raise CorruptFileError(
-            f"{_where_footer(src.name, size - 16)}history_json_len {json_len} does not fit a {size}-byte file"
+        raise UnsupportedError(
+            f"{describe(src.name, 'THST footer', size - 8)}history footer version {version}, expected 1"
         )
+    if start < 0:
+        where = describe(src.name, "THST footer", size - 16)
+        raise CorruptFileError(f"{where}history_json_len {json_len} does not fit a {size}-byte file")
     if not flags & FLAG_FOOTER:
         return none
-    prefix = _where_footer(src.name, start)
+    prefix = describe(src.name, "THST footer", start)
     top = _parse_json(src.read(start, json_len, what="THST footer JSON"), "footer JSON", prefix)
     if not isinstance(top, dict):
         raise MetadataError(f"{prefix}footer JSON must be an object, got {type(top).__name__}")
@@ -211,7 +217,7 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
     if bad.size:
         k = int(bad[0])
         e = entries[k]
-        at = describe(src.name, f"chunk index entry {k}", offset + 32 + 104 * k)
+        at = _entry_at(src, offset, k)
         if not codec_ok[k]:
             known = " or ".join(f"{code} ({name})" for code, name in CODECS.items())
             raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected {known}")
@@ -273,8 +279,7 @@ def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: n
     if outside.size:
         k = int(rows[outside[0]])
         raise CorruptFileError(
-            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}grid "
-            f"coordinates {coords[outside[0]].tolist()} outside the grid {list(grid)}"
+            f"{_entry_at(src, index_at, k)}grid coordinates {coords[outside[0]].tolist()} outside the grid {list(grid)}"
         )
     expected = _tile_bytes(ds, coords)
     wrong = np.flatnonzero(mine["raw"].astype(np.int64) != expected)
@@ -282,9 +287,8 @@ def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: n
         j = int(wrong[0])
         k = int(rows[j])
         raise CorruptFileError(
-            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}tile "
-            f"{coords[j].tolist()} of {ds.name!r} has raw_byte_len {int(mine['raw'][j])}, "
-            f"the clipped tile is {int(expected[j])} bytes"
+            f"{_entry_at(src, index_at, k)}tile {coords[j].tolist()} of {ds.name!r} has raw_byte_len "
+            f"{int(mine['raw'][j])}, the clipped tile is {int(expected[j])} bytes"
         )
     linear = np.ravel_multi_index(tuple(coords.astype(np.int64).T), grid) if ntiles else np.zeros(0, np.int64)
     present, first = np.unique(linear, return_index=True)
@@ -307,8 +311,7 @@ def _check_entries(src: ByteSource, entries: np.ndarray, count: int, index_at: i
     if bad.size:
         k = int(bad[0])
         raise CorruptFileError(
-            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}dataset_id "
-            f"{int(entries['dataset_id'][k])} >= dataset_count {count}"
+            f"{_entry_at(src, index_at, k)}dataset_id {int(entries['dataset_id'][k])} >= dataset_count {count}"
         )
     offsets = entries["offset"]
     order = np.argsort(offsets, kind="stable")
@@ -316,6 +319,5 @@ def _check_entries(src: ByteSource, entries: np.ndarray, count: int, index_at: i
     if dup.size:
         k = int(order[dup[0] + 1])
         raise CorruptFileError(
-            f"{describe(src.name, f'chunk index entry {k}', index_at + 32 + 104 * k)}payload_offset "
-            f"{int(offsets[k])} is shared with entry {int(order[dup[0]])}"
+            f"{_entry_at(src, index_at, k)}payload_offset {int(offsets[k])} is shared with entry {int(order[dup[0]])}"
         )

@@ -86,6 +86,9 @@ ENTRY = np.dtype(
 assert ENTRY.itemsize == 104
 
 _HISTORY_KEYS = ("op", "source", "at", "parents", "params")
+#: CF attributes whose footer strings a reader turns back into numbers: of the data's dtype, and float64
+CF_IN_DATA_DTYPE = ("_FillValue", "missing_value", "valid_min", "valid_max")
+CF_FLOAT64 = ("scale_factor", "add_offset")
 
 
 def _align8(n: int) -> int:
@@ -112,9 +115,9 @@ class TetrDataset:
     coords: dict[str, list[str]] | None = None
     attrs: dict[str, str] = field(default_factory=dict)
     #: this dataset's index entries (structured ``ENTRY`` rows, index order); ``table[grid coords]`` -> row
-    #: both stay ``None`` until :func:`layout.assign_entries` fills them in (a file without an index)
-    entries: np.ndarray | None = field(default=None, repr=False)
-    table: np.ndarray | None = field(default=None, repr=False)
+    #: (both filled in by :func:`.layout._attach_tiles` when the file is opened)
+    entries: np.ndarray = field(default_factory=lambda: np.zeros(0, ENTRY), repr=False)
+    table: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
     @property
     def ndim(self) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +20,6 @@ from ...errors import (
 )
 from ...io import ByteSource, SourceLike, open_source
 from ...outer import read_outer
-from .._chunks import read_raw_rows, read_span
 from ..base import FormatFile
 from .boxes import read_box_into
 from .layout import (
@@ -33,30 +31,26 @@ from .layout import (
     _read_footer,
     _read_index,
 )
-from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8, tile_chain
+from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
 
 
 @dataclass(frozen=True, eq=False)
 class TetrTileReader:
     """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset: thread-safe and picklable.
 
-    Holds the byte source (pickled as a path) and the dataset's index rows only.
+    Holds the byte source (pickled as a path) and the dataset (its geometry and index rows).
     Raw tiles are read by byte range (a region of leading-axis rows reads only
     those rows); zstd tiles are decoded with output bounded by ``raw_byte_len``.
     """
 
     source: ByteSource
-    name: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    chunk_shape: tuple[int, ...]
-    entries: np.ndarray
-    table: np.ndarray
+    dataset: TetrDataset
 
     def _entry(self, coords: tuple[int, ...]) -> np.void:
-        if len(coords) != len(self.shape) or any(not 0 <= c < n for c, n in zip(coords, self.table.shape, strict=True)):
-            raise IndexError(f"tile {list(coords)} is outside the grid {list(self.table.shape)} of {self.name!r}")
-        entry: np.void = self.entries[int(self.table[tuple(coords)])]
+        d = self.dataset
+        if len(coords) != d.ndim or any(not 0 <= c < n for c, n in zip(coords, d.table.shape, strict=True)):
+            raise IndexError(f"tile {list(coords)} is outside the grid {list(d.table.shape)} of {d.name!r}")
+        entry: np.void = d.entries[int(d.table[tuple(coords)])]
         return entry
 
     def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
@@ -71,71 +65,38 @@ class TetrTileReader:
         return tiles_layout(spec, self.tile_range)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
-        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``."""
-        coords = tuple(int(c) for c in coords)
-        e = self._entry(coords)
-        extent = chunk_extent(self.shape, self.chunk_shape, coords)
-        region = (
-            tuple(slice(*s.indices(n)[:2]) for s, n in zip(region, extent, strict=False))
-            if region
-            else tuple(slice(0, n) for n in extent)
-        )
-        where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
-        chain = tile_chain(int(e["codec"]), self.dtype, math.prod(extent))
-        if chain.stored_is_encoded:
-            # only the bytes of the leading-axis rows the region needs
-            rows = read_raw_rows(
-                self.source,
-                int(e["offset"]),
-                extent,
-                self.dtype,
-                region[0].start,
-                max(region[0].start, region[0].stop),
-                f"{where}raw tile rows",
-            )
-            within = (slice(None), *region[1:])
-            return rows[within]
-        return chain.decode(self._stored(e), where).reshape(extent)[region]
+        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``: a box of one tile."""
+        box = self._tile_box(coords, region)
+        out = np.empty(tuple(max(s.stop - s.start, 0) for s in box), self.dataset.dtype)
+        self.read_box_into(box, out)
+        return out
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
-        """Decode a whole tile straight into ``out`` (a view of the final array, usually not contiguous):
-        raw tiles with one ``preadv`` of their rows, zstd tiles decoded in place when ``out`` is contiguous,
-        else decoded once and copied once."""
+        """``region`` of the tile at ``coords`` straight into ``out`` (a view of the final array, usually not
+        contiguous), as a box of one tile (:meth:`read_box_into`)."""
+        return self.read_box_into(self._tile_box(coords, region), out)
+
+    def _tile_box(self, coords: tuple[int, ...], region: tuple[slice, ...] | None) -> tuple[slice, ...]:
+        """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
         coords = tuple(int(c) for c in coords)
-        e = self._entry(coords)
-        extent = chunk_extent(self.shape, self.chunk_shape, coords)
-        if tuple(r.stop - r.start for r in region) != extent or out.dtype != self.dtype or not self.dtype.isnative:
-            return False
-        where = describe(self.source.name, f"dataset {self.name!r} tile {list(coords)}", int(e["offset"]))
-        offset, stored = int(e["offset"]), int(e["stored"])
-        chain = tile_chain(int(e["codec"]), self.dtype, math.prod(extent))
-        if chain.stored_is_encoded:
-            if stored != out.nbytes:
-                return False  # let read_chunk report the inconsistency
-            self.source.read_into(offset, out, what=f"{where}raw tile")
-            return True
-        payload = self._stored(e)
-        try:
-            chain.decode_into(payload, out, where)
-        finally:
-            del payload
-            self.source.release(offset, stored)
-        return True
+        self._entry(coords)
+        extent = chunk_extent(self.dataset.shape, self.dataset.chunk_shape, coords)
+        region = tuple(region or ()) + tuple(slice(None) for _ in extent[len(region or ()) :])
+        box = []
+        for c, t, s, n in zip(coords, self.dataset.chunk_shape, region, extent, strict=False):
+            start, stop = s.indices(n)[:2]
+            box.append(slice(c * t + start, c * t + max(start, stop)))
+        return tuple(box)
 
     def read_box_into(self, box: tuple[slice, ...], out: np.ndarray) -> bool:
         """Fill ``out`` with ``values[box]`` (step-1 slices of the whole dataset) in one pass over the tiles the
         box touches, each decoded straight into its part of ``out`` (see :mod:`.boxes`). Returns True: a box
         of any shape is served, so a Dask task of many tiles is one call."""
-        box = tuple(slice(*s.indices(n)[:2]) for s, n in zip(box, self.shape, strict=True))
-        if out.dtype != self.dtype or out.shape != tuple(max(s.stop - s.start, 0) for s in box):
+        box = tuple(slice(*s.indices(n)[:2]) for s, n in zip(box, self.dataset.shape, strict=True))
+        if out.dtype != self.dataset.dtype or out.shape != tuple(max(s.stop - s.start, 0) for s in box):
             return False
-        read_box_into(
-            self.source, self.name, self.dtype, self.shape, self.chunk_shape, self.entries, self.table, box, out
-        )
+        read_box_into(self.source, self.dataset, box, out)
         return True
-
-    def _stored(self, e: np.void) -> bytes | memoryview:
-        return read_span(self.source, int(e["offset"]), int(e["stored"]), f"tile payload of {self.name!r}")
 
 
 # ==================================================================================================
@@ -187,9 +148,9 @@ class TetrFile(FormatFile[TetrDataset]):
         self.index_offset, self.index_length = index_off, index_len
         self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
         self.datasets: list[TetrDataset] = []
-        self._records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]] = []
+        records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]] = []
         if count:
-            self._records, blob_end = _parse_records(src, count)
+            records, blob_end = _parse_records(src, count)
             if index_off != _align8(blob_end):
                 raise CorruptFileError(
                     f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
@@ -205,32 +166,21 @@ class TetrFile(FormatFile[TetrDataset]):
         self.footer_present = footer.present
         self.metadata_spill = footer.spill
         if count:
-            self._build(footer)
+            self._build(records, footer)
 
-    def _build(self, footer: _Footer) -> None:
+    def _build(self, records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], footer: _Footer) -> None:
         src = self.source
         entries, self.execution = _read_index(src, self.index_offset, self.index_length, footer.payload_end)
-        dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(self._records)]
-        _check_entries(src, entries, len(self._records), self.index_offset)
+        dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(records)]
+        _check_entries(src, entries, len(records), self.index_offset)
         ids = entries["dataset_id"].astype(np.int64)
         order = np.argsort(ids, kind="stable")
-        bounds = np.searchsorted(ids[order], np.arange(len(self._records) + 1))
+        bounds = np.searchsorted(ids[order], np.arange(len(records) + 1))
         seen: set[str] = set()
-        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(self._records, dtypes, strict=True)):
+        for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(records, dtypes, strict=True)):
             meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
             seen.add(name)
-            ds = TetrDataset(
-                name,
-                i,
-                code,
-                dtype,
-                shape,
-                chunk_shape,
-                "raw",
-                meta.get("dim_names"),
-                meta.get("coords"),
-                dict(meta.get("attrs", {})),
-            )
+            ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", **meta)  # attrs, dim_names, coords
             _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)
 
@@ -245,8 +195,7 @@ class TetrFile(FormatFile[TetrDataset]):
     # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
         d = self.dataset(key)
-        assert d.entries is not None and d.table is not None, "every dataset of an opened file has its index"
-        return TetrTileReader(self.source, d.name, d.dtype, d.shape, d.chunk_shape, d.entries, d.table)
+        return TetrTileReader(self.source, d)
 
     def array_spec(self, key: str | int) -> ArraySpec:
         """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""

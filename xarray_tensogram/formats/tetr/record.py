@@ -14,7 +14,7 @@ from .reader import TetrFile, TetrTileReader, open_tetr
 
 
 def _info(f: TetrFile) -> list[str]:
-    tiles = sum(int(d.entries.shape[0]) if d.entries is not None else 0 for d in f.datasets)
+    tiles = sum(len(d.entries) for d in f.datasets)
     return [
         f"format:   Tetration layout v{f.layout_version}",
         f"content:  {count(len(f.datasets), 'dataset')}, {count(tiles, 'tile')}, "
@@ -26,7 +26,6 @@ def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
     """One row per dataset (tile grid, codec, dims); with ``tiles``, one row per tile too."""
     rows: list[list[Any]] = []
     for d in f.datasets:
-        n = int(d.entries.shape[0]) if d.entries is not None else 0
         rows.append(
             [
                 d.dataset_id,
@@ -35,7 +34,7 @@ def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
                 shape_text(d.shape),
                 shape_text(d.chunk_shape),
                 shape_text(d.grid),
-                n,
+                len(d.entries),
                 d.codec,
                 ",".join(d.dim_names or []) or "-",
             ]
@@ -51,8 +50,6 @@ def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
     if tiles:
         tile_rows: list[list[Any]] = []
         for d in f.datasets:
-            if d.entries is None or d.table is None:  # no index rows: no tiles to list
-                continue
             for coords in np.ndindex(*d.grid):
                 e = d.entries[int(d.table[coords])]
                 tile_rows.append(
@@ -85,7 +82,7 @@ def _verify(f: TetrFile) -> VerifyPlan:
     ]
     return VerifyPlan(
         items=items,
-        total_bytes=sum(int(d.entries["stored"].sum()) for d in f.datasets if d.entries is not None),
+        total_bytes=sum(int(d.entries["stored"].sum()) for d in f.datasets),
         summary=f"{count(len(f.datasets), 'dataset')}, {count(len(items), 'tile')}",
         unit="tile",
         checksums=False,

@@ -108,24 +108,15 @@ def _record(name: str, code: int, shape: Sequence[int], chunk_shape: Sequence[in
     )
 
 
-def _tiles(data: np.ndarray, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
+def _tile_boxes(
+    shape: Sequence[int], chunk_shape: Sequence[int]
+) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
     """Tiles in the reference order: row-major over the grid, last axis fastest; edge tiles clipped."""
-    for coords in itertools.product(*(range(n) for n in chunk_counts(data.shape, chunk_shape))):
-        box = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, chunk_shape, strict=True))
-        yield coords, np.ascontiguousarray(data[box])
-
-
-class _Box:
-    """A tile's size without its values (raw tiles are cut again while writing)."""
-
-    def __init__(self, shape: Sequence[int], itemsize: int) -> None:
-        self.nbytes = math.prod(shape) * itemsize
-
-
-def _tile_boxes(data: Any, chunk_shape: Sequence[int]) -> Iterator[tuple[tuple[int, ...], _Box]]:
-    for coords in itertools.product(*(range(n) for n in chunk_counts(data.shape, chunk_shape))):
-        shape = [min(c, n - k * c) for k, c, n in zip(coords, chunk_shape, data.shape, strict=True)]
-        yield coords, _Box(shape, np.dtype(data.dtype).itemsize)
+    for coords in itertools.product(*(range(n) for n in chunk_counts(shape, chunk_shape))):
+        yield (
+            coords,
+            tuple(slice(k * c, min((k + 1) * c, n)) for k, c, n in zip(coords, chunk_shape, shape, strict=True)),
+        )
 
 
 def _check_dataset(d: DatasetWrite, data: np.ndarray) -> tuple[int, ...]:
@@ -213,9 +204,9 @@ def write_tetr(
     def payloads() -> Iterator[bytes]:
         it = iter(stored)
         for _, _, data, chunk in prepared:
-            for _, tile in _tiles(data, chunk):
+            for _, box in _tile_boxes(data.shape, chunk):
                 payload = next(it)
-                yield payload if payload is not None else tile.tobytes()
+                yield payload if payload is not None else np.ascontiguousarray(data[box]).tobytes()
 
     _emit(target, itertools.chain([head], payloads(), [tail]))
 
@@ -232,10 +223,9 @@ def _index_entries(
         codec = _CODEC_OF[d.codec]
         encoder = CODEC_OBJECTS[d.codec]
         params = {"level": zstd_level, **(d.codec_params or {})}
-        tiles: Iterator[tuple[tuple[int, ...], Any]] = _tiles(data, chunk) if codec else _tile_boxes(data, chunk)
-        for coords, tile in tiles:
-            raw_len = tile.nbytes
-            payload = encoder.encode(tile.data, params)[0] if codec else None
+        for coords, box in _tile_boxes(data.shape, chunk):
+            raw_len = math.prod(s.stop - s.start for s in box) * data.dtype.itemsize
+            payload = encoder.encode(np.ascontiguousarray(data[box]).data, params)[0] if codec else None
             size = len(payload) if payload is not None else raw_len
             entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
             stored.append(payload)

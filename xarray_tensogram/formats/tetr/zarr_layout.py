@@ -24,17 +24,20 @@ __all__ = ["TILE_CODEC_ID", "tiles_layout"]
 #: the numcodecs/zarr id of the package's codec decoding clipped and mixed-codec tiles (``virtual/codecs.py``)
 TILE_CODEC_ID = "xarray_tensogram.tet_tile"
 
-#: a tile: grid coordinates, offset, stored bytes, raw bytes, codec (:data:`.model.CODEC_TABLE`), clipped at an edge
-_Tile = tuple[tuple[int, ...], int, int, int, int, bool]
+#: a tile: grid coordinates, offset, stored bytes, raw bytes, codec (:data:`.model.CODEC_TABLE`), extent
+_Tile = tuple[tuple[int, ...], int, int, int, int, tuple[int, ...]]
 
 
-def _unique_ranges(tiles: list[_Tile], default: int) -> tuple[list[ChunkRef], dict[str, list[Any]]]:
-    """Byte ranges for every tile; special tiles get a range length no other tile has."""
-    ordinary = {stored for (_c, _o, stored, _r, codec, clipped) in tiles if not clipped and codec == default}
-    taken = set(ordinary)
+def _unique_ranges(
+    tiles: list[_Tile], default: int, full: tuple[int, ...]
+) -> tuple[list[ChunkRef], dict[str, list[Any]]]:
+    """Byte ranges for every tile; special tiles (clipped, or of another codec than ``default``) get a range
+    length no other tile has, and what the tile codec needs to decode them: ``[skip, stored, raw, codec,
+    extent]``."""
+    taken = {stored for (_c, _o, stored, _r, codec, extent) in tiles if extent == full and codec == default}
     refs, special = [], {}
-    for coords, offset, stored, raw, codec, clipped in tiles:
-        if not clipped and codec == default:
+    for coords, offset, stored, raw, codec, extent in tiles:
+        if extent == full and codec == default:
             refs.append(ChunkRef(coords, offset, stored))
             continue
         skip = 0
@@ -42,30 +45,24 @@ def _unique_ranges(tiles: list[_Tile], default: int) -> tuple[list[ChunkRef], di
             skip += 1
         taken.add(stored + skip)
         refs.append(ChunkRef(coords, offset - skip, stored + skip))
-        special[str(stored + skip)] = [skip, stored, raw, codec, None]
+        special[str(stored + skip)] = [skip, stored, raw, codec, list(extent)]
     return refs, special
 
 
 def tiles_layout(spec: ArraySpec, tile_range: Callable[[tuple[int, ...]], tuple[int, int, int, int]]) -> ByteLayout:
     """Every tile of ``spec``; ``tile_range(coords)`` is ``(offset, stored bytes, raw bytes, codec)``."""
-    tiles: list[_Tile] = []
-    shapes = {}
-    for coords in np.ndindex(*chunk_counts(spec.shape, spec.chunk_shape)):
-        offset, stored, raw, codec = tile_range(tuple(coords))
-        extent = chunk_extent(spec.shape, spec.chunk_shape, coords)
-        tiles.append((tuple(coords), offset, stored, raw, codec, extent != spec.chunk_shape))
-        shapes[tuple(coords)] = list(extent)
-    full_codecs = Counter(t[4] for t in tiles if not t[5]) or Counter(t[4] for t in tiles)
+    full = spec.chunk_shape
+    tiles: list[_Tile] = [
+        (tuple(c), *tile_range(tuple(c)), chunk_extent(spec.shape, full, c))
+        for c in np.ndindex(*chunk_counts(spec.shape, full))
+    ]
+    full_codecs = Counter(t[4] for t in tiles if t[5] == full) or Counter(t[4] for t in tiles)
     default = full_codecs.most_common(1)[0][0] if full_codecs else 0
     standard = tile_chain(default, spec.dtype, math.prod(spec.chunk_shape)).zarr()
-    if standard is not None and all(not t[5] and t[4] == default for t in tiles):
+    if standard is not None and all(t[5] == full and t[4] == default for t in tiles):
         codecs = (zarr_bytes_codec(spec.dtype), *standard)
         return ByteLayout(spec.chunk_shape, codecs, tuple(ChunkRef(t[0], t[1], t[2]) for t in tiles))
-    refs, special = _unique_ranges(tiles, default)
-    for ref in refs:
-        entry = special.get(str(ref.length))
-        if entry is not None and entry[4] is None:
-            entry[4] = shapes[ref.coords]
+    refs, special = _unique_ranges(tiles, default, full)
     config = {"dtype": spec.dtype.str, "chunk_shape": list(spec.chunk_shape), "codec": default, "special": special}
     codecs = (zarr_bytes_codec(spec.dtype), {"name": TILE_CODEC_ID, "configuration": config})
     return ByteLayout(spec.chunk_shape, codecs, tuple(refs))

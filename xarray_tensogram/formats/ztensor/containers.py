@@ -15,9 +15,9 @@ import math
 import os
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...codecs import cbor
 from ...codecs.checksums import xxh3_64
@@ -46,7 +46,7 @@ from .model import (
     logical_dtype,
 )
 
-__all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "Container", "detect_version", "parse_container"]
+__all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "V01_KEYS", "Container", "detect_version", "parse_container"]
 
 MAGIC_V01 = b"ZTEN0001"
 MAGIC_V1 = b"ZTEN1000"
@@ -80,13 +80,9 @@ def parse_container(source: ByteSource) -> Container:
             f"{describe(source.name)}file truncated: a zTensor file needs at least 16 bytes, this one has {source.size}"
         )
     head = source.read(0, 8, what="magic")
-    version = detect_version(head)
-    if version == "0.1":
-        return _parse_v01(source)
-    if version == "1":
-        return _parse_v1(source)
-    if version == "2":
-        return _parse_v2(source)
+    parse = {"0.1": _parse_v01, "1": _parse_v1, "2": _parse_v2}.get(detect_version(head) or "")
+    if parse is not None:
+        return parse(source)
     raise CorruptFileError(
         f"{describe(source.name, offset=0)}magic {byte_text(head)} is not a zTensor magic "
         "(expected ZTEN0001, ZTEN1000 or \\x89ZT2\\r\\n\\x1a\\n)"
@@ -147,7 +143,8 @@ _V01_SUPPORTED = Fields(
         )
     )
 )
-_V01_STANDARD = frozenset(_V01_FIELDS.keys)
+#: the keys a v0.1 index entry declares; any other is a tensor's free-form (custom) field
+V01_KEYS = frozenset(_V01_FIELDS.keys)
 
 
 def _parse_v01(source: ByteSource) -> Container:
@@ -203,13 +200,13 @@ def _v01_entry(  # one parameter per index field: the index is read a column at 
         _v01_place(source, i, name, shape, offset)
     big_endian = endianness == "big" and stores_values(encoding)
     part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, None, checksum, False, big_endian)
-    custom = {} if entry.keys() <= _V01_STANDARD else {k: x for k, x in entry.items() if k not in _V01_STANDARD}
+    custom = {} if entry.keys() <= V01_KEYS else {k: x for k, x in entry.items() if k not in V01_KEYS}
     if custom and not all(type(k) is str for k in custom):
         raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
     if custom:
         check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
     return TensorInfo(
-        i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, None, problem, endianness
+        i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, problem, endianness
     )
 
 
@@ -223,12 +220,6 @@ def _v01_place(source: ByteSource, i: int, name: str, shape: list[Any], offset: 
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
-_V1_NEEDS = "needs a text 'format' and a non-empty map 'components'"
-_V1_OBJECT = Fields(
-    Field("format", is_text, _V1_NEEDS, "dense"),
-    Field("components", lambda v: isinstance(v, dict) and bool(v), _V1_NEEDS),
-    Field("attributes", map_or_empty, "'attributes' must be a map"),
-)
 _V1_OFFSETS = "needs unsigned 'offset' and 'length'"
 _V1_COMPONENT = Fields(
     Field("offset", is_uint, _V1_OFFSETS),
@@ -238,7 +229,31 @@ _V1_COMPONENT = Fields(
     Field("type", maybe(is_text), "'type' must be text, got {value!r}"),
 )
 _V1_SUPPORTED = Fields(Field("encoding", one_of(*V01_ENCODINGS), "has unsupported encoding {value!r}", "raw"))
-_V1_SPARSE = {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
+
+
+class _Objects(NamedTuple):
+    """How one generation (v1, v2) spells an object: its keys (layout, parts, attributes) and sparse layouts."""
+
+    fields: Fields
+    sparse: Mapping[str, tuple[str, ...]]
+    #: an unknown layout of one raw part of exactly the dense size reads as dense (v1)
+    fallback: bool
+
+
+def _objects(layout: str, parts: str, sparse: Mapping[str, tuple[str, ...]], fallback: bool) -> _Objects:
+    needs = f"needs a text {layout!r} and a non-empty map {parts!r}"
+    fields = Fields(
+        Field(layout, is_text, needs, "dense"),
+        Field(parts, lambda v: isinstance(v, dict) and bool(v), needs),
+        Field("attributes", map_or_empty, "'attributes' must be a map"),
+    )
+    return _Objects(fields, sparse, fallback)
+
+
+#: the parts of each sparse layout, as v1 names it (v2: ``zt.<name>/1``)
+_SPARSE_PARTS = {"sparse_csr": ("values", "indices", "indptr"), "sparse_coo": ("values", "coords")}
+_V1 = _objects("format", "components", _SPARSE_PARTS, fallback=True)
+_V2 = _objects("layout", "parts", {f"zt.{k}/1": v for k, v in _SPARSE_PARTS.items()}, fallback=False)
 
 
 def _parse_v1(source: ByteSource) -> Container:
@@ -275,16 +290,12 @@ def _parse_v1(source: ByteSource) -> Container:
 def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: str) -> TensorInfo:
     if not isinstance(name, str) or not isinstance(obj, dict):
         raise MetadataError(f"{mwhere}object {name!r} must be a map under a text name")
-    where = describe(source.name, f"object {name!r}")
-    shape = check_shape(obj.get("shape"), where)
-    v = _V1_OBJECT.checked(obj, where)
     tensor_dtype = obj.get("dtype") if legacy else None
-    read = [_v1_component(str(cname), comp, where, tensor_dtype) for cname, comp in v["components"].items()]
-    dtype = str(tensor_dtype) if legacy else None
-    return _tensor(name, dtype, shape, v["format"], read, v["attributes"], _V1_SPARSE, fallback=True)
+    read_part = functools.partial(_v1_component, tensor_dtype=tensor_dtype)
+    return _tensor(source, name, obj, _V1, read_part, str(tensor_dtype) if legacy else None)
 
 
-def _v1_component(cname: str, comp: Any, where: str, tensor_dtype: Any) -> tuple[str, Part, str | None]:
+def _v1_component(cname: str, comp: Any, where: str, *, tensor_dtype: Any) -> tuple[str, Part, str | None]:
     """One component as a part, and what keeps it from being decoded (None: nothing)."""
     pwhere = f"{where}component {cname!r}: "
     if not isinstance(comp, dict):
@@ -300,15 +311,9 @@ def _v1_component(cname: str, comp: Any, where: str, tensor_dtype: Any) -> tuple
     return cname, part, problem and f"component {cname!r} {problem}"
 
 
-def _layout_problem(
-    layout: str,
-    parts: Mapping[str, Part],
-    sparse: Mapping[str, tuple[str, ...]],
-    shape: tuple[int, ...],
-    fallback: bool,
-) -> str | None:
-    """What keeps ``parts`` from making a tensor of ``layout``. With ``fallback`` (v1), an unknown layout made
-    of one raw part of exactly the dense size reads as dense."""
+def _layout_problem(layout: str, parts: Mapping[str, Part], gen: _Objects, shape: tuple[int, ...]) -> str | None:
+    """What keeps ``parts`` from making a tensor of ``layout`` in generation ``gen``."""
+    sparse = gen.sparse
     if layout == "dense":
         return None if "data" in parts else "dense layout without a 'data' part"
     if layout in sparse:
@@ -316,7 +321,7 @@ def _layout_problem(
         return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
     lone = next(iter(parts.values()))
     if (
-        fallback
+        gen.fallback
         and len(parts) == 1
         and stores_values(lone.encoding)
         and lone.length == math.prod(shape) * lone.storage.itemsize
@@ -442,12 +447,7 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
         raise MetadataError(f"{where}'shards' must be a map")
     out: dict[str, ByteSource | None] = {}
     for name, entry in table.items():
-        if (
-            not isinstance(name, str)
-            or len(name.encode()) > 64
-            or not _SHARD_NAME.fullmatch(name)
-            or name in (".", "..")
-        ):
+        if not isinstance(name, str) or not _SHARD_NAME.fullmatch(name):  # ASCII, 1..64, not "." or ".."
             raise MetadataError(
                 f"{where}shard name {name!r} is not a plain file name ([A-Za-z0-9._-], not starting with '.')"
             )
@@ -471,13 +471,6 @@ def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSour
     return out
 
 
-_V2_SPARSE = {"zt.sparse_csr/1": ("values", "indices", "indptr"), "zt.sparse_coo/1": ("values", "coords")}
-_V2_NEEDS = "needs a text 'layout' and a non-empty map 'parts'"
-_V2_OBJECT = Fields(
-    Field("layout", is_text, _V2_NEEDS, "dense"),
-    Field("parts", lambda v: isinstance(v, dict) and bool(v), _V2_NEEDS),
-    Field("attributes", map_or_empty, "'attributes' must be a map"),
-)
 _V2_PRESENCE = "'decoded_length' must be present exactly when 'encoding' is"
 _V2_DTYPES = tuple(d for d in STORAGE_DTYPES if d != "bool")
 _DIGEST = re.compile(r"(xxh3:[0-9a-f]{16}|sha256:[0-9a-f]{64})")
@@ -505,16 +498,14 @@ def _v2_object(
 ) -> TensorInfo:
     if not isinstance(name, str) or not name or "\x00" in name or len(name.encode()) > 1024:
         raise MetadataError(f"{mwhere}object name {name!r} must be non-empty UTF-8 of at most 1024 bytes without NUL")
-    where = describe(source.name, f"object {name!r}")
     if not isinstance(obj, dict):
-        raise MetadataError(f"{where}must be a map")
-    shape = check_shape(obj.get("shape"), where)
-    v = _V2_OBJECT.checked(obj, where)
-    read = [_v2_part(str(pname), p, where, shards) for pname, p in v["parts"].items()]
-    return _tensor(name, None, shape, v["layout"], read, v["attributes"], _V2_SPARSE, fallback=False)
+        raise MetadataError(f"{describe(source.name, f'object {name!r}')}must be a map")
+    return _tensor(source, name, obj, _V2, functools.partial(_v2_part, shards=shards))
 
 
-def _v2_part(pname: str, p: Any, where: str, shards: Mapping[str, ByteSource | None]) -> tuple[str, Part, str | None]:
+def _v2_part(
+    pname: str, p: Any, where: str, *, shards: Mapping[str, ByteSource | None]
+) -> tuple[str, Part, str | None]:
     """One part, and what keeps it from being decoded (None: nothing)."""
     pwhere = f"{where}part {pname!r}: "
     if not isinstance(p, dict):
@@ -537,21 +528,21 @@ def _v2_part(pname: str, p: Any, where: str, shards: Mapping[str, ByteSource | N
 
 
 def _tensor(
+    source: ByteSource,
     name: str,
-    dtype: str | None,
-    shape: tuple[int, ...],
-    layout: str,
-    read: list[tuple[str, Part, str | None]],
-    attrs: Any,
-    sparse: Mapping[str, tuple[str, ...]],
-    fallback: bool,
+    obj: dict[Any, Any],
+    gen: _Objects,
+    read_part: Callable[[str, Any, str], tuple[str, Part, str | None]],
+    dtype: str | None = None,
 ) -> TensorInfo:
-    """A v1 or v2 object from its parts as read (name, part, problem). Its main part names its encoding and
-    digest, and its dtype unless ``dtype`` does."""
+    """A v1 or v2 object from its map, each part read by ``read_part(name, map, where)`` as (name, part,
+    problem). Its main part names its encoding and digest, and its dtype unless ``dtype`` does."""
+    where = describe(source.name, f"object {name!r}")
+    shape = check_shape(obj.get("shape"), where)
+    layout, found, attrs = gen.fields.checked(obj, where).values()
+    read = [read_part(str(pname), p, where) for pname, p in found.items()]
     parts = {pname: part for pname, part, _ in read}
-    problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, sparse, shape, fallback)
+    problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, gen, shape)
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
     problem, dtype = problem or _dtype_problem(main), dtype or main.dtype
-    return TensorInfo(
-        0, name, dtype, shape, layout, main.encoding, main.digest, dict(attrs or {}), parts, main.ltype, problem
-    )
+    return TensorInfo(0, name, dtype, shape, layout, main.encoding, main.digest, dict(attrs or {}), parts, problem)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from ...errors import (
 )
 from ...io import ByteSource
 from .._chunks import compressed_payload, read_raw_rows, read_row_band, read_span
-from .compression import part_chain
+from .compression import part_chain, stores_values
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = [
@@ -51,6 +52,16 @@ ROW_BAND_TARGET = 64 << 20
 _LITTLE = sys.byteorder == "little"
 _SPARSE_CSR = ("sparse_csr", "zt.sparse_csr/1")
 _SPARSE_COO = ("sparse_coo", "zt.sparse_coo/1")
+_SPARSE = ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
+
+
+#: a digest's algorithm -> (the digest of some bytes as the file spells it, whether hex text of that value can
+#: be such a digest)
+_DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
+    "crc32c": (lambda buf: f"0x{crc32c(buf):08X}", lambda text, value: 0 <= value <= 0xFFFFFFFF),
+    "sha256": (sha256_hex, lambda text, value: len(text) == 64),
+    "xxh3": (lambda buf: f"{xxh3_64(buf):016x}", lambda text, value: True),
+}
 
 
 def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str) -> None:
@@ -61,44 +72,28 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
     """
     algo, _, hexpart = digest.partition(":")
     algo = algo.lower()
-    buf = np.ascontiguousarray(data).data.cast("B") if isinstance(data, np.ndarray) else data
+    if algo not in _DIGESTS:
+        raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
+    show, fits = _DIGESTS[algo]
     try:
-        if algo == "crc32c":
-            expected = int(hexpart[2:] if hexpart[:2].lower() == "0x" else hexpart, 16)
-            if not 0 <= expected <= 0xFFFFFFFF or not hexpart:
-                raise ValueError(hexpart)
-            actual = crc32c(buf)
-            ok, shown = actual == expected, f"0x{actual:08X}"
-        elif algo == "sha256":
-            if len(hexpart) != 64:
-                raise ValueError(hexpart)
-            int(hexpart, 16)
-            shown = sha256_hex(buf)
-            ok = shown == hexpart.lower()
-        elif algo == "xxh3":
-            expected = int(hexpart, 16)
-            actual = xxh3_64(buf)
-            ok, shown = actual == expected, f"{actual:016x}"
-        else:
-            raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
+        expected = int(hexpart[2:] if algo == "crc32c" and hexpart[:2].lower() == "0x" else hexpart, 16)
+        if not fits(hexpart, expected):
+            raise ValueError(hexpart)
     except ValueError:
         raise MetadataError(
             f"{where}checksum {digest!r} is malformed: expected {algo}: followed by hex digits"
         ) from None
-    if not ok:
+    shown = show(np.ascontiguousarray(data).data.cast("B") if isinstance(data, np.ndarray) else data)
+    if int(shown, 16) != expected:
         raise IntegrityError(f"{where}checksum mismatch: the file says {digest}, the bytes give {algo}:{shown}")
 
 
-def _byte_chain(part: Part, nbytes: int, where: str) -> Chain:
-    """The chain of ``part`` as ``nbytes`` bytes (:func:`.compression.part_chain`): what the stored bytes
-    decode to, before they are viewed as the part's dtype."""
-    return part_chain(part.encoding, np.dtype("u1"), nbytes, where)
-
-
-def _decoded_size(chain: Chain, part: Part, stored: int, expected: int | None, where: str) -> int | None:
-    """The bytes ``part`` decodes to (None: unknown, capped while decoding), refused where it contradicts the
-    ``expected`` size or exceeds what ``stored`` bytes through ``chain`` can give, before anything is
-    allocated."""
+def _decoded_size(part: Part, stored: int, expected: int | None, where: str) -> tuple[Chain, int | None]:
+    """The chain of ``part`` as bytes (:func:`.compression.part_chain`: what the stored bytes decode to, before
+    they are viewed as the part's dtype) and the bytes it decodes to (None: unknown, capped while decoding),
+    refused where it contradicts the ``expected`` size or exceeds what ``stored`` bytes can give, before
+    anything is allocated."""
+    chain = part_chain(part.encoding, np.dtype("u1"), 0, where)
     size: int | None = stored
     if chain.stored_is_encoded:  # stored as they are
         wrong = f"stored size is {stored} bytes, the shape and dtype need {expected}"
@@ -111,7 +106,7 @@ def _decoded_size(chain: Chain, part: Part, stored: int, expected: int | None, w
     if size is not None and bound is not None and size > bound:
         names = "+".join(s.codec.name for s in chain.compressors)
         raise LimitExceededError(f"{where}{stored} {names} bytes cannot decode to the {size} bytes declared")
-    return size
+    return chain, size
 
 
 @dataclass
@@ -148,28 +143,19 @@ class TensorReader:
                 f"{part.offset + part.length}), outside the data area [{start}, {end}) of a {src.size}-byte file"
             )
 
-    def _stored(self, part: Part, name: str, zero_copy: bool) -> memoryview | bytes:
-        self._check_bounds(part, name)
-        return read_span(
-            self._source(part),
-            part.offset,
-            part.length,
-            f"tensor {self.info.name!r} part {name!r}",
-            zero_copy=zero_copy,
-        )
-
     def _decode_part(self, name: str, expected: int | None, cap: int, *, zero_copy: bool = False) -> np.ndarray:
         """The decoded bytes of part ``name`` as a storage-dtype 1-D array (native byte order)."""
         part = self.info.parts[name]
         where = f"{self._where}part {name!r}: "
-        stored = self._stored(part, name, zero_copy)
+        self._check_bounds(part, name)
+        what = f"tensor {self.info.name!r} part {name!r}"
+        stored = read_span(self._source(part), part.offset, part.length, what, zero_copy=zero_copy)
         if self.verify and part.digest is None:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
         digest = part.digest if self.verify else None
         if digest is not None and not part.digest_of_decoded:
             verify_digest(digest, stored, where)
-        chain = _byte_chain(part, 0, where)
-        size = _decoded_size(chain, part, len(stored), expected, where)
+        chain, size = _decoded_size(part, len(stored), expected, where)
         if size is None:
             decoded = chain.decode_capped(stored, cap, where)
         else:
@@ -183,29 +169,33 @@ class TensorReader:
         return values if values.dtype.isnative else values.astype(values.dtype.newbyteorder("="))
 
     # -- whole tensors --------------------------------------------------------------------------
+    def _geometry(self) -> tuple[np.dtype, int | None]:
+        """The dtype values come out in, and the bytes the tensor's one part decodes to (None: a sparse tensor,
+        refused here where its dense form would exceed the limit); raises where the tensor cannot be read."""
+        info, main = self.info, self.info.main_part
+        if info.problem is not None:
+            raise UnsupportedError(f"{self._where}{info.problem}")
+        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
+        if info.layout != "dense" and (len(info.parts) != 1 or info.layout in _SPARSE):
+            nbytes = info.size * out_dtype.itemsize
+            if nbytes > MAX_SPARSE_DENSE_BYTES:
+                raise LimitExceededError(
+                    f"{self._where}the dense form of this sparse tensor needs {nbytes} bytes, more than the "
+                    f"limit of {MAX_SPARSE_DENSE_BYTES} (MAX_SPARSE_DENSE_BYTES)"
+                )
+            return out_dtype, None
+        return out_dtype, info.size * ratio * main.storage.itemsize
+
     def read(self) -> np.ndarray:
         """The whole tensor, dense, in C order (a read-only mmap view for raw little-endian tensors)."""
         info = self.info
-        if info.problem is not None:
-            raise UnsupportedError(f"{self._where}{info.problem}")
-        main = info.main_part
-        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
-        layout = info.layout
-        if layout == "dense" or (
-            len(info.parts) == 1 and layout not in ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
-        ):
-            name = next(iter(info.parts))
-            expected = info.size * ratio * main.storage.itemsize
-            flat = self._decode_part(name, expected, expected, zero_copy=True)
-            return self._to_logical(flat, out_dtype, main).reshape(info.shape)
-        self._check_dense_limit(out_dtype)
-        if layout in ("sparsecoo", "sparsecsr"):
+        out_dtype, expected = self._geometry()
+        if expected is not None:
+            flat = self._decode_part(next(iter(info.parts)), expected, expected, zero_copy=True)
+            return self._to_logical(flat, out_dtype, info.main_part).reshape(info.shape)
+        if info.layout in ("sparsecoo", "sparsecsr"):
             return self._v01_sparse(out_dtype)
-        if layout in _SPARSE_CSR:
-            return self._csr(out_dtype)
-        if layout in _SPARSE_COO:
-            return self._coo(out_dtype)
-        raise UnsupportedError(f"{self._where}layout {layout!r} is not supported")  # pragma: no cover
+        return self._csr(out_dtype) if info.layout in _SPARSE_CSR else self._coo(out_dtype)
 
     def _to_logical(self, flat: np.ndarray, out_dtype: np.dtype, part: Part) -> np.ndarray:
         if out_dtype.kind == "b":
@@ -216,14 +206,6 @@ class TensorReader:
         if flat.dtype != out_dtype:
             return flat.view(out_dtype)
         return flat
-
-    def _check_dense_limit(self, out_dtype: np.dtype) -> None:
-        nbytes = self.info.size * out_dtype.itemsize
-        if nbytes > MAX_SPARSE_DENSE_BYTES:
-            raise LimitExceededError(
-                f"{self._where}the dense form of this sparse tensor needs {nbytes} bytes, more than the "
-                f"limit of {MAX_SPARSE_DENSE_BYTES} (MAX_SPARSE_DENSE_BYTES)"
-            )
 
     def _values(self, nnz: int, out_dtype: np.dtype) -> np.ndarray:
         part = self.info.parts["values"]
@@ -240,11 +222,14 @@ class TensorReader:
         size = None if count is None else count * part.storage.itemsize
         return self._decode_part(name, size, cap_count * part.storage.itemsize)
 
-    def _csr(self, out_dtype: np.dtype) -> np.ndarray:
+    def _rows_cols(self, label: str) -> tuple[int, int]:
         shape = self.info.shape
         if len(shape) != 2:
-            raise CorruptFileError(f"{self._where}CSR needs a rank-2 shape, got {list(shape)}")
-        rows, cols = shape
+            raise CorruptFileError(f"{self._where}{label} needs a rank-2 shape, got {list(shape)}")
+        return shape[0], shape[1]
+
+    def _csr(self, out_dtype: np.dtype) -> np.ndarray:
+        rows, cols = self._rows_cols("CSR")
         indptr = self._index_part("indptr", rows + 1, rows + 1).astype(np.int64)
         if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] > rows * cols:
             raise CorruptFileError(
@@ -252,12 +237,17 @@ class TensorReader:
             )
         nnz = int(indptr[-1])
         indices = self._index_part("indices", nnz, nnz)
-        values = self._values(nnz, out_dtype)
-        if nnz and int(indices.max()) >= cols:
+        return self._densify_csr("CSR", indptr, indices, self._values(nnz, out_dtype), out_dtype)
+
+    def _densify_csr(
+        self, label: str, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, out_dtype: np.dtype
+    ) -> np.ndarray:
+        rows, cols = self.info.shape
+        if indices.size and int(indices.max()) >= cols:
             raise CorruptFileError(
-                f"{self._where}CSR column index {int(indices.max())} out of range for {cols} columns"
+                f"{self._where}{label} column index {int(indices.max())} out of range for {cols} columns"
             )
-        dense = np.zeros(shape, dtype=out_dtype)
+        dense = np.zeros(self.info.shape, dtype=out_dtype)
         dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
         return dense
 
@@ -288,10 +278,10 @@ class TensorReader:
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
         """v0.1 ``sparsecoo``/``sparsecsr``: the sparse structure packed into the single blob (spec 1.9)."""
         part = self.info.parts["data"]
-        if not _byte_chain(part, 0, self._where).stored_is_encoded:
-            stored = self._decode_part("data", None, max(self.info.size * 8 * max(len(self.info.shape), 1), 64))
-        else:
-            stored = self._decode_part("data", None, part.length)
+        cap = (
+            part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(self.info.shape), 1), 64)
+        )
+        stored = self._decode_part("data", None, cap)
         blob = stored.view(np.uint8)
         item = part.storage
         shape = self.info.shape
@@ -305,9 +295,7 @@ class TensorReader:
             records = blob.view(rec)
             values = self._to_logical(np.ascontiguousarray(records["v"]), out_dtype, part)
             return self._scatter(np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
-        if len(shape) != 2:
-            raise CorruptFileError(f"{self._where}sparsecsr needs a rank-2 shape, got {list(shape)}")
-        rows, cols = shape
+        rows, _ = self._rows_cols("sparsecsr")
         head = (rows + 1) * 8
         if len(blob) < head:
             raise CorruptFileError(f"{self._where}sparsecsr blob of {len(blob)} bytes is shorter than its indptr")
@@ -317,11 +305,7 @@ class TensorReader:
             raise CorruptFileError(f"{self._where}sparsecsr blob does not hold indptr, {nnz} indices and {nnz} values")
         indices = blob[head : head + 8 * nnz].view("<u8")
         values = self._to_logical(blob[head + 8 * nnz :].view(item), out_dtype, part)
-        if nnz and int(indices.max()) >= cols:
-            raise CorruptFileError(f"{self._where}sparsecsr column index out of range for {cols} columns")
-        dense = np.zeros(shape, dtype=out_dtype)
-        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
-        return dense
+        return self._densify_csr("sparsecsr", indptr, indices, values, out_dtype)
 
     # -- rows -----------------------------------------------------------------------------------
     def read_rows(self, start: int, stop: int) -> np.ndarray:
@@ -331,10 +315,9 @@ class TensorReader:
             full = self.read()
             return full if not info.shape else full[start:stop]
         main = info.main_part
-        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
-        expected = info.size * ratio * main.storage.itemsize
-        where = f"{self._where}part 'data': "
-        _decoded_size(_byte_chain(main, expected, where), main, main.length, expected, where)
+        out_dtype, expected = self._geometry()
+        assert expected is not None  # a dense tensor
+        _decoded_size(main, main.length, expected, f"{self._where}part 'data': ")
         self._check_bounds(main, "data")
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
         what = f"tensor {info.name!r} rows {start}:{stop}"
@@ -356,8 +339,8 @@ class TensorReader:
         expected = info.size * main.storage.itemsize
         self._check_bounds(main, "data")
         where = f"{self._where}part 'data': "
+        _decoded_size(main, main.length, expected, where)
         chain = part_chain(main.encoding, main.storage, info.size, where)
-        _decoded_size(chain, main, main.length, expected, where)
         source = self._source(main)
         if chain.stored_is_encoded and stop > start:
             source.read_into(main.offset + start * (expected // info.shape[0]), out, what=f"tensor {info.name!r}")
@@ -407,18 +390,10 @@ class TensorReader:
         is refused here rather than by a multi-gigabyte allocation.
         """
         info = self.info
-        if info.problem is not None:
-            raise UnsupportedError(f"{self._where}{info.problem}")
-        main = info.main_part
-        out_dtype, ratio, _ = logical_dtype(main.dtype, main.ltype)
-        if info.layout != "dense" and not (
-            len(info.parts) == 1 and info.layout not in ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
-        ):
-            self._check_dense_limit(out_dtype)
-            return
-        expected = info.size * ratio * main.storage.itemsize
-        where = f"{self._where}part {next(iter(info.parts))!r}: "
-        _decoded_size(_byte_chain(main, expected, where), main, main.length, expected, where)
+        expected = self._geometry()[1]
+        if expected is not None:
+            main = info.main_part
+            _decoded_size(main, main.length, expected, f"{self._where}part {next(iter(info.parts))!r}: ")
 
     def spec(self) -> ArraySpec:
         info = self.info

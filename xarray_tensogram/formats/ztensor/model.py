@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from ...codecs import cbor as cbor_codec
 from ...codecs.optional import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 from .compression import stores_values
+from .fields import is_uint
 
 __all__ = [
     "LONG_DTYPE_NAMES",
@@ -30,7 +31,6 @@ __all__ = [
     "TensorInfo",
     "check_shape",
     "logical_dtype",
-    "storage_dtype",
 ]
 
 #: short storage names (v1.1+, v2) -> little-endian numpy storage dtype
@@ -50,21 +50,10 @@ STORAGE_DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype("u1"),
 }
 
-#: long names (v0.1 and the v1 "1.0" dialect) -> short names
+#: long names (v0.1 and the v1 "1.0" dialect) -> short names: numpy's names, bfloat16 aside
 LONG_DTYPE_NAMES: dict[str, str] = {
-    "float64": "f64",
-    "float32": "f32",
-    "float16": "f16",
-    "bfloat16": "bf16",
-    "int64": "i64",
-    "int32": "i32",
-    "int16": "i16",
-    "int8": "i8",
-    "uint64": "u64",
-    "uint32": "u32",
-    "uint16": "u16",
-    "uint8": "u8",
-    "bool": "bool",
+    ("bfloat16" if short == "bf16" else "bool" if short == "bool" else dt.name): short
+    for short, dt in STORAGE_DTYPES.items()
 }
 
 #: logical float8 types -> ml_dtypes names
@@ -82,10 +71,6 @@ _COMPLEX: dict[str, tuple[str, np.dtype]] = {
 
 MAX_RANK = 64
 MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)
-
-
-def storage_dtype(short: str) -> np.dtype:
-    return STORAGE_DTYPES[short]
 
 
 def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[str, str]]:
@@ -162,9 +147,7 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
 
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
     """A shape must be a list of non-negative ints of rank <= 64."""
-    if not isinstance(shape, (list, tuple)) or not all(
-        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
-    ):
+    if not isinstance(shape, (list, tuple)) or not all(map(is_uint, shape)):
         raise MetadataError(f"{where}shape must be an array of unsigned integers, got {shape!r}")
     if len(shape) > MAX_RANK:
         raise LimitExceededError(f"{where}rank {len(shape)} exceeds the limit of {MAX_RANK}")
@@ -205,16 +188,9 @@ class TensorInfo:
     checksum: str | None  #: checksum/digest of the main part
     attrs: Mapping[str, Any]  #: v0.1 custom keys, v1/v2 attributes
     parts: Mapping[str, Part]
-    logical_type: str | None = None
     #: why the tensor cannot be read (an :class:`UnsupportedError` at read time), else None
     problem: str | None = None
     data_endianness: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def custom_fields(self) -> Mapping[str, Any]:
-        """v0.1 name for :attr:`attrs`."""
-        return self.attrs
 
     @property
     def size(self) -> int:
@@ -238,10 +214,7 @@ class TensorInfo:
 
     @property
     def main_part(self) -> Part:
-        for key in ("data", "values"):
-            if key in self.parts:
-                return self.parts[key]
-        return next(iter(self.parts.values()))
+        return self.parts.get("data") or self.parts.get("values") or next(iter(self.parts.values()))
 
     @property
     def is_dense_raw(self) -> bool:

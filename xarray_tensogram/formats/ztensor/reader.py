@@ -80,10 +80,8 @@ class ZTensorFile(FormatFile[TensorInfo]):
         ``rows_per_chunk=None`` offers row bands of about 64 MiB for raw tensors
         over 256 MiB; 0 forces one chunk.
         """
-        info = self.tensor(key)
-        rows = auto_rows_per_chunk(info) if rows_per_chunk is None else rows_per_chunk
-        reader = TensorReader(self._sources, info, self._data_end, self._data_start, verify=verify, rows_per_chunk=rows)
-        return reader.spec()
+        rows = auto_rows_per_chunk(self.tensor(key)) if rows_per_chunk is None else rows_per_chunk
+        return self.reader(key, verify=verify, rows_per_chunk=rows).spec()
 
     # -- lifetime ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -22,39 +22,23 @@ from ...codecs.base import PASSTHROUGH
 from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
 from .compression import ENCODINGS, RAW, V01_ENCODINGS
-from .containers import MAGIC_V01
+from .containers import MAGIC_V01, V01_KEYS
+from .model import LONG_DTYPE_NAMES
 
 __all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
 
-RESERVED_KEYS = frozenset(
-    {"name", "offset", "size", "dtype", "layout", "shape", "encoding", "data_endianness", "checksum"}
-)
-_NAMES = {
-    "f8": "float64",
-    "f4": "float32",
-    "f2": "float16",
-    "i8": "int64",
-    "i4": "int32",
-    "i2": "int16",
-    "i1": "int8",
-    "u8": "uint64",
-    "u4": "uint32",
-    "u2": "uint16",
-    "u1": "uint8",
-    "b1": "bool",
-}
+#: the standard keys of a v0.1 index entry: a custom field may not take one of these names
+RESERVED_KEYS = V01_KEYS
 TensorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]
 
 
 def v01_dtype_name(dtype: np.dtype) -> str:
     """The v0.1 dtype string for a numpy dtype (bfloat16 through ml_dtypes), or TypeError."""
     dtype = np.dtype(dtype)
-    if dtype.name == "bfloat16":
-        return "bfloat16"
-    name = _NAMES.get(f"{dtype.kind}{dtype.itemsize}") if dtype.kind in "fiub" else None
-    if name is None:
+    name: str = dtype.name
+    if name not in LONG_DTYPE_NAMES or (dtype.kind not in "fiub" and name != "bfloat16"):
         raise TypeError(
-            f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(_NAMES.values())}, bfloat16)"
+            f"dtype {dtype} cannot be stored in a v0.1 zTensor file (13 dtypes: {', '.join(LONG_DTYPE_NAMES)})"
         )
     return name
 
@@ -123,21 +107,11 @@ def write_ztensor_v01(
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            opts = (per_tensor or {}).get(name, {})
-            entries.append(
-                _write_tensor(
-                    f,
-                    name,
-                    np.asarray(value),
-                    custom,
-                    opts.get("compression", compression),
-                    opts.get("checksum", checksum),
-                    pos,
-                    {**(params or {}), **opts.get("params", {})},
-                )
-            )
-            pos = entries[-1][1]
-        index = cbor.head(4, len(entries)) + b"".join(e[0] for e in entries)
+            opts = {"compression": compression, "checksum": checksum, **(per_tensor or {}).get(name, {})}
+            opts["params"] = {**(params or {}), **opts.get("params", {})}
+            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **opts)
+            entries.append(entry)
+        index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
         f.write(struct.pack("<Q", len(index)))
 
@@ -157,12 +131,13 @@ def _check_options(compression: str | None, checksum: str | None, params: Mappin
 
 def _write_tensor(
     f: Any,
+    pos: int,
     name: str,
     arr: np.ndarray,
     custom: Mapping[str, Any],
+    *,
     compression: str | None,
     checksum: str | None,
-    pos: int,
     params: Mapping[str, Any],
 ) -> tuple[bytes, int]:
     """Write one aligned blob at ``pos``; returns its index entry and the position after it."""
