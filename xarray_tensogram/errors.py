@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+#: the exception and warning classes (the package exports each); the helpers below are for its own modules
 __all__ = [
     "CodecError",
     "CorruptFileError",
@@ -45,12 +46,6 @@ __all__ = [
     "XarrayTensogramError",
     "ZTensorMappingWarning",
     "ZarrMappingWarning",
-    "byte_text",
-    "closest",
-    "describe",
-    "install_hint",
-    "unknown_names",
-    "user_stacklevel",
 ]
 
 
