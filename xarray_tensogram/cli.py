@@ -23,16 +23,16 @@ Errors are one clear line (``--debug`` shows the traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from .io import ByteSource
-
+from ._version import __version__
 from .cli_dump import CliError, cmd_dump
 from .cli_dump import open_dataset as _open
 from .errors import install_hint
@@ -54,36 +54,29 @@ def _storage_kwargs(storage_options: dict[str, Any] | None) -> dict[str, Any]:
     return {"storage_options": storage_options} if storage_options else {}
 
 
-def _source(path: str, storage_options: dict[str, Any] | None) -> ByteSource:
-    from .io import open_source
-
-    return open_source(path, storage_options)
-
-
-def _format(source: Any) -> Any:
-    """The format record of an open source; a file none of the formats recognises is an error in the
-    file (exit status 1), not in the command line."""
+@contextlib.contextmanager
+def _format_file(path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Iterator[tuple[Any, Any]]:
+    """The format record and the format's own file object. A file none of the formats recognises is an
+    error in the file (exit status 1), not in the command line; ``quiet`` silences scan warnings (the
+    command reports damage itself)."""
     from .errors import NotATensorFileError, describe
     from .formats import registry
+    from .io import open_source
 
-    spec = registry.sniff(source)
-    if spec is None:
-        what = registry.other_format(source) or "unknown magic and extension"
-        raise NotATensorFileError(
-            f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what}); "
-            "this command reads .tgm, .tet and .zt files only"
-        )
-    return spec
-
-
-def _open_file(spec: Any, path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Any:
-    """The format's own file object; ``quiet`` silences scan warnings (the command reports damage itself)."""
-    from .formats import registry
-
+    with open_source(path, storage_options) as source:
+        spec = registry.sniff(source)
+        if spec is None:
+            what = registry.other_format(source) or "unknown magic and extension"
+            raise NotATensorFileError(
+                f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what}); "
+                "this command reads .tgm, .tet and .zt files only"
+            )
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        return registry.open_file(spec, path, storage_options=storage_options)
+        f = registry.open_file(spec, path, storage_options=storage_options)
+    with f:
+        yield spec, f
 
 
 def _human(n: float) -> str:
@@ -156,9 +149,7 @@ def _n_chunks(var: Any) -> int | None:
 
 # -- ls ------------------------------------------------------------------------------------------------
 def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool = False) -> None:
-    with _source(path, storage_options) as src:
-        spec = _format(src)
-    with _open_file(spec, path, storage_options) as f:
+    with _format_file(path, storage_options) as (spec, f):
         tables = spec.ls(f, tiles)
     for i, t in enumerate(tables):
         if i:
@@ -237,68 +228,44 @@ def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
 
 
 # -- verify --------------------------------------------------------------------------------------------
-class _Report:
-    def __init__(self) -> None:
-        self.checked = 0  # hash/checksum verified
-        self.decoded = 0  # decoded (whether or not a hash exists)
-        self.unhashed = 0
-        self.failures: list[str] = []
-        self.skipped: list[str] = []  # items not decodable here because an optional codec is missing
-
-    def skip(self, item: str, exc: BaseException, note: str) -> None:
-        """Record an item whose codec package is missing: not damage, but not decoded either."""
-        text = " ".join(str(exc).split())
-        self.skipped.append(f"SKIP {item}: {note}; not decoded: {text}")
-
-    def fail(self, item: str, exc: BaseException) -> None:
-        line = f"FAIL {item}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        self.failures.append(line)
-
-
 def cmd_verify(
     path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
 ) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
     from .errors import MissingCodecError
 
-    with _source(path, storage_options) as src:
-        spec = _format(src)
-    report = _Report()
-    with _open_file(spec, path, storage_options, quiet=True) as f:
+    hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
+    decoded = 0
+    skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
+    with _format_file(path, storage_options, quiet=True) as (spec, f):
         plan = spec.verify(f)
-        report.failures.extend(plan.failures)
+        failures = list(plan.failures)
         large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
         for item, check in progress(plan.items, progress_flag, large, "verify", "obj"):
             try:
-                if check():
-                    report.checked += 1
-                else:
-                    report.unhashed += 1
-                report.decoded += 1
+                hashed[bool(check())] += 1
+                decoded += 1
             except MissingCodecError as exc:
                 # a format's check marks whether the stored hash was verified before decoding failed
-                hashed = exc.hash_verified
-                if hashed:
-                    report.checked += 1
-                elif hashed is False:
-                    report.unhashed += 1
+                hashed[exc.hash_verified] += 1
                 notes: dict[bool | None, str] = {True: "xxh3 hash verified", False: "no stored hash"}
-                note = notes.get(hashed, "checksum not checked" if plan.checksums else "the format stores no checksum")
-                report.skip(item, exc, note)
+                unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
+                skipped.append(f"SKIP {item}: {notes.get(exc.hash_verified, unknown)}; not decoded: {_one_line(exc)}")
             except Exception as exc:  # every failure is reported per item
-                report.fail(item, exc)
-    for line in report.failures + report.skipped:
+                first = str(exc).strip().splitlines()
+                failures.append(f"FAIL {item}: {type(exc).__name__}: {first[0] if first else ''}")
+    for line in failures + skipped:
         print(line)
     if not plan.checksums:
-        detail = f"{count(report.decoded, plan.unit)} decoded; the format stores no checksums"
+        detail = f"{count(decoded, plan.unit)} decoded; the format stores no checksums"
     else:
-        detail = f"{count(report.checked, 'hash', 'hashes')} verified, {count(report.decoded, 'item')} decoded"
-        if report.unhashed:
-            detail += f", {report.unhashed} without a stored hash"
-    if report.skipped:
-        detail += f", {count(len(report.skipped), 'item')} skipped (optional codec package missing)"
-    if report.failures or (strict and report.skipped):
-        problems = len(report.failures) + (len(report.skipped) if strict else 0)
+        detail = f"{count(hashed[True], 'hash', 'hashes')} verified, {count(decoded, 'item')} decoded"
+        if hashed[False]:
+            detail += f", {hashed[False]} without a stored hash"
+    if skipped:
+        detail += f", {count(len(skipped), 'item')} skipped (optional codec package missing)"
+    if failures or (strict and skipped):
+        problems = len(failures) + (len(skipped) if strict else 0)
         print(f"{path}: FAILED: {count(problems, 'problem')} ({plan.summary}; {detail})")
         return 1
     print(f"{path}: OK ({spec.title}: {plan.summary}; {detail})")
@@ -332,7 +299,7 @@ def _parser() -> argparse.ArgumentParser:
         "Without a command: open every bundled sample and show what it holds.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -377,14 +344,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also fail (exit 1) when an item is skipped because an optional codec package is missing",
     )
-    _add_virtual_commands(sub)
+    from .virtual.cli import add_refs_command
+
+    add_refs_command(sub, _json_options)
     return parser
-
-
-def _version() -> str:
-    from . import __version__
-
-    return str(__version__)
 
 
 def _json_options(text: str) -> dict[str, Any]:
@@ -403,12 +366,16 @@ def _one_line_warning(
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def _error_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror and type(exc).__module__ == "builtins":
         # "[Errno 2] No such file or directory: 'x.tgm'" -> "'x.tgm': No such file or directory"
         where = f"{exc.filename!r}: " if exc.filename is not None else ""
         return f"{where}{exc.strerror}"
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = _one_line(exc) or type(exc).__name__
     if isinstance(exc, (CliError, OSError)) or type(exc).__module__.startswith("xarray_tensogram"):
         return text
     return f"{type(exc).__name__}: {text}"
@@ -437,24 +404,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     options = getattr(args, "storage_options", None)
-    status = 0
     old_showwarning = warnings.showwarning
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = _one_line_warning
-            if args.command is None:
-                main_job()
-            elif args.command == "info":
-                cmd_info(args.file, options)
-            elif args.command == "ls":
-                cmd_ls(args.file, options, tiles=args.tiles)
-            elif args.command == "dump":
-                cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel)
-            elif args.command == "verify":
-                status = cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict)
-            elif args.command == "refs":
-                _run_refs(args)
+            commands: dict[str | None, Callable[[], int | None]] = {
+                None: main_job,
+                "info": lambda: cmd_info(args.file, options),
+                "ls": lambda: cmd_ls(args.file, options, tiles=args.tiles),
+                "dump": lambda: cmd_dump(
+                    args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel
+                ),
+                "verify": lambda: cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict),
+                "refs": lambda: _run_refs(args),
+            }
+            status = commands[args.command]() or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -474,12 +439,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # -- virtual Zarr (the 'virtual' extra): kept in one block so the dispatch above stays small ----------
-def _add_virtual_commands(sub: Any) -> None:
-    from .virtual.cli import add_refs_command
-
-    add_refs_command(sub, _json_options)
-
-
 def _run_refs(args: argparse.Namespace) -> None:
     try:
         import virtualizarr  # noqa: F401 - only: is it installed
