@@ -16,7 +16,6 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -69,9 +68,7 @@ def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
     if drop_variables is None:
         return frozenset()
-    if isinstance(drop_variables, str):
-        return frozenset([drop_variables])
-    return frozenset(drop_variables)
+    return frozenset([drop_variables] if isinstance(drop_variables, str) else drop_variables)
 
 
 class _SharedFile:
@@ -303,8 +300,7 @@ def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
     return flags
 
 
-@dataclass
-class _Decoded:
+class _Decoded(NamedTuple):
     """Decoded Datasets of an opened file, keyed by group path."""
 
     datasets: dict[str, xr.Dataset]
@@ -312,11 +308,12 @@ class _Decoded:
     file: FormatFile[Any]
 
 
-def _decode_groups(opened: _Opened, keep: str | None) -> dict[str, xr.Dataset]:
-    """Every group (or only ``keep``, as root) decoded; each Dataset closes its share of the file."""
-    groups = opened.groups
+def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:
+    """Every group (``every``), else the one to open, decoded; the ``group`` option keeps only that one (as root).
+    Each Dataset closes its share of the file."""
+    groups, keep = opened.groups, opened.values["group"]
     with close_on_error(opened.file):
-        if keep is not None:
+        if keep is not None or not every:
             groups = {"/": groups[_select_group(groups, keep, opened.file.name)]}
         elif "/" not in groups:  # the root holds the attributes all groups share
             groups = {"/": RawGroup({}, attrs=dict(next(iter(groups.values())).attrs)), **groups}
@@ -339,7 +336,7 @@ def open_decoded(filename_or_obj: Any, **options: Any) -> _Decoded:
     """Every group decoded, with the open file's format record and file object (for ``info``, which
     prints the format's own summary beside xarray's without opening the file twice)."""
     opened = _open(filename_or_obj, options)
-    datasets = _decode_groups(opened, opened.values["group"])
+    datasets = _decode_groups(opened, every=True)
     return _Decoded({k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened.spec, opened.file)
 
 
@@ -448,11 +445,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         UnsupportedOptionError
             If an option does not apply to the file's format (``UnknownOptionError``: no such option).
         """
-        opened = _open(filename_or_obj, options)
-        with close_on_error(opened.file):
-            key = _select_group(opened.groups, opened.values["group"], opened.file.name)
-        store = TensogramDataStore(opened.groups[key], _SharedFile(opened.file, 1))
-        return store.decode(_decoders(opened.values), opened.values["drop_variables"])
+        return _decode_groups(_open(filename_or_obj, options), every=False)["/"]
 
     @_declared_signature
     def open_groups_as_dict(self, filename_or_obj: Any, **options: Any) -> dict[str, xr.Dataset]:
