@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import samples
+from . import errors, samples
 from ._version import __version__
-from . import errors
 from .errors import *  # noqa: F403 - every exception and warning class is exported (errors.__all__)
 from .formats.tensogram import open_tensogram
 from .formats.tetr import open_tetr

@@ -91,10 +91,6 @@ class ArraySpec:
         if len(self.shape) != len(self.chunk_shape):
             raise ValueError("shape and chunk_shape must have the same rank")
 
-    @property
-    def nchunks(self) -> int:
-        return math.prod(chunk_counts(self.shape, self.chunk_shape))
-
 
 class MissingChunk(Exception):
     """Raised by a reader for a chunk that does not exist (filled with ``fill_value``)."""
@@ -318,10 +314,7 @@ class TransposedReader:
     order: tuple[int, ...]
 
     def _inner(self, key: Sequence[Any]) -> tuple[Any, ...]:
-        back = [0] * len(self.order)
-        for i, o in enumerate(self.order):
-            back[o] = i
-        return tuple(key[b] for b in back)
+        return tuple(key[b] for b in np.argsort(self.order))
 
     def byte_layout(self, spec: ArraySpec) -> Unreferenced:
         """Not referenced: Zarr v3's ``transpose`` codec would express it, but kerchunk references are Zarr v2."""

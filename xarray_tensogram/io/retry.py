@@ -14,7 +14,7 @@ import email.utils
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from ..errors import RemoteReadError, UnsupportedOptionError
 
@@ -60,12 +60,7 @@ class RetryPolicy:
         bad = [k for k, v in given.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
         if bad:
             raise UnsupportedOptionError(f"retries: {bad} must be numbers >= 0 (given {given})")
-        return cls(
-            retries=int(given.get("retries", cls.retries)),
-            backoff=float(given.get("backoff", cls.backoff)),
-            max_delay=float(given.get("max_delay", cls.max_delay)),
-            timeout=float(given.get("timeout", cls.timeout)),
-        )
+        return replace(cls(), **{k: type(getattr(cls, k))(v) for k, v in given.items()})  # the fields' types
 
 
 def _status(exc: BaseException) -> int | None:
