@@ -84,18 +84,14 @@ def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int =
     """Flatten nested maps into dotted keys with netCDF-safe values (``{"mars": {"class": "od"}}`` ->
     ``{"mars.class": "od"}``)."""
     out: dict[str, Any] = {}
-
-    def walk(m: Mapping[Any, Any], pre: str, depth: int) -> None:
-        for k, v in m.items():
-            key = f"{pre}{k}"
-            if isinstance(v, Mapping) and v and depth < max_depth:
-                walk(v, key + ".", depth + 1)
-            elif isinstance(v, Mapping):
-                out[key] = netcdf_safe_value(dict(v)) if v else "{}"
-            else:
-                out[key] = netcdf_safe_value(v)
-
-    walk(mapping, prefix, 0)
+    for k, v in mapping.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v and max_depth > 0:
+            out.update(flatten_attrs(v, key + ".", max_depth - 1))
+        elif isinstance(v, Mapping):
+            out[key] = netcdf_safe_value(dict(v)) if v else "{}"
+        else:
+            out[key] = netcdf_safe_value(v)
     return out
 
 
