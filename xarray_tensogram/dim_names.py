@@ -85,26 +85,34 @@ def check_requested_dims(
         )
 
 
+def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:
+    """What is wrong with a list of dim names for a variable of ``rank`` (None: nothing)."""
+    if len(wanted) != rank:
+        return f"{_entries(len(wanted))} for {rank} ax{'is' if rank == 1 else 'es'}"
+    if not all(isinstance(d, str) for d in wanted):
+        return "names that are not strings"
+    if any(d == "" for d in wanted):
+        return "an empty name"
+    if len(set(wanted)) != len(wanted):
+        return "a duplicate name"
+    return None
+
+
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
 def _check_one(wanted: Any, var: str, rank: int, what: str, source: str | None, axes_note: str) -> None:
     """One list of names for one variable: strings, distinct, not empty, one per axis."""
     if isinstance(wanted, str) or not isinstance(wanted, Sequence):
         raise DimensionNameError(f"{describe(source)}{what} must be a list of dimension names, got {wanted!r}")
     if len(wanted) != rank:
-        entries = f"{len(wanted)} entr{'y' if len(wanted) == 1 else 'ies'}"
         raise DimensionNameError(
-            f"{describe(source)}{what} has {entries} {list(wanted)!r}, but variable {var!r} has "
+            f"{describe(source)}{what} has {_entries(len(wanted))} {list(wanted)!r}, but variable {var!r} has "
             f"{rank} {'axis' if rank == 1 else 'axes'}{axes_note}: give one name per axis"
             + ("" if what != "dim_names" else ", or a dict {variable: [names]} for variables of other ranks")
         )
-    problem = (
-        "names that are not strings"
-        if not all(isinstance(d, str) for d in wanted)
-        else "an empty name"
-        if "" in wanted
-        else "a duplicate name"
-        if len(set(wanted)) != len(wanted)
-        else None
-    )
+    problem = _dim_names_problem(list(wanted), rank)
     if problem:
         raise DimensionNameError(
             f"{describe(source)}{what}: {list(wanted)!r} has {problem} (variable {var!r} has {rank} axes); "
