@@ -32,14 +32,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import xarray as xr
+from xarray.backends.common import datatree_from_dict_with_io_cleanup
+
 from ._version import __version__
 from .cli_dump import CliError, cmd_dump
 from .cli_dump import open_dataset as _open
-from .errors import install_hint
+from .errors import GroupSelectionError, MissingCodecError, NotATensorFileError, describe, install_hint
+from .formats import registry
 from .formats.reports import count, shape_text
+from .io import open_source
 from .layout_record import LayoutRecord
 from .progress import PROG, add_progress_flags, progress
 from .samples import paths as sample_paths
+from .virtual.cli import add_refs_command
 
 __all__ = ["main"]
 
@@ -59,10 +65,6 @@ def _format_file(path: str, storage_options: dict[str, Any] | None, quiet: bool 
     """The format record and the format's own file object. A file none of the formats recognises is an
     error in the file (exit status 1), not in the command line; ``quiet`` silences scan warnings (the
     command reports damage itself)."""
-    from .errors import NotATensorFileError, describe
-    from .formats import registry
-    from .io import open_source
-
     with open_source(path, storage_options) as source:
         spec = registry.sniff(source)
         if spec is None:
@@ -106,8 +108,6 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
 # -- info ----------------------------------------------------------------------------------------------
 def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
     """The format's own summary, then xarray's, from one open of the file."""
-    from xarray.backends.common import datatree_from_dict_with_io_cleanup
-
     from .backend import open_decoded
 
     opened = open_decoded(path, **_storage_kwargs(storage_options))
@@ -164,10 +164,7 @@ def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool
 # -- what the storage units map to (ls, main job) --------------------------------------------------
 def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[tuple[str, Any]], Any]:
     """``([(group, Dataset)], what to close)`` as xarray opens the file: one Dataset, or a DataTree's groups."""
-    import xarray as xr
-
     from .backend import TensogramBackendEntrypoint
-    from .errors import GroupSelectionError
 
     try:
         ds = _open(path, storage_options)
@@ -232,8 +229,6 @@ def cmd_verify(
     path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
 ) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
-    from .errors import MissingCodecError
-
     hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
     decoded = 0
     skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
@@ -344,8 +339,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also fail (exit 1) when an item is skipped because an optional codec package is missing",
     )
-    from .virtual.cli import add_refs_command
-
     add_refs_command(sub, _json_options)
     return parser
 
