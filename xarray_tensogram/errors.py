@@ -9,6 +9,9 @@ dataset/chunk, tensor) and the byte offset, and say what was expected.
 
 from __future__ import annotations
 
+import difflib
+import os
+import sys
 from collections.abc import Iterable, Sequence
 
 #: the exception and warning classes (the package exports each); the helpers below are for its own modules
@@ -226,8 +229,6 @@ def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | 
     from ``mars.step`` and two from ``mars.type``, which difflib alone ranks equal (and then picks the
     later in alphabetical order). Every suggestion of the package comes from here.
     """
-    import difflib
-
     pool = list(dict.fromkeys(candidates))
     near = difflib.get_close_matches(name, pool, n=max(1, len(pool)), cutoff=cutoff)
     return min(near, key=lambda c: _edits(name, c)) if near else None  # ties keep difflib's order
@@ -262,9 +263,6 @@ def user_stacklevel() -> int:
     for ``warnings.warn`` called by the function that calls this one: right however many of the
     package's frames lie between (a decorator such as the writers' keyword check adds one), as pandas'
     ``find_stack_level`` does."""
-    import os
-    import sys
-
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
