@@ -55,11 +55,6 @@ PROGRESS_BYTES = 64 << 20
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def _storage_kwargs(storage_options: dict[str, Any] | None) -> dict[str, Any]:
-    """``storage_options=`` only when some are given (the default stays the backend's)."""
-    return {"storage_options": storage_options} if storage_options else {}
-
-
 @contextlib.contextmanager
 def _format_file(path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Iterator[tuple[Any, Any]]:
     """The format record and the format's own file object. A file none of the formats recognises is an
@@ -110,7 +105,7 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
     """The format's own summary, then xarray's, from one open of the file."""
     from .backend import open_decoded
 
-    opened = open_decoded(path, **_storage_kwargs(storage_options))
+    opened = open_decoded(path, storage_options=storage_options or None)
     datasets = opened.datasets
     try:
         size = opened.file.source.size
@@ -170,7 +165,7 @@ def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[t
         ds = _open(path, storage_options)
         return [("", ds)], ds
     except GroupSelectionError:
-        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, **_storage_kwargs(storage_options))
+        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, storage_options=storage_options or None)
         return [(node.path, node.to_dataset()) for node in tree.subtree if node.data_vars], tree
 
 

@@ -31,9 +31,7 @@ def open_dataset(path: str, storage_options: dict[str, Any] | None = None, **kwa
     """``xr.open_dataset`` with this package's engine, for every command."""
     from .backend import TensogramBackendEntrypoint
 
-    if storage_options:
-        kwargs["storage_options"] = storage_options
-    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kwargs)
+    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, storage_options=storage_options or None, **kwargs)
 
 
 def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
@@ -141,7 +139,7 @@ def cmd_dump(
 ) -> None:
     selection = _parse_isel(isel)
     labels = _parse_sel(sel)
-    ds = open_dataset(path, storage_options, **({"group": group} if group else {}))
+    ds = open_dataset(path, storage_options, group=group or None)
     try:
         if var not in ds.variables:
             raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")

@@ -1,19 +1,13 @@
 """The raw variables and groups every assembly hands on, lazy or in memory, and their netCDF-safe attributes.
 
-A raw variable is what a format's assembly (and a producer's read mapping) gives the data store before
-xarray's CF decoding: a plain :class:`RawVariable` record (cfgrib's pattern) holding its dims, a lazy
-:class:`ArraySpec` (:func:`lazy_variable`) or values in memory (:func:`array_variable`), its attributes and
-the encoding a user should see, so the spec belongs to the variable and never rides in ``encoding``. A
+A :class:`RawVariable` (cfgrib's pattern) is what a format's assembly or a producer's read mapping gives the
+data store before xarray's CF decoding: dims, a lazy :class:`ArraySpec` or values in memory, attributes and
+the encoding a user should see; so the spec belongs to the variable and never rides in ``encoding``. A
 :class:`RawGroup` is one group of them. Building xarray objects during assembly would merge and copy every
-variable (about 10 us each, 2 ms for a ``.zt`` of 200 tensors) only for the store to take them out again,
-and would build indexes, reading lazy coordinates before CF decoding; indexes are the data store's to make
-once the variables are decoded, as xarray's own stores leave them to ``open_dataset``. The assembly stages
-that change a group after it is built (restoring a written layout) work on these records too.
-:func:`xarray_variable` is the one place a record becomes an ``xr.Variable``: the data store calls it, and
-:meth:`RawGroup.to_dataset` for the consumers that work on raw Datasets (the virtual Zarr parsers, the Zarr
-store). Attribute values are made netCDF-safe (nested maps flattened to dotted keys, typed values restored)
-so that ``to_netcdf`` of an opened Dataset works. The records sit here, below the producers, whose read
-mappings build them too.
+variable (about 10 us each) only for the store to take them out again, and would build indexes (reading lazy
+coordinates) before CF decoding. :func:`xarray_variable` is the one place a record becomes an ``xr.Variable``.
+Attribute values are made netCDF-safe (nested maps flattened to dotted keys, typed values restored) so that
+``to_netcdf`` of an opened Dataset works.
 """
 
 from __future__ import annotations

@@ -25,30 +25,22 @@ from .retry import Fault, Retrying, RetryPolicy, transient
 class FsspecSource(ByteSource):
     """A remote (or any fsspec) file, fetched with one range request per read.
 
-    ``url`` may be any fsspec URL (``s3://``, ``gs://``, ``https://``, ``file://``, ``memory://``)
-    or a chained URL (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged
-    (for chained URLs, keyed by protocol as fsspec expects). Opening asks for the size once
-    (one ``HEAD`` for HTTP and S3); every :meth:`read` is one ranged ``GET`` of exactly the
-    bytes asked for, and :meth:`read_ranges` sends its ranges concurrently.
+    ``url`` may be any fsspec URL (``s3://``, ``https://``, ``memory://``) or a chained one
+    (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged. Opening asks for the size once
+    (one ``HEAD``); every :meth:`read` is one ranged ``GET`` of exactly the bytes asked for, and
+    :meth:`read_ranges` sends its ranges concurrently.
 
-    The three formats keep their metadata at the ends of the file (Tensogram preamble and
-    header frames, the Tetration superblock and directory, the zTensor tail and index, the
-    Tetration footer), and their readers parse it with several small reads. So the source that
-    opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each the
-    first time a small read falls there, and serves later reads inside them from memory: opening
-    costs a few requests instead of one per field. Unpickled copies (Dask tasks) do not do this;
-    they fetch exactly the bytes of the chunk they read.
+    The formats keep their metadata at the ends of the file and parse it with several small reads, so the
+    source that opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each, the
+    first time a small read falls there, and serves later reads inside them from memory. Unpickled copies
+    (Dask tasks) fetch exactly the bytes of the chunk they read.
 
-    Every range is retried on transient faults (5xx, 429 with ``Retry-After``, resets, short bodies)
-    as the ``retries`` policy says, asking again only for the bytes still missing
-    (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the size, ETag
-    and Last-Modified seen at the open, else :class:`~xarray_tensogram.errors.FileChangedError`
-    (:mod:`~xarray_tensogram.io.http`).
+    Every range is retried on transient faults as the ``retries`` policy says, asking again only for the
+    bytes still missing (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the
+    size, ETag and Last-Modified seen at the open (:mod:`~xarray_tensogram.io.http`).
 
-    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec
-    filesystem is created lazily in each process (and again after a fork), so a pickled source,
-    e.g. inside a Dask task, reopens the remote file in the worker without holding any connection
-    across pickling.
+    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec filesystem is
+    created lazily in each process (and again after a fork), so a pickled source holds no connection.
     """
 
     def __init__(
