@@ -300,14 +300,6 @@ def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
     return flags
 
 
-class _Decoded(NamedTuple):
-    """Decoded Datasets of an opened file, keyed by group path."""
-
-    datasets: dict[str, xr.Dataset]
-    spec: FormatSpec
-    file: FormatFile[Any]
-
-
 def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:
     """Every group (``every``), else the one to open, decoded; the ``group`` option keeps only that one (as root).
     Each Dataset closes its share of the file."""
@@ -332,12 +324,12 @@ def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:
     return out
 
 
-def open_decoded(filename_or_obj: Any, **options: Any) -> _Decoded:
-    """Every group decoded, with the open file's format record and file object (for ``info``, which
-    prints the format's own summary beside xarray's without opening the file twice)."""
+def open_decoded(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], _Opened]:
+    """Every group decoded, keyed by group path, and the opened file with its format record (for ``info``,
+    which prints the format's own summary beside xarray's without opening the file twice)."""
     opened = _open(filename_or_obj, options)
     datasets = _decode_groups(opened, every=True)
-    return _Decoded({k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened.spec, opened.file)
+    return {k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened
 
 
 def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
@@ -463,7 +455,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         dict of str to xarray.Dataset
             One lazy Dataset per group path.
         """
-        return open_decoded(filename_or_obj, **options).datasets
+        return open_decoded(filename_or_obj, **options)[0]
 
     @_declared_signature
     def open_datatree(self, filename_or_obj: Any, **options: Any) -> xr.DataTree:

@@ -105,8 +105,7 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
     """The format's own summary, then xarray's, from one open of the file."""
     from .backend import open_decoded
 
-    opened = open_decoded(path, storage_options=storage_options or None)
-    datasets = opened.datasets
+    datasets, opened = open_decoded(path, storage_options=storage_options or None)
     try:
         size = opened.file.source.size
         print(f"file:     {path}")

@@ -131,26 +131,23 @@ class InvalidNameError(XarrayTensogramError, TypeError):
     """A variable or attribute name a writer cannot store (not a string), refused as ``to_netcdf`` refuses it."""
 
 
-class NoSuchVariableError(XarrayTensogramError, KeyError):
-    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
 class NotATensorFileError(CorruptFileError):
     """The input is not a Tensogram, Tetration or zTensor file at all: empty, text, random bytes."""
 
 
-class _OSErrorText:
-    """Mixin: show the message as given (OSError would format it errno-style)."""
+class _PlainText:
+    """Mixin: show the message as given (OSError would format it errno-style, KeyError as a repr)."""
 
     def __str__(self) -> str:
         args = getattr(self, "args", ())
         return str(args[0]) if args else ""
 
 
-class IsADirectoryTensorError(_OSErrorText, NotATensorFileError, IsADirectoryError):
+class NoSuchVariableError(_PlainText, XarrayTensogramError, KeyError):
+    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
+
+
+class IsADirectoryTensorError(_PlainText, NotATensorFileError, IsADirectoryError):
     """The path names a directory; also an :class:`IsADirectoryError` for callers that catch OS errors."""
 
 
@@ -158,16 +155,16 @@ class StorageOptionsError(XarrayTensogramError, TypeError):
     """fsspec rejected the ``storage_options`` given for a URL (an unknown or mistyped option)."""
 
 
-class NoSuchDirectoryError(_OSErrorText, XarrayTensogramError, FileNotFoundError):
+class NoSuchDirectoryError(_PlainText, XarrayTensogramError, FileNotFoundError):
     """A writer's target lies in a directory that does not exist; also a :class:`FileNotFoundError`."""
 
 
-class RemoteReadError(_OSErrorText, XarrayTensogramError, OSError):
+class RemoteReadError(_PlainText, XarrayTensogramError, OSError):
     """A remote byte range could not be read: a fault that persisted through every retry, or one not worth
     retrying (a 4xx answer). Also an :class:`OSError`, as the network errors it replaces are."""
 
 
-class WriteLockTimeoutError(_OSErrorText, XarrayTensogramError, TimeoutError):
+class WriteLockTimeoutError(_PlainText, XarrayTensogramError, TimeoutError):
     """Another writer held the file's lock for longer than the writer would wait; also a :class:`TimeoutError`."""
 
 
