@@ -202,21 +202,19 @@ def stack_specs(
     read; ``template`` (a spec of the same shape, dtype and chunks as every member) then stands in for
     them here. Without a template, every member must be a built spec, and they are checked against each other.
     """
-    if template is not None and isinstance(members, Mapping):  # members given lazily: none is built here
-        present: list[Any] = [True] if members else []
-    else:
-        values = list(members.values()) if isinstance(members, Mapping) else list(members)
-        present = [m for m in values if m is not None]
-    if not present:
-        raise ValueError("cannot stack an empty set of arrays")
     if template is None:
+        present = [m for m in (members.values() if isinstance(members, Mapping) else members) if m is not None]
         specs = [m for m in present if isinstance(m, ArraySpec)]
+        if not present:
+            raise ValueError("cannot stack an empty set of arrays")
         if len(specs) != len(present):
             raise ValueError("members given lazily need a template spec")
         template = specs[0]
-        for m in specs:
-            if m.shape != template.shape or m.dtype != template.dtype or m.chunk_shape != template.chunk_shape:
-                raise ValueError("stacked members must share shape, dtype and chunk shape")
+        geometry = (template.shape, template.dtype, template.chunk_shape)
+        if any((m.shape, m.dtype, m.chunk_shape) != geometry for m in specs):
+            raise ValueError("stacked members must share shape, dtype and chunk shape")
+    elif not (members if isinstance(members, Mapping) else any(m is not None for m in members)):
+        raise ValueError("cannot stack an empty set of arrays")  # members given lazily: none is built here
     stack_shape = tuple(int(s) for s in stack_shape)
     held: tuple[Member | None, ...] | dict[int, Member]
     if isinstance(members, Mapping):  # a dict of its own kind (members packed, built when read) is kept as it is

@@ -153,13 +153,10 @@ class _Layout:
     def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
         """The array and grid coordinates a chunk key names, or None when it names no chunk of this file."""
         parts = key.split("/")
-        for i, part in enumerate(parts):
-            if part != "c":
+        for i in (i for i, part in enumerate(parts) if part == "c"):
+            array, digits = self.arrays.get("/".join(parts[:i])), parts[i + 1 :]
+            if array is None or len(digits) != len(array.shape):
                 continue
-            array = self.arrays.get("/".join(parts[:i]))
-            if array is None or len(parts) - i - 1 != len(array.shape):
-                continue
-            digits = parts[i + 1 :]
             canonical = all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits)
             if not canonical:  # only the key as Zarr writes it names a chunk ("01" does not)
                 return None

@@ -167,11 +167,10 @@ class FsspecSource(ByteSource):
             tail = max(0, self.size - self.END_BLOCK)
             for lo, hi in ((0, head), (tail, self.size)):
                 if lo <= offset and offset + length <= hi:
-                    block = self._fetch(lo, hi - lo)
-                    if len(block) == hi - lo:
-                        with self._lock:
-                            if all(start != lo for start, _ in self._ends):
-                                self._ends = [*self._ends, (lo, block)]
+                    block = self._fetch(lo, hi - lo)  # exactly these bytes, or an error
+                    with self._lock:
+                        if all(start != lo for start, _ in self._ends):
+                            self._ends = [*self._ends, (lo, block)]
                     return block[offset - lo : offset + length - lo]
         return self._fetch(offset, length)
 
