@@ -32,13 +32,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-import xarray as xr
 from xarray.backends.common import datatree_from_dict_with_io_cleanup
 
 from ._version import __version__
 from .cli_dump import CliError, cmd_dump
 from .cli_dump import open_dataset as _open
-from .errors import GroupSelectionError, MissingCodecError, NotATensorFileError, describe, install_hint
+from .errors import MissingCodecError, NotATensorFileError, describe, install_hint
 from .formats import registry
 from .formats.reports import count, shape_text
 from .io import open_source
@@ -156,18 +155,6 @@ def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool
 
 
 # -- what the storage units map to (ls, main job) --------------------------------------------------
-def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[tuple[str, Any]], Any]:
-    """``([(group, Dataset)], what to close)`` as xarray opens the file: one Dataset, or a DataTree's groups."""
-    from .backend import TensogramBackendEntrypoint
-
-    try:
-        ds = _open(path, storage_options)
-        return [("", ds)], ds
-    except GroupSelectionError:
-        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, storage_options=storage_options or None)
-        return [(node.path, node.to_dataset()) for node in tree.subtree if node.data_vars], tree
-
-
 def _dims_origin(var: Any) -> str:
     """Where a variable's dims and name come from, from what the backend records in ``encoding``."""
     enc = var.encoding
@@ -207,15 +194,18 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
 
 def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
     """The Dataset view: each variable's dims, Dask chunk with ``chunks={}``, chunk count, dims' origin."""
-    parts, opened = _datasets(path, storage_options)
+    from .backend import open_decoded
+
+    datasets, _ = open_decoded(path, storage_options=storage_options or None)  # a file of groups: a root and each
     try:
-        grouped = len(parts) > 1 or bool(parts and parts[0][0])
-        rows = [row for group, ds in parts for row in _variable_rows(ds, group if grouped else "")]
+        grouped = len(datasets) > 1
+        rows = [row for group, ds in datasets.items() for row in _variable_rows(ds, group if grouped else "")]
         headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
         print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
         _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
     finally:
-        opened.close()
+        for ds in datasets.values():
+            ds.close()
 
 
 # -- verify --------------------------------------------------------------------------------------------
@@ -391,9 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     options = getattr(args, "storage_options", None)
-    old_showwarning = warnings.showwarning
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
             warnings.showwarning = _one_line_warning
             commands: dict[str | None, Callable[[], int | None]] = {
@@ -420,8 +409,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"{PROG}: error: {_error_line(exc)}", file=sys.stderr)
         return exc.status if isinstance(exc, CliError) else 1
-    finally:
-        warnings.showwarning = old_showwarning
     return status
 
 
