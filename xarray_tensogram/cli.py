@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import warnings
@@ -134,10 +135,7 @@ def _n_chunks(var: Any) -> int | None:
     chunks = var.encoding.get("preferred_chunks")
     if not chunks:
         return None
-    n = 1
-    for dim, size in var.sizes.items():
-        n *= -(-int(size) // max(1, int(chunks.get(dim, size)))) if size else 0
-    return n
+    return math.prod(-(-int(n) // max(1, int(chunks.get(d, n)))) if n else 0 for d, n in var.sizes.items())
 
 
 # -- ls ------------------------------------------------------------------------------------------------
