@@ -38,7 +38,7 @@ from xarray.backends.common import datatree_from_dict_with_io_cleanup
 from ._version import __version__
 from .cli_dump import CliError, cmd_dump
 from .cli_dump import open_dataset as _open
-from .errors import MissingCodecError, NotATensorFileError, describe, install_hint
+from .errors import MissingCodecError, NotATensorFileError, describe, first_line, install_hint
 from .formats import registry
 from .formats.reports import count, shape_text
 from .io import open_source
@@ -229,8 +229,7 @@ def cmd_verify(
                 unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
                 skipped.append(f"SKIP {item}: {notes.get(exc.hash_verified, unknown)}; not decoded: {_one_line(exc)}")
             except Exception as exc:  # every failure is reported per item
-                first = str(exc).strip().splitlines()
-                failures.append(f"FAIL {item}: {type(exc).__name__}: {first[0] if first else ''}")
+                failures.append(f"FAIL {item}: {type(exc).__name__}: {first_line(exc)}")
     for line in failures + skipped:
         print(line)
     if not plan.checksums:

@@ -210,6 +210,12 @@ class ZarrMappingWarning(UserWarning):
     """A name was changed so that Zarr can hold it (in the Zarr store of a file)."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (empty for none), for one-line reports that name it."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def byte_text(data: bytes) -> str:
     """Bytes as a message shows them, without Python's ``b'...'`` literal: ``'THST'`` when they are
     printable ASCII, else their hex digits (``hex 89 48 44 46``)."""

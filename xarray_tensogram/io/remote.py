@@ -14,6 +14,7 @@ from ..errors import (
     StorageOptionsError,
     XarrayTensogramError,
     describe,
+    first_line,
     install_hint,
 )
 from .base import ByteSource
@@ -248,12 +249,10 @@ class FsspecSource(ByteSource):
 
 def _short(exc: BaseException) -> str:
     """One line naming the error, and its cause when fsspec wrapped one (e.g. a refused connection)."""
-    text = str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {text[0] if text else ''}"
+    line = f"{type(exc).__name__}: {first_line(exc)}"
     cause = exc.__cause__ or exc.__context__
     if cause is not None and cause is not exc:
-        more = str(cause).strip().splitlines()
-        line += f"; caused by {type(cause).__name__}: {more[0] if more else ''}"
+        line += f"; caused by {type(cause).__name__}: {first_line(cause)}"
     return line
 
 
