@@ -139,12 +139,7 @@ class StackedReader:
         """Every present member with its flat index, in order (all built)."""
         members = self.members
         flats = sorted(members) if isinstance(members, dict) else range(len(members))
-        out = []
-        for i in flats:
-            m = self.member_at(i)
-            if m is not None:
-                out.append((i, m))
-        return out
+        return [(i, m) for i in flats if (m := self.member_at(i)) is not None]
 
     def member(self, stack_coords: Sequence[int]) -> ArraySpec | None:
         flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
@@ -161,20 +156,22 @@ class StackedReader:
             parts.append((stack_coords, layout))
         return stack_layouts(parts, len(self.stack_shape))
 
-    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+    def _present(self, coords: tuple[int, ...]) -> tuple[int, ArraySpec]:
+        """The number of stacked axes and the member holding the chunk at ``coords`` (:class:`MissingChunk`: none)."""
         k = len(self.stack_shape)
         member = self.member(coords[:k])
         if member is None:
             raise MissingChunk(coords)
+        return k, member
+
+    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+        k, member = self._present(coords)
         inner = member.reader.read_chunk(coords[k:], region[k:])
         return inner.reshape((1,) * k + inner.shape)
 
     def read_chunk_into(self, coords: tuple[int, ...], region: Region, out: np.ndarray) -> bool:
         """Forward to the member's :func:`read_chunk_into` (``out`` without the stacked axes)."""
-        k = len(self.stack_shape)
-        member = self.member(coords[:k])
-        if member is None:
-            raise MissingChunk(coords)
+        k, member = self._present(coords)
         return read_chunk_into(member.reader, coords[k:], region[k:], out.reshape(out.shape[k:]) if k else out)
 
 
