@@ -8,6 +8,7 @@ same CF decoding as ``open_dataset`` does. zarr is imported only inside the func
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -136,11 +137,9 @@ def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
     warning)."""
     from zarr.core.dtype import parse_data_type
 
-    try:
+    with contextlib.suppress(ValueError, TypeError):
         parse_data_type(dtype, zarr_format=3)
         return dtype
-    except (ValueError, TypeError):
-        pass
     if dtype.name.startswith(_WIDENED):
         served = np.dtype("float32")
         message = f"it is served as {served}, which holds every value exactly"

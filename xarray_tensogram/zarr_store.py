@@ -143,12 +143,10 @@ class _Layout:
         served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
         if served is None:
             return
-        array = replace(array, dtype=served)
-        zfill = default_fill(array.dtype, array.fill)
+        array = self.arrays[path] = replace(array, dtype=served, fill=default_fill(served, array.fill))
         self.documents[_join(path, "zarr.json")] = array_document(
-            array.shape, array.dtype, array.chunk_shape, zfill, nested_attrs(attrs), [str(d) for d in var.dims]
+            array.shape, served, array.chunk_shape, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
         )
-        self.arrays[path] = replace(array, fill=zfill)
 
     def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
         """The array and grid coordinates a chunk key names, or None when it names no chunk of this file."""
