@@ -108,10 +108,7 @@ class TensogramDataStore(AbstractDataStore):
         return dict(self.attrs)
 
     def get_dimensions(self) -> dict[str, int]:
-        sizes: dict[str, int] = {}
-        for var in self.variables.values():
-            sizes.update((str(d), int(n)) for d, n in var.sizes.items())
-        return sizes
+        return {str(d): int(n) for var in self.variables.values() for d, n in var.sizes.items()}
 
     def get_encoding(self) -> dict[str, Any]:
         return dict(self.encoding)
@@ -232,7 +229,8 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     values["retries"] = RetryPolicy.of(values["retries"])  # a bad value is refused whatever the file
     _warn_remote_only(filename_or_obj, given)
     # what the assembled groups depend on (in a stable order: the entry's key is made from it)
-    keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache", "retries")}
+    unkeyed = ("group", "metadata_cache", "retries")
+    keyed = {k: values[k] for k in declared.names(*declared.NOT_XARRAY) if k not in unkeyed}
     keyed["drop_variables"] = sorted(values["drop_variables"])
     groups, f, name = open_cached(
         filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
@@ -280,11 +278,8 @@ def open_raw_groups(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.
     ``options`` are those of ``open_dataset`` other than CF decoding; None means the default.
     """
     given = {k: v for k, v in options.items() if v is not None}
-    opened = _open(filename_or_obj, given, declared.names(*_NOT_XARRAY))
+    opened = _open(filename_or_obj, given, declared.names(*declared.NOT_XARRAY))
     return {k: g.to_dataset() for k, g in opened.groups.items()}, opened.file
-
-
-_NOT_XARRAY = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
 
 
 def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -293,11 +288,8 @@ def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
     ``decode_timedelta`` passes through: MARS ``step`` carries the ``dtype`` attribute xarray's own
     encoder writes, so xarray decodes it to timedelta64 by default, and netCDF "hours" stay numbers.
     """
-    flags = {n: values[n] for n in declared.names(declared.Scope.XARRAY)}
-    for name in ("mask_and_scale", "decode_times", "decode_coords", "concat_characters"):
-        if flags[name] is None:
-            flags[name] = True
-    return flags
+    on = ("mask_and_scale", "decode_times", "decode_coords", "concat_characters")  # by default, as in xarray
+    return {n: True if n in on and values[n] is None else values[n] for n in declared.names(declared.Scope.XARRAY)}
 
 
 def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:

@@ -172,6 +172,8 @@ OPTIONS: tuple[OpenOption, ...] = (
 )
 
 _BY_NAME = {o.name: o for o in OPTIONS}
+#: the scopes of the options taken where no CF decoding follows (the raw groups, the Zarr store: xarray decodes)
+NOT_XARRAY = (Scope.EVERY_FORMAT, Scope.FORMAT, Scope.BACKEND)
 
 
 def by_name(name: str) -> OpenOption:

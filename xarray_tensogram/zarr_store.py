@@ -49,9 +49,6 @@ from .zarr_meta import (
 
 __all__ = ["TensogramStore"]
 
-#: the open options a store takes: all but xarray's CF decoding switches (xarray applies those on top)
-_OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
-
 
 @dataclass(frozen=True)
 class _Array:
@@ -249,7 +246,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
                 f"TensogramStore({path_or_url!r}) is read-only: writing through Zarr is not supported; "
                 f"write with Dataset.tensogram.to_tensogram (or to_tetr / to_ztensor)"
             )
-        declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*_OPEN_SCOPES))
+        declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*declared.NOT_XARRAY))
         super().__init__(read_only=True)
         given = {
             **options,
@@ -371,7 +368,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
 
 #: ``(self, path_or_url, *, <each open option a store takes>, read_only=True)``, from the options' declaration
 TensogramStore.__init__.__signature__ = declared.signature(  # type: ignore[attr-defined]  # functions take a __signature__
-    *_OPEN_SCOPES,
+    *declared.NOT_XARRAY,
     first="path_or_url: str | os.PathLike[str]",
     returns="None",
     extra=[inspect.Parameter("read_only", inspect.Parameter.KEYWORD_ONLY, default=True, annotation="bool")],
