@@ -205,6 +205,14 @@ def lazy_variable(
     return RawVariable(tuple(str(d) for d in dims), spec, typed_attrs(attrs) if attrs else {}, enc)
 
 
+def _parsed(text: str) -> Any:
+    """A value written as text: JSON, or a float JSON cannot spell (``"nan"``, ``"inf"``)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return float(text)
+
+
 def _typed(value: Any, kind: str) -> Any:
     if kind == "py:bytes":
         return bytes.fromhex(value) if isinstance(value, str) else bytes(value)
@@ -212,17 +220,11 @@ def _typed(value: Any, kind: str) -> Any:
         if isinstance(value, str):
             if kind == "py:str":
                 return value
-            try:
-                value = json.loads(value)
-            except ValueError:
-                value = float(value)  # "nan", "inf"
+            value = _parsed(value)
         return {"py:int": int, "py:float": float, "py:bool": bool}.get(kind, lambda v: v)(value)
     dtype = np.dtype(kind)
     if isinstance(value, str) and dtype.kind not in "US":
-        try:
-            value = json.loads(value)
-        except ValueError:
-            value = float(value)
+        value = _parsed(value)
     array = np.asarray(value, dtype=dtype)
     return array[()] if array.ndim == 0 else array
 
