@@ -358,11 +358,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         base = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
         inside_chunks = any(base.startswith(_join(p, "c") + "/") for p in layout.arrays)
         keys = layout.keys() if inside_chunks else layout.shallow_keys()
-        seen: dict[str, None] = {}
-        for key in keys:
-            if key.startswith(base) and key != base:
-                seen.setdefault(key[len(base) :].split("/")[0])
-        for name in seen:
+        for name in dict.fromkeys(k[len(base) :].split("/")[0] for k in keys if k.startswith(base) and k != base):
             yield name
 
 

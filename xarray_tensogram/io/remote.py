@@ -220,9 +220,9 @@ class FsspecSource(ByteSource):
         if is_http(fs):
             out = run_on_loop(fs, self._get_ranges, fs, path, ranges)
         else:
-            starts = [o for o, _ in ranges]
-            ends = [o + n for o, n in ranges]
-            got = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+            got = fs.cat_ranges(
+                [path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges], on_error="return"
+            )
             # a range that failed or came back short is read again alone, with retries
             out = [
                 b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n)
