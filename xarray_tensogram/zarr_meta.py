@@ -34,10 +34,8 @@ __all__ = [
 
 def json_attr(value: Any) -> Any:
     """An attribute value as JSON holds it (numpy arrays as lists, numpy scalars as Python ones)."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):
         return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, (list, tuple)):
         return [json_attr(v) for v in value]
     if isinstance(value, Mapping):
