@@ -111,16 +111,15 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
         print(f"file:     {path}")
         for line in opened.spec.info(opened.file):
             print(line)
+        nbytes = sum(ds.nbytes for ds in datasets.values())  # a file of groups: its root holds no variable
+        sizes = f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})"
         if len(datasets) > 1:
-            tree = datatree_from_dict_with_io_cleanup(datasets)
-            nbytes = sum(node.dataset.nbytes for node in tree.subtree)
-            print(f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})")
-            print(tree)
+            print(sizes)
+            print(datatree_from_dict_with_io_cleanup(datasets))
             return
         ds = datasets["/"]
         print(
-            f"sizes:    {size} bytes in the file ({_human(size)}), {ds.nbytes} bytes decoded "
-            f"({_human(ds.nbytes)}), {count(len(ds.data_vars), 'data variable')} in "
+            f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
             f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
             "(as 'ls' counts them; coordinates not counted)"
         )
