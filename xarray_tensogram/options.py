@@ -236,8 +236,4 @@ def signature(
 def numpydoc_entries(indent: str = "") -> str:
     """The declared options as numpydoc ``Parameters`` entries, for a docstring (and the API page) built
     from the declaration rather than a ``**options`` line."""
-    lines = []
-    for o in OPTIONS:
-        lines.append(f"{indent}{o.name} : {o.annotation}, default {o.default!r}")
-        lines.append(f"{indent}    {o.doc}")
-    return "\n".join(lines)
+    return "\n".join(f"{indent}{o.name} : {o.annotation}, default {o.default!r}\n{indent}    {o.doc}" for o in OPTIONS)
