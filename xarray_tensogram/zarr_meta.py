@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .byte_layout import zarr_bytes_codec
 from .errors import ZarrMappingWarning
 
 __all__ = [
@@ -174,14 +175,13 @@ def array_document(
     from zarr.core.metadata.v3 import ArrayV3Metadata
 
     zdtype = parse_data_type(dtype, zarr_format=3)
-    codec: dict[str, Any] = {"name": "bytes", "configuration": {"endian": "little"} if dtype.itemsize > 1 else {}}
     meta = ArrayV3Metadata(
         shape=tuple(shape),
         data_type=zdtype,
         chunk_grid={"name": "regular", "configuration": {"chunk_shape": list(chunk_shape)}},
         chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
         fill_value=zdtype.default_scalar() if fill is None else fill,
-        codecs=[codec],
+        codecs=[zarr_bytes_codec(dtype)],
         attributes=json_attr(dict(attrs)),
         dimension_names=[str(d) for d in dims],
     )
