@@ -4,42 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import samples
+from . import errors, samples
 from ._version import __version__
-from .errors import (
-    CodecError,
-    CorruptFileError,
-    CorruptMessageWarning,
-    DimensionNameError,
-    EncodeError,
-    FileChangedError,
-    GroupSelectionError,
-    HypercubeError,
-    IgnoredOptionWarning,
-    IntegrityError,
-    InvalidNameError,
-    IsADirectoryTensorError,
-    LimitExceededError,
-    MetadataError,
-    MissingCodecError,
-    MissingHashError,
-    NoSuchDirectoryError,
-    NoSuchVariableError,
-    NotATensorFileError,
-    RemoteReadError,
-    StorageOptionsError,
-    TensogramMappingWarning,
-    TetrMappingWarning,
-    TruncatedFileError,
-    UnknownOptionError,
-    UnsupportedError,
-    UnsupportedOptionError,
-    VirtualMappingWarning,
-    WriteLockTimeoutError,
-    XarrayTensogramError,
-    ZarrMappingWarning,
-    ZTensorMappingWarning,
-)
+from .errors import *  # noqa: F403 - every exception and warning class is exported (errors.__all__)
 from .formats.tensogram import open_tensogram
 from .formats.tetr import open_tetr
 from .formats.ztensor import open_ztensor
@@ -53,39 +20,8 @@ if TYPE_CHECKING:
     from .zarr_store import TensogramStore
 
 __all__ = [
-    "CodecError",
-    "CorruptFileError",
-    "CorruptMessageWarning",
-    "DimensionNameError",
-    "EncodeError",
-    "FileChangedError",
-    "GroupSelectionError",
-    "HypercubeError",
-    "IgnoredOptionWarning",
-    "IntegrityError",
-    "InvalidNameError",
-    "IsADirectoryTensorError",
-    "LimitExceededError",
-    "MetadataError",
-    "MissingCodecError",
-    "MissingHashError",
-    "NoSuchDirectoryError",
-    "NoSuchVariableError",
-    "NotATensorFileError",
-    "RemoteReadError",
-    "StorageOptionsError",
-    "TensogramMappingWarning",
+    *errors.__all__,
     "TensogramStore",
-    "TetrMappingWarning",
-    "TruncatedFileError",
-    "UnknownOptionError",
-    "UnsupportedError",
-    "UnsupportedOptionError",
-    "VirtualMappingWarning",
-    "WriteLockTimeoutError",
-    "XarrayTensogramError",
-    "ZTensorMappingWarning",
-    "ZarrMappingWarning",
     "__version__",
     "open_tensogram",
     "open_tetr",

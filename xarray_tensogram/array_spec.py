@@ -91,10 +91,6 @@ class ArraySpec:
         if len(self.shape) != len(self.chunk_shape):
             raise ValueError("shape and chunk_shape must have the same rank")
 
-    @property
-    def nchunks(self) -> int:
-        return math.prod(chunk_counts(self.shape, self.chunk_shape))
-
 
 class MissingChunk(Exception):
     """Raised by a reader for a chunk that does not exist (filled with ``fill_value``)."""
@@ -143,12 +139,7 @@ class StackedReader:
         """Every present member with its flat index, in order (all built)."""
         members = self.members
         flats = sorted(members) if isinstance(members, dict) else range(len(members))
-        out = []
-        for i in flats:
-            m = self.member_at(i)
-            if m is not None:
-                out.append((i, m))
-        return out
+        return [(i, m) for i in flats if (m := self.member_at(i)) is not None]
 
     def member(self, stack_coords: Sequence[int]) -> ArraySpec | None:
         flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
@@ -165,20 +156,22 @@ class StackedReader:
             parts.append((stack_coords, layout))
         return stack_layouts(parts, len(self.stack_shape))
 
-    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+    def _present(self, coords: tuple[int, ...]) -> tuple[int, ArraySpec]:
+        """The number of stacked axes and the member holding the chunk at ``coords`` (:class:`MissingChunk`: none)."""
         k = len(self.stack_shape)
         member = self.member(coords[:k])
         if member is None:
             raise MissingChunk(coords)
+        return k, member
+
+    def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
+        k, member = self._present(coords)
         inner = member.reader.read_chunk(coords[k:], region[k:])
         return inner.reshape((1,) * k + inner.shape)
 
     def read_chunk_into(self, coords: tuple[int, ...], region: Region, out: np.ndarray) -> bool:
         """Forward to the member's :func:`read_chunk_into` (``out`` without the stacked axes)."""
-        k = len(self.stack_shape)
-        member = self.member(coords[:k])
-        if member is None:
-            raise MissingChunk(coords)
+        k, member = self._present(coords)
         return read_chunk_into(member.reader, coords[k:], region[k:], out.reshape(out.shape[k:]) if k else out)
 
 
@@ -206,21 +199,19 @@ def stack_specs(
     read; ``template`` (a spec of the same shape, dtype and chunks as every member) then stands in for
     them here. Without a template, every member must be a built spec, and they are checked against each other.
     """
-    if template is not None and isinstance(members, Mapping):  # members given lazily: none is built here
-        present: list[Any] = [True] if members else []
-    else:
-        values = list(members.values()) if isinstance(members, Mapping) else list(members)
-        present = [m for m in values if m is not None]
-    if not present:
-        raise ValueError("cannot stack an empty set of arrays")
     if template is None:
+        present = [m for m in (members.values() if isinstance(members, Mapping) else members) if m is not None]
         specs = [m for m in present if isinstance(m, ArraySpec)]
+        if not present:
+            raise ValueError("cannot stack an empty set of arrays")
         if len(specs) != len(present):
             raise ValueError("members given lazily need a template spec")
         template = specs[0]
-        for m in specs:
-            if m.shape != template.shape or m.dtype != template.dtype or m.chunk_shape != template.chunk_shape:
-                raise ValueError("stacked members must share shape, dtype and chunk shape")
+        geometry = (template.shape, template.dtype, template.chunk_shape)
+        if any((m.shape, m.dtype, m.chunk_shape) != geometry for m in specs):
+            raise ValueError("stacked members must share shape, dtype and chunk shape")
+    elif not (members if isinstance(members, Mapping) else any(m is not None for m in members)):
+        raise ValueError("cannot stack an empty set of arrays")  # members given lazily: none is built here
     stack_shape = tuple(int(s) for s in stack_shape)
     held: tuple[Member | None, ...] | dict[int, Member]
     if isinstance(members, Mapping):  # a dict of its own kind (members packed, built when read) is kept as it is
@@ -318,10 +309,7 @@ class TransposedReader:
     order: tuple[int, ...]
 
     def _inner(self, key: Sequence[Any]) -> tuple[Any, ...]:
-        back = [0] * len(self.order)
-        for i, o in enumerate(self.order):
-            back[o] = i
-        return tuple(key[b] for b in back)
+        return tuple(key[b] for b in np.argsort(self.order))
 
     def byte_layout(self, spec: ArraySpec) -> Unreferenced:
         """Not referenced: Zarr v3's ``transpose`` codec would express it, but kerchunk references are Zarr v2."""

@@ -16,7 +16,6 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -69,9 +68,7 @@ def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
 def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
     if drop_variables is None:
         return frozenset()
-    if isinstance(drop_variables, str):
-        return frozenset([drop_variables])
-    return frozenset(drop_variables)
+    return frozenset([drop_variables] if isinstance(drop_variables, str) else drop_variables)
 
 
 class _SharedFile:
@@ -111,10 +108,7 @@ class TensogramDataStore(AbstractDataStore):
         return dict(self.attrs)
 
     def get_dimensions(self) -> dict[str, int]:
-        sizes: dict[str, int] = {}
-        for var in self.variables.values():
-            sizes.update((str(d), int(n)) for d, n in var.sizes.items())
-        return sizes
+        return {str(d): int(n) for var in self.variables.values() for d, n in var.sizes.items()}
 
     def get_encoding(self) -> dict[str, Any]:
         return dict(self.encoding)
@@ -235,7 +229,8 @@ def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str]
     values["retries"] = RetryPolicy.of(values["retries"])  # a bad value is refused whatever the file
     _warn_remote_only(filename_or_obj, given)
     # what the assembled groups depend on (in a stable order: the entry's key is made from it)
-    keyed = {k: values[k] for k in declared.names(*_NOT_XARRAY) if k not in ("group", "metadata_cache", "retries")}
+    unkeyed = ("group", "metadata_cache", "retries")
+    keyed = {k: values[k] for k in declared.names(*declared.NOT_XARRAY) if k not in unkeyed}
     keyed["drop_variables"] = sorted(values["drop_variables"])
     groups, f, name = open_cached(
         filename_or_obj, values["metadata_cache"], keyed, lambda: _open_now(filename_or_obj, values)
@@ -283,11 +278,8 @@ def open_raw_groups(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.
     ``options`` are those of ``open_dataset`` other than CF decoding; None means the default.
     """
     given = {k: v for k, v in options.items() if v is not None}
-    opened = _open(filename_or_obj, given, declared.names(*_NOT_XARRAY))
+    opened = _open(filename_or_obj, given, declared.names(*declared.NOT_XARRAY))
     return {k: g.to_dataset() for k, g in opened.groups.items()}, opened.file
-
-
-_NOT_XARRAY = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
 
 
 def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,27 +288,16 @@ def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
     ``decode_timedelta`` passes through: MARS ``step`` carries the ``dtype`` attribute xarray's own
     encoder writes, so xarray decodes it to timedelta64 by default, and netCDF "hours" stay numbers.
     """
-    flags = {n: values[n] for n in declared.names(declared.Scope.XARRAY)}
-    for name in ("mask_and_scale", "decode_times", "decode_coords", "concat_characters"):
-        if flags[name] is None:
-            flags[name] = True
-    return flags
+    on = ("mask_and_scale", "decode_times", "decode_coords", "concat_characters")  # by default, as in xarray
+    return {n: True if n in on and values[n] is None else values[n] for n in declared.names(declared.Scope.XARRAY)}
 
 
-@dataclass
-class _Decoded:
-    """Decoded Datasets of an opened file, keyed by group path."""
-
-    datasets: dict[str, xr.Dataset]
-    spec: FormatSpec
-    file: FormatFile[Any]
-
-
-def _decode_groups(opened: _Opened, keep: str | None) -> dict[str, xr.Dataset]:
-    """Every group (or only ``keep``, as root) decoded; each Dataset closes its share of the file."""
-    groups = opened.groups
+def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:
+    """Every group (``every``), else the one to open, decoded; the ``group`` option keeps only that one (as root).
+    Each Dataset closes its share of the file."""
+    groups, keep = opened.groups, opened.values["group"]
     with close_on_error(opened.file):
-        if keep is not None:
+        if keep is not None or not every:
             groups = {"/": groups[_select_group(groups, keep, opened.file.name)]}
         elif "/" not in groups:  # the root holds the attributes all groups share
             groups = {"/": RawGroup({}, attrs=dict(next(iter(groups.values())).attrs)), **groups}
@@ -335,12 +316,12 @@ def _decode_groups(opened: _Opened, keep: str | None) -> dict[str, xr.Dataset]:
     return out
 
 
-def open_decoded(filename_or_obj: Any, **options: Any) -> _Decoded:
-    """Every group decoded, with the open file's format record and file object (for ``info``, which
-    prints the format's own summary beside xarray's without opening the file twice)."""
+def open_decoded(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], _Opened]:
+    """Every group decoded, keyed by group path, and the opened file with its format record (for ``info``,
+    which prints the format's own summary beside xarray's without opening the file twice)."""
     opened = _open(filename_or_obj, options)
-    datasets = _decode_groups(opened, opened.values["group"])
-    return _Decoded({k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened.spec, opened.file)
+    datasets = _decode_groups(opened, every=True)
+    return {k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened
 
 
 def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
@@ -448,11 +429,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         UnsupportedOptionError
             If an option does not apply to the file's format (``UnknownOptionError``: no such option).
         """
-        opened = _open(filename_or_obj, options)
-        with close_on_error(opened.file):
-            key = _select_group(opened.groups, opened.values["group"], opened.file.name)
-        store = TensogramDataStore(opened.groups[key], _SharedFile(opened.file, 1))
-        return store.decode(_decoders(opened.values), opened.values["drop_variables"])
+        return _decode_groups(_open(filename_or_obj, options), every=False)["/"]
 
     @_declared_signature
     def open_groups_as_dict(self, filename_or_obj: Any, **options: Any) -> dict[str, xr.Dataset]:
@@ -470,7 +447,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
         dict of str to xarray.Dataset
             One lazy Dataset per group path.
         """
-        return open_decoded(filename_or_obj, **options).datasets
+        return open_decoded(filename_or_obj, **options)[0]
 
     @_declared_signature
     def open_datatree(self, filename_or_obj: Any, **options: Any) -> xr.DataTree:

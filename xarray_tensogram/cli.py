@@ -23,23 +23,29 @@ Errors are one clear line (``--debug`` shows the traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from .io import ByteSource
+from xarray.backends.common import datatree_from_dict_with_io_cleanup
 
+from ._version import __version__
 from .cli_dump import CliError, cmd_dump
 from .cli_dump import open_dataset as _open
-from .errors import install_hint
+from .errors import MissingCodecError, NotATensorFileError, describe, first_line, install_hint
+from .formats import registry
 from .formats.reports import count, shape_text
+from .io import open_source
 from .layout_record import LayoutRecord
 from .progress import PROG, add_progress_flags, progress
 from .samples import paths as sample_paths
+from .virtual.cli import add_refs_command
 
 __all__ = ["main"]
 
@@ -49,41 +55,25 @@ PROGRESS_BYTES = 64 << 20
 
 
 # -- helpers -------------------------------------------------------------------------------------------
-def _storage_kwargs(storage_options: dict[str, Any] | None) -> dict[str, Any]:
-    """``storage_options=`` only when some are given (the default stays the backend's)."""
-    return {"storage_options": storage_options} if storage_options else {}
-
-
-def _source(path: str, storage_options: dict[str, Any] | None) -> ByteSource:
-    from .io import open_source
-
-    return open_source(path, storage_options)
-
-
-def _format(source: Any) -> Any:
-    """The format record of an open source; a file none of the formats recognises is an error in the
-    file (exit status 1), not in the command line."""
-    from .errors import NotATensorFileError, describe
-    from .formats import registry
-
-    spec = registry.sniff(source)
-    if spec is None:
-        what = registry.other_format(source) or "unknown magic and extension"
-        raise NotATensorFileError(
-            f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what}); "
-            "this command reads .tgm, .tet and .zt files only"
-        )
-    return spec
-
-
-def _open_file(spec: Any, path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Any:
-    """The format's own file object; ``quiet`` silences scan warnings (the command reports damage itself)."""
-    from .formats import registry
-
+@contextlib.contextmanager
+def _format_file(path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Iterator[tuple[Any, Any]]:
+    """The format record and the format's own file object. A file none of the formats recognises is an
+    error in the file (exit status 1), not in the command line; ``quiet`` silences scan warnings (the
+    command reports damage itself)."""
+    with open_source(path, storage_options) as source:
+        spec = registry.sniff(source)
+        if spec is None:
+            what = registry.other_format(source) or "unknown magic and extension"
+            raise NotATensorFileError(
+                f"{describe(source.name)}not a Tensogram, Tetration or zTensor file ({what}); "
+                "this command reads .tgm, .tet and .zt files only"
+            )
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        return registry.open_file(spec, path, storage_options=storage_options)
+        f = registry.open_file(spec, path, storage_options=storage_options)
+    with f:
+        yield spec, f
 
 
 def _human(n: float) -> str:
@@ -113,27 +103,23 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
 # -- info ----------------------------------------------------------------------------------------------
 def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
     """The format's own summary, then xarray's, from one open of the file."""
-    from xarray.backends.common import datatree_from_dict_with_io_cleanup
-
     from .backend import open_decoded
 
-    opened = open_decoded(path, **_storage_kwargs(storage_options))
-    datasets = opened.datasets
+    datasets, opened = open_decoded(path, storage_options=storage_options or None)
     try:
         size = opened.file.source.size
         print(f"file:     {path}")
         for line in opened.spec.info(opened.file):
             print(line)
+        nbytes = sum(ds.nbytes for ds in datasets.values())  # a file of groups: its root holds no variable
+        sizes = f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})"
         if len(datasets) > 1:
-            tree = datatree_from_dict_with_io_cleanup(datasets)
-            nbytes = sum(node.dataset.nbytes for node in tree.subtree)
-            print(f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})")
-            print(tree)
+            print(sizes)
+            print(datatree_from_dict_with_io_cleanup(datasets))
             return
         ds = datasets["/"]
         print(
-            f"sizes:    {size} bytes in the file ({_human(size)}), {ds.nbytes} bytes decoded "
-            f"({_human(ds.nbytes)}), {count(len(ds.data_vars), 'data variable')} in "
+            f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
             f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
             "(as 'ls' counts them; coordinates not counted)"
         )
@@ -148,17 +134,12 @@ def _n_chunks(var: Any) -> int | None:
     chunks = var.encoding.get("preferred_chunks")
     if not chunks:
         return None
-    n = 1
-    for dim, size in var.sizes.items():
-        n *= -(-int(size) // max(1, int(chunks.get(dim, size)))) if size else 0
-    return n
+    return math.prod(-(-int(n) // max(1, int(chunks.get(d, n)))) if n else 0 for d, n in var.sizes.items())
 
 
 # -- ls ------------------------------------------------------------------------------------------------
 def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool = False) -> None:
-    with _source(path, storage_options) as src:
-        spec = _format(src)
-    with _open_file(spec, path, storage_options) as f:
+    with _format_file(path, storage_options) as (spec, f):
         tables = spec.ls(f, tiles)
     for i, t in enumerate(tables):
         if i:
@@ -171,21 +152,6 @@ def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool
 
 
 # -- what the storage units map to (ls, main job) --------------------------------------------------
-def _datasets(path: str, storage_options: dict[str, Any] | None) -> tuple[list[tuple[str, Any]], Any]:
-    """``([(group, Dataset)], what to close)`` as xarray opens the file: one Dataset, or a DataTree's groups."""
-    import xarray as xr
-
-    from .backend import TensogramBackendEntrypoint
-    from .errors import GroupSelectionError
-
-    try:
-        ds = _open(path, storage_options)
-        return [("", ds)], ds
-    except GroupSelectionError:
-        tree = xr.open_datatree(path, engine=TensogramBackendEntrypoint, **_storage_kwargs(storage_options))
-        return [(node.path, node.to_dataset()) for node in tree.subtree if node.data_vars], tree
-
-
 def _dims_origin(var: Any) -> str:
     """Where a variable's dims and name come from, from what the backend records in ``encoding``."""
     enc = var.encoding
@@ -225,80 +191,56 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
 
 def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
     """The Dataset view: each variable's dims, Dask chunk with ``chunks={}``, chunk count, dims' origin."""
-    parts, opened = _datasets(path, storage_options)
+    from .backend import open_decoded
+
+    datasets, _ = open_decoded(path, storage_options=storage_options or None)  # a file of groups: a root and each
     try:
-        grouped = len(parts) > 1 or bool(parts and parts[0][0])
-        rows = [row for group, ds in parts for row in _variable_rows(ds, group if grouped else "")]
+        grouped = len(datasets) > 1
+        rows = [row for group, ds in datasets.items() for row in _variable_rows(ds, group if grouped else "")]
         headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
         print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
         _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
     finally:
-        opened.close()
+        for ds in datasets.values():
+            ds.close()
 
 
 # -- verify --------------------------------------------------------------------------------------------
-class _Report:
-    def __init__(self) -> None:
-        self.checked = 0  # hash/checksum verified
-        self.decoded = 0  # decoded (whether or not a hash exists)
-        self.unhashed = 0
-        self.failures: list[str] = []
-        self.skipped: list[str] = []  # items not decodable here because an optional codec is missing
-
-    def skip(self, item: str, exc: BaseException, note: str) -> None:
-        """Record an item whose codec package is missing: not damage, but not decoded either."""
-        text = " ".join(str(exc).split())
-        self.skipped.append(f"SKIP {item}: {note}; not decoded: {text}")
-
-    def fail(self, item: str, exc: BaseException) -> None:
-        line = f"FAIL {item}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        self.failures.append(line)
-
-
 def cmd_verify(
     path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
 ) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
-    from .errors import MissingCodecError
-
-    with _source(path, storage_options) as src:
-        spec = _format(src)
-    report = _Report()
-    with _open_file(spec, path, storage_options, quiet=True) as f:
+    hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
+    decoded = 0
+    skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
+    with _format_file(path, storage_options, quiet=True) as (spec, f):
         plan = spec.verify(f)
-        report.failures.extend(plan.failures)
+        failures = list(plan.failures)
         large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
         for item, check in progress(plan.items, progress_flag, large, "verify", "obj"):
             try:
-                if check():
-                    report.checked += 1
-                else:
-                    report.unhashed += 1
-                report.decoded += 1
+                hashed[bool(check())] += 1
+                decoded += 1
             except MissingCodecError as exc:
                 # a format's check marks whether the stored hash was verified before decoding failed
-                hashed = exc.hash_verified
-                if hashed:
-                    report.checked += 1
-                elif hashed is False:
-                    report.unhashed += 1
+                hashed[exc.hash_verified] += 1
                 notes: dict[bool | None, str] = {True: "xxh3 hash verified", False: "no stored hash"}
-                note = notes.get(hashed, "checksum not checked" if plan.checksums else "the format stores no checksum")
-                report.skip(item, exc, note)
+                unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
+                skipped.append(f"SKIP {item}: {notes.get(exc.hash_verified, unknown)}; not decoded: {_one_line(exc)}")
             except Exception as exc:  # every failure is reported per item
-                report.fail(item, exc)
-    for line in report.failures + report.skipped:
+                failures.append(f"FAIL {item}: {type(exc).__name__}: {first_line(exc)}")
+    for line in failures + skipped:
         print(line)
     if not plan.checksums:
-        detail = f"{count(report.decoded, plan.unit)} decoded; the format stores no checksums"
+        detail = f"{count(decoded, plan.unit)} decoded; the format stores no checksums"
     else:
-        detail = f"{count(report.checked, 'hash', 'hashes')} verified, {count(report.decoded, 'item')} decoded"
-        if report.unhashed:
-            detail += f", {report.unhashed} without a stored hash"
-    if report.skipped:
-        detail += f", {count(len(report.skipped), 'item')} skipped (optional codec package missing)"
-    if report.failures or (strict and report.skipped):
-        problems = len(report.failures) + (len(report.skipped) if strict else 0)
+        detail = f"{count(hashed[True], 'hash', 'hashes')} verified, {count(decoded, 'item')} decoded"
+        if hashed[False]:
+            detail += f", {hashed[False]} without a stored hash"
+    if skipped:
+        detail += f", {count(len(skipped), 'item')} skipped (optional codec package missing)"
+    if failures or (strict and skipped):
+        problems = len(failures) + (len(skipped) if strict else 0)
         print(f"{path}: FAILED: {count(problems, 'problem')} ({plan.summary}; {detail})")
         return 1
     print(f"{path}: OK ({spec.title}: {plan.summary}; {detail})")
@@ -332,7 +274,7 @@ def _parser() -> argparse.ArgumentParser:
         "Without a command: open every bundled sample and show what it holds.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name: str, help_: str) -> argparse.ArgumentParser:
@@ -377,14 +319,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also fail (exit 1) when an item is skipped because an optional codec package is missing",
     )
-    _add_virtual_commands(sub)
+    add_refs_command(sub, _json_options)
     return parser
-
-
-def _version() -> str:
-    from . import __version__
-
-    return str(__version__)
 
 
 def _json_options(text: str) -> dict[str, Any]:
@@ -403,12 +339,16 @@ def _one_line_warning(
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def _error_line(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror and type(exc).__module__ == "builtins":
         # "[Errno 2] No such file or directory: 'x.tgm'" -> "'x.tgm': No such file or directory"
         where = f"{exc.filename!r}: " if exc.filename is not None else ""
         return f"{where}{exc.strerror}"
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = _one_line(exc) or type(exc).__name__
     if isinstance(exc, (CliError, OSError)) or type(exc).__module__.startswith("xarray_tensogram"):
         return text
     return f"{type(exc).__name__}: {text}"
@@ -437,24 +377,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     options = getattr(args, "storage_options", None)
-    status = 0
-    old_showwarning = warnings.showwarning
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
             warnings.showwarning = _one_line_warning
-            if args.command is None:
-                main_job()
-            elif args.command == "info":
-                cmd_info(args.file, options)
-            elif args.command == "ls":
-                cmd_ls(args.file, options, tiles=args.tiles)
-            elif args.command == "dump":
-                cmd_dump(args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel)
-            elif args.command == "verify":
-                status = cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict)
-            elif args.command == "refs":
-                _run_refs(args)
+            commands: dict[str | None, Callable[[], int | None]] = {
+                None: main_job,
+                "info": lambda: cmd_info(args.file, options),
+                "ls": lambda: cmd_ls(args.file, options, tiles=args.tiles),
+                "dump": lambda: cmd_dump(
+                    args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel
+                ),
+                "verify": lambda: cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict),
+                "refs": lambda: _run_refs(args),
+            }
+            status = commands[args.command]() or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -468,18 +405,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"{PROG}: error: {_error_line(exc)}", file=sys.stderr)
         return exc.status if isinstance(exc, CliError) else 1
-    finally:
-        warnings.showwarning = old_showwarning
     return status
 
 
 # -- virtual Zarr (the 'virtual' extra): kept in one block so the dispatch above stays small ----------
-def _add_virtual_commands(sub: Any) -> None:
-    from .virtual.cli import add_refs_command
-
-    add_refs_command(sub, _json_options)
-
-
 def _run_refs(args: argparse.Namespace) -> None:
     try:
         import virtualizarr  # noqa: F401 - only: is it installed

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import xarray as xr
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .errors import closest
 
 __all__ = ["CliError", "cmd_dump", "open_dataset"]
 
@@ -25,14 +28,10 @@ class CliError(Exception):
 
 
 def open_dataset(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
-    """``xr.open_dataset`` with this package's engine, for every command (xarray imported on first use)."""
-    import xarray as xr
-
+    """``xr.open_dataset`` with this package's engine, for every command."""
     from .backend import TensogramBackendEntrypoint
 
-    if storage_options:
-        kwargs["storage_options"] = storage_options
-    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, **kwargs)
+    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, storage_options=storage_options or None, **kwargs)
 
 
 def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
@@ -71,8 +70,6 @@ def _parse_sel(items: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _no_dimension(da: Any, dim: str) -> CliError:
-    from .errors import closest
-
     close = closest(dim, map(str, da.dims))
     hint = f" (did you mean {close!r}?)" if close else ""
     dims = ", ".join(map(str, da.dims)) or "none"
@@ -95,9 +92,6 @@ def _check_isel(da: Any, selection: dict[str, Any]) -> None:
 
 def _label(coord: Any, text: str, dim: str) -> Any:
     """One ``--sel`` label converted to the coordinate's type (numbers, dates, time deltas, text)."""
-    import numpy as np
-    import pandas as pd
-
     kind = coord.dtype.kind
     try:
         if kind in "iu":
@@ -116,8 +110,6 @@ def _label(coord: Any, text: str, dim: str) -> Any:
 
 def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     """``da.sel`` by label: exact for integers, text, dates and time deltas, nearest for floats."""
-    import numpy as np
-
     for dim, texts in sel.items():
         if dim not in da.dims:
             raise _no_dimension(da, dim)
@@ -145,11 +137,9 @@ def cmd_dump(
     full: bool = False,
     sel: Sequence[str] = (),
 ) -> None:
-    import numpy as np
-
     selection = _parse_isel(isel)
     labels = _parse_sel(sel)
-    ds = open_dataset(path, storage_options, **({"group": group} if group else {}))
+    ds = open_dataset(path, storage_options, group=group or None)
     try:
         if var not in ds.variables:
             raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")
@@ -180,13 +170,9 @@ def cmd_dump(
 
 def _readable(values: Any) -> Any:
     """Dates and time deltas as text (numpy prints timedelta64[ns] as bare integers)."""
-    import numpy as np
-
     values = np.asarray(values)
     if values.dtype.kind == "M":
         return np.datetime_as_string(values, unit="s")
     if values.dtype.kind == "m":
-        import pandas as pd
-
         return np.asarray([str(pd.Timedelta(v)) for v in values.ravel()], dtype=object).reshape(values.shape)
     return values

@@ -9,8 +9,12 @@ dataset/chunk, tensor) and the byte offset, and say what was expected.
 
 from __future__ import annotations
 
+import difflib
+import os
+import sys
 from collections.abc import Iterable, Sequence
 
+#: the exception and warning classes (the package exports each); the helpers below are for its own modules
 __all__ = [
     "CodecError",
     "CorruptFileError",
@@ -45,12 +49,6 @@ __all__ = [
     "XarrayTensogramError",
     "ZTensorMappingWarning",
     "ZarrMappingWarning",
-    "byte_text",
-    "closest",
-    "describe",
-    "install_hint",
-    "unknown_names",
-    "user_stacklevel",
 ]
 
 
@@ -133,26 +131,23 @@ class InvalidNameError(XarrayTensogramError, TypeError):
     """A variable or attribute name a writer cannot store (not a string), refused as ``to_netcdf`` refuses it."""
 
 
-class NoSuchVariableError(XarrayTensogramError, KeyError):
-    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
 class NotATensorFileError(CorruptFileError):
     """The input is not a Tensogram, Tetration or zTensor file at all: empty, text, random bytes."""
 
 
-class _OSErrorText:
-    """Mixin: show the message as given (OSError would format it errno-style)."""
+class _PlainText:
+    """Mixin: show the message as given (OSError would format it errno-style, KeyError as a repr)."""
 
     def __str__(self) -> str:
         args = getattr(self, "args", ())
         return str(args[0]) if args else ""
 
 
-class IsADirectoryTensorError(_OSErrorText, NotATensorFileError, IsADirectoryError):
+class NoSuchVariableError(_PlainText, XarrayTensogramError, KeyError):
+    """A writer option names a variable the Dataset does not have (a ``KeyError`` too, as in ``to_netcdf``)."""
+
+
+class IsADirectoryTensorError(_PlainText, NotATensorFileError, IsADirectoryError):
     """The path names a directory; also an :class:`IsADirectoryError` for callers that catch OS errors."""
 
 
@@ -160,16 +155,16 @@ class StorageOptionsError(XarrayTensogramError, TypeError):
     """fsspec rejected the ``storage_options`` given for a URL (an unknown or mistyped option)."""
 
 
-class NoSuchDirectoryError(_OSErrorText, XarrayTensogramError, FileNotFoundError):
+class NoSuchDirectoryError(_PlainText, XarrayTensogramError, FileNotFoundError):
     """A writer's target lies in a directory that does not exist; also a :class:`FileNotFoundError`."""
 
 
-class RemoteReadError(_OSErrorText, XarrayTensogramError, OSError):
+class RemoteReadError(_PlainText, XarrayTensogramError, OSError):
     """A remote byte range could not be read: a fault that persisted through every retry, or one not worth
     retrying (a 4xx answer). Also an :class:`OSError`, as the network errors it replaces are."""
 
 
-class WriteLockTimeoutError(_OSErrorText, XarrayTensogramError, TimeoutError):
+class WriteLockTimeoutError(_PlainText, XarrayTensogramError, TimeoutError):
     """Another writer held the file's lock for longer than the writer would wait; also a :class:`TimeoutError`."""
 
 
@@ -215,6 +210,12 @@ class ZarrMappingWarning(UserWarning):
     """A name was changed so that Zarr can hold it (in the Zarr store of a file)."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (empty for none), for one-line reports that name it."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def byte_text(data: bytes) -> str:
     """Bytes as a message shows them, without Python's ``b'...'`` literal: ``'THST'`` when they are
     printable ASCII, else their hex digits (``hex 89 48 44 46``)."""
@@ -231,8 +232,6 @@ def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | 
     from ``mars.step`` and two from ``mars.type``, which difflib alone ranks equal (and then picks the
     later in alphabetical order). Every suggestion of the package comes from here.
     """
-    import difflib
-
     pool = list(dict.fromkeys(candidates))
     near = difflib.get_close_matches(name, pool, n=max(1, len(pool)), cutoff=cutoff)
     return min(near, key=lambda c: _edits(name, c)) if near else None  # ties keep difflib's order
@@ -267,9 +266,6 @@ def user_stacklevel() -> int:
     for ``warnings.warn`` called by the function that calls this one: right however many of the
     package's frames lie between (a decorator such as the writers' keyword check adds one), as pandas'
     ``find_stack_level`` does."""
-    import os
-    import sys
-
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):

@@ -1,21 +1,15 @@
 """What a reader learned about a ``.tgm`` file's layout, for the writer: one typed record per variable.
 
-Assembly fills a :class:`LayoutRecord` for each variable it builds (which dims were stacked from
-messages and the metadata keys that carry them, the naming key, the producer's own entries, the
-coordinates that came from metadata) and ``to_tensogram`` reads it back with :meth:`LayoutRecord.of`,
-so that a Dataset read from a file is written back as the file was.
+Assembly fills a :class:`LayoutRecord` for each variable (dims stacked from messages and the keys that carry
+them, the naming key, the producer's own entries, coordinates made from metadata) and ``to_tensogram`` reads
+it back with :meth:`LayoutRecord.of`, so that a Dataset read from a file is written back as the file was.
 
-How the record travels: xarray keeps a variable's ``encoding`` through selections, concatenation and
-copies, and nothing else, so the record rides there. It is stored as one plain entry per field,
-``encoding["tensogram_<field>"]`` (lists, dicts, strings, booleans: everything pickles, and netCDF
-writers drop what is not theirs), rather than as one object under one key, for two reasons: users
-read and set some of these entries by hand (``tensogram_message_keys``, the documented pipeline
-keys beside them), and each entry is then visible in ``ds[v].encoding`` as xarray users expect.
-The names are made here and nowhere else (:meth:`LayoutRecord.to_encoding`), and an entry of the
-wrong type, set by hand, is an :class:`~xarray_tensogram.errors.EncodeError` naming the variable and
-the entry rather than a silent misreading. The two Dataset-level facts the reader also states,
-:data:`WIRE_VERSION_ATTR` and :data:`MISSING_OBJECTS_ATTR`, are attributes (users see and may keep
-them), declared here too.
+The record rides in ``encoding``, the one thing xarray keeps through selections, concatenation and copies,
+as one plain entry per field, ``encoding["tensogram_<field>"]`` (everything pickles, netCDF writers drop
+them): users read and set some of them by hand (``tensogram_message_keys``), and each is visible in
+``ds[v].encoding``. The names are made only here (:meth:`LayoutRecord.to_encoding`); an entry of the wrong
+type set by hand is an :class:`~xarray_tensogram.errors.EncodeError` naming the variable and the entry. The
+two Dataset-level facts, :data:`WIRE_VERSION_ATTR` and :data:`MISSING_OBJECTS_ATTR`, are attributes.
 """
 
 from __future__ import annotations

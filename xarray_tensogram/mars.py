@@ -73,13 +73,12 @@ def _datetime_seconds(date: Any, time: Any) -> int | None:
             return None
     except ValueError:
         return None
-    t = as_int(time) if not (isinstance(time, str) and ":" in time) else None
     if isinstance(time, str) and ":" in time:
         hh, mm = time.split(":")[:2]
         t = int(hh) * 100 + int(mm)
-    if t is None:
-        t = 0
-    if t < 100 and isinstance(time, int) and time not in (0,) and time <= 24:
+    else:
+        t = as_int(time) or 0
+    if t < 100 and isinstance(time, int) and 0 != time <= 24:
         t = t * 100  # time given in hours
     hours, minutes = divmod(t, 100)
     stamp = day + dt.timedelta(hours=hours, minutes=minutes)

@@ -172,6 +172,8 @@ OPTIONS: tuple[OpenOption, ...] = (
 )
 
 _BY_NAME = {o.name: o for o in OPTIONS}
+#: the scopes of the options taken where no CF decoding follows (the raw groups, the Zarr store: xarray decodes)
+NOT_XARRAY = (Scope.EVERY_FORMAT, Scope.FORMAT, Scope.BACKEND)
 
 
 def by_name(name: str) -> OpenOption:
@@ -209,26 +211,29 @@ def keywords_of(function: Callable[..., Any]) -> frozenset[str]:
     return frozenset(n for n, p in params.items() if n in _BY_NAME and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
 
 
-def signature(first: str = "filename_or_obj") -> inspect.Signature:
-    """``(self, filename_or_obj, *, <every option>=<its default>)``: the backend's methods present this
-    signature, so xarray (which reads it to know the backend's parameters), ``help()`` and IDEs see
-    every option once declared here."""
+def signature(
+    *scopes: Scope,
+    first: str = "filename_or_obj: Any",
+    returns: str = "xr.Dataset",
+    extra: Iterable[inspect.Parameter] = (),
+) -> inspect.Signature:
+    """``(self, filename_or_obj, *, <every option of scopes>=<its default>, *extra)``: the backend's methods and
+    the Zarr store present this signature, so xarray (which reads it to know the backend's parameters),
+    ``help()`` and IDEs see every option once declared here. ``first`` is ``"name: annotation"``."""
+    name, _, annotation = first.partition(": ")
     params = [
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter(first, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Any"),
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation),
     ]
     params += [
         inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=o.annotation)
         for o in OPTIONS
+        if not scopes or o.scope in scopes
     ]
-    return inspect.Signature(params, return_annotation="xr.Dataset")
+    return inspect.Signature([*params, *extra], return_annotation=returns)
 
 
 def numpydoc_entries(indent: str = "") -> str:
     """The declared options as numpydoc ``Parameters`` entries, for a docstring (and the API page) built
     from the declaration rather than a ``**options`` line."""
-    lines = []
-    for o in OPTIONS:
-        lines.append(f"{indent}{o.name} : {o.annotation}, default {o.default!r}")
-        lines.append(f"{indent}    {o.doc}")
-    return "\n".join(lines)
+    return "\n".join(f"{indent}{o.name} : {o.annotation}, default {o.default!r}\n{indent}    {o.doc}" for o in OPTIONS)

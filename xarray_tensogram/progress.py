@@ -21,9 +21,7 @@ def show_progress(enabled: bool | None, large: bool) -> bool:
 
     Without a TTY (pipes, logs, CI) a bar would only write carriage-return noise into the output.
     """
-    if enabled is not None:
-        return enabled
-    return large and sys.stderr.isatty()
+    return enabled if enabled is not None else large and sys.stderr.isatty()
 
 
 def add_progress_flags(parser: Any, default: str) -> None:

@@ -1,19 +1,13 @@
 """The raw variables and groups every assembly hands on, lazy or in memory, and their netCDF-safe attributes.
 
-A raw variable is what a format's assembly (and a producer's read mapping) gives the data store before
-xarray's CF decoding: a plain :class:`RawVariable` record (cfgrib's pattern) holding its dims, a lazy
-:class:`ArraySpec` (:func:`lazy_variable`) or values in memory (:func:`array_variable`), its attributes and
-the encoding a user should see, so the spec belongs to the variable and never rides in ``encoding``. A
+A :class:`RawVariable` (cfgrib's pattern) is what a format's assembly or a producer's read mapping gives the
+data store before xarray's CF decoding: dims, a lazy :class:`ArraySpec` or values in memory, attributes and
+the encoding a user should see; so the spec belongs to the variable and never rides in ``encoding``. A
 :class:`RawGroup` is one group of them. Building xarray objects during assembly would merge and copy every
-variable (about 10 us each, 2 ms for a ``.zt`` of 200 tensors) only for the store to take them out again,
-and would build indexes, reading lazy coordinates before CF decoding; indexes are the data store's to make
-once the variables are decoded, as xarray's own stores leave them to ``open_dataset``. The assembly stages
-that change a group after it is built (restoring a written layout) work on these records too.
-:func:`xarray_variable` is the one place a record becomes an ``xr.Variable``: the data store calls it, and
-:meth:`RawGroup.to_dataset` for the consumers that work on raw Datasets (the virtual Zarr parsers, the Zarr
-store). Attribute values are made netCDF-safe (nested maps flattened to dotted keys, typed values restored)
-so that ``to_netcdf`` of an opened Dataset works. The records sit here, below the producers, whose read
-mappings build them too.
+variable (about 10 us each) only for the store to take them out again, and would build indexes (reading lazy
+coordinates) before CF decoding. :func:`xarray_variable` is the one place a record becomes an ``xr.Variable``.
+Attribute values are made netCDF-safe (nested maps flattened to dotted keys, typed values restored) so that
+``to_netcdf`` of an opened Dataset works.
 """
 
 from __future__ import annotations
@@ -84,18 +78,14 @@ def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int =
     """Flatten nested maps into dotted keys with netCDF-safe values (``{"mars": {"class": "od"}}`` ->
     ``{"mars.class": "od"}``)."""
     out: dict[str, Any] = {}
-
-    def walk(m: Mapping[Any, Any], pre: str, depth: int) -> None:
-        for k, v in m.items():
-            key = f"{pre}{k}"
-            if isinstance(v, Mapping) and v and depth < max_depth:
-                walk(v, key + ".", depth + 1)
-            elif isinstance(v, Mapping):
-                out[key] = netcdf_safe_value(dict(v)) if v else "{}"
-            else:
-                out[key] = netcdf_safe_value(v)
-
-    walk(mapping, prefix, 0)
+    for k, v in mapping.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v and max_depth > 0:
+            out.update(flatten_attrs(v, key + ".", max_depth - 1))
+        elif isinstance(v, Mapping):
+            out[key] = netcdf_safe_value(dict(v)) if v else "{}"
+        else:
+            out[key] = netcdf_safe_value(v)
     return out
 
 
@@ -215,6 +205,14 @@ def lazy_variable(
     return RawVariable(tuple(str(d) for d in dims), spec, typed_attrs(attrs) if attrs else {}, enc)
 
 
+def _parsed(text: str) -> Any:
+    """A value written as text: JSON, or a float JSON cannot spell (``"nan"``, ``"inf"``)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return float(text)
+
+
 def _typed(value: Any, kind: str) -> Any:
     if kind == "py:bytes":
         return bytes.fromhex(value) if isinstance(value, str) else bytes(value)
@@ -222,17 +220,11 @@ def _typed(value: Any, kind: str) -> Any:
         if isinstance(value, str):
             if kind == "py:str":
                 return value
-            try:
-                value = json.loads(value)
-            except ValueError:
-                value = float(value)  # "nan", "inf"
+            value = _parsed(value)
         return {"py:int": int, "py:float": float, "py:bool": bool}.get(kind, lambda v: v)(value)
     dtype = np.dtype(kind)
     if isinstance(value, str) and dtype.kind not in "US":
-        try:
-            value = json.loads(value)
-        except ValueError:
-            value = float(value)
+        value = _parsed(value)
     array = np.asarray(value, dtype=dtype)
     return array[()] if array.ndim == 0 else array
 

@@ -8,6 +8,7 @@ same CF decoding as ``open_dataset`` does. zarr is imported only inside the func
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .byte_layout import zarr_bytes_codec
 from .errors import ZarrMappingWarning
 
 __all__ = [
@@ -33,10 +35,8 @@ __all__ = [
 
 def json_attr(value: Any) -> Any:
     """An attribute value as JSON holds it (numpy arrays as lists, numpy scalars as Python ones)."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):
         return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, (list, tuple)):
         return [json_attr(v) for v in value]
     if isinstance(value, Mapping):
@@ -136,11 +136,9 @@ def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
     warning)."""
     from zarr.core.dtype import parse_data_type
 
-    try:
+    with contextlib.suppress(ValueError, TypeError):
         parse_data_type(dtype, zarr_format=3)
         return dtype
-    except (ValueError, TypeError):
-        pass
     if dtype.name.startswith(_WIDENED):
         served = np.dtype("float32")
         message = f"it is served as {served}, which holds every value exactly"
@@ -177,14 +175,13 @@ def array_document(
     from zarr.core.metadata.v3 import ArrayV3Metadata
 
     zdtype = parse_data_type(dtype, zarr_format=3)
-    codec: dict[str, Any] = {"name": "bytes", "configuration": {"endian": "little"} if dtype.itemsize > 1 else {}}
     meta = ArrayV3Metadata(
         shape=tuple(shape),
         data_type=zdtype,
         chunk_grid={"name": "regular", "configuration": {"chunk_shape": list(chunk_shape)}},
         chunk_key_encoding={"name": "default", "configuration": {"separator": "/"}},
         fill_value=zdtype.default_scalar() if fill is None else fill,
-        codecs=[codec],
+        codecs=[zarr_bytes_codec(dtype)],
         attributes=json_attr(dict(attrs)),
         dimension_names=[str(d) for d in dims],
     )

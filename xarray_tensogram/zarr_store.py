@@ -26,17 +26,28 @@ from typing import Any, cast
 
 import numpy as np
 import xarray as xr
+from xarray.conventions import encode_dataset_coordinates
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from . import options as declared
 from .array_spec import ArraySpec, MissingChunk, chunk_counts, chunk_extent, full_region, read_chunk_into
+from .backend import _normalise_drop, _select_group, open_raw_groups
 from .errors import NotATensorFileError
+from .io import open_source
+from .raw_variables import storage_spec
+from .zarr_meta import (
+    array_document,
+    default_fill,
+    group_document,
+    inline_values,
+    nested_attrs,
+    zarr_attrs,
+    zarr_dtype,
+    zarr_names,
+)
 
 __all__ = ["TensogramStore"]
-
-#: the open options a store takes: all but xarray's CF decoding switches (xarray applies those on top)
-_OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
 
 
 @dataclass(frozen=True)
@@ -109,48 +120,38 @@ class _Layout:
 
     def add_group(self, path: str, raw: xr.Dataset, attrs: Mapping[str, Any]) -> None:
         """The group at ``path`` ("" for the root) and its variables, names Zarr cannot hold renamed."""
-        from xarray.conventions import encode_dataset_coordinates
-
-        from .zarr_meta import group_document, nested_attrs
-
         names = [str(n) for n in (*raw.variables, *raw.dims)]
-        renamed = _renames(names, f"{self.where}, group {path or '/'!r}")
+        renamed = zarr_names(list(dict.fromkeys(names)), f"{self.where}, group {path or '/'!r}")
         variables, _ = encode_dataset_coordinates(raw.rename(renamed) if renamed else raw)
         self.documents[_join(path, "zarr.json")] = group_document(nested_attrs(attrs))
         for name, var in variables.items():
             self.add_array(_join(path, str(name)), var)
 
     def add_array(self, path: str, var: xr.Variable) -> None:
-        from .raw_variables import storage_spec
-        from .zarr_meta import array_document, default_fill, inline_values, nested_attrs, zarr_attrs, zarr_dtype
-
         spec = storage_spec(var)
         attrs, fill = zarr_attrs(var)
         if spec is not None:
-            array = _Array(spec.shape, spec.chunk_shape, spec.dtype, _fill(spec.fill_value, fill), spec=spec)
+            # a hypercube hole holds the spec's fill, as the backend fills it, else the variable's _FillValue
+            hole = fill if spec.fill_value is None else spec.fill_value
+            array = _Array(spec.shape, spec.chunk_shape, spec.dtype, hole, spec=spec)
         else:
             values = inline_values(var)
             array = _Array(values.shape, tuple(max(1, s) for s in values.shape), values.dtype, fill, values=values)
         served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
         if served is None:
             return
-        array = replace(array, dtype=served)
-        zfill = default_fill(array.dtype, array.fill)
+        array = self.arrays[path] = replace(array, dtype=served, fill=default_fill(served, array.fill))
         self.documents[_join(path, "zarr.json")] = array_document(
-            array.shape, array.dtype, array.chunk_shape, zfill, nested_attrs(attrs), [str(d) for d in var.dims]
+            array.shape, served, array.chunk_shape, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
         )
-        self.arrays[path] = replace(array, fill=zfill)
 
     def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
         """The array and grid coordinates a chunk key names, or None when it names no chunk of this file."""
         parts = key.split("/")
-        for i, part in enumerate(parts):
-            if part != "c":
+        for i in (i for i, part in enumerate(parts) if part == "c"):
+            array, digits = self.arrays.get("/".join(parts[:i])), parts[i + 1 :]
+            if array is None or len(digits) != len(array.shape):
                 continue
-            array = self.arrays.get("/".join(parts[:i]))
-            if array is None or len(parts) - i - 1 != len(array.shape):
-                continue
-            digits = parts[i + 1 :]
             canonical = all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits)
             if not canonical:  # only the key as Zarr writes it names a chunk ("01" does not)
                 return None
@@ -175,9 +176,10 @@ class _Layout:
 
 
 def _differs(value: Any, default: Any) -> bool:
+    """Whether an option's value differs from its default (values without a plain truth value, arrays, do)."""
     try:
         return bool(value != default)
-    except (TypeError, ValueError):  # values without a plain truth value (arrays) count as given
+    except (TypeError, ValueError):
         return True
 
 
@@ -185,22 +187,8 @@ def _join(path: str, name: str) -> str:
     return f"{path}/{name}" if path else name
 
 
-def _fill(spec_fill: Any, attr_fill: Any) -> Any:
-    """The value a hypercube hole holds: the spec's, as the backend fills it, else the variable's ``_FillValue``."""
-    return attr_fill if spec_fill is None else spec_fill
-
-
-def _renames(names: list[str], where: str) -> dict[str, str]:
-    from .zarr_meta import zarr_names
-
-    return zarr_names(list(dict.fromkeys(names)), where)
-
-
 def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
     """The key space of the file, and the open file to close with the store (None for an empty file)."""
-    from .backend import _normalise_drop, _select_group, open_raw_groups
-    from .io import open_source
-
     layout = _Layout(f"file {path_or_url!s}")
     try:
         groups, f = open_raw_groups(path_or_url, **{**options, "group": None})
@@ -208,14 +196,14 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         with open_source(path_or_url, options.get("storage_options")) as src:
             if src.size:
                 raise
-        layout.documents["zarr.json"] = _empty_group()  # an empty .tgm (no message yet): an empty group
+        layout.documents["zarr.json"] = group_document({})  # an empty .tgm (no message yet): an empty group
         return layout, None
     try:
         if options.get("group") is not None:
             keys = cast("dict[str, Any]", groups)  # _select_group reads only the group names
             groups = {"/": groups[_select_group(keys, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
-            layout.documents["zarr.json"] = _empty_group(next(iter(groups.values())).attrs)
+            layout.documents["zarr.json"] = group_document(nested_attrs(next(iter(groups.values())).attrs))
         drop = _normalise_drop(options.get("drop_variables"))
         for name, raw in groups.items():
             layout.add_group(name.strip("/"), raw.drop_vars(drop & set(raw.variables)), raw.attrs)
@@ -223,12 +211,6 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         f.close()
         raise
     return layout, f
-
-
-def _empty_group(attrs: Mapping[str, Any] | None = None) -> bytes:
-    from .zarr_meta import group_document, nested_attrs
-
-    return group_document(nested_attrs(attrs or {}))
 
 
 class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a venv without zarr
@@ -264,7 +246,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
                 f"TensogramStore({path_or_url!r}) is read-only: writing through Zarr is not supported; "
                 f"write with Dataset.tensogram.to_tensogram (or to_tetr / to_ztensor)"
             )
-        declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*_OPEN_SCOPES))
+        declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*declared.NOT_XARRAY))
         super().__init__(read_only=True)
         given = {
             **options,
@@ -363,7 +345,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         self._check_writable()
 
     async def list(self) -> AsyncIterator[str]:
-        for key in list((await self._keyspace()).keys()):
+        async for key in self.list_prefix(""):
             yield key
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
@@ -376,29 +358,14 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         base = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
         inside_chunks = any(base.startswith(_join(p, "c") + "/") for p in layout.arrays)
         keys = layout.keys() if inside_chunks else layout.shallow_keys()
-        seen: dict[str, None] = {}
-        for key in keys:
-            if key.startswith(base) and key != base:
-                seen.setdefault(key[len(base) :].split("/")[0])
-        for name in seen:
+        for name in dict.fromkeys(k[len(base) :].split("/")[0] for k in keys if k.startswith(base) and k != base):
             yield name
 
 
-def _signature() -> inspect.Signature:
-    """``(self, path_or_url, *, <each open option a store takes>, read_only=True)``, from the declaration of the
-    open options, so ``help()`` and IDEs show every option the store takes."""
-    kw = inspect.Parameter.KEYWORD_ONLY
-    params = [
-        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter("path_or_url", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str | os.PathLike[str]"),
-    ]
-    params += [
-        inspect.Parameter(o.name, kw, default=o.default, annotation=o.annotation)
-        for o in declared.OPTIONS
-        if o.scope in _OPEN_SCOPES
-    ]
-    params.append(inspect.Parameter("read_only", kw, default=True, annotation="bool"))
-    return inspect.Signature(params, return_annotation="None")
-
-
-TensogramStore.__init__.__signature__ = _signature()  # type: ignore[attr-defined]  # functions take a __signature__
+#: ``(self, path_or_url, *, <each open option a store takes>, read_only=True)``, from the options' declaration
+TensogramStore.__init__.__signature__ = declared.signature(  # type: ignore[attr-defined]  # functions take a __signature__
+    *declared.NOT_XARRAY,
+    first="path_or_url: str | os.PathLike[str]",
+    returns="None",
+    extra=[inspect.Parameter("read_only", inspect.Parameter.KEYWORD_ONLY, default=True, annotation="bool")],
+)

@@ -62,8 +62,6 @@ def open_source(
     if isinstance(source, (bytes, bytearray, memoryview)):
         return BytesSource(source)
     if isinstance(source, os.PathLike):
-        source = os.fspath(source)
-    if isinstance(source, bytes):
         source = os.fsdecode(source)
     if isinstance(source, str):
         if is_remote_url(source):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from typing import BinaryIO
 
 from ..errors import IsADirectoryTensorError, NoSuchDirectoryError
@@ -62,8 +63,6 @@ class atomic_write:
         self._locked = contextlib.ExitStack()
 
     def __enter__(self) -> BinaryIO:
-        import tempfile
-
         check_target(self.path)  # say so for the target, not for the temporary file
         directory = os.path.dirname(os.path.abspath(self.path))
         self._locked.enter_context(write_lock(self.path))  # it also removes a killed writer's temporary file

@@ -5,16 +5,11 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, Union
+from typing import Any, BinaryIO, Union
 
-from ..errors import (
-    TruncatedFileError,
-    describe,
-)
+import numpy as np
 
-if TYPE_CHECKING:
-    import numpy as np
-
+from ..errors import TruncatedFileError, describe
 
 SourceLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, "ByteSource"]
 
@@ -88,8 +83,6 @@ class ByteSource(ABC):
 
     def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
         """Like :meth:`read` but into a new writable ``uint8`` array (local files: no extra copy)."""
-        import numpy as np
-
         return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
 
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
@@ -98,8 +91,6 @@ class ByteSource(ABC):
         Readers use it to put raw payloads straight into the caller's final array; local files
         read with ``preadv`` into it (no memory map, no intermediate buffer).
         """
-        import numpy as np
-
         data = np.frombuffer(self.read(offset, out.nbytes, what=what), dtype=out.dtype)
         np.copyto(out, data.reshape(out.shape))
 

@@ -108,7 +108,7 @@ def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> It
         yield
         return
     sidecar = lock_path(path)
-    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    held: dict[str, int | None] = _HELD.__dict__.setdefault("fds", {})  # this thread's locks: their descriptors
     if sidecar in held:
         yield
         return
@@ -118,19 +118,15 @@ def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> It
         thread_lock = _THREAD_LOCKS.setdefault(sidecar, threading.Lock())
     if not thread_lock.acquire(timeout=max(wait, 0.0)):
         raise _timed_out(path, sidecar, wait)
-    held.add(sidecar)
-    fds: dict[str, int] = _HELD.__dict__.setdefault("fds", {})
+    held[sidecar] = None
     try:
-        fd = _acquire(path, sidecar, deadline, wait)
-        if fd is not None:
-            fds[sidecar] = fd
+        fd = held[sidecar] = _acquire(path, sidecar, deadline, wait)
         try:
             yield
         finally:
-            fds.pop(sidecar, None)
             _release(sidecar, fd)
     finally:
-        held.discard(sidecar)
+        held.pop(sidecar, None)
         thread_lock.release()
 
 

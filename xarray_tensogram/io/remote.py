@@ -14,6 +14,7 @@ from ..errors import (
     StorageOptionsError,
     XarrayTensogramError,
     describe,
+    first_line,
     install_hint,
 )
 from .base import ByteSource
@@ -25,30 +26,22 @@ from .retry import Fault, Retrying, RetryPolicy, transient
 class FsspecSource(ByteSource):
     """A remote (or any fsspec) file, fetched with one range request per read.
 
-    ``url`` may be any fsspec URL (``s3://``, ``gs://``, ``https://``, ``file://``, ``memory://``)
-    or a chained URL (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged
-    (for chained URLs, keyed by protocol as fsspec expects). Opening asks for the size once
-    (one ``HEAD`` for HTTP and S3); every :meth:`read` is one ranged ``GET`` of exactly the
-    bytes asked for, and :meth:`read_ranges` sends its ranges concurrently.
+    ``url`` may be any fsspec URL (``s3://``, ``https://``, ``memory://``) or a chained one
+    (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged. Opening asks for the size once
+    (one ``HEAD``); every :meth:`read` is one ranged ``GET`` of exactly the bytes asked for, and
+    :meth:`read_ranges` sends its ranges concurrently.
 
-    The three formats keep their metadata at the ends of the file (Tensogram preamble and
-    header frames, the Tetration superblock and directory, the zTensor tail and index, the
-    Tetration footer), and their readers parse it with several small reads. So the source that
-    opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each the
-    first time a small read falls there, and serves later reads inside them from memory: opening
-    costs a few requests instead of one per field. Unpickled copies (Dask tasks) do not do this;
-    they fetch exactly the bytes of the chunk they read.
+    The formats keep their metadata at the ends of the file and parse it with several small reads, so the
+    source that opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each, the
+    first time a small read falls there, and serves later reads inside them from memory. Unpickled copies
+    (Dask tasks) fetch exactly the bytes of the chunk they read.
 
-    Every range is retried on transient faults (5xx, 429 with ``Retry-After``, resets, short bodies)
-    as the ``retries`` policy says, asking again only for the bytes still missing
-    (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the size, ETag
-    and Last-Modified seen at the open, else :class:`~xarray_tensogram.errors.FileChangedError`
-    (:mod:`~xarray_tensogram.io.http`).
+    Every range is retried on transient faults as the ``retries`` policy says, asking again only for the
+    bytes still missing (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the
+    size, ETag and Last-Modified seen at the open (:mod:`~xarray_tensogram.io.http`).
 
-    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec
-    filesystem is created lazily in each process (and again after a fork), so a pickled source,
-    e.g. inside a Dask task, reopens the remote file in the worker without holding any connection
-    across pickling.
+    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec filesystem is
+    created lazily in each process (and again after a fork), so a pickled source holds no connection.
     """
 
     def __init__(
@@ -175,11 +168,10 @@ class FsspecSource(ByteSource):
             tail = max(0, self.size - self.END_BLOCK)
             for lo, hi in ((0, head), (tail, self.size)):
                 if lo <= offset and offset + length <= hi:
-                    block = self._fetch(lo, hi - lo)
-                    if len(block) == hi - lo:
-                        with self._lock:
-                            if all(start != lo for start, _ in self._ends):
-                                self._ends = [*self._ends, (lo, block)]
+                    block = self._fetch(lo, hi - lo)  # exactly these bytes, or an error
+                    with self._lock:
+                        if all(start != lo for start, _ in self._ends):
+                            self._ends = [*self._ends, (lo, block)]
                     return block[offset - lo : offset + length - lo]
         return self._fetch(offset, length)
 
@@ -228,9 +220,9 @@ class FsspecSource(ByteSource):
         if is_http(fs):
             out = run_on_loop(fs, self._get_ranges, fs, path, ranges)
         else:
-            starts = [o for o, _ in ranges]
-            ends = [o + n for o, n in ranges]
-            got = fs.cat_ranges([path] * len(ranges), starts, ends, on_error="return")
+            got = fs.cat_ranges(
+                [path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges], on_error="return"
+            )
             # a range that failed or came back short is read again alone, with retries
             out = [
                 b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n)
@@ -257,12 +249,10 @@ class FsspecSource(ByteSource):
 
 def _short(exc: BaseException) -> str:
     """One line naming the error, and its cause when fsspec wrapped one (e.g. a refused connection)."""
-    text = str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {text[0] if text else ''}"
+    line = f"{type(exc).__name__}: {first_line(exc)}"
     cause = exc.__cause__ or exc.__context__
     if cause is not None and cause is not exc:
-        more = str(cause).strip().splitlines()
-        line += f"; caused by {type(cause).__name__}: {more[0] if more else ''}"
+        line += f"; caused by {type(cause).__name__}: {first_line(cause)}"
     return line
 
 

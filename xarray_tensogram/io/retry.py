@@ -14,9 +14,9 @@ import email.utils
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
-from ..errors import RemoteReadError, UnsupportedOptionError
+from ..errors import RemoteReadError, UnsupportedOptionError, first_line
 
 __all__ = ["RetryPolicy", "Retrying", "transient"]
 
@@ -60,12 +60,7 @@ class RetryPolicy:
         bad = [k for k, v in given.items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
         if bad:
             raise UnsupportedOptionError(f"retries: {bad} must be numbers >= 0 (given {given})")
-        return cls(
-            retries=int(given.get("retries", cls.retries)),
-            backoff=float(given.get("backoff", cls.backoff)),
-            max_delay=float(given.get("max_delay", cls.max_delay)),
-            timeout=float(given.get("timeout", cls.timeout)),
-        )
+        return replace(cls(), **{k: type(getattr(cls, k))(v) for k, v in given.items()})  # the fields' types
 
 
 def _status(exc: BaseException) -> int | None:
@@ -138,17 +133,12 @@ def transient(exc: BaseException) -> Fault:
             break
         status = _status(seen)
         if status is not None:
-            cause = f"HTTP {status} ({_first_line(seen)})"
+            cause = f"HTTP {status} ({first_line(seen)})"
             return Fault(status in RETRY_STATUSES or status >= 500, cause, status, _retry_after(seen), exc)
         if _network_fault(seen):
-            return Fault(True, f"{type(seen).__name__}: {_first_line(seen)}", error=exc)
+            return Fault(True, f"{type(seen).__name__}: {first_line(seen)}", error=exc)
         seen = seen.__cause__ or seen.__context__
-    return Fault(False, f"{type(exc).__name__}: {_first_line(exc)}", error=exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else ""
+    return Fault(False, f"{type(exc).__name__}: {first_line(exc)}", error=exc)
 
 
 @dataclass

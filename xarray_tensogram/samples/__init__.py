@@ -23,6 +23,7 @@ a source checkout; they never write anything. ``tools/make_sample_era.py`` and
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import PurePath
 
 __all__ = ["path", "paths"]
 
@@ -75,8 +76,8 @@ def path(name: str) -> str:
     >>> dict(ds.sizes)
     {'step': 4, 'level': 3, 'latitude': 37, 'longitude': 72}
     """
-    for candidate in paths():
-        if candidate.replace("\\", "/").rsplit("/", 1)[-1] == name:
-            return candidate
-    names = ", ".join(p.replace("\\", "/").rsplit("/", 1)[-1] for p in paths())
+    found = {PurePath(p).name: p for p in paths()}
+    if name in found:
+        return found[name]
+    names = ", ".join(found)
     raise FileNotFoundError(f"no bundled sample named {name!r}; the samples are: {names}")
