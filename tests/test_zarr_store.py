@@ -386,6 +386,9 @@ def test_nested_attrs_never_drop_a_key() -> None:
         "x..y": 3,
         "p": {"q": {"r": 4}},
     }
+    # a dotted key that is a prefix of a longer one, in either order: both kept, neither overwrites the other
+    for flat in ({"s.t.u": 5, "s.t": 6}, {"s.t": 6, "s.t.u": 5}):
+        assert nested_attrs(flat) == {"s": {"t": 6}, "s.t.u": 5}
 
 
 def test_renamed_dimension_follows_its_variable(tmp_path: Path) -> None:

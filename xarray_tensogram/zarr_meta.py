@@ -71,26 +71,20 @@ def inline_values(var: xr.Variable) -> np.ndarray:
 def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted keys (``mars.class``, as the backend flattens metadata maps for netCDF) nested again as JSON maps.
 
-    A dotted key stays flat where nesting would collide with a plain key (``mars`` next to ``mars.class``)
-    or where a part is empty (``a..b``): nothing is dropped or overwritten.
+    A dotted key stays flat where nesting would collide with another key that is one of its prefixes (``mars``
+    or ``mars.x`` next to ``mars.x.class``) or where a part is empty (``a..b``): nothing is dropped or overwritten.
     """
-    plain = {k for k in attrs if "." not in k}
+    keys = set(attrs)
     out: dict[str, Any] = {}
     for key, value in attrs.items():
         parts = key.split(".")
-        prefixes = {".".join(parts[:i]) for i in range(1, len(parts))}
-        if len(parts) == 1 or "" in parts or prefixes & plain:
+        if len(parts) == 1 or "" in parts or any(".".join(parts[:i]) in keys for i in range(1, len(parts))):
             out[key] = value
             continue
         node = out
         for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):  # an earlier flat key of this name: keep this one flat
-                out[key] = value
-                break
-            node = child
-        else:
-            node[parts[-1]] = value
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
     return out
 
 

@@ -43,7 +43,7 @@ __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorPar
 
 INLINE_PREFIX = "memory://xarray-tensogram-inline/"
 #: the open options a parser takes: all but xarray's CF decoding switches
-_OPEN_SCOPES = (declared.Scope.EVERY_FORMAT, declared.Scope.FORMAT, declared.Scope.BACKEND)
+_OPEN_SCOPES = declared.NOT_XARRAY
 
 
 def _local_path(url: str) -> str:
