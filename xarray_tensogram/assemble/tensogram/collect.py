@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -42,6 +42,7 @@ __all__ = [
 #: per message alive while the open runs, each counted towards the garbage collector's next pass
 _NONE: dict[str, Any] = {}
 _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
+_NO_SKIP: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)  # 40,000 of them for an archive of 10,000 messages: no per-instance dict
@@ -203,48 +204,45 @@ def _flat_keys_rebuildable(
     entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
 ) -> tuple[dict[str, Any], bool]:
     """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
-    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same): found in
-    the same walk, so that an open does not walk every object's metadata twice."""
+    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same; the
+    keys in ``skip`` left out): found in the same walk, so that an open does not walk every object's
+    metadata twice."""
     out: dict[str, Any] = {}
-    if skip and any(k in entry for k in skip):
-        entry = {k: v for k, v in entry.items() if k not in skip}
-    return out, _flatten_into(entry, prefix, out)
+    return out, _flatten_into(entry, prefix, out, frozenset(skip))
 
 
-def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> bool:
+def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], skip: frozenset[str] = _NO_SKIP) -> bool:
     # runs over every key of every object (about 50 per object of some producers): written for speed;
     # returns whether the keys written give ``entry`` back (see _flat_keys_rebuildable)
-    scalars = SCALARS
-    types = set(map(type, entry.values()))
-    if dict not in types and "_reserved_" not in entry:
-        names, rebuildable = _prefixed(prefix, tuple(entry))
-        if names is not None:  # no nested map: keys and values copied in C, lists made hashable in place
-            out.update(zip(names, entry.values(), strict=True))
-            if not scalars.issuperset(types):
-                for name, v in zip(names, entry.values(), strict=True):
-                    if type(v) not in scalars:
-                        out[name], kept = _frozen(v)
-                        rebuildable = rebuildable and kept
-            return rebuildable
-    rebuildable = True
-    for k, v in entry.items():
-        if k == "_reserved_":
-            rebuildable = False
+    names, plain, whole = _prefixed(prefix, tuple(entry), skip)
+    if plain:  # text keys without dots: the usual map, its dotted names joined once per key set
+        values = entry.values()
+        if whole and SCALARS.issuperset(map(type, values)):
+            out.update(zip(cast(tuple[str, ...], names), values, strict=True))  # copied in C, none skipped
+            return True
+        rebuildable = True
+        for name, v in zip(names, values, strict=True):
+            if name is None:  # a key of ``skip``
+                continue
+            if type(v) in SCALARS:
+                out[name] = v
+            elif isinstance(v, dict) and v:
+                rebuildable = _flatten_into(v, name + ".", out) and rebuildable and type(v) is dict
+            else:
+                out[name], kept = _frozen(v)
+                rebuildable = rebuildable and kept
+        return rebuildable
+    for k, v in entry.items():  # keys that are not text, hold a dot or are ``_reserved_``: never rebuildable
+        if k == "_reserved_" or k in skip:
             continue
-        if type(k) is str:
-            key = prefix + k
-            rebuildable = rebuildable and "." not in k
-        else:
-            key = f"{prefix}{k}"
-            rebuildable = False
-        if type(v) in scalars:
+        key = prefix + k if type(k) is str else f"{prefix}{k}"
+        if type(v) in SCALARS:
             out[key] = v
         elif isinstance(v, dict) and v:
-            rebuildable = _flatten_into(v, key + ".", out) and rebuildable and type(v) is dict
+            _flatten_into(v, key + ".", out)
         else:
-            out[key], kept = _frozen(v)
-            rebuildable = rebuildable and kept
-    return rebuildable
+            out[key] = _frozen(v)[0]
+    return False
 
 
 def _frozen(v: Any) -> tuple[Any, bool]:
@@ -265,21 +263,22 @@ def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return names  # the first equal tuple seen (text only: (1,) and (True,) are equal keys, not equal values)
 
 
-def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[tuple[str, ...] | None, bool]:
-    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text or not hashable), and
-    whether they are plain (text without dots, not ``_reserved_``: :func:`_rebuilt` gives them back)."""
-    try:
-        return _prefixed_cached(prefix, keys)
-    except TypeError:  # an unhashable key cannot come from CBOR maps, but stay safe
-        return None, False
+def _prefixed(prefix: str, keys: tuple[Any, ...], skip: frozenset[str]) -> tuple[tuple[str | None, ...], bool, bool]:
+    """The dotted keys of a map's keys under ``prefix`` (None for those in ``skip``; worked out once per key
+    set: the objects of a file repeat a few), whether the others are plain (text without dots, not
+    ``_reserved_``: :func:`_rebuilt` gives them back; only then are the dotted keys used) and whether
+    none is skipped."""
+    found = _PREFIXED.get((prefix, keys, skip))
+    if found is None:
+        plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
+        names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
+        found = (names, plain, skip.isdisjoint(keys))
+        if len(_PREFIXED) < 4096:
+            _PREFIXED[(prefix, keys, skip)] = found
+    return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[tuple[str, ...] | None, bool]:
-    # objects of a file repeat the same few key sets: each is joined and checked once
-    if not all(type(k) is str for k in keys):
-        return None, False
-    return tuple(prefix + k for k in keys), all("." not in k and k != "_reserved_" for k in keys)
+_PREFIXED: dict[tuple[str, tuple[Any, ...], frozenset[str]], tuple[tuple[str | None, ...], bool, bool]] = {}
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
@@ -341,14 +340,18 @@ def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
     return flat_keys(merged)
 
 
-def _own_entry(base: Sequence[Any], j: int) -> dict[str, Any]:
-    own = base[j] if j < len(base) and isinstance(base[j], dict) else {}
-    return {k: v for k, v in own.items() if k != "_reserved_"} if "_reserved_" in own else own
+def _unreserved(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "_reserved_"} if "_reserved_" in entry else entry
+
+
+#: what flattening an object's entry leaves out: ``_reserved_`` and its producer's sections
+_SKIPS: dict[tuple[str, ...], frozenset[str]] = {}
 
 
 def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry
-    (without ``_reserved_``), with the objects' geometries worked out while the metadata is at hand.
+    (its ``_reserved_`` too: left out when flattened), with the objects' geometries worked out while the
+    metadata is at hand.
 
     The decoded metadata is dropped afterwards: held for every message of an archive until the objects
     are built, its 25 or so maps and lists per message were what the garbage collector walked most.
@@ -361,7 +364,7 @@ def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list
     return (
         extra if isinstance(extra, dict) and extra else _NONE,
         _global_keys(meta),
-        [_own_entry(base, j) for j in range(len(msg))],
+        base,  # one map per object (the metadata is normalised)
     )
 
 
@@ -416,7 +419,7 @@ def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[s
         global_keys.append(gkeys)
         owned += owns
         for j, own in enumerate(owns):
-            if not own:
+            if not _unreserved(own):
                 wanted_messages.append(msg)
                 wanted_js.append(j)
     # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
@@ -431,7 +434,7 @@ def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[s
             # a damaged frame gives no params: its values report the damage when read
             params: dict[str, Any] | None = None
             frame_hash: int | None = None
-            if not own:
+            if not _unreserved(own):
                 params, frame_hash = params_column[found], hashes_column[found]
                 found += 1
             objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=False))
@@ -455,17 +458,19 @@ def _collected(
 ) -> TgObject:
     """Object ``j`` of message ``m``: its own entry over its descriptor's params (None: none, or a damaged
     frame, whose values report the damage when read), flattened, with its producer's view and level."""
-    entry = deep_merge(params, own) if params else own
+    entry = deep_merge(params, _unreserved(own)) if params else own  # ``_reserved_`` left out when flattened
     shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
     producer = producer_for(entry, extra)
     sections = producer.sections if producer is not None else ()
-    keys, rebuildable = _flat_keys_rebuildable(entry, skip=sections)
-    view = producer.keys_view(keys, entry) if producer is not None and sections else None
+    skip = _SKIPS.get(sections) or _SKIPS.setdefault(sections, frozenset({*sections, "_reserved_"}))
+    keys, rebuildable = _flat_keys_rebuildable(entry, skip=skip)
+    # a producer's view reads its sections from the nested map: kept then (copied only then)
+    nested = _unreserved(entry) if producer is not None or not rebuildable else None
+    view = producer.keys_view(keys, nested) if producer is not None and sections and nested is not None else None
     return TgObject(
         msg=m,
         obj=j,
-        # a producer's view reads its sections from the nested map: kept then
-        nested=entry if producer is not None or not rebuildable else None,
+        nested=nested,
         keys=keys,
         global_keys=gkeys,
         shape=shape,
