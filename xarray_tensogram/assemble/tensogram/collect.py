@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
@@ -23,6 +25,7 @@ from ...conventions import LAYOUT_KEY
 from ...errors import TensogramMappingWarning, XarrayTensogramError, closest, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
+from ...formats.tensogram.scan import SCANNED
 from ...producers import producer_for
 from ...producers.interface import CoordinateRole, Producer
 from ...producers.keys import SCALARS, hashable
@@ -33,6 +36,7 @@ __all__ = [
     "TgObject",
     "apply_filter",
     "collect_objects",
+    "decoded_once",
     "flat_keys",
     "select_messages",
 ]
@@ -346,26 +350,91 @@ def _unreserved(entry: dict[str, Any]) -> dict[str, Any]:
 
 #: what flattening an object's entry leaves out: ``_reserved_`` and its producer's sections
 _SKIPS: dict[tuple[str, ...], frozenset[str]] = {}
+_RESERVED = frozenset({"_reserved_"})
+#: each object's own entry, or its flat keys where they give it back (see _message_entries)
+Owns = tuple[dict[str, Any] | tuple[dict[str, Any]], ...]
+_SCANNED: ContextVar[_Scanned | None] = ContextVar("_SCANNED", default=None)
 
 
-def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
-    """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry
-    (its ``_reserved_`` too: left out when flattened), with the objects' geometries worked out while the
-    metadata is at hand.
+def _message_entries(msg: Message, meta: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], Owns]:
+    """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry, with the
+    objects' geometries worked out while the metadata (``meta``, else decoded again) is at hand.
 
-    The decoded metadata is dropped afterwards: held for every message of an archive until the objects
+    An entry no producer claims and that its flat keys give back is held as those keys (a 1-tuple): the
+    decoded metadata is dropped afterwards, since held for every message of an archive until the objects
     are built, its 25 or so maps and lists per message were what the garbage collector walked most.
     """
-    meta = msg.decoded_metadata()
+    meta = msg.decoded_metadata() if meta is None else meta
     base = meta.get("base") or []
     for j in range(len(msg)):
         msg.object_geometry(j, base)
     extra = meta.get("_extra_")
-    return (
-        extra if isinstance(extra, dict) and extra else _NONE,
-        _global_keys(meta),
-        base,  # one map per object (the metadata is normalised)
-    )
+    extra = extra if isinstance(extra, dict) and extra else _NONE
+    return extra, _global_keys(meta), tuple(_flat_own(own, extra) for own in base)
+
+
+def _flat_own(own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any] | tuple[dict[str, Any]]:
+    """An entry's flat keys where no producer claims it and they give it back, else the entry (a 1-tuple)."""
+    if producer_for(own, extra) is None:
+        keys, rebuildable = _flat_keys_rebuildable(own, skip=_RESERVED)
+        if rebuildable:
+            return keys
+    return (own,)
+
+
+def _is_empty(own: dict[str, Any] | tuple[dict[str, Any]]) -> bool:
+    return not (_unreserved(own[0]) if isinstance(own, tuple) else own)
+
+
+class _Scanned:
+    """What the scan handed over (see :func:`decoded_once`), as columns: a tuple per message would be a
+    container the garbage collector walks on every pass while the scan goes on (a tuple that holds a map
+    stays tracked), the flat key maps themselves are not tracked."""
+
+    def __init__(self) -> None:
+        self.at: dict[Message, int] = {}  # message -> its position in the per-message columns
+        self.extras: list[dict[str, Any]] = []
+        self.global_keys: list[dict[str, Any]] = []
+        self.starts: list[int] = []  # where its objects start in ``owns``
+        self.owns: list[dict[str, Any] | tuple[dict[str, Any]]] = []
+
+    def record(self, msg: Message, meta: dict[str, Any]) -> None:
+        try:
+            extra, gkeys, owns = _message_entries(msg, meta)
+        except XarrayTensogramError:  # (a descriptor that cannot be read): collected from a new decode
+            return
+        self.at[msg] = len(self.starts)
+        self.extras.append(extra)
+        self.global_keys.append(gkeys)
+        self.starts.append(len(self.owns))
+        self.owns += owns
+
+    def entries(self, msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns] | None:
+        k = self.at.pop(msg, None)
+        if k is None:
+            return None
+        return self.extras[k], self.global_keys[k], tuple(self.owns[self.starts[k] : self.starts[k] + len(msg)])
+
+
+@contextmanager
+def decoded_once() -> Iterator[None]:
+    """Within it, the scan of a Tensogram file hands each message's decoded metadata to this stage, which
+    keeps what it needs (flat keys, mostly: maps the garbage collector does not walk) until
+    :func:`collect_objects` asks: every message's CBOR is decoded once per open, not twice."""
+    scanned = _Scanned()
+    tokens = _SCANNED.set(scanned), SCANNED.set(scanned.record)
+    try:
+        yield
+    finally:
+        SCANNED.reset(tokens[1])
+        _SCANNED.reset(tokens[0])
+
+
+def _entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns]:
+    """:func:`_message_entries` of a message, as its scan handed them over where it did."""
+    scanned = _SCANNED.get()
+    found = scanned.entries(msg) if scanned is not None else None
+    return found if found is not None else _message_entries(msg)
 
 
 def collect_objects(
@@ -392,7 +461,7 @@ def collect_objects(
     objects: list[TgObject] = []
     found = 0
     for m, msg in zip(messages, held, strict=True):
-        extra, gkeys, owns = _message_entries(msg)
+        extra, gkeys, owns = _entries(msg)
         for j, own in enumerate(owns):
             params, frame_hash = params_column[found], hashes_column[found]
             found += 1
@@ -408,18 +477,18 @@ def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[s
     held: list[Message] = []
     extras: list[dict[str, Any]] = []  # each message's raw _extra_
     global_keys: list[dict[str, Any]] = []  # each message's global keys, flattened
-    owned: list[dict[str, Any]] = []  # each object's own base entry
+    owned: list[Any] = []  # each object's own base entry (or its flat keys)
     wanted_messages: list[Message] = []  # the objects whose descriptor params are read
     wanted_js: list[int] = []
     for m in messages:
         msg = tfile[m]
-        extra, gkeys, owns = _message_entries(msg)
+        extra, gkeys, owns = _entries(msg)
         held.append(msg)
         extras.append(extra)
         global_keys.append(gkeys)
         owned += owns
         for j, own in enumerate(owns):
-            if not _unreserved(own):
+            if _is_empty(own):
                 wanted_messages.append(msg)
                 wanted_js.append(j)
     # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
@@ -434,7 +503,7 @@ def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[s
             # a damaged frame gives no params: its values report the damage when read
             params: dict[str, Any] | None = None
             frame_hash: int | None = None
-            if not _unreserved(own):
+            if _is_empty(own):
                 params, frame_hash = params_column[found], hashes_column[found]
                 found += 1
             objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=False))
@@ -447,7 +516,7 @@ def _collected(
     m: int,
     msg: Message,
     j: int,
-    own: dict[str, Any],
+    own: dict[str, Any] | tuple[dict[str, Any]],
     params: dict[str, Any] | None,
     frame_hash: int | None,
     extra: dict[str, Any],
@@ -458,15 +527,21 @@ def _collected(
 ) -> TgObject:
     """Object ``j`` of message ``m``: its own entry over its descriptor's params (None: none, or a damaged
     frame, whose values report the damage when read), flattened, with its producer's view and level."""
-    entry = deep_merge(params, _unreserved(own)) if params else own  # ``_reserved_`` left out when flattened
     shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
-    producer = producer_for(entry, extra)
-    sections = producer.sections if producer is not None else ()
-    skip = _SKIPS.get(sections) or _SKIPS.setdefault(sections, frozenset({*sections, "_reserved_"}))
-    keys, rebuildable = _flat_keys_rebuildable(entry, skip=skip)
-    # a producer's view reads its sections from the nested map: kept then (copied only then)
-    nested = _unreserved(entry) if producer is not None or not rebuildable else None
-    view = producer.keys_view(keys, nested) if producer is not None and sections and nested is not None else None
+    producer: Producer | None = None
+    nested = view = None
+    if not isinstance(own, tuple) and not params:  # flattened already: no producer, the keys give the entry back
+        keys = own
+    else:
+        whole = own[0] if isinstance(own, tuple) else _rebuilt(own)
+        entry = deep_merge(params, _unreserved(whole)) if params else whole  # ``_reserved_`` left out when flattened
+        producer = producer_for(entry, extra)
+        sections = producer.sections if producer is not None else ()
+        skip = _SKIPS.get(sections) or _SKIPS.setdefault(sections, frozenset({*sections, "_reserved_"}))
+        keys, rebuildable = _flat_keys_rebuildable(entry, skip=skip)
+        # a producer's view reads its sections from the nested map: kept then (copied only then)
+        nested = _unreserved(entry) if producer is not None or not rebuildable else None
+        view = producer.keys_view(keys, nested) if producer is not None and sections and nested is not None else None
     return TgObject(
         msg=m,
         obj=j,

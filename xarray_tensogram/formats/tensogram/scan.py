@@ -7,6 +7,8 @@ streaming messages without a footer index, the 16-byte header of every frame whi
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from ...codecs import cbor
@@ -42,9 +44,12 @@ from .framing import (
     parse_preamble,
     phase_of,
 )
-from .metadata import check_metadata
+from .metadata import check_metadata, normalise_metadata, with_preceders
 from .objects import Message, ObjectRef, _where, is_local
 
+#: set (by ``assemble.tensogram.collect.decoded_once``) while an open scans the messages it then assembles:
+#: called with each message and its normalised metadata, so that an open decodes every message's CBOR once
+SCANNED: ContextVar[Callable[[Message, dict[str, Any]], None] | None] = ContextVar("SCANNED", default=None)
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
@@ -345,7 +350,11 @@ class MessageScanner:
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
-        return Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor), end
+        msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
+        visit = SCANNED.get()
+        if visit is not None:  # an open that assembles what it scans takes the decoded metadata now
+            visit(msg, with_preceders(normalise_metadata(metadata, len(data), copy=False), data))
+        return msg, end
 
     def _check_frame(
         self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
