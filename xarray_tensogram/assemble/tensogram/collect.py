@@ -447,68 +447,28 @@ def collect_objects(
     global keys when a message has none. Local files always read the descriptor params; remote
     files only where ``base[i]`` holds nothing, so that opening stays a few requests per message.
     """
-    local = bool(messages) and is_local(tfile[messages[0]].source)
-    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
-    if not local:
-        return _collect_remote(tfile, messages, spec_options)
-    # every descriptor is read: all of them first (one batch), then each message's objects are built
-    # while its metadata is at hand, so that no decoded entry waits for the others (the garbage collector
-    # would walk them all while the open runs)
     held = [tfile[m] for m in messages]
-    params_column, hashes_column = descriptor_params_columns(
-        [msg for msg in held for _j in range(len(msg))], [j for msg in held for j in range(len(msg))]
-    )
+    local = bool(held) and is_local(held[0].source)
+    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
+    entries = [_entries(msg) for msg in held]  # flat keys mostly: maps the garbage collector does not walk
+    # the objects whose descriptor params are read, in one batch for the whole file: two rounds of reads
+    # (footers, then descriptors), not two per message; the answers come in the order asked
+    wanted = [
+        (msg, j) for msg, e in zip(held, entries, strict=True) for j, own in enumerate(e[2]) if local or _is_empty(own)
+    ]
+    params_column, hashes_column = descriptor_params_columns([w[0] for w in wanted], [w[1] for w in wanted])
+    del wanted
     objects: list[TgObject] = []
     found = 0
-    for m, msg in zip(messages, held, strict=True):
-        extra, gkeys, owns = _entries(msg)
+    for m, msg, (extra, gkeys, owns) in zip(messages, held, entries, strict=True):
         for j, own in enumerate(owns):
-            params, frame_hash = params_column[found], hashes_column[found]
-            found += 1
-            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=True))
-    return objects
-
-
-def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[str, Any]) -> list[TgObject]:
-    """:func:`collect_objects` of a remote file: descriptor params only of objects whose ``base[i]`` is empty,
-    known once every message's metadata is decoded."""
-    # per message and per object, as columns: a record per message would be one more object for the
-    # garbage collector to walk while the open runs
-    held: list[Message] = []
-    extras: list[dict[str, Any]] = []  # each message's raw _extra_
-    global_keys: list[dict[str, Any]] = []  # each message's global keys, flattened
-    owned: list[Any] = []  # each object's own base entry (or its flat keys)
-    wanted_messages: list[Message] = []  # the objects whose descriptor params are read
-    wanted_js: list[int] = []
-    for m in messages:
-        msg = tfile[m]
-        extra, gkeys, owns = _entries(msg)
-        held.append(msg)
-        extras.append(extra)
-        global_keys.append(gkeys)
-        owned += owns
-        for j, own in enumerate(owns):
-            if _is_empty(own):
-                wanted_messages.append(msg)
-                wanted_js.append(j)
-    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
-    # the answers come in the order asked, which the loop below walks again
-    params_column, hashes_column = descriptor_params_columns(wanted_messages, wanted_js)
-    del wanted_messages, wanted_js
-    objects: list[TgObject] = []
-    found = 0
-    at = 0  # position in ``owned``
-    for m, msg, extra, gkeys in zip(messages, held, extras, global_keys, strict=True):
-        for j, own in enumerate(owned[at : at + len(msg)]):
             # a damaged frame gives no params: its values report the damage when read
             params: dict[str, Any] | None = None
             frame_hash: int | None = None
-            if _is_empty(own):
+            if local or _is_empty(own):
                 params, frame_hash = params_column[found], hashes_column[found]
                 found += 1
-            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=False))
-        owned[at : at + len(msg)] = [{}] * len(msg)  # entries that went into ``keys`` are not held on
-        at += len(msg)
+            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=local))
     return objects
 
 

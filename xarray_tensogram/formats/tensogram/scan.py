@@ -57,6 +57,14 @@ SCAN_BLOCK = 1 << 20
 REMOTE_BLOCK = 65536
 
 
+def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) -> Message:
+    """``msg``, its normalised metadata handed to an open that assembles what it scans (see :data:`SCANNED`)."""
+    visit = SCANNED.get()
+    if visit is not None:
+        visit(msg, with_preceders(normalise_metadata(metadata, len(refs), copy=False), refs))
+    return msg
+
+
 class _Window:
     """Serves small metadata reads from one larger block (few requests for remote sources)."""
 
@@ -351,10 +359,7 @@ class MessageScanner:
             raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
         msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
-        visit = SCANNED.get()
-        if visit is not None:  # an open that assembles what it scans takes the decoded metadata now
-            visit(msg, with_preceders(normalise_metadata(metadata, len(data), copy=False), data))
-        return msg, end
+        return _handed_over(msg, metadata, data), end
 
     def _check_frame(
         self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
