@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -450,13 +450,19 @@ def collect_objects(
     held = [tfile[m] for m in messages]
     local = bool(held) and is_local(held[0].source)
     spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
-    entries = [_entries(msg) for msg in held]  # flat keys mostly: maps the garbage collector does not walk
     # the objects whose descriptor params are read, in one batch for the whole file: two rounds of reads
-    # (footers, then descriptors), not two per message; the answers come in the order asked
-    wanted = [
-        (msg, j) for msg, e in zip(held, entries, strict=True) for j, own in enumerate(e[2]) if local or _is_empty(own)
-    ]
-    params_column, hashes_column = descriptor_params_columns([w[0] for w in wanted], [w[1] for w in wanted])
+    # (footers, then descriptors), not two per message; the answers come in the order asked. Local files:
+    # every object, each message's entries taken when its objects are built (none waits for the others)
+    entries: Iterable[tuple[dict[str, Any], dict[str, Any], Owns]] = map(_entries, held)
+    if local:
+        wanted = [msg for msg in held for _j in range(len(msg))], [j for msg in held for j in range(len(msg))]
+    else:
+        entries = list(entries)
+        wanted = (
+            [msg for msg, e in zip(held, entries, strict=True) for own in e[2] if _is_empty(own)],
+            [j for e in entries for j, own in enumerate(e[2]) if _is_empty(own)],
+        )
+    params_column, hashes_column = descriptor_params_columns(*wanted)
     del wanted
     objects: list[TgObject] = []
     found = 0
