@@ -201,23 +201,16 @@ _ABSENT = object()
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
     """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped, and
     the top-level sections named in ``skip``)."""
-    return _flat_keys_rebuildable(entry, prefix, skip)[0]
-
-
-def _flat_keys_rebuildable(
-    entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
-) -> tuple[dict[str, Any], bool]:
-    """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
-    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same; the
-    keys in ``skip`` left out): found in the same walk, so that an open does not walk every object's
-    metadata twice."""
     out: dict[str, Any] = {}
-    return out, _flatten_into(entry, prefix, out, frozenset(skip))
+    _flatten_into(entry, prefix, out, frozenset(skip))
+    return out
 
 
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], skip: frozenset[str] = _NO_SKIP) -> bool:
-    # runs over every key of every object (about 50 per object of some producers): written for speed;
-    # returns whether the keys written give ``entry`` back (see _flat_keys_rebuildable)
+    """:func:`flat_keys` of ``entry`` into ``out``; whether :func:`_rebuilt` gives ``entry`` back from them (text
+    keys without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same;
+    the keys in ``skip`` left out): found in the same walk, so that an open walks every object's metadata once.
+    Runs over every key of every object (about 50 per object of some producers): written for speed."""
     names, plain, whole = _prefixed(prefix, tuple(entry), skip)
     if plain:  # text keys without dots: the usual map, its dotted names joined once per key set
         values = entry.values()
@@ -286,7 +279,7 @@ _PREFIXED: dict[tuple[str, tuple[Any, ...], frozenset[str]], tuple[tuple[str | N
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
-    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flat_keys_rebuildable`):
+    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flatten_into`):
     tuples there were lists of scalars (:func:`_frozen`)."""
     out: dict[str, Any] = {}
     for key, value in keys.items():
@@ -376,8 +369,8 @@ def _message_entries(msg: Message, meta: dict[str, Any] | None = None) -> tuple[
 def _flat_own(own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any] | tuple[dict[str, Any]]:
     """An entry's flat keys where no producer claims it and they give it back, else the entry (a 1-tuple)."""
     if producer_for(own, extra) is None:
-        keys, rebuildable = _flat_keys_rebuildable(own, skip=_RESERVED)
-        if rebuildable:
+        keys: dict[str, Any] = {}
+        if _flatten_into(own, "", keys, _RESERVED):
             return keys
     return (own,)
 
@@ -386,34 +379,26 @@ def _is_empty(own: dict[str, Any] | tuple[dict[str, Any]]) -> bool:
     return not (_unreserved(own[0]) if isinstance(own, tuple) else own)
 
 
-class _Scanned:
-    """What the scan handed over (see :func:`decoded_once`), as columns: a tuple per message would be a
-    container the garbage collector walks on every pass while the scan goes on (a tuple that holds a map
-    stays tracked), the flat key maps themselves are not tracked."""
+class _Scanned(dict[Message, int]):
+    """What the scan handed over (see :func:`decoded_once`): message -> where its ``_extra_``, global keys and
+    own entries start in one list. A tuple per message would be a container the garbage collector walks on
+    every pass while the scan goes on (a tuple that holds a map stays tracked); flat key maps are not."""
 
     def __init__(self) -> None:
-        self.at: dict[Message, int] = {}  # message -> its position in the per-message columns
-        self.extras: list[dict[str, Any]] = []
-        self.global_keys: list[dict[str, Any]] = []
-        self.starts: list[int] = []  # where its objects start in ``owns``
-        self.owns: list[dict[str, Any] | tuple[dict[str, Any]]] = []
+        super().__init__()
+        self.cells: list[Any] = []
 
     def record(self, msg: Message, meta: dict[str, Any]) -> None:
         try:
             extra, gkeys, owns = _message_entries(msg, meta)
         except XarrayTensogramError:  # (a descriptor that cannot be read): collected from a new decode
             return
-        self.at[msg] = len(self.starts)
-        self.extras.append(extra)
-        self.global_keys.append(gkeys)
-        self.starts.append(len(self.owns))
-        self.owns += owns
+        self[msg] = len(self.cells)
+        self.cells += (extra, gkeys, *owns)
 
     def entries(self, msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns] | None:
-        k = self.at.pop(msg, None)
-        if k is None:
-            return None
-        return self.extras[k], self.global_keys[k], tuple(self.owns[self.starts[k] : self.starts[k] + len(msg)])
+        k = self.pop(msg, None)
+        return None if k is None else (self.cells[k], self.cells[k + 1], tuple(self.cells[k + 2 : k + 2 + len(msg)]))
 
 
 @contextmanager
@@ -504,7 +489,8 @@ def _collected(
         producer = producer_for(entry, extra)
         sections = producer.sections if producer is not None else ()
         skip = _SKIPS.get(sections) or _SKIPS.setdefault(sections, frozenset({*sections, "_reserved_"}))
-        keys, rebuildable = _flat_keys_rebuildable(entry, skip=skip)
+        keys = {}
+        rebuildable = _flatten_into(entry, "", keys, skip)
         # a producer's view reads its sections from the nested map: kept then (copied only then)
         nested = _unreserved(entry) if producer is not None or not rebuildable else None
         view = producer.keys_view(keys, nested) if producer is not None and sections and nested is not None else None
