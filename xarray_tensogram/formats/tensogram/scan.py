@@ -65,6 +65,14 @@ def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) 
     return msg
 
 
+def _preceder_entry(value: Any) -> dict[str, Any]:
+    """A preceder frame's one ``base`` entry, without ``_reserved_``."""
+    base = value.get("base") if isinstance(value, dict) else None
+    if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
+        raise MetadataError("preceder metadata must hold exactly one base entry")
+    return {k: v for k, v in base[0].items() if k != "_reserved_"}
+
+
 class _Window:
     """Serves small metadata reads from one larger block (few requests for remote sources)."""
 
@@ -406,10 +414,7 @@ class MessageScanner:
             if kind in METADATA_TYPES and not isinstance(value, dict):
                 raise MetadataError(f"metadata is a {type(value).__name__}, expected a map")
             if kind == PRECEDER_FRAME:
-                base = value.get("base") if isinstance(value, dict) else None
-                if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                    raise MetadataError("preceder metadata must hold exactly one base entry")
-                return {k: v for k, v in base[0].items() if k != "_reserved_"}, body
+                return _preceder_entry(value), body
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
         return value, body
@@ -475,14 +480,11 @@ class MessageScanner:
                 while k >= 0 and k + FRAME_HEADER <= len(gap):
                     hdr = parse_frame_header(gap[k : k + FRAME_HEADER])
                     if hdr.frame_type == PRECEDER_FRAME and k + hdr.length <= len(gap):
-                        body = gap[k + FRAME_HEADER : k + hdr.length - 12]
-                        pre_meta = cbor.loads(body, where=describe(self.name, where, expected + k))
-                        base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
-                        if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                            raise MetadataError(
-                                f"{describe(self.name, where, expected + k)}preceder must hold one base entry"
-                            )
-                        ref.preceder = {k2: v for k2, v in base[0].items() if k2 != "_reserved_"}
+                        at = describe(self.name, where, expected + k)
+                        try:
+                            ref.preceder = _preceder_entry(cbor.loads(gap[k + FRAME_HEADER : k + hdr.length - 12]))
+                        except MetadataError as exc:
+                            raise type(exc)(f"{at}{exc}") from None
                         break
                     k = gap.find(FRAME_START, k + 1)
             expected = pos + align8(ref.frame_offset + ref.frame_length - pos)
