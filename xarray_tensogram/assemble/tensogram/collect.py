@@ -346,16 +346,15 @@ _SKIPS: dict[tuple[str, ...], frozenset[str]] = {}
 _RESERVED = frozenset({"_reserved_"})
 #: each object's own entry, or its flat keys where they give it back (see _message_entries)
 Owns = tuple[dict[str, Any] | tuple[dict[str, Any]], ...]
-_SCANNED: ContextVar[_Scanned | None] = ContextVar("_SCANNED", default=None)
 
 
 def _message_entries(msg: Message, meta: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], Owns]:
     """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry, with the
     objects' geometries worked out while the metadata (``meta``, else decoded again) is at hand.
 
-    An entry no producer claims and that its flat keys give back is held as those keys (a 1-tuple): the
-    decoded metadata is dropped afterwards, since held for every message of an archive until the objects
-    are built, its 25 or so maps and lists per message were what the garbage collector walked most.
+    An entry no producer claims and that its flat keys give back is held as those keys, any other as a 1-tuple
+    of itself: the decoded metadata is dropped afterwards, since held for every message of an archive until
+    the objects are built, its 25 or so maps and lists per message were what the garbage collector walked most.
     """
     meta = msg.decoded_metadata() if meta is None else meta
     base = meta.get("base") or []
@@ -401,6 +400,9 @@ class _Scanned(dict[Message, int]):
         return None if k is None else (self.cells[k], self.cells[k + 1], tuple(self.cells[k + 2 : k + 2 + len(msg)]))
 
 
+_SCANNED: ContextVar[_Scanned | None] = ContextVar("_SCANNED", default=None)
+
+
 @contextmanager
 def decoded_once() -> Iterator[None]:
     """Within it, the scan of a Tensogram file hands each message's decoded metadata to this stage, which
@@ -418,8 +420,7 @@ def decoded_once() -> Iterator[None]:
 def _entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns]:
     """:func:`_message_entries` of a message, as its scan handed them over where it did."""
     scanned = _SCANNED.get()
-    found = scanned.entries(msg) if scanned is not None else None
-    return found if found is not None else _message_entries(msg)
+    return (scanned.entries(msg) if scanned is not None else None) or _message_entries(msg)
 
 
 def collect_objects(
