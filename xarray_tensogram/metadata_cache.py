@@ -47,7 +47,7 @@ import xxhash
 
 from ._version import __version__
 from .array_spec import ArraySpec, StackedReader
-from .assemble.tensogram.collect import MessageMembers, ObjectSpec
+from .assemble.tensogram.collect import MessageMembers, ObjectSpec, decoded_once
 from .errors import MetadataCacheWarning, UnsupportedOptionError
 from .formats.base import FormatFile
 from .formats.tensogram.objects import Message
@@ -145,12 +145,13 @@ def open_cached(
                 MetadataCacheWarning,
                 stacklevel=5,
             )
-        return open_now()
+        with decoded_once():  # a Tensogram file's scan hands its decoded metadata to the assembly
+            return open_now()
     entry = folder / f"{key[0]}.pkl"
     found = _load(entry, key[1])
     if found is not None:
         return found
-    with _recorded() as seen:
+    with _recorded() as seen, decoded_once():
         groups, f, name = open_now()
     if not seen and (always or len(f) >= MIN_ITEMS) and isinstance(f.source, LocalFileSource) and _same(key[1]):
         _store(entry, key[1], (groups, f, name))

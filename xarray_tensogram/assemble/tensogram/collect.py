@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from ...conventions import LAYOUT_KEY
 from ...errors import TensogramMappingWarning, XarrayTensogramError, closest, describe
 from ...formats.tensogram.encoding import pipeline_encoding
 from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
+from ...formats.tensogram.scan import SCANNED
 from ...producers import producer_for
 from ...producers.interface import CoordinateRole, Producer
 from ...producers.keys import SCALARS, hashable
@@ -33,6 +36,7 @@ __all__ = [
     "TgObject",
     "apply_filter",
     "collect_objects",
+    "decoded_once",
     "flat_keys",
     "select_messages",
 ]
@@ -42,6 +46,7 @@ __all__ = [
 #: per message alive while the open runs, each counted towards the garbage collector's next pass
 _NONE: dict[str, Any] = {}
 _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
+_NO_SKIP: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)  # 40,000 of them for an archive of 10,000 messages: no per-instance dict
@@ -196,55 +201,45 @@ _ABSENT = object()
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
     """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped, and
     the top-level sections named in ``skip``)."""
-    return _flat_keys_rebuildable(entry, prefix, skip)[0]
-
-
-def _flat_keys_rebuildable(
-    entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()
-) -> tuple[dict[str, Any], bool]:
-    """:func:`flat_keys` of ``entry``, and whether :func:`_rebuilt` gives ``entry`` back from them (text keys
-    without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same): found in
-    the same walk, so that an open does not walk every object's metadata twice."""
     out: dict[str, Any] = {}
-    if skip and any(k in entry for k in skip):
-        entry = {k: v for k, v in entry.items() if k not in skip}
-    return out, _flatten_into(entry, prefix, out)
+    _flatten_into(entry, prefix, out, frozenset(skip))
+    return out
 
 
-def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> bool:
-    # runs over every key of every object (about 50 per object of some producers): written for speed;
-    # returns whether the keys written give ``entry`` back (see _flat_keys_rebuildable)
-    scalars = SCALARS
-    types = set(map(type, entry.values()))
-    if dict not in types and "_reserved_" not in entry:
-        names, rebuildable = _prefixed(prefix, tuple(entry))
-        if names is not None:  # no nested map: keys and values copied in C, lists made hashable in place
-            out.update(zip(names, entry.values(), strict=True))
-            if not scalars.issuperset(types):
-                for name, v in zip(names, entry.values(), strict=True):
-                    if type(v) not in scalars:
-                        out[name], kept = _frozen(v)
-                        rebuildable = rebuildable and kept
-            return rebuildable
-    rebuildable = True
-    for k, v in entry.items():
-        if k == "_reserved_":
-            rebuildable = False
+def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], skip: frozenset[str] = _NO_SKIP) -> bool:
+    """:func:`flat_keys` of ``entry`` into ``out``; whether :func:`_rebuilt` gives ``entry`` back from them (text
+    keys without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same;
+    the keys in ``skip`` left out): found in the same walk, so that an open walks every object's metadata once.
+    Runs over every key of every object (about 50 per object of some producers): written for speed."""
+    names, plain, whole = _prefixed(prefix, tuple(entry), skip)
+    if plain:  # text keys without dots: the usual map, its dotted names joined once per key set
+        values = entry.values()
+        if whole and SCALARS.issuperset(map(type, values)):
+            out.update(zip(cast(tuple[str, ...], names), values, strict=True))  # copied in C, none skipped
+            return True
+        rebuildable = True
+        for name, v in zip(names, values, strict=True):
+            if name is None:  # a key of ``skip``
+                continue
+            if type(v) in SCALARS:
+                out[name] = v
+            elif isinstance(v, dict) and v:
+                rebuildable = _flatten_into(v, name + ".", out) and rebuildable and type(v) is dict
+            else:
+                out[name], kept = _frozen(v)
+                rebuildable = rebuildable and kept
+        return rebuildable
+    for k, v in entry.items():  # keys that are not text, hold a dot or are ``_reserved_``: never rebuildable
+        if k == "_reserved_" or k in skip:
             continue
-        if type(k) is str:
-            key = prefix + k
-            rebuildable = rebuildable and "." not in k
-        else:
-            key = f"{prefix}{k}"
-            rebuildable = False
-        if type(v) in scalars:
+        key = prefix + k if type(k) is str else f"{prefix}{k}"
+        if type(v) in SCALARS:
             out[key] = v
         elif isinstance(v, dict) and v:
-            rebuildable = _flatten_into(v, key + ".", out) and rebuildable and type(v) is dict
+            _flatten_into(v, key + ".", out)
         else:
-            out[key], kept = _frozen(v)
-            rebuildable = rebuildable and kept
-    return rebuildable
+            out[key] = _frozen(v)[0]
+    return False
 
 
 def _frozen(v: Any) -> tuple[Any, bool]:
@@ -265,25 +260,26 @@ def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return names  # the first equal tuple seen (text only: (1,) and (True,) are equal keys, not equal values)
 
 
-def _prefixed(prefix: str, keys: tuple[Any, ...]) -> tuple[tuple[str, ...] | None, bool]:
-    """The dotted keys of a map's keys under ``prefix`` (None when a key is not text or not hashable), and
-    whether they are plain (text without dots, not ``_reserved_``: :func:`_rebuilt` gives them back)."""
-    try:
-        return _prefixed_cached(prefix, keys)
-    except TypeError:  # an unhashable key cannot come from CBOR maps, but stay safe
-        return None, False
+def _prefixed(prefix: str, keys: tuple[Any, ...], skip: frozenset[str]) -> tuple[tuple[str | None, ...], bool, bool]:
+    """The dotted keys of a map's keys under ``prefix`` (None for those in ``skip``; worked out once per key
+    set: the objects of a file repeat a few), whether the others are plain (text without dots, not
+    ``_reserved_``: :func:`_rebuilt` gives them back; only then are the dotted keys used) and whether
+    none is skipped."""
+    found = _PREFIXED.get((prefix, keys, skip))
+    if found is None:
+        plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
+        names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
+        found = (names, plain, skip.isdisjoint(keys))
+        if len(_PREFIXED) < 4096:
+            _PREFIXED[(prefix, keys, skip)] = found
+    return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _prefixed_cached(prefix: str, keys: tuple[Any, ...]) -> tuple[tuple[str, ...] | None, bool]:
-    # objects of a file repeat the same few key sets: each is joined and checked once
-    if not all(type(k) is str for k in keys):
-        return None, False
-    return tuple(prefix + k for k in keys), all("." not in k and k != "_reserved_" for k in keys)
+_PREFIXED: dict[tuple[str, tuple[Any, ...], frozenset[str]], tuple[tuple[str | None, ...], bool, bool]] = {}
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
-    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flat_keys_rebuildable`):
+    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flatten_into`):
     tuples there were lists of scalars (:func:`_frozen`)."""
     out: dict[str, Any] = {}
     for key, value in keys.items():
@@ -341,28 +337,90 @@ def _global_keys(meta: Mapping[str, Any]) -> dict[str, Any]:
     return flat_keys(merged)
 
 
-def _own_entry(base: Sequence[Any], j: int) -> dict[str, Any]:
-    own = base[j] if j < len(base) and isinstance(base[j], dict) else {}
-    return {k: v for k, v in own.items() if k != "_reserved_"} if "_reserved_" in own else own
+def _unreserved(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "_reserved_"} if "_reserved_" in entry else entry
 
 
-def _message_entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
-    """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry
-    (without ``_reserved_``), with the objects' geometries worked out while the metadata is at hand.
+#: what flattening an object's entry leaves out: ``_reserved_`` and its producer's sections
+_SKIPS: dict[tuple[str, ...], frozenset[str]] = {}
+_RESERVED = frozenset({"_reserved_"})
+#: each object's own entry, or its flat keys where they give it back (see _message_entries)
+Owns = tuple[dict[str, Any] | tuple[dict[str, Any]], ...]
 
-    The decoded metadata is dropped afterwards: held for every message of an archive until the objects
-    are built, its 25 or so maps and lists per message were what the garbage collector walked most.
+
+def _message_entries(msg: Message, meta: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], Owns]:
+    """A message's raw ``_extra_``, its global keys (flattened) and each object's own ``base`` entry, with the
+    objects' geometries worked out while the metadata (``meta``, else decoded again) is at hand.
+
+    An entry no producer claims and that its flat keys give back is held as those keys, any other as a 1-tuple
+    of itself: the decoded metadata is dropped afterwards, since held for every message of an archive until
+    the objects are built, its 25 or so maps and lists per message were what the garbage collector walked most.
     """
-    meta = msg.decoded_metadata()
+    meta = msg.decoded_metadata() if meta is None else meta
     base = meta.get("base") or []
     for j in range(len(msg)):
         msg.object_geometry(j, base)
     extra = meta.get("_extra_")
-    return (
-        extra if isinstance(extra, dict) and extra else _NONE,
-        _global_keys(meta),
-        [_own_entry(base, j) for j in range(len(msg))],
-    )
+    extra = extra if isinstance(extra, dict) and extra else _NONE
+    return extra, _global_keys(meta), tuple(_flat_own(own, extra) for own in base)
+
+
+def _flat_own(own: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any] | tuple[dict[str, Any]]:
+    """An entry's flat keys where no producer claims it and they give it back, else the entry (a 1-tuple)."""
+    if producer_for(own, extra) is None:
+        keys: dict[str, Any] = {}
+        if _flatten_into(own, "", keys, _RESERVED):
+            return keys
+    return (own,)
+
+
+def _is_empty(own: dict[str, Any] | tuple[dict[str, Any]]) -> bool:
+    return not (_unreserved(own[0]) if isinstance(own, tuple) else own)
+
+
+class _Scanned(dict[Message, int]):
+    """What the scan handed over (see :func:`decoded_once`): message -> where its ``_extra_``, global keys and
+    own entries start in one list. A tuple per message would be a container the garbage collector walks on
+    every pass while the scan goes on (a tuple that holds a map stays tracked); flat key maps are not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[Any] = []
+
+    def record(self, msg: Message, meta: dict[str, Any]) -> None:
+        try:
+            extra, gkeys, owns = _message_entries(msg, meta)
+        except XarrayTensogramError:  # (a descriptor that cannot be read): collected from a new decode
+            return
+        self[msg] = len(self.cells)
+        self.cells += (extra, gkeys, *owns)
+
+    def entries(self, msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns] | None:
+        k = self.pop(msg, None)
+        return None if k is None else (self.cells[k], self.cells[k + 1], tuple(self.cells[k + 2 : k + 2 + len(msg)]))
+
+
+_SCANNED: ContextVar[_Scanned | None] = ContextVar("_SCANNED", default=None)
+
+
+@contextmanager
+def decoded_once() -> Iterator[None]:
+    """Within it, the scan of a Tensogram file hands each message's decoded metadata to this stage, which
+    keeps what it needs (flat keys, mostly: maps the garbage collector does not walk) until
+    :func:`collect_objects` asks: every message's CBOR is decoded once per open, not twice."""
+    scanned = _Scanned()
+    tokens = _SCANNED.set(scanned), SCANNED.set(scanned.record)
+    try:
+        yield
+    finally:
+        SCANNED.reset(tokens[1])
+        _SCANNED.reset(tokens[0])
+
+
+def _entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns]:
+    """:func:`_message_entries` of a message, as its scan handed them over where it did."""
+    scanned = _SCANNED.get()
+    return (scanned.entries(msg) if scanned is not None else None) or _message_entries(msg)
 
 
 def collect_objects(
@@ -375,68 +433,34 @@ def collect_objects(
     global keys when a message has none. Local files always read the descriptor params; remote
     files only where ``base[i]`` holds nothing, so that opening stays a few requests per message.
     """
-    local = bool(messages) and is_local(tfile[messages[0]].source)
-    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
-    if not local:
-        return _collect_remote(tfile, messages, spec_options)
-    # every descriptor is read: all of them first (one batch), then each message's objects are built
-    # while its metadata is at hand, so that no decoded entry waits for the others (the garbage collector
-    # would walk them all while the open runs)
     held = [tfile[m] for m in messages]
-    params_column, hashes_column = descriptor_params_columns(
-        [msg for msg in held for _j in range(len(msg))], [j for msg in held for j in range(len(msg))]
-    )
+    local = bool(held) and is_local(held[0].source)
+    spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
+    # the objects whose descriptor params are read, in one batch for the whole file: two rounds of reads
+    # (footers, then descriptors), not two per message; the answers come in the order asked. Local files:
+    # every object, each message's entries taken when its objects are built (none waits for the others)
+    entries: Iterable[tuple[dict[str, Any], dict[str, Any], Owns]] = map(_entries, held)
+    if local:
+        wanted = [msg for msg in held for _j in range(len(msg))], [j for msg in held for j in range(len(msg))]
+    else:
+        entries = list(entries)
+        wanted = (
+            [msg for msg, e in zip(held, entries, strict=True) for own in e[2] if _is_empty(own)],
+            [j for e in entries for j, own in enumerate(e[2]) if _is_empty(own)],
+        )
+    params_column, hashes_column = descriptor_params_columns(*wanted)
+    del wanted
     objects: list[TgObject] = []
     found = 0
-    for m, msg in zip(messages, held, strict=True):
-        extra, gkeys, owns = _message_entries(msg)
+    for m, msg, (extra, gkeys, owns) in zip(messages, held, entries, strict=True):
         for j, own in enumerate(owns):
-            params, frame_hash = params_column[found], hashes_column[found]
-            found += 1
-            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=True))
-    return objects
-
-
-def _collect_remote(tfile: Any, messages: Sequence[int], spec_options: Mapping[str, Any]) -> list[TgObject]:
-    """:func:`collect_objects` of a remote file: descriptor params only of objects whose ``base[i]`` is empty,
-    known once every message's metadata is decoded."""
-    # per message and per object, as columns: a record per message would be one more object for the
-    # garbage collector to walk while the open runs
-    held: list[Message] = []
-    extras: list[dict[str, Any]] = []  # each message's raw _extra_
-    global_keys: list[dict[str, Any]] = []  # each message's global keys, flattened
-    owned: list[dict[str, Any]] = []  # each object's own base entry
-    wanted_messages: list[Message] = []  # the objects whose descriptor params are read
-    wanted_js: list[int] = []
-    for m in messages:
-        msg = tfile[m]
-        extra, gkeys, owns = _message_entries(msg)
-        held.append(msg)
-        extras.append(extra)
-        global_keys.append(gkeys)
-        owned += owns
-        for j, own in enumerate(owns):
-            if not own:
-                wanted_messages.append(msg)
-                wanted_js.append(j)
-    # one batch for the whole file: two rounds of reads (footers, then descriptors), not two per message;
-    # the answers come in the order asked, which the loop below walks again
-    params_column, hashes_column = descriptor_params_columns(wanted_messages, wanted_js)
-    del wanted_messages, wanted_js
-    objects: list[TgObject] = []
-    found = 0
-    at = 0  # position in ``owned``
-    for m, msg, extra, gkeys in zip(messages, held, extras, global_keys, strict=True):
-        for j, own in enumerate(owned[at : at + len(msg)]):
             # a damaged frame gives no params: its values report the damage when read
             params: dict[str, Any] | None = None
             frame_hash: int | None = None
-            if not own:
+            if local or _is_empty(own):
                 params, frame_hash = params_column[found], hashes_column[found]
                 found += 1
-            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=False))
-        owned[at : at + len(msg)] = [{}] * len(msg)  # entries that went into ``keys`` are not held on
-        at += len(msg)
+            objects.append(_collected(m, msg, j, own, params, frame_hash, extra, gkeys, spec_options, local=local))
     return objects
 
 
@@ -444,7 +468,7 @@ def _collected(
     m: int,
     msg: Message,
     j: int,
-    own: dict[str, Any],
+    own: dict[str, Any] | tuple[dict[str, Any]],
     params: dict[str, Any] | None,
     frame_hash: int | None,
     extra: dict[str, Any],
@@ -455,17 +479,26 @@ def _collected(
 ) -> TgObject:
     """Object ``j`` of message ``m``: its own entry over its descriptor's params (None: none, or a damaged
     frame, whose values report the damage when read), flattened, with its producer's view and level."""
-    entry = deep_merge(params, own) if params else own
     shape, dtype = msg.object_geometry(j)  # worked out in _message_entries
-    producer = producer_for(entry, extra)
-    sections = producer.sections if producer is not None else ()
-    keys, rebuildable = _flat_keys_rebuildable(entry, skip=sections)
-    view = producer.keys_view(keys, entry) if producer is not None and sections else None
+    producer: Producer | None = None
+    nested = view = None
+    if not isinstance(own, tuple) and not params:  # flattened already: no producer, the keys give the entry back
+        keys = own
+    else:
+        whole = own[0] if isinstance(own, tuple) else _rebuilt(own)
+        entry = deep_merge(params, _unreserved(whole)) if params else whole  # ``_reserved_`` left out when flattened
+        producer = producer_for(entry, extra)
+        sections = producer.sections if producer is not None else ()
+        skip = _SKIPS.get(sections) or _SKIPS.setdefault(sections, frozenset({*sections, "_reserved_"}))
+        keys = {}
+        rebuildable = _flatten_into(entry, "", keys, skip)
+        # a producer's view reads its sections from the nested map: kept then (copied only then)
+        nested = _unreserved(entry) if producer is not None or not rebuildable else None
+        view = producer.keys_view(keys, nested) if producer is not None and sections and nested is not None else None
     return TgObject(
         msg=m,
         obj=j,
-        # a producer's view reads its sections from the nested map: kept then
-        nested=entry if producer is not None or not rebuildable else None,
+        nested=nested,
         keys=keys,
         global_keys=gkeys,
         shape=shape,

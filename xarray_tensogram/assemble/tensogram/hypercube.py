@@ -387,26 +387,8 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
     if not maps:
         return set()
     by_columns = _varying_columns(maps, "")
-    if by_columns is not None:
-        return by_columns
-    first = maps[0]
-    first_items = first.items()
-    varying: set[str] = set()
-    missing = object()
-    for m in maps[1:]:
-        try:
-            differ = m.items() ^ first_items
-        except TypeError:  # an unhashable value: compare key by key
-            differ = {(k, v) for k, v in m.items() if first.get(k, missing) != v} | {
-                (k, None) for k in first if k not in m
-            }
-        for k, _v in differ:
-            if k in varying:
-                continue
-            a, b = first.get(k, missing), m.get(k, missing)
-            if a is missing or b is missing or a == a or b == b:  # not both NaN
-                varying.add(k)
-    return varying
+    # different key sets: every key, a column each
+    return by_columns if by_columns is not None else _varying_among(maps, set().union(*maps))
 
 
 def _varying_among(maps: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> set[str]:

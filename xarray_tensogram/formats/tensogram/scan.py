@@ -7,6 +7,8 @@ streaming messages without a footer index, the 16-byte header of every frame whi
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from ...codecs import cbor
@@ -42,14 +44,33 @@ from .framing import (
     parse_preamble,
     phase_of,
 )
-from .metadata import check_metadata
+from .metadata import check_metadata, normalise_metadata, with_preceders
 from .objects import Message, ObjectRef, _where, is_local
 
+#: set (by ``assemble.tensogram.collect.decoded_once``) while an open scans the messages it then assembles:
+#: called with each message and its normalised metadata, so that an open decodes every message's CBOR once
+SCANNED: ContextVar[Callable[[Message, dict[str, Any]], None] | None] = ContextVar("SCANNED", default=None)
 #: metadata and index frames larger than this are refused (a safety limit, not a format rule)
 MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
 #: bytes read at once for metadata from a remote source
 REMOTE_BLOCK = 65536
+
+
+def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) -> Message:
+    """``msg``, its normalised metadata handed to an open that assembles what it scans (see :data:`SCANNED`)."""
+    visit = SCANNED.get()
+    if visit is not None:
+        visit(msg, with_preceders(normalise_metadata(metadata, len(refs), copy=False), refs))
+    return msg
+
+
+def _preceder_entry(value: Any) -> dict[str, Any]:
+    """A preceder frame's one ``base`` entry, without ``_reserved_``."""
+    base = value.get("base") if isinstance(value, dict) else None
+    if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
+        raise MetadataError("preceder metadata must hold exactly one base entry")
+    return {k: v for k, v in base[0].items() if k != "_reserved_"}
 
 
 class _Window:
@@ -345,7 +366,8 @@ class MessageScanner:
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
-        return Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor), end
+        msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
+        return _handed_over(msg, metadata, data), end
 
     def _check_frame(
         self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
@@ -392,10 +414,7 @@ class MessageScanner:
             if kind in METADATA_TYPES and not isinstance(value, dict):
                 raise MetadataError(f"metadata is a {type(value).__name__}, expected a map")
             if kind == PRECEDER_FRAME:
-                base = value.get("base") if isinstance(value, dict) else None
-                if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                    raise MetadataError("preceder metadata must hold exactly one base entry")
-                return {k: v for k, v in base[0].items() if k != "_reserved_"}, body
+                return _preceder_entry(value), body
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
         return value, body
@@ -461,14 +480,11 @@ class MessageScanner:
                 while k >= 0 and k + FRAME_HEADER <= len(gap):
                     hdr = parse_frame_header(gap[k : k + FRAME_HEADER])
                     if hdr.frame_type == PRECEDER_FRAME and k + hdr.length <= len(gap):
-                        body = gap[k + FRAME_HEADER : k + hdr.length - 12]
-                        pre_meta = cbor.loads(body, where=describe(self.name, where, expected + k))
-                        base = pre_meta.get("base") if isinstance(pre_meta, dict) else None
-                        if not isinstance(base, list) or len(base) != 1 or not isinstance(base[0], dict):
-                            raise MetadataError(
-                                f"{describe(self.name, where, expected + k)}preceder must hold one base entry"
-                            )
-                        ref.preceder = {k2: v for k2, v in base[0].items() if k2 != "_reserved_"}
+                        at = describe(self.name, where, expected + k)
+                        try:
+                            ref.preceder = _preceder_entry(cbor.loads(gap[k + FRAME_HEADER : k + hdr.length - 12]))
+                        except MetadataError as exc:
+                            raise type(exc)(f"{at}{exc}") from None
                         break
                     k = gap.find(FRAME_START, k + 1)
             expected = pos + align8(ref.frame_offset + ref.frame_length - pos)
