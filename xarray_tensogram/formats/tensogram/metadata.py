@@ -74,7 +74,12 @@ def message_metadata(raw: bytes, objects: Sequence[_Preceded], where: str) -> di
         meta = normalise_metadata(meta, len(objects), copy=False)
     except MetadataError as exc:
         raise type(exc)(f"{where}{exc}") from None
-    for j, ref in enumerate(objects):  # preceder metadata (a base entry written just before a data frame)
+    return with_preceders(meta, objects)
+
+
+def with_preceders(meta: dict[str, Any], objects: Sequence[_Preceded]) -> dict[str, Any]:
+    """Preceder metadata (one base entry written just before a data frame) merged over ``base``."""
+    for j, ref in enumerate(objects):
         if ref.preceder:
             meta["base"][j].update(ref.preceder)
     return meta
