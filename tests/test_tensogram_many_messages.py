@@ -107,7 +107,12 @@ def test_an_open_holds_few_collected_objects_per_message(tmp_path: Path) -> None
     _archive(tmp_path / "small.tgm", 100)
     _archive(tmp_path / "large.tgm", 400)
     _tracked_after_open(tmp_path / "small.tgm")  # imports and caches warmed
-    per_message = (_tracked_after_open(tmp_path / "large.tgm") - _tracked_after_open(tmp_path / "small.tgm")) / 300
+    # the least of three differences: objects other code of the process makes meanwhile (caches of earlier
+    # tests filling or emptying) can only add to one difference, what the open holds is in all three
+    per_message = min(
+        (_tracked_after_open(tmp_path / "large.tgm") - _tracked_after_open(tmp_path / "small.tgm")) / 300
+        for _ in range(3)
+    )
     assert per_message <= 4, per_message  # 1.8 here; 12.8 before
 
 
