@@ -26,7 +26,7 @@ The ``.tgm`` row is repeated on a file of a quarter as many objects: per-task fi
 Run (about 3 minutes on 2 quiet cores; ``--mib 96 --repeat 5``: about 1 minute)::
 
     PYTHONPATH=$PWD python benchmarks/bench_dask_floor.py [--mib 256] [--repeat 9] [--only tgm,tet,zt]
-        [--chunks {},auto] [--memory warm|as-is|cold]
+        [--chunks {},auto] [--memory warm|as-is|cold] [--malloc glibc|keep]
 """
 
 from __future__ import annotations
@@ -187,6 +187,7 @@ def compare(path: Path, fmt: str, chunks: str, threads: Sequence[int], repeat: i
                 "ratio": bare / med["ours"][0], "worst": bare / max(walls), "best": bare / min(walls),
                 "floor_ratio": bare / med["floor"][0], "cpu_ratio": med["bare"][1] / med["ours"][1],
                 "faults": {k: int(v[2]) for k, v in med.items()},
+                "fault_range": (min(r[2] for r in runs["ours"]), max(r[2] for r in runs["ours"])),
             }
         )  # fmt: skip
         r = rows[-1]
@@ -194,7 +195,7 @@ def compare(path: Path, fmt: str, chunks: str, threads: Sequence[int], repeat: i
             f"  {fmt} {chunks} ({tasks} tasks) {n} thread(s): bare {r['bare_ms']:.0f} ms, floor {r['floor_ms']:.0f},"
             f" ours {r['ours_ms']:.0f}; bare/ours {r['ratio']:.2f} (runs {r['worst']:.2f}-{r['best']:.2f}), CPU"
             f" {r['cpu_ratio']:.2f}; minor faults bare {r['faults']['bare']}, floor {r['faults']['floor']},"
-            f" ours {r['faults']['ours']}",
+            f" ours {r['faults']['ours']} (runs {r['fault_range'][0]}-{r['fault_range'][1]})",
             flush=True,
         )
     ra._set_warm(0)
@@ -352,6 +353,15 @@ def print_tables(rows: Sequence[dict[str, Any]], parts: Sequence[dict[str, Any]]
         )
 
 
+#: glibc keeps freed memory for reuse: no allocation is a fresh ``mmap`` and nothing freed is trimmed
+KEEP = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(2 << 30)}
+KEEP_HELP = (
+    "keep: run with glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 1 and 2 GiB, so that freed "
+    "chunks are reused rather than given back (with Dask's worker threads, the faults of one load otherwise "
+    "vary about tenfold from run to run)"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     global MEMORY
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -361,11 +371,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--chunks", default="", help="'{}' or 'auto' for every format (default: each one's target)")
     ap.add_argument("--memory", default="warm", choices=("warm", "as-is", "cold"))
+    ap.add_argument("--malloc", default="glibc", choices=("glibc", "keep"), help=KEEP_HELP)
     args = ap.parse_args(argv)
+    if args.malloc == "keep" and KEEP.items() - os.environ.items():  # glibc reads them at start: run again
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **KEEP})
     MEMORY = args.memory
     files = bs.files(args.mib)
     threads = [int(t) for t in args.threads.split(",")]
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; memory {MEMORY}; medians of {args.repeat}")
+    print(
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; memory {MEMORY}, malloc {args.malloc};"
+        f" medians of {args.repeat}"
+    )
     rows, parts = [], []
     for fmt in args.only.split(","):
         chunks = args.chunks or TARGET_CHUNKS[fmt]
