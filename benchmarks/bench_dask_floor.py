@@ -358,7 +358,7 @@ KEEP = {"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(2 
 KEEP_HELP = (
     "keep: run with glibc's MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ at 1 and 2 GiB, so that freed "
     "chunks are reused rather than given back (with Dask's worker threads, the faults of one load otherwise "
-    "vary about tenfold from run to run)"
+    "vary about tenfold from run to run); it made the .tet load dearer, see docs/performance.md"
 )
 
 
