@@ -175,7 +175,7 @@ def compare(path: Path, fmt: str, chunks: str, threads: Sequence[int], repeat: i
     with xr.open_dataset(path, engine="tensogram", chunks=chunks_arg(chunks)) as probe:
         floor = floor_arrays(payloads, probe)
         tasks = sum(len(v.data.to_delayed().ravel()) for v in probe.data_vars.values())
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n in threads:
         runs = alternated(steps(path, chunks, payloads, shapes, floor, n), repeat)
         med = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in runs.items()}
@@ -190,7 +190,7 @@ def compare(path: Path, fmt: str, chunks: str, threads: Sequence[int], repeat: i
                 "fault_range": (min(r[2] for r in runs["ours"]), max(r[2] for r in runs["ours"])),
             }
         )  # fmt: skip
-        r = rows[-1]
+        r: dict[str, Any] = rows[-1]
         print(
             f"  {fmt} {chunks} ({tasks} tasks) {n} thread(s): bare {r['bare_ms']:.0f} ms, floor {r['floor_ms']:.0f},"
             f" ours {r['ours_ms']:.0f}; bare/ours {r['ratio']:.2f} (runs {r['worst']:.2f}-{r['best']:.2f}), CPU"
@@ -256,7 +256,7 @@ def _spin(stop: threading.Event, out: list[float]) -> None:
 
 def spinner_cpu(fn: Callable[[], object]) -> tuple[float, float]:
     """(the spinner's CPU seconds, wall seconds) while ``fn()`` runs in this thread."""
-    stop, out = threading.Event(), []
+    stop, out = threading.Event(), list[float]()
     t = threading.Thread(target=_spin, args=(stop, out))
     t.start()
     t0 = time.perf_counter()
@@ -316,7 +316,7 @@ def breakdown(path: Path, fmt: str, chunks: str, repeat: int) -> dict[str, Any]:
     with xr.open_dataset(path, engine="tensogram", chunks=chunks_arg(chunks)) as ds:
         tasks = sum(len(v.data.to_delayed().ravel()) for v in ds.data_vars.values())
     med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
-    row = {"format": fmt, "chunks": chunks, "tasks": tasks, "gil_free": gil_free(load)}
+    row: dict[str, Any] = {"format": fmt, "chunks": chunks, "tasks": tasks, "gil_free": gil_free(load)}
     row.update({f"{k}_us": 1e6 * v / tasks for k, v in med.items() if not k.endswith("faults")})
     row.update({k: int(v) for k, v in med.items() if k.endswith("faults")})
     print(
