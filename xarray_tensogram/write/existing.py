@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from ..errors import XarrayTensogramError
 from ..io import check_target
 
-__all__ = ["MODES", "check_append", "check_mode"]
+__all__ = ["MODES", "check_append", "check_mode", "kept_once"]
 
 MODES = ("w", "a")
 
@@ -41,3 +43,23 @@ def check_append(
                 f"{path!r}: mode='a' cannot add variable {name!r}: the file already has it "
                 f"(write the whole Dataset with mode='w' to replace it)"
             )
+
+
+def kept_once(
+    path: str,
+    old: Mapping[str, tuple[Any, Any]],
+    new: Mapping[str, tuple[Any, Any]],
+    sizes: Mapping[str, int],
+    variables: Mapping[str, xr.Variable],
+) -> set[str]:
+    """The names of the ``new`` units (``name -> (values, metadata)``) that the file's ``old`` ones hold unchanged:
+    same values (NaN equal to NaN), dtype and metadata, such as a shared coordinate, kept once; the other
+    ``variables`` are checked to fit beside the file's (:func:`check_append`) first."""
+    same = set()
+    for name, (values, meta) in new.items():
+        if name in old and old[name][1] == meta:
+            a, b = np.asarray(old[name][0]), np.asarray(values)
+            if a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                same.add(name)
+    check_append(path, old, sizes, {k: v for k, v in variables.items() if k not in same})
+    return same

@@ -1,8 +1,8 @@
 """What every writer does before its format sees a variable, the way ``to_netcdf`` does it.
 
-Names are checked as xarray's netCDF writers check them, a MultiIndex is refused, the user's
-``encoding=`` replaces a variable's own encoding (unknown keys refused, listing what is
-accepted), and every variable goes through xarray's own CF encoder
+Misspelt keywords are refused with the closest one, names are checked as xarray's netCDF writers
+check them, a MultiIndex is refused, the user's ``encoding=`` replaces a variable's own encoding
+(unknown keys refused, listing what is accepted), and every variable goes through xarray's own CF encoder
 (``encode_dataset_coordinates`` + ``cf_encoder``): times and time deltas with units,
 ``_FillValue``/``missing_value``, ``scale_factor``/``add_offset`` packing into a given
 ``dtype``, ``_Unsigned``, and the ``coordinates`` attributes that keep roles (written once).
@@ -12,11 +12,13 @@ Each format then checks that it can hold every encoded variable before it writes
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import xarray as xr
@@ -27,7 +29,14 @@ from xarray.coding.strings import check_vlen_dtype
 from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
-from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError, user_stacklevel
+from ..errors import (
+    InvalidNameError,
+    UnknownOptionError,
+    UnsupportedError,
+    XarrayTensogramError,
+    unknown_names,
+    user_stacklevel,
+)
 from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
@@ -35,12 +44,35 @@ __all__ = [
     "EncodedDataset",
     "as_dataset",
     "check_dtypes",
+    "checked_keywords",
     "encode_dataset",
     "refuse_unlimited_dims",
 ]
 
 #: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
 _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
+    """``func``, refusing a keyword it does not take before it runs, with the closest one it does take: Python's
+    own ``TypeError`` names the typo but not the keyword meant; :class:`UnknownOptionError` is that ``TypeError``
+    too, with the suggestion (as open options are checked)."""
+    parameters = inspect.signature(func).parameters.values()
+    keywords = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    shown = [p.name for p in parameters if p.kind == p.KEYWORD_ONLY] or keywords  # the options, not ds/path
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        unknown = unknown_names(kwargs, keywords, "keyword")
+        if unknown:
+            raise UnknownOptionError(f"{func.__name__}(): {unknown}; its keywords are: {', '.join(shown)}")
+        return func(*args, **kwargs)
+
+    return wrapper
 
 
 @dataclass

@@ -42,12 +42,12 @@ from ..producers import dataset_writer, written_by
 from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
 from .existing import check_mode
-from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
     check_dtypes,
+    checked_keywords,
     encode_dataset,
     recast_bools,
     refuse_unlimited_dims,

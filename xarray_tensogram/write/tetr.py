@@ -32,13 +32,13 @@ from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
-from .existing import check_append, check_mode
-from .keywords import checked_keywords
+from .existing import check_mode, kept_once
 from .prepare import (
     EncodedDataset,
     as_dataset,
     attr_types,
     check_dtypes,
+    checked_keywords,
     encode_dataset,
     recast_bools,
     refuse_unlimited_dims,
@@ -432,21 +432,16 @@ def _with_existing(
             )
             for d in tf.datasets
         ]
-        by_name = {w.name: w for w in old}
-        unchanged = {w.name for w in writes if w.name in by_name and _same_write(by_name[w.name], w)}
-        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
-        check_append(os.fspath(path), [d.name for d in tf.datasets], sizes, fresh)
-        writes = [w for w in writes if w.name not in unchanged]
+        same = kept_once(os.fspath(path), _units(old), _units(writes), sizes, encoded.variables)
+        writes = [w for w in writes if w.name not in same]
         return old + writes, list(tf.history) + hist, {**tf.metadata, **(meta or {})} or None
 
 
-def _same_write(a: DatasetWrite, b: DatasetWrite) -> bool:
-    va, vb = np.asarray(a.data), np.asarray(b.data)
-    same_values = va.shape == vb.shape and bool(np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"))
-    return same_values and va.dtype == vb.dtype and _write_meta(a) == _write_meta(b)
-
-
-def _write_meta(w: DatasetWrite) -> tuple[Any, ...]:
-    """What a dataset says besides its values; the role mark depends on what else was written with it."""
-    attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}
-    return attrs, list(w.dim_names or []), dict(w.coords or {})
+def _units(writes: list[DatasetWrite]) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+    """Each dataset's values and what it says besides them (the role mark left out: it depends on what else was
+    written with it)."""
+    out = {}
+    for w in writes:
+        attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}
+        out[w.name] = (w.data, (attrs, list(w.dim_names or []), dict(w.coords or {})))
+    return out

@@ -29,12 +29,12 @@ from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from ..io.lock import write_lock
 from ..zarr_meta import json_attr
 from .encoding_check import CodecKey, EncodingKeys, Option
-from .existing import check_append, check_mode
-from .keywords import checked_keywords
+from .existing import check_mode, kept_once
 from .prepare import (
     EncodedDataset,
     as_dataset,
     check_dtypes,
+    checked_keywords,
     encode_dataset,
     recast_bools,
     refuse_unlimited_dims,
@@ -228,21 +228,10 @@ def _file_codecs(
 Item = tuple[str, Any, dict[str, Any]]
 
 
-def _same(a: Item, b: Item) -> bool:
-    va, vb = np.asarray(a[1]), np.asarray(b[1])
-    equal_nan = va.dtype.kind in "fc" and vb.dtype.kind in "fc"
-    return (
-        va.dtype == vb.dtype
-        and va.shape == vb.shape
-        and bool(np.array_equal(va, vb, equal_nan=equal_nan))
-        and _meta(a) == _meta(b)
-    )
-
-
-def _meta(item: Item) -> bytes:
-    """A tensor's custom keys as canonical CBOR (so NaN equals NaN), without the role mark, which depends on
-    what else was written with it."""
-    return cbor.dumps({k: v for k, v in item[2].items() if k != COORDINATE_ROLE_KEY}, canonical=True)
+def _units(items: list[Item]) -> dict[str, tuple[Any, bytes]]:
+    """Each tensor's values and custom keys, these as canonical CBOR (so NaN equals NaN) without the role mark,
+    which depends on what else was written with it."""
+    return {n: (v, cbor.dumps({k: c[k] for k in c if k != COORDINATE_ROLE_KEY}, canonical=True)) for n, v, c in items}
 
 
 def _existing_items(
@@ -262,10 +251,7 @@ def _existing_items(
             if isinstance(names, list) and isinstance(shape, (list, tuple)):
                 dims.update(zip(map(str, names), map(int, shape), strict=False))
         old = [(t.name, zf.read(t.index), dict(t.attrs)) for t in zf.tensors]
-        by_name = {n: (n, v, c) for n, v, c in old}
-        unchanged = {item[0] for item in new if item[0] in by_name and _same(by_name[item[0]], item)}
-        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
-        check_append(os.fspath(path), [t.name for t in zf.tensors], dims, fresh)
+        kept_once(os.fspath(path), _units(old), _units(new), dims, encoded.variables)
         as_stored = {
             t.name: {
                 "compression": t.encoding if t.encoding in _COMPRESSED else None,

@@ -85,7 +85,6 @@ def write_ztensor_v01(
     compression: str | None = None,
     checksum: str | None = None,
     per_tensor: Mapping[str, Mapping[str, Any]] | None = None,
-    params: Mapping[str, Any] | None = None,
 ) -> None:
     """Write a v0.1 file atomically.
 
@@ -94,11 +93,10 @@ def write_ztensor_v01(
     ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
     ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
     keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
-    ``params`` are the compression codec's parameters (zstd ``level``, 3 by default; v0.1 records no level,
-    so each tensor may have its own). ``per_tensor`` overrides ``compression``/``checksum``/``params``
-    for the tensors it names.
+    ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names, and gives their codec's
+    ``params`` (zstd ``level``, 3 by default; v0.1 records no level, so each tensor may have its own).
     """
-    _check_options(compression, checksum, params or {})
+    _check_options(compression, checksum, {})
     for opts in (per_tensor or {}).values():
         _check_options(opts.get("compression", compression), opts.get("checksum", checksum), opts.get("params", {}))
     items = _items(tensors)
@@ -107,8 +105,7 @@ def write_ztensor_v01(
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            opts = {"compression": compression, "checksum": checksum, **(per_tensor or {}).get(name, {})}
-            opts["params"] = {**(params or {}), **opts.get("params", {})}
+            opts = {"compression": compression, "checksum": checksum, "params": {}, **(per_tensor or {}).get(name, {})}
             entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **opts)
             entries.append(entry)
         index = cbor.head(4, len(entries)) + b"".join(entries)
