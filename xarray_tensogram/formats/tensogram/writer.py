@@ -141,14 +141,28 @@ def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], 
 
 
 def encode_message(
-    metadata: Mapping[str, Any], objects: Sequence[ObjectInput | tuple[Any, ...]], **options: Any
+    metadata: Mapping[str, Any],
+    objects: Sequence[ObjectInput | tuple[Any, ...]],
+    *,
+    hash: str | None = "xxh3",
+    layout: str = "buffered",
+    backfill: bool = False,
+    reserved: Mapping[str, Any] | None = None,
+    allow_nan: bool = False,
+    allow_inf: bool = False,
+    nan_mask_method: str = DEFAULT_MASK_METHOD,
+    pos_inf_mask_method: str = DEFAULT_MASK_METHOD,
+    neg_inf_mask_method: str = DEFAULT_MASK_METHOD,
+    small_mask_threshold_bytes: int = 128,
+    aggregate_hash: str | None = None,
+    threads: int = 0,
 ) -> bytes:
     """Encode one message. ``objects`` are :class:`ObjectInput` or ``(descriptor, data)`` pairs.
 
-    The keywords (:func:`encode_message_parts`) are those of the reference ``tensogram.encode``. ``threads`` is
-    accepted for compatibility and ignored: output always equals the reference's ``threads=0`` bytes.
+    The keywords are those of the reference ``tensogram.encode``. ``threads`` is accepted for
+    compatibility and ignored: output always equals the reference's ``threads=0`` bytes.
     """
-    return encode_message_parts(metadata, objects, **options).tobytes()
+    return encode_message_parts(**locals()).tobytes()
 
 
 def encode_message_parts(
