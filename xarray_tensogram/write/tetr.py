@@ -153,15 +153,9 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
 
 
 def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
-    meta = {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs}
     dropped = [k for k in ds.attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
-    if dropped:
-        warnings.warn(
-            f"Dataset attributes {dropped} have no place in a .tet file and are not written",
-            TetrMappingWarning,
-            stacklevel=user_stacklevel(),
-        )
-    return meta or None
+    warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
+    return {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs} or None
 
 
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
@@ -262,11 +256,7 @@ def _dataset_write(
 ) -> DatasetWrite:
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
-    attrs = dict(var.attrs)
-    if var.dtype.kind == "b" or (attrs.get("dtype") == "bool" and var.dtype == np.int8):
-        var = var.astype("u1")
-    elif var.dtype.byteorder == ">":
-        var = var.astype(var.dtype.newbyteorder("<"))
+    attrs = dict(var.attrs)  # booleans are uint8 already (recast_bools); DatasetWrite stores little-endian
     dims = [str(d) for d in var.dims]
     if var.ndim == 0:
         # .tet has rank 1..8: one element, marked so the reader squeezes it
@@ -372,11 +362,9 @@ def _in_effect(source_ds: xr.Dataset, compression: str | None, name: str, enc: M
 
 def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
     """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
-    chosen = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
-    if chosen is not None:
-        return chosen
     vocabulary = _codec(source_ds.variables.get(name), compression)
-    return CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
+    in_effect = CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
+    return encoded.codecs.get(name, {}).get(_COMPRESSION.key, in_effect)
 
 
 def _dataset_writes(

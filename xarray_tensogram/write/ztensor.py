@@ -92,17 +92,12 @@ def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
     """What ``encoding=`` chose per tensor: its compression with the codec's parameters, its checksum."""
     out: dict[str, dict[str, Any]] = {}
-    for name in encoded.variables:
-        chosen: dict[str, Any] = {}
-        setting = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
-        if setting is not None:
-            raw = setting.codec is PASSTHROUGH  # the v0.1 writer's compression None
-            chosen.update(compression=None if raw else setting.vocabulary, params=dict(setting.params))
-        checksum = encoded.options.get(name, {}).get("checksum", "")
-        if checksum in _CHECKSUMS:
-            chosen["checksum"] = _CHECKSUMS[checksum]
-        if chosen:
-            out[name] = chosen
+    for name, settings in encoded.codecs.items():
+        if (s := settings.get(_COMPRESSION.key)) is not None:  # raw: the v0.1 writer's compression None
+            out[name] = {"compression": None if s.codec is PASSTHROUGH else s.vocabulary, "params": dict(s.params)}
+    for name, options in encoded.options.items():
+        if options.get("checksum", "") in _CHECKSUMS:
+            out.setdefault(name, {})["checksum"] = _CHECKSUMS[options["checksum"]]
     return out
 
 
