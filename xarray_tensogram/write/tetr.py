@@ -11,7 +11,6 @@ written; a 0-d variable is stored with one element and marked (``xarray_scalar``
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -341,7 +340,10 @@ def to_tetr(
     refuse_unlimited_dims(unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else
-    in_effect = functools.partial(_in_effect, source_ds, compression)
+
+    def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:  # no codec named: compression=, else as read
+        return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
+
     encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
@@ -353,11 +355,6 @@ def to_tetr(
             writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
         write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
         return os.path.getsize(path)
-
-
-def _in_effect(source_ds: xr.Dataset, compression: str | None, name: str, enc: Mapping[str, Any]) -> dict[str, str]:
-    """The codec of a variable whose ``encoding=`` entry names none: ``compression=``, else as it was read."""
-    return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
 
 def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
