@@ -41,12 +41,12 @@ from ..layout_record import MISSING_OBJECTS_ATTR, WIRE_VERSION_ATTR, LayoutRecor
 from ..producers import dataset_writer, written_by
 from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
-from .existing import check_mode
 from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
     check_dtypes,
+    check_mode,
     checked_keywords,
     encode_dataset,
     recast_bools,

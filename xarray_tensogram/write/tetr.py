@@ -31,14 +31,15 @@ from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
-from .existing import check_mode, kept_once
 from .prepare import (
     EncodedDataset,
     as_dataset,
     attr_types,
     check_dtypes,
+    check_mode,
     checked_keywords,
     encode_dataset,
+    kept_once,
     recast_bools,
     refuse_unlimited_dims,
     role_marked,

@@ -29,13 +29,14 @@ from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from ..io.lock import write_lock
 from ..zarr_meta import json_attr
 from .encoding_check import CodecKey, EncodingKeys, Option
-from .existing import check_mode, kept_once
 from .prepare import (
     EncodedDataset,
     as_dataset,
     check_dtypes,
+    check_mode,
     checked_keywords,
     encode_dataset,
+    kept_once,
     recast_bools,
     refuse_unlimited_dims,
     role_marked,
