@@ -238,15 +238,11 @@ def _footer_metadata(
     footer: bool | None,
 ) -> dict[str, Any] | None:
     """The footer's ``metadata`` object: file keys and per-dataset metadata; None when there is none to write."""
-    meta_datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
-    if not (footer is True or file_metadata is not None or meta_datasets):
-        return None
-    metadata: dict[str, Any] = {}
-    if file_metadata is not None:
-        metadata["file"] = dict(file_metadata)
-    if meta_datasets:
-        metadata["datasets"] = meta_datasets
-    return metadata
+    datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
+    metadata: dict[str, Any] = {"file": dict(file_metadata)} if file_metadata is not None else {}
+    if datasets:
+        metadata["datasets"] = datasets
+    return metadata if metadata or footer is True else None
 
 
 def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Any) -> None:
