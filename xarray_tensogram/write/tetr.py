@@ -106,10 +106,7 @@ def _codec(var: xr.Variable | None, compression: str | None) -> str:
     if value is None:
         read = (var.encoding if var is not None else {}).get("tetr_codec", PASSTHROUGH.name)
         value = CODECS[1] if read == "mixed" else read
-    found = _COMPRESSION.lookup(value)
-    if found is None:
-        raise UnsupportedError(f"compression must be None or one of {', '.join(CODEC_OBJECTS)}; got {compression!r}")
-    return found[0]
+    return _COMPRESSION.argument(value)[0]
 
 
 def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:

@@ -207,16 +207,13 @@ def _file_codecs(
     source: Mapping[Hashable, xr.Variable], compression: str | None, checksum: str | None
 ) -> tuple[str | None, str | None]:
     """The compression (None: raw) and checksum of every tensor: as given, else what the variables were read with."""
-    found = _COMPRESSION.lookup(compression) if compression is not None else None
-    if (compression is not None and found is None) or checksum not in _CHECKSUMS:
-        raise UnsupportedError(
-            f"compression must be None or one of {', '.join(map(repr, _COMPRESSION.codecs))} and checksum one of "
-            f"None, 'none', 'crc32c', 'sha256'; got {compression!r}, {checksum!r}"
-        )
-    if found is None:
+    if checksum not in _CHECKSUMS:
+        raise UnsupportedError(f"checksum must be one of None, 'none', 'crc32c', 'sha256'; got {checksum!r}")
+    if compression is None:
         comp = _file_option(source, "ztensor_encoding", _COMPRESSED)
     else:
-        comp = None if found[1] is PASSTHROUGH else found[0]
+        vocabulary, codec = _COMPRESSION.argument(compression)
+        comp = None if codec is PASSTHROUGH else vocabulary
     check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
     return comp, check
 
@@ -237,7 +234,7 @@ def _existing_items(
     variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once), and
     the compression and checksum each is stored with (kept as they are; the zstd level is not recorded)."""
     with open_ztensor(path) as zf:
-        if zf.version != "0.1" and not str(zf.version).startswith("0.1"):
+        if not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
         dims: dict[str, int] = {}
         for t in zf.tensors:
