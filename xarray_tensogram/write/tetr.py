@@ -400,9 +400,7 @@ def _with_existing(
     """The datasets of the file being appended to (checked first), then the new ones (a variable written
     again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
     with open_tetr(path) as tf:
-        sizes: dict[str, int] = {}
-        for d in tf.datasets:
-            sizes.update(zip(d.dim_names or (), d.shape, strict=False))
+        sizes = {n: s for d in tf.datasets for n, s in zip(d.dim_names or (), d.shape, strict=False)}
         old = [
             DatasetWrite(
                 d.name,

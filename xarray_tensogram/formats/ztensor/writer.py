@@ -96,17 +96,17 @@ def write_ztensor_v01(
     ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names, and gives their codec's
     ``params`` (zstd ``level``, 3 by default; v0.1 records no level, so each tensor may have its own).
     """
-    _check_options(compression, checksum, {})
-    for opts in (per_tensor or {}).values():
-        _check_options(opts.get("compression", compression), opts.get("checksum", checksum), opts.get("params", {}))
+    default: dict[str, Any] = {"compression": compression, "checksum": checksum, "params": {}}
+    per = {name: {**default, **opts} for name, opts in (per_tensor or {}).items()}
+    for opts in (default, *per.values()):
+        _check_options(**opts)
     items = _items(tensors)
     entries = []
     with atomic_write(path) as f:
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            opts = {"compression": compression, "checksum": checksum, "params": {}, **(per_tensor or {}).get(name, {})}
-            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **opts)
+            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **per.get(name, default))
             entries.append(entry)
         index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
