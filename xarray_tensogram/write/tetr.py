@@ -253,7 +253,9 @@ def _dataset_write(
 ) -> DatasetWrite:
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
-    attrs = dict(var.attrs)  # booleans are uint8 already (recast_bools); DatasetWrite stores little-endian
+    attrs = dict(var.attrs)  # booleans are uint8 already (recast_bools)
+    if var.dtype.byteorder == ">":  # stored little-endian: the attribute types are checked against it
+        var = var.astype(var.dtype.newbyteorder("<"))
     dims = [str(d) for d in var.dims]
     if var.ndim == 0:
         # .tet has rank 1..8: one element, marked so the reader squeezes it
