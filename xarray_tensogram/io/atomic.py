@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..errors import IsADirectoryTensorError, NoSuchDirectoryError
@@ -44,7 +45,8 @@ def check_target(path: str | os.PathLike[str]) -> None:
         raise IsADirectoryTensorError(f"cannot write {path!r}: it is a directory; give the path of a file in it")
 
 
-class atomic_write:
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """Write a file under a temporary name in the same directory, then rename it into place.
 
     On any exception the temporary file is removed and the destination is left
@@ -55,39 +57,18 @@ class atomic_write:
         with atomic_write(path) as f:
             f.write(b"...")
     """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self._tmp: str | None = None
-        self._f: BinaryIO | None = None
-        self._locked = contextlib.ExitStack()
-
-    def __enter__(self) -> BinaryIO:
-        check_target(self.path)  # say so for the target, not for the temporary file
-        directory = os.path.dirname(os.path.abspath(self.path))
-        self._locked.enter_context(write_lock(self.path))  # it also removes a killed writer's temporary file
+    path = os.fspath(path)
+    check_target(path)  # say so for the target, not for the temporary file
+    with write_lock(path):  # it also removes a killed writer's temporary file
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), dir=os.path.dirname(os.path.abspath(path)))
         try:
-            fd, self._tmp = tempfile.mkstemp(prefix=temp_prefix(self.path), dir=directory)
-            os.fchmod(fd, _creation_mode(self.path))  # mkstemp makes 0600; open(path, "w") would not
-            self._f = os.fdopen(fd, "wb")
+            os.fchmod(fd, _creation_mode(path))  # mkstemp makes 0600; open(path, "w") would not
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
         except BaseException:
-            if self._tmp is not None:
-                os.unlink(self._tmp)
-            self._locked.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             raise
-        return self._f
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        assert self._f is not None and self._tmp is not None
-        try:
-            if exc_type is None:
-                self._f.flush()
-                os.fsync(self._f.fileno())
-            self._f.close()
-            if exc_type is None:
-                os.replace(self._tmp, self.path)
-                self._tmp = None
-        finally:
-            if self._tmp is not None and os.path.exists(self._tmp):
-                os.unlink(self._tmp)
-            self._locked.close()

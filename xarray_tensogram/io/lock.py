@@ -70,22 +70,19 @@ def temp_prefix(path: str | os.PathLike[str]) -> str:
 _RANDOM = re.compile(r"[a-z0-9_]{8}")
 
 
-def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[str]:
-    """Remove the temporary files a killed writer of ``path`` left next to it; their names.
+def remove_stale_temporaries(path: str | os.PathLike[str]) -> None:
+    """Remove the temporary files a killed writer of ``path`` left next to it.
 
     Only for the holder of the write lock of ``path``: no other writer of it runs then, so every temporary
     file of this target is a dead writer's.
     """
     directory = os.path.dirname(os.path.abspath(os.fspath(path)))
     prefix = temp_prefix(path)
-    removed = []
     with contextlib.suppress(OSError):
         for name in os.listdir(directory):
             if name.startswith(prefix) and _RANDOM.fullmatch(name[len(prefix) :]):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(directory, name))
-                    removed.append(name)
-    return removed
 
 
 def _timeout() -> float:

@@ -62,6 +62,13 @@ class CodecKey:
             return value, self.codecs[value]
         return next(((k, c) for k, c in self.codecs.items() if c.name == value), None)
 
+    def argument(self, value: Any) -> tuple[str, Codec]:
+        """(vocabulary, codec) for the writer's file-wide argument of this key (``compression=``), or refused."""
+        found = self.lookup(value)
+        if found is None:
+            raise UnsupportedError(f"{self.key} must be None or one of {', '.join(self.codecs)}; got {value!r}")
+        return found
+
     def param_keys(self) -> dict[str, list[tuple[Codec, Param]]]:
         """Every key a parameter may be given as -> the (codec, parameter) pairs it can mean. Parameters the
         format derives from the data (a sample width) are not the writer's to set."""

@@ -1,22 +1,26 @@
 """What every writer does before its format sees a variable, the way ``to_netcdf`` does it.
 
-Names are checked as xarray's netCDF writers check them, a MultiIndex is refused, the user's
-``encoding=`` replaces a variable's own encoding (unknown keys refused, listing what is
-accepted), and every variable goes through xarray's own CF encoder
+Misspelt keywords are refused with the closest one, names are checked as xarray's netCDF writers
+check them, a MultiIndex is refused, the user's ``encoding=`` replaces a variable's own encoding
+(unknown keys refused, listing what is accepted), and every variable goes through xarray's own CF encoder
 (``encode_dataset_coordinates`` + ``cf_encoder``): times and time deltas with units,
 ``_FillValue``/``missing_value``, ``scale_factor``/``add_offset`` packing into a given
 ``dtype``, ``_Unsigned``, and the ``coordinates`` attributes that keep roles (written once).
-Each format then checks that it can hold every encoded variable before it writes a byte.
+Each format then checks that it can hold every encoded variable before it writes a byte, and with
+``mode="a"`` that the new variables fit beside the file's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
+import os
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import xarray as xr
@@ -27,20 +31,106 @@ from xarray.coding.strings import check_vlen_dtype
 from xarray.core.common import contains_cftime_datetimes
 
 from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, NONE_VAR_NAME
-from ..errors import InvalidNameError, UnsupportedError, XarrayTensogramError, user_stacklevel
+from ..errors import (
+    InvalidNameError,
+    UnknownOptionError,
+    UnsupportedError,
+    XarrayTensogramError,
+    unknown_names,
+    user_stacklevel,
+)
+from ..io import check_target
 from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
     "CF_ENCODING_KEYS",
+    "MODES",
     "EncodedDataset",
     "as_dataset",
+    "check_append",
     "check_dtypes",
+    "check_mode",
+    "checked_keywords",
     "encode_dataset",
+    "kept_once",
     "refuse_unlimited_dims",
 ]
 
 #: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
 _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
+
+
+MODES = ("w", "a")
+
+
+def check_mode(mode: str, path: str | os.PathLike[str]) -> None:
+    """The mode, and a target a file can be written to: checked before anything is encoded."""
+    if mode not in MODES:
+        raise XarrayTensogramError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    check_target(path)
+
+
+def check_append(
+    path: str, names: Iterable[str], sizes: Mapping[str, int], variables: Mapping[str, xr.Variable]
+) -> None:
+    """Refuse, before a byte is written, a dim whose size clashes (first, as netCDF does) or a variable the file
+    already has."""
+    for name, var in variables.items():
+        for dim, size in zip(var.dims, var.shape, strict=True):
+            if sizes.get(str(dim), size) != size:
+                raise XarrayTensogramError(
+                    f"{path!r}: mode='a' cannot add variable {name!r}: Unable to update size for existing "
+                    f"dimension {dim!r} ({dim!r} has size {size}, the file's has size {sizes[str(dim)]})"
+                )
+    existing = set(names)
+    for name in variables:
+        if name in existing:
+            raise XarrayTensogramError(
+                f"{path!r}: mode='a' cannot add variable {name!r}: the file already has it "
+                f"(write the whole Dataset with mode='w' to replace it)"
+            )
+
+
+def kept_once(
+    path: str,
+    old: Mapping[str, tuple[Any, Any]],
+    new: Mapping[str, tuple[Any, Any]],
+    sizes: Mapping[str, int],
+    variables: Mapping[str, xr.Variable],
+) -> set[str]:
+    """The names of the ``new`` units (``name -> (values, metadata)``) that the file's ``old`` ones hold unchanged:
+    same values (NaN equal to NaN), dtype and metadata, such as a shared coordinate, kept once; the other
+    ``variables`` are checked to fit beside the file's (:func:`check_append`) first."""
+    same = set()
+    for name, (values, meta) in new.items():
+        if name in old and old[name][1] == meta:
+            a, b = np.asarray(old[name][0]), np.asarray(values)
+            if a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                same.add(name)
+    check_append(path, old, sizes, {k: v for k, v in variables.items() if k not in same})
+    return same
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
+    """``func``, refusing a keyword it does not take before it runs, with the closest one it does take: Python's
+    own ``TypeError`` names the typo but not the keyword meant; :class:`UnknownOptionError` is that ``TypeError``
+    too, with the suggestion (as open options are checked)."""
+    parameters = inspect.signature(func).parameters.values()
+    keywords = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    shown = [p.name for p in parameters if p.kind == p.KEYWORD_ONLY] or keywords  # the options, not ds/path
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        unknown = unknown_names(kwargs, keywords, "keyword")
+        if unknown:
+            raise UnknownOptionError(f"{func.__name__}(): {unknown}; its keywords are: {', '.join(shown)}")
+        return func(*args, **kwargs)
+
+    return wrapper
 
 
 @dataclass

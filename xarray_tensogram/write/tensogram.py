@@ -41,13 +41,13 @@ from ..layout_record import MISSING_OBJECTS_ATTR, WIRE_VERSION_ATTR, LayoutRecor
 from ..producers import dataset_writer, written_by
 from ..producers.interface import Producer
 from .encoding_check import warn_codecs_unused
-from .existing import check_mode
-from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
     check_dtypes,
+    check_mode,
+    checked_keywords,
     encode_dataset,
     recast_bools,
     refuse_unlimited_dims,
@@ -305,27 +305,18 @@ def _check_coordinate_names(ds: xr.Dataset) -> None:
             )
 
 
-def _check_append(
-    path: str | os.PathLike[str],
-    ds: xr.Dataset,
-    message_dims: Sequence[str] | None,
-    encoding: Mapping[str, Mapping[str, Any]],
-    cf: EncodedDataset,
-) -> frozenset[str]:
+def _check_append(plan: _Plan, path: str | os.PathLike[str]) -> frozenset[str]:
     """``mode="a"``: check the objects to write against the file's (no values loaded for data objects) before
     a byte is written; the coordinates the file already has unchanged, not to write again."""
-    if not os.path.exists(path):
-        return frozenset()
-    plan = _Plan.of(ds, message_dims, encoding, cf)
     data = []
-    for sel in message_combos(ds, plan.mdims):
-        for name, var in ds.data_vars.items():
-            if cf.variables[str(name)].dtype.kind in "OUST" or not plan.holds(var, sel):
+    for sel in message_combos(plan.ds, plan.mdims):
+        for name, var in plan.ds.data_vars.items():
+            if plan.cf.variables[str(name)].dtype.kind in "OUST" or not plan.holds(var, sel):
                 continue
-            desc, _ = resolve_pipeline(var.encoding, encoding.get(str(name), {}))
+            desc, _ = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
             data.append((str(name), object_entry(plan, name, var, sel, desc)))
     coords = [(str(e["name"]), e, np.asarray(obj.data)) for e, obj in _coordinate_objects(plan, frozenset())]
-    return check_tensogram_append(path, cf.variables, plan.split, data, coords, _string_coords(plan))
+    return check_tensogram_append(path, plan.cf.variables, plan.split, data, coords, _string_coords(plan))
 
 
 def _iter_messages(
@@ -494,12 +485,12 @@ def to_tensogram(
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
-        in_file = _check_append(path, ds, message_dims, encoding or {}, cf) if mode == "a" else frozenset()
+        plan = _Plan.of(ds, message_dims, encoding or {}, cf)
+        in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
         _check_storable(ds, cf)
         kw = {"hash": hash, "layout": layout, "reserved": reserved}
         if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
             return write_messages(path, _layout_message(ds, whole, encoding or {}, mask_method, **kw), mode=mode)
-        plan = _Plan.of(ds, message_dims, encoding or {}, cf)
         return write_messages(path, _iter_messages(plan, mask_method, in_file, grid, **kw), mode=mode)
 
 

@@ -19,7 +19,7 @@ import xarray as xr
 from ..conventions import LAYOUT_KEY
 from ..errors import UnsupportedError, XarrayTensogramError
 from ..formats.tensogram import open_tensogram
-from .existing import check_append
+from .prepare import check_append
 
 __all__ = ["check_tensogram_append"]
 

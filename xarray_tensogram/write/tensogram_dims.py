@@ -26,15 +26,12 @@ from ..producers import SOURCE_OWNERS
 
 __all__ = [
     "MessageDim",
-    "dependent_value",
-    "key_value",
     "message_combos",
     "message_keys",
     "not_objects",
     "plan_dims",
     "py_attrs",
     "py_value",
-    "scalar_keys",
     "set_path",
 ]
 

@@ -11,7 +11,6 @@ written; a 0-d variable is stored with one element and marked (``xarray_scalar``
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -32,14 +31,15 @@ from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
 from ..io.lock import write_lock
 from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_codecs_unused
-from .existing import check_append, check_mode
-from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_dataset,
     attr_types,
     check_dtypes,
+    check_mode,
+    checked_keywords,
     encode_dataset,
+    kept_once,
     recast_bools,
     refuse_unlimited_dims,
     role_marked,
@@ -106,10 +106,7 @@ def _codec(var: xr.Variable | None, compression: str | None) -> str:
     if value is None:
         read = (var.encoding if var is not None else {}).get("tetr_codec", PASSTHROUGH.name)
         value = CODECS[1] if read == "mixed" else read
-    found = _COMPRESSION.lookup(value)
-    if found is None:
-        raise UnsupportedError(f"compression must be None or one of {', '.join(CODEC_OBJECTS)}; got {compression!r}")
-    return found[0]
+    return _COMPRESSION.argument(value)[0]
 
 
 def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
@@ -153,15 +150,9 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
 
 
 def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
-    meta = {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs}
     dropped = [k for k in ds.attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
-    if dropped:
-        warnings.warn(
-            f"Dataset attributes {dropped} have no place in a .tet file and are not written",
-            TetrMappingWarning,
-            stacklevel=user_stacklevel(),
-        )
-    return meta or None
+    warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
+    return {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs} or None
 
 
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
@@ -262,10 +253,8 @@ def _dataset_write(
 ) -> DatasetWrite:
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
-    attrs = dict(var.attrs)
-    if var.dtype.kind == "b" or (attrs.get("dtype") == "bool" and var.dtype == np.int8):
-        var = var.astype("u1")
-    elif var.dtype.byteorder == ">":
+    attrs = dict(var.attrs)  # booleans are uint8 already (recast_bools)
+    if var.dtype.byteorder == ">":  # stored little-endian: the attribute types are checked against it
         var = var.astype(var.dtype.newbyteorder("<"))
     dims = [str(d) for d in var.dims]
     if var.ndim == 0:
@@ -351,7 +340,10 @@ def to_tetr(
     refuse_unlimited_dims(unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else
-    in_effect = functools.partial(_in_effect, source_ds, compression)
+
+    def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:  # no codec named: compression=, else as read
+        return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
+
     encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
     recast_bools(encoded, "u1")
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
@@ -365,18 +357,11 @@ def to_tetr(
         return os.path.getsize(path)
 
 
-def _in_effect(source_ds: xr.Dataset, compression: str | None, name: str, enc: Mapping[str, Any]) -> dict[str, str]:
-    """The codec of a variable whose ``encoding=`` entry names none: ``compression=``, else as it was read."""
-    return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
-
-
 def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
     """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
-    chosen = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
-    if chosen is not None:
-        return chosen
     vocabulary = _codec(source_ds.variables.get(name), compression)
-    return CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
+    in_effect = CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
+    return encoded.codecs.get(name, {}).get(_COMPRESSION.key, in_effect)
 
 
 def _dataset_writes(
@@ -417,9 +402,7 @@ def _with_existing(
     """The datasets of the file being appended to (checked first), then the new ones (a variable written
     again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
     with open_tetr(path) as tf:
-        sizes: dict[str, int] = {}
-        for d in tf.datasets:
-            sizes.update(zip(d.dim_names or (), d.shape, strict=False))
+        sizes = {n: s for d in tf.datasets for n, s in zip(d.dim_names or (), d.shape, strict=False)}
         old = [
             DatasetWrite(
                 d.name,
@@ -432,21 +415,16 @@ def _with_existing(
             )
             for d in tf.datasets
         ]
-        by_name = {w.name: w for w in old}
-        unchanged = {w.name for w in writes if w.name in by_name and _same_write(by_name[w.name], w)}
-        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
-        check_append(os.fspath(path), [d.name for d in tf.datasets], sizes, fresh)
-        writes = [w for w in writes if w.name not in unchanged]
+        same = kept_once(os.fspath(path), _units(old), _units(writes), sizes, encoded.variables)
+        writes = [w for w in writes if w.name not in same]
         return old + writes, list(tf.history) + hist, {**tf.metadata, **(meta or {})} or None
 
 
-def _same_write(a: DatasetWrite, b: DatasetWrite) -> bool:
-    va, vb = np.asarray(a.data), np.asarray(b.data)
-    same_values = va.shape == vb.shape and bool(np.array_equal(va, vb, equal_nan=va.dtype.kind == "f"))
-    return same_values and va.dtype == vb.dtype and _write_meta(a) == _write_meta(b)
-
-
-def _write_meta(w: DatasetWrite) -> tuple[Any, ...]:
-    """What a dataset says besides its values; the role mark depends on what else was written with it."""
-    attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}
-    return attrs, list(w.dim_names or []), dict(w.coords or {})
+def _units(writes: list[DatasetWrite]) -> dict[str, tuple[Any, tuple[Any, ...]]]:
+    """Each dataset's values and what it says besides them (the role mark left out: it depends on what else was
+    written with it)."""
+    out = {}
+    for w in writes:
+        attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}
+        out[w.name] = (w.data, (attrs, list(w.dim_names or []), dict(w.coords or {})))
+    return out

@@ -29,13 +29,14 @@ from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
 from ..io.lock import write_lock
 from ..zarr_meta import json_attr
 from .encoding_check import CodecKey, EncodingKeys, Option
-from .existing import check_append, check_mode
-from .keywords import checked_keywords
 from .prepare import (
     EncodedDataset,
     as_dataset,
     check_dtypes,
+    check_mode,
+    checked_keywords,
     encode_dataset,
+    kept_once,
     recast_bools,
     refuse_unlimited_dims,
     role_marked,
@@ -92,17 +93,12 @@ def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
     """What ``encoding=`` chose per tensor: its compression with the codec's parameters, its checksum."""
     out: dict[str, dict[str, Any]] = {}
-    for name in encoded.variables:
-        chosen: dict[str, Any] = {}
-        setting = encoded.codecs.get(name, {}).get(_COMPRESSION.key)
-        if setting is not None:
-            raw = setting.codec is PASSTHROUGH  # the v0.1 writer's compression None
-            chosen.update(compression=None if raw else setting.vocabulary, params=dict(setting.params))
-        checksum = encoded.options.get(name, {}).get("checksum", "")
-        if checksum in _CHECKSUMS:
-            chosen["checksum"] = _CHECKSUMS[checksum]
-        if chosen:
-            out[name] = chosen
+    for name, settings in encoded.codecs.items():
+        if (s := settings.get(_COMPRESSION.key)) is not None:  # raw: the v0.1 writer's compression None
+            out[name] = {"compression": None if s.codec is PASSTHROUGH else s.vocabulary, "params": dict(s.params)}
+    for name, options in encoded.options.items():
+        if options.get("checksum", "") in _CHECKSUMS:
+            out.setdefault(name, {})["checksum"] = _CHECKSUMS[options["checksum"]]
     return out
 
 
@@ -211,16 +207,13 @@ def _file_codecs(
     source: Mapping[Hashable, xr.Variable], compression: str | None, checksum: str | None
 ) -> tuple[str | None, str | None]:
     """The compression (None: raw) and checksum of every tensor: as given, else what the variables were read with."""
-    found = _COMPRESSION.lookup(compression) if compression is not None else None
-    if (compression is not None and found is None) or checksum not in _CHECKSUMS:
-        raise UnsupportedError(
-            f"compression must be None or one of {', '.join(map(repr, _COMPRESSION.codecs))} and checksum one of "
-            f"None, 'none', 'crc32c', 'sha256'; got {compression!r}, {checksum!r}"
-        )
-    if found is None:
+    if checksum not in _CHECKSUMS:
+        raise UnsupportedError(f"checksum must be one of None, 'none', 'crc32c', 'sha256'; got {checksum!r}")
+    if compression is None:
         comp = _file_option(source, "ztensor_encoding", _COMPRESSED)
     else:
-        comp = None if found[1] is PASSTHROUGH else found[0]
+        vocabulary, codec = _COMPRESSION.argument(compression)
+        comp = None if codec is PASSTHROUGH else vocabulary
     check = _file_option(source, "ztensor_checksum", ("crc32c", "sha256")) if checksum is None else checksum
     return comp, check
 
@@ -228,21 +221,10 @@ def _file_codecs(
 Item = tuple[str, Any, dict[str, Any]]
 
 
-def _same(a: Item, b: Item) -> bool:
-    va, vb = np.asarray(a[1]), np.asarray(b[1])
-    equal_nan = va.dtype.kind in "fc" and vb.dtype.kind in "fc"
-    return (
-        va.dtype == vb.dtype
-        and va.shape == vb.shape
-        and bool(np.array_equal(va, vb, equal_nan=equal_nan))
-        and _meta(a) == _meta(b)
-    )
-
-
-def _meta(item: Item) -> bytes:
-    """A tensor's custom keys as canonical CBOR (so NaN equals NaN), without the role mark, which depends on
-    what else was written with it."""
-    return cbor.dumps({k: v for k, v in item[2].items() if k != COORDINATE_ROLE_KEY}, canonical=True)
+def _units(items: list[Item]) -> dict[str, tuple[Any, bytes]]:
+    """Each tensor's values and custom keys, these as canonical CBOR (so NaN equals NaN) without the role mark,
+    which depends on what else was written with it."""
+    return {n: (v, cbor.dumps({k: c[k] for k in c if k != COORDINATE_ROLE_KEY}, canonical=True)) for n, v, c in items}
 
 
 def _existing_items(
@@ -252,7 +234,7 @@ def _existing_items(
     variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once), and
     the compression and checksum each is stored with (kept as they are; the zstd level is not recorded)."""
     with open_ztensor(path) as zf:
-        if zf.version != "0.1" and not str(zf.version).startswith("0.1"):
+        if not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
         dims: dict[str, int] = {}
         for t in zf.tensors:
@@ -262,10 +244,7 @@ def _existing_items(
             if isinstance(names, list) and isinstance(shape, (list, tuple)):
                 dims.update(zip(map(str, names), map(int, shape), strict=False))
         old = [(t.name, zf.read(t.index), dict(t.attrs)) for t in zf.tensors]
-        by_name = {n: (n, v, c) for n, v, c in old}
-        unchanged = {item[0] for item in new if item[0] in by_name and _same(by_name[item[0]], item)}
-        fresh = {k: v for k, v in encoded.variables.items() if k not in unchanged}
-        check_append(os.fspath(path), [t.name for t in zf.tensors], dims, fresh)
+        kept_once(os.fspath(path), _units(old), _units(new), dims, encoded.variables)
         as_stored = {
             t.name: {
                 "compression": t.encoding if t.encoding in _COMPRESSED else None,

@@ -31,6 +31,7 @@ from .dtypes import DTYPES, dtype_width
 from .masks import DEFAULT_MASK_METHOD, encode_mask
 
 __all__ = [
+    "OBJECT_DTYPES",
     "PIPELINE_PARAMS",
     "PIPELINE_VALUES",
     "EncodeError",
@@ -40,8 +41,9 @@ __all__ = [
     "encoding_from_descriptor",
 ]
 
-#: numpy dtype name -> the Tensogram dtype of that name (bfloat16 and bitmask have no numpy dtype of their own)
-_NUMPY_TO_NAME = {name: name for name in DTYPES if name not in ("bfloat16", "bitmask")}
+#: numpy dtype names an object can hold -> the Tensogram dtype of that name (bfloat16 and bitmask have no numpy
+#: dtype of their own)
+OBJECT_DTYPES = {name: name for name in DTYPES if name not in ("bfloat16", "bitmask")}
 
 
 @dataclass
@@ -170,7 +172,7 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     if "dtype" not in user:
         if isinstance(data, (bytes, bytearray, memoryview)):
             raise EncodeError("a descriptor 'dtype' is required for raw bytes")
-        user["dtype"] = _NUMPY_TO_NAME.get(np.asarray(data).dtype.name)
+        user["dtype"] = OBJECT_DTYPES.get(np.asarray(data).dtype.name)
         if user["dtype"] is None:
             raise UnsupportedError(f"cannot write numpy dtype {np.asarray(data).dtype}")
     name = user["dtype"]

@@ -26,8 +26,8 @@ from ...codecs.checksums import xxh3_64
 from ...errors import UnsupportedError
 from ...io import atomic_write
 from ...io.lock import note_committed_size, write_lock
-from .encode import _NUMPY_TO_NAME as _WRITABLE
 from .encode import (
+    OBJECT_DTYPES,
     PIPELINE_PARAMS,
     PIPELINE_VALUES,
     EncodeError,
@@ -49,9 +49,6 @@ from .framing import (
     align8,
 )
 from .masks import DEFAULT_MASK_METHOD
-
-#: numpy dtype names an object can hold (the Tensogram dtype of each)
-OBJECT_DTYPES: Mapping[str, str] = dict(_WRITABLE)
 
 __all__ = [
     "OBJECT_DTYPES",

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence, Sized
 from typing import Any
 
+from ...conventions import TETR_FILE_KEYS
 from ...errors import (
     LimitExceededError,
     MetadataError,
@@ -115,9 +116,7 @@ def _metadata(meta: Any, prefix: str) -> tuple[dict[str, str] | None, dict[str, 
         if not isinstance(file_meta, dict):
             raise MetadataError(f"{prefix}metadata.file must be an object")
         file_meta = {
-            k: _check_str(file_meta[k], f"file {k}", prefix)
-            for k in ("tool", "library_version", "created_at")
-            if file_meta.get(k) is not None
+            k: _check_str(file_meta[k], f"file {k}", prefix) for k in TETR_FILE_KEYS if file_meta.get(k) is not None
         }
     datasets = meta.get("datasets") or {}
     if not isinstance(datasets, dict):

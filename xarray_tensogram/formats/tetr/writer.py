@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ...array_spec import chunk_counts
+from ...conventions import TETR_FILE_KEYS
 from ...errors import (
     LimitExceededError,
     UnsupportedError,
@@ -149,7 +150,6 @@ def write_tetr(
     file_metadata: Mapping[str, str] | None = None,
     footer: bool | None = None,
     execution: tuple[int, int] = (0, 0),
-    zstd_level: int = 3,
 ) -> None:
     """Write a ``.tet`` file byte for byte as the reference writer does (spec §8, footer §5.5).
 
@@ -159,18 +159,16 @@ def write_tetr(
     (``file_metadata``, or a dataset's ``dim_names``/``coords``/``attrs``); ``footer=True`` forces
     one with a ``metadata`` object even when it is empty, ``footer=False`` omits it.
     ``execution`` is the TIDX hint ``(memory_budget_percent_bps, memory_budget_bytes)``.
-    ``zstd_level`` is the level of zstd tiles whose :class:`DatasetWrite` gives none (``codec_params``): the
-    format records no level, so each dataset may have its own (spec §4.5: the codec is per chunk).
+    Each :class:`DatasetWrite` may give its codec's parameters (``codec_params``: the zstd level, 3 by default):
+    the format records no level, so each dataset may have its own (spec §4.5: the codec is per chunk).
     Paths are written atomically; file objects are written in place. The index precedes the
     payloads, so zstd tiles are compressed (and held, compressed) before anything is written;
     raw tiles are cut from the array again while writing.
     """
     writes = _as_writes(arrays)
-    unknown = set(file_metadata or {}) - {"tool", "library_version", "created_at"}
+    unknown = set(file_metadata or {}) - set(TETR_FILE_KEYS)
     if unknown:
-        raise ValueError(
-            f"file_metadata keys {sorted(unknown)} are not part of the format (tool, library_version, created_at)"
-        )
+        raise ValueError(f"file_metadata keys {sorted(unknown)} are not part of the format {TETR_FILE_KEYS}")
     names = [d.name for d in writes]
     if len(set(names)) != len(names):
         raise ValueError(f"dataset names must be unique (footer metadata is keyed by name): {names}")
@@ -182,7 +180,7 @@ def write_tetr(
     n = sum(math.prod(chunk_counts(data.shape, chunk)) for _, _, data, chunk in prepared)
     index_off = _align8(40 + len(blob))
     cursor = index_off + 32 + 104 * n
-    entries, stored, cursor = _index_entries(prepared, n, cursor, zstd_level)
+    entries, stored, cursor = _index_entries(prepared, n, cursor)
     metadata = _footer_metadata(prepared, file_metadata, footer)
     tail = b""
     if footer is not False and (history or metadata is not None):
@@ -212,7 +210,7 @@ def write_tetr(
 
 
 def _index_entries(
-    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], n: int, cursor: int, zstd_level: int
+    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], n: int, cursor: int
 ) -> tuple[np.ndarray, list[bytes | None], int]:
     """The ``n`` index entries (payloads laid out from ``cursor``), the compressed payloads (None for raw tiles,
     cut from the array again while writing) and the offset after the last payload."""
@@ -222,7 +220,7 @@ def _index_entries(
     for i, (d, _code, data, chunk) in enumerate(prepared):
         codec = _CODEC_OF[d.codec]
         encoder = CODEC_OBJECTS[d.codec]
-        params = {"level": zstd_level, **(d.codec_params or {})}
+        params = d.codec_params or {}
         for coords, box in _tile_boxes(data.shape, chunk):
             raw_len = math.prod(s.stop - s.start for s in box) * data.dtype.itemsize
             payload = encoder.encode(np.ascontiguousarray(data[box]).data, params)[0] if codec else None
@@ -240,15 +238,11 @@ def _footer_metadata(
     footer: bool | None,
 ) -> dict[str, Any] | None:
     """The footer's ``metadata`` object: file keys and per-dataset metadata; None when there is none to write."""
-    meta_datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
-    if not (footer is True or file_metadata is not None or meta_datasets):
-        return None
-    metadata: dict[str, Any] = {}
-    if file_metadata is not None:
-        metadata["file"] = dict(file_metadata)
-    if meta_datasets:
-        metadata["datasets"] = meta_datasets
-    return metadata
+    datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
+    metadata: dict[str, Any] = {"file": dict(file_metadata)} if file_metadata is not None else {}
+    if datasets:
+        metadata["datasets"] = datasets
+    return metadata if metadata or footer is True else None
 
 
 def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Any) -> None:

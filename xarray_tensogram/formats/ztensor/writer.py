@@ -85,7 +85,6 @@ def write_ztensor_v01(
     compression: str | None = None,
     checksum: str | None = None,
     per_tensor: Mapping[str, Mapping[str, Any]] | None = None,
-    params: Mapping[str, Any] | None = None,
 ) -> None:
     """Write a v0.1 file atomically.
 
@@ -94,22 +93,20 @@ def write_ztensor_v01(
     ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
     ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
     keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
-    ``params`` are the compression codec's parameters (zstd ``level``, 3 by default; v0.1 records no level,
-    so each tensor may have its own). ``per_tensor`` overrides ``compression``/``checksum``/``params``
-    for the tensors it names.
+    ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names, and gives their codec's
+    ``params`` (zstd ``level``, 3 by default; v0.1 records no level, so each tensor may have its own).
     """
-    _check_options(compression, checksum, params or {})
-    for opts in (per_tensor or {}).values():
-        _check_options(opts.get("compression", compression), opts.get("checksum", checksum), opts.get("params", {}))
+    default: dict[str, Any] = {"compression": compression, "checksum": checksum, "params": {}}
+    per = {name: {**default, **opts} for name, opts in (per_tensor or {}).items()}
+    for opts in (default, *per.values()):
+        _check_options(**opts)
     items = _items(tensors)
     entries = []
     with atomic_write(path) as f:
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            opts = {"compression": compression, "checksum": checksum, **(per_tensor or {}).get(name, {})}
-            opts["params"] = {**(params or {}), **opts.get("params", {})}
-            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **opts)
+            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **per.get(name, default))
             entries.append(entry)
         index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
