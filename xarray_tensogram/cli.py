@@ -37,7 +37,6 @@ from xarray.backends.common import datatree_from_dict_with_io_cleanup
 
 from ._version import __version__
 from .cli_dump import CliError, cmd_dump
-from .cli_dump import open_dataset as _open
 from .errors import MissingCodecError, NotATensorFileError, describe, first_line, install_hint
 from .formats import registry
 from .formats.reports import count, shape_text
@@ -101,32 +100,49 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
 
 
 # -- info ----------------------------------------------------------------------------------------------
-def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
-    """The format's own summary, then xarray's, from one open of the file."""
+@contextlib.contextmanager
+def _decoded(path: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Every group of the file decoded (a file of groups: a root and each) and the opened file with its
+    format record, all closed on the way out."""
     from .backend import open_decoded
 
     datasets, opened = open_decoded(path, storage_options=storage_options or None)
     try:
+        yield datasets, opened
+    finally:
+        for ds in datasets.values():
+            ds.close()
+
+
+def cmd_info(path: str, storage_options: dict[str, Any] | None = None, sample: bool = False) -> None:
+    """The format's own summary, then xarray's, from one open of the file; for a ``sample`` (the main job)
+    also the variables table and each numeric variable's range."""
+    with _decoded(path, storage_options) as (datasets, opened):
         size = opened.file.source.size
         print(f"file:     {path}")
         for line in opened.spec.info(opened.file):
             print(line)
         nbytes = sum(ds.nbytes for ds in datasets.values())  # a file of groups: its root holds no variable
         sizes = f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})"
+        ds = datasets["/"]
         if len(datasets) > 1:
             print(sizes)
             print(datatree_from_dict_with_io_cleanup(datasets))
-            return
-        ds = datasets["/"]
-        print(
-            f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
-            f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
-            "(as 'ls' counts them; coordinates not counted)"
-        )
-        print(ds)
-    finally:
-        for ds in datasets.values():
-            ds.close()
+        else:
+            print(
+                f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
+                f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
+                "(as 'ls' counts them; coordinates not counted)"
+            )
+            print(ds)
+        if sample:
+            print()
+            _variables_table(datasets)
+            for name, var in ds.data_vars.items():
+                values = var.values
+                if values.dtype.kind in "fiu" and values.size:
+                    mean = values.astype("f8").mean()
+                    print(f"  {name}: min {values.min():.6g}, max {values.max():.6g}, mean {mean:.6g}")
 
 
 def _n_chunks(var: Any) -> int | None:
@@ -148,7 +164,8 @@ def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool
         if t.summary:
             print(f"\n{t.summary}")
     print()
-    _variables_table(path, storage_options)
+    with _decoded(path, storage_options) as (datasets, _):
+        _variables_table(datasets)
 
 
 # -- what the storage units map to (ls, main job) --------------------------------------------------
@@ -189,20 +206,13 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
     return rows
 
 
-def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
+def _variables_table(datasets: dict[str, Any]) -> None:
     """The Dataset view: each variable's dims, Dask chunk with ``chunks={}``, chunk count, dims' origin."""
-    from .backend import open_decoded
-
-    datasets, _ = open_decoded(path, storage_options=storage_options or None)  # a file of groups: a root and each
-    try:
-        grouped = len(datasets) > 1
-        rows = [row for group, ds in datasets.items() for row in _variable_rows(ds, group if grouped else "")]
-        headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
-        print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
-        _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
-    finally:
-        for ds in datasets.values():
-            ds.close()
+    grouped = len(datasets) > 1
+    rows = [row for group, ds in datasets.items() for row in _variable_rows(ds, group if grouped else "")]
+    headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
+    print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
+    _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
 
 
 # -- verify --------------------------------------------------------------------------------------------
@@ -252,18 +262,7 @@ def main_job() -> None:
     """Open each bundled sample with xarray and show what it holds."""
     for path in sample_paths():
         print("=" * 78)
-        cmd_info(path)
-        print()
-        _variables_table(path, None)
-        ds = _open(path)
-        try:
-            for name, var in ds.data_vars.items():
-                values = var.values
-                if values.dtype.kind in "fiu" and values.size:
-                    mean = values.astype("f8").mean()
-                    print(f"  {name}: min {values.min():.6g}, max {values.max():.6g}, mean {mean:.6g}")
-        finally:
-            ds.close()
+        cmd_info(path, sample=True)
 
 
 # -- entry point ---------------------------------------------------------------------------------------

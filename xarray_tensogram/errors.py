@@ -14,43 +14,6 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
-#: the exception and warning classes (the package exports each); the helpers below are for its own modules
-__all__ = [
-    "CodecError",
-    "CorruptFileError",
-    "CorruptMessageWarning",
-    "DimensionNameError",
-    "EncodeError",
-    "FileChangedError",
-    "GroupSelectionError",
-    "HypercubeError",
-    "IgnoredOptionWarning",
-    "IntegrityError",
-    "InvalidNameError",
-    "IsADirectoryTensorError",
-    "LimitExceededError",
-    "MetadataCacheWarning",
-    "MetadataError",
-    "MissingCodecError",
-    "MissingHashError",
-    "NoSuchDirectoryError",
-    "NoSuchVariableError",
-    "NotATensorFileError",
-    "RemoteReadError",
-    "StorageOptionsError",
-    "TensogramMappingWarning",
-    "TetrMappingWarning",
-    "TruncatedFileError",
-    "UnknownOptionError",
-    "UnsupportedError",
-    "UnsupportedOptionError",
-    "VirtualMappingWarning",
-    "WriteLockTimeoutError",
-    "XarrayTensogramError",
-    "ZTensorMappingWarning",
-    "ZarrMappingWarning",
-]
-
 
 class XarrayTensogramError(ValueError):
     """Base class of every error raised by xarray-tensogram."""
@@ -287,3 +250,9 @@ def install_hint(extra: str) -> str:
 
 class VirtualMappingWarning(UserWarning):
     """A variable could not be represented in Zarr and was left out of a virtual dataset."""
+
+
+#: the exception and warning classes (the package exports each); the helpers above are for its own modules
+__all__ = sorted(
+    n for n, v in dict(globals()).items() if isinstance(v, type) and issubclass(v, (XarrayTensogramError, Warning))
+)
