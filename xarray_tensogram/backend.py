@@ -141,9 +141,6 @@ class TensogramDataStore(AbstractDataStore):
             return ds
 
 
-_FILL_ATTRS = ("_FillValue", "missing_value")
-
-
 def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, xr.Variable]:
     """``variables`` with the fill values of ``_Unsigned`` integers in the stored dtype.
 
@@ -154,7 +151,7 @@ def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, x
     for name, var in variables.items():
         if "_Unsigned" not in var.attrs or var.dtype.kind not in "iu":
             continue
-        typed = {k: _in_dtype(var.attrs[k], var.dtype) for k in _FILL_ATTRS if k in var.attrs}
+        typed = {k: _in_dtype(var.attrs[k], var.dtype) for k in ("_FillValue", "missing_value") if k in var.attrs}
         if any(v is not var.attrs[k] for k, v in typed.items()):
             out[name] = var.copy(deep=False)  # a new attrs dict: the raw variable may be cached
             out[name].attrs = {**var.attrs, **typed}

@@ -44,7 +44,7 @@ from .io import open_source
 from .layout_record import LayoutRecord
 from .progress import PROG, add_progress_flags, progress
 from .samples import paths as sample_paths
-from .virtual.cli import add_refs_command
+from .virtual.cli import add_refs_command, cmd_refs
 
 __all__ = ["main"]
 
@@ -384,9 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 None: main_job,
                 "info": lambda: cmd_info(args.file, options),
                 "ls": lambda: cmd_ls(args.file, options, tiles=args.tiles),
-                "dump": lambda: cmd_dump(
-                    args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel
-                ),
+                "dump": lambda: cmd_dump(args),
                 "verify": lambda: cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict),
                 "refs": lambda: _run_refs(args),
             }
@@ -411,18 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_refs(args: argparse.Namespace) -> None:
     try:
         import virtualizarr  # noqa: F401 - only: is it installed
-
-        from .virtual.cli import cmd_refs
     except ImportError as exc:
         raise CliError(f"'refs' needs the virtual extra ({exc}); {install_hint('virtual')}", status=1) from None
-    cmd_refs(
-        args.files,
-        args.output,
-        concat_dim=args.concat_dim,
-        group=args.group,
-        storage_options=args.storage_options,
-        progress=args.progress,
-    )
+    cmd_refs(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,6 +6,7 @@ from their text; kept apart from ``cli.py`` so each module stays small.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,7 @@ import xarray as xr
 
 from .errors import closest
 
-__all__ = ["CliError", "cmd_dump", "open_dataset"]
+__all__ = ["CliError", "cmd_dump"]
 
 
 class CliError(Exception):
@@ -25,13 +26,6 @@ class CliError(Exception):
     def __init__(self, message: str, status: int = 2) -> None:
         super().__init__(message)
         self.status = status
-
-
-def open_dataset(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
-    """``xr.open_dataset`` with this package's engine, for every command."""
-    from .backend import TensogramBackendEntrypoint
-
-    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, storage_options=storage_options or None, **kwargs)
 
 
 def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
@@ -128,18 +122,16 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     return da
 
 
-def cmd_dump(
-    path: str,
-    var: str,
-    isel: Sequence[str] = (),
-    storage_options: dict[str, Any] | None = None,
-    group: str | None = None,
-    full: bool = False,
-    sel: Sequence[str] = (),
-) -> None:
-    selection = _parse_isel(isel)
-    labels = _parse_sel(sel)
-    ds = open_dataset(path, storage_options, group=group or None)
+def cmd_dump(args: argparse.Namespace) -> None:
+    """The values of ``args.variable`` in ``args.file``, after its ``--isel`` and ``--sel`` selections."""
+    from .backend import TensogramBackendEntrypoint
+
+    path, var = args.file, args.variable
+    selection = _parse_isel(args.isel)
+    labels = _parse_sel(args.sel)
+    ds = xr.open_dataset(
+        path, engine=TensogramBackendEntrypoint, storage_options=args.storage_options or None, group=args.group or None
+    )
     try:
         if var not in ds.variables:
             raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")
@@ -161,7 +153,7 @@ def cmd_dump(
                     formatter={"numpystr": str, "object": str},
                 )
                 print(f"  {name}: {text}")
-        opts: dict[str, Any] = {"threshold": sys.maxsize} if full else {"threshold": 1000, "edgeitems": 3}
+        opts: dict[str, Any] = {"threshold": sys.maxsize} if args.full else {"threshold": 1000, "edgeitems": 3}
         with np.printoptions(linewidth=120, **opts):
             print(values)
     finally:
