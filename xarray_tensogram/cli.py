@@ -154,9 +154,9 @@ def _n_chunks(var: Any) -> int | None:
 
 
 # -- ls ------------------------------------------------------------------------------------------------
-def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool = False) -> None:
-    with _format_file(path, storage_options) as (spec, f):
-        tables = spec.ls(f, tiles)
+def cmd_ls(args: argparse.Namespace) -> None:
+    with _format_file(args.file, args.storage_options) as (spec, f):
+        tables = spec.ls(f, args.tiles)
     for i, t in enumerate(tables):
         if i:
             print()
@@ -164,7 +164,7 @@ def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool
         if t.summary:
             print(f"\n{t.summary}")
     print()
-    with _decoded(path, storage_options) as (datasets, _):
+    with _decoded(args.file, args.storage_options) as (datasets, _):
         _variables_table(datasets)
 
 
@@ -216,18 +216,17 @@ def _variables_table(datasets: dict[str, Any]) -> None:
 
 
 # -- verify --------------------------------------------------------------------------------------------
-def cmd_verify(
-    path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
-) -> int:
-    """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Exit status 1 on damage; items skipped for a missing codec package fail only with ``--strict``."""
+    path, strict = args.file, args.strict
     hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
     decoded = 0
     skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
-    with _format_file(path, storage_options, quiet=True) as (spec, f):
+    with _format_file(path, args.storage_options, quiet=True) as (spec, f):
         plan = spec.verify(f)
         failures = list(plan.failures)
         large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
-        for item, check in progress(plan.items, progress_flag, large, "verify", "obj"):
+        for item, check in progress(plan.items, args.progress, large, "verify", "obj"):
             try:
                 hashed[bool(check())] += 1
                 decoded += 1
@@ -375,20 +374,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
-    options = getattr(args, "storage_options", None)
     try:
         with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
             warnings.showwarning = _one_line_warning
-            commands: dict[str | None, Callable[[], int | None]] = {
-                None: main_job,
-                "info": lambda: cmd_info(args.file, options),
-                "ls": lambda: cmd_ls(args.file, options, tiles=args.tiles),
-                "dump": lambda: cmd_dump(args),
-                "verify": lambda: cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict),
-                "refs": lambda: _run_refs(args),
+            commands: dict[str | None, Callable[[argparse.Namespace], int | None]] = {
+                None: lambda _: main_job(),
+                "info": lambda a: cmd_info(a.file, a.storage_options),
+                "ls": cmd_ls,
+                "dump": cmd_dump,
+                "verify": cmd_verify,
+                "refs": _run_refs,
             }
-            status = commands[args.command]() or 0
+            status = commands[args.command](args) or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -159,14 +159,9 @@ class MetadataCacheWarning(UserWarning):
 
 def describe(source: str | None, where: str | None = None, offset: int | None = None) -> str:
     """Build the common prefix of an error message: ``file 'x', message 2, byte 1234: ``."""
-    parts = []
-    if source:
-        parts.append(f"file {source!r}")
-    if where:
-        parts.append(where)
-    if offset is not None:
-        parts.append(f"byte {offset}")
-    return (", ".join(parts) + ": ") if parts else ""
+    parts = (f"file {source!r}" if source else "", where, None if offset is None else f"byte {offset}")
+    text = ", ".join(p for p in parts if p)
+    return f"{text}: " if text else ""
 
 
 class ZarrMappingWarning(UserWarning):

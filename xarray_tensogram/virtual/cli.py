@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from ..formats.reports import count
 from ..progress import add_progress_flags
 
 __all__ = ["add_refs_command", "cmd_refs"]
@@ -59,5 +60,4 @@ def cmd_refs(args: argparse.Namespace) -> None:
             storage_options=args.storage_options or None,
         )
         write_refs(vds, args.output)
-    n = len(args.files)
-    print(f"{args.output}: {len(vds.data_vars)} variables, {n} file{'s' if n != 1 else ''}")
+    print(f"{args.output}: {len(vds.data_vars)} variables, {count(len(args.files), 'file')}")
