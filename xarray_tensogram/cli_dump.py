@@ -36,16 +36,12 @@ def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
         if not sep or not dim:
             raise CliError(f"--isel {item!r}: expected DIM=INDEX or DIM=START:STOP[:STEP]")
         try:
-            if ":" in spec:
-                parts = [int(p) if p.strip() else None for p in spec.split(":")]
-                if len(parts) > 3:
-                    raise ValueError
-                out[dim] = slice(*parts)
-            elif "," in spec:
-                out[dim] = [int(p) for p in spec.split(",")]
+            if ":" in spec:  # slice() refuses more than three parts (a TypeError)
+                out[dim] = slice(*[int(p) if p.strip() else None for p in spec.split(":")])
             else:
-                out[dim] = int(spec)
-        except ValueError:
+                indices = [int(p) for p in spec.split(",")]
+                out[dim] = indices if "," in spec else indices[0]
+        except (ValueError, TypeError):
             raise CliError(
                 f"--isel {item!r}: {spec!r} is not an integer, a list a,b,c or a slice start:stop:step"
             ) from None
