@@ -170,8 +170,7 @@ class ZarrMappingWarning(UserWarning):
 
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message (empty for none), for one-line reports that name it."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else ""
+    return next(iter(str(exc).strip().splitlines()), "")
 
 
 def byte_text(data: bytes) -> str:
