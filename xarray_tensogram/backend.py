@@ -49,19 +49,14 @@ __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _titles() -> str:
-    """``"Tensogram, Tetration layout or zTensor"``: every registered format, for messages."""
-    titles = [s.title for s in registry.formats().values()]
-    return ", ".join(titles[:-1]) + " or " + titles[-1] if len(titles) > 1 else titles[0]
-
-
 def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
     """No known magic or extension and the default format (whose reader may skip leading junk)
     found nothing: say plainly that this is none of the formats."""
     what = "the file is empty" if source.size == 0 else "unknown magic and extension"
     other = registry.other_format(source)
+    *titles, last = [s.title for s in registry.formats().values()]  # "Tensogram, Tetration layout or zTensor"
     return NotATensorFileError(
-        f"{describe(source.name)}not a {_titles()} file" + (f": {other}" if other else f" ({what})")
+        f"{describe(source.name)}not a {', '.join(titles)} or {last} file" + (f": {other}" if other else f" ({what})")
     )
 
 
