@@ -49,19 +49,14 @@ __all__ = ["TensogramBackendEntrypoint", "TensogramDataStore", "open_decoded", "
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
-def _titles() -> str:
-    """``"Tensogram, Tetration layout or zTensor"``: every registered format, for messages."""
-    titles = [s.title for s in registry.formats().values()]
-    return ", ".join(titles[:-1]) + " or " + titles[-1] if len(titles) > 1 else titles[0]
-
-
 def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
     """No known magic or extension and the default format (whose reader may skip leading junk)
     found nothing: say plainly that this is none of the formats."""
     what = "the file is empty" if source.size == 0 else "unknown magic and extension"
     other = registry.other_format(source)
+    *titles, last = [s.title for s in registry.formats().values()]  # "Tensogram, Tetration layout or zTensor"
     return NotATensorFileError(
-        f"{describe(source.name)}not a {_titles()} file" + (f": {other}" if other else f" ({what})")
+        f"{describe(source.name)}not a {', '.join(titles)} or {last} file" + (f": {other}" if other else f" ({what})")
     )
 
 
@@ -141,9 +136,6 @@ class TensogramDataStore(AbstractDataStore):
             return ds
 
 
-_FILL_ATTRS = ("_FillValue", "missing_value")
-
-
 def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, xr.Variable]:
     """``variables`` with the fill values of ``_Unsigned`` integers in the stored dtype.
 
@@ -154,7 +146,7 @@ def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, x
     for name, var in variables.items():
         if "_Unsigned" not in var.attrs or var.dtype.kind not in "iu":
             continue
-        typed = {k: _in_dtype(var.attrs[k], var.dtype) for k in _FILL_ATTRS if k in var.attrs}
+        typed = {k: _in_dtype(var.attrs[k], var.dtype) for k in ("_FillValue", "missing_value") if k in var.attrs}
         if any(v is not var.attrs[k] for k, v in typed.items()):
             out[name] = var.copy(deep=False)  # a new attrs dict: the raw variable may be cached
             out[name].attrs = {**var.attrs, **typed}

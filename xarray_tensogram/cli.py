@@ -37,7 +37,6 @@ from xarray.backends.common import datatree_from_dict_with_io_cleanup
 
 from ._version import __version__
 from .cli_dump import CliError, cmd_dump
-from .cli_dump import open_dataset as _open
 from .errors import MissingCodecError, NotATensorFileError, describe, first_line, install_hint
 from .formats import registry
 from .formats.reports import count, shape_text
@@ -45,7 +44,7 @@ from .io import open_source
 from .layout_record import LayoutRecord
 from .progress import PROG, add_progress_flags, progress
 from .samples import paths as sample_paths
-from .virtual.cli import add_refs_command
+from .virtual.cli import add_refs_command, cmd_refs
 
 __all__ = ["main"]
 
@@ -77,11 +76,11 @@ def _format_file(path: str, storage_options: dict[str, Any] | None, quiet: bool 
 
 
 def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n} B"  # pragma: no cover
+    return f"{n:.1f} TiB"
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequence[int] = ()) -> None:
@@ -101,32 +100,49 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
 
 
 # -- info ----------------------------------------------------------------------------------------------
-def cmd_info(path: str, storage_options: dict[str, Any] | None = None) -> None:
-    """The format's own summary, then xarray's, from one open of the file."""
+@contextlib.contextmanager
+def _decoded(path: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Every group of the file decoded (a file of groups: a root and each) and the opened file with its
+    format record, all closed on the way out."""
     from .backend import open_decoded
 
     datasets, opened = open_decoded(path, storage_options=storage_options or None)
     try:
+        yield datasets, opened
+    finally:
+        for ds in datasets.values():
+            ds.close()
+
+
+def cmd_info(path: str, storage_options: dict[str, Any] | None = None, sample: bool = False) -> None:
+    """The format's own summary, then xarray's, from one open of the file; for a ``sample`` (the main job)
+    also the variables table and each numeric variable's range."""
+    with _decoded(path, storage_options) as (datasets, opened):
         size = opened.file.source.size
         print(f"file:     {path}")
         for line in opened.spec.info(opened.file):
             print(line)
         nbytes = sum(ds.nbytes for ds in datasets.values())  # a file of groups: its root holds no variable
         sizes = f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})"
+        ds = datasets["/"]
         if len(datasets) > 1:
             print(sizes)
             print(datatree_from_dict_with_io_cleanup(datasets))
-            return
-        ds = datasets["/"]
-        print(
-            f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
-            f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
-            "(as 'ls' counts them; coordinates not counted)"
-        )
-        print(ds)
-    finally:
-        for ds in datasets.values():
-            ds.close()
+        else:
+            print(
+                f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
+                f"{count(sum(_n_chunks(v) or 0 for v in ds.data_vars.values()), 'Dask chunk')} with chunks={{}} "
+                "(as 'ls' counts them; coordinates not counted)"
+            )
+            print(ds)
+        if sample:
+            print()
+            _variables_table(datasets)
+            for name, var in ds.data_vars.items():
+                values = var.values
+                if values.dtype.kind in "fiu" and values.size:
+                    mean = values.astype("f8").mean()
+                    print(f"  {name}: min {values.min():.6g}, max {values.max():.6g}, mean {mean:.6g}")
 
 
 def _n_chunks(var: Any) -> int | None:
@@ -138,9 +154,9 @@ def _n_chunks(var: Any) -> int | None:
 
 
 # -- ls ------------------------------------------------------------------------------------------------
-def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool = False) -> None:
-    with _format_file(path, storage_options) as (spec, f):
-        tables = spec.ls(f, tiles)
+def cmd_ls(args: argparse.Namespace) -> None:
+    with _format_file(args.file, args.storage_options) as (spec, f):
+        tables = spec.ls(f, args.tiles)
     for i, t in enumerate(tables):
         if i:
             print()
@@ -148,7 +164,8 @@ def cmd_ls(path: str, storage_options: dict[str, Any] | None = None, tiles: bool
         if t.summary:
             print(f"\n{t.summary}")
     print()
-    _variables_table(path, storage_options)
+    with _decoded(args.file, args.storage_options) as (datasets, _):
+        _variables_table(datasets)
 
 
 # -- what the storage units map to (ls, main job) --------------------------------------------------
@@ -189,35 +206,27 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
     return rows
 
 
-def _variables_table(path: str, storage_options: dict[str, Any] | None) -> None:
+def _variables_table(datasets: dict[str, Any]) -> None:
     """The Dataset view: each variable's dims, Dask chunk with ``chunks={}``, chunk count, dims' origin."""
-    from .backend import open_decoded
-
-    datasets, _ = open_decoded(path, storage_options=storage_options or None)  # a file of groups: a root and each
-    try:
-        grouped = len(datasets) > 1
-        rows = [row for group, ds in datasets.items() for row in _variable_rows(ds, group if grouped else "")]
-        headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
-        print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
-        _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
-    finally:
-        for ds in datasets.values():
-            ds.close()
+    grouped = len(datasets) > 1
+    rows = [row for group, ds in datasets.items() for row in _variable_rows(ds, group if grouped else "")]
+    headers = ["variable", "dims", "dtype", "chunk", "chunks", "from"]
+    print("as xarray opens it (the Dask chunk with chunks={}: one storage unit):")
+    _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
 
 
 # -- verify --------------------------------------------------------------------------------------------
-def cmd_verify(
-    path: str, storage_options: dict[str, Any] | None = None, progress_flag: bool | None = None, strict: bool = False
-) -> int:
-    """Exit status 1 on damage; items skipped for a missing codec package fail only with ``strict``."""
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Exit status 1 on damage; items skipped for a missing codec package fail only with ``--strict``."""
+    path, strict = args.file, args.strict
     hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
     decoded = 0
     skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
-    with _format_file(path, storage_options, quiet=True) as (spec, f):
+    with _format_file(path, args.storage_options, quiet=True) as (spec, f):
         plan = spec.verify(f)
         failures = list(plan.failures)
         large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
-        for item, check in progress(plan.items, progress_flag, large, "verify", "obj"):
+        for item, check in progress(plan.items, args.progress, large, "verify", "obj"):
             try:
                 hashed[bool(check())] += 1
                 decoded += 1
@@ -252,18 +261,7 @@ def main_job() -> None:
     """Open each bundled sample with xarray and show what it holds."""
     for path in sample_paths():
         print("=" * 78)
-        cmd_info(path)
-        print()
-        _variables_table(path, None)
-        ds = _open(path)
-        try:
-            for name, var in ds.data_vars.items():
-                values = var.values
-                if values.dtype.kind in "fiu" and values.size:
-                    mean = values.astype("f8").mean()
-                    print(f"  {name}: min {values.min():.6g}, max {values.max():.6g}, mean {mean:.6g}")
-        finally:
-            ds.close()
+        cmd_info(path, sample=True)
 
 
 # -- entry point ---------------------------------------------------------------------------------------
@@ -376,22 +374,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
-    options = getattr(args, "storage_options", None)
     try:
         with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
             warnings.showwarning = _one_line_warning
-            commands: dict[str | None, Callable[[], int | None]] = {
-                None: main_job,
-                "info": lambda: cmd_info(args.file, options),
-                "ls": lambda: cmd_ls(args.file, options, tiles=args.tiles),
-                "dump": lambda: cmd_dump(
-                    args.file, args.variable, args.isel, options, group=args.group, full=args.full, sel=args.sel
-                ),
-                "verify": lambda: cmd_verify(args.file, options, progress_flag=args.progress, strict=args.strict),
-                "refs": lambda: _run_refs(args),
+            commands: dict[str | None, Callable[[argparse.Namespace], int | None]] = {
+                None: lambda _: main_job(),
+                "info": lambda a: cmd_info(a.file, a.storage_options),
+                "ls": cmd_ls,
+                "dump": cmd_dump,
+                "verify": cmd_verify,
+                "refs": _run_refs,
             }
-            status = commands[args.command]() or 0
+            status = commands[args.command](args) or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -412,18 +407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_refs(args: argparse.Namespace) -> None:
     try:
         import virtualizarr  # noqa: F401 - only: is it installed
-
-        from .virtual.cli import cmd_refs
     except ImportError as exc:
         raise CliError(f"'refs' needs the virtual extra ({exc}); {install_hint('virtual')}", status=1) from None
-    cmd_refs(
-        args.files,
-        args.output,
-        concat_dim=args.concat_dim,
-        group=args.group,
-        storage_options=args.storage_options,
-        progress=args.progress,
-    )
+    cmd_refs(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

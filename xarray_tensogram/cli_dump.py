@@ -6,6 +6,7 @@ from their text; kept apart from ``cli.py`` so each module stays small.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,7 @@ import xarray as xr
 
 from .errors import closest
 
-__all__ = ["CliError", "cmd_dump", "open_dataset"]
+__all__ = ["CliError", "cmd_dump"]
 
 
 class CliError(Exception):
@@ -27,13 +28,6 @@ class CliError(Exception):
         self.status = status
 
 
-def open_dataset(path: str, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
-    """``xr.open_dataset`` with this package's engine, for every command."""
-    from .backend import TensogramBackendEntrypoint
-
-    return xr.open_dataset(path, engine=TensogramBackendEntrypoint, storage_options=storage_options or None, **kwargs)
-
-
 def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
     """``["step=0:4", "latitude=10", "longitude=::2"]`` -> ``{"step": slice(0, 4), ...}``."""
     out: dict[str, Any] = {}
@@ -42,16 +36,12 @@ def _parse_isel(items: Sequence[str]) -> dict[str, Any]:
         if not sep or not dim:
             raise CliError(f"--isel {item!r}: expected DIM=INDEX or DIM=START:STOP[:STEP]")
         try:
-            if ":" in spec:
-                parts = [int(p) if p.strip() else None for p in spec.split(":")]
-                if len(parts) > 3:
-                    raise ValueError
-                out[dim] = slice(*parts)
-            elif "," in spec:
-                out[dim] = [int(p) for p in spec.split(",")]
+            if ":" in spec:  # slice() refuses more than three parts (a TypeError)
+                out[dim] = slice(*[int(p) if p.strip() else None for p in spec.split(":")])
             else:
-                out[dim] = int(spec)
-        except ValueError:
+                indices = [int(p) for p in spec.split(",")]
+                out[dim] = indices if "," in spec else indices[0]
+        except (ValueError, TypeError):
             raise CliError(
                 f"--isel {item!r}: {spec!r} is not an integer, a list a,b,c or a slice start:stop:step"
             ) from None
@@ -128,18 +118,16 @@ def _select_labels(da: Any, sel: dict[str, list[str]]) -> Any:
     return da
 
 
-def cmd_dump(
-    path: str,
-    var: str,
-    isel: Sequence[str] = (),
-    storage_options: dict[str, Any] | None = None,
-    group: str | None = None,
-    full: bool = False,
-    sel: Sequence[str] = (),
-) -> None:
-    selection = _parse_isel(isel)
-    labels = _parse_sel(sel)
-    ds = open_dataset(path, storage_options, group=group or None)
+def cmd_dump(args: argparse.Namespace) -> None:
+    """The values of ``args.variable`` in ``args.file``, after its ``--isel`` and ``--sel`` selections."""
+    from .backend import TensogramBackendEntrypoint
+
+    path, var = args.file, args.variable
+    selection = _parse_isel(args.isel)
+    labels = _parse_sel(args.sel)
+    ds = xr.open_dataset(
+        path, engine=TensogramBackendEntrypoint, storage_options=args.storage_options or None, group=args.group or None
+    )
     try:
         if var not in ds.variables:
             raise CliError(f"{path}: no variable {var!r}; variables: {', '.join(map(str, ds.variables))}")
@@ -161,7 +149,7 @@ def cmd_dump(
                     formatter={"numpystr": str, "object": str},
                 )
                 print(f"  {name}: {text}")
-        opts: dict[str, Any] = {"threshold": sys.maxsize} if full else {"threshold": 1000, "edgeitems": 3}
+        opts: dict[str, Any] = {"threshold": sys.maxsize} if args.full else {"threshold": 1000, "edgeitems": 3}
         with np.printoptions(linewidth=120, **opts):
             print(values)
     finally:

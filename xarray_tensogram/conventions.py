@@ -7,23 +7,6 @@ never imports ``assemble/`` (and the other way round).
 
 from __future__ import annotations
 
-__all__ = [
-    "ATTR_TYPES_KEY",
-    "COORDINATE_ROLE_KEY",
-    "DTYPE_KEY",
-    "LAYOUT_KEY",
-    "SCALAR_KEY",
-    "STEP_UNITS",
-    "STEP_UNITS_DTYPE",
-    "STRINGS_KEY",
-    "TETR_FILE_KEYS",
-    "TETR_HISTORY_ATTR",
-    "TETR_LABELS_ENCODING",
-    "TGM_COORDINATE_NAMES",
-    "TIME_UNITS",
-    "ZTENSOR_DIM_NAMES_KEY",
-]
-
 #: CF units of the MARS-derived ``time`` (seconds since the epoch) and ``step`` (hours) coordinates
 TIME_UNITS = "seconds since 1970-01-01T00:00:00"
 STEP_UNITS = "hours"
@@ -79,3 +62,6 @@ TGM_COORDINATE_NAMES = frozenset(
         "step",
     }
 )
+
+#: every name above (all upper case): the read and write sides import them from here
+__all__ = sorted(n for n in dict(globals()) if n.isupper())

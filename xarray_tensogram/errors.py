@@ -14,43 +14,6 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
-#: the exception and warning classes (the package exports each); the helpers below are for its own modules
-__all__ = [
-    "CodecError",
-    "CorruptFileError",
-    "CorruptMessageWarning",
-    "DimensionNameError",
-    "EncodeError",
-    "FileChangedError",
-    "GroupSelectionError",
-    "HypercubeError",
-    "IgnoredOptionWarning",
-    "IntegrityError",
-    "InvalidNameError",
-    "IsADirectoryTensorError",
-    "LimitExceededError",
-    "MetadataCacheWarning",
-    "MetadataError",
-    "MissingCodecError",
-    "MissingHashError",
-    "NoSuchDirectoryError",
-    "NoSuchVariableError",
-    "NotATensorFileError",
-    "RemoteReadError",
-    "StorageOptionsError",
-    "TensogramMappingWarning",
-    "TetrMappingWarning",
-    "TruncatedFileError",
-    "UnknownOptionError",
-    "UnsupportedError",
-    "UnsupportedOptionError",
-    "VirtualMappingWarning",
-    "WriteLockTimeoutError",
-    "XarrayTensogramError",
-    "ZTensorMappingWarning",
-    "ZarrMappingWarning",
-]
-
 
 class XarrayTensogramError(ValueError):
     """Base class of every error raised by xarray-tensogram."""
@@ -196,14 +159,9 @@ class MetadataCacheWarning(UserWarning):
 
 def describe(source: str | None, where: str | None = None, offset: int | None = None) -> str:
     """Build the common prefix of an error message: ``file 'x', message 2, byte 1234: ``."""
-    parts = []
-    if source:
-        parts.append(f"file {source!r}")
-    if where:
-        parts.append(where)
-    if offset is not None:
-        parts.append(f"byte {offset}")
-    return (", ".join(parts) + ": ") if parts else ""
+    parts = (f"file {source!r}" if source else "", where, None if offset is None else f"byte {offset}")
+    text = ", ".join(p for p in parts if p)
+    return f"{text}: " if text else ""
 
 
 class ZarrMappingWarning(UserWarning):
@@ -212,8 +170,7 @@ class ZarrMappingWarning(UserWarning):
 
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message (empty for none), for one-line reports that name it."""
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else ""
+    return next(iter(str(exc).strip().splitlines()), "")
 
 
 def byte_text(data: bytes) -> str:
@@ -287,3 +244,9 @@ def install_hint(extra: str) -> str:
 
 class VirtualMappingWarning(UserWarning):
     """A variable could not be represented in Zarr and was left out of a virtual dataset."""
+
+
+#: the exception and warning classes (the package exports each); the helpers above are for its own modules
+__all__ = sorted(
+    n for n, v in dict(globals()).items() if isinstance(v, type) and issubclass(v, (XarrayTensogramError, Warning))
+)

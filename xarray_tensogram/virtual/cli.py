@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
+from ..formats.reports import count
 from ..progress import add_progress_flags
 
 __all__ = ["add_refs_command", "cmd_refs"]
@@ -38,32 +39,25 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
 
 
-def cmd_refs(
-    files: Sequence[str],
-    output: str,
-    *,
-    concat_dim: str | None = None,
-    group: str | None = None,
-    storage_options: dict[str, Any] | None = None,
-    progress: bool | None = None,
-) -> None:
-    """Build one virtual dataset from ``files`` and write its kerchunk references to ``output``."""
+def cmd_refs(args: argparse.Namespace) -> None:
+    """Build one virtual dataset from ``args.files`` and write its kerchunk references to ``args.output``."""
     from ..progress import progress as bar
     from .refs import combine_virtual, write_refs
 
     def each(items: Iterable[Any]) -> Iterable[Any]:  # a bar on a terminal for several files (the CLI's rule)
-        return bar(list(items), progress, len(files) >= 2, "refs", "file")
+        return bar(list(items), args.progress, len(args.files) >= 2, "refs", "file")
 
-    options: dict[str, Any] = {}
-    if group is not None:
-        options["group"] = group
-    if storage_options:
-        options["storage_options"] = storage_options
     with warnings.catch_warnings():
         # noise from the libraries underneath, not about the user's files
         warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
         warnings.filterwarnings("ignore", message=".*fastparquet.*")
         warnings.filterwarnings("ignore", message=".*future.infer_string.*")
-        vds = combine_virtual(list(files), concat_dim=concat_dim, progress=each, **options)
-        write_refs(vds, output)
-    print(f"{output}: {len(vds.data_vars)} variables, {len(files)} file{'s' if len(files) != 1 else ''}")
+        vds = combine_virtual(
+            list(args.files),
+            concat_dim=args.concat_dim,
+            progress=each,
+            group=args.group,
+            storage_options=args.storage_options or None,
+        )
+        write_refs(vds, args.output)
+    print(f"{args.output}: {len(vds.data_vars)} variables, {count(len(args.files), 'file')}")

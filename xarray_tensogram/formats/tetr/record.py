@@ -73,11 +73,10 @@ def _decode_tile(reader: TetrTileReader, coords: tuple[int, ...]) -> bool:
 
 def _verify(f: TetrFile) -> VerifyPlan:
     """Every tile decoded: layout v1 stores no checksums, so decoding is the whole check."""
-    readers = {d.dataset_id: f.tile_reader(d.dataset_id) for d in f.datasets}
-
     items: list[CheckItem] = [
-        (f"dataset {d.name!r} tile {list(coords)}", partial(_decode_tile, readers[d.dataset_id], tuple(coords)))
+        (f"dataset {d.name!r} tile {list(coords)}", partial(_decode_tile, reader, tuple(coords)))
         for d in f.datasets
+        for reader in [f.tile_reader(d.dataset_id)]
         for coords in np.ndindex(*d.grid)
     ]
     return VerifyPlan(
