@@ -19,16 +19,16 @@ import functools
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import numpy as np
 import xarray as xr
 
 from .. import options as declared
-from ..backend import open_raw_groups
+from ..backend import _select_group, open_raw_groups
 from ..byte_layout import Unreferenced, zarr_bytes_codec
-from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
+from ..errors import UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
 from ..raw_variables import storage_spec
@@ -170,18 +170,10 @@ class _Parser:
             raise UnsupportedError(f"{url!r} is a {found.title} file, not {mine.title}: use {parser}")
         groups, f = open_raw_groups(target, **{**self.options, "group": None})
         try:
-            ds = self._pick_group(url, groups)
-            return self._store(url, ds, registry)
+            keys = cast("dict[str, Any]", groups)  # _select_group reads only the group names
+            return self._store(url, groups[_select_group(keys, self.group, url)], registry)
         finally:
             f.close()
-
-    def _pick_group(self, url: str, groups: dict[str, xr.Dataset]) -> xr.Dataset:
-        if self.group is None and len(groups) == 1:
-            return next(iter(groups.values()))
-        for cand in (self.group, "/" + str(self.group).strip("/"), str(self.group).strip("/")):
-            if cand in groups:
-                return groups[cand]
-        raise GroupSelectionError(f"{url!r} holds groups {', '.join(groups)}; pass group='<name>' to the parser")
 
     def _plan(self, url: str, name: str, var: xr.Variable) -> VirtualArray | Unreferenced:
         """The byte ranges of a raw variable, or why it is inlined."""

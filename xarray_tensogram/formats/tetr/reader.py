@@ -18,7 +18,7 @@ from ...errors import (
     byte_text,
     describe,
 )
-from ...io import ByteSource, SourceLike, open_source
+from ...io import ByteSource, SourceLike
 from ...outer import read_outer
 from ..base import FormatFile
 from .boxes import read_box_into
@@ -113,18 +113,15 @@ class TetrFile(FormatFile[TetrDataset]):
     item_kind = "dataset"
 
     def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
-        self.source: ByteSource = open_source(source, storage_options)
-        self.name = self.source.name
-        try:
-            self._parse()
-        except MemoryError as exc:
-            self.source.close()
-            raise LimitExceededError(f"{describe(self.name)}index too large to hold in memory") from exc
-        except BaseException:
-            self.source.close()
-            raise
+        super().__init__(source, storage_options)
 
     def _parse(self) -> None:
+        try:
+            self._read_layout()
+        except MemoryError as exc:
+            raise LimitExceededError(f"{describe(self.name)}index too large to hold in memory") from exc
+
+    def _read_layout(self) -> None:
         src = self.source
         if src.size < 32:
             raise TruncatedFileError(
@@ -200,9 +197,7 @@ class TetrFile(FormatFile[TetrDataset]):
     def array_spec(self, key: str | int) -> ArraySpec:
         """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""
         d = self.dataset(key)
-        return ArraySpec(
-            d.shape, d.dtype, d.chunk_shape, self.tile_reader(key), hints={"format": "tetr", "codec": d.codec}
-        )
+        return ArraySpec(d.shape, d.dtype, d.chunk_shape, TetrTileReader(self.source, d))
 
     def read_chunk(self, key: str | int, chunk_coords: Sequence[int]) -> np.ndarray:
         """The tile at grid ``chunk_coords`` at its clipped extent."""

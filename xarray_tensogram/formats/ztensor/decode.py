@@ -401,9 +401,7 @@ class TensorReader:
         dtype = info.numpy_dtype
         assert dtype is not None
         chunks = (self.rows_per_chunk or info.shape[0] or 1, *info.shape[1:]) if info.shape else ()
-        return ArraySpec(
-            info.shape, dtype, chunks, self, hints={"row_band": self.rows_per_chunk} if self.rows_per_chunk else {}
-        )
+        return ArraySpec(info.shape, dtype, chunks, self)
 
 
 def auto_rows_per_chunk(info: TensorInfo) -> int:
