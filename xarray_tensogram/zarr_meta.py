@@ -26,6 +26,7 @@ __all__ = [
     "group_document",
     "inline_values",
     "json_attr",
+    "little_endian_bytes",
     "nested_attrs",
     "zarr_attrs",
     "zarr_dtype",
@@ -66,6 +67,12 @@ def inline_values(var: xr.Variable) -> np.ndarray:
     """The values of a variable served from memory (object strings as fixed-width text, as Zarr holds them)."""
     values = np.asarray(var.values)
     return values.astype(str) if values.dtype.kind == "O" else values
+
+
+def little_endian_bytes(values: np.ndarray, dtype: np.dtype | None = None) -> bytes:
+    """``values`` (in ``dtype`` when given) in C order as little-endian bytes: what Zarr's ``bytes`` codec reads."""
+    dtype = values.dtype if dtype is None else dtype
+    return np.ascontiguousarray(values, dtype=dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype).tobytes()
 
 
 def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from .zarr_meta import (
     default_fill,
     group_document,
     inline_values,
+    little_endian_bytes,
     nested_attrs,
     zarr_attrs,
     zarr_dtype,
@@ -87,8 +88,7 @@ class _Array:
             padded = np.full(self.chunk_shape, self.fill if self.fill is not None else 0, self.dtype)
             padded[region] = block
             block = padded
-        little = self.dtype.newbyteorder("<") if self.dtype.itemsize > 1 else self.dtype
-        return np.ascontiguousarray(block, dtype=little).tobytes()
+        return little_endian_bytes(block, self.dtype)
 
 
 def _byte_slice(data: bytes, byte_range: ByteRequest | None) -> bytes:

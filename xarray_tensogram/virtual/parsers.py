@@ -26,17 +26,18 @@ import numpy as np
 import xarray as xr
 
 from .. import options as declared
+from ..array_spec import chunk_counts
 from ..backend import _select_group, open_raw_groups
-from ..byte_layout import Unreferenced, zarr_bytes_codec
+from ..byte_layout import ByteLayout, ChunkRef, Unreferenced, zarr_bytes_codec
 from ..errors import UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
 from ..raw_variables import storage_spec
 from ..zarr_meta import default_fill as _default_fill
-from ..zarr_meta import inline_values
+from ..zarr_meta import inline_values, little_endian_bytes
 from ..zarr_meta import json_attr as _json_attr
 from ..zarr_meta import zarr_attrs as _zarr_attrs
-from .chunks import ChunkRef, VirtualArray, plan_chunks
+from .chunks import plan_chunks
 from .codecs import register
 
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
@@ -126,11 +127,11 @@ def _store_class() -> type:
     return TensogramManifestStore
 
 
-def _manifest(plan: VirtualArray, url: str) -> Any:
-    """The chunk manifest of a planned array (empty paths are missing chunks: read as the fill value)."""
+def _manifest(shape: tuple[int, ...], plan: ByteLayout, url: str) -> Any:
+    """The chunk manifest of an array of ``shape`` (empty paths are missing chunks: read as the fill value)."""
     from virtualizarr.manifests import ChunkManifest
 
-    grid = tuple(-(-s // c) for s, c in zip(plan.shape, plan.chunk_shape, strict=True))
+    grid = chunk_counts(shape, plan.chunk_shape)
     if 0 in grid:
         return ChunkManifest({}, shape=grid)
     paths = np.full(grid, "", dtype=np.dtypes.StringDType())
@@ -175,7 +176,7 @@ class _Parser:
         finally:
             f.close()
 
-    def _plan(self, url: str, name: str, var: xr.Variable) -> VirtualArray | Unreferenced:
+    def _plan(self, url: str, name: str, var: xr.Variable) -> ByteLayout | Unreferenced:
         """The byte ranges of a raw variable, or why it is inlined."""
         if var.dims == (name,):  # dimension coordinates: every open loads them for its index anyway
             return Unreferenced("coordinate")
@@ -196,37 +197,29 @@ class _Parser:
         for name, var in variables.items():
             name = str(name)
             plan = self._plan(url, name, var)
-            if isinstance(plan, Unreferenced):
-                values = inline_values(var)
-                if not _check_zarr_dtype(name, values.dtype):
-                    continue
-                reasons[name] = plan.reason
-                plan = VirtualArray(
-                    values.shape,
-                    values.dtype,
-                    tuple(max(1, s) for s in values.shape),
-                    [zarr_bytes_codec(values.dtype)],
-                    [],
-                )
-                le = values.astype(values.dtype.newbyteorder("<")) if values.dtype.byteorder == ">" else values
-                inline[name] = np.ascontiguousarray(le).tobytes()
-                if values.size:
-                    plan.refs.append(ChunkRef((0,) * values.ndim, 0, len(inline[name]), INLINE_PREFIX + name))
-            elif not _check_zarr_dtype(name, plan.dtype):
+            values = inline_values(var) if isinstance(plan, Unreferenced) else None
+            dtype = var.dtype if values is None else values.dtype
+            if not _check_zarr_dtype(name, dtype):
                 continue
+            if isinstance(plan, Unreferenced):
+                assert values is not None
+                reasons[name], inline[name] = plan.reason, little_endian_bytes(values)
+                refs = (
+                    (ChunkRef((0,) * values.ndim, 0, len(inline[name]), INLINE_PREFIX + name),) if values.size else ()
+                )
+                plan = ByteLayout(tuple(max(1, s) for s in values.shape), (zarr_bytes_codec(dtype),), refs)
             attrs, fill = _zarr_attrs(var)
             meta = create_v3_array_metadata(
-                shape=plan.shape,
-                data_type=plan.dtype,
+                shape=var.shape,
+                data_type=dtype,
                 chunk_shape=plan.chunk_shape,
                 chunk_key_encoding={"name": "default", "configuration": {"separator": "."}},
-                fill_value=_default_fill(plan.dtype, fill),
-                codecs=plan.codecs,
+                fill_value=_default_fill(dtype, fill),
+                codecs=list(plan.codecs),
                 attributes=attrs,
                 dimension_names=[str(d) for d in var.dims],
             )
-            manifest = _manifest(plan, url)
-            arrays[name] = ManifestArray(metadata=meta, chunkmanifest=manifest)
+            arrays[name] = ManifestArray(metadata=meta, chunkmanifest=_manifest(var.shape, plan, url))
         group = ManifestGroup(arrays=arrays, attributes={k: _json_attr(v) for k, v in ds_attrs.items()})
         return _store_class()(group, registry=registry, inline=inline, reasons=reasons)
 
