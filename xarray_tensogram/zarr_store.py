@@ -27,7 +27,7 @@ from typing import Any, cast
 import numpy as np
 import xarray as xr
 from xarray.conventions import encode_dataset_coordinates
-from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from . import options as declared
@@ -38,6 +38,7 @@ from .io import open_source
 from .raw_variables import storage_spec
 from .zarr_meta import (
     array_document,
+    byte_slice,
     default_fill,
     group_document,
     inline_values,
@@ -73,9 +74,7 @@ class _Array:
         extent = chunk_extent(self.shape, self.chunk_shape, coords)
         region = full_region(extent)
         if self.values is not None:
-            block = self.values[
-                tuple(slice(c * n, c * n + e) for c, n, e in zip(coords, self.chunk_shape, extent, strict=True))
-            ]
+            block = self.values  # values in memory are one chunk
         else:
             assert self.spec is not None
             block = np.empty(extent, self.spec.dtype)
@@ -89,20 +88,6 @@ class _Array:
             padded[region] = block
             block = padded
         return little_endian_bytes(block, self.dtype)
-
-
-def _byte_slice(data: bytes, byte_range: ByteRequest | None) -> bytes:
-    """The bytes of ``data`` that ``byte_range`` asks for (Python slicing: a range past the end is cut)."""
-
-    if byte_range is None:
-        return data
-    if isinstance(byte_range, RangeByteRequest):
-        return data[byte_range.start : byte_range.end]
-    if isinstance(byte_range, OffsetByteRequest):
-        return data[byte_range.offset :]
-    if isinstance(byte_range, SuffixByteRequest):
-        return data[max(0, len(data) - byte_range.suffix) :]
-    raise TypeError(f"Unexpected byte_range, got {byte_range!r}: pass a zarr.abc.store ByteRequest or None")
 
 
 def _chunk_key(path: str, coords: tuple[int, ...]) -> str:
@@ -317,7 +302,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             data = await asyncio.to_thread(array.chunk_bytes, coords)
             if data is None:
                 return None
-        buffer: Buffer = prototype.buffer.from_bytes(_byte_slice(data, byte_range))
+        buffer: Buffer = prototype.buffer.from_bytes(byte_slice(data, byte_range))
         return buffer
 
     async def get_partial_values(

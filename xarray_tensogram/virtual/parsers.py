@@ -33,8 +33,8 @@ from ..errors import UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
 from ..raw_variables import storage_spec
+from ..zarr_meta import byte_slice, inline_values, little_endian_bytes
 from ..zarr_meta import default_fill as _default_fill
-from ..zarr_meta import inline_values, little_endian_bytes
 from ..zarr_meta import json_attr as _json_attr
 from ..zarr_meta import zarr_attrs as _zarr_attrs
 from .chunks import plan_chunks
@@ -103,13 +103,7 @@ def _store_class() -> type:
         async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
             name, _, rest = key.rpartition("/")
             if name in self._inline and rest != "zarr.json":
-                data = self._inline[name]
-                if byte_range is not None:
-                    from virtualizarr.manifests.store import _transform_byte_range
-
-                    rng = _transform_byte_range(byte_range, chunk_start=0, chunk_end_exclusive=len(data))
-                    data = data[rng.start : rng.end]
-                return prototype.buffer.from_bytes(data)
+                return prototype.buffer.from_bytes(byte_slice(self._inline[name], byte_range))
             return await super().get(key, prototype, byte_range)
 
         def to_virtual_dataset(
