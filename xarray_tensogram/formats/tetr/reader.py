@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array_spec import ArraySpec, chunk_extent
+from ...array_spec import ArraySpec, chunk_extent, full_region
 from ...byte_layout import ByteLayout
 from ...errors import (
     CorruptFileError,
@@ -65,10 +65,10 @@ class TetrTileReader:
         return tiles_layout(spec, self.tile_range)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
-        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``: a box of one tile."""
+        """``region`` (step-1 slices local to the clipped tile; None: all of it) of the tile at ``coords``."""
         box = self._tile_box(coords, region)
-        out = np.empty(tuple(max(s.stop - s.start, 0) for s in box), self.dataset.dtype)
-        self.read_box_into(box, out)
+        out = np.empty(tuple(s.stop - s.start for s in box), self.dataset.dtype)
+        read_box_into(self.source, self.dataset, box, out)
         return out
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
@@ -80,13 +80,12 @@ class TetrTileReader:
         """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
         coords = tuple(int(c) for c in coords)
         self._entry(coords)
-        extent = chunk_extent(self.dataset.shape, self.dataset.chunk_shape, coords)
-        region = tuple(region or ()) + tuple(slice(None) for _ in extent[len(region or ()) :])
-        box = []
-        for c, t, s, n in zip(coords, self.dataset.chunk_shape, region, extent, strict=False):
-            start, stop = s.indices(n)[:2]
-            box.append(slice(c * t + start, c * t + max(start, stop)))
-        return tuple(box)
+        d = self.dataset
+        region = region or full_region(chunk_extent(d.shape, d.chunk_shape, coords))
+        return tuple(
+            slice(c * t + s.start, c * t + max(s.start, s.stop))
+            for c, t, s in zip(coords, d.chunk_shape, region, strict=True)
+        )
 
     def read_box_into(self, box: tuple[slice, ...], out: np.ndarray) -> bool:
         """Fill ``out`` with ``values[box]`` (step-1 slices of the whole dataset) in one pass over the tiles the
