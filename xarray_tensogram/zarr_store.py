@@ -21,7 +21,7 @@ import asyncio
 import inspect
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -115,19 +115,18 @@ class _Layout:
     def add_array(self, path: str, var: xr.Variable) -> None:
         spec = storage_spec(var)
         attrs, fill = zarr_attrs(var)
-        if spec is not None:
-            # a hypercube hole holds the spec's fill, as the backend fills it, else the variable's _FillValue
-            hole = fill if spec.fill_value is None else spec.fill_value
-            array = _Array(spec.shape, spec.chunk_shape, spec.dtype, hole, spec=spec)
-        else:
-            values = inline_values(var)
-            array = _Array(values.shape, tuple(max(1, s) for s in values.shape), values.dtype, fill, values=values)
-        served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
+        values = inline_values(var) if spec is None else None
+        served = zarr_dtype(var.dtype if values is None else values.dtype, f"{self.where}, variable {path!r}")
         if served is None:
             return
-        array = self.arrays[path] = replace(array, dtype=served, fill=default_fill(served, array.fill))
+        if spec is not None:
+            # a hypercube hole holds the spec's fill, as the backend fills it, else the variable's _FillValue
+            fill, chunks = fill if spec.fill_value is None else spec.fill_value, spec.chunk_shape
+        else:
+            chunks = tuple(max(1, s) for s in var.shape)
+        array = self.arrays[path] = _Array(var.shape, chunks, served, default_fill(served, fill), spec, values)
         self.documents[_join(path, "zarr.json")] = array_document(
-            array.shape, served, array.chunk_shape, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
+            var.shape, served, chunks, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
         )
 
     def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
