@@ -33,7 +33,7 @@ class FormatFile(Generic[ItemT]):
     source: ByteSource
     name: str
 
-    def __init__(self, source: SourceLike, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
         """Open ``source`` and read its layout (:meth:`_parse`); the source is closed again when that fails."""
         self.source = open_source(source, storage_options)
         self.name = self.source.name

@@ -32,7 +32,7 @@ class TensogramFile(FormatFile[Message]):
         self, source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None
     ) -> None:
         self.strict = strict
-        super().__init__(source, storage_options)
+        super().__init__(source, storage_options=storage_options)
 
     def _parse(self) -> None:
         scanner = MessageScanner(self.source, strict=self.strict)

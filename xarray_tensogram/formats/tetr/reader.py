@@ -111,9 +111,6 @@ class TetrFile(FormatFile[TetrDataset]):
 
     item_kind = "dataset"
 
-    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(source, storage_options)
-
     def _parse(self) -> None:
         try:
             self._read_layout()

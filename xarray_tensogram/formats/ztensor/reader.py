@@ -27,9 +27,6 @@ class ZTensorFile(FormatFile[TensorInfo]):
 
     item_kind = "tensor"
 
-    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(source, storage_options)
-
     def _parse(self) -> None:
         c = parse_container(self.source)
         self.version: str = c.version
