@@ -215,16 +215,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     supports_deletes = False
     supports_listing = True
 
-    def __init__(
-        self,
-        path_or_url: Any,
-        *,
-        message_index: int | Iterable[int] | slice | None = None,
-        variable_key: str | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        read_only: bool = True,
-        **options: Any,
-    ) -> None:
+    def __init__(self, path_or_url: Any, *, read_only: bool = True, **options: Any) -> None:
         if not read_only:
             raise ValueError(
                 f"TensogramStore({path_or_url!r}) is read-only: writing through Zarr is not supported; "
@@ -232,15 +223,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             )
         declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*declared.NOT_XARRAY))
         super().__init__(read_only=True)
-        given = {
-            **options,
-            "message_index": message_index,
-            "variable_key": variable_key,
-            "storage_options": storage_options,
-        }
         self.path = path_or_url if isinstance(path_or_url, str) else str(path_or_url)
         # an option given at its default is the option not given: the two stores are equal
-        self.options = {k: v for k, v in given.items() if v is not None and _differs(v, declared.by_name(k).default)}
+        self.options = {k: v for k, v in options.items() if v is not None and _differs(v, declared.by_name(k).default)}
         self._layout: _Layout | None = None
         self._file: Any = None
 
