@@ -161,8 +161,14 @@ def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
 
 
 def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
-    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset:
-    VirtualiZarr's kerchunk writer's, with the three habits the module's docstring names corrected."""
+    """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset.
+
+    VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
+    array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
+    1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
+    NaN for other floating-point arrays and ``null`` otherwise (xarray's Zarr v2 reader masks any fill
+    value, so integer arrays would otherwise come back as floats).
+    """
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]
     for key in [k for k in inner if k.endswith("/") and not k.endswith("//")]:  # a 0-d array's chunk
