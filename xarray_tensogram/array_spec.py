@@ -81,8 +81,6 @@ class ArraySpec:
     reader: ChunkReader
     #: value used where a reader reports a missing chunk (hypercube holes)
     fill_value: Any = None
-    #: informative hints for the assembly layer (e.g. {"row_band": 64})
-    hints: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
@@ -135,31 +133,25 @@ class StackedReader:
         self._built[flat] = spec  # a race builds it twice, harmlessly
         return spec
 
-    def present(self) -> list[tuple[int, ArraySpec]]:
-        """Every present member with its flat index, in order (all built)."""
-        members = self.members
-        flats = sorted(members) if isinstance(members, dict) else range(len(members))
-        return [(i, m) for i in flats if (m := self.member_at(i)) is not None]
-
-    def member(self, stack_coords: Sequence[int]) -> ArraySpec | None:
-        flat = int(np.ravel_multi_index(tuple(stack_coords), self.stack_shape)) if self.stack_shape else 0
-        return self.member_at(flat)
-
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
         """The members' byte layouts, one stacked axis more each (a hole is a missing chunk)."""
+        members = self.members
         parts = []
-        for flat, member in self.present():
+        for flat in sorted(members) if isinstance(members, dict) else range(len(members)):
+            member = self.member_at(flat)
+            if member is None:
+                continue
             layout = byte_layout(member)
             if isinstance(layout, Unreferenced):
                 return layout
-            stack_coords = tuple(int(c) for c in np.unravel_index(flat, self.stack_shape)) if self.stack_shape else ()
-            parts.append((stack_coords, layout))
+            parts.append((tuple(int(c) for c in np.unravel_index(flat, self.stack_shape)), layout))
         return stack_layouts(parts, len(self.stack_shape))
 
     def _present(self, coords: tuple[int, ...]) -> tuple[int, ArraySpec]:
         """The number of stacked axes and the member holding the chunk at ``coords`` (:class:`MissingChunk`: none)."""
         k = len(self.stack_shape)
-        member = self.member(coords[:k])
+        flat = int(np.ravel_multi_index(coords[:k], self.stack_shape)) if k else 0
+        member = self.member_at(flat)
         if member is None:
             raise MissingChunk(coords)
         return k, member
@@ -225,7 +217,6 @@ def stack_specs(
         chunk_shape=(1,) * len(stack_shape) + template.chunk_shape,
         reader=reader,
         fill_value=fill_value,
-        hints=dict(template.hints),
     )
 
 

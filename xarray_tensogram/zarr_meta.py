@@ -22,10 +22,12 @@ from .errors import ZarrMappingWarning
 
 __all__ = [
     "array_document",
+    "byte_slice",
     "default_fill",
     "group_document",
     "inline_values",
     "json_attr",
+    "little_endian_bytes",
     "nested_attrs",
     "zarr_attrs",
     "zarr_dtype",
@@ -66,6 +68,28 @@ def inline_values(var: xr.Variable) -> np.ndarray:
     """The values of a variable served from memory (object strings as fixed-width text, as Zarr holds them)."""
     values = np.asarray(var.values)
     return values.astype(str) if values.dtype.kind == "O" else values
+
+
+def byte_slice(data: bytes, byte_range: Any) -> bytes:
+    """The bytes of ``data`` that a zarr ``ByteRequest`` (or None) asks for (Python slicing: a range past the
+    end is cut)."""
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+    if byte_range is None:
+        return data
+    if isinstance(byte_range, RangeByteRequest):
+        return data[byte_range.start : byte_range.end]
+    if isinstance(byte_range, OffsetByteRequest):
+        return data[byte_range.offset :]
+    if isinstance(byte_range, SuffixByteRequest):
+        return data[max(0, len(data) - byte_range.suffix) :]
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}: pass a zarr.abc.store ByteRequest or None")
+
+
+def little_endian_bytes(values: np.ndarray, dtype: np.dtype | None = None) -> bytes:
+    """``values`` (in ``dtype`` when given) in C order as little-endian bytes: what Zarr's ``bytes`` codec reads."""
+    dtype = values.dtype if dtype is None else dtype
+    return np.ascontiguousarray(values, dtype=dtype.newbyteorder("<") if dtype.itemsize > 1 else dtype).tobytes()
 
 
 def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,13 +21,13 @@ import asyncio
 import inspect
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 import xarray as xr
 from xarray.conventions import encode_dataset_coordinates
-from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
 from . import options as declared
@@ -38,9 +38,11 @@ from .io import open_source
 from .raw_variables import storage_spec
 from .zarr_meta import (
     array_document,
+    byte_slice,
     default_fill,
     group_document,
     inline_values,
+    little_endian_bytes,
     nested_attrs,
     zarr_attrs,
     zarr_dtype,
@@ -72,9 +74,7 @@ class _Array:
         extent = chunk_extent(self.shape, self.chunk_shape, coords)
         region = full_region(extent)
         if self.values is not None:
-            block = self.values[
-                tuple(slice(c * n, c * n + e) for c, n, e in zip(coords, self.chunk_shape, extent, strict=True))
-            ]
+            block = self.values  # values in memory are one chunk
         else:
             assert self.spec is not None
             block = np.empty(extent, self.spec.dtype)
@@ -87,22 +87,7 @@ class _Array:
             padded = np.full(self.chunk_shape, self.fill if self.fill is not None else 0, self.dtype)
             padded[region] = block
             block = padded
-        little = self.dtype.newbyteorder("<") if self.dtype.itemsize > 1 else self.dtype
-        return np.ascontiguousarray(block, dtype=little).tobytes()
-
-
-def _byte_slice(data: bytes, byte_range: ByteRequest | None) -> bytes:
-    """The bytes of ``data`` that ``byte_range`` asks for (Python slicing: a range past the end is cut)."""
-
-    if byte_range is None:
-        return data
-    if isinstance(byte_range, RangeByteRequest):
-        return data[byte_range.start : byte_range.end]
-    if isinstance(byte_range, OffsetByteRequest):
-        return data[byte_range.offset :]
-    if isinstance(byte_range, SuffixByteRequest):
-        return data[max(0, len(data) - byte_range.suffix) :]
-    raise TypeError(f"Unexpected byte_range, got {byte_range!r}: pass a zarr.abc.store ByteRequest or None")
+        return little_endian_bytes(block, self.dtype)
 
 
 def _chunk_key(path: str, coords: tuple[int, ...]) -> str:
@@ -130,19 +115,18 @@ class _Layout:
     def add_array(self, path: str, var: xr.Variable) -> None:
         spec = storage_spec(var)
         attrs, fill = zarr_attrs(var)
-        if spec is not None:
-            # a hypercube hole holds the spec's fill, as the backend fills it, else the variable's _FillValue
-            hole = fill if spec.fill_value is None else spec.fill_value
-            array = _Array(spec.shape, spec.chunk_shape, spec.dtype, hole, spec=spec)
-        else:
-            values = inline_values(var)
-            array = _Array(values.shape, tuple(max(1, s) for s in values.shape), values.dtype, fill, values=values)
-        served = zarr_dtype(array.dtype, f"{self.where}, variable {path!r}")
+        values = inline_values(var) if spec is None else None
+        served = zarr_dtype(var.dtype if values is None else values.dtype, f"{self.where}, variable {path!r}")
         if served is None:
             return
-        array = self.arrays[path] = replace(array, dtype=served, fill=default_fill(served, array.fill))
+        if spec is not None:
+            # a hypercube hole holds the spec's fill, as the backend fills it, else the variable's _FillValue
+            fill, chunks = fill if spec.fill_value is None else spec.fill_value, spec.chunk_shape
+        else:
+            chunks = tuple(max(1, s) for s in var.shape)
+        array = self.arrays[path] = _Array(var.shape, chunks, served, default_fill(served, fill), spec, values)
         self.documents[_join(path, "zarr.json")] = array_document(
-            array.shape, served, array.chunk_shape, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
+            var.shape, served, chunks, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
         )
 
     def find_chunk(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
@@ -231,16 +215,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     supports_deletes = False
     supports_listing = True
 
-    def __init__(
-        self,
-        path_or_url: Any,
-        *,
-        message_index: int | Iterable[int] | slice | None = None,
-        variable_key: str | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        read_only: bool = True,
-        **options: Any,
-    ) -> None:
+    def __init__(self, path_or_url: Any, *, read_only: bool = True, **options: Any) -> None:
         if not read_only:
             raise ValueError(
                 f"TensogramStore({path_or_url!r}) is read-only: writing through Zarr is not supported; "
@@ -248,15 +223,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             )
         declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*declared.NOT_XARRAY))
         super().__init__(read_only=True)
-        given = {
-            **options,
-            "message_index": message_index,
-            "variable_key": variable_key,
-            "storage_options": storage_options,
-        }
         self.path = path_or_url if isinstance(path_or_url, str) else str(path_or_url)
         # an option given at its default is the option not given: the two stores are equal
-        self.options = {k: v for k, v in given.items() if v is not None and _differs(v, declared.by_name(k).default)}
+        self.options = {k: v for k, v in options.items() if v is not None and _differs(v, declared.by_name(k).default)}
         self._layout: _Layout | None = None
         self._file: Any = None
 
@@ -317,7 +286,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             data = await asyncio.to_thread(array.chunk_bytes, coords)
             if data is None:
                 return None
-        buffer: Buffer = prototype.buffer.from_bytes(_byte_slice(data, byte_range))
+        buffer: Buffer = prototype.buffer.from_bytes(byte_slice(data, byte_range))
         return buffer
 
     async def get_partial_values(

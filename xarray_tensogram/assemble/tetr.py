@@ -26,7 +26,6 @@ from ..conventions import (
     COORDINATE_ROLE_KEY,
     SCALAR_KEY,
     STRINGS_KEY,
-    TETR_FILE_KEYS,
     TETR_HISTORY_ATTR,
     TETR_LABELS_ENCODING,
 )
@@ -46,10 +45,7 @@ from ..raw_variables import (
 )
 from .stored_dims import stored_dims
 
-__all__ = ["FILE_KEYS", "HISTORY_JSON_ATTR", "TetrMappingWarning", "tetr_group"]
-
-HISTORY_JSON_ATTR = TETR_HISTORY_ATTR
-FILE_KEYS = TETR_FILE_KEYS
+__all__ = ["TetrMappingWarning", "tetr_group"]
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -141,7 +137,7 @@ def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
     attrs: dict[str, Any] = dict(tfile.metadata)
     if tfile.history:
         attrs["history"] = history_text(tfile.history)
-        attrs[HISTORY_JSON_ATTR] = json.dumps(tfile.history, ensure_ascii=False, separators=(",", ":"))
+        attrs[TETR_HISTORY_ATTR] = json.dumps(tfile.history, ensure_ascii=False, separators=(",", ":"))
     return attrs
 
 

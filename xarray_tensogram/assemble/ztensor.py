@@ -13,7 +13,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY, ZTENSOR_DIM_NAMES_KEY
+from ..conventions import COORDINATE_ROLE_KEY, STRINGS_KEY
+from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..dim_names import check_dim_names, requested_dims, unique_names
 from ..errors import XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import ZTensorFile
@@ -30,9 +31,7 @@ from ..raw_variables import (
 )
 from .stored_dims import fits, stored_dims
 
-__all__ = ["DIM_NAMES_KEY", "ztensor_to_dataset"]
-
-DIM_NAMES_KEY = ZTENSOR_DIM_NAMES_KEY
+__all__ = ["ztensor_to_dataset"]
 
 
 def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:

@@ -10,10 +10,10 @@ CLI and the backend can treat any format alike. No xarray or dask here.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar, overload
 
-from ..io import ByteSource
+from ..io import ByteSource, SourceLike, open_source
 
 __all__ = ["FormatFile"]
 
@@ -24,14 +24,27 @@ FileT = TypeVar("FileT", bound="FormatFile[Any]")
 class FormatFile(Generic[ItemT]):
     """An open file of one format: a byte source and an ordered list of items.
 
-    Subclasses set ``source`` and ``name`` when opened, implement :meth:`_items`
-    and, when their items carry no ``name`` attribute, :meth:`_item_name`.
+    Subclasses implement :meth:`_parse` (read the layout at open) and :meth:`_items` and, when their items
+    carry no ``name`` attribute, :meth:`_item_name`.
     """
 
     #: what one item is called in messages ("message", "dataset", "tensor")
     item_kind: ClassVar[str] = "item"
     source: ByteSource
     name: str
+
+    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
+        """Open ``source`` and read its layout (:meth:`_parse`); the source is closed again when that fails."""
+        self.source = open_source(source, storage_options)
+        self.name = self.source.name
+        try:
+            self._parse()
+        except BaseException:
+            self.source.close()
+            raise
+
+    def _parse(self) -> None:
+        raise NotImplementedError
 
     def _items(self) -> Sequence[ItemT]:
         raise NotImplementedError

@@ -2,8 +2,8 @@
 
 Each format's chunk reader describes its own stored chunks (``byte_layout``, the
 :class:`~xarray_tensogram.byte_layout.ByteRangeReader` protocol); the transforms of the lazy spec (stacks, casts,
-transposes) describe theirs from their inner spec's. This module only turns that description into a
-:class:`VirtualArray` with absolute chunk paths: it knows no format. Standard codecs (``bytes``, ``zstd``,
+transposes) describe theirs from their inner spec's. This module only gives that description absolute
+chunk paths: it knows no format. Standard codecs (``bytes``, ``zstd``,
 ``numcodecs.shuffle``) are used where they express the stored bytes exactly, so readers without this package
 can read those arrays; the package's own codecs (``codecs.py``) only where they cannot. Where no byte ranges
 can express the chunks, the result is an :class:`~xarray_tensogram.byte_layout.Unreferenced` with the reason, and
@@ -13,32 +13,19 @@ the parser inlines the decoded values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from dataclasses import replace
 
 from ..array_spec import ArraySpec
-from ..byte_layout import ChunkRef, Unreferenced, byte_layout
+from ..byte_layout import ByteLayout, ChunkRef, Unreferenced, byte_layout
 
-__all__ = ["ChunkRef", "VirtualArray", "plan_chunks"]
-
-
-@dataclass
-class VirtualArray:
-    """A Zarr array whose chunks are byte ranges of existing files (a ref's ``path`` None = the parsed file)."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-    chunk_shape: tuple[int, ...]
-    codecs: list[dict[str, Any]]
-    refs: list[ChunkRef] = field(default_factory=list)
+__all__ = ["plan_chunks"]
 
 
-def plan_chunks(spec: ArraySpec, resolve: Callable[[str | None], str]) -> VirtualArray | Unreferenced:
-    """The virtual array of ``spec``, or why it has none; ``resolve(shard)`` gives a shard file's URL."""
+def plan_chunks(spec: ArraySpec, resolve: Callable[[str | None], str]) -> ByteLayout | Unreferenced:
+    """The byte layout of ``spec`` with each shard file's name made its URL (``resolve(shard)``; a ref's
+    ``path`` None = the parsed file), or why it has none."""
     layout = byte_layout(spec)
     if isinstance(layout, Unreferenced):
         return layout
-    refs = [ChunkRef(r.coords, r.offset, r.length, resolve(r.path) if r.path else None) for r in layout.refs]
-    return VirtualArray(spec.shape, spec.dtype, layout.chunk_shape, list(layout.codecs), refs)
+    refs = tuple(ChunkRef(r.coords, r.offset, r.length, resolve(r.path) if r.path else None) for r in layout.refs)
+    return replace(layout, refs=refs)

@@ -19,24 +19,25 @@ import functools
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import numpy as np
 import xarray as xr
 
 from .. import options as declared
-from ..backend import open_raw_groups
-from ..byte_layout import Unreferenced, zarr_bytes_codec
-from ..errors import GroupSelectionError, UnsupportedError, VirtualMappingWarning
+from ..array_spec import chunk_counts
+from ..backend import _select_group, open_raw_groups
+from ..byte_layout import ByteLayout, ChunkRef, Unreferenced, zarr_bytes_codec
+from ..errors import UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
 from ..raw_variables import storage_spec
+from ..zarr_meta import byte_slice, inline_values, little_endian_bytes
 from ..zarr_meta import default_fill as _default_fill
-from ..zarr_meta import inline_values
 from ..zarr_meta import json_attr as _json_attr
 from ..zarr_meta import zarr_attrs as _zarr_attrs
-from .chunks import ChunkRef, VirtualArray, plan_chunks
+from .chunks import plan_chunks
 from .codecs import register
 
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
@@ -102,13 +103,7 @@ def _store_class() -> type:
         async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
             name, _, rest = key.rpartition("/")
             if name in self._inline and rest != "zarr.json":
-                data = self._inline[name]
-                if byte_range is not None:
-                    from virtualizarr.manifests.store import _transform_byte_range
-
-                    rng = _transform_byte_range(byte_range, chunk_start=0, chunk_end_exclusive=len(data))
-                    data = data[rng.start : rng.end]
-                return prototype.buffer.from_bytes(data)
+                return prototype.buffer.from_bytes(byte_slice(self._inline[name], byte_range))
             return await super().get(key, prototype, byte_range)
 
         def to_virtual_dataset(
@@ -126,11 +121,11 @@ def _store_class() -> type:
     return TensogramManifestStore
 
 
-def _manifest(plan: VirtualArray, url: str) -> Any:
-    """The chunk manifest of a planned array (empty paths are missing chunks: read as the fill value)."""
+def _manifest(shape: tuple[int, ...], plan: ByteLayout, url: str) -> Any:
+    """The chunk manifest of an array of ``shape`` (empty paths are missing chunks: read as the fill value)."""
     from virtualizarr.manifests import ChunkManifest
 
-    grid = tuple(-(-s // c) for s, c in zip(plan.shape, plan.chunk_shape, strict=True))
+    grid = chunk_counts(shape, plan.chunk_shape)
     if 0 in grid:
         return ChunkManifest({}, shape=grid)
     paths = np.full(grid, "", dtype=np.dtypes.StringDType())
@@ -170,20 +165,12 @@ class _Parser:
             raise UnsupportedError(f"{url!r} is a {found.title} file, not {mine.title}: use {parser}")
         groups, f = open_raw_groups(target, **{**self.options, "group": None})
         try:
-            ds = self._pick_group(url, groups)
-            return self._store(url, ds, registry)
+            keys = cast("dict[str, Any]", groups)  # _select_group reads only the group names
+            return self._store(url, groups[_select_group(keys, self.group, url)], registry)
         finally:
             f.close()
 
-    def _pick_group(self, url: str, groups: dict[str, xr.Dataset]) -> xr.Dataset:
-        if self.group is None and len(groups) == 1:
-            return next(iter(groups.values()))
-        for cand in (self.group, "/" + str(self.group).strip("/"), str(self.group).strip("/")):
-            if cand in groups:
-                return groups[cand]
-        raise GroupSelectionError(f"{url!r} holds groups {', '.join(groups)}; pass group='<name>' to the parser")
-
-    def _plan(self, url: str, name: str, var: xr.Variable) -> VirtualArray | Unreferenced:
+    def _plan(self, url: str, name: str, var: xr.Variable) -> ByteLayout | Unreferenced:
         """The byte ranges of a raw variable, or why it is inlined."""
         if var.dims == (name,):  # dimension coordinates: every open loads them for its index anyway
             return Unreferenced("coordinate")
@@ -204,37 +191,29 @@ class _Parser:
         for name, var in variables.items():
             name = str(name)
             plan = self._plan(url, name, var)
-            if isinstance(plan, Unreferenced):
-                values = inline_values(var)
-                if not _check_zarr_dtype(name, values.dtype):
-                    continue
-                reasons[name] = plan.reason
-                plan = VirtualArray(
-                    values.shape,
-                    values.dtype,
-                    tuple(max(1, s) for s in values.shape),
-                    [zarr_bytes_codec(values.dtype)],
-                    [],
-                )
-                le = values.astype(values.dtype.newbyteorder("<")) if values.dtype.byteorder == ">" else values
-                inline[name] = np.ascontiguousarray(le).tobytes()
-                if values.size:
-                    plan.refs.append(ChunkRef((0,) * values.ndim, 0, len(inline[name]), INLINE_PREFIX + name))
-            elif not _check_zarr_dtype(name, plan.dtype):
+            values = inline_values(var) if isinstance(plan, Unreferenced) else None
+            dtype = var.dtype if values is None else values.dtype
+            if not _check_zarr_dtype(name, dtype):
                 continue
+            if isinstance(plan, Unreferenced):
+                assert values is not None
+                reasons[name], inline[name] = plan.reason, little_endian_bytes(values)
+                refs = (
+                    (ChunkRef((0,) * values.ndim, 0, len(inline[name]), INLINE_PREFIX + name),) if values.size else ()
+                )
+                plan = ByteLayout(tuple(max(1, s) for s in values.shape), (zarr_bytes_codec(dtype),), refs)
             attrs, fill = _zarr_attrs(var)
             meta = create_v3_array_metadata(
-                shape=plan.shape,
-                data_type=plan.dtype,
+                shape=var.shape,
+                data_type=dtype,
                 chunk_shape=plan.chunk_shape,
                 chunk_key_encoding={"name": "default", "configuration": {"separator": "."}},
-                fill_value=_default_fill(plan.dtype, fill),
-                codecs=plan.codecs,
+                fill_value=_default_fill(dtype, fill),
+                codecs=list(plan.codecs),
                 attributes=attrs,
                 dimension_names=[str(d) for d in var.dims],
             )
-            manifest = _manifest(plan, url)
-            arrays[name] = ManifestArray(metadata=meta, chunkmanifest=manifest)
+            arrays[name] = ManifestArray(metadata=meta, chunkmanifest=_manifest(var.shape, plan, url))
         group = ManifestGroup(arrays=arrays, attributes={k: _json_attr(v) for k, v in ds_attrs.items()})
         return _store_class()(group, registry=registry, inline=inline, reasons=reasons)
 

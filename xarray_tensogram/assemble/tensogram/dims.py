@@ -134,7 +134,7 @@ def resolve_axes(
         if (sizes - fixed[name]) if fixed.get(name) else (rename_conflicts and len(sizes) > 1):
             owner = f"coord {name!r}" if name in coord_dims else f"the dim_names argument's {name!r}"
             _rename_hinted(out, name, claims, (owner, fixed.get(name, set())), local, where)
-    conflicts = _explicit_sizes(out, variables)
+    conflicts = {n: s for n, s in _claimed(out, variables, {}, named_only=True).items() if len(s) > 1}
     _rename_clashing_generic(out, variables, coord_dims, coord_sizes, local)
     return out, conflicts
 
@@ -162,16 +162,19 @@ def _sizes(sizes: set[int]) -> str:
     return " or ".join(str(s) for s in sorted(sizes))
 
 
-def _explicit_sizes(
-    out: Mapping[str, AxisNames], variables: Mapping[str, tuple[tuple[int, ...], Any]]
+def _claimed(
+    out: Mapping[str, AxisNames],
+    variables: Mapping[str, tuple[tuple[int, ...], Any]],
+    claims: dict[str, set[int]],
+    named_only: bool = False,
 ) -> dict[str, set[int]]:
-    """Names (not generated) claimed at several sizes."""
-    sizes: dict[str, set[int]] = {}
+    """``claims`` (name -> sizes) with the size each variable's axis gives its name added (``named_only``: only
+    the names not generated)."""
     for v, axes in out.items():
         for name, gen, size in zip(axes.names, axes.generic, variables[v][0], strict=True):
-            if not gen:
-                sizes.setdefault(name, set()).add(size)
-    return {n: s for n, s in sizes.items() if len(s) > 1}
+            if not (gen and named_only):
+                claims.setdefault(name, set()).add(size)
+    return claims
 
 
 class _LocalNames:
@@ -233,12 +236,10 @@ def _rename_clashing_generic(
 ) -> None:
     """A generated name (``dim_0``) claimed at several sizes, by variables or a coordinate: every such
     axis gets its object-local name (as the reference backend does), unless it has the coordinate's size."""
-    claims: dict[str, set[int]] = {n: set(s) for n, s in coords.items()}
+    claims = {n: set(s) for n, s in coords.items()}
     for n, size in coord_sizes.items():
         claims.setdefault(n, set()).add(size)
-    for v, axes in out.items():
-        for name, size in zip(axes.names, variables[v][0], strict=True):
-            claims.setdefault(name, set()).add(size)
+    _claimed(out, variables, claims)
     for v, axes in out.items():
         for i, (name, gen) in enumerate(zip(axes.names, axes.generic, strict=True)):
             size = variables[v][0][i]

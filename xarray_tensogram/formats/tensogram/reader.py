@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import CorruptMessageWarning
-from ...io import SourceLike, open_source
+from ...io import SourceLike
 from ..base import FormatFile
 from .objects import Message, ObjectRef, read_frame_layout
 from .scan import MessageScanner
@@ -31,16 +31,13 @@ class TensogramFile(FormatFile[Message]):
     def __init__(
         self, source: SourceLike, *, strict: bool = False, storage_options: Mapping[str, Any] | None = None
     ) -> None:
-        self.source = open_source(source, storage_options)
-        self.name = self.source.name
         self.strict = strict
-        scanner = MessageScanner(self.source, strict=strict)
+        super().__init__(source, storage_options=storage_options)
+
+    def _parse(self) -> None:
+        scanner = MessageScanner(self.source, strict=self.strict)
         self.skipped: list[tuple[int, int, str]] = scanner.skipped  # (start, end, reason) of damaged ranges
-        try:
-            self.messages = scanner.scan()
-        except BaseException:
-            self.source.close()
-            raise
+        self.messages = scanner.scan()
 
     # -- container protocol (FormatFile): messages have no names, only positions --------------
     def _items(self) -> list[Message]:

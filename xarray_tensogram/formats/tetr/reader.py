@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array_spec import ArraySpec, chunk_extent
+from ...array_spec import ArraySpec, chunk_extent, full_region
 from ...byte_layout import ByteLayout
 from ...errors import (
     CorruptFileError,
@@ -18,7 +18,7 @@ from ...errors import (
     byte_text,
     describe,
 )
-from ...io import ByteSource, SourceLike, open_source
+from ...io import ByteSource, SourceLike
 from ...outer import read_outer
 from ..base import FormatFile
 from .boxes import read_box_into
@@ -65,10 +65,10 @@ class TetrTileReader:
         return tiles_layout(spec, self.tile_range)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
-        """``region`` (step-1 slices local to the clipped tile) of the tile at ``coords``: a box of one tile."""
+        """``region`` (step-1 slices local to the clipped tile; None: all of it) of the tile at ``coords``."""
         box = self._tile_box(coords, region)
-        out = np.empty(tuple(max(s.stop - s.start, 0) for s in box), self.dataset.dtype)
-        self.read_box_into(box, out)
+        out = np.empty(tuple(s.stop - s.start for s in box), self.dataset.dtype)
+        read_box_into(self.source, self.dataset, box, out)
         return out
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
@@ -80,13 +80,12 @@ class TetrTileReader:
         """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
         coords = tuple(int(c) for c in coords)
         self._entry(coords)
-        extent = chunk_extent(self.dataset.shape, self.dataset.chunk_shape, coords)
-        region = tuple(region or ()) + tuple(slice(None) for _ in extent[len(region or ()) :])
-        box = []
-        for c, t, s, n in zip(coords, self.dataset.chunk_shape, region, extent, strict=False):
-            start, stop = s.indices(n)[:2]
-            box.append(slice(c * t + start, c * t + max(start, stop)))
-        return tuple(box)
+        d = self.dataset
+        region = region or full_region(chunk_extent(d.shape, d.chunk_shape, coords))
+        return tuple(
+            slice(c * t + s.start, c * t + max(s.start, s.stop))
+            for c, t, s in zip(coords, d.chunk_shape, region, strict=True)
+        )
 
     def read_box_into(self, box: tuple[slice, ...], out: np.ndarray) -> bool:
         """Fill ``out`` with ``values[box]`` (step-1 slices of the whole dataset) in one pass over the tiles the
@@ -112,19 +111,13 @@ class TetrFile(FormatFile[TetrDataset]):
 
     item_kind = "dataset"
 
-    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
-        self.source: ByteSource = open_source(source, storage_options)
-        self.name = self.source.name
-        try:
-            self._parse()
-        except MemoryError as exc:
-            self.source.close()
-            raise LimitExceededError(f"{describe(self.name)}index too large to hold in memory") from exc
-        except BaseException:
-            self.source.close()
-            raise
-
     def _parse(self) -> None:
+        try:
+            self._read_layout()
+        except MemoryError as exc:
+            raise LimitExceededError(f"{describe(self.name)}index too large to hold in memory") from exc
+
+    def _read_layout(self) -> None:
         src = self.source
         if src.size < 32:
             raise TruncatedFileError(
@@ -200,9 +193,7 @@ class TetrFile(FormatFile[TetrDataset]):
     def array_spec(self, key: str | int) -> ArraySpec:
         """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""
         d = self.dataset(key)
-        return ArraySpec(
-            d.shape, d.dtype, d.chunk_shape, self.tile_reader(key), hints={"format": "tetr", "codec": d.codec}
-        )
+        return ArraySpec(d.shape, d.dtype, d.chunk_shape, TetrTileReader(self.source, d))
 
     def read_chunk(self, key: str | int, chunk_coords: Sequence[int]) -> np.ndarray:
         """The tile at grid ``chunk_coords`` at its clipped extent."""

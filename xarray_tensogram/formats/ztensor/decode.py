@@ -315,10 +315,7 @@ class TensorReader:
             full = self.read()
             return full if not info.shape else full[start:stop]
         main = info.main_part
-        out_dtype, expected = self._geometry()
-        assert expected is not None  # a dense tensor
-        _decoded_size(main, main.length, expected, f"{self._where}part 'data': ")
-        self._check_bounds(main, "data")
+        out_dtype, expected = self._dense_part()
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
         what = f"tensor {info.name!r} rows {start}:{stop}"
         flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what, zero_copy=True)
@@ -336,10 +333,8 @@ class TensorReader:
             return False
         first = coords[0] * (self.rows_per_chunk or info.shape[0])
         start, stop = first + region[0].start, first + region[0].stop
-        expected = info.size * main.storage.itemsize
-        self._check_bounds(main, "data")
+        expected = self._dense_part()[1]
         where = f"{self._where}part 'data': "
-        _decoded_size(main, main.length, expected, where)
         chain = part_chain(main.encoding, main.storage, info.size, where)
         source = self._source(main)
         if chain.stored_is_encoded and stop > start:
@@ -356,6 +351,15 @@ class TensorReader:
             if mapped:
                 source.release(main.offset, main.length)
         return True
+
+    def _dense_part(self) -> tuple[np.dtype, int]:
+        """The dtype and decoded bytes of a dense tensor of one part, its stored size and bounds checked."""
+        out_dtype, expected = self._geometry()
+        assert expected is not None  # a dense tensor
+        main = self.info.main_part
+        _decoded_size(main, main.length, expected, f"{self._where}part 'data': ")
+        self._check_bounds(main, "data")
+        return out_dtype, expected
 
     def _plain(self, dtype: np.dtype) -> bool:
         """Whether the tensor is dense values of ``dtype`` in one part, with nothing to verify, convert or
@@ -401,9 +405,7 @@ class TensorReader:
         dtype = info.numpy_dtype
         assert dtype is not None
         chunks = (self.rows_per_chunk or info.shape[0] or 1, *info.shape[1:]) if info.shape else ()
-        return ArraySpec(
-            info.shape, dtype, chunks, self, hints={"row_band": self.rows_per_chunk} if self.rows_per_chunk else {}
-        )
+        return ArraySpec(info.shape, dtype, chunks, self)
 
 
 def auto_rows_per_chunk(info: TensorInfo) -> int:

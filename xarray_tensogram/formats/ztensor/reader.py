@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...array_spec import ArraySpec
-from ...io import ByteSource, SourceLike, open_source
+from ...io import ByteSource, SourceLike
 from ..base import FormatFile
 from .containers import parse_container
 from .decode import TensorReader, auto_rows_per_chunk
@@ -27,14 +27,8 @@ class ZTensorFile(FormatFile[TensorInfo]):
 
     item_kind = "tensor"
 
-    def __init__(self, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None) -> None:
-        self.source: ByteSource = open_source(source, storage_options)
-        self.name = self.source.name
-        try:
-            c = parse_container(self.source)
-        except BaseException:
-            self.source.close()
-            raise
+    def _parse(self) -> None:
+        c = parse_container(self.source)
         self.version: str = c.version
         #: v1 manifest dialect ("1.0", "1.1.0", "1.2.0"); None for v0.1 and v2
         self.dialect: str | None = c.dialect
