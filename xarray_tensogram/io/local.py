@@ -155,10 +155,7 @@ class LocalFileSource(ByteSource):
     def view(self, offset: int, length: int) -> memoryview | None:
         if length == 0 or self.size == 0:
             return memoryview(b"")
-        if offset < 0 or offset + length > self.size:
-            raise TruncatedFileError(
-                f"{describe(self.name, offset=offset)}{length} bytes requested, file is {self.size} bytes"
-            )
+        self.check_range(offset, length, "a view")
         fd = self._fileno()
         self.check_unchanged()
         mm = self._mmap
