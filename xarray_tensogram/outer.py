@@ -188,13 +188,11 @@ def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple
         block = spec.reader.read_chunk(tuple(p.chunk_index for p in parts), tuple(p.read_region for p in parts))
     except MissingChunk:
         return None
-    if not isinstance(block, np.ndarray) or block.shape != out_shape or block.dtype != spec.dtype:
-        converted: np.ndarray = np.asarray(block, dtype=spec.dtype).reshape(out_shape).copy()
-        return converted
-    if not block.flags.writeable or not block.flags.c_contiguous:
-        own: np.ndarray = block.copy()
-        return own
-    return block
+    same = isinstance(block, np.ndarray) and block.shape == out_shape and block.dtype == spec.dtype
+    if same and block.flags.writeable and block.flags.c_contiguous:
+        return block
+    own: np.ndarray = np.array(block, dtype=spec.dtype, order="C").reshape(out_shape)  # a fresh copy
+    return own
 
 
 def _take_outer(block: np.ndarray, local: tuple[Any, ...]) -> np.ndarray:
