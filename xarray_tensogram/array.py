@@ -19,6 +19,7 @@ file's byte ranges are fetched by fsspec's own event loop, so the threads overla
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from typing import Any
 
@@ -27,8 +28,7 @@ from xarray.backends import BackendArray
 from xarray.core import indexing
 
 from .array_spec import ArraySpec
-from .errors import LimitExceededError
-from .outer import ChunkSelection, plan_axis, read_outer
+from .outer import ChunkSelection, allocate, plan_axis, read_outer
 
 __all__ = ["LazyChunkedArray", "plan_axis", "read_outer"]
 
@@ -47,24 +47,18 @@ class LazyChunkedArray(BackendArray):
             # indexing, so the key goes to the indexer as is, without xarray's decomposition and its adapters
             return read_outer(self.spec, key.tuple)
         values: np.ndarray = indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._getitem_outer
+            key, self.shape, indexing.IndexingSupport.OUTER, functools.partial(read_outer, self.spec)
         )
         return values
-
-    def _getitem_outer(self, key: tuple[Any, ...]) -> np.ndarray:
-        return read_outer(self.spec, key)
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
         """``self[key]`` for xarray's ``load_async``: the same values, the chunk reads run concurrently."""
         if type(key) is indexing.BasicIndexer:
             return await _read_concurrently(self.spec, key.tuple)
         values: np.ndarray = await indexing.async_explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._async_getitem_outer
+            key, self.shape, indexing.IndexingSupport.OUTER, functools.partial(_read_concurrently, self.spec)
         )
         return values
-
-    async def _async_getitem_outer(self, key: tuple[Any, ...]) -> np.ndarray:
-        return await _read_concurrently(self.spec, key)
 
 
 #: parts a selection is split into at most: the workers of asyncio's default thread pool (as Python sizes it)
@@ -80,11 +74,7 @@ async def _read_concurrently(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarra
     axis = next((i for i, p in enumerate(plans) if len(p.parts) > 1), None)
     if axis is None:
         return await asyncio.to_thread(read_outer, spec, key)
-    shape = tuple(p.length for p in plans if not p.squeeze)
-    try:
-        out = np.empty(shape, dtype=spec.dtype)
-    except (MemoryError, ValueError) as exc:
-        raise LimitExceededError(f"selection of shape {shape} ({spec.dtype}) cannot be allocated: {exc}") from None
+    out = allocate(tuple(p.length for p in plans if not p.squeeze), spec.dtype)
     at = axis - sum(p.squeeze for p in plans[:axis])  # the axis in the result, after the integer-indexed ones
 
     def read_run(index: Any, target: Any) -> None:  # runs fill disjoint places of ``out``

@@ -144,17 +144,6 @@ def _timedelta(var: xr.Variable, via_units: bool) -> xr.Variable | None:
     return _decoded(var, ticks.view(f"m8[{resolution}]"), ("dtype",) if has_marker else (), ("units",))
 
 
-def _timedelta_mode(decoders: Mapping[str, Any]) -> bool | None:
-    """How xarray's default timedelta decoding reads units: True (``decode_timedelta=True``: units alone
-    suffice), False (only with the ``dtype`` attribute), None (no default decoding to mirror)."""
-    flag, times = decoders.get("decode_timedelta"), decoders.get("decode_times")
-    if flag is True:
-        return True
-    if flag is None and times is True:
-        return False
-    return None
-
-
 def decode_times_in_memory(variables: Mapping[str, xr.Variable], decoders: Mapping[str, Any]) -> dict[str, xr.Variable]:
     """``variables`` with the in-memory CF times that xarray's default decoding would decode, decoded here.
 
@@ -164,8 +153,10 @@ def decode_times_in_memory(variables: Mapping[str, xr.Variable], decoders: Mappi
     """
     if decoders.get("use_cftime") is not None:  # deprecated in xarray, which warns for each variable it decodes
         return dict(variables)
-    datetimes = decoders.get("decode_times") is True
-    via_units = _timedelta_mode(decoders)
+    datetimes, flag = decoders.get("decode_times") is True, decoders.get("decode_timedelta")
+    # how xarray's default timedelta decoding reads units: alone (``decode_timedelta=True``), only with the
+    # ``dtype`` attribute (False), or not at all (None: no default decoding to mirror)
+    via_units = True if flag is True else (False if flag is None and datetimes else None)
     out = dict(variables)
     for name, var in variables.items():
         if not _plain(var):

@@ -18,7 +18,7 @@ import numpy as np
 from .array_spec import ArraySpec, MissingChunk, read_chunk_into
 from .errors import LimitExceededError
 
-__all__ = ["AxisPlan", "ChunkSelection", "plan_axis", "read_outer"]
+__all__ = ["AxisPlan", "ChunkSelection", "allocate", "plan_axis", "read_outer"]
 
 
 class ChunkSelection(NamedTuple):
@@ -92,14 +92,6 @@ def plan_axis(index: Any, size: int, chunk: int) -> AxisPlan:
     return AxisPlan(parts, n, squeeze)
 
 
-def _fill_for(dtype: np.dtype, fill_value: Any) -> Any:
-    if fill_value is not None:
-        return fill_value
-    if dtype.kind in "fc":
-        return np.nan
-    return 0
-
-
 def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``.
 
@@ -119,13 +111,18 @@ def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
     if single is not None:
         # the key is exactly what one chunk read returns: hand over the reader's fresh array, no copy
         return single.reshape(kept_shape)
-    try:
-        out = np.empty(out_shape, dtype=spec.dtype)
-    except (MemoryError, ValueError) as exc:
-        raise LimitExceededError(f"selection of shape {out_shape} ({spec.dtype}) cannot be allocated: {exc}") from None
+    out = allocate(out_shape, spec.dtype)
     for combo in itertools.product(*(p.parts for p in plans)):  # none when the selection is empty
         _chunk_into(spec, combo, out, direct)
     return out.reshape(kept_shape) if len(kept_shape) != len(out_shape) else out
+
+
+def allocate(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An empty result array, or a :class:`LimitExceededError` naming the selection that cannot be held."""
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError) as exc:
+        raise LimitExceededError(f"selection of shape {shape} ({dtype}) cannot be allocated: {exc}") from None
 
 
 def _chunk_into(spec: ArraySpec, combo: tuple[ChunkSelection, ...], out: np.ndarray, direct: bool) -> None:
@@ -140,7 +137,7 @@ def _chunk_into(spec: ArraySpec, combo: tuple[ChunkSelection, ...], out: np.ndar
             return
         block = spec.reader.read_chunk(coords, region)
     except MissingChunk:
-        out[target] = _fill_for(spec.dtype, spec.fill_value)
+        out[target] = spec.fill_value if spec.fill_value is not None else (np.nan if spec.dtype.kind in "fc" else 0)
         return
     out[target] = _take_outer(block, tuple(part.local_selection for part in combo))
 
@@ -191,13 +188,11 @@ def _single_chunk_block(spec: ArraySpec, plans: list[AxisPlan], out_shape: tuple
         block = spec.reader.read_chunk(tuple(p.chunk_index for p in parts), tuple(p.read_region for p in parts))
     except MissingChunk:
         return None
-    if not isinstance(block, np.ndarray) or block.shape != out_shape or block.dtype != spec.dtype:
-        converted: np.ndarray = np.asarray(block, dtype=spec.dtype).reshape(out_shape).copy()
-        return converted
-    if not block.flags.writeable or not block.flags.c_contiguous:
-        own: np.ndarray = block.copy()
-        return own
-    return block
+    same = isinstance(block, np.ndarray) and block.shape == out_shape and block.dtype == spec.dtype
+    if same and block.flags.writeable and block.flags.c_contiguous:
+        return block
+    own: np.ndarray = np.array(block, dtype=spec.dtype, order="C").reshape(out_shape)  # a fresh copy
+    return own
 
 
 def _take_outer(block: np.ndarray, local: tuple[Any, ...]) -> np.ndarray:
@@ -205,11 +200,7 @@ def _take_outer(block: np.ndarray, local: tuple[Any, ...]) -> np.ndarray:
     if all(isinstance(s, slice) for s in local):
         return block if all(s == slice(None) for s in local) else block[local]
     for axis, sel in enumerate(local):
-        if isinstance(sel, slice):
-            if sel != slice(None):
-                block = block[(slice(None),) * axis + (sel,)]
-        else:
-            block = np.take(block, sel, axis=axis)
+        block = block[(slice(None),) * axis + (sel,)] if isinstance(sel, slice) else np.take(block, sel, axis=axis)
     return block
 
 

@@ -62,15 +62,13 @@ class Param:
         """What is wrong with ``value`` for this parameter (None: nothing)."""
         accepted: Any = {float: (int, float, np.integer, np.floating), int: (int, np.integer)}.get(self.kind, self.kind)
         if not isinstance(value, accepted) or (isinstance(value, (bool, np.bool_)) and self.kind is not bool):
-            return f"must be {self._kind_text()}, got {value!r}"
+            kind = {int: "an integer", float: "a number", str: "text", bool: "true or false"}.get(self.kind, self.kind)
+            return f"must be {kind}, got {value!r}"
         if self.choices and value not in self.choices:
             return f"must be one of {', '.join(map(repr, self.choices))}, got {value!r}"
         if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
             return f"must be in {self.bounds[0]:g}..{self.bounds[1]:g}, got {value!r}"
         return None
-
-    def _kind_text(self) -> str:
-        return {int: "an integer", float: "a number", str: "text", bool: "true or false"}.get(self.kind, str(self.kind))
 
 
 class Role(Enum):

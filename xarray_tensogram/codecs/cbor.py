@@ -57,13 +57,13 @@ def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> A
     ``check`` is accepted for the callers' clarity and changes nothing: values are checked while
     decoding (tags refused, nesting bounded), so there is no walk over the decoded item to skip.
     """
-    obj, used = loads_prefix(data, where=where, check=check)
+    obj, used = loads_prefix(data, where=where)
     if used != len(data):
         raise MetadataError(f"{where}{len(data) - used} unexpected bytes after the CBOR item")
     return obj
 
 
-def loads_prefix(data: bytes | memoryview, *, where: str = "", check: bool = True) -> tuple[Any, int]:
+def loads_prefix(data: bytes | memoryview, *, where: str = "") -> tuple[Any, int]:
     """Decode one CBOR item at the start of ``data``; return it and its encoded length."""
     import io
 

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CodecError
 from .base import MERGE_GAP, PASSTHROUGH, Buffer, Capabilities, Codec, Fetch, Role, check_size
 
 __all__ = ["RAW", "Chain", "RawValues", "Stage", "native_order"]
@@ -213,8 +212,7 @@ class Chain:
         active = self._active
         stage = active[0] if active else Stage(PASSTHROUGH)
         encoded = stage.codec.decode_range(piece, base, lo, hi, self.encoded_nbytes, stage.params, where)
-        if len(memoryview(encoded).cast("B") if not isinstance(encoded, np.ndarray) else encoded.data) != hi - lo:
-            raise CodecError(f"{where}{stage.codec.name} range decodes to the wrong size, expected {hi - lo} bytes")
+        check_size(encoded, hi - lo, f"{stage.codec.name} range", where)
         values: np.ndarray = self.values.codec.decode_values(encoded, stop - start, self.values.params, bit)
         return values
 

@@ -151,8 +151,11 @@ def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, exact: bo
     return got
 
 
-def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = "") -> np.ndarray:
-    """Decode one or more concatenated zstd frames into exactly ``expected_size`` bytes.
+def decompress(
+    payload: bytes | memoryview, expected_size: int, *, where: str = "", prefix: int | None = None
+) -> np.ndarray:
+    """Decode one or more concatenated zstd frames into exactly ``expected_size`` bytes (only the first
+    ``prefix`` of them, when given: the rest of the stream is then not checked).
 
     Returns a writable ``uint8`` array. Raises :class:`CodecError` when the stream is
     corrupt, truncated, or decodes to a different size. The frame structure is walked
@@ -162,8 +165,10 @@ def decompress(payload: bytes | memoryview, expected_size: int, *, where: str = 
     if expected_size < 0:
         raise CodecError(f"{where}negative decoded size {expected_size}")
     _check_bound(payload, expected_size, where)
-    out = np.empty(expected_size, dtype=np.uint8)
-    _fill(payload, out, where, exact=True)
+    out = np.empty(expected_size if prefix is None else prefix, dtype=np.uint8)
+    got = _fill(payload, out, where, exact=prefix is None)
+    if got != out.size:
+        raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
     return out
 
 
@@ -229,13 +234,7 @@ class Zstd(Codec):
     ) -> Buffer:
         """Used to read leading rows of a compressed object; as with the reference's range decode, the part of
         the stream after those bytes is not checked."""
-        view = as_bytes(payload)
-        _check_bound(view, total, where)
-        out = np.empty(prefix, dtype=np.uint8)
-        got = _fill(view, out, where, exact=False)
-        if got != prefix:
-            raise CodecError(f"{where}zstd stream ends after {got} bytes, {prefix} needed")
-        return out
+        return decompress(as_bytes(payload), total, where=where, prefix=prefix)
 
     def max_output(self, stored: int) -> int | None:
         return max_output(stored)

@@ -6,8 +6,7 @@ Two patterns recur in every format:
   leading-axis rows (full extent elsewhere), read by asking the format for a row
   range (:func:`read_row_band`);
 - **raw row ranges**: a C-order array stored uncompressed at a byte offset, of which
-  only the bytes of some leading-axis rows are read (:func:`row_byte_span`,
-  :func:`read_raw_rows`).
+  only the bytes of some leading-axis rows are read (:func:`read_raw_rows`).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ __all__ = [
     "read_raw_rows",
     "read_row_band",
     "read_span",
-    "row_byte_span",
 ]
 
 
@@ -123,18 +121,6 @@ def _strided_box(
     return copied
 
 
-def row_byte_span(start: int, stop: int, row_elements: int, bits_per_element: int) -> tuple[int, int, int]:
-    """Byte range ``[lo, hi)`` holding rows ``start:stop`` of packed elements, and the bit offset of the first.
-
-    Rows are ``row_elements`` elements of ``bits_per_element`` bits each, packed without padding
-    (whole bytes for ordinary dtypes, any width for bit-packed encodings).
-    """
-    first, last = start * row_elements, stop * row_elements
-    lo = (first * bits_per_element) // 8
-    hi = (last * bits_per_element + 7) // 8
-    return lo, hi, (first * bits_per_element) % 8
-
-
 def read_span(source: ByteSource, offset: int, length: int, what: str, *, zero_copy: bool = True) -> bytes | memoryview:
     """The bytes ``[offset, offset + length)``: a view of the memory map when allowed and possible, else a read."""
     if length == 0:
@@ -174,21 +160,13 @@ def read_raw_rows(
     start: int,
     stop: int,
     what: str,
-    *,
-    zero_copy: bool = False,
 ) -> np.ndarray:
-    """Rows ``start:stop`` of a raw C-order array of ``shape`` and ``dtype`` stored at ``offset``, reading only them.
-
-    With ``zero_copy`` a local file gives a read-only view of its memory map; otherwise a fresh array.
-    """
+    """Rows ``start:stop`` of a raw C-order array of ``shape`` and ``dtype`` stored at ``offset``, reading only
+    them: a read-only view of a local file's memory map (a read of other sources)."""
     dtype = np.dtype(dtype)
     rows_shape = (max(stop - start, 0), *shape[1:])
     if stop <= start:
         return np.empty(rows_shape, dtype=dtype)
     row_bytes = math.prod(shape[1:]) * dtype.itemsize
     lo, length = offset + start * row_bytes, (stop - start) * row_bytes
-    if zero_copy:
-        raw = np.frombuffer(read_span(source, lo, length, what), dtype=np.uint8)
-    else:
-        raw = source.read_array(lo, length, what=what)
-    return raw.view(dtype).reshape(rows_shape)
+    return np.frombuffer(read_span(source, lo, length, what), dtype=dtype).reshape(rows_shape)

@@ -61,23 +61,24 @@ class LocalFileSource(ByteSource):
         with self._lock:
             if self._fd is None or self._pid != os.getpid():
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-                st = os.fstat(fd)
-                if (st.st_size, st.st_mtime_ns) != self._stamp:
+                try:
+                    self._check(fd)
+                except FileChangedError:
                     os.close(fd)
-                    raise FileChangedError(
-                        f"{describe(self.path)}the file changed on disk since it was opened "
-                        f"(size {self._stamp[0]} -> {st.st_size})"
-                    )
+                    raise
                 self._fd, self._pid = fd, os.getpid()
             return self._fd
 
-    def check_unchanged(self) -> None:
-        st = os.fstat(self._fileno())
+    def _check(self, fd: int) -> None:
+        st = os.fstat(fd)
         if (st.st_size, st.st_mtime_ns) != self._stamp:
             raise FileChangedError(
                 f"{describe(self.path)}the file changed on disk since it was opened "
                 f"(size {self._stamp[0]} -> {st.st_size}, mtime changed: {st.st_mtime_ns != self._stamp[1]})"
             )
+
+    def check_unchanged(self) -> None:
+        self._check(self._fileno())
 
     #: reads at least this long re-check size and mtime; shorter (metadata) reads rely on the
     #: caller's one check per operation, which keeps an open from costing a stat per frame
@@ -88,16 +89,11 @@ class LocalFileSource(ByteSource):
         if length >= self.CHECK_MIN:
             self.check_unchanged()
         data = os.pread(fd, length, offset)
-        if len(data) < length:  # pread may return short reads on some systems
-            chunks = [data]
-            got = len(data)
-            while got < length:
-                more = os.pread(fd, length - got, offset + got)
-                if not more:
-                    break
-                chunks.append(more)
-                got += len(more)
-            data = b"".join(chunks)
+        while len(data) < length:  # pread may return short reads on some systems
+            more = os.pread(fd, length - len(data), offset + len(data))
+            if not more:
+                break
+            data += more
         return data
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
@@ -153,22 +149,13 @@ class LocalFileSource(ByteSource):
         self.read_calls += 1
 
     def release(self, offset: int, length: int) -> None:
-        mm = self._mmap
-        if mm is None or length <= 0 or not hasattr(mm, "madvise"):
-            return
-        page = mmap.PAGESIZE
-        start = offset - offset % page
-        end = min(self.size, offset + length)
-        with contextlib.suppress(OSError, ValueError):  # a closed map or a platform without it: nothing to give back
-            mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+        if self._mmap is not None and length > 0:
+            _dont_need(self._mmap, offset, min(self.size, offset + length))
 
     def view(self, offset: int, length: int) -> memoryview | None:
         if length == 0 or self.size == 0:
             return memoryview(b"")
-        if offset < 0 or offset + length > self.size:
-            raise TruncatedFileError(
-                f"{describe(self.name, offset=offset)}{length} bytes requested, file is {self.size} bytes"
-            )
+        self.check_range(offset, length, "a view")
         fd = self._fileno()
         self.check_unchanged()
         mm = self._mmap
@@ -195,9 +182,7 @@ class LocalFileSource(ByteSource):
             while self._view_bytes > RESIDENT_VIEW_BYTES and len(self._views) > 1:
                 old_offset, old_length = self._views.popleft()
                 self._view_bytes -= old_length
-                start = old_offset - old_offset % mmap.PAGESIZE
-                with contextlib.suppress(AttributeError, ValueError, OSError):  # no madvise here, or the map closed
-                    mm.madvise(mmap.MADV_DONTNEED, start, old_offset + old_length - start)
+                _dont_need(mm, old_offset, old_offset + old_length)
 
     def close(self) -> None:
         with self._lock:
@@ -210,11 +195,16 @@ class LocalFileSource(ByteSource):
             self._fd = None
 
     def __del__(self) -> None:  # pragma: no cover - best effort
-        try:
+        with contextlib.suppress(Exception):
             if self._fd is not None and self._pid == os.getpid():
                 os.close(self._fd)
-        except Exception:
-            pass
+
+
+def _dont_need(mm: mmap.mmap, start: int, end: int) -> None:
+    """Give the mapped pages of bytes ``[start, end)`` back to the kernel (they stay in the page cache)."""
+    start -= start % mmap.PAGESIZE
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # no madvise here, or the map closed
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
 _SCRATCH = threading.local()

@@ -121,7 +121,10 @@ def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> It
         try:
             yield
         finally:
-            _release(sidecar, fd)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(sidecar)  # while still locked: the next writer re-creates it (see _acquire)
+                os.close(fd)
     finally:
         held.pop(sidecar, None)
         thread_lock.release()
@@ -208,14 +211,6 @@ def _same_file(fd: int, sidecar: str) -> bool:
         return False
     held = os.fstat(fd)
     return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
-
-
-def _release(sidecar: str, fd: int | None) -> None:
-    if fd is None:
-        return
-    with contextlib.suppress(OSError):
-        os.unlink(sidecar)  # while still locked: the next writer re-creates it (see _acquire)
-    os.close(fd)
 
 
 def _unlocked(path: str | os.PathLike[str], why: str) -> None:

@@ -45,11 +45,10 @@ class FileObjectSource(ByteSource):
         self._f = fileobj
         self._lock = threading.Lock()
         self.name = str(getattr(fileobj, "name", "<file object>"))
-        with self._lock:
-            pos = fileobj.tell()
-            fileobj.seek(0, io.SEEK_END)
-            self.size = fileobj.tell()
-            fileobj.seek(pos)
+        pos = fileobj.tell()
+        fileobj.seek(0, io.SEEK_END)
+        self.size = fileobj.tell()
+        fileobj.seek(pos)
 
     def __reduce__(self) -> tuple[Any, ...]:
         name = getattr(self._f, "name", None)

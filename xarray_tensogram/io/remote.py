@@ -211,7 +211,7 @@ class FsspecSource(ByteSource):
         return data
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
-        ranges = [(o, n) for o, n in ranges]
+        ranges = list(ranges)
         if len(ranges) <= 1 or any(n == 0 for _o, n in ranges):
             return [self.read(o, n, what=what) for o, n in ranges]
         for o, n in ranges:

@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from ..errors import RemoteReadError, UnsupportedOptionError, first_line
 
@@ -72,13 +73,6 @@ def _status(exc: BaseException) -> int | None:
     return None
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds a ``Retry-After`` header asks to wait (a number or an HTTP date), if the error carries one."""
-    headers = getattr(exc, "headers", None)
-    text = headers.get("Retry-After") if headers is not None and hasattr(headers, "get") else None
-    return retry_after_seconds(text)
-
-
 def retry_after_seconds(text: str | None) -> float | None:
     """``Retry-After: 3`` or ``Retry-After: <HTTP date>`` as seconds from now (``None`` when absent or unreadable)."""
     if not text:
@@ -134,7 +128,9 @@ def transient(exc: BaseException) -> Fault:
         status = _status(seen)
         if status is not None:
             cause = f"HTTP {status} ({first_line(seen)})"
-            return Fault(status in RETRY_STATUSES or status >= 500, cause, status, _retry_after(seen), exc)
+            headers: Any = getattr(seen, "headers", None)  # a wait the server asks for, if the error carries it
+            wait = retry_after_seconds(headers.get("Retry-After") if hasattr(headers, "get") else None)
+            return Fault(status in RETRY_STATUSES or status >= 500, cause, status, wait, exc)
         if _network_fault(seen):
             return Fault(True, f"{type(seen).__name__}: {first_line(seen)}", error=exc)
         seen = seen.__cause__ or seen.__context__

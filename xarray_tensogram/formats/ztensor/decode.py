@@ -318,7 +318,7 @@ class TensorReader:
         out_dtype, expected = self._dense_part()
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
         what = f"tensor {info.name!r} rows {start}:{stop}"
-        flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what, zero_copy=True)
+        flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what)
         return self._to_logical(flat.reshape(-1), out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
