@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
-from ...producers.interface import LEVEL_PREFIX, Producer
+from ...producers.interface import LEVEL_PREFIX
 from .collect import TgObject, flat_keys, warn
 from .naming import COORDINATE_NAMES
 
@@ -253,8 +253,7 @@ def _choose(cols: _Columns, candidates: Sequence[str]) -> list[str]:
     for key in candidates:
         # MARS time and step are dimensions of the whole Dataset (one Dataset cannot hold two scalar
         # ``time`` coordinates), so the variable name does not count as determining them
-        with_name = not _forced(key)
-        if not _determined(cols, rows, chosen, key, with_name):
+        if not _determined(cols, rows, chosen, key, not _forced(key)):
             chosen.append(key)
     return chosen
 
@@ -268,12 +267,11 @@ def _sorted_unique(values: Iterable[Any]) -> list[Any]:
 
 
 def _var_dims(cols: _Columns, rows: range, chosen: Sequence[str]) -> list[str]:
+    """The chosen keys a variable's rows vary along (MARS time and step: wherever it has them)."""
     out = []
     for s in chosen:
-        keyed = cols.keyed(s)
-        varies = len({keyed[i] for i in rows}) > 1
-        has = _forced(s) and any(keyed[i] is not None for i in rows)
-        if varies or has:
+        values = set(map(cols.keyed(s).__getitem__, rows))
+        if len(values) > 1 or (_forced(s) and values != {None}):
             out.append(s)
     return out
 
@@ -315,11 +313,8 @@ def _plan(
 ) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
     objs = [o for v in by_name.values() for o in v]
     cols = _Columns(objs, dup_names)
-    spans: dict[str, range] = {}
-    start = 0
-    for n, v in by_name.items():
-        spans[n] = range(start, start + len(v))
-        start += len(v)
+    ends = itertools.accumulate(map(len, by_name.values()))
+    spans = {n: range(end - len(v), end) for (n, v), end in zip(by_name.items(), ends, strict=True)}
     chosen = _choose(cols, [*_candidates(objs, skip, cols, memo), *extra])
     chosen.sort(
         key=lambda s: (
@@ -332,7 +327,9 @@ def _plan(
     values = {s: _sorted_unique(cols.raw(s)[i] for n in by_name if s in var_dims[n] for i in spans[n]) for s in chosen}
     for s in chosen:
         if s.startswith(LEVEL_PREFIX):  # in the order the producer's users know (cfgrib: decreasing pressure)
-            values[s] = _level_producer(objs, s).level_order(s[len(LEVEL_PREFIX) :], values[s])
+            level = s[len(LEVEL_PREFIX) :]  # only producers give levels: the first object's on this one
+            found = (o.producer for o in objs if o.level is not None and o.level.name == level)
+            values[s] = next(p for p in found if p is not None).level_order(level, values[s])
     cells = sum(math.prod(len(values[d]) for d in dims) for dims in var_dims.values())
     if cells > cell_limit(len(objs)):
         detail = ", ".join(f"{s} ({len(values[s])} values)" for s in chosen)
@@ -348,20 +345,8 @@ def _plan(
     return chosen, values, cubes, dups
 
 
-def _level_producer(objs: Sequence[TgObject], source: str) -> Producer:
-    """The producer of the first object on a level source (only producers give levels)."""
-    name = source[len(LEVEL_PREFIX) :]
-    return next(o.producer for o in objs if o.level is not None and o.level.name == name and o.producer is not None)
-
-
-def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
-    return "; ".join(
-        f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}" for a, b in dups[:10]
-    ) + (" ..." if len(dups) > 10 else "")
-
-
 def _varying_keys(
-    objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]] | None = None, among: set[str] | None = None
+    objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]], among: set[str] | None = None
 ) -> set[str]:
     """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
 
@@ -373,13 +358,11 @@ def _varying_keys(
     """
     if among is not None:
         return _varying_among([o.merged for o in objs], among)
-    if memo is not None:
-        ident = tuple(map(id, objs))
-        known = memo.get(ident)
-        if known is None:
-            known = memo[ident] = _varying_maps([o.merged for o in objs])
-        return set(known)
-    return _varying_maps([o.merged for o in objs])
+    ident = tuple(map(id, objs))
+    known = memo.get(ident)
+    if known is None:
+        known = memo[ident] = _varying_maps([o.merged for o in objs])
+    return set(known)
 
 
 def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -485,7 +468,10 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
     memo: dict[tuple[int, ...], set[str]] = {}
     chosen, values, cubes, dups = _plan(by_name, name_keys, (), names, memo)
     if dups:
-        text = _describe_dups(dups)
+        text = "; ".join(
+            f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}"
+            for a, b in dups[:10]
+        ) + (" ..." if len(dups) > 10 else "")
         if strict:
             raise HypercubeError(
                 f"duplicate objects (same name and metadata): {text}; select one with filter_by_keys={{...}} on a "
