@@ -106,10 +106,7 @@ class _Window:
         block = self._held(offset, end)
         if block is not None:
             return block[1][offset - block[0] : end - block[0]]
-        want = max(length, self.lookahead)
-        want = min(want, self.source.size - offset) if offset < self.source.size else length
-        if want < length:
-            want = length
+        want = max(length, min(self.lookahead, self.source.size - offset))
         data = self.source.read(offset, want, what=what)
         self.blocks = [(offset, data), *self.blocks[:1]]
         return data[:length]
@@ -129,10 +126,7 @@ class MessageScanner:
         self._warnings: list[str] = []  # said once the scan ends, only if it found a message (else the error says it)
         # remote: a request per block; local: exactly what is asked for (an open reads no payload byte)
         self._window = _Window(source, 0 if is_local(source) else REMOTE_BLOCK)
-
-    # -- scanning -----------------------------------------------------------------------------
-    def _read(self, offset: int, length: int, what: str) -> bytes:
-        return self._window.read(offset, length, what)
+        self._read = self._window.read
 
     def _find_magic(self, start: int) -> int:
         """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
