@@ -27,9 +27,9 @@ from .build import CoordObject, add_same, build_group
 from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
-from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
+from .naming import NAME_KEYS, name_objects
 
-__all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
+__all__ = ["NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
 
 def _where(o: TgObject) -> str:

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...conventions import TGM_COORDINATE_NAMES
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
 from ...producers.interface import LEVEL_PREFIX
 from .collect import TgObject, flat_keys, warn
-from .naming import COORDINATE_NAMES
 
 __all__ = [
     "MARS_TIME_KEYS",
@@ -219,7 +219,7 @@ def _rest_order(key: str, cols: _Columns) -> tuple[bool, bool, bool]:
     does not become the dimension."""
     if key.startswith("mars."):
         return (False, False, False)
-    named = key.rsplit(".", 1)[-1].lower() in COORDINATE_NAMES
+    named = key.rsplit(".", 1)[-1].lower() in TGM_COORDINATE_NAMES
     return (True, not named, not all(map(_numeric, cols.raw(key))))
 
 
