@@ -24,7 +24,7 @@ from typing import Any
 from ...conventions import TGM_COORDINATE_NAMES
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
-from ...producers.interface import LEVEL_PREFIX
+from ...producers.interface import LEVEL_PREFIX, Producer
 from .collect import TgObject, flat_keys, warn
 
 __all__ = [
@@ -327,9 +327,7 @@ def _plan(
     values = {s: _sorted_unique(cols.raw(s)[i] for n in by_name if s in var_dims[n] for i in spans[n]) for s in chosen}
     for s in chosen:
         if s.startswith(LEVEL_PREFIX):  # in the order the producer's users know (cfgrib: decreasing pressure)
-            level = s[len(LEVEL_PREFIX) :]  # only producers give levels: the first object's on this one
-            found = (o.producer for o in objs if o.level is not None and o.level.name == level)
-            values[s] = next(p for p in found if p is not None).level_order(level, values[s])
+            values[s] = _level_producer(objs, s).level_order(s[len(LEVEL_PREFIX) :], values[s])
     cells = sum(math.prod(len(values[d]) for d in dims) for dims in var_dims.values())
     if cells > cell_limit(len(objs)):
         detail = ", ".join(f"{s} ({len(values[s])} values)" for s in chosen)
@@ -343,6 +341,12 @@ def _plan(
         cubes[n], d = _place(n, v, spans[n], var_dims[n], values, cols)
         dups += d
     return chosen, values, cubes, dups
+
+
+def _level_producer(objs: Sequence[TgObject], source: str) -> Producer:
+    """The producer of the first object on a level source (only producers give levels)."""
+    name = source[len(LEVEL_PREFIX) :]
+    return next(o.producer for o in objs if o.level is not None and o.level.name == name and o.producer is not None)
 
 
 def _varying_keys(
