@@ -85,12 +85,10 @@ def default_cache_dir() -> Path:
 
 def _where(option: Any) -> tuple[Path | None, bool]:
     """(directory or None, whether every file is stored) for a ``metadata_cache`` option value."""
-    if option is None:
-        return default_cache_dir(), False
+    if option is None or option is True:
+        return default_cache_dir(), option is True
     if option is False:
         return None, False
-    if option is True:
-        return default_cache_dir(), True
     if isinstance(option, (str, os.PathLike)):
         return Path(option), True
     raise UnsupportedOptionError(

@@ -380,15 +380,13 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
 
 def _varying_among(maps: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> set[str]:
     """Those of ``keys`` whose value (or presence) differs between ``maps`` (NaN equal to NaN): a column each."""
-    out: set[str] = set()
-    if not maps:
-        return out
-    for k in keys:
-        column = [m.get(k, _ABSENT) for m in maps]
-        c0 = column[0]
-        if column.count(c0) != len(column) and (type(c0) is not float or c0 == c0 or any(v == v for v in column)):
-            out.add(k)
-    return out
+    return {k for k in keys if _differs([m.get(k, _ABSENT) for m in maps])} if maps else set()
+
+
+def _differs(column: list[Any]) -> bool:
+    """Whether a column's values are not all equal (NaN equal to NaN)."""
+    c0 = column[0]
+    return column.count(c0) != len(column) and (type(c0) is not float or c0 == c0 or any(v == v for v in column))
 
 
 _ABSENT = object()
@@ -427,12 +425,11 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
         return None
     out: set[str] = set()
     for name, column in zip(names, columns, strict=True):
-        c0 = column[0]
-        if name == "_reserved_" or column.count(c0) == len(column):
+        if name == "_reserved_" or column.count(column[0]) == len(column):
             continue
         types = set(map(type, column))
         if dict not in types:
-            if type(c0) is not float or c0 == c0 or any(v == v for v in column):  # not all NaN
+            if _differs(column):
                 out.add(f"{prefix}{name}")
         elif types == {dict} and all(column):
             out |= _varying_nested(column, f"{prefix}{name}.")
