@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from ...dim_names import check_dim_names
-from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
+from ...errors import GroupSelectionError, HypercubeError, TensogramMappingWarning, XarrayTensogramError
 from ...outer import read_outer
 from ...producers.interface import Producer, derived
 from ...raw_variables import RawGroup, RawVariable, array_variable, flatten_attrs
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_group
-from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
+from .collect import TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import NAME_KEYS, name_objects

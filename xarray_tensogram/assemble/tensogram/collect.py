@@ -31,7 +31,6 @@ from ...producers.keys import SCALARS, hashable
 
 __all__ = [
     "ObjectSpec",
-    "TensogramMappingWarning",
     "TgObject",
     "apply_filter",
     "collect_objects",

@@ -95,11 +95,6 @@ def _forced(source: str) -> bool:
     return source in (TIME_SOURCE, STEP_KEY)
 
 
-def _computed(source: str) -> bool:
-    """Sources that are no key of the objects' metadata: MARS time (date + time) and a producer's level."""
-    return source == TIME_SOURCE or source.startswith(LEVEL_PREFIX)
-
-
 def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset()) -> Any:
     """The value an object has along a dimension (MARS time in seconds, step in hours)."""
     if source == TIME_SOURCE:
@@ -208,7 +203,7 @@ def _varies(key: str, cols: _Columns, maybe: set[str]) -> bool:
     """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
     every object, tested exactly here). An object without MARS time, step or a level does not make them
     vary (a field with no time beside a cube)."""
-    if _forced(key) or _computed(key):
+    if _forced(key) or key.startswith(LEVEL_PREFIX):  # no keys of the metadata (but step): not in ``maybe``
         return len({v for v in cols.keyed(key) if v is not None}) > 1
     return key in maybe and len(set(cols.keyed(key))) > 1
 
