@@ -258,22 +258,15 @@ def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return names  # the first equal tuple seen (text only: (1,) and (True,) are equal keys, not equal values)
 
 
+@functools.lru_cache(maxsize=4096)
 def _prefixed(prefix: str, keys: tuple[Any, ...], skip: frozenset[str]) -> tuple[tuple[str | None, ...], bool, bool]:
     """The dotted keys of a map's keys under ``prefix`` (None for those in ``skip``; worked out once per key
     set: the objects of a file repeat a few), whether the others are plain (text without dots, not
     ``_reserved_``: :func:`_rebuilt` gives them back; only then are the dotted keys used) and whether
     none is skipped."""
-    found = _PREFIXED.get((prefix, keys, skip))
-    if found is None:
-        plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
-        names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
-        found = (names, plain, skip.isdisjoint(keys))
-        if len(_PREFIXED) < 4096:
-            _PREFIXED[(prefix, keys, skip)] = found
-    return found
-
-
-_PREFIXED: dict[tuple[str, tuple[Any, ...], frozenset[str]], tuple[tuple[str | None, ...], bool, bool]] = {}
+    plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
+    names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
+    return names, plain, skip.isdisjoint(keys)
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
