@@ -129,12 +129,8 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     """Coordinate dims that may name an axis of matching size: in a group split by grid, a coordinate
     name with several sizes contributes the size this group's variables have."""
     axis_sizes = {n for s in shapes.values() for n in s}
-    out = {}
-    for d, sizes in csizes.items():
-        fit = sizes & axis_sizes if len(sizes) > 1 else sizes
-        if len(fit) == 1:
-            out[d] = next(iter(fit))
-    return out
+    fits = {d: sizes & axis_sizes if len(sizes) > 1 else sizes for d, sizes in csizes.items()}
+    return {d: next(iter(fit)) for d, fit in fits.items() if len(fit) == 1}
 
 
 def _producer_grids(
@@ -250,10 +246,7 @@ def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
         by_shape.setdefault(o.shape, []).append(o)
     groups: dict[str, list[TgObject]] = {}
     for shape, objs in by_shape.items():
-        dtypes: dict[str, set[np.dtype]] = {}
-        for o in objs:
-            dtypes.setdefault(o.name, set()).add(o.dtype)
-        split = any(len(d) > 1 for d in dtypes.values())
+        split = len({(o.name, o.dtype) for o in objs}) > len({o.name for o in objs})  # a name with several dtypes
         label = "grid_" + ("x".join(str(s) for s in shape) if shape else "scalar")
         for o in objs:
             groups.setdefault(label + (f"_{o.dtype.name}" if split else ""), []).append(o)
