@@ -46,7 +46,7 @@ import numpy as np
 import xxhash
 
 from ._version import __version__
-from .array_spec import ArraySpec, StackedReader
+from .array_spec import StackedReader
 from .assemble.tensogram.collect import MessageMembers, ObjectSpec, decoded_once
 from .errors import MetadataCacheWarning, UnsupportedOptionError
 from .formats.base import FormatFile
@@ -85,12 +85,10 @@ def default_cache_dir() -> Path:
 
 def _where(option: Any) -> tuple[Path | None, bool]:
     """(directory or None, whether every file is stored) for a ``metadata_cache`` option value."""
-    if option is None:
-        return default_cache_dir(), False
+    if option is None or option is True:
+        return default_cache_dir(), option is True
     if option is False:
         return None, False
-    if option is True:
-        return default_cache_dir(), True
     if isinstance(option, (str, os.PathLike)):
         return Path(option), True
     raise UnsupportedOptionError(
@@ -280,19 +278,8 @@ class CachedMessages(FormatFile[Message]):
             self._messages[index] = found
         return found
 
-    def array_spec(self, index: int, j: int, **options: Any) -> ArraySpec:
-        """Object ``j`` of message ``index`` (what an uncached open's members call)."""
-        return self.message(index).array_spec(j, **options)
-
     def _items(self) -> list[Message]:
         return [self.message(i) for i in range(len(self.offsets))]
-
-
-def _message_member(m: Any) -> tuple[int, int, dict[str, Any]] | None:
-    """(message, object, options) of a member that builds object ``j`` of a message (an :class:`ObjectSpec`)."""
-    if type(m) is ObjectSpec and type(m.message) is Message:
-        return m.message.index, m.j, dict(m.options)
-    return None
 
 
 class _Pickler(pickle.Pickler):
@@ -305,14 +292,10 @@ class _Pickler(pickle.Pickler):
         if table is None:
             return NotImplemented
         if type(obj) is Message and obj.source is table.source:
-            return _message, (table, obj.index)
+            return CachedMessages.message, (table, obj.index)
         if type(obj) is StackedReader and isinstance(obj.members, dict):
             return _compact_stack(table, obj.stack_shape, obj.members)
         return NotImplemented
-
-
-def _message(table: CachedMessages, index: int) -> Message:
-    return table.message(index)
 
 
 def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: dict[int, Any]) -> Any:
@@ -324,14 +307,13 @@ def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members:
     coords: list[tuple[int, int]] = []
     others: dict[int, Any] = {}
     options: dict[str, Any] | None = None
-    for flat, m in members.items():
-        found = _message_member(m)
-        if found is None or (options is not None and found[2] != options):
+    for flat, m in members.items():  # an ObjectSpec of a message, with the options of the others, is packed
+        if type(m) is not ObjectSpec or type(m.message) is not Message or options not in (None, dict(m.options)):
             others[flat] = m
             continue
-        options = found[2]
+        options = dict(m.options)
         flats.append(flat)
-        coords.append(found[:2])
+        coords.append((m.message.index, m.j))
     pairs = np.array(coords, np.int64).reshape(-1, 2)
     return _stack, (stack_shape, table, np.array(flats, np.int64), pairs, options or {}, others)
 

@@ -18,18 +18,18 @@ from typing import Any
 import numpy as np
 
 from ...dim_names import check_dim_names
-from ...errors import GroupSelectionError, HypercubeError, XarrayTensogramError
+from ...errors import GroupSelectionError, HypercubeError, TensogramMappingWarning, XarrayTensogramError
 from ...outer import read_outer
 from ...producers.interface import Producer, derived
 from ...raw_variables import RawGroup, RawVariable, array_variable, flatten_attrs
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_group
-from .collect import TensogramMappingWarning, TgObject, apply_filter, collect_objects, select_messages, warn
+from .collect import TgObject, apply_filter, collect_objects, select_messages, warn
 from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
-from .naming import COORDINATE_NAMES, NAME_KEYS, name_objects
+from .naming import NAME_KEYS, name_objects
 
-__all__ = ["COORDINATE_NAMES", "NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
+__all__ = ["NAME_KEYS", "TensogramMappingWarning", "tensogram_groups"]
 
 
 def _where(o: TgObject) -> str:
@@ -129,12 +129,8 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     """Coordinate dims that may name an axis of matching size: in a group split by grid, a coordinate
     name with several sizes contributes the size this group's variables have."""
     axis_sizes = {n for s in shapes.values() for n in s}
-    out = {}
-    for d, sizes in csizes.items():
-        fit = sizes & axis_sizes if len(sizes) > 1 else sizes
-        if len(fit) == 1:
-            out[d] = next(iter(fit))
-    return out
+    fits = {d: sizes & axis_sizes if len(sizes) > 1 else sizes for d, sizes in csizes.items()}
+    return {d: next(iter(fit)) for d, fit in fits.items() if len(fit) == 1}
 
 
 def _producer_grids(
@@ -250,10 +246,7 @@ def _shape_groups(data: Sequence[TgObject]) -> dict[str, list[TgObject]]:
         by_shape.setdefault(o.shape, []).append(o)
     groups: dict[str, list[TgObject]] = {}
     for shape, objs in by_shape.items():
-        dtypes: dict[str, set[np.dtype]] = {}
-        for o in objs:
-            dtypes.setdefault(o.name, set()).add(o.dtype)
-        split = any(len(d) > 1 for d in dtypes.values())
+        split = len({(o.name, o.dtype) for o in objs}) > len({o.name for o in objs})  # a name with several dtypes
         label = "grid_" + ("x".join(str(s) for s in shape) if shape else "scalar")
         for o in objs:
             groups.setdefault(label + (f"_{o.dtype.name}" if split else ""), []).append(o)

@@ -13,7 +13,6 @@ import functools
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
@@ -32,7 +31,6 @@ from ...producers.keys import SCALARS, hashable
 
 __all__ = [
     "ObjectSpec",
-    "TensogramMappingWarning",
     "TgObject",
     "apply_filter",
     "collect_objects",
@@ -260,22 +258,15 @@ def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return names  # the first equal tuple seen (text only: (1,) and (True,) are equal keys, not equal values)
 
 
+@functools.lru_cache(maxsize=4096)
 def _prefixed(prefix: str, keys: tuple[Any, ...], skip: frozenset[str]) -> tuple[tuple[str | None, ...], bool, bool]:
     """The dotted keys of a map's keys under ``prefix`` (None for those in ``skip``; worked out once per key
     set: the objects of a file repeat a few), whether the others are plain (text without dots, not
     ``_reserved_``: :func:`_rebuilt` gives them back; only then are the dotted keys used) and whether
     none is skipped."""
-    found = _PREFIXED.get((prefix, keys, skip))
-    if found is None:
-        plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
-        names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
-        found = (names, plain, skip.isdisjoint(keys))
-        if len(_PREFIXED) < 4096:
-            _PREFIXED[(prefix, keys, skip)] = found
-    return found
-
-
-_PREFIXED: dict[tuple[str, tuple[Any, ...], frozenset[str]], tuple[tuple[str | None, ...], bool, bool]] = {}
+    plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
+    names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
+    return names, plain, skip.isdisjoint(keys)
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
@@ -395,12 +386,11 @@ class _Scanned(dict[Message, int]):
         self[msg] = len(self.cells)
         self.cells += (extra, gkeys, *owns)
 
+    __call__ = record  # what the scan calls (:data:`SCANNED`)
+
     def entries(self, msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns] | None:
         k = self.pop(msg, None)
         return None if k is None else (self.cells[k], self.cells[k + 1], tuple(self.cells[k + 2 : k + 2 + len(msg)]))
-
-
-_SCANNED: ContextVar[_Scanned | None] = ContextVar("_SCANNED", default=None)
 
 
 @contextmanager
@@ -408,19 +398,17 @@ def decoded_once() -> Iterator[None]:
     """Within it, the scan of a Tensogram file hands each message's decoded metadata to this stage, which
     keeps what it needs (flat keys, mostly: maps the garbage collector does not walk) until
     :func:`collect_objects` asks: every message's CBOR is decoded once per open, not twice."""
-    scanned = _Scanned()
-    tokens = _SCANNED.set(scanned), SCANNED.set(scanned.record)
+    token = SCANNED.set(_Scanned())
     try:
         yield
     finally:
-        SCANNED.reset(tokens[1])
-        _SCANNED.reset(tokens[0])
+        SCANNED.reset(token)
 
 
 def _entries(msg: Message) -> tuple[dict[str, Any], dict[str, Any], Owns]:
     """:func:`_message_entries` of a message, as its scan handed them over where it did."""
-    scanned = _SCANNED.get()
-    return (scanned.entries(msg) if scanned is not None else None) or _message_entries(msg)
+    scanned = SCANNED.get()
+    return (scanned.entries(msg) if isinstance(scanned, _Scanned) else None) or _message_entries(msg)
 
 
 def collect_objects(

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...conventions import TGM_COORDINATE_NAMES
 from ...errors import HypercubeError
 from ...mars import mars_datetime_seconds, step_hours
 from ...producers.interface import LEVEL_PREFIX, Producer
 from .collect import TgObject, flat_keys, warn
-from .naming import COORDINATE_NAMES
 
 __all__ = [
     "MARS_TIME_KEYS",
@@ -93,11 +93,6 @@ def _forced(source: str) -> bool:
     hold two scalar ``time`` coordinates). Levels are not: a variable is stacked along its level only where
     it has several (concatenated conversions of ``q`` at 150 hPa and ``t`` at 600 hPa stay 2-D)."""
     return source in (TIME_SOURCE, STEP_KEY)
-
-
-def _computed(source: str) -> bool:
-    """Sources that are no key of the objects' metadata: MARS time (date + time) and a producer's level."""
-    return source == TIME_SOURCE or source.startswith(LEVEL_PREFIX)
 
 
 def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset()) -> Any:
@@ -208,7 +203,7 @@ def _varies(key: str, cols: _Columns, maybe: set[str]) -> bool:
     """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
     every object, tested exactly here). An object without MARS time, step or a level does not make them
     vary (a field with no time beside a cube)."""
-    if _forced(key) or _computed(key):
+    if _forced(key) or key.startswith(LEVEL_PREFIX):  # no keys of the metadata (but step): not in ``maybe``
         return len({v for v in cols.keyed(key) if v is not None}) > 1
     return key in maybe and len(set(cols.keyed(key))) > 1
 
@@ -219,7 +214,7 @@ def _rest_order(key: str, cols: _Columns) -> tuple[bool, bool, bool]:
     does not become the dimension."""
     if key.startswith("mars."):
         return (False, False, False)
-    named = key.rsplit(".", 1)[-1].lower() in COORDINATE_NAMES
+    named = key.rsplit(".", 1)[-1].lower() in TGM_COORDINATE_NAMES
     return (True, not named, not all(map(_numeric, cols.raw(key))))
 
 
@@ -253,8 +248,7 @@ def _choose(cols: _Columns, candidates: Sequence[str]) -> list[str]:
     for key in candidates:
         # MARS time and step are dimensions of the whole Dataset (one Dataset cannot hold two scalar
         # ``time`` coordinates), so the variable name does not count as determining them
-        with_name = not _forced(key)
-        if not _determined(cols, rows, chosen, key, with_name):
+        if not _determined(cols, rows, chosen, key, not _forced(key)):
             chosen.append(key)
     return chosen
 
@@ -268,12 +262,11 @@ def _sorted_unique(values: Iterable[Any]) -> list[Any]:
 
 
 def _var_dims(cols: _Columns, rows: range, chosen: Sequence[str]) -> list[str]:
+    """The chosen keys a variable's rows vary along (MARS time and step: wherever it has them)."""
     out = []
     for s in chosen:
-        keyed = cols.keyed(s)
-        varies = len({keyed[i] for i in rows}) > 1
-        has = _forced(s) and any(keyed[i] is not None for i in rows)
-        if varies or has:
+        values = set(map(cols.keyed(s).__getitem__, rows))
+        if len(values) > 1 or (_forced(s) and values != {None}):
             out.append(s)
     return out
 
@@ -315,11 +308,8 @@ def _plan(
 ) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
     objs = [o for v in by_name.values() for o in v]
     cols = _Columns(objs, dup_names)
-    spans: dict[str, range] = {}
-    start = 0
-    for n, v in by_name.items():
-        spans[n] = range(start, start + len(v))
-        start += len(v)
+    ends = itertools.accumulate(map(len, by_name.values()))
+    spans = {n: range(end - len(v), end) for (n, v), end in zip(by_name.items(), ends, strict=True)}
     chosen = _choose(cols, [*_candidates(objs, skip, cols, memo), *extra])
     chosen.sort(
         key=lambda s: (
@@ -354,14 +344,8 @@ def _level_producer(objs: Sequence[TgObject], source: str) -> Producer:
     return next(o.producer for o in objs if o.level is not None and o.level.name == name and o.producer is not None)
 
 
-def _describe_dups(dups: Sequence[tuple[TgObject, TgObject]]) -> str:
-    return "; ".join(
-        f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}" for a, b in dups[:10]
-    ) + (" ..." if len(dups) > 10 else "")
-
-
 def _varying_keys(
-    objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]] | None = None, among: set[str] | None = None
+    objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]], among: set[str] | None = None
 ) -> set[str]:
     """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
 
@@ -373,13 +357,11 @@ def _varying_keys(
     """
     if among is not None:
         return _varying_among([o.merged for o in objs], among)
-    if memo is not None:
-        ident = tuple(map(id, objs))
-        known = memo.get(ident)
-        if known is None:
-            known = memo[ident] = _varying_maps([o.merged for o in objs])
-        return set(known)
-    return _varying_maps([o.merged for o in objs])
+    ident = tuple(map(id, objs))
+    known = memo.get(ident)
+    if known is None:
+        known = memo[ident] = _varying_maps([o.merged for o in objs])
+    return set(known)
 
 
 def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
@@ -393,15 +375,13 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
 
 def _varying_among(maps: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> set[str]:
     """Those of ``keys`` whose value (or presence) differs between ``maps`` (NaN equal to NaN): a column each."""
-    out: set[str] = set()
-    if not maps:
-        return out
-    for k in keys:
-        column = [m.get(k, _ABSENT) for m in maps]
-        c0 = column[0]
-        if column.count(c0) != len(column) and (type(c0) is not float or c0 == c0 or any(v == v for v in column)):
-            out.add(k)
-    return out
+    return {k for k in keys if _differs([m.get(k, _ABSENT) for m in maps])} if maps else set()
+
+
+def _differs(column: list[Any]) -> bool:
+    """Whether a column's values are not all equal (NaN equal to NaN)."""
+    c0 = column[0]
+    return column.count(c0) != len(column) and (type(c0) is not float or c0 == c0 or any(v == v for v in column))
 
 
 _ABSENT = object()
@@ -440,12 +420,11 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
         return None
     out: set[str] = set()
     for name, column in zip(names, columns, strict=True):
-        c0 = column[0]
-        if name == "_reserved_" or column.count(c0) == len(column):
+        if name == "_reserved_" or column.count(column[0]) == len(column):
             continue
         types = set(map(type, column))
         if dict not in types:
-            if type(c0) is not float or c0 == c0 or any(v == v for v in column):  # not all NaN
+            if _differs(column):
                 out.add(f"{prefix}{name}")
         elif types == {dict} and all(column):
             out |= _varying_nested(column, f"{prefix}{name}.")
@@ -485,7 +464,10 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
     memo: dict[tuple[int, ...], set[str]] = {}
     chosen, values, cubes, dups = _plan(by_name, name_keys, (), names, memo)
     if dups:
-        text = _describe_dups(dups)
+        text = "; ".join(
+            f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}"
+            for a, b in dups[:10]
+        ) + (" ..." if len(dups) > 10 else "")
         if strict:
             raise HypercubeError(
                 f"duplicate objects (same name and metadata): {text}; select one with filter_by_keys={{...}} on a "

@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from ...conventions import COORDINATE_ROLE_KEY, TGM_COORDINATE_NAMES
 from .collect import TgObject, warn
 
-__all__ = ["COORDINATE_NAMES", "NAME_KEYS", "name_objects"]
+__all__ = ["NAME_KEYS", "name_objects"]
 
 NAME_KEYS = ("name", "mars.param", "param", "mars.shortName", "shortName")
-#: names that make a 1-D or 2-D object a coordinate (case-insensitive), as in the reference backend
-COORDINATE_NAMES = TGM_COORDINATE_NAMES
 
 
 def _first_name(o: TgObject, keys: Sequence[str]) -> tuple[str | None, str | None]:
@@ -62,7 +60,7 @@ def _is_coordinate(o: TgObject, name: str | None, referenced: set[str]) -> bool:
         return bool(role == "coordinate")
     if len(o.shape) == 0:
         return name in referenced  # a scalar coordinate a data object lists in ``coordinates``
-    return len(o.shape) in (1, 2) and (name.lower() in COORDINATE_NAMES or name in referenced)
+    return len(o.shape) in (1, 2) and (name.lower() in TGM_COORDINATE_NAMES or name in referenced)
 
 
 def name_objects(objects: Sequence[TgObject], variable_key: str | None) -> None:

@@ -106,10 +106,7 @@ class _Window:
         block = self._held(offset, end)
         if block is not None:
             return block[1][offset - block[0] : end - block[0]]
-        want = max(length, self.lookahead)
-        want = min(want, self.source.size - offset) if offset < self.source.size else length
-        if want < length:
-            want = length
+        want = max(length, min(self.lookahead, self.source.size - offset))
         data = self.source.read(offset, want, what=what)
         self.blocks = [(offset, data), *self.blocks[:1]]
         return data[:length]
@@ -129,10 +126,7 @@ class MessageScanner:
         self._warnings: list[str] = []  # said once the scan ends, only if it found a message (else the error says it)
         # remote: a request per block; local: exactly what is asked for (an open reads no payload byte)
         self._window = _Window(source, 0 if is_local(source) else REMOTE_BLOCK)
-
-    # -- scanning -----------------------------------------------------------------------------
-    def _read(self, offset: int, length: int, what: str) -> bytes:
-        return self._window.read(offset, length, what)
+        self._read = self._window.read
 
     def _find_magic(self, start: int) -> int:
         """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
@@ -326,7 +320,7 @@ class MessageScanner:
             if hdr.frame_type == DATA_FRAME:
                 if index_map is not None and body_end is not None and pending_preceder is None:
                     # the index gives every data frame: jump to the footer instead of walking payloads
-                    data = self._objects_from_index(pos, index_map, where, limit)
+                    data = self._objects_from_index(pos, index_map, index, limit)
                     data = self._find_preceders(pos, data, cur, where)
                     jumped = True
                     if first_footer is not None and first_footer != body_end - pos:
@@ -360,7 +354,7 @@ class MessageScanner:
         end = self._message_end(cur, body_end, where)
         if metadata is None:
             raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
-        data = self._data_frames(index_map, data, jumped, pos, where, end)
+        data = self._data_frames(index_map, data, jumped, pos, index, end)
         try:  # checked here, so that a message with bad metadata is skipped as damaged
             check_metadata(metadata, len(data))  # preceders are merged into maps, which cannot fail
         except MetadataError as exc:  # the place is only formatted when there is an error to report
@@ -430,40 +424,39 @@ class MessageScanner:
             raise CorruptFileError(f"{describe(self.name, where, cur)}expected a postamble (end magic 39277777)")
         return cur + POSTAMBLE
 
-    def _objects_from_index(self, pos: int, index_map: Any, where: str, limit: int) -> list[ObjectRef]:
+    def _objects_from_index(self, pos: int, index_map: Any, index: int, limit: int) -> list[ObjectRef]:
         if not isinstance(index_map, dict):
-            raise MetadataError(f"{describe(self.name, where)}index frame is not a map")
+            raise MetadataError(f"{describe(self.name, _where(index))}index frame is not a map")
         offsets, lengths = index_map.get("offsets"), index_map.get("lengths")
         if not isinstance(offsets, list) or not isinstance(lengths, list) or len(offsets) != len(lengths):
             raise MetadataError(
-                f"{describe(self.name, where)}index offsets/lengths are missing or of different lengths"
+                f"{describe(self.name, _where(index))}index offsets/lengths are missing or of different lengths"
             )
         refs = []
         for j, (o, n) in enumerate(zip(offsets, lengths, strict=True)):
             if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
-                message_index = int(where.split()[-1]) if where.split()[-1].isdigit() else 0
                 raise CorruptFileError(
-                    f"{describe(self.name, _where(message_index, j), pos)}"
+                    f"{describe(self.name, _where(index, j), pos)}"
                     f"index entry offset {o!r} length {n!r} lies outside the message body"
                 )
             refs.append(ObjectRef(pos + o, n))
         return refs
 
     def _data_frames(
-        self, index_map: Any, data: list[ObjectRef], jumped: bool, pos: int, where: str, end: int
+        self, index_map: Any, data: list[ObjectRef], jumped: bool, pos: int, index: int, end: int
     ) -> list[ObjectRef]:
         """The message's data frames: the index's where none were walked, else those walked (or taken from the
         index while walking: ``jumped``), with a warning where a walked body and its index disagree."""
         if index_map is None:
             return data
         if not data:
-            return self._objects_from_index(pos, index_map, where, end - POSTAMBLE)
+            return self._objects_from_index(pos, index_map, index, end - POSTAMBLE)
         if jumped:
             return data
-        refs = self._objects_from_index(pos, index_map, where, self.source.size)
+        refs = self._objects_from_index(pos, index_map, index, self.source.size)
         if [(r.frame_offset, r.frame_length) for r in refs] != [(r.frame_offset, r.frame_length) for r in data]:
             warnings.warn(
-                f"{self.name}: {where}: the index frame disagrees with the data frames found by walking; "
+                f"{self.name}: {_where(index)}: the index frame disagrees with the data frames found by walking; "
                 "using the frames",
                 CorruptMessageWarning,
                 stacklevel=5,
