@@ -51,12 +51,9 @@ def _refuse_tag(tag: Any, immutable: bool) -> Any:
 _SEMANTIC = {number: functools.partial(_refuse, number) for number in REFUSED_NATIVE_TAGS}
 
 
-def loads(data: bytes | memoryview, *, where: str = "", check: bool = True) -> Any:
-    """Decode exactly one CBOR item occupying all of ``data``.
-
-    ``check`` is accepted for the callers' clarity and changes nothing: values are checked while
-    decoding (tags refused, nesting bounded), so there is no walk over the decoded item to skip.
-    """
+def loads(data: bytes | memoryview, *, where: str = "") -> Any:
+    """Decode exactly one CBOR item occupying all of ``data`` (tags refused and nesting bounded while decoding,
+    so there is no second walk over the decoded item)."""
     obj, used = loads_prefix(data, where=where)
     if used != len(data):
         raise MetadataError(f"{where}{len(data) - used} unexpected bytes after the CBOR item")

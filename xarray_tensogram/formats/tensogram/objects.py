@@ -550,7 +550,7 @@ def descriptor_params_columns(
             continue
         try:
             # only the free-form params are used here (the frame is fully checked when it is read)
-            found, hashes[i] = pipeline.params_of(cbor.loads(raw, check=False), tails[i], raw)
+            found, hashes[i] = pipeline.params_of(cbor.loads(raw), tails[i], raw)
             params[i] = found or None
         except MetadataError as exc:
             if not lenient:  # the error names the place; built only when needed

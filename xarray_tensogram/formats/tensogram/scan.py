@@ -403,8 +403,7 @@ class MessageScanner:
         if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
             return None, body
         try:
-            # index frames get no value walk: _objects_from_index type-checks every entry it uses
-            value = cbor.loads(body, check=kind not in INDEX_TYPES)
+            value = cbor.loads(body)  # an index's entries: type-checked by _objects_from_index as it uses them
             if kind in METADATA_TYPES and not isinstance(value, dict):
                 raise MetadataError(f"metadata is a {type(value).__name__}, expected a map")
             if kind == PRECEDER_FRAME:

@@ -107,11 +107,11 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
 def decode_cbor(raw: bytes, where: str) -> Any:
     """Exactly one CBOR item filling ``raw``, tags refused.
 
-    The values are not walked here (``check=False``): the container parsers type-check the
-    standard keys themselves and call :func:`check_free_values` on free-form values only,
-    which keeps opening a file with thousands of entries fast.
+    The values are not walked here: the container parsers type-check the standard keys themselves and
+    call :func:`check_free_values` on free-form values only, which keeps opening a file with thousands of
+    entries fast.
     """
-    return cbor_codec.loads(raw, where=where, check=False)
+    return cbor_codec.loads(raw, where=where)
 
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
