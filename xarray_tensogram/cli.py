@@ -37,14 +37,14 @@ from xarray.backends.common import datatree_from_dict_with_io_cleanup
 
 from ._version import __version__
 from .cli_dump import CliError, cmd_dump
-from .errors import MissingCodecError, NotATensorFileError, describe, first_line, install_hint
+from .errors import MissingCodecError, NotATensorFileError, describe, first_line
 from .formats import registry
 from .formats.reports import count, shape_text
 from .io import open_source
 from .layout_record import LayoutRecord
 from .progress import PROG, add_progress_flags, progress
 from .samples import paths as sample_paths
-from .virtual.cli import add_refs_command, cmd_refs
+from .virtual.cli import add_refs_command
 
 __all__ = ["main"]
 
@@ -273,10 +273,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.set_defaults(run=lambda _: main_job())
+    sub = parser.add_subparsers(metavar="COMMAND")
 
-    def add(name: str, help_: str) -> argparse.ArgumentParser:
+    def add(name: str, help_: str, run: Callable[[argparse.Namespace], int | None]) -> argparse.ArgumentParser:
+        """A subcommand taking FILE and --storage-options, run by ``run(args)``."""
         p = sub.add_parser(name, help=help_, description=help_)
+        p.set_defaults(run=run)
         p.add_argument("file", metavar="FILE", help="path or fsspec URL (s3://, https://, simplecache::...)")
         p.add_argument(
             "--storage-options",
@@ -288,10 +291,10 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")
         return p
 
-    add("info", "Dataset summary with format, version and sizes")
-    p = add("ls", "one row per message/object, dataset (tile grid) or tensor")
+    add("info", "Dataset summary with format, version and sizes", lambda a: cmd_info(a.file, a.storage_options))
+    p = add("ls", "one row per message/object, dataset (tile grid) or tensor", cmd_ls)
     p.add_argument("--tiles", action="store_true", help="Tetration: also list every tile")
-    p = add("dump", "values of one variable, optionally a selection")
+    p = add("dump", "values of one variable, optionally a selection", cmd_dump)
     p.add_argument("variable", metavar="VAR")
     p.add_argument(
         "--isel",
@@ -310,7 +313,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
-    p = add("verify", "check every hash/checksum and decode every object, tile or tensor")
+    p = add("verify", "check every hash/checksum and decode every object, tile or tensor", cmd_verify)
     add_progress_flags(p, "a bar is shown for large files on a terminal only")
     p.add_argument(
         "--strict",
@@ -378,15 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
             warnings.showwarning = _one_line_warning
-            commands: dict[str | None, Callable[[argparse.Namespace], int | None]] = {
-                None: lambda _: main_job(),
-                "info": lambda a: cmd_info(a.file, a.storage_options),
-                "ls": cmd_ls,
-                "dump": cmd_dump,
-                "verify": cmd_verify,
-                "refs": _run_refs,
-            }
-            status = commands[args.command](args) or 0
+            status = args.run(args) or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -401,15 +396,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {_error_line(exc)}", file=sys.stderr)
         return exc.status if isinstance(exc, CliError) else 1
     return status
-
-
-# -- virtual Zarr (the 'virtual' extra): kept in one block so the dispatch above stays small ----------
-def _run_refs(args: argparse.Namespace) -> None:
-    try:
-        import virtualizarr  # noqa: F401 - only: is it installed
-    except ImportError as exc:
-        raise CliError(f"'refs' needs the virtual extra ({exc}); {install_hint('virtual')}", status=1) from None
-    cmd_refs(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,8 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from ..cli_dump import CliError
+from ..errors import install_hint
 from ..formats.reports import count
 from ..progress import add_progress_flags
 
@@ -17,6 +19,7 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
     """Register the ``refs`` subcommand on the CLI's subparsers."""
     help_ = "write kerchunk references (JSON or Parquet) so that Zarr readers open the files without copying"
     p = sub.add_parser("refs", help=help_, description=help_ + ". Needs the 'virtual' extra.")
+    p.set_defaults(run=cmd_refs)
     p.add_argument("files", metavar="FILE", nargs="+", help="paths or URLs (http(s)://, s3://) of .tgm/.tet/.zt files")
     p.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="refs.json, or refs.parquet (a directory) for many chunks"
@@ -41,6 +44,10 @@ def add_refs_command(sub: Any, json_options: Any) -> None:
 
 def cmd_refs(args: argparse.Namespace) -> None:
     """Build one virtual dataset from ``args.files`` and write its kerchunk references to ``args.output``."""
+    try:
+        import virtualizarr  # noqa: F401 - only: is it installed
+    except ImportError as exc:
+        raise CliError(f"'refs' needs the virtual extra ({exc}); {install_hint('virtual')}", status=1) from None
     from ..progress import progress as bar
     from .refs import combine_virtual, write_refs
 
