@@ -42,7 +42,6 @@ from .model import (
     TensorInfo,
     check_free_values,
     check_shape,
-    decode_cbor,
     logical_dtype,
 )
 
@@ -158,7 +157,7 @@ def _parse_v01(source: ByteSource) -> Container:
     raw, idx_start = _index_bytes(source, 8, "CBOR index")
     where = describe(source.name, "v0.1 index", idx_start)
     try:
-        index = decode_cbor(raw, where)
+        index = cbor.loads(raw, where=where)
     except MetadataError as exc:
         # v0.1 has no footer magic: a cut file or appended bytes show up as an index that does not decode
         raise type(exc)(f"{exc} (the {source.size}-byte file may be truncated or have bytes appended)") from exc
@@ -261,7 +260,7 @@ def _parse_v1(source: ByteSource) -> Container:
     footer = 16 if source.read(size - 8, 8, what="footer magic") == MAGIC_V1 else 8
     raw, start = _index_bytes(source, footer, "CBOR manifest")
     where = describe(source.name, "v1 manifest", start)
-    root = decode_cbor(raw, where)
+    root = cbor.loads(raw, where=where)
     check_free_values(root, where)
     if isinstance(root, list):
         raise CorruptFileError(
@@ -387,7 +386,7 @@ def _parse_v2(source: ByteSource) -> Container:
     size = source.size
     raw, m_off = _v2_manifest_bytes(source)
     where = describe(source.name, "v2 manifest", m_off)
-    root = decode_cbor(raw, where)
+    root = cbor.loads(raw, where=where)
     check_free_values(root, where, V2_MAX_DEPTH)
     # cbor2's canonical form (streamed, memory ~ its output) equals RFC 8949 bytewise order unless a map mixes
     # key types; only then build the bytewise encoding, which costs a bytes object per item

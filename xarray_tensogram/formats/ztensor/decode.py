@@ -354,11 +354,9 @@ class TensorReader:
 
     def _dense_part(self) -> tuple[np.dtype, int]:
         """The dtype and decoded bytes of a dense tensor of one part, its stored size and bounds checked."""
-        out_dtype, expected = self._geometry()
+        out_dtype, expected = self.check_geometry()
         assert expected is not None  # a dense tensor
-        main = self.info.main_part
-        _decoded_size(main, main.length, expected, f"{self._where}part 'data': ")
-        self._check_bounds(main, "data")
+        self._check_bounds(self.info.main_part, "data")
         return out_dtype, expected
 
     def _plain(self, dtype: np.dtype) -> bool:
@@ -386,24 +384,22 @@ class TensorReader:
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)
 
-    def check_geometry(self) -> None:
-        """Raise when the shape cannot come from the stored bytes, without reading them.
+    def check_geometry(self) -> tuple[np.dtype, int | None]:
+        """:meth:`_geometry`, raising where the shape cannot come from the stored bytes, without reading them.
 
         The lazy array allocates its output before asking for chunks, so a shape that the
         payload cannot fill (raw length, declared or possible zstd output, sparse dense limit)
         is refused here rather than by a multi-gigabyte allocation.
         """
-        info = self.info
-        expected = self._geometry()[1]
+        out_dtype, expected = self._geometry()
         if expected is not None:
-            main = info.main_part
-            _decoded_size(main, main.length, expected, f"{self._where}part {next(iter(info.parts))!r}: ")
+            main = self.info.main_part
+            _decoded_size(main, main.length, expected, f"{self._where}part {next(iter(self.info.parts))!r}: ")
+        return out_dtype, expected
 
     def spec(self) -> ArraySpec:
         info = self.info
-        self.check_geometry()
-        dtype = info.numpy_dtype
-        assert dtype is not None
+        dtype = self.check_geometry()[0]
         chunks = (self.rows_per_chunk or info.shape[0] or 1, *info.shape[1:]) if info.shape else ()
         return ArraySpec(info.shape, dtype, chunks, self)
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import cbor as cbor_codec
 from ...codecs.optional import available, require
 from ...errors import LimitExceededError, MetadataError, UnsupportedError, describe
 from .compression import stores_values
@@ -104,22 +103,16 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
     raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
 
 
-def decode_cbor(raw: bytes, where: str) -> Any:
-    """Exactly one CBOR item filling ``raw``, tags refused.
-
-    The values are not walked here: the container parsers type-check the standard keys themselves and
-    call :func:`check_free_values` on free-form values only, which keeps opening a file with thousands of
-    entries fast.
-    """
-    return cbor_codec.loads(raw, where=where)
-
-
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
 _END = object()
 
 
 def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
-    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep."""
+    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep.
+
+    Decoding an index does not walk it: the container parsers type-check the standard keys themselves and
+    call this on free-form values only, which keeps opening a file with thousands of entries fast.
+    """
     if not isinstance(obj, _PLAIN):
         raise MetadataError(f"{where}CBOR value of type {type(obj).__name__} is not allowed in metadata")
     # one iterator per open container: memory follows the depth, not the number of items
