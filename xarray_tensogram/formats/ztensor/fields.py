@@ -105,22 +105,17 @@ class Fields:
             for key, default in zip(self.keys, self.defaults, strict=True)
         ]
 
-    def read(self, entry: Mapping[Any, Any]) -> tuple[dict[str, Any], str | None]:
-        """The values of the fields in ``entry`` (their defaults when absent), and the message of the first
-        that fails its test (None: all pass)."""
-        values = list(map(entry.get, self.keys, self.defaults))
-        return dict(zip(self.keys, values, strict=True)), self._message(values)
-
     def failure(self, entry: Mapping[Any, Any]) -> str | None:
         """The message of the first field whose value in ``entry`` fails its test, else None."""
-        return self.read(entry)[1]
+        return self._message(list(map(entry.get, self.keys, self.defaults)))
 
     def checked(self, entry: Mapping[Any, Any], where: str) -> dict[str, Any]:
         """The values of the fields in ``entry`` (their defaults when absent); MetadataError for the first bad one."""
-        values, message = self.read(entry)
+        values = list(map(entry.get, self.keys, self.defaults))
+        message = self._message(values)
         if message is not None:
             raise MetadataError(where + message)
-        return values
+        return dict(zip(self.keys, values, strict=True))
 
     def _message(self, values: list[Any]) -> str | None:
         if all(map(_call, self.tests, values)):
