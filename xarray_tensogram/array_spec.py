@@ -9,6 +9,7 @@ them, that the key touches. Nothing here imports xarray or dask.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -285,8 +286,10 @@ def permute_stacked(spec: ArraySpec, axis: int, order: Sequence[int]) -> ArraySp
     old_of_new = np.take(flat, list(order), axis=axis).reshape(-1)
     members = reader.members
     moved: tuple[Member | None, ...] | dict[int, Member]
-    if isinstance(members, dict):
-        moved = {i: members[int(o)] for i, o in enumerate(old_of_new) if int(o) in members}
+    if isinstance(members, dict):  # a dict of its own kind (members packed, built when read) stays one
+        moved = copy.copy(members)
+        moved.clear()
+        moved.update((i, dict.__getitem__(members, int(o))) for i, o in enumerate(old_of_new) if int(o) in members)
     else:
         moved = tuple(members[int(o)] for o in old_of_new)
     return replace(spec, reader=StackedReader(reader.stack_shape, moved))

@@ -47,7 +47,7 @@ import xxhash
 
 from ._version import __version__
 from .array_spec import StackedReader
-from .assemble.tensogram.collect import MessageMembers, ObjectSpec, decoded_once
+from .assemble.tensogram.collect import MessageMembers, decoded_once
 from .errors import MetadataCacheWarning, UnsupportedOptionError
 from .formats.base import FormatFile
 from .formats.tensogram.objects import Message
@@ -293,34 +293,15 @@ class _Pickler(pickle.Pickler):
             return NotImplemented
         if type(obj) is Message and obj.source is table.source:
             return CachedMessages.message, (table, obj.index)
-        if type(obj) is StackedReader and isinstance(obj.members, dict):
-            return _compact_stack(table, obj.stack_shape, obj.members)
+        if type(obj) is StackedReader and type(obj.members) is MessageMembers:
+            return _packed_stack(table, obj.stack_shape, obj.members) or NotImplemented
         return NotImplemented
 
 
-def _compact_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: dict[int, Any]) -> Any:
-    if type(members) is MessageMembers:
-        found = _packed_stack(table, stack_shape, members)
-        if found is not None:
-            return found
-    flats: list[int] = []
-    coords: list[tuple[int, int]] = []
-    others: dict[int, Any] = {}
-    options: dict[str, Any] | None = None
-    for flat, m in members.items():  # an ObjectSpec of a message, with the options of the others, is packed
-        if type(m) is not ObjectSpec or type(m.message) is not Message or options not in (None, dict(m.options)):
-            others[flat] = m
-            continue
-        options = dict(m.options)
-        flats.append(flat)
-        coords.append((m.message.index, m.j))
-    pairs = np.array(coords, np.int64).reshape(-1, 2)
-    return _stack, (stack_shape, table, np.array(flats, np.int64), pairs, options or {}, others)
-
-
 def _packed_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: MessageMembers) -> Any:
-    """:func:`_compact_stack` of members an open packed as ints (every member an object of a message): read
-    from the ints as columns, without building each member's spec (None: another kind of member is there)."""
+    """A stack of members an open packed as ints (every member an object of a message) as three integer
+    arrays: read from the ints as columns, without building each member's spec (None: another kind of
+    member is there, and the stack pickles as it is)."""
     if not members or set(map(type, dict.values(members))) != {int}:
         return None
     packed = np.fromiter(dict.values(members), np.int64, len(members))
@@ -331,7 +312,7 @@ def _packed_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: 
     index = np.fromiter(map(_index_of, messages), np.int64, len(messages))
     pairs = np.stack([index[positions], packed & 0xFFFFFFFF], axis=1)
     flats = np.fromiter(dict.keys(members), np.int64, len(members))
-    return _stack, (stack_shape, table, flats, pairs, dict(members.options), {})
+    return _stack, (stack_shape, table, flats, pairs, dict(members.options))
 
 
 _index_of = operator.attrgetter("index")
@@ -343,9 +324,7 @@ def _stack(
     flats: np.ndarray,
     pairs: np.ndarray,
     options: dict[str, Any],
-    others: dict[int, Any],
 ) -> StackedReader:
     packed = (pairs[:, 0] << 32) | pairs[:, 1] if len(pairs) else pairs[:, 0]
     members = MessageMembers(table.message, options, zip(flats.tolist(), packed.tolist(), strict=True))
-    members.update(others)
     return StackedReader(stack_shape, members)
