@@ -90,11 +90,6 @@ class _Array:
         return little_endian_bytes(block, self.dtype)
 
 
-def _chunk_key(path: str, coords: tuple[int, ...]) -> str:
-    """Zarr's default chunk key (``c`` for a 0-d array, ``c/0/1`` for a 2-d one) under the array's path."""
-    return "/".join([*([path] if path else []), "c", *(str(c) for c in coords)])
-
-
 class _Layout:
     """The key space of one opened file: ``zarr.json`` documents and the arrays whose chunks are read lazily."""
 
@@ -148,8 +143,8 @@ class _Layout:
     def keys(self) -> Iterator[str]:
         yield from self.documents
         for path, array in self.arrays.items():
-            for coords in np.ndindex(*array.grid):
-                yield _chunk_key(path, tuple(int(c) for c in coords))
+            for coords in np.ndindex(*array.grid):  # Zarr's default chunk keys: "c" (0-d), "c/0/1" (2-d)
+                yield _join(path, "/".join(["c", *map(str, coords)]))
 
     def shallow_keys(self) -> Iterator[str]:
         """Every key, except that an array's chunks are named only by their common ``<array>/c`` prefix."""

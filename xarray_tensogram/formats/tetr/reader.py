@@ -187,8 +187,7 @@ class TetrFile(FormatFile[TetrDataset]):
 
     # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
-        d = self.dataset(key)
-        return TetrTileReader(self.source, d)
+        return TetrTileReader(self.source, self.dataset(key))
 
     def array_spec(self, key: str | int) -> ArraySpec:
         """Lazy description for the shared lazy array: one chunk per tile (edge tiles clipped)."""
