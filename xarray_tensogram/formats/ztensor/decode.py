@@ -9,6 +9,7 @@ what the metadata promises, never by what a stream claims.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...array_spec import ArraySpec
-from ...byte_layout import ByteLayout, Unreferenced
+from ...byte_layout import ByteLayout, ChunkRef, Unreferenced, zarr_bytes_codec
 from ...codecs.chain import Chain, native_order
 from ...codecs.checksums import crc32c, sha256_hex, xxh3_64
 from ...errors import (
@@ -31,7 +32,7 @@ from ...errors import (
 )
 from ...io import ByteSource
 from .._chunks import compressed_payload, read_raw_rows, read_row_band, read_span
-from .compression import part_chain, stores_values
+from .compression import ENCODINGS, part_chain, stores_values
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = [
@@ -376,10 +377,17 @@ class TensorReader:
         )
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
-        """This tensor as one Zarr chunk, where Zarr can decode it (:mod:`.zarr_layout`)."""
-        from .zarr_layout import tensor_layout
-
-        return tensor_layout(self.info, spec)
+        """Where the tensor is stored, as Zarr v3 sees it (for the virtual Zarr parsers): one chunk per dense
+        tensor of one part whose encoding a standard Zarr codec decodes (also in v2 shard files)."""
+        info, part, size = self.info, self.info.main_part, math.prod(spec.shape)
+        if info.problem is not None or info.layout != "dense" or len(info.parts) != 1:
+            return Unreferenced("layout")
+        zarr = part_chain(part.encoding, part.storage, size).zarr() if part.encoding in ENCODINGS else None
+        if zarr is None or info.numpy_dtype != part.storage.newbyteorder("="):
+            return Unreferenced("codec")
+        refs = (ChunkRef((0,) * len(spec.shape), part.offset, part.length, part.shard),) if size else ()
+        codecs = (zarr_bytes_codec(spec.dtype, part.big_endian), *zarr)
+        return ByteLayout(tuple(max(1, s) for s in spec.shape), codecs, refs)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...]) -> np.ndarray:
         return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)
