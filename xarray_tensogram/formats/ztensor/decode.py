@@ -77,7 +77,7 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
         raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
     show, fits = _DIGESTS[algo]
     try:
-        expected = int(hexpart[2:] if algo == "crc32c" and hexpart[:2].lower() == "0x" else hexpart, 16)
+        expected = int(hexpart, 16)  # crc32c's "0x" prefix included
         if not fits(hexpart, expected):
             raise ValueError(hexpart)
     except ValueError:
