@@ -1,14 +1,6 @@
-"""Kerchunk references for virtual datasets, written so that round trips stay identical.
-
-VirtualiZarr's kerchunk writer is used, then three of its habits are corrected:
-
-* the chunk of a 0-d array is keyed ``name/`` instead of ``name/0``;
-* a loaded zero-size array gets chunks of size 0 (Zarr needs at least 1);
-* the Zarr v2 ``fill_value`` comes from the v3 default (0 for integers), and xarray's Zarr v2 reader
-  treats any fill value as a mask, so integer arrays would come back as floats. Here the fill value
-  is the variable's ``_FillValue`` when it has one, NaN for other floating-point arrays (a missing
-  Tensogram object reads as NaN, as in the backend) and ``null`` otherwise.
-"""
+"""Kerchunk references for virtual datasets, written so that round trips stay identical: VirtualiZarr's
+kerchunk writer, with three of its habits corrected (:func:`kerchunk_refs`); and the object stores that read
+the referenced files (:func:`registry_for`)."""
 
 from __future__ import annotations
 
@@ -166,8 +158,9 @@ def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
     VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
     array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
     1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
-    NaN for other floating-point arrays and ``null`` otherwise (xarray's Zarr v2 reader masks any fill
-    value, so integer arrays would otherwise come back as floats).
+    NaN for other floating-point arrays (a missing Tensogram object reads as NaN, as in the backend) and
+    ``null`` otherwise (VirtualiZarr writes the v3 default, 0 for integers, and xarray's Zarr v2 reader
+    masks any fill value, so integer arrays would otherwise come back as floats).
     """
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]

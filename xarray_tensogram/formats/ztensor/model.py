@@ -4,9 +4,8 @@ All three generations reduce to the same model. A :class:`TensorInfo` has a
 name, a logical shape and dtype, a layout and one or more :class:`Part` (a
 stored blob: offset, length, storage dtype, encoding, digest). v0.1 tensors and
 dense v1/v2 objects have one part (``data``); sparse tensors have several
-(``values``, ``indices``, ``indptr`` or ``coords``). Decoding a part and
-assembling parts into a dense array live here, so the three container parsers
-only translate their metadata into this model.
+(``values``, ``indices``, ``indptr`` or ``coords``). The three container parsers
+(:mod:`.containers`) only translate their metadata into this model; :mod:`.decode` reads it.
 """
 
 from __future__ import annotations
