@@ -1,23 +1,8 @@
-"""Command line: ``xarray-tensogram`` / ``python -m xarray_tensogram``.
+"""Command line: ``xarray-tensogram`` / ``python -m xarray_tensogram`` (``docs/cli.md``).
 
-Without arguments it runs the main job: open every bundled sample with xarray
-and print what it contains. Subcommands (FILE may be a path or an fsspec URL):
-
-``info FILE``
-    the Dataset summary xarray gives, plus format, version and sizes;
-``ls FILE``
-    one row per message/object (Tensogram), dataset and tile grid (Tetration) or
-    tensor (zTensor), with the key metadata columns; then each variable as xarray
-    opens it: dims, storage chunk, number of chunks and where its dims come from;
-``dump FILE VAR [--isel DIM=A:B ...] [--sel DIM=LABEL ...]``
-    the values of one variable, optionally a selection of it (by position or by label);
-``verify FILE [--strict]``
-    check every hash/checksum and decode every object, tile or tensor; exits with
-    status 1 and one line per damaged item on any failure. An item that cannot be
-    decoded because an optional codec package is missing is reported as skipped
-    (its hash is still checked) and fails the run only with ``--strict``.
-
-Errors are one clear line (``--debug`` shows the traceback).
+Without arguments it runs the main job: open every bundled sample with xarray and print what it contains.
+The subcommands ``info``, ``ls``, ``dump``, ``verify`` and ``refs`` take FILE as a path or an fsspec URL;
+each is one function here, named by its subparser. Errors are one clear line (``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
