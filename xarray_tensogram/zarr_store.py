@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import posixpath  # keys under a group path ("" for the root); names hold no "/" (zarr_names)
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -103,9 +104,9 @@ class _Layout:
         names = [str(n) for n in (*raw.variables, *raw.dims)]
         renamed = zarr_names(list(dict.fromkeys(names)), f"{self.where}, group {path or '/'!r}")
         variables, _ = encode_dataset_coordinates(raw.rename(renamed) if renamed else raw)
-        self.documents[_join(path, "zarr.json")] = group_document(nested_attrs(attrs))
+        self.documents[posixpath.join(path, "zarr.json")] = group_document(nested_attrs(attrs))
         for name, var in variables.items():
-            self.add_array(_join(path, str(name)), var)
+            self.add_array(posixpath.join(path, str(name)), var)
 
     def add_array(self, path: str, var: xr.Variable) -> None:
         spec = storage_spec(var)
@@ -120,7 +121,7 @@ class _Layout:
         else:
             chunks = tuple(max(1, s) for s in var.shape)
         array = self.arrays[path] = _Array(var.shape, chunks, served, default_fill(served, fill), spec, values)
-        self.documents[_join(path, "zarr.json")] = array_document(
+        self.documents[posixpath.join(path, "zarr.json")] = array_document(
             var.shape, served, chunks, array.fill, nested_attrs(attrs), [str(d) for d in var.dims]
         )
 
@@ -144,14 +145,14 @@ class _Layout:
         yield from self.documents
         for path, array in self.arrays.items():
             for coords in np.ndindex(*array.grid):  # Zarr's default chunk keys: "c" (0-d), "c/0/1" (2-d)
-                yield _join(path, "/".join(["c", *map(str, coords)]))
+                yield posixpath.join(path, "c", *map(str, coords))
 
     def shallow_keys(self) -> Iterator[str]:
         """Every key, except that an array's chunks are named only by their common ``<array>/c`` prefix."""
         yield from self.documents
         for path, array in self.arrays.items():
             if math.prod(array.grid):
-                yield _join(path, "c")
+                yield posixpath.join(path, "c")
 
 
 def _differs(value: Any, default: Any) -> bool:
@@ -160,10 +161,6 @@ def _differs(value: Any, default: Any) -> bool:
         return bool(value != default)
     except (TypeError, ValueError):
         return True
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}/{name}" if path else name
 
 
 def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
@@ -320,7 +317,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         layout = await self._keyspace()
         base = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
-        inside_chunks = any(base.startswith(_join(p, "c") + "/") for p in layout.arrays)
+        inside_chunks = any(base.startswith(posixpath.join(p, "c") + "/") for p in layout.arrays)
         keys = layout.keys() if inside_chunks else layout.shallow_keys()
         for name in dict.fromkeys(k[len(base) :].split("/")[0] for k in keys if k.startswith(base) and k != base):
             yield name
