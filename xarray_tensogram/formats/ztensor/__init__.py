@@ -4,7 +4,7 @@ See ``shared/specs/ztensor.md``; ``open_ztensor`` is the low-level API and
 ``write_ztensor_v01`` the writer that ``to_ztensor`` builds on.
 """
 
-from .containers import MAGIC_V01, MAGIC_V1, MAGIC_V2, detect_version
+from .containers import MAGIC_V01, MAGIC_V1, MAGIC_V2
 from .decode import TensorReader, verify_digest
 from .model import Part, TensorInfo
 from .reader import ZTensorFile, open_ztensor
@@ -18,7 +18,6 @@ __all__ = [
     "TensorInfo",
     "TensorReader",
     "ZTensorFile",
-    "detect_version",
     "open_ztensor",
     "verify_digest",
     "write_ztensor_v01",

@@ -45,7 +45,7 @@ from .model import (
     logical_dtype,
 )
 
-__all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "V01_KEYS", "Container", "detect_version", "parse_container"]
+__all__ = ["MAGIC_V01", "MAGIC_V1", "MAGIC_V2", "V01_KEYS", "Container", "parse_container"]
 
 MAGIC_V01 = b"ZTEN0001"
 MAGIC_V1 = b"ZTEN1000"
@@ -68,10 +68,6 @@ class Container:
     shards: dict[str, ByteSource] = field(default_factory=dict)
 
 
-def detect_version(head: bytes) -> str | None:
-    return {MAGIC_V01: "0.1", MAGIC_V1: "1", MAGIC_V2: "2"}.get(bytes(head[:8]))
-
-
 def parse_container(source: ByteSource) -> Container:
     """Read the footer and index of ``source`` and describe its tensors."""
     if source.size < 16:
@@ -79,7 +75,7 @@ def parse_container(source: ByteSource) -> Container:
             f"{describe(source.name)}file truncated: a zTensor file needs at least 16 bytes, this one has {source.size}"
         )
     head = source.read(0, 8, what="magic")
-    parse = {"0.1": _parse_v01, "1": _parse_v1, "2": _parse_v2}.get(detect_version(head) or "")
+    parse = {MAGIC_V01: _parse_v01, MAGIC_V1: _parse_v1, MAGIC_V2: _parse_v2}.get(bytes(head))
     if parse is not None:
         return parse(source)
     raise CorruptFileError(
