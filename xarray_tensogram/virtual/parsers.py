@@ -33,10 +33,7 @@ from ..errors import UnsupportedError, VirtualMappingWarning
 from ..formats import registry as format_registry
 from ..formats.registry import FormatSpec
 from ..raw_variables import storage_spec
-from ..zarr_meta import byte_slice, inline_values, little_endian_bytes
-from ..zarr_meta import default_fill as _default_fill
-from ..zarr_meta import json_attr as _json_attr
-from ..zarr_meta import zarr_attrs as _zarr_attrs
+from ..zarr_meta import byte_slice, default_fill, inline_values, json_attr, little_endian_bytes, zarr_attrs
 from .chunks import plan_chunks
 from .codecs import register
 
@@ -202,19 +199,19 @@ class _Parser:
                     (ChunkRef((0,) * values.ndim, 0, len(inline[name]), INLINE_PREFIX + name),) if values.size else ()
                 )
                 plan = ByteLayout(tuple(max(1, s) for s in values.shape), (zarr_bytes_codec(dtype),), refs)
-            attrs, fill = _zarr_attrs(var)
+            attrs, fill = zarr_attrs(var)
             meta = create_v3_array_metadata(
                 shape=var.shape,
                 data_type=dtype,
                 chunk_shape=plan.chunk_shape,
                 chunk_key_encoding={"name": "default", "configuration": {"separator": "."}},
-                fill_value=_default_fill(dtype, fill),
+                fill_value=default_fill(dtype, fill),
                 codecs=list(plan.codecs),
                 attributes=attrs,
                 dimension_names=[str(d) for d in var.dims],
             )
             arrays[name] = ManifestArray(metadata=meta, chunkmanifest=_manifest(var.shape, plan, url))
-        group = ManifestGroup(arrays=arrays, attributes={k: _json_attr(v) for k, v in ds_attrs.items()})
+        group = ManifestGroup(arrays=arrays, attributes={k: json_attr(v) for k, v in ds_attrs.items()})
         return _store_class()(group, registry=registry, inline=inline, reasons=reasons)
 
 
