@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 
 from ...codecs import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
-from ...codecs.base import PASSTHROUGH, Buffer, Codec, check_size
+from ...codecs.base import PASSTHROUGH, Buffer, Codec, as_bytes, check_size
 from ...codecs.chain import RAW, Chain, Stage, native_order
 from ...errors import CodecError, MetadataError, UnsupportedError
 from .dtypes import dtype_width, numpy_dtype
 
 __all__ = [
+    "BITMAP_OBJECTS",
     "MASK_METHODS",
     "STAGES",
     "chain_gives_values",
@@ -34,9 +35,9 @@ __all__ = [
     "descriptor_key",
     "float64_only",
     "param_owner",
+    "sample_bits",
     "stage_codec",
-    "szip_flags",
-    "szip_sample_bits",
+    "szip_params",
 ]
 
 Params = Mapping[str, Any]
@@ -144,8 +145,9 @@ def codec_params(desc: Params, codec: Codec, where: str = "", *, required: tuple
     return out
 
 
-def szip_sample_bits(desc: Params) -> int:
-    """libaec bits_per_sample for a descriptor (spec §13.4)."""
+def sample_bits(desc: Params) -> int:
+    """The width in bits of the samples the compression stage gets (szip's bits_per_sample, spec §13.4; blosc2's
+    typesize in bytes): a packed value, a shuffled byte, else an element."""
     packing = STAGES["encoding"].get(desc.get("encoding", ""))
     if packing is simple_packing.CODEC:
         return int(codec_params(desc, packing, required=("bits_per_value",))["bits_per_value"])
@@ -158,7 +160,7 @@ def _packed(desc: Params) -> bool:
     return STAGES["encoding"].get(desc.get("encoding", "")) is simple_packing.CODEC
 
 
-def szip_flags(desc: Params, bits: int) -> int:
+def _szip_flags(desc: Params, bits: int) -> int:
     """libaec flags: the descriptor's, plus MSB order after simple_packing and 3-byte samples for 17..24 bits."""
     flags = desc.get(descriptor_key(szip.CODEC, "flags"), 0)
     flags = flags if isinstance(flags, int) and not isinstance(flags, bool) else 0
@@ -169,11 +171,11 @@ def szip_flags(desc: Params, bits: int) -> int:
     return flags
 
 
-def _szip_params(desc: Params, where: str) -> dict[str, Any]:
+def szip_params(desc: Params, where: str = "") -> dict[str, Any]:
     """szip's parameters: the descriptor's, its sample width and flags (spec §13.4) and interval offsets."""
-    bits = szip_sample_bits(desc)
+    bits = sample_bits(desc)
     params = codec_params(desc, szip.CODEC, where, required=("block_size", "rsi", "flags"))
-    params.update(bits_per_sample=bits, flags=szip_flags(desc, bits))
+    params.update(bits_per_sample=bits, flags=_szip_flags(desc, bits))
     return params
 
 
@@ -259,6 +261,10 @@ class _Bitmap(Codec):
     def __init__(self, inner: Codec) -> None:
         self.inner = inner
 
+    def encode(self, data: Buffer, params: Params) -> tuple[bytes, dict[str, Any]]:
+        payload, recorded = self.inner.encode(data, params)
+        return struct.pack(">I", 8 * len(as_bytes(data))) + payload, recorded
+
     def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
         view = memoryview(payload.data if isinstance(payload, np.ndarray) else payload).cast("B")
         if len(view) < 4:
@@ -269,11 +275,15 @@ class _Bitmap(Codec):
         return bytes(self.inner.decode(view[4:], expected, {"bits": nbits}, where))
 
 
+#: the rle/roaring codecs of the ``compression`` stage as Tensogram frames their streams
+BITMAP_OBJECTS: dict[Codec, Codec] = {c: _Bitmap(c) for c in (bitmaps.RLE, bitmaps.ROARING)}
+
+
 def _compression_stage(desc: Params, where: str) -> Stage:
     """The bytes->bytes stage of the descriptor's ``compression``, with what the descriptor decides for it."""
     codec = stage_codec("compression", desc["compression"], where)
     if codec is szip.CODEC:
-        return Stage(codec, _szip_params(desc, where))
+        return Stage(codec, szip_params(desc, where))
     if codec is zfp.CODEC:
         mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
         required = ("mode", zfp.MODES.get(str(mode), "mode"))
@@ -281,8 +291,8 @@ def _compression_stage(desc: Params, where: str) -> Stage:
         return Stage(_Float64Out(codec, desc), params)
     if codec is sz3.CODEC:
         return Stage(_Float64Out(codec, desc), {})
-    if codec in (bitmaps.RLE, bitmaps.ROARING):
-        return Stage(_Bitmap(codec))
+    if codec in BITMAP_OBJECTS:
+        return Stage(BITMAP_OBJECTS[codec])
     return Stage(codec, codec_params(desc, codec, where))
 
 
