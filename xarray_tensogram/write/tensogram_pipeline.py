@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
-from ..codecs import zstd
 from ..codecs.base import PASSTHROUGH
-from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
+from ..formats.tensogram.compression import MASK_METHODS, STAGES, codecs_in_use, descriptor_defaults, descriptor_key
 from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
 from .encoding_check import CodecKey, EncodingKeys, InEffect, Option
 
@@ -56,30 +56,22 @@ _DESCRIPTOR_KEYS = frozenset(
 )
 
 
-def _owned(key: str, desc: Mapping[str, Any]) -> bool:
-    """A parameter of a stage not in use is dropped (the codec registry says which stage owns it)."""
-    owner = param_owner(key)
-    return owner is None or bool(desc.get(owner[0], "none") == owner[1])
-
-
 def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
     """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
-    (a netCDF ``compression: gzip`` is not ours), parameters of stages not in use are dropped."""
+    (a netCDF ``compression: gzip`` is not ours), parameters of codecs not in use are dropped."""
     plain = _user_pipeline(var_encoding)[0]
     stages = {stage: var_encoding.get(f"tensogram_{stage}", plain.get(stage)) for stage in _STAGES}
     desc = {s: v for s, v in stages.items() if isinstance(v, str) and v in PIPELINE_VALUES[s]}
-    return {**desc, **{k: plain[k] for k in PIPELINE_PARAMS if k in plain and _owned(k, desc)}}
+    in_use = codecs_in_use(desc).values()
+    return {**desc, **{k: plain[k] for k, codec in PIPELINE_PARAMS.items() if k in plain and codec in in_use}}
 
 
 def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     desc: dict[str, Any] = {}
     for k, v in encoding.items():
         k2 = _ENCODING_ALIASES.get(k, k)
-        if k2 in _DESCRIPTOR_KEYS:
-            desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v  # None: no codec, as in to_netcdf
-    level = descriptor_key(zstd.CODEC, "level")
-    if desc.get("compression") == zstd.CODEC.name and level in desc:
-        desc[level] = int(desc[level])
+        if k2 in _DESCRIPTOR_KEYS:  # None: no codec, as in to_netcdf; numpy scalars as the Python ones CBOR holds
+            desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v.item() if isinstance(v, np.generic) else v
     return desc, encoding.get("mask_method")
 
 

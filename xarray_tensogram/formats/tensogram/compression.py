@@ -31,10 +31,10 @@ __all__ = [
     "chain_gives_values",
     "chain_of",
     "codec_params",
+    "codecs_in_use",
     "descriptor_defaults",
     "descriptor_key",
     "float64_only",
-    "param_owner",
     "sample_bits",
     "stage_codec",
     "szip_params",
@@ -84,27 +84,20 @@ _WRITTEN_OUT: dict[Codec, tuple[str, ...]] = {
 }
 
 
+def codecs_in_use(desc: Params) -> dict[str, Codec]:
+    """The codec each stage of the descriptor names (``none`` where it names none; unknown names left out)."""
+    return {stage: c for stage, table in STAGES.items() if (c := table.get(desc.get(stage, PASSTHROUGH.name)))}
+
+
 def descriptor_defaults(desc: Params) -> dict[str, Any]:
     """The descriptor keys a writer adds to ``desc``: the defaults the codecs of its stages declare for the
     parameters the reference needs written out (zfp: only its mode's parameter)."""
     out: dict[str, Any] = {}
-    for stage, table in STAGES.items():
-        codec = table.get(desc.get(stage, PASSTHROUGH.name))
-        names = _WRITTEN_OUT.get(codec) if codec is not None else None
-        if codec is None or not names:
-            continue
-        resolved = codec.resolve(codec_params(desc, codec), what=f"{stage} {codec.name}: ")
-        out.update({descriptor_key(codec, n): resolved[n] for n in names if n in resolved})
+    for stage, codec in codecs_in_use(desc).items():
+        if names := _WRITTEN_OUT.get(codec):
+            resolved = codec.resolve(codec_params(desc, codec), what=f"{stage} {codec.name}: ")
+            out.update({descriptor_key(codec, n): resolved[n] for n in names if n in resolved})
     return out
-
-
-def param_owner(key: str) -> tuple[str, str] | None:
-    """The (stage, codec name) whose parameter the descriptor key ``key`` is, or None."""
-    for stage, table in STAGES.items():
-        for name, codec in table.items():
-            if any(descriptor_key(codec, p.name) == key for p in codec.params):
-                return stage, name
-    return None
 
 
 #: codecs that take float64 values only (spec §12): a writer converts other dtypes and records the original
@@ -113,7 +106,7 @@ _FLOAT64_ONLY = frozenset({simple_packing.CODEC, zfp.CODEC, sz3.CODEC})
 
 def float64_only(desc: Params) -> bool:
     """Whether a stage of the descriptor takes float64 values only."""
-    return any(STAGES[stage].get(desc.get(stage, PASSTHROUGH.name)) in _FLOAT64_ONLY for stage in STAGES)
+    return not _FLOAT64_ONLY.isdisjoint(codecs_in_use(desc).values())
 
 
 def stage_codec(stage: str, value: Any, where: str = "") -> Codec:

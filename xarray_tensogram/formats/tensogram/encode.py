@@ -67,10 +67,10 @@ _PARAMS: dict[str, tuple[Codec, Param]] = {
     for p in codec.params
 }
 #: descriptor keys that describe how to encode (and not the values of one object: reference value,
-#: binary scale factor and szip block offsets are computed per object, sample widths by the format)
-PIPELINE_PARAMS = tuple(
-    key for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
-)
+#: binary scale factor and szip block offsets are computed per object, sample widths by the format) -> codec
+PIPELINE_PARAMS = {
+    key: codec for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
+}
 
 
 def check_pipeline(desc: Mapping[str, Any], *, types: bool = False) -> None:
