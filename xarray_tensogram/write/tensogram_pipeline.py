@@ -59,32 +59,35 @@ _DESCRIPTOR_KEYS = frozenset(
 def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
     """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
     (a netCDF ``compression: gzip`` is not ours), parameters of codecs not in use are dropped."""
-    plain = _user_pipeline(var_encoding)[0]
+    plain = _user_pipeline(var_encoding)
     stages = {stage: var_encoding.get(f"tensogram_{stage}", plain.get(stage)) for stage in _STAGES}
     desc = {s: v for s, v in stages.items() if isinstance(v, str) and v in PIPELINE_VALUES[s]}
     in_use = codecs_in_use(desc).values()
     return {**desc, **{k: plain[k] for k, codec in PIPELINE_PARAMS.items() if k in plain and codec in in_use}}
 
 
-def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _user_pipeline(encoding: Mapping[str, Any]) -> dict[str, Any]:
     desc: dict[str, Any] = {}
     for k, v in encoding.items():
         k2 = _ENCODING_ALIASES.get(k, k)
         if k2 in _DESCRIPTOR_KEYS:  # None: no codec, as in to_netcdf; numpy scalars as the Python ones CBOR holds
             desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v.item() if isinstance(v, np.generic) else v
-    return desc, encoding.get("mask_method")
+    return desc
 
 
-def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
     """Descriptor options for one variable: ``user`` (``encoding=``) overrides the source pipeline as a whole
-    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs."""
-    explicit, mask_method = _user_pipeline(user)
+    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs. A
+    ``mask_method`` it gives goes under ``_mask_method``, which the encoder takes as the object's own."""
+    explicit = _user_pipeline(user)
     desc = {} if any(s in explicit for s in _STAGES) else _source_pipeline(var_encoding)
     desc.update(explicit)
     check_pipeline(desc)
     for key, value in descriptor_defaults(desc).items():
         desc.setdefault(key, value)
-    return desc, mask_method
+    if user.get("mask_method"):
+        desc["_mask_method"] = user["mask_method"]
+    return desc
 
 
 #: what ``encoding={name: {...}}`` takes for .tgm, beside the CF keys every writer takes: the codec of each
