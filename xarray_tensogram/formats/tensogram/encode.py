@@ -188,20 +188,10 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     check_pipeline(user, types=True)
     if user.get("byte_order", "little") not in ("little", "big"):
         raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
-    desc: dict[str, Any] = {
-        "type": user.pop("type", "ntensor"),
-        "shape": shape,
-        "ndim": len(shape),
-        "strides": [int(s) for s in user.pop("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])],
-        "dtype": name,
-        "byte_order": user.pop("byte_order", "little"),
-        "encoding": user.pop("encoding", "none"),
-        "filter": user.pop("filter", "none"),
-        "compression": user.pop("compression", "none"),
-    }
-    for k in ("shape", "dtype", "ndim"):
-        user.pop(k, None)
-    desc.update(user)
+    desc = {"type": "ntensor", "byte_order": "little", **dict.fromkeys(STAGES, PASSTHROUGH.name), **user}
+    desc.update(shape=shape, ndim=len(shape), dtype=name)
+    desc.setdefault("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])
+    desc["strides"] = [int(s) for s in desc["strides"]]
     return desc
 
 
