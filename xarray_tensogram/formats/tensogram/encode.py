@@ -206,30 +206,23 @@ def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[st
         raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
 
 
+#: the dtypes whose values can be NaN or infinite
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
 def _mask_non_finite(
     raw: bytes, values: np.ndarray | None, name: str, *, allow_nan: bool, allow_inf: bool
 ) -> tuple[bytes, dict[str, np.ndarray]]:
     """NaN/+Inf/-Inf bitmaps of float values (when allowed), with those elements zeroed in ``raw``."""
-    mask_bits: dict[str, np.ndarray] = {}
-    all_finite = (
-        values is not None and name != "bfloat16" and values.dtype.kind in "fc" and bool(np.isfinite(values).all())
-    )  # one pass instead of three in the common case
-    if (
-        all_finite
-        or values is None
-        or name not in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
-    ):
-        return raw, mask_bits
-    for kind, bits in _classify_non_finite(values, name).items():
-        if bits.any():
-            allowed = allow_nan if kind == "nan" else allow_inf
-            if not allowed:
-                first = int(np.flatnonzero(bits)[0])
-                raise EncodeError(
-                    f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
-                    f"pass allow_nan/allow_inf (or mask the values) to write it"
-                )
-            mask_bits[kind] = bits
+    if values is None or name not in _FLOAT_DTYPES or (name != "bfloat16" and bool(np.isfinite(values).all())):
+        return raw, {}  # one pass instead of three in the common case (bfloat16 values are bit patterns)
+    mask_bits = {kind: bits for kind, bits in _classify_non_finite(values, name).items() if bits.any()}
+    for kind, bits in mask_bits.items():
+        if not (allow_nan if kind == "nan" else allow_inf):
+            raise EncodeError(
+                f"element {int(np.flatnonzero(bits)[0])} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
+                f"pass allow_nan/allow_inf (or mask the values) to write it"
+            )
     if mask_bits:
         zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(values.size, -1).copy()
         zeroed[np.logical_or.reduce(list(mask_bits.values()))] = 0  # all-zero bytes (both parts for complex)
