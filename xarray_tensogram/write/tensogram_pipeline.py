@@ -37,23 +37,19 @@ def _codec_key(stage: str) -> CodecKey:
     )
 
 
-def _plain_names() -> dict[str, str]:
-    """A parameter's own name (``level``) -> its descriptor key (``zstd_level``), where only one codec has it."""
-    owners: dict[str, set[str]] = {}
-    for stage, values in PIPELINE_VALUES.items():
-        for codec in (STAGES[stage][n] for n in values):
-            for p in codec.params:
-                if not p.derived:
-                    owners.setdefault(p.name, set()).add(descriptor_key(codec, p.name))
-    return {name: keys.pop() for name, keys in owners.items() if len(keys) == 1}
-
-
-#: encoding keys accepted per variable under a parameter's own name (short names map to the descriptor's)
-_ENCODING_ALIASES = _plain_names()
-#: every descriptor key a user may set: the stages, their parameters, the per-object packing values, the byte order
-_DESCRIPTOR_KEYS = frozenset(
-    {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
-)
+#: the descriptor key of each parameter a user may set (of a codec that can be written; not one the format
+#: derives from the data) -> the parameter's own name
+_SETTABLE = {
+    descriptor_key(codec, p.name): p.name
+    for stage, values in PIPELINE_VALUES.items()
+    for codec in (STAGES[stage][n] for n in values)
+    for p in codec.params
+    if not p.derived
+}
+#: encoding keys accepted per variable under a parameter's own name (``level``), where only one codec has it
+_ENCODING_ALIASES = {name: key for key, name in _SETTABLE.items() if list(_SETTABLE.values()).count(name) == 1}
+#: every descriptor key a user may set: the stages, their parameters (the packing values too), the byte order
+_DESCRIPTOR_KEYS = frozenset({*PIPELINE_VALUES, *_SETTABLE, "byte_order"})
 
 
 def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
