@@ -27,9 +27,9 @@ from ..errors import TensogramMappingWarning, UnsupportedError
 from ..formats.tensogram.compression import (
     float64_only,
 )
+from ..formats.tensogram.encode import OBJECT_DTYPES
 from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
-    OBJECT_DTYPES,
     EncodedMessage,
     ObjectInput,
     encode_message,

@@ -17,7 +17,7 @@ import xarray as xr
 
 from ..codecs.base import PASSTHROUGH
 from ..formats.tensogram.compression import MASK_METHODS, STAGES, codecs_in_use, descriptor_defaults, descriptor_key
-from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
+from ..formats.tensogram.encode import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
 from .encoding_check import CodecKey, EncodingKeys, InEffect, Option
 
 __all__ = ["ENCODING", "pipeline_in_effect", "resolve_pipeline"]

@@ -35,7 +35,6 @@ __all__ = [
     "OBJECT_DTYPES",
     "PIPELINE_PARAMS",
     "PIPELINE_VALUES",
-    "EncodeError",
     "ObjectInput",
     "check_pipeline",
     "encode_object",

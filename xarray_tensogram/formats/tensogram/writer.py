@@ -23,19 +23,10 @@ import xxhash
 from ..._version import __version__
 from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
-from ...errors import UnsupportedError
+from ...errors import EncodeError, UnsupportedError
 from ...io import atomic_write
 from ...io.lock import note_committed_size, write_lock
-from .encode import (
-    OBJECT_DTYPES,
-    PIPELINE_PARAMS,
-    PIPELINE_VALUES,
-    EncodeError,
-    ObjectInput,
-    check_pipeline,
-    encode_object,
-    encoding_from_descriptor,
-)
+from .encode import ObjectInput, encode_object
 from .framing import (
     DATA_FRAME,
     END_MAGIC,
@@ -51,16 +42,11 @@ from .framing import (
 from .masks import DEFAULT_MASK_METHOD
 
 __all__ = [
-    "OBJECT_DTYPES",
-    "PIPELINE_PARAMS",
-    "PIPELINE_VALUES",
     "REFERENCE_ENCODER",
     "EncodedMessage",
     "ObjectInput",
-    "check_pipeline",
     "encode_message",
     "encode_message_parts",
-    "encoding_from_descriptor",
     "write_messages",
 ]
 
