@@ -138,37 +138,25 @@ def codec_params(desc: Params, codec: Codec, where: str = "", *, required: tuple
     return out
 
 
+def _packed(desc: Params) -> bool:
+    return bool(desc.get("encoding") == simple_packing.CODEC.name)
+
+
 def sample_bits(desc: Params) -> int:
     """The width in bits of the samples the compression stage gets (szip's bits_per_sample, spec §13.4; blosc2's
     typesize in bytes): a packed value, a shuffled byte, else an element."""
-    packing = STAGES["encoding"].get(desc.get("encoding", ""))
-    if packing is simple_packing.CODEC:
-        return int(codec_params(desc, packing, required=("bits_per_value",))["bits_per_value"])
-    if STAGES["filter"].get(desc.get("filter", "")) is shuffle.CODEC:
-        return 8
-    return dtype_width(str(desc["dtype"])) * 8
-
-
-def _packed(desc: Params) -> bool:
-    return STAGES["encoding"].get(desc.get("encoding", "")) is simple_packing.CODEC
-
-
-def _szip_flags(desc: Params, bits: int) -> int:
-    """libaec flags: the descriptor's, plus MSB order after simple_packing and 3-byte samples for 17..24 bits."""
-    flags = desc.get(descriptor_key(szip.CODEC, "flags"), 0)
-    flags = flags if isinstance(flags, int) and not isinstance(flags, bool) else 0
     if _packed(desc):
-        flags |= 4  # AEC_DATA_MSB
-    if 16 < bits <= 24:
-        flags |= 2  # AEC_DATA_3BYTE
-    return flags
+        return int(codec_params(desc, simple_packing.CODEC, required=("bits_per_value",))["bits_per_value"])
+    return 8 if desc.get("filter") == shuffle.CODEC.name else dtype_width(str(desc["dtype"])) * 8
 
 
 def szip_params(desc: Params, where: str = "") -> dict[str, Any]:
-    """szip's parameters: the descriptor's, its sample width and flags (spec §13.4) and interval offsets."""
+    """szip's parameters: the descriptor's, its sample width and libaec flags (spec §13.4: the descriptor's, plus
+    MSB order after simple_packing and 3-byte samples for 17..24 bits) and interval offsets."""
     bits = sample_bits(desc)
     params = codec_params(desc, szip.CODEC, where, required=("block_size", "rsi", "flags"))
-    params.update(bits_per_sample=bits, flags=_szip_flags(desc, bits))
+    flags = params["flags"] | (4 if _packed(desc) else 0) | (2 if 16 < bits <= 24 else 0)  # AEC_DATA_MSB, _3BYTE
+    params.update(bits_per_sample=bits, flags=flags)
     return params
 
 
