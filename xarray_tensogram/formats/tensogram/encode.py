@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -131,7 +131,6 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
     the declared order so that float payloads can still be scanned for NaN/Inf.
     """
     name = desc["dtype"]
-    order: Literal["<", ">"] = "<" if desc.get("byte_order", "little") == "little" else ">"
     if name == "bitmask":
         raw = (
             bytes(data)
@@ -139,7 +138,7 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
             else np.ascontiguousarray(data, dtype=np.uint8).tobytes()
         )
         return raw, None
-    target = np.dtype("u2" if name == "bfloat16" else DTYPES[name][0]).newbyteorder(order)
+    target = native_order(numpy_dtype(name), desc["byte_order"])  # bfloat16: its bit patterns, as uint16
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if len(raw) % target.itemsize:
@@ -257,21 +256,20 @@ def _append_masks(
     small_mask_threshold: int,
 ) -> bytes:
     """The payload region: the payload, then one blob per mask kind, recorded in ``desc["masks"]``."""
-    region = bytearray(payload)
     if not mask_bits:
-        return bytes(region)
-    masks: dict[str, dict[str, Any]] = {}
+        return payload
+    parts, masks = [payload], {}
     for kind, bits in mask_bits.items():  # nan, inf+, inf-: the reference's order
         blob, method, params = encode_mask(bits, mask_methods.get(kind, DEFAULT_MASK_METHOD), small_mask_threshold)
         masks[kind] = {
-            "offset": len(region),
+            "offset": sum(map(len, parts)),
             "length": len(blob),
             "method": method,
             **({"params": params} if params else {}),
         }
-        region += blob
+        parts.append(blob)
     desc["masks"] = masks
-    return bytes(region)
+    return b"".join(parts)
 
 
 def _packing_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
