@@ -75,10 +75,7 @@ def pack_fields(values: np.ndarray, bits: int) -> bytes:
         width = bits // 8
         if width in (1, 2, 4, 8):
             return values.astype(f">u{width}").tobytes()
-        out = np.empty((n, width), dtype=np.uint8)
-        for k in range(width):
-            out[:, width - 1 - k] = ((values >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-        return out.tobytes()
+        return values.astype(">u8").view(np.uint8).reshape(n, 8)[:, 8 - width :].tobytes()  # the low bytes
     # bit matrix: n x bits, MSB first, then pack
     shifts = np.arange(bits - 1, -1, -1, dtype=np.uint64)
     bitmat = ((values[:, None] >> shifts[None, :]) & np.uint64(1)).astype(np.uint8)

@@ -22,7 +22,7 @@ from ..errors import CodecError, EncodeError, MissingCodecError
 from .base import Buffer, Capabilities, Codec, Param, as_bytes
 from .optional import require
 
-__all__ = ["CODEC", "szip_encode"]
+__all__ = ["CODEC"]
 
 AEC_OK = 0
 AEC_FLUSH = 1
@@ -77,35 +77,6 @@ def _stream(lib: ctypes.CDLL, init: str, src: Any, n_in: int, dst: Any, n_out: i
         given = " ".join(f"{k}={v}" for k, v in p.items())
         raise CodecError(f"libaec refused parameters {given}")
     return strm
-
-
-def szip_encode(data: bytes, p: Mapping[str, int], width: int) -> tuple[bytes, list[int]]:
-    """Encode ``data`` (samples of ``width`` bytes) with libaec parameters ``p``; return the stream and the RSI
-    bit offsets (truncated as the reference does)."""
-    if not data:
-        return b"", []  # the reference writes an empty payload for an empty object
-    lib = _libaec()
-    src = ctypes.create_string_buffer(bytes(data), len(data))
-    cap = len(data) + len(data) // 2 + 1024 + p["block_size"] * p["rsi"] * 8
-    dst = ctypes.create_string_buffer(cap)
-    strm = _stream(
-        lib, "encode", ctypes.cast(src, ctypes.c_void_p), len(data), ctypes.cast(dst, ctypes.c_void_p), cap, p
-    )
-    try:
-        if lib.aec_encode_enable_offsets(ctypes.byref(strm)) != AEC_OK:
-            raise CodecError("libaec could not record RSI offsets")
-        if lib.aec_encode(ctypes.byref(strm), AEC_FLUSH) != AEC_OK:
-            raise CodecError("libaec encoding failed")
-        count = ctypes.c_size_t(0)
-        lib.aec_encode_count_offsets(ctypes.byref(strm), ctypes.byref(count))
-        offsets = (ctypes.c_size_t * max(1, count.value))()
-        if count.value:
-            lib.aec_encode_get_offsets(ctypes.byref(strm), offsets, count.value)
-        payload = dst.raw[: strm.total_out]
-    finally:
-        lib.aec_encode_end(ctypes.byref(strm))
-    n_rsi = -(-(len(data) // width) // (p["rsi"] * p["block_size"]))
-    return payload, [int(offsets[i]) for i in range(min(n_rsi, count.value))]
 
 
 def _run_decoder(
@@ -270,14 +241,37 @@ class Szip(Codec):
         return out
 
     def encode(self, data: Buffer, params: Mapping[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        """The stream and the RSI bit offsets (truncated as the reference does)."""
         resolved = self.resolve(params)
         p = _libaec_params(resolved, int(resolved["flags"]))
         width = sample_bytes(p["bits_per_sample"], p["flags"])
         raw = bytes(as_bytes(data))
         if len(raw) % width:  # a partial last sample: the reference refuses it, and could not decode it
             raise EncodeError(f"szip: a payload of {len(raw)} bytes is not a whole number of {width}-byte samples")
-        payload, offsets = szip_encode(raw, p, width)
-        return payload, {"block_offsets": offsets}
+        if not raw:
+            return b"", {"block_offsets": []}  # the reference writes an empty payload for an empty object
+        lib = _libaec()
+        src = ctypes.create_string_buffer(raw, len(raw))
+        cap = len(raw) + len(raw) // 2 + 1024 + p["block_size"] * p["rsi"] * 8
+        dst = ctypes.create_string_buffer(cap)
+        strm = _stream(
+            lib, "encode", ctypes.cast(src, ctypes.c_void_p), len(raw), ctypes.cast(dst, ctypes.c_void_p), cap, p
+        )
+        try:
+            if lib.aec_encode_enable_offsets(ctypes.byref(strm)) != AEC_OK:
+                raise CodecError("libaec could not record RSI offsets")
+            if lib.aec_encode(ctypes.byref(strm), AEC_FLUSH) != AEC_OK:
+                raise CodecError("libaec encoding failed")
+            count = ctypes.c_size_t(0)
+            lib.aec_encode_count_offsets(ctypes.byref(strm), ctypes.byref(count))
+            offsets = (ctypes.c_size_t * max(1, count.value))()
+            if count.value:
+                lib.aec_encode_get_offsets(ctypes.byref(strm), offsets, count.value)
+            payload = dst.raw[: strm.total_out]
+        finally:
+            lib.aec_encode_end(ctypes.byref(strm))
+        n_rsi = -(-(len(raw) // width) // (p["rsi"] * p["block_size"]))
+        return payload, {"block_offsets": [int(offsets[i]) for i in range(min(n_rsi, count.value))]}
 
 
 CODEC = Szip()

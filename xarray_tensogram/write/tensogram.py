@@ -27,9 +27,9 @@ from ..errors import TensogramMappingWarning, UnsupportedError
 from ..formats.tensogram.compression import (
     float64_only,
 )
+from ..formats.tensogram.encode import OBJECT_DTYPES
 from ..formats.tensogram.masks import DEFAULT_MASK_METHOD
 from ..formats.tensogram.writer import (
-    OBJECT_DTYPES,
     EncodedMessage,
     ObjectInput,
     encode_message,
@@ -150,7 +150,7 @@ class _Plan:
 
 
 def _data_object(
-    plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int], default_mask: str
+    plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int]
 ) -> tuple[dict[str, Any], ObjectInput] | None:
     """The base entry and object of one variable in the message at ``sel`` (values and attrs as xarray's CF
     encoder wrote them); None for a variable the message does not hold, or a hole."""
@@ -158,7 +158,7 @@ def _data_object(
         return None
     cf = plan.cf.variables[str(name)]
     where = {m.name: sel[m.name] for m in plan.mdims if m.name in var.dims}
-    desc, var_mask = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
+    desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
     if _is_hole(var, where):
         return None  # a hole in the original hypercube stays a hole
     if cf.dtype.kind in "OUST":
@@ -168,7 +168,6 @@ def _data_object(
     values = _object_values(values, desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
     desc["shape"] = list(values.shape)
-    desc["_mask_method"] = var_mask or default_mask  # consumed by the writer, per object
     return entry, ObjectInput(values, desc)
 
 
@@ -313,22 +312,20 @@ def _check_append(plan: _Plan, path: str | os.PathLike[str]) -> frozenset[str]:
         for name, var in plan.ds.data_vars.items():
             if plan.cf.variables[str(name)].dtype.kind in "OUST" or not plan.holds(var, sel):
                 continue
-            desc, _ = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
+            desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
             data.append((str(name), object_entry(plan, name, var, sel, desc)))
     coords = [(str(e["name"]), e, np.asarray(obj.data)) for e, obj in _coordinate_objects(plan, frozenset())]
     return check_tensogram_append(path, plan.cf.variables, plan.split, data, coords, _string_coords(plan))
 
 
-def _iter_messages(
-    plan: _Plan, mask_method: str | None, in_file: frozenset[str], grid: bool, **kw: Any
-) -> Iterator[bytes | EncodedMessage]:
+def _iter_messages(plan: _Plan, in_file: frozenset[str], grid: bool, **kw: Any) -> Iterator[bytes | EncodedMessage]:
     """One message per combination of the message dims' indices, encoded only when the writer asks for it
-    (so a Dask-backed Dataset is computed one message at a time); ``kw``: ``hash``, ``layout``, ``reserved``."""
-    ds, default_mask = plan.ds, _default_mask(mask_method)
+    (so a Dask-backed Dataset is computed one message at a time); ``kw``: the encoder's keywords."""
+    ds = plan.ds
     extra = _message_extra(plan)
     wrote_any = False
     for i, sel in enumerate(message_combos(ds, plan.mdims)):
-        pairs = [p for n, v in ds.data_vars.items() if (p := _data_object(plan, n, v, sel, default_mask)) is not None]
+        pairs = [p for n, v in ds.data_vars.items() if (p := _data_object(plan, n, v, sel)) is not None]
         pairs.extend(_message_coords(plan, sel, in_file, first=i == 0, grid=grid))
         if pairs:
             wrote_any = True
@@ -336,11 +333,6 @@ def _iter_messages(
                 {"base": [p[0] for p in pairs], "_extra_": extra},
                 [p[1] for p in pairs],
                 **kw,
-                allow_nan=True,
-                allow_inf=True,
-                nan_mask_method=default_mask,  # for the coordinates (data objects name theirs)
-                pos_inf_mask_method=default_mask,
-                neg_inf_mask_method=default_mask,
             )
     if not wrote_any and all(ds.sizes[m.name] for m in plan.mdims):
         # a Dataset without variables: one message without objects keeps its attributes
@@ -393,28 +385,27 @@ def _message_coords(
     return _coordinate_objects(plan, (), only=names)
 
 
+#: the encoder's keywords for how NaN, +Inf and -Inf positions are stored
+_MASK_KEYWORDS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
+
+
 def _default_mask(mask_method: str | None) -> str:
     """How NaN/Inf positions are stored when the caller does not say: roaring bitmaps when pyroaring is there."""
     return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
 
 
 def _layout_message(
-    ds: xr.Dataset,
-    producer: Producer,
-    encoding: Mapping[str, Mapping[str, Any]],
-    mask_method: str | None,
-    **kw: Any,
+    ds: xr.Dataset, producer: Producer, encoding: Mapping[str, Mapping[str, Any]], **kw: Any
 ) -> Iterator[bytes | EncodedMessage]:
     """A Dataset a producer assembled whole: one message of its objects, in its layout."""
     base, objects = [], []
     for o in producer.objects(ds, py_value):
-        desc, var_mask = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
+        desc = resolve_pipeline(o.encoding, encoding.get(o.name, {}))
         values = _object_values(o.values, desc, o.entry)
         desc["shape"] = list(values.shape)
-        desc["_mask_method"] = var_mask or _default_mask(mask_method)
         base.append(o.entry)
         objects.append(ObjectInput(values, desc))
-    yield encode_message_parts({"base": base}, objects, **kw, allow_nan=True, allow_inf=True)  # masks: per object
+    yield encode_message_parts({"base": base}, objects, **kw)
 
 
 @checked_keywords
@@ -488,10 +479,11 @@ def to_tensogram(
         plan = _Plan.of(ds, message_dims, encoding or {}, cf)
         in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
         _check_storable(ds, cf)
-        kw = {"hash": hash, "layout": layout, "reserved": reserved}
+        masks = dict.fromkeys(_MASK_KEYWORDS, _default_mask(mask_method))  # objects may name their own
+        kw = {"hash": hash, "layout": layout, "reserved": reserved, "allow_nan": True, "allow_inf": True, **masks}
         if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
-            return write_messages(path, _layout_message(ds, whole, encoding or {}, mask_method, **kw), mode=mode)
-        return write_messages(path, _iter_messages(plan, mask_method, in_file, grid, **kw), mode=mode)
+            return write_messages(path, _layout_message(ds, whole, encoding or {}, **kw), mode=mode)
+        return write_messages(path, _iter_messages(plan, in_file, grid, **kw), mode=mode)
 
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:

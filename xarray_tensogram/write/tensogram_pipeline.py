@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
-from ..codecs import zstd
 from ..codecs.base import PASSTHROUGH
-from ..formats.tensogram.compression import MASK_METHODS, STAGES, descriptor_defaults, descriptor_key, param_owner
-from ..formats.tensogram.writer import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
+from ..formats.tensogram.compression import MASK_METHODS, STAGES, codecs_in_use, descriptor_defaults, descriptor_key
+from ..formats.tensogram.encode import PIPELINE_PARAMS, PIPELINE_VALUES, check_pipeline
 from .encoding_check import CodecKey, EncodingKeys, InEffect, Option
 
 __all__ = ["ENCODING", "pipeline_in_effect", "resolve_pipeline"]
@@ -37,62 +37,53 @@ def _codec_key(stage: str) -> CodecKey:
     )
 
 
-def _plain_names() -> dict[str, str]:
-    """A parameter's own name (``level``) -> its descriptor key (``zstd_level``), where only one codec has it."""
-    owners: dict[str, set[str]] = {}
-    for stage, values in PIPELINE_VALUES.items():
-        for codec in (STAGES[stage][n] for n in values):
-            for p in codec.params:
-                if not p.derived:
-                    owners.setdefault(p.name, set()).add(descriptor_key(codec, p.name))
-    return {name: keys.pop() for name, keys in owners.items() if len(keys) == 1}
-
-
-#: encoding keys accepted per variable under a parameter's own name (short names map to the descriptor's)
-_ENCODING_ALIASES = _plain_names()
-#: every descriptor key a user may set: the stages, their parameters, the per-object packing values, the byte order
-_DESCRIPTOR_KEYS = frozenset(
-    {*PIPELINE_VALUES, *PIPELINE_PARAMS, "sp_reference_value", "sp_binary_scale_factor", "byte_order"}
-)
-
-
-def _owned(key: str, desc: Mapping[str, Any]) -> bool:
-    """A parameter of a stage not in use is dropped (the codec registry says which stage owns it)."""
-    owner = param_owner(key)
-    return owner is None or bool(desc.get(owner[0], "none") == owner[1])
+#: the descriptor key of each parameter a user may set (of a codec that can be written; not one the format
+#: derives from the data) -> the parameter's own name
+_SETTABLE = {
+    descriptor_key(codec, p.name): p.name
+    for stage, values in PIPELINE_VALUES.items()
+    for codec in (STAGES[stage][n] for n in values)
+    for p in codec.params
+    if not p.derived
+}
+#: encoding keys accepted per variable under a parameter's own name (``level``), where only one codec has it
+_ENCODING_ALIASES = {name: key for key, name in _SETTABLE.items() if list(_SETTABLE.values()).count(name) == 1}
+#: every descriptor key a user may set: the stages, their parameters (the packing values too), the byte order
+_DESCRIPTOR_KEYS = frozenset({*PIPELINE_VALUES, *_SETTABLE, "byte_order"})
 
 
 def _source_pipeline(var_encoding: Mapping[str, Any]) -> dict[str, Any]:
     """The pipeline a variable was read with (``tensogram_compression`` ...); foreign values are ignored
-    (a netCDF ``compression: gzip`` is not ours), parameters of stages not in use are dropped."""
-    plain = _user_pipeline(var_encoding)[0]
+    (a netCDF ``compression: gzip`` is not ours), parameters of codecs not in use are dropped."""
+    plain = _user_pipeline(var_encoding)
     stages = {stage: var_encoding.get(f"tensogram_{stage}", plain.get(stage)) for stage in _STAGES}
     desc = {s: v for s, v in stages.items() if isinstance(v, str) and v in PIPELINE_VALUES[s]}
-    return {**desc, **{k: plain[k] for k in PIPELINE_PARAMS if k in plain and _owned(k, desc)}}
+    in_use = codecs_in_use(desc).values()
+    return {**desc, **{k: plain[k] for k, codec in PIPELINE_PARAMS.items() if k in plain and codec in in_use}}
 
 
-def _user_pipeline(encoding: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _user_pipeline(encoding: Mapping[str, Any]) -> dict[str, Any]:
     desc: dict[str, Any] = {}
     for k, v in encoding.items():
         k2 = _ENCODING_ALIASES.get(k, k)
-        if k2 in _DESCRIPTOR_KEYS:
-            desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v  # None: no codec, as in to_netcdf
-    level = descriptor_key(zstd.CODEC, "level")
-    if desc.get("compression") == zstd.CODEC.name and level in desc:
-        desc[level] = int(desc[level])
-    return desc, encoding.get("mask_method")
+        if k2 in _DESCRIPTOR_KEYS:  # None: no codec, as in to_netcdf; numpy scalars as the Python ones CBOR holds
+            desc[k2] = PASSTHROUGH.name if v is None and k2 in _STAGES else v.item() if isinstance(v, np.generic) else v
+    return desc
 
 
-def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
     """Descriptor options for one variable: ``user`` (``encoding=``) overrides the source pipeline as a whole
-    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs."""
-    explicit, mask_method = _user_pipeline(user)
+    when it names a stage, else it adds parameters to it; then defaults fill what the stage needs. A
+    ``mask_method`` it gives goes under ``_mask_method``, which the encoder takes as the object's own."""
+    explicit = _user_pipeline(user)
     desc = {} if any(s in explicit for s in _STAGES) else _source_pipeline(var_encoding)
     desc.update(explicit)
     check_pipeline(desc)
     for key, value in descriptor_defaults(desc).items():
         desc.setdefault(key, value)
-    return desc, mask_method
+    if user.get("mask_method"):
+        desc["_mask_method"] = user["mask_method"]
+    return desc
 
 
 #: what ``encoding={name: {...}}`` takes for .tgm, beside the CF keys every writer takes: the codec of each

@@ -25,7 +25,8 @@ from ..conventions import ZTENSOR_DIM_NAMES_KEY as DIM_NAMES_KEY
 from ..errors import UnsupportedError, XarrayTensogramError, ZTensorMappingWarning
 from ..formats.ztensor import open_ztensor, write_ztensor_v01
 from ..formats.ztensor.compression import ENCODINGS, V01_ENCODINGS
-from ..formats.ztensor.writer import RESERVED_KEYS, v01_dtype_name
+from ..formats.ztensor.containers import V01_KEYS
+from ..formats.ztensor.writer import v01_dtype_name
 from ..io.lock import write_lock
 from ..zarr_meta import json_attr
 from .encoding_check import CodecKey, EncodingKeys, Option
@@ -74,7 +75,7 @@ def _custom_fields(var: xr.Variable) -> dict[str, Any]:
     custom: dict[str, Any] = {}
     for key, value in var.attrs.items():
         key = str(key)
-        stored = f"cf.{key}" if key in RESERVED_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
+        stored = f"cf.{key}" if key in V01_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
         custom[stored] = json_attr(value)  # plain values, as CBOR holds them
     if var.dims:
         custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]

@@ -19,24 +19,25 @@ from typing import Any
 import numpy as np
 
 from ...codecs import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
-from ...codecs.base import PASSTHROUGH, Buffer, Codec, check_size
+from ...codecs.base import PASSTHROUGH, Buffer, Codec, as_bytes, check_size
 from ...codecs.chain import RAW, Chain, Stage, native_order
 from ...errors import CodecError, MetadataError, UnsupportedError
 from .dtypes import dtype_width, numpy_dtype
 
 __all__ = [
+    "BITMAP_OBJECTS",
     "MASK_METHODS",
     "STAGES",
     "chain_gives_values",
     "chain_of",
     "codec_params",
+    "codecs_in_use",
     "descriptor_defaults",
     "descriptor_key",
     "float64_only",
-    "param_owner",
+    "sample_bits",
     "stage_codec",
-    "szip_flags",
-    "szip_sample_bits",
+    "szip_params",
 ]
 
 Params = Mapping[str, Any]
@@ -83,27 +84,20 @@ _WRITTEN_OUT: dict[Codec, tuple[str, ...]] = {
 }
 
 
+def codecs_in_use(desc: Params) -> dict[str, Codec]:
+    """The codec each stage of the descriptor names (``none`` where it names none; unknown names left out)."""
+    return {stage: c for stage, table in STAGES.items() if (c := table.get(desc.get(stage, PASSTHROUGH.name)))}
+
+
 def descriptor_defaults(desc: Params) -> dict[str, Any]:
     """The descriptor keys a writer adds to ``desc``: the defaults the codecs of its stages declare for the
     parameters the reference needs written out (zfp: only its mode's parameter)."""
     out: dict[str, Any] = {}
-    for stage, table in STAGES.items():
-        codec = table.get(desc.get(stage, PASSTHROUGH.name))
-        names = _WRITTEN_OUT.get(codec) if codec is not None else None
-        if codec is None or not names:
-            continue
-        resolved = codec.resolve(codec_params(desc, codec), what=f"{stage} {codec.name}: ")
-        out.update({descriptor_key(codec, n): resolved[n] for n in names if n in resolved})
+    for stage, codec in codecs_in_use(desc).items():
+        if names := _WRITTEN_OUT.get(codec):
+            resolved = codec.resolve(codec_params(desc, codec), what=f"{stage} {codec.name}: ")
+            out.update({descriptor_key(codec, n): resolved[n] for n in names if n in resolved})
     return out
-
-
-def param_owner(key: str) -> tuple[str, str] | None:
-    """The (stage, codec name) whose parameter the descriptor key ``key`` is, or None."""
-    for stage, table in STAGES.items():
-        for name, codec in table.items():
-            if any(descriptor_key(codec, p.name) == key for p in codec.params):
-                return stage, name
-    return None
 
 
 #: codecs that take float64 values only (spec §12): a writer converts other dtypes and records the original
@@ -112,7 +106,7 @@ _FLOAT64_ONLY = frozenset({simple_packing.CODEC, zfp.CODEC, sz3.CODEC})
 
 def float64_only(desc: Params) -> bool:
     """Whether a stage of the descriptor takes float64 values only."""
-    return any(STAGES[stage].get(desc.get(stage, PASSTHROUGH.name)) in _FLOAT64_ONLY for stage in STAGES)
+    return not _FLOAT64_ONLY.isdisjoint(codecs_in_use(desc).values())
 
 
 def stage_codec(stage: str, value: Any, where: str = "") -> Codec:
@@ -144,36 +138,25 @@ def codec_params(desc: Params, codec: Codec, where: str = "", *, required: tuple
     return out
 
 
-def szip_sample_bits(desc: Params) -> int:
-    """libaec bits_per_sample for a descriptor (spec §13.4)."""
-    packing = STAGES["encoding"].get(desc.get("encoding", ""))
-    if packing is simple_packing.CODEC:
-        return int(codec_params(desc, packing, required=("bits_per_value",))["bits_per_value"])
-    if STAGES["filter"].get(desc.get("filter", "")) is shuffle.CODEC:
-        return 8
-    return dtype_width(str(desc["dtype"])) * 8
-
-
 def _packed(desc: Params) -> bool:
-    return STAGES["encoding"].get(desc.get("encoding", "")) is simple_packing.CODEC
+    return bool(desc.get("encoding") == simple_packing.CODEC.name)
 
 
-def szip_flags(desc: Params, bits: int) -> int:
-    """libaec flags: the descriptor's, plus MSB order after simple_packing and 3-byte samples for 17..24 bits."""
-    flags = desc.get(descriptor_key(szip.CODEC, "flags"), 0)
-    flags = flags if isinstance(flags, int) and not isinstance(flags, bool) else 0
+def sample_bits(desc: Params) -> int:
+    """The width in bits of the samples the compression stage gets (szip's bits_per_sample, spec §13.4; blosc2's
+    typesize in bytes): a packed value, a shuffled byte, else an element."""
     if _packed(desc):
-        flags |= 4  # AEC_DATA_MSB
-    if 16 < bits <= 24:
-        flags |= 2  # AEC_DATA_3BYTE
-    return flags
+        return int(codec_params(desc, simple_packing.CODEC, required=("bits_per_value",))["bits_per_value"])
+    return 8 if desc.get("filter") == shuffle.CODEC.name else dtype_width(str(desc["dtype"])) * 8
 
 
-def _szip_params(desc: Params, where: str) -> dict[str, Any]:
-    """szip's parameters: the descriptor's, its sample width and flags (spec §13.4) and interval offsets."""
-    bits = szip_sample_bits(desc)
+def szip_params(desc: Params, where: str = "") -> dict[str, Any]:
+    """szip's parameters: the descriptor's, its sample width and libaec flags (spec §13.4: the descriptor's, plus
+    MSB order after simple_packing and 3-byte samples for 17..24 bits) and interval offsets."""
+    bits = sample_bits(desc)
     params = codec_params(desc, szip.CODEC, where, required=("block_size", "rsi", "flags"))
-    params.update(bits_per_sample=bits, flags=szip_flags(desc, bits))
+    flags = params["flags"] | (4 if _packed(desc) else 0) | (2 if 16 < bits <= 24 else 0)  # AEC_DATA_MSB, _3BYTE
+    params.update(bits_per_sample=bits, flags=flags)
     return params
 
 
@@ -259,6 +242,10 @@ class _Bitmap(Codec):
     def __init__(self, inner: Codec) -> None:
         self.inner = inner
 
+    def encode(self, data: Buffer, params: Params) -> tuple[bytes, dict[str, Any]]:
+        payload, recorded = self.inner.encode(data, params)
+        return struct.pack(">I", 8 * len(as_bytes(data))) + payload, recorded
+
     def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
         view = memoryview(payload.data if isinstance(payload, np.ndarray) else payload).cast("B")
         if len(view) < 4:
@@ -269,11 +256,15 @@ class _Bitmap(Codec):
         return bytes(self.inner.decode(view[4:], expected, {"bits": nbits}, where))
 
 
+#: the rle/roaring codecs of the ``compression`` stage as Tensogram frames their streams
+BITMAP_OBJECTS: dict[Codec, Codec] = {c: _Bitmap(c) for c in (bitmaps.RLE, bitmaps.ROARING)}
+
+
 def _compression_stage(desc: Params, where: str) -> Stage:
     """The bytes->bytes stage of the descriptor's ``compression``, with what the descriptor decides for it."""
     codec = stage_codec("compression", desc["compression"], where)
     if codec is szip.CODEC:
-        return Stage(codec, _szip_params(desc, where))
+        return Stage(codec, szip_params(desc, where))
     if codec is zfp.CODEC:
         mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
         required = ("mode", zfp.MODES.get(str(mode), "mode"))
@@ -281,8 +272,8 @@ def _compression_stage(desc: Params, where: str) -> Stage:
         return Stage(_Float64Out(codec, desc), params)
     if codec is sz3.CODEC:
         return Stage(_Float64Out(codec, desc), {})
-    if codec in (bitmaps.RLE, bitmaps.ROARING):
-        return Stage(_Bitmap(codec))
+    if codec in BITMAP_OBJECTS:
+        return Stage(BITMAP_OBJECTS[codec])
     return Stage(codec, codec_params(desc, codec, where))
 
 

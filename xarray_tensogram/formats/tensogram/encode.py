@@ -1,40 +1,40 @@
 """Tensogram object encoding (spec §12-§15 in reverse): values + descriptor options -> descriptor and payload region.
 
-Order: NaN/Inf masks -> encoding (simple_packing) -> filter (shuffle) -> compression,
-then the mask blobs after the payload, as the reference encoder does.
+Order: NaN/Inf masks -> encoding (simple_packing) -> filter (shuffle) -> compression, each stage encoded by
+its codec object, then the mask blobs after the payload, as the reference encoder does.
 """
 
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from ...codecs import blosc2, simple_packing, szip, zfp
-from ...codecs.base import PASSTHROUGH, Codec, Param
+from ...codecs import blosc2, shuffle, simple_packing, szip, zfp
+from ...codecs.base import PASSTHROUGH, Buffer, Codec, Param, Role
 from ...codecs.bitmaps import RLE, ROARING
+from ...codecs.chain import native_order
 from ...errors import EncodeError, UnsupportedError
 from .compression import (
+    BITMAP_OBJECTS,
     STAGES,
     codec_params,
     descriptor_key,
     lossy_refusal,
+    sample_bits,
     stage_codec,
-    szip_flags,
-    szip_sample_bits,
+    szip_params,
 )
-from .dtypes import DTYPES, dtype_width
+from .dtypes import DTYPES, dtype_width, numpy_dtype
 from .masks import DEFAULT_MASK_METHOD, encode_mask
 
 __all__ = [
     "OBJECT_DTYPES",
     "PIPELINE_PARAMS",
     "PIPELINE_VALUES",
-    "EncodeError",
     "ObjectInput",
     "check_pipeline",
     "encode_object",
@@ -66,10 +66,10 @@ _PARAMS: dict[str, tuple[Codec, Param]] = {
     for p in codec.params
 }
 #: descriptor keys that describe how to encode (and not the values of one object: reference value,
-#: binary scale factor and szip block offsets are computed per object, sample widths by the format)
-PIPELINE_PARAMS = tuple(
-    key for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
-)
+#: binary scale factor and szip block offsets are computed per object, sample widths by the format) -> codec
+PIPELINE_PARAMS = {
+    key: codec for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
+}
 
 
 def check_pipeline(desc: Mapping[str, Any], *, types: bool = False) -> None:
@@ -131,7 +131,6 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
     the declared order so that float payloads can still be scanned for NaN/Inf.
     """
     name = desc["dtype"]
-    order: Literal["<", ">"] = "<" if desc.get("byte_order", "little") == "little" else ">"
     if name == "bitmask":
         raw = (
             bytes(data)
@@ -139,7 +138,7 @@ def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes
             else np.ascontiguousarray(data, dtype=np.uint8).tobytes()
         )
         return raw, None
-    target = np.dtype("u2" if name == "bfloat16" else DTYPES[name][0]).newbyteorder(order)
+    target = native_order(numpy_dtype(name), desc["byte_order"])  # bfloat16: its bit patterns, as uint16
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if len(raw) % target.itemsize:
@@ -162,8 +161,7 @@ def encode_object(
     raw, values = _raw_bytes(obj.data, desc)
     _check_element_count(raw, values, desc)
     raw, mask_bits = _mask_non_finite(raw, values, desc["dtype"], allow_nan=allow_nan, allow_inf=allow_inf)
-    encoded = _filter(_encode_values(raw, desc, has_masks=bool(mask_bits)), desc)
-    payload = _compress(encoded, desc)
+    payload = _encode_stages(raw, desc, masked=bool(mask_bits))
     return desc, _append_masks(payload, mask_bits, desc, mask_methods, small_mask_threshold)
 
 
@@ -188,20 +186,10 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     check_pipeline(user, types=True)
     if user.get("byte_order", "little") not in ("little", "big"):
         raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
-    desc: dict[str, Any] = {
-        "type": user.pop("type", "ntensor"),
-        "shape": shape,
-        "ndim": len(shape),
-        "strides": [int(s) for s in user.pop("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])],
-        "dtype": name,
-        "byte_order": user.pop("byte_order", "little"),
-        "encoding": user.pop("encoding", "none"),
-        "filter": user.pop("filter", "none"),
-        "compression": user.pop("compression", "none"),
-    }
-    for k in ("shape", "dtype", "ndim"):
-        user.pop(k, None)
-    desc.update(user)
+    desc = {"type": "ntensor", "byte_order": "little", **dict.fromkeys(STAGES, PASSTHROUGH.name), **user}
+    desc.update(shape=shape, ndim=len(shape), dtype=name)
+    desc.setdefault("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])
+    desc["strides"] = [int(s) for s in desc["strides"]]
     return desc
 
 
@@ -216,30 +204,23 @@ def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[st
         raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
 
 
+#: the dtypes whose values can be NaN or infinite
+_FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
 def _mask_non_finite(
     raw: bytes, values: np.ndarray | None, name: str, *, allow_nan: bool, allow_inf: bool
 ) -> tuple[bytes, dict[str, np.ndarray]]:
     """NaN/+Inf/-Inf bitmaps of float values (when allowed), with those elements zeroed in ``raw``."""
-    mask_bits: dict[str, np.ndarray] = {}
-    all_finite = (
-        values is not None and name != "bfloat16" and values.dtype.kind in "fc" and bool(np.isfinite(values).all())
-    )  # one pass instead of three in the common case
-    if (
-        all_finite
-        or values is None
-        or name not in ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
-    ):
-        return raw, mask_bits
-    for kind, bits in _classify_non_finite(values, name).items():
-        if bits.any():
-            allowed = allow_nan if kind == "nan" else allow_inf
-            if not allowed:
-                first = int(np.flatnonzero(bits)[0])
-                raise EncodeError(
-                    f"element {first} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
-                    f"pass allow_nan/allow_inf (or mask the values) to write it"
-                )
-            mask_bits[kind] = bits
+    if values is None or name not in _FLOAT_DTYPES or (name != "bfloat16" and bool(np.isfinite(values).all())):
+        return raw, {}  # one pass instead of three in the common case (bfloat16 values are bit patterns)
+    mask_bits = {kind: bits for kind, bits in _classify_non_finite(values, name).items() if bits.any()}
+    for kind, bits in mask_bits.items():
+        if not (allow_nan if kind == "nan" else allow_inf):
+            raise EncodeError(
+                f"element {int(np.flatnonzero(bits)[0])} is {'NaN' if kind == 'nan' else kind.replace('inf', 'Inf')}; "
+                f"pass allow_nan/allow_inf (or mask the values) to write it"
+            )
     if mask_bits:
         zeroed = np.frombuffer(raw, dtype=np.uint8).reshape(values.size, -1).copy()
         zeroed[np.logical_or.reduce(list(mask_bits.values()))] = 0  # all-zero bytes (both parts for complex)
@@ -247,42 +228,24 @@ def _mask_non_finite(
     return raw, mask_bits
 
 
-def _encode_values(raw: bytes, desc: dict[str, Any], *, has_masks: bool) -> bytes:
-    """The encoding stage: ``none`` passes the bytes on, ``simple_packing`` packs float64 values."""
-    if stage_codec("encoding", desc["encoding"]) is PASSTHROUGH:
-        return raw
-    if desc["dtype"] != "float64":
-        raise EncodeError("simple_packing needs float64 values")
-    bits = desc.get("sp_bits_per_value")
-    if not isinstance(bits, int) or not 0 <= bits <= 64:
-        raise EncodeError(f"sp_bits_per_value must be an integer in 0..64, got {bits!r}")
-    D = int(desc.setdefault("sp_decimal_scale_factor", 0))
-    has_r, has_e = "sp_reference_value" in desc, "sp_binary_scale_factor" in desc
-    if has_r != has_e:
-        raise EncodeError("give both sp_reference_value and sp_binary_scale_factor, or neither")
-    fvals = np.frombuffer(raw, dtype=np.dtype("f8").newbyteorder("<" if desc["byte_order"] == "little" else ">"))
-    if not has_r:
-        if has_masks:
-            raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
-        R, E = simple_packing.compute_params(fvals, bits, D)
-        desc["sp_reference_value"], desc["sp_binary_scale_factor"] = float(R), int(E)
-    if not math.isfinite(float(desc["sp_reference_value"])):
-        raise EncodeError(f"sp_reference_value must be finite, got {desc['sp_reference_value']!r}")
-    if abs(int(desc["sp_binary_scale_factor"])) > 256:
-        raise EncodeError(f"sp_binary_scale_factor {desc['sp_binary_scale_factor']} is outside -256..256")
-    return simple_packing.encode(fvals, bits, float(desc["sp_reference_value"]), int(desc["sp_binary_scale_factor"]), D)
-
-
-def _filter(encoded: bytes, desc: dict[str, Any]) -> bytes:
-    """The filter stage: ``shuffle`` groups byte k of every element (element size from the dtype unless given)."""
-    codec = stage_codec("filter", desc["filter"])
-    if codec is PASSTHROUGH:
-        return encoded
-    key = descriptor_key(codec, "element_size")
-    S = desc.setdefault(key, dtype_width(desc["dtype"]) or 1)
-    if not isinstance(S, int) or S <= 0 or len(encoded) % S:
-        raise EncodeError(f"{key} {S!r} does not divide the {len(encoded)}-byte payload")
-    return codec.encode(encoded, {"element_size": S})[0]
+def _encode_stages(raw: bytes, desc: dict[str, Any], *, masked: bool) -> bytes:
+    """The encoding, filter and compression stages in turn: each stage's codec encodes, given its parameters
+    from the descriptor and what the descriptor decides beyond them (:data:`_PREPARE`, which also refuses what
+    the reference could not read back); what a codec works out while encoding is recorded in the descriptor."""
+    data: Buffer = raw
+    for stage in STAGES:
+        codec = stage_codec(stage, desc[stage])  # a codec that can be written: checked with the descriptor
+        if codec is PASSTHROUGH:
+            continue
+        if codec.role is Role.ARRAY_BYTES:  # it takes the values, in their declared byte order
+            data = np.frombuffer(data, dtype=native_order(numpy_dtype(desc["dtype"]), desc["byte_order"]))
+        params = codec_params(desc, codec)
+        prepare = _PREPARE.get(codec)
+        if prepare is not None:
+            params = prepare(data, desc, params, masked)
+        data, recorded = BITMAP_OBJECTS.get(codec, codec).encode(data, params)
+        desc.update({descriptor_key(codec, name): value for name, value in recorded.items()})
+    return bytes(data)
 
 
 def _append_masks(
@@ -293,83 +256,86 @@ def _append_masks(
     small_mask_threshold: int,
 ) -> bytes:
     """The payload region: the payload, then one blob per mask kind, recorded in ``desc["masks"]``."""
-    region = bytearray(payload)
     if not mask_bits:
-        return bytes(region)
-    masks: dict[str, dict[str, Any]] = {}
+        return payload
+    parts, masks = [payload], {}
     for kind, bits in mask_bits.items():  # nan, inf+, inf-: the reference's order
         blob, method, params = encode_mask(bits, mask_methods.get(kind, DEFAULT_MASK_METHOD), small_mask_threshold)
         masks[kind] = {
-            "offset": len(region),
+            "offset": sum(map(len, parts)),
             "length": len(blob),
             "method": method,
             **({"params": params} if params else {}),
         }
-        region += blob
+        parts.append(blob)
     desc["masks"] = masks
-    return bytes(region)
+    return b"".join(parts)
 
 
-def _compress(encoded: bytes, desc: dict[str, Any]) -> bytes:
-    """The compression stage: the codec of the descriptor, given its parameters (and what the descriptor
-    decides beyond them); what it works out while encoding is recorded in the descriptor."""
-    codec = stage_codec("compression", desc["compression"])
-    if not codec.capabilities.encode:
-        raise UnsupportedError(
-            f"writing compression {codec.name!r} is not supported (no Python library writes streams the "
-            f"reference reads)"
-        )
-    params = codec_params(desc, codec)
-    prepare = _PREPARE.get(codec)
-    if prepare is not None:
-        params = prepare(encoded, desc, params)
-    payload, recorded = codec.encode(encoded, params)
-    for name, value in recorded.items():
-        desc[descriptor_key(codec, name)] = value
-    return (struct.pack(">I", params["bits"]) + payload) if codec in (RLE, ROARING) else payload
-
-
-def _szip_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    for name in ("rsi", "block_size", "flags"):
-        if name not in params:
-            raise EncodeError(f"szip needs {descriptor_key(szip.CODEC, name)}")
-    bits = szip_sample_bits(desc)
-    return {**params, "bits_per_sample": bits, "flags": szip_flags(desc, bits)}
-
-
-def _blosc2_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    if stage_codec("encoding", desc["encoding"]) is not PASSTHROUGH:
-        typesize = (int(desc[descriptor_key(simple_packing.CODEC, "bits_per_value")]) + 7) // 8 or 1
-    elif stage_codec("filter", desc["filter"]) is not PASSTHROUGH:
-        typesize = 1
-    else:
-        typesize = dtype_width(desc["dtype"]) or 1
-    return {**params, "typesize": typesize}
-
-
-def _zfp_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    mode = params.get("mode")
-    if mode not in zfp.MODES or zfp.MODES[mode] not in params:
-        raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
-    refusal = lossy_refusal(desc, zfp.CODEC.name)
-    if refusal:  # the reference writes such objects, and every decoder then returns unrelated values
-        raise EncodeError(f"not written: {refusal}")
-    if len(encoded) % 8:  # the reference refuses it too ("data length ... is not a multiple of 8")
-        raise EncodeError(
-            f"zfp compresses float64 values: a payload of {len(encoded)} bytes is not a whole number of them "
-            "(use dtype float64)"
-        )
+def _packing_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
+    """simple_packing: float64 values, a bit width, and R and E given together or worked out from the values."""
+    if desc["dtype"] != "float64":
+        raise EncodeError("simple_packing needs float64 values")
+    bits = params.get("bits_per_value")
+    if not isinstance(bits, int) or not 0 <= bits <= 64:
+        raise EncodeError(f"sp_bits_per_value must be an integer in 0..64, got {bits!r}")
+    params["decimal_scale_factor"] = desc.setdefault("sp_decimal_scale_factor", 0)
+    if ("reference_value" in params) != ("binary_scale_factor" in params):
+        raise EncodeError("give both sp_reference_value and sp_binary_scale_factor, or neither")
+    if "reference_value" not in params:
+        if masked:
+            raise EncodeError("simple_packing cannot compute parameters from data with NaN/Inf")
+        R, E = simple_packing.compute_params(np.asarray(data), bits, int(params["decimal_scale_factor"]))
+        params["reference_value"] = desc["sp_reference_value"] = float(R)
+        params["binary_scale_factor"] = desc["sp_binary_scale_factor"] = int(E)
+    if not math.isfinite(float(params["reference_value"])):
+        raise EncodeError(f"sp_reference_value must be finite, got {params['reference_value']!r}")
+    if abs(int(params["binary_scale_factor"])) > 256:
+        raise EncodeError(f"sp_binary_scale_factor {params['binary_scale_factor']} is outside -256..256")
     return params
 
 
-def _bitmask_params(encoded: bytes, desc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+def _shuffle_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
+    """shuffle: the element size of the dtype unless given."""
+    key = descriptor_key(shuffle.CODEC, "element_size")
+    size = desc.setdefault(key, dtype_width(desc["dtype"]) or 1)
+    if not isinstance(size, int):
+        raise EncodeError(f"{key} {size!r} does not divide the {len(data)}-byte payload")
+    return {"element_size": size}
+
+
+def _szip_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
+    for name in ("rsi", "block_size", "flags"):
+        if name not in params:
+            raise EncodeError(f"szip needs {descriptor_key(szip.CODEC, name)}")
+    return szip_params(desc)
+
+
+def _blosc2_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
+    return {**params, "typesize": max(1, (sample_bits(desc) + 7) // 8)}
+
+
+def _zfp_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
+    mode = params.get("mode")
+    if mode not in zfp.MODES or zfp.MODES[mode] not in params:
+        raise EncodeError(f"zfp needs zfp_mode and its parameter, got {mode!r}")
+    refusal = lossy_refusal(desc, zfp.CODEC.name)  # None: float64 values in native order, whole doubles
+    if refusal:  # the reference writes such objects, and every decoder then returns unrelated values
+        raise EncodeError(f"not written: {refusal}")
+    return params
+
+
+def _bitmask_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], masked: bool) -> dict[str, Any]:
     if desc["dtype"] != "bitmask":
         raise EncodeError(f"{desc['compression']} compression applies to bitmask objects only")
-    return {**params, "bits": 8 * len(encoded)}
+    return params
 
 
-#: what the descriptor decides for a codec beyond its own parameters
-_PREPARE: dict[Codec, Callable[[bytes, dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+#: what the descriptor decides for a codec beyond its own parameters (given the bytes it encodes, and whether
+#: the values have NaN/Inf masks)
+_PREPARE: dict[Codec, Callable[[Buffer, dict[str, Any], dict[str, Any], bool], dict[str, Any]]] = {
+    simple_packing.CODEC: _packing_params,
+    shuffle.CODEC: _shuffle_params,
     szip.CODEC: _szip_params,
     blosc2.CODEC: _blosc2_params,
     zfp.CODEC: _zfp_params,

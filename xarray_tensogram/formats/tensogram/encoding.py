@@ -13,8 +13,8 @@ from typing import Any
 
 from ...codecs import cbor
 from ...errors import XarrayTensogramError
+from .encode import encoding_from_descriptor
 from .framing import FLAG_CBOR_AFTER_PAYLOAD, FRAME_HEADER, parse_frame_header
-from .writer import encoding_from_descriptor
 
 __all__ = ["pipeline_encoding"]
 

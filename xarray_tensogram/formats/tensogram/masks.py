@@ -20,8 +20,12 @@ __all__ = ["DEFAULT_MASK_METHOD", "MASK_METHODS", "decode_mask", "encode_mask"]
 #: the reference encoder's default method for NaN/Inf masks
 DEFAULT_MASK_METHOD = bitmaps.ROARING.name
 
-#: what a blosc2 mask is written with, and the ``params`` recorded for it (the reference's names)
-_BLOSC2_MASK = {"codec": blosc2.CODEC.param("codec").default, "clevel": 5, "bitshuffle": True}
+_INNER = blosc2.CODEC.param("codec").default
+#: what a mask's codec is given beyond the bit count, and the ``params`` recorded for the mask (the reference's
+#: names), where the reference writes it so
+_WRITTEN_WITH: dict[Codec, tuple[dict[str, Any], dict[str, Any]]] = {
+    blosc2.CODEC: ({"codec": _INNER, "clevel": 5, "bitshuffle": True}, {"codec": _INNER, "level": 5}),
+}
 
 
 def _bits_param(codec: Codec, n: int) -> dict[str, Any]:
@@ -44,7 +48,6 @@ def encode_mask(bits: np.ndarray, method: str, small_threshold: int) -> tuple[by
     ``small_threshold`` bytes) and the ``params`` to record."""
     packed = np.packbits(bits).tobytes()
     codec = PASSTHROUGH if small_threshold and len(packed) <= small_threshold else stage_codec("mask method", method)
-    extra = dict(_BLOSC2_MASK) if codec is blosc2.CODEC else {}
-    blob, _ = codec.encode(packed, {**_bits_param(codec, bits.size), **extra})
-    recorded = {"codec": extra["codec"], "level": extra["clevel"]} if extra else None
+    given, recorded = _WRITTEN_WITH.get(codec, ({}, None))
+    blob, _ = codec.encode(packed, {**_bits_param(codec, bits.size), **given})
     return blob, codec.name, recorded

@@ -23,19 +23,10 @@ import xxhash
 from ..._version import __version__
 from ...codecs.cbor import dumps_canonical
 from ...codecs.checksums import xxh3_64
-from ...errors import UnsupportedError
+from ...errors import EncodeError, UnsupportedError
 from ...io import atomic_write
 from ...io.lock import note_committed_size, write_lock
-from .encode import (
-    OBJECT_DTYPES,
-    PIPELINE_PARAMS,
-    PIPELINE_VALUES,
-    EncodeError,
-    ObjectInput,
-    check_pipeline,
-    encode_object,
-    encoding_from_descriptor,
-)
+from .encode import ObjectInput, encode_object
 from .framing import (
     DATA_FRAME,
     END_MAGIC,
@@ -51,16 +42,11 @@ from .framing import (
 from .masks import DEFAULT_MASK_METHOD
 
 __all__ = [
-    "OBJECT_DTYPES",
-    "PIPELINE_PARAMS",
-    "PIPELINE_VALUES",
     "REFERENCE_ENCODER",
     "EncodedMessage",
     "ObjectInput",
-    "check_pipeline",
     "encode_message",
     "encode_message_parts",
-    "encoding_from_descriptor",
     "write_messages",
 ]
 
@@ -253,6 +239,20 @@ def _hash_map(data_frames: list[_DataFrame]) -> bytes:
     return dumps_canonical({"hashes": [f"{f.hash:016x}" for f in data_frames], "algorithm": "xxh3"})
 
 
+def _message(
+    head: Sequence[bytes], data_frames: list[_DataFrame], tail: Sequence[bytes], flags: int, *, total: bool = True
+) -> EncodedMessage:
+    """A message of header frames, data frames and footer frames, each padded, between its preamble and
+    postamble; ``total=False`` leaves its total length 0 (a streamed message that is not backfilled)."""
+    start = bytearray(24) + b"".join(map(_padded, head))
+    body, _offsets, first_footer = _body(data_frames, len(start))
+    end = bytearray(b"".join(map(_padded, tail)))
+    length = first_footer + len(end) + 24
+    end += struct.pack(">QQ", first_footer, length if total else 0) + END_MAGIC
+    start[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, length if total else 0)
+    return EncodedMessage([start, *body, end], length)
+
+
 def _assemble_buffered(
     meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool, policy: str
 ) -> EncodedMessage:
@@ -270,13 +270,7 @@ def _assemble_buffered(
                 break
             index_frame = new
             offsets = _body(data_frames, 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame)))[1]
-    head = bytearray(24)
-    for f in (meta_frame, index_frame, hash_frame):
-        head += _padded(f) if f else b""
-    body, _offsets, first_footer = _body(data_frames, len(head))
-    tail = bytearray(_padded(_frame(FOOTER_HASH, _hash_map(data_frames), hashing)) if footer_hash else b"")
-    total = first_footer + len(tail) + 24
-    tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
+    tail = [_frame(FOOTER_HASH, _hash_map(data_frames), hashing)] if footer_hash else []
     flags = (
         0x1
         | (0x4 if data_frames else 0)
@@ -284,8 +278,7 @@ def _assemble_buffered(
         | (0x20 if footer_hash else 0)
         | (0x80 if hashing else 0)
     )
-    head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
-    return EncodedMessage([head, *body, tail], total)
+    return _message([f for f in (meta_frame, index_frame, hash_frame) if f], data_frames, tail, flags)
 
 
 def _assemble_streaming(
@@ -299,20 +292,17 @@ def _assemble_streaming(
     if policy in ("header", "both"):
         raise UnsupportedError("streaming messages hold hashes in the footer only")
     policy = "footer" if policy == "auto" else policy
-    head = bytearray(24) + _padded(_frame(HEADER_METADATA, dumps_canonical(header_meta), hashing))
-    body, offsets, first_footer = _body(data_frames, len(head))
-    tail = bytearray(_padded(_frame(FOOTER_METADATA, dumps_canonical(full_meta), hashing)))
+    header = _frame(HEADER_METADATA, dumps_canonical(header_meta), hashing)
+    tail = [_frame(FOOTER_METADATA, dumps_canonical(full_meta), hashing)]
     if hashing and policy != "none" and data_frames:
-        tail += _padded(_frame(FOOTER_HASH, _hash_map(data_frames), hashing))
+        tail.append(_frame(FOOTER_HASH, _hash_map(data_frames), hashing))
+    offsets = _body(data_frames, 24 + align8(len(header)))[1]
     index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
-    tail += _padded(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
-    total = first_footer + len(tail) + 24 if backfill else 0
-    tail += struct.pack(">QQ", first_footer, total) + END_MAGIC
+    tail.append(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
     flags = 0x01 | 0x02 | 0x08 | 0x40
     if hashing:
         flags |= 0x80 | (0x20 if policy != "none" else 0)
-    head[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, total)
-    return EncodedMessage([head, *body, tail], first_footer + len(tail))
+    return _message([header], data_frames, tail, flags, total=backfill)
 
 
 def _write_message(f: Any, m: bytes | EncodedMessage) -> int:

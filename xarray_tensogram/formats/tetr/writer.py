@@ -65,9 +65,8 @@ class DatasetWrite:
             hasattr(self.data, a) for a in ("shape", "dtype", "__getitem__")
         )
         data = self.data if lazy else np.asarray(self.data)
-        dtype = np.dtype("u1") if data.dtype.kind == "b" else np.dtype(data.dtype)
-        le = dtype.newbyteorder("<") if dtype.byteorder not in ("|", "<") else dtype
-        code = _CODE_OF.get(np.dtype(le))
+        le = (np.dtype("u1") if data.dtype.kind == "b" else np.dtype(data.dtype)).newbyteorder("<")
+        code = _CODE_OF.get(le)
         if code is None:
             raise UnsupportedError(
                 f"dataset {self.name!r}: dtype {data.dtype} has no .tet code; supported: "

@@ -25,10 +25,8 @@ from .compression import ENCODINGS, RAW, V01_ENCODINGS
 from .containers import MAGIC_V01, V01_KEYS
 from .model import LONG_DTYPE_NAMES
 
-__all__ = ["RESERVED_KEYS", "v01_dtype_name", "write_ztensor_v01"]
+__all__ = ["v01_dtype_name", "write_ztensor_v01"]
 
-#: the standard keys of a v0.1 index entry: a custom field may not take one of these names
-RESERVED_KEYS = V01_KEYS
 TensorItem = tuple[str, Any] | tuple[str, Any, Mapping[str, Any]]
 
 
@@ -61,7 +59,7 @@ def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str,
         custom = rest[0] if rest else {}
         if not isinstance(name, str):
             raise TypeError(f"tensor names must be str, got {name!r}")
-        bad = RESERVED_KEYS.intersection(custom)
+        bad = V01_KEYS.intersection(custom)  # the standard keys of an index entry
         if bad:
             raise ValueError(f"tensor {name!r}: custom field(s) {sorted(bad)} clash with standard v0.1 keys")
         out.append((name, value, dict(custom)))
