@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "BODY_TYPES",
@@ -64,8 +64,7 @@ def phase_of(frame_type: int) -> int:
     return _PHASES.get(frame_type, -1)
 
 
-@dataclass(frozen=True)
-class Preamble:
+class Preamble(NamedTuple):
     magic: bytes
     version: int
     flags: int
@@ -73,25 +72,21 @@ class Preamble:
     total_length: int
 
 
-@dataclass(frozen=True)
-class FrameHeader:
+class FrameHeader(NamedTuple):
     marker: bytes
     frame_type: int
     version: int
     flags: int
     length: int
 
-    @property
-    def min_length(self) -> int:
-        return 36 if self.frame_type == DATA_FRAME else 28
-
 
 def parse_preamble(b: bytes) -> Preamble:
     return Preamble(*_PRE.unpack(b[:PREAMBLE]))
 
 
-def parse_frame_header(b: bytes) -> FrameHeader:
-    return FrameHeader(*_HDR.unpack(b[:FRAME_HEADER]))
+def parse_frame_header(b: bytes, at: int = 0) -> FrameHeader:
+    """The frame header at ``b[at:]``."""
+    return FrameHeader._make(_HDR.unpack_from(b, at))
 
 
 def parse_postamble(b: bytes) -> tuple[int, int, bytes]:

@@ -36,7 +36,6 @@ from .framing import (
     POSTAMBLE,
     PREAMBLE,
     PRECEDER_FRAME,
-    FrameHeader,
     Preamble,
     align8,
     parse_frame_header,
@@ -162,10 +161,10 @@ class MessageScanner:
             raise self._too_small(size)
         while pos < size:
             # the magic, the preamble and the first frame header in one read
-            if (
-                pos + len(MAGIC) > size
-                or self._read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic")[: len(MAGIC)] != MAGIC
-            ):
+            head = (
+                self._read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic") if pos + len(MAGIC) <= size else b""
+            )
+            if head[: len(MAGIC)] != MAGIC:
                 nxt = self._find_magic(pos)
                 if nxt < 0:
                     if messages or self.skipped:
@@ -179,7 +178,7 @@ class MessageScanner:
                         f"{describe(self.name, _where(len(messages)), pos)}message truncated: a message needs at "
                         f"least {MIN_MESSAGE} bytes, the file ends {size - pos} bytes after its start"
                     )
-                msg, end = self._parse_message(pos, len(messages))
+                msg, end = self._parse_message(pos, len(messages), head)
             except XarrayTensogramError as exc:
                 if self.strict:
                     raise
@@ -258,10 +257,13 @@ class MessageScanner:
         self.source.check_unchanged()
         return self._parse_message(offset, index)[0]
 
-    def _parse_message(self, pos: int, index: int) -> tuple[Message, int]:
+    def _parse_message(self, pos: int, index: int, head: bytes | None = None) -> tuple[Message, int]:
+        """The message at ``pos`` and the offset just past it; ``head``: its first bytes when already read."""
         where = _where(index)
         size = self.source.size
-        pre = parse_preamble(self._read(pos, PREAMBLE, "preamble"))
+        if head is None:
+            head = self._read(pos, PREAMBLE, "preamble")
+        pre = parse_preamble(head)
         if pre.version != 3:
             raise UnsupportedError(
                 f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported"
@@ -288,16 +290,20 @@ class MessageScanner:
                     f"{describe(self.name, where, pos + total - 16)}postamble total_length {mirrored} "
                     f"!= preamble {total}"
                 )
-            return self._walk_frames(pos, index, pre, pos + total - POSTAMBLE, first_footer)
-        return self._walk_frames(pos, index, pre, None, None)
+            return self._walk_frames(pos, index, pre, head, pos + total - POSTAMBLE, first_footer)
+        return self._walk_frames(pos, index, pre, head, None, None)
 
     def _walk_frames(
-        self, pos: int, index: int, pre: Preamble, body_end: int | None, first_footer: int | None
+        self, pos: int, index: int, pre: Preamble, head: bytes, body_end: int | None, first_footer: int | None
     ) -> tuple[Message, int]:
-        """Walk header frames; use an index to jump over data frames, else walk them too."""
+        """Walk header frames; use an index to jump over data frames, else walk them too.
+
+        A frame header is parsed from the bytes read last (``buf``, from offset ``base``) when they hold it:
+        the message's first bytes hold the first one, each header frame is read with the next one's header.
+        """
         where = _where(index)
         limit = body_end if body_end is not None else self.source.size - POSTAMBLE
-        cur = pos + PREAMBLE
+        cur, buf, base = pos + PREAMBLE, head, pos
         phase = 0
         metadata: Any = None
         metadata_cbor = b""
@@ -305,19 +311,19 @@ class MessageScanner:
         data: list[ObjectRef] = []
         pending_preceder: dict[str, Any] | None = None
         jumped = False  # data frames taken from the index rather than walked
-        while True:
-            # step over padding to the next FR (the reference steps byte by byte)
-            if cur + FRAME_HEADER > limit:
-                break
-            hdr_bytes = self._read(cur, FRAME_HEADER, "frame header")
-            if hdr_bytes[:2] != FRAME_START:
+        while cur + FRAME_HEADER <= limit:
+            at = cur - base
+            if at < 0 or at + FRAME_HEADER > len(buf):
+                buf, base, at = self._read(cur, FRAME_HEADER, "frame header"), cur, 0
+            marker, kind, _version, _flags, length = parse_frame_header(buf, at)
+            if marker != FRAME_START:  # step over padding to the next FR (the reference steps byte by byte)
                 if body_end is None:
                     break  # streaming without a length: the postamble follows the frames
                 cur += 1
                 continue
-            hdr = parse_frame_header(hdr_bytes)
-            phase = self._check_frame(cur, hdr, phase, limit, pending_preceder is not None, where)
-            if hdr.frame_type == DATA_FRAME:
+            phase = self._check_frame(cur, kind, length, phase, limit, pending_preceder is not None, where)
+            nxt = pos + align8(cur + length - pos)
+            if kind == DATA_FRAME:
                 if index_map is not None and body_end is not None and pending_preceder is None:
                     # the index gives every data frame: jump to the footer instead of walking payloads
                     data = self._objects_from_index(pos, index_map, index, limit)
@@ -328,25 +334,24 @@ class MessageScanner:
                         phase = 2
                         continue
                     break
-                tail = self._read(cur + hdr.length - 4, 4, "frame end")
-                if tail != FRAME_END:
+                if self._read(cur + length - 4, 4, "frame end") != FRAME_END:
                     raise CorruptFileError(
-                        f"{describe(self.name, where, cur + hdr.length - 4)}data frame does not end with ENDF"
+                        f"{describe(self.name, where, cur + length - 4)}data frame does not end with ENDF"
                     )
-                data.append(ObjectRef(cur, hdr.length, pending_preceder))
+                data.append(ObjectRef(cur, length, pending_preceder))
                 pending_preceder = None
             else:
                 # read the next frame's header with this frame (one read per header frame)
-                nxt = pos + align8(cur + hdr.length - pos)
-                ahead = nxt + FRAME_HEADER - (cur + hdr.length) if nxt + FRAME_HEADER <= limit else 0
-                value, body = self._read_header_frame(cur, hdr, where, ahead)
-                if hdr.frame_type in METADATA_TYPES:
+                ahead = nxt + FRAME_HEADER - (cur + length) if nxt + FRAME_HEADER <= limit else 0
+                value, body, buf = self._read_header_frame(cur, kind, length, where, ahead)
+                base = cur
+                if kind in METADATA_TYPES:
                     metadata, metadata_cbor = value, body
-                elif hdr.frame_type in INDEX_TYPES:
+                elif kind in INDEX_TYPES:
                     index_map = value
-                elif hdr.frame_type == PRECEDER_FRAME:
+                elif kind == PRECEDER_FRAME:
                     pending_preceder = value
-            cur = pos + align8(cur + hdr.length - pos)
+            cur = nxt
         if pending_preceder is not None:
             raise CorruptFileError(
                 f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body"
@@ -364,53 +369,54 @@ class MessageScanner:
         return _handed_over(msg, metadata, data), end
 
     def _check_frame(
-        self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
+        self, cur: int, kind: int, length: int, phase: int, limit: int, preceder_pending: bool, where: str
     ) -> int:
-        """Check a frame header against its place in the message; return the frame's phase."""
-        ph = phase_of(hdr.frame_type)
-        if ph < 0 or hdr.frame_type == 4:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {hdr.frame_type}")
-        if hdr.length < hdr.min_length or cur + hdr.length > limit:
+        """Check a frame header (type ``kind``, ``length`` bytes) against its place in the message; return the
+        frame's phase."""
+        ph = phase_of(kind)
+        if ph < 0 or kind == 4:
+            raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {kind}")
+        minimum = 36 if kind == DATA_FRAME else 28
+        if length < minimum or cur + length > limit:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}frame length {hdr.length} runs past the message end "
-                f"or is below the minimum {hdr.min_length}"
+                f"{describe(self.name, where, cur + 8)}frame length {length} runs past the message end "
+                f"or is below the minimum {minimum}"
             )
         if ph < phase:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur)}frame type {hdr.frame_type} appears after a later-phase frame"
+                f"{describe(self.name, where, cur)}frame type {kind} appears after a later-phase frame"
             )
-        if preceder_pending and hdr.frame_type != DATA_FRAME:
+        if preceder_pending and kind != DATA_FRAME:
             raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
         return ph
 
-    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str, ahead: int = 0) -> tuple[Any, bytes]:
-        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_),
-        decoded, and its bytes.
+    def _read_header_frame(self, cur: int, kind: int, length: int, where: str, ahead: int) -> tuple[Any, bytes, bytes]:
+        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_)
+        decoded, its bytes, and the bytes read.
 
         ``ahead`` more bytes are read with the frame (padding and the next frame's header), so that the
-        walk's next header read is served from the same block.
+        walk's next header is parsed from the same read.
         """
-        if hdr.length > MAX_METADATA_FRAME:
+        if length > MAX_METADATA_FRAME:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds "
+                f"{describe(self.name, where, cur + 8)}metadata frame of {length} bytes exceeds "
                 f"the {MAX_METADATA_FRAME}-byte limit"
             )
-        frame = self._read(cur, hdr.length + ahead, "frame")[: hdr.length]
-        if frame[-4:] != FRAME_END:
-            raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}frame does not end with ENDF")
-        body = frame[FRAME_HEADER : hdr.length - 12]
-        kind = hdr.frame_type
+        frame = self._read(cur, length + ahead, "frame")
+        if frame[length - 4 : length] != FRAME_END:
+            raise CorruptFileError(f"{describe(self.name, where, cur + length - 4)}frame does not end with ENDF")
         if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
-            return None, body
+            return None, b"", frame
+        body = frame[FRAME_HEADER : length - 12]
         try:
             value = cbor.loads(body)  # an index's entries: type-checked by _objects_from_index as it uses them
             if kind in METADATA_TYPES and not isinstance(value, dict):
                 raise MetadataError(f"metadata is a {type(value).__name__}, expected a map")
             if kind == PRECEDER_FRAME:
-                return _preceder_entry(value), body
+                return _preceder_entry(value), body, frame
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
-        return value, body
+        return value, body, frame
 
     def _message_end(self, cur: int, body_end: int | None, where: str) -> int:
         """Offset just past the message: after its postamble (found after the last frame when streaming)."""
@@ -470,7 +476,7 @@ class MessageScanner:
                 gap = self.source.read(expected, ref.frame_offset - expected, what="gap before data frame")
                 k = gap.find(FRAME_START)
                 while k >= 0 and k + FRAME_HEADER <= len(gap):
-                    hdr = parse_frame_header(gap[k : k + FRAME_HEADER])
+                    hdr = parse_frame_header(gap, k)
                     if hdr.frame_type == PRECEDER_FRAME and k + hdr.length <= len(gap):
                         at = describe(self.name, where, expected + k)
                         try:
