@@ -24,6 +24,7 @@ __all__ = [
     "parse_frame_header",
     "parse_preamble",
     "phase_of",
+    "unpack_frame_header",
 ]
 
 MAGIC = b"TENSOGRM"
@@ -84,9 +85,13 @@ def parse_preamble(b: bytes) -> Preamble:
     return Preamble(*_PRE.unpack(b[:PREAMBLE]))
 
 
+#: a frame header's fields at ``b[at:]`` as a plain tuple (a scan parses thousands)
+unpack_frame_header = _HDR.unpack_from
+
+
 def parse_frame_header(b: bytes, at: int = 0) -> FrameHeader:
     """The frame header at ``b[at:]``."""
-    return FrameHeader._make(_HDR.unpack_from(b, at))
+    return FrameHeader._make(unpack_frame_header(b, at))
 
 
 def parse_postamble(b: bytes) -> tuple[int, int, bytes]:

@@ -42,6 +42,7 @@ from .framing import (
     parse_postamble,
     parse_preamble,
     phase_of,
+    unpack_frame_header,
 )
 from .metadata import check_metadata, normalise_metadata, with_preceders
 from .objects import Message, ObjectRef, _where, is_local
@@ -73,41 +74,36 @@ def _preceder_entry(value: Any) -> dict[str, Any]:
 
 
 class _Window:
-    """Serves small metadata reads from one larger block (few requests for remote sources)."""
+    """Serves small metadata reads from the blocks read last (few requests for remote sources)."""
 
     def __init__(self, source: ByteSource, lookahead: int) -> None:
         self.source = source
         self.lookahead = lookahead
-        self.blocks: list[tuple[int, bytes]] = []  # the last two blocks read (header and postamble)
-        self.pinned: tuple[int, bytes] = (0, b"")  # kept until the next pin: a postamble and what follows it
-
-    def _held(self, offset: int, end: int) -> tuple[int, bytes] | None:
-        for block in (self.pinned, *self.blocks):
-            if block[0] <= offset and end <= block[0] + len(block[1]):
-                return block
-        return None
+        #: (offset, bytes) of the blocks held: the pinned one (a postamble and what follows it, kept until the
+        #: next pin) first, then the last two read
+        self.held: list[tuple[int, bytes]] = [(0, b"")]
 
     def pin(self, offset: int, length: int, extra: int, what: str) -> bytes:
         """Read ``length`` bytes and up to ``extra`` more after them (as far as the file goes), keep them
         for later reads, and return the first ``length``."""
         want = max(length, min(max(length + extra, self.lookahead), self.source.size - offset))
-        block = self._held(offset, offset + min(length + extra, want))
+        end = offset + min(length + extra, want)
+        block = next((b for b in self.held if b[0] <= offset and end <= b[0] + len(b[1])), None)
         if block is None:
             block = (offset, self.source.read(offset, want, what=what))
-        if block is not self.pinned:
-            self.blocks = [self.pinned, *self.blocks[:1]]  # this message's start is in the previous pin
-            self.pinned = block
+        if block is not self.held[0]:
+            self.held = [block, *self.held[:2]]  # this message's start is in the previous pin
         start, data = block
         return data[offset - start : offset - start + length]
 
     def read(self, offset: int, length: int, what: str) -> bytes:
         end = offset + length
-        block = self._held(offset, end)
-        if block is not None:
-            return block[1][offset - block[0] : end - block[0]]
+        for start, data in self.held:
+            if start <= offset and end <= start + len(data):
+                return data[offset - start : end - start]
         want = max(length, min(self.lookahead, self.source.size - offset))
         data = self.source.read(offset, want, what=what)
-        self.blocks = [(offset, data), *self.blocks[:1]]
+        self.held = [self.held[0], (offset, data), *self.held[1:2]]
         return data[:length]
 
 
@@ -257,41 +253,41 @@ class MessageScanner:
         self.source.check_unchanged()
         return self._parse_message(offset, index)[0]
 
+    def _at(self, index: int, offset: int) -> str:
+        """The place an error names: this file, message ``index``, byte ``offset``."""
+        return describe(self.name, _where(index), offset)
+
     def _parse_message(self, pos: int, index: int, head: bytes | None = None) -> tuple[Message, int]:
         """The message at ``pos`` and the offset just past it; ``head``: its first bytes when already read."""
-        where = _where(index)
         size = self.source.size
         if head is None:
             head = self._read(pos, PREAMBLE, "preamble")
         pre = parse_preamble(head)
         if pre.version != 3:
-            raise UnsupportedError(
-                f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported"
-            )
+            raise UnsupportedError(f"{self._at(index, pos + 8)}wire version {pre.version}, only 3 is supported")
         total = pre.total_length
-        if total:
-            if total >= MIN_MESSAGE and pos + total > size:
-                raise TruncatedFileError(
-                    f"{describe(self.name, where, pos + 16)}message truncated: its preamble declares {total} bytes, "
-                    f"the file ends {size - pos} bytes after its start"
-                )
-            if total < MIN_MESSAGE:
-                raise CorruptFileError(
-                    f"{describe(self.name, where, pos + 16)}total_length {total} is impossible here "
-                    f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
-                )
-            # with the postamble, the next message's magic, preamble and first frame header: one read fewer
-            post = self._window.pin(pos + total - POSTAMBLE, POSTAMBLE, PREAMBLE + FRAME_HEADER, "postamble")
-            first_footer, mirrored, end_magic = parse_postamble(post)
-            if end_magic != END_MAGIC:
-                raise CorruptFileError(f"{describe(self.name, where, pos + total - 8)}end magic 39277777 missing")
-            if mirrored not in (0, total):
-                raise CorruptFileError(
-                    f"{describe(self.name, where, pos + total - 16)}postamble total_length {mirrored} "
-                    f"!= preamble {total}"
-                )
-            return self._walk_frames(pos, index, pre, head, pos + total - POSTAMBLE, first_footer)
-        return self._walk_frames(pos, index, pre, head, None, None)
+        if not total:
+            return self._walk_frames(pos, index, pre, head, None, None)
+        if total >= MIN_MESSAGE and pos + total > size:
+            raise TruncatedFileError(
+                f"{self._at(index, pos + 16)}message truncated: its preamble declares {total} "
+                f"bytes, the file ends {size - pos} bytes after its start"
+            )
+        if total < MIN_MESSAGE:
+            raise CorruptFileError(
+                f"{self._at(index, pos + 16)}total_length {total} is impossible here "
+                f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
+            )
+        # with the postamble, the next message's magic, preamble and first frame header: one read fewer
+        post = self._window.pin(pos + total - POSTAMBLE, POSTAMBLE, PREAMBLE + FRAME_HEADER, "postamble")
+        first_footer, mirrored, end_magic = parse_postamble(post)
+        if end_magic != END_MAGIC:
+            raise CorruptFileError(f"{self._at(index, pos + total - 8)}end magic 39277777 missing")
+        if mirrored not in (0, total):
+            raise CorruptFileError(
+                f"{self._at(index, pos + total - 16)}postamble total_length {mirrored} != preamble {total}"
+            )
+        return self._walk_frames(pos, index, pre, head, pos + total - POSTAMBLE, first_footer)
 
     def _walk_frames(
         self, pos: int, index: int, pre: Preamble, head: bytes, body_end: int | None, first_footer: int | None
@@ -301,7 +297,6 @@ class MessageScanner:
         A frame header is parsed from the bytes read last (``buf``, from offset ``base``) when they hold it:
         the message's first bytes hold the first one, each header frame is read with the next one's header.
         """
-        where = _where(index)
         limit = body_end if body_end is not None else self.source.size - POSTAMBLE
         cur, buf, base = pos + PREAMBLE, head, pos
         phase = 0
@@ -315,19 +310,19 @@ class MessageScanner:
             at = cur - base
             if at < 0 or at + FRAME_HEADER > len(buf):
                 buf, base, at = self._read(cur, FRAME_HEADER, "frame header"), cur, 0
-            marker, kind, _version, _flags, length = parse_frame_header(buf, at)
+            marker, kind, _version, _flags, length = unpack_frame_header(buf, at)
             if marker != FRAME_START:  # step over padding to the next FR (the reference steps byte by byte)
                 if body_end is None:
                     break  # streaming without a length: the postamble follows the frames
                 cur += 1
                 continue
-            phase = self._check_frame(cur, kind, length, phase, limit, pending_preceder is not None, where)
+            phase = self._check_frame(cur, kind, length, phase, limit, pending_preceder is not None, index)
             nxt = pos + align8(cur + length - pos)
             if kind == DATA_FRAME:
                 if index_map is not None and body_end is not None and pending_preceder is None:
                     # the index gives every data frame: jump to the footer instead of walking payloads
                     data = self._objects_from_index(pos, index_map, index, limit)
-                    data = self._find_preceders(pos, data, cur, where)
+                    data = self._find_preceders(pos, data, cur, index)
                     jumped = True
                     if first_footer is not None and first_footer != body_end - pos:
                         cur = pos + first_footer
@@ -335,15 +330,13 @@ class MessageScanner:
                         continue
                     break
                 if self._read(cur + length - 4, 4, "frame end") != FRAME_END:
-                    raise CorruptFileError(
-                        f"{describe(self.name, where, cur + length - 4)}data frame does not end with ENDF"
-                    )
+                    raise CorruptFileError(f"{self._at(index, cur + length - 4)}data frame does not end with ENDF")
                 data.append(ObjectRef(cur, length, pending_preceder))
                 pending_preceder = None
             else:
                 # read the next frame's header with this frame (one read per header frame)
                 ahead = nxt + FRAME_HEADER - (cur + length) if nxt + FRAME_HEADER <= limit else 0
-                value, body, buf = self._read_header_frame(cur, kind, length, where, ahead)
+                value, body, buf = self._read_header_frame(cur, kind, length, index, ahead)
                 base = cur
                 if kind in METADATA_TYPES:
                     metadata, metadata_cbor = value, body
@@ -353,44 +346,40 @@ class MessageScanner:
                     pending_preceder = value
             cur = nxt
         if pending_preceder is not None:
-            raise CorruptFileError(
-                f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body"
-            )
-        end = self._message_end(cur, body_end, where)
+            raise CorruptFileError(f"{self._at(index, cur)}dangling preceder metadata at the end of the body")
+        end = self._message_end(cur, body_end, index)
         if metadata is None:
-            raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
+            raise MetadataError(f"{self._at(index, pos)}message has no metadata frame")
         data = self._data_frames(index_map, data, jumped, pos, index, end)
         try:  # checked here, so that a message with bad metadata is skipped as damaged
             check_metadata(metadata, len(data))  # preceders are merged into maps, which cannot fail
         except MetadataError as exc:  # the place is only formatted when there is an error to report
-            raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
+            raise type(exc)(f"{self._at(index, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
         msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
         return _handed_over(msg, metadata, data), end
 
     def _check_frame(
-        self, cur: int, kind: int, length: int, phase: int, limit: int, preceder_pending: bool, where: str
+        self, cur: int, kind: int, length: int, phase: int, limit: int, preceder_pending: bool, index: int
     ) -> int:
         """Check a frame header (type ``kind``, ``length`` bytes) against its place in the message; return the
         frame's phase."""
         ph = phase_of(kind)
         if ph < 0 or kind == 4:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {kind}")
+            raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
         minimum = 36 if kind == DATA_FRAME else 28
         if length < minimum or cur + length > limit:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}frame length {length} runs past the message end "
+                f"{self._at(index, cur + 8)}frame length {length} runs past the message end "
                 f"or is below the minimum {minimum}"
             )
         if ph < phase:
-            raise CorruptFileError(
-                f"{describe(self.name, where, cur)}frame type {kind} appears after a later-phase frame"
-            )
+            raise CorruptFileError(f"{self._at(index, cur)}frame type {kind} appears after a later-phase frame")
         if preceder_pending and kind != DATA_FRAME:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
+            raise CorruptFileError(f"{self._at(index, cur)}preceder metadata not followed by a data frame")
         return ph
 
-    def _read_header_frame(self, cur: int, kind: int, length: int, where: str, ahead: int) -> tuple[Any, bytes, bytes]:
+    def _read_header_frame(self, cur: int, kind: int, length: int, index: int, ahead: int) -> tuple[Any, bytes, bytes]:
         """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_)
         decoded, its bytes, and the bytes read.
 
@@ -399,12 +388,12 @@ class MessageScanner:
         """
         if length > MAX_METADATA_FRAME:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}metadata frame of {length} bytes exceeds "
+                f"{self._at(index, cur + 8)}metadata frame of {length} bytes exceeds "
                 f"the {MAX_METADATA_FRAME}-byte limit"
             )
         frame = self._read(cur, length + ahead, "frame")
         if frame[length - 4 : length] != FRAME_END:
-            raise CorruptFileError(f"{describe(self.name, where, cur + length - 4)}frame does not end with ENDF")
+            raise CorruptFileError(f"{self._at(index, cur + length - 4)}frame does not end with ENDF")
         if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
             return None, b"", frame
         body = frame[FRAME_HEADER : length - 12]
@@ -415,10 +404,10 @@ class MessageScanner:
             if kind == PRECEDER_FRAME:
                 return _preceder_entry(value), body, frame
         except MetadataError as exc:  # the place is only formatted when there is an error to report
-            raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
+            raise type(exc)(f"{self._at(index, cur + FRAME_HEADER)}{exc}") from None
         return value, body, frame
 
-    def _message_end(self, cur: int, body_end: int | None, where: str) -> int:
+    def _message_end(self, cur: int, body_end: int | None, index: int) -> int:
         """Offset just past the message: after its postamble (found after the last frame when streaming)."""
         if body_end is not None:
             return body_end + POSTAMBLE
@@ -426,7 +415,7 @@ class MessageScanner:
         post = self._read(cur, POSTAMBLE, "postamble")
         _first_footer, _mirrored, end_magic = parse_postamble(post)
         if end_magic != END_MAGIC:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}expected a postamble (end magic 39277777)")
+            raise CorruptFileError(f"{self._at(index, cur)}expected a postamble (end magic 39277777)")
         return cur + POSTAMBLE
 
     def _objects_from_index(self, pos: int, index_map: Any, index: int, limit: int) -> list[ObjectRef]:
@@ -438,10 +427,11 @@ class MessageScanner:
                 f"{describe(self.name, _where(index))}index offsets/lengths are missing or of different lengths"
             )
         refs = []
-        for j, (o, n) in enumerate(zip(offsets, lengths, strict=True)):
-            if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
+        room = limit - pos  # the body's end, relative to the message
+        for o, n in zip(offsets, lengths, strict=True):
+            if not (isinstance(o, int) and isinstance(n, int) and o >= PREAMBLE and n >= 36 and o + n <= room):
                 raise CorruptFileError(
-                    f"{describe(self.name, _where(index, j), pos)}"
+                    f"{describe(self.name, _where(index, len(refs)), pos)}"
                     f"index entry offset {o!r} length {n!r} lies outside the message body"
                 )
             refs.append(ObjectRef(pos + o, n))
@@ -468,7 +458,7 @@ class MessageScanner:
             )
         return data
 
-    def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, where: str) -> list[ObjectRef]:
+    def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, index: int) -> list[ObjectRef]:
         """Preceder frames sit in gaps before indexed data frames; read them (rare)."""
         expected = first_data
         for ref in refs:
@@ -478,7 +468,7 @@ class MessageScanner:
                 while k >= 0 and k + FRAME_HEADER <= len(gap):
                     hdr = parse_frame_header(gap, k)
                     if hdr.frame_type == PRECEDER_FRAME and k + hdr.length <= len(gap):
-                        at = describe(self.name, where, expected + k)
+                        at = self._at(index, expected + k)
                         try:
                             ref.preceder = _preceder_entry(cbor.loads(gap[k + FRAME_HEADER : k + hdr.length - 12]))
                         except MetadataError as exc:
