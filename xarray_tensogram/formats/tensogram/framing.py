@@ -12,6 +12,7 @@ __all__ = [
     "FOOTER_TYPES",
     "FRAME_END",
     "FRAME_HEADER",
+    "FRAME_RULES",
     "FRAME_START",
     "HEADER_TYPES",
     "MAGIC",
@@ -23,7 +24,6 @@ __all__ = [
     "align8",
     "parse_frame_header",
     "parse_preamble",
-    "phase_of",
     "unpack_frame_header",
 ]
 
@@ -57,12 +57,12 @@ def align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-_PHASES = {t: phase for phase, types in enumerate((HEADER_TYPES, BODY_TYPES, FOOTER_TYPES)) for t in types}
-
-
-def phase_of(frame_type: int) -> int:
-    """0 = header, 1 = body, 2 = footer, -1 = invalid."""
-    return _PHASES.get(frame_type, -1)
+#: each valid frame type's phase in a message (0 header, 1 body, 2 footer) and minimum length in bytes
+FRAME_RULES = {
+    t: (phase, 36 if t == DATA_FRAME else 28)
+    for phase, types in enumerate((HEADER_TYPES, BODY_TYPES, FOOTER_TYPES))
+    for t in types
+}
 
 
 class Preamble(NamedTuple):

@@ -28,6 +28,7 @@ from .framing import (
     END_MAGIC,
     FRAME_END,
     FRAME_HEADER,
+    FRAME_RULES,
     FRAME_START,
     INDEX_TYPES,
     MAGIC,
@@ -41,7 +42,6 @@ from .framing import (
     parse_frame_header,
     parse_postamble,
     parse_preamble,
-    phase_of,
     unpack_frame_header,
 )
 from .metadata import check_metadata, normalise_metadata, with_preceders
@@ -55,6 +55,8 @@ MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
 #: bytes read at once for metadata from a remote source
 REMOTE_BLOCK = 65536
+#: the frame types whose CBOR a scan decodes: metadata, index and preceder frames
+_DECODED = METADATA_TYPES | INDEX_TYPES | {PRECEDER_FRAME}
 
 
 def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) -> Message:
@@ -120,8 +122,10 @@ class MessageScanner:
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
         self._warnings: list[str] = []  # said once the scan ends, only if it found a message (else the error says it)
         # remote: a request per block; local: exactly what is asked for (an open reads no payload byte)
-        self._window = _Window(source, 0 if is_local(source) else REMOTE_BLOCK)
-        self._read = self._window.read
+        local = is_local(source)
+        self._window = _Window(source, 0 if local else REMOTE_BLOCK)
+        # local: the window only serves a message's first bytes (read with the previous postamble)
+        self._read: Callable[..., bytes] = source.read if local else self._window.read
 
     def _find_magic(self, start: int) -> int:
         """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
@@ -158,7 +162,9 @@ class MessageScanner:
         while pos < size:
             # the magic, the preamble and the first frame header in one read
             head = (
-                self._read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic") if pos + len(MAGIC) <= size else b""
+                self._window.read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic")
+                if pos + len(MAGIC) <= size
+                else b""
             )
             if head[: len(MAGIC)] != MAGIC:
                 nxt = self._find_magic(pos)
@@ -199,7 +205,7 @@ class MessageScanner:
         where = describe(self.name, offset=0)
         if size == 0:
             return NotATensorFileError(f"{where}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}")
-        head = self._read(0, min(size, len(MAGIC)), "magic")
+        head = self._read(0, min(size, len(MAGIC)), what="magic")
         if MAGIC.startswith(head):
             return TruncatedFileError(
                 f"{where}file truncated: a Tensogram message needs at least {MIN_MESSAGE} bytes, this file has {size}"
@@ -230,7 +236,7 @@ class MessageScanner:
         (:class:`TruncatedFileError`); anything else is trailing junk (:class:`CorruptFileError`).
         """
         n = size - start
-        head = self._read(start, min(n, len(MAGIC)), "trailing bytes")
+        head = self._read(start, min(n, len(MAGIC)), what="trailing bytes")
         where = describe(self.name, offset=start)
         if n < len(MAGIC) and MAGIC.startswith(head):
             exc: CorruptFileError = TruncatedFileError(
@@ -261,13 +267,13 @@ class MessageScanner:
         """The message at ``pos`` and the offset just past it; ``head``: its first bytes when already read."""
         size = self.source.size
         if head is None:
-            head = self._read(pos, PREAMBLE, "preamble")
+            head = self._read(pos, PREAMBLE, what="preamble")
         pre = parse_preamble(head)
         if pre.version != 3:
             raise UnsupportedError(f"{self._at(index, pos + 8)}wire version {pre.version}, only 3 is supported")
         total = pre.total_length
         if not total:
-            return self._walk_frames(pos, index, pre, head, None, None)
+            return self._walk_frames(pos, index, pre, head, None, 0)
         if total >= MIN_MESSAGE and pos + total > size:
             raise TruncatedFileError(
                 f"{self._at(index, pos + 16)}message truncated: its preamble declares {total} "
@@ -287,12 +293,13 @@ class MessageScanner:
             raise CorruptFileError(
                 f"{self._at(index, pos + total - 16)}postamble total_length {mirrored} != preamble {total}"
             )
-        return self._walk_frames(pos, index, pre, head, pos + total - POSTAMBLE, first_footer)
+        return self._walk_frames(pos, index, pre, head, pos + total - POSTAMBLE, pos + first_footer)
 
     def _walk_frames(
-        self, pos: int, index: int, pre: Preamble, head: bytes, body_end: int | None, first_footer: int | None
+        self, pos: int, index: int, pre: Preamble, head: bytes, body_end: int | None, footer: int
     ) -> tuple[Message, int]:
-        """Walk header frames; use an index to jump over data frames, else walk them too.
+        """Walk header frames; use an index to jump over data frames (to ``footer``, where the first footer
+        frame starts, in a message of known length), else walk them too.
 
         A frame header is parsed from the bytes read last (``buf``, from offset ``base``) when they hold it:
         the message's first bytes hold the first one, each header frame is read with the next one's header.
@@ -302,14 +309,14 @@ class MessageScanner:
         phase = 0
         metadata: Any = None
         metadata_cbor = b""
-        index_map: dict[str, Any] | None = None
+        index_map: Any = None
         data: list[ObjectRef] = []
         pending_preceder: dict[str, Any] | None = None
         jumped = False  # data frames taken from the index rather than walked
         while cur + FRAME_HEADER <= limit:
             at = cur - base
             if at < 0 or at + FRAME_HEADER > len(buf):
-                buf, base, at = self._read(cur, FRAME_HEADER, "frame header"), cur, 0
+                buf, base, at = self._read(cur, FRAME_HEADER, what="frame header"), cur, 0
             marker, kind, _version, _flags, length = unpack_frame_header(buf, at)
             if marker != FRAME_START:  # step over padding to the next FR (the reference steps byte by byte)
                 if body_end is None:
@@ -318,36 +325,46 @@ class MessageScanner:
                 continue
             phase = self._check_frame(cur, kind, length, phase, limit, pending_preceder is not None, index)
             nxt = pos + align8(cur + length - pos)
-            if kind == DATA_FRAME:
-                if index_map is not None and body_end is not None and pending_preceder is None:
-                    # the index gives every data frame: jump to the footer instead of walking payloads
-                    data = self._objects_from_index(pos, index_map, index, limit)
-                    data = self._find_preceders(pos, data, cur, index)
-                    jumped = True
-                    if first_footer is not None and first_footer != body_end - pos:
-                        cur = pos + first_footer
-                        phase = 2
-                        continue
-                    break
-                if self._read(cur + length - 4, 4, "frame end") != FRAME_END:
-                    raise CorruptFileError(f"{self._at(index, cur + length - 4)}data frame does not end with ENDF")
-                data.append(ObjectRef(cur, length, pending_preceder))
-                pending_preceder = None
-            else:
-                # read the next frame's header with this frame (one read per header frame)
-                ahead = nxt + FRAME_HEADER - (cur + length) if nxt + FRAME_HEADER <= limit else 0
-                value, body, buf = self._read_header_frame(cur, kind, length, index, ahead)
+            if kind != DATA_FRAME:
+                value, body, buf = self._read_header_frame(cur, kind, length, nxt, limit, index)
                 base = cur
                 if kind in METADATA_TYPES:
                     metadata, metadata_cbor = value, body
                 elif kind in INDEX_TYPES:
                     index_map = value
-                elif kind == PRECEDER_FRAME:
-                    pending_preceder = value
+                pending_preceder = value if kind == PRECEDER_FRAME else None
+            elif index_map is not None and body_end is not None and pending_preceder is None:
+                # the index gives every data frame: jump to the footer instead of walking payloads
+                data = self._objects_from_index(pos, index_map, index, limit)
+                data, jumped = self._find_preceders(pos, data, cur, index), True
+                if footer >= limit:
+                    break
+                cur, phase = footer, 2
+                continue
+            else:
+                if self._read(cur + length - 4, 4, what="frame end") != FRAME_END:
+                    raise CorruptFileError(f"{self._at(index, cur + length - 4)}data frame does not end with ENDF")
+                data.append(ObjectRef(cur, length, pending_preceder))
+                pending_preceder = None
             cur = nxt
         if pending_preceder is not None:
             raise CorruptFileError(f"{self._at(index, cur)}dangling preceder metadata at the end of the body")
         end = self._message_end(cur, body_end, index)
+        return self._message(pos, index, pre, end, metadata, metadata_cbor, index_map, data, jumped)
+
+    def _message(
+        self,
+        pos: int,
+        index: int,
+        pre: Preamble,
+        end: int,
+        metadata: Any,
+        metadata_cbor: bytes,
+        index_map: Any,
+        data: list[ObjectRef],
+        jumped: bool,
+    ) -> tuple[Message, int]:
+        """The walked message, once its metadata and data frames check out (see :meth:`_walk_frames`)."""
         if metadata is None:
             raise MetadataError(f"{self._at(index, pos)}message has no metadata frame")
         data = self._data_frames(index_map, data, jumped, pos, index, end)
@@ -364,37 +381,38 @@ class MessageScanner:
     ) -> int:
         """Check a frame header (type ``kind``, ``length`` bytes) against its place in the message; return the
         frame's phase."""
-        ph = phase_of(kind)
-        if ph < 0 or kind == 4:
-            raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
-        minimum = 36 if kind == DATA_FRAME else 28
-        if length < minimum or cur + length > limit:
-            raise CorruptFileError(
-                f"{self._at(index, cur + 8)}frame length {length} runs past the message end "
-                f"or is below the minimum {minimum}"
-            )
-        if ph < phase:
-            raise CorruptFileError(f"{self._at(index, cur)}frame type {kind} appears after a later-phase frame")
-        if preceder_pending and kind != DATA_FRAME:
+        ph, minimum = FRAME_RULES.get(kind, (-1, 0))
+        if ph < phase or length < minimum or cur + length > limit or (preceder_pending and kind != DATA_FRAME):
+            if ph < 0:
+                raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
+            if length < minimum or cur + length > limit:
+                raise CorruptFileError(
+                    f"{self._at(index, cur + 8)}frame length {length} runs past the message end "
+                    f"or is below the minimum {minimum}"
+                )
+            if ph < phase:
+                raise CorruptFileError(f"{self._at(index, cur)}frame type {kind} appears after a later-phase frame")
             raise CorruptFileError(f"{self._at(index, cur)}preceder metadata not followed by a data frame")
         return ph
 
-    def _read_header_frame(self, cur: int, kind: int, length: int, index: int, ahead: int) -> tuple[Any, bytes, bytes]:
-        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_)
-        decoded, its bytes, and the bytes read.
+    def _read_header_frame(
+        self, cur: int, kind: int, length: int, nxt: int, limit: int, index: int
+    ) -> tuple[Any, bytes, bytes]:
+        """A header frame's CBOR, decoded (a preceder: its one base entry without _reserved_) and as bytes, and
+        the bytes read (a hash frame: None, no CBOR).
 
-        ``ahead`` more bytes are read with the frame (padding and the next frame's header), so that the
-        walk's next header is parsed from the same read.
+        The next frame's header (at ``nxt``) is read with the frame where it lies before ``limit``, so that
+        the walk parses it from the same read.
         """
         if length > MAX_METADATA_FRAME:
             raise CorruptFileError(
                 f"{self._at(index, cur + 8)}metadata frame of {length} bytes exceeds "
                 f"the {MAX_METADATA_FRAME}-byte limit"
             )
-        frame = self._read(cur, length + ahead, "frame")
+        frame = self._read(cur, nxt + FRAME_HEADER - cur if nxt + FRAME_HEADER <= limit else length, what="frame")
         if frame[length - 4 : length] != FRAME_END:
             raise CorruptFileError(f"{self._at(index, cur + length - 4)}frame does not end with ENDF")
-        if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
+        if kind not in _DECODED:
             return None, b"", frame
         body = frame[FRAME_HEADER : length - 12]
         try:
@@ -412,7 +430,7 @@ class MessageScanner:
         if body_end is not None:
             return body_end + POSTAMBLE
         # streaming message of unknown length: the postamble must follow the last frame
-        post = self._read(cur, POSTAMBLE, "postamble")
+        post = self._read(cur, POSTAMBLE, what="postamble")
         _first_footer, _mirrored, end_magic = parse_postamble(post)
         if end_magic != END_MAGIC:
             raise CorruptFileError(f"{self._at(index, cur)}expected a postamble (end magic 39277777)")
@@ -426,7 +444,7 @@ class MessageScanner:
             raise MetadataError(
                 f"{describe(self.name, _where(index))}index offsets/lengths are missing or of different lengths"
             )
-        refs = []
+        refs: list[ObjectRef] = []
         room = limit - pos  # the body's end, relative to the message
         for o, n in zip(offsets, lengths, strict=True):
             if not (isinstance(o, int) and isinstance(n, int) and o >= PREAMBLE and n >= 36 and o + n <= room):
@@ -454,7 +472,7 @@ class MessageScanner:
                 f"{self.name}: {_where(index)}: the index frame disagrees with the data frames found by walking; "
                 "using the frames",
                 CorruptMessageWarning,
-                stacklevel=5,
+                stacklevel=6,
             )
         return data
 
