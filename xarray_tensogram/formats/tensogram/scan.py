@@ -236,7 +236,7 @@ class MessageScanner:
         (:class:`TruncatedFileError`); anything else is trailing junk (:class:`CorruptFileError`).
         """
         n = size - start
-        head = self._read(start, min(n, len(MAGIC)), what="trailing bytes")
+        head = self._window.read(start, min(n, len(MAGIC)), "trailing bytes")
         where = describe(self.name, offset=start)
         if n < len(MAGIC) and MAGIC.startswith(head):
             exc: CorruptFileError = TruncatedFileError(
