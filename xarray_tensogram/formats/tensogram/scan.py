@@ -90,8 +90,10 @@ class _Window:
         for later reads, and return the first ``length``."""
         want = max(length, min(max(length + extra, self.lookahead), self.source.size - offset))
         end = offset + min(length + extra, want)
-        block = next((b for b in self.held if b[0] <= offset and end <= b[0] + len(b[1])), None)
-        if block is None:
+        for block in self.held:
+            if block[0] <= offset and end <= block[0] + len(block[1]):
+                break
+        else:
             block = (offset, self.source.read(offset, want, what=what))
         if block is not self.held[0]:
             self.held = [block, *self.held[:2]]  # this message's start is in the previous pin
@@ -493,5 +495,5 @@ class MessageScanner:
                             raise type(exc)(f"{at}{exc}") from None
                         break
                     k = gap.find(FRAME_START, k + 1)
-            expected = pos + align8(ref.frame_offset + ref.frame_length - pos)
+            expected = pos + ((ref.frame_offset + ref.frame_length - pos + 7) & ~7)  # align8, inline: once per object
         return refs
