@@ -352,21 +352,6 @@ class MessageScanner:
         if pending_preceder is not None:
             raise CorruptFileError(f"{self._at(index, cur)}dangling preceder metadata at the end of the body")
         end = self._message_end(cur, body_end, index)
-        return self._message(pos, index, pre, end, metadata, metadata_cbor, index_map, data, jumped)
-
-    def _message(
-        self,
-        pos: int,
-        index: int,
-        pre: Preamble,
-        end: int,
-        metadata: Any,
-        metadata_cbor: bytes,
-        index_map: Any,
-        data: list[ObjectRef],
-        jumped: bool,
-    ) -> tuple[Message, int]:
-        """The walked message, once its metadata and data frames check out (see :meth:`_walk_frames`)."""
         if metadata is None:
             raise MetadataError(f"{self._at(index, pos)}message has no metadata frame")
         data = self._data_frames(index_map, data, jumped, pos, index, end)
@@ -384,16 +369,16 @@ class MessageScanner:
         """Check a frame header (type ``kind``, ``length`` bytes) against its place in the message; return the
         frame's phase."""
         ph, minimum = FRAME_RULES.get(kind, (-1, 0))
-        if ph < phase or length < minimum or cur + length > limit or (preceder_pending and kind != DATA_FRAME):
-            if ph < 0:
-                raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
-            if length < minimum or cur + length > limit:
-                raise CorruptFileError(
-                    f"{self._at(index, cur + 8)}frame length {length} runs past the message end "
-                    f"or is below the minimum {minimum}"
-                )
-            if ph < phase:
-                raise CorruptFileError(f"{self._at(index, cur)}frame type {kind} appears after a later-phase frame")
+        if ph < 0:
+            raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
+        if length < minimum or cur + length > limit:
+            raise CorruptFileError(
+                f"{self._at(index, cur + 8)}frame length {length} runs past the message end "
+                f"or is below the minimum {minimum}"
+            )
+        if ph < phase:
+            raise CorruptFileError(f"{self._at(index, cur)}frame type {kind} appears after a later-phase frame")
+        if preceder_pending and kind != DATA_FRAME:
             raise CorruptFileError(f"{self._at(index, cur)}preceder metadata not followed by a data frame")
         return ph
 
@@ -474,7 +459,7 @@ class MessageScanner:
                 f"{self.name}: {_where(index)}: the index frame disagrees with the data frames found by walking; "
                 "using the frames",
                 CorruptMessageWarning,
-                stacklevel=6,
+                stacklevel=5,
             )
         return data
 
