@@ -82,7 +82,7 @@ class FrameHeader(NamedTuple):
 
 
 def parse_preamble(b: bytes) -> Preamble:
-    return Preamble(*_PRE.unpack(b[:PREAMBLE]))
+    return Preamble._make(_PRE.unpack_from(b))
 
 
 #: a frame header's fields at ``b[at:]`` as a plain tuple (a scan parses thousands)
@@ -95,4 +95,4 @@ def parse_frame_header(b: bytes, at: int = 0) -> FrameHeader:
 
 
 def parse_postamble(b: bytes) -> tuple[int, int, bytes]:
-    return _POST.unpack(b[:POSTAMBLE])
+    return _POST.unpack_from(b)

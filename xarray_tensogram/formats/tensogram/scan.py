@@ -38,7 +38,6 @@ from .framing import (
     PREAMBLE,
     PRECEDER_FRAME,
     Preamble,
-    align8,
     parse_frame_header,
     parse_postamble,
     parse_preamble,
@@ -326,7 +325,7 @@ class MessageScanner:
                 cur += 1
                 continue
             phase = self._check_frame(cur, kind, length, phase, limit, pending_preceder is not None, index)
-            nxt = pos + align8(cur + length - pos)
+            nxt = pos + ((cur + length - pos + 7) & ~7)  # align8 relative to the message start
             if kind != DATA_FRAME:
                 value, body, buf = self._read_header_frame(cur, kind, length, nxt, limit, index)
                 base = cur
