@@ -101,10 +101,10 @@ class LocalFileSource(ByteSource):
         footer and descriptor of every object this way); long ranges go through :meth:`_read`."""
         fd = self._fileno()
         out: list[bytes] = []
-        pread = os.pread
+        pread, check, small = os.pread, self.check_range, self.CHECK_MIN
         for offset, length in ranges:
-            self.check_range(offset, length, what)
-            data = pread(fd, length, offset) if length < self.CHECK_MIN else self._read(offset, length)
+            check(offset, length, what)
+            data = pread(fd, length, offset) if length < small else self._read(offset, length)
             if len(data) != length:
                 data = self._read(offset, length)  # a short read: retried in a loop
                 if len(data) != length:
@@ -112,7 +112,7 @@ class LocalFileSource(ByteSource):
                         f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {len(data)}"
                     )
             out.append(data)
-        self.bytes_read += sum(len(b) for b in out)
+        self.bytes_read += sum(map(len, out))
         self.read_calls += len(out)
         return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "BODY_TYPES",
@@ -12,6 +12,7 @@ __all__ = [
     "FOOTER_TYPES",
     "FRAME_END",
     "FRAME_HEADER",
+    "FRAME_RULES",
     "FRAME_START",
     "HEADER_TYPES",
     "MAGIC",
@@ -23,7 +24,7 @@ __all__ = [
     "align8",
     "parse_frame_header",
     "parse_preamble",
-    "phase_of",
+    "unpack_frame_header",
 ]
 
 MAGIC = b"TENSOGRM"
@@ -56,16 +57,15 @@ def align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-_PHASES = {t: phase for phase, types in enumerate((HEADER_TYPES, BODY_TYPES, FOOTER_TYPES)) for t in types}
+#: each valid frame type's phase in a message (0 header, 1 body, 2 footer) and minimum length in bytes
+FRAME_RULES = {
+    t: (phase, 36 if t == DATA_FRAME else 28)
+    for phase, types in enumerate((HEADER_TYPES, BODY_TYPES, FOOTER_TYPES))
+    for t in types
+}
 
 
-def phase_of(frame_type: int) -> int:
-    """0 = header, 1 = body, 2 = footer, -1 = invalid."""
-    return _PHASES.get(frame_type, -1)
-
-
-@dataclass(frozen=True)
-class Preamble:
+class Preamble(NamedTuple):
     magic: bytes
     version: int
     flags: int
@@ -73,26 +73,26 @@ class Preamble:
     total_length: int
 
 
-@dataclass(frozen=True)
-class FrameHeader:
+class FrameHeader(NamedTuple):
     marker: bytes
     frame_type: int
     version: int
     flags: int
     length: int
 
-    @property
-    def min_length(self) -> int:
-        return 36 if self.frame_type == DATA_FRAME else 28
-
 
 def parse_preamble(b: bytes) -> Preamble:
-    return Preamble(*_PRE.unpack(b[:PREAMBLE]))
+    return Preamble._make(_PRE.unpack_from(b))
 
 
-def parse_frame_header(b: bytes) -> FrameHeader:
-    return FrameHeader(*_HDR.unpack(b[:FRAME_HEADER]))
+#: a frame header's fields at ``b[at:]`` as a plain tuple (a scan parses thousands)
+unpack_frame_header = _HDR.unpack_from
+
+
+def parse_frame_header(b: bytes, at: int = 0) -> FrameHeader:
+    """The frame header at ``b[at:]``."""
+    return FrameHeader._make(unpack_frame_header(b, at))
 
 
 def parse_postamble(b: bytes) -> tuple[int, int, bytes]:
-    return _POST.unpack(b[:POSTAMBLE])
+    return _POST.unpack_from(b)

@@ -28,6 +28,7 @@ from .framing import (
     END_MAGIC,
     FRAME_END,
     FRAME_HEADER,
+    FRAME_RULES,
     FRAME_START,
     INDEX_TYPES,
     MAGIC,
@@ -36,13 +37,11 @@ from .framing import (
     POSTAMBLE,
     PREAMBLE,
     PRECEDER_FRAME,
-    FrameHeader,
     Preamble,
-    align8,
     parse_frame_header,
     parse_postamble,
     parse_preamble,
-    phase_of,
+    unpack_frame_header,
 )
 from .metadata import check_metadata, normalise_metadata, with_preceders
 from .objects import Message, ObjectRef, _where, is_local
@@ -55,6 +54,8 @@ MAX_METADATA_FRAME = 64 * 1024 * 1024
 SCAN_BLOCK = 1 << 20
 #: bytes read at once for metadata from a remote source
 REMOTE_BLOCK = 65536
+#: the frame types whose CBOR a scan decodes: metadata, index and preceder frames
+_DECODED = METADATA_TYPES | INDEX_TYPES | {PRECEDER_FRAME}
 
 
 def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) -> Message:
@@ -74,41 +75,38 @@ def _preceder_entry(value: Any) -> dict[str, Any]:
 
 
 class _Window:
-    """Serves small metadata reads from one larger block (few requests for remote sources)."""
+    """Serves small metadata reads from the blocks read last (few requests for remote sources)."""
 
     def __init__(self, source: ByteSource, lookahead: int) -> None:
         self.source = source
         self.lookahead = lookahead
-        self.blocks: list[tuple[int, bytes]] = []  # the last two blocks read (header and postamble)
-        self.pinned: tuple[int, bytes] = (0, b"")  # kept until the next pin: a postamble and what follows it
-
-    def _held(self, offset: int, end: int) -> tuple[int, bytes] | None:
-        for block in (self.pinned, *self.blocks):
-            if block[0] <= offset and end <= block[0] + len(block[1]):
-                return block
-        return None
+        #: (offset, bytes) of the blocks held: the pinned one (a postamble and what follows it, kept until the
+        #: next pin) first, then the last two read
+        self.held: list[tuple[int, bytes]] = [(0, b"")]
 
     def pin(self, offset: int, length: int, extra: int, what: str) -> bytes:
         """Read ``length`` bytes and up to ``extra`` more after them (as far as the file goes), keep them
         for later reads, and return the first ``length``."""
         want = max(length, min(max(length + extra, self.lookahead), self.source.size - offset))
-        block = self._held(offset, offset + min(length + extra, want))
-        if block is None:
+        end = offset + min(length + extra, want)
+        for block in self.held:
+            if block[0] <= offset and end <= block[0] + len(block[1]):
+                break
+        else:
             block = (offset, self.source.read(offset, want, what=what))
-        if block is not self.pinned:
-            self.blocks = [self.pinned, *self.blocks[:1]]  # this message's start is in the previous pin
-            self.pinned = block
+        if block is not self.held[0]:
+            self.held = [block, *self.held[:2]]  # this message's start is in the previous pin
         start, data = block
         return data[offset - start : offset - start + length]
 
     def read(self, offset: int, length: int, what: str) -> bytes:
         end = offset + length
-        block = self._held(offset, end)
-        if block is not None:
-            return block[1][offset - block[0] : end - block[0]]
+        for start, data in self.held:
+            if start <= offset and end <= start + len(data):
+                return data[offset - start : end - start]
         want = max(length, min(self.lookahead, self.source.size - offset))
         data = self.source.read(offset, want, what=what)
-        self.blocks = [(offset, data), *self.blocks[:1]]
+        self.held = [self.held[0], (offset, data), *self.held[1:2]]
         return data[:length]
 
 
@@ -125,8 +123,10 @@ class MessageScanner:
         self.skipped: list[tuple[int, int, str]] = []  # (start, end, reason) of damaged ranges
         self._warnings: list[str] = []  # said once the scan ends, only if it found a message (else the error says it)
         # remote: a request per block; local: exactly what is asked for (an open reads no payload byte)
-        self._window = _Window(source, 0 if is_local(source) else REMOTE_BLOCK)
-        self._read = self._window.read
+        local = is_local(source)
+        self._window = _Window(source, 0 if local else REMOTE_BLOCK)
+        # local: the window only serves a message's first bytes (read with the previous postamble)
+        self._read: Callable[..., bytes] = source.read if local else self._window.read
 
     def _find_magic(self, start: int) -> int:
         """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
@@ -162,10 +162,12 @@ class MessageScanner:
             raise self._too_small(size)
         while pos < size:
             # the magic, the preamble and the first frame header in one read
-            if (
-                pos + len(MAGIC) > size
-                or self._read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic")[: len(MAGIC)] != MAGIC
-            ):
+            head = (
+                self._window.read(pos, min(size - pos, PREAMBLE + FRAME_HEADER), "magic")
+                if pos + len(MAGIC) <= size
+                else b""
+            )
+            if head[: len(MAGIC)] != MAGIC:
                 nxt = self._find_magic(pos)
                 if nxt < 0:
                     if messages or self.skipped:
@@ -179,7 +181,7 @@ class MessageScanner:
                         f"{describe(self.name, _where(len(messages)), pos)}message truncated: a message needs at "
                         f"least {MIN_MESSAGE} bytes, the file ends {size - pos} bytes after its start"
                     )
-                msg, end = self._parse_message(pos, len(messages))
+                msg, end = self._parse_message(pos, len(messages), head)
             except XarrayTensogramError as exc:
                 if self.strict:
                     raise
@@ -204,7 +206,7 @@ class MessageScanner:
         where = describe(self.name, offset=0)
         if size == 0:
             return NotATensorFileError(f"{where}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}")
-        head = self._read(0, min(size, len(MAGIC)), "magic")
+        head = self._read(0, min(size, len(MAGIC)), what="magic")
         if MAGIC.startswith(head):
             return TruncatedFileError(
                 f"{where}file truncated: a Tensogram message needs at least {MIN_MESSAGE} bytes, this file has {size}"
@@ -235,7 +237,7 @@ class MessageScanner:
         (:class:`TruncatedFileError`); anything else is trailing junk (:class:`CorruptFileError`).
         """
         n = size - start
-        head = self._read(start, min(n, len(MAGIC)), "trailing bytes")
+        head = self._window.read(start, min(n, len(MAGIC)), "trailing bytes")
         where = describe(self.name, offset=start)
         if n < len(MAGIC) and MAGIC.startswith(head):
             exc: CorruptFileError = TruncatedFileError(
@@ -258,169 +260,166 @@ class MessageScanner:
         self.source.check_unchanged()
         return self._parse_message(offset, index)[0]
 
-    def _parse_message(self, pos: int, index: int) -> tuple[Message, int]:
-        where = _where(index)
+    def _at(self, index: int, offset: int) -> str:
+        """The place an error names: this file, message ``index``, byte ``offset``."""
+        return describe(self.name, _where(index), offset)
+
+    def _parse_message(self, pos: int, index: int, head: bytes | None = None) -> tuple[Message, int]:
+        """The message at ``pos`` and the offset just past it; ``head``: its first bytes when already read."""
         size = self.source.size
-        pre = parse_preamble(self._read(pos, PREAMBLE, "preamble"))
+        if head is None:
+            head = self._read(pos, PREAMBLE, what="preamble")
+        pre = parse_preamble(head)
         if pre.version != 3:
-            raise UnsupportedError(
-                f"{describe(self.name, where, pos + 8)}wire version {pre.version}, only 3 is supported"
-            )
+            raise UnsupportedError(f"{self._at(index, pos + 8)}wire version {pre.version}, only 3 is supported")
         total = pre.total_length
-        if total:
-            if total >= MIN_MESSAGE and pos + total > size:
-                raise TruncatedFileError(
-                    f"{describe(self.name, where, pos + 16)}message truncated: its preamble declares {total} bytes, "
-                    f"the file ends {size - pos} bytes after its start"
-                )
-            if total < MIN_MESSAGE:
-                raise CorruptFileError(
-                    f"{describe(self.name, where, pos + 16)}total_length {total} is impossible here "
-                    f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
-                )
-            # with the postamble, the next message's magic, preamble and first frame header: one read fewer
-            post = self._window.pin(pos + total - POSTAMBLE, POSTAMBLE, PREAMBLE + FRAME_HEADER, "postamble")
-            first_footer, mirrored, end_magic = parse_postamble(post)
-            if end_magic != END_MAGIC:
-                raise CorruptFileError(f"{describe(self.name, where, pos + total - 8)}end magic 39277777 missing")
-            if mirrored not in (0, total):
-                raise CorruptFileError(
-                    f"{describe(self.name, where, pos + total - 16)}postamble total_length {mirrored} "
-                    f"!= preamble {total}"
-                )
-            return self._walk_frames(pos, index, pre, pos + total - POSTAMBLE, first_footer)
-        return self._walk_frames(pos, index, pre, None, None)
+        if not total:
+            return self._walk_frames(pos, index, pre, head, None, 0)
+        if total >= MIN_MESSAGE and pos + total > size:
+            raise TruncatedFileError(
+                f"{self._at(index, pos + 16)}message truncated: its preamble declares {total} "
+                f"bytes, the file ends {size - pos} bytes after its start"
+            )
+        if total < MIN_MESSAGE:
+            raise CorruptFileError(
+                f"{self._at(index, pos + 16)}total_length {total} is impossible here "
+                f"(minimum {MIN_MESSAGE}, {size - pos} bytes left in the file)"
+            )
+        # with the postamble, the next message's magic, preamble and first frame header: one read fewer
+        post = self._window.pin(pos + total - POSTAMBLE, POSTAMBLE, PREAMBLE + FRAME_HEADER, "postamble")
+        first_footer, mirrored, end_magic = parse_postamble(post)
+        if end_magic != END_MAGIC:
+            raise CorruptFileError(f"{self._at(index, pos + total - 8)}end magic 39277777 missing")
+        if mirrored not in (0, total):
+            raise CorruptFileError(
+                f"{self._at(index, pos + total - 16)}postamble total_length {mirrored} != preamble {total}"
+            )
+        return self._walk_frames(pos, index, pre, head, pos + total - POSTAMBLE, pos + first_footer)
 
     def _walk_frames(
-        self, pos: int, index: int, pre: Preamble, body_end: int | None, first_footer: int | None
+        self, pos: int, index: int, pre: Preamble, head: bytes, body_end: int | None, footer: int
     ) -> tuple[Message, int]:
-        """Walk header frames; use an index to jump over data frames, else walk them too."""
-        where = _where(index)
+        """Walk header frames; use an index to jump over data frames (to ``footer``, where the first footer
+        frame starts, in a message of known length), else walk them too.
+
+        A frame header is parsed from the bytes read last (``buf``, from offset ``base``) when they hold it:
+        the message's first bytes hold the first one, each header frame is read with the next one's header.
+        """
         limit = body_end if body_end is not None else self.source.size - POSTAMBLE
-        cur = pos + PREAMBLE
+        cur, buf, base = pos + PREAMBLE, head, pos
         phase = 0
         metadata: Any = None
         metadata_cbor = b""
-        index_map: dict[str, Any] | None = None
+        index_map: Any = None
         data: list[ObjectRef] = []
         pending_preceder: dict[str, Any] | None = None
         jumped = False  # data frames taken from the index rather than walked
-        while True:
-            # step over padding to the next FR (the reference steps byte by byte)
-            if cur + FRAME_HEADER > limit:
-                break
-            hdr_bytes = self._read(cur, FRAME_HEADER, "frame header")
-            if hdr_bytes[:2] != FRAME_START:
+        while cur + FRAME_HEADER <= limit:
+            at = cur - base
+            if at < 0 or at + FRAME_HEADER > len(buf):
+                buf, base, at = self._read(cur, FRAME_HEADER, what="frame header"), cur, 0
+            marker, kind, _version, _flags, length = unpack_frame_header(buf, at)
+            if marker != FRAME_START:  # step over padding to the next FR (the reference steps byte by byte)
                 if body_end is None:
                     break  # streaming without a length: the postamble follows the frames
                 cur += 1
                 continue
-            hdr = parse_frame_header(hdr_bytes)
-            phase = self._check_frame(cur, hdr, phase, limit, pending_preceder is not None, where)
-            if hdr.frame_type == DATA_FRAME:
-                if index_map is not None and body_end is not None and pending_preceder is None:
-                    # the index gives every data frame: jump to the footer instead of walking payloads
-                    data = self._objects_from_index(pos, index_map, index, limit)
-                    data = self._find_preceders(pos, data, cur, where)
-                    jumped = True
-                    if first_footer is not None and first_footer != body_end - pos:
-                        cur = pos + first_footer
-                        phase = 2
-                        continue
-                    break
-                tail = self._read(cur + hdr.length - 4, 4, "frame end")
-                if tail != FRAME_END:
-                    raise CorruptFileError(
-                        f"{describe(self.name, where, cur + hdr.length - 4)}data frame does not end with ENDF"
-                    )
-                data.append(ObjectRef(cur, hdr.length, pending_preceder))
-                pending_preceder = None
-            else:
-                # read the next frame's header with this frame (one read per header frame)
-                nxt = pos + align8(cur + hdr.length - pos)
-                ahead = nxt + FRAME_HEADER - (cur + hdr.length) if nxt + FRAME_HEADER <= limit else 0
-                value, body = self._read_header_frame(cur, hdr, where, ahead)
-                if hdr.frame_type in METADATA_TYPES:
+            phase = self._check_frame(cur, kind, length, phase, limit, pending_preceder is not None, index)
+            nxt = pos + ((cur + length - pos + 7) & ~7)  # align8 relative to the message start
+            if kind != DATA_FRAME:
+                value, body, buf = self._read_header_frame(cur, kind, length, nxt, limit, index)
+                base = cur
+                if kind in METADATA_TYPES:
                     metadata, metadata_cbor = value, body
-                elif hdr.frame_type in INDEX_TYPES:
+                elif kind in INDEX_TYPES:
                     index_map = value
-                elif hdr.frame_type == PRECEDER_FRAME:
-                    pending_preceder = value
-            cur = pos + align8(cur + hdr.length - pos)
+                pending_preceder = value if kind == PRECEDER_FRAME else None
+            elif index_map is not None and body_end is not None and pending_preceder is None:
+                # the index gives every data frame: jump to the footer instead of walking payloads
+                data = self._objects_from_index(pos, index_map, index, limit)
+                data, jumped = self._find_preceders(pos, data, cur, index), True
+                if footer >= limit:
+                    break
+                cur, phase = footer, 2
+                continue
+            else:
+                if self._read(cur + length - 4, 4, what="frame end") != FRAME_END:
+                    raise CorruptFileError(f"{self._at(index, cur + length - 4)}data frame does not end with ENDF")
+                data.append(ObjectRef(cur, length, pending_preceder))
+                pending_preceder = None
+            cur = nxt
         if pending_preceder is not None:
-            raise CorruptFileError(
-                f"{describe(self.name, where, cur)}dangling preceder metadata at the end of the body"
-            )
-        end = self._message_end(cur, body_end, where)
+            raise CorruptFileError(f"{self._at(index, cur)}dangling preceder metadata at the end of the body")
+        end = self._message_end(cur, body_end, index)
         if metadata is None:
-            raise MetadataError(f"{describe(self.name, where, pos)}message has no metadata frame")
+            raise MetadataError(f"{self._at(index, pos)}message has no metadata frame")
         data = self._data_frames(index_map, data, jumped, pos, index, end)
         try:  # checked here, so that a message with bad metadata is skipped as damaged
             check_metadata(metadata, len(data))  # preceders are merged into maps, which cannot fail
         except MetadataError as exc:  # the place is only formatted when there is an error to report
-            raise type(exc)(f"{describe(self.name, where, pos)}{exc}") from None
+            raise type(exc)(f"{self._at(index, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
         msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
         return _handed_over(msg, metadata, data), end
 
     def _check_frame(
-        self, cur: int, hdr: FrameHeader, phase: int, limit: int, preceder_pending: bool, where: str
+        self, cur: int, kind: int, length: int, phase: int, limit: int, preceder_pending: bool, index: int
     ) -> int:
-        """Check a frame header against its place in the message; return the frame's phase."""
-        ph = phase_of(hdr.frame_type)
-        if ph < 0 or hdr.frame_type == 4:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}unknown frame type {hdr.frame_type}")
-        if hdr.length < hdr.min_length or cur + hdr.length > limit:
+        """Check a frame header (type ``kind``, ``length`` bytes) against its place in the message; return the
+        frame's phase."""
+        ph, minimum = FRAME_RULES.get(kind, (-1, 0))
+        if ph < 0:
+            raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
+        if length < minimum or cur + length > limit:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}frame length {hdr.length} runs past the message end "
-                f"or is below the minimum {hdr.min_length}"
+                f"{self._at(index, cur + 8)}frame length {length} runs past the message end "
+                f"or is below the minimum {minimum}"
             )
         if ph < phase:
-            raise CorruptFileError(
-                f"{describe(self.name, where, cur)}frame type {hdr.frame_type} appears after a later-phase frame"
-            )
-        if preceder_pending and hdr.frame_type != DATA_FRAME:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}preceder metadata not followed by a data frame")
+            raise CorruptFileError(f"{self._at(index, cur)}frame type {kind} appears after a later-phase frame")
+        if preceder_pending and kind != DATA_FRAME:
+            raise CorruptFileError(f"{self._at(index, cur)}preceder metadata not followed by a data frame")
         return ph
 
-    def _read_header_frame(self, cur: int, hdr: FrameHeader, where: str, ahead: int = 0) -> tuple[Any, bytes]:
-        """The CBOR of a metadata, index or preceder frame (a preceder: its one base entry without _reserved_),
-        decoded, and its bytes.
+    def _read_header_frame(
+        self, cur: int, kind: int, length: int, nxt: int, limit: int, index: int
+    ) -> tuple[Any, bytes, bytes]:
+        """A header frame's CBOR, decoded (a preceder: its one base entry without _reserved_) and as bytes, and
+        the bytes read (a hash frame: None, no CBOR).
 
-        ``ahead`` more bytes are read with the frame (padding and the next frame's header), so that the
-        walk's next header read is served from the same block.
+        The next frame's header (at ``nxt``) is read with the frame where it lies before ``limit``, so that
+        the walk parses it from the same read.
         """
-        if hdr.length > MAX_METADATA_FRAME:
+        if length > MAX_METADATA_FRAME:
             raise CorruptFileError(
-                f"{describe(self.name, where, cur + 8)}metadata frame of {hdr.length} bytes exceeds "
+                f"{self._at(index, cur + 8)}metadata frame of {length} bytes exceeds "
                 f"the {MAX_METADATA_FRAME}-byte limit"
             )
-        frame = self._read(cur, hdr.length + ahead, "frame")[: hdr.length]
-        if frame[-4:] != FRAME_END:
-            raise CorruptFileError(f"{describe(self.name, where, cur + hdr.length - 4)}frame does not end with ENDF")
-        body = frame[FRAME_HEADER : hdr.length - 12]
-        kind = hdr.frame_type
-        if kind not in METADATA_TYPES and kind not in INDEX_TYPES and kind != PRECEDER_FRAME:
-            return None, body
+        frame = self._read(cur, nxt + FRAME_HEADER - cur if nxt + FRAME_HEADER <= limit else length, what="frame")
+        if frame[length - 4 : length] != FRAME_END:
+            raise CorruptFileError(f"{self._at(index, cur + length - 4)}frame does not end with ENDF")
+        if kind not in _DECODED:
+            return None, b"", frame
+        body = frame[FRAME_HEADER : length - 12]
         try:
             value = cbor.loads(body)  # an index's entries: type-checked by _objects_from_index as it uses them
             if kind in METADATA_TYPES and not isinstance(value, dict):
                 raise MetadataError(f"metadata is a {type(value).__name__}, expected a map")
             if kind == PRECEDER_FRAME:
-                return _preceder_entry(value), body
+                return _preceder_entry(value), body, frame
         except MetadataError as exc:  # the place is only formatted when there is an error to report
-            raise type(exc)(f"{describe(self.name, where, cur + FRAME_HEADER)}{exc}") from None
-        return value, body
+            raise type(exc)(f"{self._at(index, cur + FRAME_HEADER)}{exc}") from None
+        return value, body, frame
 
-    def _message_end(self, cur: int, body_end: int | None, where: str) -> int:
+    def _message_end(self, cur: int, body_end: int | None, index: int) -> int:
         """Offset just past the message: after its postamble (found after the last frame when streaming)."""
         if body_end is not None:
             return body_end + POSTAMBLE
         # streaming message of unknown length: the postamble must follow the last frame
-        post = self._read(cur, POSTAMBLE, "postamble")
+        post = self._read(cur, POSTAMBLE, what="postamble")
         _first_footer, _mirrored, end_magic = parse_postamble(post)
         if end_magic != END_MAGIC:
-            raise CorruptFileError(f"{describe(self.name, where, cur)}expected a postamble (end magic 39277777)")
+            raise CorruptFileError(f"{self._at(index, cur)}expected a postamble (end magic 39277777)")
         return cur + POSTAMBLE
 
     def _objects_from_index(self, pos: int, index_map: Any, index: int, limit: int) -> list[ObjectRef]:
@@ -431,11 +430,12 @@ class MessageScanner:
             raise MetadataError(
                 f"{describe(self.name, _where(index))}index offsets/lengths are missing or of different lengths"
             )
-        refs = []
-        for j, (o, n) in enumerate(zip(offsets, lengths, strict=True)):
-            if not isinstance(o, int) or not isinstance(n, int) or o < PREAMBLE or n < 36 or pos + o + n > limit:
+        refs: list[ObjectRef] = []
+        room = limit - pos  # the body's end, relative to the message
+        for o, n in zip(offsets, lengths, strict=True):
+            if not (isinstance(o, int) and isinstance(n, int) and o >= PREAMBLE and n >= 36 and o + n <= room):
                 raise CorruptFileError(
-                    f"{describe(self.name, _where(index, j), pos)}"
+                    f"{describe(self.name, _where(index, len(refs)), pos)}"
                     f"index entry offset {o!r} length {n!r} lies outside the message body"
                 )
             refs.append(ObjectRef(pos + o, n))
@@ -462,7 +462,7 @@ class MessageScanner:
             )
         return data
 
-    def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, where: str) -> list[ObjectRef]:
+    def _find_preceders(self, pos: int, refs: list[ObjectRef], first_data: int, index: int) -> list[ObjectRef]:
         """Preceder frames sit in gaps before indexed data frames; read them (rare)."""
         expected = first_data
         for ref in refs:
@@ -470,14 +470,14 @@ class MessageScanner:
                 gap = self.source.read(expected, ref.frame_offset - expected, what="gap before data frame")
                 k = gap.find(FRAME_START)
                 while k >= 0 and k + FRAME_HEADER <= len(gap):
-                    hdr = parse_frame_header(gap[k : k + FRAME_HEADER])
+                    hdr = parse_frame_header(gap, k)
                     if hdr.frame_type == PRECEDER_FRAME and k + hdr.length <= len(gap):
-                        at = describe(self.name, where, expected + k)
+                        at = self._at(index, expected + k)
                         try:
                             ref.preceder = _preceder_entry(cbor.loads(gap[k + FRAME_HEADER : k + hdr.length - 12]))
                         except MetadataError as exc:
                             raise type(exc)(f"{at}{exc}") from None
                         break
                     k = gap.find(FRAME_START, k + 1)
-            expected = pos + align8(ref.frame_offset + ref.frame_length - pos)
+            expected = pos + ((ref.frame_offset + ref.frame_length - pos + 7) & ~7)  # align8, inline: once per object
         return refs
