@@ -97,21 +97,25 @@ class LocalFileSource(ByteSource):
         return data
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
-        """Small ranges with one ``pread`` each and none of :meth:`read`'s per-call overhead (an open reads the
-        footer and descriptor of every object this way); long ranges go through :meth:`_read`."""
-        fd = self._fileno()
-        out: list[bytes] = []
-        pread = os.pread
+        """Small ranges copied out of a memory map made for this call (an open reads the footer and descriptor
+        of every object this way: a slice costs a tenth of a ``pread``); long ranges go through :meth:`_read`.
+
+        The map is closed before returning, so the pages it touched do not stay in the process's RSS."""
         for offset, length in ranges:
             self.check_range(offset, length, what)
-            data = pread(fd, length, offset) if length < self.CHECK_MIN else self._read(offset, length)
-            if len(data) != length:
-                data = self._read(offset, length)  # a short read: retried in a loop
-                if len(data) != length:
+        if not ranges or self.size == 0:  # (an empty file cannot be mapped; its only range is empty)
+            return [b"" for _ in ranges]
+        fd = self._fileno()
+        self.check_unchanged()  # a file cut short under a map would fault: checked first, as for views
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
+            out = [mm[offset : offset + length] if length < self.CHECK_MIN else b"" for offset, length in ranges]
+        for i, (offset, length) in enumerate(ranges):
+            if length >= self.CHECK_MIN:
+                out[i] = self._read(offset, length)
+                if len(out[i]) != length:
                     raise TruncatedFileError(
-                        f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {len(data)}"
+                        f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {len(out[i])}"
                     )
-            out.append(data)
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(out)
         return out
