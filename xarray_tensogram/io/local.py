@@ -98,25 +98,23 @@ class LocalFileSource(ByteSource):
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
         """Small ranges copied out of a memory map made for this call (an open reads the footer and descriptor
-        of every object this way: a slice costs a tenth of a ``pread``); long ranges go through :meth:`_read`.
+        of every object this way: a slice costs a tenth of a ``pread``).
 
-        The map is closed before returning, so the pages it touched do not stay in the process's RSS."""
+        The map is closed before returning, so the pages it touched do not stay in the process's RSS. It maps
+        the file as it is now: a range past a cut-short end comes back short and is reported."""
         for offset, length in ranges:
             self.check_range(offset, length, what)
         if not ranges or self.size == 0:  # (an empty file cannot be mapped; its only range is empty)
             return [b"" for _ in ranges]
-        fd = self._fileno()
-        self.check_unchanged()  # a file cut short under a map would fault: checked first, as for views
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
-            out = [mm[offset : offset + length] if length < self.CHECK_MIN else b"" for offset, length in ranges]
-        for i, (offset, length) in enumerate(ranges):
-            if length >= self.CHECK_MIN:
-                out[i] = self._read(offset, length)
-                if len(out[i]) != length:
-                    raise TruncatedFileError(
-                        f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {len(out[i])}"
-                    )
-        self.bytes_read += sum(len(b) for b in out)
+        if max(length for _offset, length in ranges) >= self.CHECK_MIN:
+            self.check_unchanged()  # as :meth:`_read` does for long reads
+        with mmap.mmap(self._fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            out = [mm[offset : offset + length] for offset, length in ranges]
+        got = sum(map(len, out))
+        if got != sum(length for _offset, length in ranges):
+            offset, length, short = next((o, n, len(b)) for (o, n), b in zip(ranges, out, strict=True) if len(b) != n)
+            raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {short}")
+        self.bytes_read += got
         self.read_calls += len(out)
         return out
 
