@@ -112,8 +112,8 @@ class LocalFileSource(ByteSource):
             out = [mm[offset : offset + length] for offset, length in ranges]
         got = sum(map(len, out))
         if got != sum(length for _offset, length in ranges):
-            offset, length, short = next((o, n, len(b)) for (o, n), b in zip(ranges, out, strict=True) if len(b) != n)
-            raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {short}")
+            offset, length, cut = next((o, n, len(b)) for (o, n), b in zip(ranges, out, strict=True) if len(b) != n)
+            raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {cut}")
         self.bytes_read += got
         self.read_calls += len(out)
         return out
