@@ -57,6 +57,8 @@ DIM_NAMES = {
     OBJECT_SOURCE: "object",
 }
 _COMPUTED_FROM = dict.fromkeys(MARS_TIME_KEYS, TIME_SOURCE)
+#: the metadata keys a source's values are computed from (others: the key itself)
+_SOURCE_KEYS = {TIME_SOURCE: MARS_TIME_KEYS}
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 #: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
 _OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
@@ -189,7 +191,7 @@ def _candidates(
         and not any(p.restates(k) for p in producers)
     ]
     maybe = _varying_keys(objs, memo)
-    varying = [k for k in dict.fromkeys(keys + levels) if _varies(k, cols, maybe)]
+    varying = [k for k in dict.fromkeys(keys + levels) if _varies(k, cols, maybe, bool(producers))]
     first = [k for k in (*_FIRST, *levels) if k in varying]
     return first + sorted((k for k in varying if k not in first), key=lambda k: _rest_order(k, cols))
 
@@ -199,10 +201,12 @@ def _structural(key: str) -> bool:
     return key in STRUCTURAL or key.endswith(".dim_names")
 
 
-def _varies(key: str, cols: _Columns, maybe: set[str]) -> bool:
+def _varies(key: str, cols: _Columns, maybe: set[str], producers: bool) -> bool:
     """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
     every object, tested exactly here). An object without MARS time, step or a level does not make them
     vary (a field with no time beside a cube)."""
+    if not producers and maybe.isdisjoint(_SOURCE_KEYS.get(key, (key,))):
+        return False  # the keys it is computed from are the same in every object (no producer's view adds any)
     if _forced(key) or key.startswith(LEVEL_PREFIX):  # no keys of the metadata (but step): not in ``maybe``
         return len({v for v in cols.keyed(key) if v is not None}) > 1
     return key in maybe and len(set(cols.keyed(key))) > 1
