@@ -97,22 +97,25 @@ class LocalFileSource(ByteSource):
         return data
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
-        """Small ranges with one ``pread`` each and none of :meth:`read`'s per-call overhead (an open reads the
-        footer and descriptor of every object this way); long ranges go through :meth:`_read`."""
-        fd = self._fileno()
-        out: list[bytes] = []
-        pread, check, small = os.pread, self.check_range, self.CHECK_MIN
+        """Small ranges copied out of a memory map made for this call (an open reads the footer and descriptor
+        of every object this way: a slice costs a tenth of a ``pread``).
+
+        The map is closed before returning, so the pages it touched do not stay in the process's RSS. It maps
+        the file as it is now: a range past a cut-short end comes back short and is reported."""
+        check = self.check_range
         for offset, length in ranges:
             check(offset, length, what)
-            data = pread(fd, length, offset) if length < small else self._read(offset, length)
-            if len(data) != length:
-                data = self._read(offset, length)  # a short read: retried in a loop
-                if len(data) != length:
-                    raise TruncatedFileError(
-                        f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {len(data)}"
-                    )
-            out.append(data)
-        self.bytes_read += sum(map(len, out))
+        if not ranges or self.size == 0:  # (an empty file cannot be mapped; its only range is empty)
+            return [b"" for _ in ranges]
+        if max(length for _offset, length in ranges) >= self.CHECK_MIN:
+            self.check_unchanged()  # as :meth:`_read` does for long reads
+        with mmap.mmap(self._fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            out = [mm[offset : offset + length] for offset, length in ranges]
+        got = sum(map(len, out))
+        if got != sum(length for _offset, length in ranges):
+            offset, length, cut = next((o, n, len(b)) for (o, n), b in zip(ranges, out, strict=True) if len(b) != n)
+            raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {cut}")
+        self.bytes_read += got
         self.read_calls += len(out)
         return out
 

@@ -57,9 +57,15 @@ DIM_NAMES = {
     OBJECT_SOURCE: "object",
 }
 _COMPUTED_FROM = dict.fromkeys(MARS_TIME_KEYS, TIME_SOURCE)
+#: the metadata keys a source's values are computed from (others: the key itself)
+_SOURCE_KEYS = {TIME_SOURCE: MARS_TIME_KEYS}
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 #: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
 _OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
+
+
+#: the answers of :func:`_varying_and_keys` per set of objects (their ids)
+_Memo = dict[tuple[int, ...], tuple[set[str], list[str]]]
 
 
 def cell_limit(n_objects: int) -> int:
@@ -170,13 +176,9 @@ def _key_column(objs: Sequence[TgObject], key: str) -> list[Any]:
     return col
 
 
-def _candidates(
-    objs: Sequence[TgObject], skip: set[str], cols: _Columns, memo: dict[tuple[int, ...], set[str]]
-) -> list[str]:
+def _candidates(objs: Sequence[TgObject], skip: set[str], cols: _Columns, memo: _Memo) -> list[str]:
     """Keys whose values differ between objects, in the order the module docstring gives."""
-    seen: dict[str, Any] = {}
-    for o in objs:
-        seen.update(o.merged)  # only the keys (in first-seen order) are used
+    maybe, seen = _varying_and_keys(objs, memo)
     producers = {o.producer for o in objs if o.producer is not None}
     levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
     restated = skip | {"mars.levelist"} if levels else skip  # a producer's level restates mars.levelist
@@ -188,8 +190,7 @@ def _candidates(
         and not k.startswith(_NEVER_STACKED)
         and not any(p.restates(k) for p in producers)
     ]
-    maybe = _varying_keys(objs, memo)
-    varying = [k for k in dict.fromkeys(keys + levels) if _varies(k, cols, maybe)]
+    varying = [k for k in dict.fromkeys(keys + levels) if _varies(k, cols, maybe, bool(producers))]
     first = [k for k in (*_FIRST, *levels) if k in varying]
     return first + sorted((k for k in varying if k not in first), key=lambda k: _rest_order(k, cols))
 
@@ -199,10 +200,12 @@ def _structural(key: str) -> bool:
     return key in STRUCTURAL or key.endswith(".dim_names")
 
 
-def _varies(key: str, cols: _Columns, maybe: set[str]) -> bool:
+def _varies(key: str, cols: _Columns, maybe: set[str], producers: bool) -> bool:
     """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
     every object, tested exactly here). An object without MARS time, step or a level does not make them
     vary (a field with no time beside a cube)."""
+    if not producers and maybe.isdisjoint(_SOURCE_KEYS.get(key, (key,))):
+        return False  # the keys it is computed from are the same in every object (no producer's view adds any)
     if _forced(key) or key.startswith(LEVEL_PREFIX):  # no keys of the metadata (but step): not in ``maybe``
         return len({v for v in cols.keyed(key) if v is not None}) > 1
     return key in maybe and len(set(cols.keyed(key))) > 1
@@ -304,7 +307,7 @@ def _plan(
     skip: set[str],
     extra: Sequence[str],
     dup_names: frozenset[str],
-    memo: dict[tuple[int, ...], set[str]],
+    memo: _Memo,
 ) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
     objs = [o for v in by_name.values() for o in v]
     cols = _Columns(objs, dup_names)
@@ -344,9 +347,7 @@ def _level_producer(objs: Sequence[TgObject], source: str) -> Producer:
     return next(o.producer for o in objs if o.level is not None and o.level.name == name and o.producer is not None)
 
 
-def _varying_keys(
-    objs: Sequence[TgObject], memo: dict[tuple[int, ...], set[str]], among: set[str] | None = None
-) -> set[str]:
+def _varying_keys(objs: Sequence[TgObject], memo: _Memo, among: set[str] | None = None) -> set[str]:
     """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
 
     Objects with the same keys (the usual case) are compared column by column; otherwise each
@@ -357,20 +358,32 @@ def _varying_keys(
     """
     if among is not None:
         return _varying_among([o.merged for o in objs], among)
+    return set(_varying_and_keys(objs, memo)[0])
+
+
+def _varying_and_keys(objs: Sequence[TgObject], memo: _Memo) -> tuple[set[str], list[str]]:
+    """:func:`_varying_keys` of the objects and all their keys in first-seen order, found in the same walk."""
     ident = tuple(map(id, objs))
     known = memo.get(ident)
     if known is None:
-        known = memo[ident] = _varying_maps([o.merged for o in objs])
-    return set(known)
+        known = memo[ident] = _varying_in([o.merged for o in objs])
+    return known
 
 
 def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
     """:func:`_varying_keys` on flattened maps."""
+    return _varying_in(maps)[0]
+
+
+def _varying_in(maps: Sequence[Mapping[str, Any]]) -> tuple[set[str], list[str]]:
+    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk)."""
     if not maps:
-        return set()
+        return set(), []
     by_columns = _varying_columns(maps, "")
-    # different key sets: every key, a column each
-    return by_columns if by_columns is not None else _varying_among(maps, set().union(*maps))
+    if by_columns is not None:  # every map has the first's keys
+        return by_columns, list(maps[0])
+    keys = list(dict.fromkeys(itertools.chain.from_iterable(maps)))  # different key sets: a column per key
+    return _varying_among(maps, keys), keys
 
 
 def _varying_among(maps: Sequence[Mapping[str, Any]], keys: Iterable[str]) -> set[str]:
@@ -433,9 +446,7 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
     return out
 
 
-def _cube_keys(
-    cube: VarCube, overall: set[str], memo: dict[tuple[int, ...], set[str]], names: frozenset[str], name_keys: set[str]
-) -> None:
+def _cube_keys(cube: VarCube, overall: set[str], memo: _Memo, names: frozenset[str], name_keys: set[str]) -> None:
     """Set the keys that vary within one variable (``overall``: those that vary in its group) and, for each
     that is no dimension, the dimensions that determine it."""
     cube.varying = _varying_keys(cube.objects, memo, among=overall)
@@ -461,7 +472,7 @@ def _cube_keys(
 def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
     """The stacking plan of one group of variables (see the module docstring)."""
     names: frozenset[str] = frozenset()
-    memo: dict[tuple[int, ...], set[str]] = {}
+    memo: _Memo = {}
     chosen, values, cubes, dups = _plan(by_name, name_keys, (), names, memo)
     if dups:
         text = "; ".join(
