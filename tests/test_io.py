@@ -68,3 +68,25 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path):
     with atomic_write(p) as f:
         f.write(b"new")
     assert p.read_bytes() == b"new"
+
+
+def test_read_ranges_gives_the_file_bytes_and_reports_a_range_cut_off(tmp_path):
+    """The batched small reads an open makes (every object's footer and descriptor): the bytes at each
+    range, counted; a file cut short after the open gives a TruncatedFileError naming the range, no crash."""
+    p = tmp_path / "f.bin"
+    data = os.urandom(70_000)
+    p.write_bytes(data)
+    src = LocalFileSource(p)
+    ranges = [(0, 20), (69_980, 20), (100, 0), (5, 66_000)]  # the last one is long (checked like a read)
+    assert src.read_ranges(ranges) == [data[o : o + n] for o, n in ranges]
+    assert (src.bytes_read, src.read_calls) == (66_040, 4)
+    assert src.read_ranges([]) == []
+    with pytest.raises(TruncatedFileError, match="needs 30 bytes"):
+        src.read_ranges([(69_990, 30)])
+    stat = os.stat(p)
+    with open(p, "r+b") as f:  # another process cuts the file (its mtime put back: only the size tells)
+        f.truncate(1000)
+    os.utime(p, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with pytest.raises(TruncatedFileError, match=r"byte 990\b.*expected 20 bytes, got 10"):
+        src.read_ranges([(0, 20), (990, 20)])
+    src.close()
