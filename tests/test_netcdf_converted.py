@@ -514,3 +514,17 @@ def test_dropping_every_variable_gives_an_empty_dataset(originals: dict[str, Pat
     tgm = convert(originals["nc3"], tmp_path / "out.tgm")
     ref = _reference(originals["nc3"])
     assert len(_open(tgm, drop_variables=list(ref.variables)).variables) == 0
+
+
+def test_a_damaged_dimension_registry_entry_is_named_in_a_warning(tmp_path: Path) -> None:
+    """``_file.dims`` only adds lengths and unlimited flags to the dims each object names: an entry without a
+    text name is left out, with a warning that shows it (never silently), and the values still read."""
+    file_map = {"dims": [{"name": "x", "len": 3, "unlimited": False}, {"len": 7}, "time"]}
+    entry = {"name": "v", "netcdf": {"_dims": ["x"], "_file": file_map}}
+    values = np.arange(3.0)
+    with pytest.warns(
+        TensogramMappingWarning, match=r"_file.dims: 2 entries without a text name ignored \(\{'len': 7\}, 'time'\)"
+    ):
+        ds = _open(_converted_like(tmp_path, [(entry, values)]))
+    np.testing.assert_array_equal(ds["v"].values, values)
+    assert ds["v"].dims == ("x",)

@@ -14,12 +14,14 @@ Nothing here builds xarray objects: :mod:`.read_mapping` does, from these.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ...errors import TensogramMappingWarning
 from ...raw_variables import netcdf_safe_value
 from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CONVERTER_KEYS, NETCDF_KEY
 
@@ -100,9 +102,27 @@ def as_nc_object(o: Any, name: str | None = None) -> NcObject:
 
 
 def file_dims(file_map: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The entries of a ``_file`` dimension registry (each a map with a ``name``)."""
+    """The entries of a ``_file`` dimension registry (each a map with a ``name``); others are left out with a
+    warning that names them (the registry only adds lengths and unlimited flags to the objects' own dims)."""
     dims = file_map.get("dims")
-    return [d for d in dims if isinstance(d, dict) and isinstance(d.get("name"), str)] if isinstance(dims, list) else []
+    if not isinstance(dims, list):
+        if dims is not None:
+            warnings.warn(
+                f"netcdf._file.dims is a {type(dims).__name__}, not a list of dimensions; ignored",
+                TensogramMappingWarning,
+                stacklevel=2,
+            )
+        return []
+    named = [isinstance(d, dict) and isinstance(d.get("name"), str) for d in dims]
+    if not all(named):
+        damaged = [d for d, ok in zip(dims, named, strict=True) if not ok]
+        listed = ", ".join(map(repr, damaged[:3]))
+        warnings.warn(
+            f"netcdf._file.dims: {len(damaged)} entries without a text name ignored ({listed})",
+            TensogramMappingWarning,
+            stacklevel=2,
+        )
+    return [d for d, ok in zip(dims, named, strict=True) if ok]
 
 
 def unlimited_dim(file_map: Mapping[str, Any]) -> str | None:
