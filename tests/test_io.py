@@ -90,3 +90,20 @@ def test_read_ranges_gives_the_file_bytes_and_reports_a_range_cut_off(tmp_path):
     with pytest.raises(TruncatedFileError, match=r"byte 990\b.*expected 20 bytes, got 10"):
         src.read_ranges([(0, 20), (990, 20)])
     src.close()
+
+
+def test_read_ranges_without_memory_maps(tmp_path, monkeypatch):
+    """On a file system that cannot map files, the same bytes come from a read per range."""
+    import mmap
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")  # what mmap raises where a file system cannot map files
+
+    p = tmp_path / "f.bin"
+    data = os.urandom(1000)
+    p.write_bytes(data)
+    src = LocalFileSource(p)
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    ranges = [(0, 20), (980, 20), (500, 0)]
+    assert src.read_ranges(ranges) == [data[o : o + n] for o, n in ranges]
+    src.close()

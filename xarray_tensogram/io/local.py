@@ -109,8 +109,13 @@ class LocalFileSource(ByteSource):
             return [b"" for _ in ranges]
         if max(length for _offset, length in ranges) >= self.CHECK_MIN:
             self.check_unchanged()  # as :meth:`_read` does for long reads
-        with mmap.mmap(self._fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            out = [mm[offset : offset + length] for offset, length in ranges]
+        try:
+            mm = mmap.mmap(self._fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system that cannot map files: a read per range
+            out = [self._read(offset, length) for offset, length in ranges]
+        else:
+            with mm:
+                out = [mm[offset : offset + length] for offset, length in ranges]
         got = sum(map(len, out))
         if got != sum(length for _offset, length in ranges):
             offset, length, cut = next((o, n, len(b)) for (o, n), b in zip(ranges, out, strict=True) if len(b) != n)
