@@ -97,8 +97,9 @@ class LocalFileSource(ByteSource):
         return data
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
-        """Small ranges copied out of a memory map made for this call (an open reads the footer and descriptor
-        of every object this way: a slice costs a tenth of a ``pread``).
+        """Small ranges (metadata: an open reads the footer and descriptor of every object this way) copied out
+        of a memory map made for this call, where a slice costs a tenth of a ``pread``; ranges of payload
+        (any of :attr:`CHECK_MIN` bytes or more) read by :meth:`_read`, which re-checks the file for long reads.
 
         The map is closed before returning, so the pages it touched do not stay in the process's RSS. It maps
         the file as it is now: a range past a cut-short end comes back short and is reported."""
@@ -107,11 +108,11 @@ class LocalFileSource(ByteSource):
             check(offset, length, what)
         if not ranges or self.size == 0:  # (an empty file cannot be mapped; its only range is empty)
             return [b"" for _ in ranges]
-        if max(length for _offset, length in ranges) >= self.CHECK_MIN:
-            self.check_unchanged()  # as :meth:`_read` does for long reads
-        try:
-            mm = mmap.mmap(self._fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # a file system that cannot map files: a read per range
+        mm = None
+        if max(length for _offset, length in ranges) < self.CHECK_MIN:
+            with contextlib.suppress(OSError, ValueError):  # a file system that cannot map files: pread
+                mm = mmap.mmap(self._fileno(), 0, access=mmap.ACCESS_READ)
+        if mm is None:
             out = [self._read(offset, length) for offset, length in ranges]
         else:
             with mm:
