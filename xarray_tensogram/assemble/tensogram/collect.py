@@ -213,7 +213,8 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], sk
     if plain:  # text keys without dots: the usual map, its dotted names joined once per key set
         values = entry.values()
         if whole and SCALARS.issuperset(map(type, values)):
-            out.update(zip(cast(tuple[str, ...], names), map(_shared_text, values), strict=True))  # none skipped
+            shared = [_first_text(v) if type(v) is str else v for v in values]  # see _shared_text
+            out.update(zip(cast(tuple[str, ...], names), shared, strict=True))  # none skipped
             return True
         rebuildable = True
         for name, v in zip(names, values, strict=True):
