@@ -64,8 +64,8 @@ _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 _OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
 
 
-#: the answers of :func:`_varying_and_keys` per set of objects (their ids)
-_Memo = dict[tuple[int, ...], tuple[set[str], list[str]]]
+#: what :func:`_varying_in` finds over all the objects of a group: the keys that vary, every key in order
+_Walked = tuple[set[str], list[str]]
 
 
 def cell_limit(n_objects: int) -> int:
@@ -176,9 +176,9 @@ def _key_column(objs: Sequence[TgObject], key: str) -> list[Any]:
     return col
 
 
-def _candidates(objs: Sequence[TgObject], skip: set[str], cols: _Columns, memo: _Memo) -> list[str]:
+def _candidates(objs: Sequence[TgObject], skip: set[str], cols: _Columns, walked: _Walked) -> list[str]:
     """Keys whose values differ between objects, in the order the module docstring gives."""
-    maybe, seen = _varying_and_keys(objs, memo)
+    maybe, seen = walked
     producers = {o.producer for o in objs if o.producer is not None}
     levels = list(dict.fromkeys(f"{LEVEL_PREFIX}{o.level.name}" for o in objs if o.level is not None))
     restated = skip | {"mars.levelist"} if levels else skip  # a producer's level restates mars.levelist
@@ -307,13 +307,13 @@ def _plan(
     skip: set[str],
     extra: Sequence[str],
     dup_names: frozenset[str],
-    memo: _Memo,
+    walked: _Walked,
 ) -> tuple[list[str], dict[str, list[Any]], dict[str, VarCube], list[tuple[TgObject, TgObject]]]:
     objs = [o for v in by_name.values() for o in v]
     cols = _Columns(objs, dup_names)
     ends = itertools.accumulate(map(len, by_name.values()))
     spans = {n: range(end - len(v), end) for (n, v), end in zip(by_name.items(), ends, strict=True)}
-    chosen = _choose(cols, [*_candidates(objs, skip, cols, memo), *extra])
+    chosen = _choose(cols, [*_candidates(objs, skip, cols, walked), *extra])
     chosen.sort(
         key=lambda s: (
             _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
@@ -347,36 +347,17 @@ def _level_producer(objs: Sequence[TgObject], source: str) -> Producer:
     return next(o.producer for o in objs if o.level is not None and o.level.name == name and o.producer is not None)
 
 
-def _varying_keys(objs: Sequence[TgObject], memo: _Memo, among: set[str] | None = None) -> set[str]:
-    """Keys whose value (or presence) differs between the objects (NaN counts as equal to NaN).
-
-    Objects with the same keys (the usual case) are compared column by column; otherwise each
-    object's items are compared with the first's as sets (values are hashable, see ``flat_keys``).
-    Either way the per-key work runs in C. ``memo`` keeps the answer per set of objects: a group of
-    one variable asks twice (candidates, then the variable). ``among``: the keys that vary between
-    objects of which these are some (no other key can vary here): only those are compared.
-    """
-    if among is not None:
-        return _varying_among([o.merged for o in objs], among)
-    return set(_varying_and_keys(objs, memo)[0])
-
-
-def _varying_and_keys(objs: Sequence[TgObject], memo: _Memo) -> tuple[set[str], list[str]]:
-    """:func:`_varying_keys` of the objects and all their keys in first-seen order, found in the same walk."""
-    ident = tuple(map(id, objs))
-    known = memo.get(ident)
-    if known is None:
-        known = memo[ident] = _varying_in([o.merged for o in objs])
-    return known
-
-
 def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
-    """:func:`_varying_keys` on flattened maps."""
+    """Keys whose value (or presence) differs between flattened maps (NaN counts as equal to NaN)."""
     return _varying_in(maps)[0]
 
 
-def _varying_in(maps: Sequence[Mapping[str, Any]]) -> tuple[set[str], list[str]]:
-    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk)."""
+def _varying_in(maps: Sequence[Mapping[str, Any]]) -> _Walked:
+    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk).
+
+    Maps with the same keys (the usual case) are compared column by column; otherwise each key gets a
+    column with its absences marked (values are hashable, see ``flat_keys``). Either way the per-key work
+    runs in C."""
     if not maps:
         return set(), []
     by_columns = _varying_columns(maps, "")
@@ -402,7 +383,7 @@ _ABSENT = object()
 
 def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
     """The dotted keys (under ``prefix``) whose value differs between nested maps, as
-    :func:`_varying_keys` would find them in the flattened maps, without flattening them.
+    :func:`_varying_maps` would find them in the flattened maps, without flattening them.
 
     A producer's sections hold some 50 keys per object: they are compared column by column (one
     ``itemgetter`` per map, ``tuple.count`` per key, both in C), and only the maps that differ
@@ -446,10 +427,10 @@ def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
     return out
 
 
-def _cube_keys(cube: VarCube, overall: set[str], memo: _Memo, names: frozenset[str], name_keys: set[str]) -> None:
-    """Set the keys that vary within one variable (``overall``: those that vary in its group) and, for each
-    that is no dimension, the dimensions that determine it."""
-    cube.varying = _varying_keys(cube.objects, memo, among=overall)
+def _cube_keys(cube: VarCube, overall: set[str], names: frozenset[str], name_keys: set[str]) -> None:
+    """Set the keys that vary within one variable (``overall``: those that vary in its group, the only ones
+    that can vary here) and, for each that is no dimension, the dimensions that determine it."""
+    cube.varying = _varying_among([o.merged for o in cube.objects], overall)
     producer = cube.objects[0].producer
     if producer is not None:
         for section in producer.sections:  # the producer's nested sections are compared nested
@@ -472,8 +453,8 @@ def _cube_keys(cube: VarCube, overall: set[str], memo: _Memo, names: frozenset[s
 def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *, strict: bool) -> CubePlan:
     """The stacking plan of one group of variables (see the module docstring)."""
     names: frozenset[str] = frozenset()
-    memo: _Memo = {}
-    chosen, values, cubes, dups = _plan(by_name, name_keys, (), names, memo)
+    walked = _varying_in([o.merged for v in by_name.values() for o in v])  # once: every plan below asks
+    chosen, values, cubes, dups = _plan(by_name, name_keys, (), names, walked)
     if dups:
         text = "; ".join(
             f"variable {a.name!r}: message {a.msg} object {a.obj} and message {b.msg} object {b.obj}"
@@ -486,13 +467,12 @@ def plan_hypercube(by_name: Mapping[str, list[TgObject]], name_keys: set[str], *
             )
         warn(f"duplicate objects (same name and metadata), kept along a 'message' dimension: {text}")
         names = frozenset(a.name for a, _b in dups)
-        chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE,), names, memo)
+        chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE,), names, walked)
         if dups:
-            chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names, memo)
+            chosen, values, cubes, dups = _plan(by_name, name_keys, (MESSAGE_SOURCE, OBJECT_SOURCE), names, walked)
 
-    overall = _varying_keys([o for v in by_name.values() for o in v], memo)  # known: the candidates' walk
     for cube in cubes.values():
-        _cube_keys(cube, overall, memo, names, name_keys)
+        _cube_keys(cube, walked[0], names, name_keys)
     sources = {
         DIM_NAMES.get(s, s[len(LEVEL_PREFIX) :] if s.startswith(LEVEL_PREFIX) else s.rsplit(".", 1)[-1]): s
         for s in chosen
