@@ -112,12 +112,6 @@ class Codec:
     #: what an array->bytes codec decodes to whatever the stored dtype (None: the stored dtype itself)
     decoded_dtype: ClassVar[np.dtype | None] = None
 
-    def param(self, name: str) -> Param:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
     def resolve(self, given: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
         """``given`` checked against the declared parameters, defaults filled in (unknown names refused)."""
         known = {p.name: p for p in self.params}
@@ -253,28 +247,14 @@ class Passthrough(Codec):
     """No compression: the stored bytes are the decoded bytes (a slice of them is a byte range)."""
 
     name = "none"
-    capabilities = Capabilities(decode_into=True, prefix_decode=True, byte_ranges=True, partial_decode=True)
+    capabilities = Capabilities(prefix_decode=True, byte_ranges=True, partial_decode=True)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         check_size(payload, expected, "uncompressed", where)
         return payload
 
-    def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        flat = out.reshape(-1).view(np.uint8)
-        check_size(payload, flat.size, "uncompressed", where)
-        flat[...] = np.frombuffer(payload, dtype=np.uint8)
-
-    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
-        return lo, hi
-
     def max_output(self, stored: int) -> int | None:
         return stored
-
-    def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        n = payload.nbytes if isinstance(payload, np.ndarray) else len(payload)
-        if n > cap:
-            raise CodecError(f"{where}{n} uncompressed bytes are more than the {cap} the tensor can hold")
-        return payload
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""

@@ -39,9 +39,7 @@ class ChangeCheckedStore:
     def __reduce__(self) -> tuple[Any, ...]:
         return (ChangeCheckedStore, (self.store, self._stamps))
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("store", "_stamps"):  # not set yet (unpickling): never recurse
-            raise AttributeError(name)
+    def __getattr__(self, name: str) -> Any:  # store and _stamps are set first: __reduce__ rebuilds through __init__
         return getattr(self.store, name)
 
     def remember(self, path: str) -> None:

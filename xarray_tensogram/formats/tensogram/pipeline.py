@@ -182,8 +182,6 @@ _PATTERNS = {
 
 def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarray], where: str) -> None:
     """Overwrite masked elements with the canonical NaN/+Inf/-Inf bit patterns, in place."""
-    if not masks:
-        return
     if dtype_name not in _PATTERNS and not (values.dtype == np.float64):
         raise MetadataError(f"{where}NaN/Inf masks on dtype {dtype_name!r}, which cannot hold them")
     unsigned, nan, pinf, ninf = _PATTERNS.get(dtype_name, _PATTERNS["float64"])
