@@ -112,6 +112,12 @@ class Codec:
     #: what an array->bytes codec decodes to whatever the stored dtype (None: the stored dtype itself)
     decoded_dtype: ClassVar[np.dtype | None] = None
 
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
     def resolve(self, given: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
         """``given`` checked against the declared parameters, defaults filled in (unknown names refused)."""
         known = {p.name: p for p in self.params}

@@ -20,7 +20,7 @@ __all__ = ["DEFAULT_MASK_METHOD", "MASK_METHODS", "decode_mask", "encode_mask"]
 #: the reference encoder's default method for NaN/Inf masks
 DEFAULT_MASK_METHOD = bitmaps.ROARING.name
 
-_INNER = next(p.default for p in blosc2.CODEC.params if p.name == "codec")
+_INNER = blosc2.CODEC.param("codec").default
 #: what a mask's codec is given beyond the bit count, and the ``params`` recorded for the mask (the reference's
 #: names), where the reference writes it so
 _WRITTEN_WITH: dict[Codec, tuple[dict[str, Any], dict[str, Any]]] = {
