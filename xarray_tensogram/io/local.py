@@ -102,7 +102,9 @@ class LocalFileSource(ByteSource):
         (any of :attr:`CHECK_MIN` bytes or more) read by :meth:`_read`, which re-checks the file for long reads.
 
         The map is closed before returning, so the pages it touched do not stay in the process's RSS. It maps
-        the file as it is now: a range past a cut-short end comes back short and is reported."""
+        the file as it is now: a range past a cut-short end comes back short and is reported. Our writers never
+        cut a file below the size a reader opened (an append that fails is cut back to where it started, see
+        ``io.lock``); a file another program truncates while the ranges are copied faults, as a view would."""
         check = self.check_range
         for offset, length in ranges:
             check(offset, length, what)
