@@ -1,17 +1,14 @@
 """The xarray backend entrypoint: ``xr.open_dataset(path, engine="tensogram")``.
 
-Thin by design, and shaped like xarray's own backends: sniff the format through the format
-registry, open its file object, let the format's assembly function (named in its record) build
-the raw (CF-encoded) variables of each group, hold each group in a :class:`TensogramDataStore`,
-and decode it through xarray's own CF machinery, so ``encoding`` (``preferred_chunks`` included)
-comes through xarray itself. One engine serves every registered format.
-
-The keyword arguments are declared once, in :mod:`xarray_tensogram.options`: the methods below
-take them as ``**options`` and present the declared signature to xarray, ``help()`` and IDEs.
+Shaped like xarray's own backends, one engine for every registered format: sniff the format, open its
+file, let its assembly build the raw (CF-encoded) groups, and decode each :class:`TensogramDataStore`
+through xarray's own CF machinery. The keyword arguments are declared once (:mod:`xarray_tensogram.options`):
+the methods take ``**options`` and present the declared signature to xarray, ``help()`` and IDEs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
@@ -114,12 +111,10 @@ class TensogramDataStore(AbstractDataStore):
             self._shared.release()
 
     def decode(self, decoders: Mapping[str, Any], drop: frozenset[str]) -> xr.Dataset:
-        """The Dataset xarray's ``StoreBackendEntrypoint`` would build, with assembly's coordinates as
-        coordinates: CF decoding through ``xarray.conventions.decode_cf_variables``.
+        """The Dataset xarray's ``StoreBackendEntrypoint`` would build, with assembly's coordinates as coordinates.
 
-        The CF times and dimension coordinates already in memory come decoded and indexed as xarray would
-        decode and index them (:mod:`~xarray_tensogram.decoding`), so that an open without ``chunks`` never
-        imports Dask; lazy variables are decoded by xarray alone."""
+        In-memory CF times and dimension coordinates are decoded and indexed here as xarray would
+        (:mod:`~xarray_tensogram.decoding`), so an open without ``chunks`` never imports Dask."""
         with close_on_error(self):
             variables, attrs, cf_coords = conventions.decode_cf_variables(
                 decode_times_in_memory(_unsigned_fills_on_disk(self.variables), decoders),
@@ -146,21 +141,16 @@ def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, x
     for name, var in variables.items():
         if "_Unsigned" not in var.attrs or var.dtype.kind not in "iu":
             continue
-        typed = {k: _in_dtype(var.attrs[k], var.dtype) for k in ("_FillValue", "missing_value") if k in var.attrs}
-        if any(v is not var.attrs[k] for k, v in typed.items()):
+        typed = {}
+        for k in ("_FillValue", "missing_value"):
+            value = var.attrs.get(k)
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                with contextlib.suppress(OverflowError):
+                    typed[k] = var.dtype.type(int(value))
+        if typed:
             out[name] = var.copy(deep=False)  # a new attrs dict: the raw variable may be cached
             out[name].attrs = {**var.attrs, **typed}
     return out
-
-
-def _in_dtype(value: Any, dtype: np.dtype) -> Any:
-    """An integer ``value`` as a scalar of ``dtype`` where it fits; anything else as it is."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        return value
-    try:
-        return dtype.type(int(value))
-    except OverflowError:
-        return value
 
 
 def _select_group(groups: Mapping[str, RawGroup], group: str | None, name: str) -> str:
@@ -346,26 +336,14 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"
-    # no `url`: xarray shows it as "Learn more at <url>", and this project has no hosted page yet (a
-    # path in the source tree means nothing to an installed package; the reference project's URL misled)
-    # derived from the declaration: xarray fills it from the signature only for engines it looks up by
-    # name, and needs it (decode_cf=False) when the engine class itself is passed
+    # no `url`: xarray shows it as "Learn more at <url>", and this project has no hosted page yet.
+    # xarray reads the parameters from the signature only for engines looked up by name, so declare them
     open_dataset_parameters = ("filename_or_obj", *declared.names())
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
-        """Whether xarray should pick this engine for a file it was not told the engine of.
-
-        Parameters
-        ----------
-        filename_or_obj : str, os.PathLike, bytes or binary file object
-            What ``xr.open_dataset`` was given.
-
-        Returns
-        -------
-        bool
-            True for a recognised magic (or, for unreadable sources, a known extension); never raises.
-        """
+        """Whether xarray should pick this engine for a file it was not told the engine of: True for a
+        recognised magic (or, for unreadable sources, a known extension); never raises."""
         try:
             return self._guess(filename_or_obj)
         except Exception:
@@ -425,34 +403,14 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
 
     @_declared_signature
     def open_groups_as_dict(self, filename_or_obj: Any, **options: Any) -> dict[str, xr.Dataset]:
-        """Every group as a decoded Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
+        """Every group as a lazy Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
 
-        Each Dataset closes its share of the file; the file closes with the last of them.
-
-        Parameters
-        ----------
-        filename_or_obj : str, os.PathLike, bytes or binary file object
-            As for :meth:`open_dataset`, and so are the keyword arguments (the declared open options).
-
-        Returns
-        -------
-        dict of str to xarray.Dataset
-            One lazy Dataset per group path.
-        """
+        Arguments as for :meth:`open_dataset`. Each Dataset closes its share of the file; the file closes
+        with the last of them."""
         return open_decoded(filename_or_obj, **options)[0]
 
     @_declared_signature
     def open_datatree(self, filename_or_obj: Any, **options: Any) -> xr.DataTree:
-        """All groups as one tree; ``tree.close()`` closes the file (every node holds a share of it).
-
-        Parameters
-        ----------
-        filename_or_obj : str, os.PathLike, bytes or binary file object
-            As for :meth:`open_dataset`, and so are the keyword arguments (the declared open options).
-
-        Returns
-        -------
-        xarray.DataTree
-            One node per group (e.g. ``grid_19x36``); the root holds the file's attributes.
-        """
+        """All groups as one tree, one node per group (e.g. ``grid_19x36``), the root holding the file's
+        attributes. Arguments as for :meth:`open_dataset`; ``tree.close()`` closes the file."""
         return datatree_from_dict_with_io_cleanup(self.open_groups_as_dict(filename_or_obj, **options))

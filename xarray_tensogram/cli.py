@@ -174,20 +174,11 @@ def _variable_rows(ds: Any, group: str = "") -> list[list[Any]]:
     rows = []
     for name, var in ds.data_vars.items():
         chunks = var.encoding.get("preferred_chunks") or {}
-        chunk = [int(chunks.get(d, n)) for d, n in var.sizes.items()]
-        n_chunks = _n_chunks(var)
+        chunk = shape_text([int(chunks.get(d, n)) for d, n in var.sizes.items()]) if chunks else "-"
         dims = ", ".join(f"{d}: {n}" for d, n in var.sizes.items()) or "scalar"
-        rows.append(
-            ([group] if group else [])
-            + [
-                name,
-                dims,
-                str(var.dtype),
-                shape_text(chunk) if chunks else "-",
-                "-" if n_chunks is None else n_chunks,
-                _dims_origin(var),
-            ]
-        )
+        n_chunks = _n_chunks(var)
+        row = [name, dims, str(var.dtype), chunk, "-" if n_chunks is None else n_chunks, _dims_origin(var)]
+        rows.append([group, *row] if group else row)
     return rows
 
 
@@ -341,23 +332,11 @@ def _error_line(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line (``xarray-tensogram`` / ``python -m xarray_tensogram``).
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``; none: the main job on the bundled samples).
 
-    Parameters
-    ----------
-    argv : sequence of str, optional
-        The arguments without the program name; default ``sys.argv[1:]``. No arguments runs the
-        main job on the bundled samples; otherwise ``info``, ``ls``, ``dump``, ``verify`` or ``refs``
-        (kerchunk references of one or more files, with the ``virtual`` extra).
-
-    Returns
-    -------
-    int
-        The exit status. 0: success. 1: a problem with a file or the environment (missing,
-        unreadable, damaged or not one of the three formats; a failed ``verify``; a missing optional
-        package). 2: a usage error (an unknown command or option, a malformed argument, a variable,
-        dimension or label the file does not have). 130: interrupted. ``--version`` and ``--help``
-        exit through ``SystemExit`` (0; argparse's usage errors: 2).
+    Returns the exit status (``docs/cli.md``): 0 success; 1 a problem with a file or the environment (a
+    failed ``verify``, a missing optional package); 2 a usage error (an unknown option, variable, dimension
+    or label); 130 interrupted. ``--version`` and ``--help`` exit through ``SystemExit``.
     """
     parser = _parser()
     args = parser.parse_args(argv)

@@ -1,28 +1,22 @@
 """A catalog of an opened file's metadata, kept between opens (as cfgrib's index files and earthkit-data's cache).
 
-Opening a Tensogram archive of 100,000 messages parses every message's metadata and plans the
-hypercubes in Python: seconds, on every open. What that open builds (the raw, not yet CF-decoded
-groups with their lazy arrays) depends only on the file's bytes, the open options and this package's
-code, so it is stored once and read back on the next open of the same file with the same options.
+Opening a Tensogram archive of 100,000 messages parses every message's metadata and plans the hypercubes
+in Python: seconds, on every open. What it builds (the raw groups with their lazy arrays) depends only on
+the file's bytes, the open options and this package's code, so it is stored once and read back next time.
 
-Never stale: an entry is found by a digest of the file's real path, size, ``st_mtime_ns``, inode,
-its first and last 64 KiB, the open options and a fingerprint of this package's source files; any
-change gives another digest, and the lazy arrays read back still check size and mtime before every
-read (:class:`~xarray_tensogram.io.LocalFileSource`). Entries are written to a temporary file
-then renamed, so concurrent writers never leave a partial entry; an entry that cannot be read
-(corrupt, truncated, foreign, another Python) is ignored with a :class:`MetadataCacheWarning`.
-Only opens that emitted no warning are stored, so a hit never hides a warning. Reading an entry
-unpickles it, so only entries owned by the user and writable by nobody else are read; a directory
-keeps the :data:`MAX_ENTRIES` most recently used entries.
+Never stale: an entry is found by a digest of the file's real path, size, ``st_mtime_ns``, inode, first and
+last 64 KiB, the open options and a fingerprint of this package's sources; the lazy arrays still check size
+and mtime before every read (:class:`~xarray_tensogram.io.LocalFileSource`). Entries are written to a
+temporary file then renamed (concurrent writers never leave a partial one); an unreadable entry is ignored
+with a :class:`MetadataCacheWarning`. Only opens that emitted no warning are stored, so a hit never hides
+one. Reading unpickles, so only entries owned by the user and writable by nobody else are read; a directory
+keeps the :data:`MAX_ENTRIES` most recently used.
 
-Where (the ``metadata_cache`` open option): ``None`` (default) uses ``$XARRAY_TENSOGRAM_CACHE_DIR``, else
-``$XDG_CACHE_HOME/xarray-tensogram``, else ``~/.cache/xarray-tensogram``, for local files of at least
-:data:`MIN_ITEMS` messages and :data:`MIN_BYTES` bytes; ``True`` the same for any local file; a path
-that directory; ``False`` none.
-
-Compact entries: the members of a stacked variable are stored as three integer arrays (stack
-position, message, object) rather than 400,000 pickled callables, and a message as its number:
-a read builds the message it touches from its offset (:meth:`MessageScanner.parse_at`).
+Where (the ``metadata_cache`` open option): ``None`` (default) :func:`default_cache_dir`, for local files of
+at least :data:`MIN_ITEMS` messages and :data:`MIN_BYTES` bytes; ``True`` the same for any local file; a
+path that directory; ``False`` none. Compact entries: a stacked variable's members are three integer arrays
+(stack position, message, object), not 400,000 pickled callables, and a message is its number, parsed from
+its offset when a read touches it (:meth:`MessageScanner.parse_at`).
 """
 
 from __future__ import annotations
@@ -211,8 +205,7 @@ def _prune(folder: Path) -> None:
         for p in folder.glob("*.pkl"):
             with contextlib.suppress(OSError):
                 entries.append((p.stat().st_mtime_ns, p))
-        entries.sort()
-        for _, p in entries[: max(0, len(entries) - MAX_ENTRIES)]:
+        for _, p in sorted(entries)[: max(0, len(entries) - MAX_ENTRIES)]:
             with contextlib.suppress(OSError):
                 p.unlink()
 
