@@ -1,23 +1,17 @@
 """CF times and indexes of values already in memory, made without importing Dask.
 
-xarray (2026.9) asks "is this a Dask array?" of every numpy array it samples while decoding a CF time
-(``_decode_cf_datetime_dtype`` -> ``to_numpy``) or turns into a pandas index (``safe_cast_to_index`` ->
-``to_numpy``), and when Dask is installed that question imports ``dask.base``: about 75 ms on the first
-open of a process, Dask wanted or not. The coordinates our assembly builds from metadata (MARS ``time``,
-``step``, ``valid_time``, levels, labels) are small arrays already in memory, so the data store gives
-xarray two things xarray would otherwise compute itself from them:
+xarray (2026.9) asks "is this a Dask array?" of every numpy array it samples while decoding a CF time or
+turns into a pandas index (both via ``to_numpy``), which imports ``dask.base`` when Dask is installed: about
+75 ms on a process's first open. The coordinates assembly builds from metadata (``time``, ``step``, levels,
+labels) are small arrays in memory, so the data store hands xarray what it would compute from them:
 
-- :func:`decode_times_in_memory`: the CF times xarray's *default* decoding would decode (``decode_times``
-  True without ``use_cftime``, ``decode_timedelta`` None or True), decoded with numpy exactly as xarray
-  does (values, dtype resolution, attrs moved to ``encoding``), for the plain cases only: integer values,
-  a standard calendar, an ISO reference date, results inside datetime64[ns]. Everything else (lazy
-  variables, masks, other calendars, a ``CFDatetimeCoder`` or ``time_unit`` given, floats) is left
-  CF-encoded for xarray's own decoder; tests check each case against that decoder.
-- :func:`default_indexes`: the pandas indexes of dimension coordinates, built from a ``pandas.Index`` as
-  xarray's default index creation would build them (xarray does not build an index a Dataset already
-  has); a coordinate stored lazily is read for it, as xarray reads it. xarray does not tell a backend
-  about ``create_default_indexes=False``, so these indexes are there even then (xarray's docs allow
-  backends their own indexes; ``ds.drop_indexes`` removes them).
+- :func:`decode_times_in_memory`: the CF times xarray's *default* decoding would decode, decoded with numpy
+  exactly as xarray does (values, resolution, attrs moved to ``encoding``), in the plain cases only:
+  integers, a standard calendar, an ISO reference date, results inside datetime64[ns]. Everything else is
+  left CF-encoded for xarray's own decoder; tests check each case against that decoder.
+- :func:`default_indexes`: the pandas indexes of dimension coordinates as xarray's default index creation
+  builds them. xarray does not tell a backend about ``create_default_indexes=False``, so they are there even
+  then (xarray's docs allow backends their own indexes; ``ds.drop_indexes`` removes them).
 """
 
 from __future__ import annotations

@@ -46,8 +46,7 @@ def generic_dim_names(
     taken_sizes = {} if taken_sizes is None else taken_sizes
     names = []
     for axis, size in enumerate(shape):
-        base = f"{prefix}_{axis}"
-        name = base
+        base = name = f"{prefix}_{axis}"
         k = 0
         while (name in taken_sizes and taken_sizes[name] != size) or name in names:
             k += 1

@@ -16,11 +16,8 @@ PROG = "xarray-tensogram"
 
 
 def show_progress(enabled: bool | None, large: bool) -> bool:
-    """Whether a command draws a bar: ``--progress``/``--no-progress`` decide; else only for large
-    work on a terminal. Every command asks this one rule.
-
-    Without a TTY (pipes, logs, CI) a bar would only write carriage-return noise into the output.
-    """
+    """Whether a command draws a bar: ``--progress``/``--no-progress`` decide; else only for large work on a
+    terminal (without one, pipes, logs and CI, a bar would only write carriage-return noise)."""
     return enabled if enabled is not None else large and sys.stderr.isatty()
 
 

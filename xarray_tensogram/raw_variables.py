@@ -1,13 +1,12 @@
 """The raw variables and groups every assembly hands on, lazy or in memory, and their netCDF-safe attributes.
 
-A :class:`RawVariable` (cfgrib's pattern) is what a format's assembly or a producer's read mapping gives the
-data store before xarray's CF decoding: dims, a lazy :class:`ArraySpec` or values in memory, attributes and
-the encoding a user should see; so the spec belongs to the variable and never rides in ``encoding``. A
-:class:`RawGroup` is one group of them. Building xarray objects during assembly would merge and copy every
-variable (about 10 us each) only for the store to take them out again, and would build indexes (reading lazy
-coordinates) before CF decoding. :func:`xarray_variable` is the one place a record becomes an ``xr.Variable``.
-Attribute values are made netCDF-safe (nested maps flattened to dotted keys, typed values restored) so that
-``to_netcdf`` of an opened Dataset works.
+A :class:`RawVariable` (cfgrib's pattern) is what assembly gives the data store before CF decoding: dims, a
+lazy :class:`ArraySpec` or values in memory, attributes and the encoding a user should see (the spec never
+rides in ``encoding``); a :class:`RawGroup` holds them. xarray objects built during assembly would be merged
+and copied (about 10 us each) and indexed (reading lazy coordinates) before CF decoding, for nothing.
+:func:`xarray_variable` is the one place a record becomes an ``xr.Variable``. Attribute values are made
+netCDF-safe (nested maps flattened to dotted keys, typed values restored) so ``to_netcdf`` of an opened
+Dataset works.
 """
 
 from __future__ import annotations
@@ -41,12 +40,8 @@ __all__ = [
 
 
 def netcdf_safe_value(value: Any) -> Any:
-    """Convert a metadata value into something netCDF attributes can hold.
-
-    Strings, numbers and homogeneous numeric lists stay as they are; booleans
-    become ints; ``None`` becomes an empty string; bytes become hex; anything else
-    (mixed lists, nested lists) is serialised as compact JSON.
-    """
+    """A metadata value as netCDF attributes can hold it: strings, numbers and homogeneous lists as they are,
+    booleans as ints, ``None`` as ``""``, bytes as hex, anything else (mixed, nested) as compact JSON."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -150,10 +145,9 @@ def _whole(ndim: int) -> indexing.BasicIndexer:
 def xarray_variable(raw: RawVariable) -> xr.Variable:
     """The ``xr.Variable`` of a raw variable: the one lazy array over its spec, or its values in memory.
 
-    Values in memory are wrapped the way backends wrap data: ``xr.Variable(dims, ndarray)`` asks whether
-    the array is a Dask array, which imports ``dask.array`` (about 0.6 s, on every first open, Dask wanted
-    or not); xarray's CF decoders rebuild each variable from its ``_data`` and would ask again. An indexing
-    adapter around the array is not asked, so an open without ``chunks`` never imports Dask.
+    Values in memory are wrapped in an indexing adapter, as backends wrap data: ``xr.Variable(dims, ndarray)``
+    (and each CF decoder after it) asks whether the array is a Dask array, which imports ``dask.array``
+    (about 0.6 s on a first open); the adapter is not asked, so an open without ``chunks`` never imports Dask.
     """
     if not isinstance(raw.data, ArraySpec):
         values = indexing.NumpyIndexingAdapter(np.asarray(raw.data))  # type: ignore[no-untyped-call]  # unannotated in xarray
@@ -168,11 +162,9 @@ def xarray_variable(raw: RawVariable) -> xr.Variable:
 def storage_spec(var: xr.Variable) -> ArraySpec | None:
     """The :class:`ArraySpec` behind a variable made by :func:`xarray_variable` and not indexed since, else None.
 
-    Lets the virtual Zarr parsers, which work on Datasets, map a variable back to its storage chunks. The
-    spec belongs to the lazy array (:class:`LazyChunkedArray`), never to ``encoding``, which xarray hands on
-    to every view of a variable: a variable indexed, transposed or reshaped since holds another wrapper or
-    another key, so it is never taken for the whole spec. The wrappers are read where xarray's own backends
-    read them (``Variable._data``, ``LazilyIndexedArray.array`` and ``.key``).
+    For the Zarr views, which work on Datasets. The spec belongs to the lazy array, not to ``encoding`` (which
+    xarray hands on to every view): a variable indexed, transposed or reshaped since holds another wrapper or
+    key, so it is never taken for the whole spec. The wrappers are read where xarray's own backends read them.
     """
     data = var._data
     if not isinstance(data, indexing.LazilyIndexedArray) or not isinstance(data.array, LazyChunkedArray):
@@ -189,12 +181,10 @@ def lazy_variable(
 ) -> RawVariable:
     """A raw variable read lazily through ``spec``; ``encoding["preferred_chunks"]`` is the spec's chunk.
 
-    The one place the preferred chunk is decided: exactly one storage unit (a Tensogram object, 1 along
-    the dims stacked from messages; a Tetration tile; a zTensor tensor, or a row band of a raw one over
-    256 MiB), as xarray's zarr and h5netcdf backends do. So ``chunks={}`` gives one Dask chunk per unit,
-    chunking along units never warns, and ``chunks="auto"`` lets Dask pick whole multiples of the unit
-    near ``array.chunk-size``, each read by one task in one pass (:func:`~xarray_tensogram.outer.read_outer`).
-    Nothing here imports Dask.
+    The one place the preferred chunk is decided: one storage unit (a Tensogram object, a Tetration tile, a
+    zTensor tensor or a row band of a raw one over 256 MiB), as xarray's zarr and h5netcdf backends do. So
+    ``chunks={}`` gives one Dask chunk per unit and ``chunks="auto"`` whole multiples of it, each read by one
+    task in one pass (:func:`~xarray_tensogram.outer.read_outer`).
     """
     dims = tuple(dims)
     enc = dict(encoding) if encoding else {}

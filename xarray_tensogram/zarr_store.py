@@ -1,18 +1,12 @@
 """A read-only Zarr v3 store over a ``.tgm``, ``.tet`` or ``.zt`` file: ``zarr.open_group(TensogramStore(path))``.
 
-The store opens the file with the backend's own readers and assembly (so names, dims, coordinates and
-attributes are those of ``xr.open_dataset(path, engine="tensogram")``) and serves:
-
-- ``zarr.json`` of the root group, of each group of a file whose objects cannot share one Dataset, and of
-  each variable, built at open from metadata only;
-- ``<variable>/c/<i>/<j>...`` (Zarr's default chunk keys): one chunk per storage unit of the file (a
-  Tensogram object, a Tetration tile, a zTensor tensor), read on request by the same chunk reader that the
-  lazy array of ``open_dataset`` uses, and served decoded, in little-endian C order, under the ``bytes``
-  codec alone. Any codec the backend decodes is therefore readable through Zarr, and no payload byte is
-  read before a chunk is asked for.
-
-Nothing here needs VirtualiZarr; zarr is needed (the ``zarr`` extra), and the package imports this module
-only when ``xarray_tensogram.TensogramStore`` is first used. Writing is not supported.
+The store opens the file with the backend's own readers and assembly (names, dims, coordinates and
+attributes are those of ``open_dataset``) and serves the ``zarr.json`` of the root, of each group and of
+each variable, built at open from metadata only, and ``<variable>/c/<i>/<j>...`` (Zarr's default chunk
+keys): one chunk per storage unit (a Tensogram object, a Tetration tile, a zTensor tensor), read on request
+by the lazy array's own chunk reader and served decoded, little-endian, under the ``bytes`` codec alone. So
+every codec the backend decodes is readable through Zarr, and no payload byte is read before it is asked
+for. Needs zarr (the ``zarr`` extra): the package imports this module on first use of ``TensogramStore``.
 """
 
 from __future__ import annotations
@@ -141,17 +135,13 @@ class _Layout:
             return None
         return None
 
-    def keys(self) -> Iterator[str]:
+    def keys(self, chunks: bool = True) -> Iterator[str]:
+        """Every key; without ``chunks``, an array's chunks only by their common ``<array>/c`` prefix."""
         yield from self.documents
         for path, array in self.arrays.items():
-            for coords in np.ndindex(*array.grid):  # Zarr's default chunk keys: "c" (0-d), "c/0/1" (2-d)
-                yield posixpath.join(path, "c", *map(str, coords))
-
-    def shallow_keys(self) -> Iterator[str]:
-        """Every key, except that an array's chunks are named only by their common ``<array>/c`` prefix."""
-        yield from self.documents
-        for path, array in self.arrays.items():
-            if math.prod(array.grid):
+            if chunks:  # Zarr's default chunk keys: "c" (0-d), "c/0/1" (2-d)
+                yield from (posixpath.join(path, "c", *map(str, coords)) for coords in np.ndindex(*array.grid))
+            elif math.prod(array.grid):
                 yield posixpath.join(path, "c")
 
 
@@ -318,7 +308,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         layout = await self._keyspace()
         base = prefix.rstrip("/") + "/" if prefix.rstrip("/") else ""
         inside_chunks = any(base.startswith(posixpath.join(p, "c") + "/") for p in layout.arrays)
-        keys = layout.keys() if inside_chunks else layout.shallow_keys()
+        keys = layout.keys(chunks=inside_chunks)
         for name in dict.fromkeys(k[len(base) :].split("/")[0] for k in keys if k.startswith(base) and k != base):
             yield name
 
