@@ -36,17 +36,14 @@ def unique_names(names: Iterable[str], source: str, what: str, category: type[Wa
     return out
 
 
-def generic_dim_names(
-    shape: Sequence[int], taken_sizes: dict[str, int] | None = None, prefix: str = "dim"
-) -> list[str]:
+def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int]) -> list[str]:
     """``dim_0``, ``dim_1`` ... made unique where the same generic name is already used with another size.
 
     ``taken_sizes`` maps dim names already in the Dataset to their sizes; it is updated.
     """
-    taken_sizes = {} if taken_sizes is None else taken_sizes
     names = []
     for axis, size in enumerate(shape):
-        base = name = f"{prefix}_{axis}"
+        base = name = f"dim_{axis}"
         k = 0
         while (name in taken_sizes and taken_sizes[name] != size) or name in names:
             k += 1

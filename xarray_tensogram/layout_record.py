@@ -1,15 +1,11 @@
 """What a reader learned about a ``.tgm`` file's layout, for the writer: one typed record per variable.
 
-Assembly fills a :class:`LayoutRecord` for each variable (dims stacked from messages and the keys that carry
-them, the naming key, the producer's own entries, coordinates made from metadata) and ``to_tensogram`` reads
-it back with :meth:`LayoutRecord.of`, so that a Dataset read from a file is written back as the file was.
-
-The record rides in ``encoding``, the one thing xarray keeps through selections, concatenation and copies,
-as one plain entry per field, ``encoding["tensogram_<field>"]`` (everything pickles, netCDF writers drop
-them): users read and set some of them by hand (``tensogram_message_keys``), and each is visible in
-``ds[v].encoding``. The names are made only here (:meth:`LayoutRecord.to_encoding`); an entry of the wrong
-type set by hand is an :class:`~xarray_tensogram.errors.EncodeError` naming the variable and the entry. The
-two Dataset-level facts, :data:`WIRE_VERSION_ATTR` and :data:`MISSING_OBJECTS_ATTR`, are attributes.
+Assembly fills a :class:`LayoutRecord` per variable and ``to_tensogram`` reads it back with
+:meth:`LayoutRecord.of`, so a Dataset read from a file is written back as the file was. It rides in
+``encoding`` (the one thing xarray keeps through selections, concatenation and copies) as one plain entry
+per field, ``encoding["tensogram_<field>"]``: it pickles, netCDF writers drop it, and users can read and set
+entries by hand (``tensogram_message_keys``). The names are made only here (:meth:`LayoutRecord.to_encoding`);
+an entry of the wrong type is an :class:`~xarray_tensogram.errors.EncodeError` naming the variable and entry.
 """
 
 from __future__ import annotations
@@ -85,13 +81,12 @@ class LayoutRecord:
         return cls(**values)
 
 
-def _container(hint: Any) -> type:
-    """``dict`` for ``dict[str, str] | None``: the type an ``encoding`` entry of the field must have."""
-    arg = next(a for a in typing.get_args(hint) if a is not type(None))
-    kind: type = typing.get_origin(arg) or arg
-    return kind
-
-
-#: the type each field holds in ``encoding`` (checked by :meth:`LayoutRecord.of`), from the declaration above
-_KINDS = {name: _container(hint) for name, hint in typing.get_type_hints(LayoutRecord).items()}
+#: the type each field holds in ``encoding`` (checked by :meth:`LayoutRecord.of`), from the declaration above:
+#: ``dict`` for ``dict[str, str] | None``
+_KINDS: dict[str, type] = {
+    name: typing.get_origin(arg) or arg
+    for name, hint in typing.get_type_hints(LayoutRecord).items()
+    for arg in typing.get_args(hint)
+    if arg is not type(None)
+}
 _KIND_WORDS = {dict: "dict with string keys", str: "string", list: "list", bool: "bool"}

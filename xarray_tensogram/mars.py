@@ -52,16 +52,12 @@ def mars_datetime_seconds(date: Any, time: Any = 0) -> int | None:
     distinct values: each distinct (date, time) is converted once.
     """
     try:
-        return _datetime_seconds_cached(date, time)
-    except TypeError:  # an unhashable value: convert it directly
         return _datetime_seconds(date, time)
+    except TypeError:  # an unhashable value: convert it directly
+        return _datetime_seconds.__wrapped__(date, time)
 
 
 @functools.lru_cache(maxsize=65536, typed=True)  # typed: 1, 1.0 and True convert differently
-def _datetime_seconds_cached(date: Any, time: Any) -> int | None:
-    return _datetime_seconds(date, time)
-
-
 def _datetime_seconds(date: Any, time: Any) -> int | None:
     d = as_int(date)
     try:

@@ -40,32 +40,23 @@ class Param:
         return {k: v for k, v in values.items() if v}
 
 
-@dataclass(frozen=True)
-class _Table:
-    version: str
-    by_id: dict[int, Param]
-    by_short_name: dict[str, Param]
-
-
 @functools.cache
-def _table() -> _Table:
-    text = resources.files(__package__).joinpath("params.tsv").read_text(encoding="utf-8")
-    lines = text.splitlines()
-    version = lines[0].lstrip("# ").strip()
+def _table() -> tuple[str, dict[int, Param], dict[str, Param]]:
+    """The table's version, its rows by ``paramId`` and by short name."""
+    lines = resources.files(__package__).joinpath("params.tsv").read_text(encoding="utf-8").splitlines()
     by_id: dict[int, Param] = {}
     by_short: dict[str, Param] = {}
     for line in lines[2:]:
-        pid, short, units, long_name, standard_name = line.split("\t")
-        p = Param(int(pid), short, units, long_name, standard_name)
-        by_id[p.param_id] = p
+        pid, short, *rest = line.split("\t")
+        p = by_id[int(pid)] = Param(int(pid), short, *rest)
         if short not in by_short or p.param_id < by_short[short].param_id:
             by_short[short] = p
-    return _Table(version, by_id, by_short)
+    return lines[0].lstrip("# ").strip(), by_id, by_short
 
 
 def table_version() -> str:
     """Where the table's facts come from (the ecCodes version)."""
-    return _table().version
+    return _table()[0]
 
 
 def _as_id(value: Any) -> int | None:
@@ -82,11 +73,11 @@ def _as_id(value: Any) -> int | None:
 
 def lookup(param: Any) -> Param | None:
     """The table's row for a ``paramId`` or MARS ``param`` (None when unknown)."""
-    table = _table()
+    _, by_id, by_short = _table()
     pid = _as_id(param)
     if pid is not None:
-        return table.by_id.get(pid)
-    return table.by_short_name.get(param) if isinstance(param, str) else None
+        return by_id.get(pid)
+    return by_short.get(param) if isinstance(param, str) else None
 
 
 #: metadata keys that name a parameter, most specific first
