@@ -1,19 +1,14 @@
 """The one lazy array of the package, shared by every format.
 
-:class:`LazyChunkedArray` wraps an :class:`~xarray_tensogram.array_spec.ArraySpec`.
-It supports xarray's OUTER indexing through :func:`~xarray_tensogram.outer.read_outer`
-(the package's one indexer, one layer down so that format readers use it too):
-only the chunks a key touches are read, and each chunk reader is asked only for
-the bounding region of the positions it must supply.
+:class:`LazyChunkedArray` wraps an :class:`~xarray_tensogram.array_spec.ArraySpec` and serves xarray's OUTER
+indexing through :func:`~xarray_tensogram.outer.read_outer` (one layer down, so format readers use it too).
+No lock: chunk readers are thread-safe, so Dask's threaded scheduler decodes chunks in parallel, and the
+array pickles (its spec holds paths, not handles).
 
-No lock: chunk readers are thread-safe, so Dask's threaded scheduler decodes
-chunks in parallel, and the array pickles (its spec holds paths, not handles).
-
-``await ds.load_async()`` reads through :meth:`LazyChunkedArray.async_getitem`: a selection is split along
-its outermost axis that spans several chunks into runs of neighbouring chunks (as many runs as asyncio's
-default thread pool has workers, at most), and each run is read by the same synchronous indexer in that
-pool, so the runs of every variable of one load are read at once. Decoding releases the GIL, and a remote
-file's byte ranges are fetched by fsspec's own event loop, so the threads overlap both.
+``await ds.load_async()`` splits a selection along its outermost axis spanning several chunks into runs of
+neighbouring chunks (at most as many as asyncio's default pool has workers), each read by the synchronous
+indexer in that pool. Decoding releases the GIL and fsspec fetches remote ranges on its own loop, so the
+threads overlap both.
 """
 
 from __future__ import annotations

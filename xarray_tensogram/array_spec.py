@@ -1,10 +1,8 @@
 """What a format contributes to the lazy array: a chunked array description.
 
-A format reader describes each array it can serve as an :class:`ArraySpec`:
-its shape, dtype, a regular chunk grid (edge chunks clipped) and a picklable
-:class:`ChunkReader`. The single lazy array (``array.py``) maps any indexing key
-onto that grid and asks the reader only for the chunks, and the regions inside
-them, that the key touches. Nothing here imports xarray or dask.
+A format reader describes each array it serves as an :class:`ArraySpec`: shape, dtype, a regular chunk grid
+(edge chunks clipped) and a picklable :class:`ChunkReader`, asked only for the chunk regions a key touches.
+Nothing here imports xarray or dask.
 """
 
 from __future__ import annotations
@@ -101,13 +99,11 @@ Member = ArraySpec | Callable[[], ArraySpec]
 
 @dataclass(frozen=True)
 class StackedReader:
-    """Stack equally shaped member arrays along new leading axes (hypercubes).
+    """Equally shaped member arrays stacked along new leading axes (hypercubes), chunked 1 along each.
 
-    ``members`` is flat, in C order over ``stack_shape``: a tuple with ``None`` for holes, or a
-    dict ``{flat index: member}`` for sparse cubes. A member is an :class:`ArraySpec`, or a
-    zero-argument callable that builds it: an open of many objects then builds only the
-    specs that a read touches (each once; the built spec keeps its reader's caches).
-    The stacked array's chunk shape is 1 along each stacked axis and the members' chunk shape inside.
+    ``members`` is flat, in C order over ``stack_shape``: a tuple with ``None`` for holes, or a dict ``{flat
+    index: member}`` for sparse cubes. A member given as a zero-argument callable is built when a read first
+    touches it (once; the built spec keeps its reader's caches), so an open of many objects builds none.
     """
 
     stack_shape: tuple[int, ...]
@@ -185,12 +181,10 @@ def stack_specs(
     fill_value: Any = None,
     template: ArraySpec | None = None,
 ) -> ArraySpec:
-    """Build the :class:`ArraySpec` of members stacked along new leading axes.
+    """The :class:`ArraySpec` of ``members`` stacked along new leading axes (see :class:`StackedReader`).
 
-    ``members`` is flat in C order over ``stack_shape``: a sequence with ``None`` for holes, or a mapping
-    ``{flat index: member}`` (nothing allocated per hole). Members given as callables are built on first
-    read; ``template`` (a spec of the same shape, dtype and chunks as every member) then stands in for
-    them here. Without a template, every member must be a built spec, and they are checked against each other.
+    ``template`` (a spec of every member's shape, dtype and chunks) stands in for members given as callables;
+    without one, every member must be a built spec, and they are checked against each other.
     """
     if template is None:
         present = [m for m in (members.values() if isinstance(members, Mapping) else members) if m is not None]

@@ -1,10 +1,8 @@
 """Where a lazy array's chunks are stored, as the virtual Zarr parsers need it: byte ranges and codecs.
 
-A chunk reader that can say where its chunks lie offers ``byte_layout(spec)`` (:class:`ByteRangeReader`):
-a regular chunk grid, one byte range per stored chunk and the Zarr v3 codec chain that decodes every chunk
-(:class:`ByteLayout`), or why Zarr cannot express them (:class:`Unreferenced`, one of the declared
-:data:`UNREFERENCED` reasons). The lazy spec itself (``array_spec.py``) only reads chunks; this is the
-other question a format may answer about the same chunks. Nothing here imports xarray or dask.
+A chunk reader that can say where its chunks lie offers ``byte_layout(spec)`` (:class:`ByteRangeReader`): a
+regular grid, one byte range per stored chunk and the Zarr v3 codec chain decoding them (:class:`ByteLayout`),
+or why Zarr cannot express them (:class:`Unreferenced`). Nothing here imports xarray or dask.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Command line: ``xarray-tensogram`` / ``python -m xarray_tensogram`` (``docs/cli.md``).
 
-Without arguments it runs the main job: open every bundled sample with xarray and print what it contains.
-The subcommands ``info``, ``ls``, ``dump``, ``verify`` and ``refs`` take FILE as a path or an fsspec URL;
-each is one function here, named by its subparser. Errors are one clear line (``--debug`` shows the traceback).
+Without arguments: open every bundled sample with xarray and print what it holds. The subcommands ``info``,
+``ls``, ``dump``, ``verify`` and ``refs`` take a path or fsspec URL. Errors are one line (``--debug``: traceback).
 """
 
 from __future__ import annotations

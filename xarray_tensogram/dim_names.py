@@ -125,12 +125,10 @@ def check_dim_names(
 ) -> None:
     """The one rule for the ``dim_names`` open option, for every format, checked before anything is built.
 
-    ``data`` and ``coords`` map the file's data and coordinate variables to their stored ranks. A list
-    names the axes of every data variable, so each must have that many axes (coordinates keep their
-    names); a dict ``{variable: [names]}`` names the variables it lists, data or coordinate. Anything
-    else (a wrong count, a key that is no variable, a duplicate or empty name) is a
-    :class:`DimensionNameError` naming the file, the variable, its axes and what to do. ``axes_note``
-    says what the stored axes are where a variable has more (Tensogram's dims stacked from messages).
+    ``data`` and ``coords`` map data and coordinate variables to their stored ranks. A list names the axes
+    of every data variable (coordinates keep their names); a dict ``{variable: [names]}`` those it lists.
+    Anything else is a :class:`DimensionNameError` naming the file, variable and axes. ``axes_note`` says
+    what the stored axes are where a variable has more (Tensogram's dims stacked from messages).
     """
     if dim_names is None:
         return

@@ -1,10 +1,8 @@
 """The package's exception hierarchy.
 
-Every class is also a subclass of the builtin a caller would naturally catch
-(``ValueError`` for bad content, ``NotImplementedError`` for unsupported
-features, ``ImportError`` for a missing optional package), following the
-zarr-python pattern. Messages name the file, the unit (message/object,
-dataset/chunk, tensor) and the byte offset, and say what was expected.
+Every class is also a subclass of the builtin a caller would naturally catch (``ValueError`` for bad
+content, ``NotImplementedError`` for unsupported features, ``ImportError`` for a missing optional package),
+as in zarr-python. Messages name the file, the unit and the byte offset, and say what was expected.
 """
 
 from __future__ import annotations
@@ -83,11 +81,8 @@ class UnknownOptionError(UnsupportedOptionError, TypeError):
 
 
 class DimensionNameError(XarrayTensogramError):
-    """The ``dim_names`` argument does not fit the file: wrong type, wrong count for a variable's rank,
-    repeated names, names whose sizes clash, or variables the file does not hold.
-
-    A user argument mistake rather than damage, so not a :class:`MetadataError`.
-    """
+    """The ``dim_names`` argument does not fit the file (wrong type or count, repeated names, clashing sizes,
+    unknown variables): a user's mistake rather than damage, so not a :class:`MetadataError`."""
 
 
 class InvalidNameError(XarrayTensogramError, TypeError):
@@ -182,13 +177,10 @@ def byte_text(data: bytes) -> str:
 
 
 def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The candidate nearest a misspelt ``name`` (for "did you mean ...?"), or None when none is near.
-
-    difflib's similarity decides which candidates are near enough (``cutoff``); among those the fewest
-    edits win, a swap of two neighbouring characters counting as one edit: ``mars.stpe`` is one edit
-    from ``mars.step`` and two from ``mars.type``, which difflib alone ranks equal (and then picks the
-    later in alphabetical order). Every suggestion of the package comes from here.
-    """
+    """The candidate nearest a misspelt ``name`` (for "did you mean ...?"), or None; every suggestion of the
+    package comes from here. difflib decides which are near enough; among those the fewest edits win, a swap
+    of neighbours counting as one: ``mars.stpe`` is nearer ``mars.step`` than ``mars.type`` (difflib alone
+    ranks them equal)."""
     pool = list(dict.fromkeys(candidates))
     near = difflib.get_close_matches(name, pool, n=max(1, len(pool)), cutoff=cutoff)
     return min(near, key=lambda c: _edits(name, c)) if near else None  # ties keep difflib's order
@@ -219,10 +211,8 @@ def _edits(a: str, b: str) -> int:
 
 
 def user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside this package (the user's call),
-    for ``warnings.warn`` called by the function that calls this one: right however many of the
-    package's frames lie between (a decorator such as the writers' keyword check adds one), as pandas'
-    ``find_stack_level`` does."""
+    """The ``stacklevel`` for the caller's ``warnings.warn`` that points at the first frame outside this
+    package, however many of its frames lie between (as pandas' ``find_stack_level``)."""
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
@@ -231,11 +221,8 @@ def user_stacklevel() -> int:
 
 
 def install_hint(extra: str) -> str:
-    """How to install one of the package's extras, for messages about a missing optional package.
-
-    The package is on no package index (installing it by name finds nothing), so an install by name cannot work:
-    the hint names the two installs that do, from a checkout of the sources or from a built wheel.
-    """
+    """How to install one of the package's extras: from a checkout or a built wheel, since the package is on
+    no package index (an install by name finds nothing)."""
     return (
         f'install the {extra!r} extra of xarray-tensogram: pip install ".[{extra}]" in a checkout of its '
         f'sources, or pip install "<path to the xarray_tensogram wheel>[{extra}]"'

@@ -1,16 +1,11 @@
 """The open options, declared once: name, default, type, documentation and which formats take them.
 
-Everything that lists the keyword arguments of ``open_dataset`` derives from :data:`OPTIONS`:
-the backend's signature (so xarray's ``open_dataset_parameters`` and ``help()`` agree), the check
-that a misspelt keyword is an error suggesting the closest option, the check that an option does
-not apply to the format being opened, the keywords handed to each format's reader and assembler,
-the virtual Zarr parsers' options, and (checked by ``tests/test_single_declaration.py``) the
-kwargs table of the README.
-
-Which formats take a :attr:`Scope.FORMAT` option is not written here: a format takes it when its
-reader or its assembly function (named in its record, ``formats/<name>/``) has a keyword argument
-of that name. Adding a Tensogram-only option is therefore one entry below plus the keyword in
-Tensogram's assembly. This module imports nothing of the package but the error classes.
+Everything that lists the keyword arguments of ``open_dataset`` derives from :data:`OPTIONS`: the backend's
+signature (xarray's ``open_dataset_parameters``, ``help()``), the misspelt-keyword and wrong-format checks,
+the keywords handed to each format's reader and assembler, the Zarr views' options and (checked by
+``tests/test_single_declaration.py``) the README's kwargs table. A format takes a :attr:`Scope.FORMAT`
+option when its reader or assembly function has a keyword of that name, so a Tensogram-only option is one
+entry below plus that keyword. This module imports nothing of the package but the error classes.
 """
 
 from __future__ import annotations
@@ -187,11 +182,8 @@ def names(*scopes: Scope) -> tuple[str, ...]:
 
 
 def check_names(given: Iterable[str], where: str, allowed: Iterable[str] | None = None) -> None:
-    """A keyword that is not an option is an :class:`UnknownOptionError` suggesting the closest one.
-
-    ``where`` names what was being opened (the file), ``allowed`` narrows the valid names (the
-    virtual parsers take no CF decoding switches).
-    """
+    """A keyword that is not an option is an :class:`UnknownOptionError` suggesting the closest one; ``where``
+    names what was being opened, ``allowed`` narrows the valid names (no CF switches for the Zarr views)."""
     valid = list(allowed) if allowed is not None else list(_BY_NAME)
     unknown = unknown_names(given, valid, "option")
     if unknown:

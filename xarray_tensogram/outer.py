@@ -1,11 +1,8 @@
 """OUTER indexing of an :class:`~xarray_tensogram.array_spec.ArraySpec`: the package's one indexer.
 
-Each axis of a key takes an integer, a slice or an integer array. The key is
-mapped onto the spec's chunk grid; only the chunks the key touches are read, and
-each chunk reader is asked only for the bounding region of the positions it must
-supply (so a raw payload can be read by byte range). Results are written in
-place into one output array. Used by the lazy array (``array.py``) and by the
-format readers' own region reads; nothing here imports xarray or dask.
+Each axis of a key takes an integer, a slice or an integer array. Only the chunks the key touches are read,
+each reader asked only for the bounding region of its positions (so a raw payload can be read by byte range),
+into one output array. Used by the lazy array and the format readers' region reads; imports no xarray/dask.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Zarr v3 metadata for the variables of an opened file: attributes, fill values, names, ``zarr.json`` documents.
 
-Shared by the two Zarr views of a file: the virtual parsers (chunks are byte ranges of the file, for
-VirtualiZarr) and :class:`~xarray_tensogram.zarr_store.TensogramStore` (chunks are decoded values). Both
-start from the raw, not yet CF-decoded Dataset of ``open_raw_groups``, so xarray's Zarr backend applies the
-same CF decoding as ``open_dataset`` does. zarr is imported only inside the functions that build documents.
+Shared by the two Zarr views: the virtual parsers (chunks are byte ranges of the file) and
+:class:`~xarray_tensogram.zarr_store.TensogramStore` (decoded chunks). Both start from the raw Dataset of
+``open_raw_groups``, so xarray's Zarr backend CF-decodes as ``open_dataset`` does. zarr is imported lazily.
 """
 
 from __future__ import annotations

@@ -182,15 +182,12 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
 class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a venv without zarr
     """A read-only Zarr v3 store over a Tensogram ``.tgm``, Tetration ``.tet`` or zTensor ``.zt`` file.
 
-    ``zarr.open_group(TensogramStore(path))``, ``xr.open_zarr(TensogramStore(path))`` and
-    ``dask.array.from_zarr(TensogramStore(path), component=name)`` read the values that
-    ``xr.open_dataset(path, engine="tensogram")`` reads, one Zarr chunk per storage unit of the file.
+    ``zarr.open_group(TensogramStore(path))``, ``xr.open_zarr(...)`` and ``dask.array.from_zarr(...)`` read
+    the values ``xr.open_dataset(path, engine="tensogram")`` reads, one Zarr chunk per storage unit.
 
-    ``path_or_url``: a local path or an fsspec URL (``https://``, ``s3://``, ...); ``storage_options``
-    go to fsspec. The other keywords are the open options of ``open_dataset`` other than xarray's CF
-    decoding switches, which ``xr.open_zarr`` applies (the signature lists them from their one
-    declaration); a misspelt one is an error. ``group=None`` serves every group of a file that has
-    several as Zarr groups. The store is read-only: ``set`` and ``delete`` raise ``ValueError``.
+    ``path_or_url``: a local path or an fsspec URL. The keywords are the open options of ``open_dataset``
+    but xarray's CF switches, which ``xr.open_zarr`` applies; a misspelt one is an error. ``group=None``
+    serves every group of a file that has several. Read-only: ``set`` and ``delete`` raise ``ValueError``.
     """
 
     supports_writes = False
