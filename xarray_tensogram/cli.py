@@ -37,7 +37,6 @@ PROGRESS_ITEMS = 200
 PROGRESS_BYTES = 64 << 20
 
 
-# -- helpers -------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _format_file(path: str, storage_options: dict[str, Any] | None, quiet: bool = False) -> Iterator[tuple[Any, Any]]:
     """The format record and the format's own file object. A file none of the formats recognises is an
@@ -83,7 +82,6 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
         print(fmt(r))
 
 
-# -- info ----------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _decoded(path: str, storage_options: dict[str, Any] | None) -> Iterator[tuple[dict[str, Any], Any]]:
     """Every group of the file decoded (a file of groups: a root and each) and the opened file with its
@@ -137,7 +135,6 @@ def _n_chunks(var: Any) -> int | None:
     return math.prod(-(-int(n) // max(1, int(chunks.get(d, n)))) if n else 0 for d, n in var.sizes.items())
 
 
-# -- ls ------------------------------------------------------------------------------------------------
 def cmd_ls(args: argparse.Namespace) -> None:
     with _format_file(args.file, args.storage_options) as (spec, f):
         tables = spec.ls(f, args.tiles)
@@ -152,7 +149,6 @@ def cmd_ls(args: argparse.Namespace) -> None:
         _variables_table(datasets)
 
 
-# -- what the storage units map to (ls, main job) --------------------------------------------------
 def _dims_origin(var: Any) -> str:
     """Where a variable's dims and name come from, from what the backend records in ``encoding``."""
     enc = var.encoding
@@ -190,7 +186,6 @@ def _variables_table(datasets: dict[str, Any]) -> None:
     _table((["group"] if grouped else []) + headers, rows, right=(5,) if grouped else (4,))
 
 
-# -- verify --------------------------------------------------------------------------------------------
 def cmd_verify(args: argparse.Namespace) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``--strict``."""
     path, strict = args.file, args.strict
@@ -231,7 +226,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- main job ------------------------------------------------------------------------------------------
 def main_job() -> None:
     """Open each bundled sample with xarray and show what it holds."""
     for path in sample_paths():
@@ -239,7 +233,6 @@ def main_job() -> None:
         cmd_info(path, sample=True)
 
 
-# -- entry point ---------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -260,7 +253,6 @@ def _parser() -> argparse.ArgumentParser:
             "--storage-options",
             metavar="JSON",
             type=_json_options,
-            default=None,
             help="fsspec storage_options for a URL, as JSON, e.g. '{\"anon\": true}'",
         )
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors")

@@ -240,9 +240,7 @@ def _store(entry: Path, identity: tuple[Any, ...], opened: Opened) -> None:
         )
 
 
-# ================================================================================================
-# compact entries for Tensogram files
-# ================================================================================================
+# -- compact entries for Tensogram files ------------------------------------------------------------
 class CachedMessages(FormatFile[Message]):
     """A Tensogram file known from the cache: message offsets only; a message is parsed when first asked for."""
 

@@ -77,10 +77,8 @@ def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int =
         key = f"{prefix}{k}"
         if isinstance(v, Mapping) and v and max_depth > 0:
             out.update(flatten_attrs(v, key + ".", max_depth - 1))
-        elif isinstance(v, Mapping):
-            out[key] = netcdf_safe_value(dict(v)) if v else "{}"
-        else:
-            out[key] = netcdf_safe_value(v)
+        else:  # an empty or too deep map as JSON
+            out[key] = netcdf_safe_value(dict(v) if isinstance(v, Mapping) else v)
     return out
 
 
