@@ -57,10 +57,8 @@ def _not_a_tensor_file(source: ByteSource) -> NotATensorFileError:
     )
 
 
-def _normalise_drop(drop_variables: str | Iterable[str] | None) -> frozenset[str]:
-    if drop_variables is None:
-        return frozenset()
-    return frozenset([drop_variables] if isinstance(drop_variables, str) else drop_variables)
+def _normalise_drop(drop: str | Iterable[str] | None) -> frozenset[str]:
+    return frozenset(() if drop is None else [drop] if isinstance(drop, str) else drop)
 
 
 class _SharedFile:
@@ -253,23 +251,16 @@ def _open_now(filename_or_obj: Any, values: dict[str, Any]) -> tuple[dict[str, R
 
 
 def open_raw_groups(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], FormatFile[Any]]:
-    """The raw (not yet CF-decoded) Dataset of every group, and the open file to close.
-
-    For consumers that need the storage layout behind the variables (the virtual Zarr parsers):
-    data variables hold the lazy array, whose ``ArraySpec`` names every chunk's reader.
-    ``options`` are those of ``open_dataset`` other than CF decoding; None means the default.
-    """
+    """The raw (not yet CF-decoded) Dataset of every group, and the open file to close, for the Zarr views
+    (which need the lazy arrays' specs). ``options``: those of ``open_dataset`` but CF decoding; None: default."""
     given = {k: v for k, v in options.items() if v is not None}
     opened = _open(filename_or_obj, given, declared.names(*declared.NOT_XARRAY))
     return {k: g.to_dataset() for k, g in opened.groups.items()}, opened.file
 
 
 def _decoders(values: Mapping[str, Any]) -> dict[str, Any]:
-    """xarray's CF decoding switches with xarray's defaults.
-
-    ``decode_timedelta`` passes through: MARS ``step`` carries the ``dtype`` attribute xarray's own
-    encoder writes, so xarray decodes it to timedelta64 by default, and netCDF "hours" stay numbers.
-    """
+    """xarray's CF decoding switches with xarray's defaults. ``decode_timedelta`` passes through: MARS ``step``
+    carries the ``dtype`` attribute xarray's encoder writes, so it decodes by default; netCDF "hours" do not."""
     on = ("mask_and_scale", "decode_times", "decode_coords", "concat_characters")  # by default, as in xarray
     return {n: True if n in on and values[n] is None else values[n] for n in declared.names(declared.Scope.XARRAY)}
 
@@ -329,10 +320,8 @@ def _declared_signature(method: _Method) -> _Method:
 class TensogramBackendEntrypoint(BackendEntrypoint):
     """Open Tensogram (``.tgm``), Tetration (``.tet``) and zTensor (``.zt``) files lazily.
 
-    The keyword arguments are declared in :mod:`xarray_tensogram.options` (the README's kwargs
-    table lists them). A misspelt one is an :class:`~xarray_tensogram.errors.UnknownOptionError`
-    suggesting the closest option; one that does not apply to the format being opened is an
-    :class:`~xarray_tensogram.errors.UnsupportedOptionError` naming it.
+    The keyword arguments are declared in :mod:`xarray_tensogram.options` (the README's kwargs table); a
+    misspelt one is an :class:`~xarray_tensogram.errors.UnknownOptionError` suggesting the closest option.
     """
 
     description = "Tensogram (.tgm), Tetration (.tet) and zTensor (.zt) files, lazily and storage-chunked"

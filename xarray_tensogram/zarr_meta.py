@@ -111,21 +111,15 @@ def nested_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _zarr_name(name: str) -> str:
-    """``name`` as a Zarr node name can hold it (no "/", not empty, no leading "__", not "." or "..")."""
-    fixed = name.replace("/", "_")
-    if fixed.startswith("__"):
-        fixed = "_" + fixed.lstrip("_")
-    return fixed if fixed not in ("", ".", "..") else fixed + "_"
-
-
 def zarr_names(names: Sequence[str], where: str) -> dict[str, str]:
     """``{old: new}`` for the names Zarr cannot hold (containing "/", for instance), each with a warning naming
     it; a new name that is taken gets a numbered suffix."""
     taken = set(names)
     renamed: dict[str, str] = {}
     for name in names:
-        fixed = _zarr_name(name)
+        fixed = name.replace("/", "_")  # a Zarr node name: no "/", no leading "__", not empty, "." or ".."
+        fixed = "_" + fixed.lstrip("_") if fixed.startswith("__") else fixed
+        fixed += "_" if fixed in ("", ".", "..") else ""
         if fixed == name:
             continue
         candidate, n = fixed, 0
