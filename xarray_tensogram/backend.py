@@ -151,7 +151,7 @@ def _unsigned_fills_on_disk(variables: Mapping[str, xr.Variable]) -> dict[str, x
     return out
 
 
-def _select_group(groups: Mapping[str, RawGroup], group: str | None, name: str) -> str:
+def _select_group(groups: Mapping[str, Any], group: str | None, name: str) -> str:
     """The key of the group to open: the one asked for, or the only one there is."""
     if group is None:
         if len(groups) == 1:

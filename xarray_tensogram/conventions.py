@@ -1,8 +1,7 @@
 """Names shared by the read side (``assemble/``) and the write side (``write/``).
 
-Metadata keys written into files and attribute/encoding names that a writer puts
-where a reader looks for them. They live below both layers so that ``write/``
-never imports ``assemble/`` (and the other way round).
+Metadata keys and attribute/encoding names a writer puts where a reader looks for them, below both layers so
+that neither imports the other.
 """
 
 from __future__ import annotations

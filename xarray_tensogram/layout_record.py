@@ -58,8 +58,7 @@ class LayoutRecord:
 
     def to_encoding(self) -> dict[str, Any]:
         """The ``encoding`` entries of the fields set (see the module's docstring for why several entries)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {LAYOUT_PREFIX + name: value for name, value in values.items() if value is not None}
+        return {LAYOUT_PREFIX + f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
 
     @classmethod
     def of(cls, encoding: Mapping[Any, Any], name: Any = None) -> LayoutRecord:

@@ -70,11 +70,8 @@ _record_lock = threading.RLock()  # re-entrant: an open inside an open (same thr
 
 def default_cache_dir() -> Path:
     """``$XARRAY_TENSOGRAM_CACHE_DIR``, else ``$XDG_CACHE_HOME/xarray-tensogram``, else ``~/.cache/...``."""
-    chosen = os.environ.get(ENV_DIR)
-    if chosen:
-        return Path(chosen)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "xarray-tensogram"
+    return Path(os.environ.get(ENV_DIR) or Path(base) / "xarray-tensogram")
 
 
 def _where(option: Any) -> tuple[Path | None, bool]:

@@ -17,7 +17,7 @@ import math
 import posixpath  # keys under a group path ("" for the root); names hold no "/" (zarr_names)
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -126,13 +126,11 @@ class _Layout:
             array, digits = self.arrays.get("/".join(parts[:i])), parts[i + 1 :]
             if array is None or len(digits) != len(array.shape):
                 continue
+            # only the key as Zarr writes it names a chunk ("01" does not)
             canonical = all(d.isascii() and d.isdigit() and str(int(d)) == d for d in digits)
-            if not canonical:  # only the key as Zarr writes it names a chunk ("01" does not)
-                return None
-            coords = tuple(int(d) for d in digits)
-            if all(c < n for c, n in zip(coords, array.grid, strict=True)):
-                return array, coords
-            return None
+            coords = tuple(int(d) for d in digits) if canonical else ()
+            inside = canonical and all(c < n for c, n in zip(coords, array.grid, strict=True))
+            return (array, coords) if inside else None
         return None
 
     def keys(self, chunks: bool = True) -> Iterator[str]:
@@ -166,8 +164,7 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         return layout, None
     try:
         if options.get("group") is not None:
-            keys = cast("dict[str, Any]", groups)  # _select_group reads only the group names
-            groups = {"/": groups[_select_group(keys, options["group"], str(path_or_url))]}
+            groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
             layout.documents["zarr.json"] = group_document(nested_attrs(next(iter(groups.values())).attrs))
         drop = _normalise_drop(options.get("drop_variables"))
