@@ -1,8 +1,5 @@
-"""``xarray-tensogram dump FILE VAR``: the values of one variable, optionally a selection of it.
-
-Selections by position (``--isel DIM=A:B``) or by coordinate label (``--sel DIM=LABEL``), parsed here
-from their text; kept apart from ``cli.py`` so each module stays small.
-"""
+"""``xarray-tensogram dump FILE VAR``: the values of one variable, optionally selected by position
+(``--isel DIM=A:B``) or by coordinate label (``--sel DIM=LABEL``)."""
 
 from __future__ import annotations
 

@@ -89,9 +89,7 @@ def _decoded(var: xr.Variable, values: np.ndarray, dropped: tuple[str, ...], mov
     encoding.update((k, var.attrs[k]) for k in moved if var.attrs.get(k) is not None)
     encoding.setdefault("dtype", var.dtype)
     data = indexing.NumpyIndexingAdapter(values)  # type: ignore[no-untyped-call]  # unannotated in xarray
-    out = xr.Variable(var.dims, data, attrs)
-    out.encoding = encoding
-    return out
+    return xr.Variable(var.dims, data, attrs, encoding)
 
 
 def _datetime(var: xr.Variable) -> xr.Variable | None:
@@ -114,10 +112,8 @@ def _datetime(var: xr.Variable) -> xr.Variable | None:
 
 
 def _timedelta(var: xr.Variable, via_units: bool) -> xr.Variable | None:
-    """``var`` decoded to timedelta64 as xarray's ``CFTimedeltaCoder`` would, or None when xarray must decide.
-
-    The resolution is the ``dtype`` attribute's (from ``s`` to ``ns``), or the units' where those are finer;
-    without the attribute (``decode_timedelta=True``) it is ``ns``."""
+    """``var`` decoded to timedelta64 as xarray's ``CFTimedeltaCoder`` would, or None when xarray must decide;
+    at the ``dtype`` attribute's resolution (``ns`` without it), or the units' where those are finer."""
     units, marker = var.attrs.get("units"), var.attrs.get("dtype")
     if not isinstance(units, str) or units not in _UNITS:
         return None
@@ -139,12 +135,8 @@ def _timedelta(var: xr.Variable, via_units: bool) -> xr.Variable | None:
 
 
 def decode_times_in_memory(variables: Mapping[str, xr.Variable], decoders: Mapping[str, Any]) -> dict[str, xr.Variable]:
-    """``variables`` with the in-memory CF times that xarray's default decoding would decode, decoded here.
-
-    ``decoders`` are the CF switches the user gave ``open_dataset`` (xarray's defaults filled in). A
-    variable decoded here reaches xarray as datetime64/timedelta64, which xarray's decoder passes through
-    unchanged; all others are returned as they are, for xarray to decode.
-    """
+    """``variables`` with the in-memory CF times that xarray's default decoding would decode, decoded here
+    (xarray's decoder passes datetime64/timedelta64 through); ``decoders``: the CF switches, defaults filled."""
     if decoders.get("use_cftime") is not None:  # deprecated in xarray, which warns for each variable it decodes
         return dict(variables)
     datetimes, flag = decoders.get("decode_times") is True, decoders.get("decode_timedelta")

@@ -301,13 +301,9 @@ def strings_from_payload(spec: Mapping[str, Any]) -> tuple[list[str], np.ndarray
 
 
 def with_cf_coordinates(attrs: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
-    """Dataset attributes with ``names`` added to the CF global ``coordinates`` attribute.
-
-    Writers mark the coordinates no data variable names on the variable itself (formats without a
-    place for xarray's global ``coordinates`` attribute); reading them back as that attribute lets
-    xarray's own ``decode_coords`` decide their role, so ``decode_coords=False`` shows the attribute
-    as it would for a netCDF file.
-    """
+    """Dataset attributes with ``names`` added to the CF global ``coordinates`` attribute: writers mark the
+    coordinates no data variable names on the variable itself, and read back as that attribute their role is
+    xarray's ``decode_coords``'s to decide, as for a netCDF file."""
     out = dict(attrs)
     previous = out.get("coordinates")
     listed = previous.split() if isinstance(previous, str) else []

@@ -58,9 +58,7 @@ def zarr_attrs(var: xr.Variable) -> tuple[dict[str, Any], Any]:
 
 def default_fill(dtype: np.dtype, fill: Any) -> Any:
     """The Zarr fill value: the variable's own, else NaN for floats, else None (Zarr's default for the type)."""
-    if fill is not None:
-        return fill
-    return np.nan if dtype.kind == "f" else None
+    return fill if fill is not None else np.nan if dtype.kind == "f" else None
 
 
 def inline_values(var: xr.Variable) -> np.ndarray:
@@ -150,18 +148,15 @@ def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
     with contextlib.suppress(ValueError, TypeError):
         parse_data_type(dtype, zarr_format=3)
         return dtype
-    if dtype.name.startswith(_WIDENED):
-        served = np.dtype("float32")
-        message = f"it is served as {served}, which holds every value exactly"
-    else:
-        served, message = None, "it is left out of the Zarr store"
+    widened = dtype.name.startswith(_WIDENED)
+    fate = "served as float32, which holds every value exactly" if widened else "left out of the Zarr store"
     warnings.warn(
-        f"{where}: Zarr has no data type for {dtype.name}; {message} (open the file with engine='tensogram' "
+        f"{where}: Zarr has no data type for {dtype.name}; it is {fate} (open the file with engine='tensogram' "
         f"for the stored dtype)",
         ZarrMappingWarning,
         stacklevel=5,
     )
-    return served
+    return np.dtype("float32") if widened else None
 
 
 def group_document(attrs: Mapping[str, Any]) -> bytes:
