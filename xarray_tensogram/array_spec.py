@@ -43,11 +43,8 @@ class ChunkReader(Protocol):
     """Reads one chunk of a chunked array. Must be thread-safe and picklable."""
 
     def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
-        """Return ``region`` (step-1 slices, local to the chunk) of the chunk at grid ``coords``.
-
-        The result has exactly the region's extent and the spec's dtype. A reader
-        that can fetch only the bytes of the region (e.g. rows of a raw payload)
-        should; others may decode the whole chunk and slice it.
+        """``region`` (step-1 slices, local to the chunk) of the chunk at grid ``coords``, of exactly the region's
+        extent and the spec's dtype. A reader that can fetch only the region's bytes (rows of a raw payload) should.
         """
         ...
 
@@ -165,11 +162,9 @@ class StackedReader:
 
 
 def read_chunk_into(reader: Any, coords: tuple[int, ...], region: Region, out: np.ndarray) -> bool:
-    """Let ``reader`` decode ``region`` of chunk ``coords`` straight into ``out`` (a writable view of the
-    final array, of the region's shape and the spec's dtype); False when it cannot, and nothing was written.
-
-    Readers opt in with a method of the same name: a full load then costs one decode (or one ``preadv``)
-    per chunk, with no intermediate array to allocate, fault in and copy.
+    """Let ``reader`` decode ``region`` of chunk ``coords`` straight into ``out`` (a writable view of the final
+    array); False when it cannot, and nothing was written. Readers opt in with a method of the same name: a
+    full load then costs one decode (or ``preadv``) per chunk, with no intermediate array to fault in and copy.
     """
     into = getattr(reader, "read_chunk_into", None)
     return bool(into(coords, region, out)) if into is not None else False
@@ -216,11 +211,8 @@ def stack_specs(
 
 
 def with_leading_axis(spec: ArraySpec) -> ArraySpec:
-    """``spec`` with a new leading axis of length 1 (a message dim that held one value): one more stacked axis.
-
-    A stack stays one stack (its members keep their flat indices), so the virtual parsers still see one
-    object per chunk.
-    """
+    """``spec`` with a new leading axis of length 1 (a message dim that held one value); a stack stays one
+    stack (its members keep their flat indices), so the virtual parsers still see one object per chunk."""
     reader = spec.reader
     if isinstance(reader, CastReader):  # casts stay outermost (above the stack): cast(stack) = stack of casts
         return cast_spec(with_leading_axis(reader.inner), reader.dtype)
