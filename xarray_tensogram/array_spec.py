@@ -43,9 +43,8 @@ class ChunkReader(Protocol):
     """Reads one chunk of a chunked array. Must be thread-safe and picklable."""
 
     def read_chunk(self, coords: tuple[int, ...], region: Region) -> np.ndarray:
-        """``region`` (step-1 slices, local to the chunk) of the chunk at grid ``coords``, of exactly the region's
-        extent and the spec's dtype. A reader that can fetch only the region's bytes (rows of a raw payload) should.
-        """
+        """``region`` (step-1 slices, local to the chunk) of the chunk at grid ``coords``, in the spec's dtype;
+        a reader that can fetch only the region's bytes (rows of a raw payload) should."""
         ...
 
 
@@ -164,8 +163,7 @@ class StackedReader:
 def read_chunk_into(reader: Any, coords: tuple[int, ...], region: Region, out: np.ndarray) -> bool:
     """Let ``reader`` decode ``region`` of chunk ``coords`` straight into ``out`` (a writable view of the final
     array); False when it cannot, and nothing was written. Readers opt in with a method of the same name: a
-    full load then costs one decode (or ``preadv``) per chunk, with no intermediate array to fault in and copy.
-    """
+    full load then costs one decode (or ``preadv``) per chunk, with no intermediate array to fault in and copy."""
     into = getattr(reader, "read_chunk_into", None)
     return bool(into(coords, region, out)) if into is not None else False
 

@@ -109,10 +109,8 @@ class TensogramDataStore(AbstractDataStore):
             self._shared.release()
 
     def decode(self, decoders: Mapping[str, Any], drop: frozenset[str]) -> xr.Dataset:
-        """The Dataset xarray's ``StoreBackendEntrypoint`` would build, with assembly's coordinates as coordinates.
-
-        In-memory CF times and dimension coordinates are decoded and indexed here as xarray would
-        (:mod:`~xarray_tensogram.decoding`), so an open without ``chunks`` never imports Dask."""
+        """The Dataset xarray's ``StoreBackendEntrypoint`` would build, assembly's coordinates as coordinates;
+        in-memory CF times and dimension coordinates decoded and indexed here as xarray would, without Dask."""
         with close_on_error(self):
             variables, attrs, cf_coords = conventions.decode_cf_variables(
                 decode_times_in_memory(_unsigned_fills_on_disk(self.variables), decoders),
@@ -393,9 +391,7 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     @_declared_signature
     def open_groups_as_dict(self, filename_or_obj: Any, **options: Any) -> dict[str, xr.Dataset]:
         """Every group as a lazy Dataset keyed ``"/"``, ``"/name"``...; ``group`` keeps only that one (as root).
-
-        Arguments as for :meth:`open_dataset`. Each Dataset closes its share of the file; the file closes
-        with the last of them."""
+        Arguments as for :meth:`open_dataset`; the file closes with the last Dataset."""
         return open_decoded(filename_or_obj, **options)[0]
 
     @_declared_signature

@@ -76,9 +76,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
             c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
         ).rstrip()
 
-    print(fmt(headers))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
+    for r in [headers, ["-" * w for w in widths], *rows]:
         print(fmt(r))
 
 

@@ -37,10 +37,8 @@ def unique_names(names: Iterable[str], source: str, what: str, category: type[Wa
 
 
 def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int]) -> list[str]:
-    """``dim_0``, ``dim_1`` ... made unique where the same generic name is already used with another size.
-
-    ``taken_sizes`` maps dim names already in the Dataset to their sizes; it is updated.
-    """
+    """``dim_0``, ``dim_1`` ... made unique where the same generic name is already used with another size;
+    ``taken_sizes`` (dim names already in the Dataset -> sizes) is updated."""
     names = []
     for axis, size in enumerate(shape):
         base = name = f"dim_{axis}"

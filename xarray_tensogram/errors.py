@@ -188,8 +188,7 @@ def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | 
 
 def unknown_names(given: Iterable[str], valid: Sequence[str], noun: str) -> str | None:
     """``unknown options 'a' (did you mean 'b'?), 'c'``: the names of ``given`` not in ``valid``, each with
-    the closest valid one, for the one message of an open option or writer keyword misspelt; None when
-    all are valid."""
+    the closest valid one; None when all are valid."""
     unknown = [k for k in given if k not in valid]
     if not unknown:
         return None

@@ -62,9 +62,8 @@ class LayoutRecord:
 
     @classmethod
     def of(cls, encoding: Mapping[Any, Any], name: Any = None) -> LayoutRecord:
-        """The record a variable's ``encoding`` carries (empty for a variable no reader made).
-
-        Raises :class:`EncodeError` naming the variable and the entry when one holds the wrong type."""
+        """The record a variable's ``encoding`` carries (empty for a variable no reader made); an
+        :class:`EncodeError` naming the variable and the entry when one holds the wrong type."""
         values: dict[str, Any] = {}
         for f in fields(cls):
             value = encoding.get(LAYOUT_PREFIX + f.name)

@@ -140,9 +140,8 @@ _WIDENED = ("bfloat16", "float8", "float6", "float4")
 
 
 def zarr_dtype(dtype: np.dtype, where: str) -> np.dtype | None:
-    """The dtype the Zarr store serves ``dtype`` in: itself where Zarr has a data type for it, float32 for
-    the small float types of ml_dtypes (exact, with a warning), else None (the variable is left out, with a
-    warning)."""
+    """The dtype the Zarr store serves ``dtype`` in: itself where Zarr has one, float32 for ml_dtypes' small
+    floats (exact), else None (the variable is left out); a warning says which."""
     from zarr.core.dtype import parse_data_type
 
     with contextlib.suppress(ValueError, TypeError):
