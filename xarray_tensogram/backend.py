@@ -165,13 +165,6 @@ def _select_group(groups: Mapping[str, Any], group: str | None, name: str) -> st
     raise GroupSelectionError(f"{name!r} has no group {group!r}; groups: {', '.join(groups)}")
 
 
-def _where(filename_or_obj: Any) -> str:
-    """What an options error names: the path or URL, else the kind of object given."""
-    if isinstance(filename_or_obj, (str, os.PathLike)):
-        return repr(os.fspath(filename_or_obj))
-    return f"opening a {type(filename_or_obj).__name__}"
-
-
 def _check_applies(spec: FormatSpec, values: Mapping[str, Any], name: str) -> None:
     """A format-specific option given (not at its default) for a format that does not take it is an error."""
     taken = options_taken(spec)
@@ -201,7 +194,10 @@ class _Opened(NamedTuple):
 def _open(filename_or_obj: Any, given: Mapping[str, Any], allowed: Iterable[str] | None = None) -> _Opened:
     """The one opener: check the option names, then open and assemble the file, or read back what an earlier
     open of the same unchanged file built (``metadata_cache``, see :mod:`~xarray_tensogram.metadata_cache`)."""
-    declared.check_names(given, _where(filename_or_obj), allowed)
+    # an options error names the path or URL, else the kind of object given
+    named = isinstance(filename_or_obj, (str, os.PathLike))
+    where = repr(os.fspath(filename_or_obj)) if named else f"opening a {type(filename_or_obj).__name__}"
+    declared.check_names(given, where, allowed)
     values = declared.resolve(given)
     values["drop_variables"] = _normalise_drop(values["drop_variables"])
     values["retries"] = RetryPolicy.of(values["retries"])  # a bad value is refused whatever the file

@@ -52,13 +52,8 @@ def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int]) -> list
 
 
 def requested_dims(dim_names: Any, var: str, rank: int, *, coordinate: bool = False) -> list[str] | None:
-    """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None.
-
-    A list is for every data variable (not for ``coordinate`` variables, which keep their names);
-    a dict for the variables it names.
-    """
-    if dim_names is None:
-        return None
+    """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None: a list is for every data
+    variable (``coordinate`` variables keep their names), a dict for the variables it names."""
     wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else (None if coordinate else dim_names)
     if wanted is None or len(wanted) != rank:
         return None

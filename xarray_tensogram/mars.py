@@ -83,14 +83,11 @@ def step_hours(step: Any) -> float | None:
         return None
     if isinstance(step, (int, float)):
         return float(step)
-    if isinstance(step, str):
-        s = step.strip().lower()
-        try:
-            if s.endswith("h"):
-                return float(s[:-1])
-            if s.endswith("m"):
-                return float(s[:-1]) / 60.0
-            return float(s)
-        except ValueError:
-            return None
-    return None
+    if not isinstance(step, str):
+        return None
+    s = step.strip().lower()
+    unit = s[-1:] if s.endswith(("h", "m")) else ""
+    try:
+        return float(s[: len(s) - len(unit)]) / (60.0 if unit == "m" else 1.0)
+    except ValueError:
+        return None

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import UnknownOptionError, unknown_names
 
-__all__ = ["OPTIONS", "OpenOption", "Scope", "by_name", "check_names", "numpydoc_entries", "resolve", "signature"]
+__all__ = ["OPTIONS", "OpenOption", "Scope", "check_names", "numpydoc_entries", "resolve", "signature"]
 
 
 class Scope(enum.Enum):
@@ -169,11 +169,6 @@ OPTIONS: tuple[OpenOption, ...] = (
 _BY_NAME = {o.name: o for o in OPTIONS}
 #: the scopes of the options taken where no CF decoding follows (the raw groups, the Zarr store: xarray decodes)
 NOT_XARRAY = (Scope.EVERY_FORMAT, Scope.FORMAT, Scope.BACKEND)
-
-
-def by_name(name: str) -> OpenOption:
-    """The declaration of one option (KeyError for a name that is not an option)."""
-    return _BY_NAME[name]
 
 
 def names(*scopes: Scope) -> tuple[str, ...]:

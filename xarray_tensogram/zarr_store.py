@@ -201,7 +201,8 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         super().__init__(read_only=True)
         self.path = path_or_url if isinstance(path_or_url, str) else str(path_or_url)
         # an option given at its default is the option not given: the two stores are equal
-        self.options = {k: v for k, v in options.items() if v is not None and _differs(v, declared.by_name(k).default)}
+        defaults = declared.resolve({})
+        self.options = {k: v for k, v in options.items() if v is not None and _differs(v, defaults[k])}
         self._layout: _Layout | None = None
         self._file: Any = None
 
