@@ -151,8 +151,7 @@ def _dims_origin(var: Any) -> str:
     """Where a variable's dims and name come from, from what the backend records in ``encoding``."""
     enc = var.encoding
     record = LayoutRecord.of(enc, var.name)
-    parts = [f"{dim} <- {key}" for dim, key in (record.message_keys or {}).items()]
-    parts += [f"{dim} <- {key}" for dim, key in (record.scalar_keys or {}).items()]
+    parts = [f"{d} <- {key}" for keys in (record.message_keys, record.scalar_keys) for d, key in (keys or {}).items()]
     if record.name_key:
         parts.append(f"name <- {record.name_key}")
     if "tetr_chunk_shape" in enc:

@@ -1,8 +1,5 @@
-"""Dimension names: the ``dim_names`` open option's one rule, and generic names made unique.
-
-Every format's assembly and the producers' read mappings check the names a user asks for here, before
-anything is built, and name unnamed axes ``dim_0``, ``dim_1`` ... made unique where sizes clash.
-"""
+"""Dimension names: the ``dim_names`` open option's one rule, checked by every assembly and read mapping before
+anything is built, and generic names (``dim_0``, ``dim_1`` ...) made unique where sizes clash."""
 
 from __future__ import annotations
 

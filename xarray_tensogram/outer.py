@@ -90,12 +90,9 @@ def plan_axis(index: Any, size: int, chunk: int) -> AxisPlan:
 
 
 def read_outer(spec: ArraySpec, key: tuple[Any, ...]) -> np.ndarray:
-    """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``.
-
-    A key of integers and step-1 slices goes to the reader's ``read_box_into(box, out) -> bool`` when it
-    offers one (one pass over all the chunks the box touches: a whole Dask task in one call); every other
-    key, or a reader that declines, is read chunk by chunk.
-    """
+    """Read an OUTER key (ints, slices, int arrays per axis) from ``spec``: a key of integers and step-1 slices
+    by the reader's ``read_box_into(box, out) -> bool`` where it offers one (a whole Dask task in one pass),
+    every other key, or one the reader declines, chunk by chunk."""
     key = tuple(key) + (slice(None),) * (len(spec.shape) - len(key))
     boxed = _read_box(spec, key)
     if boxed is not None:

@@ -1,8 +1,4 @@
-"""The command line's one rule for progress bars, shared by every subcommand that draws one.
-
-A bar is drawn on stderr only when asked (``--progress``) or, by default, for large work when stderr
-is a terminal: pipes, logs and CI never get tqdm's carriage returns. ``tqdm`` is optional.
-"""
+"""The command line's one rule for progress bars, shared by every subcommand that draws one (tqdm, optional)."""
 
 from __future__ import annotations
 
