@@ -37,11 +37,7 @@ def as_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str):
-        s = value.strip()
-        if s.lstrip("-").isdigit():
-            return int(s)
-    return None
+    return int(value) if isinstance(value, str) and value.strip().removeprefix("-").isdecimal() else None
 
 
 def mars_datetime_seconds(date: Any, time: Any = 0) -> int | None:

@@ -34,8 +34,7 @@ class Param:
     standard_name: str
 
     def attributes(self) -> dict[str, str]:
-        values = {"units": self.units, "long_name": self.long_name, "standard_name": self.standard_name}
-        return {k: v for k, v in values.items() if v}
+        return {k: v for k in TABLE_ATTRS if (v := getattr(self, k))}
 
 
 @functools.cache

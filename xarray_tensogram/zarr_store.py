@@ -199,7 +199,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
             )
         declared.check_names(options, f"TensogramStore({path_or_url!r})", declared.names(*declared.NOT_XARRAY))
         super().__init__(read_only=True)
-        self.path = path_or_url if isinstance(path_or_url, str) else str(path_or_url)
+        self.path = str(path_or_url)
         # an option given at its default is the option not given: the two stores are equal
         defaults = declared.resolve({})
         self.options = {k: v for k, v in options.items() if v is not None and _differs(v, defaults[k])}
