@@ -320,7 +320,8 @@ def _error_line(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on ``argv`` (default ``sys.argv[1:]``; none: the main job on the bundled samples).
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``): without arguments the main job on the bundled
+    samples, else ``info``, ``ls``, ``dump``, ``verify`` or ``refs`` (kerchunk references, the ``virtual`` extra).
 
     Returns the exit status (``docs/cli.md``): 0 success; 1 a problem with a file or the environment (a
     failed ``verify``, a missing optional package); 2 a usage error (an unknown option, variable, dimension
