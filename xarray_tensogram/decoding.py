@@ -41,7 +41,7 @@ _UNITS = {
 _NANOSECONDS = {"D": 86_400 * 10**9, "h": 3_600 * 10**9, "m": 60 * 10**9, "s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 #: the ``dtype`` attributes xarray decodes at their own resolution (coarser or finer ones: it warns, we defer)
 _MARKER = re.compile(r"timedelta64\[(s|ms|us|ns)\]")
-_STANDARD_CALENDARS = frozenset({"standard", "gregorian", "proleptic_gregorian"})
+_STANDARD_CALENDARS = frozenset({None, "standard", "gregorian", "proleptic_gregorian"})  # None: the default
 #: attributes that make xarray's mask/scale coders or bounds handling act on a variable: left to xarray
 _OTHER_CODING = frozenset({"_FillValue", "missing_value", "scale_factor", "add_offset", "_Unsigned", "bounds"})
 #: an ISO reference date that numpy and pandas read alike (its year checked against datetime64[ns] apart)
@@ -95,9 +95,7 @@ def _decoded(var: xr.Variable, values: np.ndarray, dropped: tuple[str, ...], mov
 def _datetime(var: xr.Variable) -> xr.Variable | None:
     """``var`` decoded to datetime64[ns] (xarray's default ``time_unit``), or None when xarray must decide."""
     units, calendar = var.attrs.get("units"), var.attrs.get("calendar")
-    if not isinstance(units, str) or units.count(" since ") != 1:
-        return None
-    if calendar is not None and calendar not in _STANDARD_CALENDARS:
+    if not isinstance(units, str) or units.count(" since ") != 1 or calendar not in _STANDARD_CALENDARS:
         return None
     unit, ref = (part.strip() for part in units.split(" since "))
     found = _REF_DATE.fullmatch(ref)
