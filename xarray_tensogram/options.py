@@ -207,13 +207,11 @@ def signature(
     """``(self, filename_or_obj, *, <every option of scopes>=<its default>, *extra)``: the backend's methods and
     the Zarr store present this signature, so xarray (which reads it to know the backend's parameters),
     ``help()`` and IDEs see every option once declared here. ``first`` is ``"name: annotation"``."""
+    P = inspect.Parameter
     name, _, annotation = first.partition(": ")
-    params = [
-        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation),
-    ]
+    params = [P("self", P.POSITIONAL_OR_KEYWORD), P(name, P.POSITIONAL_OR_KEYWORD, annotation=annotation)]
     params += [
-        inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.default, annotation=o.annotation)
+        P(o.name, P.KEYWORD_ONLY, default=o.default, annotation=o.annotation)
         for o in OPTIONS
         if not scopes or o.scope in scopes
     ]
