@@ -131,11 +131,8 @@ class TensorReader:
         return self.info.where(self.sources[None].name)
 
     # -- parts ----------------------------------------------------------------------------------
-    def _source(self, part: Part) -> ByteSource:
-        return self.sources[part.shard]
-
     def _check_bounds(self, part: Part, name: str) -> None:
-        src = self._source(part)
+        src = self.sources[part.shard]
         end = self.data_end if part.shard is None else src.size
         start = self.data_start if part.shard is None else 0
         if part.length and (part.offset < start or part.offset + part.length > end):
@@ -150,7 +147,7 @@ class TensorReader:
         where = f"{self._where}part {name!r}: "
         self._check_bounds(part, name)
         what = f"tensor {self.info.name!r} part {name!r}"
-        stored = read_span(self._source(part), part.offset, part.length, what, zero_copy=zero_copy)
+        stored = read_span(self.sources[part.shard], part.offset, part.length, what, zero_copy=zero_copy)
         if self.verify and part.digest is None:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
         digest = part.digest if self.verify else None
@@ -202,11 +199,8 @@ class TensorReader:
         if out_dtype.kind == "b":
             if part.ltype == "bool" and flat.size and flat.max() > 1:
                 raise CodecError(f"{self._where}bool tensor holds bytes other than 0 and 1")
-            truth: np.ndarray = flat != 0
-            return truth
-        if flat.dtype != out_dtype:
-            return flat.view(out_dtype)
-        return flat
+            return flat.astype(bool)
+        return flat if flat.dtype == out_dtype else flat.view(out_dtype)
 
     def _values(self, nnz: int, out_dtype: np.dtype) -> np.ndarray:
         part = self.info.parts["values"]
@@ -265,15 +259,14 @@ class TensorReader:
     def _scatter(self, coords: np.ndarray, values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
         shape = self.info.shape
         dense = np.zeros(shape, dtype=out_dtype)
-        if coords.shape[1] == 0:
+        if not coords.shape[1]:
             return dense
         if not shape:
             dense[()] = values[-1]
-            return dense
-        limits = np.asarray(shape, dtype=np.uint64).reshape(-1, 1)
-        if np.any(coords.astype(np.uint64) >= limits):
+        elif np.any(coords.astype(np.uint64) >= np.asarray(shape, dtype=np.uint64).reshape(-1, 1)):
             raise CorruptFileError(f"{self._where}COO coordinate out of range for shape {list(shape)}")
-        dense[tuple(coords.astype(np.intp))] = values
+        else:
+            dense[tuple(coords.astype(np.intp))] = values
         return dense
 
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
@@ -319,7 +312,7 @@ class TensorReader:
         out_dtype, expected = self._dense_part()
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
         what = f"tensor {info.name!r} rows {start}:{stop}"
-        flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what)
+        flat = read_raw_rows(self.sources[main.shard], main.offset, grid, main.storage, start, stop, what)
         return self._to_logical(flat.reshape(-1), out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
@@ -337,7 +330,7 @@ class TensorReader:
         expected = self._dense_part()[1]
         where = f"{self._where}part 'data': "
         chain = part_chain(main.encoding, main.storage, info.size, where)
-        source = self._source(main)
+        source = self.sources[main.shard]
         if chain.stored_is_encoded and stop > start:
             source.read_into(main.offset + start * (expected // info.shape[0]), out, what=f"tensor {info.name!r}")
             return True
@@ -364,17 +357,8 @@ class TensorReader:
         """Whether the tensor is dense values of ``dtype`` in one part, with nothing to verify, convert or
         reorder: what :meth:`read_chunk_into` can place straight into a caller's buffer."""
         info, main = self.info, self.info.main_part
-        return (
-            not self.verify
-            and info.problem is None
-            and bool(info.shape)
-            and info.layout == "dense"
-            and len(info.parts) == 1
-            and not main.big_endian
-            and main.ltype is None
-            and main.storage == dtype
-            and _LITTLE
-        )
+        plain = _LITTLE and not self.verify and not main.big_endian and main.ltype is None and main.storage == dtype
+        return plain and info.problem is None and info.layout == "dense" and len(info.parts) == 1 and bool(info.shape)
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
         """Where the tensor is stored, as Zarr v3 sees it (for the virtual Zarr parsers): one chunk per dense
