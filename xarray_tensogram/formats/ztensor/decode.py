@@ -36,6 +36,7 @@ from .compression import ENCODINGS, part_chain, stores_values
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = [
+    "DIGESTS",
     "MAX_SPARSE_DENSE_BYTES",
     "ROW_BAND_TARGET",
     "ROW_BAND_THRESHOLD",
@@ -58,7 +59,7 @@ _SPARSE = ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
 
 #: a digest's algorithm -> (the digest of some bytes as the file spells it, whether hex text of that value can
 #: be such a digest)
-_DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
+DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
     "crc32c": (lambda buf: f"0x{crc32c(buf):08X}", lambda text, value: 0 <= value <= 0xFFFFFFFF),
     "sha256": (sha256_hex, lambda text, value: len(text) == 64),
     "xxh3": (lambda buf: f"{xxh3_64(buf):016x}", lambda text, value: True),
@@ -73,9 +74,9 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
     """
     algo, _, hexpart = digest.partition(":")
     algo = algo.lower()
-    if algo not in _DIGESTS:
+    if algo not in DIGESTS:
         raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
-    show, fits = _DIGESTS[algo]
+    show, fits = DIGESTS[algo]
     try:
         expected = int(hexpart, 16)  # crc32c's "0x" prefix included
         if not fits(hexpart, expected):
