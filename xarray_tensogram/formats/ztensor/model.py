@@ -79,27 +79,21 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
     ``ml_dtypes`` is missing). Raises :class:`UnsupportedError` for types we do not
     decode.
     """
-    if ltype is None:
-        if short == "bool":
-            return np.dtype(bool), 1, {}
-        if short == "bf16":
-            if available("ml_dtypes"):
-                return np.dtype(require("ml_dtypes", "bfloat16").bfloat16), 1, {}
-            return (
-                np.dtype("<u2"),
-                1,
-                {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"},
-            )
-        return STORAGE_DTYPES[short], 1, {}
-    if ltype == "bool" and short in ("u8", "bool"):
+    if (short == "bool" and ltype in (None, "bool")) or (short, ltype) == ("u8", "bool"):
         return np.dtype(bool), 1, {}
+    if ltype is None and short != "bf16":
+        return STORAGE_DTYPES[short], 1, {}
     if ltype in _COMPLEX and short == _COMPLEX[ltype][0]:
         return _COMPLEX[ltype][1], 2, {}
-    if ltype in _FLOAT8 and short == "u8":
-        if available("ml_dtypes"):
-            return np.dtype(getattr(require("ml_dtypes", ltype), _FLOAT8[ltype])), 1, {}
-        return np.dtype("u1"), 1, {"ztensor_type": ltype, "ztensor_note": "raw float8 bytes (install ml-dtypes)"}
-    raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
+    if ltype is None:  # bf16
+        ml, raw = "bfloat16", {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"}
+    elif ltype in _FLOAT8 and short == "u8":
+        ml, raw = _FLOAT8[ltype], {"ztensor_type": ltype, "ztensor_note": "raw float8 bytes (install ml-dtypes)"}
+    else:
+        raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
+    if available("ml_dtypes"):
+        return np.dtype(getattr(require("ml_dtypes", ltype or ml), ml)), 1, {}
+    return STORAGE_DTYPES[short], 1, raw
 
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
@@ -191,18 +185,12 @@ class TensorInfo:
     @property
     def numpy_dtype(self) -> np.dtype | None:
         """The dtype :meth:`ZTensorFile.read` returns, or None when the tensor is unreadable."""
-        if self.problem is not None:
-            return None
-        main = self.main_part
-        return logical_dtype(main.dtype, main.ltype)[0]
+        return None if self.problem is not None else logical_dtype(self.main_part.dtype, self.main_part.ltype)[0]
 
     @property
     def dtype_attrs(self) -> dict[str, str]:
         """Attributes describing a dtype fallback (e.g. bfloat16 as uint16)."""
-        if self.problem is not None:
-            return {}
-        main = self.main_part
-        return logical_dtype(main.dtype, main.ltype)[2]
+        return {} if self.problem is not None else logical_dtype(self.main_part.dtype, self.main_part.ltype)[2]
 
     @property
     def main_part(self) -> Part:
