@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -186,8 +187,7 @@ def write_tetr(
         tail = encode_footer(history, metadata, cursor if writes else 32)
     flags = FLAG_FOOTER if tail else 0
     if not writes:
-        head = SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0)
-        _emit(target, [head, tail])
+        _emit(target, [SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0), tail])
         return
     head = (
         SUPERBLOCK.pack(MAGIC, 1, len(writes), flags, index_off, 32 + 104 * n)
@@ -197,24 +197,17 @@ def write_tetr(
         + INDEX_HEADER.pack(INDEX_MAGIC, 1, n, execution[0], 0, execution[1], 0)
         + entries.tobytes()
     )
-
-    def payloads() -> Iterator[bytes]:
-        it = iter(stored)
-        for _, _, data, chunk in prepared:
-            for _, box in _tile_boxes(data.shape, chunk):
-                payload = next(it)
-                yield payload if payload is not None else np.ascontiguousarray(data[box]).tobytes()
-
-    _emit(target, itertools.chain([head], payloads(), [tail]))
+    payloads = (np.ascontiguousarray(p[0][p[1]]).tobytes() if isinstance(p, tuple) else p for p in stored)
+    _emit(target, itertools.chain([head], payloads, [tail]))
 
 
 def _index_entries(
     prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], n: int, cursor: int
-) -> tuple[np.ndarray, list[bytes | None], int]:
-    """The ``n`` index entries (payloads laid out from ``cursor``), the compressed payloads (None for raw tiles,
-    cut from the array again while writing) and the offset after the last payload."""
+) -> tuple[np.ndarray, list[bytes | tuple[np.ndarray, tuple[slice, ...]]], int]:
+    """The ``n`` index entries (payloads laid out from ``cursor``), each tile's compressed payload or, for a raw
+    tile, its array and box (cut from the array again while writing), and the offset after the last payload."""
     entries = np.zeros(n, dtype=ENTRY)
-    stored: list[bytes | None] = []
+    stored: list[bytes | tuple[np.ndarray, tuple[slice, ...]]] = []
     k = 0
     for i, (d, _code, data, chunk) in enumerate(prepared):
         codec = _CODEC_OF[d.codec]
@@ -225,7 +218,7 @@ def _index_entries(
             payload = encoder.encode(np.ascontiguousarray(data[box]).data, params)[0] if codec else None
             size = len(payload) if payload is not None else raw_len
             entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
-            stored.append(payload)
+            stored.append(payload if payload is not None else (data, box))
             cursor += size
             k += 1
     return entries, stored, cursor
@@ -244,11 +237,8 @@ def _footer_metadata(
     return metadata if metadata or footer is True else None
 
 
-def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Any) -> None:
-    if hasattr(target, "write"):
-        for p in parts:
-            target.write(p)
-        return
-    with atomic_write(target) as f:
+def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Iterable[bytes]) -> None:
+    """Paths atomically, file objects in place."""
+    with contextlib.nullcontext(target) if hasattr(target, "write") else atomic_write(target) as f:
         for p in parts:
             f.write(p)
