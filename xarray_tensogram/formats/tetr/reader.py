@@ -46,23 +46,11 @@ class TetrTileReader:
     source: ByteSource
     dataset: TetrDataset
 
-    def _entry(self, coords: tuple[int, ...]) -> np.void:
-        d = self.dataset
-        if len(coords) != d.ndim or any(not 0 <= c < n for c, n in zip(coords, d.table.shape, strict=True)):
-            raise IndexError(f"tile {list(coords)} is outside the grid {list(d.table.shape)} of {d.name!r}")
-        entry: np.void = d.entries[int(d.table[tuple(coords)])]
-        return entry
-
-    def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
-        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec code)``."""
-        e = self._entry(tuple(int(c) for c in coords))
-        return int(e["offset"]), int(e["stored"]), int(e["raw"]), int(e["codec"])
-
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
         """One Zarr chunk per tile (:mod:`.zarr_layout`)."""
         from .zarr_layout import tiles_layout
 
-        return tiles_layout(spec, self.tile_range)
+        return tiles_layout(spec, self.dataset)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
         """``region`` (step-1 slices local to the clipped tile; None: all of it) of the tile at ``coords``."""
@@ -78,9 +66,9 @@ class TetrTileReader:
 
     def _tile_box(self, coords: tuple[int, ...], region: tuple[slice, ...] | None) -> tuple[slice, ...]:
         """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
-        coords = tuple(int(c) for c in coords)
-        self._entry(coords)
-        d = self.dataset
+        coords, d = tuple(int(c) for c in coords), self.dataset
+        if len(coords) != d.ndim or any(not 0 <= c < n for c, n in zip(coords, d.table.shape, strict=True)):
+            raise IndexError(f"tile {list(coords)} is outside the grid {list(d.table.shape)} of {d.name!r}")
         region = region or full_region(chunk_extent(d.shape, d.chunk_shape, coords))
         return tuple(
             slice(c * t + s.start, c * t + max(s.start, s.stop))
@@ -98,9 +86,6 @@ class TetrTileReader:
         return True
 
 
-# ==================================================================================================
-# The open file
-# ==================================================================================================
 class TetrFile(FormatFile[TetrDataset]):
     """An open ``.tet`` file: ``.datasets``, ``.history``, ``.metadata``, reads by tile or hyperslab.
 
