@@ -246,8 +246,6 @@ def _size_checks(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bound_ok = np.ones(len(entries), dtype=bool)
     for code, (_name, codec) in CODEC_TABLE.items():
         mine = entries["codec"] == code
-        if not mine.any():
-            continue
         if codec.capabilities.byte_ranges:
             raw_ok[mine] = entries["raw"][mine] == entries["stored"][mine]
         else:

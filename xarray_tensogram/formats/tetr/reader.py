@@ -154,10 +154,9 @@ class TetrFile(FormatFile[TetrDataset]):
         ids = entries["dataset_id"].astype(np.int64)
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(len(records) + 1))
-        seen: set[str] = set()
+        metas = dict(footer.datasets)
         for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(records, dtypes, strict=True)):
-            meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
-            seen.add(name)
+            meta = metas.pop(name, {})  # metadata is keyed by name: the first record of a name takes it
             ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", **meta)  # attrs, dim_names, coords
             _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)

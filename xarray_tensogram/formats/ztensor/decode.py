@@ -399,11 +399,8 @@ class TensorReader:
 
 def auto_rows_per_chunk(info: TensorInfo) -> int:
     """Row bands for large raw tensors (about ROW_BAND_TARGET bytes each), else 0 = one chunk."""
-    if not info.is_dense_raw or len(info.shape) < 1 or info.shape[0] < 2:
+    if not info.is_dense_raw or not info.shape or info.shape[0] < 2:
         return 0
-    dtype = info.numpy_dtype
-    nbytes = info.size * (dtype.itemsize if dtype is not None else 1)
-    if nbytes <= ROW_BAND_THRESHOLD:
-        return 0
+    nbytes = info.size * logical_dtype(info.main_part.dtype, info.main_part.ltype)[0].itemsize
     row_bytes = max(1, nbytes // info.shape[0])
-    return max(1, min(info.shape[0], ROW_BAND_TARGET // row_bytes))
+    return 0 if nbytes <= ROW_BAND_THRESHOLD else max(1, min(info.shape[0], ROW_BAND_TARGET // row_bytes))
