@@ -180,7 +180,7 @@ def write_tetr(
     n = sum(math.prod(chunk_counts(data.shape, chunk)) for _, _, data, chunk in prepared)
     index_off = _align8(40 + len(blob))
     cursor = index_off + 32 + 104 * n
-    entries, stored, cursor = _index_entries(prepared, n, cursor)
+    entries, stored, cursor = _index_entries(prepared, cursor)
     metadata = _footer_metadata(prepared, file_metadata, footer)
     tail = b""
     if footer is not False and (history or metadata is not None):
@@ -202,26 +202,21 @@ def write_tetr(
 
 
 def _index_entries(
-    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], n: int, cursor: int
+    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], cursor: int
 ) -> tuple[np.ndarray, list[bytes | tuple[np.ndarray, tuple[slice, ...]]], int]:
-    """The ``n`` index entries (payloads laid out from ``cursor``), each tile's compressed payload or, for a raw
-    tile, its array and box (cut from the array again while writing), and the offset after the last payload."""
-    entries = np.zeros(n, dtype=ENTRY)
-    stored: list[bytes | tuple[np.ndarray, tuple[slice, ...]]] = []
-    k = 0
+    """The index entries (payloads laid out from ``cursor``), each tile's compressed payload or, for a raw tile,
+    its array and box (cut from the array again while writing), and the offset after the last payload."""
+    rows, stored = [], []
     for i, (d, _code, data, chunk) in enumerate(prepared):
-        codec = _CODEC_OF[d.codec]
-        encoder = CODEC_OBJECTS[d.codec]
-        params = d.codec_params or {}
+        codec, encoder, params = _CODEC_OF[d.codec], CODEC_OBJECTS[d.codec], d.codec_params or {}
         for coords, box in _tile_boxes(data.shape, chunk):
             raw_len = math.prod(s.stop - s.start for s in box) * data.dtype.itemsize
             payload = encoder.encode(np.ascontiguousarray(data[box]).data, params)[0] if codec else None
             size = len(payload) if payload is not None else raw_len
-            entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
+            rows.append((i, coords + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0))
             stored.append(payload if payload is not None else (data, box))
             cursor += size
-            k += 1
-    return entries, stored, cursor
+    return np.array(rows, dtype=ENTRY), stored, cursor
 
 
 def _footer_metadata(
