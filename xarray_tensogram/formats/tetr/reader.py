@@ -36,12 +36,9 @@ from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
 
 @dataclass(frozen=True, eq=False)
 class TetrTileReader:
-    """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset: thread-safe and picklable.
-
-    Holds the byte source (pickled as a path) and the dataset (its geometry and index rows).
-    Raw tiles are read by byte range (a region of leading-axis rows reads only
-    those rows); zstd tiles are decoded with output bounded by ``raw_byte_len``.
-    """
+    """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset (its geometry and index rows):
+    thread-safe and picklable (the byte source pickles as a path). Raw tiles are read by byte range (only the
+    leading-axis rows a region needs); zstd tiles are decoded with output bounded by ``raw_byte_len``."""
 
     source: ByteSource
     dataset: TetrDataset
@@ -89,9 +86,8 @@ class TetrTileReader:
 class TetrFile(FormatFile[TetrDataset]):
     """An open ``.tet`` file: ``.datasets``, ``.history``, ``.metadata``, reads by tile or hyperslab.
 
-    Opening reads the superblock, the directory, the chunk index and the footer;
-    no payload byte is read before values are asked for. Use it as a context
-    manager or call :meth:`close`.
+    Opening reads the superblock, the directory, the chunk index and the footer; no payload byte is read before
+    values are asked for. Use it as a context manager or call :meth:`close`.
     """
 
     item_kind = "dataset"

@@ -57,11 +57,8 @@ class DatasetWrite:
     codec_params: Mapping[str, Any] | None = None
 
     def wire_dtype(self) -> tuple[int, Any]:
-        """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do.
-
-        A lazy array (anything with ``shape``, ``dtype`` and slicing, e.g. a Dask array) is not loaded:
-        each tile is computed when it is written, so memory holds one tile at a time.
-        """
+        """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do. A
+        lazy array (``shape``, ``dtype`` and slicing, e.g. Dask) is not loaded: each tile is computed when written."""
         lazy = not isinstance(self.data, np.ndarray) and all(
             hasattr(self.data, a) for a in ("shape", "dtype", "__getitem__")
         )
@@ -153,17 +150,15 @@ def write_tetr(
 ) -> None:
     """Write a ``.tet`` file byte for byte as the reference writer does (spec §8, footer §5.5).
 
-    ``arrays`` is a mapping name -> array (raw, one tile) or a sequence of :class:`DatasetWrite`.
-    ``history`` rows are dicts (``op``, ``source``, ``at``, optional ``parents``/``params``) or
-    ``(op, source, at)`` triples. A footer is written when there is history or metadata
-    (``file_metadata``, or a dataset's ``dim_names``/``coords``/``attrs``); ``footer=True`` forces
-    one with a ``metadata`` object even when it is empty, ``footer=False`` omits it.
-    ``execution`` is the TIDX hint ``(memory_budget_percent_bps, memory_budget_bytes)``.
-    Each :class:`DatasetWrite` may give its codec's parameters (``codec_params``: the zstd level, 3 by default):
-    the format records no level, so each dataset may have its own (spec §4.5: the codec is per chunk).
-    Paths are written atomically; file objects are written in place. The index precedes the
-    payloads, so zstd tiles are compressed (and held, compressed) before anything is written;
-    raw tiles are cut from the array again while writing.
+    ``arrays`` is a mapping name -> array (raw, one tile) or a sequence of :class:`DatasetWrite`. ``history`` rows
+    are dicts (``op``, ``source``, ``at``, optional ``parents``/``params``) or ``(op, source, at)`` triples. A
+    footer is written when there is history or metadata (``file_metadata``, or a dataset's
+    ``dim_names``/``coords``/``attrs``); ``footer=True`` forces one with a ``metadata`` object even when it is
+    empty, ``footer=False`` omits it. ``execution`` is the TIDX hint ``(memory_budget_percent_bps,
+    memory_budget_bytes)``. Each :class:`DatasetWrite` may give its codec's parameters (``codec_params``: the zstd
+    level, 3 by default): the format records no level, so each dataset may have its own (spec §4.5).
+    Paths are written atomically; file objects in place. The index precedes the payloads, so zstd tiles are
+    compressed (and held, compressed) before anything is written; raw tiles are cut from the array while writing.
     """
     writes = _as_writes(arrays)
     unknown = set(file_metadata or {}) - set(TETR_FILE_KEYS)

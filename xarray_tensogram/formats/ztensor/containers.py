@@ -1,10 +1,8 @@
 """Parsing the three zTensor containers (spec sections 1-4) into :class:`TensorInfo` lists.
 
-Open reads the footer and the index/manifest only. Checks that concern the
-whole file (magic, index length, CBOR, required keys, offset alignment) fail
-the open; checks that concern one tensor's bytes (bounds, sizes, unknown dtype,
-encoding or layout) are deferred to reading that tensor, so one odd tensor does
-not hide the others.
+Open reads the footer and the index/manifest only. Checks that concern the whole file (magic, index length, CBOR,
+required keys, offset alignment) fail the open; those that concern one tensor's bytes (bounds, sizes, unknown
+dtype, encoding or layout) are deferred to reading that tensor, so one odd tensor does not hide the others.
 """
 
 from __future__ import annotations
@@ -415,10 +413,8 @@ def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int)
 
 
 def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSource | None]:
-    """Open shard files named in the manifest, only as plain names next to this file.
-
-    Shards of a non-local source map to None: their parts become unreadable.
-    """
+    """Open shard files named in the manifest, only as plain names next to this file (of a non-local source:
+    None, their parts unreadable)."""
     if table is None:
         return {}
     if not isinstance(table, dict):

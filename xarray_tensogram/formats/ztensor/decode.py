@@ -1,9 +1,8 @@
 """Turning stored parts into arrays: checksums, zstd, byte order, sparse assembly, row ranges.
 
-Raw little-endian dense tensors are served as read-only numpy views over the
-memory map of a local file (no copy), or as a byte-range read of only the rows
-asked for. Everything else is decoded whole, with the output size bounded by
-what the metadata promises, never by what a stream claims.
+Raw little-endian dense tensors are served as read-only numpy views over the memory map of a local file (no
+copy), or as a byte-range read of only the rows asked for. Everything else is decoded whole, with the output size
+bounded by what the metadata promises, never by what a stream claims.
 """
 
 from __future__ import annotations
@@ -67,11 +66,8 @@ DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
 
 
 def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str) -> None:
-    """Check ``data`` against a ``crc32c:0x..``, ``sha256:..`` or ``xxh3:..`` string.
-
-    The hex is compared without regard to case, as the reference readers do; a
-    digest that cannot be parsed is a :class:`MetadataError`.
-    """
+    """Check ``data`` against a ``crc32c:0x..``, ``sha256:..`` or ``xxh3:..`` string; the hex is compared
+    without regard to case, as the reference readers do (one that cannot be parsed: :class:`MetadataError`)."""
     algo, _, hexpart = digest.partition(":")
     algo = algo.lower()
     if algo not in DIGESTS:
@@ -378,12 +374,9 @@ class TensorReader:
         return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)
 
     def check_geometry(self) -> tuple[np.dtype, int | None]:
-        """:meth:`_geometry`, raising where the shape cannot come from the stored bytes, without reading them.
-
-        The lazy array allocates its output before asking for chunks, so a shape that the
-        payload cannot fill (raw length, declared or possible zstd output, sparse dense limit)
-        is refused here rather than by a multi-gigabyte allocation.
-        """
+        """:meth:`_geometry`, raising where the shape cannot come from the stored bytes, without reading them:
+        the lazy array allocates its output before asking for chunks, so a shape the payload cannot fill (raw
+        length, declared or possible zstd output, sparse dense limit) is refused here, not by a huge allocation."""
         out_dtype, expected = self._geometry()
         if expected is not None:
             main = self.info.main_part

@@ -1,10 +1,8 @@
 """What a zTensor file holds, whatever its generation: tensors made of stored parts.
 
-All three generations reduce to the same model. A :class:`TensorInfo` has a
-name, a logical shape and dtype, a layout and one or more :class:`Part` (a
-stored blob: offset, length, storage dtype, encoding, digest). v0.1 tensors and
-dense v1/v2 objects have one part (``data``); sparse tensors have several
-(``values``, ``indices``, ``indptr`` or ``coords``). The three container parsers
+A :class:`TensorInfo` has a name, a logical shape and dtype, a layout and one or more :class:`Part` (a stored
+blob: offset, length, storage dtype, encoding, digest). v0.1 tensors and dense v1/v2 objects have one part
+(``data``); sparse tensors have several (``values``, ``indices``, ``indptr`` or ``coords``). The container parsers
 (:mod:`.containers`) only translate their metadata into this model; :mod:`.decode` reads it.
 """
 
@@ -72,13 +70,9 @@ MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)
 
 
 def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[str, str]]:
-    """Numpy dtype users get for storage ``short`` with optional logical ``ltype``.
-
-    Returns ``(dtype, storage elements per element, attrs)``; ``attrs`` records
-    what a fallback hides (bfloat16 or float8 seen as raw integers when
-    ``ml_dtypes`` is missing). Raises :class:`UnsupportedError` for types we do not
-    decode.
-    """
+    """``(dtype users get, storage elements per element, attrs)`` for storage ``short`` with optional logical
+    ``ltype``; ``attrs`` records what a fallback hides (bfloat16 or float8 seen as raw integers when ``ml_dtypes``
+    is missing). :class:`UnsupportedError` for types we do not decode."""
     if (short == "bool" and ltype in (None, "bool")) or (short, ltype) == ("u8", "bool"):
         return np.dtype(bool), 1, {}
     if ltype is None and short != "bf16":
@@ -101,11 +95,8 @@ _END = object()
 
 
 def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
-    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep.
-
-    Decoding an index does not walk it: the container parsers type-check the standard keys themselves and
-    call this on free-form values only, which keeps opening a file with thousands of entries fast.
-    """
+    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep. The container parsers
+    type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes)."""
     if not isinstance(obj, _PLAIN):
         raise MetadataError(f"{where}CBOR value of type {type(obj).__name__} is not allowed in metadata")
     # one iterator per open container: memory follows the depth, not the number of items

@@ -1,11 +1,9 @@
 """Writing v0.1 (``ZTEN0001``) files the way ``ztensor`` 0.1.4 does.
 
-For raw tensors without custom fields the bytes are identical to what the
-reference writer produces: 64-byte aligned blobs with zero padding from offset
-8, a definite CBOR array of *indefinite* maps (keys in the writer's order),
-shortest integer heads, ``data_endianness: "little"`` on multi-byte raw tensors,
-and the index length as u64 LE. zstd and checksums follow the Rust writer
-(spec 1.6, 1.8). Custom fields come after the standard keys, in bytewise order.
+For raw tensors without custom fields the bytes are identical to the reference writer's: 64-byte aligned blobs
+with zero padding from offset 8, a definite CBOR array of *indefinite* maps (keys in the writer's order), shortest
+integer heads, ``data_endianness: "little"`` on multi-byte raw tensors, and the index length as u64 LE. zstd and
+checksums follow the Rust writer (spec 1.6, 1.8). Custom fields come after the standard keys, in bytewise order.
 """
 
 from __future__ import annotations
@@ -81,13 +79,12 @@ def write_ztensor_v01(
 ) -> None:
     """Write a v0.1 file atomically.
 
-    ``tensors`` is a mapping name -> array, or an iterable of ``(name, array)`` or
-    ``(name, array, custom_fields)`` (duplicates allowed, as in the format).
-    ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
-    ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
-    keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
-    ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names, and gives their codec's
-    ``params`` (zstd ``level``, 3 by default; v0.1 records no level, so each tensor may have its own).
+    ``tensors`` is a mapping name -> array, or an iterable of ``(name, array)`` or ``(name, array, custom_fields)``
+    (duplicates allowed, as in the format). ``compression``: None (raw) or ``"zstd"``; ``checksum``: None,
+    ``"crc32c"`` or ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays keep shape ``[]``
+    (a true scalar), unlike the 0.1.4 Python writer's ``[1]``. ``per_tensor`` overrides ``compression``/``checksum``
+    for the tensors it names, and gives their codec's ``params`` (zstd ``level``, 3 by default; v0.1 records no
+    level, so each tensor may have its own).
     """
     default: dict[str, Any] = {"compression": compression, "checksum": checksum, "params": {}}
     per = {name: {**default, **opts} for name, opts in (per_tensor or {}).items()}
