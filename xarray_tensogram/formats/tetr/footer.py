@@ -54,11 +54,8 @@ def _text_map(value: Any, what: str, item: str, p: str, limit: str | None, limit
 
 
 def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict[str, Any]:
-    """One history row as a dict; legacy ``[op, source, at]`` triples are normalised.
-
-    The reference enforces the per-row string and count limits only when writing
-    (``limits=True``); reading accepts any strings.
-    """
+    """One history row as a dict, legacy ``[op, source, at]`` triples normalised. The reference enforces the
+    per-row string and count limits only when writing (``limits=True``); reading accepts any strings."""
     p = f"{prefix}history row {i}: "
     if isinstance(row, list):
         if len(row) != 3:
@@ -177,10 +174,8 @@ def _wire_dataset_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 def encode_footer(history: Sequence[Any], metadata: Mapping[str, Any] | None, payload_end: int) -> bytes:
     """Spill (if any) + footer JSON + 16-byte tail, as ``write_footer_blob`` appends them at ``payload_end``.
-
-    ``metadata`` is the wire-form object (``{"file": ..., "datasets": ...}``) or ``None``.
-    Limits are checked first; metadata whose inline footer would exceed 64 KiB is spilled.
-    """
+    ``metadata`` is the wire-form object (``{"file": ..., "datasets": ...}``) or ``None``. Limits are checked
+    first; metadata whose inline footer would exceed 64 KiB is spilled."""
     rows = [_wire_history_row(r) for r in history]
     _check_count(rows, "history", "history", "history to write: ")
     inline: dict[str, Any] = {"history": rows}

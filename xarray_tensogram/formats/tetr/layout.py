@@ -1,7 +1,7 @@
 """Tetration layout parsing: superblock, dataset directory, TIDX chunk index and footer.
 
-Every length is checked against the file size before anything is allocated, so a hostile
-header cannot make us allocate more than the file justifies.
+Every length is checked against the file size before anything is allocated, so a hostile header cannot make us
+allocate more than the file justifies.
 """
 
 from __future__ import annotations
@@ -57,10 +57,8 @@ def _entry_at(src: ByteSource, index_at: int, k: int) -> str:
 
 
 def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
-    """End of the last tile the chunk index names (its offset + stored length), or the index end.
-
-    Used only to say how large a file missing its footer should be; the index is checked properly later.
-    """
+    """End of the last tile the chunk index names (its offset + stored length), or the index end: only to say
+    how large a file missing its footer should be (the index is checked properly later)."""
     end = index_offset + index_length
     count = max(0, index_length - 32) // ENTRY.itemsize
     if count and end <= src.size:
@@ -193,10 +191,8 @@ def _check_record(
 
 
 def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> tuple[np.ndarray, dict[str, int]]:
-    """TIDX header checks, then the entries with their per-entry checks (reference order).
-
-    Returns the entries and the header's execution hints.
-    """
+    """The entries and the header's execution hints, after the TIDX header checks and the per-entry checks
+    (reference order)."""
     where = describe(src.name, "chunk index", offset)
     if length < 32:
         raise CorruptFileError(f"{where}chunk_index_length {length} is shorter than the 32-byte TIDX header")
