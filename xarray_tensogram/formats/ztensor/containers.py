@@ -296,14 +296,8 @@ def _layout_problem(layout: str, parts: Mapping[str, Part], gen: _Objects, shape
         missing = [p for p in sparse[layout] if p not in parts]
         return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
     lone = next(iter(parts.values()))
-    if (
-        gen.fallback
-        and len(parts) == 1
-        and stores_values(lone.encoding)
-        and lone.length == math.prod(shape) * lone.storage.itemsize
-    ):
-        return None
-    return f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
+    dense = len(parts) == 1 and stores_values(lone.encoding) and lone.length == math.prod(shape) * lone.storage.itemsize
+    return None if gen.fallback and dense else f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
 
 
 def _dtype_problem(part: Part) -> str | None:

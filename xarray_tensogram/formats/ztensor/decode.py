@@ -272,10 +272,8 @@ class TensorReader:
         cap = (
             part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(self.info.shape), 1), 64)
         )
-        stored = self._decode_part("data", None, cap)
-        blob = stored.view(np.uint8)
-        item = part.storage
-        shape = self.info.shape
+        blob = self._decode_part("data", None, cap).view(np.uint8)
+        item, shape = part.storage, self.info.shape
         if self.info.layout == "sparsecoo":
             ndim = len(shape)
             rec = np.dtype([("c", "<u8", (ndim,)), ("v", item)])
