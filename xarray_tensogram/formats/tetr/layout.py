@@ -67,9 +67,7 @@ def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
     return end
 
 
-def _read_footer(
-    src: ByteSource, flags: int, dataset_count: int, index_offset: int = 0, index_length: int = 0
-) -> _Footer:
+def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: int, index_length: int) -> _Footer:
     """Tail checks (always, like the reference), then JSON and spill when flag bit 0 is set."""
     size = src.size
     none = _Footer([], None, {}, size)

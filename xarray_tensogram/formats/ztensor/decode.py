@@ -130,8 +130,7 @@ class TensorReader:
     # -- parts ----------------------------------------------------------------------------------
     def _check_bounds(self, part: Part, name: str) -> None:
         src = self.sources[part.shard]
-        end = self.data_end if part.shard is None else src.size
-        start = self.data_start if part.shard is None else 0
+        start, end = (self.data_start, self.data_end) if part.shard is None else (0, src.size)
         if part.length and (part.offset < start or part.offset + part.length > end):
             raise CorruptFileError(
                 f"{self.info.where(src.name, part.offset)}part {name!r} spans [{part.offset}, "
