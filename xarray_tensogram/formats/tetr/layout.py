@@ -247,17 +247,6 @@ def _size_checks(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return raw_ok, bound_ok
 
 
-def _tile_bytes(ds: TetrDataset, coords: np.ndarray) -> np.ndarray:
-    """Clipped tile size in bytes for each row of grid coordinates."""
-    shape = np.asarray(ds.shape, dtype=np.int64)
-    # a chunk extent may exceed the shape (one clipped tile on that axis), even up to 2**64-1
-    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape, strict=True)], dtype=np.int64)
-    start = coords.astype(np.int64) * chunk
-    extent = np.minimum(chunk, shape - start)
-    sizes: np.ndarray = np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize
-    return sizes
-
-
 def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: np.ndarray, index_at: int) -> None:
     """Build the tile -> entry table of one dataset (first match wins) with the strict tile checks."""
     where = describe(src.name, f"dataset {ds.dataset_id} ({ds.name!r})")
@@ -273,7 +262,11 @@ def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: n
         raise CorruptFileError(
             f"{_entry_at(src, index_at, k)}grid coordinates {coords[outside[0]].tolist()} outside the grid {list(grid)}"
         )
-    expected = _tile_bytes(ds, coords)
+    # each tile's clipped size in bytes; a chunk extent may exceed the shape (one clipped tile on that axis), even
+    # up to 2**64-1
+    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape, strict=True)], dtype=np.int64)
+    extent = np.minimum(chunk, np.asarray(ds.shape, dtype=np.int64) - coords.astype(np.int64) * chunk)
+    expected = np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize
     wrong = np.flatnonzero(mine["raw"].astype(np.int64) != expected)
     if wrong.size:
         j = int(wrong[0])

@@ -157,7 +157,6 @@ class TetrFile(FormatFile[TetrDataset]):
             _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)
 
-    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
     def _items(self) -> list[TetrDataset]:
         return self.datasets
 
@@ -165,7 +164,6 @@ class TetrFile(FormatFile[TetrDataset]):
         """Dataset by position, or by name (the first record carrying it, like the reference)."""
         return self[key]
 
-    # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
         return TetrTileReader(self.source, self.dataset(key))
 
@@ -192,8 +190,7 @@ class TetrFile(FormatFile[TetrDataset]):
         for axis, (s, n) in enumerate(zip(sel, d.shape, strict=False)):  # sel may name fewer axes
             if not isinstance(s, slice) and not -n <= int(s) < n:
                 raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
-        spec = self.array_spec(key)
-        return read_outer(spec, sel)
+        return read_outer(self.array_spec(key), sel)
 
     def read(self, key: str | int) -> np.ndarray:
         """The whole dataset as a C-order numpy array (in the file's little-endian dtype)."""

@@ -127,7 +127,6 @@ class TensorReader:
         """What messages name (file and tensor): made on first use, not for each tensor of every open."""
         return self.info.where(self.sources[None].name)
 
-    # -- parts ----------------------------------------------------------------------------------
     def _check_bounds(self, part: Part, name: str) -> None:
         src = self.sources[part.shard]
         start, end = (self.data_start, self.data_end) if part.shard is None else (0, src.size)
@@ -162,7 +161,6 @@ class TensorReader:
         values = raw.view(native_order(part.storage, "big" if part.big_endian else "little"))
         return values if values.dtype.isnative else values.astype(values.dtype.newbyteorder("="))
 
-    # -- whole tensors --------------------------------------------------------------------------
     def _geometry(self) -> tuple[np.dtype, int | None]:
         """The dtype values come out in, and the bytes the tensor's one part decodes to (None: a sparse tensor,
         refused here where its dense form would exceed the limit); raises where the tensor cannot be read."""
@@ -295,7 +293,6 @@ class TensorReader:
         values = self._to_logical(blob[head + 8 * nnz :].view(item), out_dtype, part)
         return self._densify_csr("sparsecsr", indptr, indices, values, out_dtype)
 
-    # -- rows -----------------------------------------------------------------------------------
     def read_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the leading axis, reading only their bytes when the tensor is raw."""
         info = self.info

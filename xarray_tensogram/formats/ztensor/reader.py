@@ -38,7 +38,6 @@ class ZTensorFile(FormatFile[TensorInfo]):
         self._sources.update(c.shards)
         self._data_start, self._data_end = c.data_start, c.data_end
 
-    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
     def _items(self) -> list[TensorInfo]:
         return self.tensors
 
@@ -46,7 +45,6 @@ class ZTensorFile(FormatFile[TensorInfo]):
         """Tensor by index, or by name (the first of duplicates, like the reference reader)."""
         return self[key]
 
-    # -- reading ----------------------------------------------------------------------------------
     def reader(self, key: str | int, *, verify: bool = False, rows_per_chunk: int = 0) -> TensorReader:
         return TensorReader(
             self._sources,
@@ -71,7 +69,6 @@ class ZTensorFile(FormatFile[TensorInfo]):
         rows = auto_rows_per_chunk(self.tensor(key)) if rows_per_chunk is None else rows_per_chunk
         return self.reader(key, verify=verify, rows_per_chunk=rows).spec()
 
-    # -- lifetime ---------------------------------------------------------------------------------
     def close(self) -> None:
         for src in self._sources.values():
             src.close()
