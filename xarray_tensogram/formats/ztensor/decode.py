@@ -109,11 +109,8 @@ def _decoded_size(part: Part, stored: int, expected: int | None, where: str) -> 
 
 @dataclass
 class TensorReader:
-    """Picklable, thread-safe reader of one tensor; the lazy array's chunk reader for zTensor.
-
-    ``sources`` maps ``None`` to the file itself and v2 shard names to their files.
-    ``data_end`` bounds blobs of the main file (start of the index or manifest).
-    """
+    """Picklable, thread-safe reader of one tensor; the lazy array's chunk reader for zTensor. ``sources`` maps
+    ``None`` to the file itself and v2 shard names to their files; ``data_end`` bounds blobs of the main file."""
 
     sources: Mapping[str | None, ByteSource]
     info: TensorInfo
@@ -297,8 +294,7 @@ class TensorReader:
         """Rows ``start:stop`` of the leading axis, reading only their bytes when the tensor is raw."""
         info = self.info
         if not info.is_dense_raw or self.verify or not info.shape:
-            full = self.read()
-            return full if not info.shape else full[start:stop]
+            return self.read()[start:stop] if info.shape else self.read()
         main = info.main_part
         out_dtype, expected = self._dense_part()
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
@@ -307,12 +303,9 @@ class TensorReader:
         return self._to_logical(flat.reshape(-1), out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
-        """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``.
-
-        Raw little-endian values: one ``preadv`` of the band's bytes into ``out``. A codec that decodes into a
-        buffer: the whole tensor decoded into ``out`` when it is contiguous. Anything else (sparse, logical
-        dtypes, verification, big-endian data) returns False and goes through :meth:`read_chunk`.
-        """
+        """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``: raw little-endian
+        values by one ``preadv`` of the band's bytes, others decoded whole into ``out`` when it is contiguous.
+        Anything else (sparse, logical dtypes, verification, big-endian data) returns False (:meth:`read_chunk`)."""
         info, main = self.info, self.info.main_part
         if not self._plain(out.dtype) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
             return False
