@@ -196,8 +196,7 @@ class TensorReader:
     def _values(self, nnz: int, out_dtype: np.dtype) -> np.ndarray:
         part = self.info.parts["values"]
         itemsize = part.storage.itemsize * logical_dtype(part.dtype, part.ltype)[1]
-        flat = self._decode_part("values", nnz * itemsize, nnz * itemsize)
-        return self._to_logical(flat, out_dtype, part)
+        return self._to_logical(self._decode_part("values", nnz * itemsize, nnz * itemsize), out_dtype, part)
 
     def _index_part(self, name: str, count: int | None, cap_count: int) -> np.ndarray:
         part = self.info.parts[name]
@@ -244,8 +243,7 @@ class TensorReader:
         if coords.size % ndim:
             raise CorruptFileError(f"{self._where}COO coords hold {coords.size} indices, not a multiple of rank {ndim}")
         nnz = coords.size // ndim
-        values = self._values(nnz, out_dtype)
-        return self._scatter(coords.reshape(ndim, nnz), values, out_dtype)
+        return self._scatter(coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
 
     def _scatter(self, coords: np.ndarray, values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
         shape = self.info.shape
