@@ -97,8 +97,6 @@ _END = object()
 def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
     """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep. The container parsers
     type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes)."""
-    if not isinstance(obj, _PLAIN):
-        raise MetadataError(f"{where}CBOR value of type {type(obj).__name__} is not allowed in metadata")
     # one iterator per open container: memory follows the depth, not the number of items
     stack: list[Any] = [iter((obj,))]
     while stack:
@@ -109,8 +107,8 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
         if not isinstance(item, _PLAIN):
             raise MetadataError(f"{where}CBOR value of type {type(item).__name__} is not allowed in metadata")
         if type(item) is dict:
-            if not all(isinstance(k, (str, int, bytes)) for k in item):
-                bad = next(k for k in item if not isinstance(k, (str, int, bytes)))
+            bad = next((k for k in item if not isinstance(k, (str, int, bytes))), _END)
+            if bad is not _END:
                 raise MetadataError(f"{where}map key of type {type(bad).__name__} is not allowed in metadata")
             children: Any = iter(item.values())
         elif type(item) is list:
