@@ -54,11 +54,8 @@ def _text_map(value: Any, what: str, item: str, p: str, limit: str | None, limit
 
 
 def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict[str, Any]:
-    """One history row as a dict; legacy ``[op, source, at]`` triples are normalised.
-
-    The reference enforces the per-row string and count limits only when writing
-    (``limits=True``); reading accepts any strings.
-    """
+    """One history row as a dict, legacy ``[op, source, at]`` triples normalised. The reference enforces the
+    per-row string and count limits only when writing (``limits=True``); reading accepts any strings."""
     p = f"{prefix}history row {i}: "
     if isinstance(row, list):
         if len(row) != 3:
@@ -152,12 +149,8 @@ def _parse_json(data: bytes, what: str, prefix: str) -> Any:
 
 def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
     """A row in wire key order (op, source, at, parents, params; params sorted); validated."""
-    checked = _history_row(
-        list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row,
-        0,
-        "history to write: ",
-        limits=True,
-    )
+    row = list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row
+    checked = _history_row(row, 0, "history to write: ", limits=True)
     if checked.get("params"):
         checked["params"] = _sorted_map(checked["params"])
     return {k: v for k, v in checked.items() if v}  # op, source and at are never empty
@@ -181,27 +174,20 @@ def _wire_dataset_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 def encode_footer(history: Sequence[Any], metadata: Mapping[str, Any] | None, payload_end: int) -> bytes:
     """Spill (if any) + footer JSON + 16-byte tail, as ``write_footer_blob`` appends them at ``payload_end``.
-
-    ``metadata`` is the wire-form object (``{"file": ..., "datasets": ...}``) or ``None``.
-    Limits are checked first; metadata whose inline footer would exceed 64 KiB is spilled.
-    """
+    ``metadata`` is the wire-form object (``{"file": ..., "datasets": ...}``) or ``None``. Limits are checked
+    first; metadata whose inline footer would exceed 64 KiB is spilled."""
     rows = [_wire_history_row(r) for r in history]
     _check_count(rows, "history", "history", "history to write: ")
-    meta_obj: dict[str, Any] | None = None
+    inline: dict[str, Any] = {"history": rows}
     if metadata is not None:
         file_meta, datasets = _metadata(dict(metadata), "metadata to write: ")
-        meta_obj = {}
-        if file_meta is not None:
-            meta_obj["file"] = file_meta
+        meta = inline["metadata"] = {} if file_meta is None else {"file": file_meta}
         if datasets:
-            meta_obj["datasets"] = {k: _wire_dataset_meta(v) for k, v in _sorted_map(datasets).items()}
-    inline: dict[str, Any] = {"history": rows}
-    if meta_obj is not None:
-        inline["metadata"] = meta_obj
+            meta["datasets"] = {k: _wire_dataset_meta(v) for k, v in _sorted_map(datasets).items()}
     footer = _json_bytes(inline)
     spill = b""
     if len(footer) > LIMITS["inline_json"]:
-        spill = _json_bytes(meta_obj)
+        spill = _json_bytes(inline.get("metadata"))
         if len(spill) > LIMITS["spill"]:
             raise LimitExceededError(
                 f"metadata to write: {len(spill)} bytes of JSON, the spill limit is {LIMITS['spill']}"

@@ -63,9 +63,7 @@ def _parsed(line: str, now: str) -> dict[str, Any] | None:
         row = {"op": op, "source": source, "at": seconds}
         if seconds and all(map(_fits, (op, source))) and history_line(row) == line:
             return row
-    if not _fits(line):
-        return None
-    return {"op": LINE_OP, "source": "xarray", "at": now, "params": {"line": line}}
+    return {"op": LINE_OP, "source": "xarray", "at": now, "params": {"line": line}} if _fits(line) else None
 
 
 def history_rows(text: str, read: Sequence[Mapping[str, Any]] = ()) -> tuple[list[dict[str, Any]], list[str]]:
@@ -77,13 +75,10 @@ def history_rows(text: str, read: Sequence[Mapping[str, Any]] = ()) -> tuple[lis
     for row in read:
         unused.setdefault(history_line(row), []).append(row)
     now = str(int(time.time()))
-    rows: list[dict[str, Any]] = []
-    dropped: list[str] = []
-    for line in text.split("\n") if text else []:
-        same = unused.get(line)
-        made = dict(same.pop(0)) if same else _parsed(line, now)
-        if made is None:
-            dropped.append(line)
-        else:
-            rows.append(made)
-    return rows, dropped
+    # in line order: a read row shown twice is given back for its first two lines, each once
+    made = [
+        (line, dict(same.pop(0)) if (same := unused.get(line)) else _parsed(line, now))
+        for line in text.split("\n")
+        if text
+    ]
+    return [row for _, row in made if row is not None], [line for line, row in made if row is None]

@@ -1,7 +1,7 @@
 """Tetration layout parsing: superblock, dataset directory, TIDX chunk index and footer.
 
-Every length is checked against the file size before anything is allocated, so a hostile
-header cannot make us allocate more than the file justifies.
+Every length is checked against the file size before anything is allocated, so a hostile header cannot make us
+allocate more than the file justifies.
 """
 
 from __future__ import annotations
@@ -57,10 +57,8 @@ def _entry_at(src: ByteSource, index_at: int, k: int) -> str:
 
 
 def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
-    """End of the last tile the chunk index names (its offset + stored length), or the index end.
-
-    Used only to say how large a file missing its footer should be; the index is checked properly later.
-    """
+    """End of the last tile the chunk index names (its offset + stored length), or the index end: only to say
+    how large a file missing its footer should be (the index is checked properly later)."""
     end = index_offset + index_length
     count = max(0, index_length - 32) // ENTRY.itemsize
     if count and end <= src.size:
@@ -69,9 +67,7 @@ def _tiles_end(src: ByteSource, index_offset: int, index_length: int) -> int:
     return end
 
 
-def _read_footer(
-    src: ByteSource, flags: int, dataset_count: int, index_offset: int = 0, index_length: int = 0
-) -> _Footer:
+def _read_footer(src: ByteSource, flags: int, dataset_count: int, index_offset: int, index_length: int) -> _Footer:
     """Tail checks (always, like the reference), then JSON and spill when flag bit 0 is set."""
     size = src.size
     none = _Footer([], None, {}, size)
@@ -193,10 +189,8 @@ def _check_record(
 
 
 def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> tuple[np.ndarray, dict[str, int]]:
-    """TIDX header checks, then the entries with their per-entry checks (reference order).
-
-    Returns the entries and the header's execution hints.
-    """
+    """The entries and the header's execution hints, after the TIDX header checks and the per-entry checks
+    (reference order)."""
     where = describe(src.name, "chunk index", offset)
     if length < 32:
         raise CorruptFileError(f"{where}chunk_index_length {length} is shorter than the 32-byte TIDX header")
@@ -246,24 +240,11 @@ def _size_checks(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bound_ok = np.ones(len(entries), dtype=bool)
     for code, (_name, codec) in CODEC_TABLE.items():
         mine = entries["codec"] == code
-        if not mine.any():
-            continue
         if codec.capabilities.byte_ranges:
             raw_ok[mine] = entries["raw"][mine] == entries["stored"][mine]
         else:
             bound_ok[mine] = codec.fits_output(entries["raw"][mine], entries["stored"][mine])
     return raw_ok, bound_ok
-
-
-def _tile_bytes(ds: TetrDataset, coords: np.ndarray) -> np.ndarray:
-    """Clipped tile size in bytes for each row of grid coordinates."""
-    shape = np.asarray(ds.shape, dtype=np.int64)
-    # a chunk extent may exceed the shape (one clipped tile on that axis), even up to 2**64-1
-    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape, strict=True)], dtype=np.int64)
-    start = coords.astype(np.int64) * chunk
-    extent = np.minimum(chunk, shape - start)
-    sizes: np.ndarray = np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize
-    return sizes
 
 
 def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: np.ndarray, index_at: int) -> None:
@@ -281,7 +262,11 @@ def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: n
         raise CorruptFileError(
             f"{_entry_at(src, index_at, k)}grid coordinates {coords[outside[0]].tolist()} outside the grid {list(grid)}"
         )
-    expected = _tile_bytes(ds, coords)
+    # each tile's clipped size in bytes; a chunk extent may exceed the shape (one clipped tile on that axis), even
+    # up to 2**64-1
+    chunk = np.asarray([min(c, s) for c, s in zip(ds.chunk_shape, ds.shape, strict=True)], dtype=np.int64)
+    extent = np.minimum(chunk, np.asarray(ds.shape, dtype=np.int64) - coords.astype(np.int64) * chunk)
+    expected = np.prod(extent, axis=1, dtype=np.int64) * ds.dtype.itemsize
     wrong = np.flatnonzero(mine["raw"].astype(np.int64) != expected)
     if wrong.size:
         j = int(wrong[0])

@@ -95,9 +95,6 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-# ==================================================================================================
-# Catalog model
-# ==================================================================================================
 @dataclass
 class TetrDataset:
     """One dataset: geometry from its directory record, metadata from the THST footer."""

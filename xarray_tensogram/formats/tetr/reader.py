@@ -36,33 +36,18 @@ from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
 
 @dataclass(frozen=True, eq=False)
 class TetrTileReader:
-    """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset: thread-safe and picklable.
-
-    Holds the byte source (pickled as a path) and the dataset (its geometry and index rows).
-    Raw tiles are read by byte range (a region of leading-axis rows reads only
-    those rows); zstd tiles are decoded with output bounded by ``raw_byte_len``.
-    """
+    """The :class:`~xarray_tensogram.array_spec.ChunkReader` of one dataset (its geometry and index rows):
+    thread-safe and picklable (the byte source pickles as a path). Raw tiles are read by byte range (only the
+    leading-axis rows a region needs); zstd tiles are decoded with output bounded by ``raw_byte_len``."""
 
     source: ByteSource
     dataset: TetrDataset
-
-    def _entry(self, coords: tuple[int, ...]) -> np.void:
-        d = self.dataset
-        if len(coords) != d.ndim or any(not 0 <= c < n for c, n in zip(coords, d.table.shape, strict=True)):
-            raise IndexError(f"tile {list(coords)} is outside the grid {list(d.table.shape)} of {d.name!r}")
-        entry: np.void = d.entries[int(d.table[tuple(coords)])]
-        return entry
-
-    def tile_range(self, coords: tuple[int, ...]) -> tuple[int, int, int, int]:
-        """Where the tile at grid ``coords`` is stored: ``(offset, stored bytes, raw bytes, codec code)``."""
-        e = self._entry(tuple(int(c) for c in coords))
-        return int(e["offset"]), int(e["stored"]), int(e["raw"]), int(e["codec"])
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
         """One Zarr chunk per tile (:mod:`.zarr_layout`)."""
         from .zarr_layout import tiles_layout
 
-        return tiles_layout(spec, self.tile_range)
+        return tiles_layout(spec, self.dataset)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
         """``region`` (step-1 slices local to the clipped tile; None: all of it) of the tile at ``coords``."""
@@ -78,9 +63,9 @@ class TetrTileReader:
 
     def _tile_box(self, coords: tuple[int, ...], region: tuple[slice, ...] | None) -> tuple[slice, ...]:
         """``region`` of the tile at ``coords`` (IndexError outside the grid) as slices of the whole dataset."""
-        coords = tuple(int(c) for c in coords)
-        self._entry(coords)
-        d = self.dataset
+        coords, d = tuple(int(c) for c in coords), self.dataset
+        if len(coords) != d.ndim or any(not 0 <= c < n for c, n in zip(coords, d.table.shape, strict=True)):
+            raise IndexError(f"tile {list(coords)} is outside the grid {list(d.table.shape)} of {d.name!r}")
         region = region or full_region(chunk_extent(d.shape, d.chunk_shape, coords))
         return tuple(
             slice(c * t + s.start, c * t + max(s.start, s.stop))
@@ -98,15 +83,11 @@ class TetrTileReader:
         return True
 
 
-# ==================================================================================================
-# The open file
-# ==================================================================================================
 class TetrFile(FormatFile[TetrDataset]):
     """An open ``.tet`` file: ``.datasets``, ``.history``, ``.metadata``, reads by tile or hyperslab.
 
-    Opening reads the superblock, the directory, the chunk index and the footer;
-    no payload byte is read before values are asked for. Use it as a context
-    manager or call :meth:`close`.
+    Opening reads the superblock, the directory, the chunk index and the footer; no payload byte is read before
+    values are asked for. Use it as a context manager or call :meth:`close`.
     """
 
     item_kind = "dataset"
@@ -169,15 +150,13 @@ class TetrFile(FormatFile[TetrDataset]):
         ids = entries["dataset_id"].astype(np.int64)
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(len(records) + 1))
-        seen: set[str] = set()
+        metas = dict(footer.datasets)
         for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(records, dtypes, strict=True)):
-            meta = footer.datasets.get(name, {}) if name not in seen else {}  # metadata is keyed by name: first wins
-            seen.add(name)
+            meta = metas.pop(name, {})  # metadata is keyed by name: the first record of a name takes it
             ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", **meta)  # attrs, dim_names, coords
             _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
             self.datasets.append(ds)
 
-    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
     def _items(self) -> list[TetrDataset]:
         return self.datasets
 
@@ -185,7 +164,6 @@ class TetrFile(FormatFile[TetrDataset]):
         """Dataset by position, or by name (the first record carrying it, like the reference)."""
         return self[key]
 
-    # -- reading ----------------------------------------------------------------------------------
     def tile_reader(self, key: str | int) -> TetrTileReader:
         return TetrTileReader(self.source, self.dataset(key))
 
@@ -212,8 +190,7 @@ class TetrFile(FormatFile[TetrDataset]):
         for axis, (s, n) in enumerate(zip(sel, d.shape, strict=False)):  # sel may name fewer axes
             if not isinstance(s, slice) and not -n <= int(s) < n:
                 raise IndexError(f"index {s} out of bounds for axis {axis} of size {n}")
-        spec = self.array_spec(key)
-        return read_outer(spec, sel)
+        return read_outer(self.array_spec(key), sel)
 
     def read(self, key: str | int) -> np.ndarray:
         """The whole dataset as a C-order numpy array (in the file's little-endian dtype)."""

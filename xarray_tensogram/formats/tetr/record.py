@@ -24,44 +24,27 @@ def _info(f: TetrFile) -> list[str]:
 
 def _ls(f: TetrFile, tiles: bool = False) -> list[Table]:
     """One row per dataset (tile grid, codec, dims); with ``tiles``, one row per tile too."""
-    rows: list[list[Any]] = []
-    for d in f.datasets:
-        rows.append(
-            [
-                d.dataset_id,
-                d.name,
-                str(d.dtype.newbyteorder("=")),
-                shape_text(d.shape),
-                shape_text(d.chunk_shape),
-                shape_text(d.grid),
-                len(d.entries),
-                d.codec,
-                ",".join(d.dim_names or []) or "-",
-            ]
-        )
-    tables = [
-        Table(
-            ["id", "dataset", "dtype", "shape", "tile", "grid", "tiles", "codec", "dims"],
-            rows,
-            right=(0, 6),
-            summary=f"{count(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}",
-        )
+    rows: list[list[Any]] = [
+        [
+            d.dataset_id,
+            d.name,
+            str(d.dtype.newbyteorder("=")),
+            *map(shape_text, (d.shape, d.chunk_shape, d.grid)),
+            len(d.entries),
+            d.codec,
+            ",".join(d.dim_names or []) or "-",
+        ]
+        for d in f.datasets
     ]
-    if tiles:
-        tile_rows: list[list[Any]] = []
-        for d in f.datasets:
-            for coords in np.ndindex(*d.grid):
-                e = d.entries[int(d.table[coords])]
-                tile_rows.append(
-                    [
-                        d.name,
-                        ",".join(map(str, coords)),
-                        int(e["offset"]),
-                        int(e["stored"]),
-                        int(e["raw"]),
-                        CODECS.get(int(e["codec"]), str(int(e["codec"]))),
-                    ]
-                )
+    summary = f"{count(len(f.datasets), 'dataset')}, Tetration layout v{f.layout_version}"
+    headers = ["id", "dataset", "dtype", "shape", "tile", "grid", "tiles", "codec", "dims"]
+    tables = [Table(headers, rows, right=(0, 6), summary=summary)]
+    if tiles:  # codes were checked on opening
+        tile_rows: list[list[Any]] = [
+            [d.name, ",".join(map(str, c)), int(e["offset"]), int(e["stored"]), int(e["raw"]), CODECS[int(e["codec"])]]
+            for d in f.datasets
+            for c, e in zip(np.ndindex(*d.grid), d.entries[d.table.reshape(-1)], strict=True)
+        ]
         tables.append(Table(["dataset", "tile", "offset", "stored", "raw", "codec"], tile_rows, right=(2, 3, 4)))
     return tables
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -56,11 +57,8 @@ class DatasetWrite:
     codec_params: Mapping[str, Any] | None = None
 
     def wire_dtype(self) -> tuple[int, Any]:
-        """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do.
-
-        A lazy array (anything with ``shape``, ``dtype`` and slicing, e.g. a Dask array) is not loaded:
-        each tile is computed when it is written, so memory holds one tile at a time.
-        """
+        """(dtype code, little-endian C-order array); bool is stored as u8 0/1 as the reference importers do. A
+        lazy array (``shape``, ``dtype`` and slicing, e.g. Dask) is not loaded: each tile is computed when written."""
         lazy = not isinstance(self.data, np.ndarray) and all(
             hasattr(self.data, a) for a in ("shape", "dtype", "__getitem__")
         )
@@ -152,17 +150,15 @@ def write_tetr(
 ) -> None:
     """Write a ``.tet`` file byte for byte as the reference writer does (spec §8, footer §5.5).
 
-    ``arrays`` is a mapping name -> array (raw, one tile) or a sequence of :class:`DatasetWrite`.
-    ``history`` rows are dicts (``op``, ``source``, ``at``, optional ``parents``/``params``) or
-    ``(op, source, at)`` triples. A footer is written when there is history or metadata
-    (``file_metadata``, or a dataset's ``dim_names``/``coords``/``attrs``); ``footer=True`` forces
-    one with a ``metadata`` object even when it is empty, ``footer=False`` omits it.
-    ``execution`` is the TIDX hint ``(memory_budget_percent_bps, memory_budget_bytes)``.
-    Each :class:`DatasetWrite` may give its codec's parameters (``codec_params``: the zstd level, 3 by default):
-    the format records no level, so each dataset may have its own (spec §4.5: the codec is per chunk).
-    Paths are written atomically; file objects are written in place. The index precedes the
-    payloads, so zstd tiles are compressed (and held, compressed) before anything is written;
-    raw tiles are cut from the array again while writing.
+    ``arrays`` is a mapping name -> array (raw, one tile) or a sequence of :class:`DatasetWrite`. ``history`` rows
+    are dicts (``op``, ``source``, ``at``, optional ``parents``/``params``) or ``(op, source, at)`` triples. A
+    footer is written when there is history or metadata (``file_metadata``, or a dataset's
+    ``dim_names``/``coords``/``attrs``); ``footer=True`` forces one with a ``metadata`` object even when it is
+    empty, ``footer=False`` omits it. ``execution`` is the TIDX hint ``(memory_budget_percent_bps,
+    memory_budget_bytes)``. Each :class:`DatasetWrite` may give its codec's parameters (``codec_params``: the zstd
+    level, 3 by default): the format records no level, so each dataset may have its own (spec §4.5).
+    Paths are written atomically; file objects in place. The index precedes the payloads, so zstd tiles are
+    compressed (and held, compressed) before anything is written; raw tiles are cut from the array while writing.
     """
     writes = _as_writes(arrays)
     unknown = set(file_metadata or {}) - set(TETR_FILE_KEYS)
@@ -179,15 +175,14 @@ def write_tetr(
     n = sum(math.prod(chunk_counts(data.shape, chunk)) for _, _, data, chunk in prepared)
     index_off = _align8(40 + len(blob))
     cursor = index_off + 32 + 104 * n
-    entries, stored, cursor = _index_entries(prepared, n, cursor)
+    entries, stored, cursor = _index_entries(prepared, cursor)
     metadata = _footer_metadata(prepared, file_metadata, footer)
     tail = b""
     if footer is not False and (history or metadata is not None):
         tail = encode_footer(history, metadata, cursor if writes else 32)
     flags = FLAG_FOOTER if tail else 0
     if not writes:
-        head = SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0)
-        _emit(target, [head, tail])
+        _emit(target, [SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0), tail])
         return
     head = (
         SUPERBLOCK.pack(MAGIC, 1, len(writes), flags, index_off, 32 + 104 * n)
@@ -197,38 +192,26 @@ def write_tetr(
         + INDEX_HEADER.pack(INDEX_MAGIC, 1, n, execution[0], 0, execution[1], 0)
         + entries.tobytes()
     )
-
-    def payloads() -> Iterator[bytes]:
-        it = iter(stored)
-        for _, _, data, chunk in prepared:
-            for _, box in _tile_boxes(data.shape, chunk):
-                payload = next(it)
-                yield payload if payload is not None else np.ascontiguousarray(data[box]).tobytes()
-
-    _emit(target, itertools.chain([head], payloads(), [tail]))
+    payloads = (np.ascontiguousarray(p[0][p[1]]).tobytes() if isinstance(p, tuple) else p for p in stored)
+    _emit(target, itertools.chain([head], payloads, [tail]))
 
 
 def _index_entries(
-    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], n: int, cursor: int
-) -> tuple[np.ndarray, list[bytes | None], int]:
-    """The ``n`` index entries (payloads laid out from ``cursor``), the compressed payloads (None for raw tiles,
-    cut from the array again while writing) and the offset after the last payload."""
-    entries = np.zeros(n, dtype=ENTRY)
-    stored: list[bytes | None] = []
-    k = 0
+    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]], cursor: int
+) -> tuple[np.ndarray, list[bytes | tuple[np.ndarray, tuple[slice, ...]]], int]:
+    """The index entries (payloads laid out from ``cursor``), each tile's compressed payload or, for a raw tile,
+    its array and box (cut from the array again while writing), and the offset after the last payload."""
+    rows, stored = [], []
     for i, (d, _code, data, chunk) in enumerate(prepared):
-        codec = _CODEC_OF[d.codec]
-        encoder = CODEC_OBJECTS[d.codec]
-        params = d.codec_params or {}
+        codec, encoder, params = _CODEC_OF[d.codec], CODEC_OBJECTS[d.codec], d.codec_params or {}
         for coords, box in _tile_boxes(data.shape, chunk):
             raw_len = math.prod(s.stop - s.start for s in box) * data.dtype.itemsize
             payload = encoder.encode(np.ascontiguousarray(data[box]).data, params)[0] if codec else None
             size = len(payload) if payload is not None else raw_len
-            entries[k] = (i, tuple(coords) + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0)
-            stored.append(payload)
+            rows.append((i, coords + (0,) * (8 - len(coords)), cursor, raw_len, size, codec, 0))
+            stored.append(payload if payload is not None else (data, box))
             cursor += size
-            k += 1
-    return entries, stored, cursor
+    return np.array(rows, dtype=ENTRY), stored, cursor
 
 
 def _footer_metadata(
@@ -244,11 +227,8 @@ def _footer_metadata(
     return metadata if metadata or footer is True else None
 
 
-def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Any) -> None:
-    if hasattr(target, "write"):
-        for p in parts:
-            target.write(p)
-        return
-    with atomic_write(target) as f:
+def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Iterable[bytes]) -> None:
+    """Paths atomically, file objects in place."""
+    with contextlib.nullcontext(target) if hasattr(target, "write") else atomic_write(target) as f:
         for p in parts:
             f.write(p)

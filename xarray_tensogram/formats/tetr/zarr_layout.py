@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ...array_spec import ArraySpec, chunk_counts, chunk_extent
+from ...array_spec import ArraySpec, chunk_extent
 from ...byte_layout import ByteLayout, ChunkRef, zarr_bytes_codec
-from .model import tile_chain
+from .model import TetrDataset, tile_chain
 
 __all__ = ["TILE_CODEC_ID", "tiles_layout"]
 
@@ -49,12 +48,14 @@ def _unique_ranges(
     return refs, special
 
 
-def tiles_layout(spec: ArraySpec, tile_range: Callable[[tuple[int, ...]], tuple[int, int, int, int]]) -> ByteLayout:
-    """Every tile of ``spec``; ``tile_range(coords)`` is ``(offset, stored bytes, raw bytes, codec)``."""
+def tiles_layout(spec: ArraySpec, ds: TetrDataset) -> ByteLayout:
+    """Every tile of dataset ``ds`` as a chunk of ``spec`` (its lazy spec: same shape, dtype and tiles)."""
     full = spec.chunk_shape
+    rows = ds.entries[ds.table.reshape(-1)]  # grid (C) order, as np.ndindex walks it
+    columns = [rows[key].tolist() for key in ("offset", "stored", "raw", "codec")]
     tiles: list[_Tile] = [
-        (tuple(c), *tile_range(tuple(c)), chunk_extent(spec.shape, full, c))
-        for c in np.ndindex(*chunk_counts(spec.shape, full))
+        (c, offset, stored, raw, codec, chunk_extent(spec.shape, full, c))
+        for c, offset, stored, raw, codec in zip(np.ndindex(*ds.table.shape), *columns, strict=True)
     ]
     full_codecs = Counter(t[4] for t in tiles if t[5] == full) or Counter(t[4] for t in tiles)
     default = full_codecs.most_common(1)[0][0] if full_codecs else 0

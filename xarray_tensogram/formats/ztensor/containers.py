@@ -1,10 +1,8 @@
 """Parsing the three zTensor containers (spec sections 1-4) into :class:`TensorInfo` lists.
 
-Open reads the footer and the index/manifest only. Checks that concern the
-whole file (magic, index length, CBOR, required keys, offset alignment) fail
-the open; checks that concern one tensor's bytes (bounds, sizes, unknown dtype,
-encoding or layout) are deferred to reading that tensor, so one odd tensor does
-not hide the others.
+Open reads the footer and the index/manifest only. Checks that concern the whole file (magic, index length, CBOR,
+required keys, offset alignment) fail the open; those that concern one tensor's bytes (bounds, sizes, unknown
+dtype, encoding or layout) are deferred to reading that tensor, so one odd tensor does not hide the others.
 """
 
 from __future__ import annotations
@@ -169,49 +167,32 @@ def _parse_v01(source: ByteSource) -> Container:
         and not any(map((63).__and__, offsets))
     )
     entry = functools.partial(_v01_entry, source, placed)
-    tensors = list(map(entry, itertools.count(), index, _V01_SUPPORTED.failures(index), *columns))
+    tensors = list(map(entry, itertools.count(), index, _V01_SUPPORTED.failures(index), zip(*columns, strict=True)))
     return Container("0.1", None, tensors, {}, 64, idx_start)
 
 
-def _v01_entry(  # one parameter per index field: the index is read a column at a time
-    source: ByteSource,
-    placed: bool,
-    i: int,
-    entry: dict[Any, Any],
-    problem: str | None,
-    name: str,
-    offset: int,
-    size: int,
-    dtype: str,
-    shape: list[int],
-    encoding: str,
-    layout: str,
-    endianness: str | None,
-    checksum: str | None,
+def _v01_entry(
+    source: ByteSource, placed: bool, i: int, entry: dict[Any, Any], problem: str | None, values: tuple[Any, ...]
 ) -> TensorInfo:
-    """One index entry from its checked field values (``_V01_FIELDS`` order), free-form keys kept as attributes.
-    Unless the whole index is known ``placed`` well, its shape and offset are checked here."""
-    if not placed:
-        _v01_place(source, i, name, shape, offset)
+    """One index entry from its checked field ``values`` (``_V01_FIELDS`` order), free-form keys kept as
+    attributes. Unless the whole index is known ``placed`` well, its shape and offset are checked here."""
+    name, offset, size, dtype, shape, encoding, layout, endianness, checksum = values
+    if not placed:  # a shape of rank <= 64, an offset past the header on a 64-byte boundary
+        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
+        if offset < 64 or offset % 64:
+            reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
+            raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
     big_endian = endianness == "big" and stores_values(encoding)
     part = Part(offset, size, LONG_DTYPE_NAMES.get(dtype, "u8"), encoding, None, checksum, False, big_endian)
     custom = {} if entry.keys() <= V01_KEYS else {k: x for k, x in entry.items() if k not in V01_KEYS}
-    if custom and not all(type(k) is str for k in custom):
-        raise MetadataError(f"{describe(source.name, f'tensor {i} {name!r}')}index keys must be text")
-    if custom:
-        check_free_values(custom, describe(source.name, f"tensor {i} {name!r}"))
+    if custom:  # described only here: messages are built for the odd entry, not for thousands of plain ones
+        where = describe(source.name, f"tensor {i} {name!r}")
+        if not all(type(k) is str for k in custom):
+            raise MetadataError(f"{where}index keys must be text")
+        check_free_values(custom, where)
     return TensorInfo(
         i, name, dtype, tuple(shape), layout, encoding, part.digest, custom, {"data": part}, problem, endianness
     )
-
-
-def _v01_place(source: ByteSource, i: int, name: str, shape: list[Any], offset: int) -> None:
-    """A v0.1 tensor's shape is one, and its offset lies past the header on a 64-byte boundary."""
-    if len(shape) > MAX_RANK or not uints(shape):
-        check_shape(shape, describe(source.name, f"tensor {i} {name!r}"))
-    if offset < 64 or offset % 64:
-        reason = "lies in the header (blobs start at 64 or later)" if offset < 64 else "is not a multiple of 64"
-        raise CorruptFileError(f"{describe(source.name, f'tensor {i} {name!r}', offset)}offset {offset} {reason}")
 
 
 # -- v1 ---------------------------------------------------------------------------------------------
@@ -315,14 +296,8 @@ def _layout_problem(layout: str, parts: Mapping[str, Part], gen: _Objects, shape
         missing = [p for p in sparse[layout] if p not in parts]
         return f"layout {layout!r} lacks part(s) {', '.join(missing)}" if missing else None
     lone = next(iter(parts.values()))
-    if (
-        gen.fallback
-        and len(parts) == 1
-        and stores_values(lone.encoding)
-        and lone.length == math.prod(shape) * lone.storage.itemsize
-    ):
-        return None
-    return f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
+    dense = len(parts) == 1 and stores_values(lone.encoding) and lone.length == math.prod(shape) * lone.storage.itemsize
+    return None if gen.fallback and dense else f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
 
 
 def _dtype_problem(part: Part) -> str | None:
@@ -432,10 +407,8 @@ def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int)
 
 
 def _v2_shards(source: ByteSource, table: Any, where: str) -> dict[str, ByteSource | None]:
-    """Open shard files named in the manifest, only as plain names next to this file.
-
-    Shards of a non-local source map to None: their parts become unreadable.
-    """
+    """Open shard files named in the manifest, only as plain names next to this file (of a non-local source:
+    None, their parts unreadable)."""
     if table is None:
         return {}
     if not isinstance(table, dict):

@@ -1,9 +1,8 @@
 """Turning stored parts into arrays: checksums, zstd, byte order, sparse assembly, row ranges.
 
-Raw little-endian dense tensors are served as read-only numpy views over the
-memory map of a local file (no copy), or as a byte-range read of only the rows
-asked for. Everything else is decoded whole, with the output size bounded by
-what the metadata promises, never by what a stream claims.
+Raw little-endian dense tensors are served as read-only numpy views over the memory map of a local file (no
+copy), or as a byte-range read of only the rows asked for. Everything else is decoded whole, with the output size
+bounded by what the metadata promises, never by what a stream claims.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from .compression import ENCODINGS, part_chain, stores_values
 from .model import Part, TensorInfo, logical_dtype
 
 __all__ = [
+    "DIGESTS",
     "MAX_SPARSE_DENSE_BYTES",
     "ROW_BAND_TARGET",
     "ROW_BAND_THRESHOLD",
@@ -58,7 +58,7 @@ _SPARSE = ("sparsecoo", "sparsecsr", *_SPARSE_CSR, *_SPARSE_COO)
 
 #: a digest's algorithm -> (the digest of some bytes as the file spells it, whether hex text of that value can
 #: be such a digest)
-_DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
+DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
     "crc32c": (lambda buf: f"0x{crc32c(buf):08X}", lambda text, value: 0 <= value <= 0xFFFFFFFF),
     "sha256": (sha256_hex, lambda text, value: len(text) == 64),
     "xxh3": (lambda buf: f"{xxh3_64(buf):016x}", lambda text, value: True),
@@ -66,16 +66,13 @@ _DIGESTS: dict[str, tuple[Callable[[Any], str], Callable[[str, int], bool]]] = {
 
 
 def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str) -> None:
-    """Check ``data`` against a ``crc32c:0x..``, ``sha256:..`` or ``xxh3:..`` string.
-
-    The hex is compared without regard to case, as the reference readers do; a
-    digest that cannot be parsed is a :class:`MetadataError`.
-    """
+    """Check ``data`` against a ``crc32c:0x..``, ``sha256:..`` or ``xxh3:..`` string; the hex is compared
+    without regard to case, as the reference readers do (one that cannot be parsed: :class:`MetadataError`)."""
     algo, _, hexpart = digest.partition(":")
     algo = algo.lower()
-    if algo not in _DIGESTS:
+    if algo not in DIGESTS:
         raise UnsupportedError(f"{where}unknown checksum algorithm {algo!r} in {digest!r}")
-    show, fits = _DIGESTS[algo]
+    show, fits = DIGESTS[algo]
     try:
         expected = int(hexpart, 16)  # crc32c's "0x" prefix included
         if not fits(hexpart, expected):
@@ -112,11 +109,8 @@ def _decoded_size(part: Part, stored: int, expected: int | None, where: str) -> 
 
 @dataclass
 class TensorReader:
-    """Picklable, thread-safe reader of one tensor; the lazy array's chunk reader for zTensor.
-
-    ``sources`` maps ``None`` to the file itself and v2 shard names to their files.
-    ``data_end`` bounds blobs of the main file (start of the index or manifest).
-    """
+    """Picklable, thread-safe reader of one tensor; the lazy array's chunk reader for zTensor. ``sources`` maps
+    ``None`` to the file itself and v2 shard names to their files; ``data_end`` bounds blobs of the main file."""
 
     sources: Mapping[str | None, ByteSource]
     info: TensorInfo
@@ -130,14 +124,9 @@ class TensorReader:
         """What messages name (file and tensor): made on first use, not for each tensor of every open."""
         return self.info.where(self.sources[None].name)
 
-    # -- parts ----------------------------------------------------------------------------------
-    def _source(self, part: Part) -> ByteSource:
-        return self.sources[part.shard]
-
     def _check_bounds(self, part: Part, name: str) -> None:
-        src = self._source(part)
-        end = self.data_end if part.shard is None else src.size
-        start = self.data_start if part.shard is None else 0
+        src = self.sources[part.shard]
+        start, end = (self.data_start, self.data_end) if part.shard is None else (0, src.size)
         if part.length and (part.offset < start or part.offset + part.length > end):
             raise CorruptFileError(
                 f"{self.info.where(src.name, part.offset)}part {name!r} spans [{part.offset}, "
@@ -150,7 +139,7 @@ class TensorReader:
         where = f"{self._where}part {name!r}: "
         self._check_bounds(part, name)
         what = f"tensor {self.info.name!r} part {name!r}"
-        stored = read_span(self._source(part), part.offset, part.length, what, zero_copy=zero_copy)
+        stored = read_span(self.sources[part.shard], part.offset, part.length, what, zero_copy=zero_copy)
         if self.verify and part.digest is None:
             raise MissingHashError(f"{where}verification requested but the part carries no checksum")
         digest = part.digest if self.verify else None
@@ -169,7 +158,6 @@ class TensorReader:
         values = raw.view(native_order(part.storage, "big" if part.big_endian else "little"))
         return values if values.dtype.isnative else values.astype(values.dtype.newbyteorder("="))
 
-    # -- whole tensors --------------------------------------------------------------------------
     def _geometry(self) -> tuple[np.dtype, int | None]:
         """The dtype values come out in, and the bytes the tensor's one part decodes to (None: a sparse tensor,
         refused here where its dense form would exceed the limit); raises where the tensor cannot be read."""
@@ -202,17 +190,13 @@ class TensorReader:
         if out_dtype.kind == "b":
             if part.ltype == "bool" and flat.size and flat.max() > 1:
                 raise CodecError(f"{self._where}bool tensor holds bytes other than 0 and 1")
-            truth: np.ndarray = flat != 0
-            return truth
-        if flat.dtype != out_dtype:
-            return flat.view(out_dtype)
-        return flat
+            return flat.astype(bool)
+        return flat if flat.dtype == out_dtype else flat.view(out_dtype)
 
     def _values(self, nnz: int, out_dtype: np.dtype) -> np.ndarray:
         part = self.info.parts["values"]
         itemsize = part.storage.itemsize * logical_dtype(part.dtype, part.ltype)[1]
-        flat = self._decode_part("values", nnz * itemsize, nnz * itemsize)
-        return self._to_logical(flat, out_dtype, part)
+        return self._to_logical(self._decode_part("values", nnz * itemsize, nnz * itemsize), out_dtype, part)
 
     def _index_part(self, name: str, count: int | None, cap_count: int) -> np.ndarray:
         part = self.info.parts[name]
@@ -259,21 +243,19 @@ class TensorReader:
         if coords.size % ndim:
             raise CorruptFileError(f"{self._where}COO coords hold {coords.size} indices, not a multiple of rank {ndim}")
         nnz = coords.size // ndim
-        values = self._values(nnz, out_dtype)
-        return self._scatter(coords.reshape(ndim, nnz), values, out_dtype)
+        return self._scatter(coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
 
     def _scatter(self, coords: np.ndarray, values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
         shape = self.info.shape
         dense = np.zeros(shape, dtype=out_dtype)
-        if coords.shape[1] == 0:
+        if not coords.shape[1]:
             return dense
         if not shape:
             dense[()] = values[-1]
-            return dense
-        limits = np.asarray(shape, dtype=np.uint64).reshape(-1, 1)
-        if np.any(coords.astype(np.uint64) >= limits):
+        elif np.any(coords.astype(np.uint64) >= np.asarray(shape, dtype=np.uint64).reshape(-1, 1)):
             raise CorruptFileError(f"{self._where}COO coordinate out of range for shape {list(shape)}")
-        dense[tuple(coords.astype(np.intp))] = values
+        else:
+            dense[tuple(coords.astype(np.intp))] = values
         return dense
 
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
@@ -282,10 +264,8 @@ class TensorReader:
         cap = (
             part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(self.info.shape), 1), 64)
         )
-        stored = self._decode_part("data", None, cap)
-        blob = stored.view(np.uint8)
-        item = part.storage
-        shape = self.info.shape
+        blob = self._decode_part("data", None, cap).view(np.uint8)
+        item, shape = part.storage, self.info.shape
         if self.info.layout == "sparsecoo":
             ndim = len(shape)
             rec = np.dtype([("c", "<u8", (ndim,)), ("v", item)])
@@ -308,27 +288,22 @@ class TensorReader:
         values = self._to_logical(blob[head + 8 * nnz :].view(item), out_dtype, part)
         return self._densify_csr("sparsecsr", indptr, indices, values, out_dtype)
 
-    # -- rows -----------------------------------------------------------------------------------
     def read_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the leading axis, reading only their bytes when the tensor is raw."""
         info = self.info
         if not info.is_dense_raw or self.verify or not info.shape:
-            full = self.read()
-            return full if not info.shape else full[start:stop]
+            return self.read()[start:stop] if info.shape else self.read()
         main = info.main_part
         out_dtype, expected = self._dense_part()
         grid = (info.shape[0], expected // main.storage.itemsize // info.shape[0] if info.shape[0] else 0)
         what = f"tensor {info.name!r} rows {start}:{stop}"
-        flat = read_raw_rows(self._source(main), main.offset, grid, main.storage, start, stop, what)
+        flat = read_raw_rows(self.sources[main.shard], main.offset, grid, main.storage, start, stop, what)
         return self._to_logical(flat.reshape(-1), out_dtype, main).reshape((stop - start, *info.shape[1:]))
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
-        """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``.
-
-        Raw little-endian values: one ``preadv`` of the band's bytes into ``out``. A codec that decodes into a
-        buffer: the whole tensor decoded into ``out`` when it is contiguous. Anything else (sparse, logical
-        dtypes, verification, big-endian data) returns False and goes through :meth:`read_chunk`.
-        """
+        """Decode a dense one-part tensor (or a row band of a raw one) straight into ``out``: raw little-endian
+        values by one ``preadv`` of the band's bytes, others decoded whole into ``out`` when it is contiguous.
+        Anything else (sparse, logical dtypes, verification, big-endian data) returns False (:meth:`read_chunk`)."""
         info, main = self.info, self.info.main_part
         if not self._plain(out.dtype) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
             return False
@@ -337,7 +312,7 @@ class TensorReader:
         expected = self._dense_part()[1]
         where = f"{self._where}part 'data': "
         chain = part_chain(main.encoding, main.storage, info.size, where)
-        source = self._source(main)
+        source = self.sources[main.shard]
         if chain.stored_is_encoded and stop > start:
             source.read_into(main.offset + start * (expected // info.shape[0]), out, what=f"tensor {info.name!r}")
             return True
@@ -364,17 +339,8 @@ class TensorReader:
         """Whether the tensor is dense values of ``dtype`` in one part, with nothing to verify, convert or
         reorder: what :meth:`read_chunk_into` can place straight into a caller's buffer."""
         info, main = self.info, self.info.main_part
-        return (
-            not self.verify
-            and info.problem is None
-            and bool(info.shape)
-            and info.layout == "dense"
-            and len(info.parts) == 1
-            and not main.big_endian
-            and main.ltype is None
-            and main.storage == dtype
-            and _LITTLE
-        )
+        plain = _LITTLE and not self.verify and not main.big_endian and main.ltype is None and main.storage == dtype
+        return plain and info.problem is None and info.layout == "dense" and len(info.parts) == 1 and bool(info.shape)
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
         """Where the tensor is stored, as Zarr v3 sees it (for the virtual Zarr parsers): one chunk per dense
@@ -393,12 +359,9 @@ class TensorReader:
         return read_row_band(coords, region, self.info.shape, self.rows_per_chunk, self.read, self.read_rows)
 
     def check_geometry(self) -> tuple[np.dtype, int | None]:
-        """:meth:`_geometry`, raising where the shape cannot come from the stored bytes, without reading them.
-
-        The lazy array allocates its output before asking for chunks, so a shape that the
-        payload cannot fill (raw length, declared or possible zstd output, sparse dense limit)
-        is refused here rather than by a multi-gigabyte allocation.
-        """
+        """:meth:`_geometry`, raising where the shape cannot come from the stored bytes, without reading them:
+        the lazy array allocates its output before asking for chunks, so a shape the payload cannot fill (raw
+        length, declared or possible zstd output, sparse dense limit) is refused here, not by a huge allocation."""
         out_dtype, expected = self._geometry()
         if expected is not None:
             main = self.info.main_part
@@ -414,11 +377,8 @@ class TensorReader:
 
 def auto_rows_per_chunk(info: TensorInfo) -> int:
     """Row bands for large raw tensors (about ROW_BAND_TARGET bytes each), else 0 = one chunk."""
-    if not info.is_dense_raw or len(info.shape) < 1 or info.shape[0] < 2:
+    if not info.is_dense_raw or not info.shape or info.shape[0] < 2:
         return 0
-    dtype = info.numpy_dtype
-    nbytes = info.size * (dtype.itemsize if dtype is not None else 1)
-    if nbytes <= ROW_BAND_THRESHOLD:
-        return 0
+    nbytes = info.size * logical_dtype(info.main_part.dtype, info.main_part.ltype)[0].itemsize
     row_bytes = max(1, nbytes // info.shape[0])
-    return max(1, min(info.shape[0], ROW_BAND_TARGET // row_bytes))
+    return 0 if nbytes <= ROW_BAND_THRESHOLD else max(1, min(info.shape[0], ROW_BAND_TARGET // row_bytes))

@@ -64,11 +64,8 @@ class Field(NamedTuple):
 
 
 class Fields:
-    """The keys one container generation declares for one kind of map, and the one path that checks them.
-
-    :meth:`checked` fails the open; :meth:`failure` gives a tensor's deferred problem. The happy path runs
-    the tests in C (``map``); messages are built only on failure, which keeps large indexes fast to open.
-    """
+    """The keys one container generation declares for one kind of map: :meth:`checked` fails the open,
+    :meth:`failure` gives a tensor's deferred problem."""
 
     def __init__(self, *fields: Field) -> None:
         self.fields = fields

@@ -1,10 +1,8 @@
 """What a zTensor file holds, whatever its generation: tensors made of stored parts.
 
-All three generations reduce to the same model. A :class:`TensorInfo` has a
-name, a logical shape and dtype, a layout and one or more :class:`Part` (a
-stored blob: offset, length, storage dtype, encoding, digest). v0.1 tensors and
-dense v1/v2 objects have one part (``data``); sparse tensors have several
-(``values``, ``indices``, ``indptr`` or ``coords``). The three container parsers
+A :class:`TensorInfo` has a name, a logical shape and dtype, a layout and one or more :class:`Part` (a stored
+blob: offset, length, storage dtype, encoding, digest). v0.1 tensors and dense v1/v2 objects have one part
+(``data``); sparse tensors have several (``values``, ``indices``, ``indptr`` or ``coords``). The container parsers
 (:mod:`.containers`) only translate their metadata into this model; :mod:`.decode` reads it.
 """
 
@@ -72,34 +70,24 @@ MAX_DEPTH = 64  #: nesting bound for free-form metadata (v2 manifests: 32)
 
 
 def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[str, str]]:
-    """Numpy dtype users get for storage ``short`` with optional logical ``ltype``.
-
-    Returns ``(dtype, storage elements per element, attrs)``; ``attrs`` records
-    what a fallback hides (bfloat16 or float8 seen as raw integers when
-    ``ml_dtypes`` is missing). Raises :class:`UnsupportedError` for types we do not
-    decode.
-    """
-    if ltype is None:
-        if short == "bool":
-            return np.dtype(bool), 1, {}
-        if short == "bf16":
-            if available("ml_dtypes"):
-                return np.dtype(require("ml_dtypes", "bfloat16").bfloat16), 1, {}
-            return (
-                np.dtype("<u2"),
-                1,
-                {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"},
-            )
-        return STORAGE_DTYPES[short], 1, {}
-    if ltype == "bool" and short in ("u8", "bool"):
+    """``(dtype users get, storage elements per element, attrs)`` for storage ``short`` with optional logical
+    ``ltype``; ``attrs`` records what a fallback hides (bfloat16 or float8 seen as raw integers when ``ml_dtypes``
+    is missing). :class:`UnsupportedError` for types we do not decode."""
+    if (short == "bool" and ltype in (None, "bool")) or (short, ltype) == ("u8", "bool"):
         return np.dtype(bool), 1, {}
+    if ltype is None and short != "bf16":
+        return STORAGE_DTYPES[short], 1, {}
     if ltype in _COMPLEX and short == _COMPLEX[ltype][0]:
         return _COMPLEX[ltype][1], 2, {}
-    if ltype in _FLOAT8 and short == "u8":
-        if available("ml_dtypes"):
-            return np.dtype(getattr(require("ml_dtypes", ltype), _FLOAT8[ltype])), 1, {}
-        return np.dtype("u1"), 1, {"ztensor_type": ltype, "ztensor_note": "raw float8 bytes (install ml-dtypes)"}
-    raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
+    if ltype is None:  # bf16
+        ml, raw = "bfloat16", {"ztensor_dtype": "bfloat16", "ztensor_note": "raw bfloat16 words (install ml-dtypes)"}
+    elif ltype in _FLOAT8 and short == "u8":
+        ml, raw = _FLOAT8[ltype], {"ztensor_type": ltype, "ztensor_note": "raw float8 bytes (install ml-dtypes)"}
+    else:
+        raise UnsupportedError(f"logical type {ltype!r} over storage dtype {short!r} is not supported")
+    if available("ml_dtypes"):
+        return np.dtype(getattr(require("ml_dtypes", ltype or ml), ml)), 1, {}
+    return STORAGE_DTYPES[short], 1, raw
 
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
@@ -107,13 +95,8 @@ _END = object()
 
 
 def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
-    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep.
-
-    Decoding an index does not walk it: the container parsers type-check the standard keys themselves and
-    call this on free-form values only, which keeps opening a file with thousands of entries fast.
-    """
-    if not isinstance(obj, _PLAIN):
-        raise MetadataError(f"{where}CBOR value of type {type(obj).__name__} is not allowed in metadata")
+    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep. The container parsers
+    type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes)."""
     # one iterator per open container: memory follows the depth, not the number of items
     stack: list[Any] = [iter((obj,))]
     while stack:
@@ -124,8 +107,8 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
         if not isinstance(item, _PLAIN):
             raise MetadataError(f"{where}CBOR value of type {type(item).__name__} is not allowed in metadata")
         if type(item) is dict:
-            if not all(isinstance(k, (str, int, bytes)) for k in item):
-                bad = next(k for k in item if not isinstance(k, (str, int, bytes)))
+            bad = next((k for k in item if not isinstance(k, (str, int, bytes))), _END)
+            if bad is not _END:
                 raise MetadataError(f"{where}map key of type {type(bad).__name__} is not allowed in metadata")
             children: Any = iter(item.values())
         elif type(item) is list:
@@ -191,18 +174,12 @@ class TensorInfo:
     @property
     def numpy_dtype(self) -> np.dtype | None:
         """The dtype :meth:`ZTensorFile.read` returns, or None when the tensor is unreadable."""
-        if self.problem is not None:
-            return None
-        main = self.main_part
-        return logical_dtype(main.dtype, main.ltype)[0]
+        return None if self.problem is not None else logical_dtype(self.main_part.dtype, self.main_part.ltype)[0]
 
     @property
     def dtype_attrs(self) -> dict[str, str]:
         """Attributes describing a dtype fallback (e.g. bfloat16 as uint16)."""
-        if self.problem is not None:
-            return {}
-        main = self.main_part
-        return logical_dtype(main.dtype, main.ltype)[2]
+        return {} if self.problem is not None else logical_dtype(self.main_part.dtype, self.main_part.ltype)[2]
 
     @property
     def main_part(self) -> Part:

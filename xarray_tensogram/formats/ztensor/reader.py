@@ -20,9 +20,8 @@ __all__ = ["ZTensorFile", "open_ztensor"]
 class ZTensorFile(FormatFile[TensorInfo]):
     """An open ``.zt`` file: ``.version``, ``.tensors``, ``.read(name_or_index)``, ``.array_spec(i)``.
 
-    Opening reads the footer and the index only. Use it as a context manager, or
-    call :meth:`close`; arrays returned by :meth:`read` for raw tensors are
-    read-only views of the file's memory map and stay valid after closing.
+    Opening reads the footer and the index only. Use it as a context manager, or call :meth:`close`; arrays
+    :meth:`read` returns for raw tensors are read-only views of the file's memory map, valid after closing.
     """
 
     item_kind = "tensor"
@@ -39,7 +38,6 @@ class ZTensorFile(FormatFile[TensorInfo]):
         self._sources.update(c.shards)
         self._data_start, self._data_end = c.data_start, c.data_end
 
-    # -- lookup (FormatFile: len, iteration, f[i], f["name"], names) ----------------------------
     def _items(self) -> list[TensorInfo]:
         return self.tensors
 
@@ -47,7 +45,6 @@ class ZTensorFile(FormatFile[TensorInfo]):
         """Tensor by index, or by name (the first of duplicates, like the reference reader)."""
         return self[key]
 
-    # -- reading ----------------------------------------------------------------------------------
     def reader(self, key: str | int, *, verify: bool = False, rows_per_chunk: int = 0) -> TensorReader:
         return TensorReader(
             self._sources,
@@ -59,25 +56,19 @@ class ZTensorFile(FormatFile[TensorInfo]):
         )
 
     def read(self, key: str | int, *, verify: bool = False) -> np.ndarray:
-        """The tensor's values, dense and in C order.
+        """The tensor's values, dense and in C order (raw little-endian ones: a read-only view of the memory map).
 
-        Raw little-endian dense tensors come back as read-only views over the
-        memory map (no copy). ``verify=True`` checks the stored checksum first
-        (crc32c/sha256 over stored bytes in v0.1/v1, xxh3/sha256 over decoded
-        bytes in v2) and raises :class:`MissingHashError` when there is none.
+        ``verify=True`` checks the stored checksum first (crc32c/sha256 over stored bytes in v0.1/v1, xxh3/sha256
+        over decoded bytes in v2) and raises :class:`MissingHashError` when there is none.
         """
         return self.reader(key, verify=verify).read()
 
     def array_spec(self, key: str | int, *, verify: bool = False, rows_per_chunk: int | None = None) -> ArraySpec:
-        """Lazy description for the shared lazy array: one chunk per tensor, or row bands.
-
-        ``rows_per_chunk=None`` offers row bands of about 64 MiB for raw tensors
-        over 256 MiB; 0 forces one chunk.
-        """
+        """Lazy description for the shared lazy array: one chunk per tensor, or row bands (``rows_per_chunk=None``:
+        about 64 MiB each for raw tensors over 256 MiB; 0: one chunk)."""
         rows = auto_rows_per_chunk(self.tensor(key)) if rows_per_chunk is None else rows_per_chunk
         return self.reader(key, verify=verify, rows_per_chunk=rows).spec()
 
-    # -- lifetime ---------------------------------------------------------------------------------
     def close(self) -> None:
         for src in self._sources.values():
             src.close()

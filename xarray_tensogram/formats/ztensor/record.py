@@ -20,25 +20,21 @@ def info(f: ZTensorFile) -> list[str]:
 
 def ls(f: ZTensorFile, tiles: bool = False) -> list[Table]:
     """One row per tensor: dtype, shape, layout, encoding, where its bytes are, checksum, first attributes."""
-    rows = []
-    for t in f.tensors:
-        main = t.parts.get("data") if "data" in t.parts else next(iter(t.parts.values()), None)
-        stored = sum(p.length for p in t.parts.values())
-        attrs = ", ".join(f"{k}={short_text(v, 20)}" for k, v in list(t.attrs.items())[:3])
-        rows.append(
-            [
-                t.index,
-                t.name,
-                t.dtype,
-                shape_text(t.shape),
-                t.layout,
-                t.encoding,
-                main.offset if main is not None else "",
-                stored,
-                (t.checksum or "-").split(":")[0],
-                attrs or "-",
-            ]
-        )
+    rows = [
+        [
+            t.index,
+            t.name,
+            t.dtype,
+            shape_text(t.shape),
+            t.layout,
+            t.encoding,
+            (t.parts.get("data") or next(iter(t.parts.values()))).offset,  # every tensor has a part
+            sum(p.length for p in t.parts.values()),
+            (t.checksum or "-").split(":")[0],
+            ", ".join(f"{k}={short_text(v, 20)}" for k, v in list(t.attrs.items())[:3]) or "-",
+        ]
+        for t in f.tensors
+    ]
     headers = ["#", "tensor", "dtype", "shape", "layout", "encoding", "offset", "bytes", "checksum", "attributes"]
     return [Table(headers, rows, right=(0, 6, 7), summary=f"{count(len(f.tensors), 'tensor')}, zTensor v{f.version}")]
 

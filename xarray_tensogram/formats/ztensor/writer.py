@@ -1,11 +1,9 @@
 """Writing v0.1 (``ZTEN0001``) files the way ``ztensor`` 0.1.4 does.
 
-For raw tensors without custom fields the bytes are identical to what the
-reference writer produces: 64-byte aligned blobs with zero padding from offset
-8, a definite CBOR array of *indefinite* maps (keys in the writer's order),
-shortest integer heads, ``data_endianness: "little"`` on multi-byte raw tensors,
-and the index length as u64 LE. zstd and checksums follow the Rust writer
-(spec 1.6, 1.8). Custom fields come after the standard keys, in bytewise order.
+For raw tensors without custom fields the bytes are identical to the reference writer's: 64-byte aligned blobs
+with zero padding from offset 8, a definite CBOR array of *indefinite* maps (keys in the writer's order), shortest
+integer heads, ``data_endianness: "little"`` on multi-byte raw tensors, and the index length as u64 LE. zstd and
+checksums follow the Rust writer (spec 1.6, 1.8). Custom fields come after the standard keys, in bytewise order.
 """
 
 from __future__ import annotations
@@ -19,10 +17,10 @@ import numpy as np
 
 from ...codecs import cbor
 from ...codecs.base import PASSTHROUGH
-from ...codecs.checksums import crc32c, sha256_hex
 from ...io import atomic_write
 from .compression import ENCODINGS, RAW, V01_ENCODINGS
 from .containers import MAGIC_V01, V01_KEYS
+from .decode import DIGESTS
 from .model import LONG_DTYPE_NAMES
 
 __all__ = ["v01_dtype_name", "write_ztensor_v01"]
@@ -43,12 +41,7 @@ def v01_dtype_name(dtype: np.dtype) -> str:
 
 def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
     """One index entry: an indefinite-length map, as the reference writer's serde flatten emits."""
-    out = [b"\xbf"]
-    for key, value in fields:
-        out.append(cbor.dumps(key))
-        out.append(cbor.dumps(value, canonical=True))
-    out.append(b"\xff")
-    return b"".join(out)
+    return b"\xbf" + b"".join(cbor.dumps(key) + cbor.dumps(value, canonical=True) for key, value in fields) + b"\xff"
 
 
 def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str, Any, Mapping[str, Any]]]:
@@ -86,25 +79,24 @@ def write_ztensor_v01(
 ) -> None:
     """Write a v0.1 file atomically.
 
-    ``tensors`` is a mapping name -> array, or an iterable of ``(name, array)`` or
-    ``(name, array, custom_fields)`` (duplicates allowed, as in the format).
-    ``compression``: None (raw) or ``"zstd"``; ``checksum``: None, ``"crc32c"`` or
-    ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays
-    keep shape ``[]`` (a true scalar), unlike the 0.1.4 Python writer's ``[1]``.
-    ``per_tensor`` overrides ``compression``/``checksum`` for the tensors it names, and gives their codec's
-    ``params`` (zstd ``level``, 3 by default; v0.1 records no level, so each tensor may have its own).
+    ``tensors`` is a mapping name -> array, or an iterable of ``(name, array)`` or ``(name, array, custom_fields)``
+    (duplicates allowed, as in the format). ``compression``: None (raw) or ``"zstd"``; ``checksum``: None,
+    ``"crc32c"`` or ``"sha256"`` (the 0.1.4 reader verifies crc32c and skips sha256). 0-d arrays keep shape ``[]``
+    (a true scalar), unlike the 0.1.4 Python writer's ``[1]``. ``per_tensor`` overrides ``compression``/``checksum``
+    for the tensors it names, and gives their codec's ``params`` (zstd ``level``, 3 by default; v0.1 records no
+    level, so each tensor may have its own).
     """
     default: dict[str, Any] = {"compression": compression, "checksum": checksum, "params": {}}
     per = {name: {**default, **opts} for name, opts in (per_tensor or {}).items()}
     for opts in (default, *per.values()):
-        _check_options(**opts)
+        _check_options(opts)
     items = _items(tensors)
     entries = []
     with atomic_write(path) as f:
         f.write(MAGIC_V01)
         pos = len(MAGIC_V01)
         for name, value, custom in items:
-            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, **per.get(name, default))
+            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, per.get(name, default))
             entries.append(entry)
         index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
@@ -115,30 +107,26 @@ def write_ztensor_v01(
 _COMPRESSED = {n: c for n, c in ENCODINGS.items() if n in V01_ENCODINGS and c is not PASSTHROUGH}
 
 
-def _check_options(compression: str | None, checksum: str | None, params: Mapping[str, Any]) -> None:
+def _check_options(opts: Mapping[str, Any]) -> None:
+    """``compression``, ``checksum`` and ``params`` of the whole file or of one tensor."""
+    compression = opts["compression"]
     if compression is not None and compression not in _COMPRESSED:
         raise ValueError(f"compression must be None or one of {', '.join(map(repr, _COMPRESSED))}, got {compression!r}")
-    if checksum not in (None, "crc32c", "sha256"):
-        raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {checksum!r}")
+    if opts["checksum"] not in (None, "crc32c", "sha256"):
+        raise ValueError(f"checksum must be None, 'crc32c' or 'sha256', got {opts['checksum']!r}")
     if compression is not None:
-        _COMPRESSED[compression].resolve(params, what="compression: ")
+        _COMPRESSED[compression].resolve(opts["params"], what="compression: ")
 
 
 def _write_tensor(
-    f: Any,
-    pos: int,
-    name: str,
-    arr: np.ndarray,
-    custom: Mapping[str, Any],
-    *,
-    compression: str | None,
-    checksum: str | None,
-    params: Mapping[str, Any],
+    f: Any, pos: int, name: str, arr: np.ndarray, custom: Mapping[str, Any], opts: Mapping[str, Any]
 ) -> tuple[bytes, int]:
-    """Write one aligned blob at ``pos``; returns its index entry and the position after it."""
+    """Write one aligned blob at ``pos`` with ``opts`` (:func:`_check_options`); returns its index entry and the
+    position after it."""
+    compression, checksum = opts["compression"], opts["checksum"]
     dtype_name = v01_dtype_name(arr.dtype)
     data = _stored_bytes(arr)
-    blob: bytes | memoryview = _COMPRESSED[compression].encode(data, params)[0] if compression else data
+    blob: bytes | memoryview = _COMPRESSED[compression].encode(data, opts["params"])[0] if compression else data
     offset = (pos + 63) // 64 * 64
     f.write(b"\x00" * (offset - pos))
     f.write(blob)
@@ -154,9 +142,7 @@ def _write_tensor(
     ]
     if not compression and arr.dtype.itemsize > 1:
         fields.append(("data_endianness", "little"))
-    if checksum == "crc32c":
-        fields.append(("checksum", f"crc32c:0x{crc32c(blob):08X}"))
-    elif checksum == "sha256":
-        fields.append(("checksum", f"sha256:{sha256_hex(blob)}"))
+    if checksum is not None:
+        fields.append(("checksum", f"{checksum}:{DIGESTS[checksum][0](blob)}"))
     fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
     return _entry(fields), pos
