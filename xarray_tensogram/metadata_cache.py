@@ -56,7 +56,7 @@ MIN_ITEMS = 1000
 MIN_BYTES = 1 << 20
 ENV_DIR = "XARRAY_TENSOGRAM_CACHE_DIR"
 #: first bytes of every entry; the number changes when the entry layout does
-MAGIC = b"XTGMCACHE2\n"
+MAGIC = b"XTGMCACHE3\n"
 EDGE = 1 << 16  # bytes hashed at each end of the file
 
 Groups = dict[str, Any]  # group path -> raw group (raw_variables.RawGroup of RawVariables)
@@ -252,9 +252,9 @@ class CachedMessages(FormatFile[Message]):
     @staticmethod
     def of(f: FormatFile[Any]) -> CachedMessages | None:
         messages = getattr(f, "messages", None)
-        if not isinstance(messages, list) or not all(type(m) is Message for m in messages):
+        if not isinstance(messages, list) or set(map(type, messages)) - {Message}:
             return None
-        return CachedMessages(f.source, np.array([m.offset for m in messages], np.int64))
+        return CachedMessages(f.source, np.fromiter(map(_offset_of, messages), np.int64, len(messages)))
 
     def __getstate__(self) -> dict[str, Any]:
         return {"source": self.source, "name": self.name, "offsets": self.offsets, "_messages": {}}
@@ -274,6 +274,8 @@ class _Pickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO, table: CachedMessages | None) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.table = table
+        #: the last stack's messages and their numbers: the variables of an archive mostly share one list
+        self.numbered: tuple[list[Any], np.ndarray | None] = ([], None)
 
     def reducer_override(self, obj: Any) -> Any:
         table = self.table
@@ -282,37 +284,53 @@ class _Pickler(pickle.Pickler):
         if type(obj) is Message and obj.source is table.source:
             return CachedMessages.message, (table, obj.index)
         if type(obj) is StackedReader and type(obj.members) is MessageMembers:
-            return _packed_stack(table, obj.stack_shape, obj.members) or NotImplemented
+            return self._packed_stack(table, obj.stack_shape, obj.members) or NotImplemented
         return NotImplemented
 
+    def _numbers(self, members: MessageMembers, count: int) -> np.ndarray | None:
+        """The file numbers of a stack's first ``count`` messages (None: one is not a scanned message)."""
+        messages = list(map(members.message, range(count)))
+        if messages != self.numbered[0]:  # equal lists of the same objects compare by identity: fast
+            ok = set(map(type, messages)) == {Message}
+            self.numbered = messages, np.fromiter(map(_index_of, messages), np.int64, count) if ok else None
+        return self.numbered[1]
 
-def _packed_stack(table: CachedMessages, stack_shape: tuple[int, ...], members: MessageMembers) -> Any:
-    """A stack of members an open packed as ints (every member an object of a message) as three integer
-    arrays: read from the ints as columns, without building each member's spec (None: another kind of
-    member is there, and the stack pickles as it is)."""
-    if not members or set(map(type, dict.values(members))) != {int}:
-        return None
-    packed = np.fromiter(dict.values(members), np.int64, len(members))
-    positions = packed >> 32
-    messages = list(map(members.message, range(int(positions.max()) + 1)))
-    if set(map(type, messages)) != {Message}:
-        return None
-    index = np.fromiter(map(_index_of, messages), np.int64, len(messages))
-    pairs = np.stack([index[positions], packed & 0xFFFFFFFF], axis=1)
-    flats = np.fromiter(dict.keys(members), np.int64, len(members))
-    return _stack, (stack_shape, table, flats, pairs, dict(members.options))
+    def _packed_stack(self, table: CachedMessages, stack_shape: tuple[int, ...], members: MessageMembers) -> Any:
+        """A stack of members an open packed as ints (every member an object of a message) as integer arrays,
+        the message number and object of each member, and the members' positions unless they are 0, 1, 2...:
+        read back as columns, without building each member's spec (None: another kind of member is there,
+        and the stack pickles as it is)."""
+        if not members or set(map(type, dict.values(members))) != {int}:
+            return None
+        packed = np.fromiter(dict.values(members), np.int64, len(members))
+        positions = packed >> 32
+        index = self._numbers(members, int(positions.max()) + 1)
+        if index is None:
+            return None
+        flats = np.fromiter(dict.keys(members), np.int64, len(members))
+        pairs = _narrow(np.stack([index[positions], packed & 0xFFFFFFFF], axis=1))
+        in_order = np.array_equal(flats, np.arange(len(flats)))
+        return _stack, (stack_shape, table, None if in_order else _narrow(flats), pairs, dict(members.options))
 
 
 _index_of = operator.attrgetter("index")
+_offset_of = operator.attrgetter("offset")
+
+
+def _narrow(ints: np.ndarray) -> np.ndarray:
+    """Non-negative ints in the smallest unsigned type that holds them: a smaller entry to write and read."""
+    return ints.astype(np.min_scalar_type(int(ints.max()))) if ints.size else ints
 
 
 def _stack(
     stack_shape: tuple[int, ...],
     table: CachedMessages,
-    flats: np.ndarray,
+    flats: np.ndarray | None,
     pairs: np.ndarray,
     options: dict[str, Any],
 ) -> StackedReader:
-    packed = (pairs[:, 0] << 32) | pairs[:, 1] if len(pairs) else pairs[:, 0]
-    members = MessageMembers(table.message, options, zip(flats.tolist(), packed.tolist(), strict=True))
+    pairs = pairs.astype(np.int64)
+    packed = (pairs[:, 0] << 32) | pairs[:, 1]
+    keys = range(len(pairs)) if flats is None else flats.tolist()
+    members = MessageMembers(table.message, options, zip(keys, packed.tolist(), strict=True))
     return StackedReader(stack_shape, members)
