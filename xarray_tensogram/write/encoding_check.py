@@ -1,14 +1,12 @@
 """The one check of a writer's ``encoding=``: per variable, against the codec registry.
 
-Each writer declares its :class:`EncodingKeys`: the keys whose value names a codec of its format's one
-table (``compression``; for ``.tgm`` also ``encoding`` and ``filter``), each holding only the codecs the
-format can write, and its own options (``chunks``, ``checksum``, ...) with their valid values. A codec's
-parameters are accepted under the names the codec declares (:class:`~..codecs.base.Param`; ``.tgm`` also
-under its descriptor spelling, ``zstd_level``) for the codec in effect for that variable only, and are
-checked and completed by the codec itself (:meth:`~..codecs.base.Codec.resolve`: types, ranges, choices,
-defaults). The CF keys xarray's encoder consumes are accepted by every writer. Anything else is refused,
-before a byte is written, with an :class:`~..errors.UnsupportedError` naming the variable and the key and
-listing what the format accepts.
+Each writer declares its :class:`EncodingKeys`: the keys whose value names a codec of its format's table
+(``compression``; for ``.tgm`` also ``encoding`` and ``filter``), holding only the codecs it can write, and
+its own options (``chunks``, ``checksum``, ...). A codec's parameters are accepted under the names the codec
+declares (``.tgm`` also under its descriptor spelling, ``zstd_level``) for the codec in effect for that
+variable only, and checked and completed by the codec itself (:meth:`~..codecs.base.Codec.resolve`). The CF
+keys xarray's encoder consumes are accepted by every writer. Anything else is refused before a byte is
+written, naming the variable and the key and listing what the format accepts.
 """
 
 from __future__ import annotations
@@ -54,13 +52,10 @@ class CodecKey:
 
     def lookup(self, value: Any) -> tuple[str, Codec] | None:
         """(vocabulary, codec) for a value: a table entry, a codec's own name, or None for no codec."""
-        if value is None:
-            value = PASSTHROUGH.name
-        if not isinstance(value, str):
-            return None
-        if value in self.codecs:
+        value = PASSTHROUGH.name if value is None else value
+        if isinstance(value, str) and value in self.codecs:
             return value, self.codecs[value]
-        return next(((k, c) for k, c in self.codecs.items() if c.name == value), None)
+        return next(((k, c) for k, c in self.codecs.items() if isinstance(value, str) and c.name == value), None)
 
     def argument(self, value: Any) -> tuple[str, Codec]:
         """(vocabulary, codec) for the writer's file-wide argument of this key (``compression=``), or refused."""

@@ -1,13 +1,10 @@
 """What every writer does before its format sees a variable, the way ``to_netcdf`` does it.
 
-Misspelt keywords are refused with the closest one, names are checked as xarray's netCDF writers
-check them, a MultiIndex is refused, the user's ``encoding=`` replaces a variable's own encoding
-(unknown keys refused, listing what is accepted), and every variable goes through xarray's own CF encoder
-(``encode_dataset_coordinates`` + ``cf_encoder``): times and time deltas with units,
-``_FillValue``/``missing_value``, ``scale_factor``/``add_offset`` packing into a given
-``dtype``, ``_Unsigned``, and the ``coordinates`` attributes that keep roles (written once).
-Each format then checks that it can hold every encoded variable before it writes a byte, and with
-``mode="a"`` that the new variables fit beside the file's.
+Misspelt keywords are refused with the closest one, names checked as xarray's netCDF writers check them, a
+MultiIndex refused, the user's ``encoding=`` checked (:mod:`.encoding_check`), and every variable goes through
+xarray's own CF encoder (``encode_dataset_coordinates`` + ``cf_encoder``: times, fills, packing, ``_Unsigned``,
+``coordinates`` attributes). Each format then checks that it can hold every encoded variable before it writes a
+byte, and with ``mode="a"`` that the new variables fit beside the file's.
 """
 
 from __future__ import annotations
@@ -138,9 +135,9 @@ class EncodedDataset:
     """A Dataset as CF-encoded variables, ready for one format's writer.
 
     ``options`` holds, per variable, the writer's own options left after CF encoding (what the user gave,
-    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding_check`).
-    ``coordinate_only`` lists the coordinates that no data variable's ``coordinates`` attribute names:
-    formats without Dataset attributes mark them on the variable itself
+    or what the variable was read with); ``codecs`` the codecs its ``encoding=`` entry chose, by codec key
+    (:mod:`.encoding_check`). ``coordinate_only`` lists the coordinates that no data variable's
+    ``coordinates`` attribute names: formats without Dataset attributes mark them on the variable itself
     (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
     """
 
@@ -148,7 +145,6 @@ class EncodedDataset:
     attrs: dict[str, Any]
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     coordinate_only: list[str] = field(default_factory=list)
-    #: per variable, the codecs its ``encoding=`` entry chose (by codec key), parameters checked and completed
     codecs: dict[str, dict[str, CodecSetting]] = field(default_factory=dict)
 
 
@@ -371,16 +367,12 @@ def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:
     values = np.asarray(var.values)
     flat = values.reshape(-1).tolist()
     if values.dtype.kind in "OT":
-        if flat and all(isinstance(v, str) for v in flat):
-            values = np.asarray(flat, dtype=str).reshape(values.shape)
-        elif flat and all(isinstance(v, bytes) for v in flat):
-            values = np.asarray(flat, dtype=bytes).reshape(values.shape)
-        elif flat:
+        kind = next((t for t in (str, bytes) if all(isinstance(v, t) for v in flat)), None) if flat else "<U1"
+        if kind is None:
             raise UnsupportedError(
                 f"variable {name!r}: dtype {var.dtype} holds values that are neither all str nor all bytes "
                 f"({sorted({type(v).__name__ for v in flat})}); convert it to strings or numbers before writing"
             )
-        else:
-            values = np.zeros(values.shape, dtype="<U1")
+        values = np.asarray(flat, dtype=kind).reshape(values.shape)
     text = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values.reshape(-1).tolist()]
     return {"dims": [str(d) for d in var.dims], "shape": list(values.shape), "dtype": values.dtype.str, "values": text}

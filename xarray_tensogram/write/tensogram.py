@@ -1,12 +1,9 @@
-"""Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram.py).
+"""Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram/).
 
-Dims that the backend built from metadata keys (recorded in each variable's
-layout record, :class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) split
-the data into one message per combination of their values; ``message_dims=``
-adds more for Datasets that did not come from a ``.tgm`` file. Each message has
-one object per variable, whose base entry carries the key values at their
-dotted paths, ``dim_names``, the lifted CF attributes back under ``cf`` and the
-other attributes. Per-variable pipelines come from xarray's usual ``encoding=``.
+Dims the reader built from metadata keys (each variable's :class:`~xarray_tensogram.layout_record.LayoutRecord`,
+e.g. ``step`` from ``mars.step``) split the data into one message per combination of their values;
+``message_dims=`` adds more. Each message has one object per variable, whose base entry carries the key values
+at their dotted paths, ``dim_names``, the lifted CF attributes under ``cf`` and the other attributes.
 """
 
 from __future__ import annotations
@@ -93,10 +90,8 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
     for k, v in attrs.items():
-        if k == MISSING_OBJECTS_ATTR:
-            continue
-        key = f"cf.{k}" if k in lifted and "." not in k else k
-        set_path(entry, key, py_value(v))
+        if k != MISSING_OBJECTS_ATTR:
+            set_path(entry, f"cf.{k}" if k in lifted and "." not in k else k, py_value(v))
     return entry
 
 
@@ -159,13 +154,10 @@ def _data_object(
     cf = plan.cf.variables[str(name)]
     where = {m.name: sel[m.name] for m in plan.mdims if m.name in var.dims}
     desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
-    if _is_hole(var, where):
-        return None  # a hole in the original hypercube stays a hole
-    if cf.dtype.kind in "OUST":
-        return None  # kept in metadata (_string_coords)
-    values = np.asarray(cf.isel(where).values)
+    if cf.dtype.kind in "OUST" or _is_hole(var, where):
+        return None  # strings are kept in metadata (_string_coords); a hole of the hypercube read stays one
     entry = object_entry(plan, name, var, sel, desc)
-    values = _object_values(values, desc, {})  # the marks are in the entry already
+    values = _object_values(np.asarray(cf.isel(where).values), desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
     desc["shape"] = list(values.shape)
     return entry, ObjectInput(values, desc)
@@ -204,17 +196,12 @@ def object_entry(
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
-    aux = _aux_coordinates(plan.ds, cf, plan.skip, plan.split)
+    # the coordinates it lists (as xarray's encoder wrote them) that are objects of the file, none along message dims
+    listed, known = str(cf.attrs.get("coordinates", "")).split(), plan.ds.variables
+    aux = [c for c in listed if c not in plan.skip and c in known and not set(known[c].dims) & plan.split]
     if aux:
         set_path(entry, "cf.coordinates", " ".join(aux))
     return entry
-
-
-def _aux_coordinates(ds: xr.Dataset, cf: xr.Variable, skip_coords: set[Hashable], split: set[str]) -> list[str]:
-    """The coordinates a variable lists (as xarray's encoder wrote them, or ``encoding=`` said) that are objects
-    of the file, none along the message dims."""
-    listed = str(cf.attrs.get("coordinates", "")).split()
-    return [c for c in listed if c not in skip_coords and c in ds.variables and not set(ds.variables[c].dims) & split]
 
 
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], Producer]:
@@ -248,7 +235,7 @@ def _coordinate_objects(
     to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
     ds, split = plan.ds, plan.split
     for cname, coord in ds.coords.items():
-        if cname in plan.skip or cname in in_file or any(d in split for d in coord.dims):
+        if cname in plan.skip or cname in in_file or split.intersection(coord.dims):
             continue
         if only is not None and cname not in only:
             continue
@@ -389,11 +376,6 @@ def _message_coords(
 _MASK_KEYWORDS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
 
 
-def _default_mask(mask_method: str | None) -> str:
-    """How NaN/Inf positions are stored when the caller does not say: roaring bitmaps when pyroaring is there."""
-    return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
-
-
 def _layout_message(
     ds: xr.Dataset, producer: Producer, encoding: Mapping[str, Mapping[str, Any]], **kw: Any
 ) -> Iterator[bytes | EncodedMessage]:
@@ -479,7 +461,8 @@ def to_tensogram(
         plan = _Plan.of(ds, message_dims, encoding or {}, cf)
         in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
         _check_storable(ds, cf)
-        masks = dict.fromkeys(_MASK_KEYWORDS, _default_mask(mask_method))  # objects may name their own
+        mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)  # roaring if installed
+        masks = dict.fromkeys(_MASK_KEYWORDS, mask)  # objects may name their own
         kw = {"hash": hash, "layout": layout, "reserved": reserved, "allow_nan": True, "allow_inf": True, **masks}
         if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
             return write_messages(path, _layout_message(ds, whole, encoding or {}, **kw), mode=mode)

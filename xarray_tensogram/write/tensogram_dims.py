@@ -1,10 +1,9 @@
 """Which dims of a Dataset split ``.tgm`` messages, and the metadata keys each message carries.
 
-Dims the reader built from metadata keys (each variable's
-:class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) come first;
-``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the reader restore the Dataset
-as written. Values become keys as the reader reads them back (MARS date/time and step where they fit,
-CF-encoded values otherwise).
+Dims the reader built from metadata keys (each variable's :class:`~xarray_tensogram.layout_record.LayoutRecord`,
+e.g. ``step`` from ``mars.step``) come first; ``message_dims=`` adds more, with a layout hint (in ``_extra_``)
+that lets the reader restore the Dataset as written. Values become keys as the reader reads them back (MARS
+date/time and step where they fit, CF-encoded values otherwise).
 """
 
 from __future__ import annotations
@@ -50,23 +49,19 @@ def py_value(value: Any) -> Any:
 
 
 def set_path(entry: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = entry
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = value
+    *parents, last = dotted.split(".")
+    for p in parents:
+        if not isinstance(entry.get(p), dict):
+            entry[p] = {}
+        entry = entry[p]
+    entry[last] = value
 
 
 def _datetime_to_mars(value: Any) -> tuple[int, int]:
     ts = np.datetime64(value, "s")
-    d = ts.astype("datetime64[D]")
-    seconds = int((ts - d).astype(np.int64))
-    ymd = str(d).replace("-", "")
-    return int(ymd), (seconds // 3600) * 100 + (seconds % 3600) // 60
+    day = ts.astype("datetime64[D]")
+    seconds = int((ts - day).astype(np.int64))
+    return int(str(day).replace("-", "")), (seconds // 3600) * 100 + (seconds % 3600) // 60
 
 
 def key_value(source: str, value: Any) -> list[tuple[str, Any]]:

@@ -1,12 +1,10 @@
 """xarray Dataset -> Tetration ``.tet`` file: one dataset per variable (the mirror of assemble/tetr.py).
 
-Every variable, coordinates included, is CF-encoded by xarray's own encoder (:mod:`.common`) and
-written as one dataset with its dims in ``dim_names`` and its attrs as footer strings (the type of
-each non-string value recorded under :data:`~xarray_tensogram.conventions.ATTR_TYPES_KEY`). An index
-coordinate that was read from footer labels goes back to labels, spelled as it was read, so an
-unchanged file is written back byte for byte; string index coordinates become labels too. What
-the format cannot hold (other strings, complex, int8, zero-size axes) is refused before a byte is
-written; a 0-d variable is stored with one element and marked (``xarray_scalar``).
+Every variable, coordinates included, is CF-encoded (:mod:`.prepare`) and written as one dataset with its dims
+in ``dim_names`` and its attrs as footer strings (the type of each non-string value recorded under
+:data:`~xarray_tensogram.conventions.ATTR_TYPES_KEY`). An index coordinate read from footer labels goes back to
+labels, spelled as read, so an unchanged file is written back byte for byte. A 0-d variable is stored with one
+element and marked (``xarray_scalar``).
 """
 
 from __future__ import annotations
@@ -65,12 +63,6 @@ def _attr_string(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _label(value: Any) -> str:
-    if isinstance(value, np.datetime64):
-        return str(np.datetime_as_string(value))
-    return _attr_string(value)
-
-
 ChunksLike = int | Sequence[int] | Mapping[str, int] | None
 
 
@@ -115,17 +107,13 @@ def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
 
 
 def _string_attrs(attrs: Mapping[str, Any], name: str) -> dict[str, str]:
-    out = {}
-    for key, value in attrs.items():
-        text = _attr_string(value)
-        if not key or not text:
-            warnings.warn(
-                f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
-                TetrMappingWarning,
-                stacklevel=user_stacklevel(),
-            )
-            continue
-        out[str(key)] = text
+    out = {str(key): text for key, value in attrs.items() if key and (text := _attr_string(value))}
+    for key in [k for k in attrs if str(k) not in out]:
+        warnings.warn(
+            f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
+            TetrMappingWarning,
+            stacklevel=user_stacklevel(),
+        )
     return out
 
 
@@ -181,7 +169,7 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
             continue
         values = ds[dim].values
         read: list[str] = list(ds[dim].encoding.get(TETR_LABELS_ENCODING) or [])
-        spelled = [_label(v) for v in values]
+        spelled = [str(np.datetime_as_string(v)) if isinstance(v, np.datetime64) else _attr_string(v) for v in values]
         same = bool(read) and len(read) == len(values)
         if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]

@@ -1,12 +1,10 @@
 """xarray Dataset -> zTensor v0.1 ``.zt`` file: one tensor per variable (the mirror of assemble/ztensor.py).
 
-Every variable (data variables and coordinates alike) is CF-encoded by xarray's own encoder
-(:mod:`.common`) and written as one tensor: dims in the ``dim_names`` custom key, attrs as custom
-keys (a CF attribute named like a v0.1 key, such as the ``dtype`` xarray's encoder adds for
-booleans and time deltas, goes under ``cf.``, which the reader lifts back). String variables have
-no v0.1 dtype: they are kept in metadata, on a zero-size ``uint8`` placeholder tensor
-(:data:`~xarray_tensogram.conventions.STRINGS_KEY`). v0.1 has no file-level metadata, so Dataset
-attributes are dropped with a warning that names each of them.
+Every variable, coordinates included, is CF-encoded (:mod:`.prepare`) and written as one tensor: dims in the
+``dim_names`` custom key, attrs as custom keys (one named like a v0.1 key, such as the ``dtype`` xarray's
+encoder adds for booleans, under ``cf.``, which the reader lifts back). Strings have no v0.1 dtype: they are
+kept in metadata, on a zero-size ``uint8`` placeholder (:data:`~xarray_tensogram.conventions.STRINGS_KEY`).
+v0.1 has no file-level metadata: Dataset attributes are dropped with a warning naming them.
 """
 
 from __future__ import annotations
@@ -62,13 +60,10 @@ ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": Option("the te
 
 
 def _stored(dtype: np.dtype) -> bool:
-    if dtype.kind in "USOT":
-        return True  # kept in metadata
     try:
-        v01_dtype_name(dtype)
+        return dtype.kind in "USOT" or bool(v01_dtype_name(dtype))  # strings: kept in metadata
     except TypeError:
         return False
-    return True
 
 
 def _custom_fields(var: xr.Variable) -> dict[str, Any]:
@@ -136,10 +131,8 @@ def to_ztensor(
         ``"w"`` (replace) or ``"a"`` (add variables to an existing v0.1 file; a variable that exists
         or a dim whose size clashes is refused before anything is written).
     encoding
-        ``{variable: {...}}``: the CF keys of ``to_netcdf`` (``dtype``, ``_FillValue``,
-        ``scale_factor``, ``add_offset``, ``units``, ``calendar``, ``_Unsigned``, ``missing_value``),
-        ``compression`` (``"raw"``/``"zstd"``) with its parameters (zstd ``level``) and ``checksum`` per
-        tensor, checked against the codec registry before anything is written.
+        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with its
+        parameters (zstd ``level``) and ``checksum`` per tensor, checked before anything is written.
     compression
         ``"raw"`` or ``"zstd"`` for every tensor; by default what the variables were read with.
     checksum

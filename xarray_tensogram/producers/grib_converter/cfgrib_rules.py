@@ -1,17 +1,13 @@
 """GRIB knowledge for files written by ECMWF's GRIB converter: what a cfgrib user expects to see.
 
-The converter (``specs/tensogram-from-grib.md``) writes one float64 object per GRIB message
-whose ``base[i]`` carries ``mars`` (the MARS namespace, ``grid`` and sometimes ``area``),
-``grib_repro`` (the keys that rebuild the GRIB message) and, optionally, ``grib`` (six more
-ecCodes namespaces). No latitude or longitude objects are written: the grid is metadata only.
+The converter (``specs/tensogram-from-grib.md``) writes one float64 object per GRIB message whose ``base[i]``
+carries ``mars`` (the MARS namespace, ``grid`` and sometimes ``area``), ``grib_repro`` (the keys that rebuild
+the GRIB message) and optionally ``grib`` (six more ecCodes namespaces); the grid is metadata only.
 
-This module turns those keys into what cfgrib gives for the same GRIB messages: cfgrib-style
-variable names (``2t`` -> ``t2m``), ``latitude``/``longitude`` coordinates computed from the grid
-description, a level coordinate named after ``typeOfLevel`` and attributes (``units``,
-``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the *flattened* keys of one object
-(``{"mars.param": 167, "grib_repro.shortName": "2t", ...}``); no ecCodes at runtime. The mapping
-stages ask the converter's producer (:mod:`.`), which answers with them; :mod:`.write_layout` is the
-way back, from such a Dataset to converter-shaped metadata.
+This module turns those keys into what cfgrib gives for the same messages: names (``2t`` -> ``t2m``),
+``latitude``/``longitude`` computed from the grid description, a level coordinate named after
+``typeOfLevel`` and attributes (``units``, ``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the
+*flattened* keys of one object; no ecCodes at runtime. :mod:`.write_layout` is the way back.
 """
 
 from __future__ import annotations
@@ -71,11 +67,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 
 
-# ---------------------------------------------------------------------------------------------
-# which objects, which keys
-# ---------------------------------------------------------------------------------------------
-
-
+# -- which objects, which keys ---------------------------------------------------------------------------
 def is_grib_entry(entry: Mapping[str, Any]) -> bool:
     """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` sections."""
     repro, other = entry.get("grib_repro"), entry.get("grib")
@@ -104,11 +96,7 @@ def filter_value(keys: Mapping[str, Any], key: str) -> Any:
     return value if value is not None else keys.get("mars." + key)
 
 
-# ---------------------------------------------------------------------------------------------
-# names
-# ---------------------------------------------------------------------------------------------
-
-
+# -- names -----------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1024)  # asked once per object, of a handful of short names
 def cfgrib_name(short_name: str) -> str:
     """cfgrib's variable name for an ecCodes short name.
@@ -144,17 +132,11 @@ def variable_name(keys: Mapping[str, Any]) -> str | None:
     param = keys.get("mars.param")
     if isinstance(param, str) and param and not param.isdigit():
         return cfgrib_name(param)
-    pid = _grib_key(keys, "paramId")
-    if pid is None:
-        pid = param
+    pid = next((v for v in (_grib_key(keys, "paramId"), param) if v is not None), None)
     return f"paramId_{pid}" if pid is not None else None
 
 
-# ---------------------------------------------------------------------------------------------
-# levels
-# ---------------------------------------------------------------------------------------------
-
-
+# -- levels ----------------------------------------------------------------------------------------------
 def level_info(keys: Mapping[str, Any]) -> LevelInfo | None:
     """The level coordinate of a GRIB object: named after ``typeOfLevel``, value from ``levelist`` or ``level``."""
     type_of_level = _grib_key(keys, "typeOfLevel")
@@ -181,11 +163,7 @@ def level_order(name: str, values: Sequence[float]) -> list[float]:
     return sorted(values, reverse=decreasing)
 
 
-# ---------------------------------------------------------------------------------------------
-# grids
-# ---------------------------------------------------------------------------------------------
-
-
+# -- grids -----------------------------------------------------------------------------------------------
 def _number(keys: Mapping[str, Any], name: str) -> float | None:
     value = _grib_key(keys, name)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -341,11 +319,7 @@ def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoo
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# attributes (and back)
-# ---------------------------------------------------------------------------------------------
-
-
+# -- attributes (and back) -------------------------------------------------------------------------------
 def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """cfgrib-style attributes from flattened ones, and where each renamed one came from.
 
@@ -357,15 +331,12 @@ def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, s
     out: dict[str, Any] = {}
     paths: dict[str, str] = {}
     for key, value in attrs.items():
-        if key.startswith(_REPRO):
-            new = "GRIB_" + key[len(_REPRO) :]
-        elif key.startswith(_GRIB):
-            new = "GRIB_" + key[len(_GRIB) :]
-        else:
+        prefix = next((p for p in GRIB_PREFIXES if key.startswith(p)), None)
+        if prefix is None:
             out.setdefault(key, value)
             continue
-        out[new] = value
-        paths[new] = key
+        new = "GRIB_" + key[len(prefix) :]
+        out[new], paths[new] = value, key
     for cf_name, grib_name in (("units", "GRIB_units"), ("long_name", "GRIB_name")):
         if grib_name in out and cf_name not in out:
             out[cf_name] = out[grib_name]

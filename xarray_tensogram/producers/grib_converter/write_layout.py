@@ -1,9 +1,8 @@
-"""The GRIB converter's layout written back: a Dataset opened from its files, as converter-shaped metadata.
+"""The GRIB converter's layout written back: the inverse of :mod:`.cfgrib_rules`.
 
-The inverse of :mod:`.cfgrib_rules`: cfgrib-style attributes go back to their metadata paths
-(``GRIB_X`` -> ``grib_repro.X``), a level dimension's values to ``grib_repro.level`` (and
-``mars.levelist``), and the ``grib_repro`` keys that follow from each object's MARS date, time, step
-and level are derived again, so that the reference's GRIB export takes the written file as converted.
+cfgrib-style attributes go back to their metadata paths (``GRIB_X`` -> ``grib_repro.X``), a level dim's values
+to ``grib_repro.level`` (and ``mars.levelist``), and the ``grib_repro`` keys that follow from each object's MARS
+date, time, step and level are derived again, so that the reference's GRIB export takes the file as converted.
 """
 
 from __future__ import annotations
@@ -44,9 +43,7 @@ def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) ->
 
 
 def _as_int(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
