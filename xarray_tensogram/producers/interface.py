@@ -1,10 +1,9 @@
 """One interface for the layouts of the producers that write ``.tgm`` files (DESIGN.md "Files from real producers").
 
 Each producer lays its objects out in its own way, and its users expect what they know from its world
-(names, levels, a grid coordinate, ...). A producer is recognised from an object's own metadata (and its
-message's ``_extra_``) when the objects are collected; the mapping stages then ask it a few questions.
-Every question has a default answer here, "nothing special" (DESIGN.md's generic rules); a producer
-overrides only what its layout needs. Who asks what:
+(names, levels, a grid coordinate, ...). A producer is recognised from an object's metadata (and its
+message's ``_extra_``); the mapping stages then ask it questions, each answered "nothing special" here
+(DESIGN.md's generic rules) unless the producer overrides it. Who asks what:
 
 - stage 1 (:mod:`.collect`): :meth:`~Producer.recognises`, :attr:`~Producer.sections` (kept nested,
   read through :meth:`~Producer.keys_view`), :meth:`~Producer.level`;
@@ -21,8 +20,7 @@ overrides only what its layout needs. Who asks what:
   a whole Dataset in one message :meth:`~Producer.writes_dataset`, :meth:`~Producer.objects`.
 
 A new producer is one module or folder in :mod:`xarray_tensogram.producers` with a subclass of
-:class:`Producer`, plus one line in that package's ``REGISTERED`` tuple. Producers are asked in that
-order; the first that recognises an object (or writes a variable) owns it.
+:class:`Producer`, plus one line in its ``REGISTERED`` tuple (asked in order: the first wins).
 """
 
 from __future__ import annotations

@@ -184,9 +184,8 @@ def check_encoding(
 
     ``in_effect(name, entry)`` says which codec each codec key has for a variable whose entry does not name
     one (what it was read with, the writer's file-wide argument); parameters must belong to that codec.
-    Raises :class:`NoSuchVariableError` for an entry of no variable, :class:`UnsupportedError` for a key or
-    codec the format does not take, and the codec's :class:`~..errors.EncodeError` for a value outside a
-    parameter's range, each naming the variable.
+    Raises (naming the variable) :class:`NoSuchVariableError`, :class:`UnsupportedError` or the codec's
+    :class:`~..errors.EncodeError`.
     """
     entries: dict[str, dict[str, Any]] = {}
     settings: dict[str, dict[str, CodecSetting]] = {}

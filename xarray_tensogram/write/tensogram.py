@@ -128,13 +128,6 @@ class _Plan:
     hint: dict[str, Any] | None
     skip: set[Hashable]
 
-    @classmethod
-    def of(
-        cls, ds: xr.Dataset, message_dims: Sequence[str] | None, encoding: Mapping[str, Any], cf: EncodedDataset
-    ) -> _Plan:
-        mdims, hint = plan_dims(ds, message_dims)
-        return cls(ds, cf, encoding, mdims, hint, not_objects(ds, mdims))
-
     @property
     def split(self) -> set[str]:
         return {m.name for m in self.mdims}
@@ -415,8 +408,8 @@ def to_tensogram(
     ds
         The Dataset to write (a DataArray is written as a Dataset of one variable).
     path
-        The target file. It is written to a temporary file next to it and renamed, so a failed write
-        never leaves a half-written file; it gets the permissions ``open(path, "w")`` would give.
+        The target file (written to a temporary file next to it and renamed, so a failed write never leaves
+        a half-written file), with the permissions ``open(path, "w")`` would give.
     mode
         ``"w"`` (replace) or ``"a"`` (append messages without rewriting the file).
     message_dims
@@ -458,7 +451,8 @@ def to_tensogram(
     refuse_unlimited_dims(unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
-        plan = _Plan.of(ds, message_dims, encoding or {}, cf)
+        mdims, hint = plan_dims(ds, message_dims)
+        plan = _Plan(ds, cf, encoding or {}, mdims, hint, not_objects(ds, mdims))
         in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
         _check_storable(ds, cf)
         mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)  # roaring if installed

@@ -70,10 +70,8 @@ def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
         date, time = _datetime_to_mars(value)
         return [("mars.date", date), ("mars.time", time)]
     if source == "mars.step":
-        if isinstance(value, np.generic) and value.dtype.kind == "m":
-            hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
-        else:
-            hours = float(value)
+        delta = isinstance(value, np.generic) and value.dtype.kind == "m"
+        hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0 if delta else float(value)
         return [("mars.step", int(hours) if hours.is_integer() else hours)]
     if isinstance(value, np.generic) and value.dtype.kind == "M":
         return [(source, str(np.asarray(value).astype("M8[s]")))]
@@ -96,11 +94,6 @@ def _whole(values: np.ndarray, kind: str, unit: int) -> bool:
         return False
     secs = values.astype("datetime64[s]" if kind == "M" else "timedelta64[s]")
     return bool((secs == values).all() and (secs.astype(np.int64) % unit == 0).all())
-
-
-def _is_time(coord: xr.DataArray) -> bool:
-    """Datetimes or time deltas (numpy's, or cftime dates of any calendar): CF-encoded to numbers with units."""
-    return coord.dtype.kind in "Mm" or bool(contains_cftime_datetimes(coord.variable))
 
 
 def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any]]:
@@ -143,8 +136,9 @@ def _hint(dims: Sequence[Hashable], values: np.ndarray, attrs: Mapping[str, Any]
 
 def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
-    coord = ds.coords[name]
-    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
+    var = ds.coords[name].variable
+    if var.dtype.kind in "Mm" or contains_cftime_datetimes(var):  # times of any calendar: numbers with units
+        var = xr.conventions.encode_cf_variable(var, name=name)
     return _hint(var.dims, np.asarray(var.values), var.attrs)
 
 
@@ -234,8 +228,7 @@ def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
 
 def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict[str, int]]:
     """The index of each message dim, one dict per message."""
-    ranges = [range(ds.sizes[m.name]) for m in mdims]
-    for combo in itertools.product(*ranges) if mdims else [()]:
+    for combo in itertools.product(*(range(ds.sizes[m.name]) for m in mdims)):  # no dims: one message
         yield {m.name: i for m, i in zip(mdims, combo, strict=True)}
 
 

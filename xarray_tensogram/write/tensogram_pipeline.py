@@ -1,10 +1,9 @@
 """A ``.tgm`` variable's pipeline: explicit ``encoding=`` > the pipeline it was read with > defaults.
 
 The pipeline stages (``encoding``, ``filter``, ``compression``) are ``encoding=`` keys whose values name the
-codecs of Tensogram's one table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
-parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the
-name, the codec's own (``level``). :data:`ENCODING` is what the one check of ``encoding=``
-(:mod:`.encoding_check`) holds a ``.tgm`` entry to.
+codecs of Tensogram's table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
+parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the name,
+the codec's own (``level``). :data:`ENCODING` is what :mod:`.encoding_check` holds a ``.tgm`` entry to.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ _STAGES = tuple(PIPELINE_VALUES)
 
 
 def _codec_key(stage: str) -> CodecKey:
-    """A pipeline stage as an ``encoding=`` key: the codecs of Tensogram's table that can be written there, their
-    parameters under the descriptor's names (``zstd_level``) and, where no other codec uses it, their own."""
     table = STAGES[stage]
     return CodecKey(
         stage,

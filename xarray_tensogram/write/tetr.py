@@ -278,12 +278,10 @@ def to_tetr(
 ) -> int:
     """Write every variable of ``ds`` (coordinates included) as a dataset of a Tetration (``.tet``) file.
 
-    Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
-    any), attrs to string ``attrs`` (CF-encoded first, like netCDF writers), index coordinates read from
-    footer labels (and string ones) to ``coords`` labels, ``tool``/``library_version``/``created_at``
-    Dataset attrs to the file metadata, ``history`` to the history rows (other Dataset attrs have no
-    place in the format: a warning names them). A Dataset read from a ``.tet`` file and left unchanged is
-    written back byte for byte.
+    Dims go to the footer's ``dim_names``, attrs (CF-encoded) to footer strings, index coordinates read from
+    labels (and string ones) to labels, ``tool``/``library_version``/``created_at`` to the file metadata and
+    ``history`` to history rows; other Dataset attrs have no place in the format (a warning names them). A
+    Dataset read from a ``.tet`` file and left unchanged is written back byte for byte.
 
     Parameters
     ----------
@@ -292,22 +290,19 @@ def to_tetr(
     path
         The target file (written atomically, with the permissions ``open(path, "w")`` would give).
     mode
-        ``"w"`` (replace) or ``"a"`` (add variables to an existing file, rewritten atomically; a variable
-        that exists or a dim whose size clashes is refused before anything is written).
+        ``"w"`` (replace) or ``"a"`` (add variables, rewriting the file atomically; a variable that exists or
+        a dim whose size clashes is refused before anything is written).
     encoding
-        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with
-        its parameters (zstd ``level``) and ``chunks`` (the tile shape) per variable, checked against the
-        codec registry before anything is written (an unknown key or an invalid value is refused, naming
-        the variable).
+        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with its
+        parameters (zstd ``level``) and ``chunks`` (the tile shape), checked before anything is written.
     chunks
         The tile shape: one size for every axis (int), one per axis (tuple), or ``{dim: size}``. By
         default the tile shape the variable was read with, else its Dask chunks, else one tile.
     compression
         ``"raw"`` or ``"zstd"``; by default the codec the variable was read with, else raw.
     history
-        History rows (dicts or ``(op, source, at)``); by default the rows that show as the Dataset's
-        ``history`` attribute (one per line: the rows read from the file, ``tetr_history``, where their
-        line is unchanged, else rows parsed from the lines), so an edited history is written as edited.
+        History rows (dicts or ``(op, source, at)``); by default one per line of the ``history`` attribute
+        (the row read where its line is unchanged), so an edited history is written as edited.
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 
@@ -319,8 +314,8 @@ def to_tetr(
     Raises
     ------
     UnsupportedError
-        A variable the format cannot hold (strings other than labels, complex, int8, an empty axis), an
-        unknown encoding key (the message lists the accepted ones), a MultiIndex.
+        What the format cannot hold (strings other than labels, complex, int8, an empty axis), an unknown
+        encoding key (listing the accepted ones), a MultiIndex.
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """

@@ -1,15 +1,11 @@
 """What ECMWF's netCDF converter writes, read back into its netCDF terms (``specs/tensogram-from-netcdf.md``).
 
-``tensogram convert-netcdf`` (crate ``tensogram-netcdf``) gives every object a ``netcdf`` map holding
-the variable's attributes beside six keys of its own: ``_dims`` (the variable's dimension names),
-``_file`` (the file's dimension registry: names, lengths, which is unlimited), ``_attr_types`` (the
-netCDF type of each attribute, which CBOR widened), ``_global``/``_global_types`` (the file's global
-attributes, copied into every object) and ``record_index`` (record split only). This module turns
-one object into a :class:`NcObject` (name, dims, attributes with their types restored) and groups the
-objects of a file into the netCDF files they came from (:class:`NcInput`): a ``.tgm`` may concatenate
-several conversions, and nothing but their metadata marks where one ends.
-
-Nothing here builds xarray objects: :mod:`.read_mapping` does, from these.
+Every object's ``netcdf`` map holds the variable's attributes beside the converter's own keys
+(:data:`.vocabulary.NETCDF_CONVERTER_KEYS`: ``_dims``, the ``_file`` dim registry, the ``_attr_types`` CBOR
+widened, the ``_global`` attributes copied into every object, ``record_index``). This module turns one object
+into a :class:`NcObject` (attributes with their types restored) and groups a file's objects into the netCDF
+files they came from (:class:`NcInput`): a ``.tgm`` may concatenate several conversions, and nothing but
+their metadata marks where one ends. :mod:`.read_mapping` builds the raw variables from these.
 """
 
 from __future__ import annotations

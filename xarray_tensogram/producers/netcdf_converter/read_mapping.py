@@ -1,22 +1,17 @@
 """Files from ECMWF's netCDF converter open as the original netCDF file does (``specs/tensogram-from-netcdf.md``).
 
-The objects' ``netcdf`` maps say everything the generic stages would have to guess: the variable name
-(``name``), its dimensions (``_dims``), its attributes with their netCDF types, the file's global
-attributes and which dimension is unlimited. So a converted file skips naming, dimension guessing
-and hypercube stacking: each netCDF variable becomes one raw variable carrying the attributes the
-original file had (``_FillValue``, ``scale_factor``, ``units``, ``calendar``, ``coordinates`` ...),
-and xarray's own CF decoding, applied by the backend's data store as for every file, masks, unpacks,
-decodes times and sets coordinates exactly as ``xr.open_dataset(original.nc)`` does. A 1-D variable
-named after its own dimension is the index coordinate, as in netCDF; no name makes a coordinate.
+The objects' ``netcdf`` maps say everything the generic stages would guess (name, ``_dims``, attributes with
+their netCDF types, global attributes, the unlimited dim), so naming, dim guessing and stacking are skipped:
+each netCDF variable becomes one raw variable with the original attributes, and xarray's own CF decoding
+then gives what ``xr.open_dataset(original.nc)`` gives. A 1-D variable named after its own dim is the index
+coordinate, as in netCDF; no name makes a coordinate.
 
-The three split modes give the same Dataset: a record split's per-record objects are stacked along
-the unlimited dimension (named as in the file, first, as in every classic-model file), its static
-variables (repeated in every message) are kept once. A ``.tgm`` of several converted files opens as
-``xr.open_mfdataset`` of the inputs would: concatenated along their unlimited dimension when they
-hold the same variables, merged when they hold different ones, else one group per input. The
-``cf`` map only duplicates attributes of the ``netcdf`` map (for a packed variable it still holds the
-packed-unit ``valid_*`` the conversion removed, which no longer apply), so it is not read: the same
-Dataset comes out with and without ``--cf``.
+The three split modes give the same Dataset: a record split's records are stacked along the unlimited dim
+(first, as in every classic-model file), its static variables (repeated in every message) kept once. A
+``.tgm`` of several conversions opens as ``xr.open_mfdataset`` of the inputs would (concatenated along the
+unlimited dim, merged, else one group per input). The ``cf`` map only duplicates the ``netcdf`` map (for a
+packed variable it keeps packed-unit ``valid_*`` that no longer apply), so it is not read: the same Dataset
+comes out with and without ``--cf``.
 """
 
 from __future__ import annotations
