@@ -54,12 +54,10 @@ def _attr_string(value: Any) -> str:
         value = value.tolist()  # a 0-d array or a numpy scalar: its Python value
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return str(int(value))
     if isinstance(value, float):  # whole numbers as the reference spells them ("-9999"): the type is kept apart
         return "nan" if math.isnan(value) else str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, int):
-        return str(value)
+        return str(int(value))  # booleans as 0/1
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -94,11 +92,10 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
 def _codec(var: xr.Variable | None, compression: str | None) -> str:
     """``compression=`` when given, else the codec the variable was read with (a file of mixed tiles: its
     compressed codec), else raw: a name of the format's codec table."""
-    value = compression
-    if value is None:
+    if compression is None:
         read = (var.encoding if var is not None else {}).get("tetr_codec", PASSTHROUGH.name)
-        value = CODECS[1] if read == "mixed" else read
-    return _COMPRESSION.argument(value)[0]
+        compression = CODECS[1] if read == "mixed" else read
+    return _COMPRESSION.argument(compression)[0]
 
 
 def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
@@ -137,10 +134,10 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
     return rows
 
 
-def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
-    dropped = [k for k in ds.attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
+def _file_metadata(attrs: Mapping[str, Any]) -> dict[str, str] | None:
+    dropped = [k for k in attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
     warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
-    return {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs} or None
+    return {k: _attr_string(attrs[k]) for k in FILE_KEYS if k in attrs} or None
 
 
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
@@ -223,13 +220,6 @@ def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]
         host.attrs = {**(host.attrs or {}), f"{STRINGS_KEY}:{name}": text}
 
 
-def _axis_labels(source: xr.Variable, dims: list[str], labels: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
-    """Footer labels per axis: keyed by dim name, or by axis number where no ``dim_names`` are written."""
-    named = _dim_names(source, dims) is not None
-    out = {(d if named else str(i)): labels[d] for i, d in enumerate(dims) if d in labels}
-    return out or None
-
-
 def _dataset_write(
     name: str,
     var: xr.Variable,
@@ -252,13 +242,15 @@ def _dataset_write(
     typed = _typed_attrs(attrs, var.dtype)
     tile_source = source if source.ndim == var.ndim else var
     given = options.get("chunks", options.get("chunksizes"))
+    dim_names = _dim_names(source, dims) if dims else None
     return DatasetWrite(
         name,
         var.data if var.chunks is not None else np.asarray(var.values),  # Dask: computed one tile at a time
         _chunk_shape(tile_source, name, given if given is not None else chunks),
         codec.vocabulary,
-        dim_names=_dim_names(source, dims) if dims else None,
-        coords=_axis_labels(source, dims, labels),
+        dim_names=dim_names,
+        # labels keyed by dim name, or by axis number where no dim_names are written
+        coords={(d if dim_names else str(i)): labels[d] for i, d in enumerate(dims) if d in labels} or None,
         attrs=_string_attrs(typed, name) or None,
         codec_params=dict(codec.params) or None,
     )
@@ -332,11 +324,13 @@ def to_tetr(
     check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
     writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
-    meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
+    meta = _file_metadata(encoded.attrs)
+    execution = source_ds.encoding.get("tetr_execution") or {}  # the TIDX execution hint read ((0, 0): none)
+    hint = int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
         if mode == "a" and os.path.exists(path):
             writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
-        write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
+        write_tetr(path, writes, history=hist, file_metadata=meta, execution=hint)
         return os.path.getsize(path)
 
 
@@ -371,12 +365,6 @@ def _dataset_writes(
     where = "strings are kept in the footer (labels or an attribute), which is not compressed"
     warn_codecs_unused(encoded.codecs, [*labels, *strings], where, TetrMappingWarning)
     return writes
-
-
-def _execution_hint(ds: xr.Dataset) -> tuple[int, int]:
-    """The TIDX execution hint the Dataset was read with (``(0, 0)``: none)."""
-    execution = ds.encoding.get("tetr_execution") or {}
-    return int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
 
 
 def _with_existing(

@@ -66,24 +66,15 @@ def _stored(dtype: np.dtype) -> bool:
         return False
 
 
-def _custom_fields(var: xr.Variable) -> dict[str, Any]:
-    custom: dict[str, Any] = {}
-    for key, value in var.attrs.items():
-        key = str(key)
-        stored = f"cf.{key}" if key in V01_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
-        custom[stored] = json_attr(value)  # plain values, as CBOR holds them
-    if var.dims:
-        custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
-    return custom
-
-
 def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]:
-    custom = _custom_fields(with_attr_types(var, python_too=False))
+    reserved = {*V01_KEYS, DIM_NAMES_KEY, STRINGS_KEY}  # attributes named like them go under ``cf.``
+    custom = {  # plain values, as CBOR holds them
+        (f"cf.{k}" if k in reserved else str(k)): json_attr(v)
+        for k, v in with_attr_types(var, python_too=False).attrs.items()
+    }
     if var.dtype.kind in "USOT":  # kept in metadata, on a zero-size placeholder
-        custom[STRINGS_KEY] = string_payload(name, var)
-        custom.pop(DIM_NAMES_KEY, None)
-        return name, np.zeros(0, np.uint8), custom
-    return name, np.asarray(var.values), custom
+        return name, np.zeros(0, np.uint8), {**custom, STRINGS_KEY: string_payload(name, var)}
+    return name, np.asarray(var.values), {**custom, DIM_NAMES_KEY: [str(d) for d in var.dims]} if var.dims else custom
 
 
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
