@@ -45,12 +45,11 @@ __all__ = [
     "EncodedDataset",
     "as_dataset",
     "check_append",
+    "check_call",
     "check_dtypes",
-    "check_mode",
     "checked_keywords",
     "encode_dataset",
     "kept_once",
-    "refuse_unlimited_dims",
 ]
 
 #: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
@@ -60,11 +59,20 @@ _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "c
 MODES = ("w", "a")
 
 
-def check_mode(mode: str, path: str | os.PathLike[str]) -> None:
-    """The mode, and a target a file can be written to: checked before anything is encoded."""
+def check_call(mode: str, path: str | os.PathLike[str], unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
+    """The mode, a target a file can be written to, and no ``unlimited_dims=``: checked before anything is encoded.
+
+    ``unlimited_dims=`` (a ``to_netcdf`` argument) is refused: every dim of ``fmt`` has a fixed size. A Dataset's
+    own ``encoding["unlimited_dims"]`` (how a netCDF source was read) is no request: it is written all the same."""
     if mode not in MODES:
         raise XarrayTensogramError(f"mode must be one of {list(MODES)}, got {mode!r}")
     check_target(path)
+    dims = [str(d) for d in unlimited_dims or ()]
+    if dims:
+        raise UnsupportedError(
+            f"unlimited_dims={dims}: {fmt} files have no unlimited dimensions (every dim has a fixed size); "
+            "leave unlimited_dims out" + (", and grow a .tgm with mode='a'" if fmt == ".tgm" else "")
+        )
 
 
 def check_append(
@@ -276,28 +284,22 @@ def as_characters(var: xr.Variable) -> xr.Variable:
     return chars
 
 
-def refuse_unlimited_dims(unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
-    """``unlimited_dims=`` (a ``to_netcdf`` argument) is refused: every dim of ``fmt`` has a fixed size.
-
-    A Dataset's own ``encoding["unlimited_dims"]`` (how a netCDF source was read) is not a request and is
-    not refused: the values are written all the same, with the dim's current size."""
-    dims = [str(d) for d in unlimited_dims or ()]
-    if dims:
-        raise UnsupportedError(
-            f"unlimited_dims={dims}: {fmt} files have no unlimited dimensions (every dim has a fixed size); "
-            "leave unlimited_dims out" + (", and grow a .tgm with mode='a'" if fmt == ".tgm" else "")
-        )
-
-
 def check_dtypes(
-    encoded: EncodedDataset, fmt: str, supported: Callable[[np.dtype], bool], supported_names: Iterable[str]
+    encoded: EncodedDataset, fmt: str, bools: str, supported: Callable[[np.dtype], bool], names: Iterable[str]
 ) -> None:
-    """Refuse, before a byte is written, the first variable whose (encoded) dtype ``fmt`` cannot hold."""
+    """CF-encoded booleans (``int8`` with ``dtype: bool``) recast as ``bools``: ``"bool"`` for formats with a
+    boolean type (the attribute dropped), ``"u1"`` for formats without ``int8`` (the attribute kept, so xarray
+    decodes them back). Then refuse, before a byte is written, the first variable whose dtype ``fmt`` cannot
+    hold (``names``: the dtypes it can)."""
     for name, var in encoded.variables.items():
+        if var.dtype == np.int8 and var.attrs.get("dtype") == "bool":
+            var = encoded.variables[name] = var.astype(bools)
+            if bools == "bool":
+                var.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
         if not supported(var.dtype):
             raise UnsupportedError(
                 f"variable {name!r}: dtype {var.dtype} cannot be stored in a {fmt} file; "
-                f"supported dtypes: {', '.join(supported_names)}"
+                f"supported dtypes: {', '.join(names)}"
             )
 
 
@@ -346,18 +348,6 @@ def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
     out: xr.Variable = var.copy(deep=False)
     out.attrs = {**var.attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))}  # text: never flattened
     return out
-
-
-def recast_bools(encoded: EncodedDataset, dtype: str) -> None:
-    """CF-encoded booleans (``int8`` with ``dtype: bool``) as ``dtype``: ``"bool"`` for formats with a
-    boolean type (the attribute dropped), ``"u1"`` for formats without ``int8`` (the attribute kept, so
-    xarray decodes them back)."""
-    for name, var in encoded.variables.items():
-        if var.dtype == np.int8 and var.attrs.get("dtype") == "bool":
-            new = var.astype(dtype)
-            if dtype == "bool":
-                new.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
-            encoded.variables[name] = new
 
 
 def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:

@@ -42,12 +42,10 @@ from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
+    check_call,
     check_dtypes,
-    check_mode,
     checked_keywords,
     encode_dataset,
-    recast_bools,
-    refuse_unlimited_dims,
     string_payload,
     with_attr_types,
 )
@@ -447,8 +445,7 @@ def to_tensogram(
         The target's directory does not exist.
     """
     ds = as_dataset(ds)
-    check_mode(mode, path)
-    refuse_unlimited_dims(unlimited_dims, ".tgm")
+    check_call(mode, path, unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
         mdims, hint = plan_dims(ds, message_dims)
@@ -465,9 +462,8 @@ def to_tensogram(
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
     """Refuse what a ``.tgm`` cannot hold (before a byte is written); warn of codecs asked for strings."""
-    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
-    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
-    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
+    storable = [*OBJECT_DTYPES, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
+    check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
     _check_coordinate_names(ds)
     in_metadata = [n for n, v in cf.variables.items() if v.dtype.kind in "OUST"]
     warn_codecs_unused(cf.codecs, in_metadata, "strings are kept in metadata", TensogramMappingWarning)

@@ -33,13 +33,11 @@ from .prepare import (
     EncodedDataset,
     as_dataset,
     attr_types,
+    check_call,
     check_dtypes,
-    check_mode,
     checked_keywords,
     encode_dataset,
     kept_once,
-    recast_bools,
-    refuse_unlimited_dims,
     role_marked,
     string_payload,
     warn_dropped,
@@ -231,7 +229,7 @@ def _dataset_write(
 ) -> DatasetWrite:
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
-    attrs = dict(var.attrs)  # booleans are uint8 already (recast_bools)
+    attrs = dict(var.attrs)  # booleans are uint8 already (check_dtypes)
     if var.dtype.byteorder == ">":  # stored little-endian: the attribute types are checked against it
         var = var.astype(var.dtype.newbyteorder("<"))
     dims = [str(d) for d in var.dims]
@@ -311,8 +309,7 @@ def to_tetr(
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
-    check_mode(mode, path)
-    refuse_unlimited_dims(unlimited_dims, ".tet")
+    check_call(mode, path, unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else
 
@@ -320,8 +317,7 @@ def to_tetr(
         return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
     encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
-    recast_bools(encoded, "u1")
-    check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
+    check_dtypes(encoded, ".tet", "u1", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
     writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(encoded.attrs)

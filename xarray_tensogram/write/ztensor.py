@@ -31,13 +31,11 @@ from .encoding_check import CodecKey, EncodingKeys, Option
 from .prepare import (
     EncodedDataset,
     as_dataset,
+    check_call,
     check_dtypes,
-    check_mode,
     checked_keywords,
     encode_dataset,
     kept_once,
-    recast_bools,
-    refuse_unlimited_dims,
     role_marked,
     string_payload,
     warn_dropped,
@@ -145,13 +143,11 @@ def to_ztensor(
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
     ds = _from_mapping(ds)
-    check_mode(mode, path)
-    refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
+    check_call(mode, path, unlimited_dims, ".zt v0.1")
     source = as_dataset(ds).variables
     comp, check = _file_codecs(source, compression, checksum)
     encoded = encode_dataset(ds, encoding, ENCODING, in_effect=lambda name, enc: {_COMPRESSION.key: comp})
-    recast_bools(encoded, "bool")
-    check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
+    check_dtypes(encoded, ".zt v0.1", "bool", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
     per_tensor = _per_tensor(encoded)
     warn_dropped(
