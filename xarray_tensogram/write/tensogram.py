@@ -94,23 +94,16 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
 
 
 # -- objects ------------------------------------------------------------------------------------------
-def _value_marks(dtype: np.dtype, desc: Mapping[str, Any]) -> dict[str, Any]:
-    """What an object's entry records of a dtype its pipeline changes (see :func:`_object_values`)."""
-    marks: dict[str, Any] = {}
-    if dtype.kind == "b":
-        marks["dtype"] = "bool"
-        dtype = np.dtype(np.uint8)
-    if float64_only(desc) and dtype != np.float64:
-        marks[DTYPE_KEY] = dtype.name
-    return marks
-
-
 def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str, Any]) -> np.ndarray:
-    """Values as the pipeline takes them: booleans as uint8 (CF ``dtype: bool``, which xarray decodes back),
-    anything else float64 for simple_packing and zfp (the original dtype recorded under ``xarray_dtype``)."""
-    entry.update(_value_marks(values.dtype, desc))
-    target = np.float64 if float64_only(desc) else np.uint8 if values.dtype.kind == "b" else values.dtype
-    return values.astype(target, copy=False)
+    """Values as the pipeline takes them, marked in ``entry``: booleans as uint8 (CF ``dtype: bool``, which
+    xarray decodes back), anything float64 for simple_packing and zfp (the dtype recorded as ``xarray_dtype``)."""
+    if values.dtype.kind == "b":
+        entry["dtype"] = "bool"
+        values = values.astype(np.uint8)
+    if float64_only(desc) and values.dtype != np.float64:
+        entry[DTYPE_KEY] = values.dtype.name
+        values = values.astype(np.float64)
+    return values
 
 
 @dataclass
@@ -178,7 +171,7 @@ def object_entry(
         )
     record = LayoutRecord.of(var.encoding, name)
     entry, producer = _attribute_entry(cf, record)
-    entry.update(_value_marks(cf.dtype, desc))
+    _object_values(np.empty(0, cf.dtype), desc, entry)  # the marks only: no values are loaded here
     var_mdims = [m for m in plan.mdims if m.name in var.dims]
     for key, value in message_keys(plan.ds, sel, var_mdims, record):
         set_path(entry, key, value)

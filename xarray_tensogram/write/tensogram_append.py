@@ -1,9 +1,9 @@
 """``to_tensogram(mode="a")``: what appended messages are checked against in the file, before a byte is written.
 
-A ``.tgm`` grows by appending messages: a new step of a variable the file has (objects whose metadata differ
-from the file's, e.g. another ``mars.step``) is the documented way. What cannot stack is refused: a dim of
-another size, and objects that duplicate the file's (same name and same metadata), which the reader could
-only keep along an extra ``message`` dim. A coordinate the file already has, unchanged, is not written again.
+A ``.tgm`` grows by appending messages, such as a new step of a variable the file has (objects whose metadata
+differ from the file's). What cannot stack is refused: a dim of another size, and objects that duplicate the
+file's (same name and metadata), which the reader could only keep along an extra ``message`` dim. A coordinate
+the file already has, unchanged, is not written again.
 """
 
 from __future__ import annotations
@@ -23,14 +23,12 @@ from .prepare import check_append
 
 __all__ = ["check_tensogram_append"]
 
-#: entry keys the writer of each message fills in, not part of what tells objects apart
-_WRITER_KEYS = ("_reserved_",)
-
 
 def _identity(entry: Any) -> str:
-    """An entry as comparable text (numpy scalars as Python ones, NaN equal to NaN, key order ignored)."""
+    """An entry as comparable text (numpy scalars as Python ones, NaN equal to NaN, key order ignored), without
+    what the writer of each message fills in (``_reserved_``)."""
     return json.dumps(
-        {k: v for k, v in entry.items() if k not in _WRITER_KEYS},
+        {k: v for k, v in entry.items() if k != "_reserved_"},
         sort_keys=True,
         default=lambda o: o.item() if isinstance(o, np.generic) else repr(o),
     )
