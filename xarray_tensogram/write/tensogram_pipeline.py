@@ -97,8 +97,4 @@ ENCODING = EncodingKeys(
 
 def pipeline_in_effect(ds: xr.Dataset) -> InEffect:
     """The stages a variable keeps when its ``encoding=`` entry names none (the pipeline it was read with)."""
-
-    def in_effect(name: str, enc: Mapping[str, Any]) -> Mapping[str, Any]:
-        return {} if any(s in enc for s in _STAGES) else _source_pipeline(ds.variables[name].encoding)
-
-    return in_effect
+    return lambda name, enc: {} if any(s in enc for s in _STAGES) else _source_pipeline(ds.variables[name].encoding)
