@@ -108,9 +108,8 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
 
 @dataclass
 class _Plan:
-    """What every object of one write is made of: the Dataset, its CF encoding (as ``to_netcdf``'s), the
-    caller's ``encoding=``, the dims that split messages with the layout hint, and the coordinates that are not
-    objects of their own (:func:`.not_objects`)."""
+    """What every object of one write is made of: the Dataset, its CF encoding, the caller's ``encoding=``, the
+    message dims with the layout hint, and the coordinates that are no objects (:func:`.not_objects`)."""
 
     ds: xr.Dataset
     cf: EncodedDataset
@@ -215,8 +214,8 @@ def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> Non
 def _coordinate_objects(
     plan: _Plan, in_file: Collection[Hashable], only: Collection[Hashable] | None = None
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
-    """Coordinates not along message dims (``only`` those, when given) as objects, CF-encoded (``cf``) as
-    to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
+    """Coordinates not along message dims (``only`` those, when given) as CF-encoded objects; those ``in_file``
+    (appending, unchanged) are not written again."""
     ds, split = plan.ds, plan.split
     for cname, coord in ds.coords.items():
         if cname in plan.skip or cname in in_file or split.intersection(coord.dims):
@@ -311,10 +310,9 @@ def _iter_messages(plan: _Plan, in_file: frozenset[str], grid: bool, **kw: Any) 
 
 
 def _message_extra(plan: _Plan) -> dict[str, Any]:
-    """The message-level metadata every message repeats: the Dataset's attributes, the CF ``coordinates``
-    attribute, and the layout hint with the string coordinates kept in metadata and each data variable's
-    attribute names (CF-encoded): keys that vary along a message dim are constant in a file of one value along
-    it, so the reader would make attributes of them; it keeps these."""
+    """The metadata every message repeats: the Dataset's attributes, the CF ``coordinates`` attribute, and the
+    layout hint with the strings kept in metadata and each data variable's attribute names (CF-encoded): a key
+    that varies along a message dim is constant in a file of one value along it, which the reader keeps so."""
     ds, cf = plan.ds, plan.cf
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
@@ -341,8 +339,7 @@ def _message_coords(
     """The coordinate objects of the message at ``sel``: every coordinate not along message dims in the first
     message; with ``grid``, each message's grid again in every later one (and in an appended first message,
     even where the file has it), so that each message describes itself, as converted files do. The grid: the
-    coordinates (of one or more dims, none of them a message dim) that run along the axes of a data variable
-    the message holds (latitude, longitude, a level axis...)."""
+    coordinates (none along a message dim) along the axes of a data variable the message holds."""
     names: set[Hashable] = set()
     if grid and plan.mdims:
         held = [set(v.dims) for v in plan.ds.data_vars.values() if plan.holds(v, sel)]

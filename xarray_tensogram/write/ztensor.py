@@ -157,10 +157,7 @@ def to_ztensor(
     )
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
         if mode == "a" and os.path.exists(path):
-            old, as_stored = _existing_items(path, encoded, items)
-            kept = {n for n, _, _ in old}
-            items = old + [item for item in items if item[0] not in kept]
-            per_tensor = {**per_tensor, **as_stored}
+            items, per_tensor = _with_existing(path, encoded, items, per_tensor)
         write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=per_tensor)
         return os.path.getsize(path)
 
@@ -208,12 +205,12 @@ def _units(items: list[Item]) -> dict[str, tuple[Any, bytes]]:
     return {n: (v, cbor.dumps({k: c[k] for k in c if k != COORDINATE_ROLE_KEY}, canonical=True)) for n, v, c in items}
 
 
-def _existing_items(
-    path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]
+def _with_existing(
+    path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item], per_tensor: dict[str, dict[str, Any]]
 ) -> tuple[list[Item], dict[str, dict[str, Any]]]:
-    """The tensors of the file being appended to, after checking the new variables fit beside them (a
-    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once), and
-    the compression and checksum each is stored with (kept as they are; the zstd level is not recorded)."""
+    """The tensors of the file being appended to, then the new ones, checked to fit beside them first (a
+    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once); each old
+    one with the compression and checksum it is stored with (the zstd level is not recorded)."""
     with open_ztensor(path) as zf:
         if not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
@@ -233,4 +230,4 @@ def _existing_items(
             }
             for t in zf.tensors
         }
-        return old, as_stored
+        return old + [item for item in new if item[0] not in as_stored], {**per_tensor, **as_stored}
