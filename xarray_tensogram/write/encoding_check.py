@@ -237,13 +237,7 @@ def _values(values: tuple[Any, ...]) -> str:
 
 
 def _param_cell(param: Param, spelled: list[str]) -> str:
-    valid = (
-        _values(param.choices)
-        if param.choices
-        else f"{_number(param.bounds[0])}..{_number(param.bounds[1])}"
-        if param.bounds
-        else "any"
-    )
+    valid = _values(param.choices) if param.choices else "..".join(map(_number, param.bounds or ())) or "any"
     default = f"default {_value(param.default)}" if param.default is not None else "no default"
     others = [k for k in spelled if k != param.name]
     return f"{default}; {valid}" + (f" (also {', '.join(map(_value, others))})" if others else "")

@@ -277,13 +277,12 @@ def _check_coordinate_names(ds: xr.Dataset) -> None:
 def _check_append(plan: _Plan, path: str | os.PathLike[str]) -> frozenset[str]:
     """``mode="a"``: check the objects to write against the file's (no values loaded for data objects) before
     a byte is written; the coordinates the file already has unchanged, not to write again."""
-    data = []
-    for sel in message_combos(plan.ds, plan.mdims):
-        for name, var in plan.ds.data_vars.items():
-            if plan.cf.variables[str(name)].dtype.kind in "OUST" or not plan.holds(var, sel):
-                continue
-            desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
-            data.append((str(name), object_entry(plan, name, var, sel, desc)))
+    data = [
+        (str(n), object_entry(plan, n, v, sel, resolve_pipeline(v.encoding, plan.encoding.get(str(n), {}))))
+        for sel in message_combos(plan.ds, plan.mdims)
+        for n, v in plan.ds.data_vars.items()
+        if plan.cf.variables[str(n)].dtype.kind not in "OUST" and plan.holds(v, sel)
+    ]
     coords = [(str(e["name"]), e, np.asarray(obj.data)) for e, obj in _coordinate_objects(plan, frozenset())]
     return check_tensogram_append(path, plan.cf.variables, plan.split, data, coords, _string_coords(plan))
 
@@ -299,11 +298,8 @@ def _iter_messages(plan: _Plan, in_file: frozenset[str], grid: bool, **kw: Any) 
         pairs.extend(_message_coords(plan, sel, in_file, first=i == 0, grid=grid))
         if pairs:
             wrote_any = True
-            yield encode_message_parts(
-                {"base": [p[0] for p in pairs], "_extra_": extra},
-                [p[1] for p in pairs],
-                **kw,
-            )
+            base, objects = map(list, zip(*pairs, strict=True))
+            yield encode_message_parts({"base": base, "_extra_": extra}, objects, **kw)
     if not wrote_any and all(ds.sizes[m.name] for m in plan.mdims):
         # a Dataset without variables: one message without objects keeps its attributes
         yield encode_message({"_extra_": extra}, [], **kw)

@@ -1,9 +1,8 @@
 """ECMWF's netCDF converter (``tensogram convert-netcdf``): files open as the original netCDF file does.
 
-Its objects carry a ``netcdf`` map with ``_dims`` and ``_file`` (``specs/tensogram-from-netcdf.md``),
-which say everything the generic stages would guess, so this producer builds the Datasets itself
-(:mod:`.read_mapping`) when every object of the file is the converter's, and writes such a Dataset
-back as the converter's file split (:mod:`.write_layout`).
+Its objects' ``netcdf`` maps say everything the generic stages would guess, so this producer builds the
+Datasets itself (:mod:`.read_mapping`) when every object of the file is the converter's, and writes such a
+Dataset back as the converter's file split (:mod:`.write_layout`).
 """
 
 from __future__ import annotations
