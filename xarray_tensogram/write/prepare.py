@@ -142,11 +142,10 @@ def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
 class EncodedDataset:
     """A Dataset as CF-encoded variables, ready for one format's writer.
 
-    ``options`` holds, per variable, the writer's own options left after CF encoding (what the user gave,
-    or what the variable was read with); ``codecs`` the codecs its ``encoding=`` entry chose, by codec key
-    (:mod:`.encoding_check`). ``coordinate_only`` lists the coordinates that no data variable's
-    ``coordinates`` attribute names: formats without Dataset attributes mark them on the variable itself
-    (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
+    Per variable, ``options`` holds the writer's own options left after CF encoding (given, or as read), and
+    ``codecs`` the codecs its ``encoding=`` entry chose, by codec key. ``coordinate_only``: the coordinates no
+    data variable's ``coordinates`` attribute names, which formats without Dataset attributes mark on the
+    variable itself (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
     """
 
     variables: dict[str, xr.Variable]
@@ -247,12 +246,10 @@ def encode_dataset(
     default_fill: bool = True,
     in_effect: InEffect,
 ) -> EncodedDataset:
-    """Check names and ``encoding=`` (against ``keys``, the format's codecs and options:
-    :func:`~.encoding.check_encoding`), then CF-encode every variable with xarray's own encoder.
-
-    ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none when
-    they were read from a file (their encoding says how), so that a file read and written back unchanged
-    keeps its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
+    """Check names and ``encoding=`` (against ``keys``: :func:`~.encoding_check.check_encoding`), then CF-encode
+    every variable with xarray's own encoder. ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray
+    adds to floats read from a file that asked for none, so that a file read and written back unchanged keeps
+    its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
     ds = as_dataset(obj)
     _check_names(ds)
     if encoding is not None and None in encoding:

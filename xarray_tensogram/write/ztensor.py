@@ -208,9 +208,8 @@ def _units(items: list[Item]) -> dict[str, tuple[Any, bytes]]:
 def _with_existing(
     path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item], per_tensor: dict[str, dict[str, Any]]
 ) -> tuple[list[Item], dict[str, dict[str, Any]]]:
-    """The tensors of the file being appended to, then the new ones, checked to fit beside them first (a
-    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once); each old
-    one with the compression and checksum it is stored with (the zstd level is not recorded)."""
+    """The file's tensors (each with its stored compression and checksum; no zstd level is recorded), then the new
+    ones, checked to fit beside them first (one written again unchanged, such as a shared coordinate, kept once)."""
     with open_ztensor(path) as zf:
         if not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")

@@ -99,13 +99,9 @@ def filter_value(keys: Mapping[str, Any], key: str) -> Any:
 # -- names -----------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1024)  # asked once per object, of a handful of short names
 def cfgrib_name(short_name: str) -> str:
-    """cfgrib's variable name for an ecCodes short name.
-
-    Names that are identifiers stay (``t``, ``lsm``); leading digits move to the end
-    (``2t`` -> ``t2m``, ``10u`` -> ``u10``, ``100u`` -> ``u100``), with ``m`` after
-    ``2t``/``2d``-style metre heights as ecCodes' ``cfVarName`` does; anything else left
-    that is not an identifier becomes ``_``.
-    """
+    """cfgrib's variable name for an ecCodes short name: identifiers stay (``t``, ``lsm``); leading digits move
+    to the end (``2t`` -> ``t2m``, ``10u`` -> ``u10``), with ``m`` after ``2t``/``2d`` as ecCodes' ``cfVarName``
+    does; anything else that is not an identifier becomes ``_``."""
     if _IDENTIFIER.match(short_name):
         return short_name
     m = _LEADING_DIGITS.match(short_name)
@@ -215,11 +211,8 @@ def _regular_ll(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
 
 
 def gaussian_latitudes(n: int) -> np.ndarray:
-    """The ``2n`` Gaussian latitudes in degrees, north to south: roots of the Legendre polynomial P_2n.
-
-    Newton's method on all roots at once from the classic cosine first guess; 2n steps of the
-    three-term recurrence per iteration, so N1280 costs a few milliseconds and no matrix.
-    """
+    """The ``2n`` Gaussian latitudes in degrees, north to south: roots of the Legendre polynomial P_2n, by
+    Newton's method on all roots at once from the cosine first guess (N1280: a few milliseconds, no matrix)."""
     if n <= 0:
         raise ValueError(f"Gaussian grid number N must be positive, got {n}")
     total = 2 * n
@@ -243,11 +236,9 @@ MAX_GAUSSIAN_N = 4096
 
 
 def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """``values`` with latitude/longitude per point; global grids (and latitude bands) only.
-
-    Metadata that does not describe the object (points per row not summing to its size, more
-    rows than ``2N``, an ``N`` beyond any real grid) gives no coordinates rather than a guess.
-    """
+    """``values`` with latitude/longitude per point; global grids (and latitude bands) only. Metadata that does
+    not describe the object (``pl`` not summing to its size, more rows than ``2N``, an ``N`` beyond any real
+    grid) gives no coordinates rather than a guess."""
     n = _number(keys, "N")
     pl = _grib_key(keys, "pl")
     if n is None or not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or not isinstance(pl, (list, tuple)) or not pl:
@@ -301,10 +292,8 @@ _YX_GRIDS = frozenset(
 
 
 def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """Grid dims and coordinates from ``mars.grid`` (or ``gridType``), ``mars.area`` and the shape.
-
-    ``None`` when the grid is not one we can describe exactly (the caller keeps generic dims).
-    """
+    """Grid dims and coordinates from ``mars.grid`` (or ``gridType``), ``mars.area`` and the shape; ``None`` for a
+    grid we cannot describe exactly (the caller keeps generic dims)."""
     grid = keys.get("mars.grid") or _grib_key(keys, "gridType")
     if grid == "regular_ll" and len(shape) == 2:
         return _regular_ll(keys, shape)
@@ -321,12 +310,10 @@ def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoo
 
 # -- attributes (and back) -------------------------------------------------------------------------------
 def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """cfgrib-style attributes from flattened ones, and where each renamed one came from.
+    """cfgrib-style attributes from flattened ones, and the metadata path of each renamed one (for the writer).
 
-    ``grib_repro.units`` -> ``units``, ``grib_repro.name`` -> ``long_name`` (both also kept as
-    ``GRIB_units``/``GRIB_name`` as cfgrib does); the other ``grib_repro.X`` -> ``GRIB_X``;
-    ``grib.<ns>.X`` -> ``GRIB_<ns>.X``; ``mars.*`` and everything else unchanged. The second
-    value maps each new attribute name to its dotted metadata path, so the writer can put it back.
+    ``grib_repro.X`` -> ``GRIB_X``, ``grib.<ns>.X`` -> ``GRIB_<ns>.X``, the rest unchanged; ``GRIB_units`` and
+    ``GRIB_name`` also as ``units``/``long_name``, as cfgrib does.
     """
     out: dict[str, Any] = {}
     paths: dict[str, str] = {}

@@ -215,11 +215,10 @@ def same_object(a: NcObject, b: NcObject) -> bool:
 def group_inputs(objects: Iterable[NcObject]) -> list[NcInput]:
     """The objects of the file by input netCDF file, in file order.
 
-    Several conversions concatenated into one ``.tgm`` leave no mark between them (CLI:61-66), so a
-    message starts a new input when its file metadata (``_file``, ``_global``) differs from the
-    current input's, or when it repeats what the input already holds: a variable again (file and
-    variable split), a record number not after the last one (record split), or a static variable
-    with other values (record split repeats static variables in every message, C:622-636).
+    Conversions concatenated into one ``.tgm`` leave no mark between them (CLI:61-66), so a message starts a
+    new input when its ``_file``/``_global`` differ from the current input's, or when it repeats what the input
+    holds: a variable again, a record number not after the last one, or a static variable with other values
+    (a record split repeats static variables in every message, C:622-636).
     """
     by_message: dict[int, list[NcObject]] = {}
     for o in objects:

@@ -68,12 +68,9 @@ def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
 
 
 def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
-    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object;
-    ``plain`` turns numpy values into what CBOR holds (the writer's own conversion).
-
-    Raises :class:`EncodeError` naming a variable of text values: the converter's layout holds numbers only
-    (it skips char and string variables itself), so it is refused before anything is written.
-    """
+    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object; ``plain``
+    turns numpy values into what CBOR holds. Raises :class:`EncodeError` naming a variable of text values before
+    anything is written: the converter's layout holds numbers only (it skips char and string variables)."""
     # as to_netcdf does: non-index coordinates into ``coordinates`` attributes, then xarray's CF encoder
     variables, global_attrs = xr.conventions.cf_encoder(*xr.conventions.encode_dataset_coordinates(ds))
     file_map = {"dims": _registry(ds)}
