@@ -103,9 +103,8 @@ def kept_once(
     sizes: Mapping[str, int],
     variables: Mapping[str, xr.Variable],
 ) -> set[str]:
-    """The names of the ``new`` units (``name -> (values, metadata)``) that the file's ``old`` ones hold unchanged:
-    same values (NaN equal to NaN), dtype and metadata, such as a shared coordinate, kept once; the other
-    ``variables`` are checked to fit beside the file's (:func:`check_append`) first."""
+    """The names of the ``new`` units (``name -> (values, metadata)``) the file's ``old`` ones hold unchanged (NaN
+    equal to NaN), such as a shared coordinate, kept once; the other ``variables`` go through :func:`check_append`."""
     same = set()
     for name, (values, meta) in new.items():
         if name in old and old[name][1] == meta:
@@ -121,9 +120,8 @@ R = TypeVar("R")
 
 
 def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
-    """``func``, refusing a keyword it does not take before it runs, with the closest one it does take: Python's
-    own ``TypeError`` names the typo but not the keyword meant; :class:`UnknownOptionError` is that ``TypeError``
-    too, with the suggestion (as open options are checked)."""
+    """``func``, refusing a keyword it does not take before it runs with :class:`UnknownOptionError` (a
+    ``TypeError``) naming the closest one it does take, which Python's own error does not."""
     parameters = inspect.signature(func).parameters.values()
     keywords = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     shown = [p.name for p in parameters if p.kind == p.KEYWORD_ONLY] or keywords  # the options, not ds/path
