@@ -150,10 +150,6 @@ _DTYPES = frozenset(dt for _, dt in DTYPE_CODES.values())
 _DTYPE_NAMES = [name for name, _ in DTYPE_CODES.values()] + ["bool"]
 
 
-def _storable(dtype: np.dtype) -> bool:
-    return dtype.kind in "USOT" or dtype.kind == "b" or (dtype.kind in "fiu" and dtype.newbyteorder("<") in _DTYPES)
-
-
 def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str]]:
     """Index coordinates written as footer labels: those read from labels and unchanged (spelled as read),
     and string ones; the others are written as datasets."""
@@ -317,7 +313,8 @@ def to_tetr(
         return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
     encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
-    check_dtypes(encoded, ".tet", "u1", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
+    storable = [*_DTYPE_NAMES, "strings (as labels)"]
+    check_dtypes(encoded, ".tet", "u1", lambda dt: dt.kind in "USOTb" or dt.newbyteorder("<") in _DTYPES, storable)
     writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
     meta = _file_metadata(encoded.attrs)
