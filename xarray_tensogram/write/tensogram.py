@@ -188,12 +188,11 @@ def object_entry(
 
 
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], Producer]:
-    """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``, the parameter
-    table's left out), and the producer whose layout it was read in (its attributes at their paths)."""
+    """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``; the parameter
+    table's and ``coordinates``, object_entry's, left out), and the producer whose layout it was read in."""
     typed = with_attr_types(cf, python_too=False)
-    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written by object_entry, once
     table = record.table_attrs or {}  # units/long_name/standard_name the reader took from the parameter table
-    attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
+    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates" and not (k in table and table[k] == v)}
     producer = written_by(record, attrs)
     return _attrs_to_entry(producer.entry_attrs(attrs, record), record.cf_attrs), producer
 
@@ -320,8 +319,7 @@ def _message_extra(plan: _Plan) -> dict[str, Any]:
     hint = plan.hint
     if hint is not None:
         hint = {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
-    strings = _string_coords(plan)
-    if strings:
+    if strings := _string_coords(plan):
         hint = hint or {}
         hint["coords"] = {**strings, **(hint.get("coords") or {})}
     if hint is not None:
