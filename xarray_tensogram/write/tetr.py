@@ -217,12 +217,17 @@ def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]
 def _dataset_write(
     name: str,
     var: xr.Variable,
-    source: xr.Variable,
-    options: Mapping[str, Any],
+    source_ds: xr.Dataset,
+    encoded: EncodedDataset,
     chunks: ChunksLike,
-    codec: CodecSetting,
+    compression: str | None,
     labels: Mapping[str, list[str]],
 ) -> DatasetWrite:
+    """One variable as a dataset: its codec what its ``encoding=`` entry chose, else the one in effect."""
+    source, options = source_ds.variables.get(name, var), encoded.options.get(name, {})
+    vocabulary = _codec(source_ds.variables.get(name), compression)
+    in_effect = CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})  # default parameters
+    codec = encoded.codecs.get(name, {}).get(_COMPRESSION.key, in_effect)
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
     attrs = dict(var.attrs)  # booleans are uint8 already (check_dtypes)
@@ -327,13 +332,6 @@ def to_tetr(
         return os.path.getsize(path)
 
 
-def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
-    """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
-    vocabulary = _codec(source_ds.variables.get(name), compression)
-    in_effect = CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
-    return encoded.codecs.get(name, {}).get(_COMPRESSION.key, in_effect)
-
-
 def _dataset_writes(
     source_ds: xr.Dataset, encoded: EncodedDataset, chunks: ChunksLike, compression: str | None
 ) -> list[DatasetWrite]:
@@ -342,15 +340,7 @@ def _dataset_writes(
     variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}
     strings = {k: v for k, v in variables.items() if v.dtype.kind in "USOT"}
     writes = [
-        _dataset_write(
-            name,
-            var,
-            source_ds.variables.get(name, var),
-            encoded.options.get(name, {}),
-            chunks,
-            _setting(encoded, name, source_ds, compression),
-            labels,
-        )
+        _dataset_write(name, var, source_ds, encoded, chunks, compression, labels)
         for name, var in variables.items()
         if name not in strings
     ]
