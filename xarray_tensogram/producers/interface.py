@@ -90,11 +90,9 @@ class Producer:
     dependent_coordinates: ClassVar[bool] = True
     #: the metadata key a level dimension (:meth:`level`) stands for when the writer writes it back
     level_source: ClassVar[str] = "mars.levelist"
-    #: whether :meth:`grid`'s coordinates follow again from the metadata a written file keeps (a grid
-    #: from ``mars.area``): then they are not written as objects; else the writer writes them
+    #: whether :meth:`grid`'s coordinates follow again from a written file's metadata (``mars.area``): not written
     writer_rederives_grid: ClassVar[bool] = True
-    #: stacking sources that are no metadata key (a :attr:`level_source` of its own): the writer asks
-    #: :meth:`source_keys` for the keys their values stand for
+    #: stacking sources that are no metadata key (levels of its own): the writer asks :meth:`source_keys`
     own_sources: ClassVar[frozenset[str]] = frozenset()
     #: whether :meth:`assemble` builds the Datasets of a file whose objects are all this producer's
     assembles: ClassVar[bool] = False

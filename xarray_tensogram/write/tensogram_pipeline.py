@@ -34,8 +34,7 @@ def _codec_key(stage: str) -> CodecKey:
     )
 
 
-#: the descriptor key of each parameter a user may set (of a codec that can be written; not one the format
-#: derives from the data) -> the parameter's own name
+#: the descriptor key of each parameter a user may set (of a writable codec, not derived) -> the parameter's name
 _SETTABLE = {
     descriptor_key(codec, p.name): p.name
     for stage, values in PIPELINE_VALUES.items()
@@ -83,8 +82,7 @@ def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -
     return desc
 
 
-#: what ``encoding={name: {...}}`` takes for .tgm, beside the CF keys every writer takes: the codec of each
-#: pipeline stage with its parameters, the byte order and how NaN/Inf positions are stored
+#: ``encoding=`` for .tgm beside the CF keys every writer takes: each stage's codec with its parameters, and options
 ENCODING = EncodingKeys(
     ".tgm",
     tuple(_codec_key(stage) for stage in _STAGES),

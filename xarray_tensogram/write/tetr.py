@@ -139,8 +139,7 @@ def _file_metadata(attrs: Mapping[str, Any]) -> dict[str, str] | None:
 
 
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
-#: what ``encoding={name: {...}}`` takes for .tet, beside the CF keys every writer takes: the codec of the
-#: format's table with its parameters (zstd ``level``), and the tile shape (``chunks``, netCDF's ``chunksizes``)
+#: ``encoding=`` for .tet beside the CF keys every writer takes: the codec with its parameters, the tile shape
 ENCODING = EncodingKeys(
     ".tet",
     (_COMPRESSION,),

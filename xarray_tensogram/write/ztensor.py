@@ -52,8 +52,7 @@ _COMPRESSION = CodecKey(
 )
 _COMPRESSED = tuple(n for n, c in _COMPRESSION.codecs.items() if c is not PASSTHROUGH)
 _CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
-#: what ``encoding={name: {...}}`` takes for .zt, beside the CF keys every writer takes: the tensor's codec
-#: with its parameters (zstd ``level``) and its checksum
+#: ``encoding=`` for .zt beside the CF keys every writer takes: the tensor's codec with its parameters, its checksum
 ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": Option("the tensor's checksum", tuple(_CHECKSUMS))})
 
 

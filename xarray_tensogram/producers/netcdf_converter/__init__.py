@@ -39,8 +39,7 @@ class NetcdfConverter(Producer):
     label: ClassVar[str] = "netcdf"
     entry_keys: ClassVar[frozenset[str]] = frozenset({"netcdf"})
     assembles: ClassVar[bool] = True
-    #: the attribute maps stay nested (read as a whole by :mod:`.read_mapping`; flattening them per object,
-    #: ``_file``'s registry and the global attributes included, was most of an open's cost)
+    #: the attribute maps stay nested (flattening them per object, ``_file`` and globals too, was most of an open)
     sections: ClassVar[tuple[str, ...]] = ("netcdf", "cf")
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
