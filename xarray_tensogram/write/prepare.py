@@ -37,11 +37,9 @@ from ..errors import (
     user_stacklevel,
 )
 from ..io import check_target
-from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
+from .encoding_check import CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
-    "CF_ENCODING_KEYS",
-    "MODES",
     "EncodedDataset",
     "as_dataset",
     "check_append",
@@ -56,16 +54,13 @@ __all__ = [
 _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
 
 
-MODES = ("w", "a")
-
-
 def check_call(mode: str, path: str | os.PathLike[str], unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
     """The mode, a target a file can be written to, and no ``unlimited_dims=``: checked before anything is encoded.
 
     ``unlimited_dims=`` (a ``to_netcdf`` argument) is refused: every dim of ``fmt`` has a fixed size. A Dataset's
     own ``encoding["unlimited_dims"]`` (how a netCDF source was read) is no request: it is written all the same."""
-    if mode not in MODES:
-        raise XarrayTensogramError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    if mode not in ("w", "a"):
+        raise XarrayTensogramError(f"mode must be one of ['w', 'a'], got {mode!r}")
     check_target(path)
     dims = [str(d) for d in unlimited_dims or ()]
     if dims:

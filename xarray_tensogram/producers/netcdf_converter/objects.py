@@ -54,11 +54,10 @@ def _restore(value: Any, tag: Any) -> Any:
             return value[0]
         return value if isinstance(value, (str, list)) else netcdf_safe_value(value)
     dtype = _TAG_DTYPES.get(tag) if isinstance(tag, str) else None
-    numeric = (int, float)
     if dtype is not None:
-        if isinstance(value, numeric) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             return dtype.type(value)
-        if isinstance(value, list) and all(isinstance(v, numeric) and not isinstance(v, bool) for v in value):
+        if isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             return np.asarray(value, dtype=dtype)
     return netcdf_safe_value(value)
 
