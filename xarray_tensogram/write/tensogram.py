@@ -342,9 +342,7 @@ def _message_coords(
             for c, coord in plan.ds.coords.items()
             if coord.ndim and not plan.split.intersection(coord.dims) and any(set(coord.dims) <= d for d in held)
         }
-    if first:
-        return _coordinate_objects(plan, in_file - names)
-    return _coordinate_objects(plan, (), only=names)
+    return _coordinate_objects(plan, in_file - names) if first else _coordinate_objects(plan, (), only=names)
 
 
 #: the encoder's keywords for how NaN, +Inf and -Inf positions are stored

@@ -82,9 +82,7 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
     enc = var.encoding.get("tetr_chunk_shape")
     if enc is not None and len(enc) == var.ndim:
         return tuple(int(c) for c in enc)
-    if var.chunks:
-        return tuple(max(c[0], 1) for c in var.chunks)
-    return tuple(var.shape)
+    return tuple(max(c[0], 1) for c in var.chunks) if var.chunks else tuple(var.shape)
 
 
 def _codec(var: xr.Variable | None, compression: str | None) -> str:
