@@ -395,10 +395,9 @@ def to_tensogram(
     message_dims
         For a Dataset that did not come from a ``.tgm`` file: the dimensions that split messages.
     encoding
-        ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
-        ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
-        ``szip``, ``blosc2``, ``zfp``) with their parameters, and ``to_netcdf``'s CF keys, checked against
-        the codec registry (:mod:`.encoding_check`). By default the pipeline each variable was read with.
+        ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing``), ``filter`` (``shuffle``),
+        ``compression`` (``zstd``, ``lz4``, ``szip``, ``blosc2``, ``zfp``) with their parameters (``level``...),
+        and ``to_netcdf``'s CF keys, checked before anything is written. By default as each variable was read.
     hash
         ``"xxh3"`` or ``None``.
     layout

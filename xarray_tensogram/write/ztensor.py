@@ -136,8 +136,7 @@ def to_ztensor(
     Raises
     ------
     UnsupportedError
-        A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (the message lists
-        the valid ones), a MultiIndex.
+        A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (valid ones listed), a MultiIndex.
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
