@@ -44,9 +44,8 @@ def check_tensogram_append(
 ) -> frozenset[str]:
     """Refuse a clashing size or an object the file already has; return the coordinates not to write again.
 
-    ``variables`` are the CF-encoded variables (sized without the message dims in ``split``),
-    ``data_entries`` the entries the new data objects will have, ``coord_objects`` the coordinate objects,
-    ``strings`` the string variables (kept in metadata: the reader takes them from the first message only)."""
+    ``variables``: the CF-encoded variables (sized without the message dims in ``split``); ``data_entries``: the
+    new data objects' entries; ``strings``: the string variables (the reader takes them from the first message)."""
     where = os.fspath(path)
     sizes: dict[str, int] = {}
     seen: dict[str, tuple[int, int]] = {}

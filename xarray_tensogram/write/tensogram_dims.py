@@ -144,11 +144,9 @@ def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
 
 def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], dict[str, Any]]:
     """The dims the layout records say were stacked from messages, and the scalar keys that have become dims
-    since (``time`` of a concatenation along it): both are split into messages, each value one message.
-
-    Also the hint entries of the coordinates the reader would not give back as they are: a dim of length 1
-    (it does not vary, so the reader makes a scalar of it), a scalar key made a dim and a message dim
-    selected down to a scalar (the reader gives stacked dims and scalar keys attributes of their own)."""
+    since (``time`` of a concatenation along it): each value one message. Also the hint entries of what the
+    reader would not give back as it is: a dim of length 1 (the reader makes a scalar of it), a scalar key made
+    a dim, and a message dim selected down to a scalar."""
     dims: dict[str, MessageDim] = {}
     hints: dict[str, Any] = {}
     for name, var in ds.data_vars.items():
@@ -214,11 +212,9 @@ def scalar_keys(ds: xr.Dataset, record: LayoutRecord) -> dict[str, str]:
 
 
 def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
-    """The metadata value a coordinate the reader made of a varying key holds at ``sel`` (along message dims);
-    None where the object had no such key.
-
-    The reader marks the cells of objects without the key (or of missing objects) NaN (numbers: the coordinate
-    is float then) or ``""``; a whole number in a coordinate with such cells was an integer key."""
+    """The metadata value a coordinate the reader made of a varying key holds at ``sel``; None where the object
+    had no such key (the reader marks those cells NaN or ``""``: a whole number in a float coordinate with
+    such cells was an integer key)."""
     value = py_value(coord.isel({d: sel[str(d)] for d in coord.dims}).values)
     if value == "" or (isinstance(value, float) and math.isnan(value)):
         return None
@@ -243,8 +239,7 @@ def message_keys(
     ds: xr.Dataset, sel: Mapping[str, int], var_mdims: Sequence[MessageDim], record: LayoutRecord
 ) -> Iterator[tuple[str, Any]]:
     """The (dotted key, value) pairs of the object at ``sel``: its message dims' keys, the scalar keys (a message
-    dim selected down to one value among them) and the keys the reader made coordinates along the message dims
-    (``dependent_keys``)."""
+    dim selected down to one value among them) and the ``dependent_keys`` along the message dims."""
     for m in var_mdims:
         if m.source in SOURCE_OWNERS:  # a producer's own source (its levels): the keys its values stand for
             value = ds[m.name].values[sel[m.name]] if m.name in ds.coords else sel[m.name]
