@@ -98,10 +98,8 @@ class Producer:
     assembles: ClassVar[bool] = False
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
-        """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's.
-
-        Asked once per object of the file: keep it to a few dictionary lookups.
-        """
+        """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's. Asked
+        once per object of the file: keep it to a few dictionary lookups."""
         return False
 
     def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:

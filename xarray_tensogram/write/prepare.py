@@ -263,9 +263,8 @@ def encode_dataset(
 
 
 def as_characters(var: xr.Variable) -> xr.Variable:
-    """A string variable asked to be stored as characters (``dtype: S1``) as ``to_netcdf`` stores it: an
-    ``S1`` array with a trailing character dim and ``_Encoding`` for text, so that xarray's decoder joins
-    it back on read and keeps ``dtype``/``_Encoding`` in ``encoding`` as for a netCDF file."""
+    """A string variable asked to be stored as characters (``dtype: S1``) as ``to_netcdf`` stores it (a trailing
+    character dim, ``_Encoding`` for text), which xarray's decoder joins back on read, as for a netCDF file."""
     if var.dtype.kind not in "USOT" or np.dtype(var.encoding.get("dtype", "O")) != np.dtype("S1"):
         return var
     coder = strings.EncodedStringCoder(allows_unicode=False)  # type: ignore[no-untyped-call]  # unannotated in xarray

@@ -372,8 +372,7 @@ def _with_existing(
 
 
 def _units(writes: list[DatasetWrite]) -> dict[str, tuple[Any, tuple[Any, ...]]]:
-    """Each dataset's values and what it says besides them (the role mark left out: it depends on what else was
-    written with it)."""
+    """Each dataset's values and what it says besides (not the role mark: it depends on what else is written)."""
     out = {}
     for w in writes:
         attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}

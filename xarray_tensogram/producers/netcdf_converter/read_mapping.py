@@ -60,8 +60,7 @@ def _check(var: NcVariable, where: str) -> None:
 
 
 def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
-    """The variable's runs along the unlimited dimension (a whole object, or consecutive records stacked),
-    joined end to end."""
+    """The variable's runs along the unlimited dim (a whole object, or records stacked), joined end to end."""
     specs: list[ArraySpec] = []
     for records, group in itertools.groupby(var.objects, key=lambda o: o.record is not None):
         run = list(group)
@@ -96,9 +95,8 @@ def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None
 
 
 def _group(inp: NcInput, dim_names: Any, where: str) -> RawGroup:
-    """One input's raw group: index coordinates (1-D, named after their dimension) as coordinates, every
-    other variable as data, in the file's order (as xarray's netCDF readers keep it); xarray's decoding
-    then reads ``coordinates`` attributes."""
+    """One input's raw group: index coordinates as coordinates, every other variable as data, in the file's
+    order (as xarray's netCDF readers keep it); xarray's decoding then reads ``coordinates`` attributes."""
     unlimited = inp.unlimited
     variables: dict[str, RawVariable] = {}
     for name, var in inp.variables.items():
