@@ -60,8 +60,7 @@ class GridCoords:
 
 @dataclass(frozen=True)
 class CoordinateRole:
-    """An object that is a coordinate: the name it goes by, the dims it lies on, and attributes that
-    its own metadata lacks (the file's attributes win)."""
+    """An object that is a coordinate: its name, dims, and attributes its own metadata lacks (the file's win)."""
 
     name: str
     dims: tuple[str, ...]
@@ -163,8 +162,7 @@ class Producer:
         return False
 
     def entry_attrs(self, attrs: Mapping[str, Any], record: LayoutRecord) -> dict[str, Any]:
-        """A variable's attributes keyed by the metadata paths they are written at (the inverse of
-        :meth:`attributes`)."""
+        """A variable's attributes keyed by the metadata paths they are written at (inverse of :meth:`attributes`)."""
         return dict(attrs)
 
     def source_keys(self, source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:

@@ -73,8 +73,7 @@ def check_call(mode: str, path: str | os.PathLike[str], unlimited_dims: Iterable
 def check_append(
     path: str, names: Iterable[str], sizes: Mapping[str, int], variables: Mapping[str, xr.Variable]
 ) -> None:
-    """Refuse, before a byte is written, a dim whose size clashes (first, as netCDF does) or a variable the file
-    already has."""
+    """Refuse, before writing, a dim whose size clashes (first, as netCDF does) or a variable the file already has."""
     for name, var in variables.items():
         for dim, size in zip(var.dims, var.shape, strict=True):
             if sizes.get(str(dim), size) != size:

@@ -213,8 +213,7 @@ def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> Non
 def _coordinate_objects(
     plan: _Plan, in_file: Collection[Hashable], only: Collection[Hashable] | None = None
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
-    """Coordinates not along message dims (``only`` those, when given) as CF-encoded objects; those ``in_file``
-    (appending, unchanged) are not written again."""
+    """Coordinates not along message dims (``only`` those, if given) as CF-encoded objects, less those ``in_file``."""
     ds, split = plan.ds, plan.split
     for cname, coord in ds.coords.items():
         if cname in plan.skip or cname in in_file or split.intersection(coord.dims):

@@ -63,8 +63,7 @@ ChunksLike = int | Sequence[int] | Mapping[str, int] | None
 
 
 def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, ...]:
-    """Explicit ``chunks`` (an int for every axis, a tuple per axis, or ``{dim: size}``) > the tile shape
-    it was read with > its Dask chunks > one tile."""
+    """Explicit ``chunks`` (int, one per axis, ``{dim: size}``) > the tile shape read > Dask chunks > one tile."""
     if isinstance(chunks, bool):
         raise TypeError(f"chunks must be an int, a tuple or a {{dim: size}} mapping, got {chunks!r}")
     if isinstance(chunks, int):
@@ -148,8 +147,7 @@ _DTYPE_NAMES = [name for name, _ in DTYPE_CODES.values()] + ["bool"]
 
 
 def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str]]:
-    """Index coordinates written as footer labels: those read from labels and unchanged (spelled as read),
-    and string ones; the others are written as datasets."""
+    """Index coordinates written as labels: those read from labels and unchanged (spelled as read), and string ones."""
     used = {d for name, v in encoded.variables.items() for d in v.dims if name not in ds.dims}
     out = {}
     for dim in ds.dims:

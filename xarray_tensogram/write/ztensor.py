@@ -198,8 +198,7 @@ Item = tuple[str, Any, dict[str, Any]]
 
 
 def _units(items: list[Item]) -> dict[str, tuple[Any, bytes]]:
-    """Each tensor's values and custom keys, these as canonical CBOR (so NaN equals NaN) without the role mark,
-    which depends on what else was written with it."""
+    """Each tensor's values and custom keys (canonical CBOR: NaN equals NaN), less the role mark, which varies."""
     return {n: (v, cbor.dumps({k: c[k] for k in c if k != COORDINATE_ROLE_KEY}, canonical=True)) for n, v, c in items}
 
 
