@@ -134,8 +134,7 @@ def _chosen(name: str, enc: Mapping[str, Any], spec: EncodingKeys, in_effect: In
 def _params(
     name: str, enc: Mapping[str, Any], spec: EncodingKeys, chosen: Mapping[str, tuple[str, Codec]]
 ) -> dict[str, dict[str, Any]]:
-    """The codec parameters ``enc`` gives, per codec key (under the codec's own names); every other key is a
-    CF key or an option with a valid value, or it is refused."""
+    """The codec parameters ``enc`` gives, per codec key (own names); other keys must be CF keys or valid options."""
     out: dict[str, dict[str, Any]] = {}
     by_key = {ck.key: ck.param_keys() for ck in spec.codec_keys}
     unknown = sorted(set(enc) - set(spec.accepted()))

@@ -180,8 +180,7 @@ def _check_names(ds: xr.Dataset) -> None:
 
 
 def _warn_dask_objects(ds: xr.Dataset) -> None:
-    """Object arrays held by Dask are computed to find a dtype the file can hold: warned as ``to_netcdf`` warns
-    (not cftime dates, which xarray's encoder makes numbers)."""
+    """Warn as ``to_netcdf`` of Dask object arrays computed to find a dtype (not cftime: those become numbers)."""
     for name, var in ds.variables.items():
         if var.dtype.kind != "O" or var.chunks is None or contains_cftime_datetimes(var):
             continue

@@ -25,8 +25,7 @@ __all__ = ["check_tensogram_append"]
 
 
 def _identity(entry: Any) -> str:
-    """An entry as comparable text (numpy scalars as Python ones, NaN equal to NaN, key order ignored), without
-    what the writer of each message fills in (``_reserved_``)."""
+    """An entry as comparable text (numpy scalars as Python ones, NaN equal, key order ignored), less ``_reserved_``."""
     return json.dumps(
         {k: v for k, v in entry.items() if k != "_reserved_"},
         sort_keys=True,
@@ -86,8 +85,7 @@ def check_tensogram_append(
 
 
 def _check_strings(where: str, strings: Mapping[str, Mapping[str, Any]], extra: Mapping[str, Any]) -> None:
-    """String variables live in the layout hint of the first message, which is all the reader looks at: an
-    append may repeat them unchanged but not add or change one."""
+    """Strings live in the first message's hint, all the reader reads: an append may repeat them, not add or change."""
     hint = extra.get(LAYOUT_KEY)
     had = hint.get("coords") if isinstance(hint, Mapping) else None
     had = had if isinstance(had, Mapping) else {}

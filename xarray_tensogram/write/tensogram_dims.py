@@ -88,8 +88,7 @@ class MessageDim:
 
 
 def _whole(values: np.ndarray, kind: str, unit: int) -> bool:
-    """Datetimes (``kind`` ``M``) or time deltas (``m``) without NaT, all whole multiples of ``unit`` seconds: what
-    MARS date/time (whole minutes) and step (whole hours) hold."""
+    """Datetimes (``M``) or deltas (``m``) without NaT, all whole ``unit`` seconds: as MARS date/time and step hold."""
     if values.dtype.kind != kind or np.isnat(values).any():
         return False
     secs = values.astype("datetime64[s]" if kind == "M" else "timedelta64[s]")

@@ -85,8 +85,7 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
 
 
 def _codec(var: xr.Variable | None, compression: str | None) -> str:
-    """``compression=`` when given, else the codec the variable was read with (a file of mixed tiles: its
-    compressed codec), else raw: a name of the format's codec table."""
+    """``compression=``, else the codec the variable was read with (of mixed tiles: the compressed one), else raw."""
     if compression is None:
         read = (var.encoding if var is not None else {}).get("tetr_codec", PASSTHROUGH.name)
         compression = CODECS[1] if read == "mixed" else read

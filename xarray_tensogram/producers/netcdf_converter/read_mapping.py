@@ -42,8 +42,7 @@ def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
 
 
 def _check(var: NcVariable, where: str) -> None:
-    """``_dims`` must name every axis, and the records of one variable must agree: a damaged or hand-made
-    file gets an error naming the object, not a foreign exception later."""
+    """``_dims`` must name every axis and a variable's records agree: a damaged file gets an error naming the object."""
     first = var.first.obj
     if len(var.first.dims) != len(first.shape):
         raise MetadataError(
@@ -190,8 +189,7 @@ def _combine(inputs: Sequence[NcInput]) -> list[NcInput]:
 
 
 def _keep_selected(objects: Sequence[NcObject]) -> list[NcObject]:
-    """``filter_by_keys`` keeps the variables it selects plus those they need: the coordinates of their
-    dimensions and the variables their ``coordinates`` attributes name."""
+    """``filter_by_keys`` keeps what it selects, its dims' coordinates and what its ``coordinates`` attributes name."""
     kept = {o.name for o in objects if o.obj.selected}
     needed = set(kept)
     for o in objects:
