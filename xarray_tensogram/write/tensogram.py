@@ -130,8 +130,7 @@ class _Plan:
 def _data_object(
     plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int]
 ) -> tuple[dict[str, Any], ObjectInput] | None:
-    """The base entry and object of one variable in the message at ``sel`` (values and attrs as xarray's CF
-    encoder wrote them); None for a variable the message does not hold, or a hole."""
+    """The base entry and object of a variable in the message at ``sel`` (CF-encoded); None if not held, or a hole."""
     if not plan.holds(var, sel):
         return None
     cf = plan.cf.variables[str(name)]

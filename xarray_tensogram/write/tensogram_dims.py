@@ -228,8 +228,7 @@ def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict
 
 
 def _source_keys(source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:
-    """The (dotted key, value) pairs a value of a stacking ``source`` stands for: the key itself, or for a
-    source that is no key (a producer's level) the keys its producer says it stands for."""
+    """The (dotted key, value) pairs a value of a stacking ``source`` stands for (a producer's level: as it says)."""
     owner = SOURCE_OWNERS.get(source)
     return key_value(source, value) if owner is None else owner.source_keys(source, value, record)
 

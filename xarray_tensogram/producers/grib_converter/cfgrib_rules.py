@@ -292,8 +292,7 @@ _YX_GRIDS = frozenset(
 
 
 def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """Grid dims and coordinates from ``mars.grid`` (or ``gridType``), ``mars.area`` and the shape; ``None`` for a
-    grid we cannot describe exactly (the caller keeps generic dims)."""
+    """Grid dims and coordinates from ``mars.grid``/``gridType``, ``mars.area`` and the shape (None: no exact grid)."""
     grid = keys.get("mars.grid") or _grib_key(keys, "gridType")
     if grid == "regular_ll" and len(shape) == 2:
         return _regular_ll(keys, shape)

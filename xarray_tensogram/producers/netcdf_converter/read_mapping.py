@@ -154,8 +154,7 @@ def _concat(a: NcInput, b: NcInput) -> NcInput | None:
 
 
 def _merge(a: NcInput, b: NcInput) -> NcInput | None:
-    """``b``'s variables added to ``a``'s, when the dimensions they share have the same lengths and the
-    variables they share the same dims, attributes and values (``open_mfdataset``'s merge)."""
+    """``b``'s variables added to ``a``'s when shared dims and variables are equal (``open_mfdataset``'s merge)."""
     sa, sb = a.dim_sizes, b.dim_sizes
     if any(sa[d] != sb[d] for d in sa.keys() & sb.keys()):
         return None
