@@ -65,8 +65,7 @@ class CodecKey:
         return found
 
     def param_keys(self) -> dict[str, list[tuple[Codec, Param]]]:
-        """Every key a parameter may be given as -> the (codec, parameter) pairs it can mean. Parameters the
-        format derives from the data (a sample width) are not the writer's to set."""
+        """Every key a parameter may be given as -> the (codec, parameter) pairs it means (derived ones left out)."""
         out: dict[str, list[tuple[Codec, Param]]] = {}
         for codec in dict.fromkeys(self.codecs.values()):
             for p in codec.params:

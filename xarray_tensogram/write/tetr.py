@@ -347,8 +347,7 @@ def _dataset_writes(
 def _with_existing(
     path: Any, writes: list[DatasetWrite], encoded: EncodedDataset, hist: list[Any], meta: dict[str, str] | None
 ) -> tuple[list[DatasetWrite], list[Any], dict[str, str] | None]:
-    """The datasets of the file being appended to (checked first), then the new ones (a variable written
-    again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
+    """The file's datasets, then the new ones checked to fit (one written again unchanged is kept once)."""
     with open_tetr(path) as tf:
         sizes = {n: s for d in tf.datasets for n, s in zip(d.dim_names or (), d.shape, strict=False)}
         old = [

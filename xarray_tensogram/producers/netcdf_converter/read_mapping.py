@@ -35,8 +35,7 @@ __all__ = ["netcdf_groups"]
 
 
 def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
-    """``_dims``; a record variable's records stack along the unlimited dimension, put first (its position is
-    not recorded, and it is first in every classic-model file: spec "Record split")."""
+    """``_dims``, a record variable's unlimited dim first (its place is unrecorded; first in classic-model files)."""
     dims = list(var.first.dims)
     return [unlimited or "record", *dims] if var.is_record else dims
 
@@ -79,8 +78,7 @@ def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
 
 
 def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None:
-    """A ``coordinates`` attribute naming a variable the file does not hold: the converter skips char and
-    string variables (converter.rs:309-345), so their labels are gone; say which."""
+    """Warn of ``coordinates`` naming variables the file lacks (the converter skips text ones, converter.rs:309-345)."""
     for var in inp.variables.values():
         listed = var.first.attrs.get("coordinates")
         missing = [c for c in listed.split() if c not in names] if isinstance(listed, str) else []
