@@ -1,7 +1,7 @@
-"""The producers whose layouts the mapping knows (see :mod:`.interface` for the interface).
+"""The producers whose layouts the mapping knows (the interface: :mod:`.interface`).
 
 A new producer is a module or folder here with a :class:`~.interface.Producer` subclass and one line in
-:data:`REGISTERED`. Order matters only where two could recognise the same object: the first wins.
+:data:`REGISTERED` (the first that recognises an object wins).
 """
 
 from __future__ import annotations

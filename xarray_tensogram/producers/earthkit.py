@@ -1,9 +1,8 @@
 """earthkit-data's tensogram encoder (``tensogram-earthkit``): one message, one object per field with ``mars`` keys.
 
-The message's ``_extra_`` says ``encoder: tensogram-earthkit``. Objects carry only the field's
-MARS request (no name, no grid objects): the generic rules (names from ``mars.param``, MARS time,
-step and pressure levels) and the parameter table give what earthkit-data users expect, so this
-layout changes no answer yet; it is recognised so that rules of its own have one place to go.
+Objects carry only the field's MARS request (no name, no grid objects): the generic rules and the parameter
+table give what earthkit-data users expect, so this layout changes no answer yet; it is recognised so that
+rules of its own have one place to go.
 """
 
 from __future__ import annotations

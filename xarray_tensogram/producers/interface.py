@@ -1,10 +1,9 @@
 """One interface for the layouts of the producers that write ``.tgm`` files (DESIGN.md "Files from real producers").
 
 Each producer lays its objects out in its own way, and its users expect what they know from its world
-(names, levels, a grid coordinate, ...). A producer is recognised from an object's own metadata (and its
-message's ``_extra_``) when the objects are collected; the mapping stages then ask it a few questions.
-Every question has a default answer here, "nothing special" (DESIGN.md's generic rules); a producer
-overrides only what its layout needs. Who asks what:
+(names, levels, a grid coordinate, ...). A producer is recognised from an object's metadata (and its
+message's ``_extra_``); the mapping stages then ask it questions, each answered "nothing special" here
+(DESIGN.md's generic rules) unless the producer overrides it. Who asks what:
 
 - stage 1 (:mod:`.collect`): :meth:`~Producer.recognises`, :attr:`~Producer.sections` (kept nested,
   read through :meth:`~Producer.keys_view`), :meth:`~Producer.level`;
@@ -21,8 +20,7 @@ overrides only what its layout needs. Who asks what:
   a whole Dataset in one message :meth:`~Producer.writes_dataset`, :meth:`~Producer.objects`.
 
 A new producer is one module or folder in :mod:`xarray_tensogram.producers` with a subclass of
-:class:`Producer`, plus one line in that package's ``REGISTERED`` tuple. Producers are asked in that
-order; the first that recognises an object (or writes a variable) owns it.
+:class:`Producer`, plus one line in its ``REGISTERED`` tuple (asked in order: the first wins).
 """
 
 from __future__ import annotations
@@ -62,8 +60,7 @@ class GridCoords:
 
 @dataclass(frozen=True)
 class CoordinateRole:
-    """An object that is a coordinate: the name it goes by, the dims it lies on, and attributes that
-    its own metadata lacks (the file's attributes win)."""
+    """An object that is a coordinate: its name, dims, and attributes its own metadata lacks (the file's win)."""
 
     name: str
     dims: tuple[str, ...]
@@ -92,20 +89,16 @@ class Producer:
     dependent_coordinates: ClassVar[bool] = True
     #: the metadata key a level dimension (:meth:`level`) stands for when the writer writes it back
     level_source: ClassVar[str] = "mars.levelist"
-    #: whether :meth:`grid`'s coordinates follow again from the metadata a written file keeps (a grid
-    #: from ``mars.area``): then they are not written as objects; else the writer writes them
+    #: whether :meth:`grid`'s coordinates follow again from a written file's metadata (``mars.area``): not written
     writer_rederives_grid: ClassVar[bool] = True
-    #: stacking sources that are no metadata key (a :attr:`level_source` of its own): the writer asks
-    #: :meth:`source_keys` for the keys their values stand for
+    #: stacking sources that are no metadata key (levels of its own): the writer asks :meth:`source_keys`
     own_sources: ClassVar[frozenset[str]] = frozenset()
     #: whether :meth:`assemble` builds the Datasets of a file whose objects are all this producer's
     assembles: ClassVar[bool] = False
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:
-        """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's.
-
-        Asked once per object of the file: keep it to a few dictionary lookups.
-        """
+        """Whether an object (its nested ``base[i]`` entry, its message's ``_extra_``) is this producer's. Asked
+        once per object of the file: keep it to a few dictionary lookups."""
         return False
 
     def keys_view(self, flat: dict[str, Any], entry: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -169,8 +162,7 @@ class Producer:
         return False
 
     def entry_attrs(self, attrs: Mapping[str, Any], record: LayoutRecord) -> dict[str, Any]:
-        """A variable's attributes keyed by the metadata paths they are written at (the inverse of
-        :meth:`attributes`)."""
+        """A variable's attributes keyed by the metadata paths they are written at (inverse of :meth:`attributes`)."""
         return dict(attrs)
 
     def source_keys(self, source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:

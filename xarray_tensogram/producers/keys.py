@@ -32,12 +32,10 @@ def hashable(v: Any) -> Any:
 class SectionKeys(Mapping[str, Any]):
     """One object's dotted keys, as ``collect.flat_keys`` would give them, with ``sections`` left nested.
 
-    A GRIB converter object carries some 50 ``grib_repro``/``grib`` keys that never make a dimension
-    and that the mapping reads only a few of per object (short name, level). Flattening them all for
-    every object was most of the extra cost of opening a converted file, so they stay nested here:
-    ``flat`` holds the other keys already flattened (``mars.*``), and a dotted key under one of the
-    ``sections`` is looked up in the nested ``entry`` on demand. Values read as ``flat_keys`` would
-    give them (lists as tuples). Iterating flattens everything: only error messages do that.
+    A GRIB converter object carries some 50 ``grib_repro``/``grib`` keys that never make a dimension, of which
+    the mapping reads a few per object; flattening them all was most of the extra cost of opening a converted
+    file. So ``flat`` holds the other keys flattened (``mars.*``), and a key under one of the ``sections`` is
+    looked up in the nested ``entry`` on demand (lists as tuples). Iterating flattens all: only errors do that.
     """
 
     __slots__ = ("entry", "flat")

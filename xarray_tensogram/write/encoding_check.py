@@ -1,14 +1,12 @@
 """The one check of a writer's ``encoding=``: per variable, against the codec registry.
 
-Each writer declares its :class:`EncodingKeys`: the keys whose value names a codec of its format's one
-table (``compression``; for ``.tgm`` also ``encoding`` and ``filter``), each holding only the codecs the
-format can write, and its own options (``chunks``, ``checksum``, ...) with their valid values. A codec's
-parameters are accepted under the names the codec declares (:class:`~..codecs.base.Param`; ``.tgm`` also
-under its descriptor spelling, ``zstd_level``) for the codec in effect for that variable only, and are
-checked and completed by the codec itself (:meth:`~..codecs.base.Codec.resolve`: types, ranges, choices,
-defaults). The CF keys xarray's encoder consumes are accepted by every writer. Anything else is refused,
-before a byte is written, with an :class:`~..errors.UnsupportedError` naming the variable and the key and
-listing what the format accepts.
+Each writer declares its :class:`EncodingKeys`: the keys whose value names a codec of its format's table
+(``compression``; for ``.tgm`` also ``encoding`` and ``filter``), holding only the codecs it can write, and
+its own options (``chunks``, ``checksum``, ...). A codec's parameters are accepted under the names the codec
+declares (``.tgm`` also under its descriptor spelling, ``zstd_level``) for the codec in effect for that
+variable only, and checked and completed by the codec itself (:meth:`~..codecs.base.Codec.resolve`). The CF
+keys xarray's encoder consumes are accepted by every writer. Anything else is refused before a byte is
+written, naming the variable and the key and listing what the format accepts.
 """
 
 from __future__ import annotations
@@ -54,13 +52,10 @@ class CodecKey:
 
     def lookup(self, value: Any) -> tuple[str, Codec] | None:
         """(vocabulary, codec) for a value: a table entry, a codec's own name, or None for no codec."""
-        if value is None:
-            value = PASSTHROUGH.name
-        if not isinstance(value, str):
-            return None
-        if value in self.codecs:
+        value = PASSTHROUGH.name if value is None else value
+        if isinstance(value, str) and value in self.codecs:
             return value, self.codecs[value]
-        return next(((k, c) for k, c in self.codecs.items() if c.name == value), None)
+        return next(((k, c) for k, c in self.codecs.items() if isinstance(value, str) and c.name == value), None)
 
     def argument(self, value: Any) -> tuple[str, Codec]:
         """(vocabulary, codec) for the writer's file-wide argument of this key (``compression=``), or refused."""
@@ -70,8 +65,7 @@ class CodecKey:
         return found
 
     def param_keys(self) -> dict[str, list[tuple[Codec, Param]]]:
-        """Every key a parameter may be given as -> the (codec, parameter) pairs it can mean. Parameters the
-        format derives from the data (a sample width) are not the writer's to set."""
+        """Every key a parameter may be given as -> the (codec, parameter) pairs it means (derived ones left out)."""
         out: dict[str, list[tuple[Codec, Param]]] = {}
         for codec in dict.fromkeys(self.codecs.values()):
             for p in codec.params:
@@ -139,8 +133,7 @@ def _chosen(name: str, enc: Mapping[str, Any], spec: EncodingKeys, in_effect: In
 def _params(
     name: str, enc: Mapping[str, Any], spec: EncodingKeys, chosen: Mapping[str, tuple[str, Codec]]
 ) -> dict[str, dict[str, Any]]:
-    """The codec parameters ``enc`` gives, per codec key (under the codec's own names); every other key is a
-    CF key or an option with a valid value, or it is refused."""
+    """The codec parameters ``enc`` gives, per codec key (own names); other keys must be CF keys or valid options."""
     out: dict[str, dict[str, Any]] = {}
     by_key = {ck.key: ck.param_keys() for ck in spec.codec_keys}
     unknown = sorted(set(enc) - set(spec.accepted()))
@@ -189,9 +182,8 @@ def check_encoding(
 
     ``in_effect(name, entry)`` says which codec each codec key has for a variable whose entry does not name
     one (what it was read with, the writer's file-wide argument); parameters must belong to that codec.
-    Raises :class:`NoSuchVariableError` for an entry of no variable, :class:`UnsupportedError` for a key or
-    codec the format does not take, and the codec's :class:`~..errors.EncodeError` for a value outside a
-    parameter's range, each naming the variable.
+    Raises (naming the variable) :class:`NoSuchVariableError`, :class:`UnsupportedError` or the codec's
+    :class:`~..errors.EncodeError`.
     """
     entries: dict[str, dict[str, Any]] = {}
     settings: dict[str, dict[str, CodecSetting]] = {}
@@ -243,13 +235,7 @@ def _values(values: tuple[Any, ...]) -> str:
 
 
 def _param_cell(param: Param, spelled: list[str]) -> str:
-    valid = (
-        _values(param.choices)
-        if param.choices
-        else f"{_number(param.bounds[0])}..{_number(param.bounds[1])}"
-        if param.bounds
-        else "any"
-    )
+    valid = _values(param.choices) if param.choices else "..".join(map(_number, param.bounds or ())) or "any"
     default = f"default {_value(param.default)}" if param.default is not None else "no default"
     others = [k for k in spelled if k != param.name]
     return f"{default}; {valid}" + (f" (also {', '.join(map(_value, others))})" if others else "")

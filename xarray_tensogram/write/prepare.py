@@ -1,13 +1,10 @@
 """What every writer does before its format sees a variable, the way ``to_netcdf`` does it.
 
-Misspelt keywords are refused with the closest one, names are checked as xarray's netCDF writers
-check them, a MultiIndex is refused, the user's ``encoding=`` replaces a variable's own encoding
-(unknown keys refused, listing what is accepted), and every variable goes through xarray's own CF encoder
-(``encode_dataset_coordinates`` + ``cf_encoder``): times and time deltas with units,
-``_FillValue``/``missing_value``, ``scale_factor``/``add_offset`` packing into a given
-``dtype``, ``_Unsigned``, and the ``coordinates`` attributes that keep roles (written once).
-Each format then checks that it can hold every encoded variable before it writes a byte, and with
-``mode="a"`` that the new variables fit beside the file's.
+Misspelt keywords are refused with the closest one, names checked as xarray's netCDF writers check them, a
+MultiIndex refused, the user's ``encoding=`` checked (:mod:`.encoding_check`), and every variable goes through
+xarray's own CF encoder (``encode_dataset_coordinates`` + ``cf_encoder``: times, fills, packing, ``_Unsigned``,
+``coordinates`` attributes). Each format then checks that it can hold every encoded variable before it writes a
+byte, and with ``mode="a"`` that the new variables fit beside the file's.
 """
 
 from __future__ import annotations
@@ -40,41 +37,43 @@ from ..errors import (
     user_stacklevel,
 )
 from ..io import check_target
-from .encoding_check import CF_ENCODING_KEYS, CodecSetting, EncodingKeys, InEffect, check_encoding
+from .encoding_check import CodecSetting, EncodingKeys, InEffect, check_encoding
 
 __all__ = [
-    "CF_ENCODING_KEYS",
-    "MODES",
     "EncodedDataset",
     "as_dataset",
     "check_append",
+    "check_call",
     "check_dtypes",
-    "check_mode",
     "checked_keywords",
     "encode_dataset",
     "kept_once",
-    "refuse_unlimited_dims",
 ]
 
 #: encoding keys that describe how a variable was read, not how to write it (ignored when not given by the user)
 _PROVENANCE_KEYS = frozenset({"source", "original_shape", "preferred_chunks", "chunks", "coordinates"})
 
 
-MODES = ("w", "a")
+def check_call(mode: str, path: str | os.PathLike[str], unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
+    """The mode, a target a file can be written to, and no ``unlimited_dims=``: checked before anything is encoded.
 
-
-def check_mode(mode: str, path: str | os.PathLike[str]) -> None:
-    """The mode, and a target a file can be written to: checked before anything is encoded."""
-    if mode not in MODES:
-        raise XarrayTensogramError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    ``unlimited_dims=`` (a ``to_netcdf`` argument) is refused: every dim of ``fmt`` has a fixed size. A Dataset's
+    own ``encoding["unlimited_dims"]`` (how a netCDF source was read) is no request: it is written all the same."""
+    if mode not in ("w", "a"):
+        raise XarrayTensogramError(f"mode must be one of ['w', 'a'], got {mode!r}")
     check_target(path)
+    dims = [str(d) for d in unlimited_dims or ()]
+    if dims:
+        raise UnsupportedError(
+            f"unlimited_dims={dims}: {fmt} files have no unlimited dimensions (every dim has a fixed size); "
+            "leave unlimited_dims out" + (", and grow a .tgm with mode='a'" if fmt == ".tgm" else "")
+        )
 
 
 def check_append(
     path: str, names: Iterable[str], sizes: Mapping[str, int], variables: Mapping[str, xr.Variable]
 ) -> None:
-    """Refuse, before a byte is written, a dim whose size clashes (first, as netCDF does) or a variable the file
-    already has."""
+    """Refuse, before writing, a dim whose size clashes (first, as netCDF does) or a variable the file already has."""
     for name, var in variables.items():
         for dim, size in zip(var.dims, var.shape, strict=True):
             if sizes.get(str(dim), size) != size:
@@ -98,9 +97,8 @@ def kept_once(
     sizes: Mapping[str, int],
     variables: Mapping[str, xr.Variable],
 ) -> set[str]:
-    """The names of the ``new`` units (``name -> (values, metadata)``) that the file's ``old`` ones hold unchanged:
-    same values (NaN equal to NaN), dtype and metadata, such as a shared coordinate, kept once; the other
-    ``variables`` are checked to fit beside the file's (:func:`check_append`) first."""
+    """The names of the ``new`` units (``name -> (values, metadata)``) the file's ``old`` ones hold unchanged (NaN
+    equal to NaN), such as a shared coordinate, kept once; the other ``variables`` go through :func:`check_append`."""
     same = set()
     for name, (values, meta) in new.items():
         if name in old and old[name][1] == meta:
@@ -116,9 +114,8 @@ R = TypeVar("R")
 
 
 def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
-    """``func``, refusing a keyword it does not take before it runs, with the closest one it does take: Python's
-    own ``TypeError`` names the typo but not the keyword meant; :class:`UnknownOptionError` is that ``TypeError``
-    too, with the suggestion (as open options are checked)."""
+    """``func``, refusing a keyword it does not take before it runs with :class:`UnknownOptionError` (a
+    ``TypeError``) naming the closest one it does take, which Python's own error does not."""
     parameters = inspect.signature(func).parameters.values()
     keywords = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     shown = [p.name for p in parameters if p.kind == p.KEYWORD_ONLY] or keywords  # the options, not ds/path
@@ -137,18 +134,16 @@ def checked_keywords(func: Callable[P, R]) -> Callable[P, R]:
 class EncodedDataset:
     """A Dataset as CF-encoded variables, ready for one format's writer.
 
-    ``options`` holds, per variable, the writer's own options left after CF encoding (what the user gave,
-    or what the variable was read with); ``codecs`` what ``encoding=`` chose (:mod:`.encoding_check`).
-    ``coordinate_only`` lists the coordinates that no data variable's ``coordinates`` attribute names:
-    formats without Dataset attributes mark them on the variable itself
-    (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
+    Per variable, ``options`` holds the writer's own options left after CF encoding (given, or as read), and
+    ``codecs`` the codecs its ``encoding=`` entry chose, by codec key. ``coordinate_only``: the coordinates no
+    data variable's ``coordinates`` attribute names, which formats without Dataset attributes mark on the
+    variable itself (:data:`~xarray_tensogram.conventions.COORDINATE_ROLE_KEY`).
     """
 
     variables: dict[str, xr.Variable]
     attrs: dict[str, Any]
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     coordinate_only: list[str] = field(default_factory=list)
-    #: per variable, the codecs its ``encoding=`` entry chose (by codec key), parameters checked and completed
     codecs: dict[str, dict[str, CodecSetting]] = field(default_factory=dict)
 
 
@@ -185,8 +180,7 @@ def _check_names(ds: xr.Dataset) -> None:
 
 
 def _warn_dask_objects(ds: xr.Dataset) -> None:
-    """Object arrays held by Dask are computed to find a dtype the file can hold: warned as ``to_netcdf`` warns
-    (not cftime dates, which xarray's encoder makes numbers)."""
+    """Warn as ``to_netcdf`` of Dask object arrays computed to find a dtype (not cftime: those become numbers)."""
     for name, var in ds.variables.items():
         if var.dtype.kind != "O" or var.chunks is None or contains_cftime_datetimes(var):
             continue
@@ -243,12 +237,10 @@ def encode_dataset(
     default_fill: bool = True,
     in_effect: InEffect,
 ) -> EncodedDataset:
-    """Check names and ``encoding=`` (against ``keys``, the format's codecs and options:
-    :func:`~.encoding.check_encoding`), then CF-encode every variable with xarray's own encoder.
-
-    ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray adds to floats that asked for none when
-    they were read from a file (their encoding says how), so that a file read and written back unchanged
-    keeps its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
+    """Check names and ``encoding=`` (against ``keys``: :func:`~.encoding_check.check_encoding`), then CF-encode
+    every variable with xarray's own encoder. ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray
+    adds to floats read from a file that asked for none, so that a file read and written back unchanged keeps
+    its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
     ds = as_dataset(obj)
     _check_names(ds)
     if encoding is not None and None in encoding:
@@ -269,9 +261,8 @@ def encode_dataset(
 
 
 def as_characters(var: xr.Variable) -> xr.Variable:
-    """A string variable asked to be stored as characters (``dtype: S1``) as ``to_netcdf`` stores it: an
-    ``S1`` array with a trailing character dim and ``_Encoding`` for text, so that xarray's decoder joins
-    it back on read and keeps ``dtype``/``_Encoding`` in ``encoding`` as for a netCDF file."""
+    """A string variable asked to be stored as characters (``dtype: S1``) as ``to_netcdf`` stores it (a trailing
+    character dim, ``_Encoding`` for text), which xarray's decoder joins back on read, as for a netCDF file."""
     if var.dtype.kind not in "USOT" or np.dtype(var.encoding.get("dtype", "O")) != np.dtype("S1"):
         return var
     coder = strings.EncodedStringCoder(allows_unicode=False)  # type: ignore[no-untyped-call]  # unannotated in xarray
@@ -280,28 +271,22 @@ def as_characters(var: xr.Variable) -> xr.Variable:
     return chars
 
 
-def refuse_unlimited_dims(unlimited_dims: Iterable[Any] | None, fmt: str) -> None:
-    """``unlimited_dims=`` (a ``to_netcdf`` argument) is refused: every dim of ``fmt`` has a fixed size.
-
-    A Dataset's own ``encoding["unlimited_dims"]`` (how a netCDF source was read) is not a request and is
-    not refused: the values are written all the same, with the dim's current size."""
-    dims = [str(d) for d in unlimited_dims or ()]
-    if dims:
-        raise UnsupportedError(
-            f"unlimited_dims={dims}: {fmt} files have no unlimited dimensions (every dim has a fixed size); "
-            "leave unlimited_dims out" + (", and grow a .tgm with mode='a'" if fmt == ".tgm" else "")
-        )
-
-
 def check_dtypes(
-    encoded: EncodedDataset, fmt: str, supported: Callable[[np.dtype], bool], supported_names: Iterable[str]
+    encoded: EncodedDataset, fmt: str, bools: str, supported: Callable[[np.dtype], bool], names: Iterable[str]
 ) -> None:
-    """Refuse, before a byte is written, the first variable whose (encoded) dtype ``fmt`` cannot hold."""
+    """CF-encoded booleans (``int8`` with ``dtype: bool``) recast as ``bools``: ``"bool"`` for formats with a
+    boolean type (the attribute dropped), ``"u1"`` for formats without ``int8`` (the attribute kept, so xarray
+    decodes them back). Then refuse, before a byte is written, the first variable whose dtype ``fmt`` cannot
+    hold (``names``: the dtypes it can)."""
     for name, var in encoded.variables.items():
+        if var.dtype == np.int8 and var.attrs.get("dtype") == "bool":
+            var = encoded.variables[name] = var.astype(bools)
+            if bools == "bool":
+                var.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
         if not supported(var.dtype):
             raise UnsupportedError(
                 f"variable {name!r}: dtype {var.dtype} cannot be stored in a {fmt} file; "
-                f"supported dtypes: {', '.join(supported_names)}"
+                f"supported dtypes: {', '.join(names)}"
             )
 
 
@@ -352,18 +337,6 @@ def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
     return out
 
 
-def recast_bools(encoded: EncodedDataset, dtype: str) -> None:
-    """CF-encoded booleans (``int8`` with ``dtype: bool``) as ``dtype``: ``"bool"`` for formats with a
-    boolean type (the attribute dropped), ``"u1"`` for formats without ``int8`` (the attribute kept, so
-    xarray decodes them back)."""
-    for name, var in encoded.variables.items():
-        if var.dtype == np.int8 and var.attrs.get("dtype") == "bool":
-            new = var.astype(dtype)
-            if dtype == "bool":
-                new.attrs = {k: v for k, v in var.attrs.items() if k != "dtype"}
-            encoded.variables[name] = new
-
-
 def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:
     """A string variable as metadata (``dims``, ``shape``, numpy ``dtype``, flat ``values``), for formats that
     keep strings beside the payload. Bytes are spelled as Latin-1 text; an object array must hold only
@@ -371,16 +344,12 @@ def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:
     values = np.asarray(var.values)
     flat = values.reshape(-1).tolist()
     if values.dtype.kind in "OT":
-        if flat and all(isinstance(v, str) for v in flat):
-            values = np.asarray(flat, dtype=str).reshape(values.shape)
-        elif flat and all(isinstance(v, bytes) for v in flat):
-            values = np.asarray(flat, dtype=bytes).reshape(values.shape)
-        elif flat:
+        kind = next((t for t in (str, bytes) if all(isinstance(v, t) for v in flat)), None) if flat else "<U1"
+        if kind is None:
             raise UnsupportedError(
                 f"variable {name!r}: dtype {var.dtype} holds values that are neither all str nor all bytes "
                 f"({sorted({type(v).__name__ for v in flat})}); convert it to strings or numbers before writing"
             )
-        else:
-            values = np.zeros(values.shape, dtype="<U1")
+        values = np.asarray(flat, dtype=kind).reshape(values.shape)
     text = [v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in values.reshape(-1).tolist()]
     return {"dims": [str(d) for d in var.dims], "shape": list(values.shape), "dtype": values.dtype.str, "values": text}

@@ -1,12 +1,9 @@
-"""Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram.py).
+"""Dataset -> Tensogram messages: the inverse of the hypercube mapping (assemble/tensogram/).
 
-Dims that the backend built from metadata keys (recorded in each variable's
-layout record, :class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) split
-the data into one message per combination of their values; ``message_dims=``
-adds more for Datasets that did not come from a ``.tgm`` file. Each message has
-one object per variable, whose base entry carries the key values at their
-dotted paths, ``dim_names``, the lifted CF attributes back under ``cf`` and the
-other attributes. Per-variable pipelines come from xarray's usual ``encoding=``.
+Dims the reader built from metadata keys (each variable's :class:`~xarray_tensogram.layout_record.LayoutRecord`,
+e.g. ``step`` from ``mars.step``) split the data into one message per combination of their values;
+``message_dims=`` adds more. Each message has one object per variable, whose base entry carries the key values
+at their dotted paths, ``dim_names``, the lifted CF attributes under ``cf`` and the other attributes.
 """
 
 from __future__ import annotations
@@ -45,12 +42,10 @@ from .prepare import (
     EncodedDataset,
     as_characters,
     as_dataset,
+    check_call,
     check_dtypes,
-    check_mode,
     checked_keywords,
     encode_dataset,
-    recast_bools,
-    refuse_unlimited_dims,
     string_payload,
     with_attr_types,
 )
@@ -93,38 +88,28 @@ def _attrs_to_entry(attrs: Mapping[str, Any], cf_attrs: Sequence[str] | None) ->
     entry: dict[str, Any] = {}
     lifted = set(cf_attrs) if cf_attrs is not None else CF_ATTRS
     for k, v in attrs.items():
-        if k == MISSING_OBJECTS_ATTR:
-            continue
-        key = f"cf.{k}" if k in lifted and "." not in k else k
-        set_path(entry, key, py_value(v))
+        if k != MISSING_OBJECTS_ATTR:
+            set_path(entry, f"cf.{k}" if k in lifted and "." not in k else k, py_value(v))
     return entry
 
 
 # -- objects ------------------------------------------------------------------------------------------
-def _value_marks(dtype: np.dtype, desc: Mapping[str, Any]) -> dict[str, Any]:
-    """What an object's entry records of a dtype its pipeline changes (see :func:`_object_values`)."""
-    marks: dict[str, Any] = {}
-    if dtype.kind == "b":
-        marks["dtype"] = "bool"
-        dtype = np.dtype(np.uint8)
-    if float64_only(desc) and dtype != np.float64:
-        marks[DTYPE_KEY] = dtype.name
-    return marks
-
-
 def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str, Any]) -> np.ndarray:
-    """Values as the pipeline takes them: booleans as uint8 (CF ``dtype: bool``, which xarray decodes back),
-    anything else float64 for simple_packing and zfp (the original dtype recorded under ``xarray_dtype``)."""
-    entry.update(_value_marks(values.dtype, desc))
-    target = np.float64 if float64_only(desc) else np.uint8 if values.dtype.kind == "b" else values.dtype
-    return values.astype(target, copy=False)
+    """Values as the pipeline takes them, marked in ``entry``: booleans as uint8 (CF ``dtype: bool``, which
+    xarray decodes back), anything float64 for simple_packing and zfp (the dtype recorded as ``xarray_dtype``)."""
+    if values.dtype.kind == "b":
+        entry["dtype"] = "bool"
+        values = values.astype(np.uint8)
+    if float64_only(desc) and values.dtype != np.float64:
+        entry[DTYPE_KEY] = values.dtype.name
+        values = values.astype(np.float64)
+    return values
 
 
 @dataclass
 class _Plan:
-    """What every object of one write is made of: the Dataset, its CF encoding (as ``to_netcdf``'s), the
-    caller's ``encoding=``, the dims that split messages with the layout hint, and the coordinates that are not
-    objects of their own (:func:`.not_objects`)."""
+    """What every object of one write is made of: the Dataset, its CF encoding, the caller's ``encoding=``, the
+    message dims with the layout hint, and the coordinates that are no objects (:func:`.not_objects`)."""
 
     ds: xr.Dataset
     cf: EncodedDataset
@@ -132,13 +117,6 @@ class _Plan:
     mdims: list[MessageDim]
     hint: dict[str, Any] | None
     skip: set[Hashable]
-
-    @classmethod
-    def of(
-        cls, ds: xr.Dataset, message_dims: Sequence[str] | None, encoding: Mapping[str, Any], cf: EncodedDataset
-    ) -> _Plan:
-        mdims, hint = plan_dims(ds, message_dims)
-        return cls(ds, cf, encoding, mdims, hint, not_objects(ds, mdims))
 
     @property
     def split(self) -> set[str]:
@@ -152,20 +130,16 @@ class _Plan:
 def _data_object(
     plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int]
 ) -> tuple[dict[str, Any], ObjectInput] | None:
-    """The base entry and object of one variable in the message at ``sel`` (values and attrs as xarray's CF
-    encoder wrote them); None for a variable the message does not hold, or a hole."""
+    """The base entry and object of a variable in the message at ``sel`` (CF-encoded); None if not held, or a hole."""
     if not plan.holds(var, sel):
         return None
     cf = plan.cf.variables[str(name)]
     where = {m.name: sel[m.name] for m in plan.mdims if m.name in var.dims}
     desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
-    if _is_hole(var, where):
-        return None  # a hole in the original hypercube stays a hole
-    if cf.dtype.kind in "OUST":
-        return None  # kept in metadata (_string_coords)
-    values = np.asarray(cf.isel(where).values)
+    if cf.dtype.kind in "OUST" or _is_hole(var, where):
+        return None  # strings are kept in metadata (_string_coords); a hole of the hypercube read stays one
     entry = object_entry(plan, name, var, sel, desc)
-    values = _object_values(values, desc, {})  # the marks are in the entry already
+    values = _object_values(np.asarray(cf.isel(where).values), desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
     desc["shape"] = list(values.shape)
     return entry, ObjectInput(values, desc)
@@ -195,7 +169,7 @@ def object_entry(
         )
     record = LayoutRecord.of(var.encoding, name)
     entry, producer = _attribute_entry(cf, record)
-    entry.update(_value_marks(cf.dtype, desc))
+    _object_values(np.empty(0, cf.dtype), desc, entry)  # the marks only: no values are loaded here
     var_mdims = [m for m in plan.mdims if m.name in var.dims]
     for key, value in message_keys(plan.ds, sel, var_mdims, record):
         set_path(entry, key, value)
@@ -204,26 +178,20 @@ def object_entry(
     entry["dim_names"] = [d for d in var.dims if d not in {m.name for m in var_mdims}]
     if str(name).lower() in TGM_COORDINATE_NAMES:  # the reader would take it for a coordinate
         entry[COORDINATE_ROLE_KEY] = "data"
-    aux = _aux_coordinates(plan.ds, cf, plan.skip, plan.split)
+    # the coordinates it lists (as xarray's encoder wrote them) that are objects of the file, none along message dims
+    listed, known = str(cf.attrs.get("coordinates", "")).split(), plan.ds.variables
+    aux = [c for c in listed if c not in plan.skip and c in known and not set(known[c].dims) & plan.split]
     if aux:
         set_path(entry, "cf.coordinates", " ".join(aux))
     return entry
 
 
-def _aux_coordinates(ds: xr.Dataset, cf: xr.Variable, skip_coords: set[Hashable], split: set[str]) -> list[str]:
-    """The coordinates a variable lists (as xarray's encoder wrote them, or ``encoding=`` said) that are objects
-    of the file, none along the message dims."""
-    listed = str(cf.attrs.get("coordinates", "")).split()
-    return [c for c in listed if c not in skip_coords and c in ds.variables and not set(ds.variables[c].dims) & split]
-
-
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], Producer]:
-    """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``, the parameter
-    table's left out), and the producer whose layout it was read in (its attributes at their paths)."""
+    """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``; the parameter
+    table's and ``coordinates``, object_entry's, left out), and the producer whose layout it was read in."""
     typed = with_attr_types(cf, python_too=False)
-    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates"}  # written by object_entry, once
     table = record.table_attrs or {}  # units/long_name/standard_name the reader took from the parameter table
-    attrs = {k: v for k, v in attrs.items() if not (k in table and table[k] == v)}
+    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates" and not (k in table and table[k] == v)}
     producer = written_by(record, attrs)
     return _attrs_to_entry(producer.entry_attrs(attrs, record), record.cf_attrs), producer
 
@@ -244,11 +212,10 @@ def _packing_params_from_finite(values: np.ndarray, desc: dict[str, Any]) -> Non
 def _coordinate_objects(
     plan: _Plan, in_file: Collection[Hashable], only: Collection[Hashable] | None = None
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
-    """Coordinates not along message dims (``only`` those, when given) as objects, CF-encoded (``cf``) as
-    to_netcdf encodes them; those ``in_file`` (appending, unchanged) are not written again."""
+    """Coordinates not along message dims (``only`` those, if given) as CF-encoded objects, less those ``in_file``."""
     ds, split = plan.ds, plan.split
     for cname, coord in ds.coords.items():
-        if cname in plan.skip or cname in in_file or any(d in split for d in coord.dims):
+        if cname in plan.skip or cname in in_file or split.intersection(coord.dims):
             continue
         if only is not None and cname not in only:
             continue
@@ -307,13 +274,12 @@ def _check_coordinate_names(ds: xr.Dataset) -> None:
 def _check_append(plan: _Plan, path: str | os.PathLike[str]) -> frozenset[str]:
     """``mode="a"``: check the objects to write against the file's (no values loaded for data objects) before
     a byte is written; the coordinates the file already has unchanged, not to write again."""
-    data = []
-    for sel in message_combos(plan.ds, plan.mdims):
-        for name, var in plan.ds.data_vars.items():
-            if plan.cf.variables[str(name)].dtype.kind in "OUST" or not plan.holds(var, sel):
-                continue
-            desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
-            data.append((str(name), object_entry(plan, name, var, sel, desc)))
+    data = [
+        (str(n), object_entry(plan, n, v, sel, resolve_pipeline(v.encoding, plan.encoding.get(str(n), {}))))
+        for sel in message_combos(plan.ds, plan.mdims)
+        for n, v in plan.ds.data_vars.items()
+        if plan.cf.variables[str(n)].dtype.kind not in "OUST" and plan.holds(v, sel)
+    ]
     coords = [(str(e["name"]), e, np.asarray(obj.data)) for e, obj in _coordinate_objects(plan, frozenset())]
     return check_tensogram_append(path, plan.cf.variables, plan.split, data, coords, _string_coords(plan))
 
@@ -329,21 +295,17 @@ def _iter_messages(plan: _Plan, in_file: frozenset[str], grid: bool, **kw: Any) 
         pairs.extend(_message_coords(plan, sel, in_file, first=i == 0, grid=grid))
         if pairs:
             wrote_any = True
-            yield encode_message_parts(
-                {"base": [p[0] for p in pairs], "_extra_": extra},
-                [p[1] for p in pairs],
-                **kw,
-            )
+            base, objects = map(list, zip(*pairs, strict=True))
+            yield encode_message_parts({"base": base, "_extra_": extra}, objects, **kw)
     if not wrote_any and all(ds.sizes[m.name] for m in plan.mdims):
         # a Dataset without variables: one message without objects keeps its attributes
         yield encode_message({"_extra_": extra}, [], **kw)
 
 
 def _message_extra(plan: _Plan) -> dict[str, Any]:
-    """The message-level metadata every message repeats: the Dataset's attributes, the CF ``coordinates``
-    attribute, and the layout hint with the string coordinates kept in metadata and each data variable's
-    attribute names (CF-encoded): keys that vary along a message dim are constant in a file of one value along
-    it, so the reader would make attributes of them; it keeps these."""
+    """The metadata every message repeats: the Dataset's attributes, the CF ``coordinates`` attribute, and the
+    layout hint with the strings kept in metadata and each data variable's attribute names (CF-encoded): a key
+    that varies along a message dim is constant in a file of one value along it, which the reader keeps so."""
     ds, cf = plan.ds, plan.cf
     extra: dict[str, Any] = {}
     for k, v in ds.attrs.items():
@@ -355,8 +317,7 @@ def _message_extra(plan: _Plan) -> dict[str, Any]:
     hint = plan.hint
     if hint is not None:
         hint = {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
-    strings = _string_coords(plan)
-    if strings:
+    if strings := _string_coords(plan):
         hint = hint or {}
         hint["coords"] = {**strings, **(hint.get("coords") or {})}
     if hint is not None:
@@ -370,8 +331,7 @@ def _message_coords(
     """The coordinate objects of the message at ``sel``: every coordinate not along message dims in the first
     message; with ``grid``, each message's grid again in every later one (and in an appended first message,
     even where the file has it), so that each message describes itself, as converted files do. The grid: the
-    coordinates (of one or more dims, none of them a message dim) that run along the axes of a data variable
-    the message holds (latitude, longitude, a level axis...)."""
+    coordinates (none along a message dim) along the axes of a data variable the message holds."""
     names: set[Hashable] = set()
     if grid and plan.mdims:
         held = [set(v.dims) for v in plan.ds.data_vars.values() if plan.holds(v, sel)]
@@ -380,18 +340,11 @@ def _message_coords(
             for c, coord in plan.ds.coords.items()
             if coord.ndim and not plan.split.intersection(coord.dims) and any(set(coord.dims) <= d for d in held)
         }
-    if first:
-        return _coordinate_objects(plan, in_file - names)
-    return _coordinate_objects(plan, (), only=names)
+    return _coordinate_objects(plan, in_file - names) if first else _coordinate_objects(plan, (), only=names)
 
 
 #: the encoder's keywords for how NaN, +Inf and -Inf positions are stored
 _MASK_KEYWORDS = ("nan_mask_method", "pos_inf_mask_method", "neg_inf_mask_method")
-
-
-def _default_mask(mask_method: str | None) -> str:
-    """How NaN/Inf positions are stored when the caller does not say: roaring bitmaps when pyroaring is there."""
-    return mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)
 
 
 def _layout_message(
@@ -433,17 +386,16 @@ def to_tensogram(
     ds
         The Dataset to write (a DataArray is written as a Dataset of one variable).
     path
-        The target file. It is written to a temporary file next to it and renamed, so a failed write
-        never leaves a half-written file; it gets the permissions ``open(path, "w")`` would give.
+        The target file (written to a temporary file next to it and renamed, so a failed write never leaves
+        a half-written file), with the permissions ``open(path, "w")`` would give.
     mode
         ``"w"`` (replace) or ``"a"`` (append messages without rewriting the file).
     message_dims
         For a Dataset that did not come from a ``.tgm`` file: the dimensions that split messages.
     encoding
-        ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing`` with
-        ``bits_per_value``), ``filter`` (``shuffle``), ``compression`` (``zstd`` with ``level``, ``lz4``,
-        ``szip``, ``blosc2``, ``zfp``) with their parameters, and ``to_netcdf``'s CF keys, checked against
-        the codec registry (:mod:`.encoding_check`). By default the pipeline each variable was read with.
+        ``{variable: {...}}`` pipelines: ``encoding`` (``none``, ``simple_packing``), ``filter`` (``shuffle``),
+        ``compression`` (``zstd``, ``lz4``, ``szip``, ``blosc2``, ``zfp``) with their parameters (``level``...),
+        and ``to_netcdf``'s CF keys, checked before anything is written. By default as each variable was read.
     hash
         ``"xxh3"`` or ``None``.
     layout
@@ -472,14 +424,15 @@ def to_tensogram(
         The target's directory does not exist.
     """
     ds = as_dataset(ds)
-    check_mode(mode, path)
-    refuse_unlimited_dims(unlimited_dims, ".tgm")
+    check_call(mode, path, unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
-        plan = _Plan.of(ds, message_dims, encoding or {}, cf)
+        mdims, hint = plan_dims(ds, message_dims)
+        plan = _Plan(ds, cf, encoding or {}, mdims, hint, not_objects(ds, mdims))
         in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
         _check_storable(ds, cf)
-        masks = dict.fromkeys(_MASK_KEYWORDS, _default_mask(mask_method))  # objects may name their own
+        mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)  # roaring if installed
+        masks = dict.fromkeys(_MASK_KEYWORDS, mask)  # objects may name their own
         kw = {"hash": hash, "layout": layout, "reserved": reserved, "allow_nan": True, "allow_inf": True, **masks}
         if message_dims is None and (whole := dataset_writer(ds)) is not None:  # read whole in a producer's layout
             return write_messages(path, _layout_message(ds, whole, encoding or {}, **kw), mode=mode)
@@ -488,9 +441,8 @@ def to_tensogram(
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
     """Refuse what a ``.tgm`` cannot hold (before a byte is written); warn of codecs asked for strings."""
-    recast_bools(cf, "u1")  # CF booleans: uint8 objects with ``dtype: bool``, as the reader decodes them
-    storable = [*OBJECT_DTYPES, "strings (in metadata)"]
-    check_dtypes(cf, ".tgm", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
+    storable = [*OBJECT_DTYPES, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
+    check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
     _check_coordinate_names(ds)
     in_metadata = [n for n, v in cf.variables.items() if v.dtype.kind in "OUST"]
     warn_codecs_unused(cf.codecs, in_metadata, "strings are kept in metadata", TensogramMappingWarning)

@@ -1,9 +1,9 @@
 """``to_tensogram(mode="a")``: what appended messages are checked against in the file, before a byte is written.
 
-A ``.tgm`` grows by appending messages: a new step of a variable the file has (objects whose metadata differ
-from the file's, e.g. another ``mars.step``) is the documented way. What cannot stack is refused: a dim of
-another size, and objects that duplicate the file's (same name and same metadata), which the reader could
-only keep along an extra ``message`` dim. A coordinate the file already has, unchanged, is not written again.
+A ``.tgm`` grows by appending messages, such as a new step of a variable the file has (objects whose metadata
+differ from the file's). What cannot stack is refused: a dim of another size, and objects that duplicate the
+file's (same name and metadata), which the reader could only keep along an extra ``message`` dim. A coordinate
+the file already has, unchanged, is not written again.
 """
 
 from __future__ import annotations
@@ -23,14 +23,11 @@ from .prepare import check_append
 
 __all__ = ["check_tensogram_append"]
 
-#: entry keys the writer of each message fills in, not part of what tells objects apart
-_WRITER_KEYS = ("_reserved_",)
-
 
 def _identity(entry: Any) -> str:
-    """An entry as comparable text (numpy scalars as Python ones, NaN equal to NaN, key order ignored)."""
+    """An entry as comparable text (numpy scalars as Python ones, NaN equal, key order ignored), less ``_reserved_``."""
     return json.dumps(
-        {k: v for k, v in entry.items() if k not in _WRITER_KEYS},
+        {k: v for k, v in entry.items() if k != "_reserved_"},
         sort_keys=True,
         default=lambda o: o.item() if isinstance(o, np.generic) else repr(o),
     )
@@ -46,9 +43,8 @@ def check_tensogram_append(
 ) -> frozenset[str]:
     """Refuse a clashing size or an object the file already has; return the coordinates not to write again.
 
-    ``variables`` are the CF-encoded variables (sized without the message dims in ``split``),
-    ``data_entries`` the entries the new data objects will have, ``coord_objects`` the coordinate objects,
-    ``strings`` the string variables (kept in metadata: the reader takes them from the first message only)."""
+    ``variables``: the CF-encoded variables (sized without the message dims in ``split``); ``data_entries``: the
+    new data objects' entries; ``strings``: the string variables (the reader takes them from the first message)."""
     where = os.fspath(path)
     sizes: dict[str, int] = {}
     seen: dict[str, tuple[int, int]] = {}
@@ -89,8 +85,7 @@ def check_tensogram_append(
 
 
 def _check_strings(where: str, strings: Mapping[str, Mapping[str, Any]], extra: Mapping[str, Any]) -> None:
-    """String variables live in the layout hint of the first message, which is all the reader looks at: an
-    append may repeat them unchanged but not add or change one."""
+    """Strings live in the first message's hint, all the reader reads: an append may repeat them, not add or change."""
     hint = extra.get(LAYOUT_KEY)
     had = hint.get("coords") if isinstance(hint, Mapping) else None
     had = had if isinstance(had, Mapping) else {}

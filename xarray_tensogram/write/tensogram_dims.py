@@ -1,10 +1,9 @@
 """Which dims of a Dataset split ``.tgm`` messages, and the metadata keys each message carries.
 
-Dims the reader built from metadata keys (each variable's
-:class:`~xarray_tensogram.layout_record.LayoutRecord`, e.g. ``step`` from ``mars.step``) come first;
-``message_dims=`` adds more, with a layout hint (in ``_extra_``) that lets the reader restore the Dataset
-as written. Values become keys as the reader reads them back (MARS date/time and step where they fit,
-CF-encoded values otherwise).
+Dims the reader built from metadata keys (each variable's :class:`~xarray_tensogram.layout_record.LayoutRecord`,
+e.g. ``step`` from ``mars.step``) come first; ``message_dims=`` adds more, with a layout hint (in ``_extra_``)
+that lets the reader restore the Dataset as written. Values become keys as the reader reads them back (MARS
+date/time and step where they fit, CF-encoded values otherwise).
 """
 
 from __future__ import annotations
@@ -50,23 +49,19 @@ def py_value(value: Any) -> Any:
 
 
 def set_path(entry: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
-    node = entry
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = value
+    *parents, last = dotted.split(".")
+    for p in parents:
+        if not isinstance(entry.get(p), dict):
+            entry[p] = {}
+        entry = entry[p]
+    entry[last] = value
 
 
 def _datetime_to_mars(value: Any) -> tuple[int, int]:
     ts = np.datetime64(value, "s")
-    d = ts.astype("datetime64[D]")
-    seconds = int((ts - d).astype(np.int64))
-    ymd = str(d).replace("-", "")
-    return int(ymd), (seconds // 3600) * 100 + (seconds % 3600) // 60
+    day = ts.astype("datetime64[D]")
+    seconds = int((ts - day).astype(np.int64))
+    return int(str(day).replace("-", "")), (seconds // 3600) * 100 + (seconds % 3600) // 60
 
 
 def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
@@ -75,10 +70,8 @@ def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
         date, time = _datetime_to_mars(value)
         return [("mars.date", date), ("mars.time", time)]
     if source == "mars.step":
-        if isinstance(value, np.generic) and value.dtype.kind == "m":
-            hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0
-        else:
-            hours = float(value)
+        delta = isinstance(value, np.generic) and value.dtype.kind == "m"
+        hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0 if delta else float(value)
         return [("mars.step", int(hours) if hours.is_integer() else hours)]
     if isinstance(value, np.generic) and value.dtype.kind == "M":
         return [(source, str(np.asarray(value).astype("M8[s]")))]
@@ -95,17 +88,11 @@ class MessageDim:
 
 
 def _whole(values: np.ndarray, kind: str, unit: int) -> bool:
-    """Datetimes (``kind`` ``M``) or time deltas (``m``) without NaT, all whole multiples of ``unit`` seconds: what
-    MARS date/time (whole minutes) and step (whole hours) hold."""
+    """Datetimes (``M``) or deltas (``m``) without NaT, all whole ``unit`` seconds: as MARS date/time and step hold."""
     if values.dtype.kind != kind or np.isnat(values).any():
         return False
     secs = values.astype("datetime64[s]" if kind == "M" else "timedelta64[s]")
     return bool((secs == values).all() and (secs.astype(np.int64) % unit == 0).all())
-
-
-def _is_time(coord: xr.DataArray) -> bool:
-    """Datetimes or time deltas (numpy's, or cftime dates of any calendar): CF-encoded to numbers with units."""
-    return coord.dtype.kind in "Mm" or bool(contains_cftime_datetimes(coord.variable))
 
 
 def _user_dim(ds: xr.Dataset, name: str) -> tuple[MessageDim, dict[str, Any]]:
@@ -148,18 +135,17 @@ def _hint(dims: Sequence[Hashable], values: np.ndarray, attrs: Mapping[str, Any]
 
 def _aux_hint(ds: xr.Dataset, name: Any) -> dict[str, Any]:
     """A non-index coordinate along message dims: stored whole in the hint (CF-encoded like to_netcdf)."""
-    coord = ds.coords[name]
-    var = xr.conventions.encode_cf_variable(coord.variable, name=name) if _is_time(coord) else coord.variable
+    var = ds.coords[name].variable
+    if var.dtype.kind in "Mm" or contains_cftime_datetimes(var):  # times of any calendar: numbers with units
+        var = xr.conventions.encode_cf_variable(var, name=name)
     return _hint(var.dims, np.asarray(var.values), var.attrs)
 
 
 def _recorded_dims(ds: xr.Dataset) -> tuple[list[MessageDim], dict[str, Any]]:
     """The dims the layout records say were stacked from messages, and the scalar keys that have become dims
-    since (``time`` of a concatenation along it): both are split into messages, each value one message.
-
-    Also the hint entries of the coordinates the reader would not give back as they are: a dim of length 1
-    (it does not vary, so the reader makes a scalar of it), a scalar key made a dim and a message dim
-    selected down to a scalar (the reader gives stacked dims and scalar keys attributes of their own)."""
+    since (``time`` of a concatenation along it): each value one message. Also the hint entries of what the
+    reader would not give back as it is: a dim of length 1 (the reader makes a scalar of it), a scalar key made
+    a dim, and a message dim selected down to a scalar."""
     dims: dict[str, MessageDim] = {}
     hints: dict[str, Any] = {}
     for name, var in ds.data_vars.items():
@@ -225,11 +211,9 @@ def scalar_keys(ds: xr.Dataset, record: LayoutRecord) -> dict[str, str]:
 
 
 def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
-    """The metadata value a coordinate the reader made of a varying key holds at ``sel`` (along message dims);
-    None where the object had no such key.
-
-    The reader marks the cells of objects without the key (or of missing objects) NaN (numbers: the coordinate
-    is float then) or ``""``; a whole number in a coordinate with such cells was an integer key."""
+    """The metadata value a coordinate the reader made of a varying key holds at ``sel``; None where the object
+    had no such key (the reader marks those cells NaN or ``""``: a whole number in a float coordinate with
+    such cells was an integer key)."""
     value = py_value(coord.isel({d: sel[str(d)] for d in coord.dims}).values)
     if value == "" or (isinstance(value, float) and math.isnan(value)):
         return None
@@ -239,14 +223,12 @@ def dependent_value(coord: xr.DataArray, sel: Mapping[str, int]) -> Any:
 
 def message_combos(ds: xr.Dataset, mdims: Sequence[MessageDim]) -> Iterator[dict[str, int]]:
     """The index of each message dim, one dict per message."""
-    ranges = [range(ds.sizes[m.name]) for m in mdims]
-    for combo in itertools.product(*ranges) if mdims else [()]:
+    for combo in itertools.product(*(range(ds.sizes[m.name]) for m in mdims)):  # no dims: one message
         yield {m.name: i for m, i in zip(mdims, combo, strict=True)}
 
 
 def _source_keys(source: str, value: Any, record: LayoutRecord) -> list[tuple[str, Any]]:
-    """The (dotted key, value) pairs a value of a stacking ``source`` stands for: the key itself, or for a
-    source that is no key (a producer's level) the keys its producer says it stands for."""
+    """The (dotted key, value) pairs a value of a stacking ``source`` stands for (a producer's level: as it says)."""
     owner = SOURCE_OWNERS.get(source)
     return key_value(source, value) if owner is None else owner.source_keys(source, value, record)
 
@@ -255,8 +237,7 @@ def message_keys(
     ds: xr.Dataset, sel: Mapping[str, int], var_mdims: Sequence[MessageDim], record: LayoutRecord
 ) -> Iterator[tuple[str, Any]]:
     """The (dotted key, value) pairs of the object at ``sel``: its message dims' keys, the scalar keys (a message
-    dim selected down to one value among them) and the keys the reader made coordinates along the message dims
-    (``dependent_keys``)."""
+    dim selected down to one value among them) and the ``dependent_keys`` along the message dims."""
     for m in var_mdims:
         if m.source in SOURCE_OWNERS:  # a producer's own source (its levels): the keys its values stand for
             value = ds[m.name].values[sel[m.name]] if m.name in ds.coords else sel[m.name]

@@ -1,10 +1,9 @@
 """A ``.tgm`` variable's pipeline: explicit ``encoding=`` > the pipeline it was read with > defaults.
 
 The pipeline stages (``encoding``, ``filter``, ``compression``) are ``encoding=`` keys whose values name the
-codecs of Tensogram's one table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
-parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the
-name, the codec's own (``level``). :data:`ENCODING` is what the one check of ``encoding=``
-(:mod:`.encoding_check`) holds a ``.tgm`` entry to.
+codecs of Tensogram's table (:data:`~..formats.tensogram.compression.STAGES`) that can be written; their
+parameters are accepted under the descriptor's names (``zstd_level``) and, where only one codec has the name,
+the codec's own (``level``). :data:`ENCODING` is what :mod:`.encoding_check` holds a ``.tgm`` entry to.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ _STAGES = tuple(PIPELINE_VALUES)
 
 
 def _codec_key(stage: str) -> CodecKey:
-    """A pipeline stage as an ``encoding=`` key: the codecs of Tensogram's table that can be written there, their
-    parameters under the descriptor's names (``zstd_level``) and, where no other codec uses it, their own."""
     table = STAGES[stage]
     return CodecKey(
         stage,
@@ -37,8 +34,7 @@ def _codec_key(stage: str) -> CodecKey:
     )
 
 
-#: the descriptor key of each parameter a user may set (of a codec that can be written; not one the format
-#: derives from the data) -> the parameter's own name
+#: the descriptor key of each parameter a user may set (of a writable codec, not derived) -> the parameter's name
 _SETTABLE = {
     descriptor_key(codec, p.name): p.name
     for stage, values in PIPELINE_VALUES.items()
@@ -86,8 +82,7 @@ def resolve_pipeline(var_encoding: Mapping[str, Any], user: Mapping[str, Any]) -
     return desc
 
 
-#: what ``encoding={name: {...}}`` takes for .tgm, beside the CF keys every writer takes: the codec of each
-#: pipeline stage with its parameters, the byte order and how NaN/Inf positions are stored
+#: ``encoding=`` for .tgm beside the CF keys every writer takes: each stage's codec with its parameters, and options
 ENCODING = EncodingKeys(
     ".tgm",
     tuple(_codec_key(stage) for stage in _STAGES),
@@ -100,8 +95,4 @@ ENCODING = EncodingKeys(
 
 def pipeline_in_effect(ds: xr.Dataset) -> InEffect:
     """The stages a variable keeps when its ``encoding=`` entry names none (the pipeline it was read with)."""
-
-    def in_effect(name: str, enc: Mapping[str, Any]) -> Mapping[str, Any]:
-        return {} if any(s in enc for s in _STAGES) else _source_pipeline(ds.variables[name].encoding)
-
-    return in_effect
+    return lambda name, enc: {} if any(s in enc for s in _STAGES) else _source_pipeline(ds.variables[name].encoding)

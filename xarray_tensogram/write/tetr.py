@@ -1,12 +1,10 @@
 """xarray Dataset -> Tetration ``.tet`` file: one dataset per variable (the mirror of assemble/tetr.py).
 
-Every variable, coordinates included, is CF-encoded by xarray's own encoder (:mod:`.common`) and
-written as one dataset with its dims in ``dim_names`` and its attrs as footer strings (the type of
-each non-string value recorded under :data:`~xarray_tensogram.conventions.ATTR_TYPES_KEY`). An index
-coordinate that was read from footer labels goes back to labels, spelled as it was read, so an
-unchanged file is written back byte for byte; string index coordinates become labels too. What
-the format cannot hold (other strings, complex, int8, zero-size axes) is refused before a byte is
-written; a 0-d variable is stored with one element and marked (``xarray_scalar``).
+Every variable, coordinates included, is CF-encoded (:mod:`.prepare`) and written as one dataset with its dims
+in ``dim_names`` and its attrs as footer strings (the type of each non-string value recorded under
+:data:`~xarray_tensogram.conventions.ATTR_TYPES_KEY`). An index coordinate read from footer labels goes back to
+labels, spelled as read, so an unchanged file is written back byte for byte. A 0-d variable is stored with one
+element and marked (``xarray_scalar``).
 """
 
 from __future__ import annotations
@@ -35,13 +33,11 @@ from .prepare import (
     EncodedDataset,
     as_dataset,
     attr_types,
+    check_call,
     check_dtypes,
-    check_mode,
     checked_keywords,
     encode_dataset,
     kept_once,
-    recast_bools,
-    refuse_unlimited_dims,
     role_marked,
     string_payload,
     warn_dropped,
@@ -56,27 +52,18 @@ def _attr_string(value: Any) -> str:
         value = value.tolist()  # a 0-d array or a numpy scalar: its Python value
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return str(int(value))
     if isinstance(value, float):  # whole numbers as the reference spells them ("-9999"): the type is kept apart
         return "nan" if math.isnan(value) else str(int(value)) if value.is_integer() else repr(value)
     if isinstance(value, int):
-        return str(value)
+        return str(int(value))  # booleans as 0/1
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _label(value: Any) -> str:
-    if isinstance(value, np.datetime64):
-        return str(np.datetime_as_string(value))
-    return _attr_string(value)
 
 
 ChunksLike = int | Sequence[int] | Mapping[str, int] | None
 
 
 def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, ...]:
-    """Explicit ``chunks`` (an int for every axis, a tuple per axis, or ``{dim: size}``) > the tile shape
-    it was read with > its Dask chunks > one tile."""
+    """Explicit ``chunks`` (int, one per axis, ``{dim: size}``) > the tile shape read > Dask chunks > one tile."""
     if isinstance(chunks, bool):
         raise TypeError(f"chunks must be an int, a tuple or a {{dim: size}} mapping, got {chunks!r}")
     if isinstance(chunks, int):
@@ -94,19 +81,15 @@ def _chunk_shape(var: xr.Variable, name: str, chunks: ChunksLike) -> tuple[int, 
     enc = var.encoding.get("tetr_chunk_shape")
     if enc is not None and len(enc) == var.ndim:
         return tuple(int(c) for c in enc)
-    if var.chunks:
-        return tuple(max(c[0], 1) for c in var.chunks)
-    return tuple(var.shape)
+    return tuple(max(c[0], 1) for c in var.chunks) if var.chunks else tuple(var.shape)
 
 
 def _codec(var: xr.Variable | None, compression: str | None) -> str:
-    """``compression=`` when given, else the codec the variable was read with (a file of mixed tiles: its
-    compressed codec), else raw: a name of the format's codec table."""
-    value = compression
-    if value is None:
+    """``compression=``, else the codec the variable was read with (of mixed tiles: the compressed one), else raw."""
+    if compression is None:
         read = (var.encoding if var is not None else {}).get("tetr_codec", PASSTHROUGH.name)
-        value = CODECS[1] if read == "mixed" else read
-    return _COMPRESSION.argument(value)[0]
+        compression = CODECS[1] if read == "mixed" else read
+    return _COMPRESSION.argument(compression)[0]
 
 
 def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
@@ -115,17 +98,13 @@ def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
 
 
 def _string_attrs(attrs: Mapping[str, Any], name: str) -> dict[str, str]:
-    out = {}
-    for key, value in attrs.items():
-        text = _attr_string(value)
-        if not key or not text:
-            warnings.warn(
-                f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
-                TetrMappingWarning,
-                stacklevel=user_stacklevel(),
-            )
-            continue
-        out[str(key)] = text
+    out = {str(key): text for key, value in attrs.items() if key and (text := _attr_string(value))}
+    for key in [k for k in attrs if str(k) not in out]:
+        warnings.warn(
+            f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
+            TetrMappingWarning,
+            stacklevel=user_stacklevel(),
+        )
     return out
 
 
@@ -149,15 +128,14 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
     return rows
 
 
-def _file_metadata(ds: xr.Dataset) -> dict[str, str] | None:
-    dropped = [k for k in ds.attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
+def _file_metadata(attrs: Mapping[str, Any]) -> dict[str, str] | None:
+    dropped = [k for k in attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
     warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
-    return {k: _attr_string(ds.attrs[k]) for k in FILE_KEYS if k in ds.attrs} or None
+    return {k: _attr_string(attrs[k]) for k in FILE_KEYS if k in attrs} or None
 
 
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
-#: what ``encoding={name: {...}}`` takes for .tet, beside the CF keys every writer takes: the codec of the
-#: format's table with its parameters (zstd ``level``), and the tile shape (``chunks``, netCDF's ``chunksizes``)
+#: ``encoding=`` for .tet beside the CF keys every writer takes: the codec with its parameters, the tile shape
 ENCODING = EncodingKeys(
     ".tet",
     (_COMPRESSION,),
@@ -167,13 +145,8 @@ _DTYPES = frozenset(dt for _, dt in DTYPE_CODES.values())
 _DTYPE_NAMES = [name for name, _ in DTYPE_CODES.values()] + ["bool"]
 
 
-def _storable(dtype: np.dtype) -> bool:
-    return dtype.kind in "USOT" or dtype.kind == "b" or (dtype.kind in "fiu" and dtype.newbyteorder("<") in _DTYPES)
-
-
 def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str]]:
-    """Index coordinates written as footer labels: those read from labels and unchanged (spelled as read),
-    and string ones; the others are written as datasets."""
+    """Index coordinates written as labels: those read from labels and unchanged (spelled as read), and string ones."""
     used = {d for name, v in encoded.variables.items() for d in v.dims if name not in ds.dims}
     out = {}
     for dim in ds.dims:
@@ -181,7 +154,7 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
             continue
         values = ds[dim].values
         read: list[str] = list(ds[dim].encoding.get(TETR_LABELS_ENCODING) or [])
-        spelled = [_label(v) for v in values]
+        spelled = [str(np.datetime_as_string(v)) if isinstance(v, np.datetime64) else _attr_string(v) for v in values]
         same = bool(read) and len(read) == len(values)
         if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]
@@ -235,25 +208,23 @@ def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]
         host.attrs = {**(host.attrs or {}), f"{STRINGS_KEY}:{name}": text}
 
 
-def _axis_labels(source: xr.Variable, dims: list[str], labels: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
-    """Footer labels per axis: keyed by dim name, or by axis number where no ``dim_names`` are written."""
-    named = _dim_names(source, dims) is not None
-    out = {(d if named else str(i)): labels[d] for i, d in enumerate(dims) if d in labels}
-    return out or None
-
-
 def _dataset_write(
     name: str,
     var: xr.Variable,
-    source: xr.Variable,
-    options: Mapping[str, Any],
+    source_ds: xr.Dataset,
+    encoded: EncodedDataset,
     chunks: ChunksLike,
-    codec: CodecSetting,
+    compression: str | None,
     labels: Mapping[str, list[str]],
 ) -> DatasetWrite:
+    """One variable as a dataset: its codec what its ``encoding=`` entry chose, else the one in effect."""
+    source, options = source_ds.variables.get(name, var), encoded.options.get(name, {})
+    vocabulary = _codec(source_ds.variables.get(name), compression)
+    in_effect = CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})  # default parameters
+    codec = encoded.codecs.get(name, {}).get(_COMPRESSION.key, in_effect)
     if 0 in var.shape:
         raise UnsupportedError(f"variable {name!r}: shape {var.shape} has an empty axis, which .tet cannot store")
-    attrs = dict(var.attrs)  # booleans are uint8 already (recast_bools)
+    attrs = dict(var.attrs)  # booleans are uint8 already (check_dtypes)
     if var.dtype.byteorder == ">":  # stored little-endian: the attribute types are checked against it
         var = var.astype(var.dtype.newbyteorder("<"))
     dims = [str(d) for d in var.dims]
@@ -264,13 +235,15 @@ def _dataset_write(
     typed = _typed_attrs(attrs, var.dtype)
     tile_source = source if source.ndim == var.ndim else var
     given = options.get("chunks", options.get("chunksizes"))
+    dim_names = _dim_names(source, dims) if dims else None
     return DatasetWrite(
         name,
         var.data if var.chunks is not None else np.asarray(var.values),  # Dask: computed one tile at a time
         _chunk_shape(tile_source, name, given if given is not None else chunks),
         codec.vocabulary,
-        dim_names=_dim_names(source, dims) if dims else None,
-        coords=_axis_labels(source, dims, labels),
+        dim_names=dim_names,
+        # labels keyed by dim name, or by axis number where no dim_names are written
+        coords={(d if dim_names else str(i)): labels[d] for i, d in enumerate(dims) if d in labels} or None,
         attrs=_string_attrs(typed, name) or None,
         codec_params=dict(codec.params) or None,
     )
@@ -290,12 +263,10 @@ def to_tetr(
 ) -> int:
     """Write every variable of ``ds`` (coordinates included) as a dataset of a Tetration (``.tet``) file.
 
-    Dims go to the footer's ``dim_names`` (unless they are the generic names given to a file without
-    any), attrs to string ``attrs`` (CF-encoded first, like netCDF writers), index coordinates read from
-    footer labels (and string ones) to ``coords`` labels, ``tool``/``library_version``/``created_at``
-    Dataset attrs to the file metadata, ``history`` to the history rows (other Dataset attrs have no
-    place in the format: a warning names them). A Dataset read from a ``.tet`` file and left unchanged is
-    written back byte for byte.
+    Dims go to the footer's ``dim_names``, attrs (CF-encoded) to footer strings, index coordinates read from
+    labels (and string ones) to labels, ``tool``/``library_version``/``created_at`` to the file metadata and
+    ``history`` to history rows; other Dataset attrs have no place in the format (a warning names them). A
+    Dataset read from a ``.tet`` file and left unchanged is written back byte for byte.
 
     Parameters
     ----------
@@ -304,22 +275,19 @@ def to_tetr(
     path
         The target file (written atomically, with the permissions ``open(path, "w")`` would give).
     mode
-        ``"w"`` (replace) or ``"a"`` (add variables to an existing file, rewritten atomically; a variable
-        that exists or a dim whose size clashes is refused before anything is written).
+        ``"w"`` (replace) or ``"a"`` (add variables, rewriting the file atomically; a variable that exists or
+        a dim whose size clashes is refused before anything is written).
     encoding
-        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with
-        its parameters (zstd ``level``) and ``chunks`` (the tile shape) per variable, checked against the
-        codec registry before anything is written (an unknown key or an invalid value is refused, naming
-        the variable).
+        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with its
+        parameters (zstd ``level``) and ``chunks`` (the tile shape), checked before anything is written.
     chunks
         The tile shape: one size for every axis (int), one per axis (tuple), or ``{dim: size}``. By
         default the tile shape the variable was read with, else its Dask chunks, else one tile.
     compression
         ``"raw"`` or ``"zstd"``; by default the codec the variable was read with, else raw.
     history
-        History rows (dicts or ``(op, source, at)``); by default the rows that show as the Dataset's
-        ``history`` attribute (one per line: the rows read from the file, ``tetr_history``, where their
-        line is unchanged, else rows parsed from the lines), so an edited history is written as edited.
+        History rows (dicts or ``(op, source, at)``); by default one per line of the ``history`` attribute
+        (the row read where its line is unchanged), so an edited history is written as edited.
     unlimited_dims
         Refused when not empty (:class:`UnsupportedError`): the format has no unlimited dimensions.
 
@@ -331,13 +299,12 @@ def to_tetr(
     Raises
     ------
     UnsupportedError
-        A variable the format cannot hold (strings other than labels, complex, int8, an empty axis), an
-        unknown encoding key (the message lists the accepted ones), a MultiIndex.
+        What the format cannot hold (strings other than labels, complex, int8, an empty axis), an unknown
+        encoding key (listing the accepted ones), a MultiIndex.
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
-    check_mode(mode, path)
-    refuse_unlimited_dims(unlimited_dims, ".tet")
+    check_call(mode, path, unlimited_dims, ".tet")
     source_ds = as_dataset(ds)
     _codec(None, compression)  # the file-wide choice is checked before anything else
 
@@ -345,23 +312,18 @@ def to_tetr(
         return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
     encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
-    recast_bools(encoded, "u1")
-    check_dtypes(encoded, ".tet", _storable, [*_DTYPE_NAMES, "strings (as labels)"])
+    storable = [*_DTYPE_NAMES, "strings (as labels)"]
+    check_dtypes(encoded, ".tet", "u1", lambda dt: dt.kind in "USOTb" or dt.newbyteorder("<") in _DTYPES, storable)
     writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
-    meta = _file_metadata(xr.Dataset(attrs=encoded.attrs))
+    meta = _file_metadata(encoded.attrs)
+    execution = source_ds.encoding.get("tetr_execution") or {}  # the TIDX execution hint read ((0, 0): none)
+    hint = int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
         if mode == "a" and os.path.exists(path):
             writes, hist, meta = _with_existing(path, writes, encoded, hist, meta)
-        write_tetr(path, writes, history=hist, file_metadata=meta, execution=_execution_hint(source_ds))
+        write_tetr(path, writes, history=hist, file_metadata=meta, execution=hint)
         return os.path.getsize(path)
-
-
-def _setting(encoded: EncodedDataset, name: str, source_ds: xr.Dataset, compression: str | None) -> CodecSetting:
-    """The codec of a variable: what its ``encoding=`` entry chose, else the one in effect (default parameters)."""
-    vocabulary = _codec(source_ds.variables.get(name), compression)
-    in_effect = CodecSetting(vocabulary, CODEC_OBJECTS[vocabulary], {})
-    return encoded.codecs.get(name, {}).get(_COMPRESSION.key, in_effect)
 
 
 def _dataset_writes(
@@ -372,15 +334,7 @@ def _dataset_writes(
     variables = {k: v for k, v in role_marked(encoded).items() if k not in labels}
     strings = {k: v for k, v in variables.items() if v.dtype.kind in "USOT"}
     writes = [
-        _dataset_write(
-            name,
-            var,
-            source_ds.variables.get(name, var),
-            encoded.options.get(name, {}),
-            chunks,
-            _setting(encoded, name, source_ds, compression),
-            labels,
-        )
+        _dataset_write(name, var, source_ds, encoded, chunks, compression, labels)
         for name, var in variables.items()
         if name not in strings
     ]
@@ -390,17 +344,10 @@ def _dataset_writes(
     return writes
 
 
-def _execution_hint(ds: xr.Dataset) -> tuple[int, int]:
-    """The TIDX execution hint the Dataset was read with (``(0, 0)``: none)."""
-    execution = ds.encoding.get("tetr_execution") or {}
-    return int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
-
-
 def _with_existing(
     path: Any, writes: list[DatasetWrite], encoded: EncodedDataset, hist: list[Any], meta: dict[str, str] | None
 ) -> tuple[list[DatasetWrite], list[Any], dict[str, str] | None]:
-    """The datasets of the file being appended to (checked first), then the new ones (a variable written
-    again unchanged, such as a shared coordinate, is not a clash: it is kept once)."""
+    """The file's datasets, then the new ones checked to fit (one written again unchanged is kept once)."""
     with open_tetr(path) as tf:
         sizes = {n: s for d in tf.datasets for n, s in zip(d.dim_names or (), d.shape, strict=False)}
         old = [
@@ -421,8 +368,7 @@ def _with_existing(
 
 
 def _units(writes: list[DatasetWrite]) -> dict[str, tuple[Any, tuple[Any, ...]]]:
-    """Each dataset's values and what it says besides them (the role mark left out: it depends on what else was
-    written with it)."""
+    """Each dataset's values and what it says besides (not the role mark: it depends on what else is written)."""
     out = {}
     for w in writes:
         attrs = {k: v for k, v in (w.attrs or {}).items() if k != COORDINATE_ROLE_KEY}

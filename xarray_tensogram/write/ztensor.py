@@ -1,12 +1,10 @@
 """xarray Dataset -> zTensor v0.1 ``.zt`` file: one tensor per variable (the mirror of assemble/ztensor.py).
 
-Every variable (data variables and coordinates alike) is CF-encoded by xarray's own encoder
-(:mod:`.common`) and written as one tensor: dims in the ``dim_names`` custom key, attrs as custom
-keys (a CF attribute named like a v0.1 key, such as the ``dtype`` xarray's encoder adds for
-booleans and time deltas, goes under ``cf.``, which the reader lifts back). String variables have
-no v0.1 dtype: they are kept in metadata, on a zero-size ``uint8`` placeholder tensor
-(:data:`~xarray_tensogram.conventions.STRINGS_KEY`). v0.1 has no file-level metadata, so Dataset
-attributes are dropped with a warning that names each of them.
+Every variable, coordinates included, is CF-encoded (:mod:`.prepare`) and written as one tensor: dims in the
+``dim_names`` custom key, attrs as custom keys (one named like a v0.1 key, such as the ``dtype`` xarray's
+encoder adds for booleans, under ``cf.``, which the reader lifts back). Strings have no v0.1 dtype: they are
+kept in metadata, on a zero-size ``uint8`` placeholder (:data:`~xarray_tensogram.conventions.STRINGS_KEY`).
+v0.1 has no file-level metadata: Dataset attributes are dropped with a warning naming them.
 """
 
 from __future__ import annotations
@@ -33,13 +31,11 @@ from .encoding_check import CodecKey, EncodingKeys, Option
 from .prepare import (
     EncodedDataset,
     as_dataset,
+    check_call,
     check_dtypes,
-    check_mode,
     checked_keywords,
     encode_dataset,
     kept_once,
-    recast_bools,
-    refuse_unlimited_dims,
     role_marked,
     string_payload,
     warn_dropped,
@@ -56,39 +52,26 @@ _COMPRESSION = CodecKey(
 )
 _COMPRESSED = tuple(n for n, c in _COMPRESSION.codecs.items() if c is not PASSTHROUGH)
 _CHECKSUMS = {None: None, "none": None, "crc32c": "crc32c", "sha256": "sha256"}
-#: what ``encoding={name: {...}}`` takes for .zt, beside the CF keys every writer takes: the tensor's codec
-#: with its parameters (zstd ``level``) and its checksum
+#: ``encoding=`` for .zt beside the CF keys every writer takes: the tensor's codec with its parameters, its checksum
 ENCODING = EncodingKeys(".zt v0.1", (_COMPRESSION,), {"checksum": Option("the tensor's checksum", tuple(_CHECKSUMS))})
 
 
 def _stored(dtype: np.dtype) -> bool:
-    if dtype.kind in "USOT":
-        return True  # kept in metadata
     try:
-        v01_dtype_name(dtype)
+        return dtype.kind in "USOT" or bool(v01_dtype_name(dtype))  # strings: kept in metadata
     except TypeError:
         return False
-    return True
-
-
-def _custom_fields(var: xr.Variable) -> dict[str, Any]:
-    custom: dict[str, Any] = {}
-    for key, value in var.attrs.items():
-        key = str(key)
-        stored = f"cf.{key}" if key in V01_KEYS or key in (DIM_NAMES_KEY, STRINGS_KEY) else key
-        custom[stored] = json_attr(value)  # plain values, as CBOR holds them
-    if var.dims:
-        custom[DIM_NAMES_KEY] = [str(d) for d in var.dims]
-    return custom
 
 
 def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]:
-    custom = _custom_fields(with_attr_types(var, python_too=False))
+    reserved = {*V01_KEYS, DIM_NAMES_KEY, STRINGS_KEY}  # attributes named like them go under ``cf.``
+    custom = {  # plain values, as CBOR holds them
+        (f"cf.{k}" if k in reserved else str(k)): json_attr(v)
+        for k, v in with_attr_types(var, python_too=False).attrs.items()
+    }
     if var.dtype.kind in "USOT":  # kept in metadata, on a zero-size placeholder
-        custom[STRINGS_KEY] = string_payload(name, var)
-        custom.pop(DIM_NAMES_KEY, None)
-        return name, np.zeros(0, np.uint8), custom
-    return name, np.asarray(var.values), custom
+        return name, np.zeros(0, np.uint8), {**custom, STRINGS_KEY: string_payload(name, var)}
+    return name, np.asarray(var.values), {**custom, DIM_NAMES_KEY: [str(d) for d in var.dims]} if var.dims else custom
 
 
 def _per_tensor(encoded: EncodedDataset) -> dict[str, dict[str, Any]]:
@@ -136,10 +119,8 @@ def to_ztensor(
         ``"w"`` (replace) or ``"a"`` (add variables to an existing v0.1 file; a variable that exists
         or a dim whose size clashes is refused before anything is written).
     encoding
-        ``{variable: {...}}``: the CF keys of ``to_netcdf`` (``dtype``, ``_FillValue``,
-        ``scale_factor``, ``add_offset``, ``units``, ``calendar``, ``_Unsigned``, ``missing_value``),
-        ``compression`` (``"raw"``/``"zstd"``) with its parameters (zstd ``level``) and ``checksum`` per
-        tensor, checked against the codec registry before anything is written.
+        ``{variable: {...}}``: the CF keys of ``to_netcdf``, ``compression`` (``"raw"``/``"zstd"``) with its
+        parameters (zstd ``level``) and ``checksum`` per tensor, checked before anything is written.
     compression
         ``"raw"`` or ``"zstd"`` for every tensor; by default what the variables were read with.
     checksum
@@ -155,19 +136,16 @@ def to_ztensor(
     Raises
     ------
     UnsupportedError
-        A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (the message lists
-        the valid ones), a MultiIndex.
+        A dtype v0.1 cannot hold (complex, ...), an unknown encoding key or value (valid ones listed), a MultiIndex.
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
     ds = _from_mapping(ds)
-    check_mode(mode, path)
-    refuse_unlimited_dims(unlimited_dims, ".zt v0.1")
+    check_call(mode, path, unlimited_dims, ".zt v0.1")
     source = as_dataset(ds).variables
     comp, check = _file_codecs(source, compression, checksum)
     encoded = encode_dataset(ds, encoding, ENCODING, in_effect=lambda name, enc: {_COMPRESSION.key: comp})
-    recast_bools(encoded, "bool")
-    check_dtypes(encoded, ".zt v0.1", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
+    check_dtypes(encoded, ".zt v0.1", "bool", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
     per_tensor = _per_tensor(encoded)
     warn_dropped(
@@ -177,10 +155,7 @@ def to_ztensor(
     )
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
         if mode == "a" and os.path.exists(path):
-            old, as_stored = _existing_items(path, encoded, items)
-            kept = {n for n, _, _ in old}
-            items = old + [item for item in items if item[0] not in kept]
-            per_tensor = {**per_tensor, **as_stored}
+            items, per_tensor = _with_existing(path, encoded, items, per_tensor)
         write_ztensor_v01(path, items, compression=comp, checksum=_CHECKSUMS[check], per_tensor=per_tensor)
         return os.path.getsize(path)
 
@@ -223,17 +198,15 @@ Item = tuple[str, Any, dict[str, Any]]
 
 
 def _units(items: list[Item]) -> dict[str, tuple[Any, bytes]]:
-    """Each tensor's values and custom keys, these as canonical CBOR (so NaN equals NaN) without the role mark,
-    which depends on what else was written with it."""
+    """Each tensor's values and custom keys (canonical CBOR: NaN equals NaN), less the role mark, which varies."""
     return {n: (v, cbor.dumps({k: c[k] for k in c if k != COORDINATE_ROLE_KEY}, canonical=True)) for n, v, c in items}
 
 
-def _existing_items(
-    path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item]
+def _with_existing(
+    path: str | os.PathLike[str], encoded: EncodedDataset, new: list[Item], per_tensor: dict[str, dict[str, Any]]
 ) -> tuple[list[Item], dict[str, dict[str, Any]]]:
-    """The tensors of the file being appended to, after checking the new variables fit beside them (a
-    variable written again unchanged, such as a shared coordinate, is not a clash: it is kept once), and
-    the compression and checksum each is stored with (kept as they are; the zstd level is not recorded)."""
+    """The file's tensors (each with its stored compression and checksum; no zstd level is recorded), then the new
+    ones, checked to fit beside them first (one written again unchanged, such as a shared coordinate, kept once)."""
     with open_ztensor(path) as zf:
         if not str(zf.version).startswith("0.1"):
             raise UnsupportedError(f"{os.fspath(path)!r}: mode='a' appends to v0.1 files only, not {zf.version}")
@@ -253,4 +226,4 @@ def _existing_items(
             }
             for t in zf.tensors
         }
-        return old, as_stored
+        return old + [item for item in new if item[0] not in as_stored], {**per_tensor, **as_stored}

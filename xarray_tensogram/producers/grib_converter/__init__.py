@@ -1,8 +1,7 @@
 """ECMWF's GRIB converter (``tensogram-grib``): objects open as cfgrib opens the GRIB messages.
 
-The GRIB facts (names, grids, levels, attributes) live in :mod:`.cfgrib_rules`, their way back into
-the converter's metadata in :mod:`.write_layout`; this module answers the mapping stages' and the
-writer's questions with them.
+The GRIB facts live in :mod:`.cfgrib_rules`, their way back into the converter's metadata in
+:mod:`.write_layout`; this module answers the mapping stages' and the writer's questions with them.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """GRIB knowledge for files written by ECMWF's GRIB converter: what a cfgrib user expects to see.
 
-The converter (``specs/tensogram-from-grib.md``) writes one float64 object per GRIB message
-whose ``base[i]`` carries ``mars`` (the MARS namespace, ``grid`` and sometimes ``area``),
-``grib_repro`` (the keys that rebuild the GRIB message) and, optionally, ``grib`` (six more
-ecCodes namespaces). No latitude or longitude objects are written: the grid is metadata only.
+The converter (``specs/tensogram-from-grib.md``) writes one float64 object per GRIB message whose ``base[i]``
+carries ``mars`` (the MARS namespace, ``grid`` and sometimes ``area``), ``grib_repro`` (the keys that rebuild
+the GRIB message) and optionally ``grib`` (six more ecCodes namespaces); the grid is metadata only.
 
-This module turns those keys into what cfgrib gives for the same GRIB messages: cfgrib-style
-variable names (``2t`` -> ``t2m``), ``latitude``/``longitude`` coordinates computed from the grid
-description, a level coordinate named after ``typeOfLevel`` and attributes (``units``,
-``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the *flattened* keys of one object
-(``{"mars.param": 167, "grib_repro.shortName": "2t", ...}``); no ecCodes at runtime. The mapping
-stages ask the converter's producer (:mod:`.`), which answers with them; :mod:`.write_layout` is the
-way back, from such a Dataset to converter-shaped metadata.
+This module turns those keys into what cfgrib gives for the same messages: names (``2t`` -> ``t2m``),
+``latitude``/``longitude`` computed from the grid description, a level coordinate named after
+``typeOfLevel`` and attributes (``units``, ``long_name``, the rest ``GRIB_``-prefixed). Pure functions on the
+*flattened* keys of one object; no ecCodes at runtime. :mod:`.write_layout` is the way back.
 """
 
 from __future__ import annotations
@@ -71,11 +67,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LEADING_DIGITS = re.compile(r"^([0-9]+)(.*)$")
 
 
-# ---------------------------------------------------------------------------------------------
-# which objects, which keys
-# ---------------------------------------------------------------------------------------------
-
-
+# -- which objects, which keys ---------------------------------------------------------------------------
 def is_grib_entry(entry: Mapping[str, Any]) -> bool:
     """An object written by the GRIB converter: it carries ``grib_repro`` (always) or ``grib`` sections."""
     repro, other = entry.get("grib_repro"), entry.get("grib")
@@ -104,20 +96,12 @@ def filter_value(keys: Mapping[str, Any], key: str) -> Any:
     return value if value is not None else keys.get("mars." + key)
 
 
-# ---------------------------------------------------------------------------------------------
-# names
-# ---------------------------------------------------------------------------------------------
-
-
+# -- names -----------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1024)  # asked once per object, of a handful of short names
 def cfgrib_name(short_name: str) -> str:
-    """cfgrib's variable name for an ecCodes short name.
-
-    Names that are identifiers stay (``t``, ``lsm``); leading digits move to the end
-    (``2t`` -> ``t2m``, ``10u`` -> ``u10``, ``100u`` -> ``u100``), with ``m`` after
-    ``2t``/``2d``-style metre heights as ecCodes' ``cfVarName`` does; anything else left
-    that is not an identifier becomes ``_``.
-    """
+    """cfgrib's variable name for an ecCodes short name: identifiers stay (``t``, ``lsm``); leading digits move
+    to the end (``2t`` -> ``t2m``, ``10u`` -> ``u10``), with ``m`` after ``2t``/``2d`` as ecCodes' ``cfVarName``
+    does; anything else that is not an identifier becomes ``_``."""
     if _IDENTIFIER.match(short_name):
         return short_name
     m = _LEADING_DIGITS.match(short_name)
@@ -144,17 +128,11 @@ def variable_name(keys: Mapping[str, Any]) -> str | None:
     param = keys.get("mars.param")
     if isinstance(param, str) and param and not param.isdigit():
         return cfgrib_name(param)
-    pid = _grib_key(keys, "paramId")
-    if pid is None:
-        pid = param
+    pid = next((v for v in (_grib_key(keys, "paramId"), param) if v is not None), None)
     return f"paramId_{pid}" if pid is not None else None
 
 
-# ---------------------------------------------------------------------------------------------
-# levels
-# ---------------------------------------------------------------------------------------------
-
-
+# -- levels ----------------------------------------------------------------------------------------------
 def level_info(keys: Mapping[str, Any]) -> LevelInfo | None:
     """The level coordinate of a GRIB object: named after ``typeOfLevel``, value from ``levelist`` or ``level``."""
     type_of_level = _grib_key(keys, "typeOfLevel")
@@ -181,11 +159,7 @@ def level_order(name: str, values: Sequence[float]) -> list[float]:
     return sorted(values, reverse=decreasing)
 
 
-# ---------------------------------------------------------------------------------------------
-# grids
-# ---------------------------------------------------------------------------------------------
-
-
+# -- grids -----------------------------------------------------------------------------------------------
 def _number(keys: Mapping[str, Any], name: str) -> float | None:
     value = _grib_key(keys, name)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -237,11 +211,8 @@ def _regular_ll(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords |
 
 
 def gaussian_latitudes(n: int) -> np.ndarray:
-    """The ``2n`` Gaussian latitudes in degrees, north to south: roots of the Legendre polynomial P_2n.
-
-    Newton's method on all roots at once from the classic cosine first guess; 2n steps of the
-    three-term recurrence per iteration, so N1280 costs a few milliseconds and no matrix.
-    """
+    """The ``2n`` Gaussian latitudes in degrees, north to south: roots of the Legendre polynomial P_2n, by
+    Newton's method on all roots at once from the cosine first guess (N1280: a few milliseconds, no matrix)."""
     if n <= 0:
         raise ValueError(f"Gaussian grid number N must be positive, got {n}")
     total = 2 * n
@@ -265,11 +236,9 @@ MAX_GAUSSIAN_N = 4096
 
 
 def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """``values`` with latitude/longitude per point; global grids (and latitude bands) only.
-
-    Metadata that does not describe the object (points per row not summing to its size, more
-    rows than ``2N``, an ``N`` beyond any real grid) gives no coordinates rather than a guess.
-    """
+    """``values`` with latitude/longitude per point; global grids (and latitude bands) only. Metadata that does
+    not describe the object (``pl`` not summing to its size, more rows than ``2N``, an ``N`` beyond any real
+    grid) gives no coordinates rather than a guess."""
     n = _number(keys, "N")
     pl = _grib_key(keys, "pl")
     if n is None or not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or not isinstance(pl, (list, tuple)) or not pl:
@@ -323,10 +292,7 @@ _YX_GRIDS = frozenset(
 
 
 def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """Grid dims and coordinates from ``mars.grid`` (or ``gridType``), ``mars.area`` and the shape.
-
-    ``None`` when the grid is not one we can describe exactly (the caller keeps generic dims).
-    """
+    """Grid dims and coordinates from ``mars.grid``/``gridType``, ``mars.area`` and the shape (None: no exact grid)."""
     grid = keys.get("mars.grid") or _grib_key(keys, "gridType")
     if grid == "regular_ll" and len(shape) == 2:
         return _regular_ll(keys, shape)
@@ -341,31 +307,22 @@ def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoo
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# attributes (and back)
-# ---------------------------------------------------------------------------------------------
-
-
+# -- attributes (and back) -------------------------------------------------------------------------------
 def cf_attributes(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """cfgrib-style attributes from flattened ones, and where each renamed one came from.
+    """cfgrib-style attributes from flattened ones, and the metadata path of each renamed one (for the writer).
 
-    ``grib_repro.units`` -> ``units``, ``grib_repro.name`` -> ``long_name`` (both also kept as
-    ``GRIB_units``/``GRIB_name`` as cfgrib does); the other ``grib_repro.X`` -> ``GRIB_X``;
-    ``grib.<ns>.X`` -> ``GRIB_<ns>.X``; ``mars.*`` and everything else unchanged. The second
-    value maps each new attribute name to its dotted metadata path, so the writer can put it back.
+    ``grib_repro.X`` -> ``GRIB_X``, ``grib.<ns>.X`` -> ``GRIB_<ns>.X``, the rest unchanged; ``GRIB_units`` and
+    ``GRIB_name`` also as ``units``/``long_name``, as cfgrib does.
     """
     out: dict[str, Any] = {}
     paths: dict[str, str] = {}
     for key, value in attrs.items():
-        if key.startswith(_REPRO):
-            new = "GRIB_" + key[len(_REPRO) :]
-        elif key.startswith(_GRIB):
-            new = "GRIB_" + key[len(_GRIB) :]
-        else:
+        prefix = next((p for p in GRIB_PREFIXES if key.startswith(p)), None)
+        if prefix is None:
             out.setdefault(key, value)
             continue
-        out[new] = value
-        paths[new] = key
+        new = "GRIB_" + key[len(prefix) :]
+        out[new], paths[new] = value, key
     for cf_name, grib_name in (("units", "GRIB_units"), ("long_name", "GRIB_name")):
         if grib_name in out and cf_name not in out:
             out[cf_name] = out[grib_name]

@@ -1,9 +1,8 @@
-"""The GRIB converter's layout written back: a Dataset opened from its files, as converter-shaped metadata.
+"""The GRIB converter's layout written back: the inverse of :mod:`.cfgrib_rules`.
 
-The inverse of :mod:`.cfgrib_rules`: cfgrib-style attributes go back to their metadata paths
-(``GRIB_X`` -> ``grib_repro.X``), a level dimension's values to ``grib_repro.level`` (and
-``mars.levelist``), and the ``grib_repro`` keys that follow from each object's MARS date, time, step
-and level are derived again, so that the reference's GRIB export takes the written file as converted.
+cfgrib-style attributes go back to their metadata paths (``GRIB_X`` -> ``grib_repro.X``), a level dim's values
+to ``grib_repro.level`` (and ``mars.levelist``), and the ``grib_repro`` keys that follow from each object's MARS
+date, time, step and level are derived again, so that the reference's GRIB export takes the file as converted.
 """
 
 from __future__ import annotations
@@ -22,12 +21,9 @@ _REPRO, _GRIB = GRIB_PREFIXES
 
 
 def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) -> dict[str, Any]:
-    """The inverse of :func:`cf_attributes`: attributes keyed by their metadata paths again.
-
-    Uses the recorded paths when the Dataset came from a converted file; otherwise ``GRIB_X``
-    means ``grib_repro.X`` and ``GRIB_<ns>.X`` means ``grib.<ns>.X``. ``units``/``long_name``
-    that merely repeat ``GRIB_units``/``GRIB_name`` are not written twice.
-    """
+    """The inverse of :func:`cf_attributes`: attributes keyed by their recorded metadata paths, else ``GRIB_X``
+    as ``grib_repro.X`` and ``GRIB_<ns>.X`` as ``grib.<ns>.X``; ``units``/``long_name`` beside ``GRIB_units``/
+    ``GRIB_name`` are not written twice."""
     recorded = dict(recorded or {})
     out: dict[str, Any] = {}
     for key, value in attrs.items():
@@ -44,9 +40,7 @@ def entry_paths(attrs: Mapping[str, Any], recorded: Mapping[str, str] | None) ->
 
 
 def _as_int(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
@@ -73,10 +67,8 @@ def derived_name(entry: Mapping[str, Any]) -> str | None:
 def refresh_repro(entry: dict[str, Any]) -> None:
     """Give an entry's ``grib_repro`` the keys that follow from its ``mars`` date/time/step/level (in place).
 
-    Keys that vary with step and level are not attributes of the opened Dataset (they are not
-    constant), so the writer derives them again from the MARS keys of each object; keys that
-    are present (constant attributes) are kept. Only steps in hours of instantaneous fields are
-    rebuilt (``stepRange``, ``endStep``, validity date and time).
+    Keys that vary with step and level are no attributes of the opened Dataset, so they are derived again for
+    each object; keys present (constant attributes) are kept. Steps only in hours of instantaneous fields.
     """
     repro = entry.get("grib_repro")
     mars = entry.get("mars")

@@ -1,9 +1,8 @@
 """ECMWF's netCDF converter (``tensogram convert-netcdf``): files open as the original netCDF file does.
 
-Its objects carry a ``netcdf`` map with ``_dims`` and ``_file`` (``specs/tensogram-from-netcdf.md``),
-which say everything the generic stages would guess, so this producer builds the Datasets itself
-(:mod:`.read_mapping`) when every object of the file is the converter's, and writes such a Dataset
-back as the converter's file split (:mod:`.write_layout`).
+Its objects' ``netcdf`` maps say everything the generic stages would guess, so this producer builds the
+Datasets itself (:mod:`.read_mapping`) when every object of the file is the converter's, and writes such a
+Dataset back as the converter's file split (:mod:`.write_layout`).
 """
 
 from __future__ import annotations
@@ -40,8 +39,7 @@ class NetcdfConverter(Producer):
     label: ClassVar[str] = "netcdf"
     entry_keys: ClassVar[frozenset[str]] = frozenset({"netcdf"})
     assembles: ClassVar[bool] = True
-    #: the attribute maps stay nested (read as a whole by :mod:`.read_mapping`; flattening them per object,
-    #: ``_file``'s registry and the global attributes included, was most of an open's cost)
+    #: the attribute maps stay nested (flattening them per object, ``_file`` and globals too, was most of an open)
     sections: ClassVar[tuple[str, ...]] = ("netcdf", "cf")
 
     def recognises(self, entry: Mapping[str, Any], extra: Mapping[str, Any]) -> bool:

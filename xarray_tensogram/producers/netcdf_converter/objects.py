@@ -1,15 +1,11 @@
 """What ECMWF's netCDF converter writes, read back into its netCDF terms (``specs/tensogram-from-netcdf.md``).
 
-``tensogram convert-netcdf`` (crate ``tensogram-netcdf``) gives every object a ``netcdf`` map holding
-the variable's attributes beside six keys of its own: ``_dims`` (the variable's dimension names),
-``_file`` (the file's dimension registry: names, lengths, which is unlimited), ``_attr_types`` (the
-netCDF type of each attribute, which CBOR widened), ``_global``/``_global_types`` (the file's global
-attributes, copied into every object) and ``record_index`` (record split only). This module turns
-one object into a :class:`NcObject` (name, dims, attributes with their types restored) and groups the
-objects of a file into the netCDF files they came from (:class:`NcInput`): a ``.tgm`` may concatenate
-several conversions, and nothing but their metadata marks where one ends.
-
-Nothing here builds xarray objects: :mod:`.read_mapping` does, from these.
+Every object's ``netcdf`` map holds the variable's attributes beside the converter's own keys
+(:data:`.vocabulary.NETCDF_CONVERTER_KEYS`: ``_dims``, the ``_file`` dim registry, the ``_attr_types`` CBOR
+widened, the ``_global`` attributes copied into every object, ``record_index``). This module turns one object
+into a :class:`NcObject` (attributes with their types restored) and groups a file's objects into the netCDF
+files they came from (:class:`NcInput`): a ``.tgm`` may concatenate several conversions, and nothing but
+their metadata marks where one ends. :mod:`.read_mapping` builds the raw variables from these.
 """
 
 from __future__ import annotations
@@ -58,11 +54,10 @@ def _restore(value: Any, tag: Any) -> Any:
             return value[0]
         return value if isinstance(value, (str, list)) else netcdf_safe_value(value)
     dtype = _TAG_DTYPES.get(tag) if isinstance(tag, str) else None
-    numeric = (int, float)
     if dtype is not None:
-        if isinstance(value, numeric) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             return dtype.type(value)
-        if isinstance(value, list) and all(isinstance(v, numeric) and not isinstance(v, bool) for v in value):
+        if isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             return np.asarray(value, dtype=dtype)
     return netcdf_safe_value(value)
 
@@ -219,11 +214,10 @@ def same_object(a: NcObject, b: NcObject) -> bool:
 def group_inputs(objects: Iterable[NcObject]) -> list[NcInput]:
     """The objects of the file by input netCDF file, in file order.
 
-    Several conversions concatenated into one ``.tgm`` leave no mark between them (CLI:61-66), so a
-    message starts a new input when its file metadata (``_file``, ``_global``) differs from the
-    current input's, or when it repeats what the input already holds: a variable again (file and
-    variable split), a record number not after the last one (record split), or a static variable
-    with other values (record split repeats static variables in every message, C:622-636).
+    Conversions concatenated into one ``.tgm`` leave no mark between them (CLI:61-66), so a message starts a
+    new input when its ``_file``/``_global`` differ from the current input's, or when it repeats what the input
+    holds: a variable again, a record number not after the last one, or a static variable with other values
+    (a record split repeats static variables in every message, C:622-636).
     """
     by_message: dict[int, list[NcObject]] = {}
     for o in objects:

@@ -1,22 +1,17 @@
 """Files from ECMWF's netCDF converter open as the original netCDF file does (``specs/tensogram-from-netcdf.md``).
 
-The objects' ``netcdf`` maps say everything the generic stages would have to guess: the variable name
-(``name``), its dimensions (``_dims``), its attributes with their netCDF types, the file's global
-attributes and which dimension is unlimited. So a converted file skips naming, dimension guessing
-and hypercube stacking: each netCDF variable becomes one raw variable carrying the attributes the
-original file had (``_FillValue``, ``scale_factor``, ``units``, ``calendar``, ``coordinates`` ...),
-and xarray's own CF decoding, applied by the backend's data store as for every file, masks, unpacks,
-decodes times and sets coordinates exactly as ``xr.open_dataset(original.nc)`` does. A 1-D variable
-named after its own dimension is the index coordinate, as in netCDF; no name makes a coordinate.
+The objects' ``netcdf`` maps say everything the generic stages would guess (name, ``_dims``, attributes with
+their netCDF types, global attributes, the unlimited dim), so naming, dim guessing and stacking are skipped:
+each netCDF variable becomes one raw variable with the original attributes, and xarray's own CF decoding
+then gives what ``xr.open_dataset(original.nc)`` gives. A 1-D variable named after its own dim is the index
+coordinate, as in netCDF; no name makes a coordinate.
 
-The three split modes give the same Dataset: a record split's per-record objects are stacked along
-the unlimited dimension (named as in the file, first, as in every classic-model file), its static
-variables (repeated in every message) are kept once. A ``.tgm`` of several converted files opens as
-``xr.open_mfdataset`` of the inputs would: concatenated along their unlimited dimension when they
-hold the same variables, merged when they hold different ones, else one group per input. The
-``cf`` map only duplicates attributes of the ``netcdf`` map (for a packed variable it still holds the
-packed-unit ``valid_*`` the conversion removed, which no longer apply), so it is not read: the same
-Dataset comes out with and without ``--cf``.
+The three split modes give the same Dataset: a record split's records are stacked along the unlimited dim
+(first, as in every classic-model file), its static variables (repeated in every message) kept once. A
+``.tgm`` of several conversions opens as ``xr.open_mfdataset`` of the inputs would (concatenated along the
+unlimited dim, merged, else one group per input). The ``cf`` map only duplicates the ``netcdf`` map (for a
+packed variable it keeps packed-unit ``valid_*`` that no longer apply), so it is not read: the same Dataset
+comes out with and without ``--cf``.
 """
 
 from __future__ import annotations
@@ -40,15 +35,13 @@ __all__ = ["netcdf_groups"]
 
 
 def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
-    """``_dims``; a record variable's records stack along the unlimited dimension, put first (its position is
-    not recorded, and it is first in every classic-model file: spec "Record split")."""
+    """``_dims``, a record variable's unlimited dim first (its place is unrecorded; first in classic-model files)."""
     dims = list(var.first.dims)
     return [unlimited or "record", *dims] if var.is_record else dims
 
 
 def _check(var: NcVariable, where: str) -> None:
-    """``_dims`` must name every axis, and the records of one variable must agree: a damaged or hand-made
-    file gets an error naming the object, not a foreign exception later."""
+    """``_dims`` must name every axis and a variable's records agree: a damaged file gets an error naming the object."""
     first = var.first.obj
     if len(var.first.dims) != len(first.shape):
         raise MetadataError(
@@ -65,8 +58,7 @@ def _check(var: NcVariable, where: str) -> None:
 
 
 def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
-    """The variable's runs along the unlimited dimension (a whole object, or consecutive records stacked),
-    joined end to end."""
+    """The variable's runs along the unlimited dim (a whole object, or records stacked), joined end to end."""
     specs: list[ArraySpec] = []
     for records, group in itertools.groupby(var.objects, key=lambda o: o.record is not None):
         run = list(group)
@@ -86,8 +78,7 @@ def _variable(var: NcVariable, inp: NcInput, dims: list[str]) -> RawVariable:
 
 
 def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None:
-    """A ``coordinates`` attribute naming a variable the file does not hold: the converter skips char and
-    string variables (converter.rs:309-345), so their labels are gone; say which."""
+    """Warn of ``coordinates`` naming variables the file lacks (the converter skips text ones, converter.rs:309-345)."""
     for var in inp.variables.values():
         listed = var.first.attrs.get("coordinates")
         missing = [c for c in listed.split() if c not in names] if isinstance(listed, str) else []
@@ -101,9 +92,8 @@ def _warn_missing_coordinates(inp: NcInput, names: set[str], where: str) -> None
 
 
 def _group(inp: NcInput, dim_names: Any, where: str) -> RawGroup:
-    """One input's raw group: index coordinates (1-D, named after their dimension) as coordinates, every
-    other variable as data, in the file's order (as xarray's netCDF readers keep it); xarray's decoding
-    then reads ``coordinates`` attributes."""
+    """One input's raw group: index coordinates as coordinates, every other variable as data, in the file's
+    order (as xarray's netCDF readers keep it); xarray's decoding then reads ``coordinates`` attributes."""
     unlimited = inp.unlimited
     variables: dict[str, RawVariable] = {}
     for name, var in inp.variables.items():
@@ -162,8 +152,7 @@ def _concat(a: NcInput, b: NcInput) -> NcInput | None:
 
 
 def _merge(a: NcInput, b: NcInput) -> NcInput | None:
-    """``b``'s variables added to ``a``'s, when the dimensions they share have the same lengths and the
-    variables they share the same dims, attributes and values (``open_mfdataset``'s merge)."""
+    """``b``'s variables added to ``a``'s when shared dims and variables are equal (``open_mfdataset``'s merge)."""
     sa, sb = a.dim_sizes, b.dim_sizes
     if any(sa[d] != sb[d] for d in sa.keys() & sb.keys()):
         return None
@@ -197,8 +186,7 @@ def _combine(inputs: Sequence[NcInput]) -> list[NcInput]:
 
 
 def _keep_selected(objects: Sequence[NcObject]) -> list[NcObject]:
-    """``filter_by_keys`` keeps the variables it selects plus those they need: the coordinates of their
-    dimensions and the variables their ``coordinates`` attributes name."""
+    """``filter_by_keys`` keeps what it selects, its dims' coordinates and what its ``coordinates`` attributes name."""
     kept = {o.name for o in objects if o.obj.selected}
     needed = set(kept)
     for o in objects:

@@ -1,8 +1,5 @@
-"""The netCDF converter's metadata vocabulary (``tensogram convert-netcdf``, specs/tensogram-from-netcdf.md).
-
-What its objects carry besides their values, as its read mapping (:mod:`.read_mapping`, :mod:`.objects`) and
-its write layout (:mod:`.write_layout`) both spell it.
-"""
+"""What the netCDF converter's objects carry besides their values (specs/tensogram-from-netcdf.md), as its read
+mapping (:mod:`.objects`) and its write layout (:mod:`.write_layout`) both spell it."""
 
 from __future__ import annotations
 

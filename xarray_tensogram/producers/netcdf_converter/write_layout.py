@@ -1,14 +1,10 @@
 """A Dataset opened from a netCDF conversion, written back in the converter's layout.
 
-The reader's layout record (:class:`~xarray_tensogram.layout_record.LayoutRecord`) holds ``netcdf`` for
-each variable of a file that ECMWF's
-``tensogram convert-netcdf`` wrote (the file's dimension registry ``_file``, and whether the conversion
-had ``--cf``). :func:`netcdf_objects` gives such a Dataset back the converter's own layout
-(``specs/tensogram-from-netcdf.md``), as its file split writes it: one object per variable, named by
-``name``, whose ``netcdf`` map holds the variable's CF-encoded attributes (``_FillValue``,
-``scale_factor``, ``units`` ...) with ``_dims``, ``_file``, ``_attr_types``, ``_global`` and
-``_global_types``, so that the reference's ``to-netcdf`` export and this reader take it as converted.
-The values are CF-encoded by xarray's own encoder, as ``to_netcdf`` would write them.
+The reader's :class:`~xarray_tensogram.layout_record.LayoutRecord` holds ``netcdf`` for each variable of a
+converted file (the ``_file`` dim registry, and whether the conversion had ``--cf``). :func:`netcdf_objects`
+writes such a Dataset as the converter's file split does (``specs/tensogram-from-netcdf.md``): one object per
+variable, CF-encoded as ``to_netcdf`` encodes it, its ``netcdf`` map holding the attributes and the
+converter's own keys, so that the reference's ``to-netcdf`` export and this reader take it as converted.
 """
 
 from __future__ import annotations
@@ -21,11 +17,11 @@ import xarray as xr
 
 from ...errors import EncodeError
 from ...layout_record import LayoutRecord
-from ..interface import WrittenObject as NetcdfObject
+from ..interface import WrittenObject
 from .objects import file_dims
 from .vocabulary import NETCDF_ATTR_TYPES, NETCDF_CF_ATTRIBUTES, NETCDF_KEY
 
-__all__ = ["NetcdfObject", "attribute_types", "is_netcdf_layout", "netcdf_objects"]
+__all__ = ["attribute_types", "is_netcdf_layout", "netcdf_objects"]
 
 _DTYPE_TAGS = {np.dtype(name): tag for tag, name in NETCDF_ATTR_TYPES.items()}
 
@@ -71,13 +67,10 @@ def _registry(ds: xr.Dataset) -> list[dict[str, Any]]:
     return out
 
 
-def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[NetcdfObject]:
-    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object;
-    ``plain`` turns numpy values into what CBOR holds (the writer's own conversion).
-
-    Raises :class:`EncodeError` naming a variable of text values: the converter's layout holds numbers only
-    (it skips char and string variables itself), so it is refused before anything is written.
-    """
+def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[WrittenObject]:
+    """Every variable of ``ds`` (coordinates included, in the Dataset's order) as a converter object; ``plain``
+    turns numpy values into what CBOR holds. Raises :class:`EncodeError` naming a variable of text values before
+    anything is written: the converter's layout holds numbers only (it skips char and string variables)."""
     # as to_netcdf does: non-index coordinates into ``coordinates`` attributes, then xarray's CF encoder
     variables, global_attrs = xr.conventions.cf_encoder(*xr.conventions.encode_dataset_coordinates(ds))
     file_map = {"dims": _registry(ds)}
@@ -101,5 +94,5 @@ def netcdf_objects(ds: xr.Dataset, plain: Callable[[Any], Any]) -> list[NetcdfOb
         cf = {k: attrs[k] for k in NETCDF_CF_ATTRIBUTES if k in attrs}
         if recorded is not None and recorded.get("cf") and cf:
             entry["cf"] = cf
-        out.append(NetcdfObject(str(name), entry, values, ds.variables[name].encoding))
+        out.append(WrittenObject(str(name), entry, values, ds.variables[name].encoding))
     return out
