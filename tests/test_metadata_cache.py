@@ -100,6 +100,30 @@ def test_cached_open_stays_lazy_picklable_and_chunked(archive: Path, tmp_path: P
         xr.testing.assert_identical(again.compute(), plain.compute())
 
 
+def test_messages_written_out_of_order_come_back_in_place(tmp_path: Path) -> None:
+    """Steps written newest first, one message per parameter: the stacks' members are not in file order,
+    so the entry keeps their positions; a cached read equals the reference decoder's values."""
+    path = tmp_path / "shuffled.tgm"
+    desc = {"type": "ntensor", "shape": [3, 4], "dtype": "float32", "compression": "zstd"}
+    with open(path, "wb") as f:
+        for s in (5, 2, 4, 0, 3, 1):
+            for k, p in enumerate(PARAMS):
+                meta = {"base": [{"mars": {"param": p, "date": 20240101, "time": 0, "step": 6 * s}}]}
+                f.write(bytes(tensogram.encode(meta, [(desc, _field(s, k))])))
+    folder = tmp_path / "cache"
+    open_ds(path, metadata_cache=folder).close()
+    assert len(entries(folder)) == 1
+    with open_ds(path, metadata_cache=folder) as cached, open_ds(path, metadata_cache=False) as plain:
+        xr.testing.assert_identical(cached.load(), plain.load())
+        buf = path.read_bytes()
+        decoded = [tensogram.decode(buf[o : o + n]) for o, n in tensogram.scan(buf)]
+        for msg in decoded:
+            mars = msg.metadata.base[0]["mars"]
+            np.testing.assert_array_equal(
+                cached[mars["param"]].sel(step=np.timedelta64(mars["step"], "h")).values, msg.objects[0][1]
+            )
+
+
 def test_same_size_same_mtime_rewrite_is_not_served_stale(archive: Path, tmp_path: Path) -> None:
     folder = tmp_path / "cache"
     open_ds(archive, metadata_cache=folder).close()
