@@ -176,7 +176,7 @@ class _Parser:
             return Unreferenced("no-storage")
         if 0 in spec.shape:  # VirtualiZarr cannot write references to zero-size arrays
             return Unreferenced("empty")
-        return plan_chunks(spec, lambda shard: url if shard is None else url.rsplit("/", 1)[0] + "/" + shard)
+        return plan_chunks(spec, url)
 
     def _store(self, url: str, raw: xr.Dataset, registry: Any) -> Any:
         from virtualizarr.manifests import ManifestArray, ManifestGroup
