@@ -38,11 +38,8 @@ class RangeColumns(Sequence[tuple[int, int]]):
 
 
 class ByteSource(ABC):
-    """Random-access, thread-safe, picklable bytes.
-
-    ``bytes_read`` and ``read_calls`` count what this instance fetched; the
-    benchmarks and tests use them to prove that an open reads metadata only.
-    """
+    """Random-access, thread-safe, picklable bytes. ``bytes_read`` and ``read_calls`` count what this instance
+    fetched: the benchmarks and tests use them to prove that an open reads metadata only."""
 
     name: str
     size: int
@@ -86,11 +83,8 @@ class ByteSource(ABC):
         return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
 
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
-        """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``.
-
-        Readers use it to put raw payloads straight into the caller's final array; local files
-        read with ``preadv`` into it (no memory map, no intermediate buffer).
-        """
+        """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``:
+        raw payloads go straight into the caller's final array (local files: ``preadv``, no intermediate buffer)."""
         data = np.frombuffer(self.read(offset, out.nbytes, what=what), dtype=out.dtype)
         np.copyto(out, data.reshape(out.shape))
 

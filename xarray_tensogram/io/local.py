@@ -42,13 +42,8 @@ class LocalFileSource(ByteSource):
         st, size = stat_committed(self.path)  # an append in progress is not read (see .lock)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryTensorError(f"{describe(self.path)}is a directory; give the path of a file in it")
-        stamp = (st.st_size, st.st_mtime_ns)
-        if _stamp is not None and tuple(_stamp) != stamp:
-            raise FileChangedError(
-                f"{describe(self.path)}the file changed on disk since it was opened "
-                f"(size/mtime {tuple(_stamp)} -> {stamp})"
-            )
-        self._stamp = stamp
+        self._stamp = (st.st_size, st.st_mtime_ns) if _stamp is None else _stamp
+        self._check(st)  # (a source unpickled in another process: the file must be the one opened)
         self.size = size
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -62,15 +57,14 @@ class LocalFileSource(ByteSource):
             if self._fd is None or self._pid != os.getpid():
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 try:
-                    self._check(fd)
+                    self._check(os.fstat(fd))
                 except FileChangedError:
                     os.close(fd)
                     raise
                 self._fd, self._pid = fd, os.getpid()
             return self._fd
 
-    def _check(self, fd: int) -> None:
-        st = os.fstat(fd)
+    def _check(self, st: os.stat_result) -> None:
         if (st.st_size, st.st_mtime_ns) != self._stamp:
             raise FileChangedError(
                 f"{describe(self.path)}the file changed on disk since it was opened "
@@ -78,7 +72,7 @@ class LocalFileSource(ByteSource):
             )
 
     def check_unchanged(self) -> None:
-        self._check(self._fileno())
+        self._check(os.fstat(self._fileno()))
 
     #: reads at least this long re-check size and mtime; shorter (metadata) reads rely on the
     #: caller's one check per operation, which keeps an open from costing a stat per frame
@@ -181,12 +175,9 @@ class LocalFileSource(ByteSource):
         return memoryview(mm)[offset : offset + length]
 
     def _keep_resident(self, mm: mmap.mmap, offset: int, length: int) -> None:
-        """Let the kernel drop the mapped pages of views older than the last ``RESIDENT_VIEW_BYTES``.
-
-        Mapped file pages count in the process RSS until unmapped, so reading a file larger than
-        memory would otherwise keep all of it resident. Dropped pages stay in the page cache and
-        fault back in if an old view is still read: a read-only shared mapping stays correct.
-        """
+        """Let the kernel drop the mapped pages of views older than the last ``RESIDENT_VIEW_BYTES``: mapped pages
+        count in the process RSS until unmapped, so a file larger than memory would otherwise stay resident.
+        Dropped pages stay in the page cache and fault back in if an old view is still read."""
         with self._lock:
             self._views.append((offset, length))
             self._view_bytes += length

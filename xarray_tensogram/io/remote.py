@@ -24,24 +24,17 @@ from .retry import Fault, Retrying, RetryPolicy, transient
 
 
 class FsspecSource(ByteSource):
-    """A remote (or any fsspec) file, fetched with one range request per read.
+    """A file at any fsspec URL (``s3://``, ``https://``, chained ``simplecache::s3://...``; ``storage_options``
+    go to fsspec unchanged). Opening asks for the size once (one ``HEAD``); every :meth:`read` is one ranged
+    ``GET`` of exactly its bytes, and :meth:`read_ranges` sends its ranges concurrently.
 
-    ``url`` may be any fsspec URL (``s3://``, ``https://``, ``memory://``) or a chained one
-    (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged. Opening asks for the size once
-    (one ``HEAD``); every :meth:`read` is one ranged ``GET`` of exactly the bytes asked for, and
-    :meth:`read_ranges` sends its ranges concurrently.
-
-    The formats keep their metadata at the ends of the file and parse it with several small reads, so the
-    source that opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each, the
-    first time a small read falls there, and serves later reads inside them from memory. Unpickled copies
-    (Dask tasks) fetch exactly the bytes of the chunk they read.
-
-    Every range is retried on transient faults as the ``retries`` policy says, asking again only for the
-    bytes still missing (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the
-    size, ETag and Last-Modified seen at the open (:mod:`~xarray_tensogram.io.http`).
-
-    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec filesystem is
-    created lazily in each process (and again after a fork), so a pickled source holds no connection.
+    The formats parse their metadata at the ends of the file with several small reads, so the opening source
+    fetches the first and the last ``END_BLOCK`` bytes in one request each, the first time a small read falls
+    there, and serves later reads inside them from memory; unpickled copies (Dask tasks) fetch exactly their
+    chunk's bytes. Every range is retried as the ``retries`` policy says, asking again only for the bytes still
+    missing (:mod:`.retry`); over HTTP(S) every answer must still carry the size, ETag and Last-Modified seen
+    at the open (:mod:`.http`). The fsspec filesystem is created lazily in each process (and again after a
+    fork), so a pickled source holds no connection.
     """
 
     def __init__(
@@ -54,8 +47,7 @@ class FsspecSource(ByteSource):
         _fs: Any = None,
     ) -> None:
         super().__init__()
-        self.url = url
-        self.name = url
+        self.url = self.name = url
         self.storage_options = dict(storage_options or {})
         self.policy = RetryPolicy.of(retries)
         #: retries made and bytes asked for again by this instance (see :class:`~.retry.Retrying`)
@@ -69,10 +61,8 @@ class FsspecSource(ByteSource):
         self._cache_ends = _stamp is None
         if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
             self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
-        if _stamp is None:
-            _stamp = self._stat()
-        self.stamp = _stamp
-        self.size = _stamp.size
+        self.stamp = self._stat() if _stamp is None else _stamp
+        self.size = self.stamp.size
 
     def _stat(self) -> Stamp:
         """Ask for the size (and the ETag and Last-Modified that later answers must still carry), retried."""
@@ -278,11 +268,8 @@ def is_remote_url(s: str) -> bool:
 
 
 def _from_fsspec_object(obj: Any, retries: RetryPolicy | int | Mapping[str, float] | None = None) -> ByteSource | None:
-    """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``.
-
-    It is rebuilt from the filesystem's URL and ``storage_options``, so it pickles by
-    description like any other remote source.
-    """
+    """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``; rebuilt
+    from the filesystem's URL and ``storage_options``, so it pickles by description like any other source."""
     fs, path = getattr(obj, "fs", None), getattr(obj, "path", None)
     if fs is None or not isinstance(path, str) or not hasattr(fs, "cat_file") or not hasattr(fs, "storage_options"):
         return None
