@@ -1,19 +1,16 @@
 """Codecs for chunks that standard Zarr codecs cannot decode, for Zarr v2 (numcodecs) and v3.
 
-* :class:`TensogramFrameCodec` (``xarray_tensogram.tgm_frame``): one whole Tensogram data-object
-  frame in, the object's values out. The frame carries its own descriptor, so objects with
-  different pipelines (simple_packing parameters, szip, blosc2, zfp, NaN/Inf masks ...) can share
-  one Zarr array: the codec needs no per-chunk configuration.
-* :class:`TetrTileCodec` (``xarray_tensogram.tet_tile``): a Tetration tile in, the tile padded to the
-  full chunk shape out. A codec never learns which chunk it decodes, so the references give every
-  special tile (clipped at the edge, or with a codec other than the array's default) a byte range of
-  a length no ordinary tile has, starting ``skip`` bytes early; the configuration maps that length
-  to the tile's stored size, raw size, codec and clipped shape.
+* :class:`TensogramFrameCodec` (``xarray_tensogram.tgm_frame``): one whole Tensogram data-object frame in, its
+  values out. The frame carries its own descriptor, so objects of different pipelines (packing parameters,
+  compressors, NaN masks) share one Zarr array with no per-chunk configuration.
+* :class:`TetrTileCodec` (``xarray_tensogram.tet_tile``): a Tetration tile in, the tile padded to the full chunk
+  out. A codec never learns which chunk it decodes, so the references give every special tile (clipped at the
+  edge, or with another codec than the array's) a byte range of a length no ordinary tile has, starting
+  ``skip`` bytes early; the configuration maps that length to the tile's layout.
 
-Both decode to little-endian bytes of the array's dtype; the Zarr ``bytes`` codec does the rest.
-They are registered with numcodecs (``numcodecs.codecs`` entry points, for kerchunk references,
-which are Zarr v2) and with zarr-python (``zarr.codecs`` entry points, for Zarr v3 and Icechunk).
-Importing this module also registers them, for environments without the entry points.
+Both decode to little-endian bytes of the array's dtype (the Zarr ``bytes`` codec does the rest), and are
+registered with numcodecs (entry points, for kerchunk references: Zarr v2) and zarr-python (for Zarr v3 and
+Icechunk); :func:`register` does both where the entry points are not installed.
 """
 
 from __future__ import annotations

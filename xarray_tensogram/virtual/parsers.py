@@ -1,16 +1,13 @@
 """VirtualiZarr parsers: a ``.tgm``, ``.tet`` or ``.zt`` file as a :class:`ManifestStore`, without copying.
 
-Each parser is a callable ``parser(url, registry) -> ManifestStore`` (VirtualiZarr's ``Parser``
-protocol). It opens the file with this package's own readers and assembly, so dims, coords and
-attrs are exactly those of ``xr.open_dataset(path, engine="tensogram")``, and maps every storage
-chunk (a Tensogram object, a Tetration tile, a zTensor tensor) to its byte range.
+Each parser is a callable ``parser(url, registry) -> ManifestStore`` (VirtualiZarr's ``Parser`` protocol). It
+opens the file with this package's own readers and assembly, so dims, coords and attrs are exactly those of
+``xr.open_dataset(path, engine="tensogram")``, and maps every storage chunk to its byte range.
 
-Variables that have no byte range in the file (coordinates built from metadata: ``step``, ``time``,
-``valid_time``, ``.tet`` labels) or whose chunks cannot be expressed as byte ranges (sparse zTensor
-layouts) are *inlined*: their encoded values live in the store itself, and
-:meth:`TensogramManifestStore.to_virtual_dataset` always loads them, so kerchunk references and
-Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a key of
-``byte_layout.UNREFERENCED``). Where a chunk is stored, each format's chunk reader says itself (``byte_layout``).
+Variables without byte ranges in the file (coordinates built from metadata: ``step``, ``valid_time``, ``.tet``
+labels; sparse zTensor layouts) are *inlined*: their encoded values live in the store, which always loads them,
+so kerchunk references and Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a
+key of ``byte_layout.UNREFERENCED``).
 """
 
 from __future__ import annotations
@@ -40,8 +37,6 @@ from .codecs import register
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
 
 INLINE_PREFIX = "memory://xarray-tensogram-inline/"
-#: the open options a parser takes: all but xarray's CF decoding switches
-_OPEN_SCOPES = declared.NOT_XARRAY
 
 
 def _local_path(url: str) -> str:
@@ -136,14 +131,12 @@ def _manifest(shape: tuple[int, ...], plan: ByteLayout, url: str) -> Any:
 
 
 class _Parser:
-    """Shared by the parsers: open with our assembly, plan the chunks, build the ManifestStore.
-
-    A parser takes the open options of ``open_dataset`` other than CF decoding (declared in
-    :mod:`xarray_tensogram.options`); its format is the record naming the class as ``virtual_parser``.
-    """
+    """Shared by the parsers: open with our assembly, plan the chunks, build the ManifestStore. A parser takes the
+    open options of ``open_dataset`` but xarray's CF decoding (:mod:`xarray_tensogram.options`); its format is the
+    record naming the class as ``virtual_parser``."""
 
     def __init__(self, **options: Any) -> None:
-        declared.check_names(options, type(self).__name__, declared.names(*_OPEN_SCOPES))
+        declared.check_names(options, type(self).__name__, declared.names(*declared.NOT_XARRAY))
         self.options = {k: v for k, v in options.items() if v is not None}
         self.group: str | None = self.options.get("group")
 

@@ -24,9 +24,7 @@ __all__ = ["combine_virtual", "kerchunk_refs", "local_registry", "open_virtual_d
 def file_url(path: str | os.PathLike[str]) -> str:
     """``file://`` URL of a local path, other URLs unchanged."""
     s = os.fspath(path)
-    if "://" in s:
-        return s
-    return Path(s).resolve().as_uri()
+    return s if "://" in s else Path(s).resolve().as_uri()
 
 
 def local_registry() -> Any:
@@ -102,11 +100,8 @@ def open_virtual_dataset(
     loadable_variables: Iterable[str] | None = None,
     **options: Any,
 ) -> xr.Dataset:
-    """Virtual dataset of one file with the parser matching its format (``options`` go to the parser).
-
-    A shortcut for ``virtualizarr.open_virtual_dataset(url, registry=..., parser=...)`` that picks
-    the parser and, for local files, the registry.
-    """
+    """Virtual dataset of one file: ``virtualizarr.open_virtual_dataset`` with the parser matching its format
+    (``options`` go to it) and a registry that reads it, unless given."""
     from virtualizarr import open_virtual_dataset as _open
 
     from .parsers import parser_for
@@ -204,10 +199,7 @@ def combine_virtual(
 ) -> xr.Dataset:
     """One virtual dataset from several files: one file as is, several combined by coordinates
     (or concatenated along ``concat_dim``), as ``open_virtual_mfdataset`` does."""
-    items: Iterable[Any] = paths
-    if progress is not None:
-        items = progress(paths)
-    datasets = [open_virtual_dataset(p, **options) for p in items]
+    datasets = [open_virtual_dataset(p, **options) for p in (paths if progress is None else progress(paths))]
     if len(datasets) == 1:
         return datasets[0]
     check_combinable(paths, datasets, concat_dim)
