@@ -1,10 +1,8 @@
-"""szip (CCSDS 121.0, libaec) encoding with RSI offsets, through the libaec bundled in imagecodecs.
+"""szip (CCSDS 121.0) through the libaec bundled in imagecodecs, called with ctypes.
 
-The Tensogram reference records ``szip_block_offsets`` (bit offsets of each
-reference sample interval) next to the payload. imagecodecs' Python API does not
-expose them, so the encoder calls the bundled libaec through ctypes:
-``aec_encode_init``, ``aec_encode_enable_offsets``, ``aec_encode(strm, AEC_FLUSH)``,
-``aec_encode_count_offsets`` and ``aec_encode_get_offsets``.
+The Tensogram reference records ``szip_block_offsets`` (the bit offset of each reference sample interval) next
+to the payload; imagecodecs' Python API neither gives them when encoding nor seeks to them when decoding, so
+this module calls libaec itself (``aec_encode_get_offsets``, ``aec_buffer_seek``).
 """
 
 from __future__ import annotations

@@ -89,11 +89,8 @@ class TensogramFrameCodec(_DecodingCodec):
 
 class TetrTileCodec(_DecodingCodec):
     """numcodecs codec: a Tetration tile (raw or zstd, possibly clipped) -> the full chunk (little-endian bytes).
-
-    ``special`` maps the length of a special tile's byte range (as a string: JSON keys) to
-    ``[skip, stored, raw, codec, clipped_shape]``; any other length is an ordinary full tile with the
-    default ``codec`` (0 raw, 1 zstd).
-    """
+    ``special`` maps the length of a special tile's byte range (a string: JSON keys) to ``[skip, stored, raw,
+    codec, clipped_shape]``; any other length is an ordinary full tile of the default ``codec`` (0 raw, 1 zstd)."""
 
     codec_id = TILE_CODEC_ID
     writer = "Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr"
@@ -132,11 +129,8 @@ class TetrTileCodec(_DecodingCodec):
 
 # -- Zarr v3 ------------------------------------------------------------------------------------------
 def _zarr_codec_class(numcodec: type[Codec]) -> type:
-    """A zarr-python v3 bytes-to-bytes codec delegating to the numcodecs codec ``numcodec``.
-
-    ``codec_config`` (the numcodecs form, with ``id``) is what VirtualiZarr writes into kerchunk
-    (Zarr v2) references, so the same chunk decodes through either registry.
-    """
+    """A zarr-python v3 bytes-to-bytes codec delegating to the numcodecs codec ``numcodec``; VirtualiZarr writes
+    its ``codec_config`` (the numcodecs form) into kerchunk references, so a chunk decodes through either."""
     from zarr.abc.codec import BytesBytesCodec
     from zarr.core.buffer.cpu import as_numpy_array_wrapper
 
@@ -161,13 +155,9 @@ def _zarr_codec_class(numcodec: type[Codec]) -> type:
         def codec_config(self) -> dict[str, Any]:
             return {"id": name, **self.configuration}
 
-        def _numcodec(self) -> Codec:
-            return numcodec(**self.configuration)
-
         async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-            return await asyncio.to_thread(
-                as_numpy_array_wrapper, self._numcodec().decode, chunk_bytes, chunk_spec.prototype
-            )
+            decode = numcodec(**self.configuration).decode
+            return await asyncio.to_thread(as_numpy_array_wrapper, decode, chunk_bytes, chunk_spec.prototype)
 
         async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
             raise CodecError(f"{name} only decodes")

@@ -121,12 +121,9 @@ def _manifest(shape: tuple[int, ...], plan: ByteLayout, url: str) -> Any:
     if 0 in grid:
         return ChunkManifest({}, shape=grid)
     paths = np.full(grid, "", dtype=np.dtypes.StringDType())
-    offsets = np.zeros(grid, dtype=np.uint64)
-    lengths = np.zeros(grid, dtype=np.uint64)
+    offsets, lengths = np.zeros(grid, dtype=np.uint64), np.zeros(grid, dtype=np.uint64)
     for ref in plan.refs:
-        paths[ref.coords] = ref.path or url
-        offsets[ref.coords] = ref.offset
-        lengths[ref.coords] = ref.length
+        paths[ref.coords], offsets[ref.coords], lengths[ref.coords] = ref.path or url, ref.offset, ref.length
     return ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
 
 
