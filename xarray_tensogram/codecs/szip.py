@@ -243,18 +243,14 @@ class Szip(Codec):
         resolved = self.resolve(params)
         p = _libaec_params(resolved, int(resolved["flags"]))
         width = sample_bytes(p["bits_per_sample"], p["flags"])
-        raw = bytes(as_bytes(data))
-        if len(raw) % width:  # a partial last sample: the reference refuses it, and could not decode it
-            raise EncodeError(f"szip: a payload of {len(raw)} bytes is not a whole number of {width}-byte samples")
-        if not raw:
+        raw = np.frombuffer(as_bytes(data), dtype=np.uint8)
+        if raw.size % width:  # a partial last sample: the reference refuses it, and could not decode it
+            raise EncodeError(f"szip: a payload of {raw.size} bytes is not a whole number of {width}-byte samples")
+        if not raw.size:
             return b"", {"block_offsets": []}  # the reference writes an empty payload for an empty object
         lib = _libaec()
-        src = ctypes.create_string_buffer(raw, len(raw))
-        cap = len(raw) + len(raw) // 2 + 1024 + p["block_size"] * p["rsi"] * 8
-        dst = ctypes.create_string_buffer(cap)
-        strm = _stream(
-            lib, "encode", ctypes.cast(src, ctypes.c_void_p), len(raw), ctypes.cast(dst, ctypes.c_void_p), cap, p
-        )
+        dst = np.empty(raw.size + raw.size // 2 + 1024 + p["block_size"] * p["rsi"] * 8, dtype=np.uint8)
+        strm = _stream(lib, "encode", raw.ctypes.data, raw.size, dst.ctypes.data, dst.size, p)
         try:
             if lib.aec_encode_enable_offsets(ctypes.byref(strm)) != AEC_OK:
                 raise CodecError("libaec could not record RSI offsets")
@@ -265,10 +261,10 @@ class Szip(Codec):
             offsets = (ctypes.c_size_t * max(1, count.value))()
             if count.value:
                 lib.aec_encode_get_offsets(ctypes.byref(strm), offsets, count.value)
-            payload = dst.raw[: strm.total_out]
+            payload = dst[: strm.total_out].tobytes()
         finally:
             lib.aec_encode_end(ctypes.byref(strm))
-        n_rsi = -(-(len(raw) // width) // (p["rsi"] * p["block_size"]))
+        n_rsi = -(-(raw.size // width) // (p["rsi"] * p["block_size"]))
         return payload, {"block_offsets": [int(offsets[i]) for i in range(min(n_rsi, count.value))]}
 
 

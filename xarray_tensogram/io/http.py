@@ -1,11 +1,10 @@
 """Ranged HTTP(S) reads that keep what arrived, retry what did not, and notice a file that changed.
 
-fsspec's ``cat_file`` returns a body or raises; a connection reset halfway through a 4 MiB range
-loses the half that arrived, and the answer's headers (which say whether the file is still the
-one that was opened) are not seen. So HTTP(S) ranges are read here, on fsspec's own aiohttp
-session and event loop (its client options and credentials apply): the body is streamed into a
-buffer, a fault asks again for exactly the bytes still missing, and every answer's ``ETag``,
-``Last-Modified`` and ``Content-Range`` total are compared with what the open saw.
+fsspec's ``cat_file`` loses the half of a range that arrived before a connection reset, and hides the headers
+that say whether the file is still the one opened. So HTTP(S) ranges are read here, on fsspec's own aiohttp
+session and event loop (its client options and credentials apply): the body is streamed into a buffer, a fault
+asks again for exactly the bytes still missing, and every answer's ``ETag``, ``Last-Modified`` and
+``Content-Range`` total are compared with what the open saw.
 """
 
 from __future__ import annotations

@@ -92,13 +92,11 @@ class LocalFileSource(ByteSource):
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
         """Small ranges (metadata: an open reads the footer and descriptor of every object this way) copied out
-        of a memory map made for this call, where a slice costs a tenth of a ``pread``; ranges of payload
-        (any of :attr:`CHECK_MIN` bytes or more) read by :meth:`_read`, which re-checks the file for long reads.
-
-        The map is closed before returning, so the pages it touched do not stay in the process's RSS. It maps
-        the file as it is now: a range past a cut-short end comes back short and is reported. Our writers never
-        cut a file below the size a reader opened (an append that fails is cut back to where it started, see
-        ``io.lock``); a file another program truncates while the ranges are copied faults, as a view would."""
+        of a memory map made for this call, where a slice costs a tenth of a ``pread``; batches with a range of
+        :attr:`CHECK_MIN` bytes or more read by :meth:`_read`, which re-checks the file for long reads. The map is
+        closed before returning, so its pages do not stay in the process's RSS. It maps the file as it is now: a
+        range past a cut-short end comes back short and is reported (our writers never cut a file below the size
+        a reader opened, see ``io.lock``); a file another program truncates meanwhile faults, as a view would."""
         check = self.check_range
         for offset, length in ranges:
             check(offset, length, what)
@@ -215,10 +213,9 @@ _SCRATCH_KEEP = 16 << 20
 
 
 def scratch_buffer(length: int, slot: str = "read") -> np.ndarray:
-    """A per-thread reusable byte buffer of ``length`` bytes, valid until the thread's next call for the
-    same ``slot``. Tiles are read into the ``"read"`` slot and then copied into place, packed payloads pass
-    through it block by block; decoders that fill a buffer while a read may use the other use ``"decode"``.
-    No allocation or page faults per chunk, and the bytes stay in the CPU cache."""
+    """A per-thread reusable byte buffer of ``length`` bytes, valid until the thread's next call for ``slot``
+    (``"read"``: tiles read, then copied into place; ``"decode"``: what a decoder fills while a read may use the
+    other): no allocation or page faults per chunk, and the bytes stay in the CPU cache."""
     buf: np.ndarray | None = getattr(_SCRATCH, slot, None)
     if buf is None or buf.size < length:
         buf = np.empty(length, dtype=np.uint8)

@@ -1,8 +1,7 @@
 """Virtual Zarr: ``.tgm``, ``.tet`` and ``.zt`` files as Zarr stores whose chunks are byte ranges of the files.
 
-Needs the ``virtual`` extra (``pip install ".[virtual]"`` in a checkout of the sources). See the README section
-"Virtual Zarr" for the workflow: parsers for VirtualiZarr, kerchunk references (JSON or Parquet),
-Icechunk repositories.
+Needs the ``virtual`` extra. docs/virtual.md shows the workflow: parsers for VirtualiZarr, kerchunk references
+(JSON or Parquet), Icechunk repositories.
 """
 
 from __future__ import annotations

@@ -206,13 +206,10 @@ class _Parser:
 
 
 class TensogramParser(_Parser):
-    """Parser for Tensogram ``.tgm`` files: one Zarr chunk per data object.
-
-    Options as in ``open_dataset``: ``variable_key``, ``dim_names``, ``filter_by_keys``,
-    ``message_index`` (an int, negative from the end, a list of ints or a slice), ``merge_objects``,
-    ``group`` (for files with several grids), ``storage_options`` (fsspec, for reading the metadata of
-    remote files), ``drop_variables``.
-    """
+    """Parser for Tensogram ``.tgm`` files: one Zarr chunk per data object. Options as in ``open_dataset``:
+    ``variable_key``, ``dim_names``, ``filter_by_keys``, ``message_index`` (an int, negative from the end, a list
+    of ints or a slice), ``merge_objects``, ``group`` (for files with several grids), ``storage_options`` (fsspec,
+    for reading the metadata of remote files), ``drop_variables``."""
 
 
 class TetrParser(_Parser):

@@ -58,9 +58,8 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
 def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None = None) -> Any:
     """An ObjectStoreRegistry able to read every URL: local files, ``http(s)://`` servers, ``s3://`` buckets
     (configured from s3fs-style ``storage_options``: ``key``, ``secret``, ``anon``, ``client_kwargs.endpoint_url``).
-
-    HTTP(S) files are asked for their version now (one ``HEAD`` each), and a chunk read from a file that
-    changed since raises :class:`~xarray_tensogram.errors.FileChangedError` (:mod:`.checked`)."""
+    HTTP(S) files are asked for their version now (one ``HEAD`` each): a chunk of a file changed since raises
+    :class:`~xarray_tensogram.errors.FileChangedError` (:mod:`.checked`)."""
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import HTTPStore, LocalStore
 
@@ -150,12 +149,11 @@ def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
 def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
     """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset.
 
-    VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
-    array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
-    1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
-    NaN for other floating-point arrays (a missing Tensogram object reads as NaN, as in the backend) and
-    ``null`` otherwise (VirtualiZarr writes the v3 default, 0 for integers, and xarray's Zarr v2 reader
-    masks any fill value, so integer arrays would otherwise come back as floats).
+    VirtualiZarr's kerchunk writer makes them, with three of its habits corrected: a 0-d array's chunk is keyed
+    ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size 1, as Zarr needs; each Zarr
+    v2 ``fill_value`` is the variable's ``_FillValue``, else NaN for floats (a missing Tensogram object reads as
+    NaN, as in the backend) and ``null`` otherwise (VirtualiZarr writes the v3 default, 0 for integers, which
+    xarray's Zarr v2 reader would mask, turning integer arrays into floats).
     """
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]
