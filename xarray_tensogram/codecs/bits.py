@@ -8,11 +8,8 @@ __all__ = ["pack_fields", "unpack_fields"]
 
 
 def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: int, bit_offset: int = 0) -> np.ndarray:
-    """Read ``count`` unsigned big-endian fields of ``bits`` bits each, MSB first, packed back to back.
-
-    ``bit_offset`` is where the first field starts in ``payload`` (missing bytes at the end read as zeros).
-    Returns uint64.
-    """
+    """``count`` unsigned big-endian fields of ``bits`` bits each, MSB first, packed back to back from bit
+    ``bit_offset`` of ``payload`` (missing bytes at the end read as zeros), as uint64."""
     if count == 0 or bits == 0:
         return np.zeros(count, dtype=np.uint64)
     raw: np.ndarray = (

@@ -1,10 +1,9 @@
 """Safe CBOR decoding for metadata read from files.
 
-Tags that build objects are refused while decoding (no datetime, Decimal, regex, MIME message,
-UUID, set ... is ever constructed from a file), nesting depth is bounded by the decoder, and every
-decoder failure becomes a :class:`MetadataError` naming where the item came from. Bignums, string
-references and the self-describe tag decode to plain values and are accepted; so are CBOR simple
-values other than false/true/null (inert objects that attributes carry as text).
+Tags that build objects are refused while decoding (no datetime, Decimal, regex, UUID, set ... is ever built
+from a file), nesting depth is bounded by the decoder, and every decoder failure becomes a
+:class:`MetadataError` naming where the item came from. Bignums, string references, the self-describe tag and
+simple values other than false/true/null (inert objects that attributes carry as text) are accepted.
 """
 
 from __future__ import annotations
@@ -109,12 +108,9 @@ def head(major: int, n: int) -> bytes:
 
 
 def dumps_canonical(obj: Any) -> bytes:
-    """Deterministic CBOR exactly as the Tensogram reference writes it (spec §7).
-
-    Maps are sorted by the bytewise order of their encoded keys (which for text keys
-    equals cbor2's length-first canonical order, but differs when integer and text keys
-    are mixed); leaves use cbor2's canonical form (shortest integers and floats).
-    """
+    """Deterministic CBOR exactly as the Tensogram reference writes it (spec §7): maps sorted by the bytewise
+    order of their encoded keys (cbor2's length-first order differs when integer and text keys are mixed),
+    leaves in cbor2's canonical form (shortest integers and floats)."""
     if isinstance(obj, dict):
         items = sorted(((dumps_canonical(k), v) for k, v in obj.items()), key=lambda kv: kv[0])
         return head(5, len(items)) + b"".join(k + dumps_canonical(v) for k, v in items)

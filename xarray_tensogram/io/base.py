@@ -79,8 +79,11 @@ class ByteSource(ABC):
         return [self.read(o, n, what=what) for o, n in ranges]
 
     def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
-        """Like :meth:`read` but into a new writable ``uint8`` array (local files: no extra copy)."""
-        return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
+        """Like :meth:`read` but into a new writable ``uint8`` array, filled by :meth:`read_into`."""
+        self.check_range(offset, length, what)  # before allocating: a negative or huge length is refused
+        out = np.empty(length, dtype=np.uint8)
+        self.read_into(offset, out, what=what)
+        return out
 
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
         """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``:

@@ -119,13 +119,6 @@ class LocalFileSource(ByteSource):
         self.read_calls += len(out)
         return out
 
-    def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
-        """A fresh writable ``uint8`` array filled by ``preadv`` (no intermediate bytes object)."""
-        self.check_range(offset, length, what)  # before allocating: a negative or huge length is refused
-        out = np.empty(length, dtype=np.uint8)
-        self.read_into(offset, out, what=what)
-        return out
-
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
         """``preadv`` straight into ``out`` when it is contiguous; otherwise (a tile inside a larger array)
         into a per-thread scratch buffer, then one copy into place."""
