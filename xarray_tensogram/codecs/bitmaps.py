@@ -67,14 +67,11 @@ def rle_encode(bits: np.ndarray) -> bytes:
     change = np.flatnonzero(np.diff(bits.astype(np.int8))) + 1
     bounds = np.concatenate([[0], change, [bits.size]])
     out = bytearray([int(bits[0])])
-    for length in np.diff(bounds):
-        run = int(length)
-        while True:
-            b = run & 0x7F
+    for run in np.diff(bounds).tolist():
+        while run > 0x7F:  # LEB128: seven bits a byte, the high bit set on all but the last
+            out.append(run & 0x7F | 0x80)
             run >>= 7
-            out.append(b | (0x80 if run else 0))
-            if not run:
-                break
+        out.append(run)
     return bytes(out)
 
 

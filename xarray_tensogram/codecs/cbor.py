@@ -28,11 +28,10 @@ __all__ = [
 
 MAX_DEPTH = 64
 
-#: tags cbor2 (6.3) decodes by itself into objects that are not plain CBOR values: date/times (0, 1,
-#: 100, 1004), decimal fractions and bigfloats (4, 5), shared references (28, 29), rationals (30),
-#: regexes (35), MIME messages (36), UUIDs (37), IP addresses and networks (52, 54, 260, 261), sets
-#: (258). Refused while decoding. tests/test_codecs_shared.py checks this list against every tag the
-#: installed cbor2 decodes natively.
+#: tags cbor2 (6.3) decodes by itself into objects that are not plain CBOR values, refused while decoding:
+#: date/times (0, 1, 100, 1004), decimal fractions and bigfloats (4, 5), shared references (28, 29), rationals
+#: (30), regexes (35), MIME (36), UUIDs (37), IP addresses and networks (52, 54, 260, 261), sets (258).
+#: tests/test_codecs_shared.py checks it against every tag the installed cbor2 decodes natively.
 REFUSED_NATIVE_TAGS = (0, 1, 4, 5, 28, 29, 30, 35, 36, 37, 52, 54, 100, 258, 260, 261, 1004)
 #: native tags that decode to plain values: bignums (int), string references (str), self-describe
 PLAIN_NATIVE_TAGS = (2, 3, 25, 256, 55799)

@@ -139,8 +139,7 @@ class Chain:
 
     def decodes_into(self, dtype: np.dtype) -> bool:
         """Whether :meth:`decode_into` writes an array of ``dtype`` without a cast."""
-        into = self._into_dtype
-        return into is not None and bool(into == dtype)
+        return self._into_dtype is not None and bool(self._into_dtype == dtype)
 
     @functools.cached_property
     def _direct(self) -> Stage | None:

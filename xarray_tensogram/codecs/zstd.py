@@ -1,9 +1,8 @@
 """zstd with output bounded by the size the container promises.
 
-The reference writers of all three formats emit frames without a content size,
-so a one-shot ``decompress`` cannot size its output. We stream-decode into a
-buffer of exactly the promised size and fail if the stream wants to produce
-more: a payload claiming to expand to 100 GB never allocates it.
+The reference writers of all three formats emit frames without a content size, so a one-shot ``decompress``
+cannot size its output: we stream-decode into a buffer of exactly the promised size and fail if the stream
+wants to produce more (a payload claiming to expand to 100 GB never allocates it).
 """
 
 from __future__ import annotations
