@@ -109,8 +109,7 @@ def _decompressor(payload: bytes | memoryview) -> zstandard.ZstdDecompressor:
     cls = zstandard.ZstdDecompressor
     kept = getattr(_THREAD, "decompressor", None)
     if kept is None or type(kept) is not cls:
-        kept = cls()
-        _THREAD.decompressor = kept
+        _THREAD.decompressor = kept = cls()
     try:
         window = zstandard.get_frame_parameters(payload).window_size
     except zstandard.ZstdError:
@@ -176,10 +175,7 @@ def decompress_capped(payload: bytes | memoryview, cap: int, *, where: str = "")
     chunks, total = [], 0
     try:
         with _decompressor(payload).stream_reader(payload, read_across_frames=True) as reader:
-            while True:
-                block = reader.read(1 << 20)
-                if not block:
-                    break
+            for block in iter(lambda: reader.read(1 << 20), b""):
                 total += len(block)
                 if total > cap:
                     raise CodecError(f"{where}zstd stream decodes to more than the {cap} bytes the tensor can hold")
