@@ -1,10 +1,9 @@
 """The codec interface (as zarr-python's codecs): one small object per codec, no format knowledge.
 
-A :class:`Codec` has a ``name``, its parameters (:class:`Param`: type, default, valid values), what it can do
-(:class:`Capabilities`, typed, so callers never probe with ``getattr``), ``decode``, ``encode`` and, where it
-can write into a caller's buffer, ``decode_into``. Parameters are the codec's own plain names (``level``,
-``rsi``); each format maps its file vocabulary (descriptor keys, codec ids) onto codec objects and these
-names in one table. The registry (:mod:`.registry`) holds one object per name.
+A :class:`Codec` has a ``name``, its parameters (:class:`Param`) under its own plain names (``level``, ``rsi``),
+what it can do (:class:`Capabilities`, typed, so callers never probe with ``getattr``), ``decode``, ``encode``
+and what its capabilities add. Each format maps its file vocabulary (descriptor keys, codec ids) onto codec
+objects and these names in one table; the registry (:mod:`.registry`) holds one object per name.
 """
 
 from __future__ import annotations
@@ -95,9 +94,8 @@ class Capabilities:
     encode: bool = True
     #: decoding from a memory map pays (else the payload is better read into a buffer first)
     mapped_input: bool = True
-    #: partial decode: any byte range of the output decodes from part of the stored bytes
-    #: (:meth:`Codec.stored_span` says which part, :meth:`Codec.decode_range` decodes it), where
-    #: :meth:`Codec.decodes_range` accepts the parameters
+    #: partial decode: any byte range of the output decodes from the stored bytes :meth:`Codec.stored_span`
+    #: names (:meth:`Codec.decode_range`), where :meth:`Codec.decodes_range` accepts the parameters
     partial_decode: bool = False
 
 
@@ -207,9 +205,8 @@ class Codec:
         params: Mapping[str, Any],
         where: str = "",
     ) -> list[Buffer] | None:
-        """Decoded byte ``ranges`` of a stream of ``stored`` bytes (decoding to ``total``), read through
-        ``fetch`` in dependent steps, for a stream that holds its own index (worth it over a network, where
-        :meth:`stored_span` would name the whole stream). None: the codec reads no index of its own."""
+        """Decoded byte ``ranges`` of a stream of ``stored`` bytes (decoding to ``total``) read through ``fetch`` in
+        dependent steps, index first, where :meth:`stored_span` would name the whole stream (None: no index)."""
         return None
 
     def merge_gap(self, params: Mapping[str, Any]) -> int:

@@ -108,18 +108,15 @@ class TetrTileCodec(_DecodingCodec):
 
         dtype = np.dtype(self.dtype)
         full_bytes = int(np.prod(self.chunk_shape, dtype=np.int64)) * dtype.itemsize
-        entry = self.special.get(str(len(data)))
-        if entry is None:
-            skip, stored, raw, codec, shape = 0, len(data), full_bytes, self.codec, self.chunk_shape
-        else:
-            skip, stored, raw, codec, shape = entry
+        ordinary = [0, len(data), full_bytes, self.codec, self.chunk_shape]
+        skip, stored, raw, codec, shape = self.special.get(str(len(data)), ordinary)
         payload = data[skip : skip + stored]
         where = f"Tetration tile of {len(data)} referenced bytes: "
         count, odd = divmod(int(raw), dtype.itemsize)
         flat = payload if odd else tile_chain(int(codec), dtype, count).decode_bytes(payload, where)
         if odd or len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
-        tile = np.frombuffer(flat, dtype=dtype).reshape(shape)
+        tile: np.ndarray = np.frombuffer(flat, dtype=dtype).reshape(shape)
         if list(shape) == self.chunk_shape:
             return tile
         padded = np.zeros(self.chunk_shape, dtype=dtype)  # the padding lies outside the array: never seen
