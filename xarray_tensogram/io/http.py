@@ -53,11 +53,10 @@ class Stamp:
         return out
 
 
-def changed(url: str, what: list[str] | str) -> FileChangedError:
+def changed(url: str, *what: str) -> FileChangedError:
     """The error for a remote file that is no longer the one that was opened."""
-    text = "; ".join(what) if isinstance(what, list) else what
     return FileChangedError(
-        f"{url}: the remote file changed since it was opened ({text}); its bytes would mix two versions. "
+        f"{url}: the remote file changed since it was opened ({'; '.join(what)}); its bytes would mix two versions. "
         "Open it again to read the new version"
     )
 
@@ -105,7 +104,7 @@ async def _get_into(session: Any, fs: Any, url: str, start: int, n: int, stamp: 
         r.raise_for_status()
         moved = stamp.changes(r.headers)
         if moved:
-            raise changed(url, moved)
+            raise changed(url, *moved)
         if r.status != 206 and not (start == 0 and n == stamp.size):
             raise XarrayTensogramError(
                 f"{url}: asked for bytes {start}-{start + n - 1}, the server sent the whole file (HTTP {r.status}): "

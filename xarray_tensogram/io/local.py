@@ -9,6 +9,7 @@ import os
 import stat
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ class LocalFileSource(ByteSource):
         self.size = size
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen_local, (self.path, self._stamp))
+        return (partial(LocalFileSource, _stamp=self._stamp), (self.path,))
 
     def _fileno(self) -> int:
         fd = self._fd
@@ -215,7 +216,3 @@ def scratch_buffer(length: int, slot: str = "read") -> np.ndarray:
         if length <= _SCRATCH_KEEP:
             setattr(_SCRATCH, slot, buf)
     return buf[:length]
-
-
-def _reopen_local(path: str, stamp: tuple[int, int]) -> LocalFileSource:
-    return LocalFileSource(path, _stamp=stamp)

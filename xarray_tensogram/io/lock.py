@@ -194,11 +194,9 @@ def _recover(path: str | os.PathLike[str], fd: int) -> None:
 
 def _same_file(fd: int, sidecar: str) -> bool:
     try:
-        now = os.stat(sidecar)
+        return os.path.samestat(os.fstat(fd), os.stat(sidecar))
     except FileNotFoundError:
         return False
-    held = os.fstat(fd)
-    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
 def _unlocked(path: str | os.PathLike[str], why: str) -> None:

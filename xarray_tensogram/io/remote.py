@@ -7,6 +7,7 @@ import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..errors import (
@@ -142,7 +143,7 @@ class FsspecSource(ByteSource):
         return self._fs, fs_path
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen_fsspec, (self.url, self.storage_options, self.stamp, self.policy))
+        return (partial(FsspecSource, retries=self.policy, _stamp=self.stamp), (self.url, self.storage_options))
 
     #: size of the head and tail blocks cached by the opening source
     END_BLOCK = 64 * 1024
@@ -256,10 +257,6 @@ def _refused_option(exc: BaseException | None) -> str | None:
                 return match.group(1)
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return None
-
-
-def _reopen_fsspec(url: str, options: Mapping[str, Any], stamp: Stamp, policy: RetryPolicy) -> FsspecSource:
-    return FsspecSource(url, options, retries=policy, _stamp=stamp)
 
 
 def is_remote_url(s: str) -> bool:
