@@ -41,18 +41,16 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
 
     client = dict(options.get("client_kwargs") or {})
     endpoint = client.get("endpoint_url") or options.get("endpoint_url")
-    config: Any = {  # an obstore S3Config (a TypedDict)
-        name: options[key]
-        for key, name in (("key", "access_key_id"), ("secret", "secret_access_key"))
-        if options.get(key)
+    config = {  # an obstore S3Config (a TypedDict), with what is given
+        "access_key_id": options.get("key"),
+        "secret_access_key": options.get("secret"),
+        "endpoint": endpoint,
+        "skip_signature": bool(options.get("anon")),
+        "region": client.get("region_name") or options.get("region_name") or "us-east-1",
     }
-    if endpoint:
-        config["endpoint"] = endpoint
-    if options.get("anon"):
-        config["skip_signature"] = True
-    config["region"] = client.get("region_name") or options.get("region_name") or "us-east-1"
     client_options: Any = {"allow_http": True} if endpoint and str(endpoint).startswith("http://") else None
-    return S3Store(bucket, config=config, client_options=client_options)
+    given: Any = {k: v for k, v in config.items() if v}
+    return S3Store(bucket, config=given, client_options=client_options)
 
 
 def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None = None) -> Any:
