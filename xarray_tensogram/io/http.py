@@ -10,16 +10,14 @@ asks again for exactly the bytes still missing, and every answer's ``ETag``, ``L
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import FileChangedError, RemoteReadError, XarrayTensogramError
 from .retry import Fault, Retrying, transient
 
-__all__ = ["Stamp", "get_range", "is_http", "run_on_loop"]
-
-T = TypeVar("T")
+__all__ = ["Stamp", "get_range", "is_http"]
 
 #: how much of a body is taken off the socket at a time
 _PIECE = 1 << 16
@@ -62,16 +60,9 @@ def changed(url: str, *what: str) -> FileChangedError:
 
 
 def is_http(fs: Any) -> bool:
-    """fsspec's HTTP filesystem (not a caching wrapper around one): its ranges are read by :func:`get_range`."""
+    """fsspec's HTTP filesystem (not a caching wrapper around one): its ranges are read by :func:`get_range`, on
+    the filesystem's event loop (``fsspec.asyn.sync``)."""
     return hasattr(fs, "set_session") and hasattr(fs, "encode_url") and not hasattr(fs, "fs")
-
-
-def run_on_loop(fs: Any, coroutine: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """Run ``coroutine(*args)`` on the filesystem's event loop (fsspec's thread) and wait for its result."""
-    from fsspec.asyn import sync
-
-    result: T = sync(fs.loop, coroutine, *args)
-    return result
 
 
 async def get_range(fs: Any, url: str, offset: int, length: int, stamp: Stamp, retrying: Retrying) -> bytes:

@@ -19,7 +19,7 @@ from ..errors import (
     install_hint,
 )
 from .base import ByteSource
-from .http import Stamp, get_range, is_http, run_on_loop
+from .http import Stamp, get_range, is_http
 from .local import LocalFileSource
 from .retry import Fault, Retrying, RetryPolicy, transient
 
@@ -170,7 +170,9 @@ class FsspecSource(ByteSource):
         fs, path = self._filesystem()
         retrying = Retrying(self.policy, self.url, offset, length, self.counts)
         if is_http(fs):
-            data: bytes = run_on_loop(fs, get_range, fs, path, offset, length, self.stamp, retrying)
+            from fsspec.asyn import sync
+
+            data: bytes = sync(fs.loop, get_range, fs, path, offset, length, self.stamp, retrying)
             return data
         body = bytearray()
         while True:  # other filesystems: fsspec's reads, retried; a short body is kept and the rest asked for
@@ -209,7 +211,9 @@ class FsspecSource(ByteSource):
             self.check_range(o, n, what)
         fs, path = self._filesystem()
         if is_http(fs):
-            out = run_on_loop(fs, self._get_ranges, fs, path, ranges)
+            from fsspec.asyn import sync
+
+            out = sync(fs.loop, self._get_ranges, fs, path, ranges)
         else:
             got = fs.cat_ranges(
                 [path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges], on_error="return"
