@@ -135,9 +135,8 @@ def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
         return flags  # no interval boundary: the padding changes nothing
     offsets = params.get("block_offsets")
     if isinstance(offsets, list):
-        for i in range(len(offsets)):
-            if _bit_offset(offsets, i, where) % 8:
-                return flags & ~AEC_PAD_RSI
+        if any(_bit_offset(offsets, i, where) % 8 for i in range(len(offsets))):
+            return flags & ~AEC_PAD_RSI
         if len(offsets) == intervals:
             return flags
     raise CodecError(
@@ -173,15 +172,15 @@ class Szip(Codec):
         """Only streams with one recorded bit offset per interval (``block_offsets``) decode in part, and not
         restricted coding (``AEC_RESTRICTED``), whose intervals the recorded offsets do not locate."""
         offsets = params.get("block_offsets")  # each is checked when a range starts from it
-        if not (
+        return (
             isinstance(offsets, list)
             and all(isinstance(params.get(k), int) for k in ("rsi", "block_size", "bits_per_sample", "flags"))
             and 1 <= int(params["bits_per_sample"]) <= 32
             and int(params["rsi"]) * int(params["block_size"]) > 0
             and not int(params["flags"]) & AEC_RESTRICTED
-        ):
-            return False
-        return total > 0 and len(offsets) == -(-total // _rsi_bytes(params))
+            and total > 0
+            and len(offsets) == -(-total // _rsi_bytes(params))
+        )
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
         rsi_bytes, offsets = _rsi_bytes(params), params["block_offsets"]
