@@ -55,7 +55,7 @@ def decode_into(
         b = raw[: 3 * count].reshape(count, 3)
         q = ((b[:, 0].astype(np.uint32) << 16) | (b[:, 1].astype(np.uint32) << 8) | b[:, 2]).reshape(out.shape)
     else:
-        q = unpack_fields(payload, count, bits, bit_offset).reshape(out.shape)
+        q = unpack_fields(raw, count, bits, bit_offset).reshape(out.shape)
     np.multiply(q, factor, out=out, casting="unsafe")  # integers below 2**53 convert to float64 exactly
     out += float(reference)
 
