@@ -39,16 +39,13 @@ class Stamp:
 
     def changes(self, headers: Mapping[str, str]) -> list[str]:
         """What an answer's headers say changed since the open (empty when nothing did, or nothing is known)."""
-        out = []
-        etag, modified = headers.get("ETag"), headers.get("Last-Modified")
-        if self.etag and etag and etag != self.etag:
-            out.append(f"ETag {self.etag} -> {etag}")
-        if self.modified and modified and modified != self.modified:
-            out.append(f"Last-Modified {self.modified} -> {modified}")
         total = (headers.get("Content-Range") or "").rpartition("/")[2]
-        if total.isdigit() and int(total) != self.size:
-            out.append(f"size {self.size} -> {total} bytes")
-        return out
+        seen = [
+            ("ETag", self.etag, headers.get("ETag")),
+            ("Last-Modified", self.modified, headers.get("Last-Modified")),
+            ("size", str(self.size), str(int(total)) if total.isdigit() else None),
+        ]
+        return [f"{what} {was} -> {now}" for what, was, now in seen if was and now and now != was]
 
 
 def changed(url: str, *what: str) -> FileChangedError:
