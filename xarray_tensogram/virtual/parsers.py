@@ -70,17 +70,9 @@ def _store_class() -> type:
     from virtualizarr.manifests import ManifestStore
 
     class TensogramManifestStore(ManifestStore):  # type: ignore[misc, unused-ignore]  # Any without virtualizarr
-        def __init__(
-            self,
-            group: Any,
-            *,
-            registry: Any = None,
-            inline: Mapping[str, bytes] | None = None,
-            reasons: Mapping[str, str] | None = None,
-        ) -> None:
+        def __init__(self, group: Any, *, registry: Any, inline: dict[str, bytes], reasons: dict[str, str]) -> None:
             super().__init__(group, registry=registry)
-            self._inline = dict(inline or {})
-            self._reasons = dict(reasons or {})
+            self._inline, self._reasons = inline, reasons
 
         @property
         def inline_variables(self) -> list[str]:
