@@ -91,8 +91,7 @@ def roaring_encode(bits: np.ndarray) -> bytes:
     pyroaring = require("pyroaring", "roaring encoding")
     bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
     bm.run_optimize()
-    out: bytes = bm.serialize()
-    return out
+    return bytes(bm.serialize())
 
 
 class _Bitmap(Codec):

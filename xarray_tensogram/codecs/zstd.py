@@ -216,8 +216,7 @@ class Zstd(Codec):
         return max_output(stored)
 
     def fits_output(self, decoded: np.ndarray, stored: np.ndarray) -> np.ndarray:
-        fits: np.ndarray = fits_output_bound(decoded, stored)
-        return fits
+        return np.asarray(fits_output_bound(decoded, stored))
 
     def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         return decompress_capped(as_bytes(payload), cap, where=where)
