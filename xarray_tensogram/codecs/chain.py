@@ -173,15 +173,10 @@ class Chain:
     def zarr(self) -> list[dict[str, Any]] | None:
         """The Zarr v3 codecs after ``bytes`` that decode the stored bytes (each stage's :meth:`Codec.zarr`);
         None when Zarr cannot (a stage it has no codec for, or values not stored as they are)."""
-        if self.values.codec is not RAW:
+        parts = [stage.codec.zarr(stage.params) for stage in self.compressors]
+        if self.values.codec is not RAW or None in parts:
             return None
-        entries: list[dict[str, Any]] = []
-        for stage in self.compressors:
-            zarr = stage.codec.zarr(stage.params)
-            if zarr is None:
-                return None
-            entries += zarr
-        return entries
+        return [entry for part in parts for entry in part or ()]
 
     def merge_gap(self) -> int:
         """Elements between two wanted runs below which one :meth:`decode_range` of both costs less than two
