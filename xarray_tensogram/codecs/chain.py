@@ -106,8 +106,7 @@ class Chain:
     def prefix_stage(self) -> Stage | None:
         """The one bytes->bytes stage that changes the bytes, when it decodes a prefix of its stream without the
         rest (``capabilities.prefix_decode``): leading values then need only the stream up to them."""
-        active = self._active
-        return active[0] if len(active) == 1 and active[0].codec.capabilities.prefix_decode else None
+        return self._stage if len(self._active) == 1 and self._stage.codec.capabilities.prefix_decode else None
 
     def decode_bytes(self, payload: Buffer, where: str = "") -> Buffer:
         """The array->bytes stage's input: every bytes->bytes stage undone."""
@@ -144,10 +143,8 @@ class Chain:
     @functools.cached_property
     def _direct(self) -> Stage | None:
         """The one stage that decodes raw values straight into a caller's buffer, if the chain has one."""
-        active = self._active
-        if self.values.codec is RAW and len(active) == 1 and active[0].codec.capabilities.decode_into:
-            return active[0]
-        return None
+        direct = self.values.codec is RAW and len(self._active) == 1 and self._stage.codec.capabilities.decode_into
+        return self._stage if direct else None
 
     @functools.cached_property
     def _into_dtype(self) -> np.dtype | None:

@@ -53,8 +53,7 @@ class _DecodingCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Code
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         arr = np.ascontiguousarray(self.values(memoryview(buf).cast("B")))
-        if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
-            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # no copy where it is little-endian already
         if out is None:
             return arr.tobytes()
         np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = arr.reshape(-1).view(np.uint8)
