@@ -12,9 +12,8 @@ from ..errors import UnsupportedError
 from . import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
 from .base import PASSTHROUGH, Codec
 from .chain import RAW
-from .optional import available, require
 
-__all__ = ["CODECS", "available", "codec", "require", "resolve_params"]
+__all__ = ["CODECS", "codec", "resolve_params"]
 
 _REGISTERED: tuple[Codec, ...] = (
     PASSTHROUGH,
