@@ -190,8 +190,7 @@ class LocalFileSource(ByteSource):
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         with contextlib.suppress(Exception):
-            if self._fd is not None and self._pid == os.getpid():
-                os.close(self._fd)
+            self.close()
 
 
 def _dont_need(mm: mmap.mmap, start: int, end: int) -> None:

@@ -29,13 +29,11 @@ class FsspecSource(ByteSource):
     go to fsspec unchanged). Opening asks for the size once (one ``HEAD``); every :meth:`read` is one ranged
     ``GET`` of exactly its bytes, and :meth:`read_ranges` sends its ranges concurrently.
 
-    The formats parse their metadata at the ends of the file with several small reads, so the opening source
-    fetches the first and the last ``END_BLOCK`` bytes in one request each, the first time a small read falls
-    there, and serves later reads inside them from memory; unpickled copies (Dask tasks) fetch exactly their
-    chunk's bytes. Every range is retried as the ``retries`` policy says, asking again only for the bytes still
-    missing (:mod:`.retry`); over HTTP(S) every answer must still carry the size, ETag and Last-Modified seen
-    at the open (:mod:`.http`). The fsspec filesystem is created lazily in each process (and again after a
-    fork), so a pickled source holds no connection.
+    The formats parse their metadata at the ends of the file with small reads, so the opening source fetches
+    the first and last ``END_BLOCK`` bytes once, the first time a small read falls there (unpickled copies, Dask
+    tasks, fetch exactly their chunk's bytes). Every range is retried as the ``retries`` policy says, asking
+    again only for the bytes still missing (:mod:`.retry`); over HTTP(S) every answer must still carry what the
+    open saw (:mod:`.http`). The fsspec filesystem is made lazily in each process, so a pickle holds no connection.
     """
 
     def __init__(

@@ -146,10 +146,9 @@ class Retrying:
     missing: int | None = None
 
     def wait(self, fault: Fault, missing: int) -> float:
-        """Seconds to wait before asking again for the ``missing`` bytes, or raise :class:`RemoteReadError`
-        (at once for a fault that retrying cannot fix). A try that brought bytes starts the count of tries and
-        the backoff afresh (a slow server that sends part of each answer is not failing); ``timeout`` still
-        bounds the whole range."""
+        """Seconds to wait before asking again for the ``missing`` bytes, or raise :class:`RemoteReadError` (at once
+        for a fault that retrying cannot fix). A try that brought bytes starts the tries and the backoff afresh (a
+        slow server that sends part of each answer is not failing); ``timeout`` still bounds the whole range."""
         if self.missing is not None and missing < self.missing:
             self.tries = 0
         self.missing = missing
