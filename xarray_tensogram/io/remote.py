@@ -153,9 +153,7 @@ class FsspecSource(ByteSource):
             if start <= offset and offset + length <= start + len(block):
                 return block[offset - start : offset + length - start]
         if self._cache_ends and length <= self.SMALL_READ:
-            head = min(self.size, self.END_BLOCK)
-            tail = max(0, self.size - self.END_BLOCK)
-            for lo, hi in ((0, head), (tail, self.size)):
+            for lo, hi in ((0, min(self.size, self.END_BLOCK)), (max(0, self.size - self.END_BLOCK), self.size)):
                 if lo <= offset and offset + length <= hi:
                     block = self._fetch(lo, hi - lo)  # exactly these bytes, or an error
                     with self._lock:
