@@ -21,10 +21,9 @@ def unshuffle(raw: np.ndarray, element_size: int) -> np.ndarray:
 
 
 def shuffle(raw: np.ndarray, element_size: int) -> np.ndarray:
-    """Group byte k of every ``element_size``-byte element together (k = 0 .. element_size - 1)."""
-    if element_size == 1 or raw.size == 0:
-        return raw
-    return np.ascontiguousarray(raw.reshape(-1, element_size).T).reshape(-1)
+    """Group byte k of every ``element_size``-byte element together (k = 0 .. element_size - 1): the same
+    transpose as :func:`unshuffle`, of the other shape."""
+    return raw if element_size == 1 else unshuffle(raw, raw.size // element_size)
 
 
 class Shuffle(Codec):
