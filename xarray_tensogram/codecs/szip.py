@@ -120,14 +120,11 @@ def _bit_offset(offsets: list[Any], i: int, where: str = "") -> int:
 
 
 def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
-    """The libaec flags that decode the stream: ``flags`` without ``AEC_PAD_RSI`` when the recorded interval
-    offsets show the stream is not padded.
-
-    The reference tensogram encoder records ``flags`` with PAD_RSI (32) but writes every interval unpadded:
-    decoding with the flag misreads every interval after the first (libaec then fails or returns other
-    values). A padded stream starts every interval on a byte boundary, so one recorded offset that is not a
-    multiple of 8 proves the stream unpadded. When all are, both readings skip nothing and agree. Without a
-    full list of offsets nothing tells them apart, and a stream of several intervals is refused.
+    """The libaec flags that decode the stream: ``flags`` without ``AEC_PAD_RSI`` where the recorded interval
+    offsets show it unpadded. The reference encoder records PAD_RSI (32) but writes every interval unpadded, and
+    decoding with the flag misreads every interval after the first. A padded stream starts each interval on a
+    byte, so one recorded offset that is not a multiple of 8 proves it unpadded; when all are, both readings
+    agree. Without a full list of offsets nothing tells them apart: a stream of several intervals is refused.
     """
     flags, rsi_bytes = int(params["flags"]), _rsi_bytes(params)
     intervals = -(-total // rsi_bytes) if rsi_bytes > 0 else 0

@@ -46,12 +46,10 @@ def open_source(
     *,
     retries: RetryPolicy | int | Mapping[str, float] | None = None,
 ) -> ByteSource:
-    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`.
-
-    URLs (``s3://``, ``https://``, ``file://``, chained ``simplecache::...``) are read through fsspec with
-    ``storage_options``, retrying transient faults as ``retries`` says (:class:`~.retry.RetryPolicy`); fsspec
-    ``OpenFile`` objects and open fsspec files are read by URL too, so they pickle.
-    """
+    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`. URLs (chained
+    ``simplecache::...`` too) are read through fsspec with ``storage_options``, retrying transient faults as
+    ``retries`` says (:class:`~.retry.RetryPolicy`); fsspec ``OpenFile`` objects and open fsspec files are read by
+    URL too, so they pickle."""
     policy = RetryPolicy.of(retries)  # checked for every source, so that a bad value is refused for local files too
     if isinstance(source, ByteSource):
         return source
