@@ -155,9 +155,8 @@ class Retrying:
         self.tries += 1
         elapsed = time.monotonic() - self.started
         backoff = min(self.policy.max_delay, self.policy.backoff * 2.0 ** (self.tries - 1))
-        delay = backoff * (0.5 + random.random() / 2)  # jitter: many tasks do not retry in step
-        if fault.retry_after is not None:
-            delay = max(delay, fault.retry_after)
+        # jitter: many tasks do not retry in step; a wait the server asks for is kept
+        delay = max(backoff * (0.5 + random.random() / 2), fault.retry_after or 0.0)
         if not fault.transient or self.tries > self.policy.retries or elapsed + delay > self.policy.timeout:
             raise RemoteReadError(self._message(fault, elapsed, delay)) from fault.error
         self.counts["retries"] = self.counts.get("retries", 0) + 1
