@@ -108,7 +108,8 @@ class Blosc2(Codec):
         params: Mapping[str, Any],
         where: str = "",
     ) -> list[Buffer] | None:
-        frame = sparse_frame(fetch, ranges, total, stored, where)  # index first, then blocks
+        blosc2 = require("blosc2", f"{where}blosc2 decompression")
+        frame = sparse_frame(fetch, ranges, total, stored, blosc2.decompress, where)  # index first, then blocks
         if frame is None:
             return None
         return [_span(frame.data, lo, hi, total, whole=False, where=where) for lo, hi in ranges]

@@ -9,13 +9,12 @@ A chunk whose layout this module does not know (a dictionary, stored raw, other 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..errors import CodecError
 from .base import Fetch
-from .optional import require
 
 __all__ = ["sparse_frame"]
 
@@ -71,11 +70,16 @@ class _Frame:
 
 
 def sparse_frame(
-    fetch: Fetch, ranges: Sequence[tuple[int, int]], total: int, stored: int, where: str = ""
+    fetch: Fetch,
+    ranges: Sequence[tuple[int, int]],
+    total: int,
+    stored: int,
+    decompress: Callable[[bytes], bytes],
+    where: str = "",
 ) -> np.ndarray | None:
     """The frame's bytes as far as decoding the decoded byte ``ranges`` (of ``total``) needs them, fetched
-    through ``fetch``, with zeros elsewhere; None when the frame's chunks are not of one fixed size."""
-    decompress = require("blosc2", f"{where}blosc2 decompression").decompress  # (the offsets chunk)
+    through ``fetch``, with zeros elsewhere; None when the frame's chunks are not of one fixed size.
+    ``decompress`` decodes one blosc2 chunk (the offsets chunk)."""
     f = _Frame(fetch, stored, where)
     layout = f.header()
     if layout is None:
