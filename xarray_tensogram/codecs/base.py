@@ -1,10 +1,9 @@
 """The codec interface (as zarr-python's codecs): one small object per codec, no format knowledge.
 
-A :class:`Codec` has a ``name``, its parameters (:class:`Param`: type, default, valid values), what it can do
-(:class:`Capabilities`, typed, so callers never probe with ``getattr``), ``decode``, ``encode`` and, where it
-can write into a caller's buffer, ``decode_into``. Parameters are the codec's own plain names (``level``,
-``rsi``); each format maps its file vocabulary (descriptor keys, codec ids) onto codec objects and these
-names in one table. The registry (:mod:`.registry`) holds one object per name.
+A :class:`Codec` has a ``name``, its parameters (:class:`Param`) under its own plain names (``level``, ``rsi``),
+what it can do (:class:`Capabilities`, typed, so callers never probe with ``getattr``), ``decode``, ``encode``
+and what its capabilities add. Each format maps its file vocabulary (descriptor keys, codec ids) onto codec
+objects and these names in one table; the registry (:mod:`.registry`) holds one object per name.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ __all__ = [
     "Role",
     "as_bytes",
     "check_size",
+    "out_bytes",
 ]
 
 #: :meth:`Codec.merge_gap` of codecs that declare none (4096 float64 values)
@@ -94,9 +94,8 @@ class Capabilities:
     encode: bool = True
     #: decoding from a memory map pays (else the payload is better read into a buffer first)
     mapped_input: bool = True
-    #: partial decode: any byte range of the output decodes from part of the stored bytes
-    #: (:meth:`Codec.stored_span` says which part, :meth:`Codec.decode_range` decodes it), where
-    #: :meth:`Codec.decodes_range` accepts the parameters
+    #: partial decode: any byte range of the output decodes from the stored bytes :meth:`Codec.stored_span`
+    #: names (:meth:`Codec.decode_range`), where :meth:`Codec.decodes_range` accepts the parameters
     partial_decode: bool = False
 
 
@@ -113,10 +112,7 @@ class Codec:
     decoded_dtype: ClassVar[np.dtype | None] = None
 
     def param(self, name: str) -> Param:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        return {p.name: p for p in self.params}[name]
 
     def resolve(self, given: Mapping[str, Any], *, what: str = "") -> dict[str, Any]:
         """``given`` checked against the declared parameters, defaults filled in (unknown names refused)."""
@@ -127,16 +123,11 @@ class Codec:
                 f"{what}{self.name} has no parameter {', '.join(map(repr, unknown))}; "
                 f"its parameters: {', '.join(known) or 'none'}"
             )
-        out = {}
         for p in self.params:
-            if p.name in given:
-                problem = p.problem(given[p.name])
-                if problem:
-                    raise EncodeError(f"{what}{self.name} parameter {p.name!r} {problem}")
-                out[p.name] = given[p.name]
-            elif p.default is not None:
-                out[p.name] = p.default
-        return out
+            problem = p.problem(given[p.name]) if p.name in given else None
+            if problem:
+                raise EncodeError(f"{what}{self.name} parameter {p.name!r} {problem}")
+        return {p.name: given.get(p.name, p.default) for p in self.params if p.name in given or p.default is not None}
 
     def check_ratio(self, payload_len: int, expected: int, where: str = "") -> None:
         """Refuse ``expected`` decoded bytes that ``payload_len`` stored bytes cannot produce (before allocating)."""
@@ -157,8 +148,7 @@ class Codec:
     def decode_prefix(
         self, payload: Buffer, prefix: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
-        """The first ``prefix`` bytes of a stream that decodes to ``total`` bytes, without decoding the rest
-        (``capabilities.prefix_decode``)."""
+        """The first ``prefix`` of ``total`` decoded bytes, without decoding the rest (``prefix_decode``)."""
         raise UnsupportedError(f"{where}{self.name} cannot decode a prefix of its stream")
 
     def max_output(self, stored: int) -> int | None:
@@ -178,7 +168,6 @@ class Codec:
     # array->bytes codecs (values <-> the bytes holding them) also answer these four
 
     def encoded_nbytes(self, count: int, params: Mapping[str, Any]) -> int:
-        """Bytes holding ``count`` values."""
         raise UnsupportedError(f"{self.name} is not an array->bytes codec")
 
     def element_span(self, start: int, stop: int, params: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -190,12 +179,10 @@ class Codec:
         raise UnsupportedError(f"{self.name} is not an array->bytes codec")
 
     def decode_values_into(self, encoded: Buffer, out: np.ndarray, params: Mapping[str, Any]) -> None:
-        """All of ``out``'s values from ``encoded``."""
         out[...] = self.decode_values(encoded, out.size, params).reshape(out.shape)
 
     def decodes_range(self, params: Mapping[str, Any], total: int) -> bool:
-        """Whether a stream with these parameters, decoding to ``total`` bytes, can be decoded in part (some need
-        recorded offsets or a mode)."""
+        """Whether this stream decodes in part (some codecs need recorded offsets or a mode for it)."""
         return self.capabilities.partial_decode
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
@@ -218,9 +205,8 @@ class Codec:
         params: Mapping[str, Any],
         where: str = "",
     ) -> list[Buffer] | None:
-        """Decoded byte ``ranges`` of a stream of ``stored`` bytes (decoding to ``total``), read through
-        ``fetch`` in dependent steps, for a stream that holds its own index (worth it over a network, where
-        :meth:`stored_span` would name the whole stream). None: the codec reads no index of its own."""
+        """Decoded byte ``ranges`` of a stream of ``stored`` bytes (decoding to ``total``) read through ``fetch`` in
+        dependent steps, index first, where :meth:`stored_span` would name the whole stream (None: no index)."""
         return None
 
     def merge_gap(self, params: Mapping[str, Any]) -> int:
@@ -240,6 +226,13 @@ class Codec:
 def as_bytes(data: Buffer) -> bytes | memoryview:
     """``data`` as bytes a library reads in place (an array's own buffer, not copied)."""
     return data.data.cast("B") if isinstance(data, np.ndarray) else data
+
+
+def out_bytes(out: np.ndarray) -> np.ndarray:
+    """The bytes of ``out``, flat, for a decoder to write into (ValueError unless writable and C-contiguous)."""
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("decompress_into needs a writable C-contiguous output array")
+    return out.reshape(-1).view(np.uint8)
 
 
 def check_size(data: Buffer, expected: int, codec: str, where: str = "") -> None:
@@ -262,10 +255,13 @@ class Passthrough(Codec):
     def max_output(self, stored: int) -> int | None:
         return stored
 
+    def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
+        return lo, hi
+
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
-        view = piece.data.cast("B") if isinstance(piece, np.ndarray) else memoryview(piece)
+        view = memoryview(as_bytes(piece))
         if base > lo or len(view) < hi - base:
             raise CodecError(f"{where}stored bytes {base}..{base + len(view)} do not hold bytes {lo}..{hi}")
         return view[lo - base : hi - base]

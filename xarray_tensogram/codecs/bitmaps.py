@@ -38,25 +38,21 @@ def _leb128(blob: bytes, i: int, where: str) -> tuple[int, int]:
 
 def rle_decode(blob: bytes | memoryview, n: int, where: str = "") -> np.ndarray:
     """Runs of alternating values: first byte = first value, then LEB128 run lengths summing to n."""
-    out = np.zeros(n, dtype=bool)
     data = bytes(blob)
     if n == 0:
-        return out
+        return np.zeros(0, dtype=bool)
     if not data or data[0] > 1:
         raise CodecError(f"{where}RLE mask must start with 0 or 1")
-    value = bool(data[0])
-    pos, i = 0, 1
+    runs, pos, i = [], 0, 1
     while i < len(data):
         run, i = _leb128(data, i, where)
-        if run < 1 or pos + run > n:
-            raise CodecError(f"{where}RLE mask runs exceed {n} elements")
-        if value:
-            out[pos : pos + run] = True
         pos += run
-        value = not value
+        if run < 1 or pos > n:  # checked before anything is allocated
+            raise CodecError(f"{where}RLE mask runs exceed {n} elements")
+        runs.append(run)
     if pos != n:
         raise CodecError(f"{where}RLE mask runs sum to {pos}, expected {n}")
-    return out
+    return np.repeat((np.arange(len(runs)) + data[0]) % 2 == 1, runs)
 
 
 def rle_encode(bits: np.ndarray) -> bytes:
@@ -67,14 +63,11 @@ def rle_encode(bits: np.ndarray) -> bytes:
     change = np.flatnonzero(np.diff(bits.astype(np.int8))) + 1
     bounds = np.concatenate([[0], change, [bits.size]])
     out = bytearray([int(bits[0])])
-    for length in np.diff(bounds):
-        run = int(length)
-        while True:
-            b = run & 0x7F
+    for run in np.diff(bounds).tolist():
+        while run > 0x7F:  # LEB128: seven bits a byte, the high bit set on all but the last
+            out.append(run & 0x7F | 0x80)
             run >>= 7
-            out.append(b | (0x80 if run else 0))
-            if not run:
-                break
+        out.append(run)
     return bytes(out)
 
 
@@ -98,8 +91,7 @@ def roaring_encode(bits: np.ndarray) -> bytes:
     pyroaring = require("pyroaring", "roaring encoding")
     bm = pyroaring.BitMap(np.flatnonzero(bits).tolist())
     bm.run_optimize()
-    out: bytes = bm.serialize()
-    return out
+    return bytes(bm.serialize())
 
 
 class _Bitmap(Codec):

@@ -7,17 +7,11 @@ import numpy as np
 __all__ = ["pack_fields", "unpack_fields"]
 
 
-def unpack_fields(payload: bytes | memoryview | np.ndarray, count: int, bits: int, bit_offset: int = 0) -> np.ndarray:
-    """Read ``count`` unsigned big-endian fields of ``bits`` bits each, MSB first, packed back to back.
-
-    ``bit_offset`` is where the first field starts in ``payload`` (missing bytes at the end read as zeros).
-    Returns uint64.
-    """
+def unpack_fields(raw: np.ndarray, count: int, bits: int, bit_offset: int = 0) -> np.ndarray:
+    """``count`` unsigned big-endian fields of ``bits`` bits each, MSB first, packed back to back from bit
+    ``bit_offset`` of the ``uint8`` array ``raw`` (missing bytes at the end read as zeros), as uint64."""
     if count == 0 or bits == 0:
         return np.zeros(count, dtype=np.uint64)
-    raw: np.ndarray = (
-        np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload.view(np.uint8)
-    )
     if bit_offset:  # the bytes shifted so that the first field starts at bit 0
         shift, need = bit_offset % 8, (bit_offset % 8 + count * bits + 7) // 8
         part = raw[bit_offset // 8 : bit_offset // 8 + need + 1]

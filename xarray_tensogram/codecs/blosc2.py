@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Fetch, Param, as_bytes
+from .base import Buffer, Capabilities, Codec, Fetch, Param, as_bytes, out_bytes
 from .blosc2_frame import sparse_frame
 from .optional import require
 
@@ -90,7 +90,7 @@ class Blosc2(Codec):
         return _fill(as_bytes(payload), expected, where)
 
     def decode_into(self, payload: Buffer, out: np.ndarray, params: Mapping[str, Any], where: str = "") -> None:
-        _fill(as_bytes(payload), out.nbytes, where, out.reshape(-1).view(np.uint8).data)
+        _fill(as_bytes(payload), out.nbytes, where, out_bytes(out).data)
 
     def decode_range(
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Mapping[str, Any], where: str = ""

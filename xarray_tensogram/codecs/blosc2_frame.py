@@ -1,12 +1,10 @@
 """Reading part of a blosc2 cframe over a network: only the bytes that a decoded byte range needs.
 
-A cframe's chunk offsets sit in an offsets chunk near its end, and each chunk's block offsets (``bstarts``)
-right after its 32-byte header (c-blosc2's README_CFRAME_FORMAT and README_CHUNK_FORMAT), so the reads
-depend on each other: the frame header (its size and the chunk section's size), then the offsets chunk and
-trailer, then the headers of the chunks holding the range, then their blocks. The fetched pieces are laid
-into a zero buffer of the frame's size and blosc2 itself decodes the range from it (as from the whole
-frame), reading only what was fetched. A chunk whose layout this module does not know (a dictionary,
-stored uncompressed, other flags) is fetched whole, which is still correct.
+A cframe's chunk offsets sit in an offsets chunk near its end, each chunk's block offsets (``bstarts``) right
+after its 32-byte header (c-blosc2's README_CFRAME_FORMAT and README_CHUNK_FORMAT), so the reads depend on
+each other: the frame header, the offsets chunk and trailer, the headers of the chunks holding the range, their
+blocks. The pieces are laid into a zero buffer of the frame's size, from which blosc2 itself decodes the range.
+A chunk whose layout this module does not know (a dictionary, stored raw, other flags) is fetched whole.
 """
 
 from __future__ import annotations

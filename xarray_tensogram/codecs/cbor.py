@@ -1,10 +1,9 @@
 """Safe CBOR decoding for metadata read from files.
 
-Tags that build objects are refused while decoding (no datetime, Decimal, regex, MIME message,
-UUID, set ... is ever constructed from a file), nesting depth is bounded by the decoder, and every
-decoder failure becomes a :class:`MetadataError` naming where the item came from. Bignums, string
-references and the self-describe tag decode to plain values and are accepted; so are CBOR simple
-values other than false/true/null (inert objects that attributes carry as text).
+Tags that build objects are refused while decoding (no datetime, Decimal, regex, UUID, set ... is ever built
+from a file), nesting depth is bounded by the decoder, and every decoder failure becomes a
+:class:`MetadataError` naming where the item came from. Bignums, string references, the self-describe tag and
+simple values other than false/true/null (inert objects that attributes carry as text) are accepted.
 """
 
 from __future__ import annotations
@@ -29,11 +28,10 @@ __all__ = [
 
 MAX_DEPTH = 64
 
-#: tags cbor2 (6.3) decodes by itself into objects that are not plain CBOR values: date/times (0, 1,
-#: 100, 1004), decimal fractions and bigfloats (4, 5), shared references (28, 29), rationals (30),
-#: regexes (35), MIME messages (36), UUIDs (37), IP addresses and networks (52, 54, 260, 261), sets
-#: (258). Refused while decoding. tests/test_codecs_shared.py checks this list against every tag the
-#: installed cbor2 decodes natively.
+#: tags cbor2 (6.3) decodes by itself into objects that are not plain CBOR values, refused while decoding:
+#: date/times (0, 1, 100, 1004), decimal fractions and bigfloats (4, 5), shared references (28, 29), rationals
+#: (30), regexes (35), MIME (36), UUIDs (37), IP addresses and networks (52, 54, 260, 261), sets (258).
+#: tests/test_codecs_shared.py checks it against every tag the installed cbor2 decodes natively.
 REFUSED_NATIVE_TAGS = (0, 1, 4, 5, 28, 29, 30, 35, 36, 37, 52, 54, 100, 258, 260, 261, 1004)
 #: native tags that decode to plain values: bignums (int), string references (str), self-describe
 PLAIN_NATIVE_TAGS = (2, 3, 25, 256, 55799)
@@ -109,12 +107,9 @@ def head(major: int, n: int) -> bytes:
 
 
 def dumps_canonical(obj: Any) -> bytes:
-    """Deterministic CBOR exactly as the Tensogram reference writes it (spec §7).
-
-    Maps are sorted by the bytewise order of their encoded keys (which for text keys
-    equals cbor2's length-first canonical order, but differs when integer and text keys
-    are mixed); leaves use cbor2's canonical form (shortest integers and floats).
-    """
+    """Deterministic CBOR exactly as the Tensogram reference writes it (spec §7): maps sorted by the bytewise
+    order of their encoded keys (cbor2's length-first order differs when integer and text keys are mixed),
+    leaves in cbor2's canonical form (shortest integers and floats)."""
     if isinstance(obj, dict):
         items = sorted(((dumps_canonical(k), v) for k, v in obj.items()), key=lambda kv: kv[0])
         return head(5, len(items)) + b"".join(k + dumps_canonical(v) for k, v in items)

@@ -1,17 +1,12 @@
 """Codec chains (as zarr-python's ``CodecPipeline``): the stages that turn stored bytes back into values.
 
-A :class:`Chain` is what a format's table makes of one payload's file vocabulary: array->array stages
-(none yet: Tensogram's mask restoring stays with its format), one array->bytes stage (:data:`RAW` values in
-a byte order, or simple_packing's bit fields) and bytes->bytes stages in encode order (a filter, a
-compressor). The chain answers every read path the same way, so a capability is added once for every codec
-and every format:
-
-- :meth:`Chain.decode`: the whole payload;
-- :meth:`Chain.decode_into`: the whole payload into a caller's array, without an intermediate array where the
-  stages allow it;
-- :meth:`Chain.decode_range`: elements ``[start, stop)`` only, when every stage decodes part of its stream
-  (:attr:`Chain.partial`); :meth:`Chain.stored_span` says which stored bytes they need, so a remote read
-  fetches only those. Otherwise the whole payload is decoded and sliced.
+A :class:`Chain` is what a format's table makes of one payload's file vocabulary: one array->bytes stage
+(:data:`RAW` values in a byte order, or simple_packing's bit fields) and bytes->bytes stages in encode order
+(a filter, a compressor); Tensogram's mask restoring stays with its format. Every read path (whole payload,
+into a caller's array, an element range, ranges through a fetch) asks the chain, so a capability is added
+once for every codec and every format. An element range decodes from part of the stored bytes when every
+stage allows it (:attr:`Chain.partial`; :meth:`Chain.stored_span` says which bytes, so a remote read fetches
+only those); otherwise the whole payload is decoded and sliced.
 
 Bytes->bytes stages are taken to decode to the array->bytes stage's size (a filter keeps the size, and a
 chain has at most one compressor), so no stage needs the sizes in between recorded.
@@ -26,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import MERGE_GAP, PASSTHROUGH, Buffer, Capabilities, Codec, Fetch, Role, check_size
+from .base import PASSTHROUGH, Buffer, Capabilities, Codec, Fetch, Role, check_size
 
 __all__ = ["RAW", "Chain", "RawValues", "Stage", "native_order"]
 
@@ -50,10 +45,9 @@ class RawValues(Codec):
         arr = np.frombuffer(encoded, dtype=stored, count=count)
         native = stored.newbyteorder("=")
         if arr.dtype.isnative or stored.itemsize == 1:
-            view: np.ndarray = arr.view(native)
-            return view if view.flags.writeable else view.copy()
-        converted: np.ndarray = arr.astype(native)
-        return converted
+            arr = arr.view(native)
+            return arr if arr.flags.writeable else arr.copy()
+        return arr.astype(native)
 
 
 RAW = RawValues()
@@ -88,6 +82,11 @@ class Chain:
         """The stages that change the bytes (asked on every tile of a read: worked out once)."""
         return tuple(s for s in self.compressors if s.codec is not PASSTHROUGH)
 
+    @functools.cached_property
+    def _stage(self) -> Stage:
+        """The first stage that changes the bytes (a :attr:`partial` chain has at most one), else the identity."""
+        return self._active[0] if self._active else Stage(PASSTHROUGH)
+
     @property
     def partial(self) -> bool:
         """Whether an element range decodes from part of the stored bytes (every stage allows it)."""
@@ -107,8 +106,7 @@ class Chain:
     def prefix_stage(self) -> Stage | None:
         """The one bytes->bytes stage that changes the bytes, when it decodes a prefix of its stream without the
         rest (``capabilities.prefix_decode``): leading values then need only the stream up to them."""
-        active = self._active
-        return active[0] if len(active) == 1 and active[0].codec.capabilities.prefix_decode else None
+        return self._stage if len(self._active) == 1 and self._stage.codec.capabilities.prefix_decode else None
 
     def decode_bytes(self, payload: Buffer, where: str = "") -> Buffer:
         """The array->bytes stage's input: every bytes->bytes stage undone."""
@@ -136,22 +134,17 @@ class Chain:
 
     def decode(self, payload: Buffer, where: str = "") -> np.ndarray:
         """All the values, flat, in native byte order."""
-        encoded = self.decode_bytes(payload, where)
-        values: np.ndarray = self.values.codec.decode_values(encoded, self.count, self.values.params)
-        return values
+        return self.values.codec.decode_values(self.decode_bytes(payload, where), self.count, self.values.params)
 
     def decodes_into(self, dtype: np.dtype) -> bool:
         """Whether :meth:`decode_into` writes an array of ``dtype`` without a cast."""
-        into = self._into_dtype
-        return into is not None and bool(into == dtype)
+        return self._into_dtype is not None and bool(self._into_dtype == dtype)
 
     @functools.cached_property
     def _direct(self) -> Stage | None:
         """The one stage that decodes raw values straight into a caller's buffer, if the chain has one."""
-        active = self._active
-        if self.values.codec is RAW and len(active) == 1 and active[0].codec.capabilities.decode_into:
-            return active[0]
-        return None
+        direct = self.values.codec is RAW and len(self._active) == 1 and self._stage.codec.capabilities.decode_into
+        return self._stage if direct else None
 
     @functools.cached_property
     def _into_dtype(self) -> np.dtype | None:
@@ -177,31 +170,21 @@ class Chain:
     def zarr(self) -> list[dict[str, Any]] | None:
         """The Zarr v3 codecs after ``bytes`` that decode the stored bytes (each stage's :meth:`Codec.zarr`);
         None when Zarr cannot (a stage it has no codec for, or values not stored as they are)."""
-        if self.values.codec is not RAW:
+        parts = [stage.codec.zarr(stage.params) for stage in self.compressors]
+        if self.values.codec is not RAW or None in parts:
             return None
-        entries: list[dict[str, Any]] = []
-        for stage in self.compressors:
-            zarr = stage.codec.zarr(stage.params)
-            if zarr is None:
-                return None
-            entries += zarr
-        return entries
+        return [entry for part in parts for entry in part or ()]
 
     def merge_gap(self) -> int:
         """Elements between two wanted runs below which one :meth:`decode_range` of both costs less than two
         (the bytes->bytes stage's :meth:`Codec.merge_gap`, in elements)."""
-        active = self._active
-        gap = active[0].codec.merge_gap(active[0].params) if active else MERGE_GAP
+        gap = self._stage.codec.merge_gap(self._stage.params)
         return max(1, gap * self.count // max(self.encoded_nbytes, 1))
 
     def stored_span(self, start: int, stop: int, stored: int) -> tuple[int, int]:
         """Stored bytes ``[a, b)`` (of ``stored``) that elements ``[start, stop)`` need (:attr:`partial` only)."""
         lo, hi, _bit = self.values.codec.element_span(start, stop, self.values.params)
-        active = self._active
-        if not active:
-            return lo, hi
-        stage = active[0]
-        return stage.codec.stored_span(lo, hi, self.encoded_nbytes, stored, stage.params)
+        return self._stage.codec.stored_span(lo, hi, self.encoded_nbytes, stored, self._stage.params)
 
     def decode_range(self, piece: Buffer, base: int, start: int, stop: int, where: str = "") -> np.ndarray:
         """Values ``[start, stop)``, flat, from ``piece`` (stored bytes from offset ``base``, covering
@@ -209,22 +192,19 @@ class Chain:
         if stop <= start:
             return np.empty(0, dtype=self._native_dtype())
         lo, hi, bit = self.values.codec.element_span(start, stop, self.values.params)
-        active = self._active
-        stage = active[0] if active else Stage(PASSTHROUGH)
+        stage = self._stage
         encoded = stage.codec.decode_range(piece, base, lo, hi, self.encoded_nbytes, stage.params, where)
         check_size(encoded, hi - lo, f"{stage.codec.name} range", where)
-        values: np.ndarray = self.values.codec.decode_values(encoded, stop - start, self.values.params, bit)
-        return values
+        return self.values.codec.decode_values(encoded, stop - start, self.values.params, bit)
 
     def read_ranges(
         self, fetch: Fetch, runs: Sequence[tuple[int, int]], stored: int, where: str = ""
     ) -> list[np.ndarray] | None:
         """Values of each element run ``[start, stop)``, flat, read through ``fetch`` by a compressor that reads
         its own index first (:meth:`Codec.read_ranges`); None where none does (use :meth:`stored_span`)."""
-        active = self._active
-        if len(active) != 1 or not self.partial:
+        if len(self._active) != 1 or not self.partial:
             return None
-        stage, values = active[0], self.values
+        stage, values = self._stage, self.values
         spans = [values.codec.element_span(a, b, values.params) for a, b in runs]
         ranges = [(lo, hi) for lo, hi, _bit in spans]
         parts = stage.codec.read_ranges(fetch, ranges, self.encoded_nbytes, stored, stage.params, where)
@@ -238,10 +218,7 @@ class Chain:
 
     def _native_dtype(self) -> np.dtype:
         fixed = self.values.codec.decoded_dtype
-        if fixed is not None:
-            return fixed
-        native: np.dtype = np.dtype(self.values.params["dtype"]).newbyteorder("=")
-        return native
+        return fixed if fixed is not None else np.dtype(self.values.params["dtype"]).newbyteorder("=")
 
 
 def native_order(dtype: np.dtype | str, byte_order: str) -> np.dtype:

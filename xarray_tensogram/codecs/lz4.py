@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, as_bytes, check_size
+from .base import Buffer, Capabilities, Codec, as_bytes, check_size, out_bytes
 from .optional import available, require
 
 __all__ = ["CODEC", "decompress", "decompress_into"]
@@ -40,15 +40,10 @@ def decompress(payload: bytes | memoryview, expected: int, *, where: str = "") -
 
 
 def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str = "") -> None:
-    """Decode one size-prefixed block into ``out`` (writable, C-contiguous), which it must fill exactly.
-
-    With ``cramjam`` installed (an accelerator only: ``lz4`` is still what the codec requires) the block
-    decodes straight into ``out``: no temporary the size of the decoded data to allocate, fault in and
-    copy (python-lz4 can only return new bytes, copied once).
-    """
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("decompress_into needs a writable C-contiguous output array")
-    flat = out.reshape(-1).view(np.uint8)
+    """Decode one size-prefixed block into ``out`` (writable, C-contiguous), which it must fill exactly: straight
+    into it with ``cramjam`` installed (an accelerator only: python-lz4, which the codec requires, can only
+    return new bytes, a temporary the size of the decoded data to allocate, fault in and copy)."""
+    flat = out_bytes(out)
     require("lz4.block", f"{where}lz4 decompression")
     if flat.size == 0 or not available("cramjam"):
         flat[...] = np.frombuffer(decompress(payload, flat.size, where=where), dtype=np.uint8)

@@ -1,8 +1,6 @@
-"""The one codec registry: every codec object of the package, by name.
-
-Adding a codec is a new module in this package defining its :class:`~.base.Codec` subclass and a ``CODEC``
-instance, plus one line in :data:`_REGISTERED` below; a format that uses it names it in its own table
-from file vocabulary to codec objects.
+"""The one codec registry: every codec object of the package, by name. Adding a codec is a module here defining
+its :class:`~.base.Codec` subclass and a ``CODEC`` instance, plus one line in :data:`_REGISTERED`; a format that
+uses it names it in its own table from file vocabulary to codec objects.
 """
 
 from __future__ import annotations
@@ -14,9 +12,8 @@ from ..errors import UnsupportedError
 from . import bitmaps, blosc2, lz4, shuffle, simple_packing, sz3, szip, zfp, zstd
 from .base import PASSTHROUGH, Codec
 from .chain import RAW
-from .optional import available, require
 
-__all__ = ["CODECS", "available", "codec", "require", "resolve_params"]
+__all__ = ["CODECS", "codec", "resolve_params"]
 
 _REGISTERED: tuple[Codec, ...] = (
     PASSTHROUGH,

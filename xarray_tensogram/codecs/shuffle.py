@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodecError, EncodeError, MetadataError
-from .base import Buffer, Codec, Param
+from .base import Buffer, Codec, Param, as_bytes
 
 __all__ = ["CODEC", "shuffle", "unshuffle"]
 
@@ -21,10 +21,9 @@ def unshuffle(raw: np.ndarray, element_size: int) -> np.ndarray:
 
 
 def shuffle(raw: np.ndarray, element_size: int) -> np.ndarray:
-    """Group byte k of every ``element_size``-byte element together (k = 0 .. element_size - 1)."""
-    if element_size == 1 or raw.size == 0:
-        return raw
-    return np.ascontiguousarray(raw.reshape(-1, element_size).T).reshape(-1)
+    """Group byte k of every ``element_size``-byte element together (k = 0 .. element_size - 1): the same
+    transpose as :func:`unshuffle`, of the other shape."""
+    return raw if element_size == 1 else unshuffle(raw, raw.size // element_size)
 
 
 class Shuffle(Codec):
@@ -34,9 +33,7 @@ class Shuffle(Codec):
     params = (Param("element_size", int, bounds=(1, 2**31), doc="bytes per element"),)
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        raw = (
-            payload.reshape(-1).view(np.uint8) if isinstance(payload, np.ndarray) else np.frombuffer(payload, np.uint8)
-        )
+        raw = np.frombuffer(as_bytes(payload), np.uint8)
         size = params.get("element_size")
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise MetadataError(f"{where}shuffle_element_size {size!r} must be a positive integer")

@@ -1,7 +1,5 @@
-"""GRIB-style simple packing (Tensogram ``encoding: simple_packing``), spec §12.1.
-
-Values are ``v = R + (2**E * 10**-D) * q`` for unsigned ``B``-bit integers ``q``.
-Decoding and encoding are vectorised with numpy.
+"""GRIB-style simple packing (Tensogram ``encoding: simple_packing``), spec §12.1: values are
+``v = R + (2**E * 10**-D) * q`` for unsigned ``B``-bit integers ``q``, decoded and encoded vectorised.
 """
 
 from __future__ import annotations
@@ -57,7 +55,7 @@ def decode_into(
         b = raw[: 3 * count].reshape(count, 3)
         q = ((b[:, 0].astype(np.uint32) << 16) | (b[:, 1].astype(np.uint32) << 8) | b[:, 2]).reshape(out.shape)
     else:
-        q = unpack_fields(payload, count, bits, bit_offset).reshape(out.shape)
+        q = unpack_fields(raw, count, bits, bit_offset).reshape(out.shape)
     np.multiply(q, factor, out=out, casting="unsafe")  # integers below 2**53 convert to float64 exactly
     out += float(reference)
 
@@ -96,10 +94,8 @@ def encode(values: np.ndarray, bits: int, reference: float, binary_scale: int, d
 
 
 class SimplePacking(Codec):
-    """GRIB simple packing of float64 values into ``bits_per_value``-bit integers.
-
-    An array->bytes codec (values to a big-endian bit stream); any run of values decodes from the bits that
-    hold it alone (partial decode over the bit range)."""
+    """GRIB simple packing of float64 values into ``bits_per_value``-bit integers: an array->bytes codec whose
+    runs of values decode from the bits that hold them alone (partial decode over the bit range)."""
 
     name = "simple_packing"
     role = Role.ARRAY_BYTES

@@ -37,8 +37,7 @@ class Sz3(Codec):
             values, _cfg = sz.decompress(np.frombuffer(view, np.uint8), np.float64, (expected // 8,))
         except Exception as exc:
             raise CodecError(f"{where}sz3 stream is corrupt: {exc}") from exc
-        out: np.ndarray = values
-        return out
+        return np.asarray(values)
 
 
 CODEC = Sz3()

@@ -1,10 +1,8 @@
-"""szip (CCSDS 121.0, libaec) encoding with RSI offsets, through the libaec bundled in imagecodecs.
+"""szip (CCSDS 121.0) through the libaec bundled in imagecodecs, called with ctypes.
 
-The Tensogram reference records ``szip_block_offsets`` (bit offsets of each
-reference sample interval) next to the payload. imagecodecs' Python API does not
-expose them, so the encoder calls the bundled libaec through ctypes:
-``aec_encode_init``, ``aec_encode_enable_offsets``, ``aec_encode(strm, AEC_FLUSH)``,
-``aec_encode_count_offsets`` and ``aec_encode_get_offsets``.
+The Tensogram reference records ``szip_block_offsets`` (the bit offset of each reference sample interval) next
+to the payload; imagecodecs' Python API neither gives them when encoding nor seeks to them when decoding, so
+this module calls libaec itself (``aec_encode_get_offsets``, ``aec_buffer_seek``).
 """
 
 from __future__ import annotations
@@ -122,14 +120,11 @@ def _bit_offset(offsets: list[Any], i: int, where: str = "") -> int:
 
 
 def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
-    """The libaec flags that decode the stream: ``flags`` without ``AEC_PAD_RSI`` when the recorded interval
-    offsets show the stream is not padded.
-
-    The reference tensogram encoder records ``flags`` with PAD_RSI (32) but writes every interval unpadded:
-    decoding with the flag misreads every interval after the first (libaec then fails or returns other
-    values). A padded stream starts every interval on a byte boundary, so one recorded offset that is not a
-    multiple of 8 proves the stream unpadded. When all are, both readings skip nothing and agree. Without a
-    full list of offsets nothing tells them apart, and a stream of several intervals is refused.
+    """The libaec flags that decode the stream: ``flags`` without ``AEC_PAD_RSI`` where the recorded interval
+    offsets show it unpadded. The reference encoder records PAD_RSI (32) but writes every interval unpadded, and
+    decoding with the flag misreads every interval after the first. A padded stream starts each interval on a
+    byte, so one recorded offset that is not a multiple of 8 proves it unpadded; when all are, both readings
+    agree. Without a full list of offsets nothing tells them apart: a stream of several intervals is refused.
     """
     flags, rsi_bytes = int(params["flags"]), _rsi_bytes(params)
     intervals = -(-total // rsi_bytes) if rsi_bytes > 0 else 0
@@ -137,9 +132,8 @@ def stream_flags(params: Mapping[str, Any], total: int, where: str = "") -> int:
         return flags  # no interval boundary: the padding changes nothing
     offsets = params.get("block_offsets")
     if isinstance(offsets, list):
-        for i in range(len(offsets)):
-            if _bit_offset(offsets, i, where) % 8:
-                return flags & ~AEC_PAD_RSI
+        if any(_bit_offset(offsets, i, where) % 8 for i in range(len(offsets))):
+            return flags & ~AEC_PAD_RSI
         if len(offsets) == intervals:
             return flags
     raise CodecError(
@@ -175,15 +169,15 @@ class Szip(Codec):
         """Only streams with one recorded bit offset per interval (``block_offsets``) decode in part, and not
         restricted coding (``AEC_RESTRICTED``), whose intervals the recorded offsets do not locate."""
         offsets = params.get("block_offsets")  # each is checked when a range starts from it
-        if not (
+        return (
             isinstance(offsets, list)
             and all(isinstance(params.get(k), int) for k in ("rsi", "block_size", "bits_per_sample", "flags"))
             and 1 <= int(params["bits_per_sample"]) <= 32
             and int(params["rsi"]) * int(params["block_size"]) > 0
             and not int(params["flags"]) & AEC_RESTRICTED
-        ):
-            return False
-        return total > 0 and len(offsets) == -(-total // _rsi_bytes(params))
+            and total > 0
+            and len(offsets) == -(-total // _rsi_bytes(params))
+        )
 
     def stored_span(self, lo: int, hi: int, total: int, stored: int, params: Mapping[str, Any]) -> tuple[int, int]:
         rsi_bytes, offsets = _rsi_bytes(params), params["block_offsets"]
@@ -245,18 +239,14 @@ class Szip(Codec):
         resolved = self.resolve(params)
         p = _libaec_params(resolved, int(resolved["flags"]))
         width = sample_bytes(p["bits_per_sample"], p["flags"])
-        raw = bytes(as_bytes(data))
-        if len(raw) % width:  # a partial last sample: the reference refuses it, and could not decode it
-            raise EncodeError(f"szip: a payload of {len(raw)} bytes is not a whole number of {width}-byte samples")
-        if not raw:
+        raw = np.frombuffer(as_bytes(data), dtype=np.uint8)
+        if raw.size % width:  # a partial last sample: the reference refuses it, and could not decode it
+            raise EncodeError(f"szip: a payload of {raw.size} bytes is not a whole number of {width}-byte samples")
+        if not raw.size:
             return b"", {"block_offsets": []}  # the reference writes an empty payload for an empty object
         lib = _libaec()
-        src = ctypes.create_string_buffer(raw, len(raw))
-        cap = len(raw) + len(raw) // 2 + 1024 + p["block_size"] * p["rsi"] * 8
-        dst = ctypes.create_string_buffer(cap)
-        strm = _stream(
-            lib, "encode", ctypes.cast(src, ctypes.c_void_p), len(raw), ctypes.cast(dst, ctypes.c_void_p), cap, p
-        )
+        dst = np.empty(raw.size + raw.size // 2 + 1024 + p["block_size"] * p["rsi"] * 8, dtype=np.uint8)
+        strm = _stream(lib, "encode", raw.ctypes.data, raw.size, dst.ctypes.data, dst.size, p)
         try:
             if lib.aec_encode_enable_offsets(ctypes.byref(strm)) != AEC_OK:
                 raise CodecError("libaec could not record RSI offsets")
@@ -267,10 +257,10 @@ class Szip(Codec):
             offsets = (ctypes.c_size_t * max(1, count.value))()
             if count.value:
                 lib.aec_encode_get_offsets(ctypes.byref(strm), offsets, count.value)
-            payload = dst.raw[: strm.total_out]
+            payload = dst[: strm.total_out].tobytes()
         finally:
             lib.aec_encode_end(ctypes.byref(strm))
-        n_rsi = -(-(len(raw) // width) // (p["rsi"] * p["block_size"]))
+        n_rsi = -(-(raw.size // width) // (p["rsi"] * p["block_size"]))
         return payload, {"block_offsets": [int(offsets[i]) for i in range(min(n_rsi, count.value))]}
 
 

@@ -85,9 +85,8 @@ class Zfp(Codec):
         """Only the parameter of the chosen mode gets its default (the others stay unset)."""
         out = super().resolve(given, what=what)
         mode_param = MODES[out["mode"]]
-        for p in ("rate", "precision", "tolerance"):
-            if p != mode_param and p not in given:
-                out.pop(p, None)
+        for p in set(MODES.values()) - {mode_param} - set(given):
+            out.pop(p, None)
         if mode_param not in out:
             raise EncodeError(f"{what}zfp mode {out['mode']!r} needs its parameter {mode_param!r}")
         return out

@@ -1,9 +1,8 @@
 """zstd with output bounded by the size the container promises.
 
-The reference writers of all three formats emit frames without a content size,
-so a one-shot ``decompress`` cannot size its output. We stream-decode into a
-buffer of exactly the promised size and fail if the stream wants to produce
-more: a payload claiming to expand to 100 GB never allocates it.
+The reference writers of all three formats emit frames without a content size, so a one-shot ``decompress``
+cannot size its output: we stream-decode into a buffer of exactly the promised size and fail if the stream
+wants to produce more (a payload claiming to expand to 100 GB never allocates it).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import numpy as np
 import zstandard
 
 from ..errors import CodecError
-from .base import Buffer, Capabilities, Codec, Param, as_bytes
+from .base import Buffer, Capabilities, Codec, Param, as_bytes, out_bytes
 
 __all__ = [
     "BLOCK_MAX",
@@ -38,11 +37,8 @@ _MIN_BLOCK_BYTES = 4
 
 
 def max_output(stored_length: int) -> int:
-    """The most ``stored_length`` bytes of zstd can decode to, known before reading them.
-
-    Every format checks a declared decoded size against this one bound before it
-    allocates; :func:`frames_bound` refines it once the bytes are at hand.
-    """
+    """The most ``stored_length`` bytes of zstd can decode to, known before reading them (every format checks
+    a declared decoded size against it before allocating; :func:`frames_bound` refines it from the bytes)."""
     return (stored_length // _MIN_BLOCK_BYTES + 1) * BLOCK_MAX
 
 
@@ -54,12 +50,9 @@ def fits_output_bound(decoded: Any, stored: Any) -> Any:
 
 
 def frames_bound(payload: bytes | memoryview, *, where: str = "") -> int:
-    """Walk the frame and block headers of concatenated zstd frames; return the most they can decode to.
-
-    Raises :class:`CodecError` for a truncated or malformed structure (python-zstandard's streaming
-    reader silently accepts a frame whose last block never comes). The bound lets the caller refuse
-    a descriptor that promises more than the stream can hold before anything is allocated.
-    """
+    """The most concatenated zstd frames can decode to, from their frame and block headers: a descriptor that
+    promises more is refused before anything is allocated. :class:`CodecError` for a truncated or malformed
+    structure (python-zstandard's streaming reader silently accepts a frame whose last block never comes)."""
     buf = memoryview(payload).cast("B")
     if not buf:
         raise CodecError(f"{where}empty zstd stream")
@@ -109,18 +102,14 @@ _THREAD = threading.local()
 
 
 def _decompressor(payload: bytes | memoryview) -> zstandard.ZstdDecompressor:
-    """This thread's decompressor, reused from one chunk to the next.
-
-    A fresh ``ZstdDecompressor`` allocates its context and window buffers on first use; reusing one per
-    thread (they are not thread-safe) saves that per chunk, about 10 µs per 256 KiB tile. A thread stops
-    keeping it when a frame needs a window over ``_KEEP_WINDOW``, so no thread holds a large buffer for good.
-    Made again when ``zstandard.ZstdDecompressor`` was replaced (the benchmarks time its calls that way).
-    """
+    """This thread's decompressor (they are not thread-safe), reused from one chunk to the next: a fresh one
+    allocates its context and window buffers, about 10 µs per 256 KiB tile. Not kept after a frame whose window
+    passes ``_KEEP_WINDOW`` (no thread holds a large buffer for good); made again when
+    ``zstandard.ZstdDecompressor`` was replaced (the benchmarks time its calls that way)."""
     cls = zstandard.ZstdDecompressor
     kept = getattr(_THREAD, "decompressor", None)
     if kept is None or type(kept) is not cls:
-        kept = cls()
-        _THREAD.decompressor = kept
+        _THREAD.decompressor = kept = cls()
     try:
         window = zstandard.get_frame_parameters(payload).window_size
     except zstandard.ZstdError:
@@ -154,14 +143,10 @@ def _fill(payload: bytes | memoryview, out: np.ndarray, where: str, *, exact: bo
 def decompress(
     payload: bytes | memoryview, expected_size: int, *, where: str = "", prefix: int | None = None
 ) -> np.ndarray:
-    """Decode one or more concatenated zstd frames into exactly ``expected_size`` bytes (only the first
-    ``prefix`` of them, when given: the rest of the stream is then not checked).
-
-    Returns a writable ``uint8`` array. Raises :class:`CodecError` when the stream is
-    corrupt, truncated, or decodes to a different size. The frame structure is walked
-    first, so a descriptor promising more than the stream can hold (e.g. 100 GB from
-    a kilobyte) fails before the output buffer is allocated.
-    """
+    """Concatenated zstd frames decoded into exactly ``expected_size`` bytes, a writable ``uint8`` array (only the
+    first ``prefix`` of them, when given: the rest of the stream is then not checked). :class:`CodecError` when
+    the stream is corrupt, truncated, decodes to another size, or cannot hold that size (checked first, so
+    100 GB promised by a kilobyte are never allocated)."""
     if expected_size < 0:
         raise CodecError(f"{where}negative decoded size {expected_size}")
     _check_bound(payload, expected_size, where)
@@ -173,14 +158,8 @@ def decompress(
 
 
 def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str = "") -> None:
-    """Decode into ``out`` (a C-contiguous array of any dtype), which the stream must fill exactly.
-
-    The same checks as :func:`decompress`, without allocating: readers decode straight into the
-    caller's final array.
-    """
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("decompress_into needs a writable C-contiguous output array")
-    flat = out.reshape(-1).view(np.uint8)
+    """:func:`decompress` straight into ``out`` (C-contiguous, any dtype), which the stream must fill exactly."""
+    flat = out_bytes(out)
     _check_bound(payload, flat.size, where)
     _fill(payload, flat, where, exact=True)
 
@@ -196,10 +175,7 @@ def decompress_capped(payload: bytes | memoryview, cap: int, *, where: str = "")
     chunks, total = [], 0
     try:
         with _decompressor(payload).stream_reader(payload, read_across_frames=True) as reader:
-            while True:
-                block = reader.read(1 << 20)
-                if not block:
-                    break
+            for block in iter(lambda: reader.read(1 << 20), b""):
                 total += len(block)
                 if total > cap:
                     raise CodecError(f"{where}zstd stream decodes to more than the {cap} bytes the tensor can hold")
@@ -240,8 +216,7 @@ class Zstd(Codec):
         return max_output(stored)
 
     def fits_output(self, decoded: np.ndarray, stored: np.ndarray) -> np.ndarray:
-        fits: np.ndarray = fits_output_bound(decoded, stored)
-        return fits
+        return np.asarray(fits_output_bound(decoded, stored))
 
     def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         return decompress_capped(as_bytes(payload), cap, where=where)

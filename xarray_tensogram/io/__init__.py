@@ -1,16 +1,13 @@
 """Byte sources: the only layer that touches files, memory or the network.
 
-A :class:`ByteSource` answers ``read(offset, length)`` with exactly that many
-bytes. Sources are safe to share between threads without a lock (local files use
-``os.pread``), and they pickle as a *description* (path or URL plus options),
-never as an open handle: a Dask worker process reopens the file itself.
+A :class:`ByteSource` answers ``read(offset, length)`` with exactly that many bytes. Sources are safe to share
+between threads without a lock (local files use ``os.pread``), and pickle as a *description* (path or URL plus
+options), never as an open handle: a Dask worker process reopens the file itself.
 
-Local files remember their size and modification time when opened; a payload
-read after the file changed in place raises :class:`FileChangedError` instead of
-returning bytes of the new file as if they were the old ones. A file replaced by
-rename keeps serving the old inode's bytes through the open descriptor (still
-consistent); a process that reopens the path (a Dask worker) then raises. Remote files retry
-transient faults (:mod:`.retry`) and check each HTTP answer against the open (:mod:`.http`);
+Local files remember their size and modification time when opened: a payload read after the file changed in
+place raises :class:`FileChangedError` rather than mixing two versions. A file replaced by rename keeps serving
+the old inode's bytes through the open descriptor; a process that reopens the path (a Dask worker) then raises.
+Remote files retry transient faults (:mod:`.retry`) and check each HTTP answer against the open (:mod:`.http`);
 writers serialise on an advisory lock (:mod:`.lock`).
 """
 
@@ -49,13 +46,10 @@ def open_source(
     *,
     retries: RetryPolicy | int | Mapping[str, float] | None = None,
 ) -> ByteSource:
-    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`.
-
-    URLs (``s3://``, ``https://``, ``gs://``, ``file://``, chained ``simplecache::...``) are read
-    through fsspec with ``storage_options``, retrying transient faults as ``retries`` says (see
-    :class:`~.retry.RetryPolicy`); fsspec ``OpenFile`` objects and open fsspec files are read by URL
-    too, so they pickle.
-    """
+    """Turn a path, URL, PathLike, bytes-like or binary file object into a :class:`ByteSource`. URLs (chained
+    ``simplecache::...`` too) are read through fsspec with ``storage_options``, retrying transient faults as
+    ``retries`` says (:class:`~.retry.RetryPolicy`); fsspec ``OpenFile`` objects and open fsspec files are read by
+    URL too, so they pickle."""
     policy = RetryPolicy.of(retries)  # checked for every source, so that a bad value is refused for local files too
     if isinstance(source, ByteSource):
         return source

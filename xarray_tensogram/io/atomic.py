@@ -47,19 +47,13 @@ def check_target(path: str | os.PathLike[str]) -> None:
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
-    """Write a file under a temporary name in the same directory, then rename it into place.
-
-    On any exception the temporary file is removed and the destination is left
-    untouched, so a failed write never leaves a half-written file under the
-    final name. The write holds the target's write lock (:mod:`.lock`), which also
-    removes the temporary files of writers of this target that were killed. Usage::
-
-        with atomic_write(path) as f:
-            f.write(b"...")
-    """
+    """Write a file under a temporary name in the same directory, then rename it into place (``with
+    atomic_write(path) as f: f.write(...)``). On any exception the temporary file is removed and the destination
+    is left untouched. The write holds the target's write lock (:mod:`.lock`), whose taking also removes the
+    temporary files of killed writers of this target."""
     path = os.fspath(path)
     check_target(path)  # say so for the target, not for the temporary file
-    with write_lock(path):  # it also removes a killed writer's temporary file
+    with write_lock(path):
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), dir=os.path.dirname(os.path.abspath(path)))
         try:
             os.fchmod(fd, _creation_mode(path))  # mkstemp makes 0600; open(path, "w") would not

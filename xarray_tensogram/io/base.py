@@ -38,11 +38,8 @@ class RangeColumns(Sequence[tuple[int, int]]):
 
 
 class ByteSource(ABC):
-    """Random-access, thread-safe, picklable bytes.
-
-    ``bytes_read`` and ``read_calls`` count what this instance fetched; the
-    benchmarks and tests use them to prove that an open reads metadata only.
-    """
+    """Random-access, thread-safe, picklable bytes. ``bytes_read`` and ``read_calls`` count what this instance
+    fetched: the benchmarks and tests use them to prove that an open reads metadata only."""
 
     name: str
     size: int
@@ -82,15 +79,15 @@ class ByteSource(ABC):
         return [self.read(o, n, what=what) for o, n in ranges]
 
     def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
-        """Like :meth:`read` but into a new writable ``uint8`` array (local files: no extra copy)."""
-        return np.frombuffer(bytearray(self.read(offset, length, what=what)), dtype=np.uint8)
+        """Like :meth:`read` but into a new writable ``uint8`` array, filled by :meth:`read_into`."""
+        self.check_range(offset, length, what)  # before allocating: a negative or huge length is refused
+        out = np.empty(length, dtype=np.uint8)
+        self.read_into(offset, out, what=what)
+        return out
 
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
-        """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``.
-
-        Readers use it to put raw payloads straight into the caller's final array; local files
-        read with ``preadv`` into it (no memory map, no intermediate buffer).
-        """
+        """Fill ``out`` (any dtype and layout, C order of its elements) with its ``nbytes`` bytes at ``offset``:
+        raw payloads go straight into the caller's final array (local files: ``preadv``, no intermediate buffer)."""
         data = np.frombuffer(self.read(offset, out.nbytes, what=what), dtype=out.dtype)
         np.copyto(out, data.reshape(out.shape))
 

@@ -1,26 +1,23 @@
 """Ranged HTTP(S) reads that keep what arrived, retry what did not, and notice a file that changed.
 
-fsspec's ``cat_file`` returns a body or raises; a connection reset halfway through a 4 MiB range
-loses the half that arrived, and the answer's headers (which say whether the file is still the
-one that was opened) are not seen. So HTTP(S) ranges are read here, on fsspec's own aiohttp
-session and event loop (its client options and credentials apply): the body is streamed into a
-buffer, a fault asks again for exactly the bytes still missing, and every answer's ``ETag``,
-``Last-Modified`` and ``Content-Range`` total are compared with what the open saw.
+fsspec's ``cat_file`` loses the half of a range that arrived before a connection reset, and hides the headers
+that say whether the file is still the one opened. So HTTP(S) ranges are read here, on fsspec's own aiohttp
+session and event loop (its client options and credentials apply): the body is streamed into a buffer, a fault
+asks again for exactly the bytes still missing, and every answer's ``ETag``, ``Last-Modified`` and
+``Content-Range`` total are compared with what the open saw.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import FileChangedError, RemoteReadError, XarrayTensogramError
 from .retry import Fault, Retrying, transient
 
-__all__ = ["Stamp", "get_range", "is_http", "run_on_loop"]
-
-T = TypeVar("T")
+__all__ = ["Stamp", "get_range", "is_http"]
 
 #: how much of a body is taken off the socket at a time
 _PIECE = 1 << 16
@@ -42,38 +39,27 @@ class Stamp:
 
     def changes(self, headers: Mapping[str, str]) -> list[str]:
         """What an answer's headers say changed since the open (empty when nothing did, or nothing is known)."""
-        out = []
-        etag, modified = headers.get("ETag"), headers.get("Last-Modified")
-        if self.etag and etag and etag != self.etag:
-            out.append(f"ETag {self.etag} -> {etag}")
-        if self.modified and modified and modified != self.modified:
-            out.append(f"Last-Modified {self.modified} -> {modified}")
         total = (headers.get("Content-Range") or "").rpartition("/")[2]
-        if total.isdigit() and int(total) != self.size:
-            out.append(f"size {self.size} -> {total} bytes")
-        return out
+        seen = [
+            ("ETag", self.etag, headers.get("ETag")),
+            ("Last-Modified", self.modified, headers.get("Last-Modified")),
+            ("size", str(self.size), str(int(total)) if total.isdigit() else None),
+        ]
+        return [f"{what} {was} -> {now}" for what, was, now in seen if was and now and now != was]
 
 
-def changed(url: str, what: list[str] | str) -> FileChangedError:
+def changed(url: str, *what: str) -> FileChangedError:
     """The error for a remote file that is no longer the one that was opened."""
-    text = "; ".join(what) if isinstance(what, list) else what
     return FileChangedError(
-        f"{url}: the remote file changed since it was opened ({text}); its bytes would mix two versions. "
+        f"{url}: the remote file changed since it was opened ({'; '.join(what)}); its bytes would mix two versions. "
         "Open it again to read the new version"
     )
 
 
 def is_http(fs: Any) -> bool:
-    """fsspec's HTTP filesystem (not a caching wrapper around one): its ranges are read by :func:`get_range`."""
+    """fsspec's HTTP filesystem (not a caching wrapper around one): its ranges are read by :func:`get_range`, on
+    the filesystem's event loop (``fsspec.asyn.sync``)."""
     return hasattr(fs, "set_session") and hasattr(fs, "encode_url") and not hasattr(fs, "fs")
-
-
-def run_on_loop(fs: Any, coroutine: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """Run ``coroutine(*args)`` on the filesystem's event loop (fsspec's thread) and wait for its result."""
-    from fsspec.asyn import sync
-
-    result: T = sync(fs.loop, coroutine, *args)
-    return result
 
 
 async def get_range(fs: Any, url: str, offset: int, length: int, stamp: Stamp, retrying: Retrying) -> bytes:
@@ -106,7 +92,7 @@ async def _get_into(session: Any, fs: Any, url: str, start: int, n: int, stamp: 
         r.raise_for_status()
         moved = stamp.changes(r.headers)
         if moved:
-            raise changed(url, moved)
+            raise changed(url, *moved)
         if r.status != 206 and not (start == 0 and n == stamp.size):
             raise XarrayTensogramError(
                 f"{url}: asked for bytes {start}-{start + n - 1}, the server sent the whole file (HTTP {r.status}): "

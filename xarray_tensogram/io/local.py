@@ -9,6 +9,7 @@ import os
 import stat
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -42,17 +43,12 @@ class LocalFileSource(ByteSource):
         st, size = stat_committed(self.path)  # an append in progress is not read (see .lock)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryTensorError(f"{describe(self.path)}is a directory; give the path of a file in it")
-        stamp = (st.st_size, st.st_mtime_ns)
-        if _stamp is not None and tuple(_stamp) != stamp:
-            raise FileChangedError(
-                f"{describe(self.path)}the file changed on disk since it was opened "
-                f"(size/mtime {tuple(_stamp)} -> {stamp})"
-            )
-        self._stamp = stamp
+        self._stamp = (st.st_size, st.st_mtime_ns) if _stamp is None else _stamp
+        self._check(st)  # (a source unpickled in another process: the file must be the one opened)
         self.size = size
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen_local, (self.path, self._stamp))
+        return (partial(LocalFileSource, _stamp=self._stamp), (self.path,))
 
     def _fileno(self) -> int:
         fd = self._fd
@@ -62,15 +58,14 @@ class LocalFileSource(ByteSource):
             if self._fd is None or self._pid != os.getpid():
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 try:
-                    self._check(fd)
+                    self._check(os.fstat(fd))
                 except FileChangedError:
                     os.close(fd)
                     raise
                 self._fd, self._pid = fd, os.getpid()
             return self._fd
 
-    def _check(self, fd: int) -> None:
-        st = os.fstat(fd)
+    def _check(self, st: os.stat_result) -> None:
         if (st.st_size, st.st_mtime_ns) != self._stamp:
             raise FileChangedError(
                 f"{describe(self.path)}the file changed on disk since it was opened "
@@ -78,7 +73,7 @@ class LocalFileSource(ByteSource):
             )
 
     def check_unchanged(self) -> None:
-        self._check(self._fileno())
+        self._check(os.fstat(self._fileno()))
 
     #: reads at least this long re-check size and mtime; shorter (metadata) reads rely on the
     #: caller's one check per operation, which keeps an open from costing a stat per frame
@@ -98,13 +93,11 @@ class LocalFileSource(ByteSource):
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, what: str = "data") -> list[bytes]:
         """Small ranges (metadata: an open reads the footer and descriptor of every object this way) copied out
-        of a memory map made for this call, where a slice costs a tenth of a ``pread``; ranges of payload
-        (any of :attr:`CHECK_MIN` bytes or more) read by :meth:`_read`, which re-checks the file for long reads.
-
-        The map is closed before returning, so the pages it touched do not stay in the process's RSS. It maps
-        the file as it is now: a range past a cut-short end comes back short and is reported. Our writers never
-        cut a file below the size a reader opened (an append that fails is cut back to where it started, see
-        ``io.lock``); a file another program truncates while the ranges are copied faults, as a view would."""
+        of a memory map made for this call, where a slice costs a tenth of a ``pread``; batches with a range of
+        :attr:`CHECK_MIN` bytes or more read by :meth:`_read`, which re-checks the file for long reads. The map is
+        closed before returning, so its pages do not stay in the process's RSS. It maps the file as it is now: a
+        range past a cut-short end comes back short and is reported (our writers never cut a file below the size
+        a reader opened, see ``io.lock``); a file another program truncates meanwhile faults, as a view would."""
         check = self.check_range
         for offset, length in ranges:
             check(offset, length, what)
@@ -125,13 +118,6 @@ class LocalFileSource(ByteSource):
             raise TruncatedFileError(f"{describe(self.name, offset=offset)}{what}: expected {length} bytes, got {cut}")
         self.bytes_read += got
         self.read_calls += len(out)
-        return out
-
-    def read_array(self, offset: int, length: int, *, what: str = "data") -> np.ndarray:
-        """A fresh writable ``uint8`` array filled by ``preadv`` (no intermediate bytes object)."""
-        self.check_range(offset, length, what)  # before allocating: a negative or huge length is refused
-        out = np.empty(length, dtype=np.uint8)
-        self.read_into(offset, out, what=what)
         return out
 
     def read_into(self, offset: int, out: np.ndarray, *, what: str = "data") -> None:
@@ -181,12 +167,9 @@ class LocalFileSource(ByteSource):
         return memoryview(mm)[offset : offset + length]
 
     def _keep_resident(self, mm: mmap.mmap, offset: int, length: int) -> None:
-        """Let the kernel drop the mapped pages of views older than the last ``RESIDENT_VIEW_BYTES``.
-
-        Mapped file pages count in the process RSS until unmapped, so reading a file larger than
-        memory would otherwise keep all of it resident. Dropped pages stay in the page cache and
-        fault back in if an old view is still read: a read-only shared mapping stays correct.
-        """
+        """Let the kernel drop the mapped pages of views older than the last ``RESIDENT_VIEW_BYTES``: mapped pages
+        count in the process RSS until unmapped, so a file larger than memory would otherwise stay resident.
+        Dropped pages stay in the page cache and fault back in if an old view is still read."""
         with self._lock:
             self._views.append((offset, length))
             self._view_bytes += length
@@ -207,8 +190,7 @@ class LocalFileSource(ByteSource):
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         with contextlib.suppress(Exception):
-            if self._fd is not None and self._pid == os.getpid():
-                os.close(self._fd)
+            self.close()
 
 
 def _dont_need(mm: mmap.mmap, start: int, end: int) -> None:
@@ -224,17 +206,12 @@ _SCRATCH_KEEP = 16 << 20
 
 
 def scratch_buffer(length: int, slot: str = "read") -> np.ndarray:
-    """A per-thread reusable byte buffer of ``length`` bytes, valid until the thread's next call for the
-    same ``slot``. Tiles are read into the ``"read"`` slot and then copied into place, packed payloads pass
-    through it block by block; decoders that fill a buffer while a read may use the other use ``"decode"``.
-    No allocation or page faults per chunk, and the bytes stay in the CPU cache."""
+    """A per-thread reusable byte buffer of ``length`` bytes, valid until the thread's next call for ``slot``
+    (``"read"``: tiles read, then copied into place; ``"decode"``: what a decoder fills while a read may use the
+    other): no allocation or page faults per chunk, and the bytes stay in the CPU cache."""
     buf: np.ndarray | None = getattr(_SCRATCH, slot, None)
     if buf is None or buf.size < length:
         buf = np.empty(length, dtype=np.uint8)
         if length <= _SCRATCH_KEEP:
             setattr(_SCRATCH, slot, buf)
     return buf[:length]
-
-
-def _reopen_local(path: str, stamp: tuple[int, int]) -> LocalFileSource:
-    return LocalFileSource(path, _stamp=stamp)

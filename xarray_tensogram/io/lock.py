@@ -1,24 +1,21 @@
 """Advisory locks that make the writers of one file take turns, and let readers skip an append in progress.
 
-``to_tetr(mode="a")`` and ``to_ztensor(mode="a")`` read the file, add to what they read and replace the
-file; two of them at once would each replace the other's work. ``to_tensogram(mode="a")`` checks the
-file, then appends in place. So every writer holds :func:`write_lock` from before it reads the file
-until its commit, and concurrent writers (threads or processes) run one after another.
+``to_tetr``/``to_ztensor(mode="a")`` read the file, add to it and replace it (two at once would each replace
+the other's work); ``to_tensogram(mode="a")`` checks the file, then appends in place. So every writer holds
+:func:`write_lock` from before it reads the file until its commit: concurrent writers (threads or processes)
+run one after another.
 
-The lock is ``flock`` on a sidecar ``.<name>.lock`` in the target's directory, not on the target itself:
-the target is replaced by rename (``.tet``, ``.zt``, ``mode="w"``), so a lock on its inode would be left
-behind on the old file, and a target that does not exist yet (the first append) has nothing to lock.
-The sidecar is removed by the writer that releases it; a writer that finds its lock file unlinked
-under it starts over, so the lock stays exclusive. A thread lock per file serialises the threads of one
-process too (they share the process's locks where ``flock`` is emulated with POSIX locks, e.g. on NFS).
+The lock is ``flock`` on a sidecar ``.<name>.lock`` beside the target, not on the target: a target replaced by
+rename would leave a lock on the old inode, and one that does not exist yet has nothing to lock. The writer
+that releases the sidecar removes it; one that finds its lock file unlinked under it starts over, so the lock
+stays exclusive. A thread lock per file serialises the threads of one process too (they share the process's
+locks where ``flock`` is emulated with POSIX locks, e.g. on NFS).
 
-Readers take no lock. A ``.tgm`` append writes in place, so while it runs the file ends in a partial
-message; the appender writes the size the file had before it into the sidecar, and
-:func:`stat_committed` gives a reader that size while the lock is held: the file as it was before the
-append. An appender killed halfway leaves its note behind: readers then see the partial message (the
-``.tgm`` scanner skips it with a warning), and the next writer cuts it off before it begins (only if
-the file is the same inode and still longer). ``.tet`` and ``.zt`` are replaced by rename, so readers
-see the old file or the new one.
+Readers take no lock. While a ``.tgm`` append runs the file ends in a partial message, so the appender notes
+the size before it in the sidecar and :func:`stat_committed` gives readers that size while the lock is held.
+An appender killed halfway leaves its note: readers see the partial message (the scanner skips it with a
+warning), and the next writer cuts it off (only if the file is the same inode and still longer). ``.tet`` and
+``.zt`` are replaced by rename: readers see the old file or the new one.
 """
 
 from __future__ import annotations
@@ -71,11 +68,8 @@ _RANDOM = re.compile(r"[a-z0-9_]{8}")
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> None:
-    """Remove the temporary files a killed writer of ``path`` left next to it.
-
-    Only for the holder of the write lock of ``path``: no other writer of it runs then, so every temporary
-    file of this target is a dead writer's.
-    """
+    """Remove the temporary files a killed writer of ``path`` left next to it (only for the holder of its write
+    lock: no other writer of it runs then, so every temporary file of this target is a dead writer's)."""
     directory = os.path.dirname(os.path.abspath(os.fspath(path)))
     prefix = temp_prefix(path)
     with contextlib.suppress(OSError):
@@ -96,17 +90,11 @@ def _timeout() -> float:
 @contextlib.contextmanager
 def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> Iterator[None]:
     """Hold the write lock of ``path`` (re-entrant within a thread); :class:`WriteLockTimeoutError` naming the
-    file after ``timeout`` seconds (default :data:`LOCK_TIMEOUT`) of waiting for another writer.
-
-    Writers hold it from before they read an existing file (``mode="a"``) until their commit, as a ``with``
-    block inside the writer (a decorator would add a frame, and the writers' warnings name their caller's line).
-    """
-    if not isinstance(path, (str, os.PathLike)):  # not a file path: the writer says what it accepts
-        yield
-        return
-    sidecar = lock_path(path)
+    file after ``timeout`` seconds (default :data:`LOCK_TIMEOUT`) of waiting for another writer. A ``with`` block
+    inside the writer (a decorator would add a frame, and the writers' warnings name their caller's line)."""
     held: dict[str, int | None] = _HELD.__dict__.setdefault("fds", {})  # this thread's locks: their descriptors
-    if sidecar in held:
+    sidecar = lock_path(path) if isinstance(path, (str, os.PathLike)) else None
+    if sidecar is None or sidecar in held:  # not a file path (the writer says what it accepts), or held already
         yield
         return
     wait = _timeout() if timeout is None else timeout
@@ -206,11 +194,9 @@ def _recover(path: str | os.PathLike[str], fd: int) -> None:
 
 def _same_file(fd: int, sidecar: str) -> bool:
     try:
-        now = os.stat(sidecar)
+        return os.path.samestat(os.fstat(fd), os.stat(sidecar))
     except FileNotFoundError:
         return False
-    held = os.fstat(fd)
-    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
 def _unlocked(path: str | os.PathLike[str], why: str) -> None:
@@ -222,22 +208,17 @@ def _unlocked(path: str | os.PathLike[str], why: str) -> None:
 
 
 def note_committed_size(path: str | os.PathLike[str], size: int) -> None:
-    """Before an in-place append: tell readers (:func:`stat_committed`) where the complete file ends.
-
-    Only under :func:`write_lock` (written through the locked descriptor: closing another one would drop a
-    POSIX lock); the sidecar is removed with the lock, so the note lasts no longer than the append.
-    """
+    """Before an in-place append: tell readers (:func:`stat_committed`) where the complete file ends. Only under
+    :func:`write_lock` (written through the locked descriptor: closing another one would drop a POSIX lock); the
+    sidecar is removed with the lock, so the note lasts no longer than the append."""
     fd = _HELD.__dict__.get("fds", {}).get(lock_path(path))
     if fd is not None:
         os.pwrite(fd, f"{os.stat(path).st_ino} {size}\n".encode("ascii"), 0)
 
 
 def _append_note(path: str | os.PathLike[str]) -> tuple[int, int] | None:
-    """The ``(inode, size)`` noted by an append in progress, or ``None`` (no writer, or none appending now).
-
-    A note in a lock file nobody holds is from an appender that died: readers do not trust it (the file
-    may have been replaced since), so they see its partial message, and the scanner says so.
-    """
+    """The ``(inode, size)`` noted by an append in progress, or ``None``. A note in a lock file nobody holds is
+    from an appender that died: readers do not trust it (the file may have been replaced since)."""
     if fcntl is None:
         return None
     sidecar = lock_path(path)
@@ -258,11 +239,8 @@ def _append_note(path: str | os.PathLike[str]) -> tuple[int, int] | None:
 
 def stat_committed(path: str | os.PathLike[str]) -> tuple[os.stat_result, int]:
     """``os.stat(path)`` and how much of the file a reader should read: all of it, or the size it had before an
-    append still in progress (a reader never sees a half-written message).
-
-    The note is read between two ``stat`` calls that must agree, so an append that began or ended meanwhile
-    is seen; a file that keeps changing is read as its last ``stat`` says.
-    """
+    append still in progress. The note is read between two ``stat`` calls that must agree, so an append that
+    began or ended meanwhile is seen; a file that keeps changing is read as its last ``stat`` says."""
     for _ in range(50):
         before = os.stat(path)
         note = _append_note(path)

@@ -33,12 +33,9 @@ class BytesSource(ByteSource):
 
 
 class FileObjectSource(ByteSource):
-    """A binary file object supplied by the caller.
-
-    A file object has one shared position, so reads take a lock held by this
-    source only (never a global one). It pickles by path when the object has a
-    real ``name`` on disk; otherwise pickling raises a clear ``TypeError``.
-    """
+    """A binary file object supplied by the caller. Its one shared position makes reads take a lock held by this
+    source only (never a global one). It pickles by path when the object has a real ``name`` on disk; otherwise
+    pickling raises a clear ``TypeError``."""
 
     def __init__(self, fileobj: BinaryIO) -> None:
         super().__init__()

@@ -7,6 +7,7 @@ import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ..errors import (
@@ -18,30 +19,21 @@ from ..errors import (
     install_hint,
 )
 from .base import ByteSource
-from .http import Stamp, get_range, is_http, run_on_loop
+from .http import Stamp, get_range, is_http
 from .local import LocalFileSource
 from .retry import Fault, Retrying, RetryPolicy, transient
 
 
 class FsspecSource(ByteSource):
-    """A remote (or any fsspec) file, fetched with one range request per read.
+    """A file at any fsspec URL (``s3://``, ``https://``, chained ``simplecache::s3://...``; ``storage_options``
+    go to fsspec unchanged). Opening asks for the size once (one ``HEAD``); every :meth:`read` is one ranged
+    ``GET`` of exactly its bytes, and :meth:`read_ranges` sends its ranges concurrently.
 
-    ``url`` may be any fsspec URL (``s3://``, ``https://``, ``memory://``) or a chained one
-    (``simplecache::s3://...``); ``storage_options`` go to fsspec unchanged. Opening asks for the size once
-    (one ``HEAD``); every :meth:`read` is one ranged ``GET`` of exactly the bytes asked for, and
-    :meth:`read_ranges` sends its ranges concurrently.
-
-    The formats keep their metadata at the ends of the file and parse it with several small reads, so the
-    source that opens the file fetches the first and the last ``END_BLOCK`` bytes in one request each, the
-    first time a small read falls there, and serves later reads inside them from memory. Unpickled copies
-    (Dask tasks) fetch exactly the bytes of the chunk they read.
-
-    Every range is retried on transient faults as the ``retries`` policy says, asking again only for the
-    bytes still missing (:mod:`~xarray_tensogram.io.retry`); over HTTP(S) every answer must still carry the
-    size, ETag and Last-Modified seen at the open (:mod:`~xarray_tensogram.io.http`).
-
-    Holds only the URL, the options, the policy and what the open saw of the file: the fsspec filesystem is
-    created lazily in each process (and again after a fork), so a pickled source holds no connection.
+    The formats parse their metadata at the ends of the file with small reads, so the opening source fetches
+    the first and last ``END_BLOCK`` bytes once, the first time a small read falls there (unpickled copies, Dask
+    tasks, fetch exactly their chunk's bytes). Every range is retried as the ``retries`` policy says, asking
+    again only for the bytes still missing (:mod:`.retry`); over HTTP(S) every answer must still carry what the
+    open saw (:mod:`.http`). The fsspec filesystem is made lazily in each process, so a pickle holds no connection.
     """
 
     def __init__(
@@ -54,8 +46,7 @@ class FsspecSource(ByteSource):
         _fs: Any = None,
     ) -> None:
         super().__init__()
-        self.url = url
-        self.name = url
+        self.url = self.name = url
         self.storage_options = dict(storage_options or {})
         self.policy = RetryPolicy.of(retries)
         #: retries made and bytes asked for again by this instance (see :class:`~.retry.Retrying`)
@@ -69,10 +60,8 @@ class FsspecSource(ByteSource):
         self._cache_ends = _stamp is None
         if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
             self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
-        if _stamp is None:
-            _stamp = self._stat()
-        self.stamp = _stamp
-        self.size = _stamp.size
+        self.stamp = self._stat() if _stamp is None else _stamp
+        self.size = self.stamp.size
 
     def _stat(self) -> Stamp:
         """Ask for the size (and the ETag and Last-Modified that later answers must still carry), retried."""
@@ -152,7 +141,7 @@ class FsspecSource(ByteSource):
         return self._fs, fs_path
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen_fsspec, (self.url, self.storage_options, self.stamp, self.policy))
+        return (partial(FsspecSource, retries=self.policy, _stamp=self.stamp), (self.url, self.storage_options))
 
     #: size of the head and tail blocks cached by the opening source
     END_BLOCK = 64 * 1024
@@ -164,9 +153,7 @@ class FsspecSource(ByteSource):
             if start <= offset and offset + length <= start + len(block):
                 return block[offset - start : offset + length - start]
         if self._cache_ends and length <= self.SMALL_READ:
-            head = min(self.size, self.END_BLOCK)
-            tail = max(0, self.size - self.END_BLOCK)
-            for lo, hi in ((0, head), (tail, self.size)):
+            for lo, hi in ((0, min(self.size, self.END_BLOCK)), (max(0, self.size - self.END_BLOCK), self.size)):
                 if lo <= offset and offset + length <= hi:
                     block = self._fetch(lo, hi - lo)  # exactly these bytes, or an error
                     with self._lock:
@@ -179,7 +166,9 @@ class FsspecSource(ByteSource):
         fs, path = self._filesystem()
         retrying = Retrying(self.policy, self.url, offset, length, self.counts)
         if is_http(fs):
-            data: bytes = run_on_loop(fs, get_range, fs, path, offset, length, self.stamp, retrying)
+            from fsspec.asyn import sync
+
+            data: bytes = sync(fs.loop, get_range, fs, path, offset, length, self.stamp, retrying)
             return data
         body = bytearray()
         while True:  # other filesystems: fsspec's reads, retried; a short body is kept and the rest asked for
@@ -218,7 +207,9 @@ class FsspecSource(ByteSource):
             self.check_range(o, n, what)
         fs, path = self._filesystem()
         if is_http(fs):
-            out = run_on_loop(fs, self._get_ranges, fs, path, ranges)
+            from fsspec.asyn import sync
+
+            out = sync(fs.loop, self._get_ranges, fs, path, ranges)
         else:
             got = fs.cat_ranges(
                 [path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges], on_error="return"
@@ -268,21 +259,14 @@ def _refused_option(exc: BaseException | None) -> str | None:
     return None
 
 
-def _reopen_fsspec(url: str, options: Mapping[str, Any], stamp: Stamp, policy: RetryPolicy) -> FsspecSource:
-    return FsspecSource(url, options, retries=policy, _stamp=stamp)
-
-
 def is_remote_url(s: str) -> bool:
     """True for ``proto://...`` URLs other than plain local paths (fsspec chains included)."""
     return "://" in s or "::" in s
 
 
 def _from_fsspec_object(obj: Any, retries: RetryPolicy | int | Mapping[str, float] | None = None) -> ByteSource | None:
-    """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``.
-
-    It is rebuilt from the filesystem's URL and ``storage_options``, so it pickles by
-    description like any other remote source.
-    """
+    """A source for an fsspec ``OpenFile`` or an open fsspec file (``fs.open(path)``), else ``None``; rebuilt
+    from the filesystem's URL and ``storage_options``, so it pickles by description like any other source."""
     fs, path = getattr(obj, "fs", None), getattr(obj, "path", None)
     if fs is None or not isinstance(path, str) or not hasattr(fs, "cat_file") or not hasattr(fs, "storage_options"):
         return None

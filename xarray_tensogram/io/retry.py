@@ -1,11 +1,10 @@
 """Retrying remote reads: which faults are worth another try, how long to wait, and when to give up.
 
-Object stores and HTTP servers fail for a moment all the time (a 503 while a node restarts, a 429
-when a client is throttled, a connection reset by a load balancer, a body cut short). One such fault
-among the thousands of range requests of a Dask computation must not end it, so every remote read
-is retried with bounded exponential backoff; a fault that persists, or one that retrying cannot fix
-(a 403, a 404), becomes a :class:`~xarray_tensogram.errors.RemoteReadError` naming the URL, the
-byte range, the cause and what to try. The policy is the ``retries`` open option.
+Object stores and HTTP servers fail for a moment all the time (a 503 while a node restarts, a 429 when a client
+is throttled, a connection reset, a body cut short); one such fault among the thousands of range requests of a
+Dask computation must not end it. So every remote read is retried with bounded exponential backoff (the
+``retries`` open option); a fault that persists, or that retrying cannot fix (a 403, a 404), becomes a
+:class:`~xarray_tensogram.errors.RemoteReadError` naming the URL, the byte range, the cause and what to try.
 """
 
 from __future__ import annotations
@@ -27,13 +26,10 @@ RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How a remote read retries (the ``retries`` open option).
-
-    ``retries`` more tries after the first one, waiting ``backoff`` seconds before the first retry and
-    twice as long before each next one (at most ``max_delay``, with jitter so that many Dask tasks do
-    not retry in step), or what a ``Retry-After`` answer asks; a range still failing after ``timeout``
-    seconds in all gives up. ``retries=0`` turns retrying off.
-    """
+    """How a remote read retries (the ``retries`` open option): ``retries`` more tries after the first, waiting
+    ``backoff`` seconds before the first retry and twice as long before each next one (at most ``max_delay``,
+    with jitter so that many Dask tasks do not retry in step), or what a ``Retry-After`` answer asks; a range
+    still failing after ``timeout`` seconds in all gives up. ``retries=0`` turns retrying off."""
 
     retries: int = 4
     backoff: float = 0.2
@@ -44,17 +40,15 @@ class RetryPolicy:
     def of(cls, value: RetryPolicy | int | Mapping[str, float] | None) -> RetryPolicy:
         """The policy an open option's value asks for: ``None`` (the defaults), a number of retries, a mapping
         of some of the fields (``{"retries": 8, "timeout": 120}``) or a policy."""
-        if value is None:
-            return cls()
-        if isinstance(value, RetryPolicy):
-            return value
+        if value is None or isinstance(value, RetryPolicy):
+            return cls() if value is None else value
+        names = [f.name for f in fields(cls)]
         if isinstance(value, bool) or not isinstance(value, (int, Mapping)):
             raise UnsupportedOptionError(
                 f"retries={value!r}: give a number of retries (e.g. 4), or a mapping of "
-                f"{', '.join(f.name for f in fields(cls))} (e.g. {{'retries': 8, 'timeout': 120}})"
+                f"{', '.join(names)} (e.g. {{'retries': 8, 'timeout': 120}})"
             )
         given = {"retries": value} if isinstance(value, int) else dict(value)
-        names = [f.name for f in fields(cls)]
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise UnsupportedOptionError(f"retries: unknown key(s) {unknown}; the keys are {names}")
@@ -89,21 +83,19 @@ def retry_after_seconds(text: str | None) -> float | None:
 
 def _network_fault(exc: BaseException) -> bool:
     """A dropped or reset connection, a timeout, a body cut short: the network's faults, not the file's."""
-    if isinstance(exc, (ConnectionError, TimeoutError)):
-        return True
-    names = {t.__name__ for t in type(exc).__mro__}
-    return bool(
-        names
-        & {
-            "ClientConnectionError",  # aiohttp: refused, reset, server disconnected, OS errors on the socket
-            "ClientPayloadError",  # aiohttp: the body ended before its Content-Length
-            "ServerTimeoutError",
-            "IncompleteRead",  # http.client, urllib3
-            "ProtocolError",  # urllib3
-            "ReadTimeoutError",
-            "EndpointConnectionError",  # botocore
-        }
-    )
+    return isinstance(exc, (ConnectionError, TimeoutError)) or any(t.__name__ in _NETWORK for t in type(exc).__mro__)
+
+
+#: the network faults of the HTTP libraries underneath, by class name (none of them is imported here)
+_NETWORK = {
+    "ClientConnectionError",  # aiohttp: refused, reset, server disconnected, OS errors on the socket
+    "ClientPayloadError",  # aiohttp: the body ended before its Content-Length
+    "ServerTimeoutError",
+    "IncompleteRead",  # http.client, urllib3
+    "ProtocolError",  # urllib3
+    "ReadTimeoutError",
+    "EndpointConnectionError",  # botocore
+}
 
 
 @dataclass(frozen=True)
@@ -140,10 +132,8 @@ def transient(exc: BaseException) -> Fault:
 @dataclass
 class Retrying:
     """The retry state of one byte range: counts tries, waits between them, raises when the policy is spent.
-
-    ``url``, ``offset`` and ``length`` only name the range in the error; ``counts`` (shared by a
-    source) add up the retries and the bytes asked for again, for tests and benchmarks.
-    """
+    ``url``, ``offset`` and ``length`` name the range in the error; ``counts`` (shared by a source) add up the
+    retries and the bytes asked for again, for tests and benchmarks."""
 
     policy: RetryPolicy
     url: str
@@ -156,19 +146,17 @@ class Retrying:
     missing: int | None = None
 
     def wait(self, fault: Fault, missing: int) -> float:
-        """Seconds to wait before asking again for the ``missing`` bytes, or raise :class:`RemoteReadError`
-        (at once for a fault that retrying cannot fix). A try that brought bytes starts the count of tries and
-        the backoff afresh (a slow server that sends part of each answer is not failing); ``timeout`` still
-        bounds the whole range."""
+        """Seconds to wait before asking again for the ``missing`` bytes, or raise :class:`RemoteReadError` (at once
+        for a fault that retrying cannot fix). A try that brought bytes starts the tries and the backoff afresh (a
+        slow server that sends part of each answer is not failing); ``timeout`` still bounds the whole range."""
         if self.missing is not None and missing < self.missing:
             self.tries = 0
         self.missing = missing
         self.tries += 1
         elapsed = time.monotonic() - self.started
         backoff = min(self.policy.max_delay, self.policy.backoff * 2.0 ** (self.tries - 1))
-        delay = backoff * (0.5 + random.random() / 2)  # jitter: many tasks do not retry in step
-        if fault.retry_after is not None:
-            delay = max(delay, fault.retry_after)
+        # jitter: many tasks do not retry in step; a wait the server asks for is kept
+        delay = max(backoff * (0.5 + random.random() / 2), fault.retry_after or 0.0)
         if not fault.transient or self.tries > self.policy.retries or elapsed + delay > self.policy.timeout:
             raise RemoteReadError(self._message(fault, elapsed, delay)) from fault.error
         self.counts["retries"] = self.counts.get("retries", 0) + 1

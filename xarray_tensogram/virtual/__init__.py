@@ -1,12 +1,12 @@
 """Virtual Zarr: ``.tgm``, ``.tet`` and ``.zt`` files as Zarr stores whose chunks are byte ranges of the files.
 
-Needs the ``virtual`` extra (``pip install ".[virtual]"`` in a checkout of the sources). See the README section
-"Virtual Zarr" for the workflow: parsers for VirtualiZarr, kerchunk references (JSON or Parquet),
-Icechunk repositories.
+Needs the ``virtual`` extra. docs/virtual.md shows the workflow: parsers for VirtualiZarr, kerchunk references
+(JSON or Parquet), Icechunk repositories.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = [
@@ -23,12 +23,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # virtualizarr and zarr are optional: import them only when a parser or writer is used
-    if name in ("TensogramParser", "TetrParser", "ZTensorParser", "parser_for", "VirtualMappingWarning"):
-        from . import parsers
-
-        return getattr(parsers, name)
-    if name in ("write_refs", "kerchunk_refs", "open_virtual_dataset"):
-        from . import refs
-
-        return getattr(refs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = "refs" if name in ("write_refs", "kerchunk_refs", "open_virtual_dataset") else "parsers"
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,12 +1,9 @@
 """An object store for virtual references that refuses bytes of a file changed since it was referenced.
 
-A virtual dataset names byte ranges inside files; if a file on the server is replaced after the
-references were made (or after the registry was built), reading those ranges would give pieces of
-another file as if they were the chunks. :class:`ChangeCheckedStore` wraps an obstore store: it
-remembers each file's ``ETag``, ``Last-Modified`` and size when the registry is built (one ``HEAD``
-per file) and compares every ranged ``GET``'s answer with them, raising
-:class:`~xarray_tensogram.errors.FileChangedError` naming the URL instead of returning the bytes.
-Transient faults are retried by obstore itself (its ``RetryConfig``: 5xx, 429, connection errors).
+A file replaced on the server after the references (or the registry) were made would give pieces of another
+file as chunks. So :class:`ChangeCheckedStore` notes each file's ``ETag``, ``Last-Modified`` and size when the
+registry is built (one ``HEAD`` per file) and compares every ranged ``GET``'s answer with them, raising
+:class:`~xarray_tensogram.errors.FileChangedError` naming the URL. obstore retries transient faults itself.
 """
 
 from __future__ import annotations
@@ -26,11 +23,8 @@ def _stamp(meta: Mapping[str, Any]) -> Stamp:
 
 
 class ChangeCheckedStore:
-    """An obstore store (``store``) whose range reads check each file against what it was when first seen.
-
-    Everything but ``get_range`` / ``get_range_async`` is the wrapped store's; it pickles with the stamps,
-    so Dask workers check against the same versions.
-    """
+    """An obstore ``store`` whose range reads check each file against what it was when first seen (all else is
+    the wrapped store's); it pickles with the stamps, so Dask workers check against the same versions."""
 
     def __init__(self, store: Any, stamps: Mapping[str, Stamp] | None = None) -> None:
         self.store = store

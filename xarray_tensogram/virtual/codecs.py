@@ -1,19 +1,16 @@
 """Codecs for chunks that standard Zarr codecs cannot decode, for Zarr v2 (numcodecs) and v3.
 
-* :class:`TensogramFrameCodec` (``xarray_tensogram.tgm_frame``): one whole Tensogram data-object
-  frame in, the object's values out. The frame carries its own descriptor, so objects with
-  different pipelines (simple_packing parameters, szip, blosc2, zfp, NaN/Inf masks ...) can share
-  one Zarr array: the codec needs no per-chunk configuration.
-* :class:`TetrTileCodec` (``xarray_tensogram.tet_tile``): a Tetration tile in, the tile padded to the
-  full chunk shape out. A codec never learns which chunk it decodes, so the references give every
-  special tile (clipped at the edge, or with a codec other than the array's default) a byte range of
-  a length no ordinary tile has, starting ``skip`` bytes early; the configuration maps that length
-  to the tile's stored size, raw size, codec and clipped shape.
+* :class:`TensogramFrameCodec` (``xarray_tensogram.tgm_frame``): one whole Tensogram data-object frame in, its
+  values out. The frame carries its own descriptor, so objects of different pipelines (packing parameters,
+  compressors, NaN masks) share one Zarr array with no per-chunk configuration.
+* :class:`TetrTileCodec` (``xarray_tensogram.tet_tile``): a Tetration tile in, the tile padded to the full chunk
+  out. A codec never learns which chunk it decodes, so the references give every special tile (clipped at the
+  edge, or with another codec than the array's) a byte range of a length no ordinary tile has, starting
+  ``skip`` bytes early; the configuration maps that length to the tile's layout.
 
-Both decode to little-endian bytes of the array's dtype; the Zarr ``bytes`` codec does the rest.
-They are registered with numcodecs (``numcodecs.codecs`` entry points, for kerchunk references,
-which are Zarr v2) and with zarr-python (``zarr.codecs`` entry points, for Zarr v3 and Icechunk).
-Importing this module also registers them, for environments without the entry points.
+Both decode to little-endian bytes of the array's dtype (the Zarr ``bytes`` codec does the rest), and are
+registered with numcodecs (entry points, for kerchunk references: Zarr v2) and zarr-python (for Zarr v3 and
+Icechunk); :func:`register` does both where the entry points are not installed.
 """
 
 from __future__ import annotations
@@ -56,8 +53,7 @@ class _DecodingCodec(Codec):  # type: ignore[misc]  # numcodecs is untyped: Code
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         arr = np.ascontiguousarray(self.values(memoryview(buf).cast("B")))
-        if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and not np.little_endian):
-            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # no copy where it is little-endian already
         if out is None:
             return arr.tobytes()
         np.frombuffer(memoryview(out).cast("B"), dtype=np.uint8)[:] = arr.reshape(-1).view(np.uint8)
@@ -92,11 +88,8 @@ class TensogramFrameCodec(_DecodingCodec):
 
 class TetrTileCodec(_DecodingCodec):
     """numcodecs codec: a Tetration tile (raw or zstd, possibly clipped) -> the full chunk (little-endian bytes).
-
-    ``special`` maps the length of a special tile's byte range (as a string: JSON keys) to
-    ``[skip, stored, raw, codec, clipped_shape]``; any other length is an ordinary full tile with the
-    default ``codec`` (0 raw, 1 zstd).
-    """
+    ``special`` maps the length of a special tile's byte range (a string: JSON keys) to ``[skip, stored, raw,
+    codec, clipped_shape]``; any other length is an ordinary full tile of the default ``codec`` (0 raw, 1 zstd)."""
 
     codec_id = TILE_CODEC_ID
     writer = "Tetration tile codec only decodes: write .tet files with xarray_tensogram.to_tetr"
@@ -114,18 +107,15 @@ class TetrTileCodec(_DecodingCodec):
 
         dtype = np.dtype(self.dtype)
         full_bytes = int(np.prod(self.chunk_shape, dtype=np.int64)) * dtype.itemsize
-        entry = self.special.get(str(len(data)))
-        if entry is None:
-            skip, stored, raw, codec, shape = 0, len(data), full_bytes, self.codec, self.chunk_shape
-        else:
-            skip, stored, raw, codec, shape = entry
+        ordinary = [0, len(data), full_bytes, self.codec, self.chunk_shape]
+        skip, stored, raw, codec, shape = self.special.get(str(len(data)), ordinary)
         payload = data[skip : skip + stored]
         where = f"Tetration tile of {len(data)} referenced bytes: "
         count, odd = divmod(int(raw), dtype.itemsize)
         flat = payload if odd else tile_chain(int(codec), dtype, count).decode_bytes(payload, where)
         if odd or len(flat) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise CorruptFileError(f"{where}{len(flat)} bytes do not fill a tile of shape {list(shape)} ({dtype})")
-        tile = np.frombuffer(flat, dtype=dtype).reshape(shape)
+        tile: np.ndarray = np.frombuffer(flat, dtype=dtype).reshape(shape)
         if list(shape) == self.chunk_shape:
             return tile
         padded = np.zeros(self.chunk_shape, dtype=dtype)  # the padding lies outside the array: never seen
@@ -135,11 +125,8 @@ class TetrTileCodec(_DecodingCodec):
 
 # -- Zarr v3 ------------------------------------------------------------------------------------------
 def _zarr_codec_class(numcodec: type[Codec]) -> type:
-    """A zarr-python v3 bytes-to-bytes codec delegating to the numcodecs codec ``numcodec``.
-
-    ``codec_config`` (the numcodecs form, with ``id``) is what VirtualiZarr writes into kerchunk
-    (Zarr v2) references, so the same chunk decodes through either registry.
-    """
+    """A zarr-python v3 bytes-to-bytes codec delegating to the numcodecs codec ``numcodec``; VirtualiZarr writes
+    its ``codec_config`` (the numcodecs form) into kerchunk references, so a chunk decodes through either."""
     from zarr.abc.codec import BytesBytesCodec
     from zarr.core.buffer.cpu import as_numpy_array_wrapper
 
@@ -164,13 +151,9 @@ def _zarr_codec_class(numcodec: type[Codec]) -> type:
         def codec_config(self) -> dict[str, Any]:
             return {"id": name, **self.configuration}
 
-        def _numcodec(self) -> Codec:
-            return numcodec(**self.configuration)
-
         async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
-            return await asyncio.to_thread(
-                as_numpy_array_wrapper, self._numcodec().decode, chunk_bytes, chunk_spec.prototype
-            )
+            decode = numcodec(**self.configuration).decode
+            return await asyncio.to_thread(as_numpy_array_wrapper, decode, chunk_bytes, chunk_spec.prototype)
 
         async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
             raise CodecError(f"{name} only decodes")

@@ -1,9 +1,8 @@
 """Whether virtual datasets of several files can be combined, said before xarray tries.
 
-Virtual variables hold byte ranges, not values, so xarray can only place whole files side by side:
-it cannot realign or reindex them. Files on different grids, or files with nothing to order them
-by, would otherwise fail deep inside xarray ("fancy indexing is not supported", "Could not find
-any dimension coordinates"); here they get an error naming the files, the dimension and what to do.
+Virtual variables hold byte ranges, not values, so xarray can only place whole files side by side, not realign
+or reindex them. Files on different grids, or with nothing to order them by, would otherwise fail deep inside
+xarray ("fancy indexing is not supported"); here the error names the files, the dimension and what to do.
 """
 
 from __future__ import annotations

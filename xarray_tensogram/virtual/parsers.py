@@ -1,16 +1,13 @@
 """VirtualiZarr parsers: a ``.tgm``, ``.tet`` or ``.zt`` file as a :class:`ManifestStore`, without copying.
 
-Each parser is a callable ``parser(url, registry) -> ManifestStore`` (VirtualiZarr's ``Parser``
-protocol). It opens the file with this package's own readers and assembly, so dims, coords and
-attrs are exactly those of ``xr.open_dataset(path, engine="tensogram")``, and maps every storage
-chunk (a Tensogram object, a Tetration tile, a zTensor tensor) to its byte range.
+Each parser is a callable ``parser(url, registry) -> ManifestStore`` (VirtualiZarr's ``Parser`` protocol). It
+opens the file with this package's own readers and assembly, so dims, coords and attrs are exactly those of
+``xr.open_dataset(path, engine="tensogram")``, and maps every storage chunk to its byte range.
 
-Variables that have no byte range in the file (coordinates built from metadata: ``step``, ``time``,
-``valid_time``, ``.tet`` labels) or whose chunks cannot be expressed as byte ranges (sparse zTensor
-layouts) are *inlined*: their encoded values live in the store itself, and
-:meth:`TensogramManifestStore.to_virtual_dataset` always loads them, so kerchunk references and
-Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a key of
-``byte_layout.UNREFERENCED``). Where a chunk is stored, each format's chunk reader says itself (``byte_layout``).
+Variables without byte ranges in the file (coordinates built from metadata: ``step``, ``valid_time``, ``.tet``
+labels; sparse zTensor layouts) are *inlined*: their encoded values live in the store, which always loads them,
+so kerchunk references and Icechunk repositories carry them as data; ``inline_reasons`` says why for each (a
+key of ``byte_layout.UNREFERENCED``).
 """
 
 from __future__ import annotations
@@ -40,8 +37,6 @@ from .codecs import register
 __all__ = ["TensogramParser", "TetrParser", "VirtualMappingWarning", "ZTensorParser"]
 
 INLINE_PREFIX = "memory://xarray-tensogram-inline/"
-#: the open options a parser takes: all but xarray's CF decoding switches
-_OPEN_SCOPES = declared.NOT_XARRAY
 
 
 def _local_path(url: str) -> str:
@@ -75,17 +70,9 @@ def _store_class() -> type:
     from virtualizarr.manifests import ManifestStore
 
     class TensogramManifestStore(ManifestStore):  # type: ignore[misc, unused-ignore]  # Any without virtualizarr
-        def __init__(
-            self,
-            group: Any,
-            *,
-            registry: Any = None,
-            inline: Mapping[str, bytes] | None = None,
-            reasons: Mapping[str, str] | None = None,
-        ) -> None:
+        def __init__(self, group: Any, *, registry: Any, inline: dict[str, bytes], reasons: dict[str, str]) -> None:
             super().__init__(group, registry=registry)
-            self._inline = dict(inline or {})
-            self._reasons = dict(reasons or {})
+            self._inline, self._reasons = inline, reasons
 
         @property
         def inline_variables(self) -> list[str]:
@@ -126,24 +113,19 @@ def _manifest(shape: tuple[int, ...], plan: ByteLayout, url: str) -> Any:
     if 0 in grid:
         return ChunkManifest({}, shape=grid)
     paths = np.full(grid, "", dtype=np.dtypes.StringDType())
-    offsets = np.zeros(grid, dtype=np.uint64)
-    lengths = np.zeros(grid, dtype=np.uint64)
+    offsets, lengths = np.zeros(grid, dtype=np.uint64), np.zeros(grid, dtype=np.uint64)
     for ref in plan.refs:
-        paths[ref.coords] = ref.path or url
-        offsets[ref.coords] = ref.offset
-        lengths[ref.coords] = ref.length
+        paths[ref.coords], offsets[ref.coords], lengths[ref.coords] = ref.path or url, ref.offset, ref.length
     return ChunkManifest.from_arrays(paths=paths, offsets=offsets, lengths=lengths)
 
 
 class _Parser:
-    """Shared by the parsers: open with our assembly, plan the chunks, build the ManifestStore.
-
-    A parser takes the open options of ``open_dataset`` other than CF decoding (declared in
-    :mod:`xarray_tensogram.options`); its format is the record naming the class as ``virtual_parser``.
-    """
+    """Shared by the parsers: open with our assembly, plan the chunks, build the ManifestStore. A parser takes the
+    open options of ``open_dataset`` but xarray's CF decoding (:mod:`xarray_tensogram.options`); its format is the
+    record naming the class as ``virtual_parser``."""
 
     def __init__(self, **options: Any) -> None:
-        declared.check_names(options, type(self).__name__, declared.names(*_OPEN_SCOPES))
+        declared.check_names(options, type(self).__name__, declared.names(*declared.NOT_XARRAY))
         self.options = {k: v for k, v in options.items() if v is not None}
         self.group: str | None = self.options.get("group")
 
@@ -176,7 +158,7 @@ class _Parser:
             return Unreferenced("no-storage")
         if 0 in spec.shape:  # VirtualiZarr cannot write references to zero-size arrays
             return Unreferenced("empty")
-        return plan_chunks(spec, lambda shard: url if shard is None else url.rsplit("/", 1)[0] + "/" + shard)
+        return plan_chunks(spec, url)
 
     def _store(self, url: str, raw: xr.Dataset, registry: Any) -> Any:
         from virtualizarr.manifests import ManifestArray, ManifestGroup
@@ -216,13 +198,10 @@ class _Parser:
 
 
 class TensogramParser(_Parser):
-    """Parser for Tensogram ``.tgm`` files: one Zarr chunk per data object.
-
-    Options as in ``open_dataset``: ``variable_key``, ``dim_names``, ``filter_by_keys``,
-    ``message_index`` (an int, negative from the end, a list of ints or a slice), ``merge_objects``,
-    ``group`` (for files with several grids), ``storage_options`` (fsspec, for reading the metadata of
-    remote files), ``drop_variables``.
-    """
+    """Parser for Tensogram ``.tgm`` files: one Zarr chunk per data object. Options as in ``open_dataset``:
+    ``variable_key``, ``dim_names``, ``filter_by_keys``, ``message_index`` (an int, negative from the end, a list
+    of ints or a slice), ``merge_objects``, ``group`` (for files with several grids), ``storage_options`` (fsspec,
+    for reading the metadata of remote files), ``drop_variables``."""
 
 
 class TetrParser(_Parser):

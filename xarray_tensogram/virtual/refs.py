@@ -24,9 +24,7 @@ __all__ = ["combine_virtual", "kerchunk_refs", "local_registry", "open_virtual_d
 def file_url(path: str | os.PathLike[str]) -> str:
     """``file://`` URL of a local path, other URLs unchanged."""
     s = os.fspath(path)
-    if "://" in s:
-        return s
-    return Path(s).resolve().as_uri()
+    return s if "://" in s else Path(s).resolve().as_uri()
 
 
 def local_registry() -> Any:
@@ -43,26 +41,23 @@ def _s3_store(bucket: str, options: Mapping[str, Any]) -> Any:
 
     client = dict(options.get("client_kwargs") or {})
     endpoint = client.get("endpoint_url") or options.get("endpoint_url")
-    config: Any = {  # an obstore S3Config (a TypedDict)
-        name: options[key]
-        for key, name in (("key", "access_key_id"), ("secret", "secret_access_key"))
-        if options.get(key)
+    config = {  # an obstore S3Config (a TypedDict), with what is given
+        "access_key_id": options.get("key"),
+        "secret_access_key": options.get("secret"),
+        "endpoint": endpoint,
+        "skip_signature": bool(options.get("anon")),
+        "region": client.get("region_name") or options.get("region_name") or "us-east-1",
     }
-    if endpoint:
-        config["endpoint"] = endpoint
-    if options.get("anon"):
-        config["skip_signature"] = True
-    config["region"] = client.get("region_name") or options.get("region_name") or "us-east-1"
     client_options: Any = {"allow_http": True} if endpoint and str(endpoint).startswith("http://") else None
-    return S3Store(bucket, config=config, client_options=client_options)
+    given: Any = {k: v for k, v in config.items() if v}
+    return S3Store(bucket, config=given, client_options=client_options)
 
 
 def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None = None) -> Any:
     """An ObjectStoreRegistry able to read every URL: local files, ``http(s)://`` servers, ``s3://`` buckets
     (configured from s3fs-style ``storage_options``: ``key``, ``secret``, ``anon``, ``client_kwargs.endpoint_url``).
-
-    HTTP(S) files are asked for their version now (one ``HEAD`` each), and a chunk read from a file that
-    changed since raises :class:`~xarray_tensogram.errors.FileChangedError` (:mod:`.checked`)."""
+    HTTP(S) files are asked for their version now (one ``HEAD`` each): a chunk of a file changed since raises
+    :class:`~xarray_tensogram.errors.FileChangedError` (:mod:`.checked`)."""
     from obspec_utils.registry import ObjectStoreRegistry
     from obstore.store import HTTPStore, LocalStore
 
@@ -102,11 +97,8 @@ def open_virtual_dataset(
     loadable_variables: Iterable[str] | None = None,
     **options: Any,
 ) -> xr.Dataset:
-    """Virtual dataset of one file with the parser matching its format (``options`` go to the parser).
-
-    A shortcut for ``virtualizarr.open_virtual_dataset(url, registry=..., parser=...)`` that picks
-    the parser and, for local files, the registry.
-    """
+    """Virtual dataset of one file: ``virtualizarr.open_virtual_dataset`` with the parser matching its format
+    (``options`` go to it) and a registry that reads it, unless given."""
     from virtualizarr import open_virtual_dataset as _open
 
     from .parsers import parser_for
@@ -155,12 +147,11 @@ def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
 def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
     """Kerchunk references (version 1, as a dict) of a virtual dataset, so that opening them gives the same Dataset.
 
-    VirtualiZarr's kerchunk writer makes them; three of its habits are corrected: the chunk of a 0-d
-    array is keyed ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size
-    1, as Zarr needs; and each Zarr v2 ``fill_value`` is the variable's ``_FillValue`` when it has one,
-    NaN for other floating-point arrays (a missing Tensogram object reads as NaN, as in the backend) and
-    ``null`` otherwise (VirtualiZarr writes the v3 default, 0 for integers, and xarray's Zarr v2 reader
-    masks any fill value, so integer arrays would otherwise come back as floats).
+    VirtualiZarr's kerchunk writer makes them, with three of its habits corrected: a 0-d array's chunk is keyed
+    ``name/0`` (not ``name/``); chunks of size 0 (a loaded zero-size array) become size 1, as Zarr needs; each Zarr
+    v2 ``fill_value`` is the variable's ``_FillValue``, else NaN for floats (a missing Tensogram object reads as
+    NaN, as in the backend) and ``null`` otherwise (VirtualiZarr writes the v3 default, 0 for integers, which
+    xarray's Zarr v2 reader would mask, turning integer arrays into floats).
     """
     refs = vds.vz.to_kerchunk(format="dict")
     inner = refs["refs"]
@@ -204,10 +195,7 @@ def combine_virtual(
 ) -> xr.Dataset:
     """One virtual dataset from several files: one file as is, several combined by coordinates
     (or concatenated along ``concat_dim``), as ``open_virtual_mfdataset`` does."""
-    items: Iterable[Any] = paths
-    if progress is not None:
-        items = progress(paths)
-    datasets = [open_virtual_dataset(p, **options) for p in items]
+    datasets = [open_virtual_dataset(p, **options) for p in (paths if progress is None else progress(paths))]
     if len(datasets) == 1:
         return datasets[0]
     check_combinable(paths, datasets, concat_dim)
