@@ -35,7 +35,6 @@ __all__ = [
     "decode_into",
     "decode_leading_rows",
     "decodes_into",
-    "element_count",
     "split_masks",
     "validate_descriptor",
 ]
@@ -46,22 +45,7 @@ MASK_KINDS = ("nan", "inf+", "inf-")
 
 
 #: descriptor keys that describe the tensor and its encoding pipeline (everything else is user metadata)
-STRUCTURAL_KEYS = frozenset(
-    {
-        "type",
-        "obj_type",
-        "shape",
-        "strides",
-        "ndim",
-        "dtype",
-        "byte_order",
-        "encoding",
-        "filter",
-        "compression",
-        "masks",
-        "hash",
-    }
-)
+STRUCTURAL_KEYS = frozenset({*REQUIRED_KEYS, "obj_type", "ndim", "byte_order", "masks", "hash"})
 PIPELINE_PREFIXES = ("sp_", "szip_", "zstd_", "lz4_", "blosc2_", "zfp_", "sz3_", "shuffle_", "bitmask_")
 
 
@@ -136,10 +120,6 @@ def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
     return desc
 
 
-def element_count(desc: Mapping[str, Any]) -> int:
-    return math.prod(desc["shape"])
-
-
 def split_masks(
     region_len: int, desc: Mapping[str, Any], where: str
 ) -> tuple[int, dict[str, tuple[int, int, str, Any]]]:
@@ -182,16 +162,13 @@ _PATTERNS = {
 
 def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarray], where: str) -> None:
     """Overwrite masked elements with the canonical NaN/+Inf/-Inf bit patterns, in place."""
-    if dtype_name not in _PATTERNS and not (values.dtype == np.float64):
+    if dtype_name not in _PATTERNS and values.dtype != np.float64:
         raise MetadataError(f"{where}NaN/Inf masks on dtype {dtype_name!r}, which cannot hold them")
-    unsigned, nan, pinf, ninf = _PATTERNS.get(dtype_name, _PATTERNS["float64"])
-    flat = values.reshape(-1)
-    bits = flat.view(np.dtype(unsigned).newbyteorder("="))
+    unsigned, *patterns = _PATTERNS.get(dtype_name, _PATTERNS["float64"])
     parts = 2 if dtype_name.startswith("complex") else 1
-    bits = bits.reshape(-1, parts)
-    for kind, pattern in (("nan", nan), ("inf+", pinf), ("inf-", ninf)):
-        m = masks.get(kind)
-        if m is not None:
+    bits = values.reshape(-1).view(np.dtype(unsigned).newbyteorder("=")).reshape(-1, parts)
+    for kind, pattern in zip(MASK_KINDS, patterns, strict=True):
+        if (m := masks.get(kind)) is not None:
             bits[m, :] = pattern
 
 
@@ -222,11 +199,8 @@ def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any]
     values = chain.decode(view[:payload_len], where)
     if found:
         blobs = [view[o : o + n] for o, n, _m, _p in found.values()]
-        restore_masks(values, desc["dtype"], _decode_masks(blobs, found, element_count(desc), where), where)
-    if desc["dtype"] == "bitmask":
-        return values
-    shaped: np.ndarray = values.reshape(desc["shape"])
-    return shaped
+        restore_masks(values, desc["dtype"], _decode_masks(blobs, found, math.prod(desc["shape"]), where), where)
+    return values if desc["dtype"] == "bitmask" else values.reshape(desc["shape"])
 
 
 def decode_leading_rows(
@@ -322,11 +296,10 @@ def decode_box(
     else:
         parts = fetch(mask_spans) if found else []
     if found:
-        masks = _decode_masks(parts, found, element_count(desc), where)
+        masks = _decode_masks(parts, found, math.prod(desc["shape"]), where)
         for (a, b), part in zip(runs, values, strict=True):
             restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
-    block: np.ndarray = gather_runs(shape, box, runs, values)
-    return block
+    return gather_runs(shape, box, runs, values)
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident

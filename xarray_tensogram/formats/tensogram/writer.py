@@ -1,10 +1,7 @@
-"""Tensogram v3 writer: arrays + metadata -> message bytes, byte-compatible with the reference encoder.
+"""Tensogram v3 writer (spec §20 buffered, §20.1 streaming), byte-compatible with the reference encoder.
 
-Follows spec §20 (buffered) and §20.1 (streaming): deterministic CBOR,
-8-byte padding after every frame, the two-pass header index, xxh3 frame hashes,
-NaN/Inf masks. With the same arrays, metadata, options and ``_reserved_`` time
-and uuid, the bytes equal ``tensogram.encode`` / ``StreamingEncoder`` output
-for the codecs whose libraries are deterministic (none, zstd, szip, zfp,
+With the same arrays, metadata, options and ``_reserved_`` time and uuid, the bytes equal ``tensogram.encode``
+/ ``StreamingEncoder`` output for the codecs whose libraries are deterministic (none, zstd, szip, zfp,
 simple_packing, shuffle).
 """
 
@@ -115,12 +112,9 @@ def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], 
     extra = dict(meta.pop("_extra_", meta.pop("extra", {})) or {})
     if "_reserved_" in meta:
         raise EncodeError("'_reserved_' is written by the encoder; pass reserved= instead")
-    for k, v in meta.items():
-        extra.setdefault(k, v)
-    for b in base:
-        if "_reserved_" in b:
-            raise EncodeError("'_reserved_' at the top of a base entry is written by the encoder")
-    return base, extra
+    if any("_reserved_" in b for b in base):
+        raise EncodeError("'_reserved_' at the top of a base entry is written by the encoder")
+    return base, {**meta, **extra}  # the CBOR is canonical: key order does not matter
 
 
 def encode_message(
@@ -201,13 +195,11 @@ def encode_message_parts(
 
 def _data_frame(region: Chunk, cbor: bytes, hashing: bool) -> _DataFrame:
     """A data frame (payload first, CBOR descriptor after it) as header, payload, descriptor and footer pieces."""
+    h = 0
     if hashing:
-        hasher = xxhash.xxh3_64()
-        hasher.update(region)
+        hasher = xxhash.xxh3_64(region)
         hasher.update(cbor)
         h = hasher.intdigest()
-    else:
-        h = 0
     flags = 0x1 | (0x2 if hashing else 0)
     length = 16 + len(region) + len(cbor) + 20
     header = b"FR" + struct.pack(">HHHQ", DATA_FRAME, 1, flags, length)
@@ -217,10 +209,6 @@ def _data_frame(region: Chunk, cbor: bytes, hashing: bool) -> _DataFrame:
 
 def _padding(length: int) -> bytes:
     return b"\0" * (align8(length) - length)
-
-
-def _padded(frame: bytes) -> bytes:
-    return frame + _padding(len(frame))
 
 
 def _body(data_frames: list[_DataFrame], start: int) -> tuple[list[Chunk], list[int], int]:
@@ -244,9 +232,9 @@ def _message(
 ) -> EncodedMessage:
     """A message of header frames, data frames and footer frames, each padded, between its preamble and
     postamble; ``total=False`` leaves its total length 0 (a streamed message that is not backfilled)."""
-    start = bytearray(24) + b"".join(map(_padded, head))
+    start = bytearray(24) + b"".join(f + _padding(len(f)) for f in head)
     body, _offsets, first_footer = _body(data_frames, len(start))
-    end = bytearray(b"".join(map(_padded, tail)))
+    end = bytearray(b"".join(f + _padding(len(f)) for f in tail))
     length = first_footer + len(end) + 24
     end += struct.pack(">QQ", first_footer, length if total else 0) + END_MAGIC
     start[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, length if total else 0)
@@ -316,20 +304,12 @@ def _write_message(f: Any, m: bytes | EncodedMessage) -> int:
 
 
 def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
-    """Write encoded messages to ``path``; ``mode="a"`` appends without rewriting. Returns bytes written.
-
-    Messages are bytes or :class:`EncodedMessage` (from :func:`encode_message_parts`), whose frames are
-    streamed to the file one after the other instead of being joined in memory first.
-
-    ``"w"`` writes a temporary file and renames it into place; ``"a"`` truncates the
-    file back to its old size if anything fails, so a reader never sees half a message.
-    """
+    """Write messages (bytes, or :class:`EncodedMessage` streamed frame by frame) to ``path``; return the bytes
+    written. ``"w"`` writes a temporary file and renames it into place; ``"a"`` appends, and truncates the file
+    back to its old size if anything fails, so a reader never sees half a message."""
     if mode == "w":
-        total = 0
         with atomic_write(path) as f:
-            for m in messages:
-                total += _write_message(f, m)
-        return total
+            return sum(_write_message(f, m) for m in messages)
     if mode != "a":
         raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
     with write_lock(path):
@@ -343,9 +323,7 @@ def _append(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMess
         start = f.tell()
         note_committed_size(path, start)  # readers opening meanwhile read the file as it was
         try:
-            total = 0
-            for m in messages:
-                total += _write_message(f, m)
+            total = sum(_write_message(f, m) for m in messages)
             f.flush()
             os.fsync(f.fileno())
         except BaseException:
