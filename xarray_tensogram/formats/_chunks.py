@@ -1,13 +1,5 @@
-"""Chunk-reading toolkit shared by the format readers: row bands and raw row ranges.
-
-Two patterns recur in every format:
-
-- **row bands**: an array offered to the lazy array as chunks of ``rows_per_chunk``
-  leading-axis rows (full extent elsewhere), read by asking the format for a row
-  range (:func:`read_row_band`);
-- **raw row ranges**: a C-order array stored uncompressed at a byte offset, of which
-  only the bytes of some leading-axis rows are read (:func:`read_raw_rows`).
-"""
+"""Chunk-reading toolkit shared by the format readers: row bands (:func:`read_row_band`), raw row ranges
+(:func:`read_raw_rows`), the element runs of a box (:func:`box_runs`, :func:`gather_runs`) and payload reads."""
 
 from __future__ import annotations
 
@@ -39,11 +31,8 @@ def read_row_band(
     read_all: Callable[[], np.ndarray],
     read_rows: Callable[[int, int], np.ndarray],
 ) -> np.ndarray:
-    """``region`` of row band ``coords[0]`` of an array of ``shape`` cut into bands of ``rows_per_chunk`` rows.
-
-    ``rows_per_chunk = 0`` means one band holding every row. The rows are asked for as one range
-    (the whole array through ``read_all`` when the range covers it), the other axes are sliced after.
-    """
+    """``region`` of row band ``coords[0]`` of an array of ``shape`` cut into bands of ``rows_per_chunk`` rows
+    (0: one band). The rows are read as one range (``read_all`` when it covers them), other axes sliced after."""
     if not shape:
         return read_all()
     band = rows_per_chunk or shape[0] or 1

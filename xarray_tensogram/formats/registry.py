@@ -1,13 +1,11 @@
 """The formats this package reads, one record each, and how a file is matched to one.
 
-A record (:class:`FormatSpec`) says what a format is called, how its files start and end, how to open
-one, how ``ls``, ``info`` and ``verify`` see it, and by import path (loaded only when used) its assembly
-function, writer and virtual Zarr parser. The open options a format honours are the keywords its reader
-and assembly function take (``options.py``). The backend and the CLI dispatch through :func:`get`,
-:func:`sniff` and :func:`from_bytes`, never by name in an ``if/elif``. Adding a format: its folder under
-``formats/`` with a ``FORMAT`` record, and one line in :data:`_MODULES`.
-
-Nothing here imports ``assemble/`` or the backend, and no xarray or dask.
+A record (:class:`FormatSpec`) says what a format is called, how its files start, how to open one, how
+``ls``, ``info`` and ``verify`` see it, and by import path (loaded only when used) its assembly function,
+writer and virtual Zarr parser. The open options a format honours are the keywords its reader and assembly
+function take (``options.py``). The backend and the CLI dispatch through :func:`get`, :func:`sniff` and
+:func:`from_bytes`, never by name. Adding a format: its folder under ``formats/`` with a ``FORMAT`` record,
+and one line in :data:`_MODULES`. Nothing here imports ``assemble/`` or the backend.
 """
 
 from __future__ import annotations

@@ -14,10 +14,8 @@
 (packed ``t2m`` and ``sst``, an unlimited ``time``), and ``era5_sfc.tgm``, its conversion by ECMWF's
 netCDF converter (``--split-by record``), which opens as the ``.nc`` does (docs/mapping.md).
 
-The files are package data, so these functions work from an installed wheel as well as from
-a source checkout; they never write anything. ``tools/make_sample_era.py`` and
-``tools/make_sample_tgm.py`` regenerate those two Tensogram samples with the reference encoder,
-``tools/make_grib_sample.py`` the GRIB pair, ``tools/make_netcdf_sample.py`` the netCDF pair.
+The files are package data (these functions work from an installed wheel too). ``tools/make_sample_era.py``,
+``tools/make_sample_tgm.py``, ``make_grib_sample.py`` and ``make_netcdf_sample.py`` regenerate them.
 """
 
 from __future__ import annotations

@@ -180,14 +180,12 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
 
 
 def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[str, Any]) -> None:
-    shape, name = desc["shape"], desc["dtype"]
-    n = math.prod(shape)
-    count = n if values is None else values.size
-    if name == "bitmask":
+    shape, n = desc["shape"], math.prod(desc["shape"])
+    if values is None:  # a bitmask
         if len(raw) != (n + 7) // 8:
             raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
-    elif count != n:
-        raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
+    elif values.size != n:
+        raise EncodeError(f"shape {shape} holds {n} elements but the data has {values.size}")
 
 
 #: the dtypes whose values can be NaN or infinite

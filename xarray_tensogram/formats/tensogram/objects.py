@@ -128,12 +128,8 @@ def read_frame_layout(
 
 @dataclass
 class ObjectReader:
-    """Picklable, thread-safe reader of one object; the lazy array's chunk reader for Tensogram.
-
-    The chunk grid of an object is its row bands (``rows_per_chunk`` rows along the
-    leading axis, the full extent elsewhere); ``rows_per_chunk = shape[0]`` means
-    one chunk per object.
-    """
+    """Picklable, thread-safe reader of one object; the lazy array's chunk reader for Tensogram. Its chunks are
+    row bands of ``rows_per_chunk`` leading-axis rows (0 or ``shape[0]``: one chunk per object)."""
 
     source: ByteSource
     ref: ObjectRef
@@ -170,8 +166,8 @@ class ObjectReader:
             )
 
     def _fetch(self, offset: int, length: int, what: str) -> np.ndarray:
-        """Bytes as a uint8 array: a read-only view of the memory map for local files (decoders copy out of
-        it, so compressed payloads are never copied twice), else a fresh buffer."""
+        """Bytes as uint8: a read-only view of a local file's memory map (decoders copy out of it, so compressed
+        payloads are never copied twice), else a fresh buffer."""
         view = self.source.view(offset, length)
         if view is not None:
             return np.frombuffer(view, dtype=np.uint8)
@@ -222,8 +218,8 @@ class ObjectReader:
         return out if rows is None else out[rows]
 
     def _decode_rows(self, rows: slice) -> np.ndarray | None:
-        """Rows ``rows`` decoded from only the stored bytes they need, where the chain allows: their own
-        elements, or the stream up to the last of them. None: the whole payload has to be decoded."""
+        """Rows ``rows`` decoded from only the stored bytes they need (their elements, or the stream up to the
+        last of them) where the chain allows; None: the whole payload has to be decoded."""
         desc = self.layout().descriptor
         start, stop, step = rows.indices(desc["shape"][0]) if desc["shape"] else (0, 0, 0)
         if step <= 0 or stop <= start:
@@ -261,7 +257,7 @@ class ObjectReader:
         return self.range_threshold > 0 and fraction < self.range_threshold
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
-        """Decode the whole object straight into ``out`` when its pipeline allows (no intermediate array)."""
+        """Decode the whole object straight into ``out`` where its pipeline allows (no intermediate array)."""
         if self.verify_hash or any(c for c in coords) or tuple(r.stop - r.start for r in region) != self.shape:
             return False
         if self._layout is None and type(self.source).view is ByteSource.view:
@@ -329,9 +325,8 @@ class Message:
         self.index = index
         self.offset = offset
         self.length = length
-        # what an open of an archive keeps per message is made of few containers the garbage collector
-        # walks: the preamble as a plain tuple, the metadata as its CBOR bytes (``metadata=None``),
-        # the objects' locations as tuples of ints, the readers and geometries only once asked for
+        # an open of an archive keeps per message few containers the garbage collector walks: the preamble as a
+        # tuple, the metadata as its CBOR bytes, the objects' locations as tuples; readers and geometries lazily
         self._preamble = (preamble.magic, preamble.version, preamble.flags, preamble.reserved, preamble.total_length)
         if metadata is None and metadata_cbor is None:
             raise ValueError("a Message needs its metadata or the CBOR bytes of its metadata frame")
@@ -370,16 +365,16 @@ class Message:
         return self._metadata
 
     def decoded_metadata(self) -> dict[str, Any]:
-        """:attr:`metadata`, decoded from its CBOR bytes when the message does not hold it, without holding it
-        (an open walks every message's metadata once: kept, it would weigh on every garbage collection)."""
+        """:attr:`metadata`, decoded from its CBOR bytes without holding it (an open walks every message's
+        metadata once: kept, it would weigh on every garbage collection)."""
         if self._metadata is not None:
             return self._metadata
         assert self._metadata_cbor is not None  # the constructor and release_metadata() keep the CBOR
         return message_metadata(self._metadata_cbor, self.objects, _where(self.index))
 
     def release_metadata(self) -> None:
-        """Drop the decoded metadata (decoded again from its CBOR bytes if asked for): an open Dataset holds
-        its messages, and every pass of the garbage collector would walk their metadata's maps and lists."""
+        """Drop the decoded metadata (decoded again if asked for): an open Dataset holds its messages, and every
+        garbage collection would walk their metadata's maps and lists."""
         if self._metadata_cbor is not None:
             self._metadata = None
 
@@ -408,10 +403,8 @@ class Message:
         return r
 
     def object_geometry(self, j: int, base: Sequence[Any] | None = None) -> tuple[tuple[int, ...], np.dtype]:
-        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it.
-
-        ``base``: the message's ``base`` entries when the caller holds them (see :meth:`decoded_metadata`).
-        """
+        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it;
+        ``base``: the message's ``base`` entries when the caller holds them (see :meth:`decoded_metadata`)."""
         if self._geometry is None:
             self._geometry = {}
         geometry = self._geometry.get(j)
@@ -449,9 +442,8 @@ class Message:
         return lay.descriptor
 
     def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
-        """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
-        descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
-        only, never payload bytes; the frame is checked in full when its values are read."""
+        """Free-form keys of object ``j``'s descriptor (where the reference encoder puts metadata given next to a
+        descriptor) and the frame's xxh3 (0: none), from the footer and descriptor only (no payload byte)."""
         params, hashes = descriptor_params_columns([self], [j], lenient=False)
         assert hashes[0] is not None  # lenient=False raises instead
         return params[0] or {}, hashes[0]
@@ -462,12 +454,9 @@ class Message:
         return [self.descriptor(j) for j in range(len(self._refs))]
 
     def read_object(self, j: int, *, verify_hash: bool = False, rows: slice | None = None) -> np.ndarray:
-        """Decode object ``j``: shape from its descriptor, native byte order, NaN/Inf restored.
-
-        ``rows`` selects a leading-axis range; for uncompressed, unfiltered objects only those
-        bytes are read. With ``verify_hash=True`` the whole frame body is read and its xxh3
-        checked first, even for a row range.
-        """
+        """Decode object ``j`` (native byte order, NaN/Inf restored), or only ``rows`` of its leading axis
+        (reading only their bytes where the pipeline allows). ``verify_hash=True`` reads the whole frame
+        and checks its xxh3 first, even for a row range."""
         r = self._reader(j)
         if verify_hash:
             r = ObjectReader(r.source, r.ref, r.where, r.shape, r.dtype, verify_hash=True, range_threshold=1.0)
@@ -496,15 +485,12 @@ def descriptor_params_columns(
     messages: Sequence[Message], js: Sequence[int], *, lenient: bool = True
 ) -> tuple[list[dict[str, Any] | None], list[int | None]]:
     """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (None: none) and their
-    frames' xxh3 (0 when absent; None: a damaged frame, with ``lenient``), with two batched reads (all footers,
-    then all descriptors).
+    frames' xxh3 (0: none; None: a damaged frame, with ``lenient``), in two batched reads (footers, descriptors).
 
-    An open does this for every object of the file, so the per-object work is kept to the footer check and
-    a lookup of descriptors already known to be plain, and the answer is two columns of scalars: not one
-    pair per object that the garbage collector would walk until the open is over.
+    An open does this for every object, so the per-object work is the footer check and a lookup of descriptors
+    known to be plain, and the answer two columns of scalars, not a pair per object for the garbage collector.
     """
-    # (offset, length) of each frame and the ranges read, as columns of ints: a tuple per object would be
-    # thousands of containers alive at once, each counted towards the garbage collector's next pass
+    # frames and ranges as columns of ints: a tuple per object would be thousands of containers alive at once
     offsets: list[int] = []
     lengths: list[int] = []
     for msg, j in zip(messages, js, strict=True):

@@ -1,8 +1,7 @@
 """Decode one Tensogram data object from its payload region and descriptor (spec §12-§15).
 
-Order: split off mask blobs -> decompress -> unshuffle -> decode (simple_packing)
--> byte order -> restore NaN/Inf. What part of a payload a read needs, the object's codec chain says
-(:mod:`.compression` makes it of the descriptor).
+Order: split off mask blobs -> decompress -> unshuffle -> decode (simple_packing) -> byte order -> restore
+NaN/Inf. What part of a payload a read needs, the object's codec chain says (:mod:`.compression`).
 """
 
 from __future__ import annotations
@@ -93,7 +92,7 @@ _SIMPLE_PACKING_KEYS: tuple[tuple[str, Any, Callable[[Any], bool], str], ...] = 
 
 
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
-    """Check the keys the decoder needs; return the descriptor."""
+    """The descriptor, once the keys the decoder needs are checked."""
     if not isinstance(desc, dict):
         raise MetadataError(f"{where}descriptor is a {type(desc).__name__}, expected a CBOR map")
     missing = [key for key in REQUIRED_KEYS if key not in desc]
@@ -206,8 +205,8 @@ def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any]
 def decode_leading_rows(
     region: np.ndarray, desc: Mapping[str, Any], start: int, stop: int, where: str = ""
 ) -> np.ndarray | None:
-    """Rows ``start:stop`` decoded from the stream up to the last of them (its tail is not checked), where the
-    chain's one bytes->bytes stage decodes a prefix (:attr:`.Chain.prefix_stage`); None otherwise."""
+    """Rows ``start:stop`` decoded from the stream up to the last of them (its tail is not checked), where a
+    bytes->bytes stage decodes a prefix (:attr:`.Chain.prefix_stage`); None otherwise."""
     chain = chain_of(desc, where)
     stage = chain.prefix_stage
     if stage is None or not chain_gives_values(desc) or not desc["shape"]:
@@ -221,22 +220,17 @@ def decode_leading_rows(
 
 def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``: no NaN/Inf
-    masks, and the chain's values need no cast (:meth:`.Chain.decodes_into`). Other objects go through
-    :func:`decode_full` and a copy."""
+    masks, no cast (:meth:`.Chain.decodes_into`); others go through :func:`decode_full` and a copy."""
     return chain_gives_values(desc) and chain_of(desc).decodes_into(dtype)
 
 
 def decode_into(
     source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray, where: str = ""
 ) -> None:
-    """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (the object's shape).
-
-    Only for descriptors :func:`decodes_into` accepts. Uncompressed values are read with one
-    ``preadv`` into ``out``; zstd and lz4 decode into ``out`` directly when it is contiguous; other
-    compressors decode to bytes that are copied once. Compressed bytes viewed from a memory map are
-    released afterwards, so the file's pages do not stay in this process's resident memory (lz4
-    payloads of local files are read into a small per-thread buffer instead).
-    """
+    """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (descriptors that
+    :func:`decodes_into` accepts). Uncompressed values are read with one ``preadv`` into ``out``; zstd and lz4
+    decode into a contiguous ``out`` directly, others to bytes copied once. Compressed bytes viewed from a
+    memory map are released afterwards, so the file's pages do not stay resident in this process."""
     chain = chain_of(desc, where)
     _check_stored(chain, length, where)
     if chain.stored_is_encoded and chain.values.codec is RAW:
@@ -268,11 +262,10 @@ def decode_box(
     chain: Chain | None = None,
     remote: bool = False,
 ) -> np.ndarray | None:
-    """A box of the object (step-1 slices) decoded from the stored bytes of its element runs alone, when its
-    chain allows partial decode and the runs hold less than ``fraction`` of the object; None otherwise (the
-    caller decodes the whole object). ``fetch`` reads the payload region's spans ``(offset, length)``. Only
-    those bytes (and any NaN/Inf mask blobs) are fetched; ``remote``: a compressor that keeps its index in
-    its stream (blosc2) reads the index first, then the blocks, rather than the whole stream."""
+    """A box of the object (step-1 slices) decoded from the stored bytes of its element runs (and mask blobs)
+    alone, when the chain allows partial decode and the runs hold less than ``fraction`` of the object; None
+    otherwise. ``fetch`` reads spans ``(offset, length)`` of the payload region. ``remote``: a compressor
+    that keeps its index in its stream (blosc2) reads the index, then the blocks, not the whole stream."""
     if desc["dtype"] == "bitmask":
         return None
     chain = chain or chain_of(desc, where)
@@ -307,13 +300,10 @@ STREAM_BLOCK = 1 << 20
 
 
 def _unpack_streamed(source: LocalFileSource, offset: int, chain: Chain, flat: np.ndarray) -> None:
-    """Unpack an uncompressed encoded payload (simple_packing) of a local file into ``flat``, block by block.
-
-    Each block is read with ``preadv`` into a small per-thread buffer and unpacked while it is still
-    in cache: the packed bytes cross memory once (as from a buffer already in memory), where a memory
-    map would fault every page in and a whole-payload read would write it all out and read it back.
-    Blocks hold a multiple of 8 values, so every block starts on a byte boundary whatever the width.
-    """
+    """Unpack an uncompressed simple_packing payload of a local file into ``flat``, block by block: each is read
+    with ``preadv`` into a per-thread buffer and unpacked while in cache, so the packed bytes cross memory once
+    (a memory map would fault every page in, a whole-payload read write it all out and read it back). Blocks
+    hold a multiple of 8 values, so each starts on a byte boundary whatever the width."""
     codec, params = chain.values.codec, chain.values.params
     count = flat.size
     per = max(8, STREAM_BLOCK * count // max(chain.encoded_nbytes, 1) // 8 * 8)  # values per block
