@@ -88,10 +88,7 @@ def default() -> FormatSpec:
 
 def from_bytes(head: bytes) -> FormatSpec | None:
     """The format whose magic starts ``head``, else None."""
-    for spec in formats().values():
-        if any(head.startswith(m) for m in spec.magics):
-            return spec
-    return None
+    return next((s for s in formats().values() if head.startswith(s.magics)), None)
 
 
 def from_extension(name: Any) -> FormatSpec | None:

@@ -75,7 +75,6 @@ def path(name: str) -> str:
     {'step': 4, 'level': 3, 'latitude': 37, 'longitude': 72}
     """
     found = {PurePath(p).name: p for p in paths()}
-    if name in found:
-        return found[name]
-    names = ", ".join(found)
-    raise FileNotFoundError(f"no bundled sample named {name!r}; the samples are: {names}")
+    if name not in found:
+        raise FileNotFoundError(f"no bundled sample named {name!r}; the samples are: {', '.join(found)}")
+    return found[name]

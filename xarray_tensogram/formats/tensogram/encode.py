@@ -162,8 +162,7 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     name = user["dtype"]
     if name not in DTYPES:
         raise UnsupportedError(f"unknown dtype {name!r}")
-    if "shape" not in user:
-        user["shape"] = list(np.shape(data))
+    user.setdefault("shape", list(np.shape(data)))
     if not isinstance(user["shape"], (list, tuple)) or not all(
         isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]
     ):

@@ -258,7 +258,7 @@ class ObjectReader:
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
         """Decode the whole object straight into ``out`` where its pipeline allows (no intermediate array)."""
-        if self.verify_hash or any(c for c in coords) or tuple(r.stop - r.start for r in region) != self.shape:
+        if self.verify_hash or any(coords) or tuple(r.stop - r.start for r in region) != self.shape:
             return False
         if self._layout is None and type(self.source).view is ByteSource.view:
             return False  # remote: read_chunk gets descriptor and payload in one request; here it would take two

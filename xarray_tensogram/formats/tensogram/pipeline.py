@@ -258,9 +258,9 @@ def decode_box(
     region_len: int,
     fetch: Fetch,
     fraction: float,
-    where: str = "",
-    chain: Chain | None = None,
-    remote: bool = False,
+    where: str,
+    chain: Chain,
+    remote: bool,
 ) -> np.ndarray | None:
     """A box of the object (step-1 slices) decoded from the stored bytes of its element runs (and mask blobs)
     alone, when the chain allows partial decode and the runs hold less than ``fraction`` of the object; None
@@ -268,7 +268,6 @@ def decode_box(
     that keeps its index in its stream (blosc2) reads the index, then the blocks, not the whole stream."""
     if desc["dtype"] == "bitmask":
         return None
-    chain = chain or chain_of(desc, where)
     shape = desc["shape"]
     runs = box_runs(shape, box, chain.merge_gap(), MAX_RUNS) if chain.partial else None
     if runs is None or sum(b - a for a, b in runs) >= fraction * chain.count:

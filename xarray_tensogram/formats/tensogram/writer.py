@@ -8,6 +8,7 @@ simple_packing, shuffle).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import struct
 import uuid as uuidlib
@@ -211,16 +212,9 @@ def _padding(length: int) -> bytes:
     return b"\0" * (align8(length) - length)
 
 
-def _body(data_frames: list[_DataFrame], start: int) -> tuple[list[Chunk], list[int], int]:
-    """The data frames, each padded, as chunks from file offset ``start``: the chunks, the frames' offsets and
-    the offset after them."""
-    parts: list[Chunk] = []
-    offsets, pos = [], start
-    for df in data_frames:
-        offsets.append(pos)
-        parts += [*df.parts, _padding(df.length)]
-        pos += align8(df.length)
-    return parts, offsets, pos
+def _offsets(data_frames: list[_DataFrame], start: int) -> list[int]:
+    """The file offsets of the data frames, each padded, from ``start``, then the offset after them."""
+    return list(itertools.accumulate((align8(df.length) for df in data_frames), initial=start))
 
 
 def _hash_map(data_frames: list[_DataFrame]) -> bytes:
@@ -233,7 +227,8 @@ def _message(
     """A message of header frames, data frames and footer frames, each padded, between its preamble and
     postamble; ``total=False`` leaves its total length 0 (a streamed message that is not backfilled)."""
     start = bytearray(24) + b"".join(f + _padding(len(f)) for f in head)
-    body, _offsets, first_footer = _body(data_frames, len(start))
+    body = [part for df in data_frames for part in (*df.parts, _padding(df.length))]
+    first_footer = _offsets(data_frames, len(start))[-1]
     end = bytearray(b"".join(f + _padding(len(f)) for f in tail))
     length = first_footer + len(end) + 24
     end += struct.pack(">QQ", first_footer, length if total else 0) + END_MAGIC
@@ -257,7 +252,8 @@ def _assemble_buffered(
             if new == index_frame:
                 break
             index_frame = new
-            offsets = _body(data_frames, 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame)))[1]
+            head = 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame))
+            offsets = _offsets(data_frames, head)[:-1]
     tail = [_frame(FOOTER_HASH, _hash_map(data_frames), hashing)] if footer_hash else []
     flags = (
         0x1
@@ -284,7 +280,7 @@ def _assemble_streaming(
     tail = [_frame(FOOTER_METADATA, dumps_canonical(full_meta), hashing)]
     if hashing and policy != "none" and data_frames:
         tail.append(_frame(FOOTER_HASH, _hash_map(data_frames), hashing))
-    offsets = _body(data_frames, 24 + align8(len(header)))[1]
+    offsets = _offsets(data_frames, 24 + align8(len(header)))[:-1]
     index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
     tail.append(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
     flags = 0x01 | 0x02 | 0x08 | 0x40
