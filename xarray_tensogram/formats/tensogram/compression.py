@@ -188,11 +188,7 @@ class _Float64Out(Codec):
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Params, where: str = ""
     ) -> Buffer:
         self._refuse(where)
-        decoded = self.inner.decode_range(piece, base, lo & ~7, (hi + 7) & ~7, total, params, where)
-        out = (
-            decoded.reshape(-1).view(np.uint8) if isinstance(decoded, np.ndarray) else np.frombuffer(decoded, np.uint8)
-        )
-        return out[lo & 7 : (lo & 7) + hi - lo]
+        return self.inner.decode_range(piece, base, lo, hi, total, params, where)
 
     def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
         self._refuse(where)

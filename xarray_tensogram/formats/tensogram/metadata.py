@@ -1,8 +1,7 @@
 """A Tensogram message's global metadata as the reference decoder gives it (spec §8.1).
 
-Kept apart from the object readers so that scanning can check a message's metadata without holding it:
-an open of an archive keeps the metadata frame's CBOR bytes per message (not containers the garbage
-collector walks) and decodes them again where a stage needs them.
+Apart from the object readers so that scanning checks a message's metadata without holding it: an open keeps
+each metadata frame's CBOR bytes (not containers the garbage collector walks) and decodes them where needed.
 """
 
 from __future__ import annotations

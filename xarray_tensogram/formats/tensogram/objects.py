@@ -438,8 +438,7 @@ class Message:
         r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
-        lay = read_frame_layout(self.source, self.ref(j), _where(self.index, j))
-        return lay.descriptor
+        return read_frame_layout(self.source, self.ref(j), _where(self.index, j)).descriptor
 
     def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
         """Free-form keys of object ``j``'s descriptor (where the reference encoder puts metadata given next to a

@@ -125,9 +125,8 @@ class MessageScanner:
         # local: the window only serves a message's first bytes (read with the previous postamble)
         self._read: Callable[..., bytes] = source.read if local else self._window.read
 
-    def _find_magic(self, start: int) -> int:
-        """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
-        pos = start
+    def _find_magic(self, pos: int) -> int:
+        """Offset of the next ``TENSOGRM`` at or after ``pos``, or -1."""
         size = self.source.size
         while pos + len(MAGIC) <= size:
             n = min(SCAN_BLOCK, size - pos)
