@@ -121,10 +121,9 @@ def read_span(source: ByteSource, offset: int, length: int, what: str, *, zero_c
     return source.read(offset, length, what=what)
 
 
-#: payloads of codecs without ``mapped_input`` (up to READ_MAX bytes) a local file hands over through a
-#: per-thread buffer filled by ``preadv`` rather than through the memory map: the map's page faults, and the
-#: ``madvise`` that gives its pages back (a TLB flush on every core running one of the process's threads),
-#: cost more, and vary more with the machine's load and with the number of threads, than copying the bytes
+#: payloads (up to READ_MAX bytes) of codecs without ``mapped_input`` a local file hands over in a per-thread
+#: ``preadv`` buffer, not the memory map: page faults and the ``madvise`` giving pages back (a TLB flush on every
+#: core running a thread of the process) cost more, and vary more with load and threads, than copying the bytes
 READ_MAX = 16 << 20
 
 

@@ -35,11 +35,9 @@ class FormatSpec:
     magics: tuple[bytes, ...]
     #: lower-case file name endings, with the dot
     extensions: tuple[str, ...]
-    #: ``open(source, storage_options=..., **options)`` -> the open file; the open options it takes as
-    #: keywords (see :func:`xarray_tensogram.options.keywords_of`) are handed to it
+    #: ``open(source, storage_options=..., **options)`` -> the open file (``options``: those it takes as keywords)
     open: Callable[..., FormatFile[Any]]
-    #: ``"module:function"`` building the raw Dataset (or ``{group: Dataset}``) from the open file; the
-    #: open options it takes as keywords are those the format honours (imported only when opening)
+    #: ``"module:function"`` assembling the open file; its keywords are the open options the format honours
     assembler: str
     #: ``"module:function"`` writing a Dataset as a file of this format (``writer(ds, path, ...)``)
     writer: str
@@ -55,8 +53,7 @@ class FormatSpec:
     magic_optional: bool = False
 
 
-#: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
-#: neither magic nor extension decides
+#: one line per format: the module holding its ``FORMAT`` record (the first: the fallback when nothing decides)
 _MODULES = (
     "xarray_tensogram.formats.tensogram.record",
     "xarray_tensogram.formats.tetr",
@@ -135,8 +132,7 @@ def other_format(source: ByteSource) -> str | None:
 def open_file(
     spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
 ) -> FormatFile[Any]:
-    """Open ``source`` as ``spec``; ``options``: those of the open options its reader takes as keywords
-    (``options.keywords_of``)."""
+    """Open ``source`` as ``spec``; ``options``: the open options its reader takes as keywords."""
     return spec.open(source, storage_options=storage_options, **options)
 
 

@@ -65,8 +65,7 @@ _PARAMS: dict[str, tuple[Codec, Param]] = {
     for codec in table.values()
     for p in codec.params
 }
-#: descriptor keys that describe how to encode (and not the values of one object: reference value,
-#: binary scale factor and szip block offsets are computed per object, sample widths by the format) -> codec
+#: descriptor keys that say how to encode, not what is worked out per object or by the format -> codec
 PIPELINE_PARAMS = {
     key: codec for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
 }
@@ -313,8 +312,7 @@ def _bitmask_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], 
     return params
 
 
-#: what the descriptor decides for a codec beyond its own parameters (given the bytes it encodes, and whether
-#: the values have NaN/Inf masks)
+#: what the descriptor decides for a codec beyond its parameters (given its input and whether there are masks)
 _PREPARE: dict[Codec, Callable[[Buffer, dict[str, Any], dict[str, Any], bool], dict[str, Any]]] = {
     simple_packing.CODEC: _packing_params,
     shuffle.CODEC: _shuffle_params,

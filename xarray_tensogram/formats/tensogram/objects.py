@@ -79,8 +79,13 @@ def read_frame_layout(
 ) -> FrameLayout:
     """Read a data frame's header and footer and parse its descriptor."""
     off, length = ref.frame_offset, ref.frame_length
+
+    def at(offset: int) -> str:
+        """The place an error names: the file, the object and frame byte ``offset``."""
+        return describe(source.name, where, off + offset)
+
     if length < 36:
-        raise CorruptFileError(f"{describe(source.name, where, off)}data frame length {length} is below the minimum 36")
+        raise CorruptFileError(f"{at(0)}data frame length {length} is below the minimum 36")
     if frame_bytes is None and length <= 8192:  # header and tail in one read when the frame is small
         frame_bytes = source.read(off, length, what="data frame")
     whole = frame_bytes
@@ -93,31 +98,24 @@ def read_frame_layout(
     hdr = parse_frame_header(part(0, FRAME_HEADER, "data frame header"))
     tail = part(tail_start, length, "data frame footer")
     if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
-        raise CorruptFileError(
-            f"{describe(source.name, where, off)}expected a data frame (FR, type 9), "
-            f"found {hdr.marker!r} type {hdr.frame_type}"
-        )
+        raise CorruptFileError(f"{at(0)}expected a data frame (FR, type 9), found {hdr.marker!r} type {hdr.frame_type}")
     if hdr.length != length:
-        raise CorruptFileError(
-            f"{describe(source.name, where, off)}data frame header says {hdr.length} bytes, the index says {length}"
-        )
+        raise CorruptFileError(f"{at(0)}data frame header says {hdr.length} bytes, the index says {length}")
     if tail[-4:] != FRAME_END:
-        raise CorruptFileError(f"{describe(source.name, where, off + length - 4)}data frame does not end with ENDF")
+        raise CorruptFileError(f"{at(length - 4)}data frame does not end with ENDF")
     cbor_offset = int.from_bytes(tail[-20:-12], "big")
     if not 16 <= cbor_offset <= length - 20:
-        raise CorruptFileError(
-            f"{describe(source.name, where, off + length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]"
-        )
+        raise CorruptFileError(f"{at(length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]")
     if hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
         lo, hi = cbor_offset, length - 20
         raw = tail[lo - tail_start : hi - tail_start] if lo >= tail_start else part(lo, hi, "descriptor")
-        descriptor = cbor.loads(raw, where=describe(source.name, where, off + lo))
+        descriptor = cbor.loads(raw, where=at(lo))
         region_start, region_length = off + 16, cbor_offset - 16
     else:
         body = part(16, length - 20, "frame body")
-        descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
+        descriptor, used = cbor.loads_prefix(body, where=at(16))
         region_start, region_length = off + 16 + used, length - 36 - used
-    descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
+    descriptor = pipeline.validate_descriptor(descriptor, at(0))
     return FrameLayout(
         descriptor=descriptor,
         region_start=region_start,

@@ -56,9 +56,8 @@ def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
     return {k: desc[k] for k in desc if k in others and isinstance(k, str) and not k.startswith(PIPELINE_PREFIXES)}
 
 
-#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
-#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
-#: object's; bounded, and shared by all files (the bytes alone decide the answer)
+#: descriptors (their exact CBOR bytes) known to hold no free-form params: objects of one shape, dtype and pipeline
+#: share them, so an open decodes each once; bounded, shared by all files (the bytes alone decide the answer)
 PLAIN_DESCRIPTORS: set[bytes] = set()
 _PLAIN_DESCRIPTORS_MAX = 4096
 
