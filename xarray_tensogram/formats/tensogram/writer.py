@@ -240,8 +240,8 @@ def _assemble_buffered(
     meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool, policy: str
 ) -> EncodedMessage:
     policy = "header" if policy == "auto" else policy
-    header_hash = hashing and data_frames and policy in ("header", "both")
-    footer_hash = hashing and data_frames and policy in ("footer", "both")
+    header_hash = bool(hashing and data_frames) and policy in ("header", "both")
+    footer_hash = bool(hashing and data_frames) and policy in ("footer", "both")
     meta_frame = _frame(HEADER_METADATA, dumps_canonical(meta), hashing)
     hash_frame = _frame(HEADER_HASH, _hash_map(data_frames), hashing) if header_hash else b""
     index_frame = b""
@@ -255,13 +255,7 @@ def _assemble_buffered(
             head = 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame))
             offsets = _offsets(data_frames, head)[:-1]
     tail = [_frame(FOOTER_HASH, _hash_map(data_frames), hashing)] if footer_hash else []
-    flags = (
-        0x1
-        | (0x4 if data_frames else 0)
-        | (0x10 if header_hash else 0)
-        | (0x20 if footer_hash else 0)
-        | (0x80 if hashing else 0)
-    )
+    flags = 0x1 | 0x4 * bool(data_frames) | 0x10 * header_hash | 0x20 * footer_hash | 0x80 * hashing
     return _message([f for f in (meta_frame, index_frame, hash_frame) if f], data_frames, tail, flags)
 
 
