@@ -438,13 +438,6 @@ class Message:
             return r.layout().descriptor
         return read_frame_layout(self.source, self.ref(j), _where(self.index, j)).descriptor
 
-    def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
-        """Free-form keys of object ``j``'s descriptor (where the reference encoder puts metadata given next to a
-        descriptor) and the frame's xxh3 (0: none), from the footer and descriptor only (no payload byte)."""
-        params, hashes = descriptor_params_columns([self], [j], lenient=False)
-        assert hashes[0] is not None  # lenient=False raises instead
-        return params[0] or {}, hashes[0]
-
     @property
     def descriptors(self) -> list[dict[str, Any]]:
         """All descriptors (reads each data frame's footer and descriptor once)."""
@@ -479,10 +472,11 @@ class Message:
 
 
 def descriptor_params_columns(
-    messages: Sequence[Message], js: Sequence[int], *, lenient: bool = True
+    messages: Sequence[Message], js: Sequence[int]
 ) -> tuple[list[dict[str, Any] | None], list[int | None]]:
-    """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (None: none) and their
-    frames' xxh3 (0: none; None: a damaged frame, with ``lenient``), in two batched reads (footers, descriptors).
+    """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (where the reference encoder
+    puts metadata given next to a descriptor; None: none) and their frames' xxh3 (0: none; None: a damaged frame,
+    which reading its values reports), in two batched reads (footers, descriptors).
 
     An open does this for every object, so the per-object work is the footer check and a lookup of descriptors
     known to be plain, and the answer two columns of scalars, not a pair per object for the garbage collector.
@@ -507,27 +501,22 @@ def descriptor_params_columns(
     positions: list[int] = []
     for i, (off, length, tail) in enumerate(zip(offsets, lengths, tails, strict=True)):
         cbor_offset = int.from_bytes(tail[:8], "big")
-        try:
-            if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
-                raise CorruptFileError(
-                    f"{describe(source.name, _where(messages[i].index, js[i]), off)}data frame of {length} bytes "
-                    f"has a bad footer (descriptor offset {cbor_offset})"
-                )
-            if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
-                ref = messages[i].ref(js[i])
-                desc = read_frame_layout(source, ref, _where(messages[i].index, js[i])).descriptor
-                found, hashes[i] = pipeline.params_of(desc, tail)
-                params[i] = found or None
-            else:
-                positions.append(i)
-                wanted.offsets.append(off + cbor_offset)
-                wanted.lengths.append(length - 20 - cbor_offset)
-        except XarrayTensogramError:
-            if not lenient:
-                raise
+        if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
+            continue  # a damaged frame
+        if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
+            try:
+                desc = read_frame_layout(source, messages[i].ref(js[i]), _where(messages[i].index, js[i])).descriptor
+            except XarrayTensogramError:
+                continue
+            found, hashes[i] = pipeline.params_of(desc, tail)
+            params[i] = found or None
+        else:
+            positions.append(i)
+            wanted.offsets.append(off + cbor_offset)
+            wanted.lengths.append(length - 20 - cbor_offset)
     raws = source.read_ranges(wanted, what="descriptor")
     plain = pipeline.PLAIN_DESCRIPTORS
-    for i, o, raw in zip(positions, wanted.offsets, raws, strict=True):
+    for i, raw in zip(positions, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
             hashes[i] = int.from_bytes(tails[i][8:16], "big")
             continue
@@ -535,7 +524,6 @@ def descriptor_params_columns(
             # only the free-form params are used here (the frame is fully checked when it is read)
             found, hashes[i] = pipeline.params_of(cbor.loads(raw), tails[i], raw)
             params[i] = found or None
-        except MetadataError as exc:
-            if not lenient:  # the error names the place; built only when needed
-                raise type(exc)(f"{describe(source.name, _where(messages[i].index, js[i]), o)}{exc}") from None
+        except MetadataError:
+            pass  # a damaged descriptor
     return params, hashes

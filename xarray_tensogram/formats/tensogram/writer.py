@@ -303,23 +303,18 @@ def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | Enco
     if mode != "a":
         raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
     with write_lock(path):
-        return _append(path, messages)
-
-
-def _append(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage]) -> int:
-    """Append under the write lock; on failure, truncate back (or remove a file this call created)."""
-    existed = os.path.exists(path)
-    with open(path, "ab") as f:
-        start = f.tell()
-        note_committed_size(path, start)  # readers opening meanwhile read the file as it was
-        try:
-            total = sum(_write_message(f, m) for m in messages)
-            f.flush()
-            os.fsync(f.fileno())
-        except BaseException:
-            f.truncate(start)
-            f.close()
-            if not existed:
-                os.unlink(path)
-            raise
+        existed = os.path.exists(path)  # a file this call creates is removed again if the append fails
+        with open(path, "ab") as f:
+            start = f.tell()
+            note_committed_size(path, start)  # readers opening meanwhile read the file as it was
+            try:
+                total = sum(_write_message(f, m) for m in messages)
+                f.flush()
+                os.fsync(f.fileno())
+            except BaseException:
+                f.truncate(start)
+                f.close()
+                if not existed:
+                    os.unlink(path)
+                raise
     return total
