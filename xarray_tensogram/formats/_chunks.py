@@ -39,9 +39,8 @@ def read_row_band(
     base = coords[0] * band
     start, stop = base + region[0].start, base + region[0].stop
     block = read_all() if (start, stop) == (0, shape[0]) else read_rows(start, stop)
-    rest = tuple(region[1:])
-    if any(r != slice(0, n) for r, n in zip(rest, shape[1:], strict=True)):
-        within = (slice(None), *rest)
+    if any(r != slice(0, n) for r, n in zip(region[1:], shape[1:], strict=True)):
+        within = (slice(None), *region[1:])  # a name: mypy reads a starred subscript as 3.11 syntax
         block = block[within]
     return block
 
