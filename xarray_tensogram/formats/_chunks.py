@@ -79,11 +79,10 @@ def gather_runs(
     box_shape = tuple(max(0, b - a) for a, b in spans)
     if not runs:
         return np.empty(box_shape, dtype=values[0].dtype if values else np.float64)
-    if len(runs) == 1 and runs[0][1] - runs[0][0] == math.prod(box_shape):
-        return values[0].reshape(box_shape)  # the run is the box
     if len(runs) == 1:
-        strided = _strided_box(shape, spans, runs[0][0], values[0])
-        if strided is not None:
+        if runs[0][1] - runs[0][0] == math.prod(box_shape):
+            return values[0].reshape(box_shape)  # the run is the box
+        if (strided := _strided_box(shape, spans, runs[0][0], values[0])) is not None:
             return strided
     flat = np.ravel_multi_index(np.ix_(*(np.arange(a, b) for a, b in spans)), tuple(shape)).reshape(-1)
     firsts = np.array([r[0] for r in runs], dtype=np.int64)
