@@ -315,9 +315,8 @@ class Message:
         offset: int,
         length: int,
         preamble: Preamble,
-        metadata: dict[str, Any] | None,
         objects: Sequence[ObjectRef],
-        metadata_cbor: bytes | None = None,
+        metadata_cbor: bytes,
     ) -> None:
         self.source = source
         self.index = index
@@ -326,10 +325,8 @@ class Message:
         # an open of an archive keeps per message few containers the garbage collector walks: the preamble as a
         # tuple, the metadata as its CBOR bytes, the objects' locations as tuples; readers and geometries lazily
         self._preamble = (preamble.magic, preamble.version, preamble.flags, preamble.reserved, preamble.total_length)
-        if metadata is None and metadata_cbor is None:
-            raise ValueError("a Message needs its metadata or the CBOR bytes of its metadata frame")
-        self._metadata: dict[str, Any] | None = metadata
-        self._metadata_cbor = metadata_cbor  # to decode it again after release_metadata()
+        self._metadata: dict[str, Any] | None = None  # decoded on first use
+        self._metadata_cbor = metadata_cbor
         self._refs = tuple((r.frame_offset, r.frame_length, r.preceder) for r in objects)
         self._readers: list[ObjectReader | None] | None = None
         self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] | None = None
@@ -367,14 +364,12 @@ class Message:
         metadata once: kept, it would weigh on every garbage collection)."""
         if self._metadata is not None:
             return self._metadata
-        assert self._metadata_cbor is not None  # the constructor and release_metadata() keep the CBOR
         return message_metadata(self._metadata_cbor, self.objects, _where(self.index))
 
     def release_metadata(self) -> None:
         """Drop the decoded metadata (decoded again if asked for): an open Dataset holds its messages, and every
         garbage collection would walk their metadata's maps and lists."""
-        if self._metadata_cbor is not None:
-            self._metadata = None
+        self._metadata = None
 
     @property
     def base(self) -> list[dict[str, Any]]:

@@ -342,7 +342,7 @@ class MessageScanner:
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{self._at(index, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
-        msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
+        msg = Message(self.source, index, pos, end - pos, pre, data, metadata_cbor)
         return _handed_over(msg, metadata, data), end
 
     def _check_frame(
