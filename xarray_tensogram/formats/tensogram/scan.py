@@ -62,7 +62,7 @@ def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) 
     """``msg``, its normalised metadata handed to an open that assembles what it scans (see :data:`SCANNED`)."""
     visit = SCANNED.get()
     if visit is not None:
-        visit(msg, with_preceders(normalise_metadata(metadata, len(refs), copy=False), refs))
+        visit(msg, with_preceders(normalise_metadata(metadata, len(refs)), refs))
     return msg
 
 
