@@ -146,10 +146,11 @@ class ObjectReader:
         state["_layout"] = None
         return state
 
-    def layout(self) -> FrameLayout:
+    def layout(self, frame: np.ndarray | None = None) -> FrameLayout:
+        """The frame's layout, read once (again from ``frame``, the whole frame, when the caller read it)."""
         lay = self._layout
-        if lay is None:
-            lay = read_frame_layout(self.source, self.ref, self.where)
+        if lay is None or frame is not None:
+            lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
         return lay
@@ -203,9 +204,7 @@ class ObjectReader:
         if self.verify_hash or (self._layout is None and rows is None and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
             frame = self._read_frame()
-            lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
-            self._check_geometry(lay.descriptor)
-            self._layout = lay
+            lay = self.layout(frame)
             region = frame[lay.region_start - self.ref.frame_offset :][: lay.region_length]
         elif rows is not None and (block := self._decode_rows(rows)) is not None:
             return block
