@@ -25,9 +25,6 @@ from pathlib import PurePath
 
 __all__ = ["path", "paths"]
 
-#: extensions of the files that count as samples (anything else in the folder is ignored)
-SAMPLE_SUFFIXES = (".tgm", ".tet", ".zt")
-
 
 def paths() -> list[str]:
     """Paths of every bundled sample file, sorted by name.
@@ -44,8 +41,8 @@ def paths() -> list[str]:
     >>> [p.rsplit("/", 1)[-1] for p in xt.samples.paths()]
     ['era_pl.tgm', 'forecast.tgm', 'grib_pl.tgm', 'sample.tet', 'sample.zt']
     """
-    folder = resources.files(__name__)
-    return sorted(str(p) for p in folder.iterdir() if p.name.endswith(SAMPLE_SUFFIXES))
+    folder = resources.files(__name__)  # anything else in it (the GRIB source, netcdf/) is no sample
+    return sorted(str(p) for p in folder.iterdir() if p.name.endswith((".tgm", ".tet", ".zt")))
 
 
 def path(name: str) -> str:
