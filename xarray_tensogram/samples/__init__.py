@@ -27,13 +27,8 @@ __all__ = ["path", "paths"]
 
 
 def paths() -> list[str]:
-    """Paths of every bundled sample file, sorted by name.
-
-    Returns
-    -------
-    list of str
-        Absolute paths (strings, ready for ``xr.open_dataset``) of the ``.tgm``, ``.tet``
-        and ``.zt`` files shipped in ``xarray_tensogram/samples/``.
+    """Absolute paths (strings, ready for ``xr.open_dataset``) of every bundled ``.tgm``, ``.tet`` and ``.zt``
+    sample file, sorted by name.
 
     Examples
     --------
@@ -46,17 +41,12 @@ def paths() -> list[str]:
 
 
 def path(name: str) -> str:
-    """Path of one bundled sample file.
+    """Absolute path of one bundled sample file.
 
     Parameters
     ----------
     name : str
         File name of the sample, e.g. ``"era_pl.tgm"`` (see :func:`paths` for the list).
-
-    Returns
-    -------
-    str
-        Absolute path of the file.
 
     Raises
     ------
