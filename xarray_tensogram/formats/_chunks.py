@@ -1,13 +1,5 @@
-"""Chunk-reading toolkit shared by the format readers: row bands and raw row ranges.
-
-Two patterns recur in every format:
-
-- **row bands**: an array offered to the lazy array as chunks of ``rows_per_chunk``
-  leading-axis rows (full extent elsewhere), read by asking the format for a row
-  range (:func:`read_row_band`);
-- **raw row ranges**: a C-order array stored uncompressed at a byte offset, of which
-  only the bytes of some leading-axis rows are read (:func:`read_raw_rows`).
-"""
+"""Chunk-reading toolkit shared by the format readers: row bands (:func:`read_row_band`), raw row ranges
+(:func:`read_raw_rows`), the element runs of a box (:func:`box_runs`, :func:`gather_runs`) and payload reads."""
 
 from __future__ import annotations
 
@@ -39,20 +31,16 @@ def read_row_band(
     read_all: Callable[[], np.ndarray],
     read_rows: Callable[[int, int], np.ndarray],
 ) -> np.ndarray:
-    """``region`` of row band ``coords[0]`` of an array of ``shape`` cut into bands of ``rows_per_chunk`` rows.
-
-    ``rows_per_chunk = 0`` means one band holding every row. The rows are asked for as one range
-    (the whole array through ``read_all`` when the range covers it), the other axes are sliced after.
-    """
+    """``region`` of row band ``coords[0]`` of an array of ``shape`` cut into bands of ``rows_per_chunk`` rows
+    (0: one band). The rows are read as one range (``read_all`` when it covers them), other axes sliced after."""
     if not shape:
         return read_all()
     band = rows_per_chunk or shape[0] or 1
     base = coords[0] * band
     start, stop = base + region[0].start, base + region[0].stop
     block = read_all() if (start, stop) == (0, shape[0]) else read_rows(start, stop)
-    rest = tuple(region[1:])
-    if any(r != slice(0, n) for r, n in zip(rest, shape[1:], strict=True)):
-        within = (slice(None), *rest)
+    if any(r != slice(0, n) for r, n in zip(region[1:], shape[1:], strict=True)):
+        within = (slice(None), *region[1:])  # a name: mypy reads a starred subscript as 3.11 syntax
         block = block[within]
     return block
 
@@ -91,11 +79,10 @@ def gather_runs(
     box_shape = tuple(max(0, b - a) for a, b in spans)
     if not runs:
         return np.empty(box_shape, dtype=values[0].dtype if values else np.float64)
-    if len(runs) == 1 and runs[0][1] - runs[0][0] == math.prod(box_shape):
-        return values[0].reshape(box_shape)  # the run is the box
     if len(runs) == 1:
-        strided = _strided_box(shape, spans, runs[0][0], values[0])
-        if strided is not None:
+        if runs[0][1] - runs[0][0] == math.prod(box_shape):
+            return values[0].reshape(box_shape)  # the run is the box
+        if (strided := _strided_box(shape, spans, runs[0][0], values[0])) is not None:
             return strided
     flat = np.ravel_multi_index(np.ix_(*(np.arange(a, b) for a, b in spans)), tuple(shape)).reshape(-1)
     firsts = np.array([r[0] for r in runs], dtype=np.int64)
@@ -132,10 +119,9 @@ def read_span(source: ByteSource, offset: int, length: int, what: str, *, zero_c
     return source.read(offset, length, what=what)
 
 
-#: payloads of codecs without ``mapped_input`` (up to READ_MAX bytes) a local file hands over through a
-#: per-thread buffer filled by ``preadv`` rather than through the memory map: the map's page faults, and the
-#: ``madvise`` that gives its pages back (a TLB flush on every core running one of the process's threads),
-#: cost more, and vary more with the machine's load and with the number of threads, than copying the bytes
+#: payloads (up to READ_MAX bytes) of codecs without ``mapped_input`` a local file hands over in a per-thread
+#: ``preadv`` buffer, not the memory map: page faults and the ``madvise`` giving pages back (a TLB flush on every
+#: core running a thread of the process) cost more, and vary more with load and threads, than copying the bytes
 READ_MAX = 16 << 20
 
 

@@ -1,10 +1,6 @@
-"""What every open file of every format offers, written down once.
-
-The three readers (``TensogramFile``, ``TetrFile``, ``ZTensorFile``) hold an open
-:class:`~xarray_tensogram.io.ByteSource` and a list of items (messages, datasets,
-tensors). This base gives them one protocol: ``len(f)``, iteration, ``f[i]`` or
-``f["name"]``, ``f.names``, ``close()`` and use as a context manager, so that the
-CLI and the backend can treat any format alike. No xarray or dask here.
+"""What every open file of every format offers, written down once: a byte source and a list of items
+(messages, datasets, tensors) behind one protocol (``len(f)``, iteration, ``f[i]`` or ``f["name"]``,
+``f.names``, ``close()``, a context manager), so that the CLI and the backend treat any format alike.
 """
 
 from __future__ import annotations

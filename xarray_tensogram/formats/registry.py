@@ -1,13 +1,11 @@
 """The formats this package reads, one record each, and how a file is matched to one.
 
-A record (:class:`FormatSpec`) says what a format is called, how its files start and end, how to open
-one, how ``ls``, ``info`` and ``verify`` see it, and by import path (loaded only when used) its assembly
-function, writer and virtual Zarr parser. The open options a format honours are the keywords its reader
-and assembly function take (``options.py``). The backend and the CLI dispatch through :func:`get`,
-:func:`sniff` and :func:`from_bytes`, never by name in an ``if/elif``. Adding a format: its folder under
-``formats/`` with a ``FORMAT`` record, and one line in :data:`_MODULES`.
-
-Nothing here imports ``assemble/`` or the backend, and no xarray or dask.
+A record (:class:`FormatSpec`) says what a format is called, how its files start, how to open one, how
+``ls``, ``info`` and ``verify`` see it, and by import path (loaded only when used) its assembly function,
+writer and virtual Zarr parser. The open options a format honours are the keywords its reader and assembly
+function take (``options.py``). The backend and the CLI dispatch through :func:`get`, :func:`sniff` and
+:func:`from_bytes`, never by name. Adding a format: its folder under ``formats/`` with a ``FORMAT`` record,
+and one line in :data:`_MODULES`. Nothing here imports ``assemble/`` or the backend.
 """
 
 from __future__ import annotations
@@ -37,11 +35,9 @@ class FormatSpec:
     magics: tuple[bytes, ...]
     #: lower-case file name endings, with the dot
     extensions: tuple[str, ...]
-    #: ``open(source, storage_options=..., **options)`` -> the open file; the open options it takes as
-    #: keywords (see :func:`xarray_tensogram.options.keywords_of`) are handed to it
+    #: ``open(source, storage_options=..., **options)`` -> the open file (``options``: those it takes as keywords)
     open: Callable[..., FormatFile[Any]]
-    #: ``"module:function"`` building the raw Dataset (or ``{group: Dataset}``) from the open file; the
-    #: open options it takes as keywords are those the format honours (imported only when opening)
+    #: ``"module:function"`` assembling the open file; its keywords are the open options the format honours
     assembler: str
     #: ``"module:function"`` writing a Dataset as a file of this format (``writer(ds, path, ...)``)
     writer: str
@@ -57,8 +53,7 @@ class FormatSpec:
     magic_optional: bool = False
 
 
-#: one line per format: the module holding its ``FORMAT`` record; the first is the fallback when
-#: neither magic nor extension decides
+#: one line per format: the module holding its ``FORMAT`` record (the first: the fallback when nothing decides)
 _MODULES = (
     "xarray_tensogram.formats.tensogram.record",
     "xarray_tensogram.formats.tetr",
@@ -90,10 +85,7 @@ def default() -> FormatSpec:
 
 def from_bytes(head: bytes) -> FormatSpec | None:
     """The format whose magic starts ``head``, else None."""
-    for spec in formats().values():
-        if any(head.startswith(m) for m in spec.magics):
-            return spec
-    return None
+    return next((s for s in formats().values() if head.startswith(s.magics)), None)
 
 
 def from_extension(name: Any) -> FormatSpec | None:
@@ -140,8 +132,7 @@ def other_format(source: ByteSource) -> str | None:
 def open_file(
     spec: FormatSpec, source: SourceLike, *, storage_options: Mapping[str, Any] | None = None, **options: Any
 ) -> FormatFile[Any]:
-    """Open ``source`` as ``spec``; ``options``: those of the open options its reader takes as keywords
-    (``options.keywords_of``)."""
+    """Open ``source`` as ``spec``; ``options``: the open options its reader takes as keywords."""
     return spec.open(source, storage_options=storage_options, **options)
 
 

@@ -1,7 +1,6 @@
 """Format-neutral shapes of what ``ls``, ``info`` and ``verify`` report, and small text helpers.
 
-Each format builds these from its open file; the CLI only renders them. No
-xarray or dask here, and nothing printed: a format returns data.
+Each format builds these from its open file (it returns data, prints nothing); the CLI only renders them.
 """
 
 from __future__ import annotations

@@ -14,10 +14,8 @@
 (packed ``t2m`` and ``sst``, an unlimited ``time``), and ``era5_sfc.tgm``, its conversion by ECMWF's
 netCDF converter (``--split-by record``), which opens as the ``.nc`` does (docs/mapping.md).
 
-The files are package data, so these functions work from an installed wheel as well as from
-a source checkout; they never write anything. ``tools/make_sample_era.py`` and
-``tools/make_sample_tgm.py`` regenerate those two Tensogram samples with the reference encoder,
-``tools/make_grib_sample.py`` the GRIB pair, ``tools/make_netcdf_sample.py`` the netCDF pair.
+The files are package data (these functions work from an installed wheel too). ``tools/make_sample_era.py``,
+``tools/make_sample_tgm.py``, ``make_grib_sample.py`` and ``make_netcdf_sample.py`` regenerate them.
 """
 
 from __future__ import annotations
@@ -27,18 +25,10 @@ from pathlib import PurePath
 
 __all__ = ["path", "paths"]
 
-#: extensions of the files that count as samples (anything else in the folder is ignored)
-SAMPLE_SUFFIXES = (".tgm", ".tet", ".zt")
-
 
 def paths() -> list[str]:
-    """Paths of every bundled sample file, sorted by name.
-
-    Returns
-    -------
-    list of str
-        Absolute paths (strings, ready for ``xr.open_dataset``) of the ``.tgm``, ``.tet``
-        and ``.zt`` files shipped in ``xarray_tensogram/samples/``.
+    """Absolute paths (strings, ready for ``xr.open_dataset``) of every bundled ``.tgm``, ``.tet`` and ``.zt``
+    sample file, sorted by name.
 
     Examples
     --------
@@ -46,22 +36,17 @@ def paths() -> list[str]:
     >>> [p.rsplit("/", 1)[-1] for p in xt.samples.paths()]
     ['era_pl.tgm', 'forecast.tgm', 'grib_pl.tgm', 'sample.tet', 'sample.zt']
     """
-    folder = resources.files(__name__)
-    return sorted(str(p) for p in folder.iterdir() if p.name.endswith(SAMPLE_SUFFIXES))
+    folder = resources.files(__name__)  # anything else in it (the GRIB source, netcdf/) is no sample
+    return sorted(str(p) for p in folder.iterdir() if p.name.endswith((".tgm", ".tet", ".zt")))
 
 
 def path(name: str) -> str:
-    """Path of one bundled sample file.
+    """Absolute path of one bundled sample file.
 
     Parameters
     ----------
     name : str
         File name of the sample, e.g. ``"era_pl.tgm"`` (see :func:`paths` for the list).
-
-    Returns
-    -------
-    str
-        Absolute path of the file.
 
     Raises
     ------
@@ -77,7 +62,6 @@ def path(name: str) -> str:
     {'step': 4, 'level': 3, 'latitude': 37, 'longitude': 72}
     """
     found = {PurePath(p).name: p for p in paths()}
-    if name in found:
-        return found[name]
-    names = ", ".join(found)
-    raise FileNotFoundError(f"no bundled sample named {name!r}; the samples are: {names}")
+    if name not in found:
+        raise FileNotFoundError(f"no bundled sample named {name!r}; the samples are: {', '.join(found)}")
+    return found[name]

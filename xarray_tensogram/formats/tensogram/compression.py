@@ -1,12 +1,10 @@
-"""Tensogram's one table from its descriptor vocabulary to codec objects (spec §12-§15), and the decoding of
-a compression stage from a descriptor.
+"""Tensogram's one table from its descriptor vocabulary to codec objects (spec §12-§15), and an object's chain.
 
 A descriptor names a codec per stage (``encoding``, ``filter``, ``compression``) and per NaN/Inf mask
-(``method``); those names are the codecs' own names. A codec's parameters live in the descriptor under
-its name and ``_`` (``zstd_level``, ``szip_rsi``), except simple_packing's under ``sp_``. Everything
-else about codecs (names, parameters, defaults, valid values, capabilities) comes from the codec objects
-(:mod:`xarray_tensogram.codecs`); this module adds only what the descriptor decides: szip's sample width
-and flags, the byte order of zfp/sz3 output, the bit count in front of an rle/roaring bitmask object.
+(``method``) by the codec's own name; its parameters sit under ``<name>_`` (``zstd_level``), simple_packing's
+under ``sp_``. All else about codecs comes from the codec objects (:mod:`xarray_tensogram.codecs`); this module
+adds only what the descriptor decides: szip's sample width and flags, the byte order of zfp/sz3 output, the
+bit count in front of an rle/roaring bitmask object.
 """
 
 from __future__ import annotations
@@ -90,8 +88,8 @@ def codecs_in_use(desc: Params) -> dict[str, Codec]:
 
 
 def descriptor_defaults(desc: Params) -> dict[str, Any]:
-    """The descriptor keys a writer adds to ``desc``: the defaults the codecs of its stages declare for the
-    parameters the reference needs written out (zfp: only its mode's parameter)."""
+    """The descriptor keys a writer adds to ``desc``: its codecs' defaults for the parameters the reference
+    needs written out (zfp: only its mode's parameter)."""
     out: dict[str, Any] = {}
     for stage, codec in codecs_in_use(desc).items():
         if names := _WRITTEN_OUT.get(codec):
@@ -105,7 +103,6 @@ _FLOAT64_ONLY = frozenset({simple_packing.CODEC, zfp.CODEC, sz3.CODEC})
 
 
 def float64_only(desc: Params) -> bool:
-    """Whether a stage of the descriptor takes float64 values only."""
     return not _FLOAT64_ONLY.isdisjoint(codecs_in_use(desc).values())
 
 
@@ -120,7 +117,7 @@ def stage_codec(stage: str, value: Any, where: str = "") -> Codec:
 
 
 def codec_params(desc: Params, codec: Codec, where: str = "", *, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The codec's parameters found in the descriptor, type-checked (``required`` ones must be there)."""
+    """The codec's parameters in the descriptor, type-checked (``required`` ones must be there)."""
     out: dict[str, Any] = {}
     for p in codec.params:
         key = descriptor_key(codec, p.name)
@@ -191,11 +188,7 @@ class _Float64Out(Codec):
         self, piece: Buffer, base: int, lo: int, hi: int, total: int, params: Params, where: str = ""
     ) -> Buffer:
         self._refuse(where)
-        decoded = self.inner.decode_range(piece, base, lo & ~7, (hi + 7) & ~7, total, params, where)
-        out = (
-            decoded.reshape(-1).view(np.uint8) if isinstance(decoded, np.ndarray) else np.frombuffer(decoded, np.uint8)
-        )
-        return out[lo & 7 : (lo & 7) + hi - lo]
+        return self.inner.decode_range(piece, base, lo, hi, total, params, where)
 
     def decode(self, payload: Buffer, expected: int, params: Params, where: str = "") -> Buffer:
         self._refuse(where)
@@ -208,12 +201,10 @@ class _Float64Out(Codec):
 def lossy_refusal(desc: Params, codec: str) -> str | None:
     """Why a zfp or sz3 stage cannot give back the values of ``desc`` (None: it can).
 
-    Both code native-order doubles: the values' own only for float64 (complex128: its parts) in native
-    order with no filter and no packing before them. Otherwise the lossy coder was handed bytes that
-    were not the values (swapped, shuffled, a packed bit stream, other elements read as doubles), and
-    its rounding of those turns into values unrelated to the ones written. Measured with the reference
-    encoder and decoder: errors of 1e6 to 1e308 (or past the mode's tolerance) for each such case, which
-    the reference decoder returns as values or refuses.
+    Both code native-order doubles: the values' own only for float64 (complex128: its parts) in native order
+    with no filter or packing before. Otherwise the lossy coder rounded bytes that were not the values, which
+    turns into unrelated values: measured with the reference encoder and decoder, errors of 1e6 to 1e308 (or
+    past the mode's tolerance), which the reference decoder returns as values or refuses.
     """
     native = "little" if np.little_endian else "big"
     if _packed(desc):
@@ -290,9 +281,8 @@ def _values_stage(desc: Params, where: str) -> tuple[Stage, int]:
 
 
 def chain_gives_values(desc: Params) -> bool:
-    """Whether the chain's output is the object's values as they are: no NaN/Inf masks to restore over it (spec
-    §15) and no bitmask (whose chain gives its packed bytes). Only then does what the chain can do for part of
-    a payload (a prefix, a buffer, Zarr codecs) hold for the object."""
+    """Whether the chain's output is the object's values as they are: no NaN/Inf masks to restore (spec §15), no
+    bitmask (its chain gives packed bytes). Only then does what the chain does for part of a payload hold."""
     return not desc.get("masks") and desc["dtype"] != "bitmask"
 
 

@@ -41,8 +41,8 @@ __all__ = [
     "encoding_from_descriptor",
 ]
 
-#: numpy dtype names an object can hold -> the Tensogram dtype of that name (bfloat16 and bitmask have no numpy
-#: dtype of their own)
+_RAW = (bytes, bytearray, memoryview)  # data given as the element bytes
+#: numpy dtype names an object can hold -> the Tensogram dtype of that name (not bfloat16 or bitmask: no numpy dtype)
 OBJECT_DTYPES = {name: name for name in DTYPES if name not in ("bfloat16", "bitmask")}
 
 
@@ -65,17 +65,15 @@ _PARAMS: dict[str, tuple[Codec, Param]] = {
     for codec in table.values()
     for p in codec.params
 }
-#: descriptor keys that describe how to encode (and not the values of one object: reference value,
-#: binary scale factor and szip block offsets are computed per object, sample widths by the format) -> codec
+#: descriptor keys that say how to encode, not what is worked out per object or by the format -> codec
 PIPELINE_PARAMS = {
     key: codec for key, (codec, p) in _PARAMS.items() if codec.capabilities.encode and not (p.recorded or p.derived)
 }
 
 
 def check_pipeline(desc: Mapping[str, Any], *, types: bool = False) -> None:
-    """Refuse unknown stage names and parameter values outside the codecs' declared ones, with an error that
-    lists the valid ones; with ``types``, parameters of the wrong type or outside their declared range too
-    (:class:`EncodeError`, strict typing, spec §10.2)."""
+    """Refuse unknown stage names and parameter values outside the codecs' choices, listing the valid ones; with
+    ``types``, parameters of the wrong type or outside their bounds too (:class:`EncodeError`, spec §10.2)."""
     for stage, valid in PIPELINE_VALUES.items():
         value = desc.get(stage, "none")
         if value not in valid:
@@ -91,22 +89,17 @@ def check_pipeline(desc: Mapping[str, Any], *, types: bool = False) -> None:
 
 
 def encoding_from_descriptor(desc: Mapping[str, Any]) -> dict[str, Any]:
-    """The writer options that reproduce an object's pipeline: what ``.encoding`` carries after a read,
-    so that writing the Dataset again keeps the encoding, filter, compression and their parameters.
-
-    The stage names get a ``tensogram_`` prefix (``tensogram_compression``) so that netCDF writers, which
-    have their own ``compression`` encoding, do not mistake them for theirs; parameters keep their names.
-    """
+    """The writer options that reproduce an object's pipeline (what ``.encoding`` carries after a read). Stage
+    names get a ``tensogram_`` prefix so that netCDF writers, which have their own ``compression`` encoding,
+    do not mistake them for theirs; parameters keep their names."""
     out = {f"tensogram_{stage}": desc.get(stage, "none") for stage in PIPELINE_VALUES}
     out.update({k: desc[k] for k in PIPELINE_PARAMS if k in desc})
     return out
 
 
 def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.ndarray]:
-    """Boolean masks of NaN, +Inf, -Inf per element (complex: NaN in either part wins, then +Inf, then -Inf).
-
-    bfloat16 values arrive as their uint16 bit patterns and are classified by exponent and mantissa.
-    """
+    """Boolean masks of NaN, +Inf, -Inf per element (complex: NaN in either part wins, then +Inf, then -Inf);
+    bfloat16 values arrive as their uint16 bit patterns."""
     if dtype_name == "bfloat16":
         bits = np.asarray(values, dtype=np.uint16).reshape(-1)
         special = (bits & 0x7F80) == 0x7F80
@@ -125,21 +118,13 @@ def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.nd
 
 
 def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes, np.ndarray | None]:
-    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing).
-
-    Raw ``bytes`` are taken as they are (the reference never converts them) and viewed in
-    the declared order so that float payloads can still be scanned for NaN/Inf.
-    """
-    name = desc["dtype"]
+    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing). Raw
+    ``bytes`` are taken as they are (the reference never converts them), viewed in the declared order."""
+    name, given_bytes = desc["dtype"], isinstance(data, _RAW)
     if name == "bitmask":
-        raw = (
-            bytes(data)
-            if isinstance(data, (bytes, bytearray, memoryview))
-            else np.ascontiguousarray(data, dtype=np.uint8).tobytes()
-        )
-        return raw, None
+        return (bytes(data) if given_bytes else np.ascontiguousarray(data, dtype=np.uint8).tobytes()), None
     target = native_order(numpy_dtype(name), desc["byte_order"])  # bfloat16: its bit patterns, as uint16
-    if isinstance(data, (bytes, bytearray, memoryview)):
+    if given_bytes:
         raw = bytes(data)
         if len(raw) % target.itemsize:
             raise EncodeError(f"{len(raw)} bytes are not a whole number of {name} elements")
@@ -168,7 +153,7 @@ def encode_object(
 def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any]:
     """The full descriptor from the caller's options: dtype and shape from the data unless given, defaults filled."""
     if "dtype" not in user:
-        if isinstance(data, (bytes, bytearray, memoryview)):
+        if isinstance(data, _RAW):
             raise EncodeError("a descriptor 'dtype' is required for raw bytes")
         user["dtype"] = OBJECT_DTYPES.get(np.asarray(data).dtype.name)
         if user["dtype"] is None:
@@ -176,8 +161,7 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
     name = user["dtype"]
     if name not in DTYPES:
         raise UnsupportedError(f"unknown dtype {name!r}")
-    if "shape" not in user:
-        user["shape"] = list(np.shape(data))
+    user.setdefault("shape", list(np.shape(data)))
     if not isinstance(user["shape"], (list, tuple)) or not all(
         isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 0 for x in user["shape"]
     ):
@@ -194,14 +178,12 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
 
 
 def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[str, Any]) -> None:
-    shape, name = desc["shape"], desc["dtype"]
-    n = math.prod(shape)
-    count = n if values is None else values.size
-    if name == "bitmask":
+    shape, n = desc["shape"], math.prod(desc["shape"])
+    if values is None:  # a bitmask
         if len(raw) != (n + 7) // 8:
             raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
-    elif count != n:
-        raise EncodeError(f"shape {shape} holds {n} elements but the data has {count}")
+    elif values.size != n:
+        raise EncodeError(f"shape {shape} holds {n} elements but the data has {values.size}")
 
 
 #: the dtypes whose values can be NaN or infinite
@@ -229,9 +211,8 @@ def _mask_non_finite(
 
 
 def _encode_stages(raw: bytes, desc: dict[str, Any], *, masked: bool) -> bytes:
-    """The encoding, filter and compression stages in turn: each stage's codec encodes, given its parameters
-    from the descriptor and what the descriptor decides beyond them (:data:`_PREPARE`, which also refuses what
-    the reference could not read back); what a codec works out while encoding is recorded in the descriptor."""
+    """The stages in turn, each codec given its descriptor parameters and what :data:`_PREPARE` decides beyond
+    them (refusing what the reference could not read back); what a codec works out is recorded in ``desc``."""
     data: Buffer = raw
     for stage in STAGES:
         codec = stage_codec(stage, desc[stage])  # a codec that can be written: checked with the descriptor
@@ -331,8 +312,7 @@ def _bitmask_params(data: Buffer, desc: dict[str, Any], params: dict[str, Any], 
     return params
 
 
-#: what the descriptor decides for a codec beyond its own parameters (given the bytes it encodes, and whether
-#: the values have NaN/Inf masks)
+#: what the descriptor decides for a codec beyond its parameters (given its input and whether there are masks)
 _PREPARE: dict[Codec, Callable[[Buffer, dict[str, Any], dict[str, Any], bool], dict[str, Any]]] = {
     simple_packing.CODEC: _packing_params,
     shuffle.CODEC: _shuffle_params,

@@ -1,10 +1,8 @@
 """An object's pipeline (encoding, filter, compression, parameters) read without touching its payload.
 
-Opening a Dataset records each variable's pipeline in ``.encoding`` so that writing it
-again keeps the compression. The descriptor of a data frame sits after the payload
-(``FLAG_CBOR_AFTER_PAYLOAD``); reading the frame footer and then exactly the descriptor
-bytes keeps "open reads metadata only" true. Frames that put the descriptor first give
-no pipeline here (their descriptor is read with the payload anyway).
+Opening a Dataset records each variable's pipeline in ``.encoding`` so that writing it again keeps the
+compression. Reading the frame footer, then exactly the descriptor after the payload, keeps "open reads
+metadata only" true; frames that put the descriptor first give no pipeline here.
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ _FOOTER = 20  # cbor_offset u64, hash u64, "ENDF"
 
 
 def pipeline_encoding(message: Any, j: int) -> dict[str, Any]:
-    """``encoding_from_descriptor`` of object ``j`` of ``message``, or ``{}`` when it cannot be had cheaply.
-
-    A malformed frame gives ``{}`` too: the read of the values reports it with its offset.
-    """
+    """``encoding_from_descriptor`` of object ``j`` of ``message``, or ``{}`` when it cannot be had cheaply or the
+    frame is malformed (the read of the values reports that with its offset)."""
     ref = message.objects[j]
     source, off, length = message.source, ref.frame_offset, ref.frame_length
     if length < FRAME_HEADER + _FOOTER:

@@ -21,8 +21,7 @@ __all__ = ["DEFAULT_MASK_METHOD", "MASK_METHODS", "decode_mask", "encode_mask"]
 DEFAULT_MASK_METHOD = bitmaps.ROARING.name
 
 _INNER = blosc2.CODEC.param("codec").default
-#: what a mask's codec is given beyond the bit count, and the ``params`` recorded for the mask (the reference's
-#: names), where the reference writes it so
+#: what a mask's codec is given beyond the bit count, and the ``params`` the reference records for the mask
 _WRITTEN_WITH: dict[Codec, tuple[dict[str, Any], dict[str, Any]]] = {
     blosc2.CODEC: ({"codec": _INNER, "clevel": 5, "bitshuffle": True}, {"codec": _INNER, "level": 5}),
 }

@@ -1,8 +1,7 @@
 """A Tensogram message's global metadata as the reference decoder gives it (spec §8.1).
 
-Kept apart from the object readers so that scanning can check a message's metadata without holding it:
-an open of an archive keeps the metadata frame's CBOR bytes per message (not containers the garbage
-collector walks) and decodes them again where a stage needs them.
+Apart from the object readers so that scanning checks a message's metadata without holding it: an open keeps
+each metadata frame's CBOR bytes (not containers the garbage collector walks) and decodes them where needed.
 """
 
 from __future__ import annotations
@@ -45,17 +44,16 @@ def check_metadata(meta: dict[str, Any], n_objects: int) -> None:
         raise MetadataError(f"'base' has {len(base)} entries for {n_objects} objects")
 
 
-def normalise_metadata(meta: dict[str, Any], n_objects: int, *, copy: bool = True) -> dict[str, Any]:
-    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name
-    the place (the caller prefixes it). ``copy=False``: ``meta`` was just decoded and is nobody else's, so
-    its ``base`` maps are taken as they are (an open decodes every message's metadata once more)."""
+def normalise_metadata(meta: dict[str, Any], n_objects: int) -> dict[str, Any]:
+    """Apply the reference decoder's metadata rules (spec §8.1) and add ``version``; errors do not name the place
+    (the caller prefixes it). ``meta`` was just decoded and is nobody else's: its ``base`` maps are taken as is."""
     check_metadata(meta, n_objects)
     extra = dict(meta.get("_extra_") or {})
     for key, value in meta.items():
         if key not in ("base", "_extra_", "_reserved_"):
             extra[key] = value
     base = meta.get("base") or []
-    base = ([dict(b) for b in base] if copy else list(base)) + [{} for _ in range(n_objects - len(base))]
+    base = list(base) + [{} for _ in range(n_objects - len(base))]
     reserved = meta.get("_reserved_", {})
     return {
         "version": 3,
@@ -71,7 +69,7 @@ def message_metadata(raw: bytes, objects: Sequence[_Preceded], where: str) -> di
     try:
         if not isinstance(meta, dict):
             raise MetadataError(f"metadata is a {type(meta).__name__}, expected a map")
-        meta = normalise_metadata(meta, len(objects), copy=False)
+        meta = normalise_metadata(meta, len(objects))
     except MetadataError as exc:
         raise type(exc)(f"{where}{exc}") from None
     return with_preceders(meta, objects)

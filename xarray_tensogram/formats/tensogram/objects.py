@@ -79,8 +79,13 @@ def read_frame_layout(
 ) -> FrameLayout:
     """Read a data frame's header and footer and parse its descriptor."""
     off, length = ref.frame_offset, ref.frame_length
+
+    def at(offset: int) -> str:
+        """The place an error names: the file, the object and frame byte ``offset``."""
+        return describe(source.name, where, off + offset)
+
     if length < 36:
-        raise CorruptFileError(f"{describe(source.name, where, off)}data frame length {length} is below the minimum 36")
+        raise CorruptFileError(f"{at(0)}data frame length {length} is below the minimum 36")
     if frame_bytes is None and length <= 8192:  # header and tail in one read when the frame is small
         frame_bytes = source.read(off, length, what="data frame")
     whole = frame_bytes
@@ -93,31 +98,24 @@ def read_frame_layout(
     hdr = parse_frame_header(part(0, FRAME_HEADER, "data frame header"))
     tail = part(tail_start, length, "data frame footer")
     if hdr.marker != FRAME_START or hdr.frame_type != DATA_FRAME:
-        raise CorruptFileError(
-            f"{describe(source.name, where, off)}expected a data frame (FR, type 9), "
-            f"found {hdr.marker!r} type {hdr.frame_type}"
-        )
+        raise CorruptFileError(f"{at(0)}expected a data frame (FR, type 9), found {hdr.marker!r} type {hdr.frame_type}")
     if hdr.length != length:
-        raise CorruptFileError(
-            f"{describe(source.name, where, off)}data frame header says {hdr.length} bytes, the index says {length}"
-        )
+        raise CorruptFileError(f"{at(0)}data frame header says {hdr.length} bytes, the index says {length}")
     if tail[-4:] != FRAME_END:
-        raise CorruptFileError(f"{describe(source.name, where, off + length - 4)}data frame does not end with ENDF")
+        raise CorruptFileError(f"{at(length - 4)}data frame does not end with ENDF")
     cbor_offset = int.from_bytes(tail[-20:-12], "big")
     if not 16 <= cbor_offset <= length - 20:
-        raise CorruptFileError(
-            f"{describe(source.name, where, off + length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]"
-        )
+        raise CorruptFileError(f"{at(length - 20)}cbor_offset {cbor_offset} outside [16, {length - 20}]")
     if hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
         lo, hi = cbor_offset, length - 20
         raw = tail[lo - tail_start : hi - tail_start] if lo >= tail_start else part(lo, hi, "descriptor")
-        descriptor = cbor.loads(raw, where=describe(source.name, where, off + lo))
+        descriptor = cbor.loads(raw, where=at(lo))
         region_start, region_length = off + 16, cbor_offset - 16
     else:
         body = part(16, length - 20, "frame body")
-        descriptor, used = cbor.loads_prefix(body, where=describe(source.name, where, off + 16))
+        descriptor, used = cbor.loads_prefix(body, where=at(16))
         region_start, region_length = off + 16 + used, length - 36 - used
-    descriptor = pipeline.validate_descriptor(descriptor, describe(source.name, where, off))
+    descriptor = pipeline.validate_descriptor(descriptor, at(0))
     return FrameLayout(
         descriptor=descriptor,
         region_start=region_start,
@@ -128,12 +126,8 @@ def read_frame_layout(
 
 @dataclass
 class ObjectReader:
-    """Picklable, thread-safe reader of one object; the lazy array's chunk reader for Tensogram.
-
-    The chunk grid of an object is its row bands (``rows_per_chunk`` rows along the
-    leading axis, the full extent elsewhere); ``rows_per_chunk = shape[0]`` means
-    one chunk per object.
-    """
+    """Picklable, thread-safe reader of one object; the lazy array's chunk reader for Tensogram. Its chunks are
+    row bands of ``rows_per_chunk`` leading-axis rows (0 or ``shape[0]``: one chunk per object)."""
 
     source: ByteSource
     ref: ObjectRef
@@ -152,10 +146,11 @@ class ObjectReader:
         state["_layout"] = None
         return state
 
-    def layout(self) -> FrameLayout:
+    def layout(self, frame: np.ndarray | None = None) -> FrameLayout:
+        """The frame's layout, read once (again from ``frame``, the whole frame, when the caller read it)."""
         lay = self._layout
-        if lay is None:
-            lay = read_frame_layout(self.source, self.ref, self.where)
+        if lay is None or frame is not None:
+            lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
             self._check_geometry(lay.descriptor)
             self._layout = lay
         return lay
@@ -170,8 +165,8 @@ class ObjectReader:
             )
 
     def _fetch(self, offset: int, length: int, what: str) -> np.ndarray:
-        """Bytes as a uint8 array: a read-only view of the memory map for local files (decoders copy out of
-        it, so compressed payloads are never copied twice), else a fresh buffer."""
+        """Bytes as uint8: a read-only view of a local file's memory map (decoders copy out of it, so compressed
+        payloads are never copied twice), else a fresh buffer."""
         view = self.source.view(offset, length)
         if view is not None:
             return np.frombuffer(view, dtype=np.uint8)
@@ -209,9 +204,7 @@ class ObjectReader:
         if self.verify_hash or (self._layout is None and rows is None and self.ref.frame_length <= (64 << 20)):
             # first touch (or verification): one read of the whole frame gives descriptor and payload together
             frame = self._read_frame()
-            lay = read_frame_layout(self.source, self.ref, self.where, frame_bytes=frame)
-            self._check_geometry(lay.descriptor)
-            self._layout = lay
+            lay = self.layout(frame)
             region = frame[lay.region_start - self.ref.frame_offset :][: lay.region_length]
         elif rows is not None and (block := self._decode_rows(rows)) is not None:
             return block
@@ -222,8 +215,8 @@ class ObjectReader:
         return out if rows is None else out[rows]
 
     def _decode_rows(self, rows: slice) -> np.ndarray | None:
-        """Rows ``rows`` decoded from only the stored bytes they need, where the chain allows: their own
-        elements, or the stream up to the last of them. None: the whole payload has to be decoded."""
+        """Rows ``rows`` decoded from only the stored bytes they need (their elements, or the stream up to the
+        last of them) where the chain allows; None: the whole payload has to be decoded."""
         desc = self.layout().descriptor
         start, stop, step = rows.indices(desc["shape"][0]) if desc["shape"] else (0, 0, 0)
         if step <= 0 or stop <= start:
@@ -261,8 +254,8 @@ class ObjectReader:
         return self.range_threshold > 0 and fraction < self.range_threshold
 
     def read_chunk_into(self, coords: tuple[int, ...], region: tuple[slice, ...], out: np.ndarray) -> bool:
-        """Decode the whole object straight into ``out`` when its pipeline allows (no intermediate array)."""
-        if self.verify_hash or any(c for c in coords) or tuple(r.stop - r.start for r in region) != self.shape:
+        """Decode the whole object straight into ``out`` where its pipeline allows (no intermediate array)."""
+        if self.verify_hash or any(coords) or tuple(r.stop - r.start for r in region) != self.shape:
             return False
         if self._layout is None and type(self.source).view is ByteSource.view:
             return False  # remote: read_chunk gets descriptor and payload in one request; here it would take two
@@ -321,22 +314,18 @@ class Message:
         offset: int,
         length: int,
         preamble: Preamble,
-        metadata: dict[str, Any] | None,
         objects: Sequence[ObjectRef],
-        metadata_cbor: bytes | None = None,
+        metadata_cbor: bytes,
     ) -> None:
         self.source = source
         self.index = index
         self.offset = offset
         self.length = length
-        # what an open of an archive keeps per message is made of few containers the garbage collector
-        # walks: the preamble as a plain tuple, the metadata as its CBOR bytes (``metadata=None``),
-        # the objects' locations as tuples of ints, the readers and geometries only once asked for
+        # an open of an archive keeps per message few containers the garbage collector walks: the preamble as a
+        # tuple, the metadata as its CBOR bytes, the objects' locations as tuples; readers and geometries lazily
         self._preamble = (preamble.magic, preamble.version, preamble.flags, preamble.reserved, preamble.total_length)
-        if metadata is None and metadata_cbor is None:
-            raise ValueError("a Message needs its metadata or the CBOR bytes of its metadata frame")
-        self._metadata: dict[str, Any] | None = metadata
-        self._metadata_cbor = metadata_cbor  # to decode it again after release_metadata()
+        self._metadata: dict[str, Any] | None = None  # decoded on first use
+        self._metadata_cbor = metadata_cbor
         self._refs = tuple((r.frame_offset, r.frame_length, r.preceder) for r in objects)
         self._readers: list[ObjectReader | None] | None = None
         self._geometry: dict[int, tuple[tuple[int, ...], np.dtype]] | None = None
@@ -370,18 +359,16 @@ class Message:
         return self._metadata
 
     def decoded_metadata(self) -> dict[str, Any]:
-        """:attr:`metadata`, decoded from its CBOR bytes when the message does not hold it, without holding it
-        (an open walks every message's metadata once: kept, it would weigh on every garbage collection)."""
+        """:attr:`metadata`, decoded from its CBOR bytes without holding it (an open walks every message's
+        metadata once: kept, it would weigh on every garbage collection)."""
         if self._metadata is not None:
             return self._metadata
-        assert self._metadata_cbor is not None  # the constructor and release_metadata() keep the CBOR
         return message_metadata(self._metadata_cbor, self.objects, _where(self.index))
 
     def release_metadata(self) -> None:
-        """Drop the decoded metadata (decoded again from its CBOR bytes if asked for): an open Dataset holds
-        its messages, and every pass of the garbage collector would walk their metadata's maps and lists."""
-        if self._metadata_cbor is not None:
-            self._metadata = None
+        """Drop the decoded metadata (decoded again if asked for): an open Dataset holds its messages, and every
+        garbage collection would walk their metadata's maps and lists."""
+        self._metadata = None
 
     @property
     def base(self) -> list[dict[str, Any]]:
@@ -408,10 +395,8 @@ class Message:
         return r
 
     def object_geometry(self, j: int, base: Sequence[Any] | None = None) -> tuple[tuple[int, ...], np.dtype]:
-        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it.
-
-        ``base``: the message's ``base`` entries when the caller holds them (see :meth:`decoded_metadata`).
-        """
+        """Shape and dtype of object ``j`` as decoded, from ``_reserved_.tensor`` when the encoder wrote it;
+        ``base``: the message's ``base`` entries when the caller holds them (see :meth:`decoded_metadata`)."""
         if self._geometry is None:
             self._geometry = {}
         geometry = self._geometry.get(j)
@@ -445,16 +430,7 @@ class Message:
         r = self._readers[j] if self._readers is not None else None
         if r is not None:
             return r.layout().descriptor
-        lay = read_frame_layout(self.source, self.ref(j), _where(self.index, j))
-        return lay.descriptor
-
-    def descriptor_params(self, j: int) -> tuple[dict[str, Any], int]:
-        """Free-form keys of object ``j``'s descriptor (the reference encoder puts metadata given next to a
-        descriptor there) and the frame's xxh3 (0 when absent). Reads the frame footer and the descriptor
-        only, never payload bytes; the frame is checked in full when its values are read."""
-        params, hashes = descriptor_params_columns([self], [j], lenient=False)
-        assert hashes[0] is not None  # lenient=False raises instead
-        return params[0] or {}, hashes[0]
+        return read_frame_layout(self.source, self.ref(j), _where(self.index, j)).descriptor
 
     @property
     def descriptors(self) -> list[dict[str, Any]]:
@@ -462,12 +438,9 @@ class Message:
         return [self.descriptor(j) for j in range(len(self._refs))]
 
     def read_object(self, j: int, *, verify_hash: bool = False, rows: slice | None = None) -> np.ndarray:
-        """Decode object ``j``: shape from its descriptor, native byte order, NaN/Inf restored.
-
-        ``rows`` selects a leading-axis range; for uncompressed, unfiltered objects only those
-        bytes are read. With ``verify_hash=True`` the whole frame body is read and its xxh3
-        checked first, even for a row range.
-        """
+        """Decode object ``j`` (native byte order, NaN/Inf restored), or only ``rows`` of its leading axis
+        (reading only their bytes where the pipeline allows). ``verify_hash=True`` reads the whole frame
+        and checks its xxh3 first, even for a row range."""
         r = self._reader(j)
         if verify_hash:
             r = ObjectReader(r.source, r.ref, r.where, r.shape, r.dtype, verify_hash=True, range_threshold=1.0)
@@ -493,18 +466,16 @@ class Message:
 
 
 def descriptor_params_columns(
-    messages: Sequence[Message], js: Sequence[int], *, lenient: bool = True
+    messages: Sequence[Message], js: Sequence[int]
 ) -> tuple[list[dict[str, Any] | None], list[int | None]]:
-    """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (None: none) and their
-    frames' xxh3 (0 when absent; None: a damaged frame, with ``lenient``), with two batched reads (all footers,
-    then all descriptors).
+    """The free-form params of the descriptors of objects ``js[i]`` of ``messages[i]`` (where the reference encoder
+    puts metadata given next to a descriptor; None: none) and their frames' xxh3 (0: none; None: a damaged frame,
+    which reading its values reports), in two batched reads (footers, descriptors).
 
-    An open does this for every object of the file, so the per-object work is kept to the footer check and
-    a lookup of descriptors already known to be plain, and the answer is two columns of scalars: not one
-    pair per object that the garbage collector would walk until the open is over.
+    An open does this for every object, so the per-object work is the footer check and a lookup of descriptors
+    known to be plain, and the answer two columns of scalars, not a pair per object for the garbage collector.
     """
-    # (offset, length) of each frame and the ranges read, as columns of ints: a tuple per object would be
-    # thousands of containers alive at once, each counted towards the garbage collector's next pass
+    # frames and ranges as columns of ints: a tuple per object would be thousands of containers alive at once
     offsets: list[int] = []
     lengths: list[int] = []
     for msg, j in zip(messages, js, strict=True):
@@ -524,27 +495,22 @@ def descriptor_params_columns(
     positions: list[int] = []
     for i, (off, length, tail) in enumerate(zip(offsets, lengths, tails, strict=True)):
         cbor_offset = int.from_bytes(tail[:8], "big")
-        try:
-            if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
-                raise CorruptFileError(
-                    f"{describe(source.name, _where(messages[i].index, js[i]), off)}data frame of {length} bytes "
-                    f"has a bad footer (descriptor offset {cbor_offset})"
-                )
-            if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
-                ref = messages[i].ref(js[i])
-                desc = read_frame_layout(source, ref, _where(messages[i].index, js[i])).descriptor
-                found, hashes[i] = pipeline.params_of(desc, tail)
-                params[i] = found or None
-            else:
-                positions.append(i)
-                wanted.offsets.append(off + cbor_offset)
-                wanted.lengths.append(length - 20 - cbor_offset)
-        except XarrayTensogramError:
-            if not lenient:
-                raise
+        if length < 36 or tail[-4:] != FRAME_END or not 16 <= cbor_offset <= length - 20:
+            continue  # a damaged frame
+        if cbor_offset == 16:  # descriptor before the payload: its length is only known by decoding it
+            try:
+                desc = read_frame_layout(source, messages[i].ref(js[i]), _where(messages[i].index, js[i])).descriptor
+            except XarrayTensogramError:
+                continue
+            found, hashes[i] = pipeline.params_of(desc, tail)
+            params[i] = found or None
+        else:
+            positions.append(i)
+            wanted.offsets.append(off + cbor_offset)
+            wanted.lengths.append(length - 20 - cbor_offset)
     raws = source.read_ranges(wanted, what="descriptor")
     plain = pipeline.PLAIN_DESCRIPTORS
-    for i, o, raw in zip(positions, wanted.offsets, raws, strict=True):
+    for i, raw in zip(positions, raws, strict=True):
         if raw in plain:  # seen before, no params: skip the decode
             hashes[i] = int.from_bytes(tails[i][8:16], "big")
             continue
@@ -552,7 +518,6 @@ def descriptor_params_columns(
             # only the free-form params are used here (the frame is fully checked when it is read)
             found, hashes[i] = pipeline.params_of(cbor.loads(raw), tails[i], raw)
             params[i] = found or None
-        except MetadataError as exc:
-            if not lenient:  # the error names the place; built only when needed
-                raise type(exc)(f"{describe(source.name, _where(messages[i].index, js[i]), o)}{exc}") from None
+        except MetadataError:
+            pass  # a damaged descriptor
     return params, hashes

@@ -1,8 +1,7 @@
 """Decode one Tensogram data object from its payload region and descriptor (spec §12-§15).
 
-Order: split off mask blobs -> decompress -> unshuffle -> decode (simple_packing)
--> byte order -> restore NaN/Inf. What part of a payload a read needs, the object's codec chain says
-(:mod:`.compression` makes it of the descriptor).
+Order: split off mask blobs -> decompress -> unshuffle -> decode (simple_packing) -> byte order -> restore
+NaN/Inf. What part of a payload a read needs, the object's codec chain says (:mod:`.compression`).
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ __all__ = [
     "decode_into",
     "decode_leading_rows",
     "decodes_into",
-    "element_count",
     "split_masks",
     "validate_descriptor",
 ]
@@ -46,22 +44,7 @@ MASK_KINDS = ("nan", "inf+", "inf-")
 
 
 #: descriptor keys that describe the tensor and its encoding pipeline (everything else is user metadata)
-STRUCTURAL_KEYS = frozenset(
-    {
-        "type",
-        "obj_type",
-        "shape",
-        "strides",
-        "ndim",
-        "dtype",
-        "byte_order",
-        "encoding",
-        "filter",
-        "compression",
-        "masks",
-        "hash",
-    }
-)
+STRUCTURAL_KEYS = frozenset({*REQUIRED_KEYS, "obj_type", "ndim", "byte_order", "masks", "hash"})
 PIPELINE_PREFIXES = ("sp_", "szip_", "zstd_", "lz4_", "blosc2_", "zfp_", "sz3_", "shuffle_", "bitmask_")
 
 
@@ -73,9 +56,8 @@ def descriptor_params(desc: Mapping[str, Any]) -> dict[str, Any]:
     return {k: desc[k] for k in desc if k in others and isinstance(k, str) and not k.startswith(PIPELINE_PREFIXES)}
 
 
-#: descriptors (their exact CBOR bytes) known to hold no free-form params. Objects of one shape, dtype and
-#: pipeline have byte-identical descriptors, so an open decodes each distinct descriptor once, not every
-#: object's; bounded, and shared by all files (the bytes alone decide the answer)
+#: descriptors (their exact CBOR bytes) known to hold no free-form params: objects of one shape, dtype and pipeline
+#: share them, so an open decodes each once; bounded, shared by all files (the bytes alone decide the answer)
 PLAIN_DESCRIPTORS: set[bytes] = set()
 _PLAIN_DESCRIPTORS_MAX = 4096
 
@@ -109,7 +91,7 @@ _SIMPLE_PACKING_KEYS: tuple[tuple[str, Any, Callable[[Any], bool], str], ...] = 
 
 
 def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
-    """Check the keys the decoder needs; return the descriptor."""
+    """The descriptor, once the keys the decoder needs are checked."""
     if not isinstance(desc, dict):
         raise MetadataError(f"{where}descriptor is a {type(desc).__name__}, expected a CBOR map")
     missing = [key for key in REQUIRED_KEYS if key not in desc]
@@ -134,10 +116,6 @@ def validate_descriptor(desc: Any, where: str) -> dict[str, Any]:
     if desc.get("byte_order", "little") not in ("little", "big"):
         raise MetadataError(f"{where}byte_order {desc['byte_order']!r} is neither 'little' nor 'big'")
     return desc
-
-
-def element_count(desc: Mapping[str, Any]) -> int:
-    return math.prod(desc["shape"])
 
 
 def split_masks(
@@ -182,16 +160,13 @@ _PATTERNS = {
 
 def restore_masks(values: np.ndarray, dtype_name: str, masks: dict[str, np.ndarray], where: str) -> None:
     """Overwrite masked elements with the canonical NaN/+Inf/-Inf bit patterns, in place."""
-    if dtype_name not in _PATTERNS and not (values.dtype == np.float64):
+    if dtype_name not in _PATTERNS and values.dtype != np.float64:
         raise MetadataError(f"{where}NaN/Inf masks on dtype {dtype_name!r}, which cannot hold them")
-    unsigned, nan, pinf, ninf = _PATTERNS.get(dtype_name, _PATTERNS["float64"])
-    flat = values.reshape(-1)
-    bits = flat.view(np.dtype(unsigned).newbyteorder("="))
+    unsigned, *patterns = _PATTERNS.get(dtype_name, _PATTERNS["float64"])
     parts = 2 if dtype_name.startswith("complex") else 1
-    bits = bits.reshape(-1, parts)
-    for kind, pattern in (("nan", nan), ("inf+", pinf), ("inf-", ninf)):
-        m = masks.get(kind)
-        if m is not None:
+    bits = values.reshape(-1).view(np.dtype(unsigned).newbyteorder("=")).reshape(-1, parts)
+    for kind, pattern in zip(MASK_KINDS, patterns, strict=True):
+        if (m := masks.get(kind)) is not None:
             bits[m, :] = pattern
 
 
@@ -222,18 +197,15 @@ def decode_full(region: bytes | memoryview | np.ndarray, desc: Mapping[str, Any]
     values = chain.decode(view[:payload_len], where)
     if found:
         blobs = [view[o : o + n] for o, n, _m, _p in found.values()]
-        restore_masks(values, desc["dtype"], _decode_masks(blobs, found, element_count(desc), where), where)
-    if desc["dtype"] == "bitmask":
-        return values
-    shaped: np.ndarray = values.reshape(desc["shape"])
-    return shaped
+        restore_masks(values, desc["dtype"], _decode_masks(blobs, found, math.prod(desc["shape"]), where), where)
+    return values if desc["dtype"] == "bitmask" else values.reshape(desc["shape"])
 
 
 def decode_leading_rows(
     region: np.ndarray, desc: Mapping[str, Any], start: int, stop: int, where: str = ""
 ) -> np.ndarray | None:
-    """Rows ``start:stop`` decoded from the stream up to the last of them (its tail is not checked), where the
-    chain's one bytes->bytes stage decodes a prefix (:attr:`.Chain.prefix_stage`); None otherwise."""
+    """Rows ``start:stop`` decoded from the stream up to the last of them (its tail is not checked), where a
+    bytes->bytes stage decodes a prefix (:attr:`.Chain.prefix_stage`); None otherwise."""
     chain = chain_of(desc, where)
     stage = chain.prefix_stage
     if stage is None or not chain_gives_values(desc) or not desc["shape"]:
@@ -247,22 +219,17 @@ def decode_leading_rows(
 
 def decodes_into(desc: Mapping[str, Any], dtype: np.dtype) -> bool:
     """Whether :func:`decode_into` can decode this object straight into an array of ``dtype``: no NaN/Inf
-    masks, and the chain's values need no cast (:meth:`.Chain.decodes_into`). Other objects go through
-    :func:`decode_full` and a copy."""
+    masks, no cast (:meth:`.Chain.decodes_into`); others go through :func:`decode_full` and a copy."""
     return chain_gives_values(desc) and chain_of(desc).decodes_into(dtype)
 
 
 def decode_into(
     source: ByteSource, offset: int, length: int, desc: Mapping[str, Any], out: np.ndarray, where: str = ""
 ) -> None:
-    """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (the object's shape).
-
-    Only for descriptors :func:`decodes_into` accepts. Uncompressed values are read with one
-    ``preadv`` into ``out``; zstd and lz4 decode into ``out`` directly when it is contiguous; other
-    compressors decode to bytes that are copied once. Compressed bytes viewed from a memory map are
-    released afterwards, so the file's pages do not stay in this process's resident memory (lz4
-    payloads of local files are read into a small per-thread buffer instead).
-    """
+    """Decode the payload region ``[offset, offset + length)`` of ``source`` into ``out`` (descriptors that
+    :func:`decodes_into` accepts). Uncompressed values are read with one ``preadv`` into ``out``; zstd and lz4
+    decode into a contiguous ``out`` directly, others to bytes copied once. Compressed bytes viewed from a
+    memory map are released afterwards, so the file's pages do not stay resident in this process."""
     chain = chain_of(desc, where)
     _check_stored(chain, length, where)
     if chain.stored_is_encoded and chain.values.codec is RAW:
@@ -290,18 +257,16 @@ def decode_box(
     region_len: int,
     fetch: Fetch,
     fraction: float,
-    where: str = "",
-    chain: Chain | None = None,
-    remote: bool = False,
+    where: str,
+    chain: Chain,
+    remote: bool,
 ) -> np.ndarray | None:
-    """A box of the object (step-1 slices) decoded from the stored bytes of its element runs alone, when its
-    chain allows partial decode and the runs hold less than ``fraction`` of the object; None otherwise (the
-    caller decodes the whole object). ``fetch`` reads the payload region's spans ``(offset, length)``. Only
-    those bytes (and any NaN/Inf mask blobs) are fetched; ``remote``: a compressor that keeps its index in
-    its stream (blosc2) reads the index first, then the blocks, rather than the whole stream."""
+    """A box of the object (step-1 slices) decoded from the stored bytes of its element runs (and mask blobs)
+    alone, when the chain allows partial decode and the runs hold less than ``fraction`` of the object; None
+    otherwise. ``fetch`` reads spans ``(offset, length)`` of the payload region. ``remote``: a compressor
+    that keeps its index in its stream (blosc2) reads the index, then the blocks, not the whole stream."""
     if desc["dtype"] == "bitmask":
         return None
-    chain = chain or chain_of(desc, where)
     shape = desc["shape"]
     runs = box_runs(shape, box, chain.merge_gap(), MAX_RUNS) if chain.partial else None
     if runs is None or sum(b - a for a, b in runs) >= fraction * chain.count:
@@ -322,11 +287,10 @@ def decode_box(
     else:
         parts = fetch(mask_spans) if found else []
     if found:
-        masks = _decode_masks(parts, found, element_count(desc), where)
+        masks = _decode_masks(parts, found, math.prod(desc["shape"]), where)
         for (a, b), part in zip(runs, values, strict=True):
             restore_masks(part, desc["dtype"], {k: m[a:b] for k, m in masks.items()}, where)
-    block: np.ndarray = gather_runs(shape, box, runs, values)
-    return block
+    return gather_runs(shape, box, runs, values)
 
 
 #: packed bytes read per block by :func:`_unpack_streamed`: few Python calls per object, still cache-resident
@@ -334,13 +298,10 @@ STREAM_BLOCK = 1 << 20
 
 
 def _unpack_streamed(source: LocalFileSource, offset: int, chain: Chain, flat: np.ndarray) -> None:
-    """Unpack an uncompressed encoded payload (simple_packing) of a local file into ``flat``, block by block.
-
-    Each block is read with ``preadv`` into a small per-thread buffer and unpacked while it is still
-    in cache: the packed bytes cross memory once (as from a buffer already in memory), where a memory
-    map would fault every page in and a whole-payload read would write it all out and read it back.
-    Blocks hold a multiple of 8 values, so every block starts on a byte boundary whatever the width.
-    """
+    """Unpack an uncompressed simple_packing payload of a local file into ``flat``, block by block: each is read
+    with ``preadv`` into a per-thread buffer and unpacked while in cache, so the packed bytes cross memory once
+    (a memory map would fault every page in, a whole-payload read write it all out and read it back). Blocks
+    hold a multiple of 8 values, so each starts on a byte boundary whatever the width."""
     codec, params = chain.values.codec, chain.values.params
     count = flat.size
     per = max(8, STREAM_BLOCK * count // max(chain.encoded_nbytes, 1) // 8 * 8)  # values per block

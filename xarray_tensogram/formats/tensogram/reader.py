@@ -1,13 +1,4 @@
-"""Tensogram v3 reader: scan messages, read their metadata and index, decode objects lazily.
-
-Opening a file reads only preambles, postambles, metadata, index and hash
-frames (and, for streaming messages without a footer index, the 16-byte
-header of every frame while walking them). Descriptors are read on first use
-and cached; an object's payload is read only when its values are asked for,
-and for uncompressed pipelines only the byte range of the requested rows.
-
-Scanning lives in :mod:`.scan`, object reading in :mod:`.objects`; this module is the open file.
-"""
+"""Tensogram v3 reader: the open file. Scanning lives in :mod:`.scan`, object reading in :mod:`.objects`."""
 
 from __future__ import annotations
 
@@ -39,12 +30,8 @@ class TensogramFile(FormatFile[Message]):
         self.skipped: list[tuple[int, int, str]] = scanner.skipped  # (start, end, reason) of damaged ranges
         self.messages = scanner.scan()
 
-    # -- container protocol (FormatFile): messages have no names, only positions --------------
-    def _items(self) -> list[Message]:
+    def _items(self) -> list[Message]:  # messages have no names, only positions
         return self.messages
-
-    def _item_name(self, item: Message) -> str | None:
-        return None
 
     def __repr__(self) -> str:
         return f"<TensogramFile {self.name!r}: {len(self.messages)} messages>"

@@ -40,10 +40,7 @@ def ls(f: TensogramFile, tiles: bool = False) -> list[Table]:
         lay = read_frame_layout(m.source, ref, f"message {m.index}, object {j}")
         d = lay.descriptor
         name = next((flat[k] for k in _NAME_KEYS if k in flat), f"object_{j}")
-        pipeline = (
-            "+".join(p for p in (d.get("encoding"), d.get("filter"), d.get("compression")) if p and p != "none")
-            or "raw"
-        )
+        pipeline = "+".join(d[k] for k in ("encoding", "filter", "compression") if d[k] not in ("", "none")) or "raw"
         rows.append(
             [
                 m.index,

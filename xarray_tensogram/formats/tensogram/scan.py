@@ -62,7 +62,7 @@ def _handed_over(msg: Message, metadata: dict[str, Any], refs: list[ObjectRef]) 
     """``msg``, its normalised metadata handed to an open that assembles what it scans (see :data:`SCANNED`)."""
     visit = SCANNED.get()
     if visit is not None:
-        visit(msg, with_preceders(normalise_metadata(metadata, len(refs), copy=False), refs))
+        visit(msg, with_preceders(normalise_metadata(metadata, len(refs)), refs))
     return msg
 
 
@@ -111,10 +111,7 @@ class _Window:
 
 
 class MessageScanner:
-    """Splits a byte source into messages (spec §6): preambles, postambles, metadata, index and hash frames.
-
-    Used once per open; damaged byte ranges are collected in :attr:`skipped`.
-    """
+    """Splits a byte source into messages (spec §6), once per open; damaged byte ranges go to :attr:`skipped`."""
 
     def __init__(self, source: ByteSource, *, strict: bool = False) -> None:
         self.source = source
@@ -128,9 +125,8 @@ class MessageScanner:
         # local: the window only serves a message's first bytes (read with the previous postamble)
         self._read: Callable[..., bytes] = source.read if local else self._window.read
 
-    def _find_magic(self, start: int) -> int:
-        """Offset of the next ``TENSOGRM`` at or after ``start``, or -1."""
-        pos = start
+    def _find_magic(self, pos: int) -> int:
+        """Offset of the next ``TENSOGRM`` at or after ``pos``, or -1."""
         size = self.source.size
         while pos + len(MAGIC) <= size:
             n = min(SCAN_BLOCK, size - pos)
@@ -144,15 +140,11 @@ class MessageScanner:
         return -1
 
     def scan(self) -> list[Message]:
-        """Split the file into messages (spec §6), skipping bytes between them.
-
-        Bytes before or between messages that are not a message are skipped silently,
-        as the reference scanner does; a message that starts with the magic but cannot
-        be parsed is reported with a :class:`CorruptMessageWarning` (or raised with
-        ``strict=True``) and scanning resumes at the next magic. Bytes after the last
-        message are reported the same way: they are what an interrupted write or a
-        cut copy leaves (a partial magic, a partial message), so data loss is never silent.
-        """
+        """Split the file into messages (spec §6). Bytes before or between messages that are not one are skipped
+        silently, as the reference scanner does; a message that starts with the magic but cannot be parsed is
+        reported with a :class:`CorruptMessageWarning` (raised with ``strict=True``) and scanning resumes at the
+        next magic. Bytes after the last message are reported the same way: they are what an interrupted write
+        or a cut copy leaves, so data loss is never silent."""
         messages: list[Message] = []
         first_error: XarrayTensogramError | None = None  # why the first skipped message was unreadable
         pos = 0
@@ -201,8 +193,7 @@ class MessageScanner:
         return messages
 
     def _too_small(self, size: int) -> XarrayTensogramError:
-        """Why a file smaller than one message holds none: empty, cut short (what it holds starts the magic)
-        or no Tensogram file at all."""
+        """Why a file smaller than one message holds none: empty, cut short, or no Tensogram file at all."""
         where = describe(self.name, offset=0)
         if size == 0:
             return NotATensorFileError(f"{where}the file is empty (0 bytes), a Tensogram message needs {MIN_MESSAGE}")
@@ -231,11 +222,8 @@ class MessageScanner:
         self._warnings.append(f"{self.name}: skipped {what} at bytes {start}..{end}: {reason}")
 
     def _trailing(self, start: int, size: int) -> None:
-        """Report bytes ``start..size`` after the last message, which hold no message magic.
-
-        A prefix of the magic means the file was cut inside the next message's preamble
-        (:class:`TruncatedFileError`); anything else is trailing junk (:class:`CorruptFileError`).
-        """
+        """Report bytes ``start..size`` after the last message: a prefix of the magic means the file was cut
+        inside the next preamble (:class:`TruncatedFileError`), anything else is junk (:class:`CorruptFileError`)."""
         n = size - start
         head = self._window.read(start, min(n, len(MAGIC)), "trailing bytes")
         where = describe(self.name, offset=start)
@@ -253,10 +241,8 @@ class MessageScanner:
         self._report(start, size, str(exc), what="trailing bytes")
 
     def parse_at(self, offset: int, index: int) -> Message:
-        """The one message that starts at ``offset`` (found by an earlier scan), numbered ``index``.
-
-        The metadata cache rebuilds the messages a read touches this way, without scanning the file.
-        """
+        """The message at ``offset`` (found by an earlier scan), numbered ``index``: how the metadata cache
+        rebuilds the messages a read touches without scanning the file."""
         self.source.check_unchanged()
         return self._parse_message(offset, index)[0]
 
@@ -299,12 +285,9 @@ class MessageScanner:
     def _walk_frames(
         self, pos: int, index: int, pre: Preamble, head: bytes, body_end: int | None, footer: int
     ) -> tuple[Message, int]:
-        """Walk header frames; use an index to jump over data frames (to ``footer``, where the first footer
-        frame starts, in a message of known length), else walk them too.
-
-        A frame header is parsed from the bytes read last (``buf``, from offset ``base``) when they hold it:
-        the message's first bytes hold the first one, each header frame is read with the next one's header.
-        """
+        """Walk header frames; use an index to jump over data frames (to ``footer``, where the first footer frame
+        starts, in a message of known length), else walk them too. A frame header is parsed from the bytes read
+        last (``buf``, from offset ``base``) when they hold it: each header frame is read with the next header."""
         limit = body_end if body_end is not None else self.source.size - POSTAMBLE
         cur, buf, base = pos + PREAMBLE, head, pos
         phase = 0
@@ -359,14 +342,13 @@ class MessageScanner:
         except MetadataError as exc:  # the place is only formatted when there is an error to report
             raise type(exc)(f"{self._at(index, pos)}{exc}") from None
         # the message keeps the CBOR bytes, not the decoded maps (see Message.decoded_metadata)
-        msg = Message(self.source, index, pos, end - pos, pre, None, data, metadata_cbor)
+        msg = Message(self.source, index, pos, end - pos, pre, data, metadata_cbor)
         return _handed_over(msg, metadata, data), end
 
     def _check_frame(
         self, cur: int, kind: int, length: int, phase: int, limit: int, preceder_pending: bool, index: int
     ) -> int:
-        """Check a frame header (type ``kind``, ``length`` bytes) against its place in the message; return the
-        frame's phase."""
+        """Check a frame header against its place in the message; return the frame's phase."""
         ph, minimum = FRAME_RULES.get(kind, (-1, 0))
         if ph < 0:
             raise CorruptFileError(f"{self._at(index, cur)}unknown frame type {kind}")
@@ -384,12 +366,8 @@ class MessageScanner:
     def _read_header_frame(
         self, cur: int, kind: int, length: int, nxt: int, limit: int, index: int
     ) -> tuple[Any, bytes, bytes]:
-        """A header frame's CBOR, decoded (a preceder: its one base entry without _reserved_) and as bytes, and
-        the bytes read (a hash frame: None, no CBOR).
-
-        The next frame's header (at ``nxt``) is read with the frame where it lies before ``limit``, so that
-        the walk parses it from the same read.
-        """
+        """A header frame's CBOR, decoded (a preceder: its base entry) and as bytes (a hash frame: None, b""), and
+        the bytes read: with the next frame's header (at ``nxt``) where it lies before ``limit``, for the walk."""
         if length > MAX_METADATA_FRAME:
             raise CorruptFileError(
                 f"{self._at(index, cur + 8)}metadata frame of {length} bytes exceeds "

@@ -1,16 +1,14 @@
-"""Tensogram v3 writer: arrays + metadata -> message bytes, byte-compatible with the reference encoder.
+"""Tensogram v3 writer (spec §20 buffered, §20.1 streaming), byte-compatible with the reference encoder.
 
-Follows spec §20 (buffered) and §20.1 (streaming): deterministic CBOR,
-8-byte padding after every frame, the two-pass header index, xxh3 frame hashes,
-NaN/Inf masks. With the same arrays, metadata, options and ``_reserved_`` time
-and uuid, the bytes equal ``tensogram.encode`` / ``StreamingEncoder`` output
-for the codecs whose libraries are deterministic (none, zstd, szip, zfp,
+With the same arrays, metadata, options and ``_reserved_`` time and uuid, the bytes equal ``tensogram.encode``
+/ ``StreamingEncoder`` output for the codecs whose libraries are deterministic (none, zstd, szip, zfp,
 simple_packing, shuffle).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import struct
 import uuid as uuidlib
@@ -115,12 +113,9 @@ def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], 
     extra = dict(meta.pop("_extra_", meta.pop("extra", {})) or {})
     if "_reserved_" in meta:
         raise EncodeError("'_reserved_' is written by the encoder; pass reserved= instead")
-    for k, v in meta.items():
-        extra.setdefault(k, v)
-    for b in base:
-        if "_reserved_" in b:
-            raise EncodeError("'_reserved_' at the top of a base entry is written by the encoder")
-    return base, extra
+    if any("_reserved_" in b for b in base):
+        raise EncodeError("'_reserved_' at the top of a base entry is written by the encoder")
+    return base, {**meta, **extra}  # the CBOR is canonical: key order does not matter
 
 
 def encode_message(
@@ -201,13 +196,11 @@ def encode_message_parts(
 
 def _data_frame(region: Chunk, cbor: bytes, hashing: bool) -> _DataFrame:
     """A data frame (payload first, CBOR descriptor after it) as header, payload, descriptor and footer pieces."""
+    h = 0
     if hashing:
-        hasher = xxhash.xxh3_64()
-        hasher.update(region)
+        hasher = xxhash.xxh3_64(region)
         hasher.update(cbor)
         h = hasher.intdigest()
-    else:
-        h = 0
     flags = 0x1 | (0x2 if hashing else 0)
     length = 16 + len(region) + len(cbor) + 20
     header = b"FR" + struct.pack(">HHHQ", DATA_FRAME, 1, flags, length)
@@ -219,20 +212,9 @@ def _padding(length: int) -> bytes:
     return b"\0" * (align8(length) - length)
 
 
-def _padded(frame: bytes) -> bytes:
-    return frame + _padding(len(frame))
-
-
-def _body(data_frames: list[_DataFrame], start: int) -> tuple[list[Chunk], list[int], int]:
-    """The data frames, each padded, as chunks from file offset ``start``: the chunks, the frames' offsets and
-    the offset after them."""
-    parts: list[Chunk] = []
-    offsets, pos = [], start
-    for df in data_frames:
-        offsets.append(pos)
-        parts += [*df.parts, _padding(df.length)]
-        pos += align8(df.length)
-    return parts, offsets, pos
+def _offsets(data_frames: list[_DataFrame], start: int) -> list[int]:
+    """The file offsets of the data frames, each padded, from ``start``, then the offset after them."""
+    return list(itertools.accumulate((align8(df.length) for df in data_frames), initial=start))
 
 
 def _hash_map(data_frames: list[_DataFrame]) -> bytes:
@@ -244,9 +226,10 @@ def _message(
 ) -> EncodedMessage:
     """A message of header frames, data frames and footer frames, each padded, between its preamble and
     postamble; ``total=False`` leaves its total length 0 (a streamed message that is not backfilled)."""
-    start = bytearray(24) + b"".join(map(_padded, head))
-    body, _offsets, first_footer = _body(data_frames, len(start))
-    end = bytearray(b"".join(map(_padded, tail)))
+    start = bytearray(24) + b"".join(f + _padding(len(f)) for f in head)
+    body = [part for df in data_frames for part in (*df.parts, _padding(df.length))]
+    first_footer = _offsets(data_frames, len(start))[-1]
+    end = bytearray(b"".join(f + _padding(len(f)) for f in tail))
     length = first_footer + len(end) + 24
     end += struct.pack(">QQ", first_footer, length if total else 0) + END_MAGIC
     start[0:24] = MAGIC + struct.pack(">HHIQ", 3, flags, 0, length if total else 0)
@@ -257,8 +240,8 @@ def _assemble_buffered(
     meta: dict[str, Any], data_frames: list[_DataFrame], hashing: bool, policy: str
 ) -> EncodedMessage:
     policy = "header" if policy == "auto" else policy
-    header_hash = hashing and data_frames and policy in ("header", "both")
-    footer_hash = hashing and data_frames and policy in ("footer", "both")
+    header_hash = bool(hashing and data_frames) and policy in ("header", "both")
+    footer_hash = bool(hashing and data_frames) and policy in ("footer", "both")
     meta_frame = _frame(HEADER_METADATA, dumps_canonical(meta), hashing)
     hash_frame = _frame(HEADER_HASH, _hash_map(data_frames), hashing) if header_hash else b""
     index_frame = b""
@@ -269,15 +252,10 @@ def _assemble_buffered(
             if new == index_frame:
                 break
             index_frame = new
-            offsets = _body(data_frames, 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame)))[1]
+            head = 24 + sum(align8(len(f)) for f in (meta_frame, index_frame, hash_frame))
+            offsets = _offsets(data_frames, head)[:-1]
     tail = [_frame(FOOTER_HASH, _hash_map(data_frames), hashing)] if footer_hash else []
-    flags = (
-        0x1
-        | (0x4 if data_frames else 0)
-        | (0x10 if header_hash else 0)
-        | (0x20 if footer_hash else 0)
-        | (0x80 if hashing else 0)
-    )
+    flags = 0x1 | 0x4 * bool(data_frames) | 0x10 * header_hash | 0x20 * footer_hash | 0x80 * hashing
     return _message([f for f in (meta_frame, index_frame, hash_frame) if f], data_frames, tail, flags)
 
 
@@ -296,7 +274,7 @@ def _assemble_streaming(
     tail = [_frame(FOOTER_METADATA, dumps_canonical(full_meta), hashing)]
     if hashing and policy != "none" and data_frames:
         tail.append(_frame(FOOTER_HASH, _hash_map(data_frames), hashing))
-    offsets = _body(data_frames, 24 + align8(len(header)))[1]
+    offsets = _offsets(data_frames, 24 + align8(len(header)))[:-1]
     index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
     tail.append(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
     flags = 0x01 | 0x02 | 0x08 | 0x40
@@ -316,42 +294,27 @@ def _write_message(f: Any, m: bytes | EncodedMessage) -> int:
 
 
 def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
-    """Write encoded messages to ``path``; ``mode="a"`` appends without rewriting. Returns bytes written.
-
-    Messages are bytes or :class:`EncodedMessage` (from :func:`encode_message_parts`), whose frames are
-    streamed to the file one after the other instead of being joined in memory first.
-
-    ``"w"`` writes a temporary file and renames it into place; ``"a"`` truncates the
-    file back to its old size if anything fails, so a reader never sees half a message.
-    """
+    """Write messages (bytes, or :class:`EncodedMessage` streamed frame by frame) to ``path``; return the bytes
+    written. ``"w"`` writes a temporary file and renames it into place; ``"a"`` appends, and truncates the file
+    back to its old size if anything fails, so a reader never sees half a message."""
     if mode == "w":
-        total = 0
         with atomic_write(path) as f:
-            for m in messages:
-                total += _write_message(f, m)
-        return total
+            return sum(_write_message(f, m) for m in messages)
     if mode != "a":
         raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
     with write_lock(path):
-        return _append(path, messages)
-
-
-def _append(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage]) -> int:
-    """Append under the write lock; on failure, truncate back (or remove a file this call created)."""
-    existed = os.path.exists(path)
-    with open(path, "ab") as f:
-        start = f.tell()
-        note_committed_size(path, start)  # readers opening meanwhile read the file as it was
-        try:
-            total = 0
-            for m in messages:
-                total += _write_message(f, m)
-            f.flush()
-            os.fsync(f.fileno())
-        except BaseException:
-            f.truncate(start)
-            f.close()
-            if not existed:
-                os.unlink(path)
-            raise
+        existed = os.path.exists(path)  # a file this call creates is removed again if the append fails
+        with open(path, "ab") as f:
+            start = f.tell()
+            note_committed_size(path, start)  # readers opening meanwhile read the file as it was
+            try:
+                total = sum(_write_message(f, m) for m in messages)
+                f.flush()
+                os.fsync(f.fileno())
+            except BaseException:
+                f.truncate(start)
+                f.close()
+                if not existed:
+                    os.unlink(path)
+                raise
     return total
