@@ -1,13 +1,9 @@
-"""Tetration ``.tet`` file -> xarray Dataset: one variable per dataset (writing: ``write/tetr.py``).
+"""Tetration ``.tet`` file -> raw group: one variable per dataset (writing: ``write/tetr.py``).
 
-Dims come from the ``dim_names`` kwarg, else the footer's ``dim_names``, else
-generic names made unique where sizes clash. Footer ``coords`` labels become
-coordinate variables (numeric when every label parses as a number), footer
-``attrs`` become variable attrs (CF numeric keys such as ``_FillValue`` are
-turned back into numbers so xarray's CF decoding works), file metadata becomes
-Dataset attrs and the history rows become a netCDF ``history`` attr plus the
-full rows as JSON in ``tetr_history``. The backend applies CF decoding and
-``set_close``.
+Dims: the ``dim_names`` kwarg > the footer's ``dim_names`` > generic names. Footer ``coords`` labels become
+coordinate variables; footer ``attrs`` become variable attrs, CF numeric keys (``_FillValue``...) numbers
+again so that xarray's CF decoding works; the history rows become a netCDF ``history`` attr plus the full
+rows as JSON in ``tetr_history``. The backend applies CF decoding and ``set_close``.
 """
 
 from __future__ import annotations
@@ -46,17 +42,6 @@ from ..raw_variables import (
 from .stored_dims import stored_dims
 
 __all__ = ["TetrMappingWarning", "tetr_group"]
-
-
-# -- reading ----------------------------------------------------------------------------------------
-def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> tuple[list[str], bool]:
-    """Kwarg > footer ``dim_names`` (if usable) > generic names (:func:`.stored_dims.stored_dims`)."""
-    misfit = (
-        f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
-        f"or clash with other variables' sizes; using generic names"
-    )
-    requested = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
-    return stored_dims(requested, d.dim_names, var, d.shape, sizes, source, misfit, TetrMappingWarning)
 
 
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?$")
@@ -123,14 +108,8 @@ def _number(text: str, dtype: np.dtype | None) -> Any:
 
 def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     """Footer attrs (all strings on disk); CF numeric attributes become numbers again."""
-    attrs: dict[str, Any] = dict(d.attrs)
-    for key in CF_IN_DATA_DTYPE:
-        if key in attrs:
-            attrs[key] = _number(attrs[key], d.dtype)
-    for key in CF_FLOAT64:
-        if key in attrs:
-            attrs[key] = _number(attrs[key], None)
-    return attrs
+    numeric = {**dict.fromkeys(CF_FLOAT64), **dict.fromkeys(CF_IN_DATA_DTYPE, d.dtype)}  # key -> dtype
+    return {k: _number(v, numeric[k]) if k in numeric else v for k, v in d.attrs.items()}
 
 
 def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
@@ -202,7 +181,9 @@ def tetr_group(
     for d, var in zip(tfile.datasets, names, strict=True):
         if var in drop_variables:
             continue
-        dims, generated = _dims_for(d, var, dim_names, sizes, tfile.name)
+        requested = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
+        what = f"dataset {d.name!r}: footer dim_names"
+        dims, generated = stored_dims(requested, d.dim_names, var, d.shape, sizes, tfile.name, what, TetrMappingWarning)
         _add_coords(coords, _coords_of(d, dims), var)
         encoding: dict[str, Any] = {
             "tetr_codec": d.codec,

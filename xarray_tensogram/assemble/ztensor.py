@@ -35,23 +35,17 @@ __all__ = ["ztensor_to_dataset"]
 
 
 def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
+    """The tensor's stored dim names where they are distinct strings, one per axis (else a warning unless quiet)."""
     value = info.attrs.get(DIM_NAMES_KEY)
-    if value is None:
-        return None
-    if (
-        isinstance(value, list)
-        and all(isinstance(d, str) for d in value)
-        and len(value) == len(info.shape)
-        and len(set(value)) == len(value)
-    ):
-        return list(value)
-    if quiet:
-        return None
-    warnings.warn(
-        f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
-        ZTensorMappingWarning,
-        stacklevel=3,
-    )
+    names = isinstance(value, list) and all(isinstance(d, str) for d in value)
+    if value is None or (names and len(info.shape) == len(value) == len(set(value))):
+        return value
+    if not quiet:
+        warnings.warn(
+            f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
+            ZTensorMappingWarning,
+            stacklevel=3,
+        )
     return None
 
 
@@ -123,8 +117,8 @@ def ztensor_to_dataset(
             continue
         requested = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
         stored = _file_dims(info) if requested is None else None
-        misfit = f"tensor {info.name!r}: dim_names {stored} clash with other variables' sizes; using generic names"
-        dims = stored_dims(requested, stored, var, info.shape, sizes, zfile.name, misfit, ZTensorMappingWarning)[0]
+        what = f"tensor {info.name!r}: dim_names"
+        dims = stored_dims(requested, stored, var, info.shape, sizes, zfile.name, what, ZTensorMappingWarning)[0]
         encoding = {
             "ztensor_dtype": info.dtype,
             "ztensor_encoding": info.encoding,

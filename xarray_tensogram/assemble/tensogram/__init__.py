@@ -25,7 +25,7 @@ from ...raw_variables import RawGroup, RawVariable, array_variable, flatten_attr
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_group
 from .collect import TgObject, apply_filter, collect_objects, select_messages, warn
-from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
+from .dims import AxisNames, claimed, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import NAME_KEYS, name_objects
 
@@ -91,10 +91,7 @@ def _coords_for(
 ) -> list[CoordObject]:
     """The coordinates that belong with these variables. A 1-D coordinate no axis uses stays on a
     dimension of its own; an axis named like a coordinate of another size is an error."""
-    used: dict[str, set[int]] = {}
-    for v, ax in axes.items():
-        for name, size in zip(ax.names, shapes[v], strict=True):
-            used.setdefault(name, set()).add(size)
+    used = claimed(axes, shapes, {})
     sizes = _coord_sizes(coords)
     out = []
     for c in coords:
@@ -134,23 +131,18 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     return {d: next(iter(fit)) for d, fit in fits.items() if len(fit) == 1}
 
 
-def _producer_grids(
-    by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
-) -> dict[str, RawVariable]:
-    """Grid dims (latitude/longitude, or values) and their coordinates from a producer's metadata,
-    unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
+def _producer_grids(by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames]) -> dict[str, RawVariable]:
+    """Grid dims (latitude/longitude, or values) and their coordinates from a producer's metadata; the
+    variables' axis names are replaced in ``axes``."""
     out: dict[str, RawVariable] = {}
-    if dim_names is not None:
-        return out
     for name, objs in by_name.items():
-        first = objs[0]
-        grid = first.producer.grid(first.all_keys(), first.shape) if first.producer is not None else None
-        if grid is None:
+        first, producer = objs[0], objs[0].producer
+        if producer is None or (grid := producer.grid(first.all_keys(), first.shape)) is None:
             continue
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
+        make = derived if producer.writer_rederives_grid else array_variable
         for cname, (dims, values, attrs) in grid.coords.items():
-            rederived = first.producer is not None and first.producer.writer_rederives_grid
-            add_same(cname, derived(dims, values, attrs) if rederived else array_variable(dims, values, attrs), out)
+            add_same(cname, make(dims, values, attrs), out)
     return out
 
 
@@ -222,7 +214,7 @@ def _build_group(
                 + ", ".join(f"{d!r} ({sorted(s)})" for d, s in conflicts.items())
             )
         return None
-    grid_coords = _producer_grids(by_name, axes, dim_names)
+    grid_coords = _producer_grids(by_name, axes) if dim_names is None else {}  # asked-for names win
     plan = plan_hypercube(by_name, name_keys, strict=strict)
     mine = _coords_for(coords, axes, shapes, only_group)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
