@@ -1,4 +1,4 @@
-"""Tensogram messages -> xarray Datasets, in five stages (DESIGN.md "Mapping conventions"):
+"""Tensogram messages -> raw groups, in five stages (DESIGN.md "Mapping conventions"):
 
 1. :mod:`.collect` — the objects of the selected messages with their metadata;
 2. :mod:`.naming` — variable names, and which objects are coordinates;
@@ -101,9 +101,7 @@ def _coords_for(
                 out.append(c)
             continue
         d, n = c.dims[0], c.obj.shape[0]
-        if d not in used:
-            out.append(c)  # no axis uses it: it stays, on a dimension of its own
-        elif n in used[d]:
+        if d not in used or n in used[d]:  # (no axis uses it: it stays, on a dimension of its own)
             out.append(c)
         elif not used[d] & sizes[d]:
             v = next(v for v, ax in axes.items() if d in ax.names)
@@ -282,10 +280,8 @@ def tensogram_groups(
     message_index: Any = None,
 ) -> dict[str, RawGroup]:
     """All groups of a Tensogram file as raw (CF-encoded) group records: ``{"/": group}`` unless variables
-    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes).
-
-    Tensogram's format record names this function: its keywords are the open options Tensogram
-    files take (defaults in :mod:`xarray_tensogram.options`)."""
+    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes). Its keywords
+    are the open options Tensogram files take (its format record names it)."""
     fraction = _range_threshold(range_threshold)
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=fraction)

@@ -1,15 +1,12 @@
 """Stage 4: stack the objects of each variable into a hypercube along independent metadata keys.
 
-Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``,
-``levelist``, ``number``, the other ``mars`` keys, then any other key (including the message's
-global metadata). Keys the object's producer says restate others are never
-candidates. A candidate becomes a dimension only if the variable name and the dimensions
-already chosen do not determine it; a dependent key becomes a coordinate along the dimensions
-that determine it (or an attribute when it is constant within a variable). The plan is made from
-the objects alone: nothing proportional to the cube's cell count is allocated, and a plan whose
-cells far exceed the objects is refused.
-Objects that land on the same cell are duplicates: a warning, then a ``message`` dimension
-separates them (``strict=True`` raises instead).
+Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``, ``levelist``,
+``number``, the other ``mars`` keys, then any other key (the message's global metadata included); keys the
+object's producer says restate others never are. A candidate becomes a dimension only if the variable name
+and the dimensions already chosen do not determine it; a dependent key becomes a coordinate along the
+dimensions that determine it (an attribute when constant within a variable). Nothing proportional to the
+cube's cell count is allocated, and a plan whose cells far exceed the objects is refused. Objects on the
+same cell are duplicates: a warning, then a ``message`` dimension separates them (``strict=True`` raises).
 """
 
 from __future__ import annotations
@@ -64,7 +61,7 @@ _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 _OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
 
 
-#: what :func:`_varying_in` finds over all the objects of a group: the keys that vary, every key in order
+#: what :func:`_varying_in` finds over a group's objects: the keys that vary, every key in order
 _Walked = tuple[set[str], list[str]]
 
 
@@ -95,9 +92,8 @@ class CubePlan:
 
 
 def _forced(source: str) -> bool:
-    """Sources that are dimensions of the whole Dataset, whatever the variable name says (a Dataset cannot
-    hold two scalar ``time`` coordinates). Levels are not: a variable is stacked along its level only where
-    it has several (concatenated conversions of ``q`` at 150 hPa and ``t`` at 600 hPa stay 2-D)."""
+    """Sources that are dimensions of the whole Dataset whatever the variable name says (it cannot hold two
+    scalar ``time`` coordinates). Not levels: ``q`` at 150 hPa beside ``t`` at 600 hPa stay 2-D."""
     return source in (TIME_SOURCE, STEP_KEY)
 
 
@@ -129,11 +125,9 @@ def _step_value(step: Any) -> Any:
 
 
 class _Columns:
-    """The objects' values along each key, computed once per key: planning reads each many times.
-
-    ``raw(k)`` holds :func:`dim_value` of every object in order, ``keyed(k)`` the same as the plan
-    indexes them (NaN made comparable). A variable's objects are a contiguous span of the rows.
-    """
+    """The objects' values along each key, computed once per key (planning reads each many times): ``raw(k)``
+    holds :func:`dim_value` of every object in order, ``keyed(k)`` the same with NaN made comparable. A
+    variable's objects are a contiguous span of the rows."""
 
     def __init__(self, objs: Sequence[TgObject], dup_names: frozenset[str]) -> None:
         self.objs = objs
@@ -201,9 +195,8 @@ def _structural(key: str) -> bool:
 
 
 def _varies(key: str, cols: _Columns, maybe: set[str], producers: bool) -> bool:
-    """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
-    every object, tested exactly here). An object without MARS time, step or a level does not make them
-    vary (a field with no time beside a cube)."""
+    """Whether a candidate's values differ between objects (``maybe``: the keys not equal in every object,
+    tested exactly here). An object without MARS time, step or a level does not make them vary."""
     if not producers and maybe.isdisjoint(_SOURCE_KEYS.get(key, (key,))):
         return False  # the keys it is computed from are the same in every object (no producer's view adds any)
     if _forced(key) or key.startswith(LEVEL_PREFIX):  # no keys of the metadata (but step): not in ``maybe``
@@ -212,9 +205,8 @@ def _varies(key: str, cols: _Columns, maybe: set[str], producers: bool) -> bool:
 
 
 def _rest_order(key: str, cols: _Columns) -> tuple[bool, bool, bool]:
-    """The other ``mars`` keys first, in the files' order. Files store other keys in no meaningful order (CBOR
-    maps are often sorted): those named like a coordinate come first, then numeric ones, so that a text label
-    does not become the dimension."""
+    """The other ``mars`` keys first, in the files' order; then (CBOR maps are often sorted, so no meaningful
+    order) those named like a coordinate, then numeric ones, so that a text label does not become the dim."""
     if key.startswith("mars."):
         return (False, False, False)
     named = key.rsplit(".", 1)[-1].lower() in TGM_COORDINATE_NAMES
@@ -353,11 +345,9 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def _varying_in(maps: Sequence[Mapping[str, Any]]) -> _Walked:
-    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk).
-
-    Maps with the same keys (the usual case) are compared column by column; otherwise each key gets a
-    column with its absences marked (values are hashable, see ``flat_keys``). Either way the per-key work
-    runs in C."""
+    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk). Maps with
+    the same keys (the usual case) are compared column by column, others by a column per key with absences
+    marked: either way the per-key work runs in C."""
     if not maps:
         return set(), []
     by_columns = _varying_columns(maps, "")
@@ -382,12 +372,9 @@ _ABSENT = object()
 
 
 def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
-    """The dotted keys (under ``prefix``) whose value differs between nested maps, as
-    :func:`_varying_maps` would find them in the flattened maps, without flattening them.
-
-    A producer's sections hold some 50 keys per object: they are compared column by column (one
-    ``itemgetter`` per map, ``tuple.count`` per key, both in C), and only the maps that differ
-    are descended into. Maps of different key sets fall back to flattening.
+    """The dotted keys (under ``prefix``) whose value differs between nested maps, as :func:`_varying_maps`
+    finds them in the flattened maps, without flattening (a producer's sections hold some 50 keys per object):
+    compared column by column, in C, descending only into maps that differ; different key sets are flattened.
     """
     if all(n is None for n in nodes):
         return set()
