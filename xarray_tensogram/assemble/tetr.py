@@ -65,9 +65,9 @@ def labels_to_values(labels: Sequence[str]) -> np.ndarray:
         return np.asarray(list(labels), dtype=str)
 
 
-def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, RawVariable]:
-    """One coordinate variable per labelled axis whose label count matches the axis length."""
-    out = {}
+def _add_coords(coords: dict[str, RawVariable], d: TetrDataset, dims: Sequence[str], var: str) -> None:
+    """One coordinate variable per labelled axis whose label count matches the axis length; the first of a dim
+    is kept, a different one from a later variable dropped with a warning."""
     for axis, dim in enumerate(dims):
         labels = d.coord_labels(axis)
         if labels is None:
@@ -77,12 +77,19 @@ def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, RawVariable]:
                 f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length "
                 f"{d.shape[axis]}; ignored",
                 TetrMappingWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
             continue
-        out[dim] = array_variable((dim,), labels_to_values(labels))
-        out[dim].encoding[TETR_LABELS_ENCODING] = list(labels)
-    return out
+        new = array_variable((dim,), labels_to_values(labels))
+        new.encoding[TETR_LABELS_ENCODING] = list(labels)
+        if dim not in coords:
+            coords[dim] = new
+        elif not coords[dim].equals(new):
+            warnings.warn(
+                f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
+                TetrMappingWarning,
+                stacklevel=3,
+            )
 
 
 def _number(text: str, dtype: np.dtype | None) -> Any:
@@ -118,19 +125,6 @@ def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
         attrs["history"] = history_text(tfile.history)
         attrs[TETR_HISTORY_ATTR] = json.dumps(tfile.history, ensure_ascii=False, separators=(",", ":"))
     return attrs
-
-
-def _add_coords(coords: dict[str, RawVariable], new: Mapping[str, RawVariable], var: str) -> None:
-    """Keep the first coordinate of a dim; a different one from a later variable is dropped with a warning."""
-    for dim, c in new.items():
-        if dim not in coords:
-            coords[dim] = c
-        elif not coords[dim].equals(c):
-            warnings.warn(
-                f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
-                TetrMappingWarning,
-                stacklevel=3,
-            )
 
 
 def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> dict[str, RawVariable]:
@@ -184,7 +178,7 @@ def tetr_group(
         requested = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
         what = f"dataset {d.name!r}: footer dim_names"
         dims, generated = stored_dims(requested, d.dim_names, var, d.shape, sizes, tfile.name, what, TetrMappingWarning)
-        _add_coords(coords, _coords_of(d, dims), var)
+        _add_coords(coords, d, dims, var)
         encoding: dict[str, Any] = {
             "tetr_codec": d.codec,
             "tetr_chunk_shape": d.chunk_shape,

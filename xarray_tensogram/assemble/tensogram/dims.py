@@ -17,15 +17,7 @@ from typing import Any
 from ...dim_names import _dim_names_problem, requested_dims
 from .collect import warn
 
-__all__ = [
-    "AxisNames",
-    "claimed",
-    "consistent_hint",
-    "distinct_hints",
-    "parse_file_hint",
-    "parse_object_hint",
-    "resolve_axes",
-]
+__all__ = ["AxisNames", "consistent_hint", "distinct_hints", "parse_file_hint", "parse_object_hint", "resolve_axes"]
 
 
 @dataclass

@@ -11,6 +11,7 @@ same cell are duplicates: a warning, then a ``message`` dimension separates them
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -131,25 +132,13 @@ class _Columns:
 
     def __init__(self, objs: Sequence[TgObject], dup_names: frozenset[str]) -> None:
         self.objs = objs
-        self.dup_names = dup_names
         self.names = [o.name for o in objs]
-        self._raw: dict[str, list[Any]] = {}
-        self._keyed: dict[str, list[Any]] = {}
-
-    def raw(self, key: str) -> list[Any]:
-        col = self._raw.get(key)
-        if col is None:
-            col = self._raw[key] = _column(self.objs, key, self.dup_names)
-        return col
-
-    def keyed(self, key: str) -> list[Any]:
-        col = self._keyed.get(key)
-        if col is None:  # key_of inlined: this runs once per object and key
-            col = self._keyed[key] = [("nan",) if type(v) is float and v != v else v for v in self.raw(key)]
-        return col
+        self.raw = raw = functools.cache(functools.partial(_column, objs, dup_names=dup_names))
+        # key_of inlined: this runs once per object and key
+        self.keyed = functools.cache(lambda key: [("nan",) if type(v) is float and v != v else v for v in raw(key)])
 
 
-def _column(objs: Sequence[TgObject], source: str, dup_names: frozenset[str]) -> list[Any]:
+def _column(objs: Sequence[TgObject], source: str, *, dup_names: frozenset[str]) -> list[Any]:
     """:func:`dim_value` of every object, worked out per column where the source is a key or two."""
     if source == TIME_SOURCE:
         return list(map(_time_value, _key_column(objs, "mars.date"), _key_column(objs, "mars.time")))
