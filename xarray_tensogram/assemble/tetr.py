@@ -53,16 +53,11 @@ def labels_to_values(labels: Sequence[str]) -> np.ndarray:
     if labels and all(_ISO_TIME.match(v) for v in labels):
         with contextlib.suppress(ValueError):
             return np.asarray([np.datetime64(v.replace(" ", "T"), "ns") for v in labels])
-    try:
-        ints = [int(v) for v in labels]
-        if all(-(2**63) <= v < 2**63 for v in ints):
-            return np.asarray(ints, dtype=np.int64)
-    except ValueError:
-        pass
-    try:
+    with contextlib.suppress(ValueError, OverflowError):  # (an integer beyond int64 overflows)
+        return np.asarray([int(v) for v in labels], dtype=np.int64)
+    with contextlib.suppress(ValueError):
         return np.asarray([float(v) for v in labels], dtype=np.float64)
-    except ValueError:
-        return np.asarray(list(labels), dtype=str)
+    return np.asarray(list(labels), dtype=str)
 
 
 def _add_coords(coords: dict[str, RawVariable], d: TetrDataset, dims: Sequence[str], var: str) -> None:
@@ -137,17 +132,15 @@ def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> 
             spec = json.loads(attrs.pop(key))
             dims, values = strings_from_payload(spec)
             var_attrs = dict(spec.get("attrs") or {})
-            role = var_attrs.pop(COORDINATE_ROLE_KEY, None)
-            out[name] = array_variable(dims, values, typed_attrs(var_attrs))
+            out[name] = array_variable(dims, values, typed_attrs(var_attrs))  # (its role popped)
+            if var_attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
+                coord_names.add(name)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             warnings.warn(
                 f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
                 TetrMappingWarning,
                 stacklevel=3,
             )
-            continue
-        if role == "coordinate":
-            coord_names.add(name)
     return out
 
 

@@ -130,20 +130,18 @@ def restore_written_layout(group: RawGroup, extra: Mapping[str, Any]) -> RawGrou
     names = hint.get("coord_names")
     if isinstance(names, list):
         group.drop([c for c in group.coord_names if c not in names])
-    for name, order in dims.items():
-        var = group.variables.get(name)
-        if name in group.data_names and isinstance(order, list) and var is not None and set(order) == set(var.dims):
-            group.put(name, _transposed(var, order), coordinate=False)
-    _written_attrs(group, _mapping(hint.get("attrs")))
+    _written_variables(group, dims, _mapping(hint.get("attrs")))
     return group
 
 
-def _written_attrs(group: RawGroup, names: Mapping[str, Any]) -> None:
-    """Data variables keep the attributes the writer had (a key that varied along a message dim is constant in
-    a file of one value along it: read alone, it would become an attribute)."""
-    for name, kept in names.items():
-        var = group.variables.get(name)
-        if name in group.data_names and isinstance(kept, list) and var is not None:
+def _written_variables(group: RawGroup, dims: Mapping[str, Any], attrs: Mapping[str, Any]) -> None:
+    """Data variables get back their dims' order and the attributes the writer had (a key that varied along a
+    message dim is constant in a file of one value along it: read alone, it would become an attribute)."""
+    for name in group.data_names:
+        var, order, kept = group.variables[name], dims.get(name), attrs.get(name)
+        if isinstance(order, list) and set(order) == set(var.dims):
+            group.put(name, var := _transposed(var, order), coordinate=False)
+        if isinstance(kept, list):
             var.attrs = {k: v for k, v in var.attrs.items() if k in kept or k == "coordinates"}
 
 

@@ -69,7 +69,7 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
         seen[(o.name, o.shape)] = o
         dims = list(o.role.dims) if o.role is not None else None
         if o.shape and dims is None:  # its own dim_names, else a 1-D coordinate is its own dim
-            hint = parse_object_hint(o.entry["dim_names"], len(o.shape), _where(o)) if "dim_names" in o.entry else None
+            hint = parse_object_hint(o.entry.get("dim_names"), len(o.shape), _where(o))
             dims = hint or ([o.name] if len(o.shape) == 1 else None)
         out.append(CoordObject(o, dims))
     return out
