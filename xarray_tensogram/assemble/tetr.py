@@ -98,14 +98,11 @@ def _number(text: str, dtype: np.dtype | None) -> Any:
             return text
     if dtype is None:
         return float(value)
-    try:
+    with contextlib.suppress(OverflowError, ValueError):  # (a float for an integer dtype is truncated)
         return (
-            np.asarray(value).astype(dtype).item()
-            if dtype.kind in "iu" and not isinstance(value, int)
-            else np.dtype(dtype).type(value)
+            np.asarray(value).astype(dtype).item() if dtype.kind in "iu" and type(value) is float else dtype.type(value)
         )
-    except (OverflowError, ValueError):
-        return value
+    return value
 
 
 def _attrs_of(d: TetrDataset) -> dict[str, Any]:

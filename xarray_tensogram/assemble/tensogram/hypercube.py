@@ -59,7 +59,7 @@ _COMPUTED_FROM = dict.fromkeys(MARS_TIME_KEYS, TIME_SOURCE)
 _SOURCE_KEYS = {TIME_SOURCE: MARS_TIME_KEYS}
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 #: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
-_OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
+_OUTPUT_ORDER = {s: i for i, s in enumerate(("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist"))}
 
 
 #: what :func:`_varying_in` finds over a group's objects: the keys that vary, every key in order
@@ -295,13 +295,8 @@ def _plan(
     ends = itertools.accumulate(map(len, by_name.values()))
     spans = {n: range(end - len(v), end) for (n, v), end in zip(by_name.items(), ends, strict=True)}
     chosen = _choose(cols, [*_candidates(objs, skip, cols, walked), *extra])
-    chosen.sort(
-        key=lambda s: (
-            _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
-            if s in _OUTPUT_ORDER or s.startswith(LEVEL_PREFIX)
-            else len(_OUTPUT_ORDER)
-        )
-    )
+    levelist = "mars.levelist"  # the place of a producer's level
+    chosen.sort(key=lambda s: _OUTPUT_ORDER.get(levelist if s.startswith(LEVEL_PREFIX) else s, len(_OUTPUT_ORDER)))
     var_dims = {n: _var_dims(cols, spans[n], chosen) for n in by_name}
     values = {s: _sorted_unique(cols.raw(s)[i] for n in by_name if s in var_dims[n] for i in spans[n]) for s in chosen}
     for s in chosen:
