@@ -22,8 +22,7 @@ def options_taken(spec: FormatSpec) -> frozenset[str]:
 
 
 def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, RawGroup]:
-    """Raw (CF-encoded) groups of the open file ``f`` by path (``{"/": group}`` for one group); ``values``
-    holds every open option (:func:`xarray_tensogram.options.resolve`), the assembly function gets those it takes."""
+    """Raw (CF-encoded) groups of ``f`` by path; the assembly function gets the open options of ``values`` it takes."""
     function = load(spec.assembler)
     kwargs = {k: values[k] for k in keywords_of(function) if k in values}
     if kwargs.get("drop_variables", ()) is None:

@@ -130,8 +130,7 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
 
 
 def _producer_grids(by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames]) -> dict[str, RawVariable]:
-    """Grid dims (latitude/longitude, or values) and their coordinates from a producer's metadata; the
-    variables' axis names are replaced in ``axes``."""
+    """Producers' grid dims (latitude/longitude, or values) and coordinates; the axis names replaced in ``axes``."""
     out: dict[str, RawVariable] = {}
     for name, objs in by_name.items():
         first, producer = objs[0], objs[0].producer
@@ -160,9 +159,8 @@ def _dim_hints(
     object_hints = {n: _object_hints(v) for n, v in by_name.items()}
     if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
         return None
-    shapes = [v[0].shape for v in by_name.values()]
     raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
-    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes], file_name) if data else None
+    file_hint = parse_file_hint(raw_file_hint, [len(v[0].shape) for v in by_name.values()], file_name)
     hints = {}
     for n, v in by_name.items():
         raw = consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name))
@@ -220,8 +218,7 @@ def _build_group(
 
 
 def _grouped(data: list[TgObject], coords: list[CoordObject], **kw: Any) -> dict[str, RawGroup]:
-    """``{"/": group}``, or where the variables really conflict one group per grid shape (``"/"`` when only
-    one of them is left)."""
+    """``{"/": group}``, or where variables really conflict one group per grid shape (``"/"`` if one is left)."""
     one = _build_group(data, coords, only_group=False, **kw)
     if one is not None:
         return {"/": one}

@@ -146,8 +146,7 @@ def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: Layout
     known parameter and lacks them: the file's own attributes always win."""
     if all(k in attrs for k in TABLE_ATTRS):
         return
-    table = table_attributes(first.all_keys())
-    added = {k: v for k, v in table.items() if k not in attrs}
+    added = {k: v for k, v in table_attributes(first.all_keys()).items() if k not in attrs}
     if added:
         attrs.update(added)
         record.table_attrs = added  # not the file's: the writer leaves them out

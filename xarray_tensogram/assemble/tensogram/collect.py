@@ -107,8 +107,7 @@ class TgObject:
 
     @property
     def pipeline(self) -> Callable[[], dict[str, Any]] | None:
-        """The object's pipeline as writer options (encoding); None for remote files (its descriptor would
-        cost a request per object)."""
+        """The object's pipeline as writer options; None for remote files (a request per object's descriptor)."""
         return partial(pipeline_encoding, self.message, self.obj) if self.remote_frame is None else None
 
     def value(self, key: str) -> Any:
@@ -192,8 +191,7 @@ _ABSENT = object()
 
 
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
-    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped, and
-    the top-level sections named in ``skip``)."""
+    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` and ``skip`` left out)."""
     out: dict[str, Any] = {}
     _flatten_into(entry, prefix, out, frozenset(skip))
     return out
@@ -517,8 +515,7 @@ def _filter_value(o: TgObject, key: str) -> Any:
 
 
 def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] | None, name: str) -> None:
-    """Mark the data objects that ``filter_by_keys`` keeps; a filter that keeps none is an error
-    that lists the values each key takes in the file (or says no object has it)."""
+    """Mark the data objects ``filter_by_keys`` keeps; none kept is an error listing each key's values in the file."""
     if not filter_by_keys:
         return
     data = [o for o in objects if not o.is_coord]

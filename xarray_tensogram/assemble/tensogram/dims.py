@@ -165,8 +165,7 @@ def claimed(
     claims: dict[str, set[int]],
     named_only: bool = False,
 ) -> dict[str, set[int]]:
-    """``claims`` (name -> sizes) with the size each variable's axis gives its name added (``named_only``: only
-    the names not generated)."""
+    """``claims`` (name -> sizes) plus the size each axis gives its name (``named_only``: no generated names)."""
     for v, axes in out.items():
         for name, gen, size in zip(axes.names, axes.generic, shapes[v], strict=True):
             if not (gen and named_only):
