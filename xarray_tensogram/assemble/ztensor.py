@@ -85,9 +85,7 @@ def ztensor_to_dataset(
     verify_hash: bool,
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
 ) -> RawGroup:
-    """The raw group of lazy variables, one per tensor (no CF decoding applied here).
-
-    zTensor's format record names this function: its keywords are the open options zTensor files take."""
+    """The raw group of lazy variables, one per tensor (no CF decoding); its keywords are zTensor's open options."""
     names = unique_names((t.name for t in zfile.tensors), zfile.name, "tensor", ZTensorMappingWarning)
     ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
     # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it

@@ -106,10 +106,8 @@ def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset())
         return _step_value(o.value(source))
     if source.startswith(LEVEL_PREFIX):
         return o.level.value if o.level is not None and o.level.name == source[len(LEVEL_PREFIX) :] else None
-    if source == MESSAGE_SOURCE:
-        return o.msg if o.name in dup_names else None
-    if source == OBJECT_SOURCE:
-        return o.obj if o.name in dup_names else None
+    if source in (MESSAGE_SOURCE, OBJECT_SOURCE):  # set only for the variables whose duplicates they separate
+        return (o.msg if source == MESSAGE_SOURCE else o.obj) if o.name in dup_names else None
     return o.value(source)
 
 
