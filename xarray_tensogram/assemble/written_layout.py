@@ -64,10 +64,10 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> RawVariabl
         values = np.asarray(spec.get("values"), dtype=np.dtype(str(spec.get("dtype"))))
     except (TypeError, ValueError):
         return None
-    if len(dims) != values.ndim or values.shape != tuple(
-        sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)
-    ):
-        return None  # (a dim no object has takes its size from the values)
+    # a dim no object has takes its size from the values
+    fitting = tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=False))
+    if len(dims) != values.ndim or values.shape != fitting:
+        return None
     return array_variable(dims, values, dict(spec.get("attrs") or {}))
 
 

@@ -211,13 +211,9 @@ def _add_valid_time(coords: dict[str, RawVariable]) -> None:
     t, s = coords.get("time"), coords.get("step")
     if t is None or s is None or t.attrs.get("units") != TIME_UNITS or s.attrs.get("units") != STEP_UNITS:
         return
-    tv = t.values.astype(np.int64)
-    sv = np.round(s.values.astype(np.float64) * 3600).astype(np.int64)
-    coords["valid_time"] = array_variable(  # along time, step, both or none
-        t.dims + s.dims,
-        np.add.outer(tv, sv),
-        {"standard_name": "time", "long_name": "time", **_TIME},
-    )
+    seconds = np.add.outer(t.values.astype(np.int64), np.round(s.values.astype(np.float64) * 3600).astype(np.int64))
+    attrs = {"standard_name": "time", "long_name": "time", **_TIME}
+    coords["valid_time"] = array_variable(t.dims + s.dims, seconds, attrs)  # along time, step, both or none
 
 
 def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, RawVariable]) -> list[str] | None:
