@@ -38,7 +38,7 @@ def _reorder(group: RawGroup, coords: Mapping[str, Any]) -> None:
         match = spec.get("match") if isinstance(spec, Mapping) else None
         if match is None or name not in sizes or name not in group.coord_names:
             continue
-        perm = _permutation(np.asarray(group.variables[name].values), list(match))
+        perm = _permutation(group.variables[name].values, list(match))
         if perm is None or perm == list(range(len(perm))):
             continue
         for vname, var in list(group.variables.items()):

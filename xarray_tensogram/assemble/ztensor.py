@@ -1,10 +1,9 @@
-"""zTensor file -> raw group of xarray Variables: one per tensor (writing: ``write/ztensor.py``).
+"""zTensor file -> raw group: one variable per tensor (writing: ``write/ztensor.py``).
 
-Names are the tensor names (dots kept; duplicates, legal in v0.1, get ``_1``
-suffixes with a warning). Dims come from the ``dim_names`` kwarg, else the
-tensor's ``dim_names`` custom key/attribute, else generic names made unique
-where sizes clash. Custom keys (v0.1) and attributes (v1, v2) become
-netCDF-safe attrs. The backend applies CF decoding and ``set_close``.
+Names are the tensor names (dots kept; duplicates, legal in v0.1, get ``_1`` suffixes with a warning). Dims:
+the ``dim_names`` kwarg > the tensor's ``dim_names`` custom key/attribute > generic names made unique where
+sizes clash. Custom keys (v0.1) and attributes (v1, v2) become netCDF-safe attrs. The backend applies CF
+decoding and ``set_close``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@
 4. :mod:`.hypercube` — objects stacked along independent metadata keys;
 5. :mod:`.build` — the Dataset (or one per group, for real conflicts only).
 
-Producers' layouts plug in through one interface (:mod:`xarray_tensogram.producers.interface`);
-:mod:`xarray_tensogram.producers` registers them, one module or folder each.
+Producers' layouts plug in through :mod:`xarray_tensogram.producers.interface` (registered in ``producers/``).
 """
 
 from __future__ import annotations
@@ -88,11 +87,11 @@ def _coords_for(
     axes: Mapping[str, AxisNames],
     shapes: Mapping[str, tuple[int, ...]],
     only_group: bool,
+    sizes: Mapping[str, set[int]],
 ) -> list[CoordObject]:
     """The coordinates that belong with these variables. A 1-D coordinate no axis uses stays on a
-    dimension of its own; an axis named like a coordinate of another size is an error."""
+    dimension of its own; an axis named like a coordinate of another size is an error (``sizes``: theirs)."""
     used = claimed(axes, shapes, {})
-    sizes = _coord_sizes(coords)
     out = []
     for c in coords:
         if c.dims is None or len(c.obj.shape) != 1:
@@ -212,7 +211,7 @@ def _build_group(
         return None
     grid_coords = _producer_grids(by_name, axes) if dim_names is None else {}  # asked-for names win
     plan = plan_hypercube(by_name, name_keys, strict=strict)
-    mine = _coords_for(coords, axes, shapes, only_group)
+    mine = _coords_for(coords, axes, shapes, only_group, csizes)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
     return build_group(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
 
