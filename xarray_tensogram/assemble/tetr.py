@@ -120,8 +120,7 @@ def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
 
 
 def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> dict[str, RawVariable]:
-    """The string variables ``to_tetr`` kept as JSON in footer attrs of dataset ``host``, popped from ``attrs``
-    (a malformed one is skipped with a warning)."""
+    """The string variables ``to_tetr`` kept as JSON in ``host``'s footer attrs, popped (malformed: warned, skipped)."""
     out = {}
     for key in [k for k in attrs if k.startswith(STRINGS_KEY + ":")]:
         name = key[len(STRINGS_KEY) + 1 :]

@@ -142,8 +142,7 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
 
 
 def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: LayoutRecord) -> None:
-    """units/long_name/standard_name from the parameter table (``params.py``) where the object names a
-    known parameter and lacks them: the file's own attributes always win."""
+    """units, long_name, standard_name of a known parameter (``params.py``) where missing: the file's own win."""
     if all(k in attrs for k in TABLE_ATTRS):
         return
     added = {k: v for k, v in table_attributes(first.all_keys()).items() if k not in attrs}

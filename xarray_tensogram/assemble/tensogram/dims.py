@@ -52,12 +52,12 @@ def parse_file_hint(raw: Any, ranks: Sequence[int], where: str) -> list[str] | d
         except (TypeError, ValueError):
             warn(f"{where}: _extra_.dim_names {raw!r} maps something that is not a size; ignored")
             return None
-        if any(v == "" for v in out.values()) or len(set(out.values())) != len(out):
+        if "" in out.values() or len(set(out.values())) != len(out):
             warn(f"{where}: _extra_.dim_names {raw!r} has an empty or duplicate name; ignored")
             return None
         return out
     if isinstance(raw, list):
-        if not ranks or not any(_dim_names_problem(raw, r) is None for r in ranks):
+        if not any(_dim_names_problem(raw, r) is None for r in ranks):
             warn(f"{where}: _extra_.dim_names {raw!r} fits no variable (ranks {sorted(set(ranks))}); ignored")
             return None
         return [str(x) for x in raw]

@@ -368,8 +368,8 @@ def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
 
 
 def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
-    """The varying keys of maps that all have the same keys, compared column by column (None when the
-    key sets differ: the caller compares another way). Nested maps that differ are descended into."""
+    """The varying keys of maps with the same keys, column by column, into nested maps that differ (None: the
+    key sets differ, the caller compares another way)."""
     first = nodes[0]
     names = list(first) if type(first) is dict else []
     if len(nodes) < 2 and type(first) is dict:
