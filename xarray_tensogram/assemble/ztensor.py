@@ -64,15 +64,14 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
     if not isinstance(spec, Mapping):
         return None
     try:
-        dims, values = strings_from_payload(spec)
-        shape = values.shape
+        dims, values = strings_from_payload(spec)  # (as many dims as axes, else ValueError)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         problem = f"malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor"
     else:
-        if len(dims) == len(shape) and fits(dims, shape, sizes):
-            sizes.update(zip(dims, shape, strict=True))
+        if fits(dims, values.shape, sizes):
+            sizes.update(zip(dims, values.shape, strict=True))
             return array_variable(dims, values, typed_attrs(_attrs(info)))
-        problem = f"string values of shape {shape} do not fit dims {dims}; read as the placeholder"
+        problem = f"string values of shape {values.shape} do not fit dims {dims}; read as the placeholder"
     warnings.warn(f"tensor {info.name!r}: {problem}", ZTensorMappingWarning, stacklevel=3)
     return None
 

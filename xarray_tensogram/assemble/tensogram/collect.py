@@ -200,7 +200,8 @@ def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] 
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], skip: frozenset[str] = _NO_SKIP) -> bool:
     """:func:`flat_keys` of ``entry`` into ``out``; whether :func:`_rebuilt` gives ``entry`` back from them (text
     keys without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same;
-    ``skip`` left out), found in the same walk. Runs over every key of every object: written for speed."""
+    ``skip`` left out), found in the same walk (one walk per object's metadata). Every key of every object runs
+    through here: written for speed."""
     names, plain, whole = _prefixed(prefix, tuple(entry), skip)
     if plain:  # text keys without dots: the usual map, its dotted names joined once per key set
         values = entry.values()

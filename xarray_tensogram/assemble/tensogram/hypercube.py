@@ -94,7 +94,8 @@ class CubePlan:
 
 def _forced(source: str) -> bool:
     """Sources that are dimensions of the whole Dataset whatever the variable name says (it cannot hold two
-    scalar ``time`` coordinates). Not levels: ``q`` at 150 hPa beside ``t`` at 600 hPa stay 2-D."""
+    scalar ``time`` coordinates). Not levels: a variable is stacked along its level only where it has several
+    (``q`` at 150 hPa beside ``t`` at 600 hPa stay 2-D)."""
     return source in (TIME_SOURCE, STEP_KEY)
 
 
