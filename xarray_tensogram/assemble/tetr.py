@@ -44,6 +44,10 @@ from .stored_dims import stored_dims
 __all__ = ["TetrMappingWarning", "tetr_group"]
 
 
+def _warn(text: str) -> None:
+    warnings.warn(text, TetrMappingWarning, stacklevel=4)  # the caller of tetr_group
+
+
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?$")
 
 
@@ -67,24 +71,15 @@ def _add_coords(coords: dict[str, RawVariable], d: TetrDataset, dims: Sequence[s
         labels = d.coord_labels(axis)
         if labels is None:
             continue
-        if len(labels) != d.shape[axis]:
-            warnings.warn(
-                f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length "
-                f"{d.shape[axis]}; ignored",
-                TetrMappingWarning,
-                stacklevel=3,
-            )
+        if len(labels) != (n := d.shape[axis]):
+            _warn(f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length {n}; ignored")
             continue
         new = array_variable((dim,), labels_to_values(labels))
         new.encoding[TETR_LABELS_ENCODING] = list(labels)
         if dim not in coords:
             coords[dim] = new
         elif not coords[dim].equals(new):
-            warnings.warn(
-                f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
-                TetrMappingWarning,
-                stacklevel=3,
-            )
+            _warn(f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; first kept")
 
 
 def _number(text: str, dtype: np.dtype | None) -> Any:
@@ -132,11 +127,7 @@ def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> 
             if var_attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
                 coord_names.add(name)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            warnings.warn(
-                f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
-                TetrMappingWarning,
-                stacklevel=3,
-            )
+            _warn(f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped")
     return out
 
 

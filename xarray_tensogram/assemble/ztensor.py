@@ -33,6 +33,10 @@ from .stored_dims import fits, stored_dims
 __all__ = ["ztensor_to_dataset"]
 
 
+def _warn(text: str) -> None:
+    warnings.warn(text, ZTensorMappingWarning, stacklevel=4)  # the caller of ztensor_to_dataset
+
+
 def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     """The tensor's stored dim names where they are distinct strings, one per axis (else a warning unless quiet)."""
     value = info.attrs.get(DIM_NAMES_KEY)
@@ -40,11 +44,7 @@ def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
     if value is None or (names and len(info.shape) == len(value) == len(set(value))):
         return value
     if not quiet:
-        warnings.warn(
-            f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
-            ZTensorMappingWarning,
-            stacklevel=3,
-        )
+        _warn(f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)")
     return None
 
 
@@ -72,7 +72,7 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
             sizes.update(zip(dims, values.shape, strict=True))
             return array_variable(dims, values, typed_attrs(_attrs(info)))
         problem = f"string values of shape {values.shape} do not fit dims {dims}; read as the placeholder"
-    warnings.warn(f"tensor {info.name!r}: {problem}", ZTensorMappingWarning, stacklevel=3)
+    _warn(f"tensor {info.name!r}: {problem}")
     return None
 
 
@@ -96,9 +96,7 @@ def ztensor_to_dataset(
         if var in drop_variables:
             continue
         if info.problem is not None:
-            warnings.warn(
-                f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2
-            )
+            _warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}")
             continue
         if info.attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
             coord_names.add(var)
@@ -109,7 +107,7 @@ def ztensor_to_dataset(
         try:
             spec = zfile.array_spec(info.index, verify=verify_hash)
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
-            warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
+            _warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}")
             continue
         requested = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
         stored = _file_dims(info) if requested is None else None
