@@ -246,12 +246,8 @@ def _sorted_unique(values: Iterable[Any]) -> list[Any]:
 
 def _var_dims(cols: _Columns, rows: range, chosen: Sequence[str]) -> list[str]:
     """The chosen keys a variable's rows vary along (MARS time and step: wherever it has them)."""
-    out = []
-    for s in chosen:
-        values = set(map(cols.keyed(s).__getitem__, rows))
-        if len(values) > 1 or (_forced(s) and values != {None}):
-            out.append(s)
-    return out
+    seen = ((s, set(map(cols.keyed(s).__getitem__, rows))) for s in chosen)
+    return [s for s, values in seen if len(values) > 1 or (_forced(s) and values != {None})]
 
 
 def _minimal_determinants(cols: _Columns, dims: Sequence[str], key: str) -> list[str]:
