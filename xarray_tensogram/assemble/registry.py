@@ -22,16 +22,10 @@ def options_taken(spec: FormatSpec) -> frozenset[str]:
 
 
 def assemble(spec: FormatSpec, f: Any, values: Mapping[str, Any]) -> dict[str, RawGroup]:
-    """Raw (CF-encoded) groups of the open file ``f``: ``{"/": group}`` for one group. The assembly function
-    returns a :class:`RawGroup` (or a dict of them by group path).
-
-    ``values`` holds every open option (see :func:`xarray_tensogram.options.resolve`); the assembly
-    function gets those it takes as keywords.
-    """
+    """Raw (CF-encoded) groups of ``f`` by path; the assembly function gets the open options of ``values`` it takes."""
     function = load(spec.assembler)
     kwargs = {k: values[k] for k in keywords_of(function) if k in values}
     if kwargs.get("drop_variables", ()) is None:
         kwargs["drop_variables"] = frozenset()
-    out = function(f, **kwargs)
-    groups: dict[str, RawGroup] = out if isinstance(out, dict) else {"/": out}
-    return groups
+    out = function(f, **kwargs)  # a RawGroup, or a dict of them by group path
+    return out if isinstance(out, dict) else {"/": out}

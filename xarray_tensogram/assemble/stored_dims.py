@@ -23,18 +23,23 @@ def stored_dims(
     shape: Sequence[int],
     sizes: dict[str, int],
     source: str,
-    misfit: str,
+    what: str,
     category: type[Warning],
 ) -> tuple[list[str], bool]:
-    """The dims asked for (checked against ``sizes``), else those the file stores where they fit ``shape`` and
-    ``sizes`` (else the warning ``misfit``), else generic names; and whether the names were generated (so that
-    writing back adds none). ``sizes`` is updated."""
+    """The dims asked for (checked against ``sizes``), else those the file stores (``what`` names them in the
+    warning where they do not fit ``shape`` and ``sizes``), else generic names; and whether the names were
+    generated (so that writing back adds none). ``sizes`` is updated."""
     if requested is not None:
         check_requested_dims(requested, var, shape, sizes, source)
     elif stored is not None and len(stored) == len(shape) and fits(stored, shape, sizes):
         requested = list(stored)
     elif stored is not None:
-        warnings.warn(misfit, category, stacklevel=3)
+        warnings.warn(
+            f"{what} {list(stored)} do not fit shape {list(shape)} or clash with other variables' sizes; "
+            "using generic names",
+            category,
+            stacklevel=3,
+        )
     dims = requested if requested is not None else generic_dim_names(shape, sizes)
     sizes.update(zip(dims, shape, strict=False))
     return dims, requested is None

@@ -1,13 +1,9 @@
-"""Tetration ``.tet`` file -> xarray Dataset: one variable per dataset (writing: ``write/tetr.py``).
+"""Tetration ``.tet`` file -> raw group: one variable per dataset (writing: ``write/tetr.py``).
 
-Dims come from the ``dim_names`` kwarg, else the footer's ``dim_names``, else
-generic names made unique where sizes clash. Footer ``coords`` labels become
-coordinate variables (numeric when every label parses as a number), footer
-``attrs`` become variable attrs (CF numeric keys such as ``_FillValue`` are
-turned back into numbers so xarray's CF decoding works), file metadata becomes
-Dataset attrs and the history rows become a netCDF ``history`` attr plus the
-full rows as JSON in ``tetr_history``. The backend applies CF decoding and
-``set_close``.
+Dims: the ``dim_names`` kwarg > the footer's ``dim_names`` > generic names. Footer ``coords`` labels become
+coordinate variables; footer ``attrs`` become variable attrs, CF numeric keys (``_FillValue``...) numbers
+again so that xarray's CF decoding works; the history rows become a netCDF ``history`` attr plus the full
+rows as JSON in ``tetr_history``. The backend applies CF decoding and ``set_close``.
 """
 
 from __future__ import annotations
@@ -48,15 +44,8 @@ from .stored_dims import stored_dims
 __all__ = ["TetrMappingWarning", "tetr_group"]
 
 
-# -- reading ----------------------------------------------------------------------------------------
-def _dims_for(d: TetrDataset, var: str, dim_names: Any, sizes: dict[str, int], source: str) -> tuple[list[str], bool]:
-    """Kwarg > footer ``dim_names`` (if usable) > generic names (:func:`.stored_dims.stored_dims`)."""
-    misfit = (
-        f"dataset {d.name!r}: footer dim_names {d.dim_names} do not fit shape {list(d.shape)} "
-        f"or clash with other variables' sizes; using generic names"
-    )
-    requested = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
-    return stored_dims(requested, d.dim_names, var, d.shape, sizes, source, misfit, TetrMappingWarning)
+def _warn(text: str) -> None:
+    warnings.warn(text, TetrMappingWarning, stacklevel=4)  # the caller of tetr_group
 
 
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?$")
@@ -68,36 +57,29 @@ def labels_to_values(labels: Sequence[str]) -> np.ndarray:
     if labels and all(_ISO_TIME.match(v) for v in labels):
         with contextlib.suppress(ValueError):
             return np.asarray([np.datetime64(v.replace(" ", "T"), "ns") for v in labels])
-    try:
-        ints = [int(v) for v in labels]
-        if all(-(2**63) <= v < 2**63 for v in ints):
-            return np.asarray(ints, dtype=np.int64)
-    except ValueError:
-        pass
-    try:
+    with contextlib.suppress(ValueError, OverflowError):  # (an integer beyond int64 overflows)
+        return np.asarray([int(v) for v in labels], dtype=np.int64)
+    with contextlib.suppress(ValueError):
         return np.asarray([float(v) for v in labels], dtype=np.float64)
-    except ValueError:
-        return np.asarray(list(labels), dtype=str)
+    return np.asarray(list(labels), dtype=str)
 
 
-def _coords_of(d: TetrDataset, dims: Sequence[str]) -> dict[str, RawVariable]:
-    """One coordinate variable per labelled axis whose label count matches the axis length."""
-    out = {}
+def _add_coords(coords: dict[str, RawVariable], d: TetrDataset, dims: Sequence[str], var: str) -> None:
+    """One coordinate variable per labelled axis whose label count matches the axis length; the first of a dim
+    is kept, a different one from a later variable dropped with a warning."""
     for axis, dim in enumerate(dims):
         labels = d.coord_labels(axis)
         if labels is None:
             continue
-        if len(labels) != d.shape[axis]:
-            warnings.warn(
-                f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length "
-                f"{d.shape[axis]}; ignored",
-                TetrMappingWarning,
-                stacklevel=4,
-            )
+        if len(labels) != (n := d.shape[axis]):
+            _warn(f"dataset {d.name!r}: {len(labels)} coordinate labels for axis {axis} of length {n}; ignored")
             continue
-        out[dim] = array_variable((dim,), labels_to_values(labels))
-        out[dim].encoding[TETR_LABELS_ENCODING] = list(labels)
-    return out
+        new = array_variable((dim,), labels_to_values(labels))
+        new.encoding[TETR_LABELS_ENCODING] = list(labels)
+        if dim not in coords:
+            coords[dim] = new
+        elif not coords[dim].equals(new):
+            _warn(f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; first kept")
 
 
 def _number(text: str, dtype: np.dtype | None) -> Any:
@@ -111,26 +93,17 @@ def _number(text: str, dtype: np.dtype | None) -> Any:
             return text
     if dtype is None:
         return float(value)
-    try:
+    with contextlib.suppress(OverflowError, ValueError):  # (a float for an integer dtype is truncated)
         return (
-            np.asarray(value).astype(dtype).item()
-            if dtype.kind in "iu" and not isinstance(value, int)
-            else np.dtype(dtype).type(value)
+            np.asarray(value).astype(dtype).item() if dtype.kind in "iu" and type(value) is float else dtype.type(value)
         )
-    except (OverflowError, ValueError):
-        return value
+    return value
 
 
 def _attrs_of(d: TetrDataset) -> dict[str, Any]:
     """Footer attrs (all strings on disk); CF numeric attributes become numbers again."""
-    attrs: dict[str, Any] = dict(d.attrs)
-    for key in CF_IN_DATA_DTYPE:
-        if key in attrs:
-            attrs[key] = _number(attrs[key], d.dtype)
-    for key in CF_FLOAT64:
-        if key in attrs:
-            attrs[key] = _number(attrs[key], None)
-    return attrs
+    numeric = {**dict.fromkeys(CF_FLOAT64), **dict.fromkeys(CF_IN_DATA_DTYPE, d.dtype)}  # key -> dtype
+    return {k: _number(v, numeric[k]) if k in numeric else v for k, v in d.attrs.items()}
 
 
 def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
@@ -141,22 +114,8 @@ def _dataset_attrs(tfile: TetrFile) -> dict[str, Any]:
     return attrs
 
 
-def _add_coords(coords: dict[str, RawVariable], new: Mapping[str, RawVariable], var: str) -> None:
-    """Keep the first coordinate of a dim; a different one from a later variable is dropped with a warning."""
-    for dim, c in new.items():
-        if dim not in coords:
-            coords[dim] = c
-        elif not coords[dim].equals(c):
-            warnings.warn(
-                f"variable {var!r}: coordinate labels of {dim!r} differ from an earlier variable's; keeping the first",
-                TetrMappingWarning,
-                stacklevel=3,
-            )
-
-
 def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> dict[str, RawVariable]:
-    """The string variables ``to_tetr`` kept as JSON in footer attrs of dataset ``host``, popped from ``attrs``
-    (a malformed one is skipped with a warning)."""
+    """The string variables ``to_tetr`` kept as JSON in ``host``'s footer attrs, popped (malformed: warned, skipped)."""
     out = {}
     for key in [k for k in attrs if k.startswith(STRINGS_KEY + ":")]:
         name = key[len(STRINGS_KEY) + 1 :]
@@ -164,17 +123,11 @@ def _hosted_strings(attrs: dict[str, Any], coord_names: set[str], host: str) -> 
             spec = json.loads(attrs.pop(key))
             dims, values = strings_from_payload(spec)
             var_attrs = dict(spec.get("attrs") or {})
-            role = var_attrs.pop(COORDINATE_ROLE_KEY, None)
-            out[name] = array_variable(dims, values, typed_attrs(var_attrs))
+            out[name] = array_variable(dims, values, typed_attrs(var_attrs))  # (its role popped)
+            if var_attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
+                coord_names.add(name)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            warnings.warn(
-                f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped",
-                TetrMappingWarning,
-                stacklevel=3,
-            )
-            continue
-        if role == "coordinate":
-            coord_names.add(name)
+            _warn(f"dataset {host!r}: string variable {name!r} kept in its footer is malformed ({exc}); skipped")
     return out
 
 
@@ -202,8 +155,10 @@ def tetr_group(
     for d, var in zip(tfile.datasets, names, strict=True):
         if var in drop_variables:
             continue
-        dims, generated = _dims_for(d, var, dim_names, sizes, tfile.name)
-        _add_coords(coords, _coords_of(d, dims), var)
+        requested = requested_dims(dim_names, var, d.ndim, coordinate=list(d.dim_names or ()) == [var])
+        what = f"dataset {d.name!r}: footer dim_names"
+        dims, generated = stored_dims(requested, d.dim_names, var, d.shape, sizes, tfile.name, what, TetrMappingWarning)
+        _add_coords(coords, d, dims, var)
         encoding: dict[str, Any] = {
             "tetr_codec": d.codec,
             "tetr_chunk_shape": d.chunk_shape,

@@ -1,14 +1,11 @@
 """Undo what the message split changed, using the layout hint ``to_tensogram`` records in ``_extra_``.
 
-Splitting a Dataset into one message per combination of its message dims loses
-three things that the hypercube rules cannot know: the order of each variable's
-dims (stacked dims come first on read), the order and attributes of the message
-dims' coordinates (read back sorted, from metadata keys) and the coordinates
-that live along message dims without being one (e.g. a ``lead`` time along
-``time``). The writer records them under ``_extra_["xarray_layout"]``; this
-module applies them to the raw (still CF-encoded) group. Anything in the hint
-that no longer fits the file (messages appended or filtered away) is ignored,
-so a stale hint never makes a file unreadable.
+Splitting a Dataset into one message per combination of its message dims loses what the hypercube rules
+cannot know: the order of each variable's dims (stacked dims come first on read), the order and attributes
+of the message dims' coordinates (read back sorted, from metadata keys) and the coordinates along message
+dims that are none of them (a ``lead`` time along ``time``). The writer records them under
+``_extra_["xarray_layout"]``; this module applies them to the raw (still CF-encoded) group. What no longer
+fits the file (messages appended or filtered away) is ignored: a stale hint never makes a file unreadable.
 """
 
 from __future__ import annotations
@@ -28,14 +25,9 @@ __all__ = ["DTYPE_KEY", "LAYOUT_KEY", "restore_written_layout"]
 
 def _permutation(current: np.ndarray, wanted: list[Any]) -> list[int] | None:
     """Positions of ``wanted`` values in ``current``, or None when they are not a reordering of it."""
-    if len(wanted) != len(current):
-        return None
     listed = current.tolist()
-    try:
-        perm = [listed.index(v) for v in wanted]
-    except ValueError:
-        return None
-    return perm if len(set(perm)) == len(perm) else None
+    perm = [listed.index(v) for v in wanted if v in listed]
+    return perm if len(perm) == len(wanted) == len(listed) == len(set(perm)) else None
 
 
 def _reorder(group: RawGroup, coords: Mapping[str, Any]) -> None:
@@ -46,7 +38,7 @@ def _reorder(group: RawGroup, coords: Mapping[str, Any]) -> None:
         match = spec.get("match") if isinstance(spec, Mapping) else None
         if match is None or name not in sizes or name not in group.coord_names:
             continue
-        perm = _permutation(np.asarray(group.variables[name].values), list(match))
+        perm = _permutation(group.variables[name].values, list(match))
         if perm is None or perm == list(range(len(perm))):
             continue
         for vname, var in list(group.variables.items()):
@@ -72,26 +64,23 @@ def _coordinate(spec: Mapping[str, Any], sizes: Mapping[Any, int]) -> RawVariabl
         values = np.asarray(spec.get("values"), dtype=np.dtype(str(spec.get("dtype"))))
     except (TypeError, ValueError):
         return None
-    if len(dims) != values.ndim or values.shape != tuple(
-        sizes.get(d, n) for d, n in zip(dims, values.shape, strict=True)
-    ):
-        return None  # (a dim no object has takes its size from the values)
+    # a dim no object has takes its size from the values
+    fitting = tuple(sizes.get(d, n) for d, n in zip(dims, values.shape, strict=False))
+    if len(dims) != values.ndim or values.shape != fitting:
+        return None
     return array_variable(dims, values, dict(spec.get("attrs") or {}))
 
 
 def _recorded_dtypes(group: RawGroup) -> None:
     """Variables that a lossy stage widened to float64 come back in the dtype they were written from."""
     for name, var in list(group.variables.items()):
-        wanted = var.attrs.get(DTYPE_KEY)
-        if wanted is None:
-            continue
-        attrs = {k: v for k, v in var.attrs.items() if k != DTYPE_KEY}
         try:
-            dtype = np.dtype(str(wanted))
-        except TypeError:
+            dtype = np.dtype(str(var.attrs[DTYPE_KEY]))
+        except (KeyError, TypeError):
             continue
         if dtype.kind not in "fiu" or var.dtype.kind != "f":
             continue
+        attrs = {k: v for k, v in var.attrs.items() if k != DTYPE_KEY}
         # lazy: the cast is a transform of the spec; else values assembly holds in memory
         data = cast_spec(var.spec, dtype) if var.spec is not None else cast_values(np.asarray(var.values), dtype)
         new = replace(var, data=data, attrs=attrs, encoding={**var.encoding, "dtype": dtype}, index=None)
@@ -141,20 +130,18 @@ def restore_written_layout(group: RawGroup, extra: Mapping[str, Any]) -> RawGrou
     names = hint.get("coord_names")
     if isinstance(names, list):
         group.drop([c for c in group.coord_names if c not in names])
-    for name, order in dims.items():
-        var = group.variables.get(name)
-        if name in group.data_names and isinstance(order, list) and var is not None and set(order) == set(var.dims):
-            group.put(name, _transposed(var, order), coordinate=False)
-    _written_attrs(group, _mapping(hint.get("attrs")))
+    _written_variables(group, dims, _mapping(hint.get("attrs")))
     return group
 
 
-def _written_attrs(group: RawGroup, names: Mapping[str, Any]) -> None:
-    """Data variables keep the attributes the writer had (a key that varied along a message dim is constant in
-    a file of one value along it: read alone, it would become an attribute)."""
-    for name, kept in names.items():
-        var = group.variables.get(name)
-        if name in group.data_names and isinstance(kept, list) and var is not None:
+def _written_variables(group: RawGroup, dims: Mapping[str, Any], attrs: Mapping[str, Any]) -> None:
+    """Data variables get back their dims' order and the attributes the writer had (a key that varied along a
+    message dim is constant in a file of one value along it: read alone, it would become an attribute)."""
+    for name in group.data_names:
+        var, order, kept = group.variables[name], dims.get(name), attrs.get(name)
+        if isinstance(order, list) and set(order) == set(var.dims):
+            group.put(name, var := _transposed(var, order), coordinate=False)
+        if isinstance(kept, list):
             var.attrs = {k: v for k, v in var.attrs.items() if k in kept or k == "coordinates"}
 
 

@@ -1,10 +1,9 @@
-"""zTensor file -> raw group of xarray Variables: one per tensor (writing: ``write/ztensor.py``).
+"""zTensor file -> raw group: one variable per tensor (writing: ``write/ztensor.py``).
 
-Names are the tensor names (dots kept; duplicates, legal in v0.1, get ``_1``
-suffixes with a warning). Dims come from the ``dim_names`` kwarg, else the
-tensor's ``dim_names`` custom key/attribute, else generic names made unique
-where sizes clash. Custom keys (v0.1) and attributes (v1, v2) become
-netCDF-safe attrs. The backend applies CF decoding and ``set_close``.
+Names are the tensor names (dots kept; duplicates, legal in v0.1, get ``_1`` suffixes with a warning). Dims:
+the ``dim_names`` kwarg > the tensor's ``dim_names`` custom key/attribute > generic names made unique where
+sizes clash. Custom keys (v0.1) and attributes (v1, v2) become netCDF-safe attrs. The backend applies CF
+decoding and ``set_close``.
 """
 
 from __future__ import annotations
@@ -34,24 +33,18 @@ from .stored_dims import fits, stored_dims
 __all__ = ["ztensor_to_dataset"]
 
 
+def _warn(text: str) -> None:
+    warnings.warn(text, ZTensorMappingWarning, stacklevel=4)  # the caller of ztensor_to_dataset
+
+
 def _file_dims(info: TensorInfo, quiet: bool = False) -> list[str] | None:
+    """The tensor's stored dim names where they are distinct strings, one per axis (else a warning unless quiet)."""
     value = info.attrs.get(DIM_NAMES_KEY)
-    if value is None:
-        return None
-    if (
-        isinstance(value, list)
-        and all(isinstance(d, str) for d in value)
-        and len(value) == len(info.shape)
-        and len(set(value)) == len(value)
-    ):
-        return list(value)
-    if quiet:
-        return None
-    warnings.warn(
-        f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)",
-        ZTensorMappingWarning,
-        stacklevel=3,
-    )
+    names = isinstance(value, list) and all(isinstance(d, str) for d in value)
+    if value is None or (names and len(info.shape) == len(value) == len(set(value))):
+        return value
+    if not quiet:
+        _warn(f"tensor {info.name!r}: ignoring dim_names {value!r} (need {len(info.shape)} distinct strings)")
     return None
 
 
@@ -71,16 +64,15 @@ def _strings(info: TensorInfo, sizes: dict[str, int]) -> RawVariable | None:
     if not isinstance(spec, Mapping):
         return None
     try:
-        dims, values = strings_from_payload(spec)
-        shape = values.shape
+        dims, values = strings_from_payload(spec)  # (as many dims as axes, else ValueError)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         problem = f"malformed {STRINGS_KEY!r} ({exc}); read as the placeholder tensor"
     else:
-        if len(dims) == len(shape) and fits(dims, shape, sizes):
-            sizes.update(zip(dims, shape, strict=True))
+        if fits(dims, values.shape, sizes):
+            sizes.update(zip(dims, values.shape, strict=True))
             return array_variable(dims, values, typed_attrs(_attrs(info)))
-        problem = f"string values of shape {shape} do not fit dims {dims}; read as the placeholder"
-    warnings.warn(f"tensor {info.name!r}: {problem}", ZTensorMappingWarning, stacklevel=3)
+        problem = f"string values of shape {values.shape} do not fit dims {dims}; read as the placeholder"
+    _warn(f"tensor {info.name!r}: {problem}")
     return None
 
 
@@ -91,9 +83,7 @@ def ztensor_to_dataset(
     verify_hash: bool,
     dim_names: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
 ) -> RawGroup:
-    """The raw group of lazy variables, one per tensor (no CF decoding applied here).
-
-    zTensor's format record names this function: its keywords are the open options zTensor files take."""
+    """The raw group of lazy variables, one per tensor (no CF decoding); its keywords are zTensor's open options."""
     names = unique_names((t.name for t in zfile.tensors), zfile.name, "tensor", ZTensorMappingWarning)
     ranks = {var: len(t.shape) for t, var in zip(zfile.tensors, names, strict=True)}
     # a tensor whose stored dim name is its own name is a dimension coordinate: a list of dim_names is not for it
@@ -106,9 +96,7 @@ def ztensor_to_dataset(
         if var in drop_variables:
             continue
         if info.problem is not None:
-            warnings.warn(
-                f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}", ZTensorMappingWarning, stacklevel=2
-            )
+            _warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {info.problem}")
             continue
         if info.attrs.get(COORDINATE_ROLE_KEY) == "coordinate":
             coord_names.add(var)
@@ -119,12 +107,12 @@ def ztensor_to_dataset(
         try:
             spec = zfile.array_spec(info.index, verify=verify_hash)
         except XarrayTensogramError as exc:  # a shape its stored bytes cannot fill: skip it, keep the others
-            warnings.warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}", ZTensorMappingWarning, stacklevel=2)
+            _warn(f"{zfile.name!r}: skipping tensor {info.name!r}: {exc}")
             continue
         requested = requested_dims(dim_names, var, len(info.shape), coordinate=var in coords)
         stored = _file_dims(info) if requested is None else None
-        misfit = f"tensor {info.name!r}: dim_names {stored} clash with other variables' sizes; using generic names"
-        dims = stored_dims(requested, stored, var, info.shape, sizes, zfile.name, misfit, ZTensorMappingWarning)[0]
+        what = f"tensor {info.name!r}: dim_names"
+        dims = stored_dims(requested, stored, var, info.shape, sizes, zfile.name, what, ZTensorMappingWarning)[0]
         encoding = {
             "ztensor_dtype": info.dtype,
             "ztensor_encoding": info.encoding,

@@ -1,4 +1,4 @@
-"""Tensogram messages -> xarray Datasets, in five stages (DESIGN.md "Mapping conventions"):
+"""Tensogram messages -> raw groups, in five stages (DESIGN.md "Mapping conventions"):
 
 1. :mod:`.collect` — the objects of the selected messages with their metadata;
 2. :mod:`.naming` — variable names, and which objects are coordinates;
@@ -6,8 +6,7 @@
 4. :mod:`.hypercube` — objects stacked along independent metadata keys;
 5. :mod:`.build` — the Dataset (or one per group, for real conflicts only).
 
-Producers' layouts plug in through one interface (:mod:`xarray_tensogram.producers.interface`);
-:mod:`xarray_tensogram.producers` registers them, one module or folder each.
+Producers' layouts plug in through :mod:`xarray_tensogram.producers.interface` (registered in ``producers/``).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from ...raw_variables import RawGroup, RawVariable, array_variable, flatten_attr
 from ..written_layout import restore_written_layout
 from .build import CoordObject, add_same, build_group
 from .collect import TgObject, apply_filter, collect_objects, select_messages, warn
-from .dims import AxisNames, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
+from .dims import AxisNames, claimed, consistent_hint, distinct_hints, parse_file_hint, parse_object_hint, resolve_axes
 from .hypercube import plan_hypercube
 from .naming import NAME_KEYS, name_objects
 
@@ -69,7 +68,7 @@ def unique_coordinates(objs: Sequence[TgObject]) -> list[CoordObject]:
         seen[(o.name, o.shape)] = o
         dims = list(o.role.dims) if o.role is not None else None
         if o.shape and dims is None:  # its own dim_names, else a 1-D coordinate is its own dim
-            hint = parse_object_hint(o.entry["dim_names"], len(o.shape), _where(o)) if "dim_names" in o.entry else None
+            hint = parse_object_hint(o.entry.get("dim_names"), len(o.shape), _where(o))
             dims = hint or ([o.name] if len(o.shape) == 1 else None)
         out.append(CoordObject(o, dims))
     return out
@@ -88,14 +87,11 @@ def _coords_for(
     axes: Mapping[str, AxisNames],
     shapes: Mapping[str, tuple[int, ...]],
     only_group: bool,
+    sizes: Mapping[str, set[int]],
 ) -> list[CoordObject]:
     """The coordinates that belong with these variables. A 1-D coordinate no axis uses stays on a
-    dimension of its own; an axis named like a coordinate of another size is an error."""
-    used: dict[str, set[int]] = {}
-    for v, ax in axes.items():
-        for name, size in zip(ax.names, shapes[v], strict=True):
-            used.setdefault(name, set()).add(size)
-    sizes = _coord_sizes(coords)
+    dimension of its own; an axis named like a coordinate of another size is an error (``sizes``: theirs)."""
+    used = claimed(axes, shapes, {})
     out = []
     for c in coords:
         if c.dims is None or len(c.obj.shape) != 1:
@@ -104,9 +100,7 @@ def _coords_for(
                 out.append(c)
             continue
         d, n = c.dims[0], c.obj.shape[0]
-        if d not in used:
-            out.append(c)  # no axis uses it: it stays, on a dimension of its own
-        elif n in used[d]:
+        if d not in used or n in used[d]:  # (no axis uses it: it stays, on a dimension of its own)
             out.append(c)
         elif not used[d] & sizes[d]:
             v = next(v for v, ax in axes.items() if d in ax.names)
@@ -134,23 +128,17 @@ def _guessable_sizes(csizes: Mapping[str, set[int]], shapes: Mapping[str, tuple[
     return {d: next(iter(fit)) for d, fit in fits.items() if len(fit) == 1}
 
 
-def _producer_grids(
-    by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames], dim_names: Any
-) -> dict[str, RawVariable]:
-    """Grid dims (latitude/longitude, or values) and their coordinates from a producer's metadata,
-    unless dim_names were asked for; the variables' axis names are replaced in ``axes``."""
+def _producer_grids(by_name: Mapping[str, list[TgObject]], axes: dict[str, AxisNames]) -> dict[str, RawVariable]:
+    """Producers' grid dims (latitude/longitude, or values) and coordinates; the axis names replaced in ``axes``."""
     out: dict[str, RawVariable] = {}
-    if dim_names is not None:
-        return out
     for name, objs in by_name.items():
-        first = objs[0]
-        grid = first.producer.grid(first.all_keys(), first.shape) if first.producer is not None else None
-        if grid is None:
+        first, producer = objs[0], objs[0].producer
+        if producer is None or (grid := producer.grid(first.all_keys(), first.shape)) is None:
             continue
         axes[name] = AxisNames(list(grid.dims), [False] * len(grid.dims))
+        make = derived if producer.writer_rederives_grid else array_variable
         for cname, (dims, values, attrs) in grid.coords.items():
-            rederived = first.producer is not None and first.producer.writer_rederives_grid
-            add_same(cname, derived(dims, values, attrs) if rederived else array_variable(dims, values, attrs), out)
+            add_same(cname, make(dims, values, attrs), out)
     return out
 
 
@@ -170,9 +158,8 @@ def _dim_hints(
     object_hints = {n: _object_hints(v) for n, v in by_name.items()}
     if not only_group and any(len(distinct_hints(h)) > 1 for h in [file_hints, *object_hints.values()]):
         return None
-    shapes = [v[0].shape for v in by_name.values()]
     raw_file_hint = consistent_hint(file_hints, "_extra_.dim_names", repr(file_name))
-    file_hint = parse_file_hint(raw_file_hint, [len(s) for s in shapes], file_name) if data else None
+    file_hint = parse_file_hint(raw_file_hint, [len(v[0].shape) for v in by_name.values()], file_name)
     hints = {}
     for n, v in by_name.items():
         raw = consistent_hint(object_hints[n], f"per-object dim_names of {n!r}", repr(file_name))
@@ -222,16 +209,15 @@ def _build_group(
                 + ", ".join(f"{d!r} ({sorted(s)})" for d, s in conflicts.items())
             )
         return None
-    grid_coords = _producer_grids(by_name, axes, dim_names)
+    grid_coords = _producer_grids(by_name, axes) if dim_names is None else {}  # asked-for names win
     plan = plan_hypercube(by_name, name_keys, strict=strict)
-    mine = _coords_for(coords, axes, shapes, only_group)
+    mine = _coords_for(coords, axes, shapes, only_group, csizes)
     varying = {k for c in plan.variables.values() for k in c.varying} | set(plan.sources.values())
     return build_group(plan, {n: a.names for n, a in axes.items()}, mine, _global_attrs(extra, varying), grid_coords)
 
 
 def _grouped(data: list[TgObject], coords: list[CoordObject], **kw: Any) -> dict[str, RawGroup]:
-    """``{"/": group}``, or where the variables really conflict one group per grid shape (``"/"`` when only
-    one of them is left)."""
+    """``{"/": group}``, or where variables really conflict one group per grid shape (``"/"`` if one is left)."""
     one = _build_group(data, coords, only_group=False, **kw)
     if one is not None:
         return {"/": one}
@@ -290,10 +276,8 @@ def tensogram_groups(
     message_index: Any = None,
 ) -> dict[str, RawGroup]:
     """All groups of a Tensogram file as raw (CF-encoded) group records: ``{"/": group}`` unless variables
-    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes).
-
-    Tensogram's format record names this function: its keywords are the open options Tensogram
-    files take (defaults in :mod:`xarray_tensogram.options`)."""
+    really conflict (one name with two shapes or dtypes, one explicit dim name with two sizes). Its keywords
+    are the open options Tensogram files take (its format record names it)."""
     fraction = _range_threshold(range_threshold)
     messages = select_messages(len(tfile), message_index, merge_objects)
     objects = collect_objects(tfile, messages, verify_hash=verify_hash, range_threshold=fraction)

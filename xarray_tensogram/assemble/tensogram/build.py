@@ -1,9 +1,8 @@
 """Stage 5: turn a plan into the group record of lazy, CF-encoded variables (:class:`~..raw_variables.RawGroup`).
 
-Stacked dimensions get coordinates (MARS time/step CF-encoded as cfgrib users know them, plus
-``valid_time``); dependent keys become coordinates along the dimensions that determine them;
-constant keys become netCDF-safe attributes (``cf.*`` lifted). Each variable's ``encoding``
-records what the writer needs to turn it back into messages; entries other stages add are kept.
+Stacked dimensions get coordinates (MARS time/step CF-encoded as cfgrib users know them, plus ``valid_time``);
+dependent keys become coordinates along the dimensions that determine them; constant keys become netCDF-safe
+attributes (``cf.*`` lifted). Each variable's ``encoding`` records what the writer needs to write it back.
 """
 
 from __future__ import annotations
@@ -75,9 +74,9 @@ def _values_variable(
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
         arr = np.asarray(values if len(present) == len(values) else [np.nan if v is None else v for v in values])
-        return array_variable(tuple(dims), arr.reshape(shape), attrs)
-    text = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
-    return array_variable(tuple(dims), text.reshape(shape), attrs)
+    else:
+        arr = np.asarray([("" if v is None else str(v)) for v in values], dtype=object)
+    return array_variable(tuple(dims), arr.reshape(shape), attrs)
 
 
 #: CF time coordinates as cfgrib users know them: seconds since the epoch, hours decoded to timedelta64
@@ -129,11 +128,9 @@ def _dependent_coordinate(
 
 
 def _fill_value(first: TgObject, holes: int) -> Any:
-    if holes and first.dtype.kind in "fc":
-        return np.nan
-    if holes and first.dtype.kind in "iu":
-        return np.iinfo(first.dtype).max  # a sentinel CF decoding masks, so holes are not read as zeros
-    return None
+    """NaN, or for integers a sentinel CF decoding masks (holes are not read as zeros); None without holes."""
+    kind = first.dtype.kind if holes else ""
+    return np.nan if kind in ("f", "c") else np.iinfo(first.dtype).max if kind in ("i", "u") else None
 
 
 def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[str]]:
@@ -145,12 +142,10 @@ def _attributes(cube: VarCube, first: TgObject) -> tuple[dict[str, Any], list[st
 
 
 def _add_table_attributes(first: TgObject, attrs: dict[str, Any], record: LayoutRecord) -> None:
-    """units/long_name/standard_name from the parameter table (``params.py``) where the object names a
-    known parameter and lacks them: the file's own attributes always win."""
+    """units, long_name, standard_name of a known parameter (``params.py``) where missing: the file's own win."""
     if all(k in attrs for k in TABLE_ATTRS):
         return
-    table = table_attributes(first.all_keys())
-    added = {k: v for k, v in table.items() if k not in attrs}
+    added = {k: v for k, v in table_attributes(first.all_keys()).items() if k not in attrs}
     if added:
         attrs.update(added)
         record.table_attrs = added  # not the file's: the writer leaves them out
@@ -215,13 +210,9 @@ def _add_valid_time(coords: dict[str, RawVariable]) -> None:
     t, s = coords.get("time"), coords.get("step")
     if t is None or s is None or t.attrs.get("units") != TIME_UNITS or s.attrs.get("units") != STEP_UNITS:
         return
-    tv = t.values.astype(np.int64)
-    sv = np.round(s.values.astype(np.float64) * 3600).astype(np.int64)
-    coords["valid_time"] = array_variable(  # along time, step, both or none
-        t.dims + s.dims,
-        np.add.outer(tv, sv),
-        {"standard_name": "time", "long_name": "time", **_TIME},
-    )
+    seconds = np.add.outer(t.values.astype(np.int64), np.round(s.values.astype(np.float64) * 3600).astype(np.int64))
+    attrs = {"standard_name": "time", "long_name": "time", **_TIME}
+    coords["valid_time"] = array_variable(t.dims + s.dims, seconds, attrs)  # along time, step, both or none
 
 
 def _match_trailing(shape: tuple[int, ...], variables: Mapping[str, RawVariable]) -> list[str] | None:
@@ -302,9 +293,7 @@ def build_group(
             _producer_scalars(cube.objects[0], producer, stack, scalars, disagree)
     # a name that is some variable's dim (t on 850/600 hPa beside q at 150 hPa) is no scalar coordinate
     dims = {d for v in variables.values() for d in v.dims}
-    for name, var in scalars.items():
-        if name not in dims and name not in out:
-            out[name] = var
+    out.update({name: var for name, var in scalars.items() if name not in dims and name not in out})
     _add_valid_time(out)
     _coordinate_variables(coords, variables, out)
     return RawGroup.of(variables, out, {**global_attrs, WIRE_VERSION_ATTR: 3})

@@ -1,10 +1,9 @@
 """Stage 1: collect the data objects of the selected messages with their metadata.
 
-An object's metadata is its ``base[i]`` entry merged over the free-form params of its descriptor
-(the reference encoder puts keys given next to a descriptor there): where both have a key,
-``base[i]`` wins. The message's global metadata (``_extra_`` and other top-level keys, never
-``_reserved_``) is kept beside it with the lowest priority, so that messages differing only in a
-global key can still be stacked along it.
+An object's metadata is its ``base[i]`` entry merged over the free-form params of its descriptor (where the
+reference encoder puts keys given next to a descriptor): ``base[i]`` wins. The message's global metadata
+(``_extra_`` and other top-level keys, never ``_reserved_``) is kept beside it with the lowest priority, so
+that messages differing only in a global key can still be stacked along it.
 """
 
 from __future__ import annotations
@@ -39,10 +38,10 @@ __all__ = [
     "select_messages",
 ]
 
-#: top-level metadata keys that are not global user metadata
-#: the one empty map that every message without ``_extra_`` or global keys shares (read only): two maps fewer
-#: per message alive while the open runs, each counted towards the garbage collector's next pass
+#: the one empty map every message without ``_extra_`` or global keys shares (read only): two maps fewer per
+#: message alive while the open runs, each counted towards the garbage collector's next pass
 _NONE: dict[str, Any] = {}
+#: top-level metadata keys that are not global user metadata
 _FRAME_KEYS = frozenset({"base", "_extra_", "_reserved_", "version"})
 _NO_SKIP: frozenset[str] = frozenset()
 
@@ -51,9 +50,9 @@ _NO_SKIP: frozenset[str] = frozenset()
 class TgObject:
     """One data object with everything the later stages need (no payload is read).
 
-    An open of an archive holds one per object until the Dataset is built, and every pass of the garbage
-    collector walks what they hold: their flat key maps hold only scalars (maps the collector does not
-    track), and the callables that build an object's lazy array or its encoding are made when asked for.
+    An open holds one per object until the Dataset is built, walked by every pass of the garbage collector:
+    their flat key maps hold only scalars (untracked maps), and the callables that build an object's lazy
+    array or its encoding are made when asked for.
     """
 
     msg: int
@@ -108,8 +107,7 @@ class TgObject:
 
     @property
     def pipeline(self) -> Callable[[], dict[str, Any]] | None:
-        """The object's pipeline as writer options (encoding); None for remote files (its descriptor would
-        cost a request per object)."""
+        """The object's pipeline as writer options; None for remote files (a request per object's descriptor)."""
         return partial(pipeline_encoding, self.message, self.obj) if self.remote_frame is None else None
 
     def value(self, key: str) -> Any:
@@ -124,12 +122,9 @@ class TgObject:
 
 @dataclass(frozen=True, slots=True)
 class ObjectSpec:
-    """Builds the :class:`ArraySpec` of object ``j`` of ``message`` when a read first needs it.
-
-    What a stacked variable holds per member until then: one small object (with ``options`` shared by
-    every object of an open), where a ``functools.partial`` of a bound method was three, all of them
-    kept alive with the Dataset and walked by every pass of the garbage collector.
-    """
+    """Builds the :class:`ArraySpec` of object ``j`` of ``message`` when a read first needs it: one small
+    object per member (``options`` shared by the open) where a ``partial`` of a bound method was three, all
+    kept alive with the Dataset and walked by every pass of the garbage collector."""
 
     message: Message
     j: int
@@ -142,12 +137,11 @@ class ObjectSpec:
 class MessageMembers(dict[int, Any]):
     """``{flat index: member}`` of a stacked variable whose members are objects of messages.
 
-    Object ``j`` of ``messages[k]`` is held as the int ``k << 32 | j`` and made into the callable that builds
-    its spec (an :class:`ObjectSpec`) when asked for: an open Dataset of an archive of 100,000 messages would
-    otherwise hold 400,000 small objects that every pass of the garbage collector walks; ints are not
-    walked. ``message`` gives message ``k``: the open's own messages, or the metadata cache's table,
-    which parses a message when first asked for (the cache reads its entries back into this class).
-    """
+    Object ``j`` of ``messages[k]`` is held as the int ``k << 32 | j`` and made into its :class:`ObjectSpec`
+    when asked for: a Dataset of 100,000 messages would otherwise hold 400,000 small objects that every pass
+    of the garbage collector walks (ints are not walked). ``message`` gives message ``k``: the open's own, or
+    the metadata cache's table, which parses a message when first asked for (the cache reads its entries
+    back into this class)."""
 
     def __init__(self, message: Callable[[int], Message], options: Mapping[str, Any], items: Any = ()) -> None:
         super().__init__(items)
@@ -197,8 +191,7 @@ _ABSENT = object()
 
 
 def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] = ()) -> dict[str, Any]:
-    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` skipped, and
-    the top-level sections named in ``skip``)."""
+    """``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}`` (hashable values; ``_reserved_`` and ``skip`` left out)."""
     out: dict[str, Any] = {}
     _flatten_into(entry, prefix, out, frozenset(skip))
     return out
@@ -207,8 +200,8 @@ def flat_keys(entry: Mapping[str, Any], prefix: str = "", skip: Collection[str] 
 def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], skip: frozenset[str] = _NO_SKIP) -> bool:
     """:func:`flat_keys` of ``entry`` into ``out``; whether :func:`_rebuilt` gives ``entry`` back from them (text
     keys without dots, nor ``_reserved_``; values scalars, lists of scalars or non-empty maps of the same;
-    the keys in ``skip`` left out): found in the same walk, so that an open walks every object's metadata once.
-    Runs over every key of every object (about 50 per object of some producers): written for speed."""
+    ``skip`` left out), found in the same walk (one walk per object's metadata). Every key of every object runs
+    through here: written for speed."""
     names, plain, whole = _prefixed(prefix, tuple(entry), skip)
     if plain:  # text keys without dots: the usual map, its dotted names joined once per key set
         values = entry.values()
@@ -242,8 +235,7 @@ def _flatten_into(entry: Mapping[str, Any], prefix: str, out: dict[str, Any], sk
 
 def _frozen(v: Any) -> tuple[Any, bool]:
     """``hashable(v)``, and whether :func:`_rebuilt` gives ``v`` back from it: a list of scalars (dim names,
-    shapes) becomes a tuple that :func:`_rebuilt` makes a list again; the same tuple of names is shared by
-    every object that has it (one tuple for an archive's ``dim_names``, not one per object)."""
+    shapes) becomes a tuple (a list again when rebuilt); a tuple of names is shared by the objects that have it."""
     types = set(map(type, v)) if type(v) is list else None
     if types is not None and SCALARS.issuperset(types):
         return (_shared_names(tuple(v)) if types == _TEXT else tuple(v)), True
@@ -259,15 +251,15 @@ def _first_text(text: str) -> str:
 
 
 def _shared_text(value: Any) -> Any:
-    """Text values as the first equal text seen (others as they are): the objects of an archive repeat a few
-    values (``od``, ``oper``, parameter names), and one text object for each, not one per object, holds less
-    memory and lets the plan compare its columns by identity (an open of 100,000 operational messages: 11.3 s
-    of CPU without, 10.7 s with). Bounded: values that never repeat cycle out of the cache."""
+    """Text values as the first equal text seen: an archive repeats a few values (``od``, ``oper``, parameter
+    names), and one text object each holds less memory and lets the plan compare its columns by identity (an
+    open of 100,000 operational messages: 11.3 s of CPU without, 10.7 s with). Values that never repeat cycle
+    out of the cache."""
     return _first_text(value) if type(value) is str else value
 
 
 def _shared_texts(values: Iterable[Any]) -> list[Any]:
-    """:func:`_shared_text` of each value, in one list (a map's values; no call per value)."""
+    """:func:`_shared_text` of each value, without a call per value."""
     return [_first_text(v) if type(v) is str else v for v in values]
 
 
@@ -278,18 +270,16 @@ def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _prefixed(prefix: str, keys: tuple[Any, ...], skip: frozenset[str]) -> tuple[tuple[str | None, ...], bool, bool]:
-    """The dotted keys of a map's keys under ``prefix`` (None for those in ``skip``; worked out once per key
-    set: the objects of a file repeat a few), whether the others are plain (text without dots, not
-    ``_reserved_``: :func:`_rebuilt` gives them back; only then are the dotted keys used) and whether
-    none is skipped."""
+    """The dotted keys of a map's keys under ``prefix`` (None for those in ``skip``; once per key set: a file
+    repeats a few), whether the others are plain (text without dots, not ``_reserved_``; only then are the
+    dotted keys used) and whether none is skipped."""
     plain = all(type(k) is str and "." not in k and k != "_reserved_" for k in keys if k not in skip)
     names = tuple(None if k in skip else prefix + k for k in keys) if plain else ()
     return names, plain, skip.isdisjoint(keys)
 
 
 def _rebuilt(keys: Mapping[str, Any]) -> dict[str, Any]:
-    """The nested map that :func:`flat_keys` flattened into ``keys`` (see :func:`_flatten_into`):
-    tuples there were lists of scalars (:func:`_frozen`)."""
+    """The nested map that :func:`flat_keys` flattened into ``keys``: tuples there were lists (:func:`_frozen`)."""
     out: dict[str, Any] = {}
     for key, value in keys.items():
         *path, last = key.split(".")
@@ -304,10 +294,7 @@ def deep_merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any
     """``high`` over ``low``, merging nested maps key by key."""
     out = dict(low)
     for k, v in high.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = deep_merge(out[k], v)
-        else:
-            out[k] = v
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
@@ -327,10 +314,8 @@ def select_messages(count: int, message_index: Any, merge_objects: bool) -> list
                 f"merge_objects=False opens one message; message_index must be an int, got {message_index!r}"
             )
         return [one(0 if message_index is None else message_index)] if count else []
-    if message_index is None:
-        return list(range(count))
-    if isinstance(message_index, slice):
-        return list(range(count))[message_index]
+    if message_index is None or isinstance(message_index, slice):
+        return list(range(count)[message_index or slice(None)])
     if isinstance(message_index, Sequence) and not isinstance(message_index, str):
         return list(dict.fromkeys(one(i) for i in message_index))
     return [one(message_index)]
@@ -362,9 +347,8 @@ def _message_entries(msg: Message, meta: dict[str, Any] | None = None) -> tuple[
     objects' geometries worked out while the metadata (``meta``, else decoded again) is at hand.
 
     An entry no producer claims and that its flat keys give back is held as those keys, any other as a 1-tuple
-    of itself: the decoded metadata is dropped afterwards, since held for every message of an archive until
-    the objects are built, its 25 or so maps and lists per message were what the garbage collector walked most.
-    """
+    of itself: the decoded metadata (25 or so maps and lists per message, what the garbage collector walked
+    most) is dropped afterwards."""
     meta = msg.decoded_metadata() if meta is None else meta
     base = meta.get("base") or []
     for j in range(len(msg)):
@@ -388,9 +372,8 @@ def _is_empty(own: dict[str, Any] | tuple[dict[str, Any]]) -> bool:
 
 
 class _Scanned(dict[Message, int]):
-    """What the scan handed over (see :func:`decoded_once`): message -> where its ``_extra_``, global keys and
-    own entries start in one list. A tuple per message would be a container the garbage collector walks on
-    every pass while the scan goes on (a tuple that holds a map stays tracked); flat key maps are not."""
+    """What the scan handed over (:func:`decoded_once`): message -> where its ``_extra_``, global keys and own
+    entries start in one list (a tuple per message, holding maps, would stay tracked by the garbage collector)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -413,9 +396,8 @@ class _Scanned(dict[Message, int]):
 
 @contextmanager
 def decoded_once() -> Iterator[None]:
-    """Within it, the scan of a Tensogram file hands each message's decoded metadata to this stage, which
-    keeps what it needs (flat keys, mostly: maps the garbage collector does not walk) until
-    :func:`collect_objects` asks: every message's CBOR is decoded once per open, not twice."""
+    """Within it, the scan of a Tensogram file hands each message's decoded metadata to this stage, which keeps
+    what it needs until :func:`collect_objects` asks: every message's CBOR is decoded once per open, not twice."""
     token = SCANNED.set(_Scanned())
     try:
         yield
@@ -434,17 +416,16 @@ def collect_objects(
 ) -> list[TgObject]:
     """Every object of the selected messages, with metadata merged as the module docstring says.
 
-    Runs once per object of the file (40,000 times for 10,000 messages of 4 objects), so the loop
-    avoids work that is usually void: no merge when a descriptor has no params, no copy of the
-    global keys when a message has none. Local files always read the descriptor params; remote
-    files only where ``base[i]`` holds nothing, so that opening stays a few requests per message.
+    The loop runs once per object, so it skips work that is usually void (no merge when a descriptor has no
+    params, no copy of absent global keys). Local files always read the descriptor params; remote files only
+    where ``base[i]`` holds nothing, so that opening stays a few requests per message.
     """
     held = [tfile[m] for m in messages]
     local = bool(held) and is_local(held[0].source)
     spec_options = {"verify_hash": verify_hash, "range_threshold": range_threshold}
-    # the objects whose descriptor params are read, in one batch for the whole file: two rounds of reads
-    # (footers, then descriptors), not two per message; the answers come in the order asked. Local files:
-    # every object, each message's entries taken when its objects are built (none waits for the others)
+    # the objects whose descriptor params are read, in one batch: two rounds of reads (footers, then
+    # descriptors), not two per message, answered in the order asked. Local files: every object, each
+    # message's entries taken when its objects are built
     entries: Iterable[tuple[dict[str, Any], dict[str, Any], Owns]] = map(_entries, held)
     if local:
         wanted = [msg for msg in held for _j in range(len(msg))], [j for msg in held for j in range(len(msg))]
@@ -535,8 +516,7 @@ def _filter_value(o: TgObject, key: str) -> Any:
 
 
 def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] | None, name: str) -> None:
-    """Mark the data objects that ``filter_by_keys`` keeps; a filter that keeps none is an error
-    that lists the values each key takes in the file (or says no object has it)."""
+    """Mark the data objects ``filter_by_keys`` keeps; none kept is an error listing each key's values in the file."""
     if not filter_by_keys:
         return
     data = [o for o in objects if not o.is_coord]
@@ -546,7 +526,7 @@ def apply_filter(objects: Sequence[TgObject], filter_by_keys: Mapping[str, Any] 
         parts, unknown = [], False
         existing = sorted({k for o in data for k in o.all_keys()})
         for k, v in filter_by_keys.items():
-            values = sorted({str(_filter_value(o, k)) for o in data if _filter_value(o, k) is not None})
+            values = sorted({str(got) for o in data if (got := _filter_value(o, k)) is not None})
             if values:
                 parts.append(f"{k!r}={v!r}: the file has {', '.join(values[:20])}")
                 continue

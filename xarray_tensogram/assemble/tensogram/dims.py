@@ -1,19 +1,17 @@
 """Stage 3: the names of each variable's own axes (its tensor dimensions, not the stacked ones).
 
-Priority, per variable: the ``dim_names`` kwarg (checked: a mistake there is an error) > the
-object's ``dim_names`` entry > the file's ``_extra_.dim_names`` (a list, or a map ``{size: name}``
-with sizes as ints or strings) > a 1-D coordinate of matching size > ``dim_<axis>``. Malformed
-hints in a file are ignored with a warning. Generated names whose sizes clash become object-local,
-``obj_<i>_dim_<k>`` as in the reference backend (only the clashing axes); a hinted name that is a
-coordinate's dim at another size, or that names axes of several sizes, is renamed the same way,
-with a warning (one rule, :func:`resolve_axes`); the user's names with two sizes are a conflict the
-caller resolves with groups.
+Priority, per variable: the ``dim_names`` kwarg (checked: a mistake there is an error) > the object's
+``dim_names`` entry > the file's ``_extra_.dim_names`` (a list, or a map ``{size: name}`` with sizes as
+ints or strings) > a 1-D coordinate of matching size > ``dim_<axis>``. Malformed hints in a file are
+ignored with a warning. Generated names whose sizes clash, and hinted names at a size that conflicts,
+become object-local, ``obj_<i>_dim_<k>`` as in the reference backend (:func:`resolve_axes`); the user's
+names with two sizes are a conflict the caller resolves with groups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...dim_names import _dim_names_problem, requested_dims
@@ -34,7 +32,7 @@ def parse_object_hint(raw: Any, rank: int, where: str) -> list[str] | None:
     """An object's ``dim_names`` entry, or None (with a warning) when it is malformed."""
     if raw is None:
         return None
-    if isinstance(raw, (str, bytes)) or not isinstance(raw, (list, tuple)):
+    if not isinstance(raw, (list, tuple)):
         warn(f"{where}: dim_names {raw!r} is not a list of names; ignored")
         return None
     problem = _dim_names_problem(list(raw), rank)
@@ -54,12 +52,12 @@ def parse_file_hint(raw: Any, ranks: Sequence[int], where: str) -> list[str] | d
         except (TypeError, ValueError):
             warn(f"{where}: _extra_.dim_names {raw!r} maps something that is not a size; ignored")
             return None
-        if any(v == "" for v in out.values()) or len(set(out.values())) != len(out):
+        if "" in out.values() or len(set(out.values())) != len(out):
             warn(f"{where}: _extra_.dim_names {raw!r} has an empty or duplicate name; ignored")
             return None
         return out
     if isinstance(raw, list):
-        if not ranks or not any(_dim_names_problem(raw, r) is None for r in ranks):
+        if not any(_dim_names_problem(raw, r) is None for r in ranks):
             warn(f"{where}: _extra_.dim_names {raw!r} fits no variable (ranks {sorted(set(ranks))}); ignored")
             return None
         return [str(x) for x in raw]
@@ -110,21 +108,20 @@ def resolve_axes(
     """Axis names of every variable ``{name: (shape, object hint)}``, and the names the user's
     ``dim_names`` claims at several sizes (``{}`` when the variables can share one Dataset).
 
-    One rule for the file's own hints, in every path (one message or many, one group or several): a
-    hinted name that names a coordinate's (or the user's) dimension at another size is wrong in the
-    file, and each such axis gets its object-local name (``obj_<i>_dim_<k>``, as the reference backend
-    names it), with one warning per name. Hinted names that only disagree among themselves are a
-    conflict of grids: the caller splits the variables into groups, and renames them the same way only
-    in a group that cannot be split further (``rename_conflicts``). Names from the user's ``dim_names``
-    are never renamed: their conflicts are the caller's errors.
+    One rule for the file's own hints, in every path: a hinted name for a coordinate's (or the user's)
+    dimension at another size is wrong in the file, and each such axis gets its object-local name, with one
+    warning per name. Hinted names that only disagree among themselves are a conflict of grids: the caller
+    splits the variables into groups, and renames them the same way only in a group that cannot be split
+    further (``rename_conflicts``). The user's ``dim_names`` are never renamed: their conflicts are errors.
     """
-    local = _LocalNames(obj_index, {v: shape for v, (shape, _hint) in variables.items()})
+    shapes = {v: shape for v, (shape, _hint) in variables.items()}
+    local = _LocalNames(obj_index, shapes)
     out = {v: _axes_of(v, shape, dim_names, hint, file_hint, coord_sizes) for v, (shape, hint) in variables.items()}
-    user = {v for v, (shape, _hint) in variables.items() if requested_dims(dim_names, v, len(shape)) is not None}
+    user = {v for v, shape in shapes.items() if requested_dims(dim_names, v, len(shape)) is not None}
     hinted: dict[str, list[tuple[str, int, int]]] = {}  # name -> (variable, axis, size) named by a file hint
     fixed: dict[str, set[int]] = {n: set(s) for n, s in coord_dims.items()}  # sizes a hint must agree with
     for v, axes in out.items():
-        for k, (name, gen, size) in enumerate(zip(axes.names, axes.generic, variables[v][0], strict=True)):
+        for k, (name, gen, size) in enumerate(zip(axes.names, axes.generic, shapes[v], strict=True)):
             if v in user:
                 fixed.setdefault(name, set()).add(size)
             elif not gen:
@@ -134,8 +131,8 @@ def resolve_axes(
         if (sizes - fixed[name]) if fixed.get(name) else (rename_conflicts and len(sizes) > 1):
             owner = f"coord {name!r}" if name in coord_dims else f"the dim_names argument's {name!r}"
             _rename_hinted(out, name, claims, (owner, fixed.get(name, set())), local, where)
-    conflicts = {n: s for n, s in _claimed(out, variables, {}, named_only=True).items() if len(s) > 1}
-    _rename_clashing_generic(out, variables, coord_dims, coord_sizes, local)
+    conflicts = {n: s for n, s in claimed(out, shapes, {}, named_only=True).items() if len(s) > 1}
+    _rename_clashing_generic(out, shapes, coord_dims, coord_sizes, local)
     return out, conflicts
 
 
@@ -162,21 +159,21 @@ def _sizes(sizes: set[int]) -> str:
     return " or ".join(str(s) for s in sorted(sizes))
 
 
-def _claimed(
+def claimed(
     out: Mapping[str, AxisNames],
-    variables: Mapping[str, tuple[tuple[int, ...], Any]],
+    shapes: Mapping[str, tuple[int, ...]],
     claims: dict[str, set[int]],
     named_only: bool = False,
 ) -> dict[str, set[int]]:
-    """``claims`` (name -> sizes) with the size each variable's axis gives its name added (``named_only``: only
-    the names not generated)."""
+    """``claims`` (name -> sizes) plus the size each axis gives its name (``named_only``: no generated names)."""
     for v, axes in out.items():
-        for name, gen, size in zip(axes.names, axes.generic, variables[v][0], strict=True):
+        for name, gen, size in zip(axes.names, axes.generic, shapes[v], strict=True):
             if not (gen and named_only):
                 claims.setdefault(name, set()).add(size)
     return claims
 
 
+@dataclass
 class _LocalNames:
     """``obj_<i>_dim_<k>``: the reference backend's name for axis ``k`` of the variable of object ``i``.
 
@@ -184,10 +181,9 @@ class _LocalNames:
     ``i``: a name already given at another size gets a suffix (``obj_0_dim_0_1``) rather than clash.
     """
 
-    def __init__(self, obj_index: Mapping[str, int], sizes: Mapping[str, tuple[int, ...]]) -> None:
-        self.obj_index = obj_index
-        self.sizes = sizes
-        self.given: dict[str, int] = {}
+    obj_index: Mapping[str, int]
+    sizes: Mapping[str, tuple[int, ...]]
+    given: dict[str, int] = field(default_factory=dict)
 
     def name(self, var: str, axis: int) -> str:
         size = self.sizes[var][axis]
@@ -212,11 +208,9 @@ def _rename_hinted(
     object-local name, with one warning naming the axes, their sizes and their new names."""
     owner, fixed = fixed_by
     renamed = [(v, k, size) for v, k, size in claims if size not in fixed]
-    new = []
     for v, k, _size in renamed:
-        axes = out[v]
-        axes.names[k], axes.generic[k] = local.name(v, k), True
-        new.append(axes.names[k])
+        out[v].names[k], out[v].generic[k] = local.name(v, k), True
+    new = [out[v].names[k] for v, k, _size in renamed]
     sizes = {size for _v, _k, size in renamed}
     why = f"which conflicts with {owner} of size {_sizes(fixed)}" if fixed else "which one Dataset cannot hold"
     axes_text = ", ".join(f"{v!r} axis {k} (size {size})" for v, k, size in renamed)
@@ -229,7 +223,7 @@ def _rename_hinted(
 
 def _rename_clashing_generic(
     out: Mapping[str, AxisNames],
-    variables: Mapping[str, tuple[tuple[int, ...], Any]],
+    shapes: Mapping[str, tuple[int, ...]],
     coords: Mapping[str, set[int]],
     coord_sizes: Mapping[str, int],
     local: _LocalNames,
@@ -239,10 +233,9 @@ def _rename_clashing_generic(
     claims = {n: set(s) for n, s in coords.items()}
     for n, size in coord_sizes.items():
         claims.setdefault(n, set()).add(size)
-    _claimed(out, variables, claims)
+    claimed(out, shapes, claims)
     for v, axes in out.items():
-        for i, (name, gen) in enumerate(zip(axes.names, axes.generic, strict=True)):
-            size = variables[v][0][i]
+        for i, (name, gen, size) in enumerate(zip(axes.names, axes.generic, shapes[v], strict=True)):
             clash = len(claims[name]) > 1 and size not in coords.get(name, set())
             if gen and (clash or name in axes.names[:i]):
                 axes.names[i] = local.name(v, i)

@@ -1,19 +1,17 @@
 """Stage 4: stack the objects of each variable into a hypercube along independent metadata keys.
 
-Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``,
-``levelist``, ``number``, the other ``mars`` keys, then any other key (including the message's
-global metadata). Keys the object's producer says restate others are never
-candidates. A candidate becomes a dimension only if the variable name and the dimensions
-already chosen do not determine it; a dependent key becomes a coordinate along the dimensions
-that determine it (or an attribute when it is constant within a variable). The plan is made from
-the objects alone: nothing proportional to the cube's cell count is allocated, and a plan whose
-cells far exceed the objects is refused.
-Objects that land on the same cell are duplicates: a warning, then a ``message`` dimension
-separates them (``strict=True`` raises instead).
+Only keys that vary are candidates, in this order: MARS time (``date`` + ``time``), ``step``, ``levelist``,
+``number``, the other ``mars`` keys, then any other key (the message's global metadata included); keys the
+object's producer says restate others never are. A candidate becomes a dimension only if the variable name
+and the dimensions already chosen do not determine it; a dependent key becomes a coordinate along the
+dimensions that determine it (an attribute when constant within a variable). Nothing proportional to the
+cube's cell count is allocated, and a plan whose cells far exceed the objects is refused. Objects on the
+same cell are duplicates: a warning, then a ``message`` dimension separates them (``strict=True`` raises).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -61,10 +59,10 @@ _COMPUTED_FROM = dict.fromkeys(MARS_TIME_KEYS, TIME_SOURCE)
 _SOURCE_KEYS = {TIME_SOURCE: MARS_TIME_KEYS}
 _FIRST = (TIME_SOURCE, STEP_KEY, "mars.levelist", "mars.number")
 #: order of the stacked dimensions in a variable, as cfgrib users know it; other keys follow in plan order
-_OUTPUT_ORDER = ("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist")
+_OUTPUT_ORDER = {s: i for i, s in enumerate(("mars.number", TIME_SOURCE, STEP_KEY, "mars.levelist"))}
 
 
-#: what :func:`_varying_in` finds over all the objects of a group: the keys that vary, every key in order
+#: what :func:`_varying_in` finds over a group's objects: the keys that vary, every key in order
 _Walked = tuple[set[str], list[str]]
 
 
@@ -95,9 +93,9 @@ class CubePlan:
 
 
 def _forced(source: str) -> bool:
-    """Sources that are dimensions of the whole Dataset, whatever the variable name says (a Dataset cannot
-    hold two scalar ``time`` coordinates). Levels are not: a variable is stacked along its level only where
-    it has several (concatenated conversions of ``q`` at 150 hPa and ``t`` at 600 hPa stay 2-D)."""
+    """Sources that are dimensions of the whole Dataset whatever the variable name says (it cannot hold two
+    scalar ``time`` coordinates). Not levels: a variable is stacked along its level only where it has several
+    (``q`` at 150 hPa beside ``t`` at 600 hPa stay 2-D)."""
     return source in (TIME_SOURCE, STEP_KEY)
 
 
@@ -109,10 +107,8 @@ def dim_value(o: TgObject, source: str, dup_names: frozenset[str] = frozenset())
         return _step_value(o.value(source))
     if source.startswith(LEVEL_PREFIX):
         return o.level.value if o.level is not None and o.level.name == source[len(LEVEL_PREFIX) :] else None
-    if source == MESSAGE_SOURCE:
-        return o.msg if o.name in dup_names else None
-    if source == OBJECT_SOURCE:
-        return o.obj if o.name in dup_names else None
+    if source in (MESSAGE_SOURCE, OBJECT_SOURCE):  # set only for the variables whose duplicates they separate
+        return (o.msg if source == MESSAGE_SOURCE else o.obj) if o.name in dup_names else None
     return o.value(source)
 
 
@@ -129,33 +125,19 @@ def _step_value(step: Any) -> Any:
 
 
 class _Columns:
-    """The objects' values along each key, computed once per key: planning reads each many times.
-
-    ``raw(k)`` holds :func:`dim_value` of every object in order, ``keyed(k)`` the same as the plan
-    indexes them (NaN made comparable). A variable's objects are a contiguous span of the rows.
-    """
+    """The objects' values along each key, computed once per key (planning reads each many times): ``raw(k)``
+    holds :func:`dim_value` of every object in order, ``keyed(k)`` the same with NaN made comparable. A
+    variable's objects are a contiguous span of the rows."""
 
     def __init__(self, objs: Sequence[TgObject], dup_names: frozenset[str]) -> None:
         self.objs = objs
-        self.dup_names = dup_names
         self.names = [o.name for o in objs]
-        self._raw: dict[str, list[Any]] = {}
-        self._keyed: dict[str, list[Any]] = {}
-
-    def raw(self, key: str) -> list[Any]:
-        col = self._raw.get(key)
-        if col is None:
-            col = self._raw[key] = _column(self.objs, key, self.dup_names)
-        return col
-
-    def keyed(self, key: str) -> list[Any]:
-        col = self._keyed.get(key)
-        if col is None:  # key_of inlined: this runs once per object and key
-            col = self._keyed[key] = [("nan",) if type(v) is float and v != v else v for v in self.raw(key)]
-        return col
+        self.raw = raw = functools.cache(functools.partial(_column, objs, dup_names=dup_names))
+        # key_of inlined: this runs once per object and key
+        self.keyed = functools.cache(lambda key: [("nan",) if type(v) is float and v != v else v for v in raw(key)])
 
 
-def _column(objs: Sequence[TgObject], source: str, dup_names: frozenset[str]) -> list[Any]:
+def _column(objs: Sequence[TgObject], source: str, *, dup_names: frozenset[str]) -> list[Any]:
     """:func:`dim_value` of every object, worked out per column where the source is a key or two."""
     if source == TIME_SOURCE:
         return list(map(_time_value, _key_column(objs, "mars.date"), _key_column(objs, "mars.time")))
@@ -201,9 +183,8 @@ def _structural(key: str) -> bool:
 
 
 def _varies(key: str, cols: _Columns, maybe: set[str], producers: bool) -> bool:
-    """Whether a candidate's values differ between objects (``maybe``: the keys whose items are not equal in
-    every object, tested exactly here). An object without MARS time, step or a level does not make them
-    vary (a field with no time beside a cube)."""
+    """Whether a candidate's values differ between objects (``maybe``: the keys not equal in every object,
+    tested exactly here). An object without MARS time, step or a level does not make them vary."""
     if not producers and maybe.isdisjoint(_SOURCE_KEYS.get(key, (key,))):
         return False  # the keys it is computed from are the same in every object (no producer's view adds any)
     if _forced(key) or key.startswith(LEVEL_PREFIX):  # no keys of the metadata (but step): not in ``maybe``
@@ -212,9 +193,8 @@ def _varies(key: str, cols: _Columns, maybe: set[str], producers: bool) -> bool:
 
 
 def _rest_order(key: str, cols: _Columns) -> tuple[bool, bool, bool]:
-    """The other ``mars`` keys first, in the files' order. Files store other keys in no meaningful order (CBOR
-    maps are often sorted): those named like a coordinate come first, then numeric ones, so that a text label
-    does not become the dimension."""
+    """The other ``mars`` keys first, in the files' order; then (CBOR maps are often sorted, so no meaningful
+    order) those named like a coordinate, then numeric ones, so that a text label does not become the dim."""
     if key.startswith("mars."):
         return (False, False, False)
     named = key.rsplit(".", 1)[-1].lower() in TGM_COORDINATE_NAMES
@@ -266,12 +246,8 @@ def _sorted_unique(values: Iterable[Any]) -> list[Any]:
 
 def _var_dims(cols: _Columns, rows: range, chosen: Sequence[str]) -> list[str]:
     """The chosen keys a variable's rows vary along (MARS time and step: wherever it has them)."""
-    out = []
-    for s in chosen:
-        values = set(map(cols.keyed(s).__getitem__, rows))
-        if len(values) > 1 or (_forced(s) and values != {None}):
-            out.append(s)
-    return out
+    seen = ((s, set(map(cols.keyed(s).__getitem__, rows))) for s in chosen)
+    return [s for s, values in seen if len(values) > 1 or (_forced(s) and values != {None})]
 
 
 def _minimal_determinants(cols: _Columns, dims: Sequence[str], key: str) -> list[str]:
@@ -314,13 +290,8 @@ def _plan(
     ends = itertools.accumulate(map(len, by_name.values()))
     spans = {n: range(end - len(v), end) for (n, v), end in zip(by_name.items(), ends, strict=True)}
     chosen = _choose(cols, [*_candidates(objs, skip, cols, walked), *extra])
-    chosen.sort(
-        key=lambda s: (
-            _OUTPUT_ORDER.index("mars.levelist" if s.startswith(LEVEL_PREFIX) else s)
-            if s in _OUTPUT_ORDER or s.startswith(LEVEL_PREFIX)
-            else len(_OUTPUT_ORDER)
-        )
-    )
+    levelist = "mars.levelist"  # the place of a producer's level
+    chosen.sort(key=lambda s: _OUTPUT_ORDER.get(levelist if s.startswith(LEVEL_PREFIX) else s, len(_OUTPUT_ORDER)))
     var_dims = {n: _var_dims(cols, spans[n], chosen) for n in by_name}
     values = {s: _sorted_unique(cols.raw(s)[i] for n in by_name if s in var_dims[n] for i in spans[n]) for s in chosen}
     for s in chosen:
@@ -353,11 +324,9 @@ def _varying_maps(maps: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def _varying_in(maps: Sequence[Mapping[str, Any]]) -> _Walked:
-    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk).
-
-    Maps with the same keys (the usual case) are compared column by column; otherwise each key gets a
-    column with its absences marked (values are hashable, see ``flat_keys``). Either way the per-key work
-    runs in C."""
+    """:func:`_varying_maps`, and every key of the maps in first-seen order (found in the same walk). Maps with
+    the same keys (the usual case) are compared column by column, others by a column per key with absences
+    marked: either way the per-key work runs in C."""
     if not maps:
         return set(), []
     by_columns = _varying_columns(maps, "")
@@ -382,12 +351,9 @@ _ABSENT = object()
 
 
 def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
-    """The dotted keys (under ``prefix``) whose value differs between nested maps, as
-    :func:`_varying_maps` would find them in the flattened maps, without flattening them.
-
-    A producer's sections hold some 50 keys per object: they are compared column by column (one
-    ``itemgetter`` per map, ``tuple.count`` per key, both in C), and only the maps that differ
-    are descended into. Maps of different key sets fall back to flattening.
+    """The dotted keys (under ``prefix``) whose value differs between nested maps, as :func:`_varying_maps`
+    finds them in the flattened maps, without flattening (a producer's sections hold some 50 keys per object):
+    compared column by column, in C, descending only into maps that differ; different key sets are flattened.
     """
     if all(n is None for n in nodes):
         return set()
@@ -399,8 +365,8 @@ def _varying_nested(nodes: Sequence[Any], prefix: str) -> set[str]:
 
 
 def _varying_columns(nodes: Sequence[Any], prefix: str) -> set[str] | None:
-    """The varying keys of maps that all have the same keys, compared column by column (None when the
-    key sets differ: the caller compares another way). Nested maps that differ are descended into."""
+    """The varying keys of maps with the same keys, column by column, into nested maps that differ (None: the
+    key sets differ, the caller compares another way)."""
     first = nodes[0]
     names = list(first) if type(first) is dict else []
     if len(nodes) < 2 and type(first) is dict:

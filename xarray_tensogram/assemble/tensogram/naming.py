@@ -1,10 +1,9 @@
 """Stage 2: name the variables and tell coordinates from data.
 
-Coordinates are recognised by their name whatever ``variable_key`` says: an object named (by the
-default chain) like a coordinate, case-insensitively, or used by other objects as a dimension name
-or in a ``coordinates`` attribute. ``variable_key`` then names the data objects that have it; the
-others keep the default chain. A ``variable_key`` that no object has is a warning listing the keys
-that do exist.
+Coordinates are recognised by their name whatever ``variable_key`` says: an object named (by the default
+chain) like a coordinate, case-insensitively, or used by other objects as a dimension name or in a
+``coordinates`` attribute. ``variable_key`` then names the data objects that have it, the others keep the
+default chain; a ``variable_key`` no object has is a warning listing the keys that do exist.
 """
 
 from __future__ import annotations
