@@ -8,7 +8,7 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from ..errors import (
     MissingCodecError,
@@ -119,26 +119,22 @@ class FsspecSource(ByteSource):
     def _filesystem(self) -> tuple[Any, str]:
         if self._fs is None or self._pid != os.getpid():
             with self._lock:
-                if self._fs is None or self._pid != os.getpid():
-                    try:
-                        import fsspec
-                    except ImportError as exc:  # pragma: no cover - depends on environment
-                        raise MissingCodecError(f"reading {self.url!r} needs fsspec; {install_hint('remote')}") from exc
-                    try:
-                        fs, path = fsspec.core.url_to_fs(self.url, **self.storage_options)
-                    except ImportError as exc:
-                        raise MissingCodecError(
-                            f"reading {self.url!r} needs an fsspec driver that is not installed ({exc}); "
-                            f"{install_hint('remote')}, and the driver for this protocol (e.g. s3fs)"
-                        ) from exc
-                    except ValueError as exc:
-                        raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
-                    except TypeError as exc:  # a filesystem whose constructor does not take an option
-                        raise self._rejected(exc) from exc
-                    self._fs, self._path, self._pid = fs, path, os.getpid()
-        fs_path = self._path
-        assert fs_path is not None, "set together with self._fs"
-        return self._fs, fs_path
+                try:
+                    import fsspec
+
+                    if self._fs is None or self._pid != os.getpid():
+                        fs, self._path = fsspec.core.url_to_fs(self.url, **self.storage_options)
+                        self._fs, self._pid = fs, os.getpid()
+                except ImportError as exc:  # fsspec itself, or the driver of this protocol
+                    raise MissingCodecError(
+                        f"reading {self.url!r} needs fsspec and the driver for this protocol (e.g. s3fs), one of "
+                        f"which is not installed ({exc}); {install_hint('remote')}"
+                    ) from exc
+                except ValueError as exc:
+                    raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
+                except TypeError as exc:  # a filesystem whose constructor does not take an option
+                    raise self._rejected(exc) from exc
+        return self._fs, cast(str, self._path)  # set together with self._fs
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (partial(FsspecSource, retries=self.policy, _stamp=self.stamp), (self.url, self.storage_options))
@@ -164,12 +160,9 @@ class FsspecSource(ByteSource):
 
     def _fetch(self, offset: int, length: int) -> bytes:
         fs, path = self._filesystem()
-        retrying = Retrying(self.policy, self.url, offset, length, self.counts)
         if is_http(fs):
-            from fsspec.asyn import sync
-
-            data: bytes = sync(fs.loop, get_range, fs, path, offset, length, self.stamp, retrying)
-            return data
+            return self._get(fs, path, [(offset, length)])[0]
+        retrying = Retrying(self.policy, self.url, offset, length, self.counts)
         body = bytearray()
         while True:  # other filesystems: fsspec's reads, retried; a short body is kept and the rest asked for
             start = offset + len(body)
@@ -207,13 +200,10 @@ class FsspecSource(ByteSource):
             self.check_range(o, n, what)
         fs, path = self._filesystem()
         if is_http(fs):
-            from fsspec.asyn import sync
-
-            out = sync(fs.loop, self._get_ranges, fs, path, ranges)
+            out = self._get(fs, path, ranges)
         else:
-            got = fs.cat_ranges(
-                [path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges], on_error="return"
-            )
+            starts = [o for o, _ in ranges]
+            got = fs.cat_ranges([path] * len(ranges), starts, [o + n for o, n in ranges], on_error="return")
             # a range that failed or came back short is read again alone, with retries
             out = [
                 b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n)
@@ -221,21 +211,27 @@ class FsspecSource(ByteSource):
             ]
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(ranges)
-        return list(out)
+        return out
 
     #: ranges of one :meth:`read_ranges` in flight at once (as fsspec's own batches of coroutines)
     CONCURRENT = 128
 
-    async def _get_ranges(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """The ranges concurrently on fsspec's event loop (at most :attr:`CONCURRENT` at once), each retried alone."""
-        slots = asyncio.Semaphore(self.CONCURRENT)
+    def _get(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """HTTP(S) ranges, concurrently on fsspec's event loop (at most :attr:`CONCURRENT` at once), each retried
+        alone (:func:`.http.get_range`)."""
+        from fsspec.asyn import sync
 
-        async def one(offset: int, length: int) -> bytes:
-            async with slots:
-                retrying = Retrying(self.policy, self.url, offset, length, self.counts)
-                return await get_range(fs, path, offset, length, self.stamp, retrying)
+        async def gather() -> list[bytes]:
+            slots = asyncio.Semaphore(self.CONCURRENT)
 
-        return list(await asyncio.gather(*(one(o, n) for o, n in ranges)))
+            async def one(offset: int, length: int) -> bytes:
+                async with slots:
+                    retrying = Retrying(self.policy, self.url, offset, length, self.counts)
+                    return await get_range(fs, path, offset, length, self.stamp, retrying)
+
+            return list(await asyncio.gather(*(one(o, n) for o, n in ranges)))
+
+        return cast("list[bytes]", sync(fs.loop, gather))
 
 
 def _short(exc: BaseException) -> str:
