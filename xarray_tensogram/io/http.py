@@ -69,7 +69,7 @@ async def get_range(fs: Any, url: str, offset: int, length: int, stamp: Stamp, r
     while True:
         try:
             await _get_into(session, fs, url, offset + len(body), length - len(body), stamp, body)
-        except (FileChangedError, XarrayTensogramError, FileNotFoundError):
+        except (XarrayTensogramError, FileNotFoundError):  # a changed file too: none is worth another try
             raise
         except Exception as exc:  # classified: transient faults are retried, the others reported at once
             fault = transient(exc)

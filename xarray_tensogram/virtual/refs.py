@@ -62,30 +62,25 @@ def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None 
     from obstore.store import HTTPStore, LocalStore
 
     registry: Any = ObjectStoreRegistry()
-    http: dict[str, ChangeCheckedStore] = {}
-    seen: set[str] = set()
+    stores: dict[str, Any] = {}
     for url in urls:
         parsed = urlparse(file_url(url))
-        prefix = f"{parsed.scheme}://{parsed.netloc}"
-        if parsed.scheme in ("http", "https"):  # each file's version is noted now, and checked at every read
-            if prefix not in http:
+        prefix = f"{parsed.scheme}://{parsed.netloc}"  # file://: all local files
+        if prefix not in stores:
+            if parsed.scheme in ("http", "https"):
                 options: Any = {"allow_http": True} if parsed.scheme == "http" else None
-                http[prefix] = ChangeCheckedStore(HTTPStore.from_url(prefix, client_options=options))
-                registry.register(prefix, http[prefix])
-            http[prefix].remember(parsed.path.lstrip("/"))
-            continue
-        if prefix in seen:
-            continue
-        seen.add(prefix)
-        if parsed.scheme == "file":
-            registry.register("file://", LocalStore())
-        elif parsed.scheme == "s3":
-            registry.register(prefix, _s3_store(parsed.netloc, storage_options or {}))
-        else:
-            raise UnsupportedError(
-                f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
-                f"(local, http(s) and s3 are supported)"
-            )
+                store: Any = ChangeCheckedStore(HTTPStore.from_url(prefix, client_options=options))
+            elif parsed.scheme in ("file", "s3"):
+                store = LocalStore() if parsed.scheme == "file" else _s3_store(parsed.netloc, storage_options or {})
+            else:
+                raise UnsupportedError(
+                    f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
+                    f"(local, http(s) and s3 are supported)"
+                )
+            registry.register(prefix, store)
+            stores[prefix] = store
+        if isinstance(stores[prefix], ChangeCheckedStore):  # each file's version noted now, checked at every read
+            stores[prefix].remember(parsed.path.lstrip("/"))
     return registry
 
 
