@@ -79,14 +79,6 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> None:
                     os.unlink(os.path.join(directory, name))
 
 
-def _timeout() -> float:
-    text = os.environ.get("XARRAY_TENSOGRAM_LOCK_TIMEOUT")
-    try:
-        return float(text) if text else LOCK_TIMEOUT
-    except ValueError:
-        return LOCK_TIMEOUT
-
-
 @contextlib.contextmanager
 def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> Iterator[None]:
     """Hold the write lock of ``path`` (re-entrant within a thread); :class:`WriteLockTimeoutError` naming the
@@ -97,7 +89,10 @@ def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> It
     if sidecar is None or sidecar in held:  # not a file path (the writer says what it accepts), or held already
         yield
         return
-    wait = _timeout() if timeout is None else timeout
+    if timeout is None:
+        with contextlib.suppress(ValueError):  # an unreadable value: the default
+            timeout = float(os.environ.get("XARRAY_TENSOGRAM_LOCK_TIMEOUT") or LOCK_TIMEOUT)
+    wait = LOCK_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + wait
     with _GUARD:
         thread_lock = _THREAD_LOCKS.setdefault(sidecar, threading.Lock())

@@ -82,7 +82,8 @@ class FsspecSource(ByteSource):
                 f"{self.url}: the server does not report the file size (no Content-Length), so byte ranges "
                 "cannot be planned; use a 'simplecache::' URL to download the file first"
             )
-        return Stamp.from_info(int(size), info)
+        etag, modified = info.get("ETag"), info.get("Last-Modified")  # HTTP: the HEAD answer's headers
+        return Stamp(int(size), str(etag) if etag else None, str(modified) if modified else None)
 
     def _open_error(self, exc: Exception) -> Exception:
         """What an open that failed for good raises: the package's error, or the builtin that names the URL."""

@@ -81,12 +81,8 @@ def retry_after_seconds(text: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _network_fault(exc: BaseException) -> bool:
-    """A dropped or reset connection, a timeout, a body cut short: the network's faults, not the file's."""
-    return isinstance(exc, (ConnectionError, TimeoutError)) or any(t.__name__ in _NETWORK for t in type(exc).__mro__)
-
-
-#: the network faults of the HTTP libraries underneath, by class name (none of them is imported here)
+#: the network faults (a dropped or reset connection, a timeout, a body cut short: not the file's) of the HTTP
+#: libraries underneath, by class name (none of them is imported here); ConnectionError and TimeoutError too
 _NETWORK = {
     "ClientConnectionError",  # aiohttp: refused, reset, server disconnected, OS errors on the socket
     "ClientPayloadError",  # aiohttp: the body ended before its Content-Length
@@ -123,7 +119,7 @@ def transient(exc: BaseException) -> Fault:
             headers: Any = getattr(seen, "headers", None)  # a wait the server asks for, if the error carries it
             wait = retry_after_seconds(headers.get("Retry-After") if hasattr(headers, "get") else None)
             return Fault(status in RETRY_STATUSES or status >= 500, cause, status, wait, exc)
-        if _network_fault(seen):
+        if isinstance(seen, (ConnectionError, TimeoutError)) or any(t.__name__ in _NETWORK for t in type(seen).__mro__):
             return Fault(True, f"{type(seen).__name__}: {first_line(seen)}", error=exc)
         seen = seen.__cause__ or seen.__context__
     return Fault(False, f"{type(exc).__name__}: {first_line(exc)}", error=exc)
