@@ -1,21 +1,18 @@
 """Advisory locks that make the writers of one file take turns, and let readers skip an append in progress.
 
-``to_tetr``/``to_ztensor(mode="a")`` read the file, add to it and replace it (two at once would each replace
-the other's work); ``to_tensogram(mode="a")`` checks the file, then appends in place. So every writer holds
-:func:`write_lock` from before it reads the file until its commit: concurrent writers (threads or processes)
-run one after another.
+``to_tetr``/``to_ztensor(mode="a")`` read, extend and replace the file; ``to_tensogram(mode="a")`` checks it,
+then appends in place. So every writer holds :func:`write_lock` from before it reads the file until its commit.
 
-The lock is ``flock`` on a sidecar ``.<name>.lock`` beside the target, not on the target: a target replaced by
-rename would leave a lock on the old inode, and one that does not exist yet has nothing to lock. The writer
-that releases the sidecar removes it; one that finds its lock file unlinked under it starts over, so the lock
-stays exclusive. A thread lock per file serialises the threads of one process too (they share the process's
-locks where ``flock`` is emulated with POSIX locks, e.g. on NFS).
+The lock is ``flock`` on a sidecar ``.<name>.lock``, not on the target: a target replaced by rename would leave
+the lock on the old inode, and a new one has nothing to lock. The releasing writer removes the sidecar; one that
+finds its lock file unlinked under it starts over, so the lock stays exclusive. A thread lock per file also
+serialises the threads of one process (``flock`` emulated with POSIX locks, e.g. on NFS, is per process).
 
-Readers take no lock. While a ``.tgm`` append runs the file ends in a partial message, so the appender notes
-the size before it in the sidecar and :func:`stat_committed` gives readers that size while the lock is held.
-An appender killed halfway leaves its note: readers see the partial message (the scanner skips it with a
-warning), and the next writer cuts it off (only if the file is the same inode and still longer). ``.tet`` and
-``.zt`` are replaced by rename: readers see the old file or the new one.
+Readers take no lock. A ``.tgm`` appender notes the size before its append in the sidecar, and
+:func:`stat_committed` gives readers that size while the lock is held. An appender killed halfway leaves its
+note: readers see the partial message (the scanner skips it with a warning), and the next writer cuts it off
+(only if the file is the same inode and still longer). ``.tet`` and ``.zt`` are replaced by rename: readers see
+the old file or the new one.
 """
 
 from __future__ import annotations
@@ -216,13 +213,10 @@ def _append_note(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     from an appender that died: readers do not trust it (the file may have been replaced since)."""
     if fcntl is None:
         return None
-    sidecar = lock_path(path)
-    if not os.path.exists(sidecar):
-        return None  # no writer (and no lock file opened: readers open only the file they read)
     try:
-        fd = os.open(sidecar, os.O_RDONLY)
+        fd = os.open(lock_path(path), os.O_RDONLY)
     except OSError:
-        return None  # its writer just released it
+        return None  # no writer, or its writer just released it
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:  # a writer holds it: its note, if it has begun to append

@@ -72,10 +72,9 @@ class FsspecSource(ByteSource):
                 info = fs.info(path)
                 break
             except Exception as exc:
-                fault = transient(exc)
-                if not fault.transient:
+                if not (fault := transient(exc)).transient:
                     raise self._open_error(exc) from exc
-            retrying.sleep(fault, 0)
+                retrying.sleep(fault, 0)
         size = info.get("size")
         if size is None:
             raise XarrayTensogramError(
@@ -170,8 +169,7 @@ class FsspecSource(ByteSource):
             try:
                 body += self._cat(fs, path, start, offset + length)
             except Exception as exc:
-                fault = transient(exc)
-                if not fault.transient:
+                if not (fault := transient(exc)).transient:
                     raise
             else:
                 if len(body) == length:

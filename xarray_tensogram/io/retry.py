@@ -40,15 +40,15 @@ class RetryPolicy:
     def of(cls, value: RetryPolicy | int | Mapping[str, float] | None) -> RetryPolicy:
         """The policy an open option's value asks for: ``None`` (the defaults), a number of retries, a mapping
         of some of the fields (``{"retries": 8, "timeout": 120}``) or a policy."""
-        if value is None or isinstance(value, RetryPolicy):
-            return cls() if value is None else value
+        if isinstance(value, RetryPolicy):
+            return value
         names = [f.name for f in fields(cls)]
-        if isinstance(value, bool) or not isinstance(value, (int, Mapping)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, Mapping))):
             raise UnsupportedOptionError(
                 f"retries={value!r}: give a number of retries (e.g. 4), or a mapping of "
                 f"{', '.join(names)} (e.g. {{'retries': 8, 'timeout': 120}})"
             )
-        given = {"retries": value} if isinstance(value, int) else dict(value)
+        given = {} if value is None else {"retries": value} if isinstance(value, int) else dict(value)
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise UnsupportedOptionError(f"retries: unknown key(s) {unknown}; the keys are {names}")
