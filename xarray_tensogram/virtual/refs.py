@@ -110,24 +110,6 @@ def open_virtual_dataset(
     return vds
 
 
-def _fix_fill_values(refs: dict[str, Any]) -> None:
-    def load(value: Any) -> dict[str, Any]:
-        return json.loads(value) if isinstance(value, str) else dict(value)
-
-    for key in [k for k in refs if k.endswith("/.zarray") or k == ".zarray"]:
-        prefix = key[: -len(".zarray")]
-        zarray, zattrs = load(refs[key]), load(refs.get(prefix + ".zattrs", "{}"))
-        dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
-        # loaded zero-size arrays are written with zero-size chunks, which Parquet references divide by
-        zarray["chunks"] = [max(1, int(c)) for c in zarray.get("chunks", [])]
-        if "_FillValue" in zattrs and dtype is not None:
-            zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
-        else:
-            zarray["fill_value"] = "NaN" if dtype is not None and dtype.kind == "f" else None
-        refs[key] = json.dumps(zarray, separators=(",", ":"))
-        refs[prefix + ".zattrs"] = json.dumps(zattrs, separators=(",", ":"))
-
-
 def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
     """A ``_FillValue`` attribute as the v3 parsers store it (xarray's encoding) -> Zarr v2 JSON."""
     from xarray.backends.zarr import FillValueCoder
@@ -152,7 +134,20 @@ def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
     inner = refs["refs"]
     for key in [k for k in inner if k.endswith("/") and not k.endswith("//")]:  # a 0-d array's chunk
         inner[key + "0"] = inner.pop(key)
-    _fix_fill_values(inner)
+    for key in [k for k in inner if k.endswith("/.zarray") or k == ".zarray"]:
+        prefix = key[: -len(".zarray")]
+        zarray, zattrs = (
+            json.loads(v) if isinstance(v, str) else dict(v) for v in (inner[key], inner.get(prefix + ".zattrs", "{}"))
+        )
+        dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
+        # loaded zero-size arrays are written with zero-size chunks, which Parquet references divide by
+        zarray["chunks"] = [max(1, int(c)) for c in zarray.get("chunks", [])]
+        if "_FillValue" in zattrs and dtype is not None:
+            zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
+        else:
+            zarray["fill_value"] = "NaN" if dtype is not None and dtype.kind == "f" else None
+        inner[key] = json.dumps(zarray, separators=(",", ":"))
+        inner[prefix + ".zattrs"] = json.dumps(zattrs, separators=(",", ":"))
     return dict(refs)
 
 
