@@ -25,16 +25,13 @@ from .retry import Fault, Retrying, RetryPolicy, transient
 
 
 class FsspecSource(ByteSource):
-    """A file at any fsspec URL (``s3://``, ``https://``, chained ``simplecache::s3://...``; ``storage_options``
-    go to fsspec unchanged). Opening asks for the size once (one ``HEAD``); every :meth:`read` is one ranged
-    ``GET`` of exactly its bytes, and :meth:`read_ranges` sends its ranges concurrently.
-
-    The formats parse their metadata at the ends of the file with small reads, so the opening source fetches
-    the first and last ``END_BLOCK`` bytes once, the first time a small read falls there (unpickled copies, Dask
-    tasks, fetch exactly their chunk's bytes). Every range is retried as the ``retries`` policy says, asking
-    again only for the bytes still missing (:mod:`.retry`); over HTTP(S) every answer must still carry what the
-    open saw (:mod:`.http`). The fsspec filesystem is made lazily in each process, so a pickle holds no connection.
-    """
+    """A file at any fsspec URL (``s3://``, ``https://``, ``simplecache::s3://...``; ``storage_options`` go to
+    fsspec unchanged). The open asks for the size once (one ``HEAD``); every :meth:`read` is one ranged ``GET`` of
+    exactly its bytes, :meth:`read_ranges` sends its ranges concurrently. The formats parse their metadata from
+    the file's ends with small reads, so the opening source caches its first and last ``END_BLOCK`` bytes
+    (unpickled copies, Dask tasks, fetch exactly their chunk's bytes). Ranges are retried per ``retries``, asking
+    again only for the bytes still missing (:mod:`.retry`), and over HTTP(S) checked against the open
+    (:mod:`.http`). The fsspec filesystem is made lazily in each process, so a pickle holds no connection."""
 
     def __init__(
         self,
