@@ -124,8 +124,7 @@ class Codec:
                 f"its parameters: {', '.join(known) or 'none'}"
             )
         for p in self.params:
-            problem = p.problem(given[p.name]) if p.name in given else None
-            if problem:
+            if p.name in given and (problem := p.problem(given[p.name])):
                 raise EncodeError(f"{what}{self.name} parameter {p.name!r} {problem}")
         return {p.name: given.get(p.name, p.default) for p in self.params if p.name in given or p.default is not None}
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any, cast
@@ -47,7 +48,7 @@ class FsspecSource(ByteSource):
         self.storage_options = dict(storage_options or {})
         self.policy = RetryPolicy.of(retries)
         #: retries made and bytes asked for again by this instance (see :class:`~.retry.Retrying`)
-        self.counts: dict[str, int] = {"retries": 0, "bytes_refetched": 0}
+        self.counts: Counter[str] = Counter(retries=0, bytes_refetched=0)
         self._fs: Any = None
         self._path: str | None = None
         self._pid = -1
@@ -243,10 +244,8 @@ def _refused_option(exc: BaseException | None) -> str | None:
     """The keyword a ``TypeError`` in ``exc``'s cause chain refused (``unexpected keyword argument 'x'``)."""
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, TypeError):
-            match = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
-            if match:
-                return match.group(1)
+        if isinstance(exc, TypeError) and (match := re.search(r"unexpected keyword argument '([^']+)'", str(exc))):
+            return match.group(1)
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return None
 

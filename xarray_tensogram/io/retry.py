@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -113,8 +114,7 @@ def transient(exc: BaseException) -> Fault:
     for _ in range(6):
         if seen is None:
             break
-        status = _status(seen)
-        if status is not None:
+        if (status := _status(seen)) is not None:
             cause = f"HTTP {status} ({first_line(seen)})"
             headers: Any = getattr(seen, "headers", None)  # a wait the server asks for, if the error carries it
             wait = retry_after_seconds(headers.get("Retry-After") if hasattr(headers, "get") else None)
@@ -135,7 +135,7 @@ class Retrying:
     url: str
     offset: int | None = None
     length: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
     tries: int = 0
     started: float = field(default_factory=time.monotonic)
     #: bytes still missing after the last try: a try that brought some counts as progress, not as a failure
@@ -155,8 +155,7 @@ class Retrying:
         delay = max(backoff * (0.5 + random.random() / 2), fault.retry_after or 0.0)
         if not fault.transient or self.tries > self.policy.retries or elapsed + delay > self.policy.timeout:
             raise RemoteReadError(self._message(fault, elapsed, delay)) from fault.error
-        self.counts["retries"] = self.counts.get("retries", 0) + 1
-        self.counts["bytes_refetched"] = self.counts.get("bytes_refetched", 0) + missing
+        self.counts.update(retries=1, bytes_refetched=missing)
         return delay
 
     def sleep(self, fault: Fault, missing: int) -> None:
