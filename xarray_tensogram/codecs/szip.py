@@ -219,8 +219,7 @@ class Szip(Codec):
         return dst[lo - start_out : hi - start_out]
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        """Exactly ``expected`` bytes (an output buffer of that size), parameters in libaec's ranges and no more
-        output than the payload can hold."""
+        """Exactly ``expected`` bytes, parameters in libaec's ranges, no more output than the payload can hold."""
         require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
         p = _libaec_params(params, stream_flags(params, expected, where))
         view = as_bytes(payload)

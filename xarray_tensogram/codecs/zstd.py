@@ -208,8 +208,7 @@ class Zstd(Codec):
     def decode_prefix(
         self, payload: Buffer, prefix: int, total: int, params: Mapping[str, Any], where: str = ""
     ) -> Buffer:
-        """Used to read leading rows of a compressed object; as with the reference's range decode, the part of
-        the stream after those bytes is not checked."""
+        """Leading rows of a compressed object; as in the reference's range decode, the rest is not checked."""
         return decompress(as_bytes(payload), total, where=where, prefix=prefix)
 
     max_output = staticmethod(max_output)  # type: ignore[assignment]  # the module's bound, as a method

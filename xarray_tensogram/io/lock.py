@@ -146,7 +146,11 @@ def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: 
             os.close(fd)
             _unlocked(path, f"the filesystem refuses locks ({exc.strerror})")
             return None
-        if _same_file(fd, sidecar):
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(sidecar))
+        except FileNotFoundError:
+            same = False
+        if same:
             if not created:  # a lock file that was there already: perhaps a writer died holding it
                 _recover(path, fd)
                 remove_stale_temporaries(path)
@@ -182,13 +186,6 @@ def _recover(path: str | os.PathLike[str], fd: int) -> None:
         if st.st_ino == note[0] and st.st_size > note[1]:
             os.truncate(path, note[1])
     os.ftruncate(fd, 0)
-
-
-def _same_file(fd: int, sidecar: str) -> bool:
-    try:
-        return os.path.samestat(os.fstat(fd), os.stat(sidecar))
-    except FileNotFoundError:
-        return False
 
 
 def _unlocked(path: str | os.PathLike[str], why: str) -> None:

@@ -214,8 +214,7 @@ class FsspecSource(ByteSource):
     CONCURRENT = 128
 
     def _get(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """HTTP(S) ranges, concurrently on fsspec's event loop (at most :attr:`CONCURRENT` at once), each retried
-        alone (:func:`.http.get_range`)."""
+        """HTTP(S) ranges on fsspec's loop, :attr:`CONCURRENT` at once, each retried alone (:func:`.http.get_range`)."""
         from fsspec.asyn import sync
 
         async def gather() -> list[bytes]:
