@@ -49,15 +49,13 @@ class FsspecSource(ByteSource):
         self.policy = RetryPolicy.of(retries)
         #: retries made and bytes asked for again by this instance (see :class:`~.retry.Retrying`)
         self.counts: Counter[str] = Counter(retries=0, bytes_refetched=0)
-        self._fs: Any = None
-        self._path: str | None = None
-        self._pid = -1
+        self._fs: Any = _fs  # an fsspec filesystem the caller already has (see open_source), else made lazily
+        self._path: str | None = None if _fs is None else _fs._strip_protocol(url)
+        self._pid = -1 if _fs is None else os.getpid()
         self._lock = threading.Lock()
         #: cached (offset, bytes) blocks at the start and the end of the file (see the class doc)
         self._ends: list[tuple[int, bytes]] = []
         self._cache_ends = _stamp is None
-        if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
-            self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
         self.stamp = self._stat() if _stamp is None else _stamp
         self.size = self.stamp.size
 
@@ -90,10 +88,8 @@ class FsspecSource(ByteSource):
             if _refused_option(exc) is not None:  # fsspec's HTTP filesystem reports a refused option as missing
                 return self._rejected(exc)
             reason = _short(exc)
-            what = (
-                "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
-            )
-            return FileNotFoundError(f"{self.url}: {what} ({reason})")
+            what = "cannot open the" if "Connect" in reason or "Timeout" in reason else "no such"
+            return FileNotFoundError(f"{self.url}: {what} remote file ({reason})")
         if isinstance(exc, PermissionError):
             return PermissionError(f"{self.url}: access denied ({_short(exc)})")
         return exc

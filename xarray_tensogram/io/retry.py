@@ -61,11 +61,8 @@ class RetryPolicy:
 
 def _status(exc: BaseException) -> int | None:
     """The HTTP status an error carries (aiohttp's ``status``, gcsfs's and others' ``code``)."""
-    for attr in ("status", "code", "status_code"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and 100 <= value < 600:
-            return value
-    return None
+    values = (getattr(exc, attr, None) for attr in ("status", "code", "status_code"))
+    return next((v for v in values if isinstance(v, int) and 100 <= v < 600), None)
 
 
 def retry_after_seconds(text: str | None) -> float | None:
