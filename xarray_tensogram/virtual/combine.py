@@ -37,6 +37,11 @@ def _summary(values: np.ndarray | None, size: int) -> str:
     return f"{size} values ({first} to {last})" if size > 1 else f"1 value ({first})"
 
 
+def _disjoint(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Two files' labels of one dim can be concatenated (no label in both)."""
+    return a is not None and b is not None and not np.intersect1d(a, b).size
+
+
 def check_combinable(
     paths: Sequence[str | os.PathLike[str]], datasets: Sequence[xr.Dataset], concat_dim: str | None
 ) -> None:
@@ -55,8 +60,8 @@ def check_combinable(
             same = first.sizes[dim] == ds.sizes[dim] and (a is None or b is None or np.array_equal(a, b))
             if same:
                 continue
-            if concat_dim is None and a is not None and b is not None and not np.intersect1d(a, b).size:
-                ordering = True  # no label in both files: combined along this dim, in the order of its labels
+            if concat_dim is None and _disjoint(a, b):
+                ordering = True  # combined along this dim, in the order of its labels
                 continue
             raise XarrayTensogramError(
                 f"files {_name(ref)!r} and {_name(path)!r} are on different grids: {dim!r} has "
