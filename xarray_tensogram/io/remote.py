@@ -100,8 +100,7 @@ class FsspecSource(ByteSource):
     def _rejected(self, exc: BaseException) -> StorageOptionsError:
         """fsspec reports an option it does not know as a TypeError; name it when the error does."""
         given = ", ".join(map(repr, self.storage_options)) or "none"
-        key = _refused_option(exc)
-        if key is not None:
+        if (key := _refused_option(exc)) is not None:
             protocol = self.url.split("::")[-1].split("://")[0]
             fs = type(self._fs).__name__ if self._fs is not None else f"the {protocol!r} filesystem"
             return StorageOptionsError(
