@@ -210,10 +210,13 @@ def _append_note(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     from an appender that died: readers do not trust it (the file may have been replaced since)."""
     if fcntl is None:
         return None
+    sidecar = lock_path(path)
+    if not os.path.exists(sidecar):
+        return None  # no writer (and no lock file opened: readers open only the file they read)
     try:
-        fd = os.open(lock_path(path), os.O_RDONLY)
+        fd = os.open(sidecar, os.O_RDONLY)
     except OSError:
-        return None  # no writer, or its writer just released it
+        return None  # its writer just released it
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:  # a writer holds it: its note, if it has begun to append
