@@ -124,8 +124,7 @@ class Codec:
                 f"its parameters: {', '.join(known) or 'none'}"
             )
         for p in self.params:
-            problem = p.problem(given[p.name]) if p.name in given else None
-            if problem:
+            if p.name in given and (problem := p.problem(given[p.name])):
                 raise EncodeError(f"{what}{self.name} parameter {p.name!r} {problem}")
         return {p.name: given.get(p.name, p.default) for p in self.params if p.name in given or p.default is not None}
 
@@ -156,8 +155,7 @@ class Codec:
         return None if self.max_ratio is None else self.max_ratio * max(stored, 1) + 4096
 
     def fits_output(self, decoded: np.ndarray, stored: np.ndarray) -> np.ndarray:
-        """Element-wise ``decoded <= max_output(stored)`` over ``uint64`` arrays: an index's claimed sizes
-        checked at once, before anything is allocated."""
+        """``decoded <= max_output(stored)`` over ``uint64`` arrays: an index's sizes checked before allocating."""
         bounds = [self.max_output(int(s)) for s in stored]
         return np.array([b is None or int(d) <= b for d, b in zip(decoded, bounds, strict=True)], dtype=bool)
 

@@ -64,14 +64,10 @@ def pack_fields(values: np.ndarray, bits: int) -> bytes:
     n = values.size
     if n == 0 or bits == 0:
         return b""
-    nbytes = (n * bits + 7) // 8
     if bits % 8 == 0:
         width = bits // 8
         if width in (1, 2, 4, 8):
             return values.astype(f">u{width}").tobytes()
         return values.astype(">u8").view(np.uint8).reshape(n, 8)[:, 8 - width :].tobytes()  # the low bytes
-    # bit matrix: n x bits, MSB first, then pack
-    shifts = np.arange(bits - 1, -1, -1, dtype=np.uint64)
-    bitmat = ((values[:, None] >> shifts[None, :]) & np.uint64(1)).astype(np.uint8)
-    packed = np.packbits(bitmat.reshape(-1))
-    return packed[:nbytes].tobytes()
+    shifts = np.arange(bits - 1, -1, -1, dtype=np.uint64)  # a bit matrix: n x bits, MSB first, then packed
+    return np.packbits(((values[:, None] >> shifts[None, :]) & np.uint64(1)).astype(np.uint8)).tobytes()

@@ -31,10 +31,6 @@ def _be(data: np.ndarray, at: int, n: int) -> int:
     return int.from_bytes(data[at : at + n].tobytes(), "big")
 
 
-def _le(data: np.ndarray, at: int, n: int) -> int:
-    return int.from_bytes(data[at : at + n].tobytes(), "little")
-
-
 class _Frame:
     """The frame's pieces fetched so far, over a zero buffer of its stored size."""
 
@@ -106,7 +102,7 @@ def _block_spans(f: _Frame, start: int, first: int, ranges: Sequence[tuple[int, 
     """Frame spans of the blocks of the chunk at ``start`` (decoded bytes from ``first`` on) that ``ranges``
     reach: the whole chunk where its layout is not plain blocks of compressed streams."""
     h = f.buf[start : start + CHUNK_HEADER]
-    nbytes, blocksize, cbytes = _le(h, 4, 4), _le(h, 8, 4), _le(h, 12, 4)
+    nbytes, blocksize, cbytes = (int(v) for v in h[4:16].view("<u4"))
     if start + cbytes > f.stored or cbytes < CHUNK_HEADER:
         raise f.fail(f"a chunk of {cbytes} bytes at {start} passes the frame's end")
     if h[31] & 0x70:  # a chunk of one repeated value: its header is all there is

@@ -54,8 +54,7 @@ def decompress_into(payload: bytes | memoryview, out: np.ndarray, *, where: str 
         got = cramjam.lz4.decompress_block_into(memoryview(payload)[4:], flat)
     except Exception as exc:  # cramjam raises DecompressionError (an Exception)
         raise CodecError(f"{where}lz4 block is corrupt: {exc}") from exc
-    if got != flat.size:
-        raise CodecError(f"{where}lz4 payload decodes to {got} bytes, expected {flat.size}")
+    check_size(flat[:got], flat.size, "lz4", where)
 
 
 class Lz4(Codec):

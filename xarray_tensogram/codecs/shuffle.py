@@ -21,8 +21,7 @@ def unshuffle(raw: np.ndarray, element_size: int) -> np.ndarray:
 
 
 def shuffle(raw: np.ndarray, element_size: int) -> np.ndarray:
-    """Group byte k of every ``element_size``-byte element together (k = 0 .. element_size - 1): the same
-    transpose as :func:`unshuffle`, of the other shape."""
+    """Byte k of every ``element_size``-byte element stored together: :func:`unshuffle`'s transpose, other shape."""
     return raw if element_size == 1 else unshuffle(raw, raw.size // element_size)
 
 

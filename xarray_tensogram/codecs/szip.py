@@ -68,12 +68,14 @@ def _libaec() -> ctypes.CDLL:
     return lib
 
 
-def _stream(lib: ctypes.CDLL, init: str, src: Any, n_in: int, dst: Any, n_out: int, p: Mapping[str, int]) -> Any:
+def _stream(
+    lib: ctypes.CDLL, init: str, src: Any, n_in: int, dst: Any, n_out: int, p: Mapping[str, int], where: str = ""
+) -> Any:
     """A libaec stream from ``n_in`` bytes at ``src`` to ``n_out`` at ``dst``, set up by ``aec_{init}_init``."""
     strm = _AecStream(next_in=src, avail_in=n_in, next_out=dst, avail_out=n_out, **p)
     if getattr(lib, f"aec_{init}_init")(ctypes.byref(strm)) != AEC_OK:
         given = " ".join(f"{k}={v}" for k, v in p.items())
-        raise CodecError(f"libaec refused parameters {given}")
+        raise CodecError(f"{where}libaec refused parameters {given}")
     return strm
 
 
@@ -85,10 +87,7 @@ def _run_decoder(
     bytes it wrote and libaec's return code. No copy of the input or the output."""
     lib = _libaec()
     dst = np.empty(max(want, 1), dtype=np.uint8)
-    try:
-        strm = _stream(lib, "decode", src.ctypes.data if src.size else None, src.size, dst.ctypes.data, want, p)
-    except CodecError as exc:
-        raise CodecError(f"{where}{exc}") from None
+    strm = _stream(lib, "decode", src.ctypes.data if src.size else None, src.size, dst.ctypes.data, want, p, where)
     try:
         if seek and lib.aec_buffer_seek(ctypes.byref(strm), seek) != AEC_OK:
             raise CodecError(f"{where}szip stream ends before bit {seek}")
@@ -220,8 +219,7 @@ class Szip(Codec):
         return dst[lo - start_out : hi - start_out]
 
     def decode(self, payload: Buffer, expected: int, params: Mapping[str, Any], where: str = "") -> Buffer:
-        """Exactly ``expected`` bytes (an output buffer of that size), parameters in libaec's ranges and no more
-        output than the payload can hold."""
+        """Exactly ``expected`` bytes, parameters in libaec's ranges, no more output than the payload can hold."""
         require("imagecodecs", f"{where}szip decompression")  # it bundles the libaec we call
         p = _libaec_params(params, stream_flags(params, expected, where))
         view = as_bytes(payload)

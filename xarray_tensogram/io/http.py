@@ -31,12 +31,6 @@ class Stamp:
     etag: str | None = None
     modified: str | None = None
 
-    @classmethod
-    def from_info(cls, size: int, info: Mapping[str, Any]) -> Stamp:
-        """From fsspec's ``info()`` (HTTP: the ``HEAD`` answer's headers)."""
-        etag, modified = info.get("ETag"), info.get("Last-Modified")
-        return cls(size, str(etag) if etag else None, str(modified) if modified else None)
-
     def changes(self, headers: Mapping[str, str]) -> list[str]:
         """What an answer's headers say changed since the open (empty when nothing did, or nothing is known)."""
         total = (headers.get("Content-Range") or "").rpartition("/")[2]
@@ -69,7 +63,7 @@ async def get_range(fs: Any, url: str, offset: int, length: int, stamp: Stamp, r
     while True:
         try:
             await _get_into(session, fs, url, offset + len(body), length - len(body), stamp, body)
-        except (FileChangedError, XarrayTensogramError, FileNotFoundError):
+        except (XarrayTensogramError, FileNotFoundError):  # a changed file too: none is worth another try
             raise
         except Exception as exc:  # classified: transient faults are retried, the others reported at once
             fault = transient(exc)

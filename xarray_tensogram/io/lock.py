@@ -1,21 +1,18 @@
 """Advisory locks that make the writers of one file take turns, and let readers skip an append in progress.
 
-``to_tetr``/``to_ztensor(mode="a")`` read the file, add to it and replace it (two at once would each replace
-the other's work); ``to_tensogram(mode="a")`` checks the file, then appends in place. So every writer holds
-:func:`write_lock` from before it reads the file until its commit: concurrent writers (threads or processes)
-run one after another.
+``to_tetr``/``to_ztensor(mode="a")`` read, extend and replace the file; ``to_tensogram(mode="a")`` checks it,
+then appends in place. So every writer holds :func:`write_lock` from before it reads the file until its commit.
 
-The lock is ``flock`` on a sidecar ``.<name>.lock`` beside the target, not on the target: a target replaced by
-rename would leave a lock on the old inode, and one that does not exist yet has nothing to lock. The writer
-that releases the sidecar removes it; one that finds its lock file unlinked under it starts over, so the lock
-stays exclusive. A thread lock per file serialises the threads of one process too (they share the process's
-locks where ``flock`` is emulated with POSIX locks, e.g. on NFS).
+The lock is ``flock`` on a sidecar ``.<name>.lock``, not on the target: a target replaced by rename would leave
+the lock on the old inode, and a new one has nothing to lock. The releasing writer removes the sidecar; one that
+finds its lock file unlinked under it starts over, so the lock stays exclusive. A thread lock per file also
+serialises the threads of one process (``flock`` emulated with POSIX locks, e.g. on NFS, is per process).
 
-Readers take no lock. While a ``.tgm`` append runs the file ends in a partial message, so the appender notes
-the size before it in the sidecar and :func:`stat_committed` gives readers that size while the lock is held.
-An appender killed halfway leaves its note: readers see the partial message (the scanner skips it with a
-warning), and the next writer cuts it off (only if the file is the same inode and still longer). ``.tet`` and
-``.zt`` are replaced by rename: readers see the old file or the new one.
+Readers take no lock. A ``.tgm`` appender notes the size before its append in the sidecar, and
+:func:`stat_committed` gives readers that size while the lock is held. An appender killed halfway leaves its
+note: readers see the partial message (the scanner skips it with a warning), and the next writer cuts it off
+(only if the file is the same inode and still longer). ``.tet`` and ``.zt`` are replaced by rename: readers see
+the old file or the new one.
 """
 
 from __future__ import annotations
@@ -79,14 +76,6 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> None:
                     os.unlink(os.path.join(directory, name))
 
 
-def _timeout() -> float:
-    text = os.environ.get("XARRAY_TENSOGRAM_LOCK_TIMEOUT")
-    try:
-        return float(text) if text else LOCK_TIMEOUT
-    except ValueError:
-        return LOCK_TIMEOUT
-
-
 @contextlib.contextmanager
 def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> Iterator[None]:
     """Hold the write lock of ``path`` (re-entrant within a thread); :class:`WriteLockTimeoutError` naming the
@@ -97,7 +86,10 @@ def write_lock(path: str | os.PathLike[str], timeout: float | None = None) -> It
     if sidecar is None or sidecar in held:  # not a file path (the writer says what it accepts), or held already
         yield
         return
-    wait = _timeout() if timeout is None else timeout
+    if timeout is None:
+        with contextlib.suppress(ValueError):  # an unreadable value: the default
+            timeout = float(os.environ.get("XARRAY_TENSOGRAM_LOCK_TIMEOUT") or LOCK_TIMEOUT)
+    wait = LOCK_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + wait
     with _GUARD:
         thread_lock = _THREAD_LOCKS.setdefault(sidecar, threading.Lock())
@@ -154,7 +146,11 @@ def _acquire(path: str | os.PathLike[str], sidecar: str, deadline: float, wait: 
             os.close(fd)
             _unlocked(path, f"the filesystem refuses locks ({exc.strerror})")
             return None
-        if _same_file(fd, sidecar):
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(sidecar))
+        except FileNotFoundError:
+            same = False
+        if same:
             if not created:  # a lock file that was there already: perhaps a writer died holding it
                 _recover(path, fd)
                 remove_stale_temporaries(path)
@@ -190,13 +186,6 @@ def _recover(path: str | os.PathLike[str], fd: int) -> None:
         if st.st_ino == note[0] and st.st_size > note[1]:
             os.truncate(path, note[1])
     os.ftruncate(fd, 0)
-
-
-def _same_file(fd: int, sidecar: str) -> bool:
-    try:
-        return os.path.samestat(os.fstat(fd), os.stat(sidecar))
-    except FileNotFoundError:
-        return False
 
 
 def _unlocked(path: str | os.PathLike[str], why: str) -> None:

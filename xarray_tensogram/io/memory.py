@@ -43,8 +43,7 @@ class FileObjectSource(ByteSource):
         self._lock = threading.Lock()
         self.name = str(getattr(fileobj, "name", "<file object>"))
         pos = fileobj.tell()
-        fileobj.seek(0, io.SEEK_END)
-        self.size = fileobj.tell()
+        self.size = fileobj.seek(0, io.SEEK_END)
         fileobj.seek(pos)
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -6,9 +6,10 @@ import asyncio
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from ..errors import (
     MissingCodecError,
@@ -25,16 +26,13 @@ from .retry import Fault, Retrying, RetryPolicy, transient
 
 
 class FsspecSource(ByteSource):
-    """A file at any fsspec URL (``s3://``, ``https://``, chained ``simplecache::s3://...``; ``storage_options``
-    go to fsspec unchanged). Opening asks for the size once (one ``HEAD``); every :meth:`read` is one ranged
-    ``GET`` of exactly its bytes, and :meth:`read_ranges` sends its ranges concurrently.
-
-    The formats parse their metadata at the ends of the file with small reads, so the opening source fetches
-    the first and last ``END_BLOCK`` bytes once, the first time a small read falls there (unpickled copies, Dask
-    tasks, fetch exactly their chunk's bytes). Every range is retried as the ``retries`` policy says, asking
-    again only for the bytes still missing (:mod:`.retry`); over HTTP(S) every answer must still carry what the
-    open saw (:mod:`.http`). The fsspec filesystem is made lazily in each process, so a pickle holds no connection.
-    """
+    """A file at any fsspec URL (``s3://``, ``https://``, ``simplecache::s3://...``; ``storage_options`` go to
+    fsspec unchanged). The open asks for the size once (one ``HEAD``); every :meth:`read` is one ranged ``GET`` of
+    exactly its bytes, :meth:`read_ranges` sends its ranges concurrently. The formats parse their metadata from
+    the file's ends with small reads, so the opening source caches its first and last ``END_BLOCK`` bytes
+    (unpickled copies, Dask tasks, fetch exactly their chunk's bytes). Ranges are retried per ``retries``, asking
+    again only for the bytes still missing (:mod:`.retry`), and over HTTP(S) checked against the open
+    (:mod:`.http`). The fsspec filesystem is made lazily in each process, so a pickle holds no connection."""
 
     def __init__(
         self,
@@ -50,16 +48,14 @@ class FsspecSource(ByteSource):
         self.storage_options = dict(storage_options or {})
         self.policy = RetryPolicy.of(retries)
         #: retries made and bytes asked for again by this instance (see :class:`~.retry.Retrying`)
-        self.counts: dict[str, int] = {"retries": 0, "bytes_refetched": 0}
-        self._fs: Any = None
-        self._path: str | None = None
-        self._pid = -1
+        self.counts: Counter[str] = Counter(retries=0, bytes_refetched=0)
+        self._fs: Any = _fs  # an fsspec filesystem the caller already has (see open_source), else made lazily
+        self._path: str | None = None if _fs is None else _fs._strip_protocol(url)
+        self._pid = -1 if _fs is None else os.getpid()
         self._lock = threading.Lock()
         #: cached (offset, bytes) blocks at the start and the end of the file (see the class doc)
         self._ends: list[tuple[int, bytes]] = []
         self._cache_ends = _stamp is None
-        if _fs is not None:  # an fsspec filesystem the caller already has (see open_source)
-            self._fs, self._path, self._pid = _fs, _fs._strip_protocol(url), os.getpid()
         self.stamp = self._stat() if _stamp is None else _stamp
         self.size = self.stamp.size
 
@@ -72,17 +68,17 @@ class FsspecSource(ByteSource):
                 info = fs.info(path)
                 break
             except Exception as exc:
-                fault = transient(exc)
-                if not fault.transient:
+                if not (fault := transient(exc)).transient:
                     raise self._open_error(exc) from exc
-            retrying.sleep(fault, 0)
+                retrying.sleep(fault, 0)
         size = info.get("size")
         if size is None:
             raise XarrayTensogramError(
                 f"{self.url}: the server does not report the file size (no Content-Length), so byte ranges "
                 "cannot be planned; use a 'simplecache::' URL to download the file first"
             )
-        return Stamp.from_info(int(size), info)
+        etag, modified = info.get("ETag"), info.get("Last-Modified")  # HTTP: the HEAD answer's headers
+        return Stamp(int(size), str(etag) if etag else None, str(modified) if modified else None)
 
     def _open_error(self, exc: Exception) -> Exception:
         """What an open that failed for good raises: the package's error, or the builtin that names the URL."""
@@ -92,10 +88,8 @@ class FsspecSource(ByteSource):
             if _refused_option(exc) is not None:  # fsspec's HTTP filesystem reports a refused option as missing
                 return self._rejected(exc)
             reason = _short(exc)
-            what = (
-                "cannot open the remote file" if "Connect" in reason or "Timeout" in reason else "no such remote file"
-            )
-            return FileNotFoundError(f"{self.url}: {what} ({reason})")
+            what = "cannot open the" if "Connect" in reason or "Timeout" in reason else "no such"
+            return FileNotFoundError(f"{self.url}: {what} remote file ({reason})")
         if isinstance(exc, PermissionError):
             return PermissionError(f"{self.url}: access denied ({_short(exc)})")
         return exc
@@ -106,8 +100,7 @@ class FsspecSource(ByteSource):
     def _rejected(self, exc: BaseException) -> StorageOptionsError:
         """fsspec reports an option it does not know as a TypeError; name it when the error does."""
         given = ", ".join(map(repr, self.storage_options)) or "none"
-        key = _refused_option(exc)
-        if key is not None:
+        if (key := _refused_option(exc)) is not None:
             protocol = self.url.split("::")[-1].split("://")[0]
             fs = type(self._fs).__name__ if self._fs is not None else f"the {protocol!r} filesystem"
             return StorageOptionsError(
@@ -119,26 +112,22 @@ class FsspecSource(ByteSource):
     def _filesystem(self) -> tuple[Any, str]:
         if self._fs is None or self._pid != os.getpid():
             with self._lock:
-                if self._fs is None or self._pid != os.getpid():
-                    try:
-                        import fsspec
-                    except ImportError as exc:  # pragma: no cover - depends on environment
-                        raise MissingCodecError(f"reading {self.url!r} needs fsspec; {install_hint('remote')}") from exc
-                    try:
-                        fs, path = fsspec.core.url_to_fs(self.url, **self.storage_options)
-                    except ImportError as exc:
-                        raise MissingCodecError(
-                            f"reading {self.url!r} needs an fsspec driver that is not installed ({exc}); "
-                            f"{install_hint('remote')}, and the driver for this protocol (e.g. s3fs)"
-                        ) from exc
-                    except ValueError as exc:
-                        raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
-                    except TypeError as exc:  # a filesystem whose constructor does not take an option
-                        raise self._rejected(exc) from exc
-                    self._fs, self._path, self._pid = fs, path, os.getpid()
-        fs_path = self._path
-        assert fs_path is not None, "set together with self._fs"
-        return self._fs, fs_path
+                try:
+                    import fsspec
+
+                    if self._fs is None or self._pid != os.getpid():
+                        fs, self._path = fsspec.core.url_to_fs(self.url, **self.storage_options)
+                        self._fs, self._pid = fs, os.getpid()
+                except ImportError as exc:  # fsspec itself, or the driver of this protocol
+                    raise MissingCodecError(
+                        f"reading {self.url!r} needs fsspec and the driver for this protocol (e.g. s3fs), one of "
+                        f"which is not installed ({exc}); {install_hint('remote')}"
+                    ) from exc
+                except ValueError as exc:
+                    raise XarrayTensogramError(f"{self.url}: fsspec cannot open this URL: {exc}") from exc
+                except TypeError as exc:  # a filesystem whose constructor does not take an option
+                    raise self._rejected(exc) from exc
+        return self._fs, cast(str, self._path)  # set together with self._fs
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (partial(FsspecSource, retries=self.policy, _stamp=self.stamp), (self.url, self.storage_options))
@@ -164,20 +153,16 @@ class FsspecSource(ByteSource):
 
     def _fetch(self, offset: int, length: int) -> bytes:
         fs, path = self._filesystem()
-        retrying = Retrying(self.policy, self.url, offset, length, self.counts)
         if is_http(fs):
-            from fsspec.asyn import sync
-
-            data: bytes = sync(fs.loop, get_range, fs, path, offset, length, self.stamp, retrying)
-            return data
+            return self._get(fs, path, [(offset, length)])[0]
+        retrying = Retrying(self.policy, self.url, offset, length, self.counts)
         body = bytearray()
         while True:  # other filesystems: fsspec's reads, retried; a short body is kept and the rest asked for
             start = offset + len(body)
             try:
                 body += self._cat(fs, path, start, offset + length)
             except Exception as exc:
-                fault = transient(exc)
-                if not fault.transient:
+                if not (fault := transient(exc)).transient:
                     raise
             else:
                 if len(body) == length:
@@ -207,13 +192,10 @@ class FsspecSource(ByteSource):
             self.check_range(o, n, what)
         fs, path = self._filesystem()
         if is_http(fs):
-            from fsspec.asyn import sync
-
-            out = sync(fs.loop, self._get_ranges, fs, path, ranges)
+            out = self._get(fs, path, ranges)
         else:
-            got = fs.cat_ranges(
-                [path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges], on_error="return"
-            )
+            starts = [o for o, _ in ranges]
+            got = fs.cat_ranges([path] * len(ranges), starts, [o + n for o, n in ranges], on_error="return")
             # a range that failed or came back short is read again alone, with retries
             out = [
                 b if isinstance(b, bytes) and len(b) == n else self._fetch(o, n)
@@ -221,21 +203,26 @@ class FsspecSource(ByteSource):
             ]
         self.bytes_read += sum(len(b) for b in out)
         self.read_calls += len(ranges)
-        return list(out)
+        return out
 
     #: ranges of one :meth:`read_ranges` in flight at once (as fsspec's own batches of coroutines)
     CONCURRENT = 128
 
-    async def _get_ranges(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """The ranges concurrently on fsspec's event loop (at most :attr:`CONCURRENT` at once), each retried alone."""
-        slots = asyncio.Semaphore(self.CONCURRENT)
+    def _get(self, fs: Any, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """HTTP(S) ranges on fsspec's loop, :attr:`CONCURRENT` at once, each retried alone (:func:`.http.get_range`)."""
+        from fsspec.asyn import sync
 
-        async def one(offset: int, length: int) -> bytes:
-            async with slots:
-                retrying = Retrying(self.policy, self.url, offset, length, self.counts)
-                return await get_range(fs, path, offset, length, self.stamp, retrying)
+        async def gather() -> list[bytes]:
+            slots = asyncio.Semaphore(self.CONCURRENT)
 
-        return list(await asyncio.gather(*(one(o, n) for o, n in ranges)))
+            async def one(offset: int, length: int) -> bytes:
+                async with slots:
+                    retrying = Retrying(self.policy, self.url, offset, length, self.counts)
+                    return await get_range(fs, path, offset, length, self.stamp, retrying)
+
+            return list(await asyncio.gather(*(one(o, n) for o, n in ranges)))
+
+        return cast("list[bytes]", sync(fs.loop, gather))
 
 
 def _short(exc: BaseException) -> str:
@@ -251,10 +238,8 @@ def _refused_option(exc: BaseException | None) -> str | None:
     """The keyword a ``TypeError`` in ``exc``'s cause chain refused (``unexpected keyword argument 'x'``)."""
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, TypeError):
-            match = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
-            if match:
-                return match.group(1)
+        if isinstance(exc, TypeError) and (match := re.search(r"unexpected keyword argument '([^']+)'", str(exc))):
+            return match.group(1)
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return None
 

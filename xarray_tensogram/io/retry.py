@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -40,15 +41,15 @@ class RetryPolicy:
     def of(cls, value: RetryPolicy | int | Mapping[str, float] | None) -> RetryPolicy:
         """The policy an open option's value asks for: ``None`` (the defaults), a number of retries, a mapping
         of some of the fields (``{"retries": 8, "timeout": 120}``) or a policy."""
-        if value is None or isinstance(value, RetryPolicy):
-            return cls() if value is None else value
+        if isinstance(value, RetryPolicy):
+            return value
         names = [f.name for f in fields(cls)]
-        if isinstance(value, bool) or not isinstance(value, (int, Mapping)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, Mapping))):
             raise UnsupportedOptionError(
                 f"retries={value!r}: give a number of retries (e.g. 4), or a mapping of "
                 f"{', '.join(names)} (e.g. {{'retries': 8, 'timeout': 120}})"
             )
-        given = {"retries": value} if isinstance(value, int) else dict(value)
+        given = {} if value is None else {"retries": value} if isinstance(value, int) else dict(value)
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise UnsupportedOptionError(f"retries: unknown key(s) {unknown}; the keys are {names}")
@@ -60,11 +61,8 @@ class RetryPolicy:
 
 def _status(exc: BaseException) -> int | None:
     """The HTTP status an error carries (aiohttp's ``status``, gcsfs's and others' ``code``)."""
-    for attr in ("status", "code", "status_code"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and 100 <= value < 600:
-            return value
-    return None
+    values = (getattr(exc, attr, None) for attr in ("status", "code", "status_code"))
+    return next((v for v in values if isinstance(v, int) and 100 <= v < 600), None)
 
 
 def retry_after_seconds(text: str | None) -> float | None:
@@ -81,12 +79,8 @@ def retry_after_seconds(text: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _network_fault(exc: BaseException) -> bool:
-    """A dropped or reset connection, a timeout, a body cut short: the network's faults, not the file's."""
-    return isinstance(exc, (ConnectionError, TimeoutError)) or any(t.__name__ in _NETWORK for t in type(exc).__mro__)
-
-
-#: the network faults of the HTTP libraries underneath, by class name (none of them is imported here)
+#: the network faults (a dropped or reset connection, a timeout, a body cut short: not the file's) of the HTTP
+#: libraries underneath, by class name (none of them is imported here); ConnectionError and TimeoutError too
 _NETWORK = {
     "ClientConnectionError",  # aiohttp: refused, reset, server disconnected, OS errors on the socket
     "ClientPayloadError",  # aiohttp: the body ended before its Content-Length
@@ -117,13 +111,12 @@ def transient(exc: BaseException) -> Fault:
     for _ in range(6):
         if seen is None:
             break
-        status = _status(seen)
-        if status is not None:
+        if (status := _status(seen)) is not None:
             cause = f"HTTP {status} ({first_line(seen)})"
             headers: Any = getattr(seen, "headers", None)  # a wait the server asks for, if the error carries it
             wait = retry_after_seconds(headers.get("Retry-After") if hasattr(headers, "get") else None)
             return Fault(status in RETRY_STATUSES or status >= 500, cause, status, wait, exc)
-        if _network_fault(seen):
+        if isinstance(seen, (ConnectionError, TimeoutError)) or any(t.__name__ in _NETWORK for t in type(seen).__mro__):
             return Fault(True, f"{type(seen).__name__}: {first_line(seen)}", error=exc)
         seen = seen.__cause__ or seen.__context__
     return Fault(False, f"{type(exc).__name__}: {first_line(exc)}", error=exc)
@@ -139,7 +132,7 @@ class Retrying:
     url: str
     offset: int | None = None
     length: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
     tries: int = 0
     started: float = field(default_factory=time.monotonic)
     #: bytes still missing after the last try: a try that brought some counts as progress, not as a failure
@@ -159,8 +152,7 @@ class Retrying:
         delay = max(backoff * (0.5 + random.random() / 2), fault.retry_after or 0.0)
         if not fault.transient or self.tries > self.policy.retries or elapsed + delay > self.policy.timeout:
             raise RemoteReadError(self._message(fault, elapsed, delay)) from fault.error
-        self.counts["retries"] = self.counts.get("retries", 0) + 1
-        self.counts["bytes_refetched"] = self.counts.get("bytes_refetched", 0) + missing
+        self.counts.update(retries=1, bytes_refetched=missing)
         return delay
 
     def sleep(self, fault: Fault, missing: int) -> None:

@@ -15,11 +15,11 @@ from ..errors import FileChangedError
 
 __all__ = ["ChangeCheckedStore"]
 
-Stamp = tuple[Any, Any, Any]
+Stamp = dict[str, Any]
 
 
 def _stamp(meta: Mapping[str, Any]) -> Stamp:
-    return meta.get("e_tag"), meta.get("last_modified"), meta.get("size")
+    return {"ETag": meta.get("e_tag"), "Last-Modified": meta.get("last_modified"), "size": meta.get("size")}
 
 
 class ChangeCheckedStore:
@@ -43,11 +43,10 @@ class ChangeCheckedStore:
         self._stamps[path] = _stamp(obstore.head(self.store, path))
 
     def _check(self, path: str, meta: Mapping[str, Any]) -> None:
-        seen = self._stamps.setdefault(path, _stamp(meta))
         now = _stamp(meta)
-        if now != seen:
-            names = ("ETag", "Last-Modified", "size")
-            what = "; ".join(f"{n} {a} -> {b}" for n, a, b in zip(names, seen, now, strict=True) if a != b)
+        seen = self._stamps.setdefault(path, now)
+        what = "; ".join(f"{n} {seen[n]} -> {v}" for n, v in now.items() if v != seen[n])
+        if what:
             raise FileChangedError(
                 f"{str(self.store.url).rstrip('/')}/{path}: the file changed since the virtual references to it "
                 f"were opened ({what}); its chunks would come from another version. Make the references again"

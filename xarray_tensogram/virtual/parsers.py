@@ -65,8 +65,7 @@ def _check_zarr_dtype(name: str, dtype: np.dtype) -> bool:
 
 @functools.cache
 def _store_class() -> type:
-    """A ManifestStore that also serves the inlined arrays and always loads them (built on first use:
-    virtualizarr is an optional extra)."""
+    """A ManifestStore serving the inlined arrays, which it always loads (built on first use: an optional extra)."""
     from virtualizarr.manifests import ManifestStore
 
     class TensogramManifestStore(ManifestStore):  # type: ignore[misc, unused-ignore]  # Any without virtualizarr

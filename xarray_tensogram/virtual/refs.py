@@ -62,30 +62,25 @@ def registry_for(urls: Iterable[str], storage_options: Mapping[str, Any] | None 
     from obstore.store import HTTPStore, LocalStore
 
     registry: Any = ObjectStoreRegistry()
-    http: dict[str, ChangeCheckedStore] = {}
-    seen: set[str] = set()
+    stores: dict[str, Any] = {}
     for url in urls:
         parsed = urlparse(file_url(url))
-        prefix = f"{parsed.scheme}://{parsed.netloc}"
-        if parsed.scheme in ("http", "https"):  # each file's version is noted now, and checked at every read
-            if prefix not in http:
+        prefix = f"{parsed.scheme}://{parsed.netloc}"  # file://: all local files
+        if prefix not in stores:
+            if parsed.scheme in ("http", "https"):
                 options: Any = {"allow_http": True} if parsed.scheme == "http" else None
-                http[prefix] = ChangeCheckedStore(HTTPStore.from_url(prefix, client_options=options))
-                registry.register(prefix, http[prefix])
-            http[prefix].remember(parsed.path.lstrip("/"))
-            continue
-        if prefix in seen:
-            continue
-        seen.add(prefix)
-        if parsed.scheme == "file":
-            registry.register("file://", LocalStore())
-        elif parsed.scheme == "s3":
-            registry.register(prefix, _s3_store(parsed.netloc, storage_options or {}))
-        else:
-            raise UnsupportedError(
-                f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
-                f"(local, http(s) and s3 are supported)"
-            )
+                store: Any = ChangeCheckedStore(HTTPStore.from_url(prefix, client_options=options))
+            elif parsed.scheme in ("file", "s3"):
+                store = LocalStore() if parsed.scheme == "file" else _s3_store(parsed.netloc, storage_options or {})
+            else:
+                raise UnsupportedError(
+                    f"virtual references for {url!r}: no object store for {parsed.scheme!r} URLs "
+                    f"(local, http(s) and s3 are supported)"
+                )
+            registry.register(prefix, store)
+            stores[prefix] = store
+        if isinstance(stores[prefix], ChangeCheckedStore):  # each file's version noted now, checked at every read
+            stores[prefix].remember(parsed.path.lstrip("/"))
     return registry
 
 
@@ -115,24 +110,6 @@ def open_virtual_dataset(
     return vds
 
 
-def _fix_fill_values(refs: dict[str, Any]) -> None:
-    def load(value: Any) -> dict[str, Any]:
-        return json.loads(value) if isinstance(value, str) else dict(value)
-
-    for key in [k for k in refs if k.endswith("/.zarray") or k == ".zarray"]:
-        prefix = key[: -len(".zarray")]
-        zarray, zattrs = load(refs[key]), load(refs.get(prefix + ".zattrs", "{}"))
-        dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
-        # loaded zero-size arrays are written with zero-size chunks, which Parquet references divide by
-        zarray["chunks"] = [max(1, int(c)) for c in zarray.get("chunks", [])]
-        if "_FillValue" in zattrs and dtype is not None:
-            zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
-        else:
-            zarray["fill_value"] = "NaN" if dtype is not None and dtype.kind == "f" else None
-        refs[key] = json.dumps(zarray, separators=(",", ":"))
-        refs[prefix + ".zattrs"] = json.dumps(zattrs, separators=(",", ":"))
-
-
 def _v2_fill(encoded: Any, dtype: np.dtype) -> Any:
     """A ``_FillValue`` attribute as the v3 parsers store it (xarray's encoding) -> Zarr v2 JSON."""
     from xarray.backends.zarr import FillValueCoder
@@ -157,7 +134,20 @@ def kerchunk_refs(vds: xr.Dataset) -> dict[str, Any]:
     inner = refs["refs"]
     for key in [k for k in inner if k.endswith("/") and not k.endswith("//")]:  # a 0-d array's chunk
         inner[key + "0"] = inner.pop(key)
-    _fix_fill_values(inner)
+    for key in [k for k in inner if k.endswith("/.zarray") or k == ".zarray"]:
+        prefix = key[: -len(".zarray")]
+        zarray, zattrs = (
+            json.loads(v) if isinstance(v, str) else dict(v) for v in (inner[key], inner.get(prefix + ".zattrs", "{}"))
+        )
+        dtype = np.dtype(zarray["dtype"]) if isinstance(zarray["dtype"], str) else None
+        # loaded zero-size arrays are written with zero-size chunks, which Parquet references divide by
+        zarray["chunks"] = [max(1, int(c)) for c in zarray.get("chunks", [])]
+        if "_FillValue" in zattrs and dtype is not None:
+            zarray["fill_value"] = _v2_fill(zattrs.pop("_FillValue"), dtype)
+        else:
+            zarray["fill_value"] = "NaN" if dtype is not None and dtype.kind == "f" else None
+        inner[key] = json.dumps(zarray, separators=(",", ":"))
+        inner[prefix + ".zattrs"] = json.dumps(zattrs, separators=(",", ":"))
     return dict(refs)
 
 
