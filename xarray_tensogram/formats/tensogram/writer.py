@@ -277,20 +277,15 @@ def _assemble_streaming(
     offsets = _offsets(data_frames, 24 + align8(len(header)))[:-1]
     index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
     tail.append(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
-    flags = 0x01 | 0x02 | 0x08 | 0x40
-    if hashing:
-        flags |= 0x80 | (0x20 if policy != "none" else 0)
+    flags = 0x01 | 0x02 | 0x08 | 0x40 | 0x80 * hashing | 0x20 * (hashing and policy != "none")
     return _message([header], data_frames, tail, flags, total=backfill)
 
 
 def _write_message(f: Any, m: bytes | EncodedMessage) -> int:
     """Write one message (bytes, or an :class:`EncodedMessage` chunk by chunk); return its length."""
-    if isinstance(m, EncodedMessage):
-        for part in m.parts:
-            f.write(part)
-        return m.length
-    f.write(m)
-    return len(m)
+    m = m if isinstance(m, EncodedMessage) else EncodedMessage([m], len(m))
+    f.writelines(m.parts)
+    return m.length
 
 
 def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
