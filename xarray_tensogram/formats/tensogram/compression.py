@@ -289,8 +289,6 @@ def chain_gives_values(desc: Params) -> bool:
 def chain_of(desc: Params, where: str = "") -> Chain:
     """The codec chain of a validated descriptor: its encoding, then its filter and compression stages."""
     values, count = _values_stage(desc, where)
-    stages = []
-    if desc["filter"] == shuffle.CODEC.name:
-        stages.append(Stage(shuffle.CODEC, {"element_size": desc.get("shuffle_element_size")}))
-    stages.append(_compression_stage(desc, where))
-    return Chain(values, tuple(stages), count)
+    unshuffle = Stage(shuffle.CODEC, {"element_size": desc.get("shuffle_element_size")})
+    shuffled = [unshuffle] if desc["filter"] == shuffle.CODEC.name else []
+    return Chain(values, (*shuffled, _compression_stage(desc, where)), count)

@@ -45,6 +45,7 @@ from .framing import (
     parse_frame_header,
 )
 from .metadata import message_metadata
+from .zarr_layout import object_layout
 
 
 @dataclass(slots=True)  # one per object of an archive: no per-instance dict
@@ -290,8 +291,6 @@ class ObjectReader:
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
         """This object as one Zarr chunk (:mod:`.zarr_layout`)."""
-        from .zarr_layout import object_layout
-
         lay, frame = self.layout(), (self.ref.frame_offset, self.ref.frame_length)
         return object_layout(spec, lay.descriptor, frame, (lay.region_start, lay.region_length))
 
