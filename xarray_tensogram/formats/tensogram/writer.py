@@ -80,10 +80,8 @@ def _normalise_value(v: Any) -> Any:
     integers outside i64 as floats (spec §7)."""
     if isinstance(v, dict):
         return {_normalise_value(k): _normalise_value(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, (list, tuple, np.ndarray)):
         return [_normalise_value(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [_normalise_value(x) for x in v.tolist()]
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
