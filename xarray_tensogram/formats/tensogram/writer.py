@@ -96,13 +96,9 @@ def _frame(frame_type: int, body: bytes, hashing: bool) -> bytes:
 
 
 def _reserved(reserved: Mapping[str, Any] | None) -> dict[str, Any]:
-    r = reserved or {}
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "time": r.get("time", now),
-        "uuid": r.get("uuid", str(uuidlib.uuid4())),
-        "encoder": r.get("encoder", dict(OUR_ENCODER)),
-    }
+    defaults = {"time": now, "uuid": str(uuidlib.uuid4()), "encoder": dict(OUR_ENCODER)}
+    return {key: (reserved or {}).get(key, value) for key, value in defaults.items()}  # other keys are not written
 
 
 def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
