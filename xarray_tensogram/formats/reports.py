@@ -62,11 +62,6 @@ def short_text(value: Any, limit: int = 40) -> str:
 def flat_keys(d: Any, prefix: str = "") -> dict[str, Any]:
     """Nested dicts as one level of dotted keys: ``{"mars": {"step": 6}}`` -> ``{"mars.step": 6}``."""
     out: dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            key = f"{prefix}{k}"
-            if isinstance(v, dict):
-                out.update(flat_keys(v, key + "."))
-            else:
-                out[key] = v
+    for k, v in d.items() if isinstance(d, dict) else ():
+        out.update(flat_keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
     return out

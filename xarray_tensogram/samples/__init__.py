@@ -28,33 +28,15 @@ __all__ = ["path", "paths"]
 
 def paths() -> list[str]:
     """Absolute paths (strings, ready for ``xr.open_dataset``) of every bundled ``.tgm``, ``.tet`` and ``.zt``
-    sample file, sorted by name.
-
-    Examples
-    --------
-    >>> import xarray_tensogram as xt
-    >>> [p.rsplit("/", 1)[-1] for p in xt.samples.paths()]
-    ['era_pl.tgm', 'forecast.tgm', 'grib_pl.tgm', 'sample.tet', 'sample.zt']
-    """
+    sample file, sorted by name: ``era_pl.tgm``, ``forecast.tgm``, ``grib_pl.tgm``, ``sample.tet``, ``sample.zt``."""
     folder = resources.files(__name__)  # anything else in it (the GRIB source, netcdf/) is no sample
     return sorted(str(p) for p in folder.iterdir() if p.name.endswith((".tgm", ".tet", ".zt")))
 
 
 def path(name: str) -> str:
-    """Absolute path of one bundled sample file.
+    """Absolute path of the bundled sample file ``name`` (e.g. ``"era_pl.tgm"``); a ``FileNotFoundError`` listing
+    the samples when there is none of that name.
 
-    Parameters
-    ----------
-    name : str
-        File name of the sample, e.g. ``"era_pl.tgm"`` (see :func:`paths` for the list).
-
-    Raises
-    ------
-    FileNotFoundError
-        If no sample has that name; the message lists the samples that exist.
-
-    Examples
-    --------
     >>> import xarray as xr
     >>> import xarray_tensogram as xt
     >>> ds = xr.open_dataset(xt.sample_path("era_pl.tgm"), engine="tensogram")

@@ -21,8 +21,7 @@ import numpy as np
 from ...array_spec import ArraySpec
 from ...conventions import LAYOUT_KEY
 from ...errors import TensogramMappingWarning, XarrayTensogramError, closest, describe
-from ...formats.tensogram.encoding import pipeline_encoding
-from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local
+from ...formats.tensogram.objects import Message, descriptor_params_columns, is_local, pipeline_encoding
 from ...formats.tensogram.scan import SCANNED
 from ...producers import producer_for
 from ...producers.interface import CoordinateRole, Producer

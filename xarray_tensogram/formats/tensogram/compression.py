@@ -257,10 +257,8 @@ def _compression_stage(desc: Params, where: str) -> Stage:
     if codec is szip.CODEC:
         return Stage(codec, szip_params(desc, where))
     if codec is zfp.CODEC:
-        mode = desc.get(descriptor_key(zfp.CODEC, "mode"))
-        required = ("mode", zfp.MODES.get(str(mode), "mode"))
-        params = codec_params(desc, codec, where, required=required)
-        return Stage(_Float64Out(codec, desc), params)
+        required = ("mode", zfp.MODES.get(str(desc.get(descriptor_key(codec, "mode"))), "mode"))
+        return Stage(_Float64Out(codec, desc), codec_params(desc, codec, where, required=required))
     if codec is sz3.CODEC:
         return Stage(_Float64Out(codec, desc), {})
     if codec in BITMAP_OBJECTS:
@@ -272,8 +270,7 @@ def _values_stage(desc: Params, where: str) -> tuple[Stage, int]:
     """The array->bytes stage of the descriptor's ``encoding`` and dtype, and the element count it decodes."""
     count = math.prod(desc["shape"])
     if desc["encoding"] == simple_packing.CODEC.name:
-        params = codec_params(desc, simple_packing.CODEC, where)
-        params.setdefault("decimal_scale_factor", 0)
+        params = {"decimal_scale_factor": 0, **codec_params(desc, simple_packing.CODEC, where)}
         return Stage(simple_packing.CODEC, params), count
     if desc["dtype"] == "bitmask":
         return Stage(RAW, {"dtype": np.dtype(np.uint8)}), (count + 7) // 8
@@ -289,8 +286,6 @@ def chain_gives_values(desc: Params) -> bool:
 def chain_of(desc: Params, where: str = "") -> Chain:
     """The codec chain of a validated descriptor: its encoding, then its filter and compression stages."""
     values, count = _values_stage(desc, where)
-    stages = []
-    if desc["filter"] == shuffle.CODEC.name:
-        stages.append(Stage(shuffle.CODEC, {"element_size": desc.get("shuffle_element_size")}))
-    stages.append(_compression_stage(desc, where))
-    return Chain(values, tuple(stages), count)
+    unshuffle = Stage(shuffle.CODEC, {"element_size": desc.get("shuffle_element_size")})
+    shuffled = [unshuffle] if desc["filter"] == shuffle.CODEC.name else []
+    return Chain(values, (*shuffled, _compression_stage(desc, where)), count)

@@ -118,19 +118,28 @@ def _classify_non_finite(values: np.ndarray, dtype_name: str) -> dict[str, np.nd
 
 
 def _raw_bytes(data: np.ndarray | bytes, desc: Mapping[str, Any]) -> tuple[bytes, np.ndarray | None]:
-    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing). Raw
-    ``bytes`` are taken as they are (the reference never converts them), viewed in the declared order."""
-    name, given_bytes = desc["dtype"], isinstance(data, _RAW)
+    """Element bytes in the declared byte order, and the values as numpy (for NaN scans and packing), as many as
+    the shape says. Raw ``bytes`` are taken as they are (the reference never converts them), viewed in the
+    declared order."""
+    name, given_bytes, shape = desc["dtype"], isinstance(data, _RAW), desc["shape"]
+    n = math.prod(shape)
     if name == "bitmask":
-        return (bytes(data) if given_bytes else np.ascontiguousarray(data, dtype=np.uint8).tobytes()), None
+        raw = bytes(data) if given_bytes else np.ascontiguousarray(data, dtype=np.uint8).tobytes()
+        if len(raw) != (n + 7) // 8:
+            raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
+        return raw, None
     target = native_order(numpy_dtype(name), desc["byte_order"])  # bfloat16: its bit patterns, as uint16
     if given_bytes:
         raw = bytes(data)
         if len(raw) % target.itemsize:
             raise EncodeError(f"{len(raw)} bytes are not a whole number of {name} elements")
-        return raw, np.frombuffer(raw, dtype=target)
-    values = np.ascontiguousarray(np.asarray(data))
-    return np.ascontiguousarray(values.astype(target, copy=False)).tobytes(), values
+        values = np.frombuffer(raw, dtype=target)
+    else:
+        values = np.ascontiguousarray(np.asarray(data))
+        raw = np.ascontiguousarray(values.astype(target, copy=False)).tobytes()
+    if values.size != n:
+        raise EncodeError(f"shape {shape} holds {n} elements but the data has {values.size}")
+    return raw, values
 
 
 def encode_object(
@@ -144,7 +153,6 @@ def encode_object(
         mask_methods = dict.fromkeys(("nan", "inf+", "inf-"), override)
     desc = _descriptor(user, obj.data)
     raw, values = _raw_bytes(obj.data, desc)
-    _check_element_count(raw, values, desc)
     raw, mask_bits = _mask_non_finite(raw, values, desc["dtype"], allow_nan=allow_nan, allow_inf=allow_inf)
     payload = _encode_stages(raw, desc, masked=bool(mask_bits))
     return desc, _append_masks(payload, mask_bits, desc, mask_methods, small_mask_threshold)
@@ -172,18 +180,8 @@ def _descriptor(user: dict[str, Any], data: np.ndarray | bytes) -> dict[str, Any
         raise EncodeError(f"byte_order must be 'little' or 'big', got {user['byte_order']!r}")
     desc = {"type": "ntensor", "byte_order": "little", **dict.fromkeys(STAGES, PASSTHROUGH.name), **user}
     desc.update(shape=shape, ndim=len(shape), dtype=name)
-    desc.setdefault("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])
-    desc["strides"] = [int(s) for s in desc["strides"]]
+    desc["strides"] = [int(s) for s in desc.get("strides", [math.prod(shape[i + 1 :]) for i in range(len(shape))])]
     return desc
-
-
-def _check_element_count(raw: bytes, values: np.ndarray | None, desc: Mapping[str, Any]) -> None:
-    shape, n = desc["shape"], math.prod(desc["shape"])
-    if values is None:  # a bitmask
-        if len(raw) != (n + 7) // 8:
-            raise EncodeError(f"bitmask of shape {shape} needs {(n + 7) // 8} bytes, got {len(raw)}")
-    elif values.size != n:
-        raise EncodeError(f"shape {shape} holds {n} elements but the data has {values.size}")
 
 
 #: the dtypes whose values can be NaN or infinite

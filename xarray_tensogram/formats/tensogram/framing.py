@@ -94,5 +94,5 @@ def parse_frame_header(b: bytes, at: int = 0) -> FrameHeader:
     return FrameHeader._make(unpack_frame_header(b, at))
 
 
-def parse_postamble(b: bytes) -> tuple[int, int, bytes]:
-    return _POST.unpack_from(b)
+#: a postamble's (first footer offset, total length, end magic)
+parse_postamble = _POST.unpack_from

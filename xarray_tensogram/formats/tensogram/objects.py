@@ -33,6 +33,7 @@ from .._chunks import read_row_band
 from . import pipeline
 from .compression import STAGES, chain_of
 from .dtypes import DTYPES, numpy_dtype
+from .encode import encoding_from_descriptor
 from .framing import (
     DATA_FRAME,
     FLAG_CBOR_AFTER_PAYLOAD,
@@ -44,6 +45,7 @@ from .framing import (
     parse_frame_header,
 )
 from .metadata import message_metadata
+from .zarr_layout import object_layout
 
 
 @dataclass(slots=True)  # one per object of an archive: no per-instance dict
@@ -116,12 +118,29 @@ def read_frame_layout(
         descriptor, used = cbor.loads_prefix(body, where=at(16))
         region_start, region_length = off + 16 + used, length - 36 - used
     descriptor = pipeline.validate_descriptor(descriptor, at(0))
-    return FrameLayout(
-        descriptor=descriptor,
-        region_start=region_start,
-        region_length=region_length,
-        hash_present=bool(hdr.flags & FLAG_HASH_PRESENT),
-    )
+    return FrameLayout(descriptor, region_start, region_length, bool(hdr.flags & FLAG_HASH_PRESENT))
+
+
+def pipeline_encoding(message: Message, j: int) -> dict[str, Any]:
+    """The writer options that reproduce object ``j``'s pipeline (:func:`.encode.encoding_from_descriptor`), for
+    ``.encoding`` at open, so that writing the Dataset again keeps the compression. Only the frame header, footer
+    and the descriptor after the payload are read (an open reads metadata only); ``{}`` where that cannot be had
+    (descriptor first) or the frame is malformed (the read of the values reports that with its offset)."""
+    source, (off, length) = message.source, message.frame(j)
+    if length < FRAME_HEADER + 20:  # footer: cbor_offset u64, hash u64, "ENDF"
+        return {}
+    try:
+        hdr = parse_frame_header(source.read(off, FRAME_HEADER, what="data frame header"))
+        if not hdr.flags & FLAG_CBOR_AFTER_PAYLOAD:
+            return {}
+        cbor_offset = int.from_bytes(source.read(off + length - 20, 8, what="data frame footer"), "big")
+        if not FRAME_HEADER <= cbor_offset <= length - 20:
+            return {}
+        raw = source.read(off + cbor_offset, length - 20 - cbor_offset, what="descriptor")
+        desc = cbor.loads(raw, where=f"descriptor at {off + cbor_offset}")
+    except XarrayTensogramError:
+        return {}
+    return encoding_from_descriptor(desc) if isinstance(desc, dict) else {}
 
 
 @dataclass
@@ -272,8 +291,6 @@ class ObjectReader:
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
         """This object as one Zarr chunk (:mod:`.zarr_layout`)."""
-        from .zarr_layout import object_layout
-
         lay, frame = self.layout(), (self.ref.frame_offset, self.ref.frame_length)
         return object_layout(spec, lay.descriptor, frame, (lay.region_start, lay.region_length))
 

@@ -42,32 +42,12 @@ def open_tensogram(
 ) -> TensogramFile:
     """Open a Tensogram file without xarray: messages, metadata and objects as numpy arrays.
 
-    Opening scans the message framing and reads metadata only; object payloads are read when
-    :meth:`read_object` asks for them. Damaged messages are skipped with a
-    ``CorruptMessageWarning`` naming the byte range, and the messages after them are kept.
+    ``source`` is a local path, an fsspec URL (``s3://``, ``https://``, ``simplecache::...``, with
+    ``storage_options`` for fsspec), the bytes of a file or an open binary file object. Opening scans the
+    message framing and reads metadata only; payloads are read when :meth:`read_object` asks for them. A damaged
+    message is skipped with a ``CorruptMessageWarning`` naming its byte range and the messages after it are kept
+    (``strict=True``: a ``CorruptFileError`` instead, as for a file with no message at all).
 
-    Parameters
-    ----------
-    source : str, os.PathLike, bytes or binary file object
-        A local path, an fsspec URL (``s3://``, ``https://``, ``simplecache::...``), the bytes
-        of a file, or an open binary file object.
-    strict : bool, default False
-        Raise on a damaged message instead of skipping it with a warning.
-    storage_options : mapping, optional
-        Passed to fsspec when ``source`` is a URL.
-
-    Returns
-    -------
-    TensogramFile
-        A context manager and a sequence of messages (``len(f)``, ``f[i]``, iteration).
-
-    Raises
-    ------
-    CorruptFileError
-        If ``strict=True`` and a message is damaged, or if nothing in the file is a message.
-
-    Examples
-    --------
     >>> import xarray_tensogram as xt
     >>> with xt.open_tensogram(xt.sample_path("forecast.tgm")) as f:
     ...     print(len(f), f[0].read_object(0).shape)

@@ -80,10 +80,8 @@ def _normalise_value(v: Any) -> Any:
     integers outside i64 as floats (spec §7)."""
     if isinstance(v, dict):
         return {_normalise_value(k): _normalise_value(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, (list, tuple, np.ndarray)):
         return [_normalise_value(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [_normalise_value(x) for x in v.tolist()]
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
@@ -98,13 +96,9 @@ def _frame(frame_type: int, body: bytes, hashing: bool) -> bytes:
 
 
 def _reserved(reserved: Mapping[str, Any] | None) -> dict[str, Any]:
-    r = reserved or {}
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "time": r.get("time", now),
-        "uuid": r.get("uuid", str(uuidlib.uuid4())),
-        "encoder": r.get("encoder", dict(OUR_ENCODER)),
-    }
+    defaults = {"time": now, "uuid": str(uuidlib.uuid4()), "encoder": dict(OUR_ENCODER)}
+    return {key: (reserved or {}).get(key, value) for key, value in defaults.items()}  # other keys are not written
 
 
 def _split_metadata(metadata: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -277,20 +271,15 @@ def _assemble_streaming(
     offsets = _offsets(data_frames, 24 + align8(len(header)))[:-1]
     index = {"lengths": [f.length for f in data_frames], "offsets": offsets}
     tail.append(_frame(FOOTER_INDEX, dumps_canonical(index), hashing))
-    flags = 0x01 | 0x02 | 0x08 | 0x40
-    if hashing:
-        flags |= 0x80 | (0x20 if policy != "none" else 0)
+    flags = 0x01 | 0x02 | 0x08 | 0x40 | 0x80 * hashing | 0x20 * (hashing and policy != "none")
     return _message([header], data_frames, tail, flags, total=backfill)
 
 
 def _write_message(f: Any, m: bytes | EncodedMessage) -> int:
     """Write one message (bytes, or an :class:`EncodedMessage` chunk by chunk); return its length."""
-    if isinstance(m, EncodedMessage):
-        for part in m.parts:
-            f.write(part)
-        return m.length
-    f.write(m)
-    return len(m)
+    m = m if isinstance(m, EncodedMessage) else EncodedMessage([m], len(m))
+    f.writelines(m.parts)
+    return m.length
 
 
 def write_messages(path: str | os.PathLike[str], messages: Iterable[bytes | EncodedMessage], *, mode: str = "w") -> int:
