@@ -71,13 +71,9 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
     rows = [["" if v is None else str(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
-    def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
-        ).rstrip()
-
     for r in [headers, ["-" * w for w in widths], *rows]:
-        print(fmt(r))
+        cells = enumerate(zip(r, widths, strict=False))
+        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in cells).rstrip())
 
 
 @contextlib.contextmanager
@@ -260,21 +256,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tiles", action="store_true", help="Tetration: also list every tile")
     p = add("dump", "values of one variable, optionally a selection", cmd_dump)
     p.add_argument("variable", metavar="VAR")
-    p.add_argument(
-        "--isel",
-        action="append",
-        default=[],
-        metavar="DIM=SEL",
-        help="positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)",
-    )
-    p.add_argument(
-        "--sel",
-        action="append",
-        default=[],
-        metavar="DIM=LABEL",
-        help="selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
-        "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)",
-    )
+    for flag, metavar, help_ in (
+        ("--isel", "DIM=SEL", "positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)"),
+        (
+            "--sel",
+            "DIM=LABEL",
+            "selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
+            "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)",
+        ),
+    ):
+        p.add_argument(flag, action="append", default=[], metavar=metavar, help=help_)
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor", cmd_verify)
@@ -296,12 +287,6 @@ def _json_options(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
-
-
-def _one_line_warning(
-    message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None
-) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -333,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
-            warnings.showwarning = _one_line_warning
+            warnings.showwarning = lambda message, *_, **__: print(f"{PROG}: warning: {message}", file=sys.stderr)
             status = args.run(args) or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`

@@ -111,7 +111,7 @@ def _timedelta(var: xr.Variable, via_units: bool) -> xr.Variable | None:
     if not isinstance(units, str) or units not in _UNITS:
         return None
     has_marker = isinstance(marker, str) and marker.startswith("timedelta64")
-    found = _MARKER.fullmatch(marker) if has_marker else None
+    found = _MARKER.fullmatch(str(marker)) if has_marker else None
     if not (found if has_marker else via_units):
         return None  # an unknown resolution: xarray warns and picks another
     resolution = found.group(1) if found else "ns"
