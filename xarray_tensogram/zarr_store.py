@@ -237,8 +237,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         """Release the file; a later read reopens it."""
         if self._file is not None:
             self._file.close()
-        self._file = None
-        self._layout = None
+        self._file, self._layout = None, None
         super().close()
 
     def _check_writable(self) -> None:
@@ -290,9 +289,8 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     async def delete(self, key: str) -> None:
         self._check_writable()
 
-    async def list(self) -> AsyncIterator[str]:
-        async for key in self.list_prefix(""):
-            yield key
+    def list(self) -> AsyncIterator[str]:
+        return self.list_prefix("")
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for key in list((await self._keyspace()).keys()):
