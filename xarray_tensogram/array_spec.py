@@ -106,12 +106,8 @@ class StackedReader:
     members: tuple[Member | None, ...] | dict[int, Member]
     _built: dict[int, ArraySpec] = field(default_factory=dict, repr=False, compare=False)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"stack_shape": self.stack_shape, "members": self.members, "_built": {}}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return StackedReader, (self.stack_shape, self.members)  # what was built is built again where it is read
 
     def member_at(self, flat: int) -> ArraySpec | None:
         """The member at a flat stack index (built now if it was given lazily), or None for a hole."""

@@ -12,6 +12,7 @@ for. Needs zarr (the ``zarr`` extra): the package imports this module on first u
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import math
 import posixpath  # keys under a group path ("" for the root); names hold no "/" (zarr_names)
@@ -218,14 +219,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     def __hash__(self) -> int:
         return hash((type(self), self.path, repr(sorted(self.options.items()))))
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Only the path and options: an unpickled store (in a Dask worker) reopens the file on first use."""
-        return {"path": self.path, "options": self.options}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        Store.__init__(self, read_only=True)
-        self.path, self.options = state["path"], state["options"]
-        self._layout, self._file = None, None
+        return functools.partial(type(self), self.path, **self.options), ()
 
     async def _open(self) -> None:
         if self._is_open:
