@@ -327,36 +327,30 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         """Whether xarray should pick this engine for a file it was not told the engine of: True for a
         recognised magic (or, for unreadable sources, a known extension); never raises."""
+        obj, n = filename_or_obj, registry.magic_length()
         try:
-            return self._guess(filename_or_obj)
+            if isinstance(obj, (bytes, bytearray, memoryview)):
+                return registry.from_bytes(bytes(obj[:n])) is not None
+            if isinstance(obj, (str, os.PathLike)):
+                path = os.fspath(obj)
+                if isinstance(path, str) and is_remote_url(path):
+                    return registry.from_extension(path.split("?")[0]) is not None
+                try:
+                    with open(path, "rb") as f:
+                        head = f.read(n)
+                except OSError:
+                    return registry.from_extension(path) is not None  # unreadable now: the extension decides
+                # readable but no magic: only a format whose reader skips leading bytes may still match
+                spec = registry.from_extension(path)
+                return registry.from_bytes(head) is not None or (spec is not None and spec.magic_optional)
+            if hasattr(obj, "read") and hasattr(obj, "seek"):
+                pos = obj.tell()
+                obj.seek(0)  # sources read absolute offsets, so sniff from the start too
+                head = obj.read(n)
+                obj.seek(pos)
+                return registry.from_bytes(head) is not None
         except Exception:
-            return False
-
-    @staticmethod
-    def _guess(obj: Any) -> bool:
-        n = registry.magic_length()
-        if isinstance(obj, (bytes, bytearray, memoryview)):
-            return registry.from_bytes(bytes(obj[:n])) is not None
-        if isinstance(obj, (str, os.PathLike)):
-            path = os.fspath(obj)
-            if isinstance(path, str) and is_remote_url(path):
-                return registry.from_extension(path.split("?")[0]) is not None
-            try:
-                with open(path, "rb") as f:
-                    head = f.read(n)
-            except OSError:
-                return registry.from_extension(path) is not None  # unreadable now: the extension decides
-            if registry.from_bytes(head) is not None:
-                return True
-            # readable but no magic: only a format whose reader skips leading bytes may still match
-            spec = registry.from_extension(path)
-            return spec is not None and spec.magic_optional
-        if hasattr(obj, "read") and hasattr(obj, "seek"):
-            pos = obj.tell()
-            obj.seek(0)  # sources read absolute offsets, so sniff from the start too
-            head = obj.read(n)
-            obj.seek(pos)
-            return registry.from_bytes(head) is not None
+            pass
         return False
 
     @_declared_signature

@@ -120,8 +120,7 @@ class RawVariable:
         """The values (read from the file for a lazy variable: for checks at open of small coordinates only)."""
         if not isinstance(self.data, ArraySpec):
             return self.data
-        key = self.index if self.index is not None else (slice(None),) * len(self.data.shape)
-        return np.asarray(read_outer(self.data, key))
+        return np.asarray(read_outer(self.data, self.index or ()))  # read_outer completes the key
 
     def equals(self, other: RawVariable) -> bool:
         """Same dims and values, NaN equal to NaN (as ``xr.Variable.equals``)."""
