@@ -61,14 +61,13 @@ def check_requested_dims(
     dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int], source: str | None = None
 ) -> None:
     """Requested dims must agree with the sizes earlier variables gave the same names."""
-    clash = [(d, sizes[d], n) for d, n in zip(dims, shape, strict=True) if sizes.get(d, n) != n]
-    if clash:
-        d, had, n = clash[0]
-        raise DimensionNameError(
-            f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
-            f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
-            f"there, {n} here"
-        )
+    for d, n in zip(dims, shape, strict=True):
+        if sizes.get(d, n) != n:
+            raise DimensionNameError(
+                f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
+                f"{list(shape)}) conflict with another variable: dimension {d!r} has length {sizes[d]} "
+                f"there, {n} here"
+            )
 
 
 def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:

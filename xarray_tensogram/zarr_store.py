@@ -250,16 +250,10 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     async def get(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None) -> Buffer | None:
         layout = await self._keyspace()
         data = layout.documents.get(key)
-        if data is None:
-            found = layout.find_chunk(key)
-            if found is None:
-                return None
-            array, coords = found
-            data = await asyncio.to_thread(array.chunk_bytes, coords)
-            if data is None:
-                return None
-        buffer: Buffer = prototype.buffer.from_bytes(byte_slice(data, byte_range))
-        return buffer
+        found = None if data is not None else layout.find_chunk(key)
+        if found is not None:
+            data = await asyncio.to_thread(found[0].chunk_bytes, found[1])
+        return None if data is None else prototype.buffer.from_bytes(byte_slice(data, byte_range))
 
     async def get_partial_values(
         self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
