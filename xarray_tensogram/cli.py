@@ -95,15 +95,12 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None, sample: b
     also the variables table and each numeric variable's range."""
     with _decoded(path, storage_options) as (datasets, opened):
         size = opened.file.source.size
-        print(f"file:     {path}")
-        for line in opened.spec.info(opened.file):
-            print(line)
+        print(f"file:     {path}", *opened.spec.info(opened.file), sep="\n")
         nbytes = sum(ds.nbytes for ds in datasets.values())  # a file of groups: its root holds no variable
         sizes = f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})"
         ds = datasets["/"]
         if len(datasets) > 1:
-            print(sizes)
-            print(datatree_from_dict_with_io_cleanup(datasets))
+            print(sizes, datatree_from_dict_with_io_cleanup(datasets), sep="\n")
         else:
             print(
                 f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
@@ -181,28 +178,27 @@ def _variables_table(datasets: dict[str, Any]) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``--strict``."""
-    path, strict = args.file, args.strict
+    path = args.file
     hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
-    decoded = 0
     skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
     with _format_file(path, args.storage_options, quiet=True) as (spec, f):
         plan = spec.verify(f)
         failures = list(plan.failures)
+        # a format's check marks whether the stored hash was verified before a codec was found missing
+        unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
+        notes = {True: "xxh3 hash verified", False: "no stored hash", None: unknown}
         large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
         for item, check in progress(plan.items, args.progress, large, "verify", "obj"):
             try:
                 hashed[bool(check())] += 1
-                decoded += 1
             except MissingCodecError as exc:
-                # a format's check marks whether the stored hash was verified before decoding failed
                 hashed[exc.hash_verified] += 1
-                notes: dict[bool | None, str] = {True: "xxh3 hash verified", False: "no stored hash"}
-                unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
-                skipped.append(f"SKIP {item}: {notes.get(exc.hash_verified, unknown)}; not decoded: {_one_line(exc)}")
+                skipped.append(f"SKIP {item}: {notes[exc.hash_verified]}; not decoded: {_one_line(exc)}")
             except Exception as exc:  # every failure is reported per item
                 failures.append(f"FAIL {item}: {type(exc).__name__}: {first_line(exc)}")
     for line in failures + skipped:
         print(line)
+    decoded = hashed.total() - len(skipped)
     if not plan.checksums:
         detail = f"{count(decoded, plan.unit)} decoded; the format stores no checksums"
     else:
@@ -211,8 +207,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             detail += f", {hashed[False]} without a stored hash"
     if skipped:
         detail += f", {count(len(skipped), 'item')} skipped (optional codec package missing)"
-    if failures or (strict and skipped):
-        problems = len(failures) + (len(skipped) if strict else 0)
+    problems = len(failures) + (len(skipped) if args.strict else 0)
+    if problems:
         print(f"{path}: FAILED: {count(problems, 'problem')} ({plan.summary}; {detail})")
         return 1
     print(f"{path}: OK ({spec.title}: {plan.summary}; {detail})")
