@@ -263,24 +263,17 @@ def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:
     """Every group (``every``), else the one to open, decoded; the ``group`` option keeps only that one (as root).
     Each Dataset closes its share of the file."""
     groups, keep = opened.groups, opened.values["group"]
-    with close_on_error(opened.file):
+    with close_on_error(opened.file):  # on an error the file closes, whatever shares were handed out
         if keep is not None or not every:
             groups = {"/": groups[_select_group(groups, keep, opened.file.name)]}
         elif "/" not in groups:  # the root holds the attributes all groups share
             groups = {"/": RawGroup({}, attrs=dict(next(iter(groups.values())).attrs)), **groups}
-    shared = _SharedFile(opened.file, len(groups))
-    decoders = _decoders(opened.values)
-    drop = opened.values["drop_variables"]
-    out: dict[str, xr.Dataset] = {}
-    try:
-        for name, raw in groups.items():
-            out[name if name.startswith("/") else "/" + name] = TensogramDataStore(raw, shared).decode(decoders, drop)
-    except Exception:
-        for ds in out.values():
-            ds.close()
-        opened.file.close()
-        raise
-    return out
+        shared = _SharedFile(opened.file, len(groups))
+        decoders, drop = _decoders(opened.values), opened.values["drop_variables"]
+        return {
+            (name if name.startswith("/") else "/" + name): TensogramDataStore(raw, shared).decode(decoders, drop)
+            for name, raw in groups.items()
+        }
 
 
 def open_decoded(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], _Opened]:
