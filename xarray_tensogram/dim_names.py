@@ -15,22 +15,18 @@ __all__ = ["check_dim_names", "check_requested_dims", "generic_dim_names", "requ
 def unique_names(names: Iterable[str], source: str, what: str, category: type[Warning]) -> list[str]:
     """Make names unique by suffixing ``_1``, ``_2`` ... to repeats, keeping first occurrences; one warning
     (``category``) names every ``what`` (``"tensor"``, ``"dataset"``) of ``source`` renamed."""
-    taken: set[str] = set()
+    out: dict[str, str] = {}  # unique name -> the name it replaces, in order
     last: dict[str, int] = {}  # name -> the last suffix tried for it
-    out = []
-    renamed = []
     for n in names:
         cand = n
-        while cand in taken:
+        while cand in out:
             last[n] = last.get(n, 0) + 1
             cand = f"{n}_{last[n]}"
-        if cand != n:
-            renamed.append(f"{n!r} -> {cand!r}")
-        out.append(cand)
-        taken.add(cand)
+        out[cand] = n
+    renamed = [f"{n!r} -> {cand!r}" for cand, n in out.items() if cand != n]
     if renamed:
         warnings.warn(f"{source!r}: duplicate {what} names renamed: " + ", ".join(renamed), category, stacklevel=3)
-    return out
+    return list(out)
 
 
 def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int]) -> list[str]:
@@ -52,9 +48,7 @@ def requested_dims(dim_names: Any, var: str, rank: int, *, coordinate: bool = Fa
     """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None: a list is for every data
     variable (``coordinate`` variables keep their names), a dict for the variables it names."""
     wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else (None if coordinate else dim_names)
-    if wanted is None or len(wanted) != rank:
-        return None
-    return list(wanted)
+    return None if wanted is None or len(wanted) != rank else list(wanted)
 
 
 def check_requested_dims(
