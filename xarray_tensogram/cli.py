@@ -308,8 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed ``verify``, a missing optional package); 2 a usage error (an unknown option, variable, dimension
     or label); 130 interrupted. ``--version`` and ``--help`` exit through ``SystemExit``.
     """
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     try:
         with warnings.catch_warnings():  # restores showwarning on the way out
