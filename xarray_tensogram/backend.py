@@ -75,11 +75,8 @@ class _SharedFile:
 
 
 class TensogramDataStore(AbstractDataStore):
-    """One group of an opened file: the variables, dims and attrs as assembly produced them.
-
-    Which variables are coordinates is assembly's decision, kept as a set of names
-    (:attr:`coord_names`) rather than re-encoded as a CF ``coordinates`` attribute.
-    """
+    """One group of an opened file as assembly produced it; which variables are coordinates is assembly's
+    decision, kept as a set of names (:attr:`coord_names`) rather than re-encoded as a CF attribute."""
 
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 

@@ -1,12 +1,10 @@
 """A read-only Zarr v3 store over a ``.tgm``, ``.tet`` or ``.zt`` file: ``zarr.open_group(TensogramStore(path))``.
 
-The store opens the file with the backend's own readers and assembly (names, dims, coordinates and
-attributes are those of ``open_dataset``) and serves the ``zarr.json`` of the root, of each group and of
-each variable, built at open from metadata only, and ``<variable>/c/<i>/<j>...`` (Zarr's default chunk
-keys): one chunk per storage unit (a Tensogram object, a Tetration tile, a zTensor tensor), read on request
-by the lazy array's own chunk reader and served decoded, little-endian, under the ``bytes`` codec alone. So
-every codec the backend decodes is readable through Zarr, and no payload byte is read before it is asked
-for. Needs zarr (the ``zarr`` extra): the package imports this module on first use of ``TensogramStore``.
+The store opens the file with the backend's own readers and assembly (names, dims, coordinates and attributes
+are those of ``open_dataset``); its ``zarr.json`` documents are built at open from metadata only. A chunk
+(``<variable>/c/<i>/<j>...``) is one storage unit, read on request by the lazy array's own chunk reader and
+served decoded under the ``bytes`` codec alone: every codec the backend decodes is readable through Zarr.
+Needs zarr (the ``zarr`` extra): the package imports this module on first use of ``TensogramStore``.
 """
 
 from __future__ import annotations
