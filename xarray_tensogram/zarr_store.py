@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from xarray.conventions import encode_dataset_coordinates
+from xarray.core.utils import close_on_error
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
@@ -161,7 +162,7 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
                 raise
         layout.documents["zarr.json"] = group_document({})  # an empty .tgm (no message yet): an empty group
         return layout, None
-    try:
+    with close_on_error(f):
         if options.get("group") is not None:
             groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
@@ -169,9 +170,6 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         drop = _normalise_drop(options.get("drop_variables"))
         for name, raw in groups.items():
             layout.add_group(name.strip("/"), raw.drop_vars(drop & set(raw.variables)), raw.attrs)
-    except BaseException:
-        f.close()
-        raise
     return layout, f
 
 
