@@ -192,12 +192,11 @@ def stack_specs(
         held = members if isinstance(members, dict) and type(members) is not dict else dict(members)
     else:
         held = tuple(members)
-    reader = StackedReader(stack_shape, held)
     return ArraySpec(
         shape=stack_shape + template.shape,
         dtype=template.dtype,
         chunk_shape=(1,) * len(stack_shape) + template.chunk_shape,
-        reader=reader,
+        reader=StackedReader(stack_shape, held),
         fill_value=fill_value,
     )
 
