@@ -277,8 +277,7 @@ def open_decoded(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dat
     """Every group decoded, keyed by group path, and the opened file with its format record (for ``info``,
     which prints the format's own summary beside xarray's without opening the file twice)."""
     opened = _open(filename_or_obj, options)
-    datasets = _decode_groups(opened, every=True)
-    return {k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened
+    return {k: _with_default_indexes(ds) for k, ds in _decode_groups(opened, every=True).items()}, opened
 
 
 def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
