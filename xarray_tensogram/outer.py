@@ -61,10 +61,12 @@ def plan_axis(index: Any, size: int, chunk: int) -> AxisPlan:
         if step == 1:
             return _plan_contiguous(start, stop, chunk)
         positions, squeeze = np.arange(start, stop, step, dtype=np.int64), False
-    else:  # an integer or integer array: negative positions count from the end
-        squeeze = isinstance(index, (int, np.integer))
+    elif isinstance(index, (int, np.integer)):  # negative positions count from the end
+        k = int(index)
+        positions, squeeze = np.array([k + size if k < 0 else k], dtype=np.int64), True
+    else:
         positions = np.asarray(index, dtype=np.int64).reshape(-1)
-        positions = np.where(positions < 0, positions + size, positions)
+        positions, squeeze = np.where(positions < 0, positions + size, positions), False
     n = positions.size
     if n == 0:
         return AxisPlan([], 0, squeeze)
