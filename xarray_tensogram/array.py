@@ -1,14 +1,10 @@
-"""The one lazy array of the package, shared by every format.
+"""The one lazy array of the package, shared by every format: :class:`LazyChunkedArray` serves xarray's OUTER
+indexing of an :class:`~xarray_tensogram.array_spec.ArraySpec` through :func:`~xarray_tensogram.outer.read_outer`.
 
-:class:`LazyChunkedArray` wraps an :class:`~xarray_tensogram.array_spec.ArraySpec` and serves xarray's OUTER
-indexing through :func:`~xarray_tensogram.outer.read_outer` (one layer down, so format readers use it too).
 No lock: chunk readers are thread-safe, so Dask's threaded scheduler decodes chunks in parallel, and the
-array pickles (its spec holds paths, not handles).
-
-``await ds.load_async()`` splits a selection along its outermost axis spanning several chunks into runs of
-neighbouring chunks (at most as many as asyncio's default pool has workers), each read by the synchronous
-indexer in that pool. Decoding releases the GIL and fsspec fetches remote ranges on its own loop, so the
-threads overlap both.
+array pickles (its spec holds paths, not handles). ``await ds.load_async()`` reads runs of neighbouring
+chunks in asyncio's default thread pool: decoding releases the GIL and fsspec fetches remote ranges on its
+own loop, so the threads overlap both.
 """
 
 from __future__ import annotations

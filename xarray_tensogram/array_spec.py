@@ -106,12 +106,8 @@ class StackedReader:
     members: tuple[Member | None, ...] | dict[int, Member]
     _built: dict[int, ArraySpec] = field(default_factory=dict, repr=False, compare=False)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"stack_shape": self.stack_shape, "members": self.members, "_built": {}}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return StackedReader, (self.stack_shape, self.members)  # what was built is built again where it is read
 
     def member_at(self, flat: int) -> ArraySpec | None:
         """The member at a flat stack index (built now if it was given lazily), or None for a hole."""
@@ -179,31 +175,28 @@ def stack_specs(
     ``template`` (a spec of every member's shape, dtype and chunks) stands in for members given as callables;
     without one, every member must be a built spec, and they are checked against each other.
     """
-    if template is None:
-        present = [m for m in (members.values() if isinstance(members, Mapping) else members) if m is not None]
-        specs = [m for m in present if isinstance(m, ArraySpec)]
-        if not present:
-            raise ValueError("cannot stack an empty set of arrays")
-        if len(specs) != len(present):
+    values = members.values() if isinstance(members, Mapping) else members
+    if not any(m is not None for m in values):
+        raise ValueError("cannot stack an empty set of arrays")
+    if template is None:  # members given lazily (with a template) are not built here
+        specs = [m for m in values if isinstance(m, ArraySpec)]
+        if len(specs) != sum(m is not None for m in values):
             raise ValueError("members given lazily need a template spec")
         template = specs[0]
         geometry = (template.shape, template.dtype, template.chunk_shape)
         if any((m.shape, m.dtype, m.chunk_shape) != geometry for m in specs):
             raise ValueError("stacked members must share shape, dtype and chunk shape")
-    elif not (members if isinstance(members, Mapping) else any(m is not None for m in members)):
-        raise ValueError("cannot stack an empty set of arrays")  # members given lazily: none is built here
     stack_shape = tuple(int(s) for s in stack_shape)
     held: tuple[Member | None, ...] | dict[int, Member]
     if isinstance(members, Mapping):  # a dict of its own kind (members packed, built when read) is kept as it is
         held = members if isinstance(members, dict) and type(members) is not dict else dict(members)
     else:
         held = tuple(members)
-    reader = StackedReader(stack_shape, held)
     return ArraySpec(
         shape=stack_shape + template.shape,
         dtype=template.dtype,
         chunk_shape=(1,) * len(stack_shape) + template.chunk_shape,
-        reader=reader,
+        reader=StackedReader(stack_shape, held),
         fill_value=fill_value,
     )
 

@@ -75,11 +75,8 @@ class _SharedFile:
 
 
 class TensogramDataStore(AbstractDataStore):
-    """One group of an opened file: the variables, dims and attrs as assembly produced them.
-
-    Which variables are coordinates is assembly's decision, kept as a set of names
-    (:attr:`coord_names`) rather than re-encoded as a CF ``coordinates`` attribute.
-    """
+    """One group of an opened file as assembly produced it; which variables are coordinates is assembly's
+    decision, kept as a set of names (:attr:`coord_names`) rather than re-encoded as a CF attribute."""
 
     __slots__ = ("_closed", "_shared", "attrs", "coord_names", "encoding", "variables")
 
@@ -263,32 +260,24 @@ def _decode_groups(opened: _Opened, every: bool) -> dict[str, xr.Dataset]:
     """Every group (``every``), else the one to open, decoded; the ``group`` option keeps only that one (as root).
     Each Dataset closes its share of the file."""
     groups, keep = opened.groups, opened.values["group"]
-    with close_on_error(opened.file):
+    with close_on_error(opened.file):  # on an error the file closes, whatever shares were handed out
         if keep is not None or not every:
             groups = {"/": groups[_select_group(groups, keep, opened.file.name)]}
         elif "/" not in groups:  # the root holds the attributes all groups share
             groups = {"/": RawGroup({}, attrs=dict(next(iter(groups.values())).attrs)), **groups}
-    shared = _SharedFile(opened.file, len(groups))
-    decoders = _decoders(opened.values)
-    drop = opened.values["drop_variables"]
-    out: dict[str, xr.Dataset] = {}
-    try:
-        for name, raw in groups.items():
-            out[name if name.startswith("/") else "/" + name] = TensogramDataStore(raw, shared).decode(decoders, drop)
-    except Exception:
-        for ds in out.values():
-            ds.close()
-        opened.file.close()
-        raise
-    return out
+        shared = _SharedFile(opened.file, len(groups))
+        decoders, drop = _decoders(opened.values), opened.values["drop_variables"]
+        return {
+            (name if name.startswith("/") else "/" + name): TensogramDataStore(raw, shared).decode(decoders, drop)
+            for name, raw in groups.items()
+        }
 
 
 def open_decoded(filename_or_obj: Any, **options: Any) -> tuple[dict[str, xr.Dataset], _Opened]:
     """Every group decoded, keyed by group path, and the opened file with its format record (for ``info``,
     which prints the format's own summary beside xarray's without opening the file twice)."""
     opened = _open(filename_or_obj, options)
-    datasets = _decode_groups(opened, every=True)
-    return {k: _with_default_indexes(ds) for k, ds in datasets.items()}, opened
+    return {k: _with_default_indexes(ds) for k, ds in _decode_groups(opened, every=True).items()}, opened
 
 
 def _with_default_indexes(ds: xr.Dataset) -> xr.Dataset:
@@ -327,36 +316,30 @@ class TensogramBackendEntrypoint(BackendEntrypoint):
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         """Whether xarray should pick this engine for a file it was not told the engine of: True for a
         recognised magic (or, for unreadable sources, a known extension); never raises."""
+        obj, n = filename_or_obj, registry.magic_length()
         try:
-            return self._guess(filename_or_obj)
+            if isinstance(obj, (bytes, bytearray, memoryview)):
+                return registry.from_bytes(bytes(obj[:n])) is not None
+            if isinstance(obj, (str, os.PathLike)):
+                path = os.fspath(obj)
+                if isinstance(path, str) and is_remote_url(path):
+                    return registry.from_extension(path.split("?")[0]) is not None
+                try:
+                    with open(path, "rb") as f:
+                        head = f.read(n)
+                except OSError:
+                    return registry.from_extension(path) is not None  # unreadable now: the extension decides
+                # readable but no magic: only a format whose reader skips leading bytes may still match
+                spec = registry.from_extension(path)
+                return registry.from_bytes(head) is not None or (spec is not None and spec.magic_optional)
+            if hasattr(obj, "read") and hasattr(obj, "seek"):
+                pos = obj.tell()
+                obj.seek(0)  # sources read absolute offsets, so sniff from the start too
+                head = obj.read(n)
+                obj.seek(pos)
+                return registry.from_bytes(head) is not None
         except Exception:
-            return False
-
-    @staticmethod
-    def _guess(obj: Any) -> bool:
-        n = registry.magic_length()
-        if isinstance(obj, (bytes, bytearray, memoryview)):
-            return registry.from_bytes(bytes(obj[:n])) is not None
-        if isinstance(obj, (str, os.PathLike)):
-            path = os.fspath(obj)
-            if isinstance(path, str) and is_remote_url(path):
-                return registry.from_extension(path.split("?")[0]) is not None
-            try:
-                with open(path, "rb") as f:
-                    head = f.read(n)
-            except OSError:
-                return registry.from_extension(path) is not None  # unreadable now: the extension decides
-            if registry.from_bytes(head) is not None:
-                return True
-            # readable but no magic: only a format whose reader skips leading bytes may still match
-            spec = registry.from_extension(path)
-            return spec is not None and spec.magic_optional
-        if hasattr(obj, "read") and hasattr(obj, "seek"):
-            pos = obj.tell()
-            obj.seek(0)  # sources read absolute offsets, so sniff from the start too
-            head = obj.read(n)
-            obj.seek(pos)
-            return registry.from_bytes(head) is not None
+            pass
         return False
 
     @_declared_signature

@@ -72,9 +72,8 @@ class ChunkRef:
 
 def zarr_bytes_codec(dtype: Any, big_endian: bool = False) -> dict[str, Any]:
     """Zarr v3's ``bytes`` codec for ``dtype`` (single-byte types take no byte order)."""
-    if np.dtype(dtype).itemsize == 1:
-        return {"name": "bytes", "configuration": {}}
-    return {"name": "bytes", "configuration": {"endian": "big" if big_endian else "little"}}
+    endian = {} if np.dtype(dtype).itemsize == 1 else {"endian": "big" if big_endian else "little"}
+    return {"name": "bytes", "configuration": endian}
 
 
 @dataclass(frozen=True)

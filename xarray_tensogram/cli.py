@@ -71,13 +71,9 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequenc
     rows = [["" if v is None else str(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
-    def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))
-        ).rstrip()
-
     for r in [headers, ["-" * w for w in widths], *rows]:
-        print(fmt(r))
+        cells = enumerate(zip(r, widths, strict=False))
+        print("  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in cells).rstrip())
 
 
 @contextlib.contextmanager
@@ -99,15 +95,12 @@ def cmd_info(path: str, storage_options: dict[str, Any] | None = None, sample: b
     also the variables table and each numeric variable's range."""
     with _decoded(path, storage_options) as (datasets, opened):
         size = opened.file.source.size
-        print(f"file:     {path}")
-        for line in opened.spec.info(opened.file):
-            print(line)
+        print(f"file:     {path}", *opened.spec.info(opened.file), sep="\n")
         nbytes = sum(ds.nbytes for ds in datasets.values())  # a file of groups: its root holds no variable
         sizes = f"sizes:    {size} bytes in the file ({_human(size)}), {nbytes} bytes decoded ({_human(nbytes)})"
         ds = datasets["/"]
         if len(datasets) > 1:
-            print(sizes)
-            print(datatree_from_dict_with_io_cleanup(datasets))
+            print(sizes, datatree_from_dict_with_io_cleanup(datasets), sep="\n")
         else:
             print(
                 f"{sizes}, {count(len(ds.data_vars), 'data variable')} in "
@@ -185,28 +178,27 @@ def _variables_table(datasets: dict[str, Any]) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Exit status 1 on damage; items skipped for a missing codec package fail only with ``--strict``."""
-    path, strict = args.file, args.strict
+    path = args.file
     hashed: Counter[bool | None] = Counter()  # items whose hash was verified (True), that store none (False)
-    decoded = 0
     skipped: list[str] = []  # items not decodable here because an optional codec is missing: not damage
     with _format_file(path, args.storage_options, quiet=True) as (spec, f):
         plan = spec.verify(f)
         failures = list(plan.failures)
+        # a format's check marks whether the stored hash was verified before a codec was found missing
+        unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
+        notes = {True: "xxh3 hash verified", False: "no stored hash", None: unknown}
         large = len(plan.items) >= PROGRESS_ITEMS or plan.total_bytes >= PROGRESS_BYTES
         for item, check in progress(plan.items, args.progress, large, "verify", "obj"):
             try:
                 hashed[bool(check())] += 1
-                decoded += 1
             except MissingCodecError as exc:
-                # a format's check marks whether the stored hash was verified before decoding failed
                 hashed[exc.hash_verified] += 1
-                notes: dict[bool | None, str] = {True: "xxh3 hash verified", False: "no stored hash"}
-                unknown = "checksum not checked" if plan.checksums else "the format stores no checksum"
-                skipped.append(f"SKIP {item}: {notes.get(exc.hash_verified, unknown)}; not decoded: {_one_line(exc)}")
+                skipped.append(f"SKIP {item}: {notes[exc.hash_verified]}; not decoded: {_one_line(exc)}")
             except Exception as exc:  # every failure is reported per item
                 failures.append(f"FAIL {item}: {type(exc).__name__}: {first_line(exc)}")
     for line in failures + skipped:
         print(line)
+    decoded = hashed.total() - len(skipped)
     if not plan.checksums:
         detail = f"{count(decoded, plan.unit)} decoded; the format stores no checksums"
     else:
@@ -215,8 +207,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             detail += f", {hashed[False]} without a stored hash"
     if skipped:
         detail += f", {count(len(skipped), 'item')} skipped (optional codec package missing)"
-    if failures or (strict and skipped):
-        problems = len(failures) + (len(skipped) if strict else 0)
+    problems = len(failures) + (len(skipped) if args.strict else 0)
+    if problems:
         print(f"{path}: FAILED: {count(problems, 'problem')} ({plan.summary}; {detail})")
         return 1
     print(f"{path}: OK ({spec.title}: {plan.summary}; {detail})")
@@ -260,21 +252,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tiles", action="store_true", help="Tetration: also list every tile")
     p = add("dump", "values of one variable, optionally a selection", cmd_dump)
     p.add_argument("variable", metavar="VAR")
-    p.add_argument(
-        "--isel",
-        action="append",
-        default=[],
-        metavar="DIM=SEL",
-        help="positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)",
-    )
-    p.add_argument(
-        "--sel",
-        action="append",
-        default=[],
-        metavar="DIM=LABEL",
-        help="selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
-        "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)",
-    )
+    for flag, metavar, help_ in (
+        ("--isel", "DIM=SEL", "positional selection: DIM=I, DIM=A:B[:STEP] or DIM=I,J,K (repeatable)"),
+        (
+            "--sel",
+            "DIM=LABEL",
+            "selection by coordinate label: DIM=LABEL or DIM=L1,L2 (repeatable); nearest label "
+            "for float coordinates, exact otherwise (dates 2024-01-01T06, time deltas 6h)",
+        ),
+    ):
+        p.add_argument(flag, action="append", default=[], metavar=metavar, help=help_)
     p.add_argument("--group", default=None, help="group of a Tensogram file with several grids")
     p.add_argument("--full", action="store_true", help="print every value (no '...' summary)")
     p = add("verify", "check every hash/checksum and decode every object, tile or tensor", cmd_verify)
@@ -296,12 +283,6 @@ def _json_options(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
-
-
-def _one_line_warning(
-    message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None
-) -> None:
-    print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -327,13 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed ``verify``, a missing optional package); 2 a usage error (an unknown option, variable, dimension
     or label); 130 interrupted. ``--version`` and ``--help`` exit through ``SystemExit``.
     """
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     try:
         with warnings.catch_warnings():  # restores showwarning on the way out
             warnings.simplefilter("default")
-            warnings.showwarning = _one_line_warning
+            warnings.showwarning = lambda message, *_, **__: print(f"{PROG}: warning: {message}", file=sys.stderr)
             status = args.run(args) or 0
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `xarray-tensogram ls big.tgm | head`

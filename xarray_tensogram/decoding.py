@@ -76,11 +76,6 @@ def _scaled(values: np.ndarray, factor: int, offset: int = 0) -> np.ndarray | No
     return np.asarray(values.astype(np.int64) * np.int64(factor) + np.int64(offset))
 
 
-def _ticks(unit: str, resolution: str) -> int:
-    """How many ``resolution`` ticks one ``unit`` holds (both numpy units, ``unit`` the coarser)."""
-    return _NANOSECONDS[unit] // _NANOSECONDS[resolution]
-
-
 def _decoded(var: xr.Variable, values: np.ndarray, dropped: tuple[str, ...], moved: tuple[str, ...]) -> xr.Variable:
     """``var`` with decoded ``values``: the ``moved`` attrs in ``encoding`` (as xarray's decoder moves them), the
     ``dropped`` ones gone, and the stored dtype kept in ``encoding["dtype"]``."""
@@ -105,7 +100,7 @@ def _datetime(var: xr.Variable) -> xr.Variable | None:
         origin = int(np.datetime64(ref.replace(" ", "T"), "ns").astype(np.int64))
     except ValueError:  # not a real date or time (month 13, hour 25): xarray says what is wrong
         return None
-    ns = _scaled(np.asarray(var._data), _ticks(_UNITS[unit], "ns"), origin)
+    ns = _scaled(np.asarray(var._data), _NANOSECONDS[_UNITS[unit]], origin)
     return None if ns is None else _decoded(var, ns.view("M8[ns]"), (), ("units", "calendar"))
 
 
@@ -116,20 +111,16 @@ def _timedelta(var: xr.Variable, via_units: bool) -> xr.Variable | None:
     if not isinstance(units, str) or units not in _UNITS:
         return None
     has_marker = isinstance(marker, str) and marker.startswith("timedelta64")
-    if not has_marker and not via_units:
-        return None
-    found = _MARKER.fullmatch(marker) if isinstance(marker, str) else None
-    if has_marker and found is None:
-        return None  # xarray warns and picks another resolution
-    resolution = found.group(1) if found is not None else "ns"
+    found = _MARKER.fullmatch(str(marker)) if has_marker else None
+    if not (found if has_marker else via_units):
+        return None  # an unknown resolution: xarray warns and picks another
+    resolution = found.group(1) if found else "ns"
     stored = _UNITS[units]
     finest = stored if stored in ("ms", "us", "ns") else "s"  # xarray reads days, hours, minutes as seconds
-    if _ticks(finest, "ns") < _ticks(resolution, "ns"):
-        resolution = finest
-    ticks = _scaled(np.asarray(var._data), _ticks(stored, resolution))
-    if ticks is None:
-        return None
-    return _decoded(var, ticks.view(f"m8[{resolution}]"), ("dtype",) if has_marker else (), ("units",))
+    resolution = min(resolution, finest, key=_NANOSECONDS.__getitem__)
+    ticks = _scaled(np.asarray(var._data), _NANOSECONDS[stored] // _NANOSECONDS[resolution])
+    dropped = ("dtype",) if has_marker else ()
+    return None if ticks is None else _decoded(var, ticks.view(f"m8[{resolution}]"), dropped, ("units",))
 
 
 def decode_times_in_memory(variables: Mapping[str, xr.Variable], decoders: Mapping[str, Any]) -> dict[str, xr.Variable]:

@@ -15,22 +15,18 @@ __all__ = ["check_dim_names", "check_requested_dims", "generic_dim_names", "requ
 def unique_names(names: Iterable[str], source: str, what: str, category: type[Warning]) -> list[str]:
     """Make names unique by suffixing ``_1``, ``_2`` ... to repeats, keeping first occurrences; one warning
     (``category``) names every ``what`` (``"tensor"``, ``"dataset"``) of ``source`` renamed."""
-    taken: set[str] = set()
+    out: dict[str, str] = {}  # unique name -> the name it replaces, in order
     last: dict[str, int] = {}  # name -> the last suffix tried for it
-    out = []
-    renamed = []
     for n in names:
         cand = n
-        while cand in taken:
+        while cand in out:
             last[n] = last.get(n, 0) + 1
             cand = f"{n}_{last[n]}"
-        if cand != n:
-            renamed.append(f"{n!r} -> {cand!r}")
-        out.append(cand)
-        taken.add(cand)
+        out[cand] = n
+    renamed = [f"{n!r} -> {cand!r}" for cand, n in out.items() if cand != n]
     if renamed:
         warnings.warn(f"{source!r}: duplicate {what} names renamed: " + ", ".join(renamed), category, stacklevel=3)
-    return out
+    return list(out)
 
 
 def generic_dim_names(shape: Sequence[int], taken_sizes: dict[str, int]) -> list[str]:
@@ -52,23 +48,20 @@ def requested_dims(dim_names: Any, var: str, rank: int, *, coordinate: bool = Fa
     """The dims ``dim_names`` gives ``var`` (after :func:`check_dim_names`), else None: a list is for every data
     variable (``coordinate`` variables keep their names), a dict for the variables it names."""
     wanted = dim_names.get(var) if isinstance(dim_names, Mapping) else (None if coordinate else dim_names)
-    if wanted is None or len(wanted) != rank:
-        return None
-    return list(wanted)
+    return None if wanted is None or len(wanted) != rank else list(wanted)
 
 
 def check_requested_dims(
     dims: Sequence[str], var: str, shape: Sequence[int], sizes: Mapping[str, int], source: str | None = None
 ) -> None:
     """Requested dims must agree with the sizes earlier variables gave the same names."""
-    clash = [(d, sizes[d], n) for d, n in zip(dims, shape, strict=True) if sizes.get(d, n) != n]
-    if clash:
-        d, had, n = clash[0]
-        raise DimensionNameError(
-            f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
-            f"{list(shape)}) conflict with another variable: dimension {d!r} has length {had} "
-            f"there, {n} here"
-        )
+    for d, n in zip(dims, shape, strict=True):
+        if sizes.get(d, n) != n:
+            raise DimensionNameError(
+                f"{describe(source)}dim_names {list(dims)} for {var!r} (rank {len(shape)}, shape "
+                f"{list(shape)}) conflict with another variable: dimension {d!r} has length {sizes[d]} "
+                f"there, {n} here"
+            )
 
 
 def _dim_names_problem(wanted: Sequence[Any], rank: int) -> str | None:

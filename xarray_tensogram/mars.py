@@ -31,10 +31,8 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 def as_int(value: Any) -> int | None:
     """An integer MARS value given as int, whole float or digits (None otherwise; never a bool)."""
-    if isinstance(value, bool):
-        return None
     if isinstance(value, int):
-        return value
+        return None if isinstance(value, bool) else value
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return int(value) if isinstance(value, str) and value.strip().removeprefix("-").isdecimal() else None
@@ -75,10 +73,8 @@ def _datetime_seconds(date: Any, time: Any) -> int | None:
 
 def step_hours(step: Any) -> float | None:
     """MARS ``step`` in hours (ints, numeric text, or ``"6h"``/``"30m"``)."""
-    if isinstance(step, bool):
-        return None
     if isinstance(step, (int, float)):
-        return float(step)
+        return None if isinstance(step, bool) else float(step)
     if not isinstance(step, str):
         return None
     s = step.strip().lower()

@@ -10,13 +10,11 @@ and mtime before every read (:class:`~xarray_tensogram.io.LocalFileSource`). Ent
 temporary file then renamed (concurrent writers never leave a partial one); an unreadable entry is ignored
 with a :class:`MetadataCacheWarning`. Only opens that emitted no warning are stored, so a hit never hides
 one. Reading unpickles, so only entries owned by the user and writable by nobody else are read; a directory
-keeps the :data:`MAX_ENTRIES` most recently used.
+keeps the :data:`MAX_ENTRIES` most recently used. Where: see the ``metadata_cache`` open option
+(:func:`default_cache_dir`, :data:`MIN_ITEMS`, :data:`MIN_BYTES`).
 
-Where (the ``metadata_cache`` open option): ``None`` (default) :func:`default_cache_dir`, for local files of
-at least :data:`MIN_ITEMS` messages and :data:`MIN_BYTES` bytes; ``True`` the same for any local file; a
-path that directory; ``False`` none. Compact entries: a stacked variable's members are three integer arrays
-(stack position, message, object), not 400,000 pickled callables, and a message is its number, parsed from
-its offset when a read touches it (:meth:`MessageScanner.parse_at`).
+Compact entries: a stacked variable's members are integer arrays (message, object), not 400,000 pickled
+callables, and a message is its number, parsed from its offset when a read touches it.
 """
 
 from __future__ import annotations

@@ -41,15 +41,6 @@ class AxisPlan(NamedTuple):
     squeeze: bool
 
 
-def _positions(index: Any, size: int) -> tuple[np.ndarray, bool]:
-    """The positions an integer or integer-array index selects (negative ones wrapped), and whether to squeeze."""
-    if isinstance(index, (int, np.integer)):
-        k = int(index)
-        return np.array([k + size if k < 0 else k], dtype=np.int64), True
-    positions = np.asarray(index, dtype=np.int64).reshape(-1)
-    return np.where(positions < 0, positions + size, positions), False
-
-
 def _plan_contiguous(start: int, stop: int, chunk: int) -> AxisPlan:
     """A step-1 slice, without materialising its positions."""
     if stop <= start:
@@ -70,8 +61,12 @@ def plan_axis(index: Any, size: int, chunk: int) -> AxisPlan:
         if step == 1:
             return _plan_contiguous(start, stop, chunk)
         positions, squeeze = np.arange(start, stop, step, dtype=np.int64), False
+    elif isinstance(index, (int, np.integer)):  # negative positions count from the end
+        k = int(index)
+        positions, squeeze = np.array([k + size if k < 0 else k], dtype=np.int64), True
     else:
-        positions, squeeze = _positions(index, size)
+        positions = np.asarray(index, dtype=np.int64).reshape(-1)
+        positions, squeeze = np.where(positions < 0, positions + size, positions), False
     n = positions.size
     if n == 0:
         return AxisPlan([], 0, squeeze)

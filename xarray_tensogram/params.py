@@ -83,10 +83,5 @@ _PARAM_KEYS = ("paramId", "mars.paramId", "grib_repro.paramId", "mars.param", "p
 
 def table_attributes(keys: Mapping[str, Any]) -> dict[str, str]:
     """``units``/``long_name``/``standard_name`` for the parameter an object's dotted keys name, or ``{}``."""
-    for key in _PARAM_KEYS:
-        value = keys.get(key)
-        if value is not None:
-            found = lookup(value)
-            if found is not None:
-                return found.attributes()
-    return {}
+    found = (lookup(keys[k]) for k in _PARAM_KEYS if keys.get(k) is not None)
+    return next((p.attributes() for p in found if p is not None), {})

@@ -84,9 +84,8 @@ def flatten_attrs(mapping: Mapping[Any, Any], prefix: str = "", max_depth: int =
 
 @dataclass
 class RawVariable:
-    """One raw (CF-encoded) variable: its dims, its data (a lazy :class:`ArraySpec`, or values in memory), its
-    attributes and the encoding a user should see. ``index``: a lazy selection of a spec, integers only (a
-    0-d variable stored with one element)."""
+    """One raw (CF-encoded) variable; ``index``: an integer selection of a lazy spec (a 0-d variable stored
+    with one element)."""
 
     dims: tuple[str, ...]
     data: ArraySpec | np.ndarray
@@ -120,8 +119,7 @@ class RawVariable:
         """The values (read from the file for a lazy variable: for checks at open of small coordinates only)."""
         if not isinstance(self.data, ArraySpec):
             return self.data
-        key = self.index if self.index is not None else (slice(None),) * len(self.data.shape)
-        return np.asarray(read_outer(self.data, key))
+        return np.asarray(read_outer(self.data, self.index or ()))  # read_outer completes the key
 
     def equals(self, other: RawVariable) -> bool:
         """Same dims and values, NaN equal to NaN (as ``xr.Variable.equals``)."""
@@ -241,8 +239,7 @@ def array_variable(dims: Sequence[Hashable], values: Any, attrs: Mapping[str, An
 
 @dataclass
 class RawGroup:
-    """One group as assembly produced it: raw (CF-encoded) variables in order, which of them are coordinates,
-    attributes and the group's encoding."""
+    """One group as assembly produced it: raw variables in order, which of them are coordinates, attrs, encoding."""
 
     variables: dict[str, RawVariable]
     coord_names: frozenset[str] = frozenset()

@@ -1,17 +1,16 @@
 """A read-only Zarr v3 store over a ``.tgm``, ``.tet`` or ``.zt`` file: ``zarr.open_group(TensogramStore(path))``.
 
-The store opens the file with the backend's own readers and assembly (names, dims, coordinates and
-attributes are those of ``open_dataset``) and serves the ``zarr.json`` of the root, of each group and of
-each variable, built at open from metadata only, and ``<variable>/c/<i>/<j>...`` (Zarr's default chunk
-keys): one chunk per storage unit (a Tensogram object, a Tetration tile, a zTensor tensor), read on request
-by the lazy array's own chunk reader and served decoded, little-endian, under the ``bytes`` codec alone. So
-every codec the backend decodes is readable through Zarr, and no payload byte is read before it is asked
-for. Needs zarr (the ``zarr`` extra): the package imports this module on first use of ``TensogramStore``.
+The store opens the file with the backend's own readers and assembly (names, dims, coordinates and attributes
+are those of ``open_dataset``); its ``zarr.json`` documents are built at open from metadata only. A chunk
+(``<variable>/c/<i>/<j>...``) is one storage unit, read on request by the lazy array's own chunk reader and
+served decoded under the ``bytes`` codec alone: every codec the backend decodes is readable through Zarr.
+Needs zarr (the ``zarr`` extra): the package imports this module on first use of ``TensogramStore``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import math
 import posixpath  # keys under a group path ("" for the root); names hold no "/" (zarr_names)
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from xarray.conventions import encode_dataset_coordinates
+from xarray.core.utils import close_on_error
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, BufferPrototype
 
@@ -162,7 +162,7 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
                 raise
         layout.documents["zarr.json"] = group_document({})  # an empty .tgm (no message yet): an empty group
         return layout, None
-    try:
+    with close_on_error(f):
         if options.get("group") is not None:
             groups = {"/": groups[_select_group(groups, options["group"], str(path_or_url))]}
         if "/" not in groups:  # the root holds the attributes all groups share, as open_datatree's root does
@@ -170,9 +170,6 @@ def _scan(path_or_url: Any, options: Mapping[str, Any]) -> tuple[_Layout, Any]:
         drop = _normalise_drop(options.get("drop_variables"))
         for name, raw in groups.items():
             layout.add_group(name.strip("/"), raw.drop_vars(drop & set(raw.variables)), raw.attrs)
-    except BaseException:
-        f.close()
-        raise
     return layout, f
 
 
@@ -218,14 +215,9 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     def __hash__(self) -> int:
         return hash((type(self), self.path, repr(sorted(self.options.items()))))
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Only the path and options: an unpickled store (in a Dask worker) reopens the file on first use."""
-        return {"path": self.path, "options": self.options}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        Store.__init__(self, read_only=True)
-        self.path, self.options = state["path"], state["options"]
-        self._layout, self._file = None, None
+        return functools.partial(type(self), self.path, **self.options), ()
 
     async def _open(self) -> None:
         if self._is_open:
@@ -237,8 +229,7 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
         """Release the file; a later read reopens it."""
         if self._file is not None:
             self._file.close()
-        self._file = None
-        self._layout = None
+        self._file, self._layout = None, None
         super().close()
 
     def _check_writable(self) -> None:
@@ -255,16 +246,10 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     async def get(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None) -> Buffer | None:
         layout = await self._keyspace()
         data = layout.documents.get(key)
-        if data is None:
-            found = layout.find_chunk(key)
-            if found is None:
-                return None
-            array, coords = found
-            data = await asyncio.to_thread(array.chunk_bytes, coords)
-            if data is None:
-                return None
-        buffer: Buffer = prototype.buffer.from_bytes(byte_slice(data, byte_range))
-        return buffer
+        found = None if data is not None else layout.find_chunk(key)
+        if found is not None:
+            data = await asyncio.to_thread(found[0].chunk_bytes, found[1])
+        return None if data is None else prototype.buffer.from_bytes(byte_slice(data, byte_range))
 
     async def get_partial_values(
         self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
@@ -290,9 +275,8 @@ class TensogramStore(Store):  # type: ignore[misc, unused-ignore]  # Any in a ve
     async def delete(self, key: str) -> None:
         self._check_writable()
 
-    async def list(self) -> AsyncIterator[str]:
-        async for key in self.list_prefix(""):
-            yield key
+    def list(self) -> AsyncIterator[str]:
+        return self.list_prefix("")
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         for key in list((await self._keyspace()).keys()):
