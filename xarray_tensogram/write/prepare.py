@@ -308,10 +308,13 @@ def warn_dropped(items: Iterable[str], what: str, category: type[Warning]) -> No
         warnings.warn(f"{what}: {dropped}", category, stacklevel=user_stacklevel())
 
 
-def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
-    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype), bytes
-    (a bytes ``_FillValue`` must stay bytes for xarray's mask to apply) and, with ``python_too`` (formats
-    that store text), Python numbers, booleans and lists too."""
+def typed_attrs(
+    attrs: Mapping[Any, Any], *, python_too: bool, restored: Mapping[str, tuple[str, ...]] | None = None
+) -> dict[Any, Any]:
+    """``attrs`` with :data:`ATTR_TYPES_KEY` (JSON text: never flattened) recording the type of each value a
+    format would lose: numpy scalars and arrays (their dtype), bytes (a bytes ``_FillValue`` must stay bytes for
+    xarray's mask to apply) and, with ``python_too`` (formats that store text), Python numbers, booleans and lists
+    too; less the types in ``restored`` (key -> types), which the format's reader gives back itself."""
     out: dict[str, str] = {}
     for key, value in attrs.items():
         if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
@@ -324,17 +327,8 @@ def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
         elif python_too and isinstance(value, (list, tuple)):
             with contextlib.suppress(TypeError, ValueError):
                 out[str(key)] = np.asarray(value).dtype.str
-    return out
-
-
-def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
-    """``var`` with :data:`ATTR_TYPES_KEY` added when some attribute value would lose its type."""
-    types = attr_types(var.attrs, python_too=python_too)
-    if not types:
-        return var
-    out: xr.Variable = var.copy(deep=False)
-    out.attrs = {**var.attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))}  # text: never flattened
-    return out
+    types = {k: t for k, t in out.items() if t not in (restored or {}).get(k, ())}
+    return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
 
 
 def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:

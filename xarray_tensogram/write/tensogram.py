@@ -47,7 +47,7 @@ from .prepare import (
     checked_keywords,
     encode_dataset,
     string_payload,
-    with_attr_types,
+    typed_attrs,
 )
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import (
@@ -189,9 +189,9 @@ def object_entry(
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], Producer]:
     """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``; the parameter
     table's and ``coordinates``, object_entry's, left out), and the producer whose layout it was read in."""
-    typed = with_attr_types(cf, python_too=False)
     table = record.table_attrs or {}  # units/long_name/standard_name the reader took from the parameter table
-    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates" and not (k in table and table[k] == v)}
+    typed = typed_attrs(cf.attrs, python_too=False)
+    attrs = {k: v for k, v in typed.items() if k != "coordinates" and not (k in table and table[k] == v)}
     producer = written_by(record, attrs)
     return _attrs_to_entry(producer.entry_attrs(attrs, record), record.cf_attrs), producer
 
@@ -219,12 +219,12 @@ def _coordinate_objects(
             continue
         if only is not None and cname not in only:
             continue
-        encoded = with_attr_types(plan.cf.variables.get(str(cname), coord.variable), python_too=False)
+        encoded = plan.cf.variables.get(str(cname), coord.variable)
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
         cf_attrs = list(LayoutRecord.of(coord.encoding, cname).cf_attrs or CF_ATTRS)
-        entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
+        entry = _attrs_to_entry(typed_attrs(encoded.attrs, python_too=False), [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
         entry["name"] = cname
         if list(coord.dims) != [cname] or not any(cname in v.dims for v in ds.data_vars.values()):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,10 +19,10 @@ import numpy as np
 import xarray as xr
 
 from ..codecs.base import PASSTHROUGH
-from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
+from ..conventions import COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
-from ..errors import TetrMappingWarning, UnsupportedError, user_stacklevel
+from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
@@ -32,7 +31,6 @@ from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_c
 from .prepare import (
     EncodedDataset,
     as_dataset,
-    attr_types,
     check_call,
     check_dtypes,
     checked_keywords,
@@ -40,6 +38,7 @@ from .prepare import (
     kept_once,
     role_marked,
     string_payload,
+    typed_attrs,
     warn_dropped,
 )
 
@@ -92,19 +91,10 @@ def _codec(var: xr.Variable | None, compression: str | None) -> str:
     return _COMPRESSION.argument(compression)[0]
 
 
-def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
-    """The dims, unless they are the generic names the reader made up for a file that had none."""
-    return None if source.encoding.get("tetr_generated_dims") == dims else dims
-
-
 def _string_attrs(attrs: Mapping[str, Any], name: str) -> dict[str, str]:
     out = {str(key): text for key, value in attrs.items() if key and (text := _attr_string(value))}
-    for key in [k for k in attrs if str(k) not in out]:
-        warnings.warn(
-            f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
-            TetrMappingWarning,
-            stacklevel=user_stacklevel(),
-        )
+    empty = f"variable {name!r}: empty attributes (.tet cannot store empty strings), not written"
+    warn_dropped((k for k in attrs if str(k) not in out), empty, TetrMappingWarning)
     return out
 
 
@@ -178,14 +168,8 @@ def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
 
 def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
     """``attrs`` with the types the footer's strings lose recorded, except where the reader restores them."""
-    types = attr_types(attrs, python_too=True)
-    for key in CF_IN_DATA_DTYPE:
-        if key in types and types[key] in (stored.str, stored.newbyteorder("<").str):
-            del types[key]
-    for key in CF_FLOAT64:
-        if types.get(key) in ("<f8", "py:float"):
-            del types[key]
-    return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
+    in_data = dict.fromkeys(CF_IN_DATA_DTYPE, (stored.str, stored.newbyteorder("<").str))
+    return typed_attrs(attrs, python_too=True, restored={**dict.fromkeys(CF_FLOAT64, ("<f8", "py:float")), **in_data})
 
 
 def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]) -> None:
@@ -235,7 +219,7 @@ def _dataset_write(
     typed = _typed_attrs(attrs, var.dtype)
     tile_source = source if source.ndim == var.ndim else var
     given = options.get("chunks", options.get("chunksizes"))
-    dim_names = _dim_names(source, dims) if dims else None
+    dim_names = dims if dims and source.encoding.get("tetr_generated_dims") != dims else None  # not made up on read
     return DatasetWrite(
         name,
         var.data if var.chunks is not None else np.asarray(var.values),  # Dask: computed one tile at a time
