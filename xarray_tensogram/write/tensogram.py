@@ -214,10 +214,9 @@ def _coordinate_objects(
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims (``only`` those, if given) as CF-encoded objects, less those ``in_file``."""
     ds, split = plan.ds, plan.split
+    wanted = ds.coords if only is None else only
     for cname, coord in ds.coords.items():
-        if cname in plan.skip or cname in in_file or split.intersection(coord.dims):
-            continue
-        if only is not None and cname not in only:
+        if cname in plan.skip or cname in in_file or split.intersection(coord.dims) or cname not in wanted:
             continue
         encoded = plan.cf.variables.get(str(cname), coord.variable)
         values = np.asarray(encoded.values)
@@ -258,17 +257,6 @@ def _string_coords(plan: _Plan) -> dict[str, Any]:
         if cname not in plan.ds.coords:
             out[str(cname)]["role"] = "data"
     return out
-
-
-def _check_coordinate_names(ds: xr.Dataset) -> None:
-    """An object named like a dim is that dim's index to the reader: a coordinate of more dims named like one of
-    them (xarray's non-index coordinate ``x(t, x)``) would not come back, so it is refused before writing."""
-    for cname, coord in ds.coords.items():
-        if coord.ndim > 1 and cname in coord.dims:
-            raise UnsupportedError(
-                f"variable {cname!r}: a {coord.ndim}-D coordinate named like its own dim {cname!r} cannot be stored "
-                "in a .tgm file (an object named like a dim is read as that dim's index); rename it first"
-            )
 
 
 def _check_append(plan: _Plan, path: str | os.PathLike[str]) -> frozenset[str]:
@@ -440,10 +428,17 @@ def to_tensogram(
 
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
-    """Refuse what a ``.tgm`` cannot hold (before a byte is written); warn of codecs asked for strings."""
+    """Refuse what a ``.tgm`` cannot hold (before a byte is written), such as a coordinate of more dims named like
+    one of them (xarray's non-index coordinate ``x(t, x)``, which would not come back); warn of codecs asked for
+    strings."""
     storable = [*OBJECT_DTYPES, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
     check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
-    _check_coordinate_names(ds)
+    for cname, coord in ds.coords.items():  # an object named like a dim is that dim's index to the reader
+        if coord.ndim > 1 and cname in coord.dims:
+            raise UnsupportedError(
+                f"variable {cname!r}: a {coord.ndim}-D coordinate named like its own dim {cname!r} cannot be stored "
+                "in a .tgm file (an object named like a dim is read as that dim's index); rename it first"
+            )
     in_metadata = [n for n, v in cf.variables.items() if v.dtype.kind in "OUST"]
     warn_codecs_unused(cf.codecs, in_metadata, "strings are kept in metadata", TensogramMappingWarning)
 

@@ -118,12 +118,6 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
     return rows
 
 
-def _file_metadata(attrs: Mapping[str, Any]) -> dict[str, str] | None:
-    dropped = [k for k in attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
-    warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
-    return {k: _attr_string(attrs[k]) for k in FILE_KEYS if k in attrs} or None
-
-
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
 #: ``encoding=`` for .tet beside the CF keys every writer takes: the codec with its parameters, the tile shape
 ENCODING = EncodingKeys(
@@ -149,14 +143,11 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
         if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]
             continue
-        if _is_text(values) and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
+        # strings (not cftime dates, which xarray's encoder makes numbers with a calendar)
+        text = values.dtype.kind in "US" or (values.dtype.kind == "O" and all(isinstance(v, str) for v in values))
+        if text and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
             out[str(dim)] = spelled
     return out
-
-
-def _is_text(values: np.ndarray) -> bool:
-    """Strings (not cftime dates, which xarray's encoder makes numbers with a calendar)."""
-    return values.dtype.kind in "US" or (values.dtype.kind == "O" and all(isinstance(v, str) for v in values))
 
 
 def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
@@ -300,7 +291,10 @@ def to_tetr(
     check_dtypes(encoded, ".tet", "u1", lambda dt: dt.kind in "USOTb" or dt.newbyteorder("<") in _DTYPES, storable)
     writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
-    meta = _file_metadata(encoded.attrs)
+    attrs = encoded.attrs
+    dropped = [k for k in attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
+    warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
+    meta = {k: _attr_string(attrs[k]) for k in FILE_KEYS if k in attrs} or None
     execution = source_ds.encoding.get("tetr_execution") or {}  # the TIDX execution hint read ((0, 0): none)
     hint = int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit
