@@ -162,7 +162,7 @@ def object_entry(
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
     cf = plan.cf.variables[str(name)]
-    if cf.dtype.kind in "OUSTMm" or cf.dtype.kind == "c":
+    if cf.dtype.kind in "OUSTMmc":
         raise UnsupportedError(
             f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
             "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
@@ -306,8 +306,7 @@ def _message_extra(plan: _Plan) -> dict[str, Any]:
     if hint is not None:
         hint = {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
     if strings := _string_coords(plan):
-        hint = hint or {}
-        hint["coords"] = {**strings, **(hint.get("coords") or {})}
+        hint = {**(hint or {}), "coords": {**strings, **((hint or {}).get("coords") or {})}}
     if hint is not None:
         extra[LAYOUT_KEY] = hint
     return extra
