@@ -136,10 +136,6 @@ class NcVariable:
     def first(self) -> NcObject:
         return self.objects[0]
 
-    @property
-    def is_record(self) -> bool:
-        return self.first.record is not None
-
 
 @dataclass
 class NcInput:

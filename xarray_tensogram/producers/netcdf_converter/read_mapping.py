@@ -37,7 +37,7 @@ __all__ = ["netcdf_groups"]
 def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
     """``_dims``, a record variable's unlimited dim first (its place is unrecorded; first in classic-model files)."""
     dims = list(var.first.dims)
-    return [unlimited or "record", *dims] if var.is_record else dims
+    return [unlimited or "record", *dims] if var.first.record is not None else dims
 
 
 def _check(var: NcVariable, where: str) -> None:
