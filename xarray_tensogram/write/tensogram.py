@@ -161,12 +161,7 @@ def object_entry(
 ) -> dict[str, Any]:
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
-    cf = plan.cf.variables[str(name)]
-    if cf.dtype.kind in "OUSTMmc":
-        raise UnsupportedError(
-            f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
-            "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
-        )
+    cf = plan.cf.variables[str(name)]  # a dtype of an object (_check_storable)
     record = LayoutRecord.of(var.encoding, name)
     entry, producer = _attribute_entry(cf, record)
     _object_values(np.empty(0, cf.dtype), desc, entry)  # the marks only: no values are loaded here
@@ -413,11 +408,11 @@ def to_tensogram(
     ds = as_dataset(ds)
     check_call(mode, path, unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
+    _check_storable(ds, cf)
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
         mdims, hint = plan_dims(ds, message_dims)
         plan = _Plan(ds, cf, encoding or {}, mdims, hint, not_objects(ds, mdims))
         in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
-        _check_storable(ds, cf)
         mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)  # roaring if installed
         masks = dict.fromkeys(_MASK_KEYWORDS, mask)  # objects may name their own
         kw = {"hash": hash, "layout": layout, "reserved": reserved, "allow_nan": True, "allow_inf": True, **masks}
@@ -430,8 +425,9 @@ def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
     """Refuse what a ``.tgm`` cannot hold (before a byte is written), such as a coordinate of more dims named like
     one of them (xarray's non-index coordinate ``x(t, x)``, which would not come back); warn of codecs asked for
     strings."""
-    storable = [*OBJECT_DTYPES, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
-    check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
+    objects = [n for n in OBJECT_DTYPES if not n.startswith("complex")]  # complex refused (docs/writing.md)
+    storable = [*objects, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
+    check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in objects, storable)
     for cname, coord in ds.coords.items():  # an object named like a dim is that dim's index to the reader
         if coord.ndim > 1 and cname in coord.dims:
             raise UnsupportedError(
