@@ -230,7 +230,7 @@ def _default_nan_fill(source: xr.Variable | None, fill: Any) -> bool:
 
 
 def encode_dataset(
-    obj: xr.Dataset | xr.DataArray,
+    ds: xr.Dataset,
     encoding: Mapping[Any, Any] | None,
     keys: EncodingKeys,
     *,
@@ -241,7 +241,6 @@ def encode_dataset(
     every variable with xarray's own encoder. ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray
     adds to floats read from a file that asked for none, so that a file read and written back unchanged keeps
     its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
-    ds = as_dataset(obj)
     _check_names(ds)
     if encoding is not None and None in encoding:
         encoding = {(NONE_VAR_NAME if k is None else k): v for k, v in encoding.items()}

@@ -62,8 +62,8 @@ def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
     if source == "mars.date+mars.time":
         ts = np.datetime64(value, "s")
         day = ts.astype("datetime64[D]")
-        hours, minutes = divmod(int((ts - day).astype(np.int64)) // 60, 60)
-        return [("mars.date", int(str(day).replace("-", ""))), ("mars.time", hours * 100 + minutes)]
+        hh, mm = divmod(int((ts - day).astype(np.int64)) // 60, 60)
+        return [("mars.date", int(str(day).replace("-", ""))), ("mars.time", hh * 100 + mm)]
     if source == "mars.step":
         delta = isinstance(value, np.generic) and value.dtype.kind == "m"
         hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0 if delta else float(value)

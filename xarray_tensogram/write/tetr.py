@@ -286,7 +286,7 @@ def to_tetr(
     def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:  # no codec named: compression=, else as read
         return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
-    encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
+    encoded = encode_dataset(source_ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
     storable = [*_DTYPE_NAMES, "strings (as labels)"]
     check_dtypes(encoded, ".tet", "u1", lambda dt: dt.kind in "USOTb" or dt.newbyteorder("<") in _DTYPES, storable)
     writes = _dataset_writes(source_ds, encoded, chunks, compression)

@@ -140,10 +140,9 @@ def to_ztensor(
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
-    ds = _from_mapping(ds)
+    ds = as_dataset(_from_mapping(ds))
     check_call(mode, path, unlimited_dims, ".zt v0.1")
-    source = as_dataset(ds).variables
-    comp, check = _file_codecs(source, compression, checksum)
+    comp, check = _file_codecs(ds.variables, compression, checksum)
     encoded = encode_dataset(ds, encoding, ENCODING, in_effect=lambda name, enc: {_COMPRESSION.key: comp})
     check_dtypes(encoded, ".zt v0.1", "bool", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     items = [_item(name, var) for name, var in role_marked(encoded).items()]
