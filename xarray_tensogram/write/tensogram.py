@@ -136,24 +136,17 @@ def _data_object(
     cf = plan.cf.variables[str(name)]
     where = {m.name: sel[m.name] for m in plan.mdims if m.name in var.dims}
     desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
-    if cf.dtype.kind in "OUST" or _is_hole(var, where):
-        return None  # strings are kept in metadata (_string_coords); a hole of the hypercube read stays one
+    if cf.dtype.kind in "OUST":
+        return None  # strings are kept in metadata (_string_coords)
+    if var.attrs.get(MISSING_OBJECTS_ATTR):  # a hole of the hypercube read stays one: a cell all NaN, or all the
+        cell, fill = np.asarray(var.isel(where).values), var.attrs.get("_FillValue")  # fill the reader put in integers
+        if (cell.dtype.kind == "f" and np.isnan(cell).all()) or (fill is not None and (cell == fill).all()):
+            return None
     entry = object_entry(plan, name, var, sel, desc)
     values = _object_values(np.asarray(cf.isel(where).values), desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
     desc["shape"] = list(values.shape)
     return entry, ObjectInput(values, desc)
-
-
-def _is_hole(var: xr.DataArray, where: Mapping[str, int]) -> bool:
-    """Whether the cell at ``where`` of a variable read with missing objects is one of them: all NaN, or all the
-    fill value the reader put there (integers opened with ``mask_and_scale=False``)."""
-    if not var.attrs.get(MISSING_OBJECTS_ATTR):
-        return False
-    cell = np.asarray(var.isel(where).values)
-    fill = var.attrs.get("_FillValue")
-    nan = cell.dtype.kind == "f" and bool(np.isnan(cell).all())
-    return nan or (fill is not None and bool((cell == fill).all()))
 
 
 def object_entry(
