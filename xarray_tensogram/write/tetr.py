@@ -143,11 +143,14 @@ def _label_coords(ds: xr.Dataset, encoded: EncodedDataset) -> dict[str, list[str
         if same and (spelled == read if values.dtype.kind != "M" else _same_times(read, values)):
             out[str(dim)] = [str(x) for x in read]
             continue
-        # strings (not cftime dates, which xarray's encoder makes numbers with a calendar)
-        text = values.dtype.kind in "US" or (values.dtype.kind == "O" and all(isinstance(v, str) for v in values))
-        if text and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
+        if _is_text(values) and 0 < len(values) <= LIMITS["labels"] and all(spelled) and not ds[dim].attrs:
             out[str(dim)] = spelled
     return out
+
+
+def _is_text(values: np.ndarray) -> bool:
+    """Strings (not cftime dates, which xarray's encoder makes numbers with a calendar)."""
+    return values.dtype.kind in "US" or (values.dtype.kind == "O" and all(isinstance(v, str) for v in values))
 
 
 def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
