@@ -40,12 +40,10 @@ __all__ = [
 
 #: the virtual metadata key a GRIB level dimension stands for (``mars.levelist`` or ``grib_repro.level``)
 GRIB_LEVEL_SOURCE = "grib:level"
-_REPRO = "grib_repro."
-_GRIB = "grib."
-#: key prefixes that are derived from the independent MARS keys and never make a dimension
-GRIB_PREFIXES = (_REPRO, _GRIB)
-#: the entry sections those prefixes flatten from
+#: the entry sections whose keys are derived from the independent MARS keys and never make a dimension
 GRIB_SECTIONS = ("grib_repro", "grib")
+#: their keys' prefixes, once flattened
+GRIB_PREFIXES = _REPRO, _GRIB = tuple(f"{s}." for s in GRIB_SECTIONS)
 
 #: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``), empty cells left out
 _LEVEL_COLUMNS = ("long_name", "units", "positive", "stored_direction", "standard_name")
