@@ -108,8 +108,7 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
 
 @dataclass
 class _Plan:
-    """What every object of one write is made of: the Dataset, its CF encoding, the caller's ``encoding=``, the
-    message dims with the layout hint, and the coordinates that are no objects (:func:`.not_objects`)."""
+    """What every object of one write is made of (``skip``: coordinates that are no objects, :func:`.not_objects`)."""
 
     ds: xr.Dataset
     cf: EncodedDataset
@@ -154,7 +153,7 @@ def object_entry(
 ) -> dict[str, Any]:
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
-    cf = plan.cf.variables[str(name)]  # a dtype of an object (_check_storable)
+    cf = plan.cf.variables[str(name)]  # of a dtype objects hold (checked by _check_storable)
     record = LayoutRecord.of(var.encoding, name)
     entry, producer = _attribute_entry(cf, record)
     _object_values(np.empty(0, cf.dtype), desc, entry)  # the marks only: no values are loaded here
