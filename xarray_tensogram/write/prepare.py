@@ -230,7 +230,7 @@ def _default_nan_fill(source: xr.Variable | None, fill: Any) -> bool:
 
 
 def encode_dataset(
-    obj: xr.Dataset | xr.DataArray,
+    ds: xr.Dataset,
     encoding: Mapping[Any, Any] | None,
     keys: EncodingKeys,
     *,
@@ -241,7 +241,6 @@ def encode_dataset(
     every variable with xarray's own encoder. ``default_fill=False`` leaves out the ``_FillValue: NaN`` xarray
     adds to floats read from a file that asked for none, so that a file read and written back unchanged keeps
     its bytes; a Dataset built in memory gets the default fill as with ``to_netcdf``."""
-    ds = as_dataset(obj)
     _check_names(ds)
     if encoding is not None and None in encoding:
         encoding = {(NONE_VAR_NAME if k is None else k): v for k, v in encoding.items()}
@@ -308,10 +307,13 @@ def warn_dropped(items: Iterable[str], what: str, category: type[Warning]) -> No
         warnings.warn(f"{what}: {dropped}", category, stacklevel=user_stacklevel())
 
 
-def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
-    """The type of each attribute value a format would lose: numpy scalars and arrays (their dtype), bytes
-    (a bytes ``_FillValue`` must stay bytes for xarray's mask to apply) and, with ``python_too`` (formats
-    that store text), Python numbers, booleans and lists too."""
+def typed_attrs(
+    attrs: Mapping[Any, Any], *, python_too: bool, restored: Mapping[str, tuple[str, ...]] | None = None
+) -> dict[Any, Any]:
+    """``attrs`` with :data:`ATTR_TYPES_KEY` (JSON text: never flattened) recording the type of each value a
+    format would lose: numpy scalars and arrays (their dtype), bytes (a bytes ``_FillValue`` must stay bytes for
+    xarray's mask to apply) and, with ``python_too`` (formats that store text), Python numbers, booleans and lists
+    too; less the types in ``restored`` (key -> types), which the format's reader gives back itself."""
     out: dict[str, str] = {}
     for key, value in attrs.items():
         if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
@@ -324,17 +326,8 @@ def attr_types(attrs: Mapping[Any, Any], *, python_too: bool) -> dict[str, str]:
         elif python_too and isinstance(value, (list, tuple)):
             with contextlib.suppress(TypeError, ValueError):
                 out[str(key)] = np.asarray(value).dtype.str
-    return out
-
-
-def with_attr_types(var: xr.Variable, *, python_too: bool) -> xr.Variable:
-    """``var`` with :data:`ATTR_TYPES_KEY` added when some attribute value would lose its type."""
-    types = attr_types(var.attrs, python_too=python_too)
-    if not types:
-        return var
-    out: xr.Variable = var.copy(deep=False)
-    out.attrs = {**var.attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))}  # text: never flattened
-    return out
+    types = {k: t for k, t in out.items() if t not in (restored or {}).get(k, ())}
+    return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
 
 
 def string_payload(name: str, var: xr.Variable) -> dict[str, Any]:

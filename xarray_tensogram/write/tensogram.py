@@ -47,7 +47,7 @@ from .prepare import (
     checked_keywords,
     encode_dataset,
     string_payload,
-    with_attr_types,
+    typed_attrs,
 )
 from .tensogram_append import check_tensogram_append
 from .tensogram_dims import (
@@ -108,8 +108,7 @@ def _object_values(values: np.ndarray, desc: Mapping[str, Any], entry: dict[str,
 
 @dataclass
 class _Plan:
-    """What every object of one write is made of: the Dataset, its CF encoding, the caller's ``encoding=``, the
-    message dims with the layout hint, and the coordinates that are no objects (:func:`.not_objects`)."""
+    """What every object of one write is made of (``skip``: coordinates that are no objects, :func:`.not_objects`)."""
 
     ds: xr.Dataset
     cf: EncodedDataset
@@ -136,8 +135,12 @@ def _data_object(
     cf = plan.cf.variables[str(name)]
     where = {m.name: sel[m.name] for m in plan.mdims if m.name in var.dims}
     desc = resolve_pipeline(var.encoding, plan.encoding.get(str(name), {}))
-    if cf.dtype.kind in "OUST" or _is_hole(var, where):
-        return None  # strings are kept in metadata (_string_coords); a hole of the hypercube read stays one
+    if cf.dtype.kind in "OUST":
+        return None  # strings are kept in metadata (_string_coords)
+    if var.attrs.get(MISSING_OBJECTS_ATTR):  # a hole of the hypercube read stays one: a cell all NaN, or all the
+        cell, fill = np.asarray(var.isel(where).values), var.attrs.get("_FillValue")  # fill the reader put in integers
+        if (cell.dtype.kind == "f" and np.isnan(cell).all()) or (fill is not None and (cell == fill).all()):
+            return None
     entry = object_entry(plan, name, var, sel, desc)
     values = _object_values(np.asarray(cf.isel(where).values), desc, {})  # the marks are in the entry already
     _packing_params_from_finite(values, desc)
@@ -145,28 +148,12 @@ def _data_object(
     return entry, ObjectInput(values, desc)
 
 
-def _is_hole(var: xr.DataArray, where: Mapping[str, int]) -> bool:
-    """Whether the cell at ``where`` of a variable read with missing objects is one of them: all NaN, or all the
-    fill value the reader put there (integers opened with ``mask_and_scale=False``)."""
-    if not var.attrs.get(MISSING_OBJECTS_ATTR):
-        return False
-    cell = np.asarray(var.isel(where).values)
-    fill = var.attrs.get("_FillValue")
-    nan = cell.dtype.kind == "f" and bool(np.isnan(cell).all())
-    return nan or (fill is not None and bool((cell == fill).all()))
-
-
 def object_entry(
     plan: _Plan, name: Any, var: xr.DataArray, sel: Mapping[str, int], desc: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The base entry (metadata) of one variable's object in the message at ``sel``, without its values: what
     tells its objects apart from others (an append checks them against the file's before writing)."""
-    cf = plan.cf.variables[str(name)]
-    if cf.dtype.kind in "OUSTMm" or cf.dtype.kind == "c":
-        raise UnsupportedError(
-            f"variable {name!r}: dtype {cf.dtype} cannot be stored as a .tgm object; supported dtypes: "
-            "float16/32/64, bfloat16, (u)int8..64, bool (strings only as coordinates, kept in metadata)"
-        )
+    cf = plan.cf.variables[str(name)]  # of a dtype objects hold (checked by _check_storable)
     record = LayoutRecord.of(var.encoding, name)
     entry, producer = _attribute_entry(cf, record)
     _object_values(np.empty(0, cf.dtype), desc, entry)  # the marks only: no values are loaded here
@@ -189,9 +176,9 @@ def object_entry(
 def _attribute_entry(cf: xr.Variable, record: LayoutRecord) -> tuple[dict[str, Any], Producer]:
     """A variable's attributes as entry paths (the ones the reader lifted back under ``cf``; the parameter
     table's and ``coordinates``, object_entry's, left out), and the producer whose layout it was read in."""
-    typed = with_attr_types(cf, python_too=False)
     table = record.table_attrs or {}  # units/long_name/standard_name the reader took from the parameter table
-    attrs = {k: v for k, v in typed.attrs.items() if k != "coordinates" and not (k in table and table[k] == v)}
+    typed = typed_attrs(cf.attrs, python_too=False)
+    attrs = {k: v for k, v in typed.items() if k != "coordinates" and not (k in table and table[k] == v)}
     producer = written_by(record, attrs)
     return _attrs_to_entry(producer.entry_attrs(attrs, record), record.cf_attrs), producer
 
@@ -214,17 +201,16 @@ def _coordinate_objects(
 ) -> Iterator[tuple[dict[str, Any], ObjectInput]]:
     """Coordinates not along message dims (``only`` those, if given) as CF-encoded objects, less those ``in_file``."""
     ds, split = plan.ds, plan.split
+    wanted = ds.coords if only is None else only
     for cname, coord in ds.coords.items():
-        if cname in plan.skip or cname in in_file or split.intersection(coord.dims):
+        if cname in plan.skip or cname in in_file or split.intersection(coord.dims) or cname not in wanted:
             continue
-        if only is not None and cname not in only:
-            continue
-        encoded = with_attr_types(plan.cf.variables.get(str(cname), coord.variable), python_too=False)
+        encoded = plan.cf.variables.get(str(cname), coord.variable)
         values = np.asarray(encoded.values)
         if values.dtype.kind in "OUST":
             continue  # string labels have no object form: they go into the layout hint (_string_coords)
         cf_attrs = list(LayoutRecord.of(coord.encoding, cname).cf_attrs or CF_ATTRS)
-        entry = _attrs_to_entry(encoded.attrs, [*cf_attrs, "units", "calendar"])
+        entry = _attrs_to_entry(typed_attrs(encoded.attrs, python_too=False), [*cf_attrs, "units", "calendar"])
         values = _object_values(values, {}, entry)
         entry["name"] = cname
         if list(coord.dims) != [cname] or not any(cname in v.dims for v in ds.data_vars.values()):
@@ -258,17 +244,6 @@ def _string_coords(plan: _Plan) -> dict[str, Any]:
         if cname not in plan.ds.coords:
             out[str(cname)]["role"] = "data"
     return out
-
-
-def _check_coordinate_names(ds: xr.Dataset) -> None:
-    """An object named like a dim is that dim's index to the reader: a coordinate of more dims named like one of
-    them (xarray's non-index coordinate ``x(t, x)``) would not come back, so it is refused before writing."""
-    for cname, coord in ds.coords.items():
-        if coord.ndim > 1 and cname in coord.dims:
-            raise UnsupportedError(
-                f"variable {cname!r}: a {coord.ndim}-D coordinate named like its own dim {cname!r} cannot be stored "
-                "in a .tgm file (an object named like a dim is read as that dim's index); rename it first"
-            )
 
 
 def _check_append(plan: _Plan, path: str | os.PathLike[str]) -> frozenset[str]:
@@ -318,8 +293,7 @@ def _message_extra(plan: _Plan) -> dict[str, Any]:
     if hint is not None:
         hint = {**hint, "attrs": {str(n): sorted(str(k) for k in cf.variables[str(n)].attrs) for n in ds.data_vars}}
     if strings := _string_coords(plan):
-        hint = hint or {}
-        hint["coords"] = {**strings, **(hint.get("coords") or {})}
+        hint = {**(hint or {}), "coords": {**strings, **((hint or {}).get("coords") or {})}}
     if hint is not None:
         extra[LAYOUT_KEY] = hint
     return extra
@@ -426,11 +400,11 @@ def to_tensogram(
     ds = as_dataset(ds)
     check_call(mode, path, unlimited_dims, ".tgm")
     cf = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=pipeline_in_effect(ds))  # as to_netcdf
+    _check_storable(ds, cf)
     with write_lock(path):  # other writers of this file wait from the check of the file to the commit
         mdims, hint = plan_dims(ds, message_dims)
         plan = _Plan(ds, cf, encoding or {}, mdims, hint, not_objects(ds, mdims))
         in_file = _check_append(plan, path) if mode == "a" and os.path.exists(path) else frozenset()
-        _check_storable(ds, cf)
         mask = mask_method or (DEFAULT_MASK_METHOD if available("pyroaring") else RLE.name)  # roaring if installed
         masks = dict.fromkeys(_MASK_KEYWORDS, mask)  # objects may name their own
         kw = {"hash": hash, "layout": layout, "reserved": reserved, "allow_nan": True, "allow_inf": True, **masks}
@@ -440,10 +414,18 @@ def to_tensogram(
 
 
 def _check_storable(ds: xr.Dataset, cf: EncodedDataset) -> None:
-    """Refuse what a ``.tgm`` cannot hold (before a byte is written); warn of codecs asked for strings."""
-    storable = [*OBJECT_DTYPES, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
-    check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in OBJECT_DTYPES, storable)
-    _check_coordinate_names(ds)
+    """Refuse what a ``.tgm`` cannot hold (before a byte is written), such as a coordinate of more dims named like
+    one of them (xarray's non-index coordinate ``x(t, x)``, which would not come back); warn of codecs asked for
+    strings."""
+    objects = [n for n in OBJECT_DTYPES if not n.startswith("complex")]  # complex refused (docs/writing.md)
+    storable = [*objects, "strings (in metadata)"]  # CF booleans: uint8 objects with ``dtype: bool``
+    check_dtypes(cf, ".tgm", "u1", lambda dt: dt.kind in "OUST" or dt.name in objects, storable)
+    for cname, coord in ds.coords.items():  # an object named like a dim is that dim's index to the reader
+        if coord.ndim > 1 and cname in coord.dims:
+            raise UnsupportedError(
+                f"variable {cname!r}: a {coord.ndim}-D coordinate named like its own dim {cname!r} cannot be stored "
+                "in a .tgm file (an object named like a dim is read as that dim's index); rename it first"
+            )
     in_metadata = [n for n, v in cf.variables.items() if v.dtype.kind in "OUST"]
     warn_codecs_unused(cf.codecs, in_metadata, "strings are kept in metadata", TensogramMappingWarning)
 

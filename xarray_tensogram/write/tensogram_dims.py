@@ -57,18 +57,13 @@ def set_path(entry: dict[str, Any], dotted: str, value: Any) -> None:
     entry[last] = value
 
 
-def _datetime_to_mars(value: Any) -> tuple[int, int]:
-    ts = np.datetime64(value, "s")
-    day = ts.astype("datetime64[D]")
-    seconds = int((ts - day).astype(np.int64))
-    return int(str(day).replace("-", "")), (seconds // 3600) * 100 + (seconds % 3600) // 60
-
-
 def key_value(source: str, value: Any) -> list[tuple[str, Any]]:
     """(dotted key, value) pairs that a coordinate value stands for."""
     if source == "mars.date+mars.time":
-        date, time = _datetime_to_mars(value)
-        return [("mars.date", date), ("mars.time", time)]
+        ts = np.datetime64(value, "s")
+        day = ts.astype("datetime64[D]")
+        hh, mm = divmod(int((ts - day).astype(np.int64)) // 60, 60)
+        return [("mars.date", int(str(day).replace("-", ""))), ("mars.time", hh * 100 + mm)]
     if source == "mars.step":
         delta = isinstance(value, np.generic) and value.dtype.kind == "m"
         hours = float(np.asarray(value).astype("m8[s]").astype(np.int64)) / 3600.0 if delta else float(value)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,10 +19,10 @@ import numpy as np
 import xarray as xr
 
 from ..codecs.base import PASSTHROUGH
-from ..conventions import ATTR_TYPES_KEY, COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
+from ..conventions import COORDINATE_ROLE_KEY, SCALAR_KEY, STRINGS_KEY, TETR_LABELS_ENCODING
 from ..conventions import TETR_FILE_KEYS as FILE_KEYS
 from ..conventions import TETR_HISTORY_ATTR as HISTORY_JSON_ATTR
-from ..errors import TetrMappingWarning, UnsupportedError, user_stacklevel
+from ..errors import TetrMappingWarning, UnsupportedError
 from ..formats.tetr import CODECS, LIMITS, DatasetWrite, open_tetr, write_tetr
 from ..formats.tetr.history import history_rows
 from ..formats.tetr.model import CF_FLOAT64, CF_IN_DATA_DTYPE, CODEC_OBJECTS, DTYPE_CODES
@@ -32,7 +31,6 @@ from .encoding_check import CodecKey, CodecSetting, EncodingKeys, Option, warn_c
 from .prepare import (
     EncodedDataset,
     as_dataset,
-    attr_types,
     check_call,
     check_dtypes,
     checked_keywords,
@@ -40,6 +38,7 @@ from .prepare import (
     kept_once,
     role_marked,
     string_payload,
+    typed_attrs,
     warn_dropped,
 )
 
@@ -92,19 +91,10 @@ def _codec(var: xr.Variable | None, compression: str | None) -> str:
     return _COMPRESSION.argument(compression)[0]
 
 
-def _dim_names(source: xr.Variable, dims: list[str]) -> list[str] | None:
-    """The dims, unless they are the generic names the reader made up for a file that had none."""
-    return None if source.encoding.get("tetr_generated_dims") == dims else dims
-
-
 def _string_attrs(attrs: Mapping[str, Any], name: str) -> dict[str, str]:
     out = {str(key): text for key, value in attrs.items() if key and (text := _attr_string(value))}
-    for key in [k for k in attrs if str(k) not in out]:
-        warnings.warn(
-            f"variable {name!r}: attribute {key!r} is empty; .tet cannot store empty strings, dropped",
-            TetrMappingWarning,
-            stacklevel=user_stacklevel(),
-        )
+    empty = f"variable {name!r}: empty attributes (.tet cannot store empty strings), not written"
+    warn_dropped((k for k in attrs if str(k) not in out), empty, TetrMappingWarning)
     return out
 
 
@@ -126,12 +116,6 @@ def _history_rows(ds: xr.Dataset, history: Sequence[Any] | None) -> list[Any]:
         TetrMappingWarning,
     )
     return rows
-
-
-def _file_metadata(attrs: Mapping[str, Any]) -> dict[str, str] | None:
-    dropped = [k for k in attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
-    warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
-    return {k: _attr_string(attrs[k]) for k in FILE_KEYS if k in attrs} or None
 
 
 _COMPRESSION = CodecKey("compression", CODEC_OBJECTS)
@@ -178,14 +162,8 @@ def _same_times(labels: Sequence[str], values: np.ndarray) -> bool:
 
 def _typed_attrs(attrs: Mapping[str, Any], stored: np.dtype) -> dict[str, Any]:
     """``attrs`` with the types the footer's strings lose recorded, except where the reader restores them."""
-    types = attr_types(attrs, python_too=True)
-    for key in CF_IN_DATA_DTYPE:
-        if key in types and types[key] in (stored.str, stored.newbyteorder("<").str):
-            del types[key]
-    for key in CF_FLOAT64:
-        if types.get(key) in ("<f8", "py:float"):
-            del types[key]
-    return {**attrs, ATTR_TYPES_KEY: json.dumps(types, separators=(",", ":"))} if types else dict(attrs)
+    in_data = dict.fromkeys(CF_IN_DATA_DTYPE, (stored.str, stored.newbyteorder("<").str))
+    return typed_attrs(attrs, python_too=True, restored={**dict.fromkeys(CF_FLOAT64, ("<f8", "py:float")), **in_data})
 
 
 def _host_strings(writes: list[DatasetWrite], strings: Mapping[str, xr.Variable]) -> None:
@@ -235,7 +213,7 @@ def _dataset_write(
     typed = _typed_attrs(attrs, var.dtype)
     tile_source = source if source.ndim == var.ndim else var
     given = options.get("chunks", options.get("chunksizes"))
-    dim_names = _dim_names(source, dims) if dims else None
+    dim_names = dims if dims and source.encoding.get("tetr_generated_dims") != dims else None  # not made up on read
     return DatasetWrite(
         name,
         var.data if var.chunks is not None else np.asarray(var.values),  # Dask: computed one tile at a time
@@ -311,12 +289,15 @@ def to_tetr(
     def in_effect(name: str, enc: Mapping[str, Any]) -> dict[str, str]:  # no codec named: compression=, else as read
         return {_COMPRESSION.key: _codec(source_ds.variables.get(name), compression)}
 
-    encoded = encode_dataset(ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
+    encoded = encode_dataset(source_ds, encoding, ENCODING, default_fill=False, in_effect=in_effect)
     storable = [*_DTYPE_NAMES, "strings (as labels)"]
     check_dtypes(encoded, ".tet", "u1", lambda dt: dt.kind in "USOTb" or dt.newbyteorder("<") in _DTYPES, storable)
     writes = _dataset_writes(source_ds, encoded, chunks, compression)
     hist = _history_rows(source_ds, history)
-    meta = _file_metadata(encoded.attrs)
+    attrs = encoded.attrs
+    dropped = [k for k in attrs if k not in FILE_KEYS and k not in ("history", HISTORY_JSON_ATTR)]
+    warn_dropped(dropped, "Dataset attributes that have no place in a .tet file, not written", TetrMappingWarning)
+    meta = {k: _attr_string(attrs[k]) for k in FILE_KEYS if k in attrs} or None
     execution = source_ds.encoding.get("tetr_execution") or {}  # the TIDX execution hint read ((0, 0): none)
     hint = int(execution.get("memory_budget_percent_bps", 0)), int(execution.get("memory_budget_bytes", 0))
     with write_lock(path):  # other writers of this file wait from the read of the file to the commit

@@ -38,8 +38,8 @@ from .prepare import (
     kept_once,
     role_marked,
     string_payload,
+    typed_attrs,
     warn_dropped,
-    with_attr_types,
 )
 
 __all__ = ["to_ztensor"]
@@ -67,7 +67,7 @@ def _item(name: str, var: xr.Variable) -> tuple[str, np.ndarray, dict[str, Any]]
     reserved = {*V01_KEYS, DIM_NAMES_KEY, STRINGS_KEY}  # attributes named like them go under ``cf.``
     custom = {  # plain values, as CBOR holds them
         (f"cf.{k}" if k in reserved else str(k)): json_attr(v)
-        for k, v in with_attr_types(var, python_too=False).attrs.items()
+        for k, v in typed_attrs(var.attrs, python_too=False).items()
     }
     if var.dtype.kind in "USOT":  # kept in metadata, on a zero-size placeholder
         return name, np.zeros(0, np.uint8), {**custom, STRINGS_KEY: string_payload(name, var)}
@@ -140,10 +140,9 @@ def to_ztensor(
     EncodeError
         A codec parameter outside its valid values (naming the variable and the parameter).
     """
-    ds = _from_mapping(ds)
+    ds = as_dataset(_from_mapping(ds))
     check_call(mode, path, unlimited_dims, ".zt v0.1")
-    source = as_dataset(ds).variables
-    comp, check = _file_codecs(source, compression, checksum)
+    comp, check = _file_codecs(ds.variables, compression, checksum)
     encoded = encode_dataset(ds, encoding, ENCODING, in_effect=lambda name, enc: {_COMPRESSION.key: comp})
     check_dtypes(encoded, ".zt v0.1", "bool", _stored, ["float16/32/64", "bfloat16", "(u)int8..64", "bool", "strings"])
     items = [_item(name, var) for name, var in role_marked(encoded).items()]

@@ -40,12 +40,10 @@ __all__ = [
 
 #: the virtual metadata key a GRIB level dimension stands for (``mars.levelist`` or ``grib_repro.level``)
 GRIB_LEVEL_SOURCE = "grib:level"
-_REPRO = "grib_repro."
-_GRIB = "grib."
-#: key prefixes that are derived from the independent MARS keys and never make a dimension
-GRIB_PREFIXES = (_REPRO, _GRIB)
-#: the entry sections those prefixes flatten from
+#: the entry sections whose keys are derived from the independent MARS keys and never make a dimension
 GRIB_SECTIONS = ("grib_repro", "grib")
+#: their keys' prefixes, once flattened
+GRIB_PREFIXES = _REPRO, _GRIB = tuple(f"{s}." for s in GRIB_SECTIONS)
 
 #: cfgrib's attributes of the level coordinates it knows (``cfgrib.dataset.COORD_ATTRS``), empty cells left out
 _LEVEL_COLUMNS = ("long_name", "units", "positive", "stored_direction", "standard_name")
@@ -235,54 +233,48 @@ def gaussian_latitudes(n: int) -> np.ndarray:
 MAX_GAUSSIAN_N = 4096
 
 
-def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
-    """``values`` with latitude/longitude per point; global grids (and latitude bands) only. Metadata that does
-    not describe the object (``pl`` not summing to its size, more rows than ``2N``, an ``N`` beyond any real
-    grid) gives no coordinates rather than a guess."""
+def _gaussian_rows(keys: Mapping[str, Any], rows: int, lat1: float | None, flip: bool) -> np.ndarray | None:
+    """``rows`` Gaussian latitudes of ``N`` (south to north if ``flip``) from the one nearest ``lat1`` (else the
+    first) on. Metadata that does not describe the object (more rows than ``2N``, an ``N`` beyond any real grid)
+    gives None rather than a guess."""
     n = _number(keys, "N")
+    if n is None or not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or rows > 2 * n:
+        return None
+    lats = gaussian_latitudes(int(n))[:: -1 if flip else 1]
+    start = 0 if lat1 is None else int(np.argmin(np.abs(lats - lat1)))
+    return lats[start : start + rows].copy() if start + rows <= lats.size else None
+
+
+def _reduced_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
+    """``values`` with latitude/longitude per point; global grids (and latitude bands) only, with ``pl`` summing
+    to the object's size."""
     pl = _grib_key(keys, "pl")
-    if n is None or not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or not isinstance(pl, (list, tuple)) or not pl:
+    if not isinstance(pl, (list, tuple)) or not pl:
         return None
-    if not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pl):
+    if not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pl) or sum(pl) != shape[0]:
         return None
-    if len(pl) > 2 * n or sum(pl) != shape[0]:
-        return None
-    all_lats = gaussian_latitudes(int(n))
-    lat1 = _corner(keys, "latitude", "First")
-    start = 0 if lat1 is None else int(np.argmin(np.abs(all_lats - lat1)))
-    if start + len(pl) > all_lats.size:
+    rows = _gaussian_rows(keys, len(pl), _corner(keys, "latitude", "First"), flip=False)
+    if rows is None:
         return None
     lon1 = _corner(keys, "longitude", "First") or 0.0
     counts = np.asarray(pl, dtype=np.int64)
-    lat = np.repeat(all_lats[start : start + len(pl)], counts)
     # position of each point within its row, then lon = lon1 + i * 360 / pl (global rows)
-    row_start = np.repeat(np.cumsum(counts) - counts, counts)
-    index_in_row = np.arange(shape[0], dtype=np.int64) - row_start
+    index_in_row = np.arange(shape[0], dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     lon = lon1 + index_in_row * (360.0 / np.repeat(counts, counts))
-    return _latlon(lat, lon, along="values")
+    return _latlon(np.repeat(rows, counts), lon, along="values")
 
 
 def _regular_gg(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
     """``latitude``/``longitude`` dims: Gaussian latitudes from ``N``, longitudes from the corners."""
     nj, ni = shape
-    n = _number(keys, "N")
     lat1, lon1 = _corner(keys, "latitude", "First"), _corner(keys, "longitude", "First")
     lon2 = _corner(keys, "longitude", "Last")
-    if n is None or lat1 is None or lon1 is None or lon2 is None:
-        return None
-    if not n.is_integer() or not 0 < n <= MAX_GAUSSIAN_N or nj > 2 * n:
-        return None
-    lats = gaussian_latitudes(int(n))
-    start = int(np.argmin(np.abs(lats - lat1)))
-    if _number(keys, "jScansPositively"):
-        lats = lats[::-1]
-        start = lats.size - 1 - start
-    if start + nj > lats.size:
+    lat = None if lat1 is None else _gaussian_rows(keys, nj, lat1, bool(_number(keys, "jScansPositively")))
+    if lat is None or lon1 is None or lon2 is None:
         return None
     if lon1 > lon2:
         lon1 -= 360.0
-    lon = lon1 + np.arange(ni, dtype=np.float64) * ((lon2 - lon1) / (ni - 1) if ni > 1 else 0.0)
-    return _latlon(lats[start : start + nj].copy(), lon)
+    return _latlon(lat, lon1 + np.arange(ni, dtype=np.float64) * ((lon2 - lon1) / (ni - 1) if ni > 1 else 0.0))
 
 
 #: grids cfgrib gives ``(y, x)`` dims with 2-D latitude/longitude from ecCodes (which we cannot compute)
@@ -294,17 +286,14 @@ _YX_GRIDS = frozenset(
 def grid_coordinates(keys: Mapping[str, Any], shape: tuple[int, ...]) -> GridCoords | None:
     """Grid dims and coordinates from ``mars.grid``/``gridType``, ``mars.area`` and the shape (None: no exact grid)."""
     grid = keys.get("mars.grid") or _grib_key(keys, "gridType")
-    if grid == "regular_ll" and len(shape) == 2:
-        return _regular_ll(keys, shape)
-    if grid == "regular_gg" and len(shape) == 2:
-        return _regular_gg(keys, shape)
-    if grid in _YX_GRIDS and len(shape) == 2:
+    if len(shape) == 1:  # cfgrib's dim for grids it has no coordinates for
+        return (_reduced_gg(keys, shape) if grid == "reduced_gg" else None) or GridCoords(["values"])
+    if len(shape) != 2:
+        return None
+    if grid in _YX_GRIDS:
         return GridCoords(["y", "x"])  # cfgrib's dims; the projected coordinates need ecCodes
-    if grid == "reduced_gg" and len(shape) == 1:
-        return _reduced_gg(keys, shape) or GridCoords(["values"])
-    if len(shape) == 1:
-        return GridCoords(["values"])  # cfgrib's dim for grids it has no coordinates for
-    return None
+    build = {"regular_ll": _regular_ll, "regular_gg": _regular_gg}.get(grid)
+    return build(keys, shape) if build is not None else None
 
 
 # -- attributes (and back) -------------------------------------------------------------------------------

@@ -43,12 +43,6 @@ def _as_int(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _yyyymmdd_hhmm(seconds: int) -> tuple[int, int]:
-    days, rest = divmod(int(seconds), 86400)
-    date = np.datetime64("1970-01-01", "D") + np.timedelta64(days, "D")
-    return int(str(date).replace("-", "")), (rest // 3600) * 100 + (rest % 3600) // 60
-
-
 def level_keys(value: Any, levelist: bool) -> list[tuple[str, Any]]:
     """Metadata paths a value of a GRIB level dimension stands for (``grib_repro.level``, ``mars.levelist``)."""
     number = _as_int(float(value))
@@ -81,18 +75,20 @@ def refresh_repro(entry: dict[str, Any]) -> None:
         repro["level"] = _as_int(repro["level"])
     elif "levelist" in mars:
         repro["level"] = mars["levelist"]
+    derived: dict[str, Any] = {}
     if "level" in repro:
-        for key in ("topLevel", "bottomLevel"):
-            repro.setdefault(key, repro["level"])
+        derived.update(topLevel=repro["level"], bottomLevel=repro["level"])
     if "date" in mars:
-        repro.setdefault("dataDate", mars["date"])
-        repro.setdefault("dataTime", mars.get("time", 0))
+        derived.update(dataDate=mars["date"], dataTime=mars.get("time", 0))
     step = mars.get("step")
     if isinstance(step, int) and repro.get("stepType", "instant") == "instant" and repro.get("stepUnits", 1) == 1:
-        for key, value in (("startStep", step), ("endStep", step), ("stepRange", str(step))):
-            repro.setdefault(key, value)
+        derived.update(startStep=step, endStep=step, stepRange=str(step))
         start = mars_datetime_seconds(mars.get("date"), mars.get("time", 0))
         if start is not None:
-            date, time = _yyyymmdd_hhmm(start + 3600 * step)
-            repro.setdefault("validityDate", date)
-            repro.setdefault("validityTime", time)
+            days, rest = divmod(start + 3600 * step, 86400)
+            date = np.datetime64("1970-01-01", "D") + np.timedelta64(days, "D")
+            derived.update(
+                validityDate=int(str(date).replace("-", "")), validityTime=rest // 3600 * 100 + rest % 3600 // 60
+            )
+    for key, value in derived.items():
+        repro.setdefault(key, value)

@@ -109,8 +109,7 @@ def file_dims(file_map: Mapping[str, Any]) -> list[dict[str, Any]]:
             )
         return []
     named = [isinstance(d, dict) and isinstance(d.get("name"), str) for d in dims]
-    if not all(named):
-        damaged = [d for d, ok in zip(dims, named, strict=True) if not ok]
+    if damaged := [d for d, ok in zip(dims, named, strict=True) if not ok]:
         listed = ", ".join(map(repr, damaged[:3]))
         warnings.warn(
             f"netcdf._file.dims: {len(damaged)} entries without a text name ignored ({listed})",
@@ -135,10 +134,6 @@ class NcVariable:
     @property
     def first(self) -> NcObject:
         return self.objects[0]
-
-    @property
-    def is_record(self) -> bool:
-        return self.first.record is not None
 
 
 @dataclass

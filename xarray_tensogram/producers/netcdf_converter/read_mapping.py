@@ -37,7 +37,7 @@ __all__ = ["netcdf_groups"]
 def _dims(var: NcVariable, unlimited: str | None) -> list[str]:
     """``_dims``, a record variable's unlimited dim first (its place is unrecorded; first in classic-model files)."""
     dims = list(var.first.dims)
-    return [unlimited or "record", *dims] if var.is_record else dims
+    return [unlimited or "record", *dims] if var.first.record is not None else dims
 
 
 def _check(var: NcVariable, where: str) -> None:
@@ -108,14 +108,12 @@ def _group(inp: NcInput, dim_names: Any, where: str) -> RawGroup:
 
 
 # -- several converted files in one .tgm: open_mfdataset's combine ------------------------------------
-def _same_value(x: Any, y: Any) -> bool:
-    a, b = np.asarray(x), np.asarray(y)
-    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f"))
-
-
 def _same_attrs(a: NcVariable, b: NcVariable) -> bool:
     x, y = a.first.attrs, b.first.attrs
-    return x.keys() == y.keys() and all(_same_value(x[k], y[k]) for k in x)
+    pairs = ((np.asarray(x[k]), np.asarray(y[k])) for k in x)  # NaN equal to NaN
+    return x.keys() == y.keys() and all(
+        np.array_equal(p, q, equal_nan=p.dtype.kind == q.dtype.kind == "f") for p, q in pairs
+    )
 
 
 def _registry_without(inp: NcInput, dim: str | None) -> list[tuple[Any, Any, Any]]:
