@@ -305,7 +305,8 @@ class TensorReader:
         values by one ``preadv`` of the band's bytes, others decoded whole into ``out`` when it is contiguous.
         Anything else (sparse, logical dtypes, verification, big-endian data) returns False (:meth:`read_chunk`)."""
         info, main = self.info, self.info.main_part
-        if not self._plain(out.dtype) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
+        plain = _LITTLE and not self.verify and not main.big_endian and main.ltype is None and main.storage == out.dtype
+        if not (plain and info.is_dense and info.shape) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
             return False
         first = coords[0] * (self.rows_per_chunk or info.shape[0])
         start, stop = first + region[0].start, first + region[0].stop
@@ -335,18 +336,11 @@ class TensorReader:
         self._check_bounds(self.info.main_part, "data")
         return out_dtype, expected
 
-    def _plain(self, dtype: np.dtype) -> bool:
-        """Whether the tensor is dense values of ``dtype`` in one part, with nothing to verify, convert or
-        reorder: what :meth:`read_chunk_into` can place straight into a caller's buffer."""
-        info, main = self.info, self.info.main_part
-        plain = _LITTLE and not self.verify and not main.big_endian and main.ltype is None and main.storage == dtype
-        return plain and info.problem is None and info.layout == "dense" and len(info.parts) == 1 and bool(info.shape)
-
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
         """Where the tensor is stored, as Zarr v3 sees it (for the virtual Zarr parsers): one chunk per dense
         tensor of one part whose encoding a standard Zarr codec decodes (also in v2 shard files)."""
         info, part, size = self.info, self.info.main_part, math.prod(spec.shape)
-        if info.problem is not None or info.layout != "dense" or len(info.parts) != 1:
+        if not info.is_dense:
             return Unreferenced("layout")
         zarr = part_chain(part.encoding, part.storage, size).zarr() if part.encoding in ENCODINGS else None
         if zarr is None or info.numpy_dtype != part.storage.newbyteorder("="):

@@ -186,15 +186,14 @@ class TensorInfo:
         return self.parts.get("data") or self.parts.get("values") or next(iter(self.parts.values()))
 
     @property
+    def is_dense(self) -> bool:
+        """Readable, and its C-order elements in one part."""
+        return self.problem is None and self.layout == "dense" and len(self.parts) == 1
+
+    @property
     def is_dense_raw(self) -> bool:
         """One raw little-endian blob holding the C-order elements: byte ranges can be read directly."""
-        return (
-            self.problem is None
-            and self.layout == "dense"
-            and len(self.parts) == 1
-            and stores_values(self.main_part.encoding)
-            and not self.main_part.big_endian
-        )
+        return self.is_dense and stores_values(self.main_part.encoding) and not self.main_part.big_endian
 
     def where(self, source_name: str | None, offset: int | None = None) -> str:
         return describe(source_name, f"tensor {self.index} {self.name!r}", offset)
