@@ -358,10 +358,10 @@ def _parse_v2(source: ByteSource) -> Container:
     raw, m_off = _v2_manifest_bytes(source)
     where = describe(source.name, "v2 manifest", m_off)
     root = cbor.loads(raw, where=where)
-    check_free_values(root, where, V2_MAX_DEPTH)
+    mixed = check_free_values(root, where, V2_MAX_DEPTH)
     # cbor2's canonical form (streamed, memory ~ its output) equals RFC 8949 bytewise order unless a map mixes
     # key types; only then build the bytewise encoding, which costs a bytes object per item
-    if (cbor.dumps(root, canonical=True) != raw or _mixed_keys(root)) and cbor.dumps_canonical(root) != raw:
+    if (mixed or cbor.dumps(root, canonical=True) != raw) and cbor.dumps_canonical(root) != raw:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
         raise MetadataError(f"{where}manifest must be a map with an 'objects' map")
@@ -375,20 +375,6 @@ def _parse_v2(source: ByteSource) -> Container:
     )
     opened = {k: v for k, v in shards.items() if v is not None}
     return Container("2", None, _ordered(infos), dict(attrs), 4096, size - 40, opened)
-
-
-def _mixed_keys(obj: Any) -> bool:
-    """Whether some map in ``obj`` has keys of different CBOR major types (e.g. text and integers)."""
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if type(item) is dict:
-            if len({(type(k), type(k) is int and k < 0) for k in item}) > 1:  # negative ints: major type 1
-                return True
-            stack.extend(v for v in item.values() if type(v) in (dict, list))
-        elif type(item) is list:
-            stack.extend(v for v in item if type(v) in (dict, list))
-    return False
 
 
 def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int) -> None:

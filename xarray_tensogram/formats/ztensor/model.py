@@ -92,13 +92,18 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
 _END = object()
+#: map key types allowed in metadata, as (type, negative int: CBOR major type 1)
+_KEY_KINDS = frozenset({(str, False), (bytes, False), (int, False), (int, True), (bool, False)})
 
 
-def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
+def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> bool:
     """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep. The container parsers
-    type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes)."""
+    type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes).
+    Returns whether some map mixes key kinds (e.g. text and integers): only then does RFC 8949's bytewise key
+    order differ from cbor2's canonical order."""
     # one iterator per open container: memory follows the depth, not the number of items
     stack: list[Any] = [iter((obj,))]
+    mixed = False
     while stack:
         item = next(stack[-1], _END)
         if item is _END:
@@ -107,9 +112,11 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
         if not isinstance(item, _PLAIN):
             raise MetadataError(f"{where}CBOR value of type {type(item).__name__} is not allowed in metadata")
         if type(item) is dict:
-            bad = next((k for k in item if not isinstance(k, (str, int, bytes))), _END)
-            if bad is not _END:
+            kinds = {(type(k), type(k) is int and k < 0) for k in item}
+            if not kinds <= _KEY_KINDS:
+                bad = next(k for k in item if (type(k), False) not in _KEY_KINDS)
                 raise MetadataError(f"{where}map key of type {type(bad).__name__} is not allowed in metadata")
+            mixed = mixed or len(kinds) > 1
             children: Any = iter(item.values())
         elif type(item) is list:
             children = iter(item)
@@ -118,6 +125,7 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
         if len(stack) > max_depth and item:  # its children would sit deeper than max_depth
             raise LimitExceededError(f"{where}metadata nested deeper than {max_depth} levels")
         stack.append(children)
+    return mixed
 
 
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
