@@ -91,13 +91,9 @@ def write_ztensor_v01(
     for opts in (default, *per.values()):
         _check_options(opts)
     items = _items(tensors)
-    entries = []
     with atomic_write(path) as f:
         f.write(MAGIC_V01)
-        pos = len(MAGIC_V01)
-        for name, value, custom in items:
-            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, per.get(name, default))
-            entries.append(entry)
+        entries = [_write_tensor(f, n, np.asarray(value), custom, per.get(n, default)) for n, value, custom in items]
         index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
         f.write(struct.pack("<Q", len(index)))
@@ -118,19 +114,16 @@ def _check_options(opts: Mapping[str, Any]) -> None:
         _COMPRESSED[compression].resolve(opts["params"], what="compression: ")
 
 
-def _write_tensor(
-    f: Any, pos: int, name: str, arr: np.ndarray, custom: Mapping[str, Any], opts: Mapping[str, Any]
-) -> tuple[bytes, int]:
-    """Write one aligned blob at ``pos`` with ``opts`` (:func:`_check_options`); returns its index entry and the
-    position after it."""
+def _write_tensor(f: Any, name: str, arr: np.ndarray, custom: Mapping[str, Any], opts: Mapping[str, Any]) -> bytes:
+    """Write one blob with ``opts`` (:func:`_check_options`), aligned to 64 bytes; returns its index entry."""
     compression, checksum = opts["compression"], opts["checksum"]
     dtype_name = v01_dtype_name(arr.dtype)
     data = _stored_bytes(arr)
     blob: bytes | memoryview = _COMPRESSED[compression].encode(data, opts["params"])[0] if compression else data
+    pos = f.tell()
     offset = (pos + 63) // 64 * 64
-    f.write(b"\x00" * (offset - pos))
+    f.write(bytes(offset - pos))
     f.write(blob)
-    pos = offset + len(blob)
     fields: list[tuple[str, Any]] = [
         ("name", name),
         ("offset", offset),
@@ -145,4 +138,4 @@ def _write_tensor(
     if checksum is not None:
         fields.append(("checksum", f"{checksum}:{DIGESTS[checksum][0](blob)}"))
     fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
-    return _entry(fields), pos
+    return _entry(fields)
