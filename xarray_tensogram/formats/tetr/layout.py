@@ -38,6 +38,7 @@ from .model import (
     MAX_NDIM,
     RECORD_HEADER,
     TetrDataset,
+    _align8,
 )
 
 
@@ -124,8 +125,10 @@ def _spill(src: ByteSource, ref: Any, prefix: str) -> tuple[Any, tuple[int, int]
     return _parse_json(src.read(off, n, what="metadata spill"), "metadata spill", where), (off, n)
 
 
-def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], int]:
-    """The dataset directory: ``[(name, dtype code, shape, chunk_shape)]`` and the blob end offset."""
+def _parse_records(
+    src: ByteSource, count: int, index_off: int
+) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...]]]:
+    """The dataset directory: ``[(name, dtype code, shape, chunk_shape)]``; the chunk index follows it."""
     if src.size < 40:
         raise TruncatedFileError(
             f"{describe(src.name, 'dataset directory', 32)}file truncated: {count} datasets "
@@ -157,7 +160,7 @@ def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tu
             name = blob[pos + 16 : pos + 16 + name_len].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CorruptFileError(f"{where}dataset name is not valid UTF-8 ({exc})") from exc
-        dims_at = pos + 16 + name_len + (8 - (16 + name_len) % 8) % 8
+        dims_at = pos + _align8(16 + name_len)  # the name zero-padded to 8 bytes
         end = dims_at + 16 * ndim
         if end > blob_len:
             raise CorruptFileError(f"{where}shape and chunk_shape run past dataset_blob_len {blob_len}")
@@ -169,7 +172,12 @@ def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tu
             f"{describe(src.name, 'dataset directory', 32)}records use {pos} bytes but "
             f"dataset_blob_len declares {blob_len}"
         )
-    return records, 40 + blob_len
+    if index_off != _align8(40 + blob_len):
+        raise CorruptFileError(
+            f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
+            f"expected {_align8(40 + blob_len)} (directory end rounded up to 8)"
+        )
+    return records
 
 
 def _check_record(
