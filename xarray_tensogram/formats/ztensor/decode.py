@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -222,19 +222,8 @@ class TensorReader:
             )
         nnz = int(indptr[-1])
         indices = self._index_part("indices", nnz, nnz)
-        return self._densify_csr("CSR", indptr, indices, self._values(nnz, out_dtype), out_dtype)
-
-    def _densify_csr(
-        self, label: str, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, out_dtype: np.dtype
-    ) -> np.ndarray:
-        rows, cols = self.info.shape
-        if indices.size and int(indices.max()) >= cols:
-            raise CorruptFileError(
-                f"{self._where}{label} column index {int(indices.max())} out of range for {cols} columns"
-            )
-        dense = np.zeros(self.info.shape, dtype=out_dtype)
-        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
-        return dense
+        rows_of = np.repeat(np.arange(rows), np.diff(indptr))
+        return self._scatter("CSR", (rows_of, indices), self._values(nnz, out_dtype), out_dtype)
 
     def _coo(self, out_dtype: np.dtype) -> np.ndarray:
         shape = self.info.shape
@@ -243,19 +232,20 @@ class TensorReader:
         if coords.size % ndim:
             raise CorruptFileError(f"{self._where}COO coords hold {coords.size} indices, not a multiple of rank {ndim}")
         nnz = coords.size // ndim
-        return self._scatter(coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
+        return self._scatter("COO", coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
 
-    def _scatter(self, coords: np.ndarray, values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    def _scatter(self, label: str, coords: Sequence[np.ndarray], values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+        """The dense tensor holding ``values`` at ``coords`` (an index array per axis), zero elsewhere."""
         shape = self.info.shape
         dense = np.zeros(shape, dtype=out_dtype)
-        if not coords.shape[1]:
+        if not len(values):
             return dense
         if not shape:
             dense[()] = values[-1]
-        elif np.any(coords.astype(np.uint64) >= np.asarray(shape, dtype=np.uint64).reshape(-1, 1)):
-            raise CorruptFileError(f"{self._where}COO coordinate out of range for shape {list(shape)}")
+        elif any(np.any(c.astype(np.uint64) >= n) for c, n in zip(coords, shape, strict=True)):
+            raise CorruptFileError(f"{self._where}{label} coordinate out of range for shape {list(shape)}")
         else:
-            dense[tuple(coords.astype(np.intp))] = values
+            dense[tuple(c.astype(np.intp) for c in coords)] = values
         return dense
 
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
@@ -275,7 +265,7 @@ class TensorReader:
                 )
             records = blob.view(rec)
             values = self._to_logical(np.ascontiguousarray(records["v"]), out_dtype, part)
-            return self._scatter(np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
+            return self._scatter("sparsecoo", np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
         rows, _ = self._rows_cols("sparsecsr")
         head = (rows + 1) * 8
         if len(blob) < head:
@@ -286,7 +276,7 @@ class TensorReader:
             raise CorruptFileError(f"{self._where}sparsecsr blob does not hold indptr, {nnz} indices and {nnz} values")
         indices = blob[head : head + 8 * nnz].view("<u8")
         values = self._to_logical(blob[head + 8 * nnz :].view(item), out_dtype, part)
-        return self._densify_csr("sparsecsr", indptr, indices, values, out_dtype)
+        return self._scatter("sparsecsr", (np.repeat(np.arange(rows), np.diff(indptr)), indices), values, out_dtype)
 
     def read_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the leading axis, reading only their bytes when the tensor is raw."""
