@@ -300,14 +300,6 @@ def _layout_problem(layout: str, parts: Mapping[str, Part], gen: _Objects, shape
     return None if gen.fallback and dense else f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
 
 
-def _dtype_problem(part: Part) -> str | None:
-    try:
-        logical_dtype(part.dtype, part.ltype)
-    except UnsupportedError as exc:
-        return str(exc)
-    return None
-
-
 def _ordered(infos: list[TensorInfo]) -> list[TensorInfo]:
     """Objects in blob (insertion) order, names breaking ties; indices renumbered."""
     infos = sorted(infos, key=lambda t: (min((p.offset for p in t.parts.values()), default=0), t.name.encode()))
@@ -498,5 +490,10 @@ def _tensor(
     parts = {pname: part for pname, part, _ in read}
     problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, gen, shape)
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
-    problem, dtype = problem or _dtype_problem(main), dtype or main.dtype
-    return TensorInfo(0, name, dtype, shape, layout, main.encoding, main.digest, dict(attrs or {}), parts, problem)
+    if problem is None:
+        try:
+            logical_dtype(main.dtype, main.ltype)
+        except UnsupportedError as exc:
+            problem = str(exc)
+    attrs = dict(attrs or {})
+    return TensorInfo(0, name, dtype or main.dtype, shape, layout, main.encoding, main.digest, attrs, parts, problem)

@@ -234,7 +234,9 @@ class TensorReader:
         nnz = coords.size // ndim
         return self._scatter("COO", coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
 
-    def _scatter(self, label: str, coords: Sequence[np.ndarray], values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    def _scatter(
+        self, label: str, coords: Sequence[np.ndarray] | np.ndarray, values: np.ndarray, out_dtype: np.dtype
+    ) -> np.ndarray:
         """The dense tensor holding ``values`` at ``coords`` (an index array per axis), zero elsewhere."""
         shape = self.info.shape
         dense = np.zeros(shape, dtype=out_dtype)
