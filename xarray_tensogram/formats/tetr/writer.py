@@ -151,13 +151,7 @@ def write_tetr(
     index_off = _align8(40 + len(blob))
     cursor = index_off + 32 + 104 * n
     entries, stored, cursor = _index_entries(prepared, cursor)
-    datasets = {d.name: m for d, *_ in prepared if (m := d.metadata())}
-    metadata: dict[str, Any] = {"file": dict(file_metadata)} if file_metadata is not None else {}
-    if datasets:
-        metadata["datasets"] = datasets
-    tail = b""
-    if footer or (footer is None and (history or metadata)):  # footer=True: a metadata object even when empty
-        tail = encode_footer(history, metadata if metadata or footer else None, cursor if writes else 32)
+    tail = _footer(writes, history, file_metadata, footer, cursor if writes else 32)
     flags = FLAG_FOOTER if tail else 0
     if not writes:
         _emit(target, [SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0), tail])
@@ -190,6 +184,23 @@ def _index_entries(
             stored.append(payload if payload is not None else (data, box))
             cursor += size
     return np.array(rows, dtype=ENTRY), stored, cursor
+
+
+def _footer(
+    writes: list[DatasetWrite],
+    history: Sequence[Any],
+    file_metadata: Mapping[str, str] | None,
+    footer: bool | None,
+    end: int,
+) -> bytes:
+    """The footer to append at ``end``: none (empty) unless there is history or metadata, or ``footer=True``."""
+    datasets = {d.name: m for d in writes if (m := d.metadata())}
+    metadata: dict[str, Any] = {"file": dict(file_metadata)} if file_metadata is not None else {}
+    if datasets:
+        metadata["datasets"] = datasets
+    if footer or (footer is None and (history or metadata)):  # footer=True: a metadata object even when empty
+        return encode_footer(history, metadata if metadata or footer else None, end)
+    return b""
 
 
 def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Iterable[bytes]) -> None:
