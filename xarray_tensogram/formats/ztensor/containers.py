@@ -274,8 +274,6 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
 def _v1_component(cname: str, comp: Any, where: str, *, tensor_dtype: Any) -> tuple[str, Part, str | None]:
     """One component as a part, and what keeps it from being decoded (None: nothing)."""
     pwhere = f"{where}component {cname!r}: "
-    if not isinstance(comp, dict):
-        raise MetadataError(pwhere + _V1_OFFSETS)
     v = _V1_COMPONENT.checked(comp, pwhere)
     spelled = comp.get("dtype", tensor_dtype if cname in ("data", "values") else "u64")
     short = LONG_DTYPE_NAMES.get(spelled, spelled) if isinstance(spelled, str) else ""
@@ -454,8 +452,6 @@ def _v2_part(
 ) -> tuple[str, Part, str | None]:
     """One part, and what keeps it from being decoded (None: nothing)."""
     pwhere = f"{where}part {pname!r}: "
-    if not isinstance(p, dict):
-        raise MetadataError(f"{pwhere}must be a map")
     v = _V2_PART.checked(p, pwhere)
     encoding, shard = p.get("encoding"), v["shard"]
     if (encoding is None) != (v["decoded_length"] is None):
