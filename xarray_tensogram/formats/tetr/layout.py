@@ -211,7 +211,15 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
         raise CorruptFileError(f"{where}entry_count {count} needs {32 + 104 * count} bytes, the region has {length}")
     entries = src.read_array(offset + 32, 104 * count, what="chunk index entries").view(ENTRY)
     codec_ok = np.isin(entries["codec"], list(CODECS))
-    raw_ok, bound_ok = _size_checks(entries)
+    # a codec that stores values as they are stores raw_byte_len bytes; any other cannot decode to more than its
+    # output bound (e.g. zstd: one 128 KiB block per 4 stored bytes), checked before allocating
+    raw_ok, bound_ok = np.ones(count, dtype=bool), np.ones(count, dtype=bool)
+    for code, (_name, codec) in CODEC_TABLE.items():
+        mine = entries["codec"] == code
+        if codec.capabilities.byte_ranges:
+            raw_ok[mine] = entries["raw"][mine] == entries["stored"][mine]
+        else:
+            bound_ok[mine] = codec.fits_output(entries["raw"][mine], entries["stored"][mine])
     span_ok = (entries["offset"] <= np.uint64(payload_end)) & (
         entries["stored"] <= np.uint64(payload_end) - np.minimum(entries["offset"], np.uint64(payload_end))
     )
@@ -238,21 +246,6 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
             f"the payload region, which ends at byte {payload_end}"
         )
     return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
-
-
-def _size_checks(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry: a codec that stores values as they are stores raw_byte_len bytes; any other cannot decode
-    to more than its output bound (e.g. zstd: one 128 KiB block per 4 stored bytes), checked before
-    allocating."""
-    raw_ok = np.ones(len(entries), dtype=bool)
-    bound_ok = np.ones(len(entries), dtype=bool)
-    for code, (_name, codec) in CODEC_TABLE.items():
-        mine = entries["codec"] == code
-        if codec.capabilities.byte_ranges:
-            raw_ok[mine] = entries["raw"][mine] == entries["stored"][mine]
-        else:
-            bound_ok[mine] = codec.fits_output(entries["raw"][mine], entries["stored"][mine])
-    return raw_ok, bound_ok
 
 
 def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: np.ndarray, index_at: int) -> None:
