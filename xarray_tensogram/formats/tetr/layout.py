@@ -226,24 +226,21 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
     bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & bound_ok))
     if bad.size:
         k = int(bad[0])
-        e = entries[k]
+        _, _, off, raw, stored, code, _ = entries[k].item()
         at = _entry_at(src, offset, k)
         if not codec_ok[k]:
-            known = " or ".join(f"{code} ({name})" for code, name in CODECS.items())
-            raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected {known}")
-        name, codec = CODEC_TABLE[int(e["codec"])]
+            known = " or ".join(f"{c} ({n})" for c, n in CODECS.items())
+            raise UnsupportedError(f"{at}codec {code}, expected {known}")
+        name, codec = CODEC_TABLE[code]
         if not raw_ok[k]:
-            raise CorruptFileError(
-                f"{at}{name} codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}"
-            )
+            raise CorruptFileError(f"{at}{name} codec with raw_byte_len {raw} != stored_byte_len {stored}")
         if span_ok[k]:
             raise LimitExceededError(
-                f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
-                f"{name} (at most {codec.max_output(int(e['stored']))} bytes)"
+                f"{at}raw_byte_len {raw} cannot come from {stored} bytes of {name} (at most "
+                f"{codec.max_output(stored)} bytes)"
             )
         raise CorruptFileError(
-            f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
-            f"the payload region, which ends at byte {payload_end}"
+            f"{at}payload [{off}, {off + stored}) is outside the payload region, which ends at byte {payload_end}"
         )
     return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
 
