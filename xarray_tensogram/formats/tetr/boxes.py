@@ -90,8 +90,7 @@ def _runs(tiles: list[_Tile]) -> list[_Run]:
     """Group tiles (in box order) into runs of byte ranges that follow each other in the file."""
     runs: list[_Run] = []
     for t in tiles:
-        last = runs[-1] if runs else None
-        if last is not None and last.offset + last.length == t.offset and last.length + t.length <= RUN_BYTES:
+        if runs and (last := runs[-1]).offset + last.length == t.offset and last.length + t.length <= RUN_BYTES:
             last.tiles.append(t)
             runs[-1] = _Run(last.offset, last.length + t.length, last.tiles)
         else:

@@ -252,12 +252,9 @@ class TensorReader:
 
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
         """v0.1 ``sparsecoo``/``sparsecsr``: the sparse structure packed into the single blob (spec 1.9)."""
-        part = self.info.parts["data"]
-        cap = (
-            part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(self.info.shape), 1), 64)
-        )
-        blob = self._decode_part("data", None, cap).view(np.uint8)
-        item, shape = part.storage, self.info.shape
+        part, shape = self.info.parts["data"], self.info.shape
+        cap = part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(shape), 1), 64)
+        blob, item = self._decode_part("data", None, cap).view(np.uint8), part.storage
         if self.info.layout == "sparsecoo":
             ndim = len(shape)
             rec = np.dtype([("c", "<u8", (ndim,)), ("v", item)])
