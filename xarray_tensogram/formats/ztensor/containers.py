@@ -358,17 +358,15 @@ def _parse_v2(source: ByteSource) -> Container:
     attrs = _FILE_ATTRIBUTES.checked(root, where)["attributes"] or {}
     shards = _v2_shards(source, root.get("shards"), where)
     infos = [_v2_object(source, name, obj, shards, where) for name, obj in root["objects"].items()]
-    _check_disjoint(
-        source,
-        [(m_off, len(raw))] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None],
-        size,
-    )
+    _check_disjoint(source, (m_off, len(raw)), infos)
     opened = {k: v for k, v in shards.items() if v is not None}
     return Container("2", None, _ordered(infos), dict(attrs), 4096, size - 40, opened)
 
 
-def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int) -> None:
-    """Blobs lie in [4096, size-40) and are identical or disjoint (spec 3.1)."""
+def _check_disjoint(source: ByteSource, manifest: tuple[int, int], infos: list[TensorInfo]) -> None:
+    """The manifest and the blobs of this file lie in [4096, size-40) and are identical or disjoint (spec 3.1)."""
+    size = source.size
+    blobs = [manifest, *((p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None)]
     spans = sorted({(o, n) for o, n in blobs if n})
     for o, n in spans:
         if o < 4096 or o + n > size - 40:
