@@ -53,13 +53,7 @@ LONG_DTYPE_NAMES: dict[str, str] = {
 }
 
 #: logical float8 types -> ml_dtypes names
-_FLOAT8 = {
-    "f8_e4m3fn": "float8_e4m3fn",
-    "f8_e5m2": "float8_e5m2",
-    "f8_e4m3fnuz": "float8_e4m3fnuz",
-    "f8_e5m2fnuz": "float8_e5m2fnuz",
-    "f8_e8m0": "float8_e8m0fnu",
-}
+_FLOAT8 = {f"f8_{t}": f"float8_{t}" for t in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")} | {"f8_e8m0": "float8_e8m0fnu"}
 _COMPLEX: dict[str, tuple[str, np.dtype]] = {
     "complex64": ("f32", np.dtype("<c8")),
     "complex128": ("f64", np.dtype("<c16")),
@@ -97,10 +91,9 @@ _KEY_KINDS = frozenset({(str, False), (bytes, False), (int, False), (int, True),
 
 
 def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> bool:
-    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep. The container parsers
-    type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes).
-    Returns whether some map mixes key kinds (e.g. text and integers): only then does RFC 8949's bytewise key
-    order differ from cbor2's canonical order."""
+    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep (the parsers check the
+    standard keys themselves: fast opens of large indexes). Returns whether some map mixes key kinds (e.g. text
+    and integers): only then does RFC 8949's bytewise key order differ from cbor2's canonical order."""
     # one iterator per open container: memory follows the depth, not the number of items
     stack: list[Any] = [iter((obj,))]
     mixed = False
