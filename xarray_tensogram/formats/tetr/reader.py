@@ -31,6 +31,7 @@ from .layout import (
     _read_index,
 )
 from .model import MAGIC, SUPERBLOCK, TetrDataset
+from .zarr_layout import tiles_layout
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,8 +45,6 @@ class TetrTileReader:
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
         """One Zarr chunk per tile (:mod:`.zarr_layout`)."""
-        from .zarr_layout import tiles_layout
-
         return tiles_layout(spec, self.dataset)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
