@@ -58,11 +58,11 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
     """One history row as a dict, legacy ``[op, source, at]`` triples normalised. The reference enforces the
     per-row string and count limits only when writing (``limits=True``); reading accepts any strings."""
     p = f"{prefix}history row {i}: "
-    if isinstance(row, list):
+    if isinstance(row, (list, tuple)):
         if len(row) != 3:
             raise MetadataError(f"{p}a legacy row must be [op, source, at], got {len(row)} items")
         row = dict(zip(("op", "source", "at"), row, strict=True))
-    if not isinstance(row, dict):
+    if not isinstance(row, Mapping):
         raise MetadataError(f"{p}expected an object or a [op, source, at] array, got {type(row).__name__}")
     unknown = set(row) - set(_HISTORY_KEYS)
     if unknown:
@@ -150,7 +150,6 @@ def _parse_json(data: bytes, what: str, prefix: str) -> Any:
 
 def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
     """A row in wire key order (op, source, at, parents, params; params sorted); validated."""
-    row = list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row
     checked = _history_row(row, 0, "history to write: ", limits=True)
     if checked.get("params"):
         checked["params"] = _sorted_map(checked["params"])
