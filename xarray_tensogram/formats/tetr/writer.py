@@ -206,4 +206,5 @@ def _footer(
 def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Iterable[bytes]) -> None:
     """Paths atomically, file objects in place."""
     with contextlib.nullcontext(target) if hasattr(target, "write") else atomic_write(target) as f:
-        f.writelines(parts)
+        for p in parts:
+            f.write(p)
