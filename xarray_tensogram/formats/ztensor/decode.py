@@ -87,10 +87,9 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
 
 
 def _decoded_size(part: Part, stored: int, expected: int | None, where: str) -> tuple[Chain, int | None]:
-    """The chain of ``part`` as bytes (:func:`.compression.part_chain`: what the stored bytes decode to, before
-    they are viewed as the part's dtype) and the bytes it decodes to (None: unknown, capped while decoding),
-    refused where it contradicts the ``expected`` size or exceeds what ``stored`` bytes can give, before
-    anything is allocated."""
+    """``part``'s chain as bytes (what the stored bytes decode to before they are viewed as its dtype) and the
+    bytes it decodes to (None: unknown, capped while decoding); refused, before anything is allocated, where
+    that contradicts the ``expected`` size or exceeds what ``stored`` bytes can give."""
     chain = part_chain(part.encoding, np.dtype("u1"), 0, where)
     size: int | None = stored
     if chain.stored_is_encoded:  # stored as they are

@@ -61,12 +61,9 @@ def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str,
 
 def _stored_bytes(arr: np.ndarray) -> memoryview:
     """Little-endian C-order bytes of ``arr`` (bool as 0/1 bytes), without a copy when already so."""
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.uint8, copy=False)
-    elif arr.dtype.kind in "fiu" and arr.dtype.itemsize > 1:
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # no copy when already little-endian
-    arr = np.ascontiguousarray(arr)
-    return arr.reshape(-1).view(np.uint8).data
+    kind = arr.dtype.kind
+    stored = np.dtype(np.uint8) if kind == "b" else arr.dtype.newbyteorder("<") if kind in "fiu" else arr.dtype
+    return np.ascontiguousarray(arr, dtype=stored).reshape(-1).view(np.uint8).data
 
 
 def write_ztensor_v01(
