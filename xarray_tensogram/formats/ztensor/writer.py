@@ -47,8 +47,7 @@ def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
 def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str, Any, Mapping[str, Any]]]:
     pairs = tensors.items() if isinstance(tensors, Mapping) else tensors
     out: list[tuple[str, Any, Mapping[str, Any]]] = []
-    for item in pairs:
-        name, value, *rest = item
+    for name, value, *rest in pairs:
         custom = rest[0] if rest else {}
         if not isinstance(name, str):
             raise TypeError(f"tensor names must be str, got {name!r}")
