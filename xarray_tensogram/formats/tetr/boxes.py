@@ -90,8 +90,7 @@ def _runs(tiles: list[_Tile]) -> list[_Run]:
     """Group tiles (in box order) into runs of byte ranges that follow each other in the file."""
     runs: list[_Run] = []
     for t in tiles:
-        last = runs[-1] if runs else None
-        if last is not None and last.offset + last.length == t.offset and last.length + t.length <= RUN_BYTES:
+        if runs and (last := runs[-1]).offset + last.length == t.offset and last.length + t.length <= RUN_BYTES:
             last.tiles.append(t)
             runs[-1] = _Run(last.offset, last.length + t.length, last.tiles)
         else:
@@ -160,25 +159,13 @@ def _whole(t: _Tile) -> bool:
 def _strips(tiles: list[_Tile]) -> Iterator[list[_Tile]]:
     """Split a run into strips: whole raw tiles of one extent, next to each other along the last axis
     (copied with one numpy call), and single tiles (everything else)."""
-    strip: list[_Tile] = []
-    for t in tiles:
-        if strip:
-            last = strip[-1]
-            if (
-                t.chain.stored_is_encoded
-                and last.chain.stored_is_encoded
-                and t.extent == last.extent
-                and t.coords[:-1] == last.coords[:-1]
-                and t.coords[-1] == last.coords[-1] + 1
-                and _whole(t)
-                and _whole(last)
-            ):
-                strip.append(t)
-                continue
-            yield strip
-        strip = [t]
-    if strip:
-        yield strip
+
+    def key(k: int) -> Any:  # tiles k, k+1, ... of a strip share it; any other tile has its own
+        t = tiles[k]
+        return (t.extent, t.coords[:-1], t.coords[-1] - k) if t.chain.stored_is_encoded and _whole(t) else k
+
+    for _, strip in itertools.groupby(range(len(tiles)), key):
+        yield [tiles[k] for k in strip]
 
 
 def _copy_strip(strip: list[_Tile], payload: Any, dtype: np.dtype, out: np.ndarray) -> None:

@@ -32,23 +32,24 @@ def _check_count(items: Sized, limit_key: str, what: str, prefix: str) -> None:
         raise LimitExceededError(f"{prefix}{what} has {len(items)} entries, the limit is {LIMITS[limit_key]}")
 
 
-def _text_list(value: Any, what: str, item: str, p: str, limit: str | None, limits: bool = True) -> list[str]:
-    """A JSON array of strings (``what``, each an ``item``), at most ``LIMITS[limit]`` of them unless None."""
+def _text_list(value: Any, what: str, item: str, p: str, limit: str | None) -> list[str]:
+    """A JSON array of strings (``what``, each an ``item``), at most ``LIMITS[limit]`` of them; None: no limits."""
     if not isinstance(value, list):
         raise MetadataError(f"{p}{what} must be an array of strings")
     if limit is not None:
         _check_count(value, limit, what, p)
-    return [_check_str(v, item, p, limits=limits) for v in value]
+    return [_check_str(v, item, p, limits=limit is not None) for v in value]
 
 
-def _text_map(value: Any, what: str, item: str, p: str, limit: str | None, limits: bool = True) -> dict[str, str]:
+def _text_map(value: Any, what: str, item: str, p: str, limit: str | None) -> dict[str, str]:
     """A JSON object of strings (``what``, keys and values of ``item``s), at most ``LIMITS[limit]`` entries."""
     if not isinstance(value, dict):
         raise MetadataError(f"{p}{what} must be an object of strings")
     if limit is not None:
         _check_count(value, limit, what, p)
+    on = limit is not None
     return {
-        _check_str(k, f"{item} key", p, limits=limits): _check_str(v, f"{item} {k!r}", p, limits=limits)
+        _check_str(k, f"{item} key", p, limits=on): _check_str(v, f"{item} {k!r}", p, limits=on)
         for k, v in value.items()
     }
 
@@ -57,11 +58,11 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
     """One history row as a dict, legacy ``[op, source, at]`` triples normalised. The reference enforces the
     per-row string and count limits only when writing (``limits=True``); reading accepts any strings."""
     p = f"{prefix}history row {i}: "
-    if isinstance(row, list):
+    if isinstance(row, (list, tuple)):
         if len(row) != 3:
             raise MetadataError(f"{p}a legacy row must be [op, source, at], got {len(row)} items")
         row = dict(zip(("op", "source", "at"), row, strict=True))
-    if not isinstance(row, dict):
+    if not isinstance(row, Mapping):
         raise MetadataError(f"{p}expected an object or a [op, source, at] array, got {type(row).__name__}")
     unknown = set(row) - set(_HISTORY_KEYS)
     if unknown:
@@ -73,7 +74,7 @@ def _history_row(row: Any, i: int, prefix: str, *, limits: bool = False) -> dict
         out[key] = _check_str(row[key], key, p, limits=limits)
     for key, read, item in (("parents", _text_list, "parent"), ("params", _text_map, "param")):
         if row.get(key) is not None:
-            out[key] = read(row[key], key, item, p, key if limits else None, limits)
+            out[key] = read(row[key], key, item, p, key if limits else None)
     return out
 
 
@@ -149,7 +150,6 @@ def _parse_json(data: bytes, what: str, prefix: str) -> Any:
 
 def _wire_history_row(row: Mapping[str, Any] | Sequence[str]) -> dict[str, Any]:
     """A row in wire key order (op, source, at, parents, params; params sorted); validated."""
-    row = list(row) if isinstance(row, tuple) else dict(row) if isinstance(row, Mapping) else row
     checked = _history_row(row, 0, "history to write: ", limits=True)
     if checked.get("params"):
         checked["params"] = _sorted_map(checked["params"])
@@ -161,15 +161,12 @@ def _sorted_map(m: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _wire_dataset_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """Key order attrs, dim_names, coords; maps sorted by UTF-8 bytes (Rust BTreeMap)."""
-    out: dict[str, Any] = {}
-    if meta.get("attrs"):
-        out["attrs"] = _sorted_map(meta["attrs"])
-    if meta.get("dim_names") is not None:
-        out["dim_names"] = list(meta["dim_names"])
-    if meta.get("coords") is not None:
-        out["coords"] = {k: {"labels": list(v)} for k, v in _sorted_map(meta["coords"]).items()}
-    return out
+    """Validated metadata (:func:`_dataset_meta`: attrs, dim_names, coords in that order) in wire form: empty
+    attrs left out, maps sorted by UTF-8 bytes (Rust BTreeMap), labels wrapped."""
+    wire = {k: v if k == "dim_names" else _sorted_map(v) for k, v in meta.items() if v or k != "attrs"}
+    if "coords" in wire:
+        wire["coords"] = {k: {"labels": v} for k, v in wire["coords"].items()}
+    return wire
 
 
 def encode_footer(history: Sequence[Any], metadata: Mapping[str, Any] | None, payload_end: int) -> bytes:

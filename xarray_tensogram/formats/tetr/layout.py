@@ -38,6 +38,7 @@ from .model import (
     MAX_NDIM,
     RECORD_HEADER,
     TetrDataset,
+    _align8,
 )
 
 
@@ -124,8 +125,10 @@ def _spill(src: ByteSource, ref: Any, prefix: str) -> tuple[Any, tuple[int, int]
     return _parse_json(src.read(off, n, what="metadata spill"), "metadata spill", where), (off, n)
 
 
-def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], int]:
-    """The dataset directory: ``[(name, dtype code, shape, chunk_shape)]`` and the blob end offset."""
+def _parse_records(
+    src: ByteSource, count: int, index_off: int
+) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...]]]:
+    """The dataset directory: ``[(name, dtype code, shape, chunk_shape)]``; the chunk index follows it."""
     if src.size < 40:
         raise TruncatedFileError(
             f"{describe(src.name, 'dataset directory', 32)}file truncated: {count} datasets "
@@ -157,7 +160,7 @@ def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tu
             name = blob[pos + 16 : pos + 16 + name_len].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CorruptFileError(f"{where}dataset name is not valid UTF-8 ({exc})") from exc
-        dims_at = pos + 16 + name_len + (8 - (16 + name_len) % 8) % 8
+        dims_at = pos + _align8(16 + name_len)  # the name zero-padded to 8 bytes
         end = dims_at + 16 * ndim
         if end > blob_len:
             raise CorruptFileError(f"{where}shape and chunk_shape run past dataset_blob_len {blob_len}")
@@ -169,7 +172,12 @@ def _parse_records(src: ByteSource, count: int) -> tuple[list[tuple[str, int, tu
             f"{describe(src.name, 'dataset directory', 32)}records use {pos} bytes but "
             f"dataset_blob_len declares {blob_len}"
         )
-    return records, 40 + blob_len
+    if index_off != _align8(40 + blob_len):
+        raise CorruptFileError(
+            f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
+            f"expected {_align8(40 + blob_len)} (directory end rounded up to 8)"
+        )
+    return records
 
 
 def _check_record(
@@ -203,48 +211,38 @@ def _read_index(src: ByteSource, offset: int, length: int, payload_end: int) -> 
         raise CorruptFileError(f"{where}entry_count {count} needs {32 + 104 * count} bytes, the region has {length}")
     entries = src.read_array(offset + 32, 104 * count, what="chunk index entries").view(ENTRY)
     codec_ok = np.isin(entries["codec"], list(CODECS))
-    raw_ok, bound_ok = _size_checks(entries)
-    span_ok = (entries["offset"] <= np.uint64(payload_end)) & (
-        entries["stored"] <= np.uint64(payload_end) - np.minimum(entries["offset"], np.uint64(payload_end))
-    )
-    bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & bound_ok))
-    if bad.size:
-        k = int(bad[0])
-        e = entries[k]
-        at = _entry_at(src, offset, k)
-        if not codec_ok[k]:
-            known = " or ".join(f"{code} ({name})" for code, name in CODECS.items())
-            raise UnsupportedError(f"{at}codec {int(e['codec'])}, expected {known}")
-        name, codec = CODEC_TABLE[int(e["codec"])]
-        if not raw_ok[k]:
-            raise CorruptFileError(
-                f"{at}{name} codec with raw_byte_len {int(e['raw'])} != stored_byte_len {int(e['stored'])}"
-            )
-        if span_ok[k]:
-            raise LimitExceededError(
-                f"{at}raw_byte_len {int(e['raw'])} cannot come from {int(e['stored'])} bytes of "
-                f"{name} (at most {codec.max_output(int(e['stored']))} bytes)"
-            )
-        raise CorruptFileError(
-            f"{at}payload [{int(e['offset'])}, {int(e['offset']) + int(e['stored'])}) is outside "
-            f"the payload region, which ends at byte {payload_end}"
-        )
-    return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
-
-
-def _size_checks(entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per entry: a codec that stores values as they are stores raw_byte_len bytes; any other cannot decode
-    to more than its output bound (e.g. zstd: one 128 KiB block per 4 stored bytes), checked before
-    allocating."""
-    raw_ok = np.ones(len(entries), dtype=bool)
-    bound_ok = np.ones(len(entries), dtype=bool)
+    # a codec that stores values as they are stores raw_byte_len bytes; any other cannot decode to more than its
+    # output bound (e.g. zstd: one 128 KiB block per 4 stored bytes), checked before allocating
+    raw_ok, bound_ok = np.ones(count, dtype=bool), np.ones(count, dtype=bool)
     for code, (_name, codec) in CODEC_TABLE.items():
         mine = entries["codec"] == code
         if codec.capabilities.byte_ranges:
             raw_ok[mine] = entries["raw"][mine] == entries["stored"][mine]
         else:
             bound_ok[mine] = codec.fits_output(entries["raw"][mine], entries["stored"][mine])
-    return raw_ok, bound_ok
+    span_ok = (entries["offset"] <= np.uint64(payload_end)) & (
+        entries["stored"] <= np.uint64(payload_end) - np.minimum(entries["offset"], np.uint64(payload_end))
+    )
+    bad = np.flatnonzero(~(codec_ok & raw_ok & span_ok & bound_ok))
+    if bad.size:
+        k = int(bad[0])
+        _, _, off, raw, stored, code, _ = entries[k].item()
+        at = _entry_at(src, offset, k)
+        if not codec_ok[k]:
+            known = " or ".join(f"{c} ({n})" for c, n in CODECS.items())
+            raise UnsupportedError(f"{at}codec {code}, expected {known}")
+        name, codec = CODEC_TABLE[code]
+        if not raw_ok[k]:
+            raise CorruptFileError(f"{at}{name} codec with raw_byte_len {raw} != stored_byte_len {stored}")
+        if span_ok[k]:
+            raise LimitExceededError(
+                f"{at}raw_byte_len {raw} cannot come from {stored} bytes of {name} (at most "
+                f"{codec.max_output(stored)} bytes)"
+            )
+        raise CorruptFileError(
+            f"{at}payload [{off}, {off + stored}) is outside the payload region, which ends at byte {payload_end}"
+        )
+    return entries, {"memory_budget_percent_bps": bps, "memory_budget_bytes": budget}
 
 
 def _attach_tiles(src: ByteSource, ds: TetrDataset, entries: np.ndarray, rows: np.ndarray, index_at: int) -> None:

@@ -26,12 +26,12 @@ from .layout import (
     _attach_tiles,
     _check_entries,
     _check_record,
-    _Footer,
     _parse_records,
     _read_footer,
     _read_index,
 )
-from .model import MAGIC, SUPERBLOCK, TetrDataset, _align8
+from .model import MAGIC, SUPERBLOCK, TetrDataset
+from .zarr_layout import tiles_layout
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,8 +45,6 @@ class TetrTileReader:
 
     def byte_layout(self, spec: ArraySpec) -> ByteLayout:
         """One Zarr chunk per tile (:mod:`.zarr_layout`)."""
-        from .zarr_layout import tiles_layout
-
         return tiles_layout(spec, self.dataset)
 
     def read_chunk(self, coords: tuple[int, ...], region: tuple[slice, ...] | None = None) -> np.ndarray:
@@ -122,14 +120,7 @@ class TetrFile(FormatFile[TetrDataset]):
         self.index_offset, self.index_length = index_off, index_len
         self.execution = {"memory_budget_percent_bps": 0, "memory_budget_bytes": 0}
         self.datasets: list[TetrDataset] = []
-        records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]] = []
-        if count:
-            records, blob_end = _parse_records(src, count)
-            if index_off != _align8(blob_end):
-                raise CorruptFileError(
-                    f"{describe(src.name, 'superblock', 16)}chunk_index_offset {index_off}, "
-                    f"expected {_align8(blob_end)} (directory end rounded up to 8)"
-                )
+        records = _parse_records(src, count, index_off) if count else []
         footer = _read_footer(src, flags, count, index_off, index_len)
         self.payload_end = footer.payload_end
         #: history rows, oldest first, legacy triples normalised to {op, source, at}
@@ -139,22 +130,19 @@ class TetrFile(FormatFile[TetrDataset]):
         #: a THST footer was found and parsed (flag bit 0 set and a valid tail)
         self.footer_present = footer.present
         self.metadata_spill = footer.spill
-        if count:
-            self._build(records, footer)
-
-    def _build(self, records: list[tuple[str, int, tuple[int, ...], tuple[int, ...]]], footer: _Footer) -> None:
-        src = self.source
-        entries, self.execution = _read_index(src, self.index_offset, self.index_length, footer.payload_end)
+        if not count:
+            return
+        entries, self.execution = _read_index(src, index_off, index_len, footer.payload_end)
         dtypes = [_check_record(src, i, *rec) for i, rec in enumerate(records)]
-        _check_entries(src, entries, len(records), self.index_offset)
+        _check_entries(src, entries, count, index_off)
         ids = entries["dataset_id"].astype(np.int64)
         order = np.argsort(ids, kind="stable")
-        bounds = np.searchsorted(ids[order], np.arange(len(records) + 1))
+        bounds = np.searchsorted(ids[order], np.arange(count + 1))
         metas = dict(footer.datasets)
         for i, ((name, code, shape, chunk_shape), dtype) in enumerate(zip(records, dtypes, strict=True)):
             meta = metas.pop(name, {})  # metadata is keyed by name: the first record of a name takes it
             ds = TetrDataset(name, i, code, dtype, shape, chunk_shape, "raw", **meta)  # attrs, dim_names, coords
-            _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], self.index_offset)
+            _attach_tiles(src, ds, entries, order[bounds[i] : bounds[i + 1]], index_off)
             self.datasets.append(ds)
 
     def _items(self) -> list[TetrDataset]:

@@ -7,7 +7,7 @@ import itertools
 import math
 import os
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -72,15 +72,12 @@ class DatasetWrite:
             )
         return code, (_LazyTiles(data, le) if lazy else np.ascontiguousarray(data, dtype=le))
 
-    def metadata(self) -> dict[str, Any] | None:
-        meta: dict[str, Any] = {}
-        if self.attrs:
-            meta["attrs"] = dict(self.attrs)
-        if self.dim_names is not None:
-            meta["dim_names"] = list(self.dim_names)
-        if self.coords is not None:
-            meta["coords"] = {str(k): {"labels": list(v)} for k, v in self.coords.items()}
-        return meta or None
+    def metadata(self) -> dict[str, Any]:
+        """Its footer metadata in wire form (empty: none)."""
+        coords = None if self.coords is None else {str(k): {"labels": list(v)} for k, v in self.coords.items()}
+        dims = None if self.dim_names is None else list(self.dim_names)
+        meta = {"attrs": dict(self.attrs or {}) or None, "dim_names": dims, "coords": coords}
+        return {k: v for k, v in meta.items() if v is not None}
 
 
 class _LazyTiles:
@@ -96,25 +93,10 @@ class _LazyTiles:
 
 
 def _record(name: str, code: int, shape: Sequence[int], chunk_shape: Sequence[int]) -> bytes:
+    """One directory record: header and name, zero-padded to 8 bytes, then shape and chunk_shape."""
     raw = name.encode("utf-8")
-    pad = (8 - (16 + len(raw)) % 8) % 8
-    return (
-        RECORD_HEADER.pack(len(raw), code, len(shape), 0)
-        + raw
-        + b"\0" * pad
-        + struct.pack(f"<{2 * len(shape)}Q", *shape, *chunk_shape)
-    )
-
-
-def _tile_boxes(
-    shape: Sequence[int], chunk_shape: Sequence[int]
-) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
-    """Tiles in the reference order: row-major over the grid, last axis fastest; edge tiles clipped."""
-    for coords in itertools.product(*(range(n) for n in chunk_counts(shape, chunk_shape))):
-        yield (
-            coords,
-            tuple(slice(k * c, min((k + 1) * c, n)) for k, c, n in zip(coords, chunk_shape, shape, strict=True)),
-        )
+    head = RECORD_HEADER.pack(len(raw), code, len(shape), 0) + raw
+    return head.ljust(_align8(len(head)), b"\0") + struct.pack(f"<{2 * len(shape)}Q", *shape, *chunk_shape)
 
 
 def _check_dataset(d: DatasetWrite, data: np.ndarray) -> tuple[int, ...]:
@@ -131,12 +113,6 @@ def _check_dataset(d: DatasetWrite, data: np.ndarray) -> tuple[int, ...]:
         raise UnsupportedError(f"dataset {d.name!r}: codec {d.codec!r}, expected one of {', '.join(_CODEC_OF)}")
     CODEC_OBJECTS[d.codec].resolve(d.codec_params or {}, what=f"dataset {d.name!r}: ")  # before a byte is written
     return chunk
-
-
-def _as_writes(arrays: Mapping[str, Any] | Sequence[DatasetWrite]) -> list[DatasetWrite]:
-    if isinstance(arrays, Mapping):
-        return [v if isinstance(v, DatasetWrite) else DatasetWrite(str(k), v) for k, v in arrays.items()]
-    return list(arrays)
 
 
 def write_tetr(
@@ -160,26 +136,22 @@ def write_tetr(
     Paths are written atomically; file objects in place. The index precedes the payloads, so zstd tiles are
     compressed (and held, compressed) before anything is written; raw tiles are cut from the array while writing.
     """
-    writes = _as_writes(arrays)
+    if isinstance(arrays, Mapping):
+        arrays = [v if isinstance(v, DatasetWrite) else DatasetWrite(str(k), v) for k, v in arrays.items()]
+    writes = list(arrays)
     unknown = set(file_metadata or {}) - set(TETR_FILE_KEYS)
     if unknown:
         raise ValueError(f"file_metadata keys {sorted(unknown)} are not part of the format {TETR_FILE_KEYS}")
     names = [d.name for d in writes]
     if len(set(names)) != len(names):
         raise ValueError(f"dataset names must be unique (footer metadata is keyed by name): {names}")
-    prepared = []
-    for d in writes:
-        code, data = d.wire_dtype()
-        prepared.append((d, code, data, _check_dataset(d, data)))
+    prepared = [(d, code, data, _check_dataset(d, data)) for d in writes for code, data in [d.wire_dtype()]]
     blob = b"".join(_record(d.name, code, data.shape, chunk) for d, code, data, chunk in prepared)
     n = sum(math.prod(chunk_counts(data.shape, chunk)) for _, _, data, chunk in prepared)
     index_off = _align8(40 + len(blob))
     cursor = index_off + 32 + 104 * n
     entries, stored, cursor = _index_entries(prepared, cursor)
-    metadata = _footer_metadata(prepared, file_metadata, footer)
-    tail = b""
-    if footer is not False and (history or metadata is not None):
-        tail = encode_footer(history, metadata, cursor if writes else 32)
+    tail = _footer(writes, history, file_metadata, footer, cursor if writes else 32)
     flags = FLAG_FOOTER if tail else 0
     if not writes:
         _emit(target, [SUPERBLOCK.pack(MAGIC, 1, 0, flags, 32, 0), tail])
@@ -187,8 +159,7 @@ def write_tetr(
     head = (
         SUPERBLOCK.pack(MAGIC, 1, len(writes), flags, index_off, 32 + 104 * n)
         + struct.pack("<Q", len(blob))
-        + blob
-        + b"\0" * (index_off - 40 - len(blob))
+        + blob.ljust(index_off - 40, b"\0")
         + INDEX_HEADER.pack(INDEX_MAGIC, 1, n, execution[0], 0, execution[1], 0)
         + entries.tobytes()
     )
@@ -204,7 +175,8 @@ def _index_entries(
     rows, stored = [], []
     for i, (d, _code, data, chunk) in enumerate(prepared):
         codec, encoder, params = _CODEC_OF[d.codec], CODEC_OBJECTS[d.codec], d.codec_params or {}
-        for coords, box in _tile_boxes(data.shape, chunk):
+        for coords in itertools.product(*map(range, chunk_counts(data.shape, chunk))):  # last axis fastest
+            box = tuple(slice(k * c, min(k * c + c, n)) for k, c, n in zip(coords, chunk, data.shape, strict=True))
             raw_len = math.prod(s.stop - s.start for s in box) * data.dtype.itemsize
             payload = encoder.encode(np.ascontiguousarray(data[box]).data, params)[0] if codec else None
             size = len(payload) if payload is not None else raw_len
@@ -214,17 +186,21 @@ def _index_entries(
     return np.array(rows, dtype=ENTRY), stored, cursor
 
 
-def _footer_metadata(
-    prepared: Sequence[tuple[DatasetWrite, int, np.ndarray, tuple[int, ...]]],
+def _footer(
+    writes: list[DatasetWrite],
+    history: Sequence[Any],
     file_metadata: Mapping[str, str] | None,
     footer: bool | None,
-) -> dict[str, Any] | None:
-    """The footer's ``metadata`` object: file keys and per-dataset metadata; None when there is none to write."""
-    datasets = {d.name: m for d, *_ in prepared if (m := d.metadata()) is not None}
+    end: int,
+) -> bytes:
+    """The footer to append at ``end``: none (empty) unless there is history or metadata, or ``footer=True``."""
+    datasets = {d.name: m for d in writes if (m := d.metadata())}
     metadata: dict[str, Any] = {"file": dict(file_metadata)} if file_metadata is not None else {}
     if datasets:
         metadata["datasets"] = datasets
-    return metadata if metadata or footer is True else None
+    if footer or (footer is None and (history or metadata)):  # footer=True: a metadata object even when empty
+        return encode_footer(history, metadata if metadata or footer else None, end)
+    return b""
 
 
 def _emit(target: str | os.PathLike[str] | BinaryIO, parts: Iterable[bytes]) -> None:

@@ -274,8 +274,6 @@ def _v1_object(source: ByteSource, name: Any, obj: Any, legacy: bool, mwhere: st
 def _v1_component(cname: str, comp: Any, where: str, *, tensor_dtype: Any) -> tuple[str, Part, str | None]:
     """One component as a part, and what keeps it from being decoded (None: nothing)."""
     pwhere = f"{where}component {cname!r}: "
-    if not isinstance(comp, dict):
-        raise MetadataError(pwhere + _V1_OFFSETS)
     v = _V1_COMPONENT.checked(comp, pwhere)
     spelled = comp.get("dtype", tensor_dtype if cname in ("data", "values") else "u64")
     short = LONG_DTYPE_NAMES.get(spelled, spelled) if isinstance(spelled, str) else ""
@@ -298,14 +296,6 @@ def _layout_problem(layout: str, parts: Mapping[str, Part], gen: _Objects, shape
     lone = next(iter(parts.values()))
     dense = len(parts) == 1 and stores_values(lone.encoding) and lone.length == math.prod(shape) * lone.storage.itemsize
     return None if gen.fallback and dense else f"layout {layout!r} is not supported (known: dense, {', '.join(sparse)})"
-
-
-def _dtype_problem(part: Part) -> str | None:
-    try:
-        logical_dtype(part.dtype, part.ltype)
-    except UnsupportedError as exc:
-        return str(exc)
-    return None
 
 
 def _ordered(infos: list[TensorInfo]) -> list[TensorInfo]:
@@ -358,41 +348,25 @@ def _parse_v2(source: ByteSource) -> Container:
     raw, m_off = _v2_manifest_bytes(source)
     where = describe(source.name, "v2 manifest", m_off)
     root = cbor.loads(raw, where=where)
-    check_free_values(root, where, V2_MAX_DEPTH)
+    mixed = check_free_values(root, where, V2_MAX_DEPTH)
     # cbor2's canonical form (streamed, memory ~ its output) equals RFC 8949 bytewise order unless a map mixes
     # key types; only then build the bytewise encoding, which costs a bytes object per item
-    if (cbor.dumps(root, canonical=True) != raw or _mixed_keys(root)) and cbor.dumps_canonical(root) != raw:
+    if (mixed or cbor.dumps(root, canonical=True) != raw) and cbor.dumps_canonical(root) != raw:
         raise MetadataError(f"{where}manifest is not deterministic CBOR (non-canonical encoding or duplicate keys)")
     if not isinstance(root, dict) or not isinstance(root.get("objects"), dict):
         raise MetadataError(f"{where}manifest must be a map with an 'objects' map")
     attrs = _FILE_ATTRIBUTES.checked(root, where)["attributes"] or {}
     shards = _v2_shards(source, root.get("shards"), where)
     infos = [_v2_object(source, name, obj, shards, where) for name, obj in root["objects"].items()]
-    _check_disjoint(
-        source,
-        [(m_off, len(raw))] + [(p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None],
-        size,
-    )
+    _check_disjoint(source, (m_off, len(raw)), infos)
     opened = {k: v for k, v in shards.items() if v is not None}
     return Container("2", None, _ordered(infos), dict(attrs), 4096, size - 40, opened)
 
 
-def _mixed_keys(obj: Any) -> bool:
-    """Whether some map in ``obj`` has keys of different CBOR major types (e.g. text and integers)."""
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if type(item) is dict:
-            if len({(type(k), type(k) is int and k < 0) for k in item}) > 1:  # negative ints: major type 1
-                return True
-            stack.extend(v for v in item.values() if type(v) in (dict, list))
-        elif type(item) is list:
-            stack.extend(v for v in item if type(v) in (dict, list))
-    return False
-
-
-def _check_disjoint(source: ByteSource, blobs: list[tuple[int, int]], size: int) -> None:
-    """Blobs lie in [4096, size-40) and are identical or disjoint (spec 3.1)."""
+def _check_disjoint(source: ByteSource, manifest: tuple[int, int], infos: list[TensorInfo]) -> None:
+    """The manifest and the blobs of this file lie in [4096, size-40) and are identical or disjoint (spec 3.1)."""
+    size = source.size
+    blobs = [manifest, *((p.offset, p.length) for t in infos for p in t.parts.values() if p.shard is None)]
     spans = sorted({(o, n) for o, n in blobs if n})
     for o, n in spans:
         if o < 4096 or o + n > size - 40:
@@ -476,8 +450,6 @@ def _v2_part(
 ) -> tuple[str, Part, str | None]:
     """One part, and what keeps it from being decoded (None: nothing)."""
     pwhere = f"{where}part {pname!r}: "
-    if not isinstance(p, dict):
-        raise MetadataError(f"{pwhere}must be a map")
     v = _V2_PART.checked(p, pwhere)
     encoding, shard = p.get("encoding"), v["shard"]
     if (encoding is None) != (v["decoded_length"] is None):
@@ -512,5 +484,10 @@ def _tensor(
     parts = {pname: part for pname, part, _ in read}
     problem = next((p for _, _, p in read if p), None) or _layout_problem(layout, parts, gen, shape)
     main = parts.get("data") or parts.get("values") or next(iter(parts.values()))
-    problem, dtype = problem or _dtype_problem(main), dtype or main.dtype
-    return TensorInfo(0, name, dtype, shape, layout, main.encoding, main.digest, dict(attrs or {}), parts, problem)
+    if problem is None:
+        try:
+            logical_dtype(main.dtype, main.ltype)
+        except UnsupportedError as exc:
+            problem = str(exc)
+    attrs = dict(attrs or {})
+    return TensorInfo(0, name, dtype or main.dtype, shape, layout, main.encoding, main.digest, attrs, parts, problem)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -87,10 +87,9 @@ def verify_digest(digest: str, data: bytes | memoryview | np.ndarray, where: str
 
 
 def _decoded_size(part: Part, stored: int, expected: int | None, where: str) -> tuple[Chain, int | None]:
-    """The chain of ``part`` as bytes (:func:`.compression.part_chain`: what the stored bytes decode to, before
-    they are viewed as the part's dtype) and the bytes it decodes to (None: unknown, capped while decoding),
-    refused where it contradicts the ``expected`` size or exceeds what ``stored`` bytes can give, before
-    anything is allocated."""
+    """``part``'s chain as bytes (what the stored bytes decode to before they are viewed as its dtype) and the
+    bytes it decodes to (None: unknown, capped while decoding); refused, before anything is allocated, where
+    that contradicts the ``expected`` size or exceeds what ``stored`` bytes can give."""
     chain = part_chain(part.encoding, np.dtype("u1"), 0, where)
     size: int | None = stored
     if chain.stored_is_encoded:  # stored as they are
@@ -222,19 +221,8 @@ class TensorReader:
             )
         nnz = int(indptr[-1])
         indices = self._index_part("indices", nnz, nnz)
-        return self._densify_csr("CSR", indptr, indices, self._values(nnz, out_dtype), out_dtype)
-
-    def _densify_csr(
-        self, label: str, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, out_dtype: np.dtype
-    ) -> np.ndarray:
-        rows, cols = self.info.shape
-        if indices.size and int(indices.max()) >= cols:
-            raise CorruptFileError(
-                f"{self._where}{label} column index {int(indices.max())} out of range for {cols} columns"
-            )
-        dense = np.zeros(self.info.shape, dtype=out_dtype)
-        dense[np.repeat(np.arange(rows), np.diff(indptr)), indices.astype(np.intp)] = values
-        return dense
+        rows_of = np.repeat(np.arange(rows), np.diff(indptr))
+        return self._scatter("CSR", (rows_of, indices), self._values(nnz, out_dtype), out_dtype)
 
     def _coo(self, out_dtype: np.dtype) -> np.ndarray:
         shape = self.info.shape
@@ -243,29 +231,29 @@ class TensorReader:
         if coords.size % ndim:
             raise CorruptFileError(f"{self._where}COO coords hold {coords.size} indices, not a multiple of rank {ndim}")
         nnz = coords.size // ndim
-        return self._scatter(coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
+        return self._scatter("COO", coords.reshape(ndim, nnz), self._values(nnz, out_dtype), out_dtype)
 
-    def _scatter(self, coords: np.ndarray, values: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    def _scatter(
+        self, label: str, coords: Sequence[np.ndarray] | np.ndarray, values: np.ndarray, out_dtype: np.dtype
+    ) -> np.ndarray:
+        """The dense tensor holding ``values`` at ``coords`` (an index array per axis), zero elsewhere."""
         shape = self.info.shape
         dense = np.zeros(shape, dtype=out_dtype)
-        if not coords.shape[1]:
+        if not len(values):
             return dense
         if not shape:
             dense[()] = values[-1]
-        elif np.any(coords.astype(np.uint64) >= np.asarray(shape, dtype=np.uint64).reshape(-1, 1)):
-            raise CorruptFileError(f"{self._where}COO coordinate out of range for shape {list(shape)}")
+        elif any(np.any(c.astype(np.uint64) >= n) for c, n in zip(coords, shape, strict=True)):
+            raise CorruptFileError(f"{self._where}{label} coordinate out of range for shape {list(shape)}")
         else:
-            dense[tuple(coords.astype(np.intp))] = values
+            dense[tuple(c.astype(np.intp) for c in coords)] = values
         return dense
 
     def _v01_sparse(self, out_dtype: np.dtype) -> np.ndarray:
         """v0.1 ``sparsecoo``/``sparsecsr``: the sparse structure packed into the single blob (spec 1.9)."""
-        part = self.info.parts["data"]
-        cap = (
-            part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(self.info.shape), 1), 64)
-        )
-        blob = self._decode_part("data", None, cap).view(np.uint8)
-        item, shape = part.storage, self.info.shape
+        part, shape = self.info.parts["data"], self.info.shape
+        cap = part.length if stores_values(part.encoding) else max(self.info.size * 8 * max(len(shape), 1), 64)
+        blob, item = self._decode_part("data", None, cap).view(np.uint8), part.storage
         if self.info.layout == "sparsecoo":
             ndim = len(shape)
             rec = np.dtype([("c", "<u8", (ndim,)), ("v", item)])
@@ -275,7 +263,7 @@ class TensorReader:
                 )
             records = blob.view(rec)
             values = self._to_logical(np.ascontiguousarray(records["v"]), out_dtype, part)
-            return self._scatter(np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
+            return self._scatter("sparsecoo", np.ascontiguousarray(records["c"]).T.reshape(ndim, -1), values, out_dtype)
         rows, _ = self._rows_cols("sparsecsr")
         head = (rows + 1) * 8
         if len(blob) < head:
@@ -286,7 +274,7 @@ class TensorReader:
             raise CorruptFileError(f"{self._where}sparsecsr blob does not hold indptr, {nnz} indices and {nnz} values")
         indices = blob[head : head + 8 * nnz].view("<u8")
         values = self._to_logical(blob[head + 8 * nnz :].view(item), out_dtype, part)
-        return self._densify_csr("sparsecsr", indptr, indices, values, out_dtype)
+        return self._scatter("sparsecsr", (np.repeat(np.arange(rows), np.diff(indptr)), indices), values, out_dtype)
 
     def read_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows ``start:stop`` of the leading axis, reading only their bytes when the tensor is raw."""
@@ -305,7 +293,8 @@ class TensorReader:
         values by one ``preadv`` of the band's bytes, others decoded whole into ``out`` when it is contiguous.
         Anything else (sparse, logical dtypes, verification, big-endian data) returns False (:meth:`read_chunk`)."""
         info, main = self.info, self.info.main_part
-        if not self._plain(out.dtype) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
+        plain = _LITTLE and not self.verify and not main.big_endian and main.ltype is None and main.storage == out.dtype
+        if not (plain and info.is_dense and info.shape) or region[1:] != tuple(slice(0, n) for n in info.shape[1:]):
             return False
         first = coords[0] * (self.rows_per_chunk or info.shape[0])
         start, stop = first + region[0].start, first + region[0].stop
@@ -335,18 +324,11 @@ class TensorReader:
         self._check_bounds(self.info.main_part, "data")
         return out_dtype, expected
 
-    def _plain(self, dtype: np.dtype) -> bool:
-        """Whether the tensor is dense values of ``dtype`` in one part, with nothing to verify, convert or
-        reorder: what :meth:`read_chunk_into` can place straight into a caller's buffer."""
-        info, main = self.info, self.info.main_part
-        plain = _LITTLE and not self.verify and not main.big_endian and main.ltype is None and main.storage == dtype
-        return plain and info.problem is None and info.layout == "dense" and len(info.parts) == 1 and bool(info.shape)
-
     def byte_layout(self, spec: ArraySpec) -> ByteLayout | Unreferenced:
         """Where the tensor is stored, as Zarr v3 sees it (for the virtual Zarr parsers): one chunk per dense
         tensor of one part whose encoding a standard Zarr codec decodes (also in v2 shard files)."""
         info, part, size = self.info, self.info.main_part, math.prod(spec.shape)
-        if info.problem is not None or info.layout != "dense" or len(info.parts) != 1:
+        if not info.is_dense:
             return Unreferenced("layout")
         zarr = part_chain(part.encoding, part.storage, size).zarr() if part.encoding in ENCODINGS else None
         if zarr is None or info.numpy_dtype != part.storage.newbyteorder("="):

@@ -84,8 +84,6 @@ class Fields:
                 return columns
         rows = []
         for i, entry in enumerate(entries):  # one failed: read them in order to name the first bad one
-            if type(entry) is not dict:
-                raise MetadataError(where(i) + "expected a map with text keys")
             rows.append(tuple(self.checked(entry, where(i)).values()))
         return list(map(list, zip(*rows, strict=True)))
 
@@ -106,8 +104,11 @@ class Fields:
         """The message of the first field whose value in ``entry`` fails its test, else None."""
         return self._message(list(map(entry.get, self.keys, self.defaults)))
 
-    def checked(self, entry: Mapping[Any, Any], where: str) -> dict[str, Any]:
-        """The values of the fields in ``entry`` (their defaults when absent); MetadataError for the first bad one."""
+    def checked(self, entry: Any, where: str) -> dict[str, Any]:
+        """The values of the fields in map ``entry`` (their defaults when absent); MetadataError for the first bad
+        one, or when ``entry`` is not a map."""
+        if type(entry) is not dict:
+            raise MetadataError(f"{where}expected a map, got {type(entry).__name__}")
         values = list(map(entry.get, self.keys, self.defaults))
         message = self._message(values)
         if message is not None:

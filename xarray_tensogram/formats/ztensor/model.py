@@ -53,13 +53,7 @@ LONG_DTYPE_NAMES: dict[str, str] = {
 }
 
 #: logical float8 types -> ml_dtypes names
-_FLOAT8 = {
-    "f8_e4m3fn": "float8_e4m3fn",
-    "f8_e5m2": "float8_e5m2",
-    "f8_e4m3fnuz": "float8_e4m3fnuz",
-    "f8_e5m2fnuz": "float8_e5m2fnuz",
-    "f8_e8m0": "float8_e8m0fnu",
-}
+_FLOAT8 = {f"f8_{t}": f"float8_{t}" for t in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")} | {"f8_e8m0": "float8_e8m0fnu"}
 _COMPLEX: dict[str, tuple[str, np.dtype]] = {
     "complex64": ("f32", np.dtype("<c8")),
     "complex128": ("f64", np.dtype("<c16")),
@@ -92,13 +86,17 @@ def logical_dtype(short: str, ltype: str | None) -> tuple[np.dtype, int, dict[st
 
 _PLAIN = (dict, list, str, bytes, int, float, bool, type(None))
 _END = object()
+#: map key types allowed in metadata, as (type, negative int: CBOR major type 1)
+_KEY_KINDS = frozenset({(str, False), (bytes, False), (int, False), (int, True), (bool, False)})
 
 
-def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
-    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep. The container parsers
-    type-check the standard keys themselves and call this on free-form values only (fast opens of large indexes)."""
+def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> bool:
+    """Free-form metadata holds only plain CBOR values, nested at most ``max_depth`` deep (the parsers check the
+    standard keys themselves: fast opens of large indexes). Returns whether some map mixes key kinds (e.g. text
+    and integers): only then does RFC 8949's bytewise key order differ from cbor2's canonical order."""
     # one iterator per open container: memory follows the depth, not the number of items
     stack: list[Any] = [iter((obj,))]
+    mixed = False
     while stack:
         item = next(stack[-1], _END)
         if item is _END:
@@ -107,9 +105,11 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
         if not isinstance(item, _PLAIN):
             raise MetadataError(f"{where}CBOR value of type {type(item).__name__} is not allowed in metadata")
         if type(item) is dict:
-            bad = next((k for k in item if not isinstance(k, (str, int, bytes))), _END)
-            if bad is not _END:
+            kinds = {(type(k), type(k) is int and k < 0) for k in item}
+            if not kinds <= _KEY_KINDS:
+                bad = next(k for k in item if (type(k), False) not in _KEY_KINDS)
                 raise MetadataError(f"{where}map key of type {type(bad).__name__} is not allowed in metadata")
+            mixed = mixed or len(kinds) > 1
             children: Any = iter(item.values())
         elif type(item) is list:
             children = iter(item)
@@ -118,6 +118,7 @@ def check_free_values(obj: Any, where: str, max_depth: int = MAX_DEPTH) -> None:
         if len(stack) > max_depth and item:  # its children would sit deeper than max_depth
             raise LimitExceededError(f"{where}metadata nested deeper than {max_depth} levels")
         stack.append(children)
+    return mixed
 
 
 def check_shape(shape: Any, where: str) -> tuple[int, ...]:
@@ -186,15 +187,14 @@ class TensorInfo:
         return self.parts.get("data") or self.parts.get("values") or next(iter(self.parts.values()))
 
     @property
+    def is_dense(self) -> bool:
+        """Readable, and its C-order elements in one part."""
+        return self.problem is None and self.layout == "dense" and len(self.parts) == 1
+
+    @property
     def is_dense_raw(self) -> bool:
         """One raw little-endian blob holding the C-order elements: byte ranges can be read directly."""
-        return (
-            self.problem is None
-            and self.layout == "dense"
-            and len(self.parts) == 1
-            and stores_values(self.main_part.encoding)
-            and not self.main_part.big_endian
-        )
+        return self.is_dense and stores_values(self.main_part.encoding) and not self.main_part.big_endian
 
     def where(self, source_name: str | None, offset: int | None = None) -> str:
         return describe(source_name, f"tensor {self.index} {self.name!r}", offset)

@@ -47,8 +47,7 @@ def _entry(fields: Sequence[tuple[str, Any]]) -> bytes:
 def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str, Any, Mapping[str, Any]]]:
     pairs = tensors.items() if isinstance(tensors, Mapping) else tensors
     out: list[tuple[str, Any, Mapping[str, Any]]] = []
-    for item in pairs:
-        name, value, *rest = item
+    for name, value, *rest in pairs:
         custom = rest[0] if rest else {}
         if not isinstance(name, str):
             raise TypeError(f"tensor names must be str, got {name!r}")
@@ -61,12 +60,9 @@ def _items(tensors: Mapping[str, Any] | Iterable[TensorItem]) -> list[tuple[str,
 
 def _stored_bytes(arr: np.ndarray) -> memoryview:
     """Little-endian C-order bytes of ``arr`` (bool as 0/1 bytes), without a copy when already so."""
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.uint8, copy=False)
-    elif arr.dtype.kind in "fiu" and arr.dtype.itemsize > 1:
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)  # no copy when already little-endian
-    arr = np.ascontiguousarray(arr)
-    return arr.reshape(-1).view(np.uint8).data
+    kind = arr.dtype.kind
+    stored = np.dtype(np.uint8) if kind == "b" else arr.dtype.newbyteorder("<") if kind in "fiu" else arr.dtype
+    return np.ascontiguousarray(arr, dtype=stored).reshape(-1).view(np.uint8).data
 
 
 def write_ztensor_v01(
@@ -91,13 +87,9 @@ def write_ztensor_v01(
     for opts in (default, *per.values()):
         _check_options(opts)
     items = _items(tensors)
-    entries = []
     with atomic_write(path) as f:
         f.write(MAGIC_V01)
-        pos = len(MAGIC_V01)
-        for name, value, custom in items:
-            entry, pos = _write_tensor(f, pos, name, np.asarray(value), custom, per.get(name, default))
-            entries.append(entry)
+        entries = [_write_tensor(f, n, np.asarray(value), custom, per.get(n, default)) for n, value, custom in items]
         index = cbor.head(4, len(entries)) + b"".join(entries)
         f.write(index)
         f.write(struct.pack("<Q", len(index)))
@@ -118,19 +110,16 @@ def _check_options(opts: Mapping[str, Any]) -> None:
         _COMPRESSED[compression].resolve(opts["params"], what="compression: ")
 
 
-def _write_tensor(
-    f: Any, pos: int, name: str, arr: np.ndarray, custom: Mapping[str, Any], opts: Mapping[str, Any]
-) -> tuple[bytes, int]:
-    """Write one aligned blob at ``pos`` with ``opts`` (:func:`_check_options`); returns its index entry and the
-    position after it."""
+def _write_tensor(f: Any, name: str, arr: np.ndarray, custom: Mapping[str, Any], opts: Mapping[str, Any]) -> bytes:
+    """Write one blob with ``opts`` (:func:`_check_options`), aligned to 64 bytes; returns its index entry."""
     compression, checksum = opts["compression"], opts["checksum"]
     dtype_name = v01_dtype_name(arr.dtype)
     data = _stored_bytes(arr)
     blob: bytes | memoryview = _COMPRESSED[compression].encode(data, opts["params"])[0] if compression else data
+    pos = f.tell()
     offset = (pos + 63) // 64 * 64
-    f.write(b"\x00" * (offset - pos))
+    f.write(bytes(offset - pos))
     f.write(blob)
-    pos = offset + len(blob)
     fields: list[tuple[str, Any]] = [
         ("name", name),
         ("offset", offset),
@@ -145,4 +134,4 @@ def _write_tensor(
     if checksum is not None:
         fields.append(("checksum", f"{checksum}:{DIGESTS[checksum][0](blob)}"))
     fields.extend(sorted(custom.items(), key=lambda kv: kv[0].encode()))
-    return _entry(fields), pos
+    return _entry(fields)
