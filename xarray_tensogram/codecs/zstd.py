@@ -211,8 +211,11 @@ class Zstd(Codec):
         """Leading rows of a compressed object; as in the reference's range decode, the rest is not checked."""
         return decompress(as_bytes(payload), total, where=where, prefix=prefix)
 
-    max_output = staticmethod(max_output)  # type: ignore[assignment]  # the module's bound, as a method
-    fits_output = staticmethod(fits_output_bound)
+    def max_output(self, stored: int) -> int | None:
+        return max_output(stored)
+
+    def fits_output(self, decoded: np.ndarray, stored: np.ndarray) -> np.ndarray:
+        return np.asarray(fits_output_bound(decoded, stored))
 
     def decode_capped(self, payload: Buffer, cap: int, params: Mapping[str, Any], where: str = "") -> Buffer:
         return decompress_capped(as_bytes(payload), cap, where=where)
