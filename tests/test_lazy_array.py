@@ -83,6 +83,45 @@ def test_stacked_members_and_holes():
     np.testing.assert_array_equal(out[2], parts[2])
 
 
+def test_members_given_lazily_are_built_only_when_read():
+    """An open of an archive stacks 400,000 lazy members: stacking them with a template builds none."""
+    parts = [np.full((2, 3), i, dtype=np.float32) for i in range(3)]
+    built: list[int] = []
+    made: list[int] = []
+
+    def member(i: int):
+        def build() -> ArraySpec:
+            built.append(i)
+            return ArraySpec((2, 3), np.float32, (2, 3), SliceReader(parts[i], (2, 3)))
+
+        return build
+
+    class Packed(dict):
+        """Members packed as ints and made into callables on access, as an open packs objects of messages."""
+
+        def get(self, flat, default=None):
+            value = dict.get(self, flat, default)
+            if type(value) is int:
+                made.append(flat)
+                return member(value)
+            return value
+
+        def __getitem__(self, flat):
+            return self.get(flat)
+
+        def values(self):
+            return [self[k] for k in self]
+
+    template = ArraySpec((2, 3), np.float32, (2, 3), SliceReader(parts[0], (2, 3)))
+    spec = stack_specs((3,), Packed({0: 0, 2: 2}), fill_value=np.nan, template=template)
+    assert built == [] and made == []  # nothing made per member while stacking
+    out = read_outer(spec, (slice(2, 3), slice(None), slice(None)))
+    assert built == [2]
+    np.testing.assert_array_equal(out[0], parts[2])
+    with pytest.raises(ValueError, match="empty"):
+        stack_specs((3,), {}, template=template)
+
+
 def test_missing_chunk_without_fill_value_uses_nan_for_floats():
     class Holes:
         def read_chunk(self, coords, region):

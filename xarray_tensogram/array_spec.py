@@ -175,17 +175,19 @@ def stack_specs(
     ``template`` (a spec of every member's shape, dtype and chunks) stands in for members given as callables;
     without one, every member must be a built spec, and they are checked against each other.
     """
-    values = members.values() if isinstance(members, Mapping) else members
-    if not any(m is not None for m in values):
-        raise ValueError("cannot stack an empty set of arrays")
-    if template is None:  # members given lazily (with a template) are not built here
-        specs = [m for m in values if isinstance(m, ArraySpec)]
-        if len(specs) != sum(m is not None for m in values):
+    if template is None:
+        present = [m for m in (members.values() if isinstance(members, Mapping) else members) if m is not None]
+        specs = [m for m in present if isinstance(m, ArraySpec)]
+        if not present:
+            raise ValueError("cannot stack an empty set of arrays")
+        if len(specs) != len(present):
             raise ValueError("members given lazily need a template spec")
         template = specs[0]
         geometry = (template.shape, template.dtype, template.chunk_shape)
         if any((m.shape, m.dtype, m.chunk_shape) != geometry for m in specs):
             raise ValueError("stacked members must share shape, dtype and chunk shape")
+    elif not (members if isinstance(members, Mapping) else any(m is not None for m in members)):
+        raise ValueError("cannot stack an empty set of arrays")  # members given lazily: none is built here
     stack_shape = tuple(int(s) for s in stack_shape)
     held: tuple[Member | None, ...] | dict[int, Member]
     if isinstance(members, Mapping):  # a dict of its own kind (members packed, built when read) is kept as it is
