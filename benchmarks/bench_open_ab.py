@@ -5,7 +5,8 @@ Run: ``python benchmarks/bench_open_ab.py REV_A REV_B [--messages 10000,100000] 
 Each revision (a commit, a branch, or a folder that holds the package) is checked out into a temporary git
 worktree. Each round opens the archive ``--opens`` times in one fresh process per version, and the order of
 the versions alternates between rounds. The figures are medians of the process's CPU time per open, with
-``metadata_cache=False``. The archives are ``run_all.py``'s ``open-operational`` files.
+``metadata_cache=False``. The archives are ``run_all.py``'s ``open-operational`` files. A run killed half-way leaves
+its worktrees registered in git: ``git worktree prune`` removes them.
 
 The children run in an empty folder and report the folder they imported the package from. Python puts the
 working folder first on ``sys.path``, so a child started inside a checkout imports that checkout whatever
@@ -55,7 +56,7 @@ def checkout(rev: str, into: Path) -> Iterator[Path]:
         return
     subprocess.run(["git", "-C", str(HERE.parent), "worktree", "add", "-q", "--detach", str(into), rev], check=True)
     try:
-        yield into
+        yield into.resolve()  # compared with the resolved path a child reports
     finally:
         subprocess.run(["git", "-C", str(HERE.parent), "worktree", "remove", "--force", str(into)], check=True)
 
@@ -85,19 +86,19 @@ def main() -> None:
     archives = [run_all.tgm_many_operational(int(n)) for n in args.messages.split(",")]
     print(f"load average {os.getloadavg()[0]:.1f} at start")
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        revs = (args.rev_a, args.rev_b)
-        trees = {rev: stack.enter_context(checkout(rev, Path(tmp) / f"tree{i}")) for i, rev in enumerate(revs)}
+        revs = (args.rev_a, args.rev_b)  # by position: the same revision twice measures the noise
+        trees = [stack.enter_context(checkout(rev, Path(tmp) / f"tree{i}")) for i, rev in enumerate(revs)]
         empty = Path(tmp) / "empty"
         empty.mkdir()
         for archive in archives:
-            times: dict[str, list[float]] = {rev: [] for rev in trees}
+            times: list[list[float]] = [[], []]
             for r in range(args.rounds):
-                for rev in list(trees) if r % 2 == 0 else list(reversed(trees)):
-                    times[rev] += opens_of(trees[rev], archive, args.opens, empty)
-            a, b = (statistics.median(times[rev]) for rev in trees)
+                for side in (0, 1) if r % 2 == 0 else (1, 0):
+                    times[side] += opens_of(trees[side], archive, args.opens, empty)
+            a, b = (statistics.median(t) for t in times)
             print(
                 f"{archive.name}: {args.rev_a} {a:.3f} s, {args.rev_b} {b:.3f} s, b / a {b / a:.3f} "
-                f"(medians of {len(times[args.rev_a])} opens each)"
+                f"(medians of {len(times[0])} opens each)"
             )
     print(f"load average {os.getloadavg()[0]:.1f} at end")
 
